@@ -1,0 +1,108 @@
+# dimoc: model compiler, CPU/GPU fitters, tractography.
+#   make            build bin/dimoc
+#   make demo       simulate a phantom, fit ball_2_sticks, print estimates against truth
+#   make test       every CPU test (prints "N passed, N failed")
+#   make test-gpu   the GPU tests (needs an NVIDIA GPU and driver)
+#   make fuzz       libFuzzer over lexer, parser and checker (FUZZ_SECONDS, default 60)
+#   make generated  regenerate generated/ from models/
+#   make install PREFIX=/usr/local
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra
+CUDA_HOME ?= /usr/local/cuda
+PREFIX  ?= /usr/local
+BUILD   := build
+FUZZ_SECONDS ?= 60
+
+CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti \
+            -DDIMOC_VERSION=\"$(shell cat VERSION)\"
+# niftilib and znzlib are linked statically so that the binary runs where only libz exists
+# (the GPU machine has no niftilib).
+LDLIBS  += -Wl,-Bstatic -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -ldl -lpthread
+OMPFLAGS := -fopenmp
+
+COMPILER_SRC := $(filter-out compiler/fuzz_front.c,$(wildcard compiler/*.c))
+RUNTIME_SRC  := $(wildcard runtime/*.c)
+GEN_SRC      := $(BUILD)/parser.c $(BUILD)/lexer.c
+
+COMPILER_OBJ := $(COMPILER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/parser.o $(BUILD)/lexer.o
+RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
+
+.PHONY: all deps demo test test-gpu fuzz generated install clean check-generated asan
+all: bin/dimoc
+
+# Installs the Debian packages the build and the tests need, once (see scripts/install-deps.sh).
+.deps-ok: scripts/install-deps.sh
+	bash scripts/install-deps.sh
+	touch $@
+deps: .deps-ok
+
+$(BUILD)/parser.c $(BUILD)/parser.h: compiler/parser.y | $(BUILD)/.dir
+	bison -Wall --defines=$(BUILD)/parser.h -o $(BUILD)/parser.c $<
+$(BUILD)/lexer.c: compiler/lexer.l $(BUILD)/parser.h | $(BUILD)/.dir
+	flex -o $@ $<
+
+$(BUILD)/parser.o $(BUILD)/lexer.o: CFLAGS += -Wno-unused-function -Wno-sign-compare
+$(BUILD)/%.o: $(BUILD)/%.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -c -o $@ $<
+$(BUILD)/%.o: %.c $(BUILD)/parser.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(OMPFLAGS) -MMD -c -o $@ $<
+
+$(BUILD)/libdimoc-compiler.a: $(COMPILER_OBJ)
+	ar rcs $@ $^
+$(BUILD)/libdimoc-runtime.a: $(RUNTIME_OBJ)
+	ar rcs $@ $^
+
+bin/dimoc: $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
+	@mkdir -p bin
+	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(BUILD)/runtime/main.o -L$(BUILD) -ldimoc-runtime \
+	    -ldimoc-compiler $(LDLIBS)
+
+$(BUILD)/.dir:
+	mkdir -p $(BUILD) && touch $@
+
+MODELS := $(basename $(notdir $(wildcard models/*.model)))
+generated: bin/dimoc
+	for m in $(MODELS); do bin/dimoc compile models/$$m.model -o generated/$$m || exit 1; done
+
+demo: .deps-ok bin/dimoc
+	bash examples/demo.sh
+
+test: .deps-ok bin/dimoc
+	bash tests/run.sh
+
+test-gpu: bin/dimoc
+	bash tests/run.sh --gpu
+
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	    bin/dimoc-asan
+
+bin/dimoc-asan: $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
+	@mkdir -p bin
+	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(BUILD)/runtime/main.o -L$(BUILD) -ldimoc-runtime \
+	    -ldimoc-compiler $(LDLIBS)
+
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
+bin/fuzz-front: compiler/fuzz_front.c $(COMPILER_SRC) $(GEN_SRC)
+	@mkdir -p bin
+	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -Wno-unused-function -o $@ compiler/fuzz_front.c \
+	    $(COMPILER_SRC) $(GEN_SRC) -lm
+fuzz: bin/fuzz-front
+	mkdir -p fuzz-corpus && cp -n models/*.model tests/compiler/bad/*.model fuzz-corpus/ 2>/dev/null; \
+	bin/fuzz-front -max_total_time=$(FUZZ_SECONDS) -timeout=5 fuzz-corpus tests/compiler/fuzz-regressions
+
+install: bin/dimoc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dimoc/models \
+	    $(DESTDIR)$(PREFIX)/share/dimoc/templates $(DESTDIR)$(PREFIX)/share/doc/dimoc
+	install -m 755 bin/dimoc $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 models/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/
+	install -m 644 templates/* $(DESTDIR)$(PREFIX)/share/dimoc/templates/
+	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/
+
+clean:
+	rm -rf build build-asan bin
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,107 @@
+/* The built-in function table (see builtins.h) and nearest-name suggestions. */
+#include "builtins.h"
+
+#include <math.h>
+#include <string.h>
+
+#define S DM_T_SCALAR
+#define V DM_T_VEC3
+
+/* Rows are in dm_builtin_id order; builtins_table_ok() in the unit tests checks it. */
+const dm_builtin dm_builtins[DM_FN_COUNT] = {
+    {"exp", DM_FN_EXP, 1, {S}, S, 0, 0, 0, exp, NULL, "exponential"},
+    {"log", DM_FN_LOG, 1, {S}, S, 0, 0, 0, log, NULL, "natural logarithm"},
+    {"sqrt", DM_FN_SQRT, 1, {S}, S, 0, 0, 0, sqrt, NULL, "square root"},
+    {"sin", DM_FN_SIN, 1, {S}, S, 0, 0, 0, sin, NULL, "sine (radians)"},
+    {"cos", DM_FN_COS, 1, {S}, S, 0, 0, 0, cos, NULL, "cosine (radians)"},
+    {"tan", DM_FN_TAN, 1, {S}, S, 0, 0, 0, tan, NULL, "tangent (radians)"},
+    {"asin", DM_FN_ASIN, 1, {S}, S, 0, 0, 0, asin, NULL, "arc sine (radians)"},
+    {"acos", DM_FN_ACOS, 1, {S}, S, 0, 0, 0, acos, NULL, "arc cosine (radians)"},
+    {"atan", DM_FN_ATAN, 1, {S}, S, 0, 0, 0, atan, NULL, "arc tangent (radians)"},
+    {"atan2", DM_FN_ATAN2, 2, {S, S}, S, 0, 0, 0, NULL, atan2,
+     "atan2(y, x): angle of the point (x, y), in (-pi, pi]"},
+    {"sinh", DM_FN_SINH, 1, {S}, S, 0, 0, 0, sinh, NULL, "hyperbolic sine"},
+    {"cosh", DM_FN_COSH, 1, {S}, S, 0, 0, 0, cosh, NULL, "hyperbolic cosine"},
+    {"tanh", DM_FN_TANH, 1, {S}, S, 0, 0, 0, tanh, NULL, "hyperbolic tangent"},
+    {"abs", DM_FN_ABS, 1, {S}, S, 0, 0, 0, fabs, NULL, "absolute value"},
+    {"pow", DM_FN_POW, 2, {S, S}, S, 0, 0, 0, NULL, pow, "pow(x, y) = x^y"},
+    {"min", DM_FN_MIN, 2, {S, S}, S, 0, 0, 0, NULL, fmin, "smaller of two values"},
+    {"max", DM_FN_MAX, 2, {S, S}, S, 0, 0, 0, NULL, fmax, "larger of two values"},
+    {"erf", DM_FN_ERF, 1, {S}, S, 0, 0, 0, erf, NULL, "error function"},
+    {"dawson", DM_FN_DAWSON, 1, {S}, S, 0, 0, 0, NULL, NULL,
+     "Dawson's integral exp(-x^2) * integral from 0 to x of exp(t^2) dt"},
+    {"lgamma", DM_FN_LGAMMA, 1, {S}, S, 0, 0, 0, lgamma, NULL,
+     "log of the absolute value of the gamma function"},
+    {"log_i0", DM_FN_LOG_I0, 1, {S}, S, 0, 0, 0, NULL, NULL,
+     "log of the modified Bessel function of the first kind of order 0"},
+    {"legendre", DM_FN_LEGENDRE, 2, {S, S}, S, 1u << 0, 0, 20, NULL, NULL,
+     "legendre(n, x): Legendre polynomial P_n(x), n a constant integer 0..20"},
+    {"dot", DM_FN_DOT, 2, {V, V}, S, 0, 0, 0, NULL, NULL, "dot product of two 3-vectors"},
+    {"cross", DM_FN_CROSS, 2, {V, V}, V, 0, 0, 0, NULL, NULL, "cross product of two 3-vectors"},
+    {"norm", DM_FN_NORM, 1, {V}, S, 0, 0, 0, NULL, NULL, "Euclidean length of a 3-vector"},
+    {"dir", DM_FN_DIR, 2, {S, S}, V, 0, 0, 0, NULL, NULL,
+     "dir(theta, phi): unit vector (sin theta cos phi, sin theta sin phi, cos theta)"},
+    {"vec", DM_FN_VEC, 3, {S, S, S}, V, 0, 0, 0, NULL, NULL, "vec(x, y, z): a 3-vector"},
+};
+
+const dm_builtin *dm_builtin_find(const char *name)
+{
+    for (int i = 0; i < DM_FN_COUNT; i++)
+        if (strcmp(dm_builtins[i].name, name) == 0)
+            return &dm_builtins[i];
+    return NULL;
+}
+
+/* Levenshtein distance, giving up (returning limit+1) on long names. */
+static int edit_distance(const char *a, const char *b, int limit)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return limit + 1;
+    int row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *dm_nearest_name(const char *name, const char *const *candidates)
+{
+    int limit = (int)strlen(name) / 2;
+    if (limit > 2)
+        limit = 2;
+    if (limit < 1)
+        limit = 1;
+    const char *best = NULL;
+    int best_d = limit + 1;
+    for (int i = 0; candidates[i]; i++) {
+        int d = edit_distance(name, candidates[i], limit);
+        if (d < best_d && strcmp(name, candidates[i]) != 0) {
+            best_d = d;
+            best = candidates[i];
+        }
+    }
+    return best;
+}
+
+const char *dm_builtin_nearest(const char *name)
+{
+    const char *names[DM_FN_COUNT + 1];
+    for (int i = 0; i < DM_FN_COUNT; i++)
+        names[i] = dm_builtins[i].name;
+    names[DM_FN_COUNT] = NULL;
+    return dm_nearest_name(name, names);
+}

@@ -1,0 +1,75 @@
+/* The table of built-in functions of the model language.
+ *
+ * The front end uses it to resolve calls and check their arguments; the back end keys its
+ * derivative rules and emission on dm_builtin_id.  To add a function: append an id before
+ * DM_FN_COUNT (never renumber existing ones), append its row to dm_builtins[] in builtins.c
+ * (rows are indexed by id), give the back end its rule, and document it in
+ * docs/model-language.md. */
+#ifndef DIMOC_BUILTINS_H
+#define DIMOC_BUILTINS_H
+
+#include "ast.h"
+
+typedef enum dm_builtin_id {
+    DM_FN_EXP,
+    DM_FN_LOG,
+    DM_FN_SQRT,
+    DM_FN_SIN,
+    DM_FN_COS,
+    DM_FN_TAN,
+    DM_FN_ASIN,
+    DM_FN_ACOS,
+    DM_FN_ATAN,
+    DM_FN_ATAN2,    /* atan2(y, x) */
+    DM_FN_SINH,
+    DM_FN_COSH,
+    DM_FN_TANH,
+    DM_FN_ABS,
+    DM_FN_POW,      /* pow(x, y) */
+    DM_FN_MIN,
+    DM_FN_MAX,
+    DM_FN_ERF,
+    DM_FN_DAWSON,   /* Dawson's integral F(x) = exp(-x^2) int_0^x exp(t^2) dt */
+    DM_FN_LGAMMA,
+    DM_FN_LOG_I0,   /* log of the modified Bessel function I0 */
+    DM_FN_LEGENDRE, /* legendre(n, x): Legendre polynomial P_n(x), n a constant integer */
+    DM_FN_DOT,      /* dot(u, v): vec3 x vec3 -> scalar */
+    DM_FN_CROSS,    /* cross(u, v): vec3 x vec3 -> vec3 */
+    DM_FN_NORM,     /* norm(v): Euclidean length */
+    DM_FN_DIR,      /* dir(theta, phi) = (sin th cos ph, sin th sin ph, cos th) */
+    DM_FN_VEC,      /* vec(x, y, z) */
+    DM_FN_COUNT
+} dm_builtin_id;
+
+#define DM_BUILTIN_MAX_ARGS 4
+
+typedef struct dm_builtin {
+    const char *name;
+    dm_builtin_id id;
+    int nargs;
+    dm_type arg_types[DM_BUILTIN_MAX_ARGS]; /* DM_T_SCALAR or DM_T_VEC3 */
+    dm_type result;                         /* DM_T_SCALAR or DM_T_VEC3 */
+    /* Bit k set: argument k must be a constant integer in [int_min, int_max]
+     * (the checker stores its value in the argument's num after folding). */
+    unsigned const_int_args;
+    int int_min, int_max;
+    /* The C math function that evaluates it on constants (bounds, init values), or NULL
+     * when the function cannot be used in a constant expression. */
+    double (*eval1)(double);
+    double (*eval2)(double, double);
+    const char *summary; /* one line for documentation and `dimoc check` */
+} dm_builtin;
+
+extern const dm_builtin dm_builtins[DM_FN_COUNT];
+
+/* The built-in called NAME, or NULL. */
+const dm_builtin *dm_builtin_find(const char *name);
+
+/* The candidate nearest to NAME by edit distance, or NULL when none is within
+ * min(2, max(1, strlen(NAME) / 2)) edits.  Candidates are a NULL-terminated list. */
+const char *dm_nearest_name(const char *name, const char *const *candidates);
+
+/* The built-in nearest to NAME, as above, or NULL. */
+const char *dm_builtin_nearest(const char *name);
+
+#endif

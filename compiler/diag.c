@@ -1,0 +1,147 @@
+/* Collects diagnostics and prints them with the offending source line and a caret. */
+#include "diag.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dm_diag_msg {
+    dm_loc loc;
+    int is_error;
+    int seq; /* report order, to keep the sort stable */
+    char *text;
+};
+
+void dm_diag_init(dm_diag *d, FILE *out, const char *file, const char *source, size_t len)
+{
+    memset(d, 0, sizeof *d);
+    d->out = out ? out : stderr;
+    d->file = file;
+    d->source = source;
+    d->source_len = len;
+}
+
+static void add(dm_diag *d, dm_loc loc, int is_error, const char *fmt, va_list ap)
+{
+    if (is_error)
+        d->nerrors++;
+    else
+        d->nwarnings++;
+    /* Beyond the cap nothing more is printed; keep memory bounded on hostile input. */
+    if (d->nmsgs >= 4 * DM_MAX_ERRORS)
+        return;
+    if (d->nmsgs == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 16;
+        dm_diag_msg *m = realloc(d->msgs, (size_t)cap * sizeof *m);
+        if (!m)
+            abort();
+        d->msgs = m;
+        d->cap = cap;
+    }
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    dm_diag_msg *m = &d->msgs[d->nmsgs];
+    m->text = strdup(buf);
+    if (!m->text)
+        abort();
+    m->loc = loc;
+    m->is_error = is_error;
+    m->seq = d->nmsgs++;
+}
+
+void dm_error(dm_diag *d, dm_loc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add(d, loc, 1, fmt, ap);
+    va_end(ap);
+}
+
+void dm_warning(dm_diag *d, dm_loc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add(d, loc, 0, fmt, ap);
+    va_end(ap);
+}
+
+int dm_diag_full(const dm_diag *d)
+{
+    return d->nerrors >= DM_MAX_ERRORS;
+}
+
+static int by_position(const void *pa, const void *pb)
+{
+    const dm_diag_msg *a = pa, *b = pb;
+    if (a->loc.line != b->loc.line)
+        return a->loc.line < b->loc.line ? -1 : 1;
+    if (a->loc.col != b->loc.col)
+        return a->loc.col < b->loc.col ? -1 : 1;
+    return a->seq - b->seq;
+}
+
+/* The source line LINE (1-based) and its length, or NULL past the end. */
+static const char *find_line(const dm_diag *d, int line, size_t *len)
+{
+    if (!d->source || line < 1)
+        return NULL;
+    const char *p = d->source, *end = d->source + d->source_len;
+    for (int l = 1; l < line; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            return NULL;
+        p = nl + 1;
+    }
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    *len = (size_t)((nl ? nl : end) - p);
+    if (*len > 0 && p[*len - 1] == '\r')
+        (*len)--;
+    return p;
+}
+
+/* The line as it is (control characters but tabs shown as spaces), then a caret under
+ * byte column COL: tabs are kept so that the caret lines up however wide a tab is, and
+ * UTF-8 continuation bytes take no room. */
+static void print_caret(FILE *out, const char *line, size_t len, int col)
+{
+    fputs("    ", out);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)line[i];
+        fputc(c == '\t' || c >= 0x20 ? c : ' ', out);
+    }
+    fputs("\n    ", out);
+    for (size_t i = 0; i + 1 < (size_t)col && i < len; i++) {
+        unsigned char c = (unsigned char)line[i];
+        if (c == '\t')
+            fputc('\t', out);
+        else if ((c & 0xC0) != 0x80)
+            fputc(' ', out);
+    }
+    fputs("^\n", out);
+}
+
+void dm_diag_flush(dm_diag *d)
+{
+    qsort(d->msgs, (size_t)d->nmsgs, sizeof *d->msgs, by_position);
+    int shown_errors = 0;
+    for (int i = 0; i < d->nmsgs; i++) {
+        dm_diag_msg *m = &d->msgs[i];
+        if (m->is_error && shown_errors == DM_MAX_ERRORS)
+            continue;
+        shown_errors += m->is_error;
+        fprintf(d->out, "%s:%d:%d: %s: %s\n", d->file, m->loc.line, m->loc.col,
+                m->is_error ? "error" : "warning", m->text);
+        size_t len;
+        const char *line = find_line(d, m->loc.line, &len);
+        if (line)
+            print_caret(d->out, line, len, m->loc.col);
+    }
+    if (d->nerrors > DM_MAX_ERRORS)
+        fprintf(d->out, "%s: too many errors (%d); only the first %d are shown\n", d->file,
+                d->nerrors, DM_MAX_ERRORS);
+    for (int i = 0; i < d->nmsgs; i++)
+        free(d->msgs[i].text);
+    free(d->msgs);
+    d->msgs = NULL;
+    d->nmsgs = d->cap = 0;
+}

@@ -1,0 +1,632 @@
+/* Lowering: checked syntax trees -> straight-line scalar SSA (see lower.h).
+ *
+ * The builders below are the only way instructions enter a program.  Each one first folds
+ * (all operands constant -> a constant; x*1, x+0, --x, ... -> x) and then looks the
+ * instruction up in a hash table keyed on its whole content, so equal subexpressions get one
+ * id however they were reached: through a shared let, written twice, or produced again by
+ * the derivative code. */
+#include "lower.h"
+#include "builtins.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *xrealloc(void *p, size_t size)
+{
+    void *q = realloc(p, size ? size : 1);
+    if (!q)
+        abort(); /* as the front end's arena: no way to continue without memory */
+    return q;
+}
+
+void dm_prog_init(dm_prog *P, const dm_model *m, dm_diag *diag)
+{
+    memset(P, 0, sizeof *P);
+    P->model = m;
+    P->diag = diag;
+    P->allow_measures = 1;
+    int nlets = m->lets.n;
+    P->let_val = xrealloc(NULL, sizeof(int) * 3 * (size_t)(nlets + 1));
+    P->let_width = xrealloc(NULL, sizeof(int) * (size_t)(nlets + 1));
+    for (int i = 0; i < 3 * nlets; i++)
+        P->let_val[i] = -1;
+    for (int i = 0; i < nlets; i++)
+        P->let_width[i] = 0;
+}
+
+void dm_prog_free(dm_prog *P)
+{
+    free(P->ins);
+    free(P->table);
+    free(P->let_val);
+    free(P->let_width);
+    memset(P, 0, sizeof *P);
+}
+
+/* ---- value numbering ---- */
+
+static int ins_arity(dm_irop op)
+{
+    switch (op) {
+    case DM_IR_CONST:
+    case DM_IR_PARAM:
+    case DM_IR_MEASURE:
+    case DM_IR_VOXEL:
+        return 0;
+    case DM_IR_NEG:
+    case DM_IR_NOT:
+        return 1;
+    case DM_IR_SELECT:
+        return 3;
+    case DM_IR_CALL:
+        return -1; /* from the function */
+    default:
+        return 2;
+    }
+}
+
+static unsigned long long ins_hash(const dm_ins *x)
+{
+    unsigned long long h = 0xcbf29ce484222325ULL;
+#define MIX(v) (h = (h ^ (unsigned long long)(v)) * 0x100000001b3ULL)
+    MIX(x->op);
+    MIX(x->fn + 1);
+    MIX(x->index);
+    unsigned long long bits;
+    memcpy(&bits, &x->num, sizeof bits);
+    MIX(bits);
+    MIX(bits >> 32);
+    for (int i = 0; i < x->nargs; i++)
+        MIX(x->arg[i]);
+#undef MIX
+    return h ^ (h >> 29);
+}
+
+static int ins_equal(const dm_ins *a, const dm_ins *b)
+{
+    if (a->op != b->op || a->fn != b->fn || a->index != b->index || a->nargs != b->nargs)
+        return 0;
+    /* bitwise, so 0 and -0 stay distinct (they can matter: 1/-0) */
+    if (memcmp(&a->num, &b->num, sizeof a->num) != 0)
+        return 0;
+    for (int i = 0; i < a->nargs; i++)
+        if (a->arg[i] != b->arg[i])
+            return 0;
+    return 1;
+}
+
+static void table_insert(dm_prog *P, int id)
+{
+    unsigned mask = (unsigned)P->table_cap - 1;
+    unsigned slot = (unsigned)ins_hash(&P->ins[id]) & mask;
+    while (P->table[slot] >= 0)
+        slot = (slot + 1) & mask;
+    P->table[slot] = id;
+}
+
+static int table_find(const dm_prog *P, const dm_ins *x)
+{
+    if (!P->table_cap)
+        return -1;
+    unsigned mask = (unsigned)P->table_cap - 1;
+    unsigned slot = (unsigned)ins_hash(x) & mask;
+    while (P->table[slot] >= 0) {
+        if (ins_equal(&P->ins[P->table[slot]], x))
+            return P->table[slot];
+        slot = (slot + 1) & mask;
+    }
+    return -1;
+}
+
+static int intern(dm_prog *P, dm_ins x)
+{
+    x.note = NULL;
+    x.note_comp = -1;
+    int found = table_find(P, &x);
+    if (found >= 0)
+        return found;
+    if (P->n == P->cap) {
+        P->cap = P->cap ? 2 * P->cap : 64;
+        P->ins = xrealloc(P->ins, sizeof *P->ins * (size_t)P->cap);
+    }
+    if (2 * (P->n + 1) > P->table_cap) { /* keep the load factor under 1/2 */
+        P->table_cap = P->table_cap ? 2 * P->table_cap : 128;
+        P->table = xrealloc(P->table, sizeof(int) * (size_t)P->table_cap);
+        for (int i = 0; i < P->table_cap; i++)
+            P->table[i] = -1;
+        for (int i = 0; i < P->n; i++)
+            table_insert(P, i);
+    }
+    P->ins[P->n] = x;
+    table_insert(P, P->n);
+    return P->n++;
+}
+
+static int is_commutative(dm_irop op)
+{
+    return op == DM_IR_ADD || op == DM_IR_MUL || op == DM_IR_EQ || op == DM_IR_NE ||
+           op == DM_IR_AND || op == DM_IR_OR;
+}
+
+/* ---- builders ---- */
+
+int dm_ir_const_value(const dm_prog *P, int id, double *value)
+{
+    if (id < 0 || P->ins[id].op != DM_IR_CONST)
+        return 0;
+    if (value)
+        *value = P->ins[id].num;
+    return 1;
+}
+
+static int is_const(const dm_prog *P, int id, double v)
+{
+    double c;
+    return dm_ir_const_value(P, id, &c) && c == v;
+}
+
+int dm_ir_is_bool(const dm_prog *P, int id)
+{
+    const dm_ins *x = &P->ins[id];
+    switch (x->op) {
+    case DM_IR_LT: case DM_IR_LE: case DM_IR_GT: case DM_IR_GE: case DM_IR_EQ:
+    case DM_IR_NE: case DM_IR_NOT: case DM_IR_AND: case DM_IR_OR:
+        return 1;
+    case DM_IR_SELECT:
+        return dm_ir_is_bool(P, x->arg[1]) && dm_ir_is_bool(P, x->arg[2]);
+    default:
+        return 0;
+    }
+}
+
+int dm_ir_const(dm_prog *P, double value)
+{
+    dm_ins x = {.op = DM_IR_CONST, .fn = DM_MF_NONE, .num = value};
+    return intern(P, x);
+}
+
+int dm_ir_leaf(dm_prog *P, dm_irop op, int index)
+{
+    dm_ins x = {.op = op, .fn = DM_MF_NONE, .index = index};
+    return intern(P, x);
+}
+
+static double fold_binary(dm_irop op, double a, double b)
+{
+    switch (op) {
+    case DM_IR_ADD: return a + b;
+    case DM_IR_SUB: return a - b;
+    case DM_IR_MUL: return a * b;
+    case DM_IR_DIV: return a / b;
+    case DM_IR_LT: return a < b;
+    case DM_IR_LE: return a <= b;
+    case DM_IR_GT: return a > b;
+    case DM_IR_GE: return a >= b;
+    case DM_IR_EQ: return a == b;
+    case DM_IR_NE: return a != b;
+    case DM_IR_AND: return a != 0 && b != 0;
+    case DM_IR_OR: return a != 0 || b != 0;
+    default: return NAN;
+    }
+}
+
+int dm_ir_unary(dm_prog *P, dm_irop op, int a)
+{
+    double c;
+    if (dm_ir_const_value(P, a, &c))
+        return dm_ir_const(P, op == DM_IR_NEG ? -c : (double)(c == 0));
+    const dm_ins *x = &P->ins[a];
+    if (op == DM_IR_NEG && x->op == DM_IR_NEG)
+        return x->arg[0];
+    if (op == DM_IR_NEG && x->op == DM_IR_SUB) /* -(a - b) = b - a */
+        return dm_ir_binary(P, DM_IR_SUB, x->arg[1], x->arg[0]);
+    dm_ins y = {.op = op, .fn = DM_MF_NONE, .nargs = 1, .arg = {a}};
+    return intern(P, y);
+}
+
+/* An exact power of two (so that dividing by it equals multiplying by its inverse). */
+static int is_power_of_two(double v)
+{
+    int e;
+    double m = frexp(fabs(v), &e);
+    return v != 0 && isfinite(v) && m == 0.5 && e > -1000 && e < 1000;
+}
+
+int dm_ir_binary(dm_prog *P, dm_irop op, int a, int b)
+{
+    double ca, cb;
+    int ka = dm_ir_const_value(P, a, &ca), kb = dm_ir_const_value(P, b, &cb);
+    if (ka && kb)
+        return dm_ir_const(P, fold_binary(op, ca, cb));
+    /* Algebraic identities.  x*0 -> 0 drops IEEE's inf*0 = nan, as automatic
+     * differentiation conventionally does: a zero partial stays zero. */
+    switch (op) {
+    case DM_IR_ADD:
+        if (ka && ca == 0) return b;
+        if (kb && cb == 0) return a;
+        if (P->ins[b].op == DM_IR_NEG) return dm_ir_binary(P, DM_IR_SUB, a, P->ins[b].arg[0]);
+        if (P->ins[a].op == DM_IR_NEG) return dm_ir_binary(P, DM_IR_SUB, b, P->ins[a].arg[0]);
+        break;
+    case DM_IR_SUB:
+        if (kb && cb == 0) return a;
+        if (ka && ca == 0) return dm_ir_unary(P, DM_IR_NEG, b);
+        if (a == b) return dm_ir_const(P, 0);
+        if (P->ins[b].op == DM_IR_NEG) return dm_ir_binary(P, DM_IR_ADD, a, P->ins[b].arg[0]);
+        break;
+    case DM_IR_MUL:
+        if ((ka && ca == 0) || (kb && cb == 0)) return dm_ir_const(P, 0);
+        if (ka && ca == 1) return b;
+        if (kb && cb == 1) return a;
+        if (ka && ca == -1) return dm_ir_unary(P, DM_IR_NEG, b);
+        if (kb && cb == -1) return dm_ir_unary(P, DM_IR_NEG, a);
+        if (P->ins[a].op == DM_IR_NEG && P->ins[b].op == DM_IR_NEG)
+            return dm_ir_binary(P, DM_IR_MUL, P->ins[a].arg[0], P->ins[b].arg[0]);
+        break;
+    case DM_IR_DIV:
+        if (ka && ca == 0) return dm_ir_const(P, 0);
+        if (kb && cb == 1) return a;
+        if (kb && cb == -1) return dm_ir_unary(P, DM_IR_NEG, a);
+        if (kb && is_power_of_two(cb)) /* exact, and a multiply is cheaper */
+            return dm_ir_binary(P, DM_IR_MUL, a, dm_ir_const(P, 1 / cb));
+        break;
+    default:
+        break;
+    }
+    dm_ins x = {.op = op, .fn = DM_MF_NONE, .nargs = 2, .arg = {a, b}};
+    if (is_commutative(op)) {
+        dm_ins swapped = x;
+        swapped.arg[0] = b;
+        swapped.arg[1] = a;
+        int found = table_find(P, &swapped);
+        if (found >= 0)
+            return found;
+    }
+    return intern(P, x);
+}
+
+int dm_ir_select(dm_prog *P, int cond, int a, int b)
+{
+    double c;
+    if (dm_ir_const_value(P, cond, &c))
+        return c != 0 ? a : b;
+    if (a == b)
+        return a;
+    dm_ins x = {.op = DM_IR_SELECT, .fn = DM_MF_NONE, .nargs = 3, .arg = {cond, a, b}};
+    return intern(P, x);
+}
+
+int dm_ir_call(dm_prog *P, dm_mathfn fn, int order, const int *args)
+{
+    const dm_mathfn_info *info = dm_mathfn_get(fn);
+    dm_ins x = {.op = DM_IR_CALL, .fn = fn, .index = order, .nargs = info->nargs};
+    double vals[DM_IR_MAX_ARGS];
+    int all_const = 1;
+    for (int i = 0; i < info->nargs; i++) {
+        x.arg[i] = args[i];
+        all_const &= dm_ir_const_value(P, args[i], &vals[i]);
+    }
+    if (all_const)
+        return dm_ir_const(P, info->fold(vals, order));
+    return intern(P, x);
+}
+
+/* ---- lowering of syntax trees ---- */
+
+static int fail(dm_prog *P, dm_loc loc, const char *fmt, const char *arg)
+{
+    if (P->diag)
+        dm_error(P->diag, loc, fmt, arg ? arg : "", P->context ? P->context : "this function");
+    P->failed = 1;
+    return -1;
+}
+
+static int call1(dm_prog *P, dm_mathfn fn, int a)
+{
+    return dm_ir_call(P, fn, 0, &a);
+}
+
+static int add(dm_prog *P, int a, int b) { return dm_ir_binary(P, DM_IR_ADD, a, b); }
+static int mul(dm_prog *P, int a, int b) { return dm_ir_binary(P, DM_IR_MUL, a, b); }
+
+/* x^n for a constant integer n by repeated squaring (x^2 = x*x, x^4 = (x*x)*(x*x)). */
+static int int_power(dm_prog *P, int x, long n)
+{
+    if (n == 0)
+        return dm_ir_const(P, 1);
+    if (n < 0)
+        return dm_ir_binary(P, DM_IR_DIV, dm_ir_const(P, 1), int_power(P, x, -n));
+    int half = int_power(P, x, n / 2);
+    int sq = n / 2 ? mul(P, half, half) : dm_ir_const(P, 1);
+    return n % 2 ? mul(P, sq, x) : sq;
+}
+
+static int power(dm_prog *P, int x, int y)
+{
+    double c;
+    if (dm_ir_const_value(P, y, &c)) {
+        if (c == floor(c) && fabs(c) <= 16)
+            return int_power(P, x, (long)c);
+        if (c == 0.5)
+            return call1(P, DM_MF_SQRT, x);
+        if (c == -0.5)
+            return dm_ir_binary(P, DM_IR_DIV, dm_ir_const(P, 1), call1(P, DM_MF_SQRT, x));
+    }
+    int args[2] = {x, y};
+    return dm_ir_call(P, DM_MF_POW, 0, args);
+}
+
+static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[3]);
+
+/* The columns of an input: measures live in m[], voxel inputs in v[]. */
+static int lower_input(dm_prog *P, const dm_expr *e, const dm_symbol *sym, int first,
+                       int count, int out[3])
+{
+    const dm_input *in = sym->kind == DM_SYM_MEASURE ? P->model->measures.items[sym->index]
+                                                     : P->model->voxels.items[sym->index];
+    if (sym->kind == DM_SYM_MEASURE && !P->allow_measures)
+        return fail(P, e->loc, "measurement input '%s' cannot be used in %s", sym->name);
+    dm_irop op = sym->kind == DM_SYM_MEASURE ? DM_IR_MEASURE : DM_IR_VOXEL;
+    for (int i = 0; i < count; i++)
+        out[i] = dm_ir_leaf(P, op, in->column + first + i);
+    return count;
+}
+
+static int lower_name(dm_prog *P, const dm_expr *e, int out[3])
+{
+    const dm_symbol *sym = e->sym ? e->sym : dm_model_lookup((dm_model *)P->model, e->name);
+    if (!sym)
+        return fail(P, e->loc, "unknown name '%s' in %s", e->name);
+    switch (sym->kind) {
+    case DM_SYM_PARAM:
+        out[0] = dm_ir_leaf(P, DM_IR_PARAM, sym->index);
+        return 1;
+    case DM_SYM_MEASURE:
+    case DM_SYM_VOXEL:
+        if (sym->width != 1 && sym->width != 3)
+            return fail(P, e->loc, "input '%s' has several columns: index it (in %s)",
+                        sym->name);
+        return lower_input(P, e, sym, 0, sym->width, out);
+    case DM_SYM_LET:
+        return lower_let(P, e, sym->index, out);
+    case DM_SYM_CONST:
+        out[0] = dm_ir_const(P, sym->value);
+        return 1;
+    }
+    return fail(P, e->loc, "cannot lower name '%s' in %s", e->name);
+}
+
+static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[3])
+{
+    const dm_let *let = P->model->lets.items[index];
+    int w = P->let_width[index];
+    if (w < 0)
+        return fail(P, at->loc, "let '%s' depends on itself (in %s)", let->name);
+    if (w == 0) {
+        int vals[3];
+        P->let_width[index] = -1;
+        w = dm_lower_expr(P, let->value, vals);
+        P->let_width[index] = w < 0 ? 0 : w;
+        if (w < 0)
+            return -1;
+        for (int i = 0; i < w; i++) {
+            P->let_val[3 * index + i] = vals[i];
+            dm_ins *x = &P->ins[vals[i]];
+            if (!x->note && x->op > DM_IR_VOXEL) {
+                x->note = let->name;
+                x->note_comp = w == 3 ? i : -1;
+            }
+        }
+    }
+    for (int i = 0; i < w; i++)
+        out[i] = P->let_val[3 * index + i];
+    return w;
+}
+
+/* Both operands lowered; vectors combine component-wise, a scalar broadcasts over a vector
+ * in * and /. */
+static int lower_binary(dm_prog *P, const dm_expr *e, int out[3])
+{
+    int a[3], b[3];
+    int wa = dm_lower_expr(P, e->a, a);
+    int wb = wa < 0 ? -1 : dm_lower_expr(P, e->b, b);
+    if (wa < 0 || wb < 0)
+        return -1;
+    int op = e->op;
+    if (wa == 3 || wb == 3) {
+        dm_irop irop;
+        switch (op) {
+        case '+': irop = DM_IR_ADD; break;
+        case '-': irop = DM_IR_SUB; break;
+        case '*': irop = DM_IR_MUL; break;
+        case '/': irop = DM_IR_DIV; break;
+        default: return fail(P, e->loc, "operator needs scalar operands%s (in %s)", NULL);
+        }
+        if (wa != wb && !((op == '*' && (wa == 1 || wb == 1)) || (op == '/' && wb == 1)))
+            return fail(P, e->loc, "operands of different widths%s (in %s)", NULL);
+        for (int i = 0; i < 3; i++)
+            out[i] = dm_ir_binary(P, irop, a[wa == 3 ? i : 0], b[wb == 3 ? i : 0]);
+        return 3;
+    }
+    switch (op) {
+    case '+': out[0] = dm_ir_binary(P, DM_IR_ADD, a[0], b[0]); break;
+    case '-': out[0] = dm_ir_binary(P, DM_IR_SUB, a[0], b[0]); break;
+    case '*': out[0] = dm_ir_binary(P, DM_IR_MUL, a[0], b[0]); break;
+    case '/': out[0] = dm_ir_binary(P, DM_IR_DIV, a[0], b[0]); break;
+    case '^': out[0] = power(P, a[0], b[0]); break;
+    case '<': out[0] = dm_ir_binary(P, DM_IR_LT, a[0], b[0]); break;
+    case '>': out[0] = dm_ir_binary(P, DM_IR_GT, a[0], b[0]); break;
+    case DM_OP_LE: out[0] = dm_ir_binary(P, DM_IR_LE, a[0], b[0]); break;
+    case DM_OP_GE: out[0] = dm_ir_binary(P, DM_IR_GE, a[0], b[0]); break;
+    case DM_OP_EQ: out[0] = dm_ir_binary(P, DM_IR_EQ, a[0], b[0]); break;
+    case DM_OP_NE: out[0] = dm_ir_binary(P, DM_IR_NE, a[0], b[0]); break;
+    case DM_OP_AND: out[0] = dm_ir_binary(P, DM_IR_AND, a[0], b[0]); break;
+    case DM_OP_OR: out[0] = dm_ir_binary(P, DM_IR_OR, a[0], b[0]); break;
+    default: return fail(P, e->loc, "unknown operator%s (in %s)", NULL);
+    }
+    return 1;
+}
+
+static int dot3(dm_prog *P, const int *u, const int *v)
+{
+    return add(P, add(P, mul(P, u[0], v[0]), mul(P, u[1], v[1])), mul(P, u[2], v[2]));
+}
+
+static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
+{
+    const dm_builtin *fn = e->fn ? e->fn : dm_builtin_find(e->name);
+    if (!fn)
+        return fail(P, e->loc, "unknown function '%s' (in %s)", e->name);
+    if (e->nargs > DM_BUILTIN_MAX_ARGS || e->nargs != fn->nargs)
+        return fail(P, e->loc, "wrong number of arguments to '%s' (in %s)", fn->name);
+    int arg[DM_BUILTIN_MAX_ARGS][3], w[DM_BUILTIN_MAX_ARGS];
+    for (int i = 0; i < e->nargs; i++) {
+        w[i] = dm_lower_expr(P, e->args[i], arg[i]);
+        if (w[i] < 0)
+            return -1;
+        int want = fn->arg_types[i] == DM_T_VEC3 ? 3 : 1;
+        if (w[i] != want)
+            return fail(P, e->args[i]->loc, "wrong argument type for '%s' (in %s)", fn->name);
+    }
+    static const dm_mathfn direct[DM_FN_COUNT] = {
+        [DM_FN_EXP] = DM_MF_EXP,     [DM_FN_LOG] = DM_MF_LOG,       [DM_FN_SQRT] = DM_MF_SQRT,
+        [DM_FN_SIN] = DM_MF_SIN,     [DM_FN_COS] = DM_MF_COS,       [DM_FN_TAN] = DM_MF_TAN,
+        [DM_FN_ASIN] = DM_MF_ASIN,   [DM_FN_ACOS] = DM_MF_ACOS,     [DM_FN_ATAN] = DM_MF_ATAN,
+        [DM_FN_ATAN2] = DM_MF_ATAN2, [DM_FN_SINH] = DM_MF_SINH,     [DM_FN_COSH] = DM_MF_COSH,
+        [DM_FN_TANH] = DM_MF_TANH,   [DM_FN_ABS] = DM_MF_FABS,      [DM_FN_ERF] = DM_MF_ERF,
+        [DM_FN_DAWSON] = DM_MF_DAWSON, [DM_FN_LGAMMA] = DM_MF_LGAMMA,
+        [DM_FN_LOG_I0] = DM_MF_LOG_I0,
+    };
+    switch (fn->id) {
+    case DM_FN_POW:
+        out[0] = power(P, arg[0][0], arg[1][0]);
+        return 1;
+    case DM_FN_MIN:
+    case DM_FN_MAX: {
+        int a = arg[0][0], b = arg[1][0];
+        int a_first = dm_ir_binary(P, fn->id == DM_FN_MIN ? DM_IR_LE : DM_IR_GE, a, b);
+        out[0] = dm_ir_select(P, a_first, a, b);
+        return 1;
+    }
+    case DM_FN_LEGENDRE: {
+        double n;
+        if (!dm_ir_const_value(P, arg[0][0], &n))
+            n = e->args[0]->num; /* the checker's folded constant */
+        int x = arg[1][0];
+        out[0] = dm_ir_call(P, DM_MF_LEGENDRE, (int)n, &x);
+        return 1;
+    }
+    case DM_FN_DOT:
+        out[0] = dot3(P, arg[0], arg[1]);
+        return 1;
+    case DM_FN_CROSS: {
+        const int *u = arg[0], *v = arg[1];
+        for (int i = 0; i < 3; i++) {
+            int j = (i + 1) % 3, k = (i + 2) % 3;
+            out[i] = dm_ir_binary(P, DM_IR_SUB, mul(P, u[j], v[k]), mul(P, u[k], v[j]));
+        }
+        return 3;
+    }
+    case DM_FN_NORM:
+        out[0] = call1(P, DM_MF_SQRT, dot3(P, arg[0], arg[0]));
+        return 1;
+    case DM_FN_DIR: {
+        int th = arg[0][0], ph = arg[1][0];
+        int sin_th = call1(P, DM_MF_SIN, th);
+        out[0] = mul(P, sin_th, call1(P, DM_MF_COS, ph));
+        out[1] = mul(P, sin_th, call1(P, DM_MF_SIN, ph));
+        out[2] = call1(P, DM_MF_COS, th);
+        return 3;
+    }
+    case DM_FN_VEC:
+        for (int i = 0; i < 3; i++)
+            out[i] = arg[i][0];
+        return 3;
+    default:
+        if (fn->id < 0 || fn->id >= DM_FN_COUNT || (direct[fn->id] == 0 && fn->id != DM_FN_EXP))
+            return fail(P, e->loc, "no code generation for function '%s' (in %s)", fn->name);
+        out[0] = call1(P, direct[fn->id], arg[0][0]);
+        return 1;
+    }
+}
+
+static int lower_index(dm_prog *P, const dm_expr *e, int out[3])
+{
+    int idx_val[3];
+    if (dm_lower_expr(P, e->b, idx_val) != 1)
+        return P->failed ? -1 : fail(P, e->b->loc, "an index must be a scalar%s (in %s)", NULL);
+    double k;
+    if (!dm_ir_const_value(P, idx_val[0], &k) || k != floor(k))
+        return fail(P, e->b->loc, "an index must be a constant integer%s (in %s)", NULL);
+    const dm_expr *base = e->a;
+    const dm_symbol *sym = NULL;
+    if (base->kind == DM_E_NAME)
+        sym = base->sym ? base->sym : dm_model_lookup((dm_model *)P->model, base->name);
+    if (sym && (sym->kind == DM_SYM_MEASURE || sym->kind == DM_SYM_VOXEL)) {
+        if (k < 0 || k >= sym->width)
+            return fail(P, e->b->loc, "index out of range for '%s' (in %s)", sym->name);
+        return lower_input(P, e, sym, (int)k, 1, out);
+    }
+    int v[3];
+    int w = dm_lower_expr(P, base, v);
+    if (w < 0)
+        return -1;
+    if (k < 0 || k >= w)
+        return fail(P, e->b->loc, "index out of range%s (in %s)", NULL);
+    out[0] = v[(int)k];
+    return 1;
+}
+
+int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3])
+{
+    switch (e->kind) {
+    case DM_E_NUM:
+        out[0] = dm_ir_const(P, e->num);
+        return 1;
+    case DM_E_NAME:
+        return lower_name(P, e, out);
+    case DM_E_UNARY: {
+        int a[3];
+        int w = dm_lower_expr(P, e->a, a);
+        if (w < 0)
+            return -1;
+        if (e->op == '!' && w != 1)
+            return fail(P, e->loc, "'!' needs a scalar%s (in %s)", NULL);
+        for (int i = 0; i < w; i++)
+            out[i] = dm_ir_unary(P, e->op == '!' ? DM_IR_NOT : DM_IR_NEG, a[i]);
+        return w;
+    }
+    case DM_E_BINARY:
+        return lower_binary(P, e, out);
+    case DM_E_TERNARY: {
+        int c[3], a[3], b[3];
+        int wc = dm_lower_expr(P, e->a, c);
+        int wa = wc < 0 ? -1 : dm_lower_expr(P, e->b, a);
+        int wb = wa < 0 ? -1 : dm_lower_expr(P, e->c, b);
+        if (wb < 0)
+            return -1;
+        if (wc != 1 || wa != wb)
+            return fail(P, e->loc, "mismatched operands of '?:'%s (in %s)", NULL);
+        for (int i = 0; i < wa; i++)
+            out[i] = dm_ir_select(P, c[0], a[i], b[i]);
+        return wa;
+    }
+    case DM_E_CALL:
+        return lower_call(P, e, out);
+    case DM_E_INDEX:
+        return lower_index(P, e, out);
+    }
+    return fail(P, e->loc, "cannot lower this expression%s (in %s)", NULL);
+}
+
+void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live)
+{
+    memset(live, 0, (size_t)P->n);
+    for (int i = 0; i < nroots; i++)
+        if (roots[i] >= 0)
+            live[roots[i]] = 1;
+    for (int i = P->n - 1; i >= 0; i--)
+        if (live[i])
+            for (int j = 0; j < P->ins[i].nargs; j++)
+                live[P->ins[i].arg[j]] = 1;
+}

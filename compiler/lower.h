@@ -1,0 +1,140 @@
+/* The back end's intermediate form: straight-line code of scalar operations in SSA form
+ * (every value is an instruction, operands always come earlier), built through a value
+ * numbering table so that a subexpression computed twice is one instruction, with constants
+ * folded as they are built.  lower.c turns checked syntax trees into it (3-vectors become
+ * three scalars, lets are lowered once and shared); deriv.c adds forward-mode partial
+ * derivatives to the same program; flops.c counts it; emit.c prints it as C. */
+#ifndef DIMOC_LOWER_H
+#define DIMOC_LOWER_H
+
+#include <stdio.h>
+#include "ast.h"
+#include "diag.h"
+
+typedef enum dm_irop {
+    DM_IR_CONST,   /* num */
+    DM_IR_PARAM,   /* p[index] */
+    DM_IR_MEASURE, /* m[index] (a column of the packed per-measurement row) */
+    DM_IR_VOXEL,   /* v[index] */
+    DM_IR_NEG,
+    DM_IR_ADD,
+    DM_IR_SUB,
+    DM_IR_MUL,
+    DM_IR_DIV,
+    DM_IR_LT, /* comparisons and logic give 0 or 1 (an int in generated code) */
+    DM_IR_LE,
+    DM_IR_GT,
+    DM_IR_GE,
+    DM_IR_EQ,
+    DM_IR_NE,
+    DM_IR_NOT,
+    DM_IR_AND,
+    DM_IR_OR,
+    DM_IR_SELECT, /* arg0 ? arg1 : arg2 */
+    DM_IR_CALL,   /* fn(arg0, ...); DM_MF_LEGENDRE*: index is the order n */
+} dm_irop;
+
+/* Functions of the generated code (templates/mathlib.h or the C/CUDA math library). */
+typedef enum dm_mathfn {
+    DM_MF_NONE = -1,
+    DM_MF_EXP,
+    DM_MF_LOG,
+    DM_MF_SQRT,
+    DM_MF_SIN,
+    DM_MF_COS,
+    DM_MF_TAN,
+    DM_MF_ASIN,
+    DM_MF_ACOS,
+    DM_MF_ATAN,
+    DM_MF_ATAN2,
+    DM_MF_SINH,
+    DM_MF_COSH,
+    DM_MF_TANH,
+    DM_MF_FABS,
+    DM_MF_POW,
+    DM_MF_FLOOR,
+    DM_MF_ERF,
+    DM_MF_DAWSON,
+    DM_MF_LGAMMA,
+    DM_MF_LOG_I0,
+    DM_MF_LEGENDRE,
+    /* helpers that only derivative code calls */
+    DM_MF_BESSEL_I1_I0,
+    DM_MF_LEGENDRE_DERIV,
+    DM_MF_FD_STEP,
+    DM_MF_COUNT
+} dm_mathfn;
+
+typedef struct dm_mathfn_info {
+    const char *c_name; /* name in generated code */
+    int nargs;          /* real arguments (the Legendre order is not one of them) */
+    int transcendental; /* counted apart by the flop counter */
+    double (*fold)(const double *args, int order); /* value on constants */
+} dm_mathfn_info;
+
+const dm_mathfn_info *dm_mathfn_get(dm_mathfn f);
+
+#define DM_IR_MAX_ARGS 3
+
+typedef struct dm_ins {
+    dm_irop op;
+    dm_mathfn fn;
+    int index;
+    double num;
+    int nargs;
+    int arg[DM_IR_MAX_ARGS];
+    /* The let this value is, for a comment in the generated code (NULL: none); note_comp is
+     * the vector component (0..2) or -1. */
+    const char *note;
+    int note_comp;
+} dm_ins;
+
+/* One function's program.  Lowering state (the lets already lowered) is per program since
+ * value ids are. */
+typedef struct dm_prog {
+    const dm_model *model;
+    dm_ins *ins;
+    int n, cap;
+    int *table; /* open-addressing hash of instruction ids, for value numbering */
+    int table_cap;
+    int *let_val;   /* 3 value ids per let, -1 until lowered */
+    int *let_width; /* 0 until lowered, -1 while being lowered */
+    int allow_measures; /* 0 in functions without a measurement row */
+    const char *context; /* "output OD", ... for error messages */
+    dm_diag *diag;
+    int failed;
+} dm_prog;
+
+void dm_prog_init(dm_prog *P, const dm_model *m, dm_diag *diag);
+void dm_prog_free(dm_prog *P);
+
+/* Builders: each returns the id of the value, reusing an equal instruction when one exists
+ * and folding constants. */
+int dm_ir_const(dm_prog *P, double value);
+int dm_ir_leaf(dm_prog *P, dm_irop op, int index);
+int dm_ir_unary(dm_prog *P, dm_irop op, int a);
+int dm_ir_binary(dm_prog *P, dm_irop op, int a, int b);
+int dm_ir_select(dm_prog *P, int cond, int a, int b);
+int dm_ir_call(dm_prog *P, dm_mathfn fn, int order, const int *args);
+/* 1 and *value set when value id is a constant. */
+int dm_ir_const_value(const dm_prog *P, int id, double *value);
+/* 1 when the value is an int (a comparison or logic result) in generated code. */
+int dm_ir_is_bool(const dm_prog *P, int id);
+
+/* Lowers a checked expression into out[0..width-1]; returns its width (1 or 3), or -1 after
+ * reporting an error through P->diag. */
+int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3]);
+
+/* Forward mode (deriv.c): partial[k] receives the id of d(root)/d(p[k]) for k < nparams, or
+ * -1 where it is identically zero.  Derivative instructions are added to P. */
+void dm_differentiate(dm_prog *P, int root, int nparams, int *partial);
+
+/* live[i] = 1 for every instruction some root depends on (roots < 0 are ignored). */
+void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live);
+
+/* Operation counts (flops.c) of the live instructions for the given roots: + - * / and
+ * negation count 1, as does every call, which are also counted in *transcendental;
+ * comparisons, logic and selects count 0. */
+long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transcendental);
+
+#endif

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The demo behind `make demo`: a ball & two sticks phantom (one fibre, crossings at 90 and 60
+# degrees, free water) under a UK-Biobank-like protocol, fitted with LM then MCMC, and the
+# estimates compared with the truth.  Every step is a plain dimoc command you can copy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dimoc=bin/dimoc
+D=${DEMO_DIR:-demo-out}
+T=$D/truth
+rm -rf "$D"
+mkdir -p "$D"
+start=$SECONDS
+
+$dimoc scheme --shells 5x0,50x1000,50x2000 --bvals "$D/bvals" --bvecs "$D/bvecs"
+$dimoc phantom --out "$T" --size 6
+params=""
+for p in S0 d f1 th1 ph1 f2 th2 ph2; do params="$params${params:+,}$p=$T/$p.nii.gz"; done
+$dimoc simulate ball_2_sticks --bvals "$D/bvals" --bvecs "$D/bvecs" --params "$params" \
+    --noise rician --snr 30 --seed 7 --out "$D/dwi.nii.gz"
+$dimoc fit ball_2_sticks --data "$D/dwi.nii.gz" --mask "$T/mask.nii.gz" \
+    --bvals "$D/bvals" --bvecs "$D/bvecs" --method lm,mcmc --out "$D/fit"
+
+echo
+echo "ball_2_sticks, LM then MCMC, SNR 30 (Rician), 5 b=0 + 50 b=1000 + 50 b=2000:"
+$dimoc compare --truth "$T" --fit "$D/fit" --params f1,f2,d --axes dyads1,dyads2 \
+    --regions "$T/regions.nii.gz" --region-names "one fibre,cross 90,cross 60,free water"
+echo
+echo "demo finished in $((SECONDS - start)) s; maps in $D/fit (status.nii.gz, provenance.json)"

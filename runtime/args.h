@@ -1,0 +1,36 @@
+/* Command-line options: one table per command gives the parser its options and
+ * `dimoc help CMD` its text, so the two cannot drift apart. */
+#ifndef DIMOC_ARGS_H
+#define DIMOC_ARGS_H
+
+#include <stdio.h>
+
+#define DM_MAX_OPTS 64
+
+typedef struct dm_opt {
+    const char *name; /* without the leading "--"; a one-letter name is also "-x" */
+    const char *arg;  /* placeholder of its value, e.g. "FILE"; NULL for a flag */
+    const char *def;  /* default value (NULL: none) */
+    const char *help;
+} dm_opt;
+
+typedef struct dm_args {
+    char *value[DM_MAX_OPTS]; /* malloc'd; repeated options are joined with ',' */
+    int given[DM_MAX_OPTS];
+    const char *positional[16];
+    int npositional;
+} dm_args;
+
+/* Parses argv[0..argc) ("--name value", "--name=value", flags).  Unknown options and missing
+ * values are errors naming the command.  0 or -1 with dm_last_error(). */
+int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a);
+/* The value given, else the default, else NULL. */
+const char *dm_arg(const dm_args *a, const dm_opt *opts, const char *name);
+int dm_arg_given(const dm_args *a, const dm_opt *opts, const char *name);
+/* Integer / number options, checked: -1 with an error naming the option when malformed. */
+int dm_arg_long(const dm_args *a, const dm_opt *opts, const char *name, long lo, long hi, long *out);
+int dm_arg_double(const dm_args *a, const dm_opt *opts, const char *name, double *out);
+void dm_args_free(dm_args *a);
+void dm_args_help(FILE *out, const char *usage, const char *summary, const dm_opt *opts);
+
+#endif

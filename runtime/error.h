@@ -1,0 +1,18 @@
+/* Error reporting inside the runtime library: a failing function records one line and
+ * returns -1 (or NULL); the command-line layer prints it as "dimoc: error: <line>". */
+#ifndef DIMOC_ERROR_H
+#define DIMOC_ERROR_H
+
+#if defined(__GNUC__)
+#define DM_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define DM_PRINTF(a, b)
+#endif
+
+/* Records the message (thread-local) and returns -1. */
+int dm_set_error(const char *fmt, ...) DM_PRINTF(1, 2);
+const char *dm_last_error(void);
+/* Prints "dimoc: warning: ..." on stderr. */
+void dm_warn(const char *fmt, ...) DM_PRINTF(1, 2);
+
+#endif

@@ -1,0 +1,125 @@
+/* Executing a planned fit on the CPU backend and writing its outputs. */
+#include "cpu_backend.h"
+#include "error.h"
+#include "eig3.h"
+#include "fit.h"
+#include "fit_outputs.h"
+#include "fsutil.h"
+#include "progress.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void dm_fit_request_defaults(dm_fit_request *r)
+{
+    memset(r, 0, sizeof *r);
+    r->methods = "lm";
+    r->noise = "gaussian";
+    r->precision = "double";
+    r->device = "auto";
+    r->burnin = 1000;
+    r->jumps = 1250;
+    r->sample_every = 25;
+    r->update_every = 40;
+    r->lm_iterations = 200;
+    r->seed = 42;
+    r->threads = 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Chooses the backend; the GPU backend arrives with its own issue. */
+static int choose_device(const char *device, const char **chosen)
+{
+    if (!strcmp(device, "cpu") || !strcmp(device, "auto")) {
+        *chosen = "cpu";
+        return 0;
+    }
+    if (!strcmp(device, "gpu"))
+        return dm_set_error("--device gpu: this build of dimoc has no GPU backend yet; use "
+                            "--device cpu (or auto)");
+    return dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
+}
+
+int dm_fit_run(const dm_fit_request *r)
+{
+    double t_start = now_seconds();
+    dm_fit_timing timing = {0};
+    const char *device;
+    if (choose_device(r->device, &device) != 0) return -1;
+    int real_size;
+    if (!strcmp(r->precision, "double")) real_size = 8;
+    else if (!strcmp(r->precision, "float")) real_size = 4;
+    else return dm_set_error("--precision: '%s' is neither float nor double", r->precision);
+
+    dm_problem p;
+    if (dm_problem_plan(r, &p) != 0) {
+        dm_problem_free(&p);
+        return -1;
+    }
+    if (dm_mkdir_p(r->out) != 0) {
+        dm_problem_free(&p);
+        return -1;
+    }
+    timing.load = now_seconds() - t_start;
+
+    dm_cpu_fitter fitter;
+    if (dm_cpu_fitter_load(&p.mi, real_size, &fitter) != 0) {
+        dm_problem_free(&p);
+        return -1;
+    }
+    timing.compile = fitter.compile_seconds;
+
+    int P = p.mi.nparams;
+    size_t M = p.M;
+    int mcmc = (p.cfg.methods & DM_METHOD_MCMC) != 0;
+    int ns = mcmc ? DM_NSAMPLES(&p.cfg) : 0;
+    dm_fit_results res = {0};
+    res.params = malloc(p.nfit * P * sizeof(double));
+    res.stats = calloc(p.nfit * DM_NSTATS, sizeof(double));
+    res.samples = mcmc ? malloc(p.nfit * (size_t)ns * P * sizeof(double)) : NULL;
+    res.nsamples = ns;
+    memcpy(res.params, p.start, p.nfit * P * sizeof(double));
+
+    if (r->threads > 0) omp_set_num_threads((int)r->threads);
+    dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
+    double t_fit = now_seconds();
+    long chunk_done = 0;
+    (void)chunk_done;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (size_t i = 0; i < p.nfit; i++) {
+        unsigned char *st = &p.status[p.index[i]];
+        if (*st == DM_STATUS_FITTED) {
+            *st = (unsigned char)fitter.fit_voxel(&p.cfg, p.grid_values, p.meas, p.y + i * M,
+                                                  p.voxin + i * p.mi.voxel_width,
+                                                  (unsigned long long)p.index[i], res.params + i * P,
+                                                  mcmc ? res.samples + i * (size_t)ns * P : NULL,
+                                                  res.stats + i * DM_NSTATS);
+        }
+        if (prog) dm_progress_add(prog, 1);
+    }
+    timing.fit = now_seconds() - t_fit;
+    if (prog) dm_progress_end(prog);
+
+    double t_write = now_seconds();
+    int rc = dm_fit_write_outputs(r, &p, &fitter, &res);
+    timing.write = now_seconds() - t_write;
+    timing.total = now_seconds() - t_start;
+    if (rc == 0) rc = dm_fit_write_provenance(r, &p, device, real_size, &timing);
+    free(res.params);
+    free(res.stats);
+    free(res.samples);
+    dm_cpu_fitter_close(&fitter);
+    dm_problem_free(&p);
+    return rc;
+}

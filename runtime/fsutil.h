@@ -1,0 +1,23 @@
+/* Small file-system helpers. */
+#ifndef DIMOC_FSUTIL_H
+#define DIMOC_FSUTIL_H
+
+#include <stddef.h>
+
+/* mkdir -p; 0 or -1 with dm_last_error(). */
+int dm_mkdir_p(const char *path);
+/* Reads a whole file into a NUL-terminated malloc'd buffer; NULL with dm_last_error(). */
+char *dm_read_file(const char *path, size_t *len);
+/* Writes a buffer to path through a temporary file in the same folder and rename(2). */
+int dm_write_file_atomic(const char *path, const void *data, size_t len);
+/* Temporary sibling name for atomic writes: "<dir>/.<base>.tmp.<pid>.<counter>" (malloc'd). */
+char *dm_temp_sibling(const char *path);
+/* The same, keeping `ending` (e.g. ".nii.gz") at the end when path has it:
+ * "<dir>/.<base-without-ending>.tmp.<pid>.<counter><ending>". */
+char *dm_temp_sibling_ext(const char *path, const char *ending);
+/* Joins a folder and a file name (malloc'd). */
+char *dm_path_join(const char *dir, const char *name);
+/* Folder of the running executable (from /proc/self/exe), malloc'd. */
+char *dm_exe_dir(void);
+
+#endif

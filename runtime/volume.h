@@ -1,0 +1,33 @@
+/* NIfTI images in memory (read and written through niftilib). */
+#ifndef DIMOC_VOLUME_H
+#define DIMOC_VOLUME_H
+
+#include <stddef.h>
+
+typedef struct dm_volume {
+    int nx, ny, nz, nt; /* nt = 1 for a 3D image */
+    double *data;       /* nx*ny*nz*nt values, x fastest, then y, z, volume (NIfTI order) */
+    void *geometry;     /* nifti_image* without data: dims, voxel sizes, qform/sform, units */
+} dm_volume;
+
+#define DM_NVOX(v) ((size_t)(v)->nx * (v)->ny * (v)->nz)
+
+/* Reads a NIfTI-1 or NIfTI-2 file (.nii, .nii.gz, .hdr/.img) of any data type, scaled by
+ * scl_slope/scl_inter, into doubles.  Returns 0, or -1 with dm_last_error() naming the file
+ * and what is wrong (unreadable, truncated, not NIfTI, more than 4 dimensions). */
+int dm_volume_read(const char *path, dm_volume *vol);
+/* Same spatial grid (nx, ny, nz) as ref, else -1 naming `path` and both shapes. */
+int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,
+                              const char *ref_path);
+void dm_volume_free(dm_volume *vol);
+
+/* Writes nt volumes (nt = 1: a 3D image) with the spatial geometry of `like`, as float32
+ * (or as uint8 when as_uint8).  The file is written to a temporary name in the same folder and
+ * renamed into place when whole.  Returns 0 or -1 with dm_last_error(). */
+int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data,
+                    int as_uint8);
+/* Writes with geometry made from scratch: identity-like sform with the given voxel size (mm). */
+int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
+                        const double *data);
+
+#endif

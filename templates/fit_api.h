@@ -1,0 +1,77 @@
+/* The fitter's entry points, shared by the runtime (which calls them) and the templates
+ * (which implement them once, for the host build and the NVRTC build alike).  Plain C: the
+ * config struct is passed by value to GPU kernels too, so it holds no pointers. */
+#ifndef DIMOC_FIT_API_H
+#define DIMOC_FIT_API_H
+
+#include "model_api.h"
+
+#define DM_FITTER_ABI 1
+
+enum dm_method { DM_METHOD_GRID = 1, DM_METHOD_LM = 2, DM_METHOD_MCMC = 4 };
+enum dm_noise { DM_NOISE_GAUSSIAN = 0, DM_NOISE_RICIAN = 1 };
+
+/* Per-voxel status, as written to the status map. */
+enum dm_status {
+    DM_STATUS_OUTSIDE = 0,        /* not in the mask */
+    DM_STATUS_FITTED = 1,
+    DM_STATUS_NOT_CONVERGED = 2,  /* LM hit its iteration limit */
+    DM_STATUS_SKIPPED_NONFINITE = 3,
+    DM_STATUS_SKIPPED_ZERO = 4,   /* all-zero signal */
+    DM_STATUS_FAILED = 5,         /* no valid starting point (bounds/constraints), or NaN */
+};
+
+typedef struct dm_fit_config {
+    int nmeas;                 /* M, measurements per voxel */
+    int methods;               /* DM_METHOD_* bits, run grid -> lm -> mcmc */
+    unsigned fixed_mask;       /* bit k: parameter k is held at its initial value */
+    int lm_max_iter;           /* 200 */
+    int noise;                 /* dm_noise, for MCMC */
+    int burnin;                /* 1000 */
+    int jumps;                 /* 1250 */
+    int sample_every;          /* 25 */
+    int update_every;          /* 40: proposal adaptation period */
+    unsigned long long seed;
+    int grid_count[DM_MAX_PARAMS];  /* values for parameter k in the grid; 0: not gridded */
+    int grid_offset[DM_MAX_PARAMS]; /* first value of parameter k in grid_values */
+} dm_fit_config;
+
+/* Number of stored MCMC samples per voxel. */
+#define DM_NSAMPLES(cfg) ((cfg)->sample_every > 0 ? (cfg)->jumps / (cfg)->sample_every : 0)
+
+/* Statistics returned per voxel in stats[DM_NSTATS]. */
+enum {
+    DM_STAT_SSE = 0,      /* sum of squared residuals at the final estimate */
+    DM_STAT_LOGL,         /* log-likelihood at the final estimate (noise model; sigma by ML) */
+    DM_STAT_ITERATIONS,   /* LM iterations */
+    DM_STAT_ACCEPT,       /* MCMC acceptance rate over all parameters after burn-in */
+    DM_STAT_TAU,          /* Rician precision, posterior mean (MCMC, rician) */
+    DM_NSTATS
+};
+
+/* Symbols a host-compiled fitter (.so) exports.  Arrays are double whatever the build's
+ * precision; the fitter converts at entry and exit.
+ *
+ *   int  dm_fitter_abi(void);            DM_FITTER_ABI
+ *   int  dm_fitter_real_size(void);      sizeof(real): 4 or 8
+ *   int  dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values,
+ *                     const double *meas,  M rows of DM_MEASURE_WIDTH
+ *                     const double *y,     M measurements
+ *                     const double *vox,   DM_VOXEL_WIDTH values
+ *                     unsigned long long voxel_index,   keys the voxel's random stream
+ *                     double *params,      in: start (fixed ones kept); out: last state
+ *                     double *samples,     MCMC: DM_NSAMPLES x P, row per sample; else unused
+ *                     double *stats);      DM_NSTATS
+ *        returns a dm_status (FITTED, NOT_CONVERGED or FAILED).
+ *   void dm_predict(const double *params, const double *meas, int M, const double *vox,
+ *                   double *out);        M predicted signals
+ *   void dm_derived(const double *params, const double *vox, double *out);
+ *                                        DM_OUTPUT_WIDTH derived-output slots
+ */
+typedef int (*dm_fit_voxel_fn)(const dm_fit_config *, const double *, const double *,
+                               const double *, const double *, unsigned long long, double *,
+                               double *, double *);
+typedef void (*dm_predict_fn)(const double *, const double *, int, const double *, double *);
+typedef void (*dm_derived_fn)(const double *, const double *, double *);
+
+#endif

@@ -1,0 +1,105 @@
+/* What grid search, Levenberg-Marquardt and MCMC share: the data of one voxel, the cost (sum
+ * of squared residuals) and the noise models' energies and log-likelihoods, each summed over
+ * the measurements by the lanes of the voxel.
+ *
+ * Sums of squares are formed from residuals (never as sum y^2 - 2 sum y S + sum S^2, which
+ * cancels catastrophically in float).  Energies are compared by their difference, never
+ * exponentiated whole.
+ *
+ * Before including: real, DM_FN, mathlib.h, the generated model, fit_api.h, lanes.h. */
+#ifndef DIMOC_FIT_COMMON_H
+#define DIMOC_FIT_COMMON_H
+
+#if DM_NPARAMS > DM_MAX_PARAMS
+#error "the model has more parameters than DM_MAX_PARAMS"
+#endif
+
+/* Zero-width inputs still get one slot, so that arrays are never of size 0. */
+#define DM_MEASURE_SLOTS (DM_MEASURE_WIDTH > 0 ? DM_MEASURE_WIDTH : 1)
+#define DM_VOXEL_SLOTS (DM_VOXEL_WIDTH > 0 ? DM_VOXEL_WIDTH : 1)
+
+/* The inputs of one voxel.  meas and vox must not be NULL even when their width is 0. */
+typedef struct dm_voxel_data {
+    int nmeas;         /* M */
+    const real *meas;  /* M rows of DM_MEASURE_WIDTH */
+    const real *y;     /* M measurements */
+    const real *vox;   /* DM_VOXEL_WIDTH values */
+} dm_voxel_data;
+
+#define DM_MEAS_ROW(d, m) ((d)->meas + (m) * DM_MEASURE_WIDTH)
+
+DM_FN int dm_is_fixed(const dm_fit_config *cfg, int k) { return (cfg->fixed_mask >> k) & 1u; }
+
+DM_FN int dm_finite(real x) { return isfinite(x); }
+
+/* 1 when p lies within the bounds and satisfies the constraints. */
+DM_FN int dm_params_valid(const real *p, const real *vox)
+{
+    return dm_in_bounds(p) && dm_constraints_ok(p, vox);
+}
+
+/* Sum of squared residuals sum_m (y_m - S_m(p))^2. */
+DM_FN real dm_sse(const dm_voxel_data *d, const real *p)
+{
+    real partial = 0;
+    for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
+        real r = d->y[m] - dm_signal(p, DM_MEAS_ROW(d, m), d->vox);
+        partial += r * r;
+    }
+    return dm_lane_sum(partial);
+}
+
+/* Sum of squares of the measurements (the scale that LM's round-off floor is relative to). */
+DM_FN real dm_sum_y2(const dm_voxel_data *d)
+{
+    real partial = 0;
+    for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES)
+        partial += d->y[m] * d->y[m];
+    return dm_lane_sum(partial);
+}
+
+/* Gaussian noise with its variance integrated out (bedpostx): (M/2) log(SSE/2). */
+DM_FN real dm_gaussian_energy(int nmeas, real sse) { return (real)0.5 * nmeas * log(sse / 2); }
+
+/* Gaussian log-likelihood with sigma^2 at its ML value SSE/M: -M/2 (log(2 pi SSE/M) + 1). */
+DM_FN real dm_gaussian_loglik(int nmeas, real sse)
+{
+    return -(real)0.5 * nmeas * (log(2 * DM_PI * sse / nmeas) + 1);
+}
+
+/* The measurement-dependent part of the Rician energy with precision tau (1/sigma^2):
+ *   sum_m tau (Y^2 + S^2)/2 - log I0(tau S Y)
+ * = sum_m tau (Y - S)^2 / 2 + (z - log I0(z)),  z = tau S Y.
+ * The second form keeps every term O(1) + O(log z): the first one subtracts two sums of size
+ * tau Y^2 M, which loses all precision in float for high-SNR data. */
+DM_FN real dm_rician_data_energy(const dm_voxel_data *d, const real *p, real tau)
+{
+    real partial = 0;
+    for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
+        real y = d->y[m];
+        real s = dm_signal(p, DM_MEAS_ROW(d, m), d->vox);
+        real z = tau * s * y;
+        partial += tau * (y - s) * (y - s) / 2 + (z - dm_log_i0(z));
+    }
+    return dm_lane_sum(partial);
+}
+
+/* MCMC energy of the Rician model: the data part, -M log tau from the likelihood, and a
+ * Jeffreys prior p(tau) ~ 1/tau (energy + log tau).  The constant -sum log Y is dropped. */
+DM_FN real dm_rician_energy(const dm_voxel_data *d, const real *p, real tau)
+{
+    return dm_rician_data_energy(d, p, tau) - (d->nmeas - 1) * log(tau);
+}
+
+/* Rician log-likelihood: sum_m log Y + log tau - tau (Y^2 + S^2)/2 + log I0(tau S Y).
+ * A measurement Y <= 0 has density 0, so the result is -inf then. */
+DM_FN real dm_rician_loglik(const dm_voxel_data *d, const real *p, real tau)
+{
+    real partial = 0;
+    for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES)
+        partial += log(d->y[m] > 0 ? d->y[m] : (real)0); /* log 0 = -inf */
+    real sum_log_y = dm_lane_sum(partial);
+    return sum_log_y + d->nmeas * log(tau) - dm_rician_data_energy(d, p, tau);
+}
+
+#endif

@@ -1,0 +1,49 @@
+/* The contract between generated model code and the fitting templates.
+ *
+ * This header declares nothing; it documents what generated/<model>/model.c (host) and
+ * model.cu (NVRTC) define.  Both files have the same body; only their prologue differs.
+ * Before including a generated file, the includer defines:
+ *
+ *   real      the floating type of the build (float or double), as a typedef
+ *   DM_FN     function qualifiers: `static inline` (host) or `static __device__ inline` (CUDA)
+ *   and includes templates/mathlib.h (the built-in functions: dm_dawson, dm_log_i0, ...).
+ *
+ * A generated file then defines these constants:
+ *
+ *   DM_NPARAMS        number of parameters P (<= DM_MAX_PARAMS)
+ *   DM_MEASURE_WIDTH  columns of one packed per-measurement row (0 if none)
+ *   DM_VOXEL_WIDTH    columns of one packed per-voxel row (0 if none)
+ *   DM_OUTPUT_WIDTH   slots of one packed derived-output row (0 if none)
+ *
+ * and these functions (p: P parameters; m: one measurement row; v: the voxel row):
+ *
+ *   real dm_signal(const real *p, const real *m, const real *v);
+ *       predicted signal of one measurement.
+ *   real dm_signal_grad(const real *p, const real *m, const real *v, real *ds);
+ *       the same value, and ds[k] = d signal / d p[k] for every k, in one pass.
+ *   int  dm_in_bounds(const real *p);
+ *       1 when every non-periodic parameter lies within its bounds (open ends exclusive).
+ *   int  dm_constraints_ok(const real *p, const real *v);
+ *       1 when every `constraint` holds.
+ *   real dm_prior_energy(const real *p, const real *v);
+ *       sum over parameters of the prior energies (negative log densities, constants dropped).
+ *   void dm_wrap_periodic(real *p);
+ *       maps every periodic parameter into [lo, hi).
+ *   void dm_to_free(const real *p, real *x);
+ *   void dm_from_free(const real *x, real *p, real *dpdx);
+ *       the Levenberg-Marquardt reparametrisation (thesis eq. 5.8-5.10): lower bound only
+ *       p = lo + exp(x); upper only p = hi - exp(x); both p = (hi-lo)/2 * (2/pi) atan(x)
+ *       + (hi+lo)/2; periodic or unbounded p = x.  dpdx[k] = dp[k]/dx[k].
+ *   real dm_proposal_sd(int k, const real *p);
+ *       initial MCMC proposal sd of parameter k at p: its `step` if given, else 0.2 for
+ *       periodic, sphere-prior, ard-prior and [0,1]-bounded parameters, else |p[k]|/10
+ *       (or a tenth of the bound width when p[k] is 0).
+ *   void dm_outputs(const real *p, const real *v, real *out);
+ *       the derived outputs, DM_OUTPUT_WIDTH slots (an axis or vector takes 3).
+ *
+ * Constants are emitted as literals, so the generated code needs no tables in device memory.
+ */
+#ifndef DIMOC_MODEL_API_H
+#define DIMOC_MODEL_API_H
+#define DM_MAX_PARAMS 32
+#endif
