@@ -52,30 +52,32 @@ const dm_builtin *dm_builtin_find(const char *name)
     return NULL;
 }
 
-/* Levenshtein distance, giving up (returning limit+1) on long names. */
-static int edit_distance(const char *a, const char *b, int limit)
+/* Edit distance counting an insertion, a deletion, a substitution or a swap of two
+ * neighbouring letters as one edit ("inti" is one edit from "init"); names longer than 63
+ * characters are never near anything. */
+static int edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63)
-        return limit + 1;
-    int row[64];
+        return 1000;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
     for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
         for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
         }
-    }
-    return row[lb];
+    return d[la][lb];
 }
 
 const char *dm_nearest_name(const char *name, const char *const *candidates)
@@ -88,7 +90,7 @@ const char *dm_nearest_name(const char *name, const char *const *candidates)
     const char *best = NULL;
     int best_d = limit + 1;
     for (int i = 0; candidates[i]; i++) {
-        int d = edit_distance(name, candidates[i], limit);
+        int d = edit_distance(name, candidates[i]);
         if (d < best_d && strcmp(name, candidates[i]) != 0) {
             best_d = d;
             best = candidates[i];

@@ -122,7 +122,8 @@ static void print_caret(FILE *out, const char *line, size_t len, int col)
 
 void dm_diag_flush(dm_diag *d)
 {
-    qsort(d->msgs, (size_t)d->nmsgs, sizeof *d->msgs, by_position);
+    if (d->nmsgs > 1)
+        qsort(d->msgs, (size_t)d->nmsgs, sizeof *d->msgs, by_position);
     int shown_errors = 0;
     for (int i = 0; i < d->nmsgs; i++) {
         dm_diag_msg *m = &d->msgs[i];

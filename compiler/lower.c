@@ -46,26 +46,6 @@ void dm_prog_free(dm_prog *P)
 
 /* ---- value numbering ---- */
 
-static int ins_arity(dm_irop op)
-{
-    switch (op) {
-    case DM_IR_CONST:
-    case DM_IR_PARAM:
-    case DM_IR_MEASURE:
-    case DM_IR_VOXEL:
-        return 0;
-    case DM_IR_NEG:
-    case DM_IR_NOT:
-        return 1;
-    case DM_IR_SELECT:
-        return 3;
-    case DM_IR_CALL:
-        return -1; /* from the function */
-    default:
-        return 2;
-    }
-}
-
 static unsigned long long ins_hash(const dm_ins *x)
 {
     unsigned long long h = 0xcbf29ce484222325ULL;
@@ -160,12 +140,6 @@ int dm_ir_const_value(const dm_prog *P, int id, double *value)
     return 1;
 }
 
-static int is_const(const dm_prog *P, int id, double v)
-{
-    double c;
-    return dm_ir_const_value(P, id, &c) && c == v;
-}
-
 int dm_ir_is_bool(const dm_prog *P, int id)
 {
     const dm_ins *x = &P->ins[id];
@@ -235,7 +209,7 @@ static int is_power_of_two(double v)
 
 int dm_ir_binary(dm_prog *P, dm_irop op, int a, int b)
 {
-    double ca, cb;
+    double ca = 0, cb = 0;
     int ka = dm_ir_const_value(P, a, &ca), kb = dm_ir_const_value(P, b, &cb);
     if (ka && kb)
         return dm_ir_const(P, fold_binary(op, ca, cb));

@@ -429,6 +429,18 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, yyscan_t scanner, dm_
         }
     }
 
+    if (look == YYSYMBOL_LE || look == YYSYMBOL_GE || look == YYSYMBOL_EQ || look == YYSYMBOL_NE
+        || strcmp(yysymbol_name(look), "'<'") == 0 || strcmp(yysymbol_name(look), "'>'") == 0) {
+        int comparison_expected = 0;
+        for (int i = 0; i < n; i++)
+            comparison_expected |= expected[i] == look;
+        if (!comparison_expected) {
+            dm_error(ctx->diag, loc, "comparisons do not chain; join them with && "
+                     "(as in 'a < b && b < c')");
+            return 0;
+        }
+    }
+
     /* List what could have come, leaving out operators and the statement keywords. */
     char list[256] = "";
     int items = 0;
@@ -445,8 +457,6 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, yyscan_t scanner, dm_
             continue;
         item[items++] = yysymbol_name(k);
     }
-    if (items == 0 && statement_expected)
-        item[items++] = "a statement keyword";
     if (items == 0 || items > 5) {
         dm_error(ctx->diag, loc, "unexpected %s%s", found, after);
         return 0;

@@ -32,8 +32,8 @@ int dm_help_compare(FILE *out)
 
 static int load(const char *dir, const char *name, dm_volume *v)
 {
-    char file[256];
-    snprintf(file, sizeof file, "%s.nii.gz", name);
+    char file[80];
+    snprintf(file, sizeof file, "%.63s.nii.gz", name);
     char *path = dm_path_join(dir, file);
     int rc = dm_volume_read(path, v);
     free(path);

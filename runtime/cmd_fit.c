@@ -33,6 +33,9 @@ static const dm_opt fit_opts[] = {
     {"precision", "float|double", "double", "floating-point precision of the fitter"},
     {"threads", "N", "all cores", "CPU threads"},
     {"device", "cpu|gpu|auto", "auto", "where to fit (auto: a usable GPU, else the CPU)"},
+    {"gpus", "all|0,1,..", "all", "GPUs to use; each takes batches from a shared queue"},
+    {"gpu-memory", "MB", "70% of free", "cap on the device memory each GPU's batches use"},
+    {"lanes", "N", "auto", "GPU lanes per voxel: 1, 2, 4, 8, 16 or 32 (auto: from the measurement count)"},
     {"quiet", NULL, NULL, "no progress line"},
     {NULL, NULL, NULL, NULL},
 };
@@ -60,6 +63,8 @@ int dm_cmd_fit(int argc, char **argv)
     }
     dm_fit_request r;
     dm_fit_request_defaults(&r);
+    long seed = 42;
+    int rc = 0;
     r.model = a.positional[0];
     r.data = dm_arg(&a, fit_opts, "data");
     r.mask = dm_arg(&a, fit_opts, "mask");
@@ -76,12 +81,18 @@ int dm_cmd_fit(int argc, char **argv)
     r.noise = dm_arg(&a, fit_opts, "noise");
     r.precision = dm_arg(&a, fit_opts, "precision");
     r.device = dm_arg(&a, fit_opts, "device");
+    r.gpus = dm_arg(&a, fit_opts, "gpus");
+    if (dm_arg_given(&a, fit_opts, "gpu-memory"))
+        rc |= dm_arg_long(&a, fit_opts, "gpu-memory", 1, 1L << 30, &r.gpu_memory_mb);
+    if (dm_arg_given(&a, fit_opts, "lanes")) {
+        rc |= dm_arg_long(&a, fit_opts, "lanes", 1, 32, &r.lanes);
+        if (rc == 0 && (r.lanes & (r.lanes - 1)))
+            rc = dm_set_error("--lanes: %ld is not a power of two", r.lanes);
+    }
     r.save_samples = dm_arg_given(&a, fit_opts, "save-samples");
     r.predicted = dm_arg_given(&a, fit_opts, "predicted");
     r.ic = dm_arg_given(&a, fit_opts, "ic");
     r.quiet = dm_arg_given(&a, fit_opts, "quiet");
-    long seed = 42;
-    int rc = 0;
     rc |= dm_arg_long(&a, fit_opts, "burnin", 0, 100000000, &r.burnin);
     rc |= dm_arg_long(&a, fit_opts, "jumps", 1, 100000000, &r.jumps);
     rc |= dm_arg_long(&a, fit_opts, "sample-every", 1, 100000000, &r.sample_every);

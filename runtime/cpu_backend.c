@@ -82,7 +82,7 @@ static const char *host_cc(void)
 
 static int run_compiler(const char *cmd, const char *log_path)
 {
-    char full[16384];
+    char full[16384 + 4300];
     snprintf(full, sizeof full, "%s >'%s' 2>&1", cmd, log_path);
     int rc = system(full);
     return rc == 0 ? 0 : -1;

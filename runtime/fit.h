@@ -20,6 +20,9 @@ typedef struct dm_fit_request {
     const char *noise;     /* gaussian | rician */
     const char *precision; /* float | double */
     const char *device;    /* cpu | gpu | auto */
+    const char *gpus;      /* all | 0,1,.. */
+    long gpu_memory_mb;    /* cap per GPU (0: 70% of free memory) */
+    long lanes;            /* GPU lanes per voxel (0: auto) */
     long burnin, jumps, sample_every, update_every, lm_iterations, threads;
     unsigned long long seed;
     int save_samples, predicted, ic, quiet;

@@ -5,6 +5,7 @@
 #include "fit.h"
 #include "fit_outputs.h"
 #include "fsutil.h"
+#include "gpu_backend.h"
 #include "progress.h"
 
 #include <math.h>
@@ -38,16 +39,24 @@ static double now_seconds(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Chooses the backend; the GPU backend arrives with its own issue. */
-static int choose_device(const char *device, const char **chosen)
+/* Chooses the backend: auto takes a usable GPU when there is one. */
+static int choose_device(const char *device, int *use_gpu)
 {
-    if (!strcmp(device, "cpu") || !strcmp(device, "auto")) {
-        *chosen = "cpu";
+    *use_gpu = 0;
+    if (!strcmp(device, "cpu")) return 0;
+    if (!strcmp(device, "auto")) {
+        *use_gpu = dm_gpu_available();
         return 0;
     }
-    if (!strcmp(device, "gpu"))
-        return dm_set_error("--device gpu: this build of dimoc has no GPU backend yet; use "
-                            "--device cpu (or auto)");
+    if (!strcmp(device, "gpu")) {
+        if (!dm_gpu_available()) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", dm_last_error());
+            return dm_set_error("--device gpu: no usable GPU: %s", why);
+        }
+        *use_gpu = 1;
+        return 0;
+    }
     return dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
 }
 
@@ -55,8 +64,8 @@ int dm_fit_run(const dm_fit_request *r)
 {
     double t_start = now_seconds();
     dm_fit_timing timing = {0};
-    const char *device;
-    if (choose_device(r->device, &device) != 0) return -1;
+    int use_gpu;
+    if (choose_device(r->device, &use_gpu) != 0) return -1;
     int real_size;
     if (!strcmp(r->precision, "double")) real_size = 8;
     else if (!strcmp(r->precision, "float")) real_size = 4;
@@ -92,27 +101,38 @@ int dm_fit_run(const dm_fit_request *r)
     memcpy(res.params, p.start, p.nfit * P * sizeof(double));
 
     if (r->threads > 0) omp_set_num_threads((int)r->threads);
-    dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
+    char device[512];
     double t_fit = now_seconds();
-    long chunk_done = 0;
-    (void)chunk_done;
+    int rc = 0;
+    if (use_gpu) {
+        dm_gpu_options go = {r->gpus, r->gpu_memory_mb, (int)r->lanes};
+        dm_gpu_report rep;
+        rc = dm_gpu_fit(&p, real_size, &go, &res, &rep);
+        timing.compile += rep.compile_seconds;
+        snprintf(device, sizeof device, "gpu: %s, %d lanes/voxel, %d batches of up to %ld voxels%s",
+                 rep.device, rep.lanes, rep.batches, rep.batch_voxels,
+                 rep.compile_cached ? ", fitter from cache" : "");
+    } else {
+        snprintf(device, sizeof device, "cpu: %d threads", omp_get_max_threads());
+        dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
 #pragma omp parallel for schedule(dynamic, 16)
-    for (size_t i = 0; i < p.nfit; i++) {
-        unsigned char *st = &p.status[p.index[i]];
-        if (*st == DM_STATUS_FITTED) {
-            *st = (unsigned char)fitter.fit_voxel(&p.cfg, p.grid_values, p.meas, p.y + i * M,
-                                                  p.voxin + i * p.mi.voxel_width,
-                                                  (unsigned long long)p.index[i], res.params + i * P,
-                                                  mcmc ? res.samples + i * (size_t)ns * P : NULL,
-                                                  res.stats + i * DM_NSTATS);
+        for (size_t i = 0; i < p.nfit; i++) {
+            unsigned char *st = &p.status[p.index[i]];
+            if (*st == DM_STATUS_FITTED) {
+                *st = (unsigned char)fitter.fit_voxel(&p.cfg, p.grid_values, p.meas, p.y + i * M,
+                                                      p.voxin + i * p.mi.voxel_width,
+                                                      (unsigned long long)p.index[i], res.params + i * P,
+                                                      mcmc ? res.samples + i * (size_t)ns * P : NULL,
+                                                      res.stats + i * DM_NSTATS);
+            }
+            if (prog) dm_progress_add(prog, 1);
         }
-        if (prog) dm_progress_add(prog, 1);
+        if (prog) dm_progress_end(prog);
     }
     timing.fit = now_seconds() - t_fit;
-    if (prog) dm_progress_end(prog);
 
     double t_write = now_seconds();
-    int rc = dm_fit_write_outputs(r, &p, &fitter, &res);
+    if (rc == 0) rc = dm_fit_write_outputs(r, &p, &fitter, &res);
     timing.write = now_seconds() - t_write;
     timing.total = now_seconds() - t_start;
     if (rc == 0) rc = dm_fit_write_provenance(r, &p, device, real_size, &timing);

@@ -68,7 +68,7 @@ static void draw(dm_progress *p, const char *line, const char *tail)
 {
     int len = (int)strlen(line);
     int pad = p->last_len > len ? p->last_len - len : 0;
-    fprintf(stderr, "\r%s%*s%s", line, pad, "", tail);
+    fprintf(stderr, "\r%s%*s%s", line, pad, "", tail); /* spaces wipe a longer old line */
     fflush(stderr);
     p->last_len = len;
 }

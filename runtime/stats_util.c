@@ -49,9 +49,10 @@ void dm_circular_mean_std(const double *x, long n, long stride, double lo, doubl
     if (mean)
         *mean = m;
     if (std) {
-        if (r > 1)
-            r = 1;
-        *std = n > 1 && r > 0 ? sqrt(-2 * log(r)) / to_angle : n > 1 ? INFINITY : 0;
+        /* R = 0 (samples spread evenly round the circle) would give an infinite std; a
+         * floor keeps the output map finite. */
+        r = fmin(fmax(r, 1e-300), 1);
+        *std = n > 1 ? sqrt(-2 * log(r)) / to_angle : 0;
     }
 }
 

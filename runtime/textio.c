@@ -136,7 +136,7 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
                         double **g, int *nread)
 {
     double *bv = NULL, *gv = NULL;
-    int nb, ng;
+    int nb = 0, ng = 0;
     if (read_bvals(bvals_path, &nb, &bv) != 0)
         return -1;
     if (read_bvecs(bvecs_path, &ng, &gv) != 0) {

@@ -107,6 +107,10 @@ int dm_volume_read(const char *path, dm_volume *vol)
         return dm_set_error("%s: not a NIfTI-1 or NIfTI-2 image (unreadable or damaged header)",
                             path);
     }
+    /* Dimensions beyond dim[0] are unused and may hold 0 (niftilib itself writes them so). */
+    int64_t *sizes[7] = {&nim->nx, &nim->ny, &nim->nz, &nim->nt, &nim->nu, &nim->nv, &nim->nw};
+    for (int k = (int)(nim->ndim > 0 ? nim->ndim : 0); k < 7; k++)
+        *sizes[k] = 1;
     if (nim->nu > 1 || nim->nv > 1 || nim->nw > 1) {
         dm_set_error("%s: %lld dimensions (%lldx%lldx%lldx%lldx%lld...); at most 4 are supported",
                      path, (long long)nim->ndim, (long long)nim->nx, (long long)nim->ny,
@@ -308,7 +312,7 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     nim->nifti_type = NIFTI_FTYPE_NIFTI1_1;
 
     unsigned char hdr[sizeof(nifti_2_header) + 4];
-    size_t hdr_len;
+    size_t hdr_len = 0;
     int status = make_header(path, nim, hdr, &hdr_len);
     nifti_image_free(nim);
     if (status != 0)

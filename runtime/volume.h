@@ -14,7 +14,8 @@ typedef struct dm_volume {
 
 /* Reads a NIfTI-1 or NIfTI-2 file (.nii, .nii.gz, .hdr/.img) of any data type, scaled by
  * scl_slope/scl_inter, into doubles.  Returns 0, or -1 with dm_last_error() naming the file
- * and what is wrong (unreadable, truncated, not NIfTI, more than 4 dimensions). */
+ * and what is wrong (unreadable, truncated, not NIfTI, more than 4 dimensions).
+ * Note: niftilib's reader replaces NaN and Inf values of float images with 0. */
 int dm_volume_read(const char *path, dm_volume *vol);
 /* Same spatial grid (nx, ny, nz) as ref, else -1 naming `path` and both shapes. */
 int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,
@@ -23,7 +24,8 @@ void dm_volume_free(dm_volume *vol);
 
 /* Writes nt volumes (nt = 1: a 3D image) with the spatial geometry of `like`, as float32
  * (or as uint8 when as_uint8).  The file is written to a temporary name in the same folder and
- * renamed into place when whole.  Returns 0 or -1 with dm_last_error(). */
+ * renamed into place when whole.  The name must end in .nii or .nii.gz.  NIfTI-1, or NIfTI-2
+ * when a dimension exceeds 32767.  Returns 0 or -1 with dm_last_error(). */
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data,
                     int as_uint8);
 /* Writes with geometry made from scratch: identity-like sform with the given voxel size (mm). */

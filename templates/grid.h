@@ -26,6 +26,8 @@ DM_FN int dm_grid_search(const dm_fit_config *cfg, const real *grid_values,
         }
 
     real trial[DM_NPARAMS], best[DM_NPARAMS];
+    for (int k = 0; k < DM_NPARAMS; k++)
+        best[k] = p[k];
     int found = 0;
     real best_cost = 0;
     for (;;) {

@@ -137,12 +137,14 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
     for (int k = 0; k < DM_NPARAMS; k++)
         fixed_p[k] = p[k];
     dm_to_free(p, x);
-    /* A parameter that starts on a closed bound maps to x = +-inf (or so large that x + 1 == x);
-     * dp/dx vanishes there and LM could never move it.  Pull it to |x| = 20: for the atan map
-     * that is ~1.6% of the range from the bound, for the exp map 2e-9 from it. */
+    /* A parameter that starts on a closed bound maps to x = +-inf, or (atan map) to |x| beyond
+     * 1/eps where dp/dx is ~0: LM could never move it.  Pull it to |x| = 20: for the atan map
+     * ~1.6% of the range from the bound, for the exp map 2e-9 from it.  (An identity map has
+     * dp/dx = 1 and is never pulled, however large x.) */
+    dm_from_free(x, p, dpdx);
     for (int i = 0; i < n; i++) {
         int k = free_k[i];
-        if (!dm_finite(x[k]) || x[k] + 1 == x[k])
+        if (!dm_finite(x[k]) || (fabs(x[k]) >= 1 / DM_REAL_EPS && fabs(dpdx[k]) < 1))
             x[k] = x[k] > 0 ? (real)20 : (real)-20;
     }
     dm_lm_params(cfg, x, fixed_p, p, dpdx);

@@ -167,7 +167,12 @@ DM_FN real dm_fd_step(real x)
                                           : (real)6.055454452393343e-06) * scale;
 }
 
-/* sign(x) as used by the derivative of |x|: -1, 0 or 1. */
-DM_FN real dm_sign(real x) { return x > 0 ? (real)1 : x < 0 ? (real)-1 : (real)0; }
+/* x mapped into [lo, hi) by adding a multiple of hi - lo (periodic parameters). */
+DM_FN real dm_wrap(real x, real lo, real hi)
+{
+    real width = hi - lo, turns = (x - lo) / width;
+    real y = lo + (turns - floor(turns)) * width;
+    return y < hi ? y : lo; /* rounding can land on hi itself */
+}
 
 #endif

@@ -1,0 +1,57 @@
+/* Internal to the checker (check.c, check_expr.c): the state of one check run and the
+ * expression typing shared by every statement. */
+#ifndef DIMOC_CHECK_H
+#define DIMOC_CHECK_H
+
+#include "front.h"
+
+/* Where an expression stands decides which names it may use. */
+enum {
+    ALLOW_PARAM = 1 << DM_SYM_PARAM,
+    ALLOW_MEASURE = 1 << DM_SYM_MEASURE,
+    ALLOW_VOXEL = 1 << DM_SYM_VOXEL,
+    ALLOW_LET = 1 << DM_SYM_LET,
+    ALLOW_CONST = 1 << DM_SYM_CONST,
+    ALLOW_ALL = ALLOW_PARAM | ALLOW_MEASURE | ALLOW_VOXEL | ALLOW_LET | ALLOW_CONST,
+    ALLOW_PER_VOXEL = ALLOW_PARAM | ALLOW_VOXEL | ALLOW_LET | ALLOW_CONST,
+};
+
+/* What a let depends on, known once its definition is checked. */
+typedef struct let_info {
+    const char *measure;         /* a measure it uses (directly or through lets), or NULL */
+    unsigned char *params;       /* params[k]: it uses parameter k */
+    int any_param;
+} let_info;
+
+typedef struct checker {
+    dm_model *m;
+    dm_diag *d;
+    let_info *lets;
+    int nparams;
+} checker;
+
+/* One expression's context and what it was found to use. */
+typedef struct expr_ctx {
+    const char *what;         /* "the signal", "output 'x'", ... for messages */
+    int allow;                /* ALLOW_* mask */
+    int let_limit;            /* lets from this index on are not defined yet */
+    int self_let;             /* the let being defined, or -1 */
+    unsigned char *params;    /* marks parameters used (may be NULL) */
+    int any_param;
+    const char *measure;      /* a measure used, or NULL */
+} expr_ctx;
+
+/* Type E in context X (sets type, width, sym, fn); reports errors, returns DM_T_UNKNOWN on
+ * any, silently when a sub-expression already failed. */
+dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e);
+
+/* Check E as a constant scalar expression (numbers, pi, inf, operators, and built-ins that
+ * can be evaluated on constants) and evaluate it.  Returns 1 when valid. */
+int dm_const_value(checker *c, dm_expr *e, const char *what, double *out);
+
+void dm_undefined_name(checker *c, dm_loc loc, const char *name);
+const char *dm_kind_words(dm_symbol_kind k);
+const char *dm_type_words(dm_type t, int width);
+int dm_reject_array(checker *c, const dm_expr *e);
+
+#endif

@@ -1,0 +1,869 @@
+/* The C and CUDA emitters: one body of model functions (templates/model_api.h) printed from
+ * the lowered programs, behind a prologue that differs between the host and NVRTC builds.
+ *
+ * Each function is straight-line code: the inputs it reads as named locals (p_NAME, m_NAME,
+ * v_NAME), then one SSA temporary per line in dependency order, only those the results need.
+ * Literals are written suffix-free so that one text serves float and double builds: small
+ * integers bare (they convert without promoting), everything else cast with (real). */
+#include "backend.h"
+#include "lower.h"
+#include "model_api.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DM_PI_D 3.14159265358979323846
+
+/* ---- text buffer ---- */
+
+static void buf_reserve(dm_buf *b, size_t extra)
+{
+    if (b->n + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + extra + 1)
+        cap *= 2;
+    b->s = realloc(b->s, cap);
+    if (!b->s)
+        abort();
+    b->cap = cap;
+}
+
+void dm_buf_printf(dm_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    buf_reserve(b, (size_t)len);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)len;
+}
+
+void dm_buf_puts(dm_buf *b, const char *s)
+{
+    dm_buf_printf(b, "%s", s);
+}
+
+void dm_buf_number(dm_buf *b, double v)
+{
+    if (isnan(v)) {
+        dm_buf_puts(b, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        dm_buf_puts(b, v > 0 ? "inf" : "-inf");
+        return;
+    }
+    char text[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, v);
+        if (strtod(text, NULL) == v)
+            break;
+    }
+    dm_buf_puts(b, text);
+}
+
+/* A literal of generated code.  in_call: an argument of a math function, where a bare int
+ * could make a CUDA overload ambiguous, so it is always cast. */
+static void emit_literal(dm_buf *b, double v, int in_call)
+{
+    if (isnan(v)) {
+        dm_buf_puts(b, "((real)0 / 0)");
+    } else if (isinf(v)) {
+        dm_buf_puts(b, v > 0 ? "((real)1 / 0)" : "((real)-1 / 0)");
+    } else if (!in_call && v == floor(v) && fabs(v) <= 16777216) {
+        dm_buf_printf(b, "%d", (int)v); /* exact in float too */
+    } else {
+        dm_buf_puts(b, "(real)");
+        dm_buf_number(b, v);
+    }
+}
+
+/* ---- printing a program ---- */
+
+typedef struct emitter {
+    dm_buf *b;
+    const dm_model *m;
+    const dm_prog *P;
+    char *live;
+    int *temp; /* temporary number of each instruction, -1 when it has none */
+} emitter;
+
+/* The input whose packed columns contain `column`, and the offset in it. */
+static const dm_input *input_at(const dm_model *m, int measure, int column, int *offset)
+{
+    int n = measure ? m->measures.n : m->voxels.n;
+    for (int i = 0; i < n; i++) {
+        const dm_input *in = measure ? m->measures.items[i] : m->voxels.items[i];
+        if (column >= in->column && column < in->column + in->width) {
+            *offset = column - in->column;
+            return in;
+        }
+    }
+    return NULL;
+}
+
+static void emit_leaf_name(dm_buf *b, const dm_model *m, const dm_ins *x)
+{
+    if (x->op == DM_IR_PARAM) {
+        dm_buf_printf(b, "p_%s", m->params.items[x->index]->name);
+        return;
+    }
+    int measure = x->op == DM_IR_MEASURE, offset = 0;
+    const dm_input *in = input_at(m, measure, x->index, &offset);
+    const char *prefix = measure ? "m_" : "v_";
+    if (!in)
+        dm_buf_printf(b, "%scol%d", prefix, x->index);
+    else if (in->width == 1)
+        dm_buf_printf(b, "%s%s", prefix, in->name);
+    else if (in->width == 3)
+        dm_buf_printf(b, "%s%s_%c", prefix, in->name, "xyz"[offset]);
+    else
+        dm_buf_printf(b, "%s%s_%d", prefix, in->name, offset);
+}
+
+static void emit_operand(emitter *E, int id, int in_call)
+{
+    const dm_ins *x = &E->P->ins[id];
+    if (x->op == DM_IR_CONST)
+        emit_literal(E->b, x->num, in_call);
+    else if (x->op <= DM_IR_VOXEL)
+        emit_leaf_name(E->b, E->m, x);
+    else
+        dm_buf_printf(E->b, "t%d", E->temp[id]);
+}
+
+static const char *binary_op_text(dm_irop op)
+{
+    switch (op) {
+    case DM_IR_ADD: return "+";
+    case DM_IR_SUB: return "-";
+    case DM_IR_MUL: return "*";
+    case DM_IR_DIV: return "/";
+    case DM_IR_LT: return "<";
+    case DM_IR_LE: return "<=";
+    case DM_IR_GT: return ">";
+    case DM_IR_GE: return ">=";
+    case DM_IR_EQ: return "==";
+    case DM_IR_NE: return "!=";
+    case DM_IR_AND: return "&&";
+    case DM_IR_OR: return "||";
+    default: return "?";
+    }
+}
+
+static void emit_rhs(emitter *E, const dm_ins *x)
+{
+    dm_buf *b = E->b;
+    switch (x->op) {
+    case DM_IR_NEG:
+    case DM_IR_NOT:
+        dm_buf_puts(b, x->op == DM_IR_NEG ? "-" : "!");
+        emit_operand(E, x->arg[0], 0);
+        break;
+    case DM_IR_SELECT:
+        emit_operand(E, x->arg[0], 0);
+        dm_buf_puts(b, " ? ");
+        emit_operand(E, x->arg[1], 0);
+        dm_buf_puts(b, " : ");
+        emit_operand(E, x->arg[2], 0);
+        break;
+    case DM_IR_CALL: {
+        const dm_mathfn_info *info = dm_mathfn_get(x->fn);
+        dm_buf_printf(b, "%s(", info->c_name);
+        if (x->fn == DM_MF_LEGENDRE || x->fn == DM_MF_LEGENDRE_DERIV)
+            dm_buf_printf(b, "%d, ", x->index);
+        for (int i = 0; i < x->nargs; i++) {
+            if (i)
+                dm_buf_puts(b, ", ");
+            emit_operand(E, x->arg[i], 1);
+        }
+        dm_buf_puts(b, ")");
+        break;
+    }
+    default:
+        emit_operand(E, x->arg[0], 0);
+        dm_buf_printf(b, " %s ", binary_op_text(x->op));
+        emit_operand(E, x->arg[1], 0);
+        break;
+    }
+}
+
+/* Declares the live inputs and temporaries for the given roots.  *uses receives which of
+ * p, m, v the code reads (bits 1, 2, 4). */
+static void emit_body(emitter *E, const int *roots, int nroots, int *uses)
+{
+    const dm_prog *P = E->P;
+    dm_buf *b = E->b;
+    E->live = malloc((size_t)P->n + 1);
+    E->temp = malloc(sizeof(int) * ((size_t)P->n + 1));
+    if (!E->live || !E->temp)
+        abort();
+    dm_ir_live(P, roots, nroots, E->live);
+    *uses = 0;
+    /* Inputs first, grouped: parameters, measurement columns, voxel columns. */
+    for (int kind = DM_IR_PARAM; kind <= DM_IR_VOXEL; kind++) {
+        int prev_index = -1; /* emitted in index order: repeatedly the next larger one */
+        for (;;) {
+            const dm_ins *x = NULL;
+            for (int i = 0; i < P->n; i++)
+                if (E->live[i] && (int)P->ins[i].op == kind && P->ins[i].index > prev_index &&
+                    (!x || P->ins[i].index < x->index))
+                    x = &P->ins[i];
+            if (!x)
+                break;
+            prev_index = x->index;
+            *uses |= kind == DM_IR_PARAM ? 1 : kind == DM_IR_MEASURE ? 2 : 4;
+            dm_buf_puts(b, "    const real ");
+            emit_leaf_name(b, E->m, x);
+            dm_buf_printf(b, " = %c[%d];\n", "pmv"[kind - DM_IR_PARAM], x->index);
+        }
+    }
+    int next = 0;
+    for (int i = 0; i < P->n; i++) {
+        const dm_ins *x = &P->ins[i];
+        E->temp[i] = -1;
+        if (!E->live[i] || x->op <= DM_IR_VOXEL)
+            continue;
+        E->temp[i] = next++;
+        dm_buf_printf(b, "    const %s t%d = ", dm_ir_is_bool(P, i) ? "int" : "real", E->temp[i]);
+        emit_rhs(E, x);
+        dm_buf_puts(b, ";");
+        if (x->note && x->note_comp >= 0)
+            dm_buf_printf(b, " /* let %s, %c */", x->note, "xyz"[x->note_comp]);
+        else if (x->note)
+            dm_buf_printf(b, " /* let %s */", x->note);
+        dm_buf_puts(b, "\n");
+    }
+}
+
+static void emitter_done(emitter *E)
+{
+    free(E->live);
+    free(E->temp);
+    E->live = NULL;
+    E->temp = NULL;
+}
+
+static void emit_unused(dm_buf *b, int uses, int mask, const char *const *names)
+{
+    for (int i = 0; i < 3; i++)
+        if ((mask & (1 << i)) && !(uses & (1 << i)))
+            dm_buf_printf(b, "    (void)%s;\n", names[i]);
+}
+
+static const char *const pmv_names[3] = {"p", "m", "v"};
+
+/* ---- the programs of one model ---- */
+
+typedef struct programs {
+    dm_prog signal, grad, constraints, prior, outputs;
+    int signal_root;
+    int grad_roots[1 + DM_MAX_PARAMS];  /* value, then the partial of each parameter */
+    int *constraint_roots;
+    int prior_root;
+    int *output_roots;
+} programs;
+
+static int build_signal(programs *G, const dm_model *m, dm_diag *diag)
+{
+    int v[3];
+    dm_prog_init(&G->signal, m, diag);
+    G->signal.context = "the signal";
+    if (!m->signal || dm_lower_expr(&G->signal, m->signal, v) != 1) {
+        if (!G->signal.failed)
+            dm_error(diag, m->signal ? m->signal->loc : m->name_loc,
+                     "the signal must be one scalar expression");
+        return -1;
+    }
+    G->signal_root = v[0];
+
+    /* The gradient program lowers the signal again so its partials share its values. */
+    dm_prog *P = &G->grad;
+    dm_prog_init(P, m, diag);
+    P->context = "the signal";
+    dm_lower_expr(P, m->signal, v);
+    G->grad_roots[0] = v[0];
+    int np = m->params.n;
+    dm_differentiate(P, v[0], np, G->grad_roots + 1);
+    for (int k = 0; k < np; k++) {
+        const dm_param *par = m->params.items[k];
+        if (!par->derivative)
+            continue;
+        P->context = "a derivative";
+        if (dm_lower_expr(P, par->derivative, v) != 1) {
+            if (!P->failed)
+                dm_error(diag, par->derivative_loc, "a derivative must be a scalar expression");
+            return -1;
+        }
+        G->grad_roots[1 + k] = v[0];
+    }
+    return 0;
+}
+
+static int build_constraints(programs *G, const dm_model *m, dm_diag *diag)
+{
+    dm_prog *P = &G->constraints;
+    dm_prog_init(P, m, diag);
+    P->allow_measures = 0;
+    P->context = "a constraint";
+    G->constraint_roots = calloc((size_t)m->constraints.n + 1, sizeof(int));
+    for (int i = 0; i < m->constraints.n; i++) {
+        int v[3];
+        if (dm_lower_expr(P, m->constraints.items[i]->cond, v) != 1) {
+            if (!P->failed)
+                dm_error(diag, m->constraints.items[i]->loc, "a constraint must be a condition");
+            return -1;
+        }
+        G->constraint_roots[i] = v[0];
+    }
+    return 0;
+}
+
+/* Sum of the parameters' prior energies (model_api.h, ast.h). */
+static int build_prior(programs *G, const dm_model *m, dm_diag *diag)
+{
+    dm_prog *P = &G->prior;
+    dm_prog_init(P, m, diag);
+    P->allow_measures = 0;
+    P->context = "a prior";
+    int total = dm_ir_const(P, 0);
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *par = m->params.items[k];
+        const dm_prior *pr = &par->prior;
+        int x = dm_ir_leaf(P, DM_IR_PARAM, k), e = -1, v[3];
+        double a = pr->value[0], bb = pr->value[1];
+        switch (pr->kind) {
+        case DM_PRIOR_GAUSSIAN: { /* (x - mean)^2 / (2 sd^2) */
+            int d = dm_ir_binary(P, DM_IR_SUB, x, dm_ir_const(P, a));
+            e = dm_ir_binary(P, DM_IR_MUL, dm_ir_binary(P, DM_IR_MUL, d, d),
+                             dm_ir_const(P, 1 / (2 * bb * bb)));
+            break;
+        }
+        case DM_PRIOR_GAMMA: { /* (1 - shape) log x + x / scale */
+            int lx = dm_ir_call(P, DM_MF_LOG, 0, &x);
+            e = dm_ir_binary(P, DM_IR_ADD, dm_ir_binary(P, DM_IR_MUL, dm_ir_const(P, 1 - a), lx),
+                             dm_ir_binary(P, DM_IR_DIV, x, dm_ir_const(P, bb)));
+            break;
+        }
+        case DM_PRIOR_ARD: /* weight log x */
+            e = dm_ir_binary(P, DM_IR_MUL, dm_ir_const(P, a), dm_ir_call(P, DM_MF_LOG, 0, &x));
+            break;
+        case DM_PRIOR_SPHERE: { /* -log|sin x / 2| */
+            int s = dm_ir_call(P, DM_MF_SIN, 0, &x);
+            int half = dm_ir_binary(P, DM_IR_MUL, s, dm_ir_const(P, 0.5));
+            int mag = dm_ir_call(P, DM_MF_FABS, 0, &half);
+            e = dm_ir_unary(P, DM_IR_NEG, dm_ir_call(P, DM_MF_LOG, 0, &mag));
+            break;
+        }
+        case DM_PRIOR_CUSTOM: /* -(log density) */
+            if (!pr->args[0] || dm_lower_expr(P, pr->args[0], v) != 1) {
+                if (!P->failed)
+                    dm_error(diag, pr->loc, "a custom prior must be a scalar expression");
+                return -1;
+            }
+            e = dm_ir_unary(P, DM_IR_NEG, v[0]);
+            break;
+        default:
+            break;
+        }
+        if (e >= 0)
+            total = dm_ir_binary(P, DM_IR_ADD, total, e);
+    }
+    G->prior_root = total;
+    return 0;
+}
+
+static int build_outputs(programs *G, const dm_model *m, dm_diag *diag)
+{
+    dm_prog *P = &G->outputs;
+    dm_prog_init(P, m, diag);
+    P->allow_measures = 0;
+    P->context = "a derived output";
+    G->output_roots = malloc(sizeof(int) * ((size_t)m->output_width + 1));
+    for (int c = 0; c < m->output_width; c++)
+        G->output_roots[c] = -1;
+    for (int i = 0; i < m->outputs.n; i++) {
+        const dm_output *o = m->outputs.items[i];
+        int v[3];
+        int w = dm_lower_expr(P, o->value, v);
+        if (w < 0)
+            return -1;
+        if (o->column + w > m->output_width) {
+            dm_error(diag, o->loc, "output '%s' does not fit the output row", o->name);
+            return -1;
+        }
+        for (int c = 0; c < w; c++)
+            G->output_roots[o->column + c] = v[c];
+    }
+    return 0;
+}
+
+static void programs_free(programs *G)
+{
+    dm_prog_free(&G->signal);
+    dm_prog_free(&G->grad);
+    dm_prog_free(&G->constraints);
+    dm_prog_free(&G->prior);
+    dm_prog_free(&G->outputs);
+    free(G->constraint_roots);
+    free(G->output_roots);
+}
+
+/* ---- the functions of model_api.h ---- */
+
+/* Prints the (void) casts of unused arguments and the body for the given roots; the caller
+ * then prints the results with emit_operand and calls emitter_done. */
+static void emit_function_body(emitter *E, dm_buf *b, const int *roots, int nroots, int mask,
+                               const char *const *arg_names)
+{
+    dm_buf body = {0};
+    int uses;
+    E->b = &body;
+    emit_body(E, roots, nroots, &uses);
+    E->b = b;
+    emit_unused(b, uses, mask, arg_names);
+    if (body.s)
+        dm_buf_puts(b, body.s);
+    free(body.s);
+}
+
+static void emit_signal(dm_buf *b, const dm_model *m, programs *G)
+{
+    emitter E = {b, m, &G->signal, NULL, NULL};
+    dm_buf_puts(b, "/* Predicted signal of one measurement. */\n"
+                   "DM_FN real dm_signal(const real *p, const real *m, const real *v)\n{\n");
+    emit_function_body(&E, b, &G->signal_root, 1, 7, pmv_names);
+    dm_buf_puts(b, "    return ");
+    emit_operand(&E, G->signal_root, 0);
+    dm_buf_puts(b, ";\n}\n\n");
+    emitter_done(&E);
+}
+
+static void emit_signal_grad(dm_buf *b, const dm_model *m, programs *G)
+{
+    emitter E = {b, m, &G->grad, NULL, NULL};
+    int np = m->params.n;
+    dm_buf_puts(b, "/* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */\n"
+                   "DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, "
+                   "real *ds)\n{\n");
+    emit_function_body(&E, b, G->grad_roots, 1 + np, 7, pmv_names);
+    for (int k = 0; k < np; k++) {
+        int r = G->grad_roots[1 + k];
+        dm_buf_printf(b, "    ds[%d] = ", k);
+        if (r < 0)
+            dm_buf_puts(b, "0");
+        else
+            emit_operand(&E, r, 0);
+        dm_buf_printf(b, ";%s /* %s */\n", m->params.items[k]->derivative ? " /* user */" : "",
+                      m->params.items[k]->name);
+    }
+    dm_buf_puts(b, "    return ");
+    emit_operand(&E, G->grad_roots[0], 0);
+    dm_buf_puts(b, ";\n}\n\n");
+    emitter_done(&E);
+}
+
+static double param_lo(const dm_param *par) { return par->has_bounds ? par->lo : -INFINITY; }
+static double param_hi(const dm_param *par) { return par->has_bounds ? par->hi : INFINITY; }
+
+static void emit_in_bounds(dm_buf *b, const dm_model *m)
+{
+    dm_buf_puts(b, "/* 1 when every non-periodic parameter is within its bounds (and none is "
+                   "nan). */\nDM_FN int dm_in_bounds(const real *p)\n{\n");
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *par = m->params.items[k];
+        double lo = param_lo(par), hi = param_hi(par);
+        int check_lo = !par->periodic && isfinite(lo), check_hi = !par->periodic && isfinite(hi);
+        /* Written as !(inside) so that nan fails every test. */
+        dm_buf_printf(b, "    if (!(");
+        if (!check_lo && !check_hi)
+            dm_buf_printf(b, "p[%d] == p[%d]", k, k);
+        if (check_lo) {
+            dm_buf_printf(b, "p[%d] %s ", k, par->lo_closed ? ">=" : ">");
+            emit_literal(b, lo, 0);
+        }
+        if (check_lo && check_hi)
+            dm_buf_puts(b, " && ");
+        if (check_hi) {
+            dm_buf_printf(b, "p[%d] %s ", k, par->hi_closed ? "<=" : "<");
+            emit_literal(b, hi, 0);
+        }
+        dm_buf_printf(b, "))\n        return 0; /* %s%s */\n", par->name,
+                      par->periodic ? ", periodic" : "");
+    }
+    dm_buf_puts(b, "    return 1;\n}\n\n");
+}
+
+static void emit_constraints(dm_buf *b, const dm_model *m, programs *G)
+{
+    emitter E = {b, m, &G->constraints, NULL, NULL};
+    static const char *const pv_names[3] = {"p", "m", "v"};
+    int n = m->constraints.n;
+    dm_buf_puts(b, "/* 1 when every constraint holds. */\n"
+                   "DM_FN int dm_constraints_ok(const real *p, const real *v)\n{\n");
+    emit_function_body(&E, b, G->constraint_roots, n, 5, pv_names);
+    dm_buf_puts(b, "    return ");
+    if (n == 0)
+        dm_buf_puts(b, "1");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            dm_buf_puts(b, " && ");
+        emit_operand(&E, G->constraint_roots[i], 0);
+    }
+    dm_buf_puts(b, ";\n}\n\n");
+    emitter_done(&E);
+}
+
+static void emit_prior(dm_buf *b, const dm_model *m, programs *G)
+{
+    emitter E = {b, m, &G->prior, NULL, NULL};
+    static const char *const pv_names[3] = {"p", "m", "v"};
+    dm_buf_puts(b, "/* Sum of the prior energies (negative log densities, constants dropped). */\n"
+                   "DM_FN real dm_prior_energy(const real *p, const real *v)\n{\n");
+    emit_function_body(&E, b, &G->prior_root, 1, 5, pv_names);
+    dm_buf_puts(b, "    return ");
+    emit_operand(&E, G->prior_root, 0);
+    dm_buf_puts(b, ";\n}\n\n");
+    emitter_done(&E);
+}
+
+static void emit_wrap(dm_buf *b, const dm_model *m)
+{
+    int any = 0;
+    dm_buf_puts(b, "/* Maps every periodic parameter into [lo, hi). */\n"
+                   "DM_FN void dm_wrap_periodic(real *p)\n{\n");
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *par = m->params.items[k];
+        if (!par->periodic || !isfinite(param_lo(par)) || !isfinite(param_hi(par)))
+            continue;
+        any = 1;
+        dm_buf_printf(b, "    p[%d] = dm_wrap(p[%d], ", k, k);
+        emit_literal(b, par->lo, 1);
+        dm_buf_puts(b, ", ");
+        emit_literal(b, par->hi, 1);
+        dm_buf_printf(b, "); /* %s */\n", par->name);
+    }
+    if (!any)
+        dm_buf_puts(b, "    (void)p;\n");
+    dm_buf_puts(b, "}\n\n");
+}
+
+typedef enum { FREE_IDENTITY, FREE_LOWER, FREE_UPPER, FREE_BOTH } free_kind;
+
+static free_kind free_kind_of(const dm_param *par)
+{
+    int lo = isfinite(param_lo(par)), hi = isfinite(param_hi(par));
+    if (par->periodic || (!lo && !hi))
+        return FREE_IDENTITY;
+    return lo && hi ? FREE_BOTH : lo ? FREE_LOWER : FREE_UPPER;
+}
+
+/* Thesis eq. 5.8-5.10: lower only p = lo + exp(x); upper only p = hi - exp(x); both
+ * p = (hi-lo)/pi * atan(x) + (hi+lo)/2. */
+static void emit_free_transforms(dm_buf *b, const dm_model *m)
+{
+    dm_buf_puts(b, "/* Levenberg-Marquardt reparametrisation: free x from bounded p. */\n"
+                   "DM_FN void dm_to_free(const real *p, real *x)\n{\n");
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *par = m->params.items[k];
+        double lo = param_lo(par), hi = param_hi(par);
+        switch (free_kind_of(par)) {
+        case FREE_IDENTITY:
+            dm_buf_printf(b, "    x[%d] = p[%d];", k, k);
+            break;
+        case FREE_LOWER:
+            dm_buf_printf(b, "    x[%d] = log(p[%d]", k, k);
+            if (lo != 0) {
+                dm_buf_puts(b, " - ");
+                emit_literal(b, lo, 0);
+            }
+            dm_buf_puts(b, ");");
+            break;
+        case FREE_UPPER:
+            dm_buf_printf(b, "    x[%d] = log(", k);
+            emit_literal(b, hi, 0);
+            dm_buf_printf(b, " - p[%d]);", k);
+            break;
+        case FREE_BOTH:
+            dm_buf_printf(b, "    x[%d] = tan((p[%d] - ", k, k);
+            emit_literal(b, (hi + lo) / 2, 0);
+            dm_buf_puts(b, ") * ");
+            emit_literal(b, DM_PI_D / (hi - lo), 0);
+            dm_buf_puts(b, ");");
+            break;
+        }
+        dm_buf_printf(b, " /* %s */\n", par->name);
+    }
+    if (m->params.n == 0)
+        dm_buf_puts(b, "    (void)p;\n    (void)x;\n");
+    dm_buf_puts(b, "}\n\n");
+
+    dm_buf_puts(b, "/* Bounded p from free x, and dpdx[k] = dp[k] / dx[k]. */\n"
+                   "DM_FN void dm_from_free(const real *x, real *p, real *dpdx)\n{\n");
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *par = m->params.items[k];
+        double lo = param_lo(par), hi = param_hi(par);
+        switch (free_kind_of(par)) {
+        case FREE_IDENTITY:
+            dm_buf_printf(b, "    p[%d] = x[%d];\n    dpdx[%d] = 1;\n", k, k, k);
+            break;
+        case FREE_LOWER:
+        case FREE_UPPER: {
+            int lower = free_kind_of(par) == FREE_LOWER;
+            dm_buf_printf(b, "    {\n        const real e = exp(x[%d]);\n", k);
+            dm_buf_printf(b, "        p[%d] = ", k);
+            if (lower && lo == 0) {
+                dm_buf_puts(b, "e");
+            } else {
+                emit_literal(b, lower ? lo : hi, 0);
+                dm_buf_puts(b, lower ? " + e" : " - e");
+            }
+            dm_buf_printf(b, ";\n        dpdx[%d] = %se;\n    }\n", k, lower ? "" : "-");
+            break;
+        }
+        case FREE_BOTH:
+            dm_buf_printf(b, "    p[%d] = ", k);
+            emit_literal(b, (hi - lo) / DM_PI_D, 0);
+            dm_buf_printf(b, " * atan(x[%d]) + ", k);
+            emit_literal(b, (hi + lo) / 2, 0);
+            dm_buf_printf(b, ";\n    dpdx[%d] = ", k);
+            emit_literal(b, (hi - lo) / DM_PI_D, 0);
+            dm_buf_printf(b, " / (1 + x[%d] * x[%d]);\n", k, k);
+            break;
+        }
+    }
+    if (m->params.n == 0)
+        dm_buf_puts(b, "    (void)x;\n    (void)p;\n    (void)dpdx;\n");
+    dm_buf_puts(b, "}\n\n");
+}
+
+static void emit_proposal_sd(dm_buf *b, const dm_model *m)
+{
+    dm_buf_puts(b, "/* Initial MCMC proposal sd of parameter k at p: its `step`, else 0.2 for\n"
+                   " * angles and fractions, else |p[k]| / 10 (a tenth of the bound width at 0;"
+                   " 0.1\n * when that is infinite). */\n"
+                   "DM_FN real dm_proposal_sd(int k, const real *p)\n{\n");
+    int reads_p = 0;
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *par = m->params.items[k];
+        int fixed = par->step > 0 || par->periodic || par->prior.kind == DM_PRIOR_SPHERE ||
+                    par->prior.kind == DM_PRIOR_ARD ||
+                    (par->has_bounds && par->lo == 0 && par->hi == 1);
+        reads_p |= !fixed;
+    }
+    if (!reads_p)
+        dm_buf_puts(b, "    (void)p;\n");
+    dm_buf_puts(b, "    switch (k) {\n");
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *par = m->params.items[k];
+        dm_buf_printf(b, "    case %d: /* %s */\n        return ", k, par->name);
+        if (par->step > 0) {
+            emit_literal(b, par->step, 1);
+        } else if (par->periodic || par->prior.kind == DM_PRIOR_SPHERE ||
+                   par->prior.kind == DM_PRIOR_ARD ||
+                   (par->has_bounds && par->lo == 0 && par->hi == 1)) {
+            emit_literal(b, 0.2, 1);
+        } else {
+            double width = param_hi(par) - param_lo(par);
+            dm_buf_printf(b, "p[%d] != 0 ? fabs(p[%d]) / 10 : ", k, k);
+            emit_literal(b, isfinite(width) ? width / 10 : 0.1, 1);
+        }
+        dm_buf_puts(b, ";\n");
+    }
+    dm_buf_puts(b, "    default:\n        return 0;\n    }\n}\n\n");
+}
+
+static void emit_outputs(dm_buf *b, const dm_model *m, programs *G)
+{
+    emitter E = {b, m, &G->outputs, NULL, NULL};
+    static const char *const pv_names[3] = {"p", "m", "v"};
+    int n = m->output_width;
+    dm_buf_puts(b, "/* The derived outputs, DM_OUTPUT_WIDTH slots. */\n"
+                   "DM_FN void dm_outputs(const real *p, const real *v, real *out)\n{\n");
+    emit_function_body(&E, b, G->output_roots, n, 5, pv_names);
+    if (n == 0)
+        dm_buf_puts(b, "    (void)out;\n");
+    for (int i = 0; i < m->outputs.n; i++) {
+        const dm_output *o = m->outputs.items[i];
+        int w = o->width == 3 ? 3 : 1;
+        for (int c = 0; c < w; c++) {
+            int r = G->output_roots[o->column + c];
+            dm_buf_printf(b, "    out[%d] = ", o->column + c);
+            if (r < 0)
+                dm_buf_puts(b, "0");
+            else
+                emit_operand(&E, r, 0);
+            if (w == 3)
+                dm_buf_printf(b, "; /* %s, %c */\n", o->name, "xyz"[c]);
+            else
+                dm_buf_printf(b, "; /* %s */\n", o->name);
+        }
+    }
+    dm_buf_puts(b, "}\n");
+    emitter_done(&E);
+}
+
+/* The body shared by model.c and model.cu. */
+static char *emit_body_text(const dm_model *m, programs *G)
+{
+    dm_buf b = {0};
+    dm_buf_printf(&b, "#define DM_NPARAMS %d\n", m->params.n);
+    dm_buf_printf(&b, "#define DM_MEASURE_WIDTH %d\n", m->measure_width);
+    dm_buf_printf(&b, "#define DM_VOXEL_WIDTH %d\n", m->voxel_width);
+    dm_buf_printf(&b, "#define DM_OUTPUT_WIDTH %d\n\n", m->output_width);
+    emit_signal(&b, m, G);
+    emit_signal_grad(&b, m, G);
+    emit_in_bounds(&b, m);
+    emit_constraints(&b, m, G);
+    emit_prior(&b, m, G);
+    emit_wrap(&b, m);
+    emit_free_transforms(&b, m);
+    emit_proposal_sd(&b, m);
+    emit_outputs(&b, m, G);
+    return b.s;
+}
+
+static char *with_prologue(const dm_model *m, const char *body, int cuda)
+{
+    dm_buf b = {0};
+    unsigned long long h = m->source ? dm_hash64(m->source, strlen(m->source), 0) : 0;
+    dm_buf_printf(&b, "/* Model %s: \"", m->name);
+    for (const char *d = m->description ? m->description : ""; *d; d++) /* no early "*\/" */
+        dm_buf_printf(&b, "%c%s", *d, d[0] == '*' && d[1] == '/' ? " " : "");
+    dm_buf_puts(&b, "\".\n");
+    dm_buf_printf(&b, " * Generated by dimoc from a model source of hash %016llx; do not edit.\n",
+                  h);
+    if (cuda)
+        dm_buf_puts(&b, " * NVRTC build: the includer defines `real` and DM_FN (static __device__"
+                        " inline)\n * and includes templates/mathlib.h; the CUDA math functions"
+                        " are built in.\n");
+    else
+        dm_buf_puts(&b, " * Host build: the includer defines `real` and DM_FN (static inline),"
+                        " then\n * includes <math.h> and templates/mathlib.h.\n");
+    dm_buf_puts(&b, " * The functions are documented in templates/model_api.h. */\n\n");
+    dm_buf_puts(&b, body);
+    return b.s;
+}
+
+int dm_generate(const dm_model *m, dm_generated *out, FILE *err)
+{
+    memset(out, 0, sizeof *out);
+    dm_diag diag;
+    dm_diag_init(&diag, err ? err : stderr, m->file ? m->file : "<model>",
+                 m->source ? m->source : "", m->source ? strlen(m->source) : 0);
+    programs G;
+    memset(&G, 0, sizeof G);
+    int rc = 0;
+    if (m->params.n > DM_MAX_PARAMS) {
+        dm_error(&diag, m->name_loc, "a model has at most %d parameters",
+                 DM_MAX_PARAMS);
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = build_signal(&G, m, &diag);
+    if (rc == 0)
+        rc = build_constraints(&G, m, &diag);
+    if (rc == 0)
+        rc = build_prior(&G, m, &diag);
+    if (rc == 0)
+        rc = build_outputs(&G, m, &diag);
+    if (rc == 0) {
+        char *body = emit_body_text(m, &G);
+        out->c_source = with_prologue(m, body, 0);
+        out->cuda_source = with_prologue(m, body, 1);
+        free(body);
+        out->flops.signal = dm_count_flops(&G.signal, &G.signal_root, 1,
+                                           &out->flops.signal_transc);
+        out->flops.gradient = dm_count_flops(&G.grad, G.grad_roots, 1 + m->params.n,
+                                             &out->flops.gradient_transc);
+        out->meta = dm_meta_text(m, &out->flops, out->c_source);
+    }
+    programs_free(&G);
+    dm_diag_flush(&diag);
+    return rc;
+}
+
+void dm_generated_free(dm_generated *g)
+{
+    if (!g)
+        return;
+    free(g->c_source);
+    free(g->cuda_source);
+    free(g->meta);
+    memset(g, 0, sizeof *g);
+}
+
+/* ---- writing the files ---- */
+
+static int mkdir_parents(const char *dir)
+{
+    char *path = strdup(dir);
+    if (!path)
+        return -1;
+    for (char *s = path + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            free(path);
+            return -1;
+        }
+        *s = '/';
+    }
+    int rc = mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
+    free(path);
+    return rc;
+}
+
+/* Writes dir/name through a temporary sibling and rename(2), so a reader never sees half a
+ * file. */
+static int write_atomic(const char *dir, const char *name, const char *text, FILE *err)
+{
+    size_t len = strlen(dir) + strlen(name) + 64;
+    char *path = malloc(len), *tmp = malloc(len);
+    if (!path || !tmp)
+        abort();
+    snprintf(path, len, "%s/%s", dir, name);
+    snprintf(tmp, len, "%s/.%s.tmp.%ld", dir, name, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fputs(text, f) >= 0;
+    ok = f && fclose(f) == 0 && ok;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) {
+        fprintf(err ? err : stderr, "dimoc: error: cannot write %s: %s\n", path, strerror(errno));
+        remove(tmp);
+    }
+    free(path);
+    free(tmp);
+    return ok ? 0 : -1;
+}
+
+int dm_emit_dir(const dm_model *m, const char *dir, FILE *err)
+{
+    dm_generated g;
+    if (dm_generate(m, &g, err) != 0)
+        return -1;
+    int rc = 0;
+    if (mkdir_parents(dir) != 0) {
+        fprintf(err ? err : stderr, "dimoc: error: cannot create %s: %s\n", dir,
+                strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = write_atomic(dir, "model.c", g.c_source, err);
+    if (rc == 0)
+        rc = write_atomic(dir, "model.cu", g.cuda_source, err);
+    if (rc == 0)
+        rc = write_atomic(dir, "model.meta", g.meta, err);
+    dm_generated_free(&g);
+    return rc;
+}

@@ -1,0 +1,40 @@
+/* Work count of a lowered function, for the metadata: the runtime multiplies it by the
+ * number of evaluations to report achieved GFLOP/s.  A call of a math-library function
+ * (exp, dm_dawson, ...) counts as one operation, however many it costs inside, and is also
+ * counted apart when transcendental so that the two kinds of throughput can be told apart. */
+#include "lower.h"
+
+#include <stdlib.h>
+
+long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transcendental)
+{
+    char *live = malloc((size_t)P->n + 1);
+    if (!live)
+        abort();
+    dm_ir_live(P, roots, nroots, live);
+    long total = 0, transc = 0;
+    for (int i = 0; i < P->n; i++) {
+        if (!live[i])
+            continue;
+        const dm_ins *x = &P->ins[i];
+        switch (x->op) {
+        case DM_IR_NEG:
+        case DM_IR_ADD:
+        case DM_IR_SUB:
+        case DM_IR_MUL:
+        case DM_IR_DIV:
+            total++;
+            break;
+        case DM_IR_CALL:
+            total++;
+            transc += dm_mathfn_get(x->fn)->transcendental;
+            break;
+        default: /* inputs, constants, comparisons, logic, selects */
+            break;
+        }
+    }
+    free(live);
+    if (transcendental)
+        *transcendental = transc;
+    return total;
+}

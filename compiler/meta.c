@@ -1,0 +1,78 @@
+/* The metadata file model.meta (format: docs/metadata.md). */
+#include "backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Numbers as the format says: %.17g, with inf, -inf and nan spelled so. */
+static void number(dm_buf *b, double v)
+{
+    if (isnan(v))
+        dm_buf_puts(b, " nan");
+    else if (isinf(v))
+        dm_buf_puts(b, v > 0 ? " inf" : " -inf");
+    else
+        dm_buf_printf(b, " %.17g", v);
+}
+
+static const char *prior_name(dm_prior_kind k)
+{
+    static const char *const names[] = {"none", "uniform", "gaussian", "gamma",
+                                        "ard",  "sphere",  "custom"};
+    return k >= 0 && k <= DM_PRIOR_CUSTOM ? names[k] : "none";
+}
+
+static const char *output_kind_name(dm_output_kind k)
+{
+    return k == DM_OUT_AXIS ? "axis" : k == DM_OUT_VECTOR ? "vector" : "scalar";
+}
+
+char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *c_source)
+{
+    dm_buf b = {0};
+    dm_buf_puts(&b, "dimoc-meta 1\n");
+    dm_buf_printf(&b, "model %s\n", m->name);
+    dm_buf_printf(&b, "description %s\n", m->description ? m->description : "");
+    dm_buf_printf(&b, "source_hash %016llx\n",
+                  dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0));
+    dm_buf_printf(&b, "code_hash %016llx\n", dm_hash64(c_source, strlen(c_source), 0));
+    dm_buf_printf(&b, "flops_signal %ld\n", flops->signal);
+    dm_buf_printf(&b, "flops_signal_transcendental %ld\n", flops->signal_transc);
+    dm_buf_printf(&b, "flops_gradient %ld\n", flops->gradient);
+    dm_buf_printf(&b, "flops_gradient_transcendental %ld\n", flops->gradient_transc);
+    for (int i = 0; i < m->measures.n; i++) {
+        const dm_input *in = m->measures.items[i];
+        dm_buf_printf(&b, "measure %s %d %s %d\n", in->name, in->width,
+                      in->source ? in->source : "file", in->column);
+    }
+    for (int i = 0; i < m->voxels.n; i++) {
+        const dm_input *in = m->voxels.items[i];
+        dm_buf_printf(&b, "voxel %s %d", in->name, in->width);
+        number(&b, in->has_default ? in->default_value : NAN);
+        dm_buf_printf(&b, " %d\n", in->column);
+    }
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *p = m->params.items[k];
+        dm_buf_printf(&b, "param %s", p->name);
+        number(&b, p->has_bounds ? p->lo : -INFINITY);
+        number(&b, p->has_bounds ? p->hi : INFINITY);
+        dm_buf_printf(&b, " %d %d", p->lo_closed ? 1 : 0, p->hi_closed ? 1 : 0);
+        number(&b, p->init);
+        dm_buf_printf(&b, " %d %d %s", p->init_from_b0 ? 1 : 0, p->periodic ? 1 : 0,
+                      prior_name(p->prior.kind));
+        int nargs = p->prior.kind == DM_PRIOR_GAUSSIAN || p->prior.kind == DM_PRIOR_GAMMA ? 2
+                    : p->prior.kind == DM_PRIOR_ARD ? 1 : 0;
+        number(&b, nargs > 0 ? p->prior.value[0] : 0);
+        number(&b, nargs > 1 ? p->prior.value[1] : 0);
+        number(&b, p->step);
+        dm_buf_puts(&b, "\n");
+    }
+    for (int i = 0; i < m->outputs.n; i++) {
+        const dm_output *o = m->outputs.items[i];
+        dm_buf_printf(&b, "output %s %s %d %d\n", o->name, output_kind_name(o->kind), o->width,
+                      o->column);
+    }
+    dm_buf_puts(&b, "end\n");
+    return b.s;
+}

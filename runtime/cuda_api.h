@@ -1,0 +1,70 @@
+/* The CUDA driver API and NVRTC, loaded at run time with dlopen so that dimoc starts and runs
+ * on machines with neither.  Only the calls dimoc uses are declared, with the types of the
+ * stable driver ABI (the _v2 entry points that cuda.h maps the plain names to). */
+#ifndef DIMOC_CUDA_API_H
+#define DIMOC_CUDA_API_H
+
+#include <stddef.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+enum {
+    DM_CU_ATTR_MULTIPROCESSOR_COUNT = 16,
+    DM_CU_ATTR_CC_MAJOR = 75,
+    DM_CU_ATTR_CC_MINOR = 76,
+};
+
+typedef struct dm_cuda {
+    void *libcuda, *libnvrtc;
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuMemGetInfo)(size_t *, size_t *);
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemAllocHost)(void **, size_t);
+    CUresult (*cuMemFreeHost)(void *);
+    CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned);
+    CUresult (*cuStreamDestroy)(CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+    int (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
+                              const char *const *, const char *const *);
+    int (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
+    int (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
+    int (*nvrtcGetProgramLog)(nvrtcProgram, char *);
+    int (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
+    int (*nvrtcGetCUBIN)(nvrtcProgram, char *);
+    int (*nvrtcDestroyProgram)(nvrtcProgram *);
+    const char *(*nvrtcGetErrorString)(int);
+    int (*nvrtcVersion)(int *, int *);
+    int ndevices;
+} dm_cuda;
+
+/* Loads libcuda and initialises the driver (need_driver) and/or loads NVRTC (need_nvrtc).
+ * Returns NULL with dm_last_error() saying plainly why a GPU cannot be used. */
+dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc);
+/* dm_set_error with the driver's description of `rc` after `what`; returns -1. */
+int dm_cuda_error(const dm_cuda *cu, CUresult rc, const char *what);
+
+#endif

@@ -1,0 +1,142 @@
+/* The host build of a fitter: one generated model plus the fitting templates, compiled by the
+ * host C compiler into a shared object that the runtime loads with dlopen (fit_api.h lists the
+ * symbols).  Compile with
+ *   cc -O2 -fPIC -shared -DDM_REAL=double|float -DDM_MODEL_FILE='"path/model.c"' \
+ *      -Itemplates templates/cpu_fitter.c -lm
+ * The entry points take and return doubles; the fitting runs in `real` (DM_REAL), so inputs are
+ * converted at entry and results at exit. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef DM_REAL
+#define DM_REAL double
+#endif
+#ifndef DM_MODEL_FILE
+#error "define DM_MODEL_FILE, the generated model source, e.g. -DDM_MODEL_FILE='\"model.c\"'"
+#endif
+
+typedef DM_REAL real;
+#define DM_FN static inline
+#define DM_EXPORT __attribute__((visibility("default")))
+
+#include "mathlib.h"
+#include "model_api.h"
+#include DM_MODEL_FILE
+#include "fit_api.h"
+#include "lanes.h"
+#include "philox.h"
+#include "fit_common.h"
+#include "grid.h"
+#include "lm.h"
+#include "mcmc.h"
+#include "fit_voxel.h"
+
+DM_EXPORT int dm_fitter_abi(void) { return DM_FITTER_ABI; }
+DM_EXPORT int dm_fitter_real_size(void) { return (int)sizeof(real); }
+
+/* A real copy of n doubles (n may be 0: a one-slot buffer, so the result is never NULL).
+ * With real == double the input itself is used.  Returns NULL when out of memory. */
+static real *to_real(const double *src, size_t n, real **owned)
+{
+    *owned = NULL;
+    if (sizeof(real) == sizeof(double) && src)
+        return (real *)src;
+    real *dst = malloc((n > 0 ? n : 1) * sizeof(real));
+    if (!dst)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (real)src[i];
+    if (n == 0)
+        dst[0] = 0;
+    *owned = dst;
+    return dst;
+}
+
+/* Number of grid values the config refers to. */
+static size_t grid_value_count(const dm_fit_config *cfg)
+{
+    size_t n = 0;
+    if (!(cfg->methods & DM_METHOD_GRID))
+        return 0;
+    for (int k = 0; k < DM_NPARAMS; k++)
+        if (cfg->grid_count[k] > 0 && (size_t)(cfg->grid_offset[k] + cfg->grid_count[k]) > n)
+            n = (size_t)(cfg->grid_offset[k] + cfg->grid_count[k]);
+    return n;
+}
+
+DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values,
+                           const double *meas, const double *y, const double *vox,
+                           unsigned long long voxel_index, double *params, double *samples,
+                           double *stats)
+{
+    const int M = cfg->nmeas;
+    const int mcmc = (cfg->methods & DM_METHOD_MCMC) != 0;
+    const size_t nsamples = mcmc ? (size_t)DM_NSAMPLES(cfg) : 0;
+    real *own_grid, *own_meas, *own_y, *own_vox, *own_samples = NULL;
+    const real *grid_r = to_real(grid_values, grid_value_count(cfg), &own_grid);
+    const real *meas_r = to_real(meas, (size_t)M * DM_MEASURE_WIDTH, &own_meas);
+    const real *y_r = to_real(y, (size_t)M, &own_y);
+    const real *vox_r = to_real(vox, DM_VOXEL_WIDTH, &own_vox);
+    real *samples_r = NULL;
+    if (nsamples > 0) {
+        if (sizeof(real) == sizeof(double) && samples)
+            samples_r = (real *)samples;
+        else
+            samples_r = own_samples = malloc(nsamples * DM_NPARAMS * sizeof(real));
+    }
+    int status = DM_STATUS_FAILED;
+    if (grid_r && meas_r && y_r && vox_r && (nsamples == 0 || samples_r)) {
+        real p[DM_NPARAMS], st[DM_NSTATS];
+        for (int k = 0; k < DM_NPARAMS; k++)
+            p[k] = (real)params[k];
+        dm_voxel_data d = {M, meas_r, y_r, vox_r};
+        status = dm_fit_one_voxel(cfg, grid_r, &d, voxel_index, p, samples_r, DM_NPARAMS, st);
+        for (int k = 0; k < DM_NPARAMS; k++)
+            params[k] = (double)p[k];
+        for (int i = 0; i < DM_NSTATS; i++)
+            stats[i] = (double)st[i];
+        if (own_samples && samples)
+            for (size_t i = 0; i < nsamples * DM_NPARAMS; i++)
+                samples[i] = (double)own_samples[i];
+    }
+    free(own_grid);
+    free(own_meas);
+    free(own_y);
+    free(own_vox);
+    free(own_samples);
+    return status;
+}
+
+DM_EXPORT void dm_predict(const double *params, const double *meas, int M, const double *vox,
+                          double *out)
+{
+    real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], row[DM_MEASURE_SLOTS];
+    for (int k = 0; k < DM_NPARAMS; k++)
+        p[k] = (real)params[k];
+    for (int j = 0; j < DM_VOXEL_WIDTH; j++)
+        v[j] = (real)vox[j];
+    for (int m = 0; m < M; m++) {
+        for (int j = 0; j < DM_MEASURE_WIDTH; j++)
+            row[j] = (real)meas[(size_t)m * DM_MEASURE_WIDTH + j];
+        out[m] = (double)dm_signal(p, row, v);
+    }
+}
+
+DM_EXPORT void dm_derived(const double *params, const double *vox, double *out)
+{
+#if DM_OUTPUT_WIDTH > 0
+    real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], o[DM_OUTPUT_WIDTH];
+    for (int k = 0; k < DM_NPARAMS; k++)
+        p[k] = (real)params[k];
+    for (int j = 0; j < DM_VOXEL_WIDTH; j++)
+        v[j] = (real)vox[j];
+    dm_outputs(p, v, o);
+    for (int j = 0; j < DM_OUTPUT_WIDTH; j++)
+        out[j] = (double)o[j];
+#else
+    (void)params;
+    (void)vox;
+    (void)out;
+#endif
+}

@@ -1,0 +1,64 @@
+/* The per-voxel driver: grid search -> Levenberg-Marquardt -> MCMC, as cfg->methods asks, each
+ * starting where the previous one ended; fixed parameters (cfg->fixed_mask) keep their
+ * incoming values throughout.
+ *
+ * Status: FAILED as soon as a stage has no valid start (and when grid search is the only
+ * method and no grid point is valid; otherwise the next stage starts from the incoming
+ * values); else the status of the last stage run (NOT_CONVERGED only when LM is last).
+ *
+ * The estimate returned is the last stage's: the grid point, the LM minimum, or the MCMC
+ * posterior mean (circular for periodic parameters, see mcmc.h).  stats are computed at that
+ * estimate: SSE, and logL by the noise model -- Gaussian with sigma^2 = SSE/M by maximum
+ * likelihood, or, after a Rician MCMC, Rician with tau at its posterior mean.
+ *
+ * On the GPU all lanes of the group call this with the same arguments; only the leader lane
+ * writes params, samples and stats.
+ *
+ * Before including: fit_common.h, grid.h, lm.h, mcmc.h. */
+#ifndef DIMOC_FIT_VOXEL_H
+#define DIMOC_FIT_VOXEL_H
+
+/* params: in: the start; out: the estimate.  samples: DM_NSAMPLES(cfg) rows, row s at
+ * samples + s * sample_stride (MCMC only; may be NULL otherwise).  stats: DM_NSTATS. */
+DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
+                           const dm_voxel_data *d, unsigned long long voxel_index, real *params,
+                           real *samples, int sample_stride, real *stats)
+{
+    real p[DM_NPARAMS];
+    for (int k = 0; k < DM_NPARAMS; k++)
+        p[k] = params[k];
+    dm_wrap_periodic(p);
+
+    int status = DM_STATUS_FITTED, iterations = 0;
+    real sse = 0, accept_rate = 0, tau_mean = 0;
+    if (cfg->methods & DM_METHOD_GRID) {
+        if (!dm_grid_search(cfg, grid_values, d, p, &sse) && cfg->methods == DM_METHOD_GRID)
+            status = DM_STATUS_FAILED;
+    }
+    if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_LM))
+        status = dm_lm_fit(cfg, d, p, &iterations, &sse);
+    if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_MCMC))
+        status = dm_mcmc_run(cfg, d, voxel_index, p, samples, sample_stride, &accept_rate,
+                             &tau_mean);
+
+    sse = dm_sse(d, p);
+    real loglik = (cfg->methods & DM_METHOD_MCMC) && cfg->noise == DM_NOISE_RICIAN &&
+                          status != DM_STATUS_FAILED
+                      ? dm_rician_loglik(d, p, tau_mean)
+                      : dm_gaussian_loglik(d->nmeas, sse);
+    if (status != DM_STATUS_FAILED && !dm_finite(sse))
+        status = DM_STATUS_FAILED;
+
+    if (DM_LANE_LEADER) {
+        for (int k = 0; k < DM_NPARAMS; k++)
+            params[k] = p[k];
+        stats[DM_STAT_SSE] = sse;
+        stats[DM_STAT_LOGL] = loglik;
+        stats[DM_STAT_ITERATIONS] = (real)iterations;
+        stats[DM_STAT_ACCEPT] = accept_rate;
+        stats[DM_STAT_TAU] = tau_mean;
+    }
+    return status;
+}
+
+#endif

@@ -1,0 +1,61 @@
+/* The GPU build of a fitter: one generated model plus the fitting templates, compiled at run
+ * time by NVRTC (runtime/gpu_backend.c).  The runtime prepends
+ *   #define DM_NLANES <lanes per voxel>      typedef float|double real;
+ * and passes the generated model as the header "dm_model.cu".  A group of DM_NLANES
+ * consecutive lanes of a warp fits one voxel: every lane runs the same algorithm, the loops
+ * over measurements are split between them (templates/lanes.h). */
+#define DM_FN static __device__ __forceinline__
+
+#include "mathlib.h"
+#include "model_api.h"
+#include "dm_model.cu"
+#include "fit_api.h"
+#include "lanes.h"
+#include "philox.h"
+#include "fit_common.h"
+#include "grid.h"
+#include "lm.h"
+#include "mcmc.h"
+#include "fit_voxel.h"
+
+/* One batch of voxels.  Arrays are packed per voxel: y (M), vox (DM_VOXEL_SLOTS), params (P),
+ * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel. */
+extern "C" __global__ void dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
+                                         const real *__restrict__ meas,
+                                         const real *__restrict__ y,
+                                         const real *__restrict__ vox,
+                                         const unsigned long long *__restrict__ voxel_index,
+                                         real *params, real *samples, real *stats, int *status,
+                                         int nvox)
+{
+    const int voxel = (int)((blockIdx.x * blockDim.x + threadIdx.x) / DM_NLANES);
+    if (voxel >= nvox) /* whole groups leave together: groups never straddle this test */
+        return;
+    const int M = cfg.nmeas;
+    const int ns = (cfg.methods & DM_METHOD_MCMC) ? DM_NSAMPLES(&cfg) : 0;
+    dm_voxel_data d;
+    d.nmeas = M;
+    d.meas = meas;
+    d.y = y + (size_t)voxel * M;
+    d.vox = vox + (size_t)voxel * DM_VOXEL_SLOTS;
+    int st = dm_fit_one_voxel(&cfg, grid_values, &d, voxel_index[voxel],
+                              params + (size_t)voxel * DM_NPARAMS,
+                              ns ? samples + (size_t)voxel * ns * DM_NPARAMS : 0, DM_NPARAMS,
+                              stats + (size_t)voxel * DM_NSTATS);
+    if (DM_LANE_LEADER)
+        status[voxel] = st;
+}
+
+/* Predicted signals of a batch: one thread per (voxel, measurement). */
+extern "C" __global__ void dm_predict_kernel(const real *__restrict__ params,
+                                             const real *__restrict__ meas,
+                                             const real *__restrict__ vox, int M, int nvox,
+                                             real *out)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long long)M * nvox)
+        return;
+    const int voxel = (int)(i / M), m = (int)(i % M);
+    out[i] = dm_signal(params + (size_t)voxel * DM_NPARAMS, meas + (size_t)m * DM_MEASURE_WIDTH,
+                       vox + (size_t)voxel * DM_VOXEL_SLOTS);
+}

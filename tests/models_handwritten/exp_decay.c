@@ -1,0 +1,69 @@
+/* Hand-written stand-in for generated/exp_decay/model.c (models/exp_decay.model), in the
+ * format of templates/model_api.h, so the templates can be tested without the compiler.
+ *   S = S0 exp(-R TE);  S0 in (0, inf), R in (0, 1000);  measure row: TE. */
+#define DM_NPARAMS 2
+#define DM_MEASURE_WIDTH 1
+#define DM_VOXEL_WIDTH 0
+#define DM_OUTPUT_WIDTH 0
+
+DM_FN real dm_signal(const real *p, const real *m, const real *v)
+{
+    (void)v;
+    return p[0] * exp(-p[1] * m[0]);
+}
+
+DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
+{
+    (void)v;
+    real e = exp(-p[1] * m[0]);
+    ds[0] = e;
+    ds[1] = -p[0] * m[0] * e;
+    return p[0] * e;
+}
+
+DM_FN int dm_in_bounds(const real *p) { return p[0] > 0 && p[1] > 0 && p[1] < 1000; }
+
+DM_FN int dm_constraints_ok(const real *p, const real *v)
+{
+    (void)p;
+    (void)v;
+    return 1;
+}
+
+DM_FN real dm_prior_energy(const real *p, const real *v)
+{
+    (void)p;
+    (void)v;
+    return 0;
+}
+
+DM_FN void dm_wrap_periodic(real *p) { (void)p; }
+
+/* S0: lower bound 0 (exp map); R: (0, 1000) (atan map). */
+DM_FN void dm_to_free(const real *p, real *x)
+{
+    x[0] = log(p[0] - 0);
+    x[1] = tan((p[1] - 500) / 500 * (DM_PI / 2));
+}
+
+DM_FN void dm_from_free(const real *x, real *p, real *dpdx)
+{
+    p[0] = 0 + exp(x[0]);
+    dpdx[0] = exp(x[0]);
+    p[1] = 500 * (2 / DM_PI) * atan(x[1]) + 500;
+    dpdx[1] = 500 * (2 / DM_PI) / (1 + x[1] * x[1]);
+}
+
+DM_FN real dm_proposal_sd(int k, const real *p)
+{
+    if (k == 1 && p[1] == 0)
+        return 100; /* a tenth of the bound width */
+    return fabs(p[k]) / 10;
+}
+
+DM_FN void dm_outputs(const real *p, const real *v, real *out)
+{
+    (void)p;
+    (void)v;
+    (void)out;
+}

@@ -1,0 +1,70 @@
+"""Helpers for dimoc's Python tests: run the program, make inputs, read outputs, report."""
+import os
+import subprocess
+import sys
+
+import nibabel as nib
+import numpy as np
+
+DIMOC = os.environ.get("DIMOC", os.path.join(os.path.dirname(__file__), "..", "..", "bin", "dimoc"))
+TMPROOT = os.environ.get("TMPROOT", "/tmp/dimoc-tests")
+failures = 0
+
+
+def workdir(name):
+    d = os.path.join(TMPROOT, name)
+    subprocess.run(["rm", "-rf", d], check=True)
+    os.makedirs(d)
+    return d
+
+
+def check(name, ok, detail=""):
+    """Prints PASS/FAIL for one assertion group."""
+    global failures
+    if ok:
+        print(f"PASS {name}" + (f" ({detail})" if detail else ""))
+    else:
+        failures += 1
+        print(f"FAIL {name}: {detail}")
+    sys.stdout.flush()
+
+
+def dimoc(*args, expect_ok=True):
+    """Runs dimoc; returns (exit status, stdout, stderr)."""
+    p = subprocess.run([DIMOC] + [str(a) for a in args], capture_output=True, text=True)
+    if expect_ok and p.returncode != 0:
+        raise RuntimeError(f"dimoc {' '.join(map(str, args))} failed: {p.stderr.strip()}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def save(path, data, affine=None):
+    nib.save(nib.Nifti1Image(np.asarray(data, dtype=np.float32), np.eye(4) if affine is None else affine), path)
+    return path
+
+
+def load(path):
+    return np.asarray(nib.load(path).dataobj, dtype=np.float64)
+
+
+def scheme(d, shells):
+    bvals, bvecs = os.path.join(d, "bvals"), os.path.join(d, "bvecs")
+    dimoc("scheme", "--shells", shells, "--bvals", bvals, "--bvecs", bvecs)
+    return bvals, bvecs
+
+
+def random_directions(rng, n):
+    v = rng.normal(size=(n, 3))
+    v /= np.linalg.norm(v, axis=1)[:, None]
+    v[v[:, 2] < 0] *= -1
+    th = np.arccos(v[:, 2])
+    ph = np.mod(np.arctan2(v[:, 1], v[:, 0]), 2 * np.pi)
+    return v, th, ph
+
+
+def angle_deg(a, b):
+    c = np.abs(np.sum(a * b, axis=-1)) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+    return np.degrees(np.arccos(np.clip(c, 0, 1)))
+
+
+def finish():
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,439 @@
+/* Generated code against itself: for every model in models/ (and one extra model that calls
+ * every built-in), generate the C source, compile it as a double-precision shared object,
+ * load it, and at random points inside the bounds check
+ *   - dm_signal_grad's value equals dm_signal's, and its partials agree with central finite
+ *     differences of dm_signal (Richardson-extrapolated, step 1e-3 of the parameter's scale)
+ *     to a relative error of 1e-6.  The denominator is max(|analytic|, |numeric|,
+ *     1e-3 |signal| / scale): a partial that moves the signal by less than a thousandth over
+ *     the parameter's own scale is compared in absolute terms (scale = max(|p|, 1% of the
+ *     sampled range));
+ *   - dm_from_free(dm_to_free(p)) == p (1e-12 relative) and dpdx against finite differences;
+ *   - dm_in_bounds, dm_wrap_periodic; the source compiles warning-free (-Wall -Wextra) in
+ *     float and double.
+ * Built-ins differentiated numerically (lgamma) are accurate to ~1e-11, well inside 1e-6. */
+#include "compiler.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NPOINTS 120
+#define TOL_GRAD 1e-6
+
+/* Calls every built-in, a ternary, an array input, a voxel input, each prior kind, a
+ * constraint and a user derivative (for z, equal to the automatic one). */
+static const char *all_builtins_model =
+    "model all_builtins \"every built-in function, for the derivative rules\"\n"
+    "measure g[3] = bvecs\n"
+    "measure b = bvals\n"
+    "measure q[4]\n"
+    "voxel T1 = 1.5\n"
+    "param a in (0.2, 3) init 1\n"
+    "param c in (-2, 2) init 0.5\n"
+    "param th in [0, pi] init 1 periodic prior sphere\n"
+    "param ph in [0, 2*pi] init 1 periodic\n"
+    "param k in (0.1, 40) init 4\n"
+    "param s in (0, inf) init 1 prior custom(-s)\n"
+    "param u in (-inf, inf) init 0 prior gaussian(0, 1)\n"
+    "param w in (0, 5) init 1 prior gamma(2, 1)\n"
+    "param z in [0, 1] init 0.5 prior ard(0.5)\n"
+    "constraint a + w <= 8\n"
+    "let v = dir(th, ph)\n"
+    "let n = cross(v, vec(0.3, -0.2, 0.9))\n"
+    "let x = dot(g, v)\n"
+    "signal s * (exp(-a * b * 1e-3 * x^2) + log(a + 1) + sqrt(k) + sin(c) * cos(c)\n"
+    "  + tan(c * 0.5) + asin(c / 3) + acos(c / 4) + atan(c) + atan2(c, a) + sinh(c)\n"
+    "  + cosh(c * 0.5) + tanh(c) + abs(c) + pow(a, c) + min(a, k) + max(c, 0.1) + erf(c)\n"
+    "  + dawson(sqrt(k)) + lgamma(a + 2) + log_i0(k * a) + legendre(4, x) + norm(n)\n"
+    "  + (c > 0 ? a^3 : k^-1) + q[2] * T1 + u * u + w / a + z^0.5 + (-v / 2)[1] * c)\n"
+    "derivative z = s * 0.5 / sqrt(z)\n"
+    "output OD = 2 / pi * atan(1 / k)\n"
+    "output n1 vector = n\n";
+
+typedef double (*signal_fn)(const double *, const double *, const double *);
+typedef double (*grad_fn)(const double *, const double *, const double *, double *);
+typedef int (*bounds_fn)(const double *);
+typedef void (*wrap_fn)(double *);
+typedef void (*to_free_fn)(const double *, double *);
+typedef void (*from_free_fn)(const double *, double *, double *);
+
+typedef struct lib {
+    void *handle;
+    signal_fn signal;
+    grad_fn grad;
+    bounds_fn in_bounds;
+    wrap_fn wrap;
+    to_free_fn to_free;
+    from_free_fn from_free;
+} lib;
+
+static int failures;
+
+static void check(int ok, const char *model, const char *name, const char *fmt, double a,
+                  double b)
+{
+    if (ok) {
+        printf("PASS %s-%s\n", model, name);
+    } else {
+        printf("FAIL %s-%s: ", model, name);
+        printf(fmt, a, b);
+        printf("\n");
+        failures++;
+    }
+}
+
+static unsigned long long rng_state = 0x9e3779b97f4a7c15ULL;
+static double uniform(double lo, double hi)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * ((double)(rng_state >> 11) / 9007199254740992.0);
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static const char *harness =
+    "#include <math.h>\n"
+    "typedef double real;\n"
+    "#define DM_FN static inline\n"
+    "#include \"mathlib.h\"\n"
+    "#include \"model.c\"\n"
+    "double h_signal(const double *p, const double *m, const double *v)\n"
+    "{ return dm_signal(p, m, v); }\n"
+    "double h_grad(const double *p, const double *m, const double *v, double *ds)\n"
+    "{ return dm_signal_grad(p, m, v, ds); }\n"
+    "int h_in_bounds(const double *p) { return dm_in_bounds(p); }\n"
+    "void h_wrap(double *p) { dm_wrap_periodic(p); }\n"
+    "void h_to_free(const double *p, double *x) { dm_to_free(p, x); }\n"
+    "void h_from_free(const double *x, double *p, double *d) { dm_from_free(x, p, d); }\n"
+    "int h_constraints_ok(const double *p, const double *v) { return dm_constraints_ok(p, v); }\n"
+    "double h_prior(const double *p, const double *v) { return dm_prior_energy(p, v); }\n"
+    "double h_sd(int k, const double *p) { return dm_proposal_sd(k, p); }\n"
+    "void h_outputs(const double *p, const double *v, double *o) { dm_outputs(p, v, o); }\n"
+    "int h_widths(int i) { int w[4] = {DM_NPARAMS, DM_MEASURE_WIDTH, DM_VOXEL_WIDTH,\n"
+    "    DM_OUTPUT_WIDTH}; return w[i]; }\n";
+
+static const char *float_harness =
+    "#include <math.h>\n"
+    "typedef float real;\n"
+    "#define DM_FN static inline\n"
+    "#include \"mathlib.h\"\n"
+    "#include \"model.c\"\n"
+    "float h_signal(const float *p, const float *m, const float *v, float *ds)\n"
+    "{ return dm_signal(p, m, v) + dm_signal_grad(p, m, v, ds); }\n";
+
+/* Runs a shell command; 1 when it succeeded and wrote nothing to log. */
+static int run_quiet(const char *cmd, const char *log)
+{
+    if (system(cmd) != 0)
+        return 0;
+    struct stat st;
+    return stat(log, &st) == 0 && st.st_size == 0;
+}
+
+static int build(const char *name, const char *dir, const char *c_source, lib *L)
+{
+    char path[4096], cmd[8192], log[4096];
+    const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
+    snprintf(path, sizeof path, "%s/model.c", dir);
+    if (write_text(path, c_source) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/harness.c", dir);
+    write_text(path, harness);
+    snprintf(path, sizeof path, "%s/float_harness.c", dir);
+    write_text(path, float_harness);
+
+    snprintf(log, sizeof log, "%s/cc-float.log", dir);
+    snprintf(cmd, sizeof cmd, "cc -O2 -Wall -Wextra -I'%s/templates' -c -o '%s/float.o' "
+             "'%s/float_harness.c' >'%s' 2>&1", root, dir, dir, log);
+    check(run_quiet(cmd, log), name, "float-build-warning-free", "see %s%.0f", 0, 0);
+
+    snprintf(log, sizeof log, "%s/cc.log", dir);
+    snprintf(cmd, sizeof cmd, "cc -O2 -Wall -Wextra -shared -fPIC -I'%s/templates' -o "
+             "'%s/model.so' '%s/harness.c' -lm >'%s' 2>&1", root, dir, dir, log);
+    int clean = run_quiet(cmd, log);
+    check(clean, name, "double-build-warning-free", "compiler output in cc.log%.0f%.0f", 0, 0);
+    snprintf(path, sizeof path, "%s/model.so", dir);
+    L->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!L->handle) {
+        printf("FAIL %s-load: %s\n", name, dlerror());
+        failures++;
+        return -1;
+    }
+    L->signal = (signal_fn)dlsym(L->handle, "h_signal");
+    L->grad = (grad_fn)dlsym(L->handle, "h_grad");
+    L->in_bounds = (bounds_fn)dlsym(L->handle, "h_in_bounds");
+    L->wrap = (wrap_fn)dlsym(L->handle, "h_wrap");
+    L->to_free = (to_free_fn)dlsym(L->handle, "h_to_free");
+    L->from_free = (from_free_fn)dlsym(L->handle, "h_from_free");
+    if (!L->signal || !L->grad || !L->in_bounds || !L->wrap || !L->to_free || !L->from_free) {
+        printf("FAIL %s-load: missing symbols\n", name);
+        failures++;
+        return -1;
+    }
+    return 0;
+}
+
+static double lo_of(const dm_param *p) { return p->has_bounds ? p->lo : -INFINITY; }
+static double hi_of(const dm_param *p) { return p->has_bounds ? p->hi : INFINITY; }
+
+/* The sampling range: 1% inside finite bounds; 1000 wide beyond a single bound. */
+static void sample_range(const dm_param *p, double *lo, double *hi)
+{
+    double l = lo_of(p), h = hi_of(p);
+    if (isfinite(l) && isfinite(h)) {
+        *lo = l + 0.01 * (h - l);
+        *hi = h - 0.01 * (h - l);
+    } else if (isfinite(l)) {
+        *lo = l + 0.5;
+        *hi = l + 1000;
+    } else if (isfinite(h)) {
+        *lo = h - 1000;
+        *hi = h - 0.5;
+    } else {
+        *lo = -5;
+        *hi = 5;
+    }
+}
+
+static void random_measurement(const dm_model *m, double *row)
+{
+    for (int i = 0; i < m->measures.n; i++) {
+        const dm_input *in = m->measures.items[i];
+        double *c = row + in->column;
+        if (in->source && strcmp(in->source, "bvecs") == 0 && in->width == 3) {
+            double n;
+            do {
+                for (int j = 0; j < 3; j++)
+                    c[j] = uniform(-1, 1);
+                n = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+            } while (n < 0.1 || n > 1);
+            for (int j = 0; j < 3; j++)
+                c[j] /= n;
+        } else if (in->source && strcmp(in->source, "bvals") == 0) {
+            c[0] = uniform(0, 3000);
+        } else {
+            for (int j = 0; j < in->width; j++)
+                c[j] = uniform(0.01, 0.1); /* an echo time (s) */
+        }
+    }
+}
+
+/* Richardson-extrapolated central difference of f along coordinate k of p. */
+static double numeric_partial(const lib *L, double *p, int k, double h, const double *meas,
+                              const double *vox)
+{
+    double p0 = p[k], f[4];
+    const double steps[4] = {h, -h, h / 2, -h / 2};
+    for (int i = 0; i < 4; i++) {
+        p[k] = p0 + steps[i];
+        f[i] = L->signal(p, meas, vox);
+    }
+    p[k] = p0;
+    double d1 = (f[0] - f[1]) / (2 * h), d2 = (f[2] - f[3]) / h;
+    return (4 * d2 - d1) / 3;
+}
+
+static void test_model(const char *name, const dm_model *m, const char *tmp)
+{
+    dm_generated g;
+    if (dm_generate(m, &g, stdout) != 0) {
+        printf("FAIL %s-generate: dm_generate failed\n", name);
+        failures++;
+        return;
+    }
+    printf("PASS %s-generate\n", name);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, name);
+    mkdir(dir, 0777);
+    lib L;
+    if (build(name, dir, g.c_source, &L) != 0) {
+        dm_generated_free(&g);
+        return;
+    }
+    int np = m->params.n;
+    double p[64], x[64], q[64], ds[64], dpdx[64], lo[64], hi[64];
+    double meas[2048] = {0}, vox[2048] = {0};
+    for (int i = 0; i < m->voxels.n; i++)
+        for (int j = 0; j < m->voxels.items[i]->width; j++)
+            vox[m->voxels.items[i]->column + j] =
+                m->voxels.items[i]->has_default ? m->voxels.items[i]->default_value : 1;
+    for (int k = 0; k < np; k++)
+        sample_range(m->params.items[k], &lo[k], &hi[k]);
+
+    double worst_grad = 0, worst_value = 0, worst_trip = 0, worst_dpdx = 0;
+    int worst_k = 0, unused_nonzero = 0, out_of_bounds = 0, wrap_bad = 0;
+    for (int it = 0; it < NPOINTS; it++) {
+        for (int k = 0; k < np; k++)
+            p[k] = uniform(lo[k], hi[k]);
+        random_measurement(m, meas);
+        if (!L.in_bounds(p))
+            out_of_bounds++;
+        double s = L.signal(p, meas, vox);
+        double sg = L.grad(p, meas, vox, ds);
+        double ev = fabs(sg - s) / fmax(fabs(s), 1e-300);
+        if (!(ev <= worst_value))
+            worst_value = isnan(ev) ? INFINITY : ev;
+        for (int k = 0; k < np; k++) {
+            if (!m->params.items[k]->used) {
+                unused_nonzero += ds[k] != 0;
+                continue;
+            }
+            double scale = fmax(fabs(p[k]), 0.01 * (hi[k] - lo[k]));
+            double fd = numeric_partial(&L, p, k, 1e-3 * scale, meas, vox);
+            double denom = fmax(fmax(fabs(ds[k]), fabs(fd)), 1e-3 * fabs(s) / scale);
+            double e = fabs(ds[k] - fd) / denom;
+            if (!(e <= worst_grad)) {
+                worst_grad = isnan(e) ? INFINITY : e;
+                worst_k = k;
+            }
+        }
+        /* the free parametrisation */
+        L.to_free(p, x);
+        L.from_free(x, q, dpdx);
+        for (int k = 0; k < np; k++) {
+            double size = fabs(p[k]);
+            if (isfinite(lo_of(m->params.items[k])))
+                size = fmax(size, fabs(lo_of(m->params.items[k])));
+            if (isfinite(hi_of(m->params.items[k])))
+                size = fmax(size, fabs(hi_of(m->params.items[k])));
+            double e = fabs(q[k] - p[k]) / fmax(size, 1e-300);
+            if (!(e <= worst_trip))
+                worst_trip = isnan(e) ? INFINITY : e;
+            double h = 1e-3 * fmax(fabs(x[k]), 1), x0 = x[k], f[4];
+            const double steps[4] = {h, -h, h / 2, -h / 2};
+            for (int i = 0; i < 4; i++) {
+                x[k] = x0 + steps[i];
+                L.from_free(x, q, ds);
+                f[i] = q[k];
+            }
+            x[k] = x0;
+            double fd = (4 * (f[2] - f[3]) / h - (f[0] - f[1]) / (2 * h)) / 3;
+            e = fabs(dpdx[k] - fd) / fmax(fabs(dpdx[k]), 1e-300);
+            if (!(e <= worst_dpdx))
+                worst_dpdx = isnan(e) ? INFINITY : e;
+        }
+        /* periodic parameters three periods away wrap back */
+        for (int k = 0; k < np; k++)
+            q[k] = p[k];
+        for (int k = 0; k < np; k++)
+            if (m->params.items[k]->periodic)
+                q[k] += 3 * (hi_of(m->params.items[k]) - lo_of(m->params.items[k]));
+        L.wrap(q);
+        for (int k = 0; k < np; k++)
+            if (fabs(q[k] - p[k]) > 1e-9 * fmax(1, fabs(p[k])))
+                wrap_bad++;
+    }
+    char what[256];
+    snprintf(what, sizeof what, "%%.3g (worst at parameter %s)%%.0f",
+             np ? m->params.items[worst_k]->name : "-");
+    check(worst_value <= 1e-14, name, "grad-value-equals-signal", "relative difference %.3g%.0f",
+          worst_value, 0);
+    check(worst_grad <= TOL_GRAD, name, "gradient-vs-finite-differences", what, worst_grad, 0);
+    printf("     %s: worst relative gradient error %.3g over %d points\n", name, worst_grad,
+           NPOINTS);
+    check(unused_nonzero == 0, name, "unused-params-zero-partial", "%.0f nonzero%.0f",
+          unused_nonzero, 0);
+    check(out_of_bounds == 0, name, "in-bounds", "%.0f sampled points reported out of bounds%.0f",
+          out_of_bounds, 0);
+    check(worst_trip <= 1e-12, name, "free-roundtrip", "relative error %.3g%.0f", worst_trip, 0);
+    check(worst_dpdx <= 1e-7, name, "dpdx-vs-finite-differences", "relative error %.3g%.0f",
+          worst_dpdx, 0);
+    check(wrap_bad == 0, name, "wrap-periodic", "%.0f values not wrapped back%.0f", wrap_bad, 0);
+
+    /* just outside a finite bound is out of bounds */
+    int outside_ok = 1;
+    for (int k = 0; k < np; k++) {
+        const dm_param *par = m->params.items[k];
+        if (par->periodic)
+            continue;
+        for (int k2 = 0; k2 < np; k2++)
+            p[k2] = (lo[k2] + hi[k2]) / 2;
+        if (isfinite(lo_of(par))) {
+            p[k] = par->lo_closed ? lo_of(par) - 1e-9 * fmax(1, fabs(lo_of(par))) : lo_of(par);
+            outside_ok &= !L.in_bounds(p);
+        }
+        if (isfinite(hi_of(par))) {
+            p[k] = par->hi_closed ? hi_of(par) + 1e-9 * fmax(1, fabs(hi_of(par))) : hi_of(par);
+            outside_ok &= !L.in_bounds(p);
+        }
+    }
+    check(outside_ok, name, "out-of-bounds-rejected", "a point outside the bounds passed%.0f%.0f",
+          0, 0);
+    printf("     %s: flops signal %ld (%ld transcendental), gradient %ld (%ld transcendental)\n",
+           name, g.flops.signal, g.flops.signal_transc, g.flops.gradient,
+           g.flops.gradient_transc);
+    dlclose(L.handle);
+    dm_generated_free(&g);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(void)
+{
+    const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/test_gradients.XXXXXX",
+             getenv("TMPROOT") ? getenv("TMPROOT") : "/tmp");
+    if (!mkdtemp(tmp)) {
+        printf("FAIL tmpdir: cannot create %s\n", tmp);
+        return 1;
+    }
+    char models_dir[4096];
+    snprintf(models_dir, sizeof models_dir, "%s/models", root);
+    DIR *d = opendir(models_dir);
+    if (!d) {
+        printf("FAIL models: cannot open %s\n", models_dir);
+        return 1;
+    }
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        size_t len = strlen(e->d_name);
+        if (len > 6 && strcmp(e->d_name + len - 6, ".model") == 0)
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, by_name);
+    check(n >= 4, "models", "found", "%.0f model files%.0f", n, 0);
+    for (int i = 0; i < n; i++) {
+        char path[4096], name[256];
+        snprintf(path, sizeof path, "%s/%s", models_dir, names[i]);
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(names[i]) - 6), names[i]);
+        dm_model *m = dm_front_file(path, stdout, NULL, NULL);
+        if (!m) {
+            printf("FAIL %s-front: the model does not check\n", name);
+            failures++;
+        } else {
+            test_model(name, m, tmp);
+            dm_model_free(m);
+        }
+        free(names[i]);
+    }
+    dm_model *m = dm_front_string("all_builtins.model", all_builtins_model, stdout, NULL, NULL);
+    if (!m) {
+        printf("FAIL all_builtins-front: the model does not check\n");
+        failures++;
+    } else {
+        test_model("all_builtins", m, tmp);
+        dm_model_free(m);
+    }
+    return failures ? 1 : 0;
+}
