@@ -50,7 +50,7 @@ typedef struct dm_builtin {
     dm_type arg_types[DM_BUILTIN_MAX_ARGS]; /* DM_T_SCALAR or DM_T_VEC3 */
     dm_type result;                         /* DM_T_SCALAR or DM_T_VEC3 */
     /* Bit k set: argument k must be a constant integer in [int_min, int_max]
-     * (the checker stores its value in the argument's num after folding). */
+     * (the checker replaces that argument by a DM_E_NUM node holding the value). */
     unsigned const_int_args;
     int int_min, int_max;
     /* The C math function that evaluates it on constants (bounds, init values), or NULL

@@ -125,12 +125,12 @@ static int check_bounds(checker *c, dm_param *p)
     if (!ok)
         return 0;
     if (!(lo < hi)) {
-        dm_error(c->d, p->lo_expr->loc, "the lower bound %g of '%s' is not below its upper "
+        dm_error(c->d, dm_expr_start(p->lo_expr), "the lower bound %g of '%s' is not below its upper "
                  "bound %g", lo, p->name, hi);
         return 0;
     }
     if ((isinf(lo) && p->lo_closed) || (isinf(hi) && p->hi_closed)) {
-        dm_error(c->d, isinf(lo) && p->lo_closed ? p->lo_expr->loc : p->hi_expr->loc,
+        dm_error(c->d, isinf(lo) && p->lo_closed ? dm_expr_start(p->lo_expr) : dm_expr_start(p->hi_expr),
                  "an infinite bound of '%s' must be open: use '(' or ')' next to it", p->name);
         return 0;
     }
@@ -160,11 +160,11 @@ static void check_init(checker *c, dm_param *p)
     if (!dm_const_value(c, p->init_expr, what, &v))
         return;
     if (!isfinite(v)) {
-        dm_error(c->d, p->init_expr->loc, "the initial value of '%s' must be finite", p->name);
+        dm_error(c->d, dm_expr_start(p->init_expr), "the initial value of '%s' must be finite", p->name);
         return;
     }
     if (!within_bounds(p, v)) {
-        dm_error(c->d, p->init_expr->loc, "the initial value %g of '%s' is outside its bounds "
+        dm_error(c->d, dm_expr_start(p->init_expr), "the initial value %g of '%s' is outside its bounds "
                  "%c%g, %g%c", v, p->name, p->lo_closed ? '[' : '(', p->lo, p->hi,
                  p->hi_closed ? ']' : ')');
         return;
@@ -183,7 +183,7 @@ static void check_step(checker *c, dm_param *p)
     if (!dm_const_value(c, p->step_expr, what, &v))
         return;
     if (!(v > 0 && isfinite(v))) {
-        dm_error(c->d, p->step_expr->loc, "the step of '%s' must be a positive finite number, "
+        dm_error(c->d, dm_expr_start(p->step_expr), "the step of '%s' must be a positive finite number, "
                  "not %g", p->name, v);
         return;
     }
@@ -254,7 +254,7 @@ static void check_prior(checker *c, dm_param *p)
         if (!dm_const_value(c, pr->args[i], what, &pr->value[i])) {
             ok = 0;
         } else if (!isfinite(pr->value[i])) {
-            dm_error(c->d, pr->args[i]->loc, "%s must be finite", what);
+            dm_error(c->d, dm_expr_start(pr->args[i]), "%s must be finite", what);
             ok = 0;
         }
     }
@@ -263,7 +263,7 @@ static void check_prior(checker *c, dm_param *p)
     switch (rule->kind) {
     case DM_PRIOR_GAUSSIAN:
         if (pr->value[1] <= 0) {
-            dm_error(c->d, pr->args[1]->loc, "the sd of a gaussian prior must be positive, not %g",
+            dm_error(c->d, dm_expr_start(pr->args[1]), "the sd of a gaussian prior must be positive, not %g",
                      pr->value[1]);
             return;
         }
@@ -271,14 +271,14 @@ static void check_prior(checker *c, dm_param *p)
     case DM_PRIOR_GAMMA:
         for (int i = 0; i < 2; i++)
             if (pr->value[i] <= 0) {
-                dm_error(c->d, pr->args[i]->loc, "the %s of a gamma prior must be positive, "
+                dm_error(c->d, dm_expr_start(pr->args[i]), "the %s of a gamma prior must be positive, "
                          "not %g", arg_names[DM_PRIOR_GAMMA][i], pr->value[i]);
                 return;
             }
         break;
     case DM_PRIOR_ARD:
         if (pr->value[0] < 0) {
-            dm_error(c->d, pr->args[0]->loc, "the weight of an ard prior must not be negative, "
+            dm_error(c->d, dm_expr_start(pr->args[0]), "the weight of an ard prior must not be negative, "
                      "not %g", pr->value[0]);
             return;
         }
@@ -306,7 +306,7 @@ static void check_custom_prior(checker *c, dm_param *p)
                   .self_let = -1};
     dm_type t = dm_check_expr(c, &x, pr->args[0]);
     if (t != DM_T_UNKNOWN && t != DM_T_SCALAR) {
-        dm_error(c->d, pr->args[0]->loc, "%s must be a scalar log-density, not %s", what,
+        dm_error(c->d, dm_expr_start(pr->args[0]), "%s must be a scalar log-density, not %s", what,
                  dm_type_words(t, pr->args[0]->width));
         return;
     }
@@ -430,7 +430,7 @@ static void check_signal(checker *c)
                   .self_let = -1, .params = used};
     dm_type t = dm_check_expr(c, &x, m->signal);
     if (t != DM_T_UNKNOWN && t != DM_T_SCALAR) {
-        dm_error(c->d, m->signal->loc, "the signal must be a scalar, not %s",
+        dm_error(c->d, dm_expr_start(m->signal), "the signal must be a scalar, not %s",
                  dm_type_words(t, m->signal->width));
         return;
     }
@@ -454,7 +454,7 @@ static void check_derivatives(checker *c)
         expr_ctx x = {.what = what, .allow = ALLOW_ALL, .let_limit = m->lets.n, .self_let = -1};
         dm_type t = dm_check_expr(c, &x, d->value);
         if (t != DM_T_UNKNOWN && t != DM_T_SCALAR)
-            dm_error(c->d, d->value->loc, "%s must be a scalar, not %s", what,
+            dm_error(c->d, dm_expr_start(d->value), "%s must be a scalar, not %s", what,
                      dm_type_words(t, d->value->width));
         dm_symbol *s = dm_model_lookup(m, d->name);
         if (!s) {
@@ -523,7 +523,7 @@ static void check_outputs(checker *c)
         if (t == DM_T_ARRAY) {
             dm_reject_array(c, o->value);
         } else if (t == DM_T_SCALAR && o->kind != DM_OUT_SCALAR) {
-            dm_error(c->d, o->value->loc, "output '%s' is declared %s, but its value is a "
+            dm_error(c->d, dm_expr_start(o->value), "output '%s' is declared %s, but its value is a "
                      "scalar", o->name, o->kind == DM_OUT_AXIS ? "an axis" : "a vector");
         } else if (t == DM_T_VEC3) {
             if (o->kind == DM_OUT_SCALAR)

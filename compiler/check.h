@@ -49,6 +49,9 @@ dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e);
  * can be evaluated on constants) and evaluate it.  Returns 1 when valid. */
 int dm_const_value(checker *c, dm_expr *e, const char *what, double *out);
 
+/* Where E begins in the source (a binary node's own location is its operator). */
+dm_loc dm_expr_start(const dm_expr *e);
+
 void dm_undefined_name(checker *c, dm_loc loc, const char *name);
 const char *dm_kind_words(dm_symbol_kind k);
 const char *dm_type_words(dm_type t, int width);

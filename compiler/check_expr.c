@@ -60,6 +60,13 @@ static dm_expr *new_num(checker *c, dm_loc loc, double value)
     return e;
 }
 
+dm_loc dm_expr_start(const dm_expr *e)
+{
+    while (e->kind == DM_E_BINARY || e->kind == DM_E_TERNARY || e->kind == DM_E_INDEX)
+        e = e->a;
+    return e->loc;
+}
+
 /* --- Names ----------------------------------------------------------------------------- */
 
 static int is_output_name(const dm_model *m, const char *name)
@@ -214,7 +221,7 @@ static dm_type check_call(checker *c, expr_ctx *x, dm_expr *e)
         if (t == DM_T_UNKNOWN) {
             ok = 0;
         } else if (t != fn->arg_types[i]) {
-            dm_error(c->d, e->args[i]->loc, "argument %d of '%s' must be %s, not %s", i + 1,
+            dm_error(c->d, dm_expr_start(e->args[i]), "argument %d of '%s' must be %s, not %s", i + 1,
                      fn->name, dm_type_words(fn->arg_types[i], 1), dm_type_words(t, e->args[i]->width));
             ok = 0;
         }
@@ -318,7 +325,7 @@ dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e)
         if (dm_reject_array(c, e->a) || dm_reject_array(c, e->b) || dm_reject_array(c, e->c))
             return DM_T_UNKNOWN;
         if (tc != DM_T_SCALAR) {
-            dm_error(c->d, e->a->loc, "the condition of '?:' must be a scalar, not %s",
+            dm_error(c->d, dm_expr_start(e->a), "the condition of '?:' must be a scalar, not %s",
                      dm_type_words(tc, 1));
             return DM_T_UNKNOWN;
         }
@@ -385,12 +392,12 @@ int dm_const_value(checker *c, dm_expr *e, const char *what, double *out)
     if (t == DM_T_UNKNOWN)
         return 0;
     if (t != DM_T_SCALAR) {
-        dm_error(c->d, e->loc, "%s must be a scalar, not %s", what, dm_type_words(t, e->width));
+        dm_error(c->d, dm_expr_start(e), "%s must be a scalar, not %s", what, dm_type_words(t, e->width));
         return 0;
     }
     double v = eval_const(e);
     if (isnan(v)) {
-        dm_error(c->d, e->loc, "%s is not a number (it evaluates to NaN)", what);
+        dm_error(c->d, dm_expr_start(e), "%s is not a number (it evaluates to NaN)", what);
         return 0;
     }
     *out = v;
@@ -405,9 +412,9 @@ static int const_int(checker *c, dm_expr **slot, int lo, int hi, const char *wha
         return 0;
     if (!(v >= lo && v <= hi && v == floor(v))) {
         if (hi < lo)
-            dm_error(c->d, (*slot)->loc, "%s is out of range", what);
+            dm_error(c->d, dm_expr_start(*slot), "%s is out of range", what);
         else
-            dm_error(c->d, (*slot)->loc, "%s must be an integer from %d to %d, not %g", what, lo,
+            dm_error(c->d, dm_expr_start(*slot), "%s must be an integer from %d to %d, not %g", what, lo,
                      hi, v);
         return 0;
     }

@@ -25,6 +25,8 @@ typedef struct dm_parse_ctx {
     int nstatements;      /* statements reduced so far ('model' must be the first) */
     char last_token[32];  /* text of the latest token and of the one before, for messages */
     char prev_token[32];
+    int bad_char_pending; /* the scanner skipped a bad character since the last token */
+    int token_after_bad_char; /* the latest token follows a skipped bad character */
 } dm_parse_ctx;
 
 /* Parse TEXT (LEN bytes; NUL bytes are reported as invalid characters) into M.

@@ -519,7 +519,10 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
     default:
         if (fn->id < 0 || fn->id >= DM_FN_COUNT || (direct[fn->id] == 0 && fn->id != DM_FN_EXP))
             return fail(P, e->loc, "no code generation for function '%s' (in %s)", fn->name);
-        out[0] = call1(P, direct[fn->id], arg[0][0]);
+        int scalars[DM_BUILTIN_MAX_ARGS];
+        for (int i = 0; i < e->nargs; i++)
+            scalars[i] = arg[i][0];
+        out[0] = dm_ir_call(P, direct[fn->id], 0, scalars);
         return 1;
     }
 }

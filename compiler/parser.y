@@ -358,7 +358,7 @@ static int is_operator(yysymbol_kind_t k)
         break;
     }
     const char *name = yysymbol_name(k);
-    return strlen(name) == 3 && name[0] == '\'' && strchr("+-*/^<>?[", name[1]);
+    return strlen(name) == 3 && name[0] == '\'' && strchr("+-*/^<>?[(", name[1]);
 }
 
 /* The keyword text, without its quotes. */
@@ -383,6 +383,10 @@ static void describe_lookahead(yysymbol_kind_t k, const dm_parse_ctx *ctx, char 
 static int yyreport_syntax_error(const yypcontext_t *pctx, yyscan_t scanner, dm_parse_ctx *ctx)
 {
     (void)scanner;
+    /* A token right after a skipped bad character: that character is the mistake, already
+     * reported; a second message about the same spot would only confuse. */
+    if (ctx->token_after_bad_char)
+        return 0;
     dm_loc loc = *yypcontext_location(pctx);
     yysymbol_kind_t look = yypcontext_token(pctx);
     yysymbol_kind_t expected[YYNTOKENS];

@@ -1,5 +1,9 @@
-/* NIfTI images: reading any data type into doubles through niftilib, and writing float32 or
- * uint8 images with another image's geometry.
+/* NIfTI images: reading any data type into doubles, and writing float32 or uint8 images with
+ * another image's geometry.
+ *
+ * Reading takes the header from niftilib (nifti_image_read without data) but reads the data
+ * bytes itself through znzlib, because niftilib's data reader silently replaces NaN and Inf in
+ * float images with 0, and the fitter must see them (it flags such voxels as non-finite).
  *
  * Writing builds the header with niftilib (nifti_make_new_nim + nifti_convert_nim2n?hdr) but
  * writes the bytes itself through znzlib, because nifti_image_write() returns nothing and so
@@ -62,8 +66,8 @@ static int convert_to_double(const void *src, int datatype, size_t nvals, double
 #undef CONVERT
 }
 
-/* Explains why nifti_image_load failed: the data file is missing, or shorter than the header
- * says (truncated). */
+/* Explains why the image data could not be read: the data file is missing, or shorter than
+ * the header says (truncated). */
 static int load_error(const char *path, const nifti_image *nim)
 {
     const char *data_file = nim->iname ? nim->iname : path;
@@ -80,6 +84,42 @@ static int load_error(const char *path, const nifti_image *nim)
         return dm_set_error("%s: truncated: the header needs %lld bytes but the file has %lld",
                             path, need, have);
     return dm_set_error("%s: cannot read the image data", path);
+}
+
+/* Reads the image's values as stored (NaN and Inf kept) from the file niftilib names in
+ * nim->iname at nim->iname_offset, swapping bytes when the file's byte order is not the host's,
+ * and converts them to doubles in data (nim->nvox values).  Reads in chunks so that only one
+ * chunk of raw bytes is held at a time. */
+static int read_data(const char *path, const nifti_image *nim, double *data)
+{
+    const char *data_file = nim->iname ? nim->iname : path;
+    if (nim->iname_offset < 0)
+        return dm_set_error("%s: the header's data offset is negative (%lld)", path,
+                            (long long)nim->iname_offset);
+    size_t total = (size_t)nim->nvox, bytes_per = (size_t)nim->nbyper;
+    size_t chunk = total < (1 << 18) ? total : (1 << 18);
+    void *buf = malloc(chunk * bytes_per);
+    if (!buf)
+        return dm_set_error("%s: out of memory reading the image data", path);
+    znzFile f = znzopen(data_file, "rb", nifti_is_gzfile(data_file));
+    if (znz_isnull(f)) {
+        free(buf);
+        return load_error(path, nim);
+    }
+    int swap = nim->byteorder != nifti_short_order() && nim->swapsize > 1;
+    int ok = znzseek(f, (znz_off_t)nim->iname_offset, SEEK_SET) >= 0;
+    for (size_t start = 0; ok && start < total; start += chunk) {
+        size_t n = total - start < chunk ? total - start : chunk;
+        /* Counted in bytes: znzread's count of whole values can hide a short last value. */
+        ok = znzread(buf, 1, n * bytes_per, f) == n * bytes_per;
+        if (ok && swap)
+            nifti_swap_Nbytes((int64_t)n, nim->swapsize, buf);
+        if (ok)
+            convert_to_double(buf, nim->datatype, n, data + start);
+    }
+    znzclose(f);
+    free(buf);
+    return ok ? 0 : load_error(path, nim);
 }
 
 int dm_volume_read(const char *path, dm_volume *vol)
@@ -139,11 +179,6 @@ int dm_volume_read(const char *path, dm_volume *vol)
         return -1;
     }
 
-    if (nifti_image_load(nim) != 0 || !nim->data) {
-        load_error(path, nim);
-        nifti_image_free(nim);
-        return -1;
-    }
     size_t nvals = (size_t)nim->nvox;
     double *data = malloc(nvals * sizeof *data);
     if (!data) {
@@ -151,7 +186,11 @@ int dm_volume_read(const char *path, dm_volume *vol)
         nifti_image_free(nim);
         return -1;
     }
-    convert_to_double(nim->data, nim->datatype, nvals, data);
+    if (read_data(path, nim, data) != 0) {
+        free(data);
+        nifti_image_free(nim);
+        return -1;
+    }
     /* NIfTI: scaling applies when scl_slope is non-zero (and a number). */
     double slope = nim->scl_slope, inter = nim->scl_inter;
     if (slope != 0 && isfinite(slope) && (slope != 1 || inter != 0)) {
@@ -160,7 +199,6 @@ int dm_volume_read(const char *path, dm_volume *vol)
         for (size_t i = 0; i < nvals; i++)
             data[i] = slope * data[i] + inter;
     }
-    nifti_image_unload(nim); /* keep the header as the geometry */
 
     vol->nx = (int)nim->nx;
     vol->ny = (int)nim->ny;

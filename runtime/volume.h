@@ -1,4 +1,4 @@
-/* NIfTI images in memory (read and written through niftilib). */
+/* NIfTI images in memory (headers through niftilib, data bytes through znzlib). */
 #ifndef DIMOC_VOLUME_H
 #define DIMOC_VOLUME_H
 
@@ -14,8 +14,8 @@ typedef struct dm_volume {
 
 /* Reads a NIfTI-1 or NIfTI-2 file (.nii, .nii.gz, .hdr/.img) of any data type, scaled by
  * scl_slope/scl_inter, into doubles.  Returns 0, or -1 with dm_last_error() naming the file
- * and what is wrong (unreadable, truncated, not NIfTI, more than 4 dimensions).
- * Note: niftilib's reader replaces NaN and Inf values of float images with 0. */
+ * and what is wrong (unreadable, truncated, not NIfTI, more than 4 dimensions).  NaN and Inf
+ * values are kept as they are in the file. */
 int dm_volume_read(const char *path, dm_volume *vol);
 /* Same spatial grid (nx, ny, nz) as ref, else -1 naming `path` and both shapes. */
 int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,

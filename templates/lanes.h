@@ -37,10 +37,12 @@
 /* The member mask of this lane's group within its warp. */
 DM_FN unsigned dm_lane_group_mask_(void)
 {
-    if (DM_NLANES == 32)
-        return 0xffffffffu;
+#if DM_NLANES == 32
+    return 0xffffffffu;
+#else
     unsigned first = threadIdx.x & 31u & ~(unsigned)(DM_NLANES - 1);
     return ((1u << DM_NLANES) - 1u) << first;
+#endif
 }
 
 DM_FN real dm_lane_sum(real v)

@@ -14,7 +14,14 @@
                                                    : (real)2.220446049250313e-16)
 #define DM_PI ((real)3.141592653589793)
 
-DM_FN real dm_sq(real x) { return x * x; }
+/* Library functions may go unused by a model; say so, or NVRTC warns (#177). */
+#if defined(__GNUC__) || defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define DM_LIB_FN DM_FN __attribute__((unused))
+#else
+#define DM_LIB_FN DM_FN
+#endif
+
+DM_LIB_FN real dm_sq(real x) { return x * x; }
 
 /* Dawson's integral D(x) = exp(-x^2) * integral_0^x exp(t^2) dt, odd in x.
  * |x| < 6.5: D(x) = exp(-x^2) * sum_n x^(2n+1) / (n! (2n+1)); every term is positive, so the
@@ -22,12 +29,10 @@ DM_FN real dm_sq(real x) { return x * x; }
  * |x| >= 6.5: the asymptotic series D(x) ~ 1/(2x) * sum_n (2n-1)!! / (2x^2)^n, whose
  *   smallest term (n ~ x^2) is below double precision there.
  * Relative error ~1e-15 in double against scipy.special.dawsn (tests/unit/test_mathlib.c). */
-DM_FN real dm_dawson(real x)
+DM_LIB_FN real dm_dawson(real x)
 {
     real ax = fabs(x), r;
     if (!(ax < (real)6.5)) {
-        if (!(ax < (real)1e150)) /* beyond: 1/(2x) exactly, and inf/nan pass through */
-            return x == x ? (real)0.5 / x : x;
         real inv = (real)1 / (2 * ax * ax), term = 1, sum = 1;
         for (int n = 1; n < 60; n++) {
             term *= (2 * n - 1) * inv;
@@ -51,13 +56,13 @@ DM_FN real dm_dawson(real x)
 }
 
 /* D'(x) = 1 - 2 x D(x). */
-DM_FN real dm_dawson_deriv(real x) { return 1 - 2 * x * dm_dawson(x); }
+DM_LIB_FN real dm_dawson_deriv(real x) { return 1 - 2 * x * dm_dawson(x); }
 
 /* Sums of the modified Bessel functions I0 and I1 used below.  For |x| < 15 the power series
  * (positive terms); beyond, I_nu(x) ~ e^x / sqrt(2 pi x) * A_nu(x) with the asymptotic series
  * A_nu = sum_k a_k, a_k = a_(k-1) * -(4 nu^2 - (2k-1)^2) / (8 k x), stopped at its smallest
  * term (far below double precision for x >= 15). */
-DM_FN real dm_bessel_asym_sum_(real ax, real mu)
+DM_LIB_FN real dm_bessel_asym_sum_(real ax, real mu)
 {
     real term = 1, sum = 1;
     for (int k = 1; k < 60; k++) {
@@ -75,7 +80,7 @@ DM_FN real dm_bessel_asym_sum_(real ax, real mu)
 /* Power series of I0 and I1 for |x| < 15: I0 = sum q^k/(k!)^2, I1 = (x/2) sum q^k/(k!(k+1)!),
  * q = x^2/4. */
 /* I0 - 1 is returned rather than I0 so that log1p keeps log I0 accurate near x = 0. */
-DM_FN void dm_bessel_i01_series_(real ax, real *i0_minus_1, real *i1)
+DM_LIB_FN void dm_bessel_i01_series_(real ax, real *i0_minus_1, real *i1)
 {
     real q = ax * ax / 4, t0 = 1, t1 = 1, s0 = 0, s1 = 1;
     for (int k = 1; k < 100; k++) {
@@ -91,7 +96,7 @@ DM_FN void dm_bessel_i01_series_(real ax, real *i0_minus_1, real *i1)
 }
 
 /* log I0(x), stable for any argument (the Rician likelihood needs x up to ~1e7). */
-DM_FN real dm_log_i0(real x)
+DM_LIB_FN real dm_log_i0(real x)
 {
     real ax = fabs(x);
     if (ax < 15) {
@@ -104,7 +109,7 @@ DM_FN real dm_log_i0(real x)
 
 /* I1(x) / I0(x), the derivative of log I0, computed as a ratio of series (never of the
  * overflowing functions themselves).  Odd in x. */
-DM_FN real dm_bessel_i1_i0(real x)
+DM_LIB_FN real dm_bessel_i1_i0(real x)
 {
     real ax = fabs(x), r;
     if (ax < 15) {
@@ -117,11 +122,11 @@ DM_FN real dm_bessel_i1_i0(real x)
     return x < 0 ? -r : r;
 }
 
-DM_FN real dm_log_i0_deriv(real x) { return dm_bessel_i1_i0(x); }
+DM_LIB_FN real dm_log_i0_deriv(real x) { return dm_bessel_i1_i0(x); }
 
 /* Legendre polynomial P_n(x) by the three-term recurrence
  * (k+1) P_(k+1) = (2k+1) x P_k - k P_(k-1).  n < 0 gives 0. */
-DM_FN real dm_legendre(int n, real x)
+DM_LIB_FN real dm_legendre(int n, real x)
 {
     if (n <= 0)
         return n == 0 ? (real)1 : (real)0;
@@ -136,7 +141,7 @@ DM_FN real dm_legendre(int n, real x)
 
 /* P_n'(x) by P'_(k+1) = P'_(k-1) + (2k+1) P_k, which (unlike n (x P_n - P_(n-1)) / (x^2-1))
  * has no singularity at x = +-1. */
-DM_FN real dm_legendre_deriv(int n, real x)
+DM_LIB_FN real dm_legendre_deriv(int n, real x)
 {
     if (n <= 0)
         return 0;
@@ -153,14 +158,14 @@ DM_FN real dm_legendre_deriv(int n, real x)
     return d_cur;
 }
 
-DM_FN real dm_erf(real x) { return erf(x); }
-DM_FN real dm_erfc(real x) { return erfc(x); }
-DM_FN real dm_lgamma(real x) { return lgamma(x); }
+DM_LIB_FN real dm_erf(real x) { return erf(x); }
+DM_LIB_FN real dm_erfc(real x) { return erfc(x); }
+DM_LIB_FN real dm_lgamma(real x) { return lgamma(x); }
 
 /* Step of the central difference that differentiates a built-in with no analytic rule:
  * h = cbrt(eps) * max(|x|, 1), which balances truncation (h^2) against roundoff (eps/h).
  * The result is accurate to ~eps^(2/3): ~1e-11 relative in double, ~1e-5 in float. */
-DM_FN real dm_fd_step(real x)
+DM_LIB_FN real dm_fd_step(real x)
 {
     real scale = fabs(x) > 1 ? fabs(x) : (real)1;
     return (sizeof(real) == sizeof(float) ? (real)4.921566601151848e-03
@@ -168,7 +173,7 @@ DM_FN real dm_fd_step(real x)
 }
 
 /* x mapped into [lo, hi) by adding a multiple of hi - lo (periodic parameters). */
-DM_FN real dm_wrap(real x, real lo, real hi)
+DM_LIB_FN real dm_wrap(real x, real lo, real hi)
 {
     real width = hi - lo, turns = (x - lo) / width;
     real y = lo + (turns - floor(turns)) * width;

@@ -234,6 +234,18 @@ def test_reader(exe):
     hdr = nib.Nifti1Header(endianness=">")
     nib.save(nib.Nifti1Image(values.astype(np.float32), np.eye(4), hdr), p)
     cases.append(("read_big_endian", p))
+    # Big-endian float32 (.nii) and float64 (.nii.gz) holding NaN, +Inf and -Inf: the values
+    # come back as they are (niftilib's own data reader would make them 0).
+    non_finite = values.copy()
+    non_finite[0, 0, 0, 0] = np.nan
+    non_finite[1, 0, 0, 0] = np.inf
+    non_finite[2, 3, 1, 1] = -np.inf
+    for name, dtype, ending in (("float32", np.float32, ".nii"),
+                                ("float64", np.float64, ".nii.gz")):
+        p = os.path.join(TMP, f"in_big_endian_non_finite_{name}{ending}")
+        hdr = nib.Nifti1Header(endianness=">")
+        nib.save(nib.Nifti1Image(non_finite.astype(dtype), np.eye(4), hdr), p)
+        cases.append((f"read_big_endian_non_finite_{name}{ending}", p))
     p = os.path.join(TMP, "in_uint8.nii.gz")
     nib.save(nib.Nifti1Image((np.arange(120) % 256).astype(np.uint8).reshape(shape),
                              np.eye(4)), p)
@@ -254,9 +266,23 @@ def test_reader(exe):
         want = nib.load(path).get_fdata(dtype=np.float64)
         if want.ndim == 3:
             want = want[..., None]
-        check(got.shape == want.shape and np.allclose(got, want, rtol=1e-12, atol=0),
+        # equal_nan: NaN must come back as NaN; Inf only matches Inf of the same sign.
+        check(got.shape == want.shape and
+              np.allclose(got, want, rtol=1e-12, atol=0, equal_nan=True),
               name, f"shape {got.shape} vs {want.shape}, max diff "
               f"{np.max(np.abs(got - want)) if got.shape == want.shape else 'n/a'}")
+
+    for name, ending in (("float32", ".nii"), ("float64", ".nii.gz")):
+        p = os.path.join(TMP, f"in_big_endian_non_finite_{name}{ending}")
+        hdr = raw_header(p)
+        got, err = read_with_dimoc(exe, p)
+        ok = (hdr.endianness == ">" and got is not None and np.isnan(got[0, 0, 0, 0]) and
+              got[1, 0, 0, 0] == np.inf and got[2, 3, 1, 1] == -np.inf and
+              np.isfinite(got).sum() == got.size - 3)
+        check(ok, f"reference_big_endian_non_finite_{name}{ending}",
+              f"endianness {hdr.endianness} {err}" if got is None else
+              f"endianness {hdr.endianness}, read {got[0, 0, 0, 0]} {got[1, 0, 0, 0]} "
+              f"{got[2, 3, 1, 1]}, {got.size - np.isfinite(got).sum()} non-finite")
 
     hdr = raw_header(os.path.join(TMP, "in_nifti2_int16.nii.gz"), nib.Nifti2Header)
     check(hdr["sizeof_hdr"] == 540 and hdr.get_data_dtype() == np.int16 and

@@ -10,13 +10,13 @@ from dmtest import (angle_deg, check, dimoc, finish, load, random_directions, sa
 rng = np.random.default_rng(12345)
 
 
-def flat(d, name, values):
+def flat(wd, name, values):
     """A parameter map laid out as an N x 1 x 1 image."""
-    return save(os.path.join(d, name + ".nii.gz"), np.asarray(values).reshape(-1, 1, 1))
+    return save(os.path.join(wd, name + ".nii.gz"), np.asarray(values).reshape(-1, 1, 1))
 
 
-def params_arg(d, **maps):
-    return ",".join(f"{k}={flat(d, k, v)}" for k, v in maps.items())
+def params_arg(wd, **maps):
+    return ",".join(f"{k}={flat(wd, k, v)}" for k, v in maps.items())
 
 
 def te_file(d, n=8):
@@ -120,9 +120,12 @@ for name, c in cov.items():
     check(f"calibration-ball_1_stick-{name}", abs(c - 0.90) <= 0.05, f"90% interval coverage {c:.3f}")
 
 # Rician noise at SNR 5: the Rician noise model is less biased in R than the Gaussian one.
+# 64 echoes: with a dozen, a voxel's data at SNR 5 are often explained almost as well by
+# "one bright first echo, then pure noise", a plateau over large R that flat priors let
+# dominate the posterior mean (seen here: posterior means of R up to 500 for a truth of 20).
 d = workdir("rician_vs_gaussian")
 te = os.path.join(d, "te.txt")
-np.savetxt(te, np.linspace(0.005, 0.1, 12))
+np.savetxt(te, np.linspace(0, 0.08, 64))
 n = 300
 dimoc("simulate", "exp_decay", "--measure", f"TE={te}", "--params", "S0=1000,R=20", "--voxels", n,
       "--noise", "rician", "--snr", 5, "--seed", 17, "--out", f"{d}/dwi.nii.gz")

@@ -2,7 +2,7 @@
  * every built-in), generate the C source, compile it as a double-precision shared object,
  * load it, and at random points inside the bounds check
  *   - dm_signal_grad's value equals dm_signal's, and its partials agree with central finite
- *     differences of dm_signal (Richardson-extrapolated, step 1e-3 of the parameter's scale)
+ *     differences of dm_signal (Richardson-extrapolated, step 1e-4 of the parameter's scale)
  *     to a relative error of 1e-6.  The denominator is max(|analytic|, |numeric|,
  *     1e-3 |signal| / scale): a partial that moves the signal by less than a thousandth over
  *     the parameter's own scale is compared in absolute terms (scale = max(|p|, 1% of the
@@ -12,6 +12,7 @@
  *     float and double.
  * Built-ins differentiated numerically (lgamma) are accurate to ~1e-11, well inside 1e-6. */
 #include "compiler.h"
+#include "all_builtins_model.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -24,36 +25,6 @@
 
 #define NPOINTS 120
 #define TOL_GRAD 1e-6
-
-/* Calls every built-in, a ternary, an array input, a voxel input, each prior kind, a
- * constraint and a user derivative (for z, equal to the automatic one). */
-static const char *all_builtins_model =
-    "model all_builtins \"every built-in function, for the derivative rules\"\n"
-    "measure g[3] = bvecs\n"
-    "measure b = bvals\n"
-    "measure q[4]\n"
-    "voxel T1 = 1.5\n"
-    "param a in (0.2, 3) init 1\n"
-    "param c in (-2, 2) init 0.5\n"
-    "param th in [0, pi] init 1 periodic prior sphere\n"
-    "param ph in [0, 2*pi] init 1 periodic\n"
-    "param k in (0.1, 40) init 4\n"
-    "param s in (0, inf) init 1 prior custom(-s)\n"
-    "param u in (-inf, inf) init 0 prior gaussian(0, 1)\n"
-    "param w in (0, 5) init 1 prior gamma(2, 1)\n"
-    "param z in [0, 1] init 0.5 prior ard(0.5)\n"
-    "constraint a + w <= 8\n"
-    "let v = dir(th, ph)\n"
-    "let n = cross(v, vec(0.3, -0.2, 0.9))\n"
-    "let x = dot(g, v)\n"
-    "signal s * (exp(-a * b * 1e-3 * x^2) + log(a + 1) + sqrt(k) + sin(c) * cos(c)\n"
-    "  + tan(c * 0.5) + asin(c / 3) + acos(c / 4) + atan(c) + atan2(c, a) + sinh(c)\n"
-    "  + cosh(c * 0.5) + tanh(c) + abs(c) + pow(a, c) + min(a, k) + max(c, 0.1) + erf(c)\n"
-    "  + dawson(sqrt(k)) + lgamma(a + 2) + log_i0(k * a) + legendre(4, x) + norm(n)\n"
-    "  + (c > 0 ? a^3 : k^-1) + q[2] * T1 + u * u + w / a + z^0.5 + (-v / 2)[1] * c)\n"
-    "derivative z = s * 0.5 / sqrt(z)\n"
-    "output OD = 2 / pi * atan(1 / k)\n"
-    "output n1 vector = n\n";
 
 typedef double (*signal_fn)(const double *, const double *, const double *);
 typedef double (*grad_fn)(const double *, const double *, const double *, double *);
@@ -146,7 +117,7 @@ static int run_quiet(const char *cmd, const char *log)
 
 static int build(const char *name, const char *dir, const char *c_source, lib *L)
 {
-    char path[4096], cmd[8192], log[4096];
+    char path[1100], cmd[8192], log[1100];
     const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
     snprintf(path, sizeof path, "%s/model.c", dir);
     if (write_text(path, c_source) != 0)
@@ -256,8 +227,8 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
         return;
     }
     printf("PASS %s-generate\n", name);
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/%s", tmp, name);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.700s/%.200s", tmp, name);
     mkdir(dir, 0777);
     lib L;
     if (build(name, dir, g.c_source, &L) != 0) {
@@ -293,7 +264,7 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
                 continue;
             }
             double scale = fmax(fabs(p[k]), 0.01 * (hi[k] - lo[k]));
-            double fd = numeric_partial(&L, p, k, 1e-3 * scale, meas, vox);
+            double fd = numeric_partial(&L, p, k, 1e-4 * scale, meas, vox);
             double denom = fmax(fmax(fabs(ds[k]), fabs(fd)), 1e-3 * fabs(s) / scale);
             double e = fabs(ds[k] - fd) / denom;
             if (!(e <= worst_grad)) {
@@ -380,6 +351,41 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     dm_generated_free(&g);
 }
 
+/* A user-written derivative replaces the automatic one: here deliberately a different value,
+ * which dm_signal_grad must return as is, while the other partial stays automatic. */
+static void test_user_derivative(const char *tmp)
+{
+    const char *text = "model user_derivative \"a user-written derivative\"\n"
+                       "measure b = bvals\n"
+                       "param a in (0, 10) init 1\n"
+                       "param c in (0, 10) init 1\n"
+                       "signal a * exp(-b * c * 1e-3)\n"
+                       "derivative a = 42 + c\n";
+    const char *name = "user_derivative";
+    dm_model *m = dm_front_string("user_derivative.model", text, stdout, NULL, NULL);
+    dm_generated g;
+    if (!m || dm_generate(m, &g, stdout) != 0) {
+        printf("FAIL %s-generate: the model does not compile\n", name);
+        failures++;
+        dm_model_free(m);
+        return;
+    }
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.700s/%s", tmp, name);
+    mkdir(dir, 0777);
+    lib L;
+    if (build(name, dir, g.c_source, &L) == 0) {
+        double p[2] = {2, 3}, meas[1] = {1000}, ds[2];
+        L.grad(p, meas, NULL, ds);
+        double want_c = -2 * exp(-3.0); /* a * exp(-b c / 1000) * (-b / 1000) */
+        check(ds[0] == 45 && fabs(ds[1] - want_c) <= 1e-15, name, "replaces-automatic",
+              "ds = %.17g, %.17g", ds[0], ds[1]);
+        dlclose(L.handle);
+    }
+    dm_generated_free(&g);
+    dm_model_free(m);
+}
+
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -388,8 +394,8 @@ static int by_name(const void *a, const void *b)
 int main(void)
 {
     const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s/test_gradients.XXXXXX",
+    char tmp[800];
+    snprintf(tmp, sizeof tmp, "%.700s/test_gradients.XXXXXX",
              getenv("TMPROOT") ? getenv("TMPROOT") : "/tmp");
     if (!mkdtemp(tmp)) {
         printf("FAIL tmpdir: cannot create %s\n", tmp);
@@ -414,7 +420,7 @@ int main(void)
     qsort(names, (size_t)n, sizeof *names, by_name);
     check(n >= 4, "models", "found", "%.0f model files%.0f", n, 0);
     for (int i = 0; i < n; i++) {
-        char path[4096], name[256];
+        char path[8192], name[256];
         snprintf(path, sizeof path, "%s/%s", models_dir, names[i]);
         snprintf(name, sizeof name, "%.*s", (int)(strlen(names[i]) - 6), names[i]);
         dm_model *m = dm_front_file(path, stdout, NULL, NULL);
@@ -434,6 +440,13 @@ int main(void)
     } else {
         test_model("all_builtins", m, tmp);
         dm_model_free(m);
+    }
+    test_user_derivative(tmp);
+    if (!failures) { /* keep the build folders of a failing run for inspection */
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+        if (system(cmd) != 0)
+            printf("     could not remove %s\n", tmp);
     }
     return failures ? 1 : 0;
 }

@@ -1,0 +1,36 @@
+/* A model that calls every built-in function, for the tests of the back end
+ * (test_gradients.c, test_nvrtc.c). */
+#ifndef DIMOC_TEST_ALL_BUILTINS_MODEL_H
+#define DIMOC_TEST_ALL_BUILTINS_MODEL_H
+
+/* Calls every built-in, a ternary, an array input, a voxel input, each prior kind, a
+ * constraint and a user derivative (for z, equal to the automatic one). */
+static const char *const all_builtins_model =
+    "model all_builtins \"every built-in function, for the derivative rules\"\n"
+    "measure g[3] = bvecs\n"
+    "measure b = bvals\n"
+    "measure q[4]\n"
+    "voxel T1 = 1.5\n"
+    "param a in (0.2, 3) init 1\n"
+    "param c in (-2, 2) init 0.5\n"
+    "param th in [0, pi] init 1 periodic prior sphere\n"
+    "param ph in [0, 2*pi] init 1 periodic\n"
+    "param k in (0.1, 40) init 4\n"
+    "param s in (0, inf) init 1 prior custom(-s)\n"
+    "param u in (-inf, inf) init 0 prior gaussian(0, 1)\n"
+    "param w in (0, 5) init 1 prior gamma(2, 1)\n"
+    "param z in [0, 1] init 0.5 prior ard(0.5)\n"
+    "constraint a + w <= 8\n"
+    "let v = dir(th, ph)\n"
+    "let n = cross(v, vec(0.3, -0.2, 0.9))\n"
+    "let x = dot(g, v)\n"
+    "signal s * (exp(-a * b * 1e-3 * x^2) + log(a + 1) + sqrt(k) + sin(c) * cos(c)\n"
+    "  + tan(c * 0.5) + asin(c / 3) + acos(c / 4) + atan(c) + atan2(c, a) + sinh(c)\n"
+    "  + cosh(c * 0.5) + tanh(c) + abs(c) + pow(a, c) + min(a, k) + max(c, 0.1) + erf(c)\n"
+    "  + dawson(sqrt(k)) + lgamma(a + 2) + log_i0(k * a) + legendre(4, x) + norm(n)\n"
+    "  + (c > 0 ? a^3 : k^-1) + q[2] * T1 + u * u + w / a + z^0.5 + (-v / 2)[1] * c)\n"
+    "derivative z = s * 0.5 / sqrt(z)\n"
+    "output OD = 2 / pi * atan(1 / k)\n"
+    "output n1 vector = n\n";
+
+#endif
