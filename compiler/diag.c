@@ -137,9 +137,9 @@ void dm_diag_flush(dm_diag *d)
         if (line)
             print_caret(d->out, line, len, m->loc.col);
     }
-    if (d->nerrors > DM_MAX_ERRORS)
-        fprintf(d->out, "%s: too many errors (%d); only the first %d are shown\n", d->file,
-                d->nerrors, DM_MAX_ERRORS);
+    if (d->nerrors >= DM_MAX_ERRORS)
+        fprintf(d->out, "%s: too many errors: stopped after the first %d\n", d->file,
+                DM_MAX_ERRORS);
     for (int i = 0; i < d->nmsgs; i++)
         free(d->msgs[i].text);
     free(d->msgs);

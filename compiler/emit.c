@@ -590,8 +590,11 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
             break;
         case FREE_UPPER:
             dm_buf_printf(b, "    x[%d] = log(", k);
-            emit_literal(b, hi, 0);
-            dm_buf_printf(b, " - p[%d]);", k);
+            if (hi != 0) {
+                emit_literal(b, hi, 0);
+                dm_buf_puts(b, " ");
+            }
+            dm_buf_printf(b, "-%sp[%d]);", hi != 0 ? " " : "", k);
             break;
         case FREE_BOTH:
             dm_buf_printf(b, "    x[%d] = tan((p[%d] - ", k, k);
@@ -623,6 +626,8 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
             dm_buf_printf(b, "        p[%d] = ", k);
             if (lower && lo == 0) {
                 dm_buf_puts(b, "e");
+            } else if (!lower && hi == 0) {
+                dm_buf_puts(b, "-e");
             } else {
                 emit_literal(b, lower ? lo : hi, 0);
                 dm_buf_puts(b, lower ? " + e" : " - e");
@@ -806,9 +811,11 @@ void dm_generated_free(dm_generated *g)
 
 static int mkdir_parents(const char *dir)
 {
-    char *path = strdup(dir);
+    size_t len = strlen(dir);
+    char *path = malloc(len + 1);
     if (!path)
         return -1;
+    memcpy(path, dir, len + 1);
     for (char *s = path + 1; *s; s++) {
         if (*s != '/')
             continue;

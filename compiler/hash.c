@@ -1,4 +1,6 @@
-/* 64-bit FNV-1a: the hash of model sources and generated code in metadata and cache keys. */
+/* 64-bit FNV-1a: the hash of model sources and generated code in metadata and cache keys.
+ * seed 0 starts from the standard offset basis; a previous hash as seed continues it, so
+ * several buffers can be hashed as one. */
 #include "compiler.h"
 
 unsigned long long dm_hash64(const void *data, size_t len, unsigned long long seed)

@@ -133,8 +133,8 @@ void dm_differentiate(dm_prog *P, int root, int nparams, int *partial);
 void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live);
 
 /* Operation counts (flops.c) of the live instructions for the given roots: + - * / and
- * negation count 1, as does every call, which are also counted in *transcendental;
- * comparisons, logic and selects count 0. */
+ * negation count 1, as does every call; calls of transcendental functions are also counted
+ * in *transcendental; comparisons, logic and selects count 0. */
 long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transcendental);
 
 #endif

@@ -59,7 +59,8 @@ enum {
  *                     const double *y,     M measurements
  *                     const double *vox,   DM_VOXEL_WIDTH values
  *                     unsigned long long voxel_index,   keys the voxel's random stream
- *                     double *params,      in: start (fixed ones kept); out: last state
+ *                     double *params,      in: start (fixed ones kept); out: the estimate
+ *                                          (grid point, LM minimum, MCMC posterior mean)
  *                     double *samples,     MCMC: DM_NSAMPLES x P, row per sample; else unused
  *                     double *stats);      DM_NSTATS
  *        returns a dm_status (FITTED, NOT_CONVERGED or FAILED).

@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-export DIMOC="$ROOT/bin/dimoc" ROOT
+export DIMOC="$ROOT/bin/dimoc" ROOT DIMOC_DATA_DIR="$ROOT"
 export TMPROOT="$ROOT/tests/tmp"
 export XDG_CACHE_HOME="$TMPROOT/cache"
 export PYTHON=/usr/bin/python3

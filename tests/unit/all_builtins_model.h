@@ -4,7 +4,7 @@
 #define DIMOC_TEST_ALL_BUILTINS_MODEL_H
 
 /* Calls every built-in, a ternary, an array input, a voxel input, each prior kind, a
- * constraint and a user derivative (for z, equal to the automatic one). */
+ * bound kind, a constraint and a user derivative (for z, equal to the automatic one). */
 static const char *const all_builtins_model =
     "model all_builtins \"every built-in function, for the derivative rules\"\n"
     "measure g[3] = bvecs\n"
@@ -20,6 +20,7 @@ static const char *const all_builtins_model =
     "param u in (-inf, inf) init 0 prior gaussian(0, 1)\n"
     "param w in (0, 5) init 1 prior gamma(2, 1)\n"
     "param z in [0, 1] init 0.5 prior ard(0.5)\n"
+    "param r in (-inf, 2) init 1\n"
     "constraint a + w <= 8\n"
     "let v = dir(th, ph)\n"
     "let n = cross(v, vec(0.3, -0.2, 0.9))\n"
@@ -28,7 +29,7 @@ static const char *const all_builtins_model =
     "  + tan(c * 0.5) + asin(c / 3) + acos(c / 4) + atan(c) + atan2(c, a) + sinh(c)\n"
     "  + cosh(c * 0.5) + tanh(c) + abs(c) + pow(a, c) + min(a, k) + max(c, 0.1) + erf(c)\n"
     "  + dawson(sqrt(k)) + lgamma(a + 2) + log_i0(k * a) + legendre(4, x) + norm(n)\n"
-    "  + (c > 0 ? a^3 : k^-1) + q[2] * T1 + u * u + w / a + z^0.5 + (-v / 2)[1] * c)\n"
+    "  + (c > 0 ? a^3 : k^-1) + q[2] * T1 + u * u + w / a + z^0.5 + (-v / 2)[1] * c + r * c)\n"
     "derivative z = s * 0.5 / sqrt(z)\n"
     "output OD = 2 / pi * atan(1 / k)\n"
     "output n1 vector = n\n";

@@ -218,6 +218,44 @@ static double numeric_partial(const lib *L, double *p, int k, double h, const do
     return (4 * d2 - d1) / 3;
 }
 
+/* The first right-hand side of `const real tN = ...;` that appears twice within one
+ * function of the generated source, or NULL. */
+static const char *repeated_subexpression(const char *src)
+{
+    static char found[256];
+    char *rhs[4096];
+    int n = 0;
+    const char *dup = NULL;
+    for (const char *line = src; line && *line && !dup; line = strchr(line, '\n'),
+                    line = line ? line + 1 : NULL) {
+        if (strncmp(line, "DM_FN", 5) == 0) { /* a new function */
+            for (int i = 0; i < n; i++)
+                free(rhs[i]);
+            n = 0;
+        }
+        const char *eq = strstr(line, " = ");
+        const char *end = strchr(line, ';');
+        const char *nl = strchr(line, '\n');
+        if (strncmp(line, "    const ", 10) != 0 || !eq || !end || (nl && end > nl) ||
+            strstr(line, " = p[") || strstr(line, " = m[") || strstr(line, " = v["))
+            continue;
+        size_t len = (size_t)(end - (eq + 3));
+        for (int i = 0; i < n && !dup; i++)
+            if (strlen(rhs[i]) == len && strncmp(rhs[i], eq + 3, len) == 0) {
+                snprintf(found, sizeof found, "%.*s", (int)len, eq + 3);
+                dup = found;
+            }
+        if (n < 4096) {
+            rhs[n] = malloc(len + 1);
+            memcpy(rhs[n], eq + 3, len);
+            rhs[n++][len] = 0;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(rhs[i]);
+    return dup;
+}
+
 static void test_model(const char *name, const dm_model *m, const char *tmp)
 {
     dm_generated g;
@@ -344,6 +382,11 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     }
     check(outside_ok, name, "out-of-bounds-rejected", "a point outside the bounds passed%.0f%.0f",
           0, 0);
+    /* value numbering: no function computes the same right-hand side twice */
+    const char *dup = repeated_subexpression(g.c_source);
+    check(!dup, name, "no-repeated-subexpressions", "%s%.0f", 0, 0);
+    if (dup)
+        printf("     repeated: %s\n", dup);
     printf("     %s: flops signal %ld (%ld transcendental), gradient %ld (%ld transcendental)\n",
            name, g.flops.signal, g.flops.signal_transc, g.flops.gradient,
            g.flops.gradient_transc);
@@ -419,6 +462,12 @@ int main(void)
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, by_name);
     check(n >= 4, "models", "found", "%.0f model files%.0f", n, 0);
+    /* FNV-1a 64 reference values (the published test vectors) */
+    check(dm_hash64("", 0, 0) == 0xcbf29ce484222325ULL &&
+              dm_hash64("a", 1, 0) == 0xaf63dc4c8601ec8cULL &&
+              dm_hash64("foobar", 6, 0) == 0x85944171f73967e8ULL &&
+              dm_hash64("bar", 3, dm_hash64("foo", 3, 0)) == 0x85944171f73967e8ULL,
+          "fnv1a", "known-values", "%.0f%.0f", 0, 0);
     for (int i = 0; i < n; i++) {
         char path[8192], name[256];
         snprintf(path, sizeof path, "%s/%s", models_dir, names[i]);
