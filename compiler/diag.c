@@ -41,9 +41,11 @@ static void add(dm_diag *d, dm_loc loc, int is_error, const char *fmt, va_list a
     char buf[512];
     vsnprintf(buf, sizeof buf, fmt, ap);
     dm_diag_msg *m = &d->msgs[d->nmsgs];
-    m->text = strdup(buf);
+    size_t len = strlen(buf) + 1;
+    m->text = malloc(len);
     if (!m->text)
         abort();
+    memcpy(m->text, buf, len);
     m->loc = loc;
     m->is_error = is_error;
     m->seq = d->nmsgs++;

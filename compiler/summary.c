@@ -162,7 +162,7 @@ static void print_inputs(const char *title, const char *unit, int total, const d
         fprintf(out, "%s: none\n", title);
         return;
     }
-    fprintf(out, "%s (%d %s):\n", title, total, unit);
+    fprintf(out, "%s (%d column%s per %s):\n", title, total, total == 1 ? "" : "s", unit);
     for (int i = 0; i < n; i++) {
         const dm_input *in = v[i];
         fprintf(out, "  %-12s width %-3d column %-3d", in->name, in->width, in->column);
@@ -209,12 +209,16 @@ static void print_params(const dm_model *m, FILE *out)
 void dm_print_summary(const dm_model *m, FILE *out)
 {
     fprintf(out, "model %s: %s\n", m->name, m->description ? m->description : "");
-    print_inputs("measures", "columns per measurement", m->measure_width,
+    print_inputs("measures", "measurement", m->measure_width,
                  (const dm_input *const *)m->measures.items, m->measures.n, 1, out);
-    print_inputs("voxel inputs", "columns per voxel", m->voxel_width,
+    print_inputs("voxel inputs", "voxel", m->voxel_width,
                  (const dm_input *const *)m->voxels.items, m->voxels.n, 0, out);
     print_params(m, out);
-    fputs("  (* default initial value)\n", out);
+    for (int i = 0; i < m->params.n; i++)
+        if (!m->params.items[i]->init_expr && !m->params.items[i]->init_from_b0) {
+            fputs("  (* default initial value)\n", out);
+            break;
+        }
     if (m->lets.n) {
         fputs("lets:\n", out);
         for (int i = 0; i < m->lets.n; i++) {
@@ -233,7 +237,7 @@ void dm_print_summary(const dm_model *m, FILE *out)
         }
     }
     if (m->outputs.n) {
-        fprintf(out, "outputs (%d slots):\n", m->output_width);
+        fprintf(out, "outputs (%d slot%s):\n", m->output_width, m->output_width == 1 ? "" : "s");
         static const char *const kinds[] = {"scalar", "vector", "axis"};
         for (int i = 0; i < m->outputs.n; i++) {
             const dm_output *o = m->outputs.items[i];

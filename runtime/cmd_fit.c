@@ -30,6 +30,7 @@ static const dm_opt fit_opts[] = {
     {"save-samples", NULL, NULL, "write NAME_samples.nii.gz (4D) for every parameter"},
     {"predicted", NULL, NULL, "write predicted.nii.gz, the model's signal at the estimate"},
     {"ic", NULL, NULL, "write BIC.nii.gz and AIC.nii.gz"},
+    {"out-type", "float32|float64", "float32", "data type of the output maps"},
     {"precision", "float|double", "double", "floating-point precision of the fitter"},
     {"threads", "N", "all cores", "CPU threads"},
     {"device", "cpu|gpu|auto", "auto", "where to fit (auto: a usable GPU, else the CPU)"},
@@ -82,6 +83,9 @@ int dm_cmd_fit(int argc, char **argv)
     r.precision = dm_arg(&a, fit_opts, "precision");
     r.device = dm_arg(&a, fit_opts, "device");
     r.gpus = dm_arg(&a, fit_opts, "gpus");
+    const char *ot = dm_arg(&a, fit_opts, "out-type");
+    if (!strcmp(ot, "float64")) r.out_float64 = 1;
+    else if (strcmp(ot, "float32")) rc = dm_set_error("--out-type: '%s' is neither float32 nor float64", ot);
     if (dm_arg_given(&a, fit_opts, "gpu-memory"))
         rc |= dm_arg_long(&a, fit_opts, "gpu-memory", 1, 1L << 30, &r.gpu_memory_mb);
     if (dm_arg_given(&a, fit_opts, "lanes")) {

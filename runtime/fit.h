@@ -26,6 +26,7 @@ typedef struct dm_fit_request {
     long burnin, jumps, sample_every, update_every, lm_iterations, threads;
     unsigned long long seed;
     int save_samples, predicted, ic, quiet;
+    int out_float64;          /* maps as float64 (default float32) */
     const char *command_line; /* for provenance */
 } dm_fit_request;
 

@@ -12,7 +12,7 @@
 
 /* Scatters nt values per fitted voxel (vals[i * nt + t]) onto the grid and writes them. */
 static int write_map(const char *dir, const char *name, const dm_problem *p, int nt,
-                     const double *vals, int as_uint8)
+                     const double *vals, int type)
 {
     double *vol = calloc(p->nvox * (size_t)nt, sizeof *vol);
     if (!vol) return dm_set_error("%s: out of memory for output '%s'", dir, name);
@@ -24,7 +24,7 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
     char file[256];
     snprintf(file, sizeof file, "%s.nii.gz", name);
     char *path = dm_path_join(dir, file);
-    int rc = dm_volume_write(path, &p->data, nt, vol, as_uint8);
+    int rc = dm_volume_write(path, &p->data, nt, vol, type);
     free(path);
     free(vol);
     return rc;
@@ -64,6 +64,7 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
     int P = mi->nparams, ns = res->nsamples;
     size_t n = p->nfit;
     const char *dir = r->out;
+    const int map_type = r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32;
     int rc = 0;
     double *est = malloc(n * P * sizeof *est);
     double *sd = ns ? malloc(n * P * sizeof *sd) : NULL;
@@ -85,17 +86,17 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
     for (int k = 0; k < P && rc == 0; k++) {
         char name[128];
         for (size_t i = 0; i < n; i++) col[i] = est[i * P + k];
-        rc = write_map(dir, mi->params[k].name, p, 1, col, 0);
+        rc = write_map(dir, mi->params[k].name, p, 1, col, map_type);
         if (rc == 0 && ns) {
             for (size_t i = 0; i < n; i++) col[i] = sd[i * P + k];
             snprintf(name, sizeof name, "%s_std", mi->params[k].name);
-            rc = write_map(dir, name, p, 1, col, 0);
+            rc = write_map(dir, name, p, 1, col, map_type);
         }
         if (rc == 0 && ns && r->save_samples) {
             for (size_t i = 0; i < n; i++)
                 for (int s = 0; s < ns; s++) col[i * ns + s] = res->samples[(i * ns + s) * P + k];
             snprintf(name, sizeof name, "%s_samples", mi->params[k].name);
-            rc = write_map(dir, name, p, ns, col, 0);
+            rc = write_map(dir, name, p, ns, col, map_type);
         }
     }
     free(col);
@@ -115,12 +116,12 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
             const dm_output_info *x = &mi->outputs[o];
             for (size_t i = 0; i < n; i++)
                 for (int c = 0; c < x->width; c++) buf[i * x->width + c] = out[i * W + x->column + c];
-            rc = write_map(dir, x->name, p, x->width, buf, 0);
+            rc = write_map(dir, x->name, p, x->width, buf, map_type);
             if (rc == 0 && ns && x->kind == DM_OUTK_AXIS) {
                 char name[128];
                 snprintf(name, sizeof name, "%s_dispersion", x->name);
                 for (size_t i = 0; i < n; i++) buf[i] = disp[i * mi->noutputs + o];
-                rc = write_map(dir, name, p, 1, buf, 0);
+                rc = write_map(dir, name, p, 1, buf, map_type);
             }
         }
         free(buf);
@@ -139,8 +140,8 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
             bic[i] = free_params * log((double)p->M) - 2 * logl;
             aic[i] = 2 * free_params - 2 * logl;
         }
-        rc = write_map(dir, "BIC", p, 1, bic, 0);
-        if (rc == 0) rc = write_map(dir, "AIC", p, 1, aic, 0);
+        rc = write_map(dir, "BIC", p, 1, bic, map_type);
+        if (rc == 0) rc = write_map(dir, "AIC", p, 1, aic, map_type);
         free(bic);
         free(aic);
     }
@@ -148,7 +149,7 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
         double *pred = malloc(n * p->M * sizeof *pred);
         for (size_t i = 0; i < n; i++)
             f->predict(est + i * P, p->meas, p->M, p->voxin + i * mi->voxel_width, pred + i * p->M);
-        rc = write_map(dir, "predicted", p, p->M, pred, 0);
+        rc = write_map(dir, "predicted", p, p->M, pred, map_type);
         free(pred);
     }
     /* The status map covers every voxel of the grid (0 outside the mask). */
@@ -156,7 +157,7 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
         double *st = malloc(p->nvox * sizeof *st);
         for (size_t v = 0; v < p->nvox; v++) st[v] = p->status[v];
         char *path = dm_path_join(dir, "status.nii.gz");
-        rc = dm_volume_write(path, &p->data, 1, st, 1);
+        rc = dm_volume_write(path, &p->data, 1, st, DM_OUT_UINT8);
         free(path);
         free(st);
     }

@@ -14,6 +14,10 @@ typedef struct dm_fit_results {
 
 typedef struct dm_fit_timing {
     double load, compile, fit, write, total;
+    /* Work done, counted from the configuration and the LM iteration counts: one signal
+     * evaluation per measurement per MCMC proposal and per LM trial step, one gradient
+     * evaluation per measurement per LM Jacobian. */
+    double signal_evals, gradient_evals, gflop;
 } dm_fit_timing;
 
 int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fitter *f,

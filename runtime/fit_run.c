@@ -60,6 +60,35 @@ static int choose_device(const char *device, int *use_gpu)
     return dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
 }
 
+static void count_work(const dm_problem *p, const dm_fit_results *res, dm_fit_timing *t)
+{
+    int nfree = 0;
+    for (int k = 0; k < p->mi.nparams; k++) nfree += !(p->cfg.fixed_mask >> k & 1);
+    double iters = 0, fitted = 0;
+    for (size_t i = 0; i < p->nfit; i++) {
+        int st = p->status[p->index[i]];
+        if (st != DM_STATUS_FITTED && st != DM_STATUS_NOT_CONVERGED) continue;
+        fitted++;
+        iters += res->stats[i * DM_NSTATS + DM_STAT_ITERATIONS];
+    }
+    double M = p->M, evals = 0, grads = 0;
+    if (p->cfg.methods & DM_METHOD_GRID) {
+        double points = 1;
+        for (int k = 0; k < p->mi.nparams; k++)
+            if (p->cfg.grid_count[k] > 0) points *= p->cfg.grid_count[k];
+        evals += fitted * points * M;
+    }
+    if (p->cfg.methods & DM_METHOD_LM) {
+        evals += iters * M;
+        grads += iters * M; /* an upper bound: the Jacobian is redone only after a success */
+    }
+    if (p->cfg.methods & DM_METHOD_MCMC)
+        evals += fitted * (double)(p->cfg.burnin + p->cfg.jumps) * (nfree + (p->cfg.noise == DM_NOISE_RICIAN)) * M;
+    t->signal_evals = evals;
+    t->gradient_evals = grads;
+    t->gflop = (evals * p->mi.flops_signal + grads * p->mi.flops_gradient) * 1e-9;
+}
+
 int dm_fit_run(const dm_fit_request *r)
 {
     double t_start = now_seconds();
@@ -130,6 +159,7 @@ int dm_fit_run(const dm_fit_request *r)
         if (prog) dm_progress_end(prog);
     }
     timing.fit = now_seconds() - t_fit;
+    count_work(&p, &res, &timing);
 
     double t_write = now_seconds();
     if (rc == 0) rc = dm_fit_write_outputs(r, &p, &fitter, &res);

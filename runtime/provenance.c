@@ -82,6 +82,12 @@ int dm_fit_write_provenance(const dm_fit_request *r, const dm_problem *p, const 
     dm_json_num(&j, "write", t->write);
     dm_json_num(&j, "total", t->total);
     dm_json_close(&j);
+    dm_json_key_object(&j, "work");
+    dm_json_num(&j, "signal_evaluations", t->signal_evals);
+    dm_json_num(&j, "gradient_evaluations", t->gradient_evals);
+    dm_json_num(&j, "gflop", t->gflop);
+    dm_json_num(&j, "gflop_per_second", t->fit > 0 ? t->gflop / t->fit : 0);
+    dm_json_close(&j);
     dm_json_key_object(&j, "voxels");
     dm_json_int(&j, "grid", (long long)p->nvox);
     dm_json_int(&j, "in_mask", (long long)p->nfit);

@@ -277,9 +277,11 @@ static void default_geometry(nifti_image *nim, double voxel_mm)
 }
 
 /* Converts values [start, start+n) to the output type. */
-static void convert_chunk(const double *src, size_t n, int as_uint8, void *dst)
+static void convert_chunk(const double *src, size_t n, int type, void *dst)
 {
-    if (as_uint8) {
+    if (type == DM_OUT_FLOAT64) {
+        memcpy(dst, src, n * sizeof(double));
+    } else if (type == DM_OUT_UINT8) {
         uint8_t *out = dst;
         for (size_t i = 0; i < n; i++) {
             double v = src[i];
@@ -324,7 +326,7 @@ static int make_header(const char *path, nifti_image *nim, unsigned char *hdr, s
 }
 
 static int write_image(const char *path, const nifti_image *geometry, double voxel_mm, int nx,
-                       int ny, int nz, int nt, const double *data, int as_uint8)
+                       int ny, int nz, int nt, const double *data, int type)
 {
     pthread_once(&quiet_once, quiet_niftilib);
     int gz = has_ending(path, ".nii.gz");
@@ -334,7 +336,7 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
         return dm_set_error("%s: nothing to write (size %dx%dx%dx%d)", path, nx, ny, nz, nt);
 
     int64_t dims[8] = {nt > 1 ? 4 : 3, nx, ny, nz, nt, 1, 1, 1};
-    int datatype = as_uint8 ? DT_UINT8 : DT_FLOAT32;
+    int datatype = type == DM_OUT_UINT8 ? DT_UINT8 : type == DM_OUT_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32;
     nifti_image *nim = nifti_make_new_nim(dims, datatype, 0);
     if (!nim)
         return dm_set_error("%s: cannot make a NIfTI header", path);
@@ -369,12 +371,12 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     }
     int ok = znzwrite(hdr, 1, hdr_len, f) == hdr_len;
     size_t total = (size_t)nx * ny * nz * nt, chunk = 1 << 18;
-    size_t bytes_per = as_uint8 ? 1 : 4;
+    size_t bytes_per = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT64 ? 8 : 4;
     void *buf = ok ? malloc(chunk * bytes_per) : NULL;
     ok = ok && buf;
     for (size_t start = 0; ok && start < total; start += chunk) {
         size_t n = total - start < chunk ? total - start : chunk;
-        convert_chunk(data + start, n, as_uint8, buf);
+        convert_chunk(data + start, n, type, buf);
         ok = znzwrite(buf, bytes_per, n, f) == n;
     }
     free(buf);
@@ -397,10 +399,10 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
 }
 
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data,
-                    int as_uint8)
+                    int type)
 {
     return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny,
-                       like->nz, nt, data, as_uint8);
+                       like->nz, nt, data, type);
 }
 
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,

@@ -22,12 +22,15 @@ int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_v
                               const char *ref_path);
 void dm_volume_free(dm_volume *vol);
 
-/* Writes nt volumes (nt = 1: a 3D image) with the spatial geometry of `like`, as float32
- * (or as uint8 when as_uint8).  The file is written to a temporary name in the same folder and
- * renamed into place when whole.  The name must end in .nii or .nii.gz.  NIfTI-1, or NIfTI-2
- * when a dimension exceeds 32767.  Returns 0 or -1 with dm_last_error(). */
+/* Output data types of dm_volume_write. */
+enum { DM_OUT_FLOAT32 = 0, DM_OUT_UINT8 = 1, DM_OUT_FLOAT64 = 2 };
+
+/* Writes nt volumes (nt = 1: a 3D image) with the spatial geometry of `like`, as `type`
+ * (DM_OUT_*; uint8 values are rounded and clamped to 0..255).  The file is written to a
+ * temporary name in the same folder and renamed into place when whole.  Returns 0 or -1 with
+ * dm_last_error(). */
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data,
-                    int as_uint8);
+                    int type);
 /* Writes with geometry made from scratch: identity-like sform with the given voxel size (mm). */
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
                         const double *data);

@@ -11,7 +11,8 @@ ROOT=$PWD
 export DIMOC="$ROOT/bin/dimoc" ROOT DIMOC_DATA_DIR="$ROOT"
 export TMPROOT="$ROOT/tests/tmp"
 export XDG_CACHE_HOME="$TMPROOT/cache"
-export PYTHON=/usr/bin/python3
+export PYTHON=${PYTHON:-/usr/bin/python3}
+export PYTHONPATH="$ROOT/tests/py${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$TMPROOT"
 gpu=0; pattern=""
 for a in "$@"; do case "$a" in --gpu) gpu=1 ;; *) pattern="$a" ;; esac; done

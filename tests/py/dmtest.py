@@ -31,7 +31,10 @@ def check(name, ok, detail=""):
 
 def dimoc(*args, expect_ok=True):
     """Runs dimoc; returns (exit status, stdout, stderr)."""
-    p = subprocess.run([DIMOC] + [str(a) for a in args], capture_output=True, text=True)
+    args = [str(a) for a in args]
+    if args and args[0] == "fit" and os.environ.get("DIMOC_FIT_DEVICE"):
+        args += ["--device", os.environ["DIMOC_FIT_DEVICE"]]
+    p = subprocess.run([DIMOC] + args, capture_output=True, text=True)
     if expect_ok and p.returncode != 0:
         raise RuntimeError(f"dimoc {' '.join(map(str, args))} failed: {p.stderr.strip()}")
     return p.returncode, p.stdout, p.stderr

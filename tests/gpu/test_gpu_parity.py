@@ -1,0 +1,116 @@
+"""GPU against CPU (make test-gpu): the same fitting templates, compiled by NVRTC for the GPU
+and by the host compiler for the CPU, must give the same answers."""
+import os
+import subprocess
+
+import numpy as np
+from scipy import stats
+
+from dmtest import (check, dimoc, finish, load, random_directions, save, scheme, workdir)
+
+rng = np.random.default_rng(2026)
+P = ["S0", "d", "f1", "th1", "ph1", "f2", "th2", "ph2"]
+
+
+def ngpus():
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    return len([l for l in out.splitlines() if l.startswith("GPU ")])
+
+
+def make_data(d, n):
+    bvals, bvecs = scheme(d, "5x0,50x1000,50x2000")
+    _, th1, ph1 = random_directions(rng, n)
+    _, th2, ph2 = random_directions(rng, n)
+    truth = dict(S0=np.full(n, 1000.0), d=rng.uniform(1.2e-3, 1.8e-3, n), f1=rng.uniform(0.3, 0.6, n),
+                 th1=th1, ph1=ph1, f2=rng.uniform(0.0, 0.3, n), th2=th2, ph2=ph2)
+    spec = ",".join(f"{k}={save(os.path.join(d, k + '.nii.gz'), v.reshape(-1, 1, 1))}" for k, v in truth.items())
+    dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params", spec, "--noise",
+          "rician", "--snr", 30, "--seed", 4, "--out", f"{d}/dwi.nii.gz")
+    return ["--data", f"{d}/dwi.nii.gz", "--bvals", bvals, "--bvecs", bvecs, "--quiet"]
+
+
+def rel_diff(a, b, period=None):
+    diff = np.abs(a - b)
+    if period is not None:
+        diff = np.minimum(diff, period - diff)
+    return diff / np.maximum(np.abs(b), 1e-30)
+
+
+def fitted(out):
+    s = load(f"{out}/status.nii.gz").ravel()
+    return (s == 1) | (s == 2)
+
+
+d = workdir("gpu_parity")
+data = make_data(d, 2000)
+
+# Double precision, LM: estimates equal the CPU's to 1e-8 relative.
+for dev in ("cpu", "gpu"):
+    dimoc("fit", "ball_2_sticks", *data, "--method", "lm", "--precision", "double", "--out-type",
+          "float64", "--device", dev, "--out", f"{d}/lm_{dev}")
+mask = fitted(f"{d}/lm_cpu") & fitted(f"{d}/lm_gpu")
+worst = {}
+for k in P:
+    period = 2 * np.pi if k.startswith("ph") else (np.pi if k.startswith("th") else None)
+    r = rel_diff(load(f"{d}/lm_gpu/{k}.nii.gz").ravel()[mask], load(f"{d}/lm_cpu/{k}.nii.gz").ravel()[mask], period)
+    worst[k] = np.quantile(r, 1.0)
+share = np.mean([np.all([rel_diff(load(f"{d}/lm_gpu/{k}.nii.gz").ravel()[i], load(f"{d}/lm_cpu/{k}.nii.gz").ravel()[i]) <= 1e-8 for k in ("S0", "d", "f1", "f2")]) for i in np.nonzero(mask)[0]])
+check("lm-double-gpu-equals-cpu-1e-8", all(w <= 1e-8 for w in worst.values()),
+      "max relative difference " + ", ".join(f"{k} {w:.1e}" for k, w in worst.items()) + f"; voxels within 1e-8: {share:.4f}")
+check("lm-same-status", np.array_equal(load(f"{d}/lm_cpu/status.nii.gz"), load(f"{d}/lm_gpu/status.nii.gz")))
+
+# Double precision, MCMC, same seed: posterior means equal to 1e-6 relative in >= 99% of voxels.
+for dev in ("cpu", "gpu"):
+    dimoc("fit", "ball_2_sticks", *data, "--method", "lm,mcmc", "--precision", "double", "--out-type",
+          "float64", "--device", dev, "--seed", 5, "--out", f"{d}/mc_{dev}")
+mask = fitted(f"{d}/mc_cpu") & fitted(f"{d}/mc_gpu")
+ok_all = np.ones(mask.sum(), bool)
+for k in P:
+    period = 2 * np.pi if k.startswith("ph") else (np.pi if k.startswith("th") else None)
+    ok_all &= rel_diff(load(f"{d}/mc_gpu/{k}.nii.gz").ravel()[mask], load(f"{d}/mc_cpu/{k}.nii.gz").ravel()[mask], period) <= 1e-6
+check("mcmc-double-gpu-equals-cpu-1e-6-in-99pct", ok_all.mean() >= 0.99, f"{ok_all.mean():.4f} of voxels")
+
+# Float precision: 200 repeats (each its own random stream) of three voxels with different fibre
+# configurations; CPU and GPU distributions of posterior means are indistinguishable (KS).
+d2 = workdir("gpu_ks")
+bvals, bvecs = scheme(d2, "5x0,50x1000,50x2000")
+configs = [dict(S0=1000, d=1.5e-3, f1=0.6, th1=1.2, ph1=0.4, f2=0.0, th2=0.5, ph2=2.0),
+           dict(S0=1000, d=1.5e-3, f1=0.35, th1=np.pi / 2, ph1=0.0, f2=0.35, th2=np.pi / 2, ph2=np.pi / 2),
+           dict(S0=1000, d=1.0e-3, f1=0.4, th1=0.3, ph1=1.0, f2=0.25, th2=1.3, ph2=1.2)]
+reps = 200
+maps = {k: np.repeat([c[k] for c in configs], 1).astype(float) for k in P}
+spec = ",".join(f"{k}={save(os.path.join(d2, k + '.nii.gz'), maps[k].reshape(-1, 1, 1))}" for k in P)
+dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params", spec, "--noise",
+      "rician", "--snr", 30, "--seed", 8, "--out", f"{d2}/three.nii.gz")
+three = load(f"{d2}/three.nii.gz")  # 3 x 1 x 1 x M: one noisy realisation per configuration
+save(f"{d2}/dwi.nii.gz", np.repeat(three, reps, axis=0))  # each copy gets its own MCMC stream
+for dev, seed in (("cpu", 101), ("gpu", 202)):
+    dimoc("fit", "ball_2_sticks", "--data", f"{d2}/dwi.nii.gz", "--bvals", bvals, "--bvecs", bvecs,
+          "--method", "lm,mcmc", "--precision", "float", "--device", dev, "--seed", seed, "--quiet",
+          "--out", f"{d2}/{dev}")
+worst = (1.0, "")
+for k in P:
+    a, b = load(f"{d2}/cpu/{k}.nii.gz").ravel(), load(f"{d2}/gpu/{k}.nii.gz").ravel()
+    for c in range(3):
+        p = stats.ks_2samp(a[c * reps:(c + 1) * reps], b[c * reps:(c + 1) * reps]).pvalue
+        if p < worst[0]:
+            worst = (p, f"{k} voxel {c}")
+check("float-cpu-gpu-ks", worst[0] > 0.01, f"smallest KS p-value {worst[0]:.3f} ({worst[1]})")
+
+# A memory cap that forces many batches gives outputs identical to one batch; so do two GPUs.
+for name, extra in (("one-batch", []), ("many-batches", ["--gpu-memory", "1"])):
+    dimoc("fit", "ball_2_sticks", *data, "--method", "lm,mcmc", "--precision", "float", "--device",
+          "gpu", "--gpus", "0", *extra, "--out", f"{d}/b_{name}")
+files = sorted(f for f in os.listdir(f"{d}/b_one-batch") if f.endswith(".nii.gz"))
+same = all(open(f"{d}/b_one-batch/{f}", "rb").read() == open(f"{d}/b_many-batches/{f}", "rb").read() for f in files)
+import json
+nb = json.load(open(f"{d}/b_many-batches/provenance.json"))["device"]
+check("memory-cap-many-batches-identical", same, nb)
+if ngpus() >= 2:
+    dimoc("fit", "ball_2_sticks", *data, "--method", "lm,mcmc", "--precision", "float", "--device",
+          "gpu", "--gpus", "0,1", "--out", f"{d}/b_two")
+    same = all(open(f"{d}/b_one-batch/{f}", "rb").read() == open(f"{d}/b_two/{f}", "rb").read() for f in files)
+    check("two-gpus-identical-to-one", same, json.load(open(f"{d}/b_two/provenance.json"))["device"])
+else:
+    print(f"(two-GPU identity not checked: this machine has {ngpus()} GPU)")
+finish()
