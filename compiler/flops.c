@@ -6,15 +6,11 @@
 
 #include <stdlib.h>
 
-long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transcendental)
+long dm_count_flops_marked(const dm_prog *P, const char *mark, long *transcendental)
 {
-    char *live = malloc((size_t)P->n + 1);
-    if (!live)
-        abort();
-    dm_ir_live(P, roots, nroots, live);
     long total = 0, transc = 0;
     for (int i = 0; i < P->n; i++) {
-        if (!live[i])
+        if (!mark[i])
             continue;
         const dm_ins *x = &P->ins[i];
         switch (x->op) {
@@ -33,8 +29,18 @@ long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transc
             break;
         }
     }
-    free(live);
     if (transcendental)
         *transcendental = transc;
+    return total;
+}
+
+long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transcendental)
+{
+    char *live = malloc((size_t)P->n + 1);
+    if (!live)
+        abort();
+    dm_ir_live(P, roots, nroots, live);
+    long total = dm_count_flops_marked(P, live, transcendental);
+    free(live);
     return total;
 }

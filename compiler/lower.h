@@ -3,7 +3,8 @@
  * numbering table so that a subexpression computed twice is one instruction, with constants
  * folded as they are built.  lower.c turns checked syntax trees into it (3-vectors become
  * three scalars, lets are lowered once and shared); deriv.c adds forward-mode partial
- * derivatives to the same program; flops.c counts it; emit.c prints it as C. */
+ * derivatives to the same program; split.c separates its per-voxel from its per-measurement
+ * work; flops.c counts it; emit.c prints it as C. */
 #ifndef DIMOC_LOWER_H
 #define DIMOC_LOWER_H
 
@@ -132,9 +133,35 @@ void dm_differentiate(dm_prog *P, int root, int nparams, int *partial);
 /* live[i] = 1 for every instruction some root depends on (roots < 0 are ignored). */
 void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live);
 
+/* Hoisting (split.c): a function of (p, m, v) evaluated for every measurement of a voxel is
+ * split into a part that depends on no measurement input, run once per voxel ("prepare"),
+ * and the per-measurement rest ("at"), which reads the invariant values it needs from a
+ * small array pre[].  Arrays of P->n entries (as of the split) indexed by instruction id:
+ *   varying[i]    1: depends on a measurement column;
+ *   at_code[i]    1: computed per measurement (a varying value the roots need), or a
+ *                 measurement or voxel column read there (voxel columns are read from v
+ *                 directly rather than copied into pre);
+ *   slot[i]       index in pre[] of an invariant value the per-measurement part reads
+ *                 (a parameter or a computed value; a root too when it is invariant), or -1;
+ *   prep_code[i]  1: needed to fill pre[] (live for the slot values).
+ * slot_ins[j] is the instruction of slot j, in ascending order.  Constants are literals and
+ * never take a slot. */
+typedef struct dm_split {
+    int n;
+    char *varying, *at_code, *prep_code;
+    int *slot;
+    int *slot_ins;
+    int nslots;
+} dm_split;
+
+void dm_split_program(const dm_prog *P, const int *roots, int nroots, dm_split *S);
+void dm_split_free(dm_split *S);
+
 /* Operation counts (flops.c) of the live instructions for the given roots: + - * / and
  * negation count 1, as does every call; calls of transcendental functions are also counted
  * in *transcendental; comparisons, logic and selects count 0. */
 long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transcendental);
+/* The same count over the instructions with mark[i] != 0 (a split's at_code or prep_code). */
+long dm_count_flops_marked(const dm_prog *P, const char *mark, long *transcendental);
 
 #endif

@@ -168,7 +168,15 @@ static void *worker_main(void *arg)
             unpack(j, s);
         }
         size_t first = atomic_fetch_add(&j->next, j->batch);
-        if (first >= j->ntodo) break;
+        if (first >= j->ntodo) {
+            /* No work left: collect the batch still in flight in the other buffer set. */
+            slot *other = &slots[(iter + 1) & 1];
+            if (other->busy) {
+                CK(cu->cuStreamSynchronize(other->stream), "running the fitting kernel");
+                unpack(j, other);
+            }
+            break;
+        }
         size_t n = j->ntodo - first < j->batch ? j->ntodo - first : j->batch;
         atomic_fetch_add(&j->batches, 1);
         for (size_t b = 0; b < n; b++) {

@@ -18,11 +18,20 @@ def ngpus():
 
 
 def make_data(d, n):
+    """Two well-separated fibres with sizeable fractions: a well-posed fit, so that CPU and GPU
+    minima agree to rounding.  (Where f2 is near 0 the second stick's angles are free, the cost
+    is flat along them, and any rounding difference ends LM at another point of the flat
+    valley; such voxels say nothing about the arithmetic.)"""
     bvals, bvecs = scheme(d, "5x0,50x1000,50x2000")
-    _, th1, ph1 = random_directions(rng, n)
-    _, th2, ph2 = random_directions(rng, n)
-    truth = dict(S0=np.full(n, 1000.0), d=rng.uniform(1.2e-3, 1.8e-3, n), f1=rng.uniform(0.3, 0.6, n),
-                 th1=th1, ph1=ph1, f2=rng.uniform(0.0, 0.3, n), th2=th2, ph2=ph2)
+    v1, th1, ph1 = random_directions(rng, n)
+    v2, th2, ph2 = random_directions(rng, 4 * n)
+    keep = []
+    for i in range(n):  # a second fibre at 45 degrees or more from the first
+        j = next(j for j in range(i, 4 * n) if j not in keep and abs(v1[i] @ v2[j]) < np.cos(np.pi / 4))
+        keep.append(j)
+    th2, ph2 = th2[keep], ph2[keep]
+    truth = dict(S0=np.full(n, 1000.0), d=rng.uniform(1.2e-3, 1.8e-3, n), f1=rng.uniform(0.3, 0.5, n),
+                 th1=th1, ph1=ph1, f2=rng.uniform(0.2, 0.35, n), th2=th2, ph2=ph2)
     spec = ",".join(f"{k}={save(os.path.join(d, k + '.nii.gz'), v.reshape(-1, 1, 1))}" for k, v in truth.items())
     dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params", spec, "--noise",
           "rician", "--snr", 30, "--seed", 4, "--out", f"{d}/dwi.nii.gz")
@@ -53,7 +62,7 @@ worst = {}
 for k in P:
     period = 2 * np.pi if k.startswith("ph") else (np.pi if k.startswith("th") else None)
     r = rel_diff(load(f"{d}/lm_gpu/{k}.nii.gz").ravel()[mask], load(f"{d}/lm_cpu/{k}.nii.gz").ravel()[mask], period)
-    worst[k] = np.quantile(r, 1.0)
+    worst[k] = np.max(r)
 share = np.mean([np.all([rel_diff(load(f"{d}/lm_gpu/{k}.nii.gz").ravel()[i], load(f"{d}/lm_cpu/{k}.nii.gz").ravel()[i]) <= 1e-8 for k in ("S0", "d", "f1", "f2")]) for i in np.nonzero(mask)[0]])
 check("lm-double-gpu-equals-cpu-1e-8", all(w <= 1e-8 for w in worst.values()),
       "max relative difference " + ", ".join(f"{k} {w:.1e}" for k, w in worst.items()) + f"; voxels within 1e-8: {share:.4f}")
