@@ -29,7 +29,7 @@ GEN_SRC      := $(BUILD)/parser.c $(BUILD)/lexer.c
 COMPILER_OBJ := $(COMPILER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/parser.o $(BUILD)/lexer.o
 RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps demo test test-gpu fuzz generated install clean check-generated asan
+.PHONY: all deps demo test test-gpu test-asan fuzz generated install clean
 all: bin/dimoc
 
 # Installs the Debian packages the build and the tests need, once (see scripts/install-deps.sh).
@@ -76,9 +76,14 @@ test: .deps-ok bin/dimoc
 test-gpu: bin/dimoc
 	bash tests/run.sh --gpu
 
-asan:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    bin/dimoc-asan
+# The whole CPU test suite under AddressSanitizer and UndefinedBehaviorSanitizer: the program,
+# its libraries and the C unit tests are built with both (the fitters that the program compiles
+# at run time are not).
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+test-asan: .deps-ok
+	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" bin/dimoc-asan
+	DIMOC_BIN=bin/dimoc-asan TEST_LIBDIR=build-asan TEST_CFLAGS="$(SAN_FLAGS)" \
+	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh
 
 bin/dimoc-asan: $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
 	@mkdir -p bin

@@ -197,25 +197,55 @@ static void emit_rhs(emitter *E, const dm_ins *x)
     }
 }
 
-/* Declares the live inputs and temporaries for the given roots.  *uses receives which of
- * p, m, v the code reads (bits 1, 2, 4). */
-static void emit_body(emitter *E, const int *roots, int nroots, int *uses)
+/* The let a value is, as a comment, and the end of its line. */
+static void emit_note(dm_buf *b, const dm_ins *x)
+{
+    if (x->note && x->note_comp >= 0)
+        dm_buf_printf(b, " /* let %s, %c */", x->note, "xyz"[x->note_comp]);
+    else if (x->note)
+        dm_buf_printf(b, " /* let %s */", x->note);
+    dm_buf_puts(b, "\n");
+}
+
+/* Declares the inputs and temporaries of the instructions marked in code[], in dependency
+ * order: inputs first, grouped (parameters, measurement columns, voxel columns, each in index
+ * order), then one temporary per line.  With slot != NULL (a per-measurement function), the
+ * invariant values with slot[i] >= 0 come before everything else, loaded from pre[slot[i]].
+ * *uses receives which of p (or pre), m, v the code reads (bits 1, 2, 4). */
+static void emit_marked(emitter *E, const char *code, const int *slot, int *uses)
 {
     const dm_prog *P = E->P;
     dm_buf *b = E->b;
-    E->live = malloc((size_t)P->n + 1);
     E->temp = malloc(sizeof(int) * ((size_t)P->n + 1));
-    if (!E->live || !E->temp)
+    if (!E->temp)
         abort();
-    dm_ir_live(P, roots, nroots, E->live);
     *uses = 0;
-    /* Inputs first, grouped: parameters, measurement columns, voxel columns. */
+    int next = 0;
+    for (int i = 0; i < P->n; i++) /* loaded values are numbered first, in slot order */
+        E->temp[i] = slot && slot[i] >= 0 && P->ins[i].op > DM_IR_VOXEL ? next++ : -1;
+    for (int i = 0; slot && i < P->n; i++) {
+        const dm_ins *x = &P->ins[i];
+        if (slot[i] < 0)
+            continue;
+        *uses |= 1;
+        if (x->op <= DM_IR_VOXEL) {
+            dm_buf_puts(b, "    const real ");
+            emit_leaf_name(b, E->m, x);
+            dm_buf_printf(b, " = pre[%d];\n", slot[i]);
+        } else if (dm_ir_is_bool(P, i)) {
+            dm_buf_printf(b, "    const int t%d = pre[%d] != 0;", E->temp[i], slot[i]);
+        } else {
+            dm_buf_printf(b, "    const real t%d = pre[%d];", E->temp[i], slot[i]);
+        }
+        if (x->op > DM_IR_VOXEL)
+            emit_note(b, x);
+    }
     for (int kind = DM_IR_PARAM; kind <= DM_IR_VOXEL; kind++) {
         int prev_index = -1; /* emitted in index order: repeatedly the next larger one */
         for (;;) {
             const dm_ins *x = NULL;
             for (int i = 0; i < P->n; i++)
-                if (E->live[i] && (int)P->ins[i].op == kind && P->ins[i].index > prev_index &&
+                if (code[i] && (int)P->ins[i].op == kind && P->ins[i].index > prev_index &&
                     (!x || P->ins[i].index < x->index))
                     x = &P->ins[i];
             if (!x)
@@ -227,22 +257,26 @@ static void emit_body(emitter *E, const int *roots, int nroots, int *uses)
             dm_buf_printf(b, " = %c[%d];\n", "pmv"[kind - DM_IR_PARAM], x->index);
         }
     }
-    int next = 0;
     for (int i = 0; i < P->n; i++) {
         const dm_ins *x = &P->ins[i];
-        E->temp[i] = -1;
-        if (!E->live[i] || x->op <= DM_IR_VOXEL)
+        if (!code[i] || x->op <= DM_IR_VOXEL)
             continue;
         E->temp[i] = next++;
         dm_buf_printf(b, "    const %s t%d = ", dm_ir_is_bool(P, i) ? "int" : "real", E->temp[i]);
         emit_rhs(E, x);
         dm_buf_puts(b, ";");
-        if (x->note && x->note_comp >= 0)
-            dm_buf_printf(b, " /* let %s, %c */", x->note, "xyz"[x->note_comp]);
-        else if (x->note)
-            dm_buf_printf(b, " /* let %s */", x->note);
-        dm_buf_puts(b, "\n");
+        emit_note(b, x);
     }
+}
+
+/* The live inputs and temporaries for the given roots. */
+static void emit_body(emitter *E, const int *roots, int nroots, int *uses)
+{
+    E->live = malloc((size_t)E->P->n + 1);
+    if (!E->live)
+        abort();
+    dm_ir_live(E->P, roots, nroots, E->live);
+    emit_marked(E, E->live, NULL, uses);
 }
 
 static void emitter_done(emitter *E)
@@ -271,6 +305,7 @@ typedef struct programs {
     int *constraint_roots;
     int prior_root;
     int *output_roots;
+    dm_split signal_split, grad_split; /* per-voxel and per-measurement parts */
 } programs;
 
 static int build_signal(programs *G, const dm_model *m, dm_diag *diag)
@@ -306,6 +341,8 @@ static int build_signal(programs *G, const dm_model *m, dm_diag *diag)
         }
         G->grad_roots[1 + k] = v[0];
     }
+    dm_split_program(&G->signal, &G->signal_root, 1, &G->signal_split);
+    dm_split_program(P, G->grad_roots, 1 + np, &G->grad_split);
     return 0;
 }
 
@@ -416,6 +453,8 @@ static void programs_free(programs *G)
     dm_prog_free(&G->outputs);
     free(G->constraint_roots);
     free(G->output_roots);
+    dm_split_free(&G->signal_split);
+    dm_split_free(&G->grad_split);
 }
 
 /* ---- the functions of model_api.h ---- */
@@ -436,26 +475,84 @@ static void emit_function_body(emitter *E, dm_buf *b, const int *roots, int nroo
     free(body.s);
 }
 
+static const char *const pre_m_v_names[3] = {"pre", "m", "v"};
+
+/* The once-per-voxel half of a split function: fills pre[] with its slot values. */
+static void emit_prepare(dm_buf *b, const dm_model *m, const dm_prog *P, const dm_split *S,
+                         const char *name)
+{
+    emitter E = {b, m, P, NULL, NULL};
+    dm_buf_printf(b, "DM_FN void %s(const real *p, const real *v, real *pre)\n{\n", name);
+    dm_buf body = {0};
+    int uses;
+    E.b = &body;
+    emit_marked(&E, S->prep_code, NULL, &uses);
+    E.b = b;
+    emit_unused(b, uses, 5, pmv_names);
+    if (body.s)
+        dm_buf_puts(b, body.s);
+    free(body.s);
+    for (int j = 0; j < S->nslots; j++) {
+        dm_buf_printf(b, "    pre[%d] = ", j);
+        emit_operand(&E, S->slot_ins[j], 0);
+        dm_buf_puts(b, ";\n");
+    }
+    if (S->nslots == 0)
+        dm_buf_puts(b, "    pre[0] = 0; /* nothing to prepare */\n");
+    dm_buf_puts(b, "}\n\n");
+    emitter_done(&E);
+}
+
+/* The per-measurement body of a split function: the values it reads from pre[], its inputs
+ * and its temporaries; the caller prints the results with emit_operand. */
+static void emit_at_body(emitter *E, dm_buf *b, const dm_split *S)
+{
+    dm_buf body = {0};
+    int uses;
+    E->b = &body;
+    emit_marked(E, S->at_code, S->slot, &uses);
+    E->b = b;
+    emit_unused(b, uses, 7, pre_m_v_names);
+    if (body.s)
+        dm_buf_puts(b, body.s);
+    free(body.s);
+}
+
 static void emit_signal(dm_buf *b, const dm_model *m, programs *G)
 {
+    dm_buf_puts(b, "/* The part of the signal that depends on no measurement input: pre[0 .. "
+                   "DM_PRE_WIDTH). */\n");
+    emit_prepare(b, m, &G->signal, &G->signal_split, "dm_signal_prepare");
+
     emitter E = {b, m, &G->signal, NULL, NULL};
-    dm_buf_puts(b, "/* Predicted signal of one measurement. */\n"
-                   "DM_FN real dm_signal(const real *p, const real *m, const real *v)\n{\n");
-    emit_function_body(&E, b, &G->signal_root, 1, 7, pmv_names);
+    dm_buf_puts(b, "/* Predicted signal of one measurement, from dm_signal_prepare's pre. */\n"
+                   "DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)\n{\n");
+    emit_at_body(&E, b, &G->signal_split);
     dm_buf_puts(b, "    return ");
     emit_operand(&E, G->signal_root, 0);
     dm_buf_puts(b, ";\n}\n\n");
     emitter_done(&E);
+
+    dm_buf_puts(b, "/* Predicted signal of one measurement. */\n"
+                   "DM_FN real dm_signal(const real *p, const real *m, const real *v)\n{\n"
+                   "    real pre[DM_PRE_WIDTH];\n"
+                   "    dm_signal_prepare(p, v, pre);\n"
+                   "    return dm_signal_at(pre, m, v);\n}\n\n");
 }
 
 static void emit_signal_grad(dm_buf *b, const dm_model *m, programs *G)
 {
-    emitter E = {b, m, &G->grad, NULL, NULL};
     int np = m->params.n;
-    dm_buf_puts(b, "/* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */\n"
-                   "DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, "
+    dm_buf_puts(b, "/* The invariant values and partials the gradient needs per measurement: "
+                   "pre[0 ..\n * DM_PREG_WIDTH). */\n");
+    emit_prepare(b, m, &G->grad, &G->grad_split, "dm_signal_grad_prepare");
+
+    emitter E = {b, m, &G->grad, NULL, NULL};
+    dm_buf_puts(b, "/* The signal and ds[k] = d signal / d p[k] of one measurement (forward mode),"
+                   "\n * from dm_signal_grad_prepare's pre. */\n"
+                   "DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, "
                    "real *ds)\n{\n");
-    emit_function_body(&E, b, G->grad_roots, 1 + np, 7, pmv_names);
+    emit_at_body(&E, b, &G->grad_split);
     for (int k = 0; k < np; k++) {
         int r = G->grad_roots[1 + k];
         dm_buf_printf(b, "    ds[%d] = ", k);
@@ -466,10 +563,19 @@ static void emit_signal_grad(dm_buf *b, const dm_model *m, programs *G)
         dm_buf_printf(b, ";%s /* %s */\n", m->params.items[k]->derivative ? " /* user */" : "",
                       m->params.items[k]->name);
     }
+    if (np == 0)
+        dm_buf_puts(b, "    (void)ds;\n");
     dm_buf_puts(b, "    return ");
     emit_operand(&E, G->grad_roots[0], 0);
     dm_buf_puts(b, ";\n}\n\n");
     emitter_done(&E);
+
+    dm_buf_puts(b, "/* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */\n"
+                   "DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, "
+                   "real *ds)\n{\n"
+                   "    real pre[DM_PREG_WIDTH];\n"
+                   "    dm_signal_grad_prepare(p, v, pre);\n"
+                   "    return dm_signal_grad_at(pre, m, v, ds);\n}\n\n");
 }
 
 static double param_lo(const dm_param *par) { return par->has_bounds ? par->lo : -INFINITY; }
@@ -717,6 +823,9 @@ static void emit_outputs(dm_buf *b, const dm_model *m, programs *G)
     emitter_done(&E);
 }
 
+/* pre[] never has size 0. */
+static int pre_width(const dm_split *S) { return S->nslots > 0 ? S->nslots : 1; }
+
 /* The body shared by model.c and model.cu. */
 static char *emit_body_text(const dm_model *m, programs *G)
 {
@@ -724,7 +833,9 @@ static char *emit_body_text(const dm_model *m, programs *G)
     dm_buf_printf(&b, "#define DM_NPARAMS %d\n", m->params.n);
     dm_buf_printf(&b, "#define DM_MEASURE_WIDTH %d\n", m->measure_width);
     dm_buf_printf(&b, "#define DM_VOXEL_WIDTH %d\n", m->voxel_width);
-    dm_buf_printf(&b, "#define DM_OUTPUT_WIDTH %d\n\n", m->output_width);
+    dm_buf_printf(&b, "#define DM_OUTPUT_WIDTH %d\n", m->output_width);
+    dm_buf_printf(&b, "#define DM_PRE_WIDTH %d\n", pre_width(&G->signal_split));
+    dm_buf_printf(&b, "#define DM_PREG_WIDTH %d\n\n", pre_width(&G->grad_split));
     emit_signal(&b, m, G);
     emit_signal_grad(&b, m, G);
     emit_in_bounds(&b, m);
@@ -786,10 +897,13 @@ int dm_generate(const dm_model *m, dm_generated *out, FILE *err)
         out->c_source = with_prologue(m, body, 0);
         out->cuda_source = with_prologue(m, body, 1);
         free(body);
-        out->flops.signal = dm_count_flops(&G.signal, &G.signal_root, 1,
-                                           &out->flops.signal_transc);
-        out->flops.gradient = dm_count_flops(&G.grad, G.grad_roots, 1 + m->params.n,
-                                             &out->flops.gradient_transc);
+        dm_flops *f = &out->flops;
+        f->signal = dm_count_flops_marked(&G.signal, G.signal_split.at_code, &f->signal_transc);
+        f->gradient = dm_count_flops_marked(&G.grad, G.grad_split.at_code, &f->gradient_transc);
+        f->prepare = dm_count_flops_marked(&G.signal, G.signal_split.prep_code,
+                                           &f->prepare_transc);
+        f->gradient_prepare = dm_count_flops_marked(&G.grad, G.grad_split.prep_code,
+                                                    &f->gradient_prepare_transc);
         out->meta = dm_meta_text(m, &out->flops, out->c_source);
     }
     programs_free(&G);

@@ -41,6 +41,11 @@ char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *c_sourc
     dm_buf_printf(&b, "flops_signal_transcendental %ld\n", flops->signal_transc);
     dm_buf_printf(&b, "flops_gradient %ld\n", flops->gradient);
     dm_buf_printf(&b, "flops_gradient_transcendental %ld\n", flops->gradient_transc);
+    dm_buf_printf(&b, "flops_prepare %ld\n", flops->prepare);
+    dm_buf_printf(&b, "flops_prepare_transcendental %ld\n", flops->prepare_transc);
+    dm_buf_printf(&b, "flops_gradient_prepare %ld\n", flops->gradient_prepare);
+    dm_buf_printf(&b, "flops_gradient_prepare_transcendental %ld\n",
+                  flops->gradient_prepare_transc);
     for (int i = 0; i < m->measures.n; i++) {
         const dm_input *in = m->measures.items[i];
         dm_buf_printf(&b, "measure %s %d %s %d\n", in->name, in->width,

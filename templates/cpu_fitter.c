@@ -111,15 +111,16 @@ DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values,
 DM_EXPORT void dm_predict(const double *params, const double *meas, int M, const double *vox,
                           double *out)
 {
-    real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], row[DM_MEASURE_SLOTS];
+    real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], row[DM_MEASURE_SLOTS], pre[DM_PRE_WIDTH];
     for (int k = 0; k < DM_NPARAMS; k++)
         p[k] = (real)params[k];
     for (int j = 0; j < DM_VOXEL_WIDTH; j++)
         v[j] = (real)vox[j];
+    dm_signal_prepare(p, v, pre);
     for (int m = 0; m < M; m++) {
         for (int j = 0; j < DM_MEASURE_WIDTH; j++)
             row[j] = (real)meas[(size_t)m * DM_MEASURE_WIDTH + j];
-        out[m] = (double)dm_signal(p, row, v);
+        out[m] = (double)dm_signal_at(pre, row, v);
     }
 }
 

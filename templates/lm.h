@@ -86,14 +86,15 @@ DM_FN void dm_lm_params(const dm_fit_config *cfg, const real *x, const real *fix
 DM_FN void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, const real *dpdx,
                                   int n, const int *free_k, real *jtj, real *jtr)
 {
-    real ds[DM_NPARAMS], jrow[DM_NPARAMS];
+    real ds[DM_NPARAMS], jrow[DM_NPARAMS], preg[DM_PREG_WIDTH];
     for (int i = 0; i < n; i++) {
         jtr[i] = 0;
         for (int j = i; j < n; j++)
             jtj[i * DM_NPARAMS + j] = 0;
     }
+    dm_signal_grad_prepare(p, d->vox, preg);
     for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
-        real s = dm_signal_grad(p, DM_MEAS_ROW(d, m), d->vox, ds);
+        real s = dm_signal_grad_at(preg, DM_MEAS_ROW(d, m), d->vox, ds);
         real r = d->y[m] - s;
         for (int i = 0; i < n; i++)
             jrow[i] = ds[free_k[i]] * dpdx[free_k[i]];

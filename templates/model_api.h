@@ -14,6 +14,8 @@
  *   DM_MEASURE_WIDTH  columns of one packed per-measurement row (0 if none)
  *   DM_VOXEL_WIDTH    columns of one packed per-voxel row (0 if none)
  *   DM_OUTPUT_WIDTH   slots of one packed derived-output row (0 if none)
+ *   DM_PRE_WIDTH      slots (>= 1) of dm_signal_prepare's array
+ *   DM_PREG_WIDTH     slots (>= 1) of dm_signal_grad_prepare's array
  *
  * and these functions (p: P parameters; m: one measurement row; v: the voxel row):
  *
@@ -21,6 +23,25 @@
  *       predicted signal of one measurement.
  *   real dm_signal_grad(const real *p, const real *m, const real *v, real *ds);
  *       the same value, and ds[k] = d signal / d p[k] for every k, in one pass.
+ *
+ * The work of the signal that depends on no measurement input (sin/cos of angles, sqrt of a
+ * parameter, ...) is the same for all M measurements of a voxel, so each function is split in
+ * a once-per-voxel part and a per-measurement part; the two above are those parts composed.
+ * A loop over the measurements at one p calls
+ *
+ *   void dm_signal_prepare(const real *p, const real *v, real *pre);
+ *       fills pre[0 .. DM_PRE_WIDTH): the invariant values the per-measurement part reads.
+ *   real dm_signal_at(const real *pre, const real *m, const real *v);
+ *       the signal of measurement m from pre (== dm_signal(p, m, v), bit for bit).
+ *   void dm_signal_grad_prepare(const real *p, const real *v, real *preg);
+ *       fills preg[0 .. DM_PREG_WIDTH): the invariant values and the nonzero partials of
+ *       invariant values that the per-measurement part of the gradient reads.
+ *   real dm_signal_grad_at(const real *preg, const real *m, const real *v, real *ds);
+ *       value and full gradient of measurement m from preg (== dm_signal_grad(p, m, v, ds)).
+ *
+ * once with prepare and then once per measurement with _at.  pre and preg depend on p and v
+ * only; model.meta's flops_signal and flops_gradient count the _at parts, flops_prepare and
+ * flops_gradient_prepare the prepare parts.
  *   int  dm_in_bounds(const real *p);
  *       1 when every non-periodic parameter lies within its bounds (open ends exclusive).
  *   int  dm_constraints_ok(const real *p, const real *v);

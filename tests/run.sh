@@ -8,7 +8,8 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-export DIMOC="$ROOT/bin/dimoc" ROOT DIMOC_DATA_DIR="$ROOT"
+export DIMOC="$ROOT/${DIMOC_BIN:-bin/dimoc}" ROOT DIMOC_DATA_DIR="$ROOT"
+LIBDIR=${TEST_LIBDIR:-build}
 export TMPROOT="$ROOT/tests/tmp"
 export XDG_CACHE_HOME="$TMPROOT/cache"
 export PYTHON=${PYTHON:-/usr/bin/python3}
@@ -48,8 +49,8 @@ for t in $files; do
     case "$t" in
     *.c)
         exe="$TMPROOT/$(basename "$t" .c)"
-        if ! ${CC:-cc} -O2 -g -Wall -Wextra -Icompiler -Iruntime -Itemplates -Ibuild \
-                -I/usr/include/nifti -fopenmp -o "$exe" "$t" -Lbuild -ldimoc-runtime \
+        if ! ${CC:-cc} ${TEST_CFLAGS:--O2 -g} -Wall -Wextra -Icompiler -Iruntime -Itemplates -I"$LIBDIR" \
+                -I/usr/include/nifti -fopenmp -o "$exe" "$t" -L"$LIBDIR" -ldimoc-runtime \
                 -ldimoc-compiler -Wl,-Bstatic -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -ldl \
                 >"$TMPROOT/build.$(basename "$t")" 2>&1; then
             echo "FAIL $t: does not build"; cat "$TMPROOT/build.$(basename "$t")"

@@ -8,9 +8,11 @@
 #define DM_MEASURE_WIDTH 4
 #define DM_VOXEL_WIDTH 0
 #define DM_OUTPUT_WIDTH 3
+#define DM_PRE_WIDTH 7
+#define DM_PREG_WIDTH 11
 
-/* Predicted signal of one measurement. */
-DM_FN real dm_signal(const real *p, const real *m, const real *v)
+/* The part of the signal that depends on no measurement input: pre[0 .. DM_PRE_WIDTH). */
+DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
 {
     (void)v;
     const real p_S0 = p[0];
@@ -18,109 +20,175 @@ DM_FN real dm_signal(const real *p, const real *m, const real *v)
     const real p_f1 = p[2];
     const real p_th1 = p[3];
     const real p_ph1 = p[4];
+    const real t0 = 1 - p_f1;
+    const real t1 = sin(p_th1);
+    const real t2 = cos(p_ph1);
+    const real t3 = t1 * t2; /* let v1, x */
+    const real t4 = sin(p_ph1);
+    const real t5 = t1 * t4; /* let v1, y */
+    const real t6 = cos(p_th1); /* let v1, z */
+    pre[0] = p_S0;
+    pre[1] = p_f1;
+    pre[2] = t0;
+    pre[3] = p_d;
+    pre[4] = t3;
+    pre[5] = t5;
+    pre[6] = t6;
+}
+
+/* Predicted signal of one measurement, from dm_signal_prepare's pre. */
+DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
+{
+    (void)v;
+    const real p_S0 = pre[0];
+    const real p_f1 = pre[1];
+    const real t0 = pre[2];
+    const real p_d = pre[3];
+    const real t1 = pre[4]; /* let v1, x */
+    const real t2 = pre[5]; /* let v1, y */
+    const real t3 = pre[6]; /* let v1, z */
     const real m_g_x = m[0];
     const real m_g_y = m[1];
     const real m_g_z = m[2];
     const real m_b = m[3];
+    const real t4 = -m_b;
+    const real t5 = t4 * p_d;
+    const real t6 = exp(t5);
+    const real t7 = t0 * t6;
+    const real t8 = m_g_z * t3;
+    const real t9 = m_g_y * t2;
+    const real t10 = m_g_x * t1;
+    const real t11 = t10 + t9;
+    const real t12 = t11 + t8;
+    const real t13 = t12 * t12;
+    const real t14 = t5 * t13;
+    const real t15 = exp(t14);
+    const real t16 = p_f1 * t15;
+    const real t17 = t7 + t16;
+    const real t18 = p_S0 * t17;
+    return t18;
+}
+
+/* Predicted signal of one measurement. */
+DM_FN real dm_signal(const real *p, const real *m, const real *v)
+{
+    real pre[DM_PRE_WIDTH];
+    dm_signal_prepare(p, v, pre);
+    return dm_signal_at(pre, m, v);
+}
+
+/* The invariant values and partials the gradient needs per measurement: pre[0 ..
+ * DM_PREG_WIDTH). */
+DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
+{
+    (void)v;
+    const real p_S0 = p[0];
+    const real p_d = p[1];
+    const real p_f1 = p[2];
+    const real p_th1 = p[3];
+    const real p_ph1 = p[4];
     const real t0 = 1 - p_f1;
-    const real t1 = -m_b;
-    const real t2 = t1 * p_d;
-    const real t3 = exp(t2);
-    const real t4 = t0 * t3;
-    const real t5 = sin(p_th1);
-    const real t6 = cos(p_ph1);
-    const real t7 = t5 * t6; /* let v1, x */
-    const real t8 = sin(p_ph1);
-    const real t9 = t5 * t8; /* let v1, y */
-    const real t10 = cos(p_th1); /* let v1, z */
-    const real t11 = m_g_z * t10;
-    const real t12 = m_g_y * t9;
-    const real t13 = m_g_x * t7;
-    const real t14 = t13 + t12;
-    const real t15 = t14 + t11;
-    const real t16 = t15 * t15;
-    const real t17 = t2 * t16;
-    const real t18 = exp(t17);
-    const real t19 = p_f1 * t18;
-    const real t20 = t4 + t19;
-    const real t21 = p_S0 * t20;
-    return t21;
+    const real t1 = sin(p_th1);
+    const real t2 = cos(p_ph1);
+    const real t3 = t1 * t2; /* let v1, x */
+    const real t4 = sin(p_ph1);
+    const real t5 = t1 * t4; /* let v1, y */
+    const real t6 = cos(p_th1); /* let v1, z */
+    const real t7 = -t4;
+    const real t8 = t6 * t2;
+    const real t9 = t7 * t1;
+    const real t10 = t6 * t4;
+    const real t11 = -t1;
+    pre[0] = p_S0;
+    pre[1] = p_f1;
+    pre[2] = t0;
+    pre[3] = p_d;
+    pre[4] = t3;
+    pre[5] = t5;
+    pre[6] = t6;
+    pre[7] = t8;
+    pre[8] = t9;
+    pre[9] = t10;
+    pre[10] = t11;
+}
+
+/* The signal and ds[k] = d signal / d p[k] of one measurement (forward mode),
+ * from dm_signal_grad_prepare's pre. */
+DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real *ds)
+{
+    (void)v;
+    const real p_S0 = pre[0];
+    const real p_f1 = pre[1];
+    const real t0 = pre[2];
+    const real p_d = pre[3];
+    const real t1 = pre[4]; /* let v1, x */
+    const real t2 = pre[5]; /* let v1, y */
+    const real t3 = pre[6]; /* let v1, z */
+    const real t4 = pre[7];
+    const real t5 = pre[8];
+    const real t6 = pre[9];
+    const real t7 = pre[10];
+    const real m_g_x = m[0];
+    const real m_g_y = m[1];
+    const real m_g_z = m[2];
+    const real m_b = m[3];
+    const real t8 = -m_b;
+    const real t9 = t8 * p_d;
+    const real t10 = exp(t9);
+    const real t11 = t0 * t10;
+    const real t12 = m_g_z * t3;
+    const real t13 = m_g_y * t2;
+    const real t14 = m_g_x * t1;
+    const real t15 = t14 + t13;
+    const real t16 = t15 + t12;
+    const real t17 = t16 * t16;
+    const real t18 = t9 * t17;
+    const real t19 = exp(t18);
+    const real t20 = p_f1 * t19;
+    const real t21 = t11 + t20;
+    const real t22 = p_S0 * t21;
+    const real t23 = t8 * t10;
+    const real t24 = t23 * t0;
+    const real t25 = t7 * m_g_z;
+    const real t26 = t6 * m_g_y;
+    const real t27 = t1 * m_g_y;
+    const real t28 = t4 * m_g_x;
+    const real t29 = t5 * m_g_x;
+    const real t30 = t28 + t26;
+    const real t31 = t29 + t27;
+    const real t32 = t30 + t25;
+    const real t33 = t16 + t16;
+    const real t34 = t32 * t33;
+    const real t35 = t31 * t33;
+    const real t36 = t8 * t17;
+    const real t37 = t34 * t9;
+    const real t38 = t35 * t9;
+    const real t39 = t36 * t19;
+    const real t40 = t37 * t19;
+    const real t41 = t38 * t19;
+    const real t42 = t39 * p_f1;
+    const real t43 = t40 * p_f1;
+    const real t44 = t41 * p_f1;
+    const real t45 = t24 + t42;
+    const real t46 = t19 - t10;
+    const real t47 = t45 * p_S0;
+    const real t48 = t46 * p_S0;
+    const real t49 = t43 * p_S0;
+    const real t50 = t44 * p_S0;
+    ds[0] = t21; /* S0 */
+    ds[1] = t47; /* d */
+    ds[2] = t48; /* f1 */
+    ds[3] = t49; /* th1 */
+    ds[4] = t50; /* ph1 */
+    return t22;
 }
 
 /* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */
 DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
 {
-    (void)v;
-    const real p_S0 = p[0];
-    const real p_d = p[1];
-    const real p_f1 = p[2];
-    const real p_th1 = p[3];
-    const real p_ph1 = p[4];
-    const real m_g_x = m[0];
-    const real m_g_y = m[1];
-    const real m_g_z = m[2];
-    const real m_b = m[3];
-    const real t0 = 1 - p_f1;
-    const real t1 = -m_b;
-    const real t2 = t1 * p_d;
-    const real t3 = exp(t2);
-    const real t4 = t0 * t3;
-    const real t5 = sin(p_th1);
-    const real t6 = cos(p_ph1);
-    const real t7 = t5 * t6; /* let v1, x */
-    const real t8 = sin(p_ph1);
-    const real t9 = t5 * t8; /* let v1, y */
-    const real t10 = cos(p_th1); /* let v1, z */
-    const real t11 = m_g_z * t10;
-    const real t12 = m_g_y * t9;
-    const real t13 = m_g_x * t7;
-    const real t14 = t13 + t12;
-    const real t15 = t14 + t11;
-    const real t16 = t15 * t15;
-    const real t17 = t2 * t16;
-    const real t18 = exp(t17);
-    const real t19 = p_f1 * t18;
-    const real t20 = t4 + t19;
-    const real t21 = p_S0 * t20;
-    const real t22 = t1 * t3;
-    const real t23 = t22 * t0;
-    const real t24 = -t8;
-    const real t25 = t10 * t6;
-    const real t26 = t24 * t5;
-    const real t27 = t10 * t8;
-    const real t28 = -t5;
-    const real t29 = t28 * m_g_z;
-    const real t30 = t27 * m_g_y;
-    const real t31 = t7 * m_g_y;
-    const real t32 = t25 * m_g_x;
-    const real t33 = t26 * m_g_x;
-    const real t34 = t32 + t30;
-    const real t35 = t33 + t31;
-    const real t36 = t34 + t29;
-    const real t37 = t15 + t15;
-    const real t38 = t36 * t37;
-    const real t39 = t35 * t37;
-    const real t40 = t1 * t16;
-    const real t41 = t38 * t2;
-    const real t42 = t39 * t2;
-    const real t43 = t40 * t18;
-    const real t44 = t41 * t18;
-    const real t45 = t42 * t18;
-    const real t46 = t43 * p_f1;
-    const real t47 = t44 * p_f1;
-    const real t48 = t45 * p_f1;
-    const real t49 = t23 + t46;
-    const real t50 = t18 - t3;
-    const real t51 = t49 * p_S0;
-    const real t52 = t50 * p_S0;
-    const real t53 = t47 * p_S0;
-    const real t54 = t48 * p_S0;
-    ds[0] = t20; /* S0 */
-    ds[1] = t51; /* d */
-    ds[2] = t52; /* f1 */
-    ds[3] = t53; /* th1 */
-    ds[4] = t54; /* ph1 */
-    return t21;
+    real pre[DM_PREG_WIDTH];
+    dm_signal_grad_prepare(p, v, pre);
+    return dm_signal_grad_at(pre, m, v, ds);
 }
 
 /* 1 when every non-periodic parameter is within its bounds (and none is nan). */

@@ -8,9 +8,11 @@
 #define DM_MEASURE_WIDTH 4
 #define DM_VOXEL_WIDTH 0
 #define DM_OUTPUT_WIDTH 6
+#define DM_PRE_WIDTH 11
+#define DM_PREG_WIDTH 19
 
-/* Predicted signal of one measurement. */
-DM_FN real dm_signal(const real *p, const real *m, const real *v)
+/* The part of the signal that depends on no measurement input: pre[0 .. DM_PRE_WIDTH). */
+DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
 {
     (void)v;
     const real p_S0 = p[0];
@@ -21,179 +23,269 @@ DM_FN real dm_signal(const real *p, const real *m, const real *v)
     const real p_f2 = p[5];
     const real p_th2 = p[6];
     const real p_ph2 = p[7];
+    const real t0 = 1 - p_f1;
+    const real t1 = t0 - p_f2;
+    const real t2 = sin(p_th1);
+    const real t3 = cos(p_ph1);
+    const real t4 = t2 * t3; /* let v1, x */
+    const real t5 = sin(p_ph1);
+    const real t6 = t2 * t5; /* let v1, y */
+    const real t7 = cos(p_th1); /* let v1, z */
+    const real t8 = sin(p_th2);
+    const real t9 = cos(p_ph2);
+    const real t10 = t8 * t9; /* let v2, x */
+    const real t11 = sin(p_ph2);
+    const real t12 = t8 * t11; /* let v2, y */
+    const real t13 = cos(p_th2); /* let v2, z */
+    pre[0] = p_S0;
+    pre[1] = p_f1;
+    pre[2] = p_f2;
+    pre[3] = t1;
+    pre[4] = p_d;
+    pre[5] = t4;
+    pre[6] = t6;
+    pre[7] = t7;
+    pre[8] = t10;
+    pre[9] = t12;
+    pre[10] = t13;
+}
+
+/* Predicted signal of one measurement, from dm_signal_prepare's pre. */
+DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
+{
+    (void)v;
+    const real p_S0 = pre[0];
+    const real p_f1 = pre[1];
+    const real p_f2 = pre[2];
+    const real t0 = pre[3];
+    const real p_d = pre[4];
+    const real t1 = pre[5]; /* let v1, x */
+    const real t2 = pre[6]; /* let v1, y */
+    const real t3 = pre[7]; /* let v1, z */
+    const real t4 = pre[8]; /* let v2, x */
+    const real t5 = pre[9]; /* let v2, y */
+    const real t6 = pre[10]; /* let v2, z */
     const real m_g_x = m[0];
     const real m_g_y = m[1];
     const real m_g_z = m[2];
     const real m_b = m[3];
+    const real t7 = -m_b;
+    const real t8 = t7 * p_d;
+    const real t9 = exp(t8);
+    const real t10 = t0 * t9;
+    const real t11 = m_g_z * t3;
+    const real t12 = m_g_y * t2;
+    const real t13 = m_g_x * t1;
+    const real t14 = t13 + t12;
+    const real t15 = t14 + t11;
+    const real t16 = t15 * t15;
+    const real t17 = t8 * t16;
+    const real t18 = exp(t17);
+    const real t19 = p_f1 * t18;
+    const real t20 = t10 + t19;
+    const real t21 = m_g_z * t6;
+    const real t22 = m_g_y * t5;
+    const real t23 = m_g_x * t4;
+    const real t24 = t23 + t22;
+    const real t25 = t24 + t21;
+    const real t26 = t25 * t25;
+    const real t27 = t8 * t26;
+    const real t28 = exp(t27);
+    const real t29 = p_f2 * t28;
+    const real t30 = t20 + t29;
+    const real t31 = p_S0 * t30;
+    return t31;
+}
+
+/* Predicted signal of one measurement. */
+DM_FN real dm_signal(const real *p, const real *m, const real *v)
+{
+    real pre[DM_PRE_WIDTH];
+    dm_signal_prepare(p, v, pre);
+    return dm_signal_at(pre, m, v);
+}
+
+/* The invariant values and partials the gradient needs per measurement: pre[0 ..
+ * DM_PREG_WIDTH). */
+DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
+{
+    (void)v;
+    const real p_S0 = p[0];
+    const real p_d = p[1];
+    const real p_f1 = p[2];
+    const real p_th1 = p[3];
+    const real p_ph1 = p[4];
+    const real p_f2 = p[5];
+    const real p_th2 = p[6];
+    const real p_ph2 = p[7];
     const real t0 = 1 - p_f1;
     const real t1 = t0 - p_f2;
-    const real t2 = -m_b;
-    const real t3 = t2 * p_d;
-    const real t4 = exp(t3);
-    const real t5 = t1 * t4;
-    const real t6 = sin(p_th1);
-    const real t7 = cos(p_ph1);
-    const real t8 = t6 * t7; /* let v1, x */
-    const real t9 = sin(p_ph1);
-    const real t10 = t6 * t9; /* let v1, y */
-    const real t11 = cos(p_th1); /* let v1, z */
-    const real t12 = m_g_z * t11;
-    const real t13 = m_g_y * t10;
-    const real t14 = m_g_x * t8;
-    const real t15 = t14 + t13;
-    const real t16 = t15 + t12;
-    const real t17 = t16 * t16;
-    const real t18 = t3 * t17;
-    const real t19 = exp(t18);
-    const real t20 = p_f1 * t19;
-    const real t21 = t5 + t20;
-    const real t22 = sin(p_th2);
-    const real t23 = cos(p_ph2);
-    const real t24 = t22 * t23; /* let v2, x */
-    const real t25 = sin(p_ph2);
-    const real t26 = t22 * t25; /* let v2, y */
-    const real t27 = cos(p_th2); /* let v2, z */
-    const real t28 = m_g_z * t27;
-    const real t29 = m_g_y * t26;
-    const real t30 = m_g_x * t24;
-    const real t31 = t30 + t29;
-    const real t32 = t31 + t28;
-    const real t33 = t32 * t32;
-    const real t34 = t3 * t33;
-    const real t35 = exp(t34);
-    const real t36 = p_f2 * t35;
-    const real t37 = t21 + t36;
-    const real t38 = p_S0 * t37;
-    return t38;
+    const real t2 = sin(p_th1);
+    const real t3 = cos(p_ph1);
+    const real t4 = t2 * t3; /* let v1, x */
+    const real t5 = sin(p_ph1);
+    const real t6 = t2 * t5; /* let v1, y */
+    const real t7 = cos(p_th1); /* let v1, z */
+    const real t8 = sin(p_th2);
+    const real t9 = cos(p_ph2);
+    const real t10 = t8 * t9; /* let v2, x */
+    const real t11 = sin(p_ph2);
+    const real t12 = t8 * t11; /* let v2, y */
+    const real t13 = cos(p_th2); /* let v2, z */
+    const real t14 = -t5;
+    const real t15 = t7 * t3;
+    const real t16 = t14 * t2;
+    const real t17 = t7 * t5;
+    const real t18 = -t2;
+    const real t19 = -t11;
+    const real t20 = t13 * t9;
+    const real t21 = t19 * t8;
+    const real t22 = t13 * t11;
+    const real t23 = -t8;
+    pre[0] = p_S0;
+    pre[1] = p_f1;
+    pre[2] = p_f2;
+    pre[3] = t1;
+    pre[4] = p_d;
+    pre[5] = t4;
+    pre[6] = t6;
+    pre[7] = t7;
+    pre[8] = t10;
+    pre[9] = t12;
+    pre[10] = t13;
+    pre[11] = t15;
+    pre[12] = t16;
+    pre[13] = t17;
+    pre[14] = t18;
+    pre[15] = t20;
+    pre[16] = t21;
+    pre[17] = t22;
+    pre[18] = t23;
+}
+
+/* The signal and ds[k] = d signal / d p[k] of one measurement (forward mode),
+ * from dm_signal_grad_prepare's pre. */
+DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real *ds)
+{
+    (void)v;
+    const real p_S0 = pre[0];
+    const real p_f1 = pre[1];
+    const real p_f2 = pre[2];
+    const real t0 = pre[3];
+    const real p_d = pre[4];
+    const real t1 = pre[5]; /* let v1, x */
+    const real t2 = pre[6]; /* let v1, y */
+    const real t3 = pre[7]; /* let v1, z */
+    const real t4 = pre[8]; /* let v2, x */
+    const real t5 = pre[9]; /* let v2, y */
+    const real t6 = pre[10]; /* let v2, z */
+    const real t7 = pre[11];
+    const real t8 = pre[12];
+    const real t9 = pre[13];
+    const real t10 = pre[14];
+    const real t11 = pre[15];
+    const real t12 = pre[16];
+    const real t13 = pre[17];
+    const real t14 = pre[18];
+    const real m_g_x = m[0];
+    const real m_g_y = m[1];
+    const real m_g_z = m[2];
+    const real m_b = m[3];
+    const real t15 = -m_b;
+    const real t16 = t15 * p_d;
+    const real t17 = exp(t16);
+    const real t18 = t0 * t17;
+    const real t19 = m_g_z * t3;
+    const real t20 = m_g_y * t2;
+    const real t21 = m_g_x * t1;
+    const real t22 = t21 + t20;
+    const real t23 = t22 + t19;
+    const real t24 = t23 * t23;
+    const real t25 = t16 * t24;
+    const real t26 = exp(t25);
+    const real t27 = p_f1 * t26;
+    const real t28 = t18 + t27;
+    const real t29 = m_g_z * t6;
+    const real t30 = m_g_y * t5;
+    const real t31 = m_g_x * t4;
+    const real t32 = t31 + t30;
+    const real t33 = t32 + t29;
+    const real t34 = t33 * t33;
+    const real t35 = t16 * t34;
+    const real t36 = exp(t35);
+    const real t37 = p_f2 * t36;
+    const real t38 = t28 + t37;
+    const real t39 = p_S0 * t38;
+    const real t40 = t15 * t17;
+    const real t41 = t40 * t0;
+    const real t42 = t10 * m_g_z;
+    const real t43 = t9 * m_g_y;
+    const real t44 = t1 * m_g_y;
+    const real t45 = t7 * m_g_x;
+    const real t46 = t8 * m_g_x;
+    const real t47 = t45 + t43;
+    const real t48 = t46 + t44;
+    const real t49 = t47 + t42;
+    const real t50 = t23 + t23;
+    const real t51 = t49 * t50;
+    const real t52 = t48 * t50;
+    const real t53 = t15 * t24;
+    const real t54 = t51 * t16;
+    const real t55 = t52 * t16;
+    const real t56 = t53 * t26;
+    const real t57 = t54 * t26;
+    const real t58 = t55 * t26;
+    const real t59 = t56 * p_f1;
+    const real t60 = t57 * p_f1;
+    const real t61 = t58 * p_f1;
+    const real t62 = t41 + t59;
+    const real t63 = t26 - t17;
+    const real t64 = t14 * m_g_z;
+    const real t65 = t13 * m_g_y;
+    const real t66 = t4 * m_g_y;
+    const real t67 = t11 * m_g_x;
+    const real t68 = t12 * m_g_x;
+    const real t69 = t67 + t65;
+    const real t70 = t68 + t66;
+    const real t71 = t69 + t64;
+    const real t72 = t33 + t33;
+    const real t73 = t71 * t72;
+    const real t74 = t70 * t72;
+    const real t75 = t15 * t34;
+    const real t76 = t73 * t16;
+    const real t77 = t74 * t16;
+    const real t78 = t75 * t36;
+    const real t79 = t76 * t36;
+    const real t80 = t77 * t36;
+    const real t81 = t78 * p_f2;
+    const real t82 = t79 * p_f2;
+    const real t83 = t80 * p_f2;
+    const real t84 = t62 + t81;
+    const real t85 = t36 - t17;
+    const real t86 = t84 * p_S0;
+    const real t87 = t63 * p_S0;
+    const real t88 = t60 * p_S0;
+    const real t89 = t61 * p_S0;
+    const real t90 = t85 * p_S0;
+    const real t91 = t82 * p_S0;
+    const real t92 = t83 * p_S0;
+    ds[0] = t38; /* S0 */
+    ds[1] = t86; /* d */
+    ds[2] = t87; /* f1 */
+    ds[3] = t88; /* th1 */
+    ds[4] = t89; /* ph1 */
+    ds[5] = t90; /* f2 */
+    ds[6] = t91; /* th2 */
+    ds[7] = t92; /* ph2 */
+    return t39;
 }
 
 /* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */
 DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
 {
-    (void)v;
-    const real p_S0 = p[0];
-    const real p_d = p[1];
-    const real p_f1 = p[2];
-    const real p_th1 = p[3];
-    const real p_ph1 = p[4];
-    const real p_f2 = p[5];
-    const real p_th2 = p[6];
-    const real p_ph2 = p[7];
-    const real m_g_x = m[0];
-    const real m_g_y = m[1];
-    const real m_g_z = m[2];
-    const real m_b = m[3];
-    const real t0 = 1 - p_f1;
-    const real t1 = t0 - p_f2;
-    const real t2 = -m_b;
-    const real t3 = t2 * p_d;
-    const real t4 = exp(t3);
-    const real t5 = t1 * t4;
-    const real t6 = sin(p_th1);
-    const real t7 = cos(p_ph1);
-    const real t8 = t6 * t7; /* let v1, x */
-    const real t9 = sin(p_ph1);
-    const real t10 = t6 * t9; /* let v1, y */
-    const real t11 = cos(p_th1); /* let v1, z */
-    const real t12 = m_g_z * t11;
-    const real t13 = m_g_y * t10;
-    const real t14 = m_g_x * t8;
-    const real t15 = t14 + t13;
-    const real t16 = t15 + t12;
-    const real t17 = t16 * t16;
-    const real t18 = t3 * t17;
-    const real t19 = exp(t18);
-    const real t20 = p_f1 * t19;
-    const real t21 = t5 + t20;
-    const real t22 = sin(p_th2);
-    const real t23 = cos(p_ph2);
-    const real t24 = t22 * t23; /* let v2, x */
-    const real t25 = sin(p_ph2);
-    const real t26 = t22 * t25; /* let v2, y */
-    const real t27 = cos(p_th2); /* let v2, z */
-    const real t28 = m_g_z * t27;
-    const real t29 = m_g_y * t26;
-    const real t30 = m_g_x * t24;
-    const real t31 = t30 + t29;
-    const real t32 = t31 + t28;
-    const real t33 = t32 * t32;
-    const real t34 = t3 * t33;
-    const real t35 = exp(t34);
-    const real t36 = p_f2 * t35;
-    const real t37 = t21 + t36;
-    const real t38 = p_S0 * t37;
-    const real t39 = t2 * t4;
-    const real t40 = t39 * t1;
-    const real t41 = -t9;
-    const real t42 = t11 * t7;
-    const real t43 = t41 * t6;
-    const real t44 = t11 * t9;
-    const real t45 = -t6;
-    const real t46 = t45 * m_g_z;
-    const real t47 = t44 * m_g_y;
-    const real t48 = t8 * m_g_y;
-    const real t49 = t42 * m_g_x;
-    const real t50 = t43 * m_g_x;
-    const real t51 = t49 + t47;
-    const real t52 = t50 + t48;
-    const real t53 = t51 + t46;
-    const real t54 = t16 + t16;
-    const real t55 = t53 * t54;
-    const real t56 = t52 * t54;
-    const real t57 = t2 * t17;
-    const real t58 = t55 * t3;
-    const real t59 = t56 * t3;
-    const real t60 = t57 * t19;
-    const real t61 = t58 * t19;
-    const real t62 = t59 * t19;
-    const real t63 = t60 * p_f1;
-    const real t64 = t61 * p_f1;
-    const real t65 = t62 * p_f1;
-    const real t66 = t40 + t63;
-    const real t67 = t19 - t4;
-    const real t68 = -t25;
-    const real t69 = t27 * t23;
-    const real t70 = t68 * t22;
-    const real t71 = t27 * t25;
-    const real t72 = -t22;
-    const real t73 = t72 * m_g_z;
-    const real t74 = t71 * m_g_y;
-    const real t75 = t24 * m_g_y;
-    const real t76 = t69 * m_g_x;
-    const real t77 = t70 * m_g_x;
-    const real t78 = t76 + t74;
-    const real t79 = t77 + t75;
-    const real t80 = t78 + t73;
-    const real t81 = t32 + t32;
-    const real t82 = t80 * t81;
-    const real t83 = t79 * t81;
-    const real t84 = t2 * t33;
-    const real t85 = t82 * t3;
-    const real t86 = t83 * t3;
-    const real t87 = t84 * t35;
-    const real t88 = t85 * t35;
-    const real t89 = t86 * t35;
-    const real t90 = t87 * p_f2;
-    const real t91 = t88 * p_f2;
-    const real t92 = t89 * p_f2;
-    const real t93 = t66 + t90;
-    const real t94 = t35 - t4;
-    const real t95 = t93 * p_S0;
-    const real t96 = t67 * p_S0;
-    const real t97 = t64 * p_S0;
-    const real t98 = t65 * p_S0;
-    const real t99 = t94 * p_S0;
-    const real t100 = t91 * p_S0;
-    const real t101 = t92 * p_S0;
-    ds[0] = t37; /* S0 */
-    ds[1] = t95; /* d */
-    ds[2] = t96; /* f1 */
-    ds[3] = t97; /* th1 */
-    ds[4] = t98; /* ph1 */
-    ds[5] = t99; /* f2 */
-    ds[6] = t100; /* th2 */
-    ds[7] = t101; /* ph2 */
-    return t38;
+    real pre[DM_PREG_WIDTH];
+    dm_signal_grad_prepare(p, v, pre);
+    return dm_signal_grad_at(pre, m, v, ds);
 }
 
 /* 1 when every non-periodic parameter is within its bounds (and none is nan). */

@@ -8,29 +8,61 @@
 #define DM_MEASURE_WIDTH 1
 #define DM_VOXEL_WIDTH 0
 #define DM_OUTPUT_WIDTH 0
+#define DM_PRE_WIDTH 2
+#define DM_PREG_WIDTH 2
 
-/* Predicted signal of one measurement. */
-DM_FN real dm_signal(const real *p, const real *m, const real *v)
+/* The part of the signal that depends on no measurement input: pre[0 .. DM_PRE_WIDTH). */
+DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
 {
     (void)v;
     const real p_S0 = p[0];
     const real p_R = p[1];
-    const real m_TE = m[0];
     const real t0 = -p_R;
+    pre[0] = p_S0;
+    pre[1] = t0;
+}
+
+/* Predicted signal of one measurement, from dm_signal_prepare's pre. */
+DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
+{
+    (void)v;
+    const real p_S0 = pre[0];
+    const real t0 = pre[1];
+    const real m_TE = m[0];
     const real t1 = t0 * m_TE;
     const real t2 = exp(t1);
     const real t3 = p_S0 * t2;
     return t3;
 }
 
-/* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */
-DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
+/* Predicted signal of one measurement. */
+DM_FN real dm_signal(const real *p, const real *m, const real *v)
+{
+    real pre[DM_PRE_WIDTH];
+    dm_signal_prepare(p, v, pre);
+    return dm_signal_at(pre, m, v);
+}
+
+/* The invariant values and partials the gradient needs per measurement: pre[0 ..
+ * DM_PREG_WIDTH). */
+DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
 {
     (void)v;
     const real p_S0 = p[0];
     const real p_R = p[1];
-    const real m_TE = m[0];
     const real t0 = -p_R;
+    pre[0] = p_S0;
+    pre[1] = t0;
+}
+
+/* The signal and ds[k] = d signal / d p[k] of one measurement (forward mode),
+ * from dm_signal_grad_prepare's pre. */
+DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real *ds)
+{
+    (void)v;
+    const real p_S0 = pre[0];
+    const real t0 = pre[1];
+    const real m_TE = m[0];
     const real t1 = t0 * m_TE;
     const real t2 = exp(t1);
     const real t3 = p_S0 * t2;
@@ -40,6 +72,14 @@ DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
     ds[0] = t2; /* S0 */
     ds[1] = t6; /* R */
     return t3;
+}
+
+/* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */
+DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
+{
+    real pre[DM_PREG_WIDTH];
+    dm_signal_grad_prepare(p, v, pre);
+    return dm_signal_grad_at(pre, m, v, ds);
 }
 
 /* 1 when every non-periodic parameter is within its bounds (and none is nan). */

@@ -8,9 +8,11 @@
 #define DM_MEASURE_WIDTH 4
 #define DM_VOXEL_WIDTH 0
 #define DM_OUTPUT_WIDTH 4
+#define DM_PRE_WIDTH 6
+#define DM_PREG_WIDTH 14
 
-/* Predicted signal of one measurement. */
-DM_FN real dm_signal(const real *p, const real *m, const real *v)
+/* The part of the signal that depends on no measurement input: pre[0 .. DM_PRE_WIDTH). */
+DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
 {
     (void)v;
     const real p_S0 = p[0];
@@ -18,149 +20,219 @@ DM_FN real dm_signal(const real *p, const real *m, const real *v)
     const real p_kappa = p[2];
     const real p_th = p[3];
     const real p_ph = p[4];
+    const real t0 = sqrt(p_kappa); /* let sk */
+    const real t1 = 2 * t0;
+    const real t2 = dm_dawson(t0);
+    const real t3 = t1 * t2;
+    const real t4 = 1 / t3;
+    const real t5 = 2 * p_kappa;
+    const real t6 = 1 / t5;
+    const real t7 = t4 - t6; /* let c2 */
+    const real t8 = 1 - t7;
+    const real t9 = p_d * t8;
+    const real t10 = t9 * (real)0.5; /* let dperp */
+    const real t11 = p_d * t7; /* let dpar */
+    const real t12 = t11 - t10;
+    const real t13 = sin(p_th);
+    const real t14 = cos(p_ph);
+    const real t15 = t13 * t14; /* let v, x */
+    const real t16 = sin(p_ph);
+    const real t17 = t13 * t16; /* let v, y */
+    const real t18 = cos(p_th); /* let v, z */
+    pre[0] = p_S0;
+    pre[1] = t10;
+    pre[2] = t12;
+    pre[3] = t15;
+    pre[4] = t17;
+    pre[5] = t18;
+}
+
+/* Predicted signal of one measurement, from dm_signal_prepare's pre. */
+DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
+{
+    (void)v;
+    const real p_S0 = pre[0];
+    const real t0 = pre[1]; /* let dperp */
+    const real t1 = pre[2];
+    const real t2 = pre[3]; /* let v, x */
+    const real t3 = pre[4]; /* let v, y */
+    const real t4 = pre[5]; /* let v, z */
     const real m_g_x = m[0];
     const real m_g_y = m[1];
     const real m_g_z = m[2];
     const real m_b = m[3];
-    const real t0 = -m_b;
-    const real t1 = sqrt(p_kappa); /* let sk */
-    const real t2 = 2 * t1;
-    const real t3 = dm_dawson(t1);
-    const real t4 = t2 * t3;
-    const real t5 = 1 / t4;
-    const real t6 = 2 * p_kappa;
-    const real t7 = 1 / t6;
-    const real t8 = t5 - t7; /* let c2 */
-    const real t9 = 1 - t8;
-    const real t10 = p_d * t9;
-    const real t11 = t10 * (real)0.5; /* let dperp */
-    const real t12 = p_d * t8; /* let dpar */
-    const real t13 = t12 - t11;
-    const real t14 = sin(p_th);
-    const real t15 = cos(p_ph);
-    const real t16 = t14 * t15; /* let v, x */
-    const real t17 = sin(p_ph);
-    const real t18 = t14 * t17; /* let v, y */
-    const real t19 = cos(p_th); /* let v, z */
-    const real t20 = m_g_z * t19;
-    const real t21 = m_g_y * t18;
-    const real t22 = m_g_x * t16;
-    const real t23 = t22 + t21;
-    const real t24 = t23 + t20;
-    const real t25 = t24 * t24;
-    const real t26 = t13 * t25;
-    const real t27 = t11 + t26;
-    const real t28 = t0 * t27;
-    const real t29 = exp(t28);
-    const real t30 = p_S0 * t29;
-    return t30;
+    const real t5 = -m_b;
+    const real t6 = m_g_z * t4;
+    const real t7 = m_g_y * t3;
+    const real t8 = m_g_x * t2;
+    const real t9 = t8 + t7;
+    const real t10 = t9 + t6;
+    const real t11 = t10 * t10;
+    const real t12 = t1 * t11;
+    const real t13 = t0 + t12;
+    const real t14 = t5 * t13;
+    const real t15 = exp(t14);
+    const real t16 = p_S0 * t15;
+    return t16;
+}
+
+/* Predicted signal of one measurement. */
+DM_FN real dm_signal(const real *p, const real *m, const real *v)
+{
+    real pre[DM_PRE_WIDTH];
+    dm_signal_prepare(p, v, pre);
+    return dm_signal_at(pre, m, v);
+}
+
+/* The invariant values and partials the gradient needs per measurement: pre[0 ..
+ * DM_PREG_WIDTH). */
+DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
+{
+    (void)v;
+    const real p_S0 = p[0];
+    const real p_d = p[1];
+    const real p_kappa = p[2];
+    const real p_th = p[3];
+    const real p_ph = p[4];
+    const real t0 = sqrt(p_kappa); /* let sk */
+    const real t1 = 2 * t0;
+    const real t2 = dm_dawson(t0);
+    const real t3 = t1 * t2;
+    const real t4 = 1 / t3;
+    const real t5 = 2 * p_kappa;
+    const real t6 = 1 / t5;
+    const real t7 = t4 - t6; /* let c2 */
+    const real t8 = 1 - t7;
+    const real t9 = p_d * t8;
+    const real t10 = t9 * (real)0.5; /* let dperp */
+    const real t11 = p_d * t7; /* let dpar */
+    const real t12 = t11 - t10;
+    const real t13 = sin(p_th);
+    const real t14 = cos(p_ph);
+    const real t15 = t13 * t14; /* let v, x */
+    const real t16 = sin(p_ph);
+    const real t17 = t13 * t16; /* let v, y */
+    const real t18 = cos(p_th); /* let v, z */
+    const real t19 = (real)0.5 / t0;
+    const real t20 = t19 * 2;
+    const real t21 = 1 - t3;
+    const real t22 = t19 * t21;
+    const real t23 = t20 * t2;
+    const real t24 = t22 * t1;
+    const real t25 = t23 + t24;
+    const real t26 = t4 / t3;
+    const real t27 = -t26;
+    const real t28 = t25 * t27;
+    const real t29 = t6 / t5;
+    const real t30 = -t29;
+    const real t31 = 2 * t30;
+    const real t32 = t28 - t31;
+    const real t33 = t31 - t28;
+    const real t34 = t33 * p_d;
+    const real t35 = t8 * (real)0.5;
+    const real t36 = t34 * (real)0.5;
+    const real t37 = t32 * p_d;
+    const real t38 = t7 - t35;
+    const real t39 = t37 - t36;
+    const real t40 = -t16;
+    const real t41 = t18 * t14;
+    const real t42 = t40 * t13;
+    const real t43 = t18 * t16;
+    const real t44 = -t13;
+    pre[0] = p_S0;
+    pre[1] = t10;
+    pre[2] = t12;
+    pre[3] = t15;
+    pre[4] = t17;
+    pre[5] = t18;
+    pre[6] = t35;
+    pre[7] = t36;
+    pre[8] = t38;
+    pre[9] = t39;
+    pre[10] = t41;
+    pre[11] = t42;
+    pre[12] = t43;
+    pre[13] = t44;
+}
+
+/* The signal and ds[k] = d signal / d p[k] of one measurement (forward mode),
+ * from dm_signal_grad_prepare's pre. */
+DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real *ds)
+{
+    (void)v;
+    const real p_S0 = pre[0];
+    const real t0 = pre[1]; /* let dperp */
+    const real t1 = pre[2];
+    const real t2 = pre[3]; /* let v, x */
+    const real t3 = pre[4]; /* let v, y */
+    const real t4 = pre[5]; /* let v, z */
+    const real t5 = pre[6];
+    const real t6 = pre[7];
+    const real t7 = pre[8];
+    const real t8 = pre[9];
+    const real t9 = pre[10];
+    const real t10 = pre[11];
+    const real t11 = pre[12];
+    const real t12 = pre[13];
+    const real m_g_x = m[0];
+    const real m_g_y = m[1];
+    const real m_g_z = m[2];
+    const real m_b = m[3];
+    const real t13 = -m_b;
+    const real t14 = m_g_z * t4;
+    const real t15 = m_g_y * t3;
+    const real t16 = m_g_x * t2;
+    const real t17 = t16 + t15;
+    const real t18 = t17 + t14;
+    const real t19 = t18 * t18;
+    const real t20 = t1 * t19;
+    const real t21 = t0 + t20;
+    const real t22 = t13 * t21;
+    const real t23 = exp(t22);
+    const real t24 = p_S0 * t23;
+    const real t25 = t12 * m_g_z;
+    const real t26 = t11 * m_g_y;
+    const real t27 = t2 * m_g_y;
+    const real t28 = t9 * m_g_x;
+    const real t29 = t10 * m_g_x;
+    const real t30 = t28 + t26;
+    const real t31 = t29 + t27;
+    const real t32 = t30 + t25;
+    const real t33 = t18 + t18;
+    const real t34 = t32 * t33;
+    const real t35 = t31 * t33;
+    const real t36 = t7 * t19;
+    const real t37 = t8 * t19;
+    const real t38 = t34 * t1;
+    const real t39 = t35 * t1;
+    const real t40 = t5 + t36;
+    const real t41 = t6 + t37;
+    const real t42 = t40 * t13;
+    const real t43 = t41 * t13;
+    const real t44 = t38 * t13;
+    const real t45 = t39 * t13;
+    const real t46 = t42 * t23;
+    const real t47 = t43 * t23;
+    const real t48 = t44 * t23;
+    const real t49 = t45 * t23;
+    const real t50 = t46 * p_S0;
+    const real t51 = t47 * p_S0;
+    const real t52 = t48 * p_S0;
+    const real t53 = t49 * p_S0;
+    ds[0] = t23; /* S0 */
+    ds[1] = t50; /* d */
+    ds[2] = t51; /* kappa */
+    ds[3] = t52; /* th */
+    ds[4] = t53; /* ph */
+    return t24;
 }
 
 /* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */
 DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
 {
-    (void)v;
-    const real p_S0 = p[0];
-    const real p_d = p[1];
-    const real p_kappa = p[2];
-    const real p_th = p[3];
-    const real p_ph = p[4];
-    const real m_g_x = m[0];
-    const real m_g_y = m[1];
-    const real m_g_z = m[2];
-    const real m_b = m[3];
-    const real t0 = -m_b;
-    const real t1 = sqrt(p_kappa); /* let sk */
-    const real t2 = 2 * t1;
-    const real t3 = dm_dawson(t1);
-    const real t4 = t2 * t3;
-    const real t5 = 1 / t4;
-    const real t6 = 2 * p_kappa;
-    const real t7 = 1 / t6;
-    const real t8 = t5 - t7; /* let c2 */
-    const real t9 = 1 - t8;
-    const real t10 = p_d * t9;
-    const real t11 = t10 * (real)0.5; /* let dperp */
-    const real t12 = p_d * t8; /* let dpar */
-    const real t13 = t12 - t11;
-    const real t14 = sin(p_th);
-    const real t15 = cos(p_ph);
-    const real t16 = t14 * t15; /* let v, x */
-    const real t17 = sin(p_ph);
-    const real t18 = t14 * t17; /* let v, y */
-    const real t19 = cos(p_th); /* let v, z */
-    const real t20 = m_g_z * t19;
-    const real t21 = m_g_y * t18;
-    const real t22 = m_g_x * t16;
-    const real t23 = t22 + t21;
-    const real t24 = t23 + t20;
-    const real t25 = t24 * t24;
-    const real t26 = t13 * t25;
-    const real t27 = t11 + t26;
-    const real t28 = t0 * t27;
-    const real t29 = exp(t28);
-    const real t30 = p_S0 * t29;
-    const real t31 = (real)0.5 / t1;
-    const real t32 = t31 * 2;
-    const real t33 = 1 - t4;
-    const real t34 = t31 * t33;
-    const real t35 = t32 * t3;
-    const real t36 = t34 * t2;
-    const real t37 = t35 + t36;
-    const real t38 = t5 / t4;
-    const real t39 = -t38;
-    const real t40 = t37 * t39;
-    const real t41 = t7 / t6;
-    const real t42 = -t41;
-    const real t43 = 2 * t42;
-    const real t44 = t40 - t43;
-    const real t45 = t43 - t40;
-    const real t46 = t45 * p_d;
-    const real t47 = t9 * (real)0.5;
-    const real t48 = t46 * (real)0.5;
-    const real t49 = t44 * p_d;
-    const real t50 = t8 - t47;
-    const real t51 = t49 - t48;
-    const real t52 = -t17;
-    const real t53 = t19 * t15;
-    const real t54 = t52 * t14;
-    const real t55 = t19 * t17;
-    const real t56 = -t14;
-    const real t57 = t56 * m_g_z;
-    const real t58 = t55 * m_g_y;
-    const real t59 = t16 * m_g_y;
-    const real t60 = t53 * m_g_x;
-    const real t61 = t54 * m_g_x;
-    const real t62 = t60 + t58;
-    const real t63 = t61 + t59;
-    const real t64 = t62 + t57;
-    const real t65 = t24 + t24;
-    const real t66 = t64 * t65;
-    const real t67 = t63 * t65;
-    const real t68 = t50 * t25;
-    const real t69 = t51 * t25;
-    const real t70 = t66 * t13;
-    const real t71 = t67 * t13;
-    const real t72 = t47 + t68;
-    const real t73 = t48 + t69;
-    const real t74 = t72 * t0;
-    const real t75 = t73 * t0;
-    const real t76 = t70 * t0;
-    const real t77 = t71 * t0;
-    const real t78 = t74 * t29;
-    const real t79 = t75 * t29;
-    const real t80 = t76 * t29;
-    const real t81 = t77 * t29;
-    const real t82 = t78 * p_S0;
-    const real t83 = t79 * p_S0;
-    const real t84 = t80 * p_S0;
-    const real t85 = t81 * p_S0;
-    ds[0] = t29; /* S0 */
-    ds[1] = t82; /* d */
-    ds[2] = t83; /* kappa */
-    ds[3] = t84; /* th */
-    ds[4] = t85; /* ph */
-    return t30;
+    real pre[DM_PREG_WIDTH];
+    dm_signal_grad_prepare(p, v, pre);
+    return dm_signal_grad_at(pre, m, v, ds);
 }
 
 /* 1 when every non-periodic parameter is within its bounds (and none is nan). */

@@ -21,6 +21,32 @@ DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
     return p[0] * e;
 }
 
+/* The split of model_api.h, trivially: pre holds the parameters. */
+#define DM_PRE_WIDTH DM_NPARAMS
+#define DM_PREG_WIDTH DM_NPARAMS
+
+DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
+{
+    (void)v;
+    for (int k = 0; k < DM_NPARAMS; k++)
+        pre[k] = p[k];
+}
+
+DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
+{
+    return dm_signal(pre, m, v);
+}
+
+DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
+{
+    dm_signal_prepare(p, v, pre);
+}
+
+DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real *ds)
+{
+    return dm_signal_grad(pre, m, v, ds);
+}
+
 DM_FN int dm_in_bounds(const real *p) { return p[0] > 0 && p[1] > 0 && p[1] < 1000; }
 
 DM_FN int dm_constraints_ok(const real *p, const real *v)

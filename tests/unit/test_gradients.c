@@ -1,7 +1,10 @@
 /* Generated code against itself: for every model in models/ (and one extra model that calls
  * every built-in), generate the C source, compile it as a double-precision shared object,
  * load it, and at random points inside the bounds check
- *   - dm_signal_grad's value equals dm_signal's, and its partials agree with central finite
+ *   - the split of model_api.h: one dm_signal_prepare per point, then dm_signal_at for
+ *     several measurements from the same pre, equals dm_signal exactly, and prepare writes
+ *     nothing beyond DM_PRE_WIDTH (likewise the gradient's prepare and _at);
+ *   - dm_signal_grad_at's value equals dm_signal's, and its partials agree with central finite
  *     differences of dm_signal (Richardson-extrapolated, step 1e-4 of the parameter's scale)
  *     to a relative error of 1e-6.  The denominator is max(|analytic|, |numeric|,
  *     1e-3 |signal| / scale): a partial that moves the signal by less than a thousandth over
@@ -24,7 +27,9 @@
 #include <unistd.h>
 
 #define NPOINTS 120
+#define MEAS_PER_POINT 3
 #define TOL_GRAD 1e-6
+#define PRE_SLOTS 512 /* room for any model's pre array, and a guard zone behind it */
 
 typedef double (*signal_fn)(const double *, const double *, const double *);
 typedef double (*grad_fn)(const double *, const double *, const double *, double *);
@@ -32,6 +37,10 @@ typedef int (*bounds_fn)(const double *);
 typedef void (*wrap_fn)(double *);
 typedef void (*to_free_fn)(const double *, double *);
 typedef void (*from_free_fn)(const double *, double *, double *);
+typedef void (*prepare_fn)(const double *, const double *, double *);
+typedef double (*at_fn)(const double *, const double *, const double *);
+typedef double (*grad_at_fn)(const double *, const double *, const double *, double *);
+typedef int (*widths_fn)(int);
 
 typedef struct lib {
     void *handle;
@@ -41,6 +50,10 @@ typedef struct lib {
     wrap_fn wrap;
     to_free_fn to_free;
     from_free_fn from_free;
+    prepare_fn prepare, grad_prepare;
+    at_fn at;
+    grad_at_fn grad_at;
+    widths_fn widths;
 } lib;
 
 static int failures;
@@ -94,8 +107,16 @@ static const char *harness =
     "double h_prior(const double *p, const double *v) { return dm_prior_energy(p, v); }\n"
     "double h_sd(int k, const double *p) { return dm_proposal_sd(k, p); }\n"
     "void h_outputs(const double *p, const double *v, double *o) { dm_outputs(p, v, o); }\n"
-    "int h_widths(int i) { int w[4] = {DM_NPARAMS, DM_MEASURE_WIDTH, DM_VOXEL_WIDTH,\n"
-    "    DM_OUTPUT_WIDTH}; return w[i]; }\n";
+    "int h_widths(int i) { int w[6] = {DM_NPARAMS, DM_MEASURE_WIDTH, DM_VOXEL_WIDTH,\n"
+    "    DM_OUTPUT_WIDTH, DM_PRE_WIDTH, DM_PREG_WIDTH}; return w[i]; }\n"
+    "void h_prepare(const double *p, const double *v, double *pre)\n"
+    "{ dm_signal_prepare(p, v, pre); }\n"
+    "double h_at(const double *pre, const double *m, const double *v)\n"
+    "{ return dm_signal_at(pre, m, v); }\n"
+    "void h_grad_prepare(const double *p, const double *v, double *pre)\n"
+    "{ dm_signal_grad_prepare(p, v, pre); }\n"
+    "double h_grad_at(const double *pre, const double *m, const double *v, double *ds)\n"
+    "{ return dm_signal_grad_at(pre, m, v, ds); }\n";
 
 static const char *float_harness =
     "#include <math.h>\n"
@@ -104,7 +125,11 @@ static const char *float_harness =
     "#include \"mathlib.h\"\n"
     "#include \"model.c\"\n"
     "float h_signal(const float *p, const float *m, const float *v, float *ds)\n"
-    "{ return dm_signal(p, m, v) + dm_signal_grad(p, m, v, ds); }\n";
+    "{ return dm_signal(p, m, v) + dm_signal_grad(p, m, v, ds); }\n"
+    "float h_split(const float *p, const float *m, const float *v, float *ds)\n"
+    "{ float pre[DM_PRE_WIDTH], preg[DM_PREG_WIDTH];\n"
+    "  dm_signal_prepare(p, v, pre); dm_signal_grad_prepare(p, v, preg);\n"
+    "  return dm_signal_at(pre, m, v) + dm_signal_grad_at(preg, m, v, ds); }\n";
 
 /* Runs a shell command; 1 when it succeeded and wrote nothing to log. */
 static int run_quiet(const char *cmd, const char *log)
@@ -150,7 +175,13 @@ static int build(const char *name, const char *dir, const char *c_source, lib *L
     L->wrap = (wrap_fn)dlsym(L->handle, "h_wrap");
     L->to_free = (to_free_fn)dlsym(L->handle, "h_to_free");
     L->from_free = (from_free_fn)dlsym(L->handle, "h_from_free");
-    if (!L->signal || !L->grad || !L->in_bounds || !L->wrap || !L->to_free || !L->from_free) {
+    L->prepare = (prepare_fn)dlsym(L->handle, "h_prepare");
+    L->grad_prepare = (prepare_fn)dlsym(L->handle, "h_grad_prepare");
+    L->at = (at_fn)dlsym(L->handle, "h_at");
+    L->grad_at = (grad_at_fn)dlsym(L->handle, "h_grad_at");
+    L->widths = (widths_fn)dlsym(L->handle, "h_widths");
+    if (!L->signal || !L->grad || !L->in_bounds || !L->wrap || !L->to_free || !L->from_free ||
+        !L->prepare || !L->grad_prepare || !L->at || !L->grad_at || !L->widths) {
         printf("FAIL %s-load: missing symbols\n", name);
         failures++;
         return -1;
@@ -256,6 +287,29 @@ static const char *repeated_subexpression(const char *src)
     return dup;
 }
 
+/* The per-measurement work of the shipped multi-compartment models, after hoisting: only the
+ * exponentials that involve b stay in the loop (the angles' sin/cos, sqrt(kappa) and Dawson's
+ * integral move to prepare). */
+static void check_hoisting(const char *name, const dm_flops *f)
+{
+    static const struct {
+        const char *model;
+        long signal_transc, gradient_transc;
+    } expect[] = {{"exp_decay", 1, 1},     {"ball_1_stick", 2, 2}, {"ball_2_sticks", 3, 3},
+                  {"ball_3_sticks", 4, 4}, {"watson_zeppelin", 1, 1}};
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
+        if (strcmp(name, expect[i].model) == 0) {
+            int ok = f->signal_transc == expect[i].signal_transc &&
+                     f->gradient_transc == expect[i].gradient_transc;
+            check(ok, name, "hoisted-transcendentals",
+                  "per measurement %.0f (signal) and %.0f (gradient)",
+                  (double)f->signal_transc, (double)f->gradient_transc);
+            if (!ok)
+                printf("     expected %ld and %ld\n", expect[i].signal_transc,
+                       expect[i].gradient_transc);
+        }
+}
+
 static void test_model(const char *name, const dm_model *m, const char *tmp)
 {
     dm_generated g;
@@ -285,29 +339,52 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
 
     double worst_grad = 0, worst_value = 0, worst_trip = 0, worst_dpdx = 0;
     int worst_k = 0, unused_nonzero = 0, out_of_bounds = 0, wrap_bad = 0;
+    int split_differs = 0, pre_overrun = 0;
+    const int pre_width = L.widths(4), preg_width = L.widths(5);
+    const double sentinel = 1234.5678;
+    double pre[PRE_SLOTS], preg[PRE_SLOTS], ds_whole[64];
+    check(pre_width >= 1 && preg_width >= 1 && pre_width < PRE_SLOTS && preg_width < PRE_SLOTS,
+          name, "pre-widths", "DM_PRE_WIDTH %.0f, DM_PREG_WIDTH %.0f", pre_width, preg_width);
     for (int it = 0; it < NPOINTS; it++) {
         for (int k = 0; k < np; k++)
             p[k] = uniform(lo[k], hi[k]);
-        random_measurement(m, meas);
         if (!L.in_bounds(p))
             out_of_bounds++;
-        double s = L.signal(p, meas, vox);
-        double sg = L.grad(p, meas, vox, ds);
-        double ev = fabs(sg - s) / fmax(fabs(s), 1e-300);
-        if (!(ev <= worst_value))
-            worst_value = isnan(ev) ? INFINITY : ev;
-        for (int k = 0; k < np; k++) {
-            if (!m->params.items[k]->used) {
-                unused_nonzero += ds[k] != 0;
-                continue;
-            }
-            double scale = fmax(fabs(p[k]), 0.01 * (hi[k] - lo[k]));
-            double fd = numeric_partial(&L, p, k, 1e-4 * scale, meas, vox);
-            double denom = fmax(fmax(fabs(ds[k]), fabs(fd)), 1e-3 * fabs(s) / scale);
-            double e = fabs(ds[k] - fd) / denom;
-            if (!(e <= worst_grad)) {
-                worst_grad = isnan(e) ? INFINITY : e;
-                worst_k = k;
+        for (int i = 0; i < PRE_SLOTS; i++)
+            pre[i] = preg[i] = sentinel;
+        L.prepare(p, vox, pre);
+        L.grad_prepare(p, vox, preg);
+        for (int i = pre_width; i < PRE_SLOTS; i++)
+            pre_overrun += pre[i] != sentinel;
+        for (int i = preg_width; i < PRE_SLOTS; i++)
+            pre_overrun += preg[i] != sentinel;
+        /* several measurements from one prepare, as the fitting loops use it */
+        for (int j = 0; j < MEAS_PER_POINT; j++) {
+            random_measurement(m, meas);
+            double s = L.signal(p, meas, vox);
+            double s_at = L.at(pre, meas, vox);
+            double sg = L.grad_at(preg, meas, vox, ds);
+            double sg_whole = L.grad(p, meas, vox, ds_whole);
+            split_differs += memcmp(&s, &s_at, sizeof s) != 0;
+            split_differs += memcmp(&sg, &sg_whole, sizeof sg) != 0;
+            for (int k = 0; k < np; k++)
+                split_differs += memcmp(&ds[k], &ds_whole[k], sizeof ds[k]) != 0;
+            double ev = fabs(sg - s) / fmax(fabs(s), 1e-300);
+            if (!(ev <= worst_value))
+                worst_value = isnan(ev) ? INFINITY : ev;
+            for (int k = 0; k < np; k++) {
+                if (!m->params.items[k]->used) {
+                    unused_nonzero += ds[k] != 0;
+                    continue;
+                }
+                double scale = fmax(fabs(p[k]), 0.01 * (hi[k] - lo[k]));
+                double fd = numeric_partial(&L, p, k, 1e-4 * scale, meas, vox);
+                double denom = fmax(fmax(fabs(ds[k]), fabs(fd)), 1e-3 * fabs(s) / scale);
+                double e = fabs(ds[k] - fd) / denom;
+                if (!(e <= worst_grad)) {
+                    worst_grad = isnan(e) ? INFINITY : e;
+                    worst_k = k;
+                }
             }
         }
         /* the free parametrisation */
@@ -349,6 +426,10 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     char what[256];
     snprintf(what, sizeof what, "%%.3g (worst at parameter %s)%%.0f",
              np ? m->params.items[worst_k]->name : "-");
+    check(split_differs == 0, name, "prepare-then-at-equals-whole",
+          "%.0f values differ%.0f", split_differs, 0);
+    check(pre_overrun == 0, name, "prepare-within-width", "%.0f slots written beyond%.0f",
+          pre_overrun, 0);
     check(worst_value <= 1e-14, name, "grad-value-equals-signal", "relative difference %.3g%.0f",
           worst_value, 0);
     check(worst_grad <= TOL_GRAD, name, "gradient-vs-finite-differences", what, worst_grad, 0);
@@ -387,9 +468,14 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     check(!dup, name, "no-repeated-subexpressions", "%s%.0f", 0, 0);
     if (dup)
         printf("     repeated: %s\n", dup);
-    printf("     %s: flops signal %ld (%ld transcendental), gradient %ld (%ld transcendental)\n",
-           name, g.flops.signal, g.flops.signal_transc, g.flops.gradient,
-           g.flops.gradient_transc);
+    printf("     %s: per measurement: flops signal %ld (%ld transcendental), gradient %ld "
+           "(%ld transcendental)\n", name, g.flops.signal, g.flops.signal_transc,
+           g.flops.gradient, g.flops.gradient_transc);
+    printf("     %s: per voxel: prepare %ld (%ld transcendental), gradient prepare %ld "
+           "(%ld transcendental); pre %d, preg %d slots\n", name, g.flops.prepare,
+           g.flops.prepare_transc, g.flops.gradient_prepare, g.flops.gradient_prepare_transc,
+           pre_width, preg_width);
+    check_hoisting(name, &g.flops);
     dlclose(L.handle);
     dm_generated_free(&g);
 }
@@ -488,6 +574,22 @@ int main(void)
         failures++;
     } else {
         test_model("all_builtins", m, tmp);
+        dm_model_free(m);
+    }
+    /* An invariant condition choosing between per-measurement values: the condition is an
+     * int slot of pre[]. */
+    m = dm_front_string("invariant_select.model",
+                        "model invariant_select \"an invariant condition\"\n"
+                        "measure b = bvals\n"
+                        "param S0 in (0, inf) init 1\n"
+                        "param c in (-2, 2) init 1\n"
+                        "signal S0 * (c > 0 ? exp(-b * c * 1e-3) : exp(b * c * 1e-3))\n",
+                        stdout, NULL, NULL);
+    if (!m) {
+        printf("FAIL invariant_select-front: the model does not check\n");
+        failures++;
+    } else {
+        test_model("invariant_select", m, tmp);
         dm_model_free(m);
     }
     test_user_derivative(tmp);
