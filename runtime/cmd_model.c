@@ -153,8 +153,9 @@ int dm_cmd_info(int argc, char **argv)
         printf(", %s (%s)", mi.outputs[i].name,
                mi.outputs[i].kind == DM_OUTK_AXIS ? "axis" : mi.outputs[i].kind == DM_OUTK_VECTOR ? "vector" : "scalar");
     printf("\n\nwork per measurement: signal %ld operations (%ld transcendental), "
-           "signal+gradient %ld (%ld)\n",
-           mi.flops_signal, mi.flops_signal_transc, mi.flops_gradient, mi.flops_gradient_transc);
+           "signal+gradient %ld (%ld);\nonce per voxel and evaluation: %ld (signal), %ld (gradient)\n",
+           mi.flops_signal, mi.flops_signal_transc, mi.flops_gradient, mi.flops_gradient_transc,
+           mi.flops_prepare, mi.flops_gradient_prepare);
     dm_model_info_free(&mi);
     return 0;
 }

@@ -86,7 +86,9 @@ static void count_work(const dm_problem *p, const dm_fit_results *res, dm_fit_ti
         evals += fitted * (double)(p->cfg.burnin + p->cfg.jumps) * (nfree + (p->cfg.noise == DM_NOISE_RICIAN)) * M;
     t->signal_evals = evals;
     t->gradient_evals = grads;
-    t->gflop = (evals * p->mi.flops_signal + grads * p->mi.flops_gradient) * 1e-9;
+    /* Each sweep over the M measurements starts with one prepare of the voxel-invariant part. */
+    t->gflop = (evals * (p->mi.flops_signal + (double)p->mi.flops_prepare / M) +
+                grads * (p->mi.flops_gradient + (double)p->mi.flops_gradient_prepare / M)) * 1e-9;
 }
 
 int dm_fit_run(const dm_fit_request *r)

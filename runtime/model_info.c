@@ -39,6 +39,9 @@ static int parse_line(const char *line, dm_model_info *mi)
     if (!strcmp(key, "flops_gradient")) return sscanf(rest, "%ld", &mi->flops_gradient) == 1 ? 0 : -1;
     if (!strcmp(key, "flops_gradient_transcendental"))
         return sscanf(rest, "%ld", &mi->flops_gradient_transc) == 1 ? 0 : -1;
+    if (!strcmp(key, "flops_prepare")) return sscanf(rest, "%ld", &mi->flops_prepare) == 1 ? 0 : -1;
+    if (!strcmp(key, "flops_gradient_prepare"))
+        return sscanf(rest, "%ld", &mi->flops_gradient_prepare) == 1 ? 0 : -1;
     if (!strcmp(key, "measure")) {
         if (mi->nmeasures >= 16) return -1;
         dm_measure_info *x = &mi->measures[mi->nmeasures++];

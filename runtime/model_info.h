@@ -40,7 +40,9 @@ typedef struct dm_model_info {
     char name[DM_NAME_MAX];
     char description[256];
     char source_hash[17], code_hash[17];
+    /* Per measurement (the part that scales with M), and once per evaluation of all of them. */
     long flops_signal, flops_signal_transc, flops_gradient, flops_gradient_transc;
+    long flops_prepare, flops_gradient_prepare;
     int nparams, nmeasures, nvoxels, noutputs;
     int measure_width, voxel_width, output_width;
     dm_param_info params[DM_MAX_PARAMS];

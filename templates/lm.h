@@ -17,8 +17,12 @@
  *
  * Iterations count trial steps (solve + cost).  Converged (DM_STATUS_FITTED) when
  *   - lambda exceeds 1e20 (the thesis' criterion: no step in any direction lowers the cost), or
- *   - a successful step lowered the cost by less than DM_LM_RTOL of it (1e-10 in double, 1e-6
- *     in float; below that, the decrease is at the level of the cost's rounding noise), or
+ *   - a successful step moved every free coordinate by at most DM_LM_XTOL (1 + |x|) (1e-10 in
+ *     double, 1e-5 in float): the parameters themselves have converged, so two builds that
+ *     round differently (CPU and GPU) stop at the same point to that precision, or
+ *   - a successful step lowered the cost by less than DM_LM_RTOL of it (1e-14 in double, 1e-7
+ *     in float: only rounding noise is left to gain; a cost test alone, at 1e-10, stopped
+ *     while the parameters were still ~1e-5 from the minimum), or
  *   - the cost is at its rounding floor, 100 eps^2 sum y^2 (residuals of a few ulps: a
  *     noise-free fit that is exact, where relative decreases become rounding noise);
  * otherwise DM_STATUS_NOT_CONVERGED after cfg->lm_max_iter iterations.
@@ -30,7 +34,8 @@
 #define DM_LM_LAMBDA_START ((real)1e-3)
 #define DM_LM_LAMBDA_MIN ((real)1e-12)
 #define DM_LM_LAMBDA_MAX ((real)1e20)
-#define DM_LM_RTOL (sizeof(real) == sizeof(float) ? (real)1e-6 : (real)1e-10)
+#define DM_LM_RTOL (sizeof(real) == sizeof(float) ? (real)1e-7 : (real)1e-14)
+#define DM_LM_XTOL (sizeof(real) == sizeof(float) ? (real)1e-5 : (real)1e-10)
 
 /* Solves A z = b in place (b becomes z) for an n x n row-major A with leading dimension
  * DM_NPARAMS, by Gaussian elimination with partial pivoting.  Returns 0 when A is singular
@@ -201,6 +206,10 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
         }
         if (improved) {
             real decrease = cost - cost_new;
+            int small_step = 1;
+            for (int i = 0; i < n; i++)
+                if (fabs(delta[i]) > DM_LM_XTOL * (1 + fabs(x[free_k[i]])))
+                    small_step = 0;
             for (int k = 0; k < DM_NPARAMS; k++) {
                 x[k] = x_new[k];
                 p[k] = p_new[k];
@@ -211,7 +220,7 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
             lambda /= 10;
             if (lambda < DM_LM_LAMBDA_MIN)
                 lambda = DM_LM_LAMBDA_MIN;
-            if (decrease <= DM_LM_RTOL * (cost + decrease)) {
+            if (small_step || decrease <= DM_LM_RTOL * (cost + decrease)) {
                 status = DM_STATUS_FITTED;
                 break;
             }
