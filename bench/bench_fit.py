@@ -61,7 +61,8 @@ def dataset(folder, model, shells, nfib, n, seed):
     return ["--data", f"{folder}/dwi.nii.gz", "--bvals", bvals, "--bvecs", bvecs], n
 
 
-def fit(model, data, out, device, precision, extra):
+def fit(model, data, out, device, precision, extra, nvrtc=""):
+    os.environ["DIMOC_NVRTC_OPTIONS"] = nvrtc
     wall = run("fit", model, *data, "--method", "lm,mcmc", "--device", device, "--precision", precision,
                "--out", out, "--quiet", *extra)
     prov = json.load(open(f"{out}/provenance.json"))
@@ -77,22 +78,29 @@ def main():
     ap.add_argument("--lanes", default="auto")
     ap.add_argument("--gpus", default="0")
     ap.add_argument("--work", default="/tmp/dimoc-bench")
+    ap.add_argument("--nvrtc-variants", default="", help="';'-separated extra NVRTC options to compare")
+    ap.add_argument("--no-cpu", action="store_true", help="skip the CPU baseline")
     args = ap.parse_args()
     rows = []
     for w in args.workloads.split(","):
         model, shells, nfib = WORKLOADS[w]
         data, n = dataset(f"{args.work}/{w}", model, shells, nfib, args.voxels, 1)
-        cdata, cn = dataset(f"{args.work}/{w}_cpu", model, shells, nfib, args.cpu_voxels, 2)
+        if not args.no_cpu:
+            cdata, cn = dataset(f"{args.work}/{w}_cpu", model, shells, nfib, args.cpu_voxels, 2)
         for prec in args.precisions.split(","):
-            wall, prov = fit(model, cdata, f"{args.work}/out_cpu", "cpu", prec, [])
-            rows.append((w, cn, "cpu, all cores", prec, "-", prov))
-            cpu_rate = prov["voxels"]["per_second"]
+            cpu_rate = float("nan")
+            if not args.no_cpu:
+                wall, prov = fit(model, cdata, f"{args.work}/out_cpu", "cpu", prec, [])
+                rows.append((w, cn, "cpu, all cores", prec, "-", prov))
+                cpu_rate = prov["voxels"]["per_second"]
             for gpus in args.gpus.split(";"):
                 for lanes in args.lanes.split(","):
-                    extra = ["--gpus", gpus] + ([] if lanes == "auto" else ["--lanes", lanes])
-                    wall, prov = fit(model, data, f"{args.work}/out_gpu", "gpu", prec, extra)
-                    prov["_vs_cpu"] = prov["voxels"]["per_second"] / cpu_rate
-                    rows.append((w, n, f"gpu {gpus}", prec, lanes, prov))
+                    for nv in [""] + [v for v in args.nvrtc_variants.split(";") if v]:
+                        extra = ["--gpus", gpus] + ([] if lanes == "auto" else ["--lanes", lanes])
+                        wall, prov = fit(model, data, f"{args.work}/out_gpu", "gpu", prec, extra, nv)
+                        prov["_vs_cpu"] = prov["voxels"]["per_second"] / cpu_rate
+                        label = f"gpu {gpus}" + (f" {nv.replace('--maxrregcount=', 'r')}" if nv else "")
+                        rows.append((w, n, label, prec, lanes, prov))
     print(f"{'workload':9} {'voxels':>7} {'device':15} {'prec':6} {'lanes':5} {'compile':>7} {'load':>6} "
           f"{'fit':>7} {'write':>6} {'vox/s':>9} {'Geval/s':>8} {'GFLOP/s':>8} {'%peak':>6} {'x CPU':>7}")
     for w, n, dev, prec, lanes, prov in rows:

@@ -42,12 +42,15 @@ typedef struct slot {
     int busy;
 } slot;
 
-int dm_gpu_auto_lanes(int M)
+int dm_gpu_auto_lanes(int M, int real_size)
 {
-    /* About a dozen measurements per lane: enough to hide the shuffle reduction, few enough
-     * lanes that the redundant per-voxel work (proposals, priors, the LM solve) stays small. */
-    int lanes = 1;
-    while (lanes < 32 && lanes * 12 < M) lanes *= 2;
+    /* The largest power of two that leaves each lane about 12 measurements (float) or 24
+     * (double).  Measured on an H200, ball_2_sticks LM+MCMC, M = 105: float 4/8/16/32 lanes
+     * 10.3/9.8/12.0/14.7 s; double 11.5/12.8/15.2/22.1 s.  Fewer lanes mean less redundant
+     * per-voxel work (proposals, priors, the LM solve) and more voxels in flight; more lanes
+     * mean shorter serial loops.  Double arithmetic is slower, so it wants the longer loops. */
+    int per_lane = real_size == 4 ? 12 : 24, lanes = 1;
+    while (lanes < 32 && lanes * 2 * per_lane <= M) lanes *= 2;
     return lanes;
 }
 
@@ -263,7 +266,7 @@ int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_res
             return dm_set_error("--gpus: GPUs of different architectures (sm_%d%d, sm_%d%d) in one run",
                                 major, minor, ma, mi);
     }
-    int lanes = o->lanes > 0 ? o->lanes : dm_gpu_auto_lanes(p->M);
+    int lanes = o->lanes > 0 ? o->lanes : dm_gpu_auto_lanes(p->M, real_size);
     rep->lanes = lanes;
     rep->ngpus = ngpu;
     dm_gpu_program prog;

@@ -23,8 +23,8 @@ typedef struct dm_gpu_report {
 /* 1 when a GPU is usable here (driver, device and NVRTC); else 0 with the reason in
  * dm_last_error(). */
 int dm_gpu_available(void);
-/* Lanes per voxel chosen for M measurements. */
-int dm_gpu_auto_lanes(int M);
+/* Lanes per voxel chosen for M measurements and the precision (real_size 4 or 8). */
+int dm_gpu_auto_lanes(int M, int real_size);
 /* Fits every voxel of p whose status is FITTED (updating p->status), results into res. */
 int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_results *res,
                dm_gpu_report *rep);

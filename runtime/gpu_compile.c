@@ -32,8 +32,10 @@ static int nvrtc_compile(const dm_cuda *cu, const char *tdir, const char *prolog
     char arch_opt[64], inc_opt[4200];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d", arch);
     snprintf(inc_opt, sizeof inc_opt, "--include-path=%s", tdir);
-    const char *opts[] = {arch_opt, inc_opt, "--std=c++17", "-DDM_NVRTC=1"};
-    rc = cu->nvrtcCompileProgram(prog, 4, opts);
+    /* DIMOC_NVRTC_OPTIONS: one extra option (e.g. --maxrregcount=64), for tuning runs. */
+    const char *extra = getenv("DIMOC_NVRTC_OPTIONS");
+    const char *opts[] = {arch_opt, inc_opt, "--std=c++17", "-DDM_NVRTC=1", extra};
+    rc = cu->nvrtcCompileProgram(prog, extra && *extra ? 5 : 4, opts);
     if (rc != 0) {
         size_t n = 0;
         cu->nvrtcGetProgramLogSize(prog, &n);
@@ -79,7 +81,8 @@ int dm_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int rea
         free(path);
     }
     char key[160];
-    snprintf(key, sizeof key, "nvrtc%d.%d-sm%d", major, minor, arch);
+    const char *extra = getenv("DIMOC_NVRTC_OPTIONS");
+    snprintf(key, sizeof key, "nvrtc%d.%d-sm%d %s", major, minor, arch, extra ? extra : "");
     h = dm_hash64(key, strlen(key), h);
 
     char *cache = use_cache ? dm_cache_dir() : NULL;
