@@ -17,8 +17,8 @@
  *
  * Iterations count trial steps (solve + cost).  Converged (DM_STATUS_FITTED) when
  *   - lambda exceeds 1e20 (the thesis' criterion: no step in any direction lowers the cost), or
- *   - a successful step moved every free coordinate by at most DM_LM_XTOL (1 + |x|) (1e-10 in
- *     double, 1e-5 in float): the parameters themselves have converged, so two builds that
+ *   - a successful step moved every free coordinate by at most DM_LM_XTOL (1 + |x|) (1e-12 in
+ *     double, 1e-6 in float): the parameters themselves have converged, so two builds that
  *     round differently (CPU and GPU) stop at the same point to that precision, or
  *   - a successful step lowered the cost by less than DM_LM_RTOL of it (1e-14 in double, 1e-7
  *     in float: only rounding noise is left to gain; a cost test alone, at 1e-10, stopped
@@ -35,7 +35,7 @@
 #define DM_LM_LAMBDA_MIN ((real)1e-12)
 #define DM_LM_LAMBDA_MAX ((real)1e20)
 #define DM_LM_RTOL (sizeof(real) == sizeof(float) ? (real)1e-7 : (real)1e-14)
-#define DM_LM_XTOL (sizeof(real) == sizeof(float) ? (real)1e-5 : (real)1e-10)
+#define DM_LM_XTOL (sizeof(real) == sizeof(float) ? (real)1e-6 : (real)1e-12)
 
 /* Solves A z = b in place (b becomes z) for an n x n row-major A with leading dimension
  * DM_NPARAMS, by Gaussian elimination with partial pivoting.  Returns 0 when A is singular

@@ -39,9 +39,12 @@ def make_data(d, n):
 
 
 def rel_diff(a, b, period=None):
+    """|a - b| / |b|; for a periodic parameter the circular difference over the period (an
+    angle's value near 0 says nothing about its precision)."""
     diff = np.abs(a - b)
     if period is not None:
         diff = np.minimum(diff, period - diff)
+        return diff / period
     return diff / np.maximum(np.abs(b), 1e-30)
 
 
