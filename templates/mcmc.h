@@ -43,9 +43,38 @@ DM_FN real dm_mcmc_energy(const dm_fit_config *cfg, const dm_voxel_data *d, cons
 }
 
 /* Metropolis decision; false for a NaN energy. */
-DM_FN int dm_mcmc_accept(double u, real e_old, real e_new)
+/* Deviates in the build's precision, for the samplers.  A double build uses the double
+ * deviates above.  A float build draws a 24-bit uniform from one word, (k + 1/2) / 2^24, and
+ * transforms in float: double arithmetic costs a GPU float build several times the
+ * instructions of the float path, for precision a float chain cannot use.  Either way the
+ * stream is the same on host and device. */
+DM_FN real dm_rng_uniform_real(dm_rng *r)
 {
-    return log(u) < (double)(e_old - e_new);
+    if (sizeof(real) == sizeof(double))
+        return (real)dm_rng_uniform(r);
+    return ((real)(dm_rng_u32(r) >> 8) + (real)0.5) * (real)5.9604644775390625e-08; /* 2^-24 */
+}
+
+DM_FN real dm_rng_normal_real(dm_rng *r)
+{
+    if (sizeof(real) == sizeof(double))
+        return (real)dm_rng_normal(r);
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return (real)r->spare;
+    }
+    real u1 = dm_rng_uniform_real(r), u2 = dm_rng_uniform_real(r);
+    real radius = sqrt((real)-2 * log(u1));
+    real angle = (real)6.283185307179586 * u2;
+    r->spare = radius * sin(angle);
+    r->has_spare = 1;
+    return radius * cos(angle);
+}
+
+
+DM_FN int dm_mcmc_accept(real u, real e_old, real e_new)
+{
+    return log(u) < e_old - e_new;
 }
 
 /* Runs the chain from p (in: start; out: the posterior mean, wrapped).  samples: DM_NSAMPLES
@@ -101,8 +130,8 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
         const int sampling = sweep >= cfg->burnin;
         for (int i = 0; i < n; i++) {
             int k = free_k[i];
-            real z = (real)dm_rng_normal(&rng);
-            double u = dm_rng_uniform(&rng);
+            real z = dm_rng_normal_real(&rng);
+            real u = dm_rng_uniform_real(&rng);
             old_value = p[k];
             p[k] += sd[i] * z;
             int ok = 0;
@@ -127,8 +156,8 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
             }
         }
         if (rician) {
-            real z = (real)dm_rng_normal(&rng);
-            double u = dm_rng_uniform(&rng);
+            real z = dm_rng_normal_real(&rng);
+            real u = dm_rng_uniform_real(&rng);
             real tau_new = tau + tau_sd * z;
             int ok = 0;
             real e_new = energy;
