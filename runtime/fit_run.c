@@ -160,7 +160,7 @@ int dm_fit_run(const dm_fit_request *r)
         }
         if (prog) dm_progress_end(prog);
     }
-    timing.fit = now_seconds() - t_fit;
+    timing.fit = now_seconds() - t_fit - (use_gpu ? timing.compile - fitter.compile_seconds : 0);
     count_work(&p, &res, &timing);
 
     double t_write = now_seconds();
