@@ -12,6 +12,9 @@ int dm_cmd_simulate(int argc, char **argv);
 int dm_cmd_scheme(int argc, char **argv);
 int dm_cmd_phantom(int argc, char **argv);
 int dm_cmd_compare(int argc, char **argv);
+int dm_cmd_dti(int argc, char **argv);      /* runtime/cmd_dti.c */
+int dm_cmd_track(int argc, char **argv);    /* runtime/cmd_track.c */
+int dm_cmd_view(int argc, char **argv);     /* runtime/cmd_view.c */
 
 /* `dimoc help CMD` text of the commands that take options; 0 when CMD is known. */
 int dm_help_fit(FILE *out);
@@ -19,6 +22,9 @@ int dm_help_simulate(FILE *out);
 int dm_help_scheme(FILE *out);
 int dm_help_phantom(FILE *out);
 int dm_help_compare(FILE *out);
+int dm_help_dti(FILE *out);
+int dm_help_track(FILE *out);
+int dm_help_view(FILE *out);
 
 /* Prints "dimoc: error: <dm_last_error()>" and returns 1. */
 int dm_report_error(void);

@@ -40,6 +40,14 @@ static int open_nvrtc(dm_cuda *cu)
     return 0;
 }
 
+void dm_cuda_close(dm_cuda *cu)
+{
+    if (!cu) return;
+    if (cu->libcuda) dlclose(cu->libcuda);
+    if (cu->libnvrtc) dlclose(cu->libnvrtc);
+    free(cu);
+}
+
 dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc)
 {
     dm_cuda *cu = calloc(1, sizeof *cu);
@@ -98,9 +106,7 @@ dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc)
     }
     return cu;
 fail:
-    if (cu->libcuda) dlclose(cu->libcuda);
-    if (cu->libnvrtc) dlclose(cu->libnvrtc);
-    free(cu);
+    dm_cuda_close(cu);
     return NULL;
 }
 

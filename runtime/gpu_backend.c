@@ -58,7 +58,7 @@ int dm_gpu_available(void)
 {
     dm_cuda *cu = dm_cuda_open(1, 1);
     if (!cu) return 0;
-    free(cu); /* the libraries stay loaded; that is harmless */
+    dm_cuda_close(cu);
     return 1;
 }
 
@@ -247,7 +247,10 @@ int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_res
     dm_cuda *cu = dm_cuda_open(1, 1);
     if (!cu) return -1;
     int ord[64], ngpu;
-    if (parse_gpus(o->gpus, cu->ndevices, ord, &ngpu) != 0) return -1;
+    if (parse_gpus(o->gpus, cu->ndevices, ord, &ngpu) != 0) {
+        dm_cuda_close(cu);
+        return -1;
+    }
     CUdevice dev0;
     int major = 0, minor = 0;
     cu->cuDeviceGet(&dev0, ord[0]);
@@ -262,15 +265,20 @@ int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_res
         cu->cuDeviceGet(&d, ord[g]);
         cu->cuDeviceGetAttribute(&ma, DM_CU_ATTR_CC_MAJOR, d);
         cu->cuDeviceGetAttribute(&mi, DM_CU_ATTR_CC_MINOR, d);
-        if (ma != major || mi != minor)
+        if (ma != major || mi != minor) {
+            dm_cuda_close(cu);
             return dm_set_error("--gpus: GPUs of different architectures (sm_%d%d, sm_%d%d) in one run",
                                 major, minor, ma, mi);
+        }
     }
     int lanes = o->lanes > 0 ? o->lanes : dm_gpu_auto_lanes(p->M, real_size);
     rep->lanes = lanes;
     rep->ngpus = ngpu;
     dm_gpu_program prog;
-    if (dm_gpu_compile(cu, &p->mi, major * 10 + minor, real_size, lanes, 1, &prog) != 0) return -1;
+    if (dm_gpu_compile(cu, &p->mi, major * 10 + minor, real_size, lanes, 1, &prog) != 0) {
+        dm_cuda_close(cu);
+        return -1;
+    }
     rep->compile_seconds = prog.compile_seconds;
     rep->compile_cached = prog.cached;
 
@@ -332,5 +340,6 @@ int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_res
     rep->batches = atomic_load(&j.batches);
     free(j.todo);
     dm_gpu_program_free(&prog);
+    dm_cuda_close(cu);
     return rc;
 }

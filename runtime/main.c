@@ -28,6 +28,9 @@ static const char *usage_text =
     "  scheme --shells .. ..         generate a multi-shell gradient scheme (bvals, bvecs)\n"
     "  phantom --out DIR             a crossing-fibre phantom: parameter maps and a mask\n"
     "  compare --truth DIR --fit DIR compare fitted maps with the truth, as a table\n"
+    "  dti --data .. --out DIR       linear (weighted least squares) tensor fit, FSL dtifit names\n"
+    "  track --samples DIR --seed .. probabilistic tractography (probtrackx-style)\n"
+    "  view MAP.nii.gz -o map.png    quick-look picture of the three mid-slices\n"
     "  help [COMMAND]                this text, or a command's options with their defaults\n";
 
 int dm_report_error(void)
@@ -72,6 +75,9 @@ static int help(int argc, char **argv)
     if (!strcmp(c, "scheme")) return dm_help_scheme(stdout);
     if (!strcmp(c, "phantom")) return dm_help_phantom(stdout);
     if (!strcmp(c, "compare")) return dm_help_compare(stdout);
+    if (!strcmp(c, "dti")) return dm_help_dti(stdout);
+    if (!strcmp(c, "track")) return dm_help_track(stdout);
+    if (!strcmp(c, "view")) return dm_help_view(stdout);
     if (!strcmp(c, "check") || !strcmp(c, "compile") || !strcmp(c, "info")) {
         fputs(usage_text, stdout);
         printf("\nThe model language: docs/model-language.md\n");
@@ -100,6 +106,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "scheme")) return dm_cmd_scheme(n, rest);
     if (!strcmp(cmd, "phantom")) return dm_cmd_phantom(n, rest);
     if (!strcmp(cmd, "compare")) return dm_cmd_compare(n, rest);
+    if (!strcmp(cmd, "dti")) return dm_cmd_dti(n, rest);
+    if (!strcmp(cmd, "track")) return dm_cmd_track(n, rest);
+    if (!strcmp(cmd, "view")) return dm_cmd_view(n, rest);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return help(n, rest);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("dimoc %s\n", DIMOC_VERSION);

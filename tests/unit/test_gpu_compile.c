@@ -40,5 +40,6 @@ int main(void)
         }
         dm_model_info_free(&mi);
     }
+    dm_cuda_close(cu);
     return 0;
 }

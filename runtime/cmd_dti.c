@@ -1,0 +1,17 @@
+/* dimoc dti: being written (see the open issue); replaced by its implementation. */
+#include "commands.h"
+#include "error.h"
+
+int dm_cmd_dti(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    dm_set_error("'dti' is not available in this build yet");
+    return dm_report_error();
+}
+
+int dm_help_dti(FILE *out)
+{
+    fprintf(out, "dimoc dti: not available in this build yet\n");
+    return 0;
+}

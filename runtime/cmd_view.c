@@ -1,0 +1,17 @@
+/* dimoc view: being written (see the open issue); replaced by its implementation. */
+#include "commands.h"
+#include "error.h"
+
+int dm_cmd_view(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    dm_set_error("'view' is not available in this build yet");
+    return dm_report_error();
+}
+
+int dm_help_view(FILE *out)
+{
+    fprintf(out, "dimoc view: not available in this build yet\n");
+    return 0;
+}
