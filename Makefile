@@ -83,7 +83,8 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 test-asan: .deps-ok
 	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" bin/dimoc-asan
 	DIMOC_BIN=bin/dimoc-asan TEST_LIBDIR=build-asan TEST_CFLAGS="$(SAN_FLAGS)" \
-	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh
+	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp bash tests/run.sh
 
 bin/dimoc-asan: $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
 	@mkdir -p bin

@@ -42,9 +42,8 @@ static int open_nvrtc(dm_cuda *cu)
 
 void dm_cuda_close(dm_cuda *cu)
 {
-    if (!cu) return;
-    if (cu->libcuda) dlclose(cu->libcuda);
-    if (cu->libnvrtc) dlclose(cu->libnvrtc);
+    /* The libraries stay loaded: unloading the driver or NVRTC while their own threads and
+     * caches live is not safe, and a later dm_cuda_open gets the same handles back. */
     free(cu);
 }
 

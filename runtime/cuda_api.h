@@ -64,7 +64,7 @@ typedef struct dm_cuda {
 /* Loads libcuda and initialises the driver (need_driver) and/or loads NVRTC (need_nvrtc).
  * Returns NULL with dm_last_error() saying plainly why a GPU cannot be used. */
 dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc);
-/* Unloads the libraries and frees the table (NULL is fine). */
+/* Frees the table (NULL is fine); the libraries stay loaded. */
 void dm_cuda_close(dm_cuda *cu);
 /* dm_set_error with the driver's description of `rc` after `what`; returns -1. */
 int dm_cuda_error(const dm_cuda *cu, CUresult rc, const char *what);
