@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int dm_read_matrix(const char *path, int *rows, int *cols, double **data)
+/* allow_nan: "nan" tokens are read as NaN (bvecs write them for b=0 volumes). */
+static int read_matrix(const char *path, int *rows, int *cols, double **data, int allow_nan)
 {
     size_t len;
     char *text = dm_read_file(path, &len);
@@ -40,7 +41,7 @@ int dm_read_matrix(const char *path, int *rows, int *cols, double **data)
             char *tok_end = end;
             while (*tok_end && !isspace((unsigned char)*tok_end) && *tok_end != ',')
                 tok_end++;
-            if (end == p || end != tok_end || !isfinite(v)) {
+            if (end == p || end != tok_end || !(isfinite(v) || (allow_nan && isnan(v)))) {
                 int toklen = (int)(tok_end - p);
                 status = dm_set_error("%s:%d: '%.*s' is not a number", path, lineno,
                                       toklen > 40 ? 40 : toklen, p);
@@ -84,6 +85,11 @@ int dm_read_matrix(const char *path, int *rows, int *cols, double **data)
     return 0;
 }
 
+int dm_read_matrix(const char *path, int *rows, int *cols, double **data)
+{
+    return read_matrix(path, rows, cols, data, 0);
+}
+
 /* bvals: one row or one column. */
 static int read_bvals(const char *path, int *count, double **b)
 {
@@ -106,7 +112,7 @@ static int read_bvecs(const char *path, int *count, double **g)
 {
     int r, c;
     double *m;
-    if (dm_read_matrix(path, &r, &c, &m) != 0)
+    if (read_matrix(path, &r, &c, &m, 1) != 0)
         return -1;
     if (r == 3) {
         double *t = malloc((size_t)c * 3 * sizeof *t);
@@ -156,6 +162,18 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
     for (int i = 0; status == 0 && i < nb; i++)
         if (bv[i] < 0)
             status = dm_set_error("%s: negative b-value %g (volume %d)", bvals_path, bv[i], i);
+    /* Some tools write "nan nan nan" as the direction of a b=0 volume (DIPY's small_64D does):
+     * it means "no direction" there, and is an error anywhere else. */
+    for (int i = 0; status == 0 && i < nb; i++) {
+        double *v = gv + 3 * i;
+        if (!isnan(v[0]) && !isnan(v[1]) && !isnan(v[2]))
+            continue;
+        if (bv[i] <= 50)
+            v[0] = v[1] = v[2] = 0;
+        else
+            status = dm_set_error("%s: direction of volume %d (b=%g) is not a number", bvecs_path,
+                                  i, bv[i]);
+    }
     if (status != 0) {
         free(bv);
         free(gv);

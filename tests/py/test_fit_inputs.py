@@ -90,6 +90,21 @@ if not os.path.exists("/dev/nvidia0"):
 check("error-leaves-no-output", not os.path.exists(f"{d}/o8/S0.nii.gz") and
       not any(os.path.exists(f"{d}/o{i}/status.nii.gz") for i in range(1, 9)))
 
+# "nan nan nan" directions: accepted on b=0 volumes (as DIPY's small_64D writes them), an error
+# on diffusion-weighted ones.
+g = np.loadtxt(bvecs)
+bv = np.loadtxt(bvals)
+g_nan = g.copy()
+g_nan[:, bv <= 50] = np.nan
+np.savetxt(f"{d}/bvecs_nan_b0", g_nan, fmt="%.6f")
+rc, out, err = dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", "--bvals", bvals, "--bvecs",
+                     f"{d}/bvecs_nan_b0", "--out", f"{d}/onan", "--quiet", expect_ok=False)
+check("bvecs-nan-on-b0-accepted", rc == 0, err.strip())
+g_nan[:, np.argmax(bv)] = np.nan
+np.savetxt(f"{d}/bvecs_nan_dw", g_nan, fmt="%.6f")
+expect_error("error-bvecs-nan-on-dw", "bvecs_nan_dw", "fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz",
+             "--bvals", bvals, "--bvecs", f"{d}/bvecs_nan_dw", "--out", f"{d}/onan2")
+
 # bvecs far from unit length: normalised with a warning, the fit runs.
 g = np.loadtxt(bvecs)
 np.savetxt(f"{d}/bvecs_long", g * 1.5, fmt="%.6f")
