@@ -17,9 +17,9 @@ FUZZ_SECONDS ?= 60
 
 CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti \
             -DDIMOC_VERSION=\"$(shell cat VERSION)\"
-# niftilib and znzlib are linked statically so that the binary runs where only libz exists
-# (the GPU machine has no niftilib).
-LDLIBS  += -Wl,-Bstatic -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -ldl -lpthread
+# niftilib, znzlib and libpng are linked statically so that the binary runs where only libz
+# exists (the GPU machine has no niftilib).
+LDLIBS  += -Wl,-Bstatic -lnifti2 -lznz -lpng -Wl,-Bdynamic -lz -lm -ldl -lpthread
 OMPFLAGS := -fopenmp
 
 COMPILER_SRC := $(filter-out compiler/fuzz_front.c,$(wildcard compiler/*.c))
@@ -100,10 +100,14 @@ fuzz: bin/fuzz-front
 	mkdir -p fuzz-corpus && cp -n models/*.model tests/compiler/bad/*.model fuzz-corpus/ 2>/dev/null; \
 	bin/fuzz-front -max_total_time=$(FUZZ_SECONDS) -timeout=5 fuzz-corpus tests/compiler/fuzz-regressions
 
+# examples/demo.sh runs from the build tree only, so it is not installed.
 install: bin/dimoc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dimoc/models \
-	    $(DESTDIR)$(PREFIX)/share/dimoc/templates $(DESTDIR)$(PREFIX)/share/doc/dimoc
+	    $(DESTDIR)$(PREFIX)/share/dimoc/templates $(DESTDIR)$(PREFIX)/share/dimoc/examples \
+	    $(DESTDIR)$(PREFIX)/share/doc/dimoc
 	install -m 755 bin/dimoc $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(filter-out examples/demo.sh,$(wildcard examples/*.sh)) \
+	    $(DESTDIR)$(PREFIX)/share/dimoc/examples/
 	install -m 644 models/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/
 	install -m 644 templates/* $(DESTDIR)$(PREFIX)/share/dimoc/templates/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/

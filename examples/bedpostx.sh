@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# bedpostx with dimoc: ball & sticks fitted by MCMC with ARD, written under FSL's file names so
-# that probtrackx, FSLeyes and scripts made for FSL's bedpostx read the results as they are.
+# bedpostx with dimoc: ball & sticks by MCMC with ARD on the extra fibres, the results under
+# FSL's bedpostx file names, for probtrackx, FSLeyes and scripts written for FSL.
 #
-#   bedpostx.sh DATA MASK BVALS BVECS OUTDIR [NFIBRES] [dimoc fit options, e.g. --device gpu]
+# usage: bedpostx.sh DATA MASK BVALS BVECS OUTDIR [NFIBRES] [dimoc fit options, e.g. --device gpu]
 #
-# NFIBRES is 1, 2 (default) or 3.  The cascade: ball & one stick by Levenberg-Marquardt, then
-# one more stick per stage, each stage starting from the previous one (--init-from); the last
-# stage runs LM and then MCMC and keeps the samples.  The extra sticks start small (f = 0.05,
-# as FSL's xfibres starts its extra fibres) so that ARD can keep them small where the data do
-# not ask for them.  dimoc's own outputs stay in OUTDIR/dimoc/; OUTDIR gets the FSL names as
-# hard links (copies where links are impossible).  Every step is a plain dimoc command.
+# NFIBRES is 1, 2 (default) or 3.  The cascade:
+#   1. ball & one stick by Levenberg-Marquardt (then MCMC when NFIBRES is 1);
+#   2. one more stick per stage by MCMC, from the previous stage's posterior means
+#      (--init-from), the new stick starting at f = 0.01 as FSL's xfibres starts its extra
+#      fibres.  There is no LM before these MCMC stages on purpose: LM lets the new stick fit
+#      the noise of a one-fibre voxel (often as a near-copy of the first stick, sharing its
+#      fraction), and a one-parameter-at-a-time sampler then needs far more jumps than usual
+#      for ARD to shrink it (measured in tests/py/test_bedpostx.py).
+# The last stage keeps its samples.  dimoc's own outputs stay in OUTDIR/dimoc/MODEL/; OUTDIR
+# gets FSL's names as hard links to them (copies where links are impossible).
+#
+# Differences from FSL's files: the fibres are not re-sorted by mean fraction (FSL puts the
+# largest first; here fibre 1 is the stick the cascade started from, the larger one in nearly
+# every one-fibre voxel, either one where fractions are equal); th samples lie in [0, pi] and ph
+# samples in [0, 2 pi) (FSL stores its unbounded random walk), and mean_th/mean_ph are
+# circular means (FSL: the plain mean of the samples).  Every other file has FSL's meaning.
 set -euo pipefail
 if [ $# -lt 5 ]; then
-    sed -n '4,5p' "$0" | sed 's/^# *//' >&2
+    sed -n '5p' "$0" | sed 's/^# *//' >&2
     exit 2
 fi
 data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
@@ -29,12 +39,15 @@ models=(ball_1_stick ball_2_sticks ball_3_sticks)
 prev=""
 for ((n = 1; n <= nfibres; n++)); do
     model=${models[n - 1]}
-    init=()
-    [ -n "$prev" ] && init=(--init-from "$fitdir/$prev" --init "f$n=0.05")
-    method=lm
-    [ "$n" -eq "$nfibres" ] && method=lm,mcmc
-    $dimoc fit "$model" "${common[@]}" "${init[@]}" --method "$method" --save-samples \
-        --out "$fitdir/$model" "$@"
+    if [ "$n" -eq 1 ]; then
+        stage=(--method lm)
+        [ "$nfibres" -eq 1 ] && stage=(--method lm,mcmc)
+    else
+        stage=(--method mcmc --init-from "$fitdir/$prev" --init "f$n=0.01")
+    fi
+    [ "$n" -eq "$nfibres" ] && stage+=(--save-samples)
+    echo "bedpostx.sh: $model ${stage[*]}"
+    $dimoc fit "$model" "${common[@]}" "${stage[@]}" --out "$fitdir/$model" "$@"
     prev=$model
 done
 
@@ -51,7 +64,10 @@ for ((n = 1; n <= nfibres; n++)); do
 done
 link "$fit/d.nii.gz" "$out/mean_dsamples.nii.gz"
 link "$fit/S0.nii.gz" "$out/mean_S0samples.nii.gz"
-cp -f "$mask" "$out/nodif_brain_mask.nii.gz"
+case "$mask" in
+*.nii.gz) cp -f "$mask" "$out/nodif_brain_mask.nii.gz" ;;
+*) cp -f "$mask" "$out/nodif_brain_mask.${mask##*.}" ;;
+esac
 cp -f "$bvals" "$out/bvals"
 cp -f "$bvecs" "$out/bvecs"
-echo "bedpostx.sh: $nfibres fibre(s), FSL names in $out, dimoc's outputs in $fitdir"
+echo "bedpostx.sh: $nfibres fibre(s); FSL's names in $out, dimoc's outputs in $fitdir"

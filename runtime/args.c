@@ -109,7 +109,8 @@ void dm_args_help(FILE *out, const char *usage, const char *summary, const dm_op
     fprintf(out, "usage: %s\n\n%s\n\noptions:\n", usage, summary);
     for (int i = 0; opts[i].name; i++) {
         char head[96];
-        snprintf(head, sizeof head, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+        snprintf(head, sizeof head, "%s%s%s%s", opts[i].name[1] ? "--" : "-", opts[i].name,
+                 opts[i].arg ? " " : "",
                  opts[i].arg ? opts[i].arg : "");
         fprintf(out, "  %-28s %s", head, opts[i].help);
         if (opts[i].def) fprintf(out, " [default: %s]", opts[i].def);

@@ -31,6 +31,8 @@ static const char *usage_text =
     "  dti --data .. --out DIR       linear (weighted least squares) tensor fit, FSL dtifit names\n"
     "  track --samples DIR --seed .. probabilistic tractography (probtrackx-style)\n"
     "  view MAP.nii.gz -o map.png    quick-look picture of the three mid-slices\n"
+    "  select BIC1 BIC2 .. --out F   per voxel, the model with the lowest BIC (or AIC)\n"
+    "  pipeline NAME ARGS..          run a shipped pipeline (examples/NAME.sh), e.g. bedpostx\n"
     "  help [COMMAND]                this text, or a command's options with their defaults\n";
 
 int dm_report_error(void)
@@ -78,6 +80,8 @@ static int help(int argc, char **argv)
     if (!strcmp(c, "dti")) return dm_help_dti(stdout);
     if (!strcmp(c, "track")) return dm_help_track(stdout);
     if (!strcmp(c, "view")) return dm_help_view(stdout);
+    if (!strcmp(c, "pipeline")) return dm_help_pipeline(stdout);
+    if (!strcmp(c, "select")) return dm_help_select(stdout);
     if (!strcmp(c, "check") || !strcmp(c, "compile") || !strcmp(c, "info")) {
         fputs(usage_text, stdout);
         printf("\nThe model language: docs/model-language.md\n");
@@ -109,6 +113,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "dti")) return dm_cmd_dti(n, rest);
     if (!strcmp(cmd, "track")) return dm_cmd_track(n, rest);
     if (!strcmp(cmd, "view")) return dm_cmd_view(n, rest);
+    if (!strcmp(cmd, "pipeline")) return dm_cmd_pipeline(n, rest);
+    if (!strcmp(cmd, "select")) return dm_cmd_select(n, rest);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return help(n, rest);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("dimoc %s\n", DIMOC_VERSION);

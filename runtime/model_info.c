@@ -137,6 +137,11 @@ static char *find_data(const char *rel)
     return found;
 }
 
+char *dm_data_path(const char *rel)
+{
+    return find_data(rel);
+}
+
 char *dm_shipped_model_path(const char *name)
 {
     char rel[512];

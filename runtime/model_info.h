@@ -62,6 +62,9 @@ void dm_model_info_free(dm_model_info *mi);
 int dm_model_param_index(const dm_model_info *mi, const char *name);
 /* Path of a shipped model file (malloc'd), or NULL when there is no such model. */
 char *dm_shipped_model_path(const char *name);
+/* A file or folder shipped with dimoc, `rel` under the data folder ($DIMOC_DATA_DIR, the build
+ * tree exe/.., or the install tree exe/../share/dimoc): its path (malloc'd), or NULL. */
+char *dm_data_path(const char *rel);
 /* Folder holding the templates (malloc'd), found relative to the executable. */
 char *dm_templates_dir(void);
 

@@ -19,3 +19,5 @@ else
 fi
 [ -f "$prefix/share/dimoc/templates/lm.h" ] && [ -f "$prefix/share/doc/dimoc/model-language.md" ] \
     && pass installed-files || fail installed-files "templates or docs missing"
+case "$("$inst" help pipeline 2>&1)" in *bedpostx*model_selection*) pass installed-pipelines ;;
+    *) fail installed-pipelines "$("$inst" help pipeline 2>&1 | tail -3)" ;; esac

@@ -1,0 +1,149 @@
+"""The bedpostx pipeline (examples/bedpostx.sh through `dimoc pipeline`) on a crossing phantom:
+single-fibre voxels, 90 and 60 degree crossings (f1 = f2 = 0.3), random orientations, SNR 30
+(Rician), 6 b=0 + 64 b=1000 + 64 b=2000.  Checks ARD (a second fibre where there is one, none
+where there is not), the angular errors, FSL's file names and conventions, and 3 fibres."""
+import os
+
+import numpy as np
+
+from dmtest import angle_deg, check, dimoc, finish, load, save, scheme, workdir
+
+N = 50  # voxels per region
+REGIONS = ["single", "cross90", "cross60"]
+d = workdir("bedpostx")
+bvals, bvecs = scheme(d, "6x0,64x1000,64x2000")
+rng = np.random.default_rng(2024)
+
+
+def unit(v):
+    return v / np.linalg.norm(v)
+
+
+def to_angles(v):
+    v = v if v[2] >= 0 else -v
+    return np.arccos(np.clip(v[2], -1, 1)), np.mod(np.arctan2(v[1], v[0]), 2 * np.pi)
+
+
+# Truth: region r in x = r, N voxels along y; the first fibre random, the second at 90 or 60
+# degrees from it in a random plane.
+names = ["S0", "d", "f1", "th1", "ph1", "f2", "th2", "ph2"]
+truth = {k: np.zeros((3, N, 1)) for k in names}
+dirs = np.zeros((2, 3, N, 1, 3))
+for r, angle in enumerate([0, 90, 60]):
+    for y in range(N):
+        u = unit(rng.normal(size=3))
+        w = unit(np.cross(u, unit(rng.normal(size=3))))
+        v = np.cos(np.radians(angle)) * u + np.sin(np.radians(angle)) * w
+        f1, f2 = (0.5, 0.0) if r == 0 else (0.3, 0.3)
+        th1, ph1 = to_angles(u)
+        th2, ph2 = to_angles(v)
+        for k, val in zip(names, [1000, 1.5e-3, f1, th1, ph1, f2, th2, ph2]):
+            truth[k][r, y, 0] = val
+        dirs[0, r, y, 0], dirs[1, r, y, 0] = u, v
+affine = np.diag([2.0, 2.0, 2.0, 1.0])
+params = ",".join(f"{k}={save(os.path.join(d, k + '.nii.gz'), truth[k], affine)}" for k in names)
+mask = save(os.path.join(d, "mask.nii.gz"), np.ones((3, N, 1)), affine)
+data = os.path.join(d, "dwi.nii.gz")
+dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params", params,
+      "--noise", "rician", "--snr", 30, "--seed", 3, "--out", data)
+
+extra = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
+out = os.path.join(d, "out.bedpostX")
+rc, stdout, err = dimoc("pipeline", "bedpostx", data, mask, bvals, bvecs, out, 2, "--quiet", *extra,
+                        expect_ok=False)
+check("pipeline-runs", rc == 0, err.strip()[-300:])
+
+# Every FSL file, read back with nibabel, with the shape FSL gives it.
+nsamples = 50  # dimoc's defaults, as FSL's: 1250 jumps, one sample every 25
+expected = {f"merged_{p}{n}samples": (3, N, 1, nsamples) for p in ("th", "ph", "f") for n in (1, 2)}
+expected.update({f"mean_{p}{n}samples": (3, N, 1) for p in ("th", "ph", "f") for n in (1, 2)})
+expected.update({f"dyads{n}": (3, N, 1, 3) for n in (1, 2)})
+expected.update({f"dyads{n}_dispersion": (3, N, 1) for n in (1, 2)})
+expected.update({"mean_dsamples": (3, N, 1), "mean_S0samples": (3, N, 1), "nodif_brain_mask": (3, N, 1)})
+maps, problems = {}, []
+for name, shape in expected.items():
+    try:
+        maps[name] = load(os.path.join(out, name + ".nii.gz"))
+        if maps[name].shape != shape:
+            problems.append(f"{name} has shape {maps[name].shape}, not {shape}")
+    except Exception as e:  # a missing or unreadable file
+        problems.append(f"{name}: {e}")
+check("fsl-files-read-back", not problems, "; ".join(problems[:4]) or f"{len(expected)} files")
+if problems:
+    finish()
+
+f1, f2 = maps["mean_f1samples"], maps["mean_f2samples"]
+for r, region in enumerate(REGIONS):
+    frac = np.mean(f2[r] > 0.05)
+    if region == "single":
+        check("ard-no-second-fibre-in-single", frac <= 0.10,
+              f"mean_f2samples > 0.05 in {100 * frac:.0f}% of single-fibre voxels (at most 10%)")
+    else:
+        check(f"second-fibre-found-{region}", frac >= 0.90,
+              f"mean_f2samples > 0.05 in {100 * frac:.0f}% of voxels (at least 90%)")
+
+# Angular errors, the fitted fibres matched to the true ones in the better order.
+d1, d2 = maps["dyads1"], maps["dyads2"]
+a1 = angle_deg(d1[0], dirs[0, 0])
+check("angle-single", np.median(a1) < 10, f"median {np.median(a1):.2f} degrees")
+for r in (1, 2):
+    t1, t2 = dirs[0, r], dirs[1, r]
+    same = angle_deg(d1[r], t1) + angle_deg(d2[r], t2)
+    swapped = angle_deg(d1[r], t2) + angle_deg(d2[r], t1)
+    e1 = np.where(swapped < same, angle_deg(d1[r], t2), angle_deg(d1[r], t1))
+    e2 = np.where(swapped < same, angle_deg(d2[r], t1), angle_deg(d2[r], t2))
+    check(f"angle-{REGIONS[r]}", max(np.median(e1), np.median(e2)) < 10,
+          f"median {np.median(e1):.2f} and {np.median(e2):.2f} degrees")
+dm = maps["mean_dsamples"]
+s0 = maps["mean_S0samples"]
+check("d-and-S0", abs(np.median(dm) / 1.5e-3 - 1) < 0.1 and abs(np.median(s0) / 1000 - 1) < 0.05,
+      f"median d {np.median(dm):.3g}, S0 {np.median(s0):.4g}")
+
+# FSL's definitions, recomputed from the samples: mean_f = the mean of merged_f; dyads = the
+# principal eigenvector of the mean dyadic tensor, dispersion = 1 - its largest eigenvalue
+# (FSL's make_dyadic_vectors); th in [0, pi], ph in [0, 2 pi).
+ok_mean = all(np.allclose(maps[f"merged_f{n}samples"].mean(axis=-1), maps[f"mean_f{n}samples"], atol=1e-4)
+              for n in (1, 2))
+check("mean-f-is-mean-of-samples", ok_mean)
+worst_angle, worst_disp = 0.0, 0.0
+for n in (1, 2):
+    th, ph = maps[f"merged_th{n}samples"], maps[f"merged_ph{n}samples"]
+    v = np.stack([np.sin(th) * np.cos(ph), np.sin(th) * np.sin(ph), np.cos(th)], axis=-1)
+    tensor = np.einsum("...si,...sj->...ij", v, v) / th.shape[-1]
+    evals, evecs = np.linalg.eigh(tensor)
+    worst_angle = max(worst_angle, angle_deg(evecs[..., :, -1], maps[f"dyads{n}"]).max())
+    worst_disp = max(worst_disp, np.abs(1 - evals[..., -1] - maps[f"dyads{n}_dispersion"]).max())
+check("dyads-from-samples-as-fsl", worst_angle < 0.5 and worst_disp < 1e-3,
+      f"largest angle {worst_angle:.3f} degrees, dispersion difference {worst_disp:.2g}")
+th_all = np.concatenate([maps["merged_th1samples"].ravel(), maps["merged_th2samples"].ravel()])
+ph_all = np.concatenate([maps["merged_ph1samples"].ravel(), maps["merged_ph2samples"].ravel()])
+check("angle-ranges", th_all.min() >= 0 and th_all.max() <= np.pi + 1e-6 and ph_all.min() >= 0
+      and ph_all.max() <= 2 * np.pi + 1e-6, f"th in [{th_all.min():.3f}, {th_all.max():.3f}], "
+      f"ph in [{ph_all.min():.3f}, {ph_all.max():.3f}]")
+check("mask-copied", (maps["nodif_brain_mask"] == 1).all())
+
+# Three fibres: the third fraction stays under 0.05 (no voxel has a third fibre), the second
+# is still found.
+out3 = os.path.join(d, "out3.bedpostX")
+rc, _, err = dimoc("pipeline", "bedpostx", data, mask, bvals, bvecs, out3, 3, "--quiet", *extra,
+                   expect_ok=False)
+if rc == 0:
+    f3 = load(os.path.join(out3, "mean_f3samples.nii.gz"))
+    f2b = load(os.path.join(out3, "mean_f2samples.nii.gz"))
+    load(os.path.join(out3, "merged_ph3samples.nii.gz"))
+    frac3 = np.mean(f3 > 0.05)
+    frac2 = min(np.mean(f2b[1] > 0.05), np.mean(f2b[2] > 0.05))
+    check("three-fibres-ard", frac3 <= 0.10 and frac2 >= 0.90,
+          f"mean_f3samples > 0.05 in {100 * frac3:.0f}% of voxels; second fibre in {100 * frac2:.0f}% of crossings")
+else:
+    check("three-fibres-ard", False, err.strip()[-300:])
+
+# Usage errors.
+rc, _, err = dimoc("pipeline", "bedpostx", data, mask, bvals, bvecs, out3, 4, expect_ok=False)
+check("bad-nfibres", rc != 0 and "NFIBRES must be 1, 2 or 3" in err, err.strip())
+rc, _, err = dimoc("pipeline", "bedpostx", data, expect_ok=False)
+check("usage-when-arguments-missing", rc == 2 and "usage: bedpostx.sh DATA MASK" in err, err.strip())
+rc, _, err = dimoc("pipeline", "no_such_pipeline", expect_ok=False)
+check("unknown-pipeline", rc != 0 and "no pipeline named 'no_such_pipeline'" in err and "bedpostx" in err,
+      err.strip())
+finish()
