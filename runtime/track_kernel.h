@@ -1,0 +1,347 @@
+/* The propagation of one probabilistic streamline (probtrackx semantics), written once in
+ * plain C so that the host build and a later CUDA build can share it: no allocation, no
+ * library calls beyond <math.h>, all state in small structs, all memory passed in.
+ *
+ * Coordinates.  Tracking runs in the diffusion image's "scaled voxel" space: a point p (mm)
+ * lies at voxel coordinates p / vox, voxel centres at integers.  Fibre directions are unit
+ * vectors in the voxel axes (already converted from the samples' frame when loaded).  Every
+ * recorded point is also mapped into the seed space (the grid of the seed image or --seedref)
+ * by the affine diff2seed, rounded to the nearest voxel; the constraint masks live there.
+ *
+ * One streamline (id = seed * P + sample) draws its random numbers from the Philox stream
+ * (rseed, id), so its path depends on nothing but those two numbers.
+ *
+ * Before including: DM_FN (see templates/model_api.h), <math.h>, templates/philox.h. */
+#ifndef DIMOC_TRACK_KERNEL_H
+#define DIMOC_TRACK_KERNEL_H
+
+#define DM_TRACK_MAX_FIBRES 8
+#define DM_TRACK_LOOP_RATIO 5 /* loop check cells are 5x5x5 voxels, as in probtrackx */
+
+/* Seed-space voxel flags. */
+enum { DM_TRACK_FLAG_STOP = 1, DM_TRACK_FLAG_AVOID = 2 };
+
+/* Why a half-streamline ended. */
+enum {
+    DM_TRACK_END_STEPS = 0,  /* step limit */
+    DM_TRACK_END_MASK = 1,   /* the next point left the brain mask or the image */
+    DM_TRACK_END_CURVATURE = 2,
+    DM_TRACK_END_STOP = 3,   /* entered the stop mask (that point is kept) */
+    DM_TRACK_END_AVOID = 4,  /* entered the exclusion mask: the whole streamline is rejected */
+    DM_TRACK_END_LOOP = 5,
+};
+
+typedef struct dm_track_ctx {
+    /* orientation samples (diffusion grid) */
+    int nx, ny, nz, nsamples, nfibres;
+    float vox[3];
+    const float *dirs;           /* unit vectors: 3 floats at ((v * nsamples + s) * nfibres + k) */
+    const float *fracs;          /* fractions at ((v * nsamples + s) * nfibres + k) */
+    const unsigned char *brain;  /* nonzero inside the brain mask */
+    /* seed space */
+    int sx, sy, sz;
+    float diff2seed[3][4];        /* tracking mm -> seed voxel coordinates */
+    const unsigned char *flags;   /* DM_TRACK_FLAG_* per seed voxel, or NULL */
+    const unsigned int *waybits;  /* bit w: inside waypoint mask w, or NULL */
+    /* options */
+    int half_steps;   /* steps of each half (probtrackx: --nsteps / 2) */
+    float step;       /* mm */
+    float cthr;       /* minimum |cos| between successive steps */
+    float fibthresh;  /* fibres with f <= fibthresh are not followed (unless none is above) */
+    int randfib;      /* 0..3: how the first fibre at the seed is chosen (see pick_initial) */
+    int fibst;        /* 0-based fibre that randfib 0 starts on */
+    int modeuler;     /* modified Euler (midpoint) integration */
+    int loopcheck;
+    int nearest;      /* 1: sample the nearest voxel; 0: probabilistic interpolation */
+    unsigned long long rseed;
+} dm_track_ctx;
+
+/* One half of a streamline: caller-owned buffers of half_steps + 1 points. */
+typedef struct dm_track_half {
+    float *pts;  /* 3 floats per point, tracking mm; pts[0..2] is the seed */
+    int *svox;   /* seed-space voxel index of each point, -1 outside the seed grid */
+    int npts;
+    int end;     /* DM_TRACK_END_* */
+} dm_track_half;
+
+/* Loop check scratch: an open-addressed table of coarse cells (cap a power of two, at least
+ * 2 * half_steps), with the direction of the last visit. */
+typedef struct dm_track_loop {
+    int *keys;    /* -1: empty */
+    float *dirs;  /* 3 per slot */
+    int *used;    /* slots filled in this half, to clear them cheaply */
+    int cap, nused;
+} dm_track_loop;
+
+DM_FN int dm_track_clampi(int i, int n)
+{
+    return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+/* Diffusion voxel index of tracking point p, nearest voxel, or -1 outside the image. */
+DM_FN long dm_track_voxel_nearest(const dm_track_ctx *c, const float p[3])
+{
+    int i = (int)floorf(p[0] / c->vox[0] + 0.5f), j = (int)floorf(p[1] / c->vox[1] + 0.5f),
+        k = (int)floorf(p[2] / c->vox[2] + 0.5f);
+    if (i < 0 || j < 0 || k < 0 || i >= c->nx || j >= c->ny || k >= c->nz) return -1;
+    return ((long)k * c->ny + j) * c->nx + i;
+}
+
+/* Voxel to sample the orientations from.  Probabilistic interpolation (thesis 6.2.4,
+ * probtrackx): along each axis the lower or the upper neighbour, with probability 1 - frac and
+ * frac of the position between them, so that the expected orientation is the trilinear mix.
+ * A neighbour outside the image or the brain falls back to the nearest voxel. */
+DM_FN long dm_track_voxel_sample(const dm_track_ctx *c, const float p[3], dm_rng *rng)
+{
+    long nearest = dm_track_voxel_nearest(c, p);
+    if (c->nearest || nearest < 0) return nearest;
+    int idx[3];
+    const int n[3] = {c->nx, c->ny, c->nz};
+    for (int a = 0; a < 3; a++) {
+        float x = p[a] / c->vox[a];
+        float lo = floorf(x);
+        idx[a] = (int)lo + (dm_rng_uniform(rng) < (double)(x - lo) ? 1 : 0);
+        if (idx[a] < 0 || idx[a] >= n[a]) return nearest;
+    }
+    long v = ((long)idx[2] * c->ny + idx[1]) * c->nx + idx[0];
+    return c->brain[v] ? v : nearest;
+}
+
+/* The first fibre at the seed (probtrackx --randfib): 0 fibre fibst; 1 uniformly among the
+ * fibres with f > fibthresh; 2 among those, in proportion to f; 3 among all fibres, in
+ * proportion to f.  Falls back to fibre fibst (0 for randfib 1..3) when no fibre qualifies. */
+DM_FN int dm_track_pick_initial(const dm_track_ctx *c, const float *f, dm_rng *rng)
+{
+    int nf = c->nfibres, fallback = c->randfib == 0 && c->fibst < nf ? c->fibst : 0;
+    if (c->randfib == 0) return fallback;
+    double total = 0;
+    int count = 0;
+    for (int k = 0; k < nf; k++) {
+        int ok = c->randfib == 3 || f[k] > c->fibthresh;
+        if (!ok) continue;
+        count++;
+        total += c->randfib == 1 ? 1.0 : (f[k] > 0 ? f[k] : 0);
+    }
+    if (count == 0 || !(total > 0)) return fallback;
+    double u = dm_rng_uniform(rng) * total, acc = 0;
+    int last = fallback;
+    for (int k = 0; k < nf; k++) {
+        int ok = c->randfib == 3 || f[k] > c->fibthresh;
+        if (!ok) continue;
+        acc += c->randfib == 1 ? 1.0 : (f[k] > 0 ? f[k] : 0);
+        last = k;
+        if (u < acc) return k;
+    }
+    return last;
+}
+
+/* Draws an orientation at p: a random sample of a voxel chosen as above, and in it the fibre
+ * closest to prev (|cos|) among those with f > fibthresh (fibre 1 when none is), its sign
+ * flipped to continue along prev.  prev NULL: the first fibre by the --randfib rule.  Returns
+ * 0, or -1 when p is outside the image. */
+DM_FN int dm_track_sample_dir(const dm_track_ctx *c, const float p[3], const float *prev,
+                              dm_rng *rng, float out[3])
+{
+    long v = dm_track_voxel_sample(c, p, rng);
+    if (v < 0) return -1;
+    int s = (int)(dm_rng_uniform(rng) * c->nsamples);
+    if (s >= c->nsamples) s = c->nsamples - 1;
+    long base = (v * c->nsamples + s) * c->nfibres;
+    const float *f = c->fracs + base, *d = c->dirs + 3 * base;
+    int best = 0;
+    if (!prev) {
+        best = dm_track_pick_initial(c, f, rng);
+    } else {
+        float best_dot = -1;
+        for (int k = 0; k < c->nfibres; k++) {
+            if (!(f[k] > c->fibthresh)) continue;
+            float dot = fabsf(d[3 * k] * prev[0] + d[3 * k + 1] * prev[1] + d[3 * k + 2] * prev[2]);
+            if (dot > best_dot) {
+                best_dot = dot;
+                best = k;
+            }
+        }
+    }
+    float sign = 1;
+    if (prev && d[3 * best] * prev[0] + d[3 * best + 1] * prev[1] + d[3 * best + 2] * prev[2] < 0)
+        sign = -1;
+    for (int a = 0; a < 3; a++) out[a] = sign * d[3 * best + a];
+    return 0;
+}
+
+/* Seed-space voxel of tracking point p (nearest), or -1 outside the seed grid. */
+DM_FN int dm_track_seed_voxel(const dm_track_ctx *c, const float p[3])
+{
+    int idx[3];
+    const int n[3] = {c->sx, c->sy, c->sz};
+    for (int a = 0; a < 3; a++) {
+        float x = c->diff2seed[a][0] * p[0] + c->diff2seed[a][1] * p[1] +
+                  c->diff2seed[a][2] * p[2] + c->diff2seed[a][3];
+        idx[a] = (int)floorf(x + 0.5f);
+        if (idx[a] < 0 || idx[a] >= n[a]) return -1;
+    }
+    return (idx[2] * c->sy + idx[1]) * c->sx + idx[0];
+}
+
+/* Loop check at p moving along d: a loop is a return to a coarse cell against the direction
+ * of the last visit there (cos < 0).  Returns 1 on a loop. */
+DM_FN int dm_track_loop_visit(const dm_track_ctx *c, dm_track_loop *t, const float p[3],
+                              const float d[3])
+{
+    int ci = (int)floorf(p[0] / c->vox[0] + 0.5f) / DM_TRACK_LOOP_RATIO;
+    int cj = (int)floorf(p[1] / c->vox[1] + 0.5f) / DM_TRACK_LOOP_RATIO;
+    int ck = (int)floorf(p[2] / c->vox[2] + 0.5f) / DM_TRACK_LOOP_RATIO;
+    int cnx = c->nx / DM_TRACK_LOOP_RATIO + 1, cny = c->ny / DM_TRACK_LOOP_RATIO + 1;
+    int key = (ck * cny + cj) * cnx + ci;
+    unsigned int h = (unsigned int)key * 2654435761u;
+    int slot = (int)(h & (unsigned int)(t->cap - 1));
+    for (int probe = 0; probe < t->cap; probe++) {
+        if (t->keys[slot] == key) {
+            float *old = t->dirs + 3 * slot;
+            int loop = old[0] * d[0] + old[1] * d[1] + old[2] * d[2] < 0;
+            old[0] = d[0];
+            old[1] = d[1];
+            old[2] = d[2];
+            return loop;
+        }
+        if (t->keys[slot] < 0) {
+            if (t->nused * 2 > t->cap) return 0; /* full enough: stop recording new cells */
+            t->keys[slot] = key;
+            t->dirs[3 * slot] = d[0];
+            t->dirs[3 * slot + 1] = d[1];
+            t->dirs[3 * slot + 2] = d[2];
+            t->used[t->nused++] = slot;
+            return 0;
+        }
+        slot = (slot + 1) & (t->cap - 1);
+    }
+    return 0;
+}
+
+DM_FN void dm_track_loop_clear(dm_track_loop *t)
+{
+    for (int i = 0; i < t->nused; i++) t->keys[t->used[i]] = -1;
+    t->nused = 0;
+}
+
+/* Records point p into the half; returns its constraint flags. */
+DM_FN int dm_track_record(const dm_track_ctx *c, dm_track_half *h, const float p[3])
+{
+    int n = h->npts++;
+    h->pts[3 * n] = p[0];
+    h->pts[3 * n + 1] = p[1];
+    h->pts[3 * n + 2] = p[2];
+    int sv = dm_track_seed_voxel(c, p);
+    h->svox[n] = sv;
+    return sv >= 0 && c->flags ? c->flags[sv] : 0;
+}
+
+/* One half: from seed along dir0.  The stop mask is not applied in the seed's own voxel (a
+ * seed inside a stop region could not leave it otherwise). */
+DM_FN void dm_track_half_run(const dm_track_ctx *c, const float seed[3], const float dir0[3],
+                             dm_rng *rng, dm_track_loop *loop, dm_track_half *h)
+{
+    float p[3] = {seed[0], seed[1], seed[2]}, prev[3] = {dir0[0], dir0[1], dir0[2]};
+    h->npts = 0;
+    h->end = DM_TRACK_END_STEPS;
+    int flags = dm_track_record(c, h, p);
+    int seed_svox = h->svox[0];
+    if (flags & DM_TRACK_FLAG_AVOID) {
+        h->end = DM_TRACK_END_AVOID;
+        return;
+    }
+    if (loop) dm_track_loop_clear(loop);
+    for (int it = 1; it <= c->half_steps; it++) {
+        float d[3];
+        if (it == 1) {
+            d[0] = prev[0];
+            d[1] = prev[1];
+            d[2] = prev[2];
+        } else {
+            if (dm_track_sample_dir(c, p, prev, rng, d) != 0) {
+                h->end = DM_TRACK_END_MASK;
+                return;
+            }
+            if (fabsf(d[0] * prev[0] + d[1] * prev[1] + d[2] * prev[2]) < c->cthr) {
+                h->end = DM_TRACK_END_CURVATURE;
+                return;
+            }
+        }
+        if (c->modeuler) { /* the direction at the Euler point, averaged with the first */
+            float mid[3] = {p[0] + c->step * d[0], p[1] + c->step * d[1], p[2] + c->step * d[2]};
+            long mv = dm_track_voxel_nearest(c, mid);
+            float d2[3];
+            if (mv >= 0 && c->brain[mv] && dm_track_sample_dir(c, mid, d, rng, d2) == 0) {
+                float s0 = d[0] + d2[0], s1 = d[1] + d2[1], s2 = d[2] + d2[2];
+                float norm = sqrtf(s0 * s0 + s1 * s1 + s2 * s2);
+                if (norm > 1e-6f) {
+                    d[0] = s0 / norm;
+                    d[1] = s1 / norm;
+                    d[2] = s2 / norm;
+                }
+            }
+        }
+        float q[3] = {p[0] + c->step * d[0], p[1] + c->step * d[1], p[2] + c->step * d[2]};
+        long v = dm_track_voxel_nearest(c, q);
+        if (v < 0 || !c->brain[v]) {
+            h->end = DM_TRACK_END_MASK;
+            return;
+        }
+        if (loop && dm_track_loop_visit(c, loop, q, d)) {
+            h->end = DM_TRACK_END_LOOP;
+            return;
+        }
+        flags = dm_track_record(c, h, q);
+        if (flags & DM_TRACK_FLAG_AVOID) {
+            h->end = DM_TRACK_END_AVOID;
+            return;
+        }
+        if ((flags & DM_TRACK_FLAG_STOP) && h->svox[h->npts - 1] != seed_svox) {
+            h->end = DM_TRACK_END_STOP;
+            return;
+        }
+        for (int a = 0; a < 3; a++) {
+            p[a] = q[a];
+            prev[a] = d[a];
+        }
+    }
+}
+
+/* A whole streamline: the first orientation at the seed, then one half along it and one half
+ * against it.  Returns 1 when it is kept (no exclusion mask hit, waypoint condition met),
+ * 0 when rejected.  waycond_and: 1 AND, 0 OR; waymask: the bits of all waypoint masks. */
+DM_FN int dm_track_streamline(const dm_track_ctx *c, const float seed[3], unsigned long long id,
+                              dm_track_half h[2], dm_track_loop *loop, unsigned int waymask,
+                              int waycond_and)
+{
+    dm_rng rng;
+    dm_rng_init(&rng, c->rseed, id);
+    float d0[3] = {0, 0, 1}, back[3];
+    long sv = dm_track_voxel_nearest(c, seed);
+    int ok = sv >= 0 && c->brain[sv] && dm_track_sample_dir(c, seed, 0, &rng, d0) == 0;
+    if (!ok) { /* a seed outside the brain mask: a one-point streamline */
+        h[0].npts = h[1].npts = 0;
+        int flags = dm_track_record(c, &h[0], seed);
+        h[0].end = h[1].end = DM_TRACK_END_MASK;
+        if (flags & DM_TRACK_FLAG_AVOID) return 0;
+    } else {
+        back[0] = -d0[0];
+        back[1] = -d0[1];
+        back[2] = -d0[2];
+        dm_track_half_run(c, seed, d0, &rng, c->loopcheck ? loop : 0, &h[0]);
+        if (h[0].end == DM_TRACK_END_AVOID) return 0;
+        dm_track_half_run(c, seed, back, &rng, c->loopcheck ? loop : 0, &h[1]);
+        if (h[1].end == DM_TRACK_END_AVOID) return 0;
+    }
+    if (waymask && c->waybits) {
+        unsigned int seen = 0;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < h[k].npts; i++)
+                if (h[k].svox[i] >= 0) seen |= c->waybits[h[k].svox[i]];
+        seen &= waymask;
+        if (waycond_and ? seen != waymask : seen == 0) return 0;
+    }
+    return 1;
+}
+
+#endif

@@ -1,0 +1,41 @@
+/* Constraint and classification masks of tractography, all looked up by seed-space voxel:
+ * stop and exclusion (avoid) flags, waypoint bits, target masks (--os2t), and the columns of
+ * the connectivity matrices (seed voxels for matrix 1, --target2 and --target3 voxels). */
+#ifndef DIMOC_TRACK_MASKS_H
+#define DIMOC_TRACK_MASKS_H
+
+#include "track_seeds.h"
+
+#define DM_TRACK_MAX_WAYPOINTS 32
+
+typedef struct dm_track_masks {
+    size_t nvox;              /* seed-space voxels */
+    unsigned char *flags;     /* DM_TRACK_FLAG_* per voxel, NULL without stop/avoid */
+    unsigned int *waybits;    /* NULL without waypoints */
+    int nway;
+    unsigned int waymask;     /* (1 << nway) - 1 */
+    int waycond_and;
+    /* --targetmasks: target ids of each voxel, compressed rows (off[v] .. off[v+1]) */
+    int ntargets;
+    char **target_names;      /* file names without folder and NIfTI ending */
+    int *target_off, *target_ids;
+    /* matrix columns per seed-space voxel, -1 where none */
+    int *seed_col;            /* first seed in that voxel (matrix 1) */
+    int *t2_col, *t3_node;
+    long n2, n3;              /* columns of matrix 2, nodes of matrix 3 */
+    int *t2_ijk, *t3_ijk;     /* voxel coordinates of each column/node in its own image */
+    dm_volume t2_ref;         /* --target2 image (lookup_tractspace output grid) */
+} dm_track_masks;
+
+typedef struct dm_track_mask_paths {
+    const char *stop, *avoid, *waypoints, *waycond, *targetmasks, *target2, *target3;
+    int matrix1;
+} dm_track_mask_paths;
+
+/* Loads what is given; masks other than target2/target3 must be on the seed grid.
+ * waypoints: comma-separated images or text files listing images (one a line). */
+int dm_track_masks_load(const dm_track_mask_paths *paths, const dm_track_seeds *seeds,
+                        dm_track_masks *m);
+void dm_track_masks_free(dm_track_masks *m);
+
+#endif

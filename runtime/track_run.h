@@ -1,0 +1,44 @@
+/* dimoc track's engine: every streamline of every seed on the CPU (OpenMP over streamlines),
+ * accumulated into the outputs.  Results do not depend on the thread count: each streamline
+ * has its own random stream (rseed, seed * P + sample), counts are integer sums, the sparse
+ * matrices are merged sorted lists, and saved streamlines are the first in streamline order. */
+#ifndef DIMOC_TRACK_RUN_H
+#define DIMOC_TRACK_RUN_H
+
+#include "track_field.h"
+#include "track_masks.h"
+#include "track_seeds.h"
+#include "track_sparse.h"
+
+typedef struct dm_track_options {
+    long per_seed;        /* -P */
+    long nsteps;          /* -S: both halves together */
+    double steplength, cthr, fibthresh;
+    int randfib, fibst;   /* fibst 1-based, as on the command line */
+    int modeuler, loopcheck, nearest, fsl_frame;
+    unsigned long long rseed;
+    int threads;          /* 0: OpenMP's default */
+    int opd, os2t, matrix1, matrix2, matrix3;
+    long tck_max;         /* streamlines kept for the .tck file (0: none) */
+} dm_track_options;
+
+typedef struct dm_track_result {
+    unsigned int *paths;              /* per seed-space voxel (opd), else NULL */
+    unsigned int *seeds_to_targets;   /* ntargets x seed-space voxels (os2t), else NULL */
+    unsigned long long waytotal;      /* streamlines kept */
+    unsigned long long generated;     /* streamlines tracked */
+    unsigned long long steps;         /* points recorded (both halves) */
+    unsigned long long ends[6];       /* half-streamlines by DM_TRACK_END_* */
+    dm_sparse m1, m2, m3;
+    long ntck;                        /* saved streamlines */
+    long *tck_len;                    /* points of each */
+    float *tck_xyz;                   /* world mm, all of them one after the other */
+    double seconds;
+    int threads;
+} dm_track_result;
+
+int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
+                 const dm_track_options *o, dm_track_result *r);
+void dm_track_result_free(dm_track_result *r);
+
+#endif
