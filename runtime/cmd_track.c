@@ -4,7 +4,9 @@
 #include "args.h"
 #include "commands.h"
 #include "error.h"
+#include "gpu_backend.h"
 #include "track_field.h"
+#include "track_gpu.h"
 #include "track_masks.h"
 #include "track_outputs.h"
 #include "track_run.h"
@@ -56,7 +58,9 @@ static const dm_opt track_opts[] = {
     {"save-streamlines", "FILE.tck", NULL, "also write kept streamlines (MRtrix .tck, world mm)"},
     {"save-max", "N", "10000", "at most N streamlines in the .tck file (the first, in seed order)"},
     {"threads", "N", "all cores", "CPU threads"},
-    {"device", "cpu|gpu|auto", "auto", "where to track (the GPU path is not there yet)"},
+    {"device", "cpu|gpu|auto", "auto", "where to track (auto: a usable GPU, else the CPU)"},
+    {"gpus", "all|0,1,..", "all", "GPUs to use; each takes chunks of streamlines from a shared queue"},
+    {"gpu-memory", "MB", "70% of free", "cap on the device memory each GPU's launches use"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -123,11 +127,23 @@ static int parse_options(dm_args *a, dm_track_options *o)
         return dm_set_error("track: --omatrix2 needs --target2");
     if (o->matrix3 && !dm_arg(a, track_opts, "target3"))
         return dm_set_error("track: --omatrix3 needs --target3");
+    o->gpus = dm_arg(a, track_opts, "gpus");
+    if (dm_arg_given(a, track_opts, "gpu-memory") &&
+        dm_arg_long(a, track_opts, "gpu-memory", 1, 1L << 30, &o->gpu_memory_mb))
+        return -1;
     const char *device = dm_arg(a, track_opts, "device");
-    if (!strcmp(device, "gpu"))
-        return dm_set_error("track: the GPU path of 'track' is not there yet; use --device cpu");
-    if (strcmp(device, "cpu") && strcmp(device, "auto"))
+    if (!strcmp(device, "gpu")) {
+        if (!dm_gpu_available()) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", dm_last_error());
+            return dm_set_error("track: --device gpu: no usable GPU: %s", why);
+        }
+        o->use_gpu = 1;
+    } else if (!strcmp(device, "auto")) {
+        o->use_gpu = dm_gpu_available();
+    } else if (strcmp(device, "cpu")) {
         return dm_set_error("track: --device must be cpu, gpu or auto, not '%s'", device);
+    }
     return 0;
 }
 
@@ -193,15 +209,20 @@ int dm_cmd_track(int argc, char **argv)
         .matrix1 = o.matrix1,
     };
     if ((rc = dm_track_masks_load(&mp, &seeds, &masks)) != 0) goto done;
-    if ((rc = dm_track_run(&field, &seeds, &masks, &o, &result)) != 0) goto done;
+    rc = o.use_gpu ? dm_track_run_gpu(&field, &seeds, &masks, &o, &result)
+                   : dm_track_run(&field, &seeds, &masks, &o, &result);
+    if (rc != 0) goto done;
     if ((rc = dm_track_write_outputs(out, &seeds, &masks, &o, &result)) != 0) goto done;
     const char *tck = dm_arg(&a, track_opts, "save-streamlines");
     if (tck && (rc = dm_track_write_tck(tck, &o, &result)) != 0) goto done;
+    char where[300];
+    if (o.use_gpu) snprintf(where, sizeof where, "%s", result.device);
+    else snprintf(where, sizeof where, "%d threads", result.threads);
     printf("track: %ld seeds x %ld = %llu streamlines, %llu kept (waytotal), %.1f points each, "
-           "%.0f streamlines/s on %d threads\n",
+           "%.0f streamlines/s on %s\n",
            seeds.n, o.per_seed, result.generated, result.waytotal,
            result.generated ? (double)result.steps / result.generated : 0.0,
-           result.seconds > 0 ? result.generated / result.seconds : 0.0, result.threads);
+           result.seconds > 0 ? result.generated / result.seconds : 0.0, where);
     printf("track: half-streamline ends: %llu step limit, %llu mask, %llu curvature, %llu stop, "
            "%llu avoid, %llu loop\n",
            result.ends[0], result.ends[1], result.ends[2], result.ends[3], result.ends[4],

@@ -73,6 +73,9 @@ dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc)
         LOAD(libcuda, cuMemFreeHost, "cuMemFreeHost");
         LOAD(libcuda, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
         LOAD(libcuda, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+        LOAD(libcuda, cuMemsetD32Async, "cuMemsetD32Async");
+        LOAD(libcuda, cuOccupancyMaxActiveBlocksPerMultiprocessor,
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
         LOAD(libcuda, cuStreamCreate, "cuStreamCreate");
         LOAD(libcuda, cuStreamDestroy, "cuStreamDestroy_v2");
         LOAD(libcuda, cuStreamSynchronize, "cuStreamSynchronize");

@@ -220,7 +220,7 @@ fail:
     return NULL;
 }
 
-static int parse_gpus(const char *spec, int ndev, int *ord, int *n)
+int dm_gpu_parse_list(const char *spec, int ndev, int *ord, int *n)
 {
     *n = 0;
     if (!spec || !strcmp(spec, "all")) {
@@ -247,7 +247,7 @@ int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_res
     dm_cuda *cu = dm_cuda_open(1, 1);
     if (!cu) return -1;
     int ord[64], ngpu;
-    if (parse_gpus(o->gpus, cu->ndevices, ord, &ngpu) != 0) {
+    if (dm_gpu_parse_list(o->gpus, cu->ndevices, ord, &ngpu) != 0) {
         dm_cuda_close(cu);
         return -1;
     }

@@ -23,6 +23,8 @@ typedef struct dm_gpu_report {
 /* 1 when a GPU is usable here (driver, device and NVRTC); else 0 with the reason in
  * dm_last_error(). */
 int dm_gpu_available(void);
+/* --gpus: "all" (or NULL) or a comma list of ordinals below ndev, into ord (64 at most). */
+int dm_gpu_parse_list(const char *spec, int ndev, int *ord, int *n);
 /* Lanes per voxel chosen for M measurements and the precision (real_size 4 or 8). */
 int dm_gpu_auto_lanes(int M, int real_size);
 /* Fits every voxel of p whose status is FITTED (updating p->status), results into res. */

@@ -1,7 +1,6 @@
 #include "track_run.h"
 #include "error.h"
 #include "progress.h"
-#include "track_kernel_host.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -236,47 +235,80 @@ static int gather_saved(worker *w, int nw, long tck_max, dm_track_result *r)
     return 0;
 }
 
+void dm_track_ctx_init(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
+                       const dm_track_options *o, dm_track_ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    c->nx = f->nx;
+    c->ny = f->ny;
+    c->nz = f->nz;
+    c->nsamples = f->nsamples;
+    c->nfibres = f->nfibres;
+    for (int a = 0; a < 3; a++) c->vox[a] = (float)f->vox[a];
+    c->dirs = f->dirs;
+    c->fracs = f->fracs;
+    c->brain = f->brain;
+    c->sx = s->ref.nx;
+    c->sy = s->ref.ny;
+    c->sz = s->ref.nz;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) c->diff2seed[i][j] = (float)s->track2seed.m[i][j];
+    c->flags = m->flags;
+    c->waybits = m->waybits;
+    c->half_steps = (int)(o->nsteps / 2);
+    c->step = (float)o->steplength;
+    c->cthr = (float)o->cthr;
+    c->fibthresh = (float)o->fibthresh;
+    c->randfib = o->randfib;
+    c->fibst = o->fibst - 1;
+    c->modeuler = o->modeuler;
+    c->loopcheck = o->loopcheck;
+    c->nearest = o->nearest;
+    c->rseed = o->rseed;
+}
+
+/* tracking mm -> world mm of the diffusion data, for the .tck file */
+static void tracking_to_world(const dm_track_field *f, float t2w[3][4])
+{
+    dm_affine v2w;
+    dm_volume_vox2world(&f->mask, &v2w);
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) t2w[i][j] = (float)(v2w.m[i][j] / f->vox[j]);
+        t2w[i][3] = (float)v2w.m[i][3];
+    }
+}
+
+int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
+                         const dm_track_options *o, dm_track_result *r)
+{
+    dm_track_ctx c;
+    dm_track_ctx_init(f, s, m, o, &c);
+    float t2w[3][4];
+    tracking_to_world(f, t2w);
+    dm_track_options plain = *o;
+    plain.opd = 0; /* the worker needs no count arrays here */
+    worker w;
+    int rc = worker_init(&w, &c, m, &plain);
+    unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
+    for (unsigned long long id = 0; rc == 0 && id < total && w.nsaved < o->tck_max && !w.failed; id++) {
+        long k = (long)(id / o->per_seed);
+        if (dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop, m->waymask, m->waycond_and))
+            save_streamline(&w, id, t2w);
+    }
+    if (rc != 0 || w.failed) rc = dm_set_error("track: out of memory for the saved streamlines");
+    if (rc == 0) rc = gather_saved(&w, 1, o->tck_max, r);
+    worker_free(&w);
+    return rc;
+}
+
 int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
                  const dm_track_options *o, dm_track_result *r)
 {
     memset(r, 0, sizeof *r);
     dm_track_ctx c;
-    memset(&c, 0, sizeof c);
-    c.nx = f->nx;
-    c.ny = f->ny;
-    c.nz = f->nz;
-    c.nsamples = f->nsamples;
-    c.nfibres = f->nfibres;
-    for (int a = 0; a < 3; a++) c.vox[a] = (float)f->vox[a];
-    c.dirs = f->dirs;
-    c.fracs = f->fracs;
-    c.brain = f->brain;
-    c.sx = s->ref.nx;
-    c.sy = s->ref.ny;
-    c.sz = s->ref.nz;
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 4; j++) c.diff2seed[i][j] = (float)s->track2seed.m[i][j];
-    c.flags = m->flags;
-    c.waybits = m->waybits;
-    c.half_steps = (int)(o->nsteps / 2);
-    c.step = (float)o->steplength;
-    c.cthr = (float)o->cthr;
-    c.fibthresh = (float)o->fibthresh;
-    c.randfib = o->randfib;
-    c.fibst = o->fibst - 1;
-    c.modeuler = o->modeuler;
-    c.loopcheck = o->loopcheck;
-    c.nearest = o->nearest;
-    c.rseed = o->rseed;
-
-    /* tracking mm -> world mm of the diffusion data, for the .tck file */
-    dm_affine v2w;
-    dm_volume_vox2world(&f->mask, &v2w);
+    dm_track_ctx_init(f, s, m, o, &c);
     float t2w[3][4];
-    for (int i = 0; i < 3; i++) {
-        for (int j = 0; j < 3; j++) t2w[i][j] = (float)(v2w.m[i][j] / f->vox[j]);
-        t2w[i][3] = (float)v2w.m[i][3];
-    }
+    tracking_to_world(f, t2w);
 
     if (o->opd) r->paths = calloc(m->nvox, sizeof *r->paths);
     if (o->os2t && m->ntargets)

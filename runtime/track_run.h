@@ -6,6 +6,7 @@
 #define DIMOC_TRACK_RUN_H
 
 #include "track_field.h"
+#include "track_kernel_host.h"
 #include "track_masks.h"
 #include "track_seeds.h"
 #include "track_sparse.h"
@@ -20,6 +21,9 @@ typedef struct dm_track_options {
     int threads;          /* 0: OpenMP's default */
     int opd, os2t, matrix1, matrix2, matrix3;
     long tck_max;         /* streamlines kept for the .tck file (0: none) */
+    int use_gpu;          /* dm_track_run_gpu (track_gpu.h) instead of dm_track_run */
+    const char *gpus;     /* "all" or a comma list of device ordinals */
+    long gpu_memory_mb;   /* cap on the device memory of each GPU (0: 70% of free) */
 } dm_track_options;
 
 typedef struct dm_track_result {
@@ -35,10 +39,19 @@ typedef struct dm_track_result {
     float *tck_xyz;                   /* world mm, all of them one after the other */
     double seconds;
     int threads;
+    char device[256];                 /* GPU runs: "NVIDIA H100 ... x1 (sm_90)", else "" */
 } dm_track_result;
 
 int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
                  const dm_track_options *o, dm_track_result *r);
 void dm_track_result_free(dm_track_result *r);
+
+/* The kernel's context for these inputs (host pointers). */
+void dm_track_ctx_init(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
+                       const dm_track_options *o, dm_track_ctx *c);
+/* Traces streamlines in id order on the host until o->tck_max are kept, into r's tck_* (for
+ * the GPU path, which keeps no points: the saved streamlines are these host traces). */
+int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
+                         const dm_track_options *o, dm_track_result *r);
 
 #endif

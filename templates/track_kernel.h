@@ -1,6 +1,8 @@
 /* The propagation of one probabilistic streamline (probtrackx semantics), written once in
- * plain C so that the host build and a later CUDA build can share it: no allocation, no
- * library calls beyond <math.h>, all state in small structs, all memory passed in.
+ * plain C so that the host build (runtime/track_kernel_host.h) and the CUDA build
+ * (templates/gpu_tracker.cu, compiled by NVRTC) share it: no allocation, no library calls
+ * beyond floorf, fabsf, sqrtf (and philox.h's), all state in small structs, all memory
+ * passed in.
  *
  * Coordinates.  Tracking runs in the diffusion image's "scaled voxel" space: a point p (mm)
  * lies at voxel coordinates p / vox, voxel centres at integers.  Fibre directions are unit
@@ -58,7 +60,7 @@ typedef struct dm_track_ctx {
 
 /* One half of a streamline: caller-owned buffers of half_steps + 1 points. */
 typedef struct dm_track_half {
-    float *pts;  /* 3 floats per point, tracking mm; pts[0..2] is the seed */
+    float *pts;  /* 3 floats per point, tracking mm; pts[0..2] is the seed (NULL: not kept) */
     int *svox;   /* seed-space voxel index of each point, -1 outside the seed grid */
     int npts;
     int end;     /* DM_TRACK_END_* */
@@ -228,9 +230,11 @@ DM_FN void dm_track_loop_clear(dm_track_loop *t)
 DM_FN int dm_track_record(const dm_track_ctx *c, dm_track_half *h, const float p[3])
 {
     int n = h->npts++;
-    h->pts[3 * n] = p[0];
-    h->pts[3 * n + 1] = p[1];
-    h->pts[3 * n + 2] = p[2];
+    if (h->pts) {
+        h->pts[3 * n] = p[0];
+        h->pts[3 * n + 1] = p[1];
+        h->pts[3 * n + 2] = p[2];
+    }
     int sv = dm_track_seed_voxel(c, p);
     h->svox[n] = sv;
     return sv >= 0 && c->flags ? c->flags[sv] : 0;

@@ -1,0 +1,184 @@
+/* What the GPU tracker does with one streamline (templates/gpu_tracker.cu): trace it with
+ * track_kernel.h and add it to the outputs with the CPU's semantics (runtime/track_run.c):
+ * every seed-space voxel a kept streamline visits counts once in fdt_paths, once per target in
+ * seeds_to_<target>, once per column in the matrices.  Without a per-thread stamp array over
+ * all voxels (the CPU's way, too large for 10^5 threads), a streamline's voxels are made
+ * unique by sorting its short list.  Matrix entries go out as (row << 32 | col) keys into
+ * per-matrix buffers that the host merges into its sparse matrices; a streamline whose keys do
+ * not fit goes on an overflow list and is run again (that matrix only) after the host has
+ * emptied the buffer.  Plain C with DM_FN, so that a host test can run it too.
+ *
+ * Before including: DM_FN; DM_ATOMIC_ADD_U32(p, v) and DM_ATOMIC_ADD_U64(p, v) (return the old
+ * value); philox.h and track_kernel.h. */
+#ifndef DIMOC_TRACK_GPU_GATHER_H
+#define DIMOC_TRACK_GPU_GATHER_H
+
+/* What a pass computes (a bit mask). */
+enum {
+    DM_TG_COUNTS = 1, /* statistics, waytotal, fdt_paths, seeds_to_targets */
+    DM_TG_M1 = 2,
+    DM_TG_M2 = 4,
+    DM_TG_M3 = 8,
+};
+enum { DM_TG_NSTATS = 8 }; /* waytotal, points, ends[6] */
+#define DM_TG_EMPTY_KEY 0xFFFFFFFFFFFFFFFFull /* a buffer slot left unused by an overflow */
+
+typedef struct dm_track_gpu_out {
+    /* seeds */
+    const float *seed_pos;  /* tracking mm, 3 per seed */
+    const int *seed_svox;   /* seed-space voxel of each seed, -1 outside */
+    long long per_seed;
+    unsigned int waymask;
+    int waycond_and;
+    /* lookups by seed-space voxel, NULL when unused */
+    const int *seed_col, *t2_col, *t3_node;
+    const int *target_off, *target_ids; /* compressed rows, ntargets > 0 */
+    int ntargets;
+    unsigned long long nvox;
+    /* outputs */
+    unsigned int *paths;             /* NULL without --opd */
+    unsigned int *seeds_to_targets;  /* ntargets x nvox, NULL without --os2t */
+    unsigned long long *stats;       /* DM_TG_NSTATS */
+    unsigned long long *keys[3];     /* matrix 1, 2, 3 entries; NULL when not asked for */
+    unsigned long long key_cap[3];
+    unsigned long long *nkeys;       /* 3 counters (may run past key_cap) */
+    unsigned long long *overflow[3]; /* ids of streamlines whose keys did not fit */
+    unsigned long long *noverflow;   /* 3 counters */
+} dm_track_gpu_out;
+
+/* Per-thread scratch of a launch, thread t owning [t * stride, (t + 1) * stride) of each
+ * array (a: la ints, b: lb ints, the loop check table: loop_cap slots). */
+typedef struct dm_track_gpu_scratch {
+    int *a, *b;
+    int la, lb;
+    int *loop_keys, *loop_used; /* NULL without --loopcheck */
+    float *loop_dirs;
+    int loop_cap;
+} dm_track_gpu_scratch;
+
+/* Sorts a[0..n) (heapsort: no recursion, no extra memory) and drops repeats; returns the new
+ * length. */
+DM_FN int dm_tg_sort_unique(int *a, int n)
+{
+    for (int start = n / 2 - 1, end = n;; ) {
+        int root;
+        if (start >= 0) {
+            root = start--;
+        } else {
+            if (--end <= 0) break;
+            int t = a[0];
+            a[0] = a[end];
+            a[end] = t;
+            root = 0;
+        }
+        for (;;) { /* sift down within a[0..end) */
+            int child = 2 * root + 1;
+            if (child >= end) break;
+            if (child + 1 < end && a[child + 1] > a[child]) child++;
+            if (a[root] >= a[child]) break;
+            int t = a[root];
+            a[root] = a[child];
+            a[child] = t;
+            root = child;
+        }
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || a[i] != a[m - 1]) a[m++] = a[i];
+    return m;
+}
+
+/* Reserves n key slots of matrix j; -1 (and the streamline on the overflow list) when they do
+ * not fit. */
+DM_FN long long dm_tg_reserve(const dm_track_gpu_out *o, int j, unsigned long long n,
+                              unsigned long long id)
+{
+    if (n == 0) return 0;
+    unsigned long long at = DM_ATOMIC_ADD_U64(&o->nkeys[j], n);
+    if (at + n <= o->key_cap[j]) return (long long)at;
+    for (unsigned long long i = at; i < o->key_cap[j]; i++) o->keys[j][i] = DM_TG_EMPTY_KEY;
+    unsigned long long slot = DM_ATOMIC_ADD_U64(&o->noverflow[j], 1);
+    o->overflow[j][slot] = id;
+    return -1;
+}
+
+/* Streamline id: traced into a (its two halves' seed-space voxels, 2 * (half_steps + 1) ints;
+ * also the scratch of the later steps, la >= that and >= ntargets / 32 + 1), its distinct
+ * voxels sorted into b (2 * (half_steps + 1) ints), then added to the outputs that `what`
+ * names.  st: this thread's statistics. */
+DM_FN void dm_tg_streamline(const dm_track_ctx *c, const dm_track_gpu_out *o,
+                            unsigned long long id, int what, int *a, int *b, dm_track_loop *loop,
+                            unsigned long long st[DM_TG_NSTATS])
+{
+    long long k = (long long)(id / (unsigned long long)o->per_seed);
+    dm_track_half h[2];
+    h[0].pts = h[1].pts = 0;
+    h[0].svox = a;
+    h[1].svox = a + c->half_steps + 1;
+    int kept = dm_track_streamline(c, o->seed_pos + 3 * k, id, h, loop, o->waymask, o->waycond_and);
+    if (what & DM_TG_COUNTS) {
+        for (int i = 0; i < 2; i++) {
+            st[2 + h[i].end]++;
+            st[1] += (unsigned long long)h[i].npts;
+        }
+        st[0] += (unsigned long long)kept;
+    }
+    if (!kept) return;
+    int m = 0; /* distinct voxels; consecutive repeats (most of them) dropped on the way */
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < h[i].npts; p++) {
+            int v = h[i].svox[p];
+            if (v >= 0 && (m == 0 || b[m - 1] != v)) b[m++] = v;
+        }
+    m = dm_tg_sort_unique(b, m);
+    int own = o->seed_svox[k];
+    if (what & DM_TG_COUNTS) {
+        if (o->paths)
+            for (int i = 0; i < m; i++) DM_ATOMIC_ADD_U32(&o->paths[b[i]], 1u);
+        if (o->seeds_to_targets && own >= 0) {
+            unsigned int *seen = (unsigned int *)a; /* a bit per target */
+            int words = o->ntargets / 32 + 1;
+            for (int w = 0; w < words; w++) seen[w] = 0;
+            for (int i = 0; i < m; i++)
+                for (int t = o->target_off[b[i]]; t < o->target_off[b[i] + 1]; t++) {
+                    int id_t = o->target_ids[t];
+                    unsigned int bit = 1u << (id_t & 31);
+                    if (seen[id_t >> 5] & bit) continue;
+                    seen[id_t >> 5] |= bit;
+                    DM_ATOMIC_ADD_U32(&o->seeds_to_targets[(unsigned long long)id_t * o->nvox + own], 1u);
+                }
+        }
+    }
+    unsigned long long row = (unsigned long long)k << 32;
+    if ((what & DM_TG_M1) && o->seed_col) {
+        unsigned long long n = 0;
+        for (int i = 0; i < m; i++) n += o->seed_col[b[i]] >= 0 && b[i] != own;
+        long long at = dm_tg_reserve(o, 0, n, id);
+        if (at >= 0)
+            for (int i = 0; i < m; i++)
+                if (o->seed_col[b[i]] >= 0 && b[i] != own)
+                    o->keys[0][at++] = row | (unsigned int)o->seed_col[b[i]];
+    }
+    if ((what & DM_TG_M2) && o->t2_col) {
+        int n = 0;
+        for (int i = 0; i < m; i++)
+            if (o->t2_col[b[i]] >= 0) a[n++] = o->t2_col[b[i]];
+        n = dm_tg_sort_unique(a, n);
+        long long at = dm_tg_reserve(o, 1, (unsigned long long)n, id);
+        if (at >= 0)
+            for (int i = 0; i < n; i++) o->keys[1][at++] = row | (unsigned int)a[i];
+    }
+    if ((what & DM_TG_M3) && o->t3_node) {
+        int n = 0;
+        for (int i = 0; i < m; i++)
+            if (o->t3_node[b[i]] >= 0) a[n++] = o->t3_node[b[i]];
+        n = dm_tg_sort_unique(a, n); /* increasing: every pair (i < j) is already ordered */
+        long long at = dm_tg_reserve(o, 2, (unsigned long long)n * (n - 1) / 2, id);
+        if (at >= 0)
+            for (int i = 0; i < n; i++)
+                for (int j = i + 1; j < n; j++)
+                    o->keys[2][at++] = (unsigned long long)(unsigned int)a[i] << 32 | (unsigned int)a[j];
+    }
+}
+
+#endif

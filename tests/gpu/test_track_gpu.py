@@ -1,0 +1,112 @@
+"""dimoc track on the GPU against the CPU (make test-gpu): the same kernel (track_kernel.h),
+the same Philox streams, float arithmetic without fused multiply-adds, so the same streamlines;
+the thesis' criteria (section 6.5): fdt_paths correlation GPU vs CPU >= 0.998 and run-to-rerun
+(another --rseed) >= 0.999 on each device, for 10^6 streamlines; the phantom tests of
+tests/py/test_track.py pass on the GPU too."""
+import numpy as np
+
+import test_track as tt
+from dmtest import check, dimoc, finish, load, save, workdir
+
+ROOT = workdir("track_gpu")
+
+
+def crossing(d):
+    """Two bundles crossing at 90 degrees in a 40 x 40 x 6 slab (test_track's crossing, larger)."""
+    shape = (40, 40, 6)
+    dirs = np.zeros(shape + (2, 3))
+    fr = np.zeros(shape + (2,))
+    a = np.zeros(shape, bool)
+    a[:, 15:25, :] = True
+    b = np.zeros(shape, bool)
+    b[15:25, :, :] = True
+    dirs[a & ~b, 0] = [1, 0, 0]
+    fr[a & ~b, 0] = 0.6
+    dirs[b & ~a, 0] = [0, 1, 0]
+    fr[b & ~a, 0] = 0.6
+    dirs[a & b, 0] = [1, 0, 0]
+    dirs[a & b, 1] = [0, 1, 0]
+    fr[a & b] = 0.35
+    dirs[~(a | b), 0] = [0, 0, 1]
+    return tt.write_bedpost(f"{d}/bp", dirs, fr, a | b, ns=50, spread_deg=8.0), shape
+
+
+def run(bp, seed, out, device, *args):
+    _, stdout, _ = dimoc("track", "--samples", bp, "--seed", seed, "--out", out, "--device", device, *args)
+    rate = float(stdout.split("streamlines/s")[0].split(",")[-1])
+    return rate
+
+
+def corr(a, b):
+    return np.corrcoef(a.ravel(), b.ravel())[0, 1]
+
+
+def test_parity():
+    d = ROOT
+    bp, shape = crossing(d)
+    seed = tt.mask_image(d, "seed", shape, (slice(1, 6), slice(17, 22), slice(1, 5)))  # 100 seeds
+    way = tt.mask_image(d, "way", shape, (slice(30, 31), slice(15, 20), slice(None)))  # half the bundle
+    P = 10000  # 10^6 streamlines
+    base = ["-P", P, "--opd", "--waypoints", way]
+    rates, paths, ways = {}, {}, {}
+    for dev in ("cpu", "gpu"):
+        for rs in (1, 2):
+            out = f"{d}/{dev}{rs}"
+            rates[dev, rs] = run(bp, seed, out, dev, *base, "--rseed", rs)
+            paths[dev, rs] = load(f"{out}/fdt_paths.nii.gz")
+            ways[dev, rs] = int(open(f"{out}/waytotal").read())
+    c = corr(paths["gpu", 1], paths["cpu", 1])
+    same = np.mean(paths["gpu", 1] == paths["cpu", 1])
+    check("track_gpu_paths_vs_cpu", c >= 0.998, f"r = {c:.6f}, {100 * same:.2f}% of voxels identical")
+    for dev in ("cpu", "gpu"):
+        r = corr(paths[dev, 1], paths[dev, 2])
+        check(f"track_gpu_rerun_{dev}", r >= 0.999, f"r = {r:.6f} between --rseed 1 and 2")
+    n = 100 * P
+    p = ways["cpu", 1] / n
+    sigma = np.sqrt(n * p * (1 - p)) + 1
+    ok = abs(ways["gpu", 1] - ways["cpu", 1]) <= 4 * sigma and abs(ways["gpu", 2] - ways["cpu", 1]) <= 4 * sigma * 1.5
+    check("track_gpu_waytotal", ok and 0.05 < p < 0.99,
+          f"CPU {ways['cpu', 1]}, GPU {ways['gpu', 1]} (same --rseed), GPU {ways['gpu', 2]} (another), "
+          f"binomial sd {sigma:.0f}")
+    print(f"rates: CPU {rates['cpu', 1]:.0f}/s, GPU {rates['gpu', 1]:.0f}/s")
+    return bp, shape
+
+
+def test_matrix1(bp, shape):
+    d = f"{ROOT}/m1"
+    seed = tt.mask_image(d, "seed", shape, (slice(2, 38, 3), slice(16, 24, 2), slice(2, 4)))
+    m = {}
+    for dev in ("cpu", "gpu"):
+        run(bp, seed, f"{d}/{dev}", dev, "-P", 500, "--omatrix1", "--rseed", 4)
+        rows = tt.read_dot(f"{d}/{dev}/fdt_matrix1.dot")
+        n = len(np.loadtxt(f"{d}/{dev}/coords_for_fdt_matrix1", ndmin=2))
+        a = np.zeros((n, n))
+        a[rows[:, 0].astype(int) - 1, rows[:, 1].astype(int) - 1] = rows[:, 2]
+        m[dev] = a
+    c = corr(m["gpu"], m["cpu"])
+    check("track_gpu_matrix1_vs_cpu", c >= 0.998 and m["gpu"].sum() > 0,
+          f"r = {c:.6f}, {int(m['gpu'].sum())} / {int(m['cpu'].sum())} counts, identical: "
+          f"{np.array_equal(m['gpu'], m['cpu'])}")
+
+
+def test_phantoms_on_gpu():
+    """test_track's phantom criteria with every run on the GPU."""
+    plain = tt.track
+    tt.track = lambda *a, **k: plain(*a, "--device", "gpu", **k)
+    tt.test_straight()
+    tt.test_crossing()
+    tt.test_u_bundle()
+    tt.test_exact()
+    tt.test_curvature()
+    tt.test_loopcheck()
+    tt.test_matrix1_symmetric()
+    tt.test_matrix2_matrix3()
+    tt.test_determinism()
+    tt.track = plain
+
+
+if __name__ == "__main__":
+    bp, shape = test_parity()
+    test_matrix1(bp, shape)
+    test_phantoms_on_gpu()
+    finish()
