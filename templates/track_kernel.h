@@ -333,7 +333,12 @@ DM_FN int dm_track_streamline(const dm_track_ctx *c, const float seed[3], unsign
         back[1] = -d0[1];
         back[2] = -d0[2];
         dm_track_half_run(c, seed, d0, &rng, c->loopcheck ? loop : 0, &h[0]);
-        if (h[0].end == DM_TRACK_END_AVOID) return 0;
+        if (h[0].end == DM_TRACK_END_AVOID) {
+            /* The second half is not run; callers still read its length and end. */
+            h[1].npts = 0;
+            h[1].end = DM_TRACK_END_AVOID;
+            return 0;
+        }
         dm_track_half_run(c, seed, back, &rng, c->loopcheck ? loop : 0, &h[1]);
         if (h[1].end == DM_TRACK_END_AVOID) return 0;
     }
