@@ -42,6 +42,22 @@ const dm_builtin dm_builtins[DM_FN_COUNT] = {
     {"dir", DM_FN_DIR, 2, {S, S}, V, 0, 0, 0, NULL, NULL,
      "dir(theta, phi): unit vector (sin theta cos phi, sin theta sin phi, cos theta)"},
     {"vec", DM_FN_VEC, 3, {S, S, S}, V, 0, 0, 0, NULL, NULL, "vec(x, y, z): a 3-vector"},
+    {"log1p", DM_FN_LOG1P, 1, {S}, S, 0, 0, 0, log1p, NULL,
+     "log1p(x) = log(1 + x), accurate also for small x"},
+    {"watson_sh", DM_FN_WATSON_SH, 2, {S, S}, S, 1u << 0, 0, 20, NULL, NULL,
+     "watson_sh(l, kappa): mean of P_l(n.v) under a Watson distribution of concentration kappa"},
+    {"stick_sh", DM_FN_STICK_SH, 2, {S, S}, S, 1u << 0, 0, 20, NULL, NULL,
+     "stick_sh(l, x): integral from -1 to 1 of exp(-x u^2) P_l(u) du"},
+    {"watson_stick", DM_FN_WATSON_STICK, 3, {S, S, S}, S, 0, 0, 0, NULL, NULL,
+     "watson_stick(x, t, kappa): stick signal exp(-x (g.n)^2) averaged over a Watson "
+     "distribution, t = g.v (Legendre series to degree 12, as NODDI)"},
+    {"log_hyp1f1_bingham", DM_FN_LOG_HYP1F1_BINGHAM, 3, {S, S, S}, S, 0, 0, 0, NULL, NULL,
+     "log 1F1(1/2; 3/2; diag(a1, a2, a3)) by the saddle-point approximation (Kume & Wood)"},
+    {"bingham_moments", DM_FN_BINGHAM_MOMENTS, 3, {S, S, S}, V, 0, 0, 0, NULL, NULL,
+     "bingham_moments(a1, a2, a3): (<n1^2>, <n2^2>, <n3^2>) under exp(sum a_i n_i^2)"},
+    {"bingham_stick", DM_FN_BINGHAM_STICK, 4, {S, V, S, S}, S, 0, 0, 0, NULL, NULL,
+     "bingham_stick(x, q, k1, k2): stick signal averaged over the Bingham distribution "
+     "exp(-k1 n1^2 - k2 n2^2), q the gradient in its frame"},
 };
 
 const dm_builtin *dm_builtin_find(const char *name)

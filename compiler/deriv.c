@@ -6,7 +6,8 @@
  * the partials are ordinary instructions built through the same value-numbering builders as
  * the signal: they share its subexpressions (exp(x) is its own derivative) and each other's.
  *
- * Built-ins without an analytic rule (lgamma) are differentiated numerically at that call:
+ * Built-ins without an analytic rule (lgamma, and the Bingham moments, which are already
+ * derivatives of the saddle-point 1F1) are differentiated numerically at that call:
  * a central difference with step dm_fd_step(x) = cbrt(eps) * max(|x|, 1), accurate to about
  * eps^(2/3) relative (~1e-11 in double, ~1e-5 in float) instead of full precision. */
 #include "lower.h"
@@ -65,6 +66,16 @@ static void linear_combination(dm_prog *P, partials *out, int n, partials *const
     }
 }
 
+/* u^2 P_l(u) = A P_(l+2)(u) + B P_l(u) + C P_(l-2)(u) (two steps of the Legendre
+ * recurrence u P_l = ((l+1) P_(l+1) + l P_(l-1)) / (2l+1)). */
+static void u2_legendre(int l, double *A, double *B, double *C)
+{
+    double L = l;
+    *A = (L + 1) * (L + 2) / ((2 * L + 1) * (2 * L + 3));
+    *B = ((L + 1) * (L + 1) / (2 * L + 3) + L * L / (2 * L - 1)) / (2 * L + 1);
+    *C = L * (L - 1) / ((2 * L + 1) * (2 * L - 1));
+}
+
 /* d f(args) / d args[which] for a call, or -1 when there is no analytic rule. */
 static int call_rule(dm_prog *P, int self, int which)
 {
@@ -73,6 +84,7 @@ static int call_rule(dm_prog *P, int self, int which)
     switch (x.fn) {
     case DM_MF_EXP: return self;
     case DM_MF_LOG: return bin(P, DM_IR_DIV, konst(P, 1), a);
+    case DM_MF_LOG1P: return bin(P, DM_IR_DIV, konst(P, 1), bin(P, DM_IR_ADD, konst(P, 1), a));
     case DM_MF_SQRT: return bin(P, DM_IR_DIV, konst(P, 0.5), self);
     case DM_MF_SIN: return call1(P, DM_MF_COS, 0, a);
     case DM_MF_COS: return neg(P, call1(P, DM_MF_SIN, 0, a));
@@ -113,6 +125,30 @@ static int call_rule(dm_prog *P, int self, int which)
                    bin(P, DM_IR_MUL, bin(P, DM_IR_MUL, konst(P, 2), a), self));
     case DM_MF_LOG_I0: return call1(P, DM_MF_BESSEL_I1_I0, 0, a);
     case DM_MF_LEGENDRE: return call1(P, DM_MF_LEGENDRE_DERIV, x.index, a);
+    case DM_MF_STICK_SH: /* J_l' = -integral u^2 e^(-x u^2) P_l = -(A J_(l+2) + B J_l + C J_(l-2)) */
+    case DM_MF_WATSON_SH: { /* W_l' = <u^2 P_l> - W_l <u^2> = A W_(l+2) + B W_l + C W_(l-2) - W_l <u^2> */
+        int l = x.index;
+        if (l < 0 || (l & 1) || (x.fn == DM_MF_WATSON_SH && l == 0))
+            return konst(P, 0);
+        double A, B, C;
+        u2_legendre(l, &A, &B, &C);
+        int sum = bin(P, DM_IR_ADD, bin(P, DM_IR_MUL, konst(P, A), call1(P, x.fn, l + 2, a)),
+                      bin(P, DM_IR_MUL, konst(P, B), self));
+        if (l >= 2) {
+            int below = x.fn == DM_MF_WATSON_SH && l == 2 ? konst(P, 1) : call1(P, x.fn, l - 2, a);
+            sum = bin(P, DM_IR_ADD, sum, bin(P, DM_IR_MUL, konst(P, C), below));
+        }
+        if (x.fn == DM_MF_STICK_SH)
+            return neg(P, sum);
+        u2_legendre(0, &A, &B, &C); /* <u^2> = 2/3 W_2 + 1/3 */
+        int u2 = bin(P, DM_IR_ADD, bin(P, DM_IR_MUL, konst(P, A), call1(P, x.fn, 2, a)),
+                     konst(P, B));
+        return bin(P, DM_IR_SUB, sum, bin(P, DM_IR_MUL, self, u2));
+    }
+    case DM_MF_LOG_HYP1F1_DEP: /* the function itself gives its partials in c1, c0 */
+        if (x.index != 0)
+            return -1; /* second derivatives: numerically */
+        return dm_ir_call(P, DM_MF_LOG_HYP1F1_DEP, which + 1, x.arg);
     default: return -1; /* lgamma and the helpers */
     }
 }

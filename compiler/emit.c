@@ -179,7 +179,7 @@ static void emit_rhs(emitter *E, const dm_ins *x)
     case DM_IR_CALL: {
         const dm_mathfn_info *info = dm_mathfn_get(x->fn);
         dm_buf_printf(b, "%s(", info->c_name);
-        if (x->fn == DM_MF_LEGENDRE || x->fn == DM_MF_LEGENDRE_DERIV)
+        if (info->ordered)
             dm_buf_printf(b, "%d, ", x->index);
         for (int i = 0; i < x->nargs; i++) {
             if (i)

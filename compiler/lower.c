@@ -446,6 +446,86 @@ static int dot3(dm_prog *P, const int *u, const int *v)
     return add(P, add(P, mul(P, u[0], v[0]), mul(P, u[1], v[1])), mul(P, u[2], v[2]));
 }
 
+/* ---- the NODDI built-ins, lowered into calls of their math-library pieces ---- */
+
+static int sub(dm_prog *P, int a, int b) { return dm_ir_binary(P, DM_IR_SUB, a, b); }
+
+/* watson_sh / stick_sh of order l at value a; the orders with a known value fold. */
+static int sh_call(dm_prog *P, dm_mathfn fn, int l, int a)
+{
+    if (l & 1)
+        return dm_ir_const(P, 0);
+    if (fn == DM_MF_WATSON_SH && l == 0)
+        return dm_ir_const(P, 1);
+    return dm_ir_call(P, fn, l, &a);
+}
+
+/* sum over even l <= 12 of (2l+1)/2 W_l(kappa) J_l(x) P_l(t) (mathlib.h): the Watson
+ * coefficients depend on kappa alone, so hoisting moves them out of the measurement loop. */
+static int watson_stick(dm_prog *P, int x, int t, int kappa)
+{
+    int sum = dm_ir_const(P, 0);
+    for (int l = 0; l <= 12; l += 2) {
+        int term = mul(P, sh_call(P, DM_MF_WATSON_SH, l, kappa), sh_call(P, DM_MF_STICK_SH, l, x));
+        if (l > 0)
+            term = mul(P, term, dm_ir_call(P, DM_MF_LEGENDRE, l, &t));
+        sum = add(P, sum, mul(P, dm_ir_const(P, (2 * l + 1) / 2.0), term));
+    }
+    return sum;
+}
+
+/* The trace-free part of the symmetric matrix with diagonal d[] and off-diagonal entries
+ * o[] = (A01, A02, A12): e[] its diagonal, *c1 the sum of its principal 2x2 minors, *c0 its
+ * determinant; returns trace/3. */
+static int trace_free(dm_prog *P, const int d[3], const int o[3], int e[3], int *c1, int *c0)
+{
+    int mean = mul(P, add(P, add(P, d[0], d[1]), d[2]), dm_ir_const(P, 1.0 / 3));
+    for (int i = 0; i < 3; i++)
+        e[i] = sub(P, d[i], mean);
+    int o01 = mul(P, o[0], o[0]), o02 = mul(P, o[1], o[1]), o12 = mul(P, o[2], o[2]);
+    *c1 = sub(P, add(P, add(P, mul(P, e[0], e[1]), mul(P, e[0], e[2])), mul(P, e[1], e[2])),
+              add(P, add(P, o01, o02), o12));
+    int det = add(P, mul(P, mul(P, e[0], e[1]), e[2]),
+                  mul(P, dm_ir_const(P, 2), mul(P, mul(P, o[0], o[1]), o[2])));
+    det = sub(P, det, add(P, add(P, mul(P, e[0], o12), mul(P, e[1], o02)), mul(P, e[2], o01)));
+    *c0 = det;
+    return mean;
+}
+
+/* log 1F1(1/2; 3/2; A) of a symmetric 3x3 matrix (saddle point, mathlib.h). */
+static int log_hyp1f1_sym(dm_prog *P, const int d[3], const int o[3])
+{
+    int e[3], c[2];
+    int mean = trace_free(P, d, o, e, &c[0], &c[1]);
+    return add(P, dm_ir_call(P, DM_MF_LOG_HYP1F1_DEP, 0, c), mean);
+}
+
+/* <n_i^2> under exp(sum a_i n_i^2) / norm: one call each (mathlib.h). */
+static void bingham_moments(dm_prog *P, const int a[3], int out[3])
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = dm_ir_call(P, DM_MF_BINGHAM_MOMENT, i, a);
+}
+
+/* F(D - x q q') / F(D), D = diag(-k1, -k2, 0), F = 1F1(1/2; 3/2; .) (thesis eq. 5.18 in the
+ * distribution's own frame). */
+static int bingham_stick(dm_prog *P, int x, const int q[3], int k1, int k2)
+{
+    int zero = dm_ir_const(P, 0);
+    int nk1 = dm_ir_unary(P, DM_IR_NEG, k1), nk2 = dm_ir_unary(P, DM_IR_NEG, k2);
+    int D[3] = {nk1, nk2, zero}, none[3] = {zero, zero, zero};
+    int xq[3], d[3], o[3];
+    for (int i = 0; i < 3; i++)
+        xq[i] = mul(P, x, q[i]);
+    for (int i = 0; i < 3; i++)
+        d[i] = sub(P, D[i], mul(P, xq[i], q[i]));
+    o[0] = dm_ir_unary(P, DM_IR_NEG, mul(P, xq[0], q[1]));
+    o[1] = dm_ir_unary(P, DM_IR_NEG, mul(P, xq[0], q[2]));
+    o[2] = dm_ir_unary(P, DM_IR_NEG, mul(P, xq[1], q[2]));
+    int diff = sub(P, log_hyp1f1_sym(P, d, o), log_hyp1f1_sym(P, D, none));
+    return call1(P, DM_MF_EXP, diff);
+}
+
 static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
 {
     const dm_builtin *fn = e->fn ? e->fn : dm_builtin_find(e->name);
@@ -464,6 +544,7 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
     }
     static const dm_mathfn direct[DM_FN_COUNT] = {
         [DM_FN_EXP] = DM_MF_EXP,     [DM_FN_LOG] = DM_MF_LOG,       [DM_FN_SQRT] = DM_MF_SQRT,
+        [DM_FN_LOG1P] = DM_MF_LOG1P,
         [DM_FN_SIN] = DM_MF_SIN,     [DM_FN_COS] = DM_MF_COS,       [DM_FN_TAN] = DM_MF_TAN,
         [DM_FN_ASIN] = DM_MF_ASIN,   [DM_FN_ACOS] = DM_MF_ACOS,     [DM_FN_ATAN] = DM_MF_ATAN,
         [DM_FN_ATAN2] = DM_MF_ATAN2, [DM_FN_SINH] = DM_MF_SINH,     [DM_FN_COSH] = DM_MF_COSH,
@@ -490,6 +571,32 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
         out[0] = dm_ir_call(P, DM_MF_LEGENDRE, (int)n, &x);
         return 1;
     }
+    case DM_FN_WATSON_SH:
+    case DM_FN_STICK_SH: {
+        double n;
+        if (!dm_ir_const_value(P, arg[0][0], &n))
+            n = e->args[0]->num;
+        out[0] = sh_call(P, fn->id == DM_FN_WATSON_SH ? DM_MF_WATSON_SH : DM_MF_STICK_SH, (int)n,
+                         arg[1][0]);
+        return 1;
+    }
+    case DM_FN_WATSON_STICK:
+        out[0] = watson_stick(P, arg[0][0], arg[1][0], arg[2][0]);
+        return 1;
+    case DM_FN_LOG_HYP1F1_BINGHAM: {
+        int zero = dm_ir_const(P, 0), o[3] = {zero, zero, zero};
+        int d[3] = {arg[0][0], arg[1][0], arg[2][0]};
+        out[0] = log_hyp1f1_sym(P, d, o);
+        return 1;
+    }
+    case DM_FN_BINGHAM_MOMENTS: {
+        int a[3] = {arg[0][0], arg[1][0], arg[2][0]};
+        bingham_moments(P, a, out);
+        return 3;
+    }
+    case DM_FN_BINGHAM_STICK:
+        out[0] = bingham_stick(P, arg[0][0], arg[1], arg[2][0], arg[3][0]);
+        return 1;
     case DM_FN_DOT:
         out[0] = dot3(P, arg[0], arg[1]);
         return 1;

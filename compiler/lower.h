@@ -32,7 +32,7 @@ typedef enum dm_irop {
     DM_IR_AND,
     DM_IR_OR,
     DM_IR_SELECT, /* arg0 ? arg1 : arg2 */
-    DM_IR_CALL,   /* fn(arg0, ...); DM_MF_LEGENDRE*: index is the order n */
+    DM_IR_CALL,   /* fn(arg0, ...); functions with an order (dm_mathfn_info.ordered): index */
 } dm_irop;
 
 /* Functions of the generated code (templates/mathlib.h or the C/CUDA math library). */
@@ -40,6 +40,7 @@ typedef enum dm_mathfn {
     DM_MF_NONE = -1,
     DM_MF_EXP,
     DM_MF_LOG,
+    DM_MF_LOG1P,
     DM_MF_SQRT,
     DM_MF_SIN,
     DM_MF_COS,
@@ -59,6 +60,10 @@ typedef enum dm_mathfn {
     DM_MF_LGAMMA,
     DM_MF_LOG_I0,
     DM_MF_LEGENDRE,
+    DM_MF_STICK_SH,       /* dm_stick_sh(l, x): Legendre coefficient l of a stick */
+    DM_MF_WATSON_SH,      /* dm_watson_sh(l, kappa): Watson coefficient l */
+    DM_MF_LOG_HYP1F1_DEP, /* dm_log_hyp1f1_dep(which, c1, c0): Bingham 1F1 and partials */
+    DM_MF_BINGHAM_MOMENT, /* dm_bingham_moment(i, a0, a1, a2): <n_i^2> of a Bingham */
     /* helpers that only derivative code calls */
     DM_MF_BESSEL_I1_I0,
     DM_MF_LEGENDRE_DERIV,
@@ -71,6 +76,7 @@ typedef struct dm_mathfn_info {
     int nargs;          /* real arguments (the Legendre order is not one of them) */
     int transcendental; /* counted apart by the flop counter */
     double (*fold)(const double *args, int order); /* value on constants */
+    int ordered;        /* 1: a constant integer (dm_ins.index) precedes the arguments */
 } dm_mathfn_info;
 
 const dm_mathfn_info *dm_mathfn_get(dm_mathfn f);

@@ -13,6 +13,7 @@ typedef double real;
     static double NAME(const double *a, int order) { (void)order; return EXPR; }
 FOLD1(fold_exp, exp(a[0]))
 FOLD1(fold_log, log(a[0]))
+FOLD1(fold_log1p, log1p(a[0]))
 FOLD1(fold_sqrt, sqrt(a[0]))
 FOLD1(fold_sin, sin(a[0]))
 FOLD1(fold_cos, cos(a[0]))
@@ -34,6 +35,16 @@ FOLD1(fold_log_i0, dm_log_i0(a[0]))
 FOLD1(fold_i1_i0, dm_bessel_i1_i0(a[0]))
 FOLD1(fold_fd_step, dm_fd_step(a[0]))
 static double fold_legendre(const double *a, int order) { return dm_legendre(order, a[0]); }
+static double fold_stick_sh(const double *a, int order) { return dm_stick_sh(order, a[0]); }
+static double fold_watson_sh(const double *a, int order) { return dm_watson_sh(order, a[0]); }
+static double fold_log_hyp1f1_dep(const double *a, int order)
+{
+    return dm_log_hyp1f1_dep(order, a[0], a[1]);
+}
+static double fold_bingham_moment(const double *a, int order)
+{
+    return dm_bingham_moment(order, a[0], a[1], a[2]);
+}
 static double fold_legendre_deriv(const double *a, int order)
 {
     return dm_legendre_deriv(order, a[0]);
@@ -43,6 +54,7 @@ static double fold_legendre_deriv(const double *a, int order)
 static const dm_mathfn_info mathfns[DM_MF_COUNT] = {
     [DM_MF_EXP] = {"exp", 1, 1, fold_exp},
     [DM_MF_LOG] = {"log", 1, 1, fold_log},
+    [DM_MF_LOG1P] = {"log1p", 1, 1, fold_log1p},
     [DM_MF_SQRT] = {"sqrt", 1, 1, fold_sqrt},
     [DM_MF_SIN] = {"sin", 1, 1, fold_sin},
     [DM_MF_COS] = {"cos", 1, 1, fold_cos},
@@ -61,9 +73,13 @@ static const dm_mathfn_info mathfns[DM_MF_COUNT] = {
     [DM_MF_DAWSON] = {"dm_dawson", 1, 1, fold_dawson},
     [DM_MF_LGAMMA] = {"lgamma", 1, 1, fold_lgamma},
     [DM_MF_LOG_I0] = {"dm_log_i0", 1, 1, fold_log_i0},
-    [DM_MF_LEGENDRE] = {"dm_legendre", 1, 0, fold_legendre},
+    [DM_MF_LEGENDRE] = {"dm_legendre", 1, 0, fold_legendre, 1},
+    [DM_MF_STICK_SH] = {"dm_stick_sh", 1, 1, fold_stick_sh, 1},
+    [DM_MF_WATSON_SH] = {"dm_watson_sh", 1, 1, fold_watson_sh, 1},
+    [DM_MF_LOG_HYP1F1_DEP] = {"dm_log_hyp1f1_dep", 2, 1, fold_log_hyp1f1_dep, 1},
+    [DM_MF_BINGHAM_MOMENT] = {"dm_bingham_moment", 3, 1, fold_bingham_moment, 1},
     [DM_MF_BESSEL_I1_I0] = {"dm_bessel_i1_i0", 1, 1, fold_i1_i0},
-    [DM_MF_LEGENDRE_DERIV] = {"dm_legendre_deriv", 1, 0, fold_legendre_deriv},
+    [DM_MF_LEGENDRE_DERIV] = {"dm_legendre_deriv", 1, 0, fold_legendre_deriv, 1},
     [DM_MF_FD_STEP] = {"dm_fd_step", 1, 0, fold_fd_step},
 };
 

@@ -21,6 +21,15 @@
 #define DM_LIB_FN DM_FN
 #endif
 
+/* The long NODDI functions (series, Newton iterations) are called from many places of a
+ * model; under NVRTC they stay out of line, which keeps the kernels' code and compile time
+ * small for the cost of a call. */
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define DM_LIB_BIG_FN DM_LIB_FN __noinline__
+#else
+#define DM_LIB_BIG_FN DM_LIB_FN
+#endif
+
 DM_LIB_FN real dm_sq(real x) { return x * x; }
 
 /* Dawson's integral D(x) = exp(-x^2) * integral_0^x exp(t^2) dt, odd in x.
@@ -156,6 +165,253 @@ DM_LIB_FN real dm_legendre_deriv(int n, real x)
         d_cur = d_next;
     }
     return d_cur;
+}
+
+/* ---- NODDI-Watson: the Legendre expansion of a Watson-dispersed stick (thesis appendix 5A).
+ *
+ * With t = g.v and x = b d, the stick signal averaged over a Watson distribution of
+ * concentration kappa about v is
+ *     S(x, t, kappa) = sum over even l of (2l+1)/2 * W_l(kappa) * J_l(x) * P_l(t),
+ * W_l the Watson coefficients (the mean of P_l(n.v) over the distribution) and J_l the
+ * Legendre coefficients of the stick, J_l(x) = integral_-1^1 exp(-x u^2) P_l(u) du (by the
+ * Funk-Hecke theorem).  NODDI truncates the sum at l = 12.
+ *
+ * With l = 2n, J_l(x) = (-x)^n Gamma(n+1/2)/Gamma(2n+3/2) M(n+1/2, 2n+3/2, -x) (M: Kummer's
+ * function), and by Kummer's transformation M(n+1/2, 2n+3/2, -x) = e^(-x) M(n+1, 2n+3/2, x):
+ * each series has only positive terms on its side of 0, so neither cancels.  For large x the
+ * e^(-x) part is below the precision and J_l is the finite sum
+ *     (-1)^n Gamma(n+1/2)/n! x^(-1/2) sum_(s=0..n) (n+1/2)_s (-n)_s / (s! x^s). */
+
+/* J_l(x) = integral_-1^1 exp(-x u^2) P_l(u) du; 0 for odd l.  Intended for x >= 0 (a stick's
+ * b d); negative x works too (it grows like e^|x|).  Relative error ~1e-15 in double. */
+DM_LIB_BIG_FN real dm_stick_sh(int l, real x)
+{
+    if (l < 0 || (l & 1))
+        return 0;
+    int n = l / 2;
+    const real large = sizeof(real) == sizeof(float) ? 20 : 40; /* e^-large below precision */
+    if (x >= large) {
+        real term = 1, sum = 1, g = sqrt(DM_PI); /* g = Gamma(n+1/2)/n! */
+        for (int s = 0; s < n; s++) {
+            term *= (n + (real)0.5 + s) * (s - n) / ((s + 1) * x);
+            sum += term;
+        }
+        for (int k = 1; k <= n; k++)
+            g *= (k - (real)0.5) / k;
+        return (n & 1 ? -g : g) * sum / sqrt(x);
+    }
+    real pref = 1; /* (-x)^n Gamma(n+1/2)/Gamma(2n+3/2) */
+    for (int j = 0; j <= n; j++)
+        pref /= n + (real)0.5 + j;
+    for (int j = 0; j < n; j++)
+        pref *= -x;
+    real a = x >= 0 ? (real)(n + 1) : n + (real)0.5, b = 2 * n + (real)1.5, z = fabs(x);
+    real term = 1, sum = 1;
+    for (int j = 0; j < 600; j++) {
+        term *= (a + j) / (b + j) * z / (j + 1);
+        sum += term;
+        if (term < sum * DM_REAL_EPS * (real)0.5)
+            break;
+    }
+    return pref * sum * (x >= 0 ? exp(-x) : (real)1);
+}
+
+/* W_l(kappa): the mean of P_l(n.v) under the Watson distribution exp(kappa (n.v)^2) / norm,
+ * = J_l(-kappa) / J_0(-kappa); W_0 = 1, 0 for odd l.  For kappa >= 0 the two positive series
+ * of M(n+1/2, 2n+3/2, kappa) and M(1/2, 3/2, kappa) are summed together and rescaled as they
+ * grow (they reach e^kappa), so the ratio never overflows.  Accurate to ~1e-15 relative in
+ * double for kappa up to ~3000 (beyond, the series would need more than its 4000 terms). */
+DM_LIB_BIG_FN real dm_watson_sh(int l, real kappa)
+{
+    if (l < 0 || (l & 1))
+        return 0;
+    if (l == 0)
+        return 1;
+    if (kappa < 0)
+        return dm_stick_sh(l, -kappa) / dm_stick_sh(0, -kappa);
+    int n = l / 2;
+    real pref = 1; /* kappa^n Gamma(n+1/2)/Gamma(2n+3/2) */
+    for (int j = 0; j <= n; j++)
+        pref /= n + (real)0.5 + j;
+    for (int j = 0; j < n; j++)
+        pref *= kappa;
+    real a = n + (real)0.5, b = 2 * n + (real)1.5;
+    real term = 1, sum = 1, term0 = 1, sum0 = 1;
+    for (int j = 0; j < 4000; j++) {
+        term *= (a + j) / (b + j) * kappa / (j + 1);
+        term0 *= ((real)0.5 + j) / ((real)1.5 + j) * kappa / (j + 1);
+        sum += term;
+        sum0 += term0;
+        if (sum0 > (real)1e30) {
+            term *= (real)1e-30;
+            sum *= (real)1e-30;
+            term0 *= (real)1e-30;
+            sum0 *= (real)1e-30;
+        }
+        if (term < sum * DM_REAL_EPS * (real)0.5 && term0 < sum0 * DM_REAL_EPS * (real)0.5)
+            break;
+    }
+    return pref * sum / (2 * sum0);
+}
+
+/* ---- NODDI-Bingham: the confluent hypergeometric function of a 3x3 matrix argument,
+ * 1F1(1/2; 3/2; A) = (1/4pi) integral over the unit sphere of exp(n' A n) dn, by the
+ * saddle-point approximation of Kume & Wood (2005) with its second-order correction.
+ *
+ * With a_i the eigenvalues of A: theta > max a_i solves sum 1/(theta - a_i) = 2, and with
+ * s_k = sum (theta - a_i)^-k,
+ *     log 1F1 ~ log(sqrt(pi)/2) - log(pi s2)/2 - sum log(theta - a_i)/2 + theta + T,
+ *     T = 3 s4 / (2 s2^2) - 5 s3^2 / (3 s2^3).
+ * (The approximation is invariant under A -> A + cI, as 1F1 is up to the factor e^c.)
+ * The eigenvalues are never needed one by one: every s_k and the sum of logs follow from the
+ * characteristic polynomial Q(theta) = det(theta I - A) and its derivatives, which keeps the
+ * function smooth where eigenvalues coincide.  The caller removes the trace first, so that
+ * Q(theta) = theta^3 + c1 theta - c0 with c1 = sum of the principal 2x2 minors (<= 0) and
+ * c0 = det A of the trace-free matrix, and adds trace/3 back.
+ * Error of the approximation itself: up to ~5% in 1F1 (against quadrature, test_mathlib.c),
+ * largely cancelling in the ratios NODDI-Bingham uses (~0.3%, 1.5% at kappa = 1). */
+
+typedef struct dm_dual2_ { real v, d1, d0; } dm_dual2_; /* a value and two partials */
+
+DM_LIB_FN dm_dual2_ dm_dual2_make_(real v, real d1, real d0)
+{
+    dm_dual2_ r;
+    r.v = v;
+    r.d1 = d1;
+    r.d0 = d0;
+    return r;
+}
+DM_LIB_FN dm_dual2_ dm_dual2_add_(dm_dual2_ x, dm_dual2_ y)
+{
+    return dm_dual2_make_(x.v + y.v, x.d1 + y.d1, x.d0 + y.d0);
+}
+DM_LIB_FN dm_dual2_ dm_dual2_scale_(dm_dual2_ x, real k)
+{
+    return dm_dual2_make_(k * x.v, k * x.d1, k * x.d0);
+}
+DM_LIB_FN dm_dual2_ dm_dual2_mul_(dm_dual2_ x, dm_dual2_ y)
+{
+    return dm_dual2_make_(x.v * y.v, x.d1 * y.v + x.v * y.d1, x.d0 * y.v + x.v * y.d0);
+}
+DM_LIB_FN dm_dual2_ dm_dual2_div_(dm_dual2_ x, dm_dual2_ y)
+{
+    real q = x.v / y.v;
+    return dm_dual2_make_(q, (x.d1 - q * y.d1) / y.v, (x.d0 - q * y.d0) / y.v);
+}
+DM_LIB_FN dm_dual2_ dm_dual2_log_(dm_dual2_ x)
+{
+    return dm_dual2_make_(log(x.v), x.d1 / x.v, x.d0 / x.v);
+}
+
+/* log 1F1(1/2; 3/2; A) for a trace-free symmetric 3x3 A given by c1 and c0 as above, with
+ * its partial derivatives in c1 and c0 (exact derivatives of the approximation: forward
+ * mode through the formulas). */
+DM_LIB_BIG_FN dm_dual2_ dm_log_hyp1f1_dual_(real c1, real c0)
+{
+    /* Newton on phi(theta) = Q/Q' = 1 / sum 1/(theta - a_i), which is increasing and concave
+     * above the largest eigenvalue, from theta = a_max + 1/2 (the root lies in
+     * [a_max + 1/2, a_max + 3/2]): monotone convergence, no overshoot into the poles.
+     * a_max comes from the trigonometric solution of the cubic; its error where two
+     * eigenvalues coincide (~sqrt(eps) of their spread) only moves the start. */
+    real p3 = -c1 / 3, amax = 0;
+    if (p3 > 0) {
+        real r = (real)-1.5 * c0 / c1 * sqrt(1 / p3);
+        if (!(r < 1)) /* also catches NaN */
+            r = 1;
+        if (r < -1)
+            r = -1;
+        amax = 2 * sqrt(p3) * cos(acos(r) / 3);
+    }
+    real th = amax + (real)0.5;
+    for (int it = 0; it < 100; it++) {
+        real q = (th * th + c1) * th - c0, q1 = 3 * th * th + c1;
+        real step = (q / q1 - (real)0.5) / (1 - q * 6 * th / (q1 * q1));
+        th -= step;
+        if (fabs(step) <= 4 * DM_REAL_EPS * (fabs(th) + 1))
+            break;
+    }
+    /* theta depends on (c1, c0) through s1 = Q'/Q = 2: dtheta/dc = (ds1/dc) / s2. */
+    real q = (th * th + c1) * th - c0, q1 = 3 * th * th + c1, q2 = 6 * th;
+    real s2 = (q1 * q1 - q * q2) / (q * q);
+    dm_dual2_ T = dm_dual2_make_(th, (q - q1 * th) / (q * q) / s2, q1 / (q * q) / s2);
+    dm_dual2_ C1 = dm_dual2_make_(c1, 1, 0), C0 = dm_dual2_make_(c0, 0, 1);
+    dm_dual2_ TT = dm_dual2_mul_(T, T);
+    dm_dual2_ Q = dm_dual2_add_(dm_dual2_mul_(dm_dual2_add_(TT, C1), T), dm_dual2_scale_(C0, -1));
+    dm_dual2_ Q1 = dm_dual2_add_(dm_dual2_scale_(TT, 3), C1);
+    dm_dual2_ L1 = dm_dual2_div_(Q1, Q);                     /* (log Q)' = s1 */
+    dm_dual2_ R2 = dm_dual2_div_(dm_dual2_scale_(T, 6), Q);   /* Q''/Q */
+    dm_dual2_ R3 = dm_dual2_div_(dm_dual2_make_(6, 0, 0), Q); /* Q'''/Q */
+    dm_dual2_ L1sq = dm_dual2_mul_(L1, L1);
+    /* s2 = -(log Q)'', s3 = (log Q)'''/2, s4 = -(log Q)''''/6 */
+    dm_dual2_ S2 = dm_dual2_add_(L1sq, dm_dual2_scale_(R2, -1));
+    dm_dual2_ S3 = dm_dual2_scale_(
+        dm_dual2_add_(dm_dual2_add_(R3, dm_dual2_scale_(dm_dual2_mul_(R2, L1), -3)),
+                      dm_dual2_scale_(dm_dual2_mul_(L1sq, L1), 2)), (real)0.5);
+    dm_dual2_ L4 = dm_dual2_add_(
+        dm_dual2_add_(dm_dual2_scale_(dm_dual2_mul_(R3, L1), -4),
+                      dm_dual2_scale_(dm_dual2_mul_(R2, R2), -3)),
+        dm_dual2_add_(dm_dual2_scale_(dm_dual2_mul_(R2, L1sq), 12),
+                      dm_dual2_scale_(dm_dual2_mul_(L1sq, L1sq), -6)));
+    dm_dual2_ S4 = dm_dual2_scale_(L4, -(real)1 / 6);
+    dm_dual2_ S2sq = dm_dual2_mul_(S2, S2);
+    dm_dual2_ corr = dm_dual2_add_(
+        dm_dual2_scale_(dm_dual2_div_(S4, S2sq), (real)1.5),
+        dm_dual2_scale_(dm_dual2_div_(dm_dual2_mul_(S3, S3), dm_dual2_mul_(S2sq, S2)),
+                        -(real)5 / 3));
+    dm_dual2_ r = dm_dual2_add_(
+        dm_dual2_add_(dm_dual2_scale_(dm_dual2_log_(dm_dual2_scale_(S2, DM_PI)), -(real)0.5),
+                      dm_dual2_scale_(dm_dual2_log_(Q), -(real)0.5)),
+        dm_dual2_add_(T, corr));
+    r.v += (real)-0.12078223763524522; /* log(sqrt(pi)/2) */
+    return r;
+}
+
+/* log 1F1 (which = 0) or its partial in c1 (which = 1) or c0 (which = 2), as above. */
+DM_LIB_FN real dm_log_hyp1f1_dep(int which, real c1, real c0)
+{
+    dm_dual2_ r = dm_log_hyp1f1_dual_(c1, c0);
+    return which == 0 ? r.v : which == 1 ? r.d1 : r.d0;
+}
+
+/* <n_i^2> (i = 0, 1, 2) under the Bingham distribution exp(sum a_k n_k^2) / norm: the
+ * derivative d log 1F1(1/2; 3/2; diag(a)) / d a_i of the approximation above, written with
+ * the eigenvalues (known here) rather than with c1, c0, which avoids cancellation and lets
+ * a numerical derivative step on the scale of the eigenvalues.  With y_k = 1/(theta - a_k),
+ * s_m = sum y_k^m and T = T(s2, s3, s4):
+ *   d/da_i = -y_i^3/s2 + y_i/2 + 2 y_i^3 T_s2 + 3 y_i^4 T_s3 + 4 y_i^5 T_s4
+ *            + (s3/s2 - 2 s3 T_s2 - 3 s4 T_s3 - 4 s5 T_s4) y_i^2 / s2,
+ * the last line through dtheta/da_i = y_i^2 / s2.  The three moments sum to 1. */
+DM_LIB_BIG_FN real dm_bingham_moment(int i, real a0, real a1, real a2)
+{
+    real amax = a0 > a1 ? a0 : a1;
+    amax = amax > a2 ? amax : a2;
+    real b0 = a0 - amax, b1 = a1 - amax, b2 = a2 - amax; /* <= 0; theta - amax in [1/2, 3/2] */
+    real th = (real)0.5;
+    for (int it = 0; it < 100; it++) { /* Newton on 1/s1 = 1/2, as in dm_log_hyp1f1_dual_ */
+        real y0 = 1 / (th - b0), y1 = 1 / (th - b1), y2 = 1 / (th - b2);
+        real s1 = y0 + y1 + y2, s2 = y0 * y0 + y1 * y1 + y2 * y2;
+        real step = (1 / s1 - (real)0.5) * s1 * s1 / s2;
+        th -= step;
+        if (fabs(step) <= 4 * DM_REAL_EPS * (th + 1))
+            break;
+    }
+    real y[3] = {1 / (th - b0), 1 / (th - b1), 1 / (th - b2)};
+    real s2 = 0, s3 = 0, s4 = 0, s5 = 0;
+    for (int k = 0; k < 3; k++) {
+        real y2 = y[k] * y[k];
+        s2 += y2;
+        s3 += y2 * y[k];
+        s4 += y2 * y2;
+        s5 += y2 * y2 * y[k];
+    }
+    real s2sq = s2 * s2;
+    real t_s2 = -3 * s4 / (s2sq * s2) + 5 * s3 * s3 / (s2sq * s2sq);
+    real t_s3 = -(real)10 / 3 * s3 / (s2sq * s2), t_s4 = (real)1.5 / s2sq;
+    real yi = y[i < 0 ? 0 : i > 2 ? 2 : i], yi2 = yi * yi, yi3 = yi2 * yi;
+    real at_theta = -yi3 / s2 + (real)0.5 * yi + 2 * yi3 * t_s2 + 3 * yi3 * yi * t_s3
+                    + 4 * yi3 * yi2 * t_s4;
+    real through_theta = s3 / s2 - 2 * s3 * t_s2 - 3 * s4 * t_s3 - 4 * s5 * t_s4;
+    return at_theta + through_theta * yi2 / s2;
 }
 
 DM_LIB_FN real dm_erf(real x) { return erf(x); }

@@ -29,7 +29,10 @@ static const char *const all_builtins_model =
     "  + tan(c * 0.5) + asin(c / 3) + acos(c / 4) + atan(c) + atan2(c, a) + sinh(c)\n"
     "  + cosh(c * 0.5) + tanh(c) + abs(c) + pow(a, c) + min(a, k) + max(c, 0.1) + erf(c)\n"
     "  + dawson(sqrt(k)) + lgamma(a + 2) + log_i0(k * a) + legendre(4, x) + norm(n)\n"
-    "  + (c > 0 ? a^3 : k^-1) + q[2] * T1 + u * u + w / a + z^0.5 + (-v / 2)[1] * c + r * c)\n"
+    "  + (c > 0 ? a^3 : k^-1) + q[2] * T1 + u * u + w / a + z^0.5 + (-v / 2)[1] * c + r * c\n"
+    "  + log1p(a * 0.1) + watson_sh(4, k) + stick_sh(6, a * b * 1e-3) + watson_stick(a, x, k)\n"
+    "  + log_hyp1f1_bingham(-k, c, -a) + bingham_moments(-k, -a, c)[1]\n"
+    "  + bingham_stick(b * 1e-3 * a, vec(x, dot(g, n), c * 0.3), k, a))\n"
     "derivative z = s * 0.5 / sqrt(z)\n"
     "output OD = 2 / pi * atan(1 / k)\n"
     "output n1 vector = n\n";
