@@ -28,5 +28,11 @@ echo
 echo "ball_2_sticks (from ball_1_stick), LM then MCMC, SNR 30 (Rician), 5 b=0 + 50 b=1000 + 50 b=2000:"
 $dimoc compare --truth "$T" --fit "$D/fit" --params f1,f2,d --axes dyads1,dyads2 \
     --regions "$T/regions.nii.gz" --region-names "one fibre,cross 90,cross 60,free water"
+# Quick looks at the main outputs.
+for m in f1 f2 d; do $dimoc view "$D/fit/$m.nii.gz" -o "$D/fit/$m.png"; done
+$dimoc view --rgb-from "$D/fit/dyads1.nii.gz" --weight "$D/fit/f1.nii.gz" -o "$D/fit/dyads1.png"
+$dimoc view --rgb-from "$D/fit/dyads2.nii.gz" --weight "$D/fit/f2.nii.gz" -o "$D/fit/dyads2.png"
+
 echo
+echo "pictures: $D/fit/{f1,f2,d,dyads1,dyads2}.png"
 echo "demo finished in $((SECONDS - start)) s; maps in $D/fit (status.nii.gz, provenance.json)"
