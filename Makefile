@@ -15,11 +15,12 @@ PREFIX  ?= /usr/local
 BUILD   := build
 FUZZ_SECONDS ?= 60
 
-CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti \
+CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti -I/usr/include/gifti \
             -DDIMOC_VERSION=\"$(shell cat VERSION)\"
-# niftilib, znzlib and libpng are linked statically so that the binary runs where only libz
-# exists (the GPU machine has no niftilib).
-LDLIBS  += -Wl,-Bstatic -lnifti2 -lznz -lpng -Wl,-Bdynamic -lz -lm -ldl -lpthread
+# niftilib, znzlib, libpng, giftiio and expat are linked statically so that the binary runs
+# where only libz exists (the GPU machine has no niftilib, no giftiio).  giftiio needs only
+# nifti_datatype_to_string from a niftilib, which libnifti2 provides.
+LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -Wl,-Bdynamic -lz -lm -ldl -lpthread
 OMPFLAGS := -fopenmp
 
 COMPILER_SRC := $(filter-out compiler/fuzz_front.c,$(wildcard compiler/*.c))

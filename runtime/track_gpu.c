@@ -22,7 +22,8 @@
 #define MAX_KEY_CAP ((size_t)1 << 24) /* matrix keys per buffer (128 MB) */
 
 static const char *const tracker_templates[] = {"gpu_tracker.cu", "track_kernel.h",
-                                                "track_gpu_gather.h", "philox.h", NULL};
+                                                "track_gpu_gather.h", "philox.h",
+                                                "track_surface_hit.h", NULL};
 /* --fmad=false: no fused multiply-adds, so every float operation rounds as the host's do. */
 static const char *const tracker_options[] = {"--fmad=false", NULL};
 
@@ -432,6 +433,9 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
                      const dm_track_options *o, dm_track_result *r)
 {
     memset(r, 0, sizeof *r);
+    /* the triangles are not uploaded: dimoc track runs a surface --avoid on the CPU */
+    if (m->avoid_surface.ntri)
+        return dm_set_error("track: an --avoid surface (.gii) runs on the CPU only: use --device cpu");
     dm_cuda *cu = dm_cuda_open(1, 1);
     if (!cu) return -1;
     int ord[64], ngpu = 0, arch = 0, rc = 0;

@@ -34,6 +34,22 @@ static int set_flag(const char *path, const char *what, const dm_track_seeds *s,
     return 0;
 }
 
+/* A GIFTI exclusion surface: world mm (of the seed reference) -> seed voxel -> tracking mm. */
+static int load_avoid_surface(const char *path, const dm_track_seeds *s, dm_track_masks *m)
+{
+    dm_mesh mesh;
+    if (dm_mesh_read_gifti(path, 1, &mesh) != 0) return -1;
+    dm_affine v2w, w2v;
+    dm_volume_vox2world(&s->ref, &v2w);
+    int rc = dm_affine_invert(&v2w, &w2v);
+    if (rc == 0) {
+        dm_affine world2track = dm_affine_mul(&s->seed2track, &w2v);
+        rc = dm_track_surface_build(&mesh, &world2track, path, &m->avoid_surface);
+    }
+    dm_mesh_free(&mesh);
+    return rc;
+}
+
 /* Splits a comma-separated list, expanding text files into the image paths they list.
  * Returns the count, or -1. */
 static int list_images(const char *spec, char ***out)
@@ -146,7 +162,8 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
     m->nvox = DM_NVOX(&s->ref);
     int rc = 0;
     if (p->stop) rc = set_flag(p->stop, "--stop", s, m, DM_TRACK_FLAG_STOP);
-    if (rc == 0 && p->avoid) rc = set_flag(p->avoid, "--avoid", s, m, DM_TRACK_FLAG_AVOID);
+    if (rc == 0 && p->avoid && dm_is_gifti_path(p->avoid)) rc = load_avoid_surface(p->avoid, s, m);
+    else if (rc == 0 && p->avoid) rc = set_flag(p->avoid, "--avoid", s, m, DM_TRACK_FLAG_AVOID);
     m->waycond_and = !p->waycond || !strcmp(p->waycond, "AND");
     if (rc == 0 && p->waycond && strcmp(p->waycond, "AND") && strcmp(p->waycond, "OR"))
         rc = dm_set_error("track: --waycond must be AND or OR, not '%s'", p->waycond);
@@ -223,6 +240,7 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
 void dm_track_masks_free(dm_track_masks *m)
 {
     free(m->flags);
+    dm_track_surface_free(&m->avoid_surface);
     free(m->waybits);
     for (int t = 0; t < m->ntargets; t++) free(m->target_names[t]);
     free(m->target_names);

@@ -5,12 +5,14 @@
 #define DIMOC_TRACK_MASKS_H
 
 #include "track_seeds.h"
+#include "track_surface.h"
 
 #define DM_TRACK_MAX_WAYPOINTS 32
 
 typedef struct dm_track_masks {
     size_t nvox;              /* seed-space voxels */
     unsigned char *flags;     /* DM_TRACK_FLAG_* per voxel, NULL without stop/avoid */
+    dm_track_surface_grid avoid_surface; /* --avoid FILE.gii: its triangles (ntri 0 without) */
     unsigned int *waybits;    /* NULL without waypoints */
     int nway;
     unsigned int waymask;     /* (1 << nway) - 1 */
@@ -32,7 +34,9 @@ typedef struct dm_track_mask_paths {
     int matrix1;
 } dm_track_mask_paths;
 
-/* Loads what is given; masks other than target2/target3 must be on the seed grid.
+/* Loads what is given; masks other than target2/target3 must be on the seed grid.  avoid may
+ * be a GIFTI surface (.gii) instead: vertices in world mm of the seed space's reference, as
+ * coordinate seeds are.
  * waypoints: comma-separated images or text files listing images (one a line). */
 int dm_track_masks_load(const dm_track_mask_paths *paths, const dm_track_seeds *seeds,
                         dm_track_masks *m);

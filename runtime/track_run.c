@@ -255,6 +255,7 @@ void dm_track_ctx_init(const dm_track_field *f, const dm_track_seeds *s, const d
         for (int j = 0; j < 4; j++) c->diff2seed[i][j] = (float)s->track2seed.m[i][j];
     c->flags = m->flags;
     c->waybits = m->waybits;
+    c->avoid_surface = dm_track_surface_view(&m->avoid_surface);
     c->half_steps = (int)(o->nsteps / 2);
     c->step = (float)o->steplength;
     c->cthr = (float)o->cthr;

@@ -1,5 +1,6 @@
 #include "track_seeds.h"
 #include "error.h"
+#include "gifti_mesh.h"
 #include "textio.h"
 
 #include <math.h>
@@ -88,18 +89,29 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
                     }
                 }
     } else {
-        int rows, cols;
+        /* world mm points: the vertices of a GIFTI surface, or the rows of a text file */
+        long rows;
         double *xyz;
-        if ((rc = dm_read_matrix(seed, &rows, &cols, &xyz)) != 0) goto done;
-        if (cols != 3) {
-            free(xyz);
-            rc = dm_set_error("%s: seed coordinates need 3 columns (x y z in mm), found %d", seed, cols);
-            goto done;
+        if (dm_is_gifti_path(seed)) {
+            dm_mesh mesh;
+            if ((rc = dm_mesh_read_gifti(seed, 0, &mesh)) != 0) goto done;
+            rows = mesh.nv;
+            xyz = mesh.xyz;
+            free(mesh.tri);
+        } else {
+            int nrows, cols;
+            if ((rc = dm_read_matrix(seed, &nrows, &cols, &xyz)) != 0) goto done;
+            if (cols != 3) {
+                free(xyz);
+                rc = dm_set_error("%s: seed coordinates need 3 columns (x y z in mm), found %d", seed, cols);
+                goto done;
+            }
+            rows = nrows;
         }
         dm_affine v2w, w2v;
         dm_volume_vox2world(&s->ref, &v2w);
         if ((rc = dm_affine_invert(&v2w, &w2v)) == 0)
-            for (int r = 0; r < rows && rc == 0; r++) {
+            for (long r = 0; r < rows && rc == 0; r++) {
                 double vox[3];
                 dm_affine_apply(&w2v, xyz + 3 * r, vox);
                 rc = add_seed(s, &cap, vox);

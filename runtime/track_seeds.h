@@ -22,8 +22,9 @@ typedef struct dm_track_seeds {
     dm_affine seed2track, track2seed;
 } dm_track_seeds;
 
-/* seed: a NIfTI mask (every nonzero voxel seeds at its centre) or a text file of x y z world
- * mm coordinates, one seed a row (world of --seedref, else of the diffusion data).
+/* seed: a NIfTI mask (every nonzero voxel seeds at its centre), a GIFTI surface (.gii: every
+ * vertex seeds; its coordinates are world mm) or a text file of x y z world mm coordinates, one
+ * seed a row.  World mm are those of --seedref, else of the diffusion data.
  * seedref, xfm: NULL when not given. */
 int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
                         const char *diffusion_mask_path, const dm_track_field *f,

@@ -3,8 +3,11 @@
 # The CUDA toolkit (NVRTC, headers) is used from $CUDA_HOME (default /usr/local/cuda) when it
 # is there; otherwise Debian's nvidia-cuda-toolkit is installed if the archive offers it.
 set -euo pipefail
-pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libpng-dev clang
-      python3 python3-numpy python3-scipy python3-nibabel python3-dipy)
+# libgiftiio-dev and libexpat1-dev: GIFTI surfaces (linked statically); mrtrix3: the tests read
+# dimoc's .tck files with MRtrix's tckinfo/tckstats (it brings Qt5 and Mesa: ~150-200 MB on a
+# bare system, ~57 MB where those are already installed).
+pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libpng-dev libgiftiio-dev libexpat1-dev clang
+      python3 python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

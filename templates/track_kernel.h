@@ -17,6 +17,8 @@
 #ifndef DIMOC_TRACK_KERNEL_H
 #define DIMOC_TRACK_KERNEL_H
 
+#include "track_surface_hit.h"
+
 #define DM_TRACK_MAX_FIBRES 8
 #define DM_TRACK_LOOP_RATIO 5 /* loop check cells are 5x5x5 voxels, as in probtrackx */
 
@@ -29,7 +31,8 @@ enum {
     DM_TRACK_END_MASK = 1,   /* the next point left the brain mask or the image */
     DM_TRACK_END_CURVATURE = 2,
     DM_TRACK_END_STOP = 3,   /* entered the stop mask (that point is kept) */
-    DM_TRACK_END_AVOID = 4,  /* entered the exclusion mask: the whole streamline is rejected */
+    DM_TRACK_END_AVOID = 4,  /* entered the exclusion mask or crossed the exclusion surface:
+                                the whole streamline is rejected */
     DM_TRACK_END_LOOP = 5,
 };
 
@@ -45,6 +48,8 @@ typedef struct dm_track_ctx {
     float diff2seed[3][4];        /* tracking mm -> seed voxel coordinates */
     const unsigned char *flags;   /* DM_TRACK_FLAG_* per seed voxel, or NULL */
     const unsigned int *waybits;  /* bit w: inside waypoint mask w, or NULL */
+    dm_track_surface avoid_surface; /* --avoid surface (cell_off NULL: none): a step crossing it
+                                       rejects the streamline */
     /* options */
     int half_steps;   /* steps of each half (probtrackx: --nsteps / 2) */
     float step;       /* mm */
@@ -293,6 +298,10 @@ DM_FN void dm_track_half_run(const dm_track_ctx *c, const float seed[3], const f
         }
         if (loop && dm_track_loop_visit(c, loop, q, d)) {
             h->end = DM_TRACK_END_LOOP;
+            return;
+        }
+        if (c->avoid_surface.cell_off && dm_track_segment_hits_surface(&c->avoid_surface, p, q)) {
+            h->end = DM_TRACK_END_AVOID;
             return;
         }
         flags = dm_track_record(c, h, q);

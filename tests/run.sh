@@ -51,7 +51,7 @@ for t in $files; do
         exe="$TMPROOT/$(basename "$t" .c)"
         if ! ${CC:-cc} ${TEST_CFLAGS:--O2 -g} -Wall -Wextra -Icompiler -Iruntime -Itemplates -I"$LIBDIR" \
                 -I/usr/include/nifti -fopenmp -o "$exe" "$t" -L"$LIBDIR" -ldimoc-runtime \
-                -ldimoc-compiler -Wl,-Bstatic -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -ldl \
+                -ldimoc-compiler -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -ldl \
                 >"$TMPROOT/build.$(basename "$t")" 2>&1; then
             echo "FAIL $t: does not build"; cat "$TMPROOT/build.$(basename "$t")"
             failed=$((failed + 1)); continue
