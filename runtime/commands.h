@@ -17,6 +17,7 @@ int dm_cmd_track(int argc, char **argv);    /* runtime/cmd_track.c */
 int dm_cmd_view(int argc, char **argv);     /* runtime/cmd_view.c */
 int dm_cmd_pipeline(int argc, char **argv); /* runtime/cmd_pipeline.c */
 int dm_cmd_select(int argc, char **argv);   /* runtime/cmd_select.c */
+int dm_cmd_angles(int argc, char **argv);   /* runtime/cmd_angles.c */
 
 /* `dimoc help CMD` text of the commands that take options; 0 when CMD is known. */
 int dm_help_fit(FILE *out);
@@ -29,6 +30,7 @@ int dm_help_track(FILE *out);
 int dm_help_view(FILE *out);
 int dm_help_pipeline(FILE *out);
 int dm_help_select(FILE *out);
+int dm_help_angles(FILE *out);
 
 /* Prints "dimoc: error: <dm_last_error()>" and returns 1. */
 int dm_report_error(void);

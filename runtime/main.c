@@ -29,6 +29,7 @@ static const char *usage_text =
     "  phantom --out DIR             a crossing-fibre phantom: parameter maps and a mask\n"
     "  compare --truth DIR --fit DIR compare fitted maps with the truth, as a table\n"
     "  dti --data .. --out DIR       linear (weighted least squares) tensor fit, FSL dtifit names\n"
+    "  angles V1.nii.gz --out DIR    directions as th, ph (and psi) maps, to start a fit from\n"
     "  track --samples DIR --seed .. probabilistic tractography (probtrackx-style)\n"
     "  view MAP.nii.gz -o map.png    quick-look picture of the three mid-slices\n"
     "  select BIC1 BIC2 .. --out F   per voxel, the model with the lowest BIC (or AIC)\n"
@@ -82,6 +83,7 @@ static int help(int argc, char **argv)
     if (!strcmp(c, "view")) return dm_help_view(stdout);
     if (!strcmp(c, "pipeline")) return dm_help_pipeline(stdout);
     if (!strcmp(c, "select")) return dm_help_select(stdout);
+    if (!strcmp(c, "angles")) return dm_help_angles(stdout);
     if (!strcmp(c, "check") || !strcmp(c, "compile") || !strcmp(c, "info")) {
         fputs(usage_text, stdout);
         printf("\nThe model language: docs/model-language.md\n");
@@ -115,6 +117,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "view")) return dm_cmd_view(n, rest);
     if (!strcmp(cmd, "pipeline")) return dm_cmd_pipeline(n, rest);
     if (!strcmp(cmd, "select")) return dm_cmd_select(n, rest);
+    if (!strcmp(cmd, "angles")) return dm_cmd_angles(n, rest);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return help(n, rest);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("dimoc %s\n", DIMOC_VERSION);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Ball & one racket with dimoc, the cascade of thesis section 5.5.3.
+#
+# usage: ball_1_racket.sh DATA MASK BVALS BVECS OUTDIR [--mcmc] [dimoc fit options, e.g. --device gpu]
+#
+#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph and its V2, perpendicular
+#      to V1, as the fanning direction psi (dimoc angles);
+#   2. a grid search over fiso, d, kappa1 >= kappa2 (kappa2's values just below kappa1's, as
+#      in noddi_bingham.sh), the orientation held, S0 the mean b=0 signal;
+#   3. Levenberg-Marquardt with th and ph held;
+#   4. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
+# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, d, kappa1, kappa2,
+# ODItot, DA, dyads1 (the mean orientation), fanning (the fanning direction) and S0 as hard
+# links (copies where links are impossible), BIC and AIC when --ic is among the fit options,
+# and quick-look PNGs.
+set -euo pipefail
+if [ $# -lt 5 ]; then
+    sed -n '4p' "$0" | sed 's/^# *//' >&2
+    exit 2
+fi
+data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
+shift 5
+last=(--method lm)
+fitopts=()
+for a in "$@"; do
+    if [ "$a" = --mcmc ]; then last=(--method lm,mcmc); else fitopts+=("$a"); fi
+done
+dimoc=${DIMOC:-dimoc}
+stages=$out/dimoc
+mkdir -p "$stages"
+common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+fit() { # stage-name, dimoc fit arguments...
+    local name=$1; shift
+    echo "ball_1_racket.sh: $name"
+    $dimoc fit ball_1_racket "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
+}
+
+# 1. The orientation and the fanning direction.
+$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
+$dimoc angles "$stages/dti/V1.nii.gz" --fanning "$stages/dti/V2.nii.gz" --out "$stages/angles"
+# 2-4. The grid, the fit with the orientation held, everything.
+fit grid --method grid --init-from "$stages/angles" --fixed th,ph,psi --out-type float64 \
+    --grid fiso=0,0.1,0.2,0.3,0.5,0.7 --grid d=0.8e-3,1.2e-3,1.7e-3,2.4e-3 \
+    --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56
+fit oriented --method lm --init-from "$stages/grid" --fixed th,ph --out-type float64
+fit final "${last[@]}" --init-from "$stages/oriented"
+
+final=$stages/final
+link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+for m in fiso d kappa1 kappa2 ODItot DA dyads1 fanning S0 BIC AIC; do
+    if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
+done
+for m in fiso d ODItot DA; do
+    $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+done
+$dimoc view --rgb-from "$out/dyads1.nii.gz" -o "$out/dyads1.png"
+$dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" -o "$out/fanning.png"
+echo "ball_1_racket.sh: maps and PNGs in $out, every stage in $stages"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# NODDI with two Bingham-dispersed fibre populations (thesis section 5.5.4) with dimoc,
+# started from NODDI-Bingham (one population) and ball & two sticks (two orientations).
+#
+# usage: noddi_2_binghams.sh DATA MASK BVALS BVECS OUTDIR [--mcmc] [dimoc fit options, e.g. --device gpu]
+#
+#   1. the NODDI-Bingham pipeline (noddi_bingham.sh) into OUTDIR/noddi_bingham: S0, fiso and
+#      its neurite fraction start both populations, its psi the first one's;
+#   2. ball & two sticks by Levenberg-Marquardt, from the tensor's V1 and V2 (dimoc angles):
+#      its two sticks start the two orientations;
+#   3. a grid search over ffan2 (the second population's share) and the four concentrations,
+#      everything else held (the grid of each smaller concentration lies below the larger
+#      one's values: a start on kappa2 = kappa1 sits on the constraint, where LM's steps that
+#      break it are refused and it may never leave);
+#   4. Levenberg-Marquardt with the two orientations held;
+#   5. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
+# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, ffan2, fintra1,
+# fintra2, kappa11, kappa12, kappa21, kappa22, ODItot1, DA1, ODItot2, DA2, dyads1, dyads2,
+# fanning1, fanning2 and S0 as hard links (copies where links are impossible), BIC and AIC
+# when --ic is among the fit options, and quick-look PNGs.
+set -euo pipefail
+if [ $# -lt 5 ]; then
+    sed -n '5p' "$0" | sed 's/^# *//' >&2
+    exit 2
+fi
+data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
+shift 5
+last=(--method lm)
+fitopts=()
+for a in "$@"; do
+    if [ "$a" = --mcmc ]; then last=(--method lm,mcmc); else fitopts+=("$a"); fi
+done
+dimoc=${DIMOC:-dimoc}
+here=$(dirname "$0")
+stages=$out/dimoc
+mkdir -p "$stages"
+common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+fit() { # model, stage-name, dimoc fit arguments...
+    local model=$1 name=$2; shift 2
+    echo "noddi_2_binghams.sh: $name"
+    $dimoc fit "$model" "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
+}
+
+# 1. NODDI-Bingham (without MCMC: it only starts this fit).
+DIMOC=$dimoc bash "$here/noddi_bingham.sh" "$data" "$mask" "$bvals" "$bvecs" "$out/noddi_bingham" \
+    "${fitopts[@]}"
+one=$out/noddi_bingham/dimoc/final
+dti=$out/noddi_bingham/noddi_watson/dimoc/dti
+# 2. Two orientations: ball & two sticks from the tensor's first two axes.
+$dimoc angles "$dti/V1.nii.gz" --suffix 1 --out "$stages/axes"
+$dimoc angles "$dti/V2.nii.gz" --suffix 2 --out "$stages/axes"
+fit ball_2_sticks sticks --method lm --init-from "$stages/axes" --out-type float64
+# 3-5. The grid over the shares and concentrations, the fit with the orientations held, all.
+fit noddi_2_binghams grid --method grid --init-from "$one" --out-type float64 \
+    --init fintra1="$one/fintra.nii.gz" --init fintra2="$one/fintra.nii.gz" \
+    --init psi1="$one/psi.nii.gz" \
+    --init th1="$stages/sticks/th1.nii.gz" --init ph1="$stages/sticks/ph1.nii.gz" \
+    --init th2="$stages/sticks/th2.nii.gz" --init ph2="$stages/sticks/ph2.nii.gz" \
+    --fixed S0,fiso,fintra1,fintra2,th1,ph1,psi1,th2,ph2,psi2 --grid ffan2=0.1,0.2,0.3,0.4,0.48 \
+    --grid kappa11=4,16,63.9 --grid kappa12=0.9,3.6,14 --grid kappa21=4,16,63.9 --grid kappa22=0.9,3.6,14
+fit noddi_2_binghams oriented --method lm --init-from "$stages/grid" --fixed th1,ph1,th2,ph2 \
+    --out-type float64
+fit noddi_2_binghams final "${last[@]}" --init-from "$stages/oriented"
+
+final=$stages/final
+link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+for m in fiso ffan2 fintra1 fintra2 kappa11 kappa12 kappa21 kappa22 ODItot1 DA1 ODItot2 DA2 \
+         dyads1 dyads2 fanning1 fanning2 S0 BIC AIC; do
+    if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
+done
+for m in fiso ffan2 ODItot1 ODItot2; do
+    $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+done
+$dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra1.nii.gz" -o "$out/dyads1.png"
+$dimoc view --rgb-from "$out/dyads2.nii.gz" --weight "$out/ffan2.nii.gz" -o "$out/dyads2.png"
+echo "noddi_2_binghams.sh: maps and PNGs in $out, NODDI-Bingham in $out/noddi_bingham, every stage in $stages"

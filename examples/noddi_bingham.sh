@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# NODDI-Bingham with dimoc (thesis section 5.5.2), started from NODDI-Watson.
+#
+# usage: noddi_bingham.sh DATA MASK BVALS BVECS OUTDIR [--mcmc] [dimoc fit options, e.g. --device gpu]
+#
+#   1. the NODDI-Watson pipeline (noddi_watson.sh) into OUTDIR/noddi_watson: S0, the
+#      fractions and the orientation th, ph start the Bingham fit; the tensor's second
+#      eigenvector, perpendicular to the orientation, starts the fanning direction (psi);
+#   2. a grid search over kappa1 >= kappa2, everything else held (kappa2's values lie just
+#      below kappa1's: a start on kappa2 = kappa1 sits on the constraint, where LM's steps that
+#      break it are refused and it may never leave);
+#   3. Levenberg-Marquardt on the dispersion (kappa1, kappa2, psi), the rest held;
+#   4. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
+# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, fintra, kappa1,
+# kappa2, ODIp, ODIs, ODItot, DA, dyads1 (the mean orientation), fanning (the fanning
+# direction) and S0 as hard links (copies where links are impossible), BIC and AIC when --ic
+# is among the fit options, and quick-look PNGs.
+set -euo pipefail
+if [ $# -lt 5 ]; then
+    sed -n '4p' "$0" | sed 's/^# *//' >&2
+    exit 2
+fi
+data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
+shift 5
+last=(--method lm)
+fitopts=()
+for a in "$@"; do
+    if [ "$a" = --mcmc ]; then last=(--method lm,mcmc); else fitopts+=("$a"); fi
+done
+dimoc=${DIMOC:-dimoc}
+here=$(dirname "$0")
+stages=$out/dimoc
+mkdir -p "$stages"
+common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+fit() { # stage-name, dimoc fit arguments...
+    local name=$1; shift
+    echo "noddi_bingham.sh: $name"
+    $dimoc fit noddi_bingham "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
+}
+
+# 1. NODDI-Watson (without MCMC: it only starts this fit).
+DIMOC=$dimoc bash "$here/noddi_watson.sh" "$data" "$mask" "$bvals" "$bvecs" "$out/noddi_watson" \
+    "${fitopts[@]}"
+watson=$out/noddi_watson/dimoc
+# 2-4. The grid over the concentrations, the dispersion, everything.
+fit grid --method grid --init-from "$watson/final" --init psi="$watson/angles/psi.nii.gz" \
+    --fixed S0,fintra,fiso,th,ph,psi --out-type float64 \
+    --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56
+fit dispersion --method lm --init-from "$stages/grid" --fixed S0,fintra,fiso,th,ph --out-type float64
+fit final "${last[@]}" --init-from "$stages/dispersion"
+
+final=$stages/final
+link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+for m in fiso fintra kappa1 kappa2 ODIp ODIs ODItot DA dyads1 fanning S0 BIC AIC; do
+    if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
+done
+for m in fiso fintra ODItot DA; do
+    $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+done
+$dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" -o "$out/dyads1.png"
+$dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" -o "$out/fanning.png"
+echo "noddi_bingham.sh: maps and PNGs in $out, NODDI-Watson in $out/noddi_watson, every stage in $stages"

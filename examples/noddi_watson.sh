@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# NODDI-Watson with dimoc, the cascade of the NODDI toolbox (thesis section 5.5.1).
+#
+# usage: noddi_watson.sh DATA MASK BVALS BVECS OUTDIR [--mcmc] [dimoc fit options, e.g. --device gpu]
+#
+#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
+#   2. a grid search over fiso, fintra and kappa, the orientation held, S0 the mean b=0 signal;
+#   3. Levenberg-Marquardt on the fractions fiso and fintra only;
+#   4. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
+# Each stage starts from the previous one's maps (--init-from); the intermediate maps are
+# written as float64 so that values at a bound (kappa near 64) stay inside it.  dimoc's outputs
+# stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, fintra, kappa, OD (orientation
+# dispersion index), dyads1 (the mean orientation) and S0 as hard links (copies where links
+# are impossible), BIC and AIC when --ic is among the fit options, and quick-look PNGs.
+set -euo pipefail
+if [ $# -lt 5 ]; then
+    sed -n '4p' "$0" | sed 's/^# *//' >&2
+    exit 2
+fi
+data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
+shift 5
+last=(--method lm)
+fitopts=()
+for a in "$@"; do
+    if [ "$a" = --mcmc ]; then last=(--method lm,mcmc); else fitopts+=("$a"); fi
+done
+dimoc=${DIMOC:-dimoc}
+stages=$out/dimoc
+mkdir -p "$stages"
+common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+fit() { # stage-name, dimoc fit arguments...
+    local name=$1; shift
+    echo "noddi_watson.sh: $name"
+    $dimoc fit noddi_watson "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
+}
+
+# 1. The orientation (and the tensor's second axis as psi, for the Bingham pipelines).
+$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
+$dimoc angles "$stages/dti/V1.nii.gz" --fanning "$stages/dti/V2.nii.gz" --out "$stages/angles"
+# 2-4. The grid, the fractions, everything.
+fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+    --grid fiso=0,0.1,0.2,0.35,0.6,1 --grid fintra=0.1:0.1:0.9 --grid kappa=0.5,1,2,4,8,16,32
+fit fractions --method lm --init-from "$stages/grid" --fixed S0,kappa,th,ph --out-type float64
+fit final "${last[@]}" --init-from "$stages/fractions"
+
+final=$stages/final
+link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+for m in fiso fintra kappa OD dyads1 S0 BIC AIC; do
+    if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
+done
+for m in fiso fintra OD; do
+    $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+done
+$dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" -o "$out/dyads1.png"
+echo "noddi_watson.sh: maps and PNGs in $out, every stage in $stages"
