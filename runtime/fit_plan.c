@@ -295,6 +295,25 @@ static double b0_estimate(const dm_problem *p, const double *y)
     return n && sum > 0 ? sum / n : mx;
 }
 
+/* Starting values a hair outside their bounds (a float32 map of an earlier fit rounds 63.99999
+ * up to an open bound of 64) are moved just inside, so the stage can start there. */
+static void clamp_starts(dm_problem *p)
+{
+    const dm_model_info *mi = &p->mi;
+    for (int k = 0; k < mi->nparams; k++) {
+        const dm_param_info *x = &mi->params[k];
+        if (x->periodic) continue;
+        double width = isfinite(x->hi - x->lo) ? x->hi - x->lo : 1;
+        for (size_t i = 0; i < p->nfit; i++) {
+            double *v = &p->start[i * mi->nparams + k];
+            if (isfinite(x->lo) && (*v < x->lo || (!x->lo_closed && *v == x->lo)))
+                *v = x->lo_closed ? x->lo : x->lo + 1e-6 * fmax(width, fabs(x->lo));
+            if (isfinite(x->hi) && (*v > x->hi || (!x->hi_closed && *v == x->hi)))
+                *v = x->hi_closed ? x->hi : x->hi - 1e-6 * fmax(width, fabs(x->hi));
+        }
+    }
+}
+
 int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
 {
     memset(p, 0, sizeof *p);
@@ -361,6 +380,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     if (r->init_from && init_from_dir(p, r->init_from) != 0) return -1;
     struct init_ctx ic = {p};
     if (for_each_item(r->init, "--init", set_init, &ic) != 0) return -1;
+    clamp_starts(p);
 
     dm_fit_config *cfg = &p->cfg;
     cfg->nmeas = p->M;

@@ -125,6 +125,13 @@ st = load(f"{d}/obad/status.nii.gz") if rc == 0 else None
 check("bad-voxels-flagged", rc == 0 and st[0, 0, 0] == 3 and st[1, 0, 0] == 3 and st[2, 0, 0] == 4
       and np.all(st[3, :, 0] == 1), f"exit {rc}, status {None if st is None else st[:, :, 0].tolist()}")
 
+# Starting values outside their bounds (a float32 map rounding onto an open bound) are moved
+# just inside: the voxel is fitted, not failed.
+dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", *common, "--init", "f1=1.5,d=0",
+      "--out", f"{d}/oclamp")
+st = load(f"{d}/oclamp/status.nii.gz")
+check("start-outside-bounds-clamped", np.all(st == 1), f"status {st.ravel().tolist()}")
+
 # Outputs keep the input's geometry and read back as written.
 dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", "--mask", f"{d}/mask.nii.gz", *common,
       "--out", f"{d}/ofit", "--predicted", "--ic")
