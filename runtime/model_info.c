@@ -21,7 +21,7 @@ static int parse_kind(const char *s, dm_output_kind_info *k)
 
 static int parse_line(const char *line, dm_model_info *mi)
 {
-    char key[32], a[DM_NAME_MAX], b[32];
+    char key[32], b[32];
     if (sscanf(line, "%31s", key) != 1) return 0;
     const char *rest = line + strlen(key);
     while (*rest == ' ') rest++;
@@ -79,7 +79,6 @@ static int parse_line(const char *line, dm_model_info *mi)
         if (sscanf(rest, "%63s %31s %d %d", x->name, b, &x->width, &x->column) != 4) return -1;
         return parse_kind(b, &x->kind);
     }
-    (void)a;
     return 0; /* unknown keys are ignored: newer metadata stays readable */
 }
 
