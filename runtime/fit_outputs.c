@@ -66,19 +66,19 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
     const char *dir = r->out;
     const int map_type = r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32;
     int rc = 0;
-    double *est = malloc(n * P * sizeof *est);
+    /* The estimate is the fitter's (after MCMC its posterior mean, at which it also computed
+     * SSE and log L for the information criteria); the samples give the sd. */
+    const double *est = res->params;
     double *sd = ns ? malloc(n * P * sizeof *sd) : NULL;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; ns && i < n; i++) {
         for (int k = 0; k < P; k++) {
             const dm_param_info *x = &mi->params[k];
             const double *smp = res->samples + i * ns * P + k;
-            if (ns && x->periodic) {
-                dm_circular_mean_std(smp, ns, P, x->lo, x->hi, &est[i * P + k], &sd[i * P + k]);
-            } else if (ns) {
-                dm_mean_std(smp, ns, P, &est[i * P + k], &sd[i * P + k]);
-            } else {
-                est[i * P + k] = res->params[i * P + k];
-            }
+            double mean_unused;
+            if (x->periodic)
+                dm_circular_mean_std(smp, ns, P, x->lo, x->hi, &mean_unused, &sd[i * P + k]);
+            else
+                dm_mean_std(smp, ns, P, &mean_unused, &sd[i * P + k]);
         }
     }
     /* One map per parameter, and its posterior sd and samples after MCMC. */
@@ -161,7 +161,6 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
         free(path);
         free(st);
     }
-    free(est);
     free(sd);
     return rc;
 }
