@@ -68,6 +68,17 @@ typedef struct dm_cuda {
 dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc);
 /* Frees the table (NULL is fine); the libraries stay loaded. */
 void dm_cuda_close(dm_cuda *cu);
+/* Runs a driver call; on failure records "what: CUDA error N (text)" and jumps to `fail`.
+ * Needs `cu` (the dm_cuda table) in scope. */
+#define CK(call, what)                        \
+    do {                                      \
+        CUresult rc_ = (call);                \
+        if (rc_ != 0) {                       \
+            dm_cuda_error(cu, rc_, what);     \
+            goto fail;                        \
+        }                                     \
+    } while (0)
+
 /* dm_set_error with the driver's description of `rc` after `what`; returns -1. */
 int dm_cuda_error(const dm_cuda *cu, CUresult rc, const char *what);
 

@@ -73,15 +73,6 @@ static double get(const void *src, size_t i, int rs)
     return rs == 4 ? ((const float *)src)[i] : ((const double *)src)[i];
 }
 
-#define CK(call, what)                                                 \
-    do {                                                               \
-        CUresult rc_ = (call);                                         \
-        if (rc_ != 0) {                                                \
-            dm_cuda_error(cu, rc_, what);                              \
-            goto fail;                                                 \
-        }                                                              \
-    } while (0)
-
 static int alloc_slot(const dm_cuda *cu, slot *s, size_t n, size_t M, size_t VS, size_t P,
                       size_t ns, int rs)
 {
