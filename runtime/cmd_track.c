@@ -4,7 +4,6 @@
 #include "args.h"
 #include "commands.h"
 #include "error.h"
-#include "gifti_mesh.h"
 #include "gpu_backend.h"
 #include "track_field.h"
 #include "track_gpu.h"
@@ -42,7 +41,7 @@ static const dm_opt track_opts[] = {
                                         "positive-determinant images) or voxel axes"},
     {"stop", "MASK", NULL, "stop streamlines where they enter this mask (seed space)"},
     {"avoid", "MASK|SURF.gii", NULL, "reject streamlines that enter this mask (seed space) or "
-                                     "cross this GIFTI surface (world mm; CPU only)"},
+                                     "cross this GIFTI surface (world mm)"},
     {"waypoints", "MASK|LIST,..", NULL, "keep only streamlines through these masks (images, or "
                                         "text files listing images; up to 32)"},
     {"waycond", "AND|OR", "AND", "all waypoint masks, or any one"},
@@ -135,11 +134,6 @@ static int parse_options(dm_args *a, dm_track_options *o)
         dm_arg_long(a, track_opts, "gpu-memory", 1, 1L << 30, &o->gpu_memory_mb))
         return -1;
     const char *device = dm_arg(a, track_opts, "device");
-    /* the GPU tracker has no surfaces yet (track_gpu.c): auto takes the CPU for them */
-    const char *avoid = dm_arg(a, track_opts, "avoid");
-    int cpu_only = avoid && dm_is_gifti_path(avoid);
-    if (cpu_only && !strcmp(device, "gpu"))
-        return dm_set_error("track: an --avoid surface (.gii) runs on the CPU only: use --device cpu");
     if (!strcmp(device, "gpu")) {
         if (!dm_gpu_available()) {
             char why[512];
@@ -148,7 +142,7 @@ static int parse_options(dm_args *a, dm_track_options *o)
         }
         o->use_gpu = 1;
     } else if (!strcmp(device, "auto")) {
-        o->use_gpu = !cpu_only && dm_gpu_available();
+        o->use_gpu = dm_gpu_available();
     } else if (strcmp(device, "cpu")) {
         return dm_set_error("track: --device must be cpu, gpu or auto, not '%s'", device);
     }

@@ -80,15 +80,6 @@ typedef struct slot {
     int busy;
 } slot;
 
-#define CK(call, what)                       \
-    do {                                     \
-        CUresult rc_ = (call);               \
-        if (rc_ != 0) {                      \
-            dm_cuda_error(cu, rc_, what);    \
-            goto fail;                       \
-        }                                    \
-    } while (0)
-
 #define DEVPTR(T, d) ((T *)(uintptr_t)(d))
 
 /* Allocates and copies n bytes (nothing for NULL / 0 bytes: *d stays 0). */
@@ -299,7 +290,7 @@ static void *worker_main(void *arg)
     CUdevice dev;
     CUcontext ctx = NULL;
     CUmodule mod = NULL;
-    enum { NIN = 14 };
+    enum { NIN = 17 }; /* 0..11 inputs, 12..13 outputs, 14..16 the --avoid surface's grid */
     CUdeviceptr in[NIN];
     memset(in, 0, sizeof in);
     slot slots[2];
@@ -324,6 +315,14 @@ static void *worker_main(void *arg)
         if (!j->mats[0]) host[7] = NULL;
         for (int i = 0; i < 12; i++)
             if (upload(cu, &in[i], host[i], bytes[i]) != 0) goto fail;
+        const dm_track_surface_grid *sg = &m->avoid_surface;
+        if (sg->cell_off) {
+            size_t ncell = (size_t)sg->n[0] * sg->n[1] * sg->n[2];
+            if (upload(cu, &in[14], sg->tri, 9 * (size_t)sg->ntri * 4) != 0 ||
+                upload(cu, &in[15], sg->cell_off, (ncell + 1) * 4) != 0 ||
+                upload(cu, &in[16], sg->cell_tri, (size_t)sg->cell_off[ncell] * 4) != 0)
+                goto fail;
+        }
         /* outputs: fdt_paths and seeds_to_targets counts, statistics */
         size_t npaths = j->o->opd ? nvox : 0, ns2t = targets ? (size_t)m->ntargets * nvox : 0;
         CK(cu->cuMemAlloc(&in[12], (npaths + ns2t + 1) * 4), "allocating GPU memory for the counts");
@@ -337,6 +336,11 @@ static void *worker_main(void *arg)
         w->ctx.brain = DEVPTR(const unsigned char, in[2]);
         w->ctx.flags = DEVPTR(const unsigned char, in[5]);
         w->ctx.waybits = DEVPTR(const unsigned int, in[6]);
+        if (sg->cell_off) { /* the grid's geometry is already in ctx (dm_track_ctx_init) */
+            w->ctx.avoid_surface.tri = DEVPTR(const float, in[14]);
+            w->ctx.avoid_surface.cell_off = DEVPTR(const int, in[15]);
+            w->ctx.avoid_surface.cell_tri = DEVPTR(const int, in[16]);
+        }
         dm_track_gpu_out *o = &w->out;
         memset(o, 0, sizeof *o);
         o->seed_pos = DEVPTR(const float, in[3]);
@@ -433,9 +437,6 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
                      const dm_track_options *o, dm_track_result *r)
 {
     memset(r, 0, sizeof *r);
-    /* the triangles are not uploaded: dimoc track runs a surface --avoid on the CPU */
-    if (m->avoid_surface.ntri)
-        return dm_set_error("track: an --avoid surface (.gii) runs on the CPU only: use --device cpu");
     dm_cuda *cu = dm_cuda_open(1, 1);
     if (!cu) return -1;
     int ord[64], ngpu = 0, arch = 0, rc = 0;

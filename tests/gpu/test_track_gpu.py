@@ -1,11 +1,12 @@
 """dimoc track on the GPU against the CPU (make test-gpu): the same kernel (track_kernel.h),
 the same Philox streams, float arithmetic without fused multiply-adds, so the same streamlines;
 the thesis' criteria (section 6.5): fdt_paths correlation GPU vs CPU >= 0.998 and run-to-rerun
-(another --rseed) >= 0.999 on each device, for 10^6 streamlines; the phantom tests of
-tests/py/test_track.py pass on the GPU too."""
+(another --rseed) >= 0.999 on each device, for 10^6 streamlines; a GIFTI --avoid gives the
+CPU's outputs exactly; the phantom tests of tests/py/test_track.py pass on the GPU too."""
 import numpy as np
 
 import test_track as tt
+import test_track_gifti as tg
 from dmtest import check, dimoc, finish, load, save, workdir
 
 ROOT = workdir("track_gpu")
@@ -89,6 +90,37 @@ def test_matrix1(bp, shape):
           f"{np.array_equal(m['gpu'], m['cpu'])}")
 
 
+def test_surface_avoid():
+    """A GIFTI --avoid (triangle grid uploaded to the GPU) gives the CPU's outputs exactly:
+    test_track_gifti's bundle and surfaces, and the same bundle with 10 degrees of spread so that
+    streamlines wander near the tilted mesh's edge."""
+    d = f"{ROOT}/surface"
+    bps = {"straight": tg.line_phantom(f"{d}/bp")}
+    dirs = np.zeros(tg.SHAPE + (1, 3))
+    dirs[..., 0, 0] = 1
+    bps["spread"] = tt.write_bedpost(f"{d}/bp_spread", dirs, np.full(tg.SHAPE + (1,), 0.6),
+                                     np.ones(tg.SHAPE, bool), ns=50, spread_deg=10.0, affine=tg.AFF)
+    seeds, _ = tg.avoid_seeds(d)
+    surfaces = tg.avoid_surfaces(d)
+    cases = [("straight", name, 4) for name in surfaces] + [("spread", "tilted", 500)]
+    bad, kept = [], []
+    for bp, name, P in cases:
+        res = {}
+        for dev in ("cpu", "gpu"):
+            out = f"{d}/{bp}_{name}_{dev}"
+            _, stdout, _ = dimoc("track", "--samples", bps[bp], "--seed", seeds, "--out", out,
+                                 "--device", dev, "-P", P, "--avoid", surfaces[name], "--opd")
+            res[dev] = (tg.waytotal(out), tg.avoid_ends(stdout), load(f"{out}/fdt_paths.nii.gz"))
+        (wc, ac, pc), (wg, ag, pg) = res["cpu"], res["gpu"]
+        kept.append(f"{bp}/{name} {wg} kept, {ag} avoid ends")
+        if wc != wg or ac != ag or not np.array_equal(pc, pg):
+            bad.append(f"{bp}/{name}: waytotal CPU {wc} GPU {wg}, avoid ends {ac} / {ag}, "
+                       f"fdt_paths identical {np.array_equal(pc, pg)}")
+    spread_w, spread_a = res["gpu"][:2]
+    check("track_gpu_surface_avoid_vs_cpu", not bad and spread_w > 0 and spread_a > 0,
+          "; ".join(bad) if bad else "identical: " + ", ".join(kept))
+
+
 def test_phantoms_on_gpu():
     """test_track's phantom criteria with every run on the GPU."""
     plain = tt.track
@@ -108,5 +140,6 @@ def test_phantoms_on_gpu():
 if __name__ == "__main__":
     bp, shape = test_parity()
     test_matrix1(bp, shape)
+    test_surface_avoid()
     test_phantoms_on_gpu()
     finish()

@@ -78,20 +78,29 @@ def test_surface_seeds(d, bp):
           f"seed points match the vertices: {np.allclose(mids, want, atol=1e-4)}")
 
 
-def test_surface_avoid(d, bp):
-    seeds, verts = grid_surface(f"{d}/s.surf.gii", lambda y, z: 30.0, [12, 13, 14], [10, 11, 12])
-    n = len(verts) * 4
-    runs = {}
-    # across the whole bundle at x = 40.5 (between steps), at x = 40 (a step lands on it), beside
-    # it (y >= 15.5: the streamlines run at y 12..14), and a fine mesh covering y <= 13.5 only
-    surfaces = {
+def avoid_seeds(d):
+    """The 9 seed vertices of the --avoid tests (world x = 30, y 12..14, z 10..12)."""
+    return grid_surface(f"{d}/s.surf.gii", lambda y, z: 30.0, [12, 13, 14], [10, 11, 12])
+
+
+def avoid_surfaces(d):
+    """Exclusion surfaces: across the whole bundle at x = 40.5 (between steps), at x = 40 (a
+    step lands on it), beside it (y >= 15.5: the streamlines run at y 12..14), and a fine tilted
+    mesh covering y <= 13.5 only."""
+    return {
         "across": grid_surface(f"{d}/across.surf.gii", lambda y, z: 40.5, [0, 30], [0, 30])[0],
         "touch": grid_surface(f"{d}/touch.surf.gii", lambda y, z: 40.0, [0, 30], [0, 30])[0],
         "beside": grid_surface(f"{d}/beside.surf.gii", lambda y, z: 40.5, [15.5, 30], [0, 30])[0],
         "tilted": grid_surface(f"{d}/tilted.surf.gii", lambda y, z: 40.5 + 0.4 * (z - 11),
                                np.linspace(0, 13.5, 15), np.linspace(0, 30, 15))[0],
     }
-    for name, surf in surfaces.items():
+
+
+def test_surface_avoid(d, bp):
+    seeds, verts = avoid_seeds(d)
+    n = len(verts) * 4
+    runs = {}
+    for name, surf in avoid_surfaces(d).items():
         _, out, _ = track(bp, seeds, f"{d}/{name}", "-P", 4, "--avoid", surf, "--opd")
         runs[name] = (waytotal(f"{d}/{name}"), avoid_ends(out))
     check("track_gifti_avoid_across_rejects_all", runs["across"] == (0, 2 * n) and runs["touch"] == (0, 2 * n),
@@ -120,13 +129,26 @@ def test_errors(d, bp):
         ("--seed missing.gii", track(bp, f"{d}/missing.gii", f"{d}/o", expect_ok=False), "cannot read"),
         ("--avoid without triangles", track(bp, seeds, f"{d}/o", "--avoid", f"{d}/points.gii",
                                             expect_ok=False), "NIFTI_INTENT_TRIANGLE"),
-        ("--device gpu --avoid .gii", track(bp, seeds, f"{d}/o", "--avoid", f"{d}/points.gii",
-                                            "--device", "gpu", expect_ok=False), "CPU only"),
     ]
     bad = [f"{name}: rc {rc}, {err.strip()!r}" for name, (rc, _, err), want in cases
            if rc == 0 or want not in err or len(err.strip().splitlines()) != 1]
     check("track_gifti_clear_errors", not bad,
           "; ".join(bad) if bad else " | ".join(c[1][2].strip() for c in cases))
+
+
+def test_avoid_device_gpu(d, bp):
+    """A surface --avoid runs on GPUs too: --device gpu tracks where a GPU is usable (every
+    streamline crosses "across": none kept) and otherwise stops with the usual one-line error."""
+    seeds, _ = avoid_seeds(d)
+    across = avoid_surfaces(d)["across"]
+    rc, _, err = track(bp, seeds, f"{d}/gpu", "-P", 4, "--avoid", across, "--device", "gpu",
+                       expect_ok=False)
+    if rc == 0:
+        ok, what = waytotal(f"{d}/gpu") == 0, f"ran on the GPU, waytotal {waytotal(f'{d}/gpu')} (want 0)"
+    else:
+        ok = "no usable GPU" in err and len(err.strip().splitlines()) == 1
+        what = f"rc {rc}: {err.strip()!r}"
+    check("track_gifti_avoid_device_gpu", ok, what)
 
 
 if __name__ == "__main__":
@@ -136,4 +158,5 @@ if __name__ == "__main__":
     test_surface_seeds(root, bp)
     test_surface_avoid(root, bp)
     test_errors(root, bp)
+    test_avoid_device_gpu(root, bp)
     finish()

@@ -1,10 +1,13 @@
 /* The GPU tracker's per-streamline code (templates/track_gpu_gather.h), run serially on the
  * host, gives exactly the CPU path's outputs (runtime/track_run.c): fdt_paths,
  * seeds_to_targets, waytotal, half-streamline ends and matrices 1, 2, 3, on a random 2-fibre
- * field with loop check, a stop mask and tiny key buffers that force the overflow re-runs the
- * GPU host code does.  What this cannot check is CUDA itself (see tests/gpu/test_track_gpu.py). */
+ * field with loop check, a stop mask, an --avoid surface (a tilted mesh over part of the field)
+ * and tiny key buffers that force the overflow re-runs the GPU host code does.  What this
+ * cannot check is CUDA itself (see tests/gpu/test_track_gpu.py). */
+#include "error.h"
 #include "track_gpu_host.h"
 #include "track_run.h"
+#include "track_surface.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +79,28 @@ int main(void)
     for (int k = NSEED - 1; k >= 0; k--) m.seed_col[sd.svox[k]] = k;
     m.n2 = NX / 2;
     m.n3 = 50;
+    /* the avoid surface: a 3 x 3 vertex grid at x = 8.3 + 0.2 y, over y and z in [-0.5, 5.5]
+     * (tracking mm = voxels here), so that some streamlines cross it and others pass beside */
+    double xyz[27];
+    int tri[24], ntri = 0;
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 3; c++) {
+            double y = -0.5 + 3 * a, z = -0.5 + 3 * c;
+            xyz[3 * (3 * a + c)] = 8.3 + 0.2 * y, xyz[3 * (3 * a + c) + 1] = y, xyz[3 * (3 * a + c) + 2] = z;
+        }
+    for (int a = 0; a < 2; a++)
+        for (int c = 0; c < 2; c++) {
+            int i = 3 * a + c, quad[6] = {i, i + 3, i + 1, i + 1, i + 3, i + 4};
+            memcpy(tri + 3 * ntri, quad, sizeof quad);
+            ntri += 2;
+        }
+    dm_mesh mesh = {9, ntri, xyz, tri};
+    dm_affine identity;
+    dm_affine_identity(&identity);
+    if (dm_track_surface_build(&mesh, &identity, "test surface", &m.avoid_surface) != 0) {
+        printf("FAIL track_gpu_gather_surface: %s\n", dm_last_error());
+        return 1;
+    }
     dm_track_options o;
     memset(&o, 0, sizeof o);
     o.per_seed = PER, o.nsteps = 200, o.steplength = 0.5, o.cthr = 0.2, o.fibthresh = 0.01;
@@ -148,6 +173,11 @@ int main(void)
     int ok = stats[0] == cpu.waytotal && stats[1] == cpu.steps && ends_same;
     printf("%s track_gpu_gather_counts: waytotal %llu/%llu, points %llu/%llu, ends same %d\n",
            ok ? "PASS" : "FAIL", stats[0], cpu.waytotal, stats[1], cpu.steps, ends_same);
+    /* the surface must matter for the comparison to cover it: some halves end on it, not all */
+    unsigned long long avoided = stats[2 + DM_TRACK_END_AVOID];
+    ok = avoided == cpu.ends[DM_TRACK_END_AVOID] && avoided > 0 && stats[0] > 0;
+    printf("%s track_gpu_gather_surface_avoid: %llu/%llu half-streamlines end at the surface, "
+           "%llu kept\n", ok ? "PASS" : "FAIL", avoided, cpu.ends[DM_TRACK_END_AVOID], stats[0]);
     ok = !memcmp(g.paths, cpu.paths, 4 * NV) && !memcmp(g.seeds_to_targets, cpu.seeds_to_targets, 4 * NV * NT);
     unsigned long long psum = 0;
     for (int v = 0; v < NV; v++) psum += cpu.paths[v];
@@ -171,6 +201,7 @@ int main(void)
                       f.fracs, f.brain, sd.pos, sd.svox, m.flags, m.seed_col, m.t2_col, m.t3_node,
                       m.target_off, m.target_ids};
     for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++) free(blocks[i]);
+    dm_track_surface_free(&m.avoid_surface);
     dm_track_result_free(&cpu);
     return 0;
 }
