@@ -136,9 +136,11 @@ int dm_fit_run(const dm_fit_request *r)
     double t_fit = now_seconds();
     int rc = 0;
     if (use_gpu) {
-        dm_gpu_options go = {r->gpus, r->gpu_memory_mb, (int)r->lanes};
+        dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
+        dm_gpu_options go = {r->gpus, r->gpu_memory_mb, (int)r->lanes, prog};
         dm_gpu_report rep;
         rc = dm_gpu_fit(&p, real_size, &go, &res, &rep);
+        if (prog) dm_progress_end(prog);
         timing.compile += rep.compile_seconds;
         snprintf(device, sizeof device, "gpu: %s, %d lanes/voxel, %d batches of up to %ld voxels%s",
                  rep.device, rep.lanes, rep.batches, rep.batch_voxels,

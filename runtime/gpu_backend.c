@@ -6,6 +6,7 @@
 #include "cuda_api.h"
 #include "error.h"
 #include "gpu_compile.h"
+#include "progress.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +25,7 @@ typedef struct gpu_job {
     size_t *todo, ntodo, batch;
     atomic_size_t next; /* next batch's first position in todo */
     atomic_int batches;
+    struct dm_progress *progress;
 } gpu_job;
 
 typedef struct gpu_worker {
@@ -115,6 +117,7 @@ static void unpack(gpu_job *j, slot *s)
             j->res->samples[i * ns * P + t] = get(s->hsamples, b * ns * P + t, rs);
         p->status[p->index[i]] = (unsigned char)((int *)s->hstatus)[b];
     }
+    if (j->progress) dm_progress_add(j->progress, (long)s->n);
     s->busy = 0;
 }
 
@@ -283,6 +286,7 @@ int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_res
     j.real_size = real_size;
     j.lanes = lanes;
     j.ns = res->nsamples;
+    j.progress = o->progress;
     j.todo = malloc(p->nfit * sizeof *j.todo);
     for (size_t i = 0; i < p->nfit; i++)
         if (p->status[p->index[i]] == DM_STATUS_FITTED) j.todo[j.ntodo++] = i;

@@ -10,6 +10,7 @@ typedef struct dm_gpu_options {
     const char *gpus;  /* "all" or a comma list of device ordinals */
     long memory_mb;    /* cap on the device memory a GPU's batches use (0: 70% of free) */
     int lanes;         /* lanes per voxel (0: chosen from the measurement count) */
+    struct dm_progress *progress; /* advanced as batches finish; may be NULL */
 } dm_gpu_options;
 
 typedef struct dm_gpu_report {
