@@ -74,13 +74,15 @@ def main():
     ap.add_argument("--cpu1-seeds", type=int, default=300)
     ap.add_argument("--cpu-seeds", type=int, default=3000)
     ap.add_argument("--work", default=os.path.join(ROOT, "tests", "tmp", "bench_track"))
+    ap.add_argument("--cases", default="whole,connectome", help="comma list: whole, connectome")
     a = ap.parse_args()
     d = a.work
     field(d)
     ncores = os.cpu_count()
     rows = []
     P = a.per_seed
-    cases = [("whole brain", []), ("dense connectome", ["--omatrix1"])]
+    known = {"whole": ("whole brain", []), "connectome": ("dense connectome", ["--omatrix1"])}
+    cases = [known[c] for c in a.cases.split(",")]
     for case, extra in cases:
         nseed = a.seeds if not extra else a.m1_seeds
         full = seeds(d, f"seeds_{len(extra)}", nseed, 1)
