@@ -187,10 +187,9 @@ static int drain(track_worker *w, slot *s, const int mats[3], unsigned long long
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
     for (int j = 0; j < 3; j++) {
         if (!mats[j]) continue;
-        for (unsigned long long i = 0; i < nk[j]; i++) {
-            unsigned long long key = s->hkeys[j][i];
-            if (key != DM_TG_EMPTY_KEY) dm_sparse_add(&w->mat[j], (unsigned)(key >> 32), (unsigned)key);
-        }
+        /* sorted and merged at once (DM_TG_EMPTY_KEY slots skipped): one key at a time was
+         * the limit of dense connectomes */
+        dm_sparse_add_keys(&w->mat[j], s->hkeys[j], nk[j]);
         memcpy(w->ovl[j], s->hover[j], novl[j] * 8);
     }
     return 0;

@@ -1,6 +1,7 @@
 #include "track_sparse.h"
 #include "error.h"
 #include "fsutil.h"
+#include "key_sort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,64 @@ void dm_sparse_add(dm_sparse *m, unsigned int row, unsigned int col)
         }
     }
     m->pending[m->npending++] = (unsigned long long)row << 32 | col;
+}
+
+/* Merges sorted unique (bk, bc, bn) into m's list in place, from the back (the write position
+ * never passes the read position of m's entries): no new arrays, so no fresh pages to fault
+ * in for every buffer of keys. */
+static void merge_in_place(dm_sparse *m, const unsigned long long *bk,
+                           const unsigned long long *bc, size_t bn)
+{
+    size_t same = 0; /* keys in both lists */
+    for (size_t i = 0, j = 0; i < m->n && j < bn;) {
+        if (m->keys[i] < bk[j]) i++;
+        else if (bk[j] < m->keys[i]) j++;
+        else same++, i++, j++;
+    }
+    size_t total = m->n + bn - same;
+    if (reserve(m, total) != 0) return;
+    unsigned long long *k = m->keys, *c = m->counts;
+    size_t i = m->n, j = bn, w = total;
+    while (j > 0) {
+        if (i > 0 && k[i - 1] > bk[j - 1]) {
+            w--, i--;
+            k[w] = k[i];
+            c[w] = c[i];
+        } else if (i > 0 && k[i - 1] == bk[j - 1]) {
+            w--, i--, j--;
+            k[w] = k[i];
+            c[w] = c[i] + bc[j];
+        } else {
+            w--, j--;
+            k[w] = bk[j];
+            c[w] = bc[j];
+        }
+    }
+    m->n = total;
+}
+
+void dm_sparse_add_keys(dm_sparse *m, unsigned long long *keys, size_t n)
+{
+    if (n == 0) return;
+    unsigned long long *scratch = malloc(n * sizeof *scratch);
+    if (!scratch) {
+        m->failed = 1;
+        return;
+    }
+    dm_key_sort(keys, scratch, n);
+    while (n > 0 && keys[n - 1] == ~0ULL) n--; /* unused slots sort last */
+    /* run-length encode in place: distinct keys stay in keys, their counts go to scratch */
+    size_t nruns = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nruns > 0 && keys[i] == keys[nruns - 1]) {
+            scratch[nruns - 1]++;
+        } else {
+            keys[nruns] = keys[i];
+            scratch[nruns++] = 1;
+        }
+    }
+    if (nruns > 0) merge_in_place(m, keys, scratch, nruns);
+    free(scratch);
 }
 
 void dm_sparse_merge(dm_sparse *into, const dm_sparse *from)

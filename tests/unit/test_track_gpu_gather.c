@@ -154,9 +154,7 @@ int main(void)
             for (int j = 0; j < 3; j++) {
                 if (pass_mat >= 0 && j != pass_mat) continue;
                 unsigned long long nk = nkeys[j] < caps[j] ? nkeys[j] : caps[j];
-                for (unsigned long long i = 0; i < nk; i++)
-                    if (g.keys[j][i] != DM_TG_EMPTY_KEY)
-                        dm_sparse_add(&mat[j], (unsigned)(g.keys[j][i] >> 32), (unsigned)g.keys[j][i]);
+                dm_sparse_add_keys(&mat[j], g.keys[j], nk); /* as runtime/track_gpu.c drains */
                 memcpy(ids[j], g.overflow[j], 8 * nover[j]);
                 nids[j] = nover[j];
             }

@@ -1,0 +1,81 @@
+/* Host merge of GPU matrix keys (runtime/track_gpu.c drain): one key at a time
+ * (dm_sparse_add) against a whole buffer at once (dm_sparse_add_keys), on keys shaped like a
+ * dense connectome's: 20,000 rows (seeds) x 20,000 columns (seed voxels), each streamline
+ * KEYS_PER_LINE sorted columns near its seed, buffers of 2^24 keys as the GPU returns them.
+ * Not a test.  Build and run:
+ *   make && cc -O2 -Iruntime -o /tmp/bench_sparse_merge bench/bench_sparse_merge.c \
+ *       -Lbuild -ldimoc-runtime -lm && /tmp/bench_sparse_merge [million keys, default 50] */
+#include "track_sparse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { ROWS = 20000, COLS = 20000, KEYS_PER_LINE = 250, SPREAD = 1000 };
+#define BUFFER_KEYS ((size_t)1 << 24)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static unsigned long long rng = 88172645463325252ULL;
+static unsigned long long next_random(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+    unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    size_t total = (size_t)(argc > 1 ? atof(argv[1]) : 50) * 1000000;
+    unsigned long long *keys = malloc(total * 8), *copy = malloc(BUFFER_KEYS * 8);
+    if (!keys || !copy) return fprintf(stderr, "out of memory\n"), 1;
+    unsigned int cols[KEYS_PER_LINE];
+    for (size_t n = 0; n < total;) { /* one streamline: a seed's row, distinct sorted columns */
+        unsigned int row = (unsigned)(next_random() % ROWS), m = 0;
+        for (int i = 0; i < KEYS_PER_LINE; i++) {
+            unsigned int c = (unsigned)((row * 37ull + next_random() % SPREAD) % COLS);
+            cols[m++] = c;
+        }
+        qsort(cols, m, sizeof *cols, cmp_uint);
+        for (unsigned int i = 0; i < m && n < total; i++)
+            if (i == 0 || cols[i] != cols[i - 1]) keys[n++] = (unsigned long long)row << 32 | cols[i];
+    }
+    dm_sparse one, bulk;
+    dm_sparse_init(&one);
+    dm_sparse_init(&bulk);
+    double t0 = now();
+    for (size_t i = 0; i < total; i++) dm_sparse_add(&one, (unsigned)(keys[i] >> 32), (unsigned)keys[i]);
+    dm_sparse_compact(&one);
+    double t1 = now();
+    for (size_t at = 0; at < total; at += BUFFER_KEYS) { /* copy: the pinned buffer's part */
+        size_t n = total - at < BUFFER_KEYS ? total - at : BUFFER_KEYS;
+        memcpy(copy, keys + at, n * 8);
+        dm_sparse_add_keys(&bulk, copy, n);
+    }
+    dm_sparse_compact(&bulk);
+    double t2 = now();
+    int same = one.n == bulk.n && !memcmp(one.keys, bulk.keys, one.n * 8) &&
+               !memcmp(one.counts, bulk.counts, one.n * 8);
+    printf("%zu keys, %zu entries: one by one %.2f s (%.0f M keys/s), bulk %.2f s "
+           "(%.0f M keys/s), speed-up %.1fx, results %s\n", total, one.n, t1 - t0,
+           total / (t1 - t0) / 1e6, t2 - t1, total / (t2 - t1) / 1e6, (t1 - t0) / (t2 - t1),
+           same ? "identical" : "DIFFERENT");
+    dm_sparse_free(&one);
+    dm_sparse_free(&bulk);
+    free(keys);
+    free(copy);
+    return !same;
+}

@@ -1,0 +1,101 @@
+/* runtime/key_sort.c and dm_sparse_add_keys: the radix sort against qsort on random keys
+ * (full 64-bit, matrix-like, all equal, tiny), and bulk adds against one-by-one adds, unused
+ * (~0) slots included. */
+#include "key_sort.h"
+#include "track_sparse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long long rng = 88172645463325252ULL;
+static unsigned long long next_random(void) /* xorshift64 */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts a copy both ways; 1 when they agree. */
+static int sorts_like_qsort(const unsigned long long *keys, size_t n)
+{
+    size_t bytes = (n ? n : 1) * 8;
+    unsigned long long *a = malloc(bytes), *b = malloc(bytes), *s = malloc(bytes);
+    memcpy(a, keys, n * 8);
+    memcpy(b, keys, n * 8);
+    dm_key_sort(a, s, n);
+    qsort(b, n, 8, cmp_u64);
+    int same = memcmp(a, b, n * 8) == 0;
+    free(a);
+    free(b);
+    free(s);
+    return same;
+}
+
+
+int main(void)
+{
+    enum { N = 300000 };
+    unsigned long long *k = malloc(N * 8);
+    int failed = 0;
+    struct { const char *name; int kind; size_t n; } cases[] = {
+        {"key_sort_full_64bit", 0, N}, {"key_sort_matrix_keys", 1, N},
+        {"key_sort_all_equal", 2, N}, {"key_sort_one_key", 0, 1}, {"key_sort_no_keys", 0, 0},
+        {"key_sort_odd_passes", 3, N}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        for (size_t i = 0; i < cases[c].n; i++) {
+            unsigned long long r = next_random();
+            switch (cases[c].kind) {
+            case 0: k[i] = r; break;
+            case 1: k[i] = (r >> 40) % 20000 << 32 | (r & 0xffff) % 20000; break;
+            case 2: k[i] = 0x123456789ULL; break;
+            default: k[i] = r & 0xff0000ff; break; /* 2 passes, then 3 with the next bit */
+            }
+        }
+        if (cases[c].kind == 3) k[7] |= 1ULL << 40;
+        int ok = sorts_like_qsort(k, cases[c].n);
+        failed |= !ok;
+        if (ok) printf("PASS %s\n", cases[c].name);
+        else printf("FAIL %s: radix order differs from qsort's\n", cases[c].name);
+    }
+
+    /* bulk adds in uneven batches, with unused slots, against one key at a time */
+    dm_sparse one, bulk;
+    dm_sparse_init(&one);
+    dm_sparse_init(&bulk);
+    size_t done = 0, batch = 1;
+    for (int round = 0; done < N; round++) {
+        size_t n = batch < N - done ? batch : N - done;
+        for (size_t i = 0; i < n; i++) {
+            unsigned long long r = next_random();
+            unsigned int row = (unsigned)((r >> 40) % 500), col = (unsigned)(r % 300);
+            if (i % 97 == 5) {
+                k[done + i] = ~0ULL;
+                continue;
+            }
+            k[done + i] = (unsigned long long)row << 32 | col;
+            dm_sparse_add(&one, row, col);
+        }
+        dm_sparse_add_keys(&bulk, k + done, n);
+        done += n;
+        batch = batch * 3 + round;
+    }
+    dm_sparse_compact(&one);
+    dm_sparse_compact(&bulk);
+    int same = one.n == bulk.n && one.n > 0 && !memcmp(one.keys, bulk.keys, one.n * 8) &&
+               !memcmp(one.counts, bulk.counts, one.n * 8) && !one.failed && !bulk.failed;
+    if (same) printf("PASS sparse_add_keys_matches_add (%zu entries, %llu increments)\n", one.n,
+                     dm_sparse_total(&one));
+    else printf("FAIL sparse_add_keys_matches_add: %zu vs %zu entries\n", one.n, bulk.n);
+    dm_sparse_free(&one);
+    dm_sparse_free(&bulk);
+    free(k);
+    return failed || !same;
+}
