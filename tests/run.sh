@@ -49,7 +49,7 @@ for t in $files; do
     case "$t" in
     *.c)
         exe="$TMPROOT/$(basename "$t" .c)"
-        if ! ${CC:-cc} ${TEST_CFLAGS:--O2 -g} -Wall -Wextra -Icompiler -Iruntime -Itemplates -I"$LIBDIR" \
+        if ! ${CC:-cc} ${TEST_CFLAGS:--O2 -g} -Wall -Wextra -Icompiler -Iruntime -Itemplates -I"$LIBDIR" -Itests/unit \
                 -I/usr/include/nifti -fopenmp -o "$exe" "$t" -L"$LIBDIR" -ldimoc-runtime \
                 -ldimoc-compiler -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -ldl \
                 >"$TMPROOT/build.$(basename "$t")" 2>&1; then

@@ -25,24 +25,7 @@ typedef struct fitter {
     int real_size;
 } fitter;
 
-static int failures;
-
-static void check(int ok, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL %s: ", name);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures++;
-}
+#include "check.h"
 
 static const char *tmp_dir(void)
 {

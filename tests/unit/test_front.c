@@ -13,22 +13,7 @@
 #include "compiler.h"
 #include "summary.h"
 
-static int failures;
-
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-        return;
-    }
-    failures++;
-    printf("FAIL %s: ", name);
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
+#include "check.h"
 
 /* Runs the front end on TEXT; the diagnostics land in *diag (caller frees). */
 static dm_model *front(const char *text, char **diag, int *nerr, int *nwarn)

@@ -23,24 +23,7 @@
 #include <unistd.h>
 
 static char dir[512];
-static int failures;
-
-static void check(int ok, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-        return;
-    }
-    failures++;
-    printf("FAIL %s: ", name);
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
+#include "check.h"
 
 static char *path_in(const char *name)
 {
