@@ -5,6 +5,11 @@ cores) and on one GPU, for a whole-brain-sized synthetic field, and a dense conn
 writing); the CPU runs track a random subset of the same seeds (same per-streamline work).
 
   bench/bench_track.py [--seeds 100000] [--per-seed 100] [--m1-seeds 20000] [--cpu1-seeds 300]
+                       [--cases whole,connectome] [--gpu-variants slots=1,slots=4,static]
+
+--gpu-variants reruns each case's GPU run under the scheduling knobs of docs/tracking.md
+(DIMOC_TRACK_SLOTS: launches in flight per GPU; DIMOC_TRACK_SCHEDULE=static: no shared
+counter) and prints a second table against the default (2 slots, persistent threads).
 
 The field: 90 x 108 x 90 voxels of 2 mm, an ellipsoidal brain; fibre 1 circles the z axis,
 fibre 2 runs along z (f 0.45 and 0.25), 50 samples each with 8 degrees of spread."""
@@ -20,12 +25,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIMOC = os.path.join(ROOT, "bin", "dimoc")
 
 
-def track(*args):
-    p = subprocess.run([DIMOC, "track"] + [str(a) for a in args], capture_output=True, text=True)
+def track(*args, env=None):
+    p = subprocess.run([DIMOC, "track"] + [str(a) for a in args], capture_output=True, text=True,
+                       env=dict(os.environ, **(env or {})))
     if p.returncode != 0:
         sys.exit(f"dimoc track failed: {p.stderr.strip()}")
     line = p.stdout.splitlines()[0]
-    return float(line.split("streamlines/s")[0].split(",")[-1]), line
+    merge = [l for l in p.stdout.splitlines() if "merging matrix keys" in l]
+    return float(line.split("streamlines/s")[0].split(",")[-1]), line + ("\n" + merge[0] if merge else "")
+
+
+def variant_env(v):
+    if v == "static":
+        return {"DIMOC_TRACK_SCHEDULE": "static"}
+    if v.startswith("slots="):
+        return {"DIMOC_TRACK_SLOTS": v[6:]}
+    sys.exit(f"unknown --gpu-variants entry '{v}'")
 
 
 def field(d, shape=(90, 108, 90), ns=50, seed=3):
@@ -75,11 +90,13 @@ def main():
     ap.add_argument("--cpu-seeds", type=int, default=3000)
     ap.add_argument("--work", default=os.path.join(ROOT, "tests", "tmp", "bench_track"))
     ap.add_argument("--cases", default="whole,connectome", help="comma list: whole, connectome")
+    ap.add_argument("--gpu-variants", default="", help="comma list: slots=N, static")
     a = ap.parse_args()
     d = a.work
     field(d)
     ncores = os.cpu_count()
-    rows = []
+    rows, vrows = [], []
+    variants = [v for v in a.gpu_variants.split(",") if v]
     P = a.per_seed
     known = {"whole": ("whole brain", []), "connectome": ("dense connectome", ["--omatrix1"])}
     cases = [known[c] for c in a.cases.split(",")]
@@ -95,11 +112,21 @@ def main():
         for l in (l1, ln, lg):
             print(l, flush=True)
         rows.append((case, nseed, r1, rn, rg))
+        for v in variants:
+            rv, lv = track(*base, "--seed", full, "--out", f"{d}/ov", "--device", "gpu", env=variant_env(v))
+            print(f"[{v}] {lv}", flush=True)
+            vrows.append((case, v, rv, rg))
     print()
     print(f"| case | seeds x P (GPU) | CPU 1 thread /s | CPU {ncores} threads /s | 1 GPU /s | GPU / 1 thread | GPU / {ncores} threads |")
     print("|---|---|---|---|---|---|---|")
     for case, n, r1, rn, rg in rows:
         print(f"| {case} | {n} x {P} | {r1:,.0f} | {rn:,.0f} | {rg:,.0f} | {rg / r1:,.0f}x | {rg / rn:,.1f}x |")
+    if vrows:
+        print()
+        print("| case | GPU variant | streamlines/s | against default (2 slots, persistent) |")
+        print("|---|---|---|---|")
+        for case, v, rv, rg in vrows:
+            print(f"| {case} | {v} | {rv:,.0f} | {rv / rg:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -229,6 +229,9 @@ int dm_cmd_track(int argc, char **argv)
            "%llu avoid, %llu loop\n",
            result.ends[0], result.ends[1], result.ends[2], result.ends[3], result.ends[4],
            result.ends[5]);
+    if (o.use_gpu && (o.matrix1 || o.matrix2 || o.matrix3))
+        printf("track: host time merging matrix keys %.2f s, waiting for the GPU %.2f s (of %.2f s)\n",
+               result.merge_seconds, result.wait_seconds, result.seconds);
 done:
     free(mask_path);
     dm_track_result_free(&result);

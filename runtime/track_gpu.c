@@ -1,6 +1,6 @@
 /* dimoc track on GPUs (see track_gpu.h).  One host thread per GPU, two launch slots each (own
- * stream, scratch, key buffers), so that the host merges one slot's matrix keys while the
- * other slot's kernel runs.  Every streamline's Philox stream is keyed by (rseed, id) as on
+ * stream, scratch, key buffers), so that the host merges one slot's matrix keys (on all its
+ * cores, track_sparse_shards.h) while the other slot's kernel runs.  Every streamline's Philox stream is keyed by (rseed, id) as on
  * the CPU, counts are integer atomics and matrices are merged sorted, so results do not
  * depend on the GPUs, the chunking or the scheduling. */
 #include "track_gpu.h"
@@ -8,6 +8,7 @@
 #include "gpu_backend.h"
 #include "progress.h"
 #include "track_gpu_host.h"
+#include "track_sparse_shards.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,6 +21,7 @@
 #define BLOCK_THREADS 128
 #define CHUNK_PER_THREAD 16          /* streamlines of one launch per resident thread */
 #define MAX_KEY_CAP ((size_t)1 << 24) /* matrix keys per buffer (128 MB) */
+#define MAX_SLOTS 4
 
 static const char *const tracker_templates[] = {"gpu_tracker.cu", "track_kernel.h",
                                                 "track_gpu_gather.h", "philox.h",
@@ -53,6 +55,7 @@ typedef struct track_job {
     unsigned long long total;
     atomic_ullong next;              /* first streamline of the next chunk */
     int mats[3];                     /* matrices asked for */
+    int nslots, persistent;          /* launches in flight per GPU; scheduling (see gpu_tracker.cu) */
     dm_progress *progress;
 } track_job;
 
@@ -62,19 +65,20 @@ typedef struct track_worker {
     char error[512];
     unsigned int *paths, *s2t;       /* this GPU's counts, downloaded at the end */
     unsigned long long stats[DM_TG_NSTATS];
-    dm_sparse mat[3];
+    dm_sparse_shards mat[3];
+    double merge_s, wait_s;          /* host time merging keys, and waiting for the GPU */
     /* device state */
     CUfunction fn;
     dm_track_ctx ctx;
     dm_track_gpu_out out;            /* shared part; slots fill in keys and counters */
-    int la, lb, loop_cap;
+    int la, lb, set_bits, loop_cap;
     unsigned long long threads, chunk, chunk_max, key_cap[3];
     unsigned long long *ovl[3];      /* host copies of overflow lists */
 } track_worker;
 
 typedef struct slot {
     CUstream stream;
-    CUdeviceptr a, b, loop_keys, loop_used, loop_dirs, keys[3], over[3], counters, ids;
+    CUdeviceptr a, b, set, loop_keys, loop_used, loop_dirs, keys[3], over[3], counters, ids;
     unsigned long long *hkeys[3], *hover[3], *hcount, *hids; /* pinned */
     unsigned long long n;
     int busy;
@@ -102,6 +106,7 @@ static int alloc_slot(const dm_cuda *cu, const track_worker *w, slot *s)
     CK(cu->cuStreamCreate(&s->stream, 1 /* non-blocking */), "creating a stream");
     CK(cu->cuMemAlloc(&s->a, t * w->la * sizeof(int)), "allocating GPU scratch");
     CK(cu->cuMemAlloc(&s->b, t * w->lb * sizeof(int)), "allocating GPU scratch");
+    CK(cu->cuMemAlloc(&s->set, (t << w->set_bits) * sizeof(int)), "allocating GPU scratch");
     if (w->loop_cap) {
         CK(cu->cuMemAlloc(&s->loop_keys, t * w->loop_cap * sizeof(int)), "allocating GPU scratch");
         CK(cu->cuMemAlloc(&s->loop_used, t * w->loop_cap * sizeof(int)), "allocating GPU scratch");
@@ -125,7 +130,7 @@ fail:
 
 static void free_slot(const dm_cuda *cu, slot *s)
 {
-    CUdeviceptr dev[] = {s->a, s->b, s->loop_keys, s->loop_used, s->loop_dirs, s->keys[0],
+    CUdeviceptr dev[] = {s->a, s->b, s->set, s->loop_keys, s->loop_used, s->loop_dirs, s->keys[0],
                          s->keys[1], s->keys[2], s->over[0], s->over[1], s->over[2], s->counters,
                          s->ids};
     void *host[] = {s->hkeys[0], s->hkeys[1], s->hkeys[2], s->hover[0], s->hover[1], s->hover[2],
@@ -151,11 +156,12 @@ static int launch(track_worker *w, slot *s, unsigned long long first, unsigned l
         out.overflow[j] = DEVPTR(unsigned long long, s->over[j]);
         out.key_cap[j] = w->key_cap[j];
     }
-    dm_track_gpu_scratch scr = {DEVPTR(int, s->a), DEVPTR(int, s->b), w->la, w->lb,
-                                DEVPTR(int, s->loop_keys), DEVPTR(int, s->loop_used),
-                                DEVPTR(float, s->loop_dirs), w->loop_cap};
+    dm_track_gpu_scratch scr = {DEVPTR(int, s->a), DEVPTR(int, s->b), DEVPTR(int, s->set),
+                                w->la, w->lb, w->set_bits, DEVPTR(int, s->loop_keys),
+                                DEVPTR(int, s->loop_used), DEVPTR(float, s->loop_dirs), w->loop_cap};
     CUdeviceptr next = s->counters + 6 * sizeof(unsigned long long);
-    void *args[] = {&w->ctx, &out, &scr, &first, &n, &ids, &what, &next};
+    int persistent = w->job->persistent;
+    void *args[] = {&w->ctx, &out, &scr, &first, &n, &ids, &what, &next, &persistent};
     unsigned long long threads = w->threads < n ? w->threads : n;
     unsigned blocks = (unsigned)((threads + BLOCK_THREADS - 1) / BLOCK_THREADS);
     CK(cu->cuLaunchKernel(w->fn, blocks, 1, 1, BLOCK_THREADS, 1, 1, 0, s->stream, args, NULL),
@@ -172,7 +178,9 @@ static int drain(track_worker *w, slot *s, const int mats[3], unsigned long long
     const dm_cuda *cu = w->job->cu;
     CK(cu->cuMemcpyDtoHAsync(s->hcount, s->counters, 8 * sizeof(unsigned long long), s->stream),
        "copying from the GPU");
+    double t0 = now_seconds();
     CK(cu->cuStreamSynchronize(s->stream), "running the tracking kernel");
+    w->wait_s += now_seconds() - t0;
     unsigned long long nk[3];
     for (int j = 0; j < 3; j++) {
         novl[j] = 0;
@@ -185,13 +193,15 @@ static int drain(track_worker *w, slot *s, const int mats[3], unsigned long long
             CK(cu->cuMemcpyDtoHAsync(s->hover[j], s->over[j], novl[j] * 8, s->stream), "copying from the GPU");
     }
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
+    double t1 = now_seconds();
     for (int j = 0; j < 3; j++) {
         if (!mats[j]) continue;
-        /* sorted and merged at once (DM_TG_EMPTY_KEY slots skipped): one key at a time was
-         * the limit of dense connectomes */
-        dm_sparse_add_keys(&w->mat[j], s->hkeys[j], nk[j]);
+        /* sorted and merged in bulk, by row shards on all cores (DM_TG_EMPTY_KEY slots
+         * skipped): one key at a time on one core was the limit of dense connectomes */
+        dm_sparse_shards_add_keys(&w->mat[j], s->hkeys[j], nk[j]);
         memcpy(w->ovl[j], s->hover[j], novl[j] * 8);
     }
+    w->merge_s += now_seconds() - t1;
     return 0;
 fail:
     return -1;
@@ -242,6 +252,8 @@ static int plan_memory(track_worker *w, CUdevice dev)
     unsigned long long L = 2ull * (w->ctx.half_steps + 1);
     w->lb = (int)L;
     w->la = (int)(L > (unsigned long long)m->ntargets / 32 + 1 ? L : (unsigned long long)m->ntargets / 32 + 1);
+    w->set_bits = 6;
+    while ((1ull << w->set_bits) < 2 * L) w->set_bits++; /* the distinct-voxel set: load <= 1/2 */
     w->loop_cap = 0;
     if (o->loopcheck) {
         w->loop_cap = 64;
@@ -260,7 +272,7 @@ static int plan_memory(track_worker *w, CUdevice dev)
         w->key_cap[j] = cap;
         key_bytes += 2 * cap * 8;
     }
-    size_t per_thread = 4 * ((size_t)w->la + w->lb) + (size_t)w->loop_cap * 20 +
+    size_t per_thread = 4 * ((size_t)w->la + w->lb + ((size_t)1 << w->set_bits)) + (size_t)w->loop_cap * 20 +
                         CHUNK_PER_THREAD * 8 * ((size_t)nmat + 1);
     unsigned long long threads = (unsigned long long)per_sm * sms * BLOCK_THREADS;
     if (threads == 0) threads = BLOCK_THREADS;
@@ -292,7 +304,7 @@ static void *worker_main(void *arg)
     enum { NIN = 17 }; /* 0..11 inputs, 12..13 outputs, 14..16 the --avoid surface's grid */
     CUdeviceptr in[NIN];
     memset(in, 0, sizeof in);
-    slot slots[2];
+    slot slots[MAX_SLOTS];
     memset(slots, 0, sizeof slots);
     w->rc = -1;
     CK(cu->cuDeviceGet(&dev, w->ordinal), "opening the GPU");
@@ -363,18 +375,20 @@ static void *worker_main(void *arg)
                 dm_set_error("out of memory");
                 goto fail;
             }
-        for (int s = 0; s < 2; s++)
+        for (int s = 0; s < j->nslots; s++)
             if (alloc_slot(cu, w, &slots[s]) != 0) goto fail;
 
         int what = DM_TG_COUNTS | (j->mats[0] ? DM_TG_M1 : 0) | (j->mats[1] ? DM_TG_M2 : 0) |
                    (j->mats[2] ? DM_TG_M3 : 0);
-        for (int iter = 0;; iter++) {
-            slot *s = &slots[iter & 1];
+        for (int iter = 0;; iter++) { /* slots in turn: collect the oldest, launch it again */
+            slot *s = &slots[iter % j->nslots];
             if (s->busy && collect(w, s) != 0) goto fail;
             unsigned long long first = atomic_fetch_add(&j->next, w->chunk);
             if (first >= j->total) {
-                slot *other = &slots[(iter + 1) & 1];
-                if (other->busy && collect(w, other) != 0) goto fail;
+                for (int k = 1; k < j->nslots; k++) {
+                    slot *other = &slots[(iter + k) % j->nslots];
+                    if (other->busy && collect(w, other) != 0) goto fail;
+                }
                 break;
             }
             s->n = j->total - first < w->chunk ? j->total - first : w->chunk;
@@ -394,18 +408,41 @@ static void *worker_main(void *arg)
         }
         CK(cu->cuMemcpyDtoHAsync(w->stats, in[13], DM_TG_NSTATS * 8, NULL), "copying from the GPU");
         CK(cu->cuCtxSynchronize(), "copying from the GPU");
-        for (int k = 0; k < 3; k++) dm_sparse_compact(&w->mat[k]);
     }
     w->rc = 0;
 fail:
     if (w->rc != 0) snprintf(w->error, sizeof w->error, "GPU %d: %s", w->ordinal, dm_last_error());
-    for (int s = 0; s < 2; s++) free_slot(cu, &slots[s]);
+    for (int s = 0; s < MAX_SLOTS; s++)
+        if (slots[s].stream) free_slot(cu, &slots[s]);
     for (int i = 0; i < NIN; i++)
         if (in[i]) cu->cuMemFree(in[i]);
     for (int k = 0; k < 3; k++) free(w->ovl[k]);
     if (mod) cu->cuModuleUnload(mod);
     if (ctx) cu->cuDevicePrimaryCtxRelease(dev);
     return NULL;
+}
+
+/* Benchmark knobs (docs/tracking.md): DIMOC_TRACK_SLOTS, launches in flight per GPU (1..4,
+ * default 2); DIMOC_TRACK_SCHEDULE, persistent (default: threads take streamlines from a shared
+ * counter) or static (thread t takes t, t + threads, ...). */
+static int scheduling_knobs(track_job *j)
+{
+    const char *slots = getenv("DIMOC_TRACK_SLOTS"), *sched = getenv("DIMOC_TRACK_SCHEDULE");
+    j->nslots = 2;
+    j->persistent = 1;
+    if (slots && *slots) {
+        char *end;
+        long n = strtol(slots, &end, 10);
+        if (*end || n < 1 || n > MAX_SLOTS)
+            return dm_set_error("DIMOC_TRACK_SLOTS must be 1..%d, not '%s'", MAX_SLOTS, slots);
+        j->nslots = (int)n;
+    }
+    if (sched && *sched) {
+        if (!strcmp(sched, "static")) j->persistent = 0;
+        else if (strcmp(sched, "persistent"))
+            return dm_set_error("DIMOC_TRACK_SCHEDULE must be persistent or static, not '%s'", sched);
+    }
+    return 0;
 }
 
 /* "NVIDIA H100 80GB HBM3 x1 (sm_90)"; the architecture of the first GPU (all must match). */
@@ -461,6 +498,11 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
     j.mats[0] = o->matrix1 && m->seed_col;
     j.mats[1] = o->matrix2 && m->t2_col;
     j.mats[2] = o->matrix3 && m->t3_node;
+    if (scheduling_knobs(&j) != 0) {
+        dm_gpu_program_free(&prog);
+        dm_cuda_close(cu);
+        return -1;
+    }
     int targets = o->os2t && m->ntargets > 0;
     if (o->opd) r->paths = calloc(m->nvox, sizeof *r->paths);
     if (targets) r->seeds_to_targets = calloc((size_t)m->ntargets * m->nvox, sizeof *r->seeds_to_targets);
@@ -480,12 +522,11 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
     for (int g = 0; g < ngpu; g++) {
         w[g].job = &j;
         w[g].ordinal = ord[g];
-        for (int k = 0; k < 3; k++) dm_sparse_init(&w[g].mat[k]);
+        for (int k = 0; k < 3; k++) dm_sparse_shards_init(&w[g].mat[k], 0);
         pthread_create(&th[g], NULL, worker_main, &w[g]);
     }
     for (int g = 0; g < ngpu; g++) pthread_join(th[g], NULL);
     dm_progress_end(j.progress);
-    r->seconds = now_seconds() - t0;
     r->generated = j.total;
     r->threads = 0;
     size_t npaths = o->opd ? m->nvox : 0, ns2t = targets ? (size_t)m->ntargets * m->nvox : 0;
@@ -497,17 +538,19 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
             for (int e = 0; e < 6; e++) r->ends[e] += w[g].stats[2 + e];
             for (size_t v = 0; v < npaths; v++) r->paths[v] += w[g].paths[v];
             for (size_t v = 0; v < ns2t; v++) r->seeds_to_targets[v] += w[g].paths[npaths + v];
-            dm_sparse_merge(&r->m1, &w[g].mat[0]);
-            dm_sparse_merge(&r->m2, &w[g].mat[1]);
-            dm_sparse_merge(&r->m3, &w[g].mat[2]);
-            if (r->m1.failed || r->m2.failed || r->m3.failed || w[g].mat[0].failed ||
-                w[g].mat[1].failed || w[g].mat[2].failed)
+            dm_sparse_shards_gather(&w[g].mat[0], &r->m1);
+            dm_sparse_shards_gather(&w[g].mat[1], &r->m2);
+            dm_sparse_shards_gather(&w[g].mat[2], &r->m3);
+            if (r->m1.failed || r->m2.failed || r->m3.failed)
                 rc = dm_set_error("track: out of memory for the matrices");
+            r->merge_seconds += w[g].merge_s;
+            r->wait_seconds += w[g].wait_s;
         }
         free(w[g].paths);
-        for (int k = 0; k < 3; k++) dm_sparse_free(&w[g].mat[k]);
+        for (int k = 0; k < 3; k++) dm_sparse_shards_free(&w[g].mat[k]);
     }
     free(w);
+    r->seconds = now_seconds() - t0; /* with the gathering of the matrices */
     dm_gpu_program_free(&prog);
     dm_cuda_close(cu);
     if (rc == 0 && o->tck_max > 0) rc = dm_track_trace_saved(f, s, m, o, r);

@@ -38,6 +38,8 @@ typedef struct dm_track_result {
     long *tck_len;                    /* points of each */
     float *tck_xyz;                   /* world mm, all of them one after the other */
     double seconds;
+    double merge_seconds, wait_seconds; /* GPU runs: host time merging matrix keys, waiting for
+                                           kernels (summed over GPUs) */
     int threads;
     char device[256];                 /* GPU runs: "NVIDIA H100 ... x1 (sm_90)", else "" */
 } dm_track_result;

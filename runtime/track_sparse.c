@@ -124,8 +124,16 @@ void dm_sparse_add(dm_sparse *m, unsigned int row, unsigned int col)
 static void merge_in_place(dm_sparse *m, const unsigned long long *bk,
                            const unsigned long long *bc, size_t bn)
 {
+    /* Entries below bk[0] stay where they are: GPU chunks come in roughly increasing rows, so
+     * most merges only touch the tail of the list. */
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->keys[mid] < bk[0]) lo = mid + 1;
+        else hi = mid;
+    }
     size_t same = 0; /* keys in both lists */
-    for (size_t i = 0, j = 0; i < m->n && j < bn;) {
+    for (size_t i = lo, j = 0; i < m->n && j < bn;) {
         if (m->keys[i] < bk[j]) i++;
         else if (bk[j] < m->keys[i]) j++;
         else same++, i++, j++;
@@ -160,6 +168,14 @@ void dm_sparse_add_keys(dm_sparse *m, unsigned long long *keys, size_t n)
         m->failed = 1;
         return;
     }
+    dm_sparse_add_keys_scratch(m, keys, n, scratch);
+    free(scratch);
+}
+
+void dm_sparse_add_keys_scratch(dm_sparse *m, unsigned long long *keys, size_t n,
+                                unsigned long long *scratch)
+{
+    if (n == 0) return;
     dm_key_sort(keys, scratch, n);
     while (n > 0 && keys[n - 1] == ~0ULL) n--; /* unused slots sort last */
     /* run-length encode in place: distinct keys stay in keys, their counts go to scratch */
@@ -173,7 +189,6 @@ void dm_sparse_add_keys(dm_sparse *m, unsigned long long *keys, size_t n)
         }
     }
     if (nruns > 0) merge_in_place(m, keys, scratch, nruns);
-    free(scratch);
 }
 
 void dm_sparse_merge(dm_sparse *into, const dm_sparse *from)

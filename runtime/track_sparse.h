@@ -23,6 +23,9 @@ void dm_sparse_add(dm_sparse *m, unsigned int row, unsigned int col);
  * dm_sparse_add, much faster for large n (radix-sorted, repeats counted, merged once).  Keys
  * equal to ~0 (unused slots of a GPU buffer) are skipped; keys[] is reordered. */
 void dm_sparse_add_keys(dm_sparse *m, unsigned long long *keys, size_t n);
+/* The same with the caller's scratch of n keys (no allocation besides the list's growth). */
+void dm_sparse_add_keys_scratch(dm_sparse *m, unsigned long long *keys, size_t n,
+                                unsigned long long *scratch);
 /* Moves the pending increments into the sorted list. */
 void dm_sparse_compact(dm_sparse *m);
 /* Adds `from` (compacted) into `into` (compacted); from is left as it was. */

@@ -11,15 +11,22 @@
 
 /* Persistent threads: each takes the next streamline of the launch from a shared counter as soon
  * as its last one ends, so that the long tail of streamline lengths (roughly exponential: Xu
- * et al.) does not leave lanes idle until a whole block is done.  Streamline i of the launch is
- * first + i, or ids[i] when ids is given (the re-runs of overflowed streamlines). */
+ * et al.) does not leave lanes idle until a whole block is done (dm_tg_thread).  persistent 0
+ * (a benchmark knob): static assignment instead, thread t taking t, t + threads, ...
+ * Streamline i of the launch is first + i, or ids[i] when ids is given (the re-runs of
+ * overflowed streamlines). */
 extern "C" __global__ void dm_track_kernel(dm_track_ctx c, dm_track_gpu_out o, dm_track_gpu_scratch s,
                                            unsigned long long first, unsigned long long n,
                                            const unsigned long long *ids, int what,
-                                           unsigned long long *next)
+                                           unsigned long long *next, int persistent)
 {
     const unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    int *a = s.a + t * s.la, *b = s.b + t * s.lb;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    dm_track_gpu_scratch mine = s;
+    mine.a = s.a + t * s.la;
+    mine.b = s.b + t * s.lb;
+    mine.set = s.set + (t << s.set_bits);
+    for (int i = 0; i < (1 << s.set_bits); i++) mine.set[i] = -1;
     dm_track_loop loop, *lp = 0;
     if (s.loop_keys) {
         loop.keys = s.loop_keys + t * s.loop_cap;
@@ -32,11 +39,7 @@ extern "C" __global__ void dm_track_kernel(dm_track_ctx c, dm_track_gpu_out o, d
     }
     unsigned long long st[DM_TG_NSTATS];
     for (int i = 0; i < DM_TG_NSTATS; i++) st[i] = 0;
-    for (;;) {
-        unsigned long long i = atomicAdd(next, 1ull);
-        if (i >= n) break;
-        dm_tg_streamline(&c, &o, ids ? ids[i] : first + i, what, a, b, lp, st);
-    }
+    dm_tg_thread(&c, &o, &mine, lp, first, n, ids, what, next, persistent, t, stride, st);
     __shared__ unsigned long long block_st[DM_TG_NSTATS];
     if (threadIdx.x < DM_TG_NSTATS) block_st[threadIdx.x] = 0;
     __syncthreads();

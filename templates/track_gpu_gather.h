@@ -1,12 +1,19 @@
-/* What the GPU tracker does with one streamline (templates/gpu_tracker.cu): trace it with
- * track_kernel.h and add it to the outputs with the CPU's semantics (runtime/track_run.c):
+/* What a GPU tracker thread does (templates/gpu_tracker.cu): trace streamlines with
+ * track_kernel.h and add them to the outputs with the CPU's semantics (runtime/track_run.c):
  * every seed-space voxel a kept streamline visits counts once in fdt_paths, once per target in
- * seeds_to_<target>, once per column in the matrices.  Without a per-thread stamp array over
- * all voxels (the CPU's way, too large for 10^5 threads), a streamline's voxels are made
- * unique by sorting its short list.  Matrix entries go out as (row << 32 | col) keys into
- * per-matrix buffers that the host merges into its sparse matrices; a streamline whose keys do
- * not fit goes on an overflow list and is run again (that matrix only) after the host has
- * emptied the buffer.  Plain C with DM_FN, so that a host test can run it too.
+ * seeds_to_<target>, once per column in the matrices.
+ *
+ * A thread's streamlines advance one step per turn of a single loop, whatever phase each is in
+ * (dm_tg_thread), so that the threads of a warp keep executing the step code together; with a
+ * loop per half and the bookkeeping in between, they drifted apart and a warp instruction ran
+ * on 1.5 of 32 threads on average (ncu, bench/NOTES.md).
+ *
+ * Without a per-thread stamp array over all voxels (the CPU's way, too large for 10^5 threads),
+ * a streamline's distinct voxels are found with a small per-thread hash set.  Matrix entries go
+ * out as (row << 32 | col) keys into per-matrix buffers that the host merges into its sparse
+ * matrices; a streamline whose keys do not fit goes on an overflow list and is run again (that
+ * matrix only) after the host has emptied the buffer.  Plain C with DM_FN, so that a host test
+ * can run it too.
  *
  * Before including: DM_FN; DM_ATOMIC_ADD_U32(p, v) and DM_ATOMIC_ADD_U64(p, v) (return the old
  * value); philox.h and track_kernel.h. */
@@ -47,10 +54,11 @@ typedef struct dm_track_gpu_out {
 } dm_track_gpu_out;
 
 /* Per-thread scratch of a launch, thread t owning [t * stride, (t + 1) * stride) of each
- * array (a: la ints, b: lb ints, the loop check table: loop_cap slots). */
+ * array (a: la ints, b: lb ints, the distinct-voxel set: 1 << set_bits ints, -1 when empty,
+ * the loop check table: loop_cap slots). */
 typedef struct dm_track_gpu_scratch {
-    int *a, *b;
-    int la, lb;
+    int *a, *b, *set;
+    int la, lb, set_bits;
     int *loop_keys, *loop_used; /* NULL without --loopcheck */
     float *loop_dirs;
     int loop_cap;
@@ -102,20 +110,38 @@ DM_FN long long dm_tg_reserve(const dm_track_gpu_out *o, int j, unsigned long lo
     return -1;
 }
 
-/* Streamline id: traced into a (its two halves' seed-space voxels, 2 * (half_steps + 1) ints;
- * also the scratch of the later steps, la >= that and >= ntargets / 32 + 1), its distinct
- * voxels sorted into b (2 * (half_steps + 1) ints), then added to the outputs that `what`
- * names.  st: this thread's statistics. */
-DM_FN void dm_tg_streamline(const dm_track_ctx *c, const dm_track_gpu_out *o,
-                            unsigned long long id, int what, int *a, int *b, dm_track_loop *loop,
-                            unsigned long long st[DM_TG_NSTATS])
+/* The distinct voxels of a streamline's halves into b (in first-visit order); set (1 << bits
+ * slots, at least twice the points) is all -1 before and after. */
+DM_FN int dm_tg_distinct(const dm_track_half h[2], int *set, int bits, int *b)
 {
-    long long k = (long long)(id / (unsigned long long)o->per_seed);
-    dm_track_half h[2];
-    h[0].pts = h[1].pts = 0;
-    h[0].svox = a;
-    h[1].svox = a + c->half_steps + 1;
-    int kept = dm_track_streamline(c, o->seed_pos + 3 * k, id, h, loop, o->waymask, o->waycond_and);
+    const unsigned int mask = (1u << bits) - 1;
+    int m = 0, last = -1;
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < h[i].npts; p++) {
+            int v = h[i].svox[p];
+            if (v < 0 || v == last) continue; /* consecutive repeats: most of them */
+            last = v;
+            unsigned int slot = ((unsigned int)v * 2654435761u) >> (32 - bits);
+            while (set[slot] >= 0 && set[slot] != v) slot = (slot + 1) & mask;
+            if (set[slot] < 0) {
+                set[slot] = v;
+                b[m++] = (int)slot;
+            }
+        }
+    for (int i = 0; i < m; i++) { /* slots to voxels, and the set emptied */
+        int slot = b[i];
+        b[i] = set[slot];
+        set[slot] = -1;
+    }
+    return m;
+}
+
+/* Adds streamline id (of seed k, traced into h, whose svox arrays lie in s->a) to the outputs
+ * that `what` names.  st: this thread's statistics. */
+DM_FN void dm_tg_add(const dm_track_gpu_out *o, const dm_track_gpu_scratch *s, unsigned long long id,
+                     long long k, const dm_track_half h[2], int kept, int what,
+                     unsigned long long st[DM_TG_NSTATS])
+{
     if (what & DM_TG_COUNTS) {
         for (int i = 0; i < 2; i++) {
             st[2 + h[i].end]++;
@@ -124,13 +150,8 @@ DM_FN void dm_tg_streamline(const dm_track_ctx *c, const dm_track_gpu_out *o,
         st[0] += (unsigned long long)kept;
     }
     if (!kept) return;
-    int m = 0; /* distinct voxels; consecutive repeats (most of them) dropped on the way */
-    for (int i = 0; i < 2; i++)
-        for (int p = 0; p < h[i].npts; p++) {
-            int v = h[i].svox[p];
-            if (v >= 0 && (m == 0 || b[m - 1] != v)) b[m++] = v;
-        }
-    m = dm_tg_sort_unique(b, m);
+    int *a = s->a, *b = s->b;
+    int m = dm_tg_distinct(h, s->set, s->set_bits, b); /* a is free from here on */
     int own = o->seed_svox[k];
     if (what & DM_TG_COUNTS) {
         if (o->paths)
@@ -178,6 +199,78 @@ DM_FN void dm_tg_streamline(const dm_track_ctx *c, const dm_track_gpu_out *o,
             for (int i = 0; i < n; i++)
                 for (int j = i + 1; j < n; j++)
                     o->keys[2][at++] = (unsigned long long)(unsigned int)a[i] << 32 | (unsigned int)a[j];
+    }
+}
+
+/* Phases of a thread's current streamline. */
+enum { DM_TG_IDLE, DM_TG_BEGIN, DM_TG_STEP, DM_TG_ENDED, DM_TG_FINISH };
+
+/* One thread's share of a launch of n streamlines: streamline i is first + i, or ids[i] when
+ * ids is given (re-runs of overflowed streamlines).  persistent: the thread takes the next i
+ * from the shared counter *next whenever its streamline ends; else (a benchmark knob) i = t,
+ * t + stride, ...  Each turn of the loop advances the current streamline by one step or one
+ * phase, so that every thread of a warp passes through the same step code each turn.  The
+ * results are those of dm_track_streamline, streamline by streamline.  loop: NULL without
+ * --loopcheck. */
+DM_FN void dm_tg_thread(const dm_track_ctx *c, const dm_track_gpu_out *o,
+                        const dm_track_gpu_scratch *s, dm_track_loop *loop, unsigned long long first,
+                        unsigned long long n, const unsigned long long *ids, int what,
+                        unsigned long long *next, int persistent, unsigned long long t,
+                        unsigned long long stride, unsigned long long st[DM_TG_NSTATS])
+{
+    dm_track_half h[2];
+    h[0].pts = h[1].pts = 0;
+    h[0].svox = s->a;
+    h[1].svox = s->a + c->half_steps + 1;
+    dm_rng rng;
+    dm_track_walk w;
+    float d0[3] = {0, 0, 1}, back[3] = {0, 0, -1};
+    const float *seed = o->seed_pos;
+    unsigned long long id = 0, round = 0;
+    long long k = 0;
+    int phase = DM_TG_IDLE, half = 0, kept = 0;
+    for (;;) {
+        if (phase == DM_TG_IDLE) {
+            unsigned long long i = persistent ? DM_ATOMIC_ADD_U64(next, 1ull) : t + stride * round++;
+            if (i >= n) break;
+            id = ids ? ids[i] : first + i;
+            k = (long long)(id / (unsigned long long)o->per_seed);
+            seed = o->seed_pos + 3 * k;
+            half = 0;
+            int rejected;
+            if (dm_track_streamline_start(c, seed, id, &rng, h, d0, &rejected)) {
+                for (int a = 0; a < 3; a++) back[a] = -d0[a];
+                phase = DM_TG_BEGIN;
+            } else {
+                kept = !rejected && dm_track_waypoints_met(c, h, o->waymask, o->waycond_and);
+                phase = DM_TG_FINISH;
+            }
+        }
+        if (phase == DM_TG_BEGIN)
+            phase = dm_track_half_begin(c, seed, half ? back : d0, loop, &h[half], &w) ? DM_TG_STEP
+                                                                                      : DM_TG_ENDED;
+        else if (phase == DM_TG_STEP && !dm_track_half_step(c, &rng, loop, &h[half], &w))
+            phase = DM_TG_ENDED;
+        if (phase == DM_TG_ENDED) {
+            if (h[half].end == DM_TRACK_END_AVOID) {
+                if (half == 0) { /* the second half is not run */
+                    h[1].npts = 0;
+                    h[1].end = DM_TRACK_END_AVOID;
+                }
+                kept = 0;
+                phase = DM_TG_FINISH;
+            } else if (half == 0) {
+                half = 1;
+                phase = DM_TG_BEGIN;
+            } else {
+                kept = dm_track_waypoints_met(c, h, o->waymask, o->waycond_and);
+                phase = DM_TG_FINISH;
+            }
+        }
+        if (phase == DM_TG_FINISH) {
+            dm_tg_add(o, s, id, k, h, kept, what, st);
+            phase = DM_TG_IDLE;
+        }
     }
 }
 

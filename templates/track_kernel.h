@@ -245,102 +245,164 @@ DM_FN int dm_track_record(const dm_track_ctx *c, dm_track_half *h, const float p
     return sv >= 0 && c->flags ? c->flags[sv] : 0;
 }
 
-/* One half: from seed along dir0.  The stop mask is not applied in the seed's own voxel (a
- * seed inside a stop region could not leave it otherwise). */
+/* A half-streamline in progress.  The CPU runs each half to its end (dm_track_half_run); the
+ * GPU advances a thread's streamline one step per turn of a loop shared by all its phases, so
+ * that the threads of a warp, whatever streamline and half each is on, execute the same step
+ * code together (templates/track_gpu_gather.h). */
+typedef struct dm_track_walk {
+    float p[3], prev[3];
+    int it;         /* steps taken */
+    int seed_svox;  /* seed-space voxel of the seed: the stop mask does not apply there */
+} dm_track_walk;
+
+/* Starts a half at seed along dir0 (records the seed).  Returns 1 when steps follow, 0 when
+ * the half has already ended (h->end says why).  The stop mask is not applied in the seed's
+ * own voxel (a seed inside a stop region could not leave it otherwise). */
+DM_FN int dm_track_half_begin(const dm_track_ctx *c, const float seed[3], const float dir0[3],
+                              dm_track_loop *loop, dm_track_half *h, dm_track_walk *w)
+{
+    for (int a = 0; a < 3; a++) {
+        w->p[a] = seed[a];
+        w->prev[a] = dir0[a];
+    }
+    w->it = 0;
+    h->npts = 0;
+    h->end = DM_TRACK_END_STEPS;
+    int flags = dm_track_record(c, h, w->p);
+    w->seed_svox = h->svox[0];
+    if (flags & DM_TRACK_FLAG_AVOID) {
+        h->end = DM_TRACK_END_AVOID;
+        return 0;
+    }
+    if (loop) dm_track_loop_clear(loop);
+    return c->half_steps >= 1;
+}
+
+/* One step of the half.  Returns 1 when more follow, 0 when the half has ended. */
+DM_FN int dm_track_half_step(const dm_track_ctx *c, dm_rng *rng, dm_track_loop *loop,
+                             dm_track_half *h, dm_track_walk *w)
+{
+    float *p = w->p, *prev = w->prev, d[3];
+    int it = ++w->it;
+    if (it == 1) {
+        d[0] = prev[0];
+        d[1] = prev[1];
+        d[2] = prev[2];
+    } else {
+        if (dm_track_sample_dir(c, p, prev, rng, d) != 0) {
+            h->end = DM_TRACK_END_MASK;
+            return 0;
+        }
+        if (fabsf(d[0] * prev[0] + d[1] * prev[1] + d[2] * prev[2]) < c->cthr) {
+            h->end = DM_TRACK_END_CURVATURE;
+            return 0;
+        }
+    }
+    if (c->modeuler) { /* the direction at the Euler point, averaged with the first */
+        float mid[3] = {p[0] + c->step * d[0], p[1] + c->step * d[1], p[2] + c->step * d[2]};
+        long mv = dm_track_voxel_nearest(c, mid);
+        float d2[3];
+        if (mv >= 0 && c->brain[mv] && dm_track_sample_dir(c, mid, d, rng, d2) == 0) {
+            float s0 = d[0] + d2[0], s1 = d[1] + d2[1], s2 = d[2] + d2[2];
+            float norm = sqrtf(s0 * s0 + s1 * s1 + s2 * s2);
+            if (norm > 1e-6f) {
+                d[0] = s0 / norm;
+                d[1] = s1 / norm;
+                d[2] = s2 / norm;
+            }
+        }
+    }
+    float q[3] = {p[0] + c->step * d[0], p[1] + c->step * d[1], p[2] + c->step * d[2]};
+    long v = dm_track_voxel_nearest(c, q);
+    if (v < 0 || !c->brain[v]) {
+        h->end = DM_TRACK_END_MASK;
+        return 0;
+    }
+    if (loop && dm_track_loop_visit(c, loop, q, d)) {
+        h->end = DM_TRACK_END_LOOP;
+        return 0;
+    }
+    if (c->avoid_surface.cell_off && dm_track_segment_hits_surface(&c->avoid_surface, p, q)) {
+        h->end = DM_TRACK_END_AVOID;
+        return 0;
+    }
+    int flags = dm_track_record(c, h, q);
+    if (flags & DM_TRACK_FLAG_AVOID) {
+        h->end = DM_TRACK_END_AVOID;
+        return 0;
+    }
+    if ((flags & DM_TRACK_FLAG_STOP) && h->svox[h->npts - 1] != w->seed_svox) {
+        h->end = DM_TRACK_END_STOP;
+        return 0;
+    }
+    for (int a = 0; a < 3; a++) {
+        p[a] = q[a];
+        prev[a] = d[a];
+    }
+    return it < c->half_steps;
+}
+
+/* One half: from seed along dir0, to its end. */
 DM_FN void dm_track_half_run(const dm_track_ctx *c, const float seed[3], const float dir0[3],
                              dm_rng *rng, dm_track_loop *loop, dm_track_half *h)
 {
-    float p[3] = {seed[0], seed[1], seed[2]}, prev[3] = {dir0[0], dir0[1], dir0[2]};
-    h->npts = 0;
-    h->end = DM_TRACK_END_STEPS;
-    int flags = dm_track_record(c, h, p);
-    int seed_svox = h->svox[0];
-    if (flags & DM_TRACK_FLAG_AVOID) {
-        h->end = DM_TRACK_END_AVOID;
-        return;
-    }
-    if (loop) dm_track_loop_clear(loop);
-    for (int it = 1; it <= c->half_steps; it++) {
-        float d[3];
-        if (it == 1) {
-            d[0] = prev[0];
-            d[1] = prev[1];
-            d[2] = prev[2];
-        } else {
-            if (dm_track_sample_dir(c, p, prev, rng, d) != 0) {
-                h->end = DM_TRACK_END_MASK;
-                return;
-            }
-            if (fabsf(d[0] * prev[0] + d[1] * prev[1] + d[2] * prev[2]) < c->cthr) {
-                h->end = DM_TRACK_END_CURVATURE;
-                return;
-            }
+    dm_track_walk w;
+    if (dm_track_half_begin(c, seed, dir0, loop, h, &w))
+        while (dm_track_half_step(c, rng, loop, h, &w)) {
         }
-        if (c->modeuler) { /* the direction at the Euler point, averaged with the first */
-            float mid[3] = {p[0] + c->step * d[0], p[1] + c->step * d[1], p[2] + c->step * d[2]};
-            long mv = dm_track_voxel_nearest(c, mid);
-            float d2[3];
-            if (mv >= 0 && c->brain[mv] && dm_track_sample_dir(c, mid, d, rng, d2) == 0) {
-                float s0 = d[0] + d2[0], s1 = d[1] + d2[1], s2 = d[2] + d2[2];
-                float norm = sqrtf(s0 * s0 + s1 * s1 + s2 * s2);
-                if (norm > 1e-6f) {
-                    d[0] = s0 / norm;
-                    d[1] = s1 / norm;
-                    d[2] = s2 / norm;
-                }
-            }
-        }
-        float q[3] = {p[0] + c->step * d[0], p[1] + c->step * d[1], p[2] + c->step * d[2]};
-        long v = dm_track_voxel_nearest(c, q);
-        if (v < 0 || !c->brain[v]) {
-            h->end = DM_TRACK_END_MASK;
-            return;
-        }
-        if (loop && dm_track_loop_visit(c, loop, q, d)) {
-            h->end = DM_TRACK_END_LOOP;
-            return;
-        }
-        if (c->avoid_surface.cell_off && dm_track_segment_hits_surface(&c->avoid_surface, p, q)) {
-            h->end = DM_TRACK_END_AVOID;
-            return;
-        }
-        flags = dm_track_record(c, h, q);
-        if (flags & DM_TRACK_FLAG_AVOID) {
-            h->end = DM_TRACK_END_AVOID;
-            return;
-        }
-        if ((flags & DM_TRACK_FLAG_STOP) && h->svox[h->npts - 1] != seed_svox) {
-            h->end = DM_TRACK_END_STOP;
-            return;
-        }
-        for (int a = 0; a < 3; a++) {
-            p[a] = q[a];
-            prev[a] = d[a];
-        }
-    }
 }
 
-/* A whole streamline: the first orientation at the seed, then one half along it and one half
- * against it.  Returns 1 when it is kept (no exclusion mask hit, waypoint condition met),
- * 0 when rejected.  waycond_and: 1 AND, 0 OR; waymask: the bits of all waypoint masks. */
+/* The start of streamline id: its random stream, and its first orientation at the seed (the
+ * --randfib rule) into d0.  Returns 1 when its two halves follow (along d0, then against it);
+ * 0 for a seed outside the brain mask or the image, a one-point streamline: h[0] holds the
+ * seed, both halves end as "mask", and *rejected says whether the seed is in the exclusion
+ * mask. */
+DM_FN int dm_track_streamline_start(const dm_track_ctx *c, const float seed[3],
+                                    unsigned long long id, dm_rng *rng, dm_track_half h[2],
+                                    float d0[3], int *rejected)
+{
+    dm_rng_init(rng, c->rseed, id);
+    d0[0] = 0;
+    d0[1] = 0;
+    d0[2] = 1;
+    *rejected = 0;
+    long sv = dm_track_voxel_nearest(c, seed);
+    if (sv >= 0 && c->brain[sv] && dm_track_sample_dir(c, seed, 0, rng, d0) == 0) return 1;
+    h[0].npts = h[1].npts = 0;
+    int flags = dm_track_record(c, &h[0], seed);
+    h[0].end = h[1].end = DM_TRACK_END_MASK;
+    *rejected = (flags & DM_TRACK_FLAG_AVOID) != 0;
+    return 0;
+}
+
+/* Whether a streamline meets the waypoint condition (waycond_and: 1 AND, 0 OR; waymask: the
+ * bits of all waypoint masks; no waypoints: always). */
+DM_FN int dm_track_waypoints_met(const dm_track_ctx *c, const dm_track_half h[2],
+                                 unsigned int waymask, int waycond_and)
+{
+    if (!waymask || !c->waybits) return 1;
+    unsigned int seen = 0;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < h[k].npts; i++)
+            if (h[k].svox[i] >= 0) seen |= c->waybits[h[k].svox[i]];
+    seen &= waymask;
+    return waycond_and ? seen == waymask : seen != 0;
+}
+
+/* A whole streamline: its start, then one half along the first orientation and one half
+ * against it.  Returns 1 when it is kept (no exclusion mask or surface hit, waypoint
+ * condition met), 0 when rejected. */
 DM_FN int dm_track_streamline(const dm_track_ctx *c, const float seed[3], unsigned long long id,
                               dm_track_half h[2], dm_track_loop *loop, unsigned int waymask,
                               int waycond_and)
 {
     dm_rng rng;
-    dm_rng_init(&rng, c->rseed, id);
-    float d0[3] = {0, 0, 1}, back[3];
-    long sv = dm_track_voxel_nearest(c, seed);
-    int ok = sv >= 0 && c->brain[sv] && dm_track_sample_dir(c, seed, 0, &rng, d0) == 0;
-    if (!ok) { /* a seed outside the brain mask: a one-point streamline */
-        h[0].npts = h[1].npts = 0;
-        int flags = dm_track_record(c, &h[0], seed);
-        h[0].end = h[1].end = DM_TRACK_END_MASK;
-        if (flags & DM_TRACK_FLAG_AVOID) return 0;
+    float d0[3];
+    int rejected;
+    if (!dm_track_streamline_start(c, seed, id, &rng, h, d0, &rejected)) {
+        if (rejected) return 0;
     } else {
-        back[0] = -d0[0];
-        back[1] = -d0[1];
-        back[2] = -d0[2];
+        float back[3] = {-d0[0], -d0[1], -d0[2]};
         dm_track_half_run(c, seed, d0, &rng, c->loopcheck ? loop : 0, &h[0]);
         if (h[0].end == DM_TRACK_END_AVOID) {
             /* The second half is not run; callers still read its length and end. */
@@ -351,15 +413,7 @@ DM_FN int dm_track_streamline(const dm_track_ctx *c, const float seed[3], unsign
         dm_track_half_run(c, seed, back, &rng, c->loopcheck ? loop : 0, &h[1]);
         if (h[1].end == DM_TRACK_END_AVOID) return 0;
     }
-    if (waymask && c->waybits) {
-        unsigned int seen = 0;
-        for (int k = 0; k < 2; k++)
-            for (int i = 0; i < h[k].npts; i++)
-                if (h[k].svox[i] >= 0) seen |= c->waybits[h[k].svox[i]];
-        seen &= waymask;
-        if (waycond_and ? seen != waymask : seen == 0) return 0;
-    }
-    return 1;
+    return dm_track_waypoints_met(c, h, waymask, waycond_and);
 }
 
 #endif

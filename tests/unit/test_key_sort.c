@@ -3,6 +3,7 @@
  * (~0) slots included. */
 #include "key_sort.h"
 #include "track_sparse.h"
+#include "track_sparse_shards.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,12 +71,18 @@ int main(void)
     dm_sparse one, bulk;
     dm_sparse_init(&one);
     dm_sparse_init(&bulk);
+    enum { NSH = 3 };
+    const int shard_counts[NSH] = {1, 3, 16};
+    dm_sparse_shards sh[NSH];
+    for (int q = 0; q < NSH; q++) dm_sparse_shards_init(&sh[q], shard_counts[q]);
     size_t done = 0, batch = 1;
     for (int round = 0; done < N; round++) {
         size_t n = batch < N - done ? batch : N - done;
         for (size_t i = 0; i < n; i++) {
             unsigned long long r = next_random();
-            unsigned int row = (unsigned)((r >> 40) % 500), col = (unsigned)(r % 300);
+            /* rows drift upwards from batch to batch (as GPU chunks do), with stragglers */
+            unsigned int row = (unsigned)((r >> 40) % 60 + (i % 11 == 3 ? 0 : 20 * round)) % 500,
+                         col = (unsigned)(r % 300);
             if (i % 97 == 5) {
                 k[done + i] = ~0ULL;
                 continue;
@@ -83,6 +90,7 @@ int main(void)
             k[done + i] = (unsigned long long)row << 32 | col;
             dm_sparse_add(&one, row, col);
         }
+        for (int q = 0; q < NSH; q++) dm_sparse_shards_add_keys(&sh[q], k + done, n);
         dm_sparse_add_keys(&bulk, k + done, n);
         done += n;
         batch = batch * 3 + round;
@@ -94,6 +102,18 @@ int main(void)
     if (same) printf("PASS sparse_add_keys_matches_add (%zu entries, %llu increments)\n", one.n,
                      dm_sparse_total(&one));
     else printf("FAIL sparse_add_keys_matches_add: %zu vs %zu entries\n", one.n, bulk.n);
+    for (int q = 0; q < NSH; q++) {
+        dm_sparse g;
+        dm_sparse_init(&g);
+        dm_sparse_shards_gather(&sh[q], &g);
+        int ok = g.n == one.n && !memcmp(g.keys, one.keys, one.n * 8) &&
+                 !memcmp(g.counts, one.counts, one.n * 8) && !g.failed;
+        if (ok) printf("PASS sparse_shards_%d_match_add\n", shard_counts[q]);
+        else printf("FAIL sparse_shards_%d_match_add: %zu vs %zu entries\n", shard_counts[q], g.n, one.n);
+        same &= ok;
+        dm_sparse_free(&g);
+        dm_sparse_shards_free(&sh[q]);
+    }
     dm_sparse_free(&one);
     dm_sparse_free(&bulk);
     free(k);

@@ -118,7 +118,11 @@ int main(void)
     dm_track_ctx_init(&f, &sd, &m, &o, &c);
     int L = 2 * (c.half_steps + 1), lcap = 64;
     while (lcap < L) lcap *= 2;
-    int *a = malloc(sizeof(int) * L), *b = malloc(sizeof(int) * L);
+    int *a = malloc(sizeof(int) * L), *b = malloc(sizeof(int) * L), bits = 6;
+    while ((1 << bits) < 2 * L) bits++;
+    int *set = malloc(sizeof(int) << bits);
+    for (int i = 0; i < 1 << bits; i++) set[i] = -1;
+    dm_track_gpu_scratch scr = {a, b, set, L, L, bits, NULL, NULL, NULL, 0};
     dm_track_loop loop = {malloc(sizeof(int) * lcap), malloc(sizeof(float) * 3 * lcap),
                           malloc(sizeof(int) * lcap), lcap, 0};
     for (int i = 0; i < lcap; i++) loop.keys[i] = -1;
@@ -148,9 +152,9 @@ int main(void)
         for (;;) { /* one launch, then the re-runs of one matrix at a time */
             memset(nkeys, 0, sizeof nkeys);
             memset(nover, 0, sizeof nover);
-            for (unsigned long long i = 0; i < n; i++)
-                dm_tg_streamline(&c, &g, pass_mat < 0 ? first + i : ids[pass_mat][i], what, a, b,
-                                 &loop, stats);
+            unsigned long long next = 0; /* the launch's shared counter, one thread */
+            dm_tg_thread(&c, &g, &scr, &loop, pass_mat < 0 ? first : 0, n,
+                         pass_mat < 0 ? NULL : ids[pass_mat], what, &next, 1, 0, 1, stats);
             for (int j = 0; j < 3; j++) {
                 if (pass_mat >= 0 && j != pass_mat) continue;
                 unsigned long long nk = nkeys[j] < caps[j] ? nkeys[j] : caps[j];
@@ -195,7 +199,11 @@ int main(void)
         free(ids[j]);
         dm_sparse_free(&mat[j]);
     }
-    void *blocks[] = {a, b, loop.keys, loop.dirs, loop.used, g.paths, g.seeds_to_targets, f.dirs,
+    int set_clean = 1;
+    for (int i = 0; i < 1 << bits; i++) set_clean &= set[i] == -1;
+    printf("%s track_gpu_gather_set_emptied: the distinct-voxel set is empty after every streamline\n",
+           set_clean ? "PASS" : "FAIL");
+    void *blocks[] = {a, b, set, loop.keys, loop.dirs, loop.used, g.paths, g.seeds_to_targets, f.dirs,
                       f.fracs, f.brain, sd.pos, sd.svox, m.flags, m.seed_col, m.t2_col, m.t3_node,
                       m.target_off, m.target_ids};
     for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++) free(blocks[i]);
