@@ -301,7 +301,7 @@ static void *worker_main(void *arg)
     CUdevice dev;
     CUcontext ctx = NULL;
     CUmodule mod = NULL;
-    enum { NIN = 17 }; /* 0..11 inputs, 12..13 outputs, 14..16 the --avoid surface's grid */
+    enum { NIN = 18 }; /* 0..11 inputs, 12..13 outputs, 14..17 the surfaces' grid */
     CUdeviceptr in[NIN];
     memset(in, 0, sizeof in);
     slot slots[MAX_SLOTS];
@@ -326,12 +326,13 @@ static void *worker_main(void *arg)
         if (!j->mats[0]) host[7] = NULL;
         for (int i = 0; i < 12; i++)
             if (upload(cu, &in[i], host[i], bytes[i]) != 0) goto fail;
-        const dm_track_surface_grid *sg = &m->avoid_surface;
+        const dm_track_surface_grid *sg = &m->surfaces;
         if (sg->cell_off) {
             size_t ncell = (size_t)sg->n[0] * sg->n[1] * sg->n[2];
             if (upload(cu, &in[14], sg->tri, 9 * (size_t)sg->ntri * 4) != 0 ||
                 upload(cu, &in[15], sg->cell_off, (ncell + 1) * 4) != 0 ||
-                upload(cu, &in[16], sg->cell_tri, (size_t)sg->cell_off[ncell] * 4) != 0)
+                upload(cu, &in[16], sg->cell_tri, (size_t)sg->cell_off[ncell] * 4) != 0 ||
+                upload(cu, &in[17], sg->tri_bit, (size_t)sg->ntri * 4) != 0)
                 goto fail;
         }
         /* outputs: fdt_paths and seeds_to_targets counts, statistics */
@@ -348,9 +349,10 @@ static void *worker_main(void *arg)
         w->ctx.flags = DEVPTR(const unsigned char, in[5]);
         w->ctx.waybits = DEVPTR(const unsigned int, in[6]);
         if (sg->cell_off) { /* the grid's geometry is already in ctx (dm_track_ctx_init) */
-            w->ctx.avoid_surface.tri = DEVPTR(const float, in[14]);
-            w->ctx.avoid_surface.cell_off = DEVPTR(const int, in[15]);
-            w->ctx.avoid_surface.cell_tri = DEVPTR(const int, in[16]);
+            w->ctx.surfaces.tri = DEVPTR(const float, in[14]);
+            w->ctx.surfaces.cell_off = DEVPTR(const int, in[15]);
+            w->ctx.surfaces.cell_tri = DEVPTR(const int, in[16]);
+            w->ctx.surfaces.tri_bit = DEVPTR(const unsigned int, in[17]);
         }
         dm_track_gpu_out *o = &w->out;
         memset(o, 0, sizeof *o);
@@ -365,6 +367,7 @@ static void *worker_main(void *arg)
         o->target_off = DEVPTR(const int, in[10]);
         o->target_ids = DEVPTR(const int, in[11]);
         o->ntargets = targets ? m->ntargets : 0;
+        for (int b = 0; b < DM_TRACK_MAX_SURFACES; b++) o->surf_target[b] = m->surf_target[b];
         o->nvox = nvox;
         o->paths = npaths ? DEVPTR(unsigned int, in[12]) : NULL;
         o->seeds_to_targets = ns2t ? DEVPTR(unsigned int, in[12]) + npaths : NULL;

@@ -34,8 +34,9 @@ static int set_flag(const char *path, const char *what, const dm_track_seeds *s,
     return 0;
 }
 
-/* A GIFTI exclusion surface: world mm (of the seed reference) -> seed voxel -> tracking mm. */
-static int load_avoid_surface(const char *path, const dm_track_seeds *s, dm_track_masks *m)
+/* Adds a GIFTI surface with the given bit: world mm (of the seed reference) -> seed voxel ->
+ * tracking mm. */
+static int add_surface(const char *path, unsigned int bit, const dm_track_seeds *s, dm_track_masks *m)
 {
     dm_mesh mesh;
     if (dm_mesh_read_gifti(path, 1, &mesh) != 0) return -1;
@@ -44,10 +45,19 @@ static int load_avoid_surface(const char *path, const dm_track_seeds *s, dm_trac
     int rc = dm_affine_invert(&v2w, &w2v);
     if (rc == 0) {
         dm_affine world2track = dm_affine_mul(&s->seed2track, &w2v);
-        rc = dm_track_surface_build(&mesh, &world2track, path, &m->avoid_surface);
+        rc = dm_track_surface_add(&m->surfaces, &mesh, bit, &world2track, path);
     }
     dm_mesh_free(&mesh);
     return rc;
+}
+
+/* The next free surface bit for a waypoint or target surface, or -1 (error set). */
+static int next_surface_bit(dm_track_masks *m, const char *path)
+{
+    if (m->nsurf_bits >= DM_TRACK_MAX_SURFACES)
+        return dm_set_error("%s: at most %d waypoint and target surfaces together", path,
+                            DM_TRACK_MAX_SURFACES - DM_TRACK_SURF_FIRST);
+    return m->nsurf_bits++;
 }
 
 /* Splits a comma-separated list, expanding text files into the image paths they list.
@@ -58,7 +68,7 @@ static int list_images(const char *spec, char ***out)
     char **list = NULL;
     int n = 0, rc = 0;
     for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
-        if (dm_track_is_image_path(t)) {
+        if (dm_track_is_image_path(t) || dm_is_gifti_path(t)) {
             list = realloc(list, (n + 1) * sizeof *list);
             list[n++] = strdup(t);
             continue;
@@ -95,8 +105,8 @@ static char *target_name(const char *path)
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     char *name = strdup(base);
-    static const char *endings[] = {".nii.gz", ".nii", ".hdr", ".img"};
-    for (int i = 0; i < 4; i++) {
+    static const char *endings[] = {".nii.gz", ".nii", ".hdr", ".img", ".surf.gii", ".gii"};
+    for (int i = 0; i < 6; i++) {
         size_t n = strlen(name), m = strlen(endings[i]);
         if (n > m && !strcmp(name + n - m, endings[i])) {
             name[n - m] = 0;
@@ -160,9 +170,12 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
 {
     memset(m, 0, sizeof *m);
     m->nvox = DM_NVOX(&s->ref);
+    m->nsurf_bits = DM_TRACK_SURF_FIRST;
+    for (int b = 0; b < DM_TRACK_MAX_SURFACES; b++) m->surf_target[b] = -1;
     int rc = 0;
-    if (p->stop) rc = set_flag(p->stop, "--stop", s, m, DM_TRACK_FLAG_STOP);
-    if (rc == 0 && p->avoid && dm_is_gifti_path(p->avoid)) rc = load_avoid_surface(p->avoid, s, m);
+    if (p->stop && dm_is_gifti_path(p->stop)) rc = add_surface(p->stop, DM_TRACK_SURF_STOP, s, m);
+    else if (p->stop) rc = set_flag(p->stop, "--stop", s, m, DM_TRACK_FLAG_STOP);
+    if (rc == 0 && p->avoid && dm_is_gifti_path(p->avoid)) rc = add_surface(p->avoid, DM_TRACK_SURF_AVOID, s, m);
     else if (rc == 0 && p->avoid) rc = set_flag(p->avoid, "--avoid", s, m, DM_TRACK_FLAG_AVOID);
     m->waycond_and = !p->waycond || !strcmp(p->waycond, "AND");
     if (rc == 0 && p->waycond && strcmp(p->waycond, "AND") && strcmp(p->waycond, "OR"))
@@ -173,8 +186,20 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
         if (n < 0) rc = -1;
         else if (n > DM_TRACK_MAX_WAYPOINTS)
             rc = dm_set_error("track: at most %d waypoint masks, %d given", DM_TRACK_MAX_WAYPOINTS, n);
-        if (rc == 0) m->waybits = calloc(m->nvox, sizeof *m->waybits);
         for (int w = 0; w < n && rc == 0; w++) {
+            if (dm_is_gifti_path(list[w])) {
+                int bit = next_surface_bit(m, list[w]);
+                if (bit < 0 || (rc = add_surface(list[w], 1u << bit, s, m)) != 0) {
+                    rc = -1;
+                    break;
+                }
+                m->surf_way[bit] = 1u << w;
+                continue;
+            }
+            if (!m->waybits && !(m->waybits = calloc(m->nvox, sizeof *m->waybits))) {
+                rc = dm_set_error("track: out of memory for the waypoints");
+                break;
+            }
             dm_volume v = {0};
             if ((rc = load_on_seed_grid(list[w], "--waypoints", s, &v)) != 0) break;
             for (size_t i = 0; i < m->nvox; i++)
@@ -196,16 +221,25 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
         unsigned char *in = rc == 0 ? calloc((size_t)n * m->nvox, 1) : NULL;
         if (rc == 0) m->target_names = calloc(n, sizeof *m->target_names);
         for (int t = 0; t < n && rc == 0; t++) {
+            m->target_names[t] = target_name(list[t]);
+            m->ntargets = t + 1;
+            if (dm_is_gifti_path(list[t])) {
+                int bit = next_surface_bit(m, list[t]);
+                if (bit < 0 || (rc = add_surface(list[t], 1u << bit, s, m)) != 0) {
+                    rc = -1;
+                    break;
+                }
+                m->surf_target[bit] = t;
+                continue;
+            }
             dm_volume v = {0};
             if ((rc = load_on_seed_grid(list[t], "--targetmasks", s, &v)) != 0) break;
-            m->target_names[t] = target_name(list[t]);
             for (size_t i = 0; i < m->nvox; i++)
                 if (v.data[i] != 0 && !isnan(v.data[i])) {
                     in[(size_t)t * m->nvox + i] = 1;
                     count[i]++;
                 }
             dm_volume_free(&v);
-            m->ntargets = t + 1;
         }
         if (rc == 0) { /* compressed rows of target ids per voxel */
             m->target_off = malloc((m->nvox + 1) * sizeof *m->target_off);
@@ -233,6 +267,7 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
         rc = load_matrix_target(p->target2, s, &m->t2_col, &m->n2, &m->t2_ijk, &m->t2_ref);
     if (rc == 0 && p->target3)
         rc = load_matrix_target(p->target3, s, &m->t3_node, &m->n3, &m->t3_ijk, NULL);
+    if (rc == 0 && m->surfaces.ntri > 0) rc = dm_track_surface_finish(&m->surfaces);
     if (rc != 0) dm_track_masks_free(m);
     return rc;
 }
@@ -240,7 +275,7 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
 void dm_track_masks_free(dm_track_masks *m)
 {
     free(m->flags);
-    dm_track_surface_free(&m->avoid_surface);
+    dm_track_surface_free(&m->surfaces);
     free(m->waybits);
     for (int t = 0; t < m->ntargets; t++) free(m->target_names[t]);
     free(m->target_names);

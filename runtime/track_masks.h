@@ -1,6 +1,8 @@
 /* Constraint and classification masks of tractography, all looked up by seed-space voxel:
  * stop and exclusion (avoid) flags, waypoint bits, target masks (--os2t), and the columns of
- * the connectivity matrices (seed voxels for matrix 1, --target2 and --target3 voxels). */
+ * the connectivity matrices (seed voxels for matrix 1, --target2 and --target3 voxels).
+ * Stop, exclusion, waypoints and targets may also be GIFTI surfaces (crossed by a step), all
+ * binned on one grid with a bit per surface (templates/track_kernel.h, DM_TRACK_SURF_*). */
 #ifndef DIMOC_TRACK_MASKS_H
 #define DIMOC_TRACK_MASKS_H
 
@@ -12,8 +14,11 @@
 typedef struct dm_track_masks {
     size_t nvox;              /* seed-space voxels */
     unsigned char *flags;     /* DM_TRACK_FLAG_* per voxel, NULL without stop/avoid */
-    dm_track_surface_grid avoid_surface; /* --avoid FILE.gii: its triangles (ntri 0 without) */
-    unsigned int *waybits;    /* NULL without waypoints */
+    dm_track_surface_grid surfaces; /* every GIFTI surface (ntri 0 without) */
+    int nsurf_bits;                 /* surface bits used (DM_TRACK_SURF_FIRST and up) */
+    unsigned int surf_way[DM_TRACK_MAX_SURFACES];   /* waypoint bit of a surface bit, or 0 */
+    int surf_target[DM_TRACK_MAX_SURFACES];         /* target id of a surface bit, or -1 */
+    unsigned int *waybits;    /* NULL without waypoint masks (images) */
     int nway;
     unsigned int waymask;     /* (1 << nway) - 1 */
     int waycond_and;
@@ -34,10 +39,10 @@ typedef struct dm_track_mask_paths {
     int matrix1;
 } dm_track_mask_paths;
 
-/* Loads what is given; masks other than target2/target3 must be on the seed grid.  avoid may
- * be a GIFTI surface (.gii) instead: vertices in world mm of the seed space's reference, as
- * coordinate seeds are.
- * waypoints: comma-separated images or text files listing images (one a line). */
+/* Loads what is given; masks other than target2/target3 must be on the seed grid.  stop,
+ * avoid, each waypoint and each target may be a GIFTI surface (.gii) instead: vertices in
+ * world mm of the seed space's reference, as coordinate seeds are.
+ * waypoints: comma-separated images or surfaces, or text files listing them (one a line). */
 int dm_track_masks_load(const dm_track_mask_paths *paths, const dm_track_seeds *seeds,
                         dm_track_masks *m);
 void dm_track_masks_free(dm_track_masks *m);

@@ -134,6 +134,15 @@ static void accumulate(worker *w, const dm_track_masks *m, const dm_track_seeds 
                     seeds_to_targets[(size_t)id * m->nvox + own]++;
                 }
         }
+    unsigned int crossed = w->half[0].surfaces | w->half[1].surfaces;
+    if (seeds_to_targets && own >= 0) /* target surfaces the streamline crossed */
+        for (int b = DM_TRACK_SURF_FIRST; b < DM_TRACK_MAX_SURFACES && crossed >> b; b++) {
+            int id = m->surf_target[b];
+            if (!(crossed >> b & 1u) || id < 0 || w->target_seen[id] == w->stamp) continue;
+            w->target_seen[id] = w->stamp;
+#pragma omp atomic
+            seeds_to_targets[(size_t)id * m->nvox + own]++;
+        }
     for (int a = 0; a < nnodes; a++)
         for (int b = a + 1; b < nnodes; b++) {
             unsigned int i = (unsigned int)w->nodes[a], j = (unsigned int)w->nodes[b];
@@ -255,7 +264,8 @@ void dm_track_ctx_init(const dm_track_field *f, const dm_track_seeds *s, const d
         for (int j = 0; j < 4; j++) c->diff2seed[i][j] = (float)s->track2seed.m[i][j];
     c->flags = m->flags;
     c->waybits = m->waybits;
-    c->avoid_surface = dm_track_surface_view(&m->avoid_surface);
+    c->surfaces = dm_track_surface_view(&m->surfaces);
+    for (int b = 0; b < DM_TRACK_MAX_SURFACES; b++) c->surf_way[b] = m->surf_way[b];
     c->half_steps = (int)(o->nsteps / 2);
     c->step = (float)o->steplength;
     c->cthr = (float)o->cthr;

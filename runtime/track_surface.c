@@ -19,13 +19,19 @@ static void cell_range(const dm_track_surface_grid *g, const float *t, int lo[3]
     }
 }
 
-int dm_track_surface_build(const dm_mesh *mesh, const dm_affine *world2track, const char *path,
-                           dm_track_surface_grid *g)
+int dm_track_surface_add(dm_track_surface_grid *g, const dm_mesh *mesh, unsigned int bit,
+                         const dm_affine *world2track, const char *path)
 {
-    memset(g, 0, sizeof *g);
-    g->tri = malloc(9 * (size_t)(mesh->nt ? mesh->nt : 1) * sizeof *g->tri);
-    if (!g->tri) return dm_set_error("%s: out of memory for the surface", path);
-    double extent = 0, lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    if (g->ntri + mesh->nt > g->cap) {
+        long cap = g->ntri + mesh->nt;
+        float *tri = realloc(g->tri, 9 * (size_t)(cap ? cap : 1) * sizeof *tri);
+        if (tri) g->tri = tri;
+        unsigned int *bits = realloc(g->tri_bit, (size_t)(cap ? cap : 1) * sizeof *bits);
+        if (bits) g->tri_bit = bits;
+        if (!tri || !bits) return dm_set_error("%s: out of memory for the surface", path);
+        g->cap = cap;
+    }
+    long before = g->ntri;
     for (long t = 0; t < mesh->nt; t++) {
         float *out = g->tri + 9 * g->ntri;
         for (int v = 0; v < 3; v++) {
@@ -38,19 +44,27 @@ int dm_track_surface_build(const dm_mesh *mesh, const dm_affine *world2track, co
         dm_track_sub3(out + 6, out, e2);
         dm_track_cross3(e1, e2, n);
         if (dm_track_dot3(n, n) == 0) continue; /* no area: no plane to cross */
+        g->tri_bit[g->ntri++] = bit;
+    }
+    if (g->ntri == before) return dm_set_error("%s: the surface has no triangle with an area", path);
+    return 0;
+}
+
+int dm_track_surface_finish(dm_track_surface_grid *g)
+{
+    const char *path = "the tracking surfaces";
+    double extent = 0, lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (long t = 0; t < g->ntri; t++) {
+        const float *tr = g->tri + 9 * t;
         for (int a = 0; a < 3; a++) {
-            float mn = fminf(out[a], fminf(out[3 + a], out[6 + a]));
-            float mx = fmaxf(out[a], fmaxf(out[3 + a], out[6 + a]));
+            float mn = fminf(tr[a], fminf(tr[3 + a], tr[6 + a]));
+            float mx = fmaxf(tr[a], fmaxf(tr[3 + a], tr[6 + a]));
             if (mn < lo[a]) lo[a] = mn;
             if (mx > hi[a]) hi[a] = mx;
             extent += mx - mn;
         }
-        g->ntri++;
     }
-    if (g->ntri == 0) {
-        dm_track_surface_free(g);
-        return dm_set_error("%s: the surface has no triangle with an area", path);
-    }
+    if (g->ntri == 0) return dm_set_error("%s: no triangle with an area", path);
     g->cell = (float)fmax(1.0, 2 * extent / (3.0 * g->ntri));
     for (;;) {
         long cells = 1;
@@ -103,6 +117,16 @@ int dm_track_surface_build(const dm_mesh *mesh, const dm_affine *world2track, co
     return 0;
 }
 
+int dm_track_surface_build(const dm_mesh *mesh, const dm_affine *world2track, const char *path,
+                           dm_track_surface_grid *g)
+{
+    memset(g, 0, sizeof *g);
+    int rc = dm_track_surface_add(g, mesh, 1u, world2track, path);
+    if (rc == 0) rc = dm_track_surface_finish(g);
+    if (rc != 0) dm_track_surface_free(g);
+    return rc;
+}
+
 dm_track_surface dm_track_surface_view(const dm_track_surface_grid *g)
 {
     dm_track_surface s;
@@ -111,6 +135,7 @@ dm_track_surface dm_track_surface_view(const dm_track_surface_grid *g)
     s.tri = g->tri;
     s.cell_off = g->cell_off;
     s.cell_tri = g->cell_tri;
+    s.tri_bit = g->tri_bit;
     for (int a = 0; a < 3; a++) {
         s.n[a] = g->n[a];
         s.origin[a] = g->origin[a];
@@ -122,6 +147,7 @@ dm_track_surface dm_track_surface_view(const dm_track_surface_grid *g)
 void dm_track_surface_free(dm_track_surface_grid *g)
 {
     free(g->tri);
+    free(g->tri_bit);
     free(g->cell_off);
     free(g->cell_tri);
     memset(g, 0, sizeof *g);

@@ -41,6 +41,7 @@ typedef struct dm_track_gpu_out {
     const int *seed_col, *t2_col, *t3_node;
     const int *target_off, *target_ids; /* compressed rows, ntargets > 0 */
     int ntargets;
+    int surf_target[DM_TRACK_MAX_SURFACES]; /* target id of each surface bit, or -1 */
     unsigned long long nvox;
     /* outputs */
     unsigned int *paths;             /* NULL without --opd */
@@ -168,6 +169,13 @@ DM_FN void dm_tg_add(const dm_track_gpu_out *o, const dm_track_gpu_scratch *s, u
                     seen[id_t >> 5] |= bit;
                     DM_ATOMIC_ADD_U32(&o->seeds_to_targets[(unsigned long long)id_t * o->nvox + own], 1u);
                 }
+            unsigned int crossed = h[0].surfaces | h[1].surfaces;
+            for (int bit = DM_TRACK_SURF_FIRST; bit < DM_TRACK_MAX_SURFACES && crossed >> bit; bit++) {
+                int id_t = o->surf_target[bit];
+                if (!(crossed >> bit & 1u) || id_t < 0 || (seen[id_t >> 5] >> (id_t & 31) & 1u)) continue;
+                seen[id_t >> 5] |= 1u << (id_t & 31);
+                DM_ATOMIC_ADD_U32(&o->seeds_to_targets[(unsigned long long)id_t * o->nvox + own], 1u);
+            }
         }
     }
     unsigned long long row = (unsigned long long)k << 32;

@@ -25,6 +25,13 @@
 /* Seed-space voxel flags. */
 enum { DM_TRACK_FLAG_STOP = 1, DM_TRACK_FLAG_AVOID = 2 };
 
+/* Surface bits (dm_track_surface.tri_bit): the exclusion and stop surfaces, then one bit for
+ * each waypoint or target surface (bit DM_TRACK_SURF_FIRST and up). */
+#define DM_TRACK_SURF_AVOID 1u
+#define DM_TRACK_SURF_STOP 2u
+#define DM_TRACK_SURF_FIRST 2
+#define DM_TRACK_MAX_SURFACES 32
+
 /* Why a half-streamline ended. */
 enum {
     DM_TRACK_END_STEPS = 0,  /* step limit */
@@ -48,8 +55,10 @@ typedef struct dm_track_ctx {
     float diff2seed[3][4];        /* tracking mm -> seed voxel coordinates */
     const unsigned char *flags;   /* DM_TRACK_FLAG_* per seed voxel, or NULL */
     const unsigned int *waybits;  /* bit w: inside waypoint mask w, or NULL */
-    dm_track_surface avoid_surface; /* --avoid surface (cell_off NULL: none): a step crossing it
-                                       rejects the streamline */
+    dm_track_surface surfaces;    /* GIFTI surfaces (cell_off NULL: none): a step crossing the
+                                     exclusion surface rejects the streamline, one crossing the
+                                     stop surface ends it there */
+    unsigned int surf_way[DM_TRACK_MAX_SURFACES]; /* waypoint bit of each surface bit, or 0 */
     /* options */
     int half_steps;   /* steps of each half (probtrackx: --nsteps / 2) */
     float step;       /* mm */
@@ -69,6 +78,7 @@ typedef struct dm_track_half {
     int *svox;   /* seed-space voxel index of each point, -1 outside the seed grid */
     int npts;
     int end;     /* DM_TRACK_END_* */
+    unsigned int surfaces; /* bits of the surfaces its steps crossed */
 } dm_track_half;
 
 /* Loop check scratch: an open-addressed table of coarse cells (cap a power of two, at least
@@ -268,6 +278,7 @@ DM_FN int dm_track_half_begin(const dm_track_ctx *c, const float seed[3], const 
     w->it = 0;
     h->npts = 0;
     h->end = DM_TRACK_END_STEPS;
+    h->surfaces = 0;
     int flags = dm_track_record(c, h, w->p);
     w->seed_svox = h->svox[0];
     if (flags & DM_TRACK_FLAG_AVOID) {
@@ -322,16 +333,20 @@ DM_FN int dm_track_half_step(const dm_track_ctx *c, dm_rng *rng, dm_track_loop *
         h->end = DM_TRACK_END_LOOP;
         return 0;
     }
-    if (c->avoid_surface.cell_off && dm_track_segment_hits_surface(&c->avoid_surface, p, q)) {
+    unsigned int crossed = c->surfaces.cell_off ? dm_track_segment_surfaces(&c->surfaces, p, q) : 0u;
+    if (crossed & DM_TRACK_SURF_AVOID) {
         h->end = DM_TRACK_END_AVOID;
         return 0;
     }
     int flags = dm_track_record(c, h, q);
+    h->surfaces |= crossed;
     if (flags & DM_TRACK_FLAG_AVOID) {
         h->end = DM_TRACK_END_AVOID;
         return 0;
     }
-    if ((flags & DM_TRACK_FLAG_STOP) && h->svox[h->npts - 1] != w->seed_svox) {
+    /* a stop surface ends the streamline at the first point past it */
+    if ((crossed & DM_TRACK_SURF_STOP) ||
+        ((flags & DM_TRACK_FLAG_STOP) && h->svox[h->npts - 1] != w->seed_svox)) {
         h->end = DM_TRACK_END_STOP;
         return 0;
     }
@@ -369,6 +384,7 @@ DM_FN int dm_track_streamline_start(const dm_track_ctx *c, const float seed[3],
     long sv = dm_track_voxel_nearest(c, seed);
     if (sv >= 0 && c->brain[sv] && dm_track_sample_dir(c, seed, 0, rng, d0) == 0) return 1;
     h[0].npts = h[1].npts = 0;
+    h[0].surfaces = h[1].surfaces = 0;
     int flags = dm_track_record(c, &h[0], seed);
     h[0].end = h[1].end = DM_TRACK_END_MASK;
     *rejected = (flags & DM_TRACK_FLAG_AVOID) != 0;
@@ -376,15 +392,19 @@ DM_FN int dm_track_streamline_start(const dm_track_ctx *c, const float seed[3],
 }
 
 /* Whether a streamline meets the waypoint condition (waycond_and: 1 AND, 0 OR; waymask: the
- * bits of all waypoint masks; no waypoints: always). */
+ * bits of all waypoints, masks or surfaces; no waypoints: always). */
 DM_FN int dm_track_waypoints_met(const dm_track_ctx *c, const dm_track_half h[2],
                                  unsigned int waymask, int waycond_and)
 {
-    if (!waymask || !c->waybits) return 1;
+    if (!waymask) return 1;
     unsigned int seen = 0;
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < h[k].npts; i++)
-            if (h[k].svox[i] >= 0) seen |= c->waybits[h[k].svox[i]];
+    if (c->waybits)
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < h[k].npts; i++)
+                if (h[k].svox[i] >= 0) seen |= c->waybits[h[k].svox[i]];
+    unsigned int crossed = h[0].surfaces | h[1].surfaces;
+    for (int b = DM_TRACK_SURF_FIRST; b < DM_TRACK_MAX_SURFACES && crossed >> b; b++)
+        if (crossed >> b & 1u) seen |= c->surf_way[b];
     seen &= waymask;
     return waycond_and ? seen == waymask : seen != 0;
 }

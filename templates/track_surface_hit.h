@@ -1,11 +1,13 @@
-/* Does a streamline step cross a surface?  The segment-triangle test of the thesis, appendix 6A
+/* Which surfaces does a streamline step cross?  The segment-triangle test of the thesis, appendix 6A
  * (O'Rourke's ray-plane method), over the triangles binned on a regular grid so that a step
  * tests only those near it (thesis 6.7).  Plain C shared by the host and the NVRTC build of the
  * tracker, like track_kernel.h, which includes it.
  *
  * Coordinates are tracking mm (track_kernel.h).  The grid's cell (i, j, k) spans
  * origin + [i, i + 1) * cell (and likewise j, k); it lists every triangle whose bounding box
- * overlaps it (runtime/track_surface.c builds it). */
+ * overlaps it (runtime/track_surface.c builds it).  All the surfaces of a run share one grid;
+ * each triangle carries the bit of its surface (its role: exclusion, stop, a waypoint, a
+ * target; see track_kernel.h). */
 #ifndef DIMOC_TRACK_SURFACE_HIT_H
 #define DIMOC_TRACK_SURFACE_HIT_H
 
@@ -13,6 +15,7 @@ typedef struct dm_track_surface {
     const float *tri;       /* 9 floats per triangle: its three vertices */
     const int *cell_off;    /* cell c lists cell_tri[cell_off[c] .. cell_off[c + 1]); NULL: no surface */
     const int *cell_tri;
+    const unsigned int *tri_bit; /* the surface bit of each triangle */
     int n[3];               /* cells along each axis */
     float origin[3], cell;  /* corner of cell (0, 0, 0) and the cell's edge, mm */
 } dm_track_surface;
@@ -75,16 +78,19 @@ DM_FN int dm_track_segment_hits_triangle(const float p[3], const float q[3], con
     return dm_track_inside_triangle(t, nrm, x);
 }
 
-/* 1 when segment p -> q crosses a triangle of the surface: the triangles of every cell that
- * the segment's bounding box overlaps are tested. */
-DM_FN int dm_track_segment_hits_surface(const dm_track_surface *g, const float p[3], const float q[3])
+/* The bits of the surfaces that segment p -> q crosses (0: none): the triangles of every cell
+ * that the segment's bounding box overlaps are tested, but not those of a surface already
+ * found crossed. */
+DM_FN unsigned int dm_track_segment_surfaces(const dm_track_surface *g, const float p[3],
+                                             const float q[3])
 {
+    unsigned int crossed = 0;
     int lo[3], hi[3];
     for (int a = 0; a < 3; a++) {
         float mn = p[a] < q[a] ? p[a] : q[a], mx = p[a] < q[a] ? q[a] : p[a];
         lo[a] = (int)floorf((mn - g->origin[a]) / g->cell);
         hi[a] = (int)floorf((mx - g->origin[a]) / g->cell);
-        if (hi[a] < 0 || lo[a] >= g->n[a]) return 0;
+        if (hi[a] < 0 || lo[a] >= g->n[a]) return 0u;
         if (lo[a] < 0) lo[a] = 0;
         if (hi[a] >= g->n[a]) hi[a] = g->n[a] - 1;
     }
@@ -92,11 +98,14 @@ DM_FN int dm_track_segment_hits_surface(const dm_track_surface *g, const float p
         for (int j = lo[1]; j <= hi[1]; j++)
             for (int i = lo[0]; i <= hi[0]; i++) {
                 long c = ((long)k * g->n[1] + j) * g->n[0] + i;
-                for (int e = g->cell_off[c]; e < g->cell_off[c + 1]; e++)
-                    if (dm_track_segment_hits_triangle(p, q, g->tri + 9 * (long)g->cell_tri[e]))
-                        return 1;
+                for (int e = g->cell_off[c]; e < g->cell_off[c + 1]; e++) {
+                    int t = g->cell_tri[e];
+                    if (!(crossed & g->tri_bit[t]) &&
+                        dm_track_segment_hits_triangle(p, q, g->tri + 9 * (long)t))
+                        crossed |= g->tri_bit[t];
+                }
             }
-    return 0;
+    return crossed;
 }
 
 #endif

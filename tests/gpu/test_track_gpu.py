@@ -121,6 +121,43 @@ def test_surface_avoid():
           "; ".join(bad) if bad else "identical: " + ", ".join(kept))
 
 
+def test_surface_roles():
+    """GIFTI surfaces as --stop, waypoints and targets give the CPU's outputs exactly on the
+    spread bundle (streamlines wander, so some cross the partial surfaces and some not)."""
+    d = f"{ROOT}/roles"
+    dirs = np.zeros(tg.SHAPE + (1, 3))
+    dirs[..., 0, 0] = 1
+    bp = tt.write_bedpost(f"{d}/bp", dirs, np.full(tg.SHAPE + (1,), 0.6), np.ones(tg.SHAPE, bool),
+                          ns=50, spread_deg=10.0, affine=tg.AFF)
+    seeds, _ = tg.avoid_seeds(d)
+    surf = tg.role_surfaces(d)
+    tilted = tg.avoid_surfaces(d)["tilted"]
+    with open(f"{d}/targets.txt", "w") as fp:
+        fp.write(f"{surf['ahead']}\n{tilted}\n")
+    cases = {
+        "stop": ["--stop", tilted],
+        "waypoints": ["--waypoints", f"{tilted},{surf['behind']}"],
+        "targets": ["--targetmasks", f"{d}/targets.txt", "--os2t", "--stop", surf["ahead"]],
+    }
+    bad, seen = [], []
+    for name, args in cases.items():
+        res = {}
+        for dev in ("cpu", "gpu"):
+            out = f"{d}/{name}_{dev}"
+            _, stdout, _ = dimoc("track", "--samples", bp, "--seed", seeds, "--out", out,
+                                 "--device", dev, "-P", 300, "--opd", *args)
+            maps = [load(f"{out}/fdt_paths.nii.gz")]
+            if name == "targets":
+                maps += [load(f"{out}/seeds_to_ahead.nii.gz"), load(f"{out}/seeds_to_tilted.nii.gz")]
+            res[dev] = (tg.waytotal(out), stdout.splitlines()[1], maps)
+        (wc, ec, mc), (wg, eg, mg) = res["cpu"], res["gpu"]
+        seen.append(f"{name}: {wg} kept" + (f", seeds_to_tilted {mg[2].sum():.0f}" if name == "targets" else ""))
+        if wc != wg or ec != eg or not all(np.array_equal(a, b) for a, b in zip(mc, mg)):
+            bad.append(f"{name}: waytotal {wc}/{wg}, ends same {ec == eg}, maps same "
+                       f"{[np.array_equal(a, b) for a, b in zip(mc, mg)]}")
+    check("track_gpu_surface_roles_vs_cpu", not bad, "; ".join(bad) or "identical: " + ", ".join(seen))
+
+
 def test_phantoms_on_gpu():
     """test_track's phantom criteria with every run on the GPU."""
     plain = tt.track
@@ -141,5 +178,6 @@ if __name__ == "__main__":
     bp, shape = test_parity()
     test_matrix1(bp, shape)
     test_surface_avoid()
+    test_surface_roles()
     test_phantoms_on_gpu()
     finish()

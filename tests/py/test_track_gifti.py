@@ -1,5 +1,7 @@
-"""dimoc track with GIFTI surfaces: every vertex of --seed FILE.gii a seed (world mm), and
---avoid FILE.gii rejecting streamlines whose steps cross a triangle.
+"""dimoc track with GIFTI surfaces: every vertex of --seed FILE.gii a seed (world mm),
+--avoid FILE.gii rejecting streamlines whose steps cross a triangle, --stop FILE.gii ending
+them at the first point past it, and surfaces among the waypoints and the targets, which count
+as visited when a step crosses them.
 
 The phantom is a straight bundle along x filling a 40x9x9 image of 2 mm voxels whose world
 coordinates are x = 2i - 10, y = 2j + 5, z = 2k + 3, with no orientation spread, so every
@@ -116,6 +118,81 @@ def test_surface_avoid(d, bp):
     check("track_gifti_avoid_no_paths", paths.sum() == 0, f"fdt_paths sum {paths.sum()}")
 
 
+def role_surfaces(d):
+    """Surfaces for the stop, waypoint and target tests: across the bundle at x = 40.25 (the
+    first halves cross it, between the steps at 40 and 40.5), across it at x = 20.25 (the
+    second halves cross it), and beside it."""
+    return {
+        "ahead": grid_surface(f"{d}/ahead.surf.gii", lambda y, z: 40.25, [0, 30], [0, 30])[0],
+        "behind": grid_surface(f"{d}/behind.surf.gii", lambda y, z: 20.25, [0, 30], [0, 30])[0],
+        "beside": grid_surface(f"{d}/beside.surf.gii", lambda y, z: 40.5, [15.5, 30], [0, 30])[0],
+    }
+
+
+def test_surface_stop(d, bp):
+    seeds, verts = avoid_seeds(d)
+    surf = role_surfaces(d)
+    _, out, _ = track(bp, seeds, f"{d}/stop", "-P", 2, "--stop", surf["ahead"], "--opd",
+                      "--save-streamlines", f"{d}/stop.tck")
+    sl = [np.asarray(s) for s in nib.streamlines.load(f"{d}/stop.tck").streamlines]
+    stops = int(re.search(r"(\d+) stop", out).group(1))
+    xmax = sorted({round(float(s[:, 0].max()), 4) for s in sl})
+    xmin = sorted({round(float(s[:, 0].min()), 4) for s in sl})
+    n = len(verts) * 2
+    # first halves end at x = 40.5 (the first point past 40.25); second halves run to the
+    # image's edge (the last point inside voxel 0, centred at x = -10: x = -11)
+    check("track_gifti_stop_surface", stops == n and xmax == [40.5] and xmin == [-11.0]
+          and waytotal(f"{d}/stop") == n,
+          f"{stops} stop ends (want {n}), streamlines end at x {xmax} (want [40.5]) and {xmin}")
+
+
+def test_surface_waypoints(d, bp):
+    seeds, verts = avoid_seeds(d)
+    surf = role_surfaces(d)
+    n = len(verts) * 2
+    mask = np.zeros(SHAPE)
+    mask[5] = 1  # voxel slice i = 5 (x = 0): every second half passes it
+    save(f"{d}/way_mask.nii.gz", mask, AFF)
+    with open(f"{d}/ways.txt", "w") as fp:  # a text list mixing a surface and an image
+        fp.write(f"{surf['behind']}\n{d}/way_mask.nii.gz\n")
+    runs = {
+        "ahead AND behind": ([f"{surf['ahead']},{surf['behind']}"], n),
+        "ahead AND beside": ([f"{surf['ahead']},{surf['beside']}"], 0),
+        "ahead OR beside": ([f"{surf['ahead']},{surf['beside']}", "--waycond", "OR"], n),
+        "beside": ([surf["beside"]], 0),
+        "list: behind, mask": ([f"{d}/ways.txt"], n),
+    }
+    bad = []
+    for name, (args, want) in runs.items():
+        out = f"{d}/way_{len(bad)}_{abs(hash(name)) % 1000}"
+        track(bp, seeds, out, "-P", 2, "--waypoints", *args)
+        if waytotal(out) != want:
+            bad.append(f"{name}: waytotal {waytotal(out)}, want {want}")
+    check("track_gifti_waypoint_surfaces", not bad, "; ".join(bad) or f"{len(runs)} conditions as expected")
+
+
+def test_surface_targets(d, bp):
+    seeds, verts = avoid_seeds(d)
+    surf = role_surfaces(d)
+    mask = np.zeros(SHAPE)
+    mask[30] = 1  # x = 50: beyond the stop surface
+    save(f"{d}/far.nii.gz", mask, AFF)
+    with open(f"{d}/targets.txt", "w") as fp:
+        fp.write(f"{surf['ahead']}\n{surf['beside']}\n{d}/far.nii.gz\n")
+    P = 3
+    track(bp, seeds, f"{d}/targets", "-P", P, "--targetmasks", f"{d}/targets.txt", "--os2t")
+    got = {t: float(np.asarray(nib.load(f"{d}/targets/seeds_to_{t}.nii.gz").dataobj).sum())
+           for t in ("ahead", "beside", "far")}
+    track(bp, seeds, f"{d}/targets_stop", "-P", P, "--targetmasks", f"{d}/targets.txt", "--os2t",
+          "--stop", surf["ahead"])
+    stopped = float(np.asarray(nib.load(f"{d}/targets_stop/seeds_to_far.nii.gz").dataobj).sum())
+    n = len(verts) * P
+    check("track_gifti_target_surfaces",
+          got == {"ahead": n, "beside": 0, "far": n} and stopped == 0,
+          f"seeds_to_ahead/beside/far sums {got} (want {n}, 0, {n}); with --stop at 'ahead', "
+          f"seeds_to_far {stopped} (want 0)")
+
+
 def test_errors(d, bp):
     with open(f"{d}/bad.gii", "w") as fp:
         fp.write("this is not xml\n")
@@ -157,6 +234,9 @@ if __name__ == "__main__":
     bp = line_phantom(f"{root}/bp")
     test_surface_seeds(root, bp)
     test_surface_avoid(root, bp)
+    test_surface_stop(root, bp)
+    test_surface_waypoints(root, bp)
+    test_surface_targets(root, bp)
     test_errors(root, bp)
     test_avoid_device_gpu(root, bp)
     finish()

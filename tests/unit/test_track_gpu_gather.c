@@ -57,6 +57,7 @@ int main(void)
     }
     dm_track_masks m;
     memset(&m, 0, sizeof m);
+    for (int b = 0; b < DM_TRACK_MAX_SURFACES; b++) m.surf_target[b] = -1;
     m.nvox = NV;
     m.flags = calloc(NV, 1);
     for (int j = 0; j < NY; j++) m.flags[(2 * NY + j) * NX + NX - 2] = DM_TRACK_FLAG_STOP;
@@ -97,7 +98,7 @@ int main(void)
     dm_mesh mesh = {9, ntri, xyz, tri};
     dm_affine identity;
     dm_affine_identity(&identity);
-    if (dm_track_surface_build(&mesh, &identity, "test surface", &m.avoid_surface) != 0) {
+    if (dm_track_surface_build(&mesh, &identity, "test surface", &m.surfaces) != 0) {
         printf("FAIL track_gpu_gather_surface: %s\n", dm_last_error());
         return 1;
     }
@@ -132,6 +133,7 @@ int main(void)
     g.seed_pos = sd.pos, g.seed_svox = sd.svox, g.per_seed = PER;
     g.seed_col = m.seed_col, g.t2_col = m.t2_col, g.t3_node = m.t3_node;
     g.target_off = m.target_off, g.target_ids = m.target_ids, g.ntargets = NT, g.nvox = NV;
+    for (int b = 0; b < DM_TRACK_MAX_SURFACES; b++) g.surf_target[b] = -1;
     g.paths = calloc(NV, 4);
     g.seeds_to_targets = calloc(NV * NT, 4);
     unsigned long long stats[DM_TG_NSTATS] = {0}, nkeys[3], nover[3], *ids[3];
@@ -207,7 +209,7 @@ int main(void)
                       f.fracs, f.brain, sd.pos, sd.svox, m.flags, m.seed_col, m.t2_col, m.t3_node,
                       m.target_off, m.target_ids};
     for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++) free(blocks[i]);
-    dm_track_surface_free(&m.avoid_surface);
+    dm_track_surface_free(&m.surfaces);
     dm_track_result_free(&cpu);
     return 0;
 }

@@ -144,7 +144,7 @@ static void test_grid_lookup(void)
         float q[3] = {p[0] + 0.5f * d[0] / len, p[1] + 0.5f * d[1] / len, p[2] + 0.5f * d[2] / len};
         int all = 0;
         for (long t = 0; t < g.ntri && !all; t++) all = dm_track_segment_hits_triangle(p, q, g.tri + 9 * t);
-        int binned = dm_track_segment_hits_surface(&s, p, q);
+        int binned = dm_track_segment_surfaces(&s, p, q) != 0;
         hits += all;
         differ += all != binned;
     }
