@@ -45,6 +45,11 @@ static const dm_opt track_opts[] = {
     {"waypoints", "MASK|LIST,..", NULL, "keep only streamlines through these masks (images, or "
                                         "text files listing images; up to 32)"},
     {"waycond", "AND|OR", "AND", "all waypoint masks, or any one"},
+    {"onewaycondition", NULL, NULL, "apply the waypoint condition to each half alone (a half "
+                                    "that misses it is dropped, the other kept)"},
+    {"distthresh", "MM", "0", "reject streamlines shorter than MM (both halves together)"},
+    {"sampvox", "MM", "0", "start each streamline at a uniform random point of the ball of "
+                           "radius MM around its seed"},
     {"targetmasks", "LIST", NULL, "text file listing target masks (for --os2t)"},
     {"os2t", NULL, NULL, "write seeds_to_<target> counts"},
     {"omatrix1", NULL, NULL, "seed x seed matrix fdt_matrix1.dot"},
@@ -97,8 +102,12 @@ static int parse_options(dm_args *a, dm_track_options *o)
         dm_arg_long(a, track_opts, "randfib", 0, 3, &randfib) ||
         dm_arg_long(a, track_opts, "fibst", 1, 8, &fibst) ||
         dm_arg_long(a, track_opts, "rseed", 0, 0x7fffffffffffffffL, &rseed) ||
-        dm_arg_long(a, track_opts, "save-max", 0, 100000000L, &tck_max))
+        dm_arg_long(a, track_opts, "save-max", 0, 100000000L, &tck_max) ||
+        dm_arg_double(a, track_opts, "distthresh", &o->distthresh) ||
+        dm_arg_double(a, track_opts, "sampvox", &o->sampvox))
         return -1;
+    if (!(o->distthresh >= 0)) return dm_set_error("track: --distthresh must be >= 0 mm");
+    if (!(o->sampvox >= 0)) return dm_set_error("track: --sampvox must be >= 0 mm");
     if (dm_arg_given(a, track_opts, "threads") &&
         dm_arg_long(a, track_opts, "threads", 1, 4096, &threads))
         return -1;
@@ -115,6 +124,7 @@ static int parse_options(dm_args *a, dm_track_options *o)
     o->threads = (int)threads;
     o->fsl_frame = !strcmp(frame, "fsl");
     o->loopcheck = dm_arg_given(a, track_opts, "loopcheck");
+    o->oneway = dm_arg_given(a, track_opts, "onewaycondition");
     o->modeuler = dm_arg_given(a, track_opts, "modeuler");
     o->nearest = dm_arg_given(a, track_opts, "nearest");
     o->opd = dm_arg_given(a, track_opts, "opd");

@@ -359,8 +359,6 @@ static void *worker_main(void *arg)
         o->seed_pos = DEVPTR(const float, in[3]);
         o->seed_svox = DEVPTR(const int, in[4]);
         o->per_seed = j->o->per_seed;
-        o->waymask = m->waymask;
-        o->waycond_and = m->waycond_and;
         o->seed_col = DEVPTR(const int, in[7]);
         o->t2_col = DEVPTR(const int, in[8]);
         o->t3_node = DEVPTR(const int, in[9]);

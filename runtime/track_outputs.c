@@ -113,5 +113,5 @@ int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_tra
         dm_tck_add(w, r->tck_xyz + at, (int)r->tck_len[i]);
         at += 3 * (size_t)r->tck_len[i];
     }
-    return dm_tck_close(w);
+    return dm_tck_close(w, r->tck_tracked);
 }

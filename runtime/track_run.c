@@ -102,15 +102,15 @@ static void next_stamp(worker *w, const dm_track_masks *m)
     w->stamp = 1;
 }
 
-/* Adds a kept streamline of seed k to this thread's outputs: every seed-space voxel it visits
- * counts once, whichever half visits it and however often. */
+/* Adds a kept streamline of seed k to this thread's outputs: every seed-space voxel its kept
+ * halves (bit h of halves) visit counts once, whichever half visits it and however often. */
 static void accumulate(worker *w, const dm_track_masks *m, const dm_track_seeds *s, long k,
-                       unsigned int *seeds_to_targets)
+                       int halves, unsigned int *seeds_to_targets)
 {
     next_stamp(w, m);
     int own = s->svox[k], nnodes = 0;
     for (int h = 0; h < 2; h++)
-        for (int i = 0; i < w->half[h].npts; i++) {
+        for (int i = 0; (halves >> h & 1) && i < w->half[h].npts; i++) {
             int v = w->half[h].svox[i];
             if (v < 0 || w->vox_seen[v] == w->stamp) continue;
             w->vox_seen[v] = w->stamp;
@@ -134,7 +134,7 @@ static void accumulate(worker *w, const dm_track_masks *m, const dm_track_seeds 
                     seeds_to_targets[(size_t)id * m->nvox + own]++;
                 }
         }
-    unsigned int crossed = w->half[0].surfaces | w->half[1].surfaces;
+    unsigned int crossed = (halves & 1 ? w->half[0].surfaces : 0u) | (halves & 2 ? w->half[1].surfaces : 0u);
     if (seeds_to_targets && own >= 0) /* target surfaces the streamline crossed */
         for (int b = DM_TRACK_SURF_FIRST; b < DM_TRACK_MAX_SURFACES && crossed >> b; b++) {
             int id = m->surf_target[b];
@@ -150,10 +150,13 @@ static void accumulate(worker *w, const dm_track_masks *m, const dm_track_seeds 
         }
 }
 
-/* Keeps the streamline (world mm, half 1 reversed then half 0) for the .tck file. */
-static void save_streamline(worker *w, unsigned long long id, float t2w[3][4])
+/* Keeps the streamline (world mm, half 1 reversed then half 0, only the kept halves: bit i of
+ * halves) for the .tck file. */
+static void save_streamline(worker *w, unsigned long long id, int halves, float t2w[3][4])
 {
-    const dm_track_half *h = w->half;
+    dm_track_half h[2] = {w->half[0], w->half[1]};
+    if (!(halves & 1)) h[0].npts = h[0].npts > 0 ? 1 : 0; /* the seed point stays */
+    if (!(halves & 2)) h[1].npts = 0;
     long n = h[0].npts + (h[1].npts > 1 ? h[1].npts - 1 : 0);
     if (w->nsaved == w->cap_saved) {
         long cap = w->cap_saved ? 2 * w->cap_saved : 256;
@@ -196,8 +199,10 @@ static void save_streamline(worker *w, unsigned long long id, float t2w[3][4])
 }
 
 /* The first tck_max saved streamlines over all threads, by id (each thread's list is
- * increasing: OpenMP hands out dynamic chunks in increasing order). */
-static int gather_saved(worker *w, int nw, long tck_max, dm_track_result *r)
+ * increasing: OpenMP hands out dynamic chunks in increasing order), and how many streamlines
+ * were tracked to find them (all `generated`, unless the cap was reached first). */
+static int gather_saved(worker *w, int nw, long tck_max, unsigned long long generated,
+                        dm_track_result *r)
 {
     long total = 0;
     size_t total_xyz = 0;
@@ -217,6 +222,7 @@ static int gather_saved(worker *w, int nw, long tck_max, dm_track_result *r)
                     best = t;
             if (best < 0) break;
             long len = w[best].saved_len[next[best]];
+            if (n + 1 == tck_max) r->tck_tracked = w[best].saved_id[next[best]] + 1;
             if (pass == 1) {
                 r->tck_len[n] = len;
                 memcpy(r->tck_xyz + nx, w[best].saved_xyz + next_xyz[best], 3 * len * sizeof(float));
@@ -239,6 +245,7 @@ static int gather_saved(worker *w, int nw, long tck_max, dm_track_result *r)
         }
     }
     r->ntck = total;
+    if (total < tck_max) r->tck_tracked = generated;
     free(next);
     free(next_xyz);
     return 0;
@@ -264,6 +271,11 @@ void dm_track_ctx_init(const dm_track_field *f, const dm_track_seeds *s, const d
         for (int j = 0; j < 4; j++) c->diff2seed[i][j] = (float)s->track2seed.m[i][j];
     c->flags = m->flags;
     c->waybits = m->waybits;
+    c->waymask = m->waymask;
+    c->waycond_and = m->waycond_and;
+    c->oneway = o->oneway;
+    c->distthresh = (float)o->distthresh;
+    c->sampvox = (float)o->sampvox;
     c->surfaces = dm_track_surface_view(&m->surfaces);
     for (int b = 0; b < DM_TRACK_MAX_SURFACES; b++) c->surf_way[b] = m->surf_way[b];
     c->half_steps = (int)(o->nsteps / 2);
@@ -303,11 +315,11 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
     unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
     for (unsigned long long id = 0; rc == 0 && id < total && w.nsaved < o->tck_max && !w.failed; id++) {
         long k = (long)(id / o->per_seed);
-        if (dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop, m->waymask, m->waycond_and))
-            save_streamline(&w, id, t2w);
+        int halves = dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop);
+        if (halves) save_streamline(&w, id, halves, t2w);
     }
     if (rc != 0 || w.failed) rc = dm_set_error("track: out of memory for the saved streamlines");
-    if (rc == 0) rc = gather_saved(&w, 1, o->tck_max, r);
+    if (rc == 0) rc = gather_saved(&w, 1, o->tck_max, total, r);
     worker_free(&w);
     return rc;
 }
@@ -345,16 +357,16 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
         for (long long id = 0; id < (long long)total; id++) {
             if (failed) continue;
             long k = (long)(id / o->per_seed);
-            int kept = dm_track_streamline(&c, s->pos + 3 * k, (unsigned long long)id, me->half,
-                                           &me->loop, m->waymask, m->waycond_and);
+            int halves = dm_track_streamline(&c, s->pos + 3 * k, (unsigned long long)id, me->half,
+                                             &me->loop);
             for (int h = 0; h < 2; h++) {
                 me->ends[me->half[h].end]++;
                 me->steps += me->half[h].npts;
             }
-            if (kept) {
+            if (halves) {
                 me->waytotal++;
-                accumulate(me, m, s, k, r->seeds_to_targets);
-                if (me->nsaved < o->tck_max) save_streamline(me, (unsigned long long)id, t2w);
+                accumulate(me, m, s, k, halves, r->seeds_to_targets);
+                if (me->nsaved < o->tck_max) save_streamline(me, (unsigned long long)id, halves, t2w);
             }
             if (++pending == 256) {
                 dm_progress_add(prog, pending);
@@ -382,7 +394,7 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
         dm_sparse_merge(&r->m2, &w[t].m2);
         dm_sparse_merge(&r->m3, &w[t].m3);
     }
-    if (rc == 0 && o->tck_max > 0) rc = gather_saved(w, nthreads, o->tck_max, r);
+    if (rc == 0 && o->tck_max > 0) rc = gather_saved(w, nthreads, o->tck_max, r->generated, r);
     for (int t = 0; t < nthreads; t++) worker_free(&w[t]);
     free(w);
     return rc;

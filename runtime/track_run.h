@@ -17,6 +17,9 @@ typedef struct dm_track_options {
     double steplength, cthr, fibthresh;
     int randfib, fibst;   /* fibst 1-based, as on the command line */
     int modeuler, loopcheck, nearest, fsl_frame;
+    int oneway;           /* --onewaycondition */
+    double distthresh;    /* mm */
+    double sampvox;       /* mm */
     unsigned long long rseed;
     int threads;          /* 0: OpenMP's default */
     int opd, os2t, matrix1, matrix2, matrix3;
@@ -35,6 +38,7 @@ typedef struct dm_track_result {
     unsigned long long ends[6];       /* half-streamlines by DM_TRACK_END_* */
     dm_sparse m1, m2, m3;
     long ntck;                        /* saved streamlines */
+    unsigned long long tck_tracked;   /* streamlines tracked to find them (.tck total_count) */
     long *tck_len;                    /* points of each */
     float *tck_xyz;                   /* world mm, all of them one after the other */
     double seconds;

@@ -60,11 +60,11 @@ void dm_tck_add(dm_tck_writer *w, const float *xyz, int n)
     w->count++;
 }
 
-int dm_tck_close(dm_tck_writer *w)
+int dm_tck_close(dm_tck_writer *w, unsigned long long total_count)
 {
     for (int a = 0; a < 3; a++) put_f32(w->fp, INFINITY);
     char num[64];
-    snprintf(num, sizeof num, "%012ld\ntotal_count: %012ld", w->count, w->count);
+    snprintf(num, sizeof num, "%012ld\ntotal_count: %012llu", w->count, total_count);
     int bad = fseek(w->fp, w->count_at, SEEK_SET) != 0 || fwrite(num, 1, strlen(num), w->fp) != strlen(num);
     bad |= ferror(w->fp) | (fclose(w->fp) != 0);
     int rc = 0;

@@ -11,8 +11,10 @@ typedef struct dm_tck_writer dm_tck_writer;
 dm_tck_writer *dm_tck_open(const char *path, const char *info);
 /* Appends one streamline of n points (3 floats each, world mm). */
 void dm_tck_add(dm_tck_writer *w, const float *xyz, int n);
-/* Ends the file, writes the final count into the header, renames into place.  0 or -1. */
-int dm_tck_close(dm_tck_writer *w);
+/* Ends the file, writes the final counts into the header (count: streamlines in the file;
+ * total_count: streamlines generated to get them, as MRtrix's tckgen writes), renames into
+ * place.  0 or -1. */
+int dm_tck_close(dm_tck_writer *w, unsigned long long total_count);
 /* Drops the temporary file (after an error elsewhere). */
 void dm_tck_abort(dm_tck_writer *w);
 

@@ -35,8 +35,6 @@ typedef struct dm_track_gpu_out {
     const float *seed_pos;  /* tracking mm, 3 per seed */
     const int *seed_svox;   /* seed-space voxel of each seed, -1 outside */
     long long per_seed;
-    unsigned int waymask;
-    int waycond_and;
     /* lookups by seed-space voxel, NULL when unused */
     const int *seed_col, *t2_col, *t3_node;
     const int *target_off, *target_ids; /* compressed rows, ntargets > 0 */
@@ -111,14 +109,15 @@ DM_FN long long dm_tg_reserve(const dm_track_gpu_out *o, int j, unsigned long lo
     return -1;
 }
 
-/* The distinct voxels of a streamline's halves into b (in first-visit order); set (1 << bits
- * slots, at least twice the points) is all -1 before and after. */
-DM_FN int dm_tg_distinct(const dm_track_half h[2], int *set, int bits, int *b)
+/* The distinct voxels of the streamline's kept halves (bit i of halves: h[i]) into b (in
+ * first-visit order); set (1 << bits slots, at least twice the points) is all -1 before and
+ * after. */
+DM_FN int dm_tg_distinct(const dm_track_half h[2], int halves, int *set, int bits, int *b)
 {
     const unsigned int mask = (1u << bits) - 1;
     int m = 0, last = -1;
     for (int i = 0; i < 2; i++)
-        for (int p = 0; p < h[i].npts; p++) {
+        for (int p = 0; (halves >> i & 1) && p < h[i].npts; p++) {
             int v = h[i].svox[p];
             if (v < 0 || v == last) continue; /* consecutive repeats: most of them */
             last = v;
@@ -137,10 +136,10 @@ DM_FN int dm_tg_distinct(const dm_track_half h[2], int *set, int bits, int *b)
     return m;
 }
 
-/* Adds streamline id (of seed k, traced into h, whose svox arrays lie in s->a) to the outputs
- * that `what` names.  st: this thread's statistics. */
+/* Adds streamline id (of seed k, traced into h, whose svox arrays lie in s->a; halves: those
+ * kept, dm_track_verdict) to the outputs that `what` names.  st: this thread's statistics. */
 DM_FN void dm_tg_add(const dm_track_gpu_out *o, const dm_track_gpu_scratch *s, unsigned long long id,
-                     long long k, const dm_track_half h[2], int kept, int what,
+                     long long k, const dm_track_half h[2], int halves, int what,
                      unsigned long long st[DM_TG_NSTATS])
 {
     if (what & DM_TG_COUNTS) {
@@ -148,11 +147,11 @@ DM_FN void dm_tg_add(const dm_track_gpu_out *o, const dm_track_gpu_scratch *s, u
             st[2 + h[i].end]++;
             st[1] += (unsigned long long)h[i].npts;
         }
-        st[0] += (unsigned long long)kept;
+        st[0] += halves != 0;
     }
-    if (!kept) return;
+    if (!halves) return;
     int *a = s->a, *b = s->b;
-    int m = dm_tg_distinct(h, s->set, s->set_bits, b); /* a is free from here on */
+    int m = dm_tg_distinct(h, halves, s->set, s->set_bits, b); /* a is free from here on */
     int own = o->seed_svox[k];
     if (what & DM_TG_COUNTS) {
         if (o->paths)
@@ -169,7 +168,7 @@ DM_FN void dm_tg_add(const dm_track_gpu_out *o, const dm_track_gpu_scratch *s, u
                     seen[id_t >> 5] |= bit;
                     DM_ATOMIC_ADD_U32(&o->seeds_to_targets[(unsigned long long)id_t * o->nvox + own], 1u);
                 }
-            unsigned int crossed = h[0].surfaces | h[1].surfaces;
+            unsigned int crossed = (halves & 1 ? h[0].surfaces : 0u) | (halves & 2 ? h[1].surfaces : 0u);
             for (int bit = DM_TRACK_SURF_FIRST; bit < DM_TRACK_MAX_SURFACES && crossed >> bit; bit++) {
                 int id_t = o->surf_target[bit];
                 if (!(crossed >> bit & 1u) || id_t < 0 || (seen[id_t >> 5] >> (id_t & 31) & 1u)) continue;
@@ -232,31 +231,29 @@ DM_FN void dm_tg_thread(const dm_track_ctx *c, const dm_track_gpu_out *o,
     h[1].svox = s->a + c->half_steps + 1;
     dm_rng rng;
     dm_track_walk w;
-    float d0[3] = {0, 0, 1}, back[3] = {0, 0, -1};
-    const float *seed = o->seed_pos;
+    float start[3] = {0, 0, 0}, d0[3] = {0, 0, 1}, back[3] = {0, 0, -1};
     unsigned long long id = 0, round = 0;
     long long k = 0;
-    int phase = DM_TG_IDLE, half = 0, kept = 0;
+    int phase = DM_TG_IDLE, half = 0, halves = 0;
     for (;;) {
         if (phase == DM_TG_IDLE) {
             unsigned long long i = persistent ? DM_ATOMIC_ADD_U64(next, 1ull) : t + stride * round++;
             if (i >= n) break;
             id = ids ? ids[i] : first + i;
             k = (long long)(id / (unsigned long long)o->per_seed);
-            seed = o->seed_pos + 3 * k;
             half = 0;
             int rejected;
-            if (dm_track_streamline_start(c, seed, id, &rng, h, d0, &rejected)) {
+            if (dm_track_streamline_start(c, o->seed_pos + 3 * k, id, &rng, h, start, d0, &rejected)) {
                 for (int a = 0; a < 3; a++) back[a] = -d0[a];
                 phase = DM_TG_BEGIN;
             } else {
-                kept = !rejected && dm_track_waypoints_met(c, h, o->waymask, o->waycond_and);
+                halves = rejected ? 0 : dm_track_verdict(c, h);
                 phase = DM_TG_FINISH;
             }
         }
         if (phase == DM_TG_BEGIN)
-            phase = dm_track_half_begin(c, seed, half ? back : d0, loop, &h[half], &w) ? DM_TG_STEP
-                                                                                      : DM_TG_ENDED;
+            phase = dm_track_half_begin(c, start, half ? back : d0, loop, &h[half], &w) ? DM_TG_STEP
+                                                                                       : DM_TG_ENDED;
         else if (phase == DM_TG_STEP && !dm_track_half_step(c, &rng, loop, &h[half], &w))
             phase = DM_TG_ENDED;
         if (phase == DM_TG_ENDED) {
@@ -265,18 +262,18 @@ DM_FN void dm_tg_thread(const dm_track_ctx *c, const dm_track_gpu_out *o,
                     h[1].npts = 0;
                     h[1].end = DM_TRACK_END_AVOID;
                 }
-                kept = 0;
+                halves = 0;
                 phase = DM_TG_FINISH;
             } else if (half == 0) {
                 half = 1;
                 phase = DM_TG_BEGIN;
             } else {
-                kept = dm_track_waypoints_met(c, h, o->waymask, o->waycond_and);
+                halves = dm_track_verdict(c, h);
                 phase = DM_TG_FINISH;
             }
         }
         if (phase == DM_TG_FINISH) {
-            dm_tg_add(o, s, id, k, h, kept, what, st);
+            dm_tg_add(o, s, id, k, h, halves, what, st);
             phase = DM_TG_IDLE;
         }
     }

@@ -55,6 +55,9 @@ typedef struct dm_track_ctx {
     float diff2seed[3][4];        /* tracking mm -> seed voxel coordinates */
     const unsigned char *flags;   /* DM_TRACK_FLAG_* per seed voxel, or NULL */
     const unsigned int *waybits;  /* bit w: inside waypoint mask w, or NULL */
+    unsigned int waymask;         /* the bits of all waypoints (masks and surfaces), 0: none */
+    int waycond_and;              /* 1: every waypoint (AND), 0: any one (OR) */
+    int oneway;                   /* --onewaycondition: each half meets the condition alone */
     dm_track_surface surfaces;    /* GIFTI surfaces (cell_off NULL: none): a step crossing the
                                      exclusion surface rejects the streamline, one crossing the
                                      stop surface ends it there */
@@ -69,6 +72,9 @@ typedef struct dm_track_ctx {
     int modeuler;     /* modified Euler (midpoint) integration */
     int loopcheck;
     int nearest;      /* 1: sample the nearest voxel; 0: probabilistic interpolation */
+    float distthresh; /* streamlines shorter than this (mm) are rejected */
+    float sampvox;    /* > 0: each streamline starts at a uniform point of the ball of this
+                         radius (mm) around its seed */
     unsigned long long rseed;
 } dm_track_ctx;
 
@@ -367,73 +373,95 @@ DM_FN void dm_track_half_run(const dm_track_ctx *c, const float seed[3], const f
         }
 }
 
-/* The start of streamline id: its random stream, and its first orientation at the seed (the
- * --randfib rule) into d0.  Returns 1 when its two halves follow (along d0, then against it);
- * 0 for a seed outside the brain mask or the image, a one-point streamline: h[0] holds the
- * seed, both halves end as "mask", and *rejected says whether the seed is in the exclusion
- * mask. */
+/* The start of streamline id: its random stream, its starting point (the seed, or with
+ * --sampvox a uniform point of the ball around it) into start, and its first orientation
+ * there (the --randfib rule) into d0.  Returns 1 when its two halves follow (along d0, then
+ * against it); 0 for a start outside the brain mask or the image, a one-point streamline:
+ * h[0] holds the start, both halves end as "mask", and *rejected says whether it lies in the
+ * exclusion mask. */
 DM_FN int dm_track_streamline_start(const dm_track_ctx *c, const float seed[3],
                                     unsigned long long id, dm_rng *rng, dm_track_half h[2],
-                                    float d0[3], int *rejected)
+                                    float start[3], float d0[3], int *rejected)
 {
     dm_rng_init(rng, c->rseed, id);
+    for (int a = 0; a < 3; a++) start[a] = seed[a];
+    if (c->sampvox > 0) {
+        float u[3], r2;
+        do { /* rejection from the cube: 52% of draws land in the ball */
+            for (int a = 0; a < 3; a++) u[a] = (float)(2 * dm_rng_uniform(rng) - 1);
+            r2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+        } while (r2 > 1);
+        for (int a = 0; a < 3; a++) start[a] += c->sampvox * u[a];
+    }
     d0[0] = 0;
     d0[1] = 0;
     d0[2] = 1;
     *rejected = 0;
-    long sv = dm_track_voxel_nearest(c, seed);
-    if (sv >= 0 && c->brain[sv] && dm_track_sample_dir(c, seed, 0, rng, d0) == 0) return 1;
+    long sv = dm_track_voxel_nearest(c, start);
+    if (sv >= 0 && c->brain[sv] && dm_track_sample_dir(c, start, 0, rng, d0) == 0) return 1;
     h[0].npts = h[1].npts = 0;
     h[0].surfaces = h[1].surfaces = 0;
-    int flags = dm_track_record(c, &h[0], seed);
+    int flags = dm_track_record(c, &h[0], start);
     h[0].end = h[1].end = DM_TRACK_END_MASK;
     *rejected = (flags & DM_TRACK_FLAG_AVOID) != 0;
     return 0;
 }
 
-/* Whether a streamline meets the waypoint condition (waycond_and: 1 AND, 0 OR; waymask: the
- * bits of all waypoints, masks or surfaces; no waypoints: always). */
-DM_FN int dm_track_waypoints_met(const dm_track_ctx *c, const dm_track_half h[2],
-                                 unsigned int waymask, int waycond_and)
+/* The waypoints (bits) a half visits: masks it has a point in, surfaces it crossed. */
+DM_FN unsigned int dm_track_half_waypoints(const dm_track_ctx *c, const dm_track_half *h)
 {
-    if (!waymask) return 1;
     unsigned int seen = 0;
     if (c->waybits)
-        for (int k = 0; k < 2; k++)
-            for (int i = 0; i < h[k].npts; i++)
-                if (h[k].svox[i] >= 0) seen |= c->waybits[h[k].svox[i]];
-    unsigned int crossed = h[0].surfaces | h[1].surfaces;
-    for (int b = DM_TRACK_SURF_FIRST; b < DM_TRACK_MAX_SURFACES && crossed >> b; b++)
-        if (crossed >> b & 1u) seen |= c->surf_way[b];
-    seen &= waymask;
-    return waycond_and ? seen == waymask : seen != 0;
+        for (int i = 0; i < h->npts; i++)
+            if (h->svox[i] >= 0) seen |= c->waybits[h->svox[i]];
+    for (int b = DM_TRACK_SURF_FIRST; b < DM_TRACK_MAX_SURFACES && h->surfaces >> b; b++)
+        if (h->surfaces >> b & 1u) seen |= c->surf_way[b];
+    return seen & c->waymask;
+}
+
+DM_FN int dm_track_waycond_met(const dm_track_ctx *c, unsigned int seen)
+{
+    return c->waycond_and ? seen == c->waymask : seen != 0;
+}
+
+/* Which halves of a streamline that no exclusion ended are kept (bit 0: the first half, bit
+ * 1: the second; 0: the streamline is rejected).  --distthresh rejects streamlines shorter
+ * than it (mm, both halves together); the waypoint condition holds for the whole streamline,
+ * or with --onewaycondition for each half alone (a half that misses it is dropped). */
+DM_FN int dm_track_verdict(const dm_track_ctx *c, const dm_track_half h[2])
+{
+    int steps = (h[0].npts > 1 ? h[0].npts - 1 : 0) + (h[1].npts > 1 ? h[1].npts - 1 : 0);
+    if (c->distthresh > 0 && c->step * (float)steps < c->distthresh) return 0;
+    if (!c->waymask) return 3;
+    unsigned int a = dm_track_half_waypoints(c, &h[0]), b = dm_track_half_waypoints(c, &h[1]);
+    if (!c->oneway) return dm_track_waycond_met(c, a | b) ? 3 : 0;
+    return (dm_track_waycond_met(c, a) ? 1 : 0) | (dm_track_waycond_met(c, b) ? 2 : 0);
 }
 
 /* A whole streamline: its start, then one half along the first orientation and one half
- * against it.  Returns 1 when it is kept (no exclusion mask or surface hit, waypoint
- * condition met), 0 when rejected. */
+ * against it.  Returns the halves kept (dm_track_verdict), 0 also when an exclusion mask or
+ * surface rejected it. */
 DM_FN int dm_track_streamline(const dm_track_ctx *c, const float seed[3], unsigned long long id,
-                              dm_track_half h[2], dm_track_loop *loop, unsigned int waymask,
-                              int waycond_and)
+                              dm_track_half h[2], dm_track_loop *loop)
 {
     dm_rng rng;
-    float d0[3];
+    float start[3], d0[3];
     int rejected;
-    if (!dm_track_streamline_start(c, seed, id, &rng, h, d0, &rejected)) {
+    if (!dm_track_streamline_start(c, seed, id, &rng, h, start, d0, &rejected)) {
         if (rejected) return 0;
     } else {
         float back[3] = {-d0[0], -d0[1], -d0[2]};
-        dm_track_half_run(c, seed, d0, &rng, c->loopcheck ? loop : 0, &h[0]);
+        dm_track_half_run(c, start, d0, &rng, c->loopcheck ? loop : 0, &h[0]);
         if (h[0].end == DM_TRACK_END_AVOID) {
             /* The second half is not run; callers still read its length and end. */
             h[1].npts = 0;
             h[1].end = DM_TRACK_END_AVOID;
             return 0;
         }
-        dm_track_half_run(c, seed, back, &rng, c->loopcheck ? loop : 0, &h[1]);
+        dm_track_half_run(c, start, back, &rng, c->loopcheck ? loop : 0, &h[1]);
         if (h[1].end == DM_TRACK_END_AVOID) return 0;
     }
-    return dm_track_waypoints_met(c, h, waymask, waycond_and);
+    return dm_track_verdict(c, h);
 }
 
 #endif

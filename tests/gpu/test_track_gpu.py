@@ -158,6 +158,36 @@ def test_surface_roles():
     check("track_gpu_surface_roles_vs_cpu", not bad, "; ".join(bad) or "identical: " + ", ".join(seen))
 
 
+def test_options_vs_cpu():
+    """--sampvox, --distthresh and --onewaycondition give the CPU's outputs exactly (the
+    spread bundle of test_surface_roles)."""
+    d = f"{ROOT}/roles"
+    bp, seeds = f"{d}/bp", f"{d}/s.surf.gii"
+    way = np.zeros(tg.SHAPE)
+    way[25] = 1
+    save(f"{d}/way25.nii.gz", way, tg.AFF)
+    cases = {"sampvox": ["--sampvox", 1.5], "distthresh": ["--distthresh", 5, "-c", 0.9],
+             "oneway": ["--waypoints", f"{d}/way25.nii.gz", "--onewaycondition"]}
+    bad, seen, kept = [], [], {}
+    for name, args in cases.items():
+        res = {}
+        for dev in ("cpu", "gpu"):
+            out = f"{d}/opt_{name}_{dev}"
+            _, stdout, _ = dimoc("track", "--samples", bp, "--seed", seeds, "--out", out,
+                                 "--device", dev, "-P", 300, "--opd", "--omatrix1", *args)
+            res[dev] = (tg.waytotal(out), stdout.splitlines()[1], load(f"{out}/fdt_paths.nii.gz"),
+                        open(f"{out}/fdt_matrix1.dot").read())
+        (wc, ec, pc, mc), (wg, eg, pg, mg) = res["cpu"], res["gpu"]
+        seen.append(f"{name}: {wg} kept")
+        kept[name] = wg
+        if wc != wg or ec != eg or not np.array_equal(pc, pg) or mc != mg:
+            bad.append(f"{name}: waytotal {wc}/{wg}, ends same {ec == eg}, fdt_paths same "
+                       f"{np.array_equal(pc, pg)}, matrix1 same {mc == mg}")
+    # the length threshold must split the streamlines for the comparison to mean something
+    check("track_gpu_options_vs_cpu", not bad and 0 < kept["distthresh"] < 2700,
+          "; ".join(bad) or "identical: " + ", ".join(seen))
+
+
 def test_phantoms_on_gpu():
     """test_track's phantom criteria with every run on the GPU."""
     plain = tt.track
@@ -179,5 +209,6 @@ if __name__ == "__main__":
     test_matrix1(bp, shape)
     test_surface_avoid()
     test_surface_roles()
+    test_options_vs_cpu()
     test_phantoms_on_gpu()
     finish()

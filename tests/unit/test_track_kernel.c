@@ -108,7 +108,7 @@ int main(void)
     int svox[2][1001];
     dm_track_half h[2] = {{pts[0], svox[0], 0, 0}, {pts[1], svox[1], 0, 0}};
     float seed[3] = {10, 1, 1};
-    int kept = dm_track_streamline(&c, seed, 0, h, NULL, 0, 1);
+    int kept = dm_track_streamline(&c, seed, 0, h, NULL);
     float end0 = h[0].pts[3 * (h[0].npts - 1)], end1 = h[1].pts[3 * (h[1].npts - 1)];
     snprintf(why, sizeof why, "kept %d, ends at x = %g (%d) and %g (%d)", kept, end0, h[0].end, end1,
              h[1].end);
