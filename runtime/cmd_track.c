@@ -47,6 +47,8 @@ static const dm_opt track_opts[] = {
     {"waycond", "AND|OR", "AND", "all waypoint masks, or any one"},
     {"onewaycondition", NULL, NULL, "apply the waypoint condition to each half alone (a half "
                                     "that misses it is dropped, the other kept)"},
+    {"network", NULL, NULL, "--seed lists 2..32 masks: keep only streamlines that reach a mask "
+                            "other than their own; writes fdt_network_matrix, waytotal per mask"},
     {"distthresh", "MM", "0", "reject streamlines shorter than MM (both halves together)"},
     {"sampvox", "MM", "0", "start each streamline at a uniform random point of the ball of "
                            "radius MM around its seed"},
@@ -125,6 +127,7 @@ static int parse_options(dm_args *a, dm_track_options *o)
     o->fsl_frame = !strcmp(frame, "fsl");
     o->loopcheck = dm_arg_given(a, track_opts, "loopcheck");
     o->oneway = dm_arg_given(a, track_opts, "onewaycondition");
+    o->network = dm_arg_given(a, track_opts, "network");
     o->modeuler = dm_arg_given(a, track_opts, "modeuler");
     o->nearest = dm_arg_given(a, track_opts, "nearest");
     o->opd = dm_arg_given(a, track_opts, "opd");
@@ -221,6 +224,7 @@ int dm_cmd_track(int argc, char **argv)
         .matrix1 = o.matrix1,
     };
     if ((rc = dm_track_masks_load(&mp, &seeds, &masks)) != 0) goto done;
+    if (o.network && (rc = dm_track_masks_network(&seeds, &masks)) != 0) goto done;
     rc = o.use_gpu ? dm_track_run_gpu(&field, &seeds, &masks, &o, &result)
                    : dm_track_run(&field, &seeds, &masks, &o, &result);
     if (rc != 0) goto done;

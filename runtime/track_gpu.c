@@ -64,6 +64,7 @@ typedef struct track_worker {
     int ordinal, rc;
     char error[512];
     unsigned int *paths, *s2t;       /* this GPU's counts, downloaded at the end */
+    unsigned int *network;           /* this GPU's --network counts */
     unsigned long long stats[DM_TG_NSTATS];
     dm_sparse_shards mat[3];
     double merge_s, wait_s;          /* host time merging keys, and waiting for the GPU */
@@ -301,7 +302,8 @@ static void *worker_main(void *arg)
     CUdevice dev;
     CUcontext ctx = NULL;
     CUmodule mod = NULL;
-    enum { NIN = 18 }; /* 0..11 inputs, 12..13 outputs, 14..17 the surfaces' grid */
+    enum { NIN = 20 }; /* 0..11 inputs, 12..13 outputs, 14..17 the surfaces' grid,
+                          18..19 --network's seed groups and counts */
     CUdeviceptr in[NIN];
     memset(in, 0, sizeof in);
     slot slots[MAX_SLOTS];
@@ -326,6 +328,12 @@ static void *worker_main(void *arg)
         if (!j->mats[0]) host[7] = NULL;
         for (int i = 0; i < 12; i++)
             if (upload(cu, &in[i], host[i], bytes[i]) != 0) goto fail;
+        size_t nnet = j->o->network ? (size_t)sd->ngroups * (sd->ngroups + 1) : 0;
+        if (nnet) {
+            if (upload(cu, &in[18], sd->group, (size_t)sd->n * 4) != 0) goto fail;
+            CK(cu->cuMemAlloc(&in[19], nnet * 4), "allocating GPU memory for the network counts");
+            CK(cu->cuMemsetD32Async(in[19], 0, nnet, NULL), "clearing GPU memory");
+        }
         const dm_track_surface_grid *sg = &m->surfaces;
         if (sg->cell_off) {
             size_t ncell = (size_t)sg->n[0] * sg->n[1] * sg->n[2];
@@ -370,6 +378,9 @@ static void *worker_main(void *arg)
         o->paths = npaths ? DEVPTR(unsigned int, in[12]) : NULL;
         o->seeds_to_targets = ns2t ? DEVPTR(unsigned int, in[12]) + npaths : NULL;
         o->stats = DEVPTR(unsigned long long, in[13]);
+        o->seed_group = nnet ? DEVPTR(const int, in[18]) : NULL;
+        o->ngroups = nnet ? sd->ngroups : 0;
+        o->network = nnet ? DEVPTR(unsigned int, in[19]) : NULL;
         if (plan_memory(w, dev) != 0) goto fail;
         for (int k = 0; k < 3; k++)
             if (j->mats[k] && !(w->ovl[k] = malloc(w->chunk_max * 8))) {
@@ -406,6 +417,13 @@ static void *worker_main(void *arg)
             CK(cu->cuMemcpyDtoHAsync(counts, in[12], (npaths + ns2t) * 4, NULL), "copying from the GPU");
             CK(cu->cuCtxSynchronize(), "copying from the GPU");
             w->paths = counts;
+        }
+        if (nnet) {
+            if (!(w->network = malloc(nnet * 4))) {
+                dm_set_error("out of memory for the network counts");
+                goto fail;
+            }
+            CK(cu->cuMemcpyDtoHAsync(w->network, in[19], nnet * 4, NULL), "copying from the GPU");
         }
         CK(cu->cuMemcpyDtoHAsync(w->stats, in[13], DM_TG_NSTATS * 8, NULL), "copying from the GPU");
         CK(cu->cuCtxSynchronize(), "copying from the GPU");
@@ -507,11 +525,13 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
     int targets = o->os2t && m->ntargets > 0;
     if (o->opd) r->paths = calloc(m->nvox, sizeof *r->paths);
     if (targets) r->seeds_to_targets = calloc((size_t)m->ntargets * m->nvox, sizeof *r->seeds_to_targets);
+    size_t nnet = o->network ? (size_t)s->ngroups * (s->ngroups + 1) : 0;
+    if (nnet) r->network = calloc(nnet, sizeof *r->network);
     dm_sparse_init(&r->m1);
     dm_sparse_init(&r->m2);
     dm_sparse_init(&r->m3);
     track_worker *w = calloc(ngpu, sizeof *w);
-    if ((o->opd && !r->paths) || (targets && !r->seeds_to_targets) || !w) {
+    if ((o->opd && !r->paths) || (targets && !r->seeds_to_targets) || (nnet && !r->network) || !w) {
         free(w);
         dm_gpu_program_free(&prog);
         dm_cuda_close(cu);
@@ -539,6 +559,7 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
             for (int e = 0; e < 6; e++) r->ends[e] += w[g].stats[2 + e];
             for (size_t v = 0; v < npaths; v++) r->paths[v] += w[g].paths[v];
             for (size_t v = 0; v < ns2t; v++) r->seeds_to_targets[v] += w[g].paths[npaths + v];
+            for (size_t v = 0; v < nnet; v++) r->network[v] += w[g].network[v];
             dm_sparse_shards_gather(&w[g].mat[0], &r->m1);
             dm_sparse_shards_gather(&w[g].mat[1], &r->m2);
             dm_sparse_shards_gather(&w[g].mat[2], &r->m3);
@@ -548,6 +569,7 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
             r->wait_seconds += w[g].wait_s;
         }
         free(w[g].paths);
+        free(w[g].network);
         for (int k = 0; k < 3; k++) dm_sparse_shards_free(&w[g].mat[k]);
     }
     free(w);

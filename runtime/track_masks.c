@@ -272,6 +272,22 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
     return rc;
 }
 
+int dm_track_masks_network(const dm_track_seeds *s, dm_track_masks *m)
+{
+    if (m->nway > 0) return dm_set_error("track: --network takes no --waypoints (the seed masks are its waypoints)");
+    if (s->ngroups < 2 || s->ngroups > DM_TRACK_MAX_WAYPOINTS)
+        return dm_set_error("track: --network needs --seed to be a text file listing 2 to %d masks "
+                            "(%d given)", DM_TRACK_MAX_WAYPOINTS, s->ngroups);
+    m->waybits = calloc(m->nvox, sizeof *m->waybits);
+    if (!m->waybits) return dm_set_error("track: out of memory for the network masks");
+    for (long k = 0; k < s->n; k++)
+        if (s->svox[k] >= 0) m->waybits[s->svox[k]] |= 1u << s->group[k];
+    m->nway = s->ngroups;
+    m->waymask = s->ngroups >= 32 ? 0xffffffffu : (1u << s->ngroups) - 1;
+    m->waycond_and = 0;
+    return 0;
+}
+
 void dm_track_masks_free(dm_track_masks *m)
 {
     free(m->flags);

@@ -45,6 +45,10 @@ typedef struct dm_track_mask_paths {
  * waypoints: comma-separated images or surfaces, or text files listing them (one a line). */
 int dm_track_masks_load(const dm_track_mask_paths *paths, const dm_track_seeds *seeds,
                         dm_track_masks *m);
+/* --network: the seed masks (a list of 2 to 32) become the waypoints, bit g for mask g, with
+ * the OR condition (each streamline must also reach a mask other than its own: the kernel's
+ * `own`).  Not with --waypoints. */
+int dm_track_masks_network(const dm_track_seeds *s, dm_track_masks *m);
 void dm_track_masks_free(dm_track_masks *m);
 
 #endif

@@ -56,13 +56,34 @@ static int write_dot(const char *dir, const char *name, const dm_sparse *sp, lon
     return rc;
 }
 
+/* --network: waytotal with a line per seed mask, fdt_network_matrix (row i: the streamlines of
+ * mask i reaching mask j, 0 on the diagonal). */
+static int write_network(const char *outdir, const dm_track_seeds *s, const dm_track_result *r)
+{
+    int ng = s->ngroups;
+    size_t cap = (size_t)ng * (ng + 1) * 12 + 1, len = 0;
+    char *text = malloc(cap);
+    if (!text) return dm_set_error("track: out of memory writing fdt_network_matrix");
+    for (int g = 0; g < ng; g++) len += snprintf(text + len, cap - len, "%u\n", r->network[ng * ng + g]);
+    int rc = write_text_file(outdir, "waytotal", text, len);
+    len = 0;
+    for (int i = 0; i < ng; i++)
+        for (int j = 0; j < ng; j++)
+            len += snprintf(text + len, cap - len, "%u%s", r->network[i * ng + j], j + 1 < ng ? "  " : "\n");
+    if (rc == 0) rc = write_text_file(outdir, "fdt_network_matrix", text, len);
+    free(text);
+    return rc;
+}
+
 int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm_track_masks *m,
                            const dm_track_options *o, const dm_track_result *r)
 {
     if (dm_mkdir_p(outdir) != 0) return -1;
     char text[64];
     int len = snprintf(text, sizeof text, "%llu\n", r->waytotal);
-    if (write_text_file(outdir, "waytotal", text, (size_t)len) != 0) return -1;
+    if (o->network && r->network ? write_network(outdir, s, r) != 0
+                                 : write_text_file(outdir, "waytotal", text, (size_t)len) != 0)
+        return -1;
     if (o->opd && write_counts(outdir, "fdt_paths.nii.gz", &s->ref, r->paths) != 0) return -1;
     if (o->os2t && r->seeds_to_targets)
         for (int t = 0; t < m->ntargets; t++) {

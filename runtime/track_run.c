@@ -105,16 +105,18 @@ static void next_stamp(worker *w, const dm_track_masks *m)
 /* Adds a kept streamline of seed k to this thread's outputs: every seed-space voxel its kept
  * halves (bit h of halves) visit counts once, whichever half visits it and however often. */
 static void accumulate(worker *w, const dm_track_masks *m, const dm_track_seeds *s, long k,
-                       int halves, unsigned int *seeds_to_targets)
+                       int halves, unsigned int *seeds_to_targets, unsigned int *network)
 {
     next_stamp(w, m);
     int own = s->svox[k], nnodes = 0;
+    unsigned int reached = 0; /* --network: waypoint bits of the seed masks visited */
     for (int h = 0; h < 2; h++)
         for (int i = 0; (halves >> h & 1) && i < w->half[h].npts; i++) {
             int v = w->half[h].svox[i];
             if (v < 0 || w->vox_seen[v] == w->stamp) continue;
             w->vox_seen[v] = w->stamp;
             if (w->paths) w->paths[v]++;
+            if (network) reached |= m->waybits[v];
             if (m->seed_col && m->seed_col[v] >= 0 && v != own)
                 dm_sparse_add(&w->m1, (unsigned int)k, (unsigned int)m->seed_col[v]);
             if (m->t2_col && m->t2_col[v] >= 0 && w->t2_seen[m->t2_col[v]] != w->stamp) {
@@ -134,6 +136,17 @@ static void accumulate(worker *w, const dm_track_masks *m, const dm_track_seeds 
                     seeds_to_targets[(size_t)id * m->nvox + own]++;
                 }
         }
+    if (network) {
+        int g = s->group[k], ng = s->ngroups;
+        reached &= m->waymask & ~(1u << g);
+        for (int j = 0; j < ng; j++)
+            if (reached >> j & 1u) {
+#pragma omp atomic
+                network[g * ng + j]++;
+            }
+#pragma omp atomic
+        network[ng * ng + g]++;
+    }
     unsigned int crossed = (halves & 1 ? w->half[0].surfaces : 0u) | (halves & 2 ? w->half[1].surfaces : 0u);
     if (seeds_to_targets && own >= 0) /* target surfaces the streamline crossed */
         for (int b = DM_TRACK_SURF_FIRST; b < DM_TRACK_MAX_SURFACES && crossed >> b; b++) {
@@ -274,6 +287,7 @@ void dm_track_ctx_init(const dm_track_field *f, const dm_track_seeds *s, const d
     c->waymask = m->waymask;
     c->waycond_and = m->waycond_and;
     c->oneway = o->oneway;
+    c->network = o->network;
     c->distthresh = (float)o->distthresh;
     c->sampvox = (float)o->sampvox;
     c->surfaces = dm_track_surface_view(&m->surfaces);
@@ -315,7 +329,8 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
     unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
     for (unsigned long long id = 0; rc == 0 && id < total && w.nsaved < o->tck_max && !w.failed; id++) {
         long k = (long)(id / o->per_seed);
-        int halves = dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop);
+        int halves = dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop,
+                                         c.network ? 1u << s->group[k] : 0u);
         if (halves) save_streamline(&w, id, halves, t2w);
     }
     if (rc != 0 || w.failed) rc = dm_set_error("track: out of memory for the saved streamlines");
@@ -336,7 +351,9 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
     if (o->opd) r->paths = calloc(m->nvox, sizeof *r->paths);
     if (o->os2t && m->ntargets)
         r->seeds_to_targets = calloc((size_t)m->ntargets * m->nvox, sizeof *r->seeds_to_targets);
-    if ((o->opd && !r->paths) || (o->os2t && m->ntargets && !r->seeds_to_targets))
+    if (o->network) r->network = calloc((size_t)s->ngroups * (s->ngroups + 1), sizeof *r->network);
+    if ((o->opd && !r->paths) || (o->os2t && m->ntargets && !r->seeds_to_targets) ||
+        (o->network && !r->network))
         return dm_set_error("track: out of memory for the outputs");
     dm_sparse_init(&r->m1);
     dm_sparse_init(&r->m2);
@@ -358,14 +375,14 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
             if (failed) continue;
             long k = (long)(id / o->per_seed);
             int halves = dm_track_streamline(&c, s->pos + 3 * k, (unsigned long long)id, me->half,
-                                             &me->loop);
+                                             &me->loop, c.network ? 1u << s->group[k] : 0u);
             for (int h = 0; h < 2; h++) {
                 me->ends[me->half[h].end]++;
                 me->steps += me->half[h].npts;
             }
             if (halves) {
                 me->waytotal++;
-                accumulate(me, m, s, k, halves, r->seeds_to_targets);
+                accumulate(me, m, s, k, halves, r->seeds_to_targets, r->network);
                 if (me->nsaved < o->tck_max) save_streamline(me, (unsigned long long)id, halves, t2w);
             }
             if (++pending == 256) {
@@ -404,6 +421,7 @@ void dm_track_result_free(dm_track_result *r)
 {
     free(r->paths);
     free(r->seeds_to_targets);
+    free(r->network);
     dm_sparse_free(&r->m1);
     dm_sparse_free(&r->m2);
     dm_sparse_free(&r->m3);

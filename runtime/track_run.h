@@ -18,6 +18,7 @@ typedef struct dm_track_options {
     int randfib, fibst;   /* fibst 1-based, as on the command line */
     int modeuler, loopcheck, nearest, fsl_frame;
     int oneway;           /* --onewaycondition */
+    int network;          /* --network (the masks' waypoint bits: dm_track_masks_network) */
     double distthresh;    /* mm */
     double sampvox;       /* mm */
     unsigned long long rseed;
@@ -33,6 +34,8 @@ typedef struct dm_track_result {
     unsigned int *paths;              /* per seed-space voxel (opd), else NULL */
     unsigned int *seeds_to_targets;   /* ntargets x seed-space voxels (os2t), else NULL */
     unsigned long long waytotal;      /* streamlines kept */
+    unsigned int *network;            /* --network: ngroups x ngroups streamlines from mask i
+                                         reaching mask j, then the kept of each mask */
     unsigned long long generated;     /* streamlines tracked */
     unsigned long long steps;         /* points recorded (both halves) */
     unsigned long long ends[6];       /* half-streamlines by DM_TRACK_END_* */

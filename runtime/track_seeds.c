@@ -1,5 +1,6 @@
 #include "track_seeds.h"
 #include "error.h"
+#include "fsutil.h"
 #include "gifti_mesh.h"
 #include "textio.h"
 
@@ -18,18 +19,46 @@ int dm_track_is_image_path(const char *path)
     return 0;
 }
 
-static int add_seed(dm_track_seeds *s, long *cap, const double vox[3])
+/* The image paths of a text file listing seed masks (one a line; blank lines and # comments
+ * skipped), or 0 when its first entry is not an image path (a coordinate list).  -1: error. */
+static int read_mask_list(const char *path, char ***out)
+{
+    size_t len;
+    char *text = dm_read_file(path, &len), *save = NULL;
+    if (!text) return -1;
+    char **list = NULL;
+    int n = 0;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        while (*line == ' ' || *line == '\t') line++;
+        char *end = line + strlen(line);
+        while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) *--end = 0;
+        if (!*line || *line == '#') continue;
+        if (!dm_track_is_image_path(line)) break;
+        char **grown = realloc(list, (n + 1) * sizeof *list);
+        if (!grown) break;
+        list = grown;
+        list[n++] = strdup(line);
+    }
+    free(text);
+    *out = list;
+    return n;
+}
+
+static int add_seed(dm_track_seeds *s, long *cap, const double vox[3], int group)
 {
     if (s->n == *cap) {
         *cap = *cap ? *cap * 2 : 1024;
         float *p = realloc(s->pos, 3 * *cap * sizeof *p);
         int *ijk = realloc(s->ijk, 3 * *cap * sizeof *ijk);
         int *sv = realloc(s->svox, *cap * sizeof *sv);
+        int *g = realloc(s->group, *cap * sizeof *g);
         if (p) s->pos = p;
         if (ijk) s->ijk = ijk;
         if (sv) s->svox = sv;
-        if (!p || !ijk || !sv) return dm_set_error("track: out of memory for the seeds");
+        if (g) s->group = g;
+        if (!p || !ijk || !sv || !g) return dm_set_error("track: out of memory for the seeds");
     }
+    s->group[s->n] = group;
     double t[3];
     dm_affine_apply(&s->seed2track, vox, t);
     int in = 1, idx[3];
@@ -45,6 +74,22 @@ static int add_seed(dm_track_seeds *s, long *cap, const double vox[3])
     return 0;
 }
 
+/* A seed at the centre of every nonzero voxel of img, in NIfTI order. */
+static int add_mask_seeds(dm_track_seeds *s, long *cap, const dm_volume *img, int group)
+{
+    int rc = 0;
+    for (int k = 0; k < img->nz && rc == 0; k++)
+        for (int j = 0; j < img->ny && rc == 0; j++)
+            for (int i = 0; i < img->nx && rc == 0; i++) {
+                double x = img->data[((size_t)k * img->ny + j) * img->nx + i];
+                if (x != 0 && !isnan(x)) {
+                    double vox[3] = {i, j, k};
+                    rc = add_seed(s, cap, vox, group);
+                }
+            }
+    return rc;
+}
+
 int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
                         const char *diffusion_mask_path, const dm_track_field *f,
                         dm_track_seeds *s)
@@ -53,7 +98,13 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
     int image = dm_track_is_image_path(seed);
     dm_volume seed_img = {0};
     int rc = 0;
-    const char *ref_path = seedref ? seedref : image ? seed : diffusion_mask_path;
+    if (!image && !dm_is_gifti_path(seed)) { /* a list of masks, or coordinates */
+        int n = read_mask_list(seed, &s->group_paths);
+        if (n < 0) return -1;
+        s->ngroups = n;
+    }
+    const char *first = s->ngroups ? s->group_paths[0] : seed;
+    const char *ref_path = seedref ? seedref : image || s->ngroups ? first : diffusion_mask_path;
     if (image && (rc = dm_volume_read(seed, &seed_img)) != 0) goto done;
     if ((rc = dm_volume_read(ref_path, &s->ref)) != 0) goto done;
     if (image && seedref &&
@@ -78,16 +129,18 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
     if ((rc = dm_affine_invert(&s->seed2track, &s->track2seed)) != 0) goto done;
     long cap = 0;
     if (image) {
-        for (int k = 0; k < seed_img.nz && rc == 0; k++)
-            for (int j = 0; j < seed_img.ny && rc == 0; j++)
-                for (int i = 0; i < seed_img.nx && rc == 0; i++) {
-                    size_t v = ((size_t)k * seed_img.ny + j) * seed_img.nx + i;
-                    double x = seed_img.data[v];
-                    if (x != 0 && !isnan(x)) {
-                        double vox[3] = {i, j, k};
-                        rc = add_seed(s, &cap, vox);
-                    }
-                }
+        rc = add_mask_seeds(s, &cap, &seed_img, 0);
+    } else if (s->ngroups) {
+        for (int g = 0; g < s->ngroups && rc == 0; g++) {
+            dm_volume m = {0};
+            if ((rc = dm_volume_read(s->group_paths[g], &m)) != 0) break;
+            rc = dm_volume_check_same_grid(&m, s->group_paths[g], &s->ref, ref_path);
+            long before = s->n;
+            if (rc == 0) rc = add_mask_seeds(s, &cap, &m, g);
+            if (rc == 0 && s->n == before)
+                rc = dm_set_error("%s: the seed mask (listed in %s) is empty", s->group_paths[g], seed);
+            dm_volume_free(&m);
+        }
     } else {
         /* world mm points: the vertices of a GIFTI surface, or the rows of a text file */
         long rows;
@@ -114,7 +167,7 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
             for (long r = 0; r < rows && rc == 0; r++) {
                 double vox[3];
                 dm_affine_apply(&w2v, xyz + 3 * r, vox);
-                rc = add_seed(s, &cap, vox);
+                rc = add_seed(s, &cap, vox, 0);
             }
         free(xyz);
     }
@@ -130,6 +183,9 @@ void dm_track_seeds_free(dm_track_seeds *s)
     free(s->pos);
     free(s->ijk);
     free(s->svox);
+    free(s->group);
+    for (int g = 0; g < s->ngroups; g++) free(s->group_paths[g]);
+    free(s->group_paths);
     dm_volume_free(&s->ref);
     memset(s, 0, sizeof *s);
 }

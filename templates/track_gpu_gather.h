@@ -34,6 +34,8 @@ typedef struct dm_track_gpu_out {
     /* seeds */
     const float *seed_pos;  /* tracking mm, 3 per seed */
     const int *seed_svox;   /* seed-space voxel of each seed, -1 outside */
+    const int *seed_group;  /* --network: the seed mask of each seed, else NULL */
+    int ngroups;
     long long per_seed;
     /* lookups by seed-space voxel, NULL when unused */
     const int *seed_col, *t2_col, *t3_node;
@@ -45,6 +47,8 @@ typedef struct dm_track_gpu_out {
     unsigned int *paths;             /* NULL without --opd */
     unsigned int *seeds_to_targets;  /* ntargets x nvox, NULL without --os2t */
     unsigned long long *stats;       /* DM_TG_NSTATS */
+    unsigned int *network;           /* --network: ngroups x ngroups counts, then the kept
+                                        streamlines of each group; else NULL */
     unsigned long long *keys[3];     /* matrix 1, 2, 3 entries; NULL when not asked for */
     unsigned long long key_cap[3];
     unsigned long long *nkeys;       /* 3 counters (may run past key_cap) */
@@ -138,9 +142,9 @@ DM_FN int dm_tg_distinct(const dm_track_half h[2], int halves, int *set, int bit
 
 /* Adds streamline id (of seed k, traced into h, whose svox arrays lie in s->a; halves: those
  * kept, dm_track_verdict) to the outputs that `what` names.  st: this thread's statistics. */
-DM_FN void dm_tg_add(const dm_track_gpu_out *o, const dm_track_gpu_scratch *s, unsigned long long id,
-                     long long k, const dm_track_half h[2], int halves, int what,
-                     unsigned long long st[DM_TG_NSTATS])
+DM_FN void dm_tg_add(const dm_track_ctx *c, const dm_track_gpu_out *o, const dm_track_gpu_scratch *s,
+                     unsigned long long id, long long k, const dm_track_half h[2], int halves,
+                     int what, unsigned long long st[DM_TG_NSTATS])
 {
     if (what & DM_TG_COUNTS) {
         for (int i = 0; i < 2; i++) {
@@ -153,6 +157,15 @@ DM_FN void dm_tg_add(const dm_track_gpu_out *o, const dm_track_gpu_scratch *s, u
     int *a = s->a, *b = s->b;
     int m = dm_tg_distinct(h, halves, s->set, s->set_bits, b); /* a is free from here on */
     int own = o->seed_svox[k];
+    if ((what & DM_TG_COUNTS) && o->network) { /* the other seed masks reached */
+        unsigned int reached = 0;
+        int g = o->seed_group[k], ng = o->ngroups;
+        for (int i = 0; i < m; i++) reached |= c->waybits[b[i]];
+        reached &= c->waymask & ~(1u << g);
+        for (int j = 0; j < ng; j++)
+            if (reached >> j & 1u) DM_ATOMIC_ADD_U32(&o->network[g * ng + j], 1u);
+        DM_ATOMIC_ADD_U32(&o->network[ng * ng + g], 1u);
+    }
     if (what & DM_TG_COUNTS) {
         if (o->paths)
             for (int i = 0; i < m; i++) DM_ATOMIC_ADD_U32(&o->paths[b[i]], 1u);
@@ -235,19 +248,21 @@ DM_FN void dm_tg_thread(const dm_track_ctx *c, const dm_track_gpu_out *o,
     unsigned long long id = 0, round = 0;
     long long k = 0;
     int phase = DM_TG_IDLE, half = 0, halves = 0;
+    unsigned int own_bit = 0;
     for (;;) {
         if (phase == DM_TG_IDLE) {
             unsigned long long i = persistent ? DM_ATOMIC_ADD_U64(next, 1ull) : t + stride * round++;
             if (i >= n) break;
             id = ids ? ids[i] : first + i;
             k = (long long)(id / (unsigned long long)o->per_seed);
+            own_bit = o->seed_group ? 1u << o->seed_group[k] : 0u;
             half = 0;
             int rejected;
             if (dm_track_streamline_start(c, o->seed_pos + 3 * k, id, &rng, h, start, d0, &rejected)) {
                 for (int a = 0; a < 3; a++) back[a] = -d0[a];
                 phase = DM_TG_BEGIN;
             } else {
-                halves = rejected ? 0 : dm_track_verdict(c, h);
+                halves = rejected ? 0 : dm_track_verdict(c, h, own_bit);
                 phase = DM_TG_FINISH;
             }
         }
@@ -268,12 +283,12 @@ DM_FN void dm_tg_thread(const dm_track_ctx *c, const dm_track_gpu_out *o,
                 half = 1;
                 phase = DM_TG_BEGIN;
             } else {
-                halves = dm_track_verdict(c, h);
+                halves = dm_track_verdict(c, h, own_bit);
                 phase = DM_TG_FINISH;
             }
         }
         if (phase == DM_TG_FINISH) {
-            dm_tg_add(o, s, id, k, h, halves, what, st);
+            dm_tg_add(c, o, s, id, k, h, halves, what, st);
             phase = DM_TG_IDLE;
         }
     }

@@ -58,6 +58,8 @@ typedef struct dm_track_ctx {
     unsigned int waymask;         /* the bits of all waypoints (masks and surfaces), 0: none */
     int waycond_and;              /* 1: every waypoint (AND), 0: any one (OR) */
     int oneway;                   /* --onewaycondition: each half meets the condition alone */
+    int network;                  /* --network: waypoint bit g is seed mask g; a streamline must
+                                     reach a mask other than its own (OR) */
     dm_track_surface surfaces;    /* GIFTI surfaces (cell_off NULL: none): a step crossing the
                                      exclusion surface rejects the streamline, one crossing the
                                      stop surface ends it there */
@@ -427,22 +429,23 @@ DM_FN int dm_track_waycond_met(const dm_track_ctx *c, unsigned int seen)
 /* Which halves of a streamline that no exclusion ended are kept (bit 0: the first half, bit
  * 1: the second; 0: the streamline is rejected).  --distthresh rejects streamlines shorter
  * than it (mm, both halves together); the waypoint condition holds for the whole streamline,
- * or with --onewaycondition for each half alone (a half that misses it is dropped). */
-DM_FN int dm_track_verdict(const dm_track_ctx *c, const dm_track_half h[2])
+ * or with --onewaycondition for each half alone (a half that misses it is dropped).  own: the
+ * waypoint bit of the streamline's own seed mask in --network mode (ignored), else 0. */
+DM_FN int dm_track_verdict(const dm_track_ctx *c, const dm_track_half h[2], unsigned int own)
 {
     int steps = (h[0].npts > 1 ? h[0].npts - 1 : 0) + (h[1].npts > 1 ? h[1].npts - 1 : 0);
     if (c->distthresh > 0 && c->step * (float)steps < c->distthresh) return 0;
     if (!c->waymask) return 3;
-    unsigned int a = dm_track_half_waypoints(c, &h[0]), b = dm_track_half_waypoints(c, &h[1]);
+    unsigned int a = dm_track_half_waypoints(c, &h[0]) & ~own, b = dm_track_half_waypoints(c, &h[1]) & ~own;
     if (!c->oneway) return dm_track_waycond_met(c, a | b) ? 3 : 0;
     return (dm_track_waycond_met(c, a) ? 1 : 0) | (dm_track_waycond_met(c, b) ? 2 : 0);
 }
 
 /* A whole streamline: its start, then one half along the first orientation and one half
- * against it.  Returns the halves kept (dm_track_verdict), 0 also when an exclusion mask or
- * surface rejected it. */
+ * against it.  Returns the halves kept (dm_track_verdict, own as there), 0 also when an
+ * exclusion mask or surface rejected it. */
 DM_FN int dm_track_streamline(const dm_track_ctx *c, const float seed[3], unsigned long long id,
-                              dm_track_half h[2], dm_track_loop *loop)
+                              dm_track_half h[2], dm_track_loop *loop, unsigned int own)
 {
     dm_rng rng;
     float start[3], d0[3];
@@ -461,7 +464,7 @@ DM_FN int dm_track_streamline(const dm_track_ctx *c, const float seed[3], unsign
         dm_track_half_run(c, start, back, &rng, c->loopcheck ? loop : 0, &h[1]);
         if (h[1].end == DM_TRACK_END_AVOID) return 0;
     }
-    return dm_track_verdict(c, h);
+    return dm_track_verdict(c, h, own);
 }
 
 #endif

@@ -159,8 +159,8 @@ def test_surface_roles():
 
 
 def test_options_vs_cpu():
-    """--sampvox, --distthresh and --onewaycondition give the CPU's outputs exactly (the
-    spread bundle of test_surface_roles)."""
+    """--sampvox, --distthresh, --onewaycondition and --network give the CPU's outputs exactly
+    (the spread bundle of test_surface_roles)."""
     d = f"{ROOT}/roles"
     bp, seeds = f"{d}/bp", f"{d}/s.surf.gii"
     way = np.zeros(tg.SHAPE)
@@ -183,8 +183,29 @@ def test_options_vs_cpu():
         if wc != wg or ec != eg or not np.array_equal(pc, pg) or mc != mg:
             bad.append(f"{name}: waytotal {wc}/{wg}, ends same {ec == eg}, fdt_paths same "
                        f"{np.array_equal(pc, pg)}, matrix1 same {mc == mg}")
+    # --network over three masks of the spread bundle (some streamlines wander off the line)
+    masks = []
+    for name, x, y in (("na", 10, 4), ("nb", 30, 4), ("nc", 30, 6)):
+        mk = np.zeros(tg.SHAPE)
+        mk[x, y, 4] = 1
+        masks.append(save(f"{d}/{name}.nii.gz", mk, tg.AFF))
+    with open(f"{d}/net.txt", "w") as fp:
+        fp.write("\n".join(masks) + "\n")
+    res = {}
+    for dev in ("cpu", "gpu"):
+        out = f"{d}/net_{dev}"
+        dimoc("track", "--samples", bp, "--seed", f"{d}/net.txt", "--out", out, "--device", dev,
+              "-P", 2000, "--opd", "--network")
+        res[dev] = (open(f"{out}/fdt_network_matrix").read(), open(f"{out}/waytotal").read(),
+                    load(f"{out}/fdt_paths.nii.gz"))
+    (nc, wc, pc), (ng, wg, pg) = res["cpu"], res["gpu"]
+    seen.append(f"network: waytotal {wg.split()}, matrix {ng.split()}")
+    kept["network"] = sum(int(x) for x in wg.split())
+    if nc != ng or wc != wg or not np.array_equal(pc, pg):
+        bad.append(f"network: matrix same {nc == ng}, waytotal {wc.split()} / {wg.split()}, "
+                   f"fdt_paths same {np.array_equal(pc, pg)}")
     # the length threshold must split the streamlines for the comparison to mean something
-    check("track_gpu_options_vs_cpu", not bad and 0 < kept["distthresh"] < 2700,
+    check("track_gpu_options_vs_cpu", not bad and 0 < kept["distthresh"] < 2700 and 0 < kept["network"],
           "; ".join(bad) or "identical: " + ", ".join(seen))
 
 

@@ -1,6 +1,6 @@
 """probtrackx options of dimoc track on hand-checkable cases: the .tck header's count and
 total_count (MRtrix's meaning: streamlines generated to get those in the file), --distthresh,
---sampvox and --onewaycondition.
+--sampvox, --onewaycondition, and --network over a list of seed masks.
 
 The phantom is test_track's line phantom: one fibre along +x everywhere, no spread, 1 mm voxels,
 so a streamline seeded at voxel (20, j, k) runs straight along x: its first half towards +x, its
@@ -86,10 +86,40 @@ def test_onewaycondition(bp):
     check("track_onewaycondition", res == want, f"(waytotal, visited x range): {res} (want {want})")
 
 
+def test_network(bp):
+    d = f"{ROOT}/network"
+    # A and B on the line y = 4 (10 mm apart), C on the line y = 6: A and B reach each other,
+    # C reaches neither
+    masks = [tt.mask_image(d, name, SHAPE, (slice(x, x + 1), slice(y, y + 1), slice(4, 5)))
+             for name, x, y in (("A", 10, 4), ("B", 20, 4), ("C", 20, 6))]
+    with open(f"{d}/masks.txt", "w") as fp:
+        fp.write("# seed masks\n" + "\n".join(masks) + "\n")
+    P = 5
+    tt.track(bp, f"{d}/masks.txt", f"{d}/net", "--nearest", "-P", P, "-S", 100, "--network", "--opd")
+    net = np.loadtxt(f"{d}/net/fdt_network_matrix")
+    way = [int(x) for x in open(f"{d}/net/waytotal").read().split()]
+    paths = tt.load(f"{d}/net/fdt_paths.nii.gz")
+    want = np.array([[0, P, 0], [P, 0, 0], [0, 0, 0]])
+    check("track_network_matrix", np.array_equal(net, want) and way == [P, P, 0]
+          and paths[:, 4, 4].max() == 2 * P and paths[:, 6, 4].sum() == 0,
+          f"fdt_network_matrix {net.astype(int).tolist()} (want {want.tolist()}), waytotal {way}, "
+          f"paths on A-B line max {paths[:, 4, 4].max():.0f}, on C's line {paths[:, 6, 4].sum():.0f}")
+    # without --network the list is the union of the masks' seeds: all kept, one waytotal
+    tt.track(bp, f"{d}/masks.txt", f"{d}/union", "--nearest", "-P", P, "-S", 100)
+    union = open(f"{d}/union/waytotal").read().split()
+    with open(f"{d}/one.txt", "w") as fp:
+        fp.write(masks[0] + "\n")
+    rc, _, err = tt.track(bp, f"{d}/one.txt", f"{d}/bad", "--network", expect_ok=False)
+    check("track_network_list_and_errors", union == [str(3 * P)] and rc != 0
+          and "2 to 32 masks" in err and len(err.strip().splitlines()) == 1,
+          f"union waytotal {union} (want [{3 * P}]); one mask with --network: rc {rc}, {err.strip()!r}")
+
+
 if __name__ == "__main__":
     bp = tt.line_phantom(f"{ROOT}/bp")
     test_total_count(bp)
     test_distthresh(bp)
     test_sampvox(bp)
     test_onewaycondition(bp)
+    test_network(bp)
     finish()
