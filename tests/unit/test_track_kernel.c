@@ -106,9 +106,9 @@ int main(void)
     for (int i = 0; i < NX; i++) set_voxel((1 * NY + 1) * NX + i, mx, 0.5f, y, 0.0f);
     float pts[2][3 * 1001];
     int svox[2][1001];
-    dm_track_half h[2] = {{pts[0], svox[0], 0, 0}, {pts[1], svox[1], 0, 0}};
+    dm_track_half h[2] = {{pts[0], svox[0], 0, 0, 0}, {pts[1], svox[1], 0, 0, 0}};
     float seed[3] = {10, 1, 1};
-    int kept = dm_track_streamline(&c, seed, 0, h, NULL);
+    int kept = dm_track_streamline(&c, seed, 0, h, NULL, 0);
     float end0 = h[0].pts[3 * (h[0].npts - 1)], end1 = h[1].pts[3 * (h[1].npts - 1)];
     snprintf(why, sizeof why, "kept %d, ends at x = %g (%d) and %g (%d)", kept, end0, h[0].end, end1,
              h[1].end);
