@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BLOCK_THREADS 128
+#define BLOCK_THREADS 128 /* templates/gpu_fitter.cu: __launch_bounds__(128, 4) */
 
 typedef struct gpu_job {
     dm_problem *p;

@@ -19,8 +19,12 @@
 #include "fit_voxel.h"
 
 /* One batch of voxels.  Arrays are packed per voxel: y (M), vox (DM_VOXEL_SLOTS), params (P),
- * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel. */
-extern "C" __global__ void dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
+ * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel.
+ *
+ * Launched in blocks of 128 threads (runtime/gpu_backend.c).  At least 4 resident blocks per
+ * SM caps the registers at 128 a thread: NODDI-Watson's fitter took 251 (12.5% occupancy) and
+ * fits 1.5x faster capped (bench/NOTES.md); ball & sticks needs 120 and is unaffected. */
+extern "C" __global__ void __launch_bounds__(128, 4) dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
                                          const real *__restrict__ meas,
                                          const real *__restrict__ y,
                                          const real *__restrict__ vox,
