@@ -24,11 +24,13 @@ LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -Wl,-Bdynamic -lz
 OMPFLAGS := -fopenmp
 
 COMPILER_SRC := $(filter-out compiler/fuzz_front.c,$(wildcard compiler/*.c))
-RUNTIME_SRC  := $(wildcard runtime/*.c)
+RUNTIME_SRC  := $(wildcard runtime/*/*.c)
+CLI_SRC      := $(wildcard cli/*.c)
 GEN_SRC      := $(BUILD)/parser.c $(BUILD)/lexer.c
 
 COMPILER_OBJ := $(COMPILER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/parser.o $(BUILD)/lexer.o
 RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ      := $(CLI_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps demo test test-gpu test-asan fuzz generated install clean
 all: bin/dimoc
@@ -52,14 +54,13 @@ $(BUILD)/%.o: %.c $(BUILD)/parser.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(OMPFLAGS) -MMD -c -o $@ $<
 
 $(BUILD)/libdimoc-compiler.a: $(COMPILER_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 $(BUILD)/libdimoc-runtime.a: $(RUNTIME_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
-bin/dimoc: $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
+bin/dimoc: $(CLI_OBJ) $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
 	@mkdir -p bin
-	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(BUILD)/runtime/main.o -L$(BUILD) -ldimoc-runtime \
-	    -ldimoc-compiler $(LDLIBS)
+	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldimoc-runtime -ldimoc-compiler $(LDLIBS)
 
 $(BUILD)/.dir:
 	mkdir -p $(BUILD) && touch $@
@@ -87,10 +88,9 @@ test-asan: .deps-ok
 	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp bash tests/run.sh
 
-bin/dimoc-asan: $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
+bin/dimoc-asan: $(CLI_OBJ) $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
 	@mkdir -p bin
-	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(BUILD)/runtime/main.o -L$(BUILD) -ldimoc-runtime \
-	    -ldimoc-compiler $(LDLIBS)
+	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldimoc-runtime -ldimoc-compiler $(LDLIBS)
 
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 bin/fuzz-front: compiler/fuzz_front.c $(COMPILER_SRC) $(GEN_SRC)
@@ -104,11 +104,10 @@ fuzz: bin/fuzz-front
 # examples/demo.sh runs from the build tree only, so it is not installed.
 install: bin/dimoc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dimoc/models \
-	    $(DESTDIR)$(PREFIX)/share/dimoc/templates $(DESTDIR)$(PREFIX)/share/dimoc/examples \
+	    $(DESTDIR)$(PREFIX)/share/dimoc/templates $(DESTDIR)$(PREFIX)/share/dimoc/pipelines \
 	    $(DESTDIR)$(PREFIX)/share/doc/dimoc
 	install -m 755 bin/dimoc $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(filter-out examples/demo.sh,$(wildcard examples/*.sh)) \
-	    $(DESTDIR)$(PREFIX)/share/dimoc/examples/
+	install -m 755 pipelines/*.sh $(DESTDIR)$(PREFIX)/share/dimoc/pipelines/
 	install -m 644 models/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/
 	install -m 644 templates/* $(DESTDIR)$(PREFIX)/share/dimoc/templates/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/

@@ -7,8 +7,8 @@
  * Not a test.  Build and run:
  *   make && cc -O2 -fopenmp -Iruntime -o /tmp/bench_sparse_merge bench/bench_sparse_merge.c \
  *       -Lbuild -ldimoc-runtime -lm && /tmp/bench_sparse_merge [million keys, default 50] [0|1] */
-#include "track_sparse.h"
-#include "track_sparse_shards.h"
+#include "track/track_sparse.h"
+#include "track/track_sparse_shards.h"
 
 #include <omp.h>
 

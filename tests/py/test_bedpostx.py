@@ -1,4 +1,4 @@
-"""The bedpostx pipeline (examples/bedpostx.sh through `dimoc pipeline`) on a crossing phantom:
+"""The bedpostx pipeline (pipelines/bedpostx.sh through `dimoc pipeline`) on a crossing phantom:
 single-fibre voxels, 90 and 60 degree crossings (f1 = f2 = 0.3), random orientations, SNR 30
 (Rician), 6 b=0 + 64 b=1000 + 64 b=2000.  Checks ARD (a second fibre where there is one, none
 where there is not), the angular errors, FSL's file names and conventions, and 3 fibres."""

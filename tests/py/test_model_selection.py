@@ -1,5 +1,5 @@
 """Model selection by BIC: `dimoc select` on maps with a known answer, and the
-examples/model_selection.sh pipeline on a phantom of one-fibre and crossing voxels, where ball &
+pipelines/model_selection.sh pipeline on a phantom of one-fibre and crossing voxels, where ball &
 one stick should win in the first and ball & two sticks in the second."""
 import os
 

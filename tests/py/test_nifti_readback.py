@@ -1,7 +1,7 @@
 """dimoc's NIfTI reader and writer against an independent implementation (nibabel), and its
 gradient schemes against DIPY's gradient_table.
 
-A small C driver is compiled here from the runtime's own I/O sources (runtime/volume.c and
+A small C driver is compiled here from the runtime's own I/O sources (runtime/io/volume.c and
 friends), so this test does not depend on the rest of the program being built:
   write_like REF OUT NT UINT8   read REF, write a known pattern with REF's geometry
   dump IN OUT.f64               read IN (any type, scaled) and dump dims + doubles
@@ -33,10 +33,10 @@ def check(ok, name, why=""):
 
 
 DRIVER_C = r"""
-#include "error.h"
-#include "scheme.h"
-#include "textio.h"
-#include "volume.h"
+#include "util/error.h"
+#include "simulate/scheme.h"
+#include "io/textio.h"
+#include "io/volume.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +90,7 @@ def build_driver():
         f.write(DRIVER_C)
     runtime = os.path.join(ROOT, "runtime")
     sources = [os.path.join(runtime, s) for s in
-               ("volume.c", "error.c", "fsutil.c", "scheme.c", "textio.c")]
+               ("io/volume.c", "util/error.c", "util/fsutil.c", "simulate/scheme.c", "io/textio.c")]
     cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-Wall", "-Wextra", "-I" + runtime,
            "-I/usr/include/nifti", "-o", exe, src] + sources + [
            "-Wl,-Bstatic", "-lnifti2", "-lznz", "-Wl,-Bdynamic", "-lz", "-lm", "-lpthread"]

@@ -1,4 +1,4 @@
-"""NODDI-Bingham recovery with the shipped pipeline (examples/noddi_bingham.sh), on the synthetic
+"""NODDI-Bingham recovery with the shipped pipeline (pipelines/noddi_bingham.sh), on the synthetic
 set of thesis section 5.5.2, Table 5.3: 9 b=0, 30 at b=711, 60 at b=2855 s/mm^2; S0 1000,
 fintra 0.8, fiso 0, psi = pi/3, SNR 20 (Rician); the four dispersion scenarios (kappa1, kappa2)
 = (40, 39), (2.1, 1.8), (5.5, 1.5), (25, 0.9), each with N random orientations.  The thesis

@@ -1,4 +1,4 @@
-"""The dispersion pipelines (examples/noddi_watson.sh, noddi_bingham.sh, ball_1_racket.sh,
+"""The dispersion pipelines (pipelines/noddi_watson.sh, noddi_bingham.sh, ball_1_racket.sh,
 noddi_2_binghams.sh through `dimoc pipeline`) and `dimoc angles`, the helper that turns their
 tensor's eigenvectors into starting angles.
 

@@ -1,10 +1,10 @@
 /* The whole GPU fitters (model + templates + kernels) compile with NVRTC, no GPU needed:
  * every shipped model in float for sm_90 (Hopper), and the smallest model also in double and
  * for sm_80 (Ampere).  (test_nvrtc compiles every model's functions in both precisions.) */
-#include "cuda_api.h"
-#include "error.h"
-#include "gpu_compile.h"
-#include "model_info.h"
+#include "gpu/cuda_api.h"
+#include "util/error.h"
+#include "gpu/gpu_compile.h"
+#include "model/model_info.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,15 +1,15 @@
 /* Runtime I/O and utilities: NIfTI volumes, text matrices, bvals/bvecs, gradient schemes,
  * eigen-decomposition, sample summaries, JSON, file helpers, progress, errors. */
 #define _GNU_SOURCE
-#include "eig3.h"
-#include "error.h"
-#include "fsutil.h"
-#include "json.h"
-#include "progress.h"
-#include "scheme.h"
-#include "stats_util.h"
-#include "textio.h"
-#include "volume.h"
+#include "util/eig3.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "util/json.h"
+#include "util/progress.h"
+#include "simulate/scheme.h"
+#include "fit/stats_util.h"
+#include "io/textio.h"
+#include "io/volume.h"
 
 #include <nifti2_io.h>
 

@@ -1,9 +1,9 @@
 /* runtime/key_sort.c and dm_sparse_add_keys: the radix sort against qsort on random keys
  * (full 64-bit, matrix-like, all equal, tiny), and bulk adds against one-by-one adds, unused
  * (~0) slots included. */
-#include "key_sort.h"
-#include "track_sparse.h"
-#include "track_sparse_shards.h"
+#include "util/key_sort.h"
+#include "track/track_sparse.h"
+#include "track/track_sparse_shards.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,10 +4,10 @@
  * field with loop check, a stop mask, an --avoid surface (a tilted mesh over part of the field)
  * and tiny key buffers that force the overflow re-runs the GPU host code does.  What this
  * cannot check is CUDA itself (see tests/gpu/test_track_gpu.py). */
-#include "error.h"
-#include "track_gpu_host.h"
-#include "track_run.h"
-#include "track_surface.h"
+#include "util/error.h"
+#include "track/track_gpu_host.h"
+#include "track/track_run.h"
+#include "track/track_surface.h"
 
 #include <stdio.h>
 #include <stdlib.h>

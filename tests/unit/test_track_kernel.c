@@ -1,7 +1,7 @@
 /* templates/track_kernel.h on hand-made orientation fields: the fibre choice (closest to the
  * previous direction among f > fibthresh, sign kept, fibre 1 when none qualifies), --randfib's
  * first-fibre rules, probabilistic interpolation, and a whole streamline on a 1-voxel-wide line. */
-#include "track_kernel_host.h"
+#include "track/track_kernel_host.h"
 
 #include <stdio.h>
 #include <stdlib.h>

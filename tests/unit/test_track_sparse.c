@@ -1,7 +1,7 @@
 /* runtime/track_sparse.c: sparse count matrices against a dense reference, across the pending
  * list's compactions, per-thread merges and the .dot writer (1-based, sorted, size line,
  * symmetrised for matrix 3). */
-#include "track_sparse.h"
+#include "track/track_sparse.h"
 
 #include <stdio.h>
 #include <stdlib.h>

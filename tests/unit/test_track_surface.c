@@ -1,8 +1,8 @@
 /* Exclusion surfaces: the segment-triangle test of templates/track_surface_hit.h on hand-made
  * cases, checked against an independent double-precision test (Moller-Trumbore) on random
  * segments, and the binned lookup of runtime/track_surface.c against testing every triangle. */
-#include "error.h"
-#include "track_surface.h"
+#include "util/error.h"
+#include "track/track_surface.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,0 +1,257 @@
+/* dimoc track: probtrackx-style probabilistic streamline tractography over the orientation
+ * samples of a bedpostx-style folder (see track_kernel.h for the stepping, track_outputs.h
+ * for the files it writes). */
+#include "args.h"
+#include "cli.h"
+#include "util/error.h"
+#include "fit/gpu_backend.h"
+#include "track/track_field.h"
+#include "track/track_gpu.h"
+#include "track/track_masks.h"
+#include "track/track_outputs.h"
+#include "track/track_run.h"
+#include "track/track_seeds.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const dm_opt track_opts[] = {
+    {"samples", "DIR", NULL, "bedpostx-style folder: merged_{th,ph,f}<k>samples, nodif_brain_mask"},
+    {"seed", "FILE", NULL, "seed mask image, GIFTI surface (.gii: every vertex), or text file of "
+                           "x y z world mm coordinates (one a row)"},
+    {"x", "FILE", NULL, "same as --seed (probtrackx's -x)"},
+    {"out", "DIR", NULL, "output folder"},
+    {"P", "N", "5000", "streamlines per seed"},
+    {"nsamples", "N", NULL, "same as -P (probtrackx's name)"},
+    {"S", "N", "2000", "maximum steps of a streamline, both halves together"},
+    {"nsteps", "N", NULL, "same as -S"},
+    {"steplength", "MM", "0.5", "step length in mm"},
+    {"c", "COS", "0.2", "curvature threshold: minimum |cosine| between successive steps"},
+    {"cthr", "COS", NULL, "same as -c"},
+    {"fibthresh", "F", "0.01", "follow only fibres whose volume fraction is above F"},
+    {"randfib", "0..3", "0", "first fibre at the seed: 0 --fibst, 1 random among f > fibthresh, "
+                             "2 those in proportion to f, 3 all in proportion to f"},
+    {"fibst", "K", "1", "fibre (1-based) that --randfib 0 starts on"},
+    {"loopcheck", NULL, NULL, "stop a streamline that turns back into a 5-voxel cell it crossed"},
+    {"modeuler", NULL, NULL, "modified Euler (midpoint) integration"},
+    {"nearest", NULL, NULL, "sample orientations at the nearest voxel (default: probabilistic "
+                            "interpolation between the 8 neighbours)"},
+    {"bvecs-frame", "fsl|voxel", "fsl", "frame of the sample angles: fsl (bedpostx: x reversed in "
+                                        "positive-determinant images) or voxel axes"},
+    {"stop", "MASK", NULL, "stop streamlines where they enter this mask (seed space)"},
+    {"avoid", "MASK|SURF.gii", NULL, "reject streamlines that enter this mask (seed space) or "
+                                     "cross this GIFTI surface (world mm)"},
+    {"waypoints", "MASK|LIST,..", NULL, "keep only streamlines through these masks (images, or "
+                                        "text files listing images; up to 32)"},
+    {"waycond", "AND|OR", "AND", "all waypoint masks, or any one"},
+    {"onewaycondition", NULL, NULL, "apply the waypoint condition to each half alone (a half "
+                                    "that misses it is dropped, the other kept)"},
+    {"network", NULL, NULL, "--seed lists 2..32 masks: keep only streamlines that reach a mask "
+                            "other than their own; writes fdt_network_matrix, waytotal per mask"},
+    {"distthresh", "MM", "0", "reject streamlines shorter than MM (both halves together)"},
+    {"sampvox", "MM", "0", "start each streamline at a uniform random point of the ball of "
+                           "radius MM around its seed"},
+    {"targetmasks", "LIST", NULL, "text file listing target masks (for --os2t)"},
+    {"os2t", NULL, NULL, "write seeds_to_<target> counts"},
+    {"omatrix1", NULL, NULL, "seed x seed matrix fdt_matrix1.dot"},
+    {"omatrix2", NULL, NULL, "seed x --target2 matrix fdt_matrix2.dot"},
+    {"target2", "MASK", NULL, "columns of matrix 2 (any grid; matched by world mm)"},
+    {"omatrix3", NULL, NULL, "--target3 x --target3 matrix fdt_matrix3.dot"},
+    {"target3", "MASK", NULL, "nodes of matrix 3 (any grid; matched by world mm)"},
+    {"opd", NULL, NULL, "write the path distribution fdt_paths.nii.gz"},
+    {"xfm", "FILE", NULL, "4x4 FLIRT matrix from seed space (--seedref) to diffusion space"},
+    {"seedref", "IMAGE", NULL, "reference image of seed space (default: the seed image, or the "
+                               "diffusion space for coordinate seeds)"},
+    {"rseed", "N", "0", "random seed (Philox stream per streamline: results do not depend on threads)"},
+    {"save-streamlines", "FILE.tck", NULL, "also write kept streamlines (MRtrix .tck, world mm)"},
+    {"save-max", "N", "10000", "at most N streamlines in the .tck file (the first, in seed order)"},
+    {"threads", "N", "all cores", "CPU threads"},
+    {"device", "cpu|gpu|auto", "auto", "where to track (auto: a usable GPU, else the CPU)"},
+    {"gpus", "all|0,1,..", "all", "GPUs to use; each takes chunks of streamlines from a shared queue"},
+    {"gpu-memory", "MB", "70% of free", "cap on the device memory each GPU's launches use"},
+    {NULL, NULL, NULL, NULL},
+};
+
+int dm_help_track(FILE *out)
+{
+    dm_args_help(out, "dimoc track --samples DIR --seed SEED --out DIR [options]",
+                 "Probabilistic streamline tractography with FSL probtrackx2's semantics and output\n"
+                 "names.  From every seed, P streamlines; each starts on a sampled fibre orientation\n"
+                 "and runs both ways.  At each step it draws a random sample of the voxel's\n"
+                 "orientations and follows the fibre closest to its direction (f > fibthresh), and\n"
+                 "stops on leaving nodif_brain_mask, on a turn sharper than the curvature threshold,\n"
+                 "in a --stop mask, at a loop (--loopcheck) or after S/2 steps each way.  Writes\n"
+                 "waytotal, and fdt_paths (--opd), seeds_to_<target> (--os2t), fdt_matrix1/2/3.dot\n"
+                 "with coords_for_fdt_matrix* files (sparse, 1-based rows and columns).",
+                 track_opts);
+    return 0;
+}
+
+static int parse_options(dm_args *a, dm_track_options *o)
+{
+    memset(o, 0, sizeof *o);
+    long per_seed = 5000, nsteps = 2000, randfib = 0, fibst = 1, rseed = 0, tck_max = 10000, threads = 0;
+    /* probtrackx's long names override the short ones when given */
+    const char *p_name = dm_arg_given(a, track_opts, "nsamples") ? "nsamples" : "P";
+    const char *s_name = dm_arg_given(a, track_opts, "nsteps") ? "nsteps" : "S";
+    const char *c_name = dm_arg_given(a, track_opts, "cthr") ? "cthr" : "c";
+    if (dm_arg_long(a, track_opts, p_name, 1, 100000000L, &per_seed) ||
+        dm_arg_long(a, track_opts, s_name, 2, 1000000L, &nsteps) ||
+        dm_arg_double(a, track_opts, "steplength", &o->steplength) ||
+        dm_arg_double(a, track_opts, c_name, &o->cthr) ||
+        dm_arg_double(a, track_opts, "fibthresh", &o->fibthresh) ||
+        dm_arg_long(a, track_opts, "randfib", 0, 3, &randfib) ||
+        dm_arg_long(a, track_opts, "fibst", 1, 8, &fibst) ||
+        dm_arg_long(a, track_opts, "rseed", 0, 0x7fffffffffffffffL, &rseed) ||
+        dm_arg_long(a, track_opts, "save-max", 0, 100000000L, &tck_max) ||
+        dm_arg_double(a, track_opts, "distthresh", &o->distthresh) ||
+        dm_arg_double(a, track_opts, "sampvox", &o->sampvox))
+        return -1;
+    if (!(o->distthresh >= 0)) return dm_set_error("track: --distthresh must be >= 0 mm");
+    if (!(o->sampvox >= 0)) return dm_set_error("track: --sampvox must be >= 0 mm");
+    if (dm_arg_given(a, track_opts, "threads") &&
+        dm_arg_long(a, track_opts, "threads", 1, 4096, &threads))
+        return -1;
+    if (!(o->steplength > 0)) return dm_set_error("track: --steplength must be > 0");
+    if (o->cthr < -1 || o->cthr > 1) return dm_set_error("track: -c is a cosine, in [-1, 1]");
+    const char *frame = dm_arg(a, track_opts, "bvecs-frame");
+    if (strcmp(frame, "fsl") && strcmp(frame, "voxel"))
+        return dm_set_error("track: --bvecs-frame must be fsl or voxel, not '%s'", frame);
+    o->per_seed = per_seed;
+    o->nsteps = nsteps;
+    o->randfib = (int)randfib;
+    o->fibst = (int)fibst;
+    o->rseed = (unsigned long long)rseed;
+    o->threads = (int)threads;
+    o->fsl_frame = !strcmp(frame, "fsl");
+    o->loopcheck = dm_arg_given(a, track_opts, "loopcheck");
+    o->oneway = dm_arg_given(a, track_opts, "onewaycondition");
+    o->network = dm_arg_given(a, track_opts, "network");
+    o->modeuler = dm_arg_given(a, track_opts, "modeuler");
+    o->nearest = dm_arg_given(a, track_opts, "nearest");
+    o->opd = dm_arg_given(a, track_opts, "opd");
+    o->os2t = dm_arg_given(a, track_opts, "os2t");
+    o->matrix1 = dm_arg_given(a, track_opts, "omatrix1");
+    o->matrix2 = dm_arg_given(a, track_opts, "omatrix2");
+    o->matrix3 = dm_arg_given(a, track_opts, "omatrix3");
+    o->tck_max = dm_arg_given(a, track_opts, "save-streamlines") ? tck_max : 0;
+    if (o->os2t && !dm_arg(a, track_opts, "targetmasks"))
+        return dm_set_error("track: --os2t needs --targetmasks");
+    if (o->matrix2 && !dm_arg(a, track_opts, "target2"))
+        return dm_set_error("track: --omatrix2 needs --target2");
+    if (o->matrix3 && !dm_arg(a, track_opts, "target3"))
+        return dm_set_error("track: --omatrix3 needs --target3");
+    o->gpus = dm_arg(a, track_opts, "gpus");
+    if (dm_arg_given(a, track_opts, "gpu-memory") &&
+        dm_arg_long(a, track_opts, "gpu-memory", 1, 1L << 30, &o->gpu_memory_mb))
+        return -1;
+    const char *device = dm_arg(a, track_opts, "device");
+    if (!strcmp(device, "gpu")) {
+        if (!dm_gpu_available()) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", dm_last_error());
+            return dm_set_error("track: --device gpu: no usable GPU: %s", why);
+        }
+        o->use_gpu = 1;
+    } else if (!strcmp(device, "auto")) {
+        o->use_gpu = dm_gpu_available();
+    } else if (strcmp(device, "cpu")) {
+        return dm_set_error("track: --device must be cpu, gpu or auto, not '%s'", device);
+    }
+    return 0;
+}
+
+/* DIR/nodif_brain_mask with the ending that exists (for the seed space of coordinate seeds). */
+static char *diffusion_mask_path(const char *dir)
+{
+    static const char *endings[] = {".nii.gz", ".nii", ".hdr"};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(dir) + 40;
+        char *p = malloc(n);
+        snprintf(p, n, "%s/nodif_brain_mask%s", dir, endings[i]);
+        FILE *fp = fopen(p, "rb");
+        if (fp) {
+            fclose(fp);
+            return p;
+        }
+        free(p);
+    }
+    return NULL;
+}
+
+int dm_cmd_track(int argc, char **argv)
+{
+    dm_args a;
+    if (dm_args_parse("track", track_opts, argc, argv, &a) != 0) return dm_report_error();
+    dm_track_field field;
+    dm_track_seeds seeds;
+    dm_track_masks masks;
+    dm_track_result result;
+    dm_track_options o;
+    memset(&field, 0, sizeof field);
+    memset(&seeds, 0, sizeof seeds);
+    memset(&masks, 0, sizeof masks);
+    memset(&result, 0, sizeof result);
+    char *mask_path = NULL;
+    int rc = 0;
+    const char *samples = dm_arg(&a, track_opts, "samples");
+    const char *seed = dm_arg(&a, track_opts, "seed");
+    const char *out = dm_arg(&a, track_opts, "out");
+    if (!seed) seed = dm_arg(&a, track_opts, "x");
+    if (a.npositional) {
+        rc = dm_set_error("track: unexpected argument '%s' (see 'dimoc help track')", a.positional[0]);
+        goto done;
+    }
+    if (!samples || !seed || !out) {
+        rc = dm_set_error("track: --samples, --seed and --out are required (see 'dimoc help track')");
+        goto done;
+    }
+    if ((rc = parse_options(&a, &o)) != 0) goto done;
+    if ((rc = dm_track_field_load(samples, o.fsl_frame, &field)) != 0) goto done;
+    mask_path = diffusion_mask_path(samples);
+    if ((rc = dm_track_seeds_load(seed, dm_arg(&a, track_opts, "seedref"),
+                                  dm_arg(&a, track_opts, "xfm"), mask_path, &field, &seeds)) != 0)
+        goto done;
+    dm_track_mask_paths mp = {
+        .stop = dm_arg(&a, track_opts, "stop"),
+        .avoid = dm_arg(&a, track_opts, "avoid"),
+        .waypoints = dm_arg(&a, track_opts, "waypoints"),
+        .waycond = dm_arg(&a, track_opts, "waycond"),
+        .targetmasks = o.os2t ? dm_arg(&a, track_opts, "targetmasks") : NULL,
+        .target2 = o.matrix2 ? dm_arg(&a, track_opts, "target2") : NULL,
+        .target3 = o.matrix3 ? dm_arg(&a, track_opts, "target3") : NULL,
+        .matrix1 = o.matrix1,
+    };
+    if ((rc = dm_track_masks_load(&mp, &seeds, &masks)) != 0) goto done;
+    if (o.network && (rc = dm_track_masks_network(&seeds, &masks)) != 0) goto done;
+    rc = o.use_gpu ? dm_track_run_gpu(&field, &seeds, &masks, &o, &result)
+                   : dm_track_run(&field, &seeds, &masks, &o, &result);
+    if (rc != 0) goto done;
+    if ((rc = dm_track_write_outputs(out, &seeds, &masks, &o, &result)) != 0) goto done;
+    const char *tck = dm_arg(&a, track_opts, "save-streamlines");
+    if (tck && (rc = dm_track_write_tck(tck, &o, &result)) != 0) goto done;
+    char where[300];
+    if (o.use_gpu) snprintf(where, sizeof where, "%s", result.device);
+    else snprintf(where, sizeof where, "%d threads", result.threads);
+    printf("track: %ld seeds x %ld = %llu streamlines, %llu kept (waytotal), %.1f points each, "
+           "%.0f streamlines/s on %s\n",
+           seeds.n, o.per_seed, result.generated, result.waytotal,
+           result.generated ? (double)result.steps / result.generated : 0.0,
+           result.seconds > 0 ? result.generated / result.seconds : 0.0, where);
+    printf("track: half-streamline ends: %llu step limit, %llu mask, %llu curvature, %llu stop, "
+           "%llu avoid, %llu loop\n",
+           result.ends[0], result.ends[1], result.ends[2], result.ends[3], result.ends[4],
+           result.ends[5]);
+    if (o.use_gpu && (o.matrix1 || o.matrix2 || o.matrix3))
+        printf("track: host time merging matrix keys %.2f s, waiting for the GPU %.2f s (of %.2f s)\n",
+               result.merge_seconds, result.wait_seconds, result.seconds);
+done:
+    free(mask_path);
+    dm_track_result_free(&result);
+    dm_track_masks_free(&masks);
+    dm_track_seeds_free(&seeds);
+    dm_track_field_free(&field);
+    dm_args_free(&a);
+    return rc == 0 ? 0 : dm_report_error();
+}

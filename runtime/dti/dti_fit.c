@@ -1,0 +1,204 @@
+/* Linear diffusion-tensor fit: OLS, then WLS weighted by the OLS-predicted signal squared.
+ * The 7x7 normal equations are solved by Cholesky on an equilibrated design (every column
+ * scaled to unit norm), so that the b ~ 1000 columns and the log S0 column have the same size
+ * and the factorisation stays well conditioned. */
+#include "dti/dti_fit.h"
+
+#include "util/eig3.h"
+#include "util/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NB 7 /* unknowns: log S0, Dxx, Dyy, Dzz, Dxy, Dxz, Dyz */
+
+/* In-place Cholesky factorisation A = L Lᵀ of a symmetric n x n matrix (lower triangle used
+ * and overwritten).  Fails (-1) when a pivot falls below rel_tol times its original diagonal
+ * entry: the system is singular for our purposes. */
+static int cholesky(double *A, int n, double rel_tol)
+{
+    for (int j = 0; j < n; j++) {
+        double d = A[j * n + j], orig = d;
+        for (int k = 0; k < j; k++) d -= A[j * n + k] * A[j * n + k];
+        if (!(d > rel_tol * orig) || !(orig > 0)) return -1;
+        d = sqrt(d);
+        A[j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double s = A[i * n + j];
+            for (int k = 0; k < j; k++) s -= A[i * n + k] * A[j * n + k];
+            A[i * n + j] = s / d;
+        }
+    }
+    return 0;
+}
+
+/* Solves L Lᵀ x = rhs in place. */
+static void cholesky_solve(const double *L, int n, double *x)
+{
+    for (int i = 0; i < n; i++) {
+        double s = x[i];
+        for (int k = 0; k < i; k++) s -= L[i * n + k] * x[k];
+        x[i] = s / L[i * n + i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double s = x[i];
+        for (int k = i + 1; k < n; k++) s -= L[k * n + i] * x[k];
+        x[i] = s / L[i * n + i];
+    }
+}
+
+int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const double *g)
+{
+    memset(p, 0, sizeof *p);
+    if (M < NB)
+        return dm_set_error("a tensor needs at least 7 measurements, the protocol has %d", M);
+    p->M = M;
+    p->weighted = 1;
+    p->min_signal = DM_DTI_MIN_SIGNAL;
+    p->design = malloc((size_t)M * NB * sizeof *p->design);
+    if (!p->design) return dm_set_error("out of memory for the tensor design matrix");
+    double largest = 0;
+    for (int j = 0; j < M; j++) {
+        const double *v = g + 3 * j;
+        double *x = p->design + (size_t)j * NB;
+        x[0] = 1;
+        x[1] = -b[j] * v[0] * v[0];
+        x[2] = -b[j] * v[1] * v[1];
+        x[3] = -b[j] * v[2] * v[2];
+        x[4] = -2 * b[j] * v[0] * v[1];
+        x[5] = -2 * b[j] * v[0] * v[2];
+        x[6] = -2 * b[j] * v[1] * v[2];
+        for (int k = 1; k < NB; k++) largest = fmax(largest, fabs(x[k]));
+    }
+    /* DIPY's floor on the eigenvalues: a small positive diffusivity on the scale of 1/b. */
+    p->min_diffusivity = largest > 0 ? 1e-6 / largest : 0;
+    for (int k = 0; k < NB; k++) {
+        double s = 0;
+        for (int j = 0; j < M; j++) s += p->design[j * NB + k] * p->design[j * NB + k];
+        p->scale[k] = sqrt(s);
+        if (!(p->scale[k] > 0)) {
+            dm_dti_protocol_free(p);
+            return dm_set_error("the protocol cannot determine a tensor: every direction has a "
+                                "zero %s component or b = 0",
+                                k <= 3 ? (k == 1 ? "x" : k == 2 ? "y" : "z") : "cross");
+        }
+        for (int j = 0; j < M; j++) p->design[j * NB + k] /= p->scale[k];
+    }
+    for (int r = 0; r < NB; r++)
+        for (int c = 0; c <= r; c++) {
+            double s = 0;
+            for (int j = 0; j < M; j++) s += p->design[j * NB + r] * p->design[j * NB + c];
+            p->ols[r * NB + c] = s;
+        }
+    /* The scaled XᵀX has a unit diagonal: a pivot below 1e-10 means condition ~1e10. */
+    if (cholesky(p->ols, NB, 1e-10) != 0) {
+        dm_dti_protocol_free(p);
+        return dm_set_error("the protocol cannot determine a tensor: it needs b = 0 (or a second "
+                            "shell) and at least 6 non-coplanar, non-collinear directions");
+    }
+    return 0;
+}
+
+void dm_dti_protocol_free(dm_dti_protocol *p)
+{
+    free(p->design);
+    p->design = NULL;
+}
+
+void dm_dti_scalars(const double lambda[3], double *FA, double *MD, double *MO)
+{
+    double l1 = lambda[0], l2 = lambda[1], l3 = lambda[2];
+    double md = (l1 + l2 + l3) / 3, sq = l1 * l1 + l2 * l2 + l3 * l3;
+    double e1 = l1 - md, e2 = l2 - md, e3 = l3 - md, dev = e1 * e1 + e2 * e2 + e3 * e3;
+    *MD = md;
+    *FA = sq > 0 ? sqrt(1.5 * dev / sq) : 0;
+    /* mode = 3√6 det(Ã / |Ã|), Ã the deviatoric tensor: 3√6 e1 e2 e3 / |e|³ in eigenvalues.
+     * Undefined for an isotropic tensor (Ã = 0): reported as 0, as is a deviatoric part at
+     * the level of rounding errors (FA below ~1e-6), where the mode would be noise. */
+    double mo = 0;
+    if (dev > 1e-12 * sq) mo = 3 * sqrt(6.0) * e1 * e2 * e3 / (dev * sqrt(dev));
+    *MO = fmax(-1, fmin(1, mo));
+}
+
+/* The unscaled coefficients beta (log S0, Dxx, Dyy, Dzz, Dxy, Dxz, Dyz) into the result. */
+static void finish(const dm_dti_protocol *p, const double *scaled, dm_dti_result *r)
+{
+    double beta[NB];
+    for (int k = 0; k < NB; k++) beta[k] = scaled[k] / p->scale[k];
+    r->S0 = exp(beta[0]);
+    /* FSL's order: xx, xy, xz, yy, yz, zz */
+    r->tensor[0] = beta[1];
+    r->tensor[1] = beta[4];
+    r->tensor[2] = beta[5];
+    r->tensor[3] = beta[2];
+    r->tensor[4] = beta[6];
+    r->tensor[5] = beta[3];
+    const double a[3][3] = {{beta[1], beta[4], beta[5]},
+                            {beta[4], beta[2], beta[6]},
+                            {beta[5], beta[6], beta[3]}};
+    dm_eig3_sym(a, r->lambda, r->vec);
+    for (int k = 0; k < 3; k++) r->lambda[k] = fmax(r->lambda[k], p->min_diffusivity);
+    dm_dti_scalars(r->lambda, &r->FA, &r->MD, &r->MO);
+}
+
+int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *work,
+                     dm_dti_result *r)
+{
+    const int M = p->M;
+    memset(r, 0, sizeof *r);
+    int nonzero = 0;
+    for (int j = 0; j < M; j++) {
+        if (!isfinite(signal[j])) return DM_DTI_SKIPPED_NONFINITE;
+        nonzero |= signal[j] != 0;
+    }
+    if (!nonzero) return DM_DTI_SKIPPED_ZERO;
+
+    double *y = work, *eta = work + M;
+    for (int j = 0; j < M; j++) y[j] = log(fmax(signal[j], p->min_signal));
+
+    /* OLS: (XᵀX) β = Xᵀy with the factor computed once for the protocol. */
+    double beta[NB] = {0};
+    for (int j = 0; j < M; j++)
+        for (int k = 0; k < NB; k++) beta[k] += p->design[j * NB + k] * y[j];
+    cholesky_solve(p->ols, NB, beta);
+    if (!p->weighted) {
+        finish(p, beta, r);
+        return DM_DTI_FITTED;
+    }
+
+    /* WLS: weights Ŝ² = exp(2 Xβ_OLS), taken relative to the largest one (the solution does
+     * not change, and exp cannot overflow on a wild OLS estimate). */
+    double top = -INFINITY;
+    for (int j = 0; j < M; j++) {
+        double s = 0;
+        for (int k = 0; k < NB; k++) s += p->design[j * NB + k] * beta[k];
+        eta[j] = s;
+        top = fmax(top, s);
+    }
+    double A[NB * NB] = {0}, rhs[NB] = {0};
+    for (int j = 0; j < M; j++) {
+        const double w = exp(2 * (eta[j] - top)), *x = p->design + (size_t)j * NB;
+        for (int a = 0; a < NB; a++) {
+            double wx = w * x[a];
+            rhs[a] += wx * y[j];
+            for (int c = 0; c <= a; c++) A[a * NB + c] += wx * x[c];
+        }
+    }
+    if (cholesky(A, NB, 1e-13) != 0) {
+        finish(p, beta, r);
+        return DM_DTI_OLS_ONLY;
+    }
+    cholesky_solve(A, NB, rhs);
+    finish(p, rhs, r);
+    return DM_DTI_FITTED;
+}
+
+double dm_dti_predict(const dm_dti_protocol *p, const dm_dti_result *r, int j)
+{
+    const double *x = p->design + (size_t)j * NB, *D = r->tensor;
+    /* the unscaled diffusion columns times the tensor: -b gᵀDg */
+    double q = x[1] * p->scale[1] * D[0] + x[2] * p->scale[2] * D[3] + x[3] * p->scale[3] * D[5] +
+               x[4] * p->scale[4] * D[1] + x[5] * p->scale[5] * D[2] + x[6] * p->scale[6] * D[4];
+    return r->S0 * exp(q);
+}

@@ -1,0 +1,66 @@
+/* dimoc's fitting library: a fit request (what the command line says) is planned into a
+ * problem (inputs read and checked, voxels selected, starting points set), executed on a
+ * backend, and written out.  Other programs can embed it through these calls. */
+#ifndef DIMOC_FIT_H
+#define DIMOC_FIT_H
+
+#include "fit_api.h"
+#include "model/model_info.h"
+#include "io/volume.h"
+
+typedef struct dm_fit_request {
+    const char *model, *data, *mask, *bvals, *bvecs, *out;
+    const char *methods;   /* "lm", "grid,lm,mcmc", ... */
+    const char *grid;      /* "f1=0,0.5,1;kappa=0:4:32" (';' or repeated) */
+    const char *fixed;     /* "S0,d" */
+    const char *init;      /* "d=1.7e-3,S0=s0.nii.gz" */
+    const char *init_from; /* folder of an earlier fit */
+    const char *voxel;     /* "T1=t1.nii.gz" */
+    const char *measure;   /* "TE=te.txt" */
+    const char *noise;     /* gaussian | rician */
+    const char *precision; /* float | double */
+    const char *device;    /* cpu | gpu | auto */
+    const char *gpus;      /* all | 0,1,.. */
+    long gpu_memory_mb;    /* cap per GPU (0: 70% of free memory) */
+    long lanes;            /* GPU lanes per voxel (0: auto) */
+    long burnin, jumps, sample_every, update_every, lm_iterations, threads;
+    unsigned long long seed;
+    int save_samples, predicted, ic, quiet;
+    int out_float64;          /* maps as float64 (default float32) */
+    const char *command_line; /* for provenance */
+} dm_fit_request;
+
+/* Default values of every field (the command line's defaults). */
+void dm_fit_request_defaults(dm_fit_request *r);
+/* Runs the whole fit; 0, or -1 with dm_last_error().  Voxels that cannot be fitted are
+ * flagged in the status map, never fatal. */
+int dm_fit_run(const dm_fit_request *r);
+
+/* The inputs of a fit, read and checked. */
+typedef struct dm_problem {
+    dm_model_info mi;
+    dm_volume data;        /* nt = M */
+    int M;
+    double *meas;          /* M x mi.measure_width */
+    double *bvals;         /* M, or NULL when the model has no bvals measure */
+    size_t nvox;           /* voxels in the grid */
+    size_t nfit;           /* voxels in the mask */
+    size_t *index;         /* nfit linear indices into the grid */
+    double *y;             /* nfit x M */
+    double *voxin;         /* nfit x mi.voxel_width */
+    double *start;         /* nfit x P starting values */
+    unsigned char *status; /* nvox, dm_status */
+    dm_fit_config cfg;
+    double *grid_values;
+    int ngrid_values;
+} dm_problem;
+
+int dm_problem_plan(const dm_fit_request *r, dm_problem *p);
+void dm_problem_free(dm_problem *p);
+
+/* Builds the per-measurement rows of a model from bvals/bvecs and NAME=file inputs.
+ * bvals_out (optional) receives a copy of the b-values when the model reads bvals. */
+int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
+                          const char *measure_spec, int nvol, double **meas, double **bvals_out);
+
+#endif

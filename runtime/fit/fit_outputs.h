@@ -1,0 +1,28 @@
+/* Turning per-voxel fit results into output maps and the provenance file. */
+#ifndef DIMOC_FIT_OUTPUTS_H
+#define DIMOC_FIT_OUTPUTS_H
+
+#include "fit/cpu_backend.h"
+#include "fit/fit.h"
+
+typedef struct dm_fit_results {
+    double *params;  /* nfit x P: final estimate (LM/grid) or last MCMC state */
+    double *samples; /* nfit x nsamples x P, MCMC only */
+    double *stats;   /* nfit x DM_NSTATS */
+    int nsamples;
+} dm_fit_results;
+
+typedef struct dm_fit_timing {
+    double load, compile, fit, write, total;
+    /* Work done, counted from the configuration and the LM iteration counts: one signal
+     * evaluation per measurement per MCMC proposal and per LM trial step, one gradient
+     * evaluation per measurement per LM Jacobian. */
+    double signal_evals, gradient_evals, gflop;
+} dm_fit_timing;
+
+int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fitter *f,
+                         dm_fit_results *res);
+int dm_fit_write_provenance(const dm_fit_request *r, const dm_problem *p, const char *device,
+                            int real_size, const dm_fit_timing *t);
+
+#endif

@@ -1,0 +1,423 @@
+/* Planning a fit: reading and checking every input, choosing the voxels, setting starts. */
+#include "util/error.h"
+#include "fit/fit.h"
+#include "util/fsutil.h"
+#include "io/textio.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Splits "a=1,2,b=x;c=y" into NAME=VALUES items: a token holding '=' starts a new item,
+ * a token without one continues the previous item's value list.  Calls fn for each item. */
+typedef int (*item_fn)(void *ctx, const char *name, const char *values);
+static int for_each_item(const char *spec, const char *what, item_fn fn, void *ctx)
+{
+    if (!spec || !*spec) return 0;
+    char *s = strdup(spec);
+    char name[256] = "", values[8192] = "";
+    int rc = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(s, ",;", &save); tok && rc == 0; tok = strtok_r(NULL, ",;", &save)) {
+        char *eq = strchr(tok, '=');
+        if (eq) {
+            if (name[0]) rc = fn(ctx, name, values);
+            *eq = 0;
+            snprintf(name, sizeof name, "%s", tok);
+            snprintf(values, sizeof values, "%s", eq + 1);
+        } else if (name[0]) {
+            size_t n = strlen(values);
+            snprintf(values + n, sizeof values - n, ",%s", tok);
+        } else {
+            rc = dm_set_error("%s: '%s' is not of the form NAME=VALUE", what, tok);
+        }
+    }
+    if (rc == 0 && name[0]) rc = fn(ctx, name, values);
+    free(s);
+    return rc;
+}
+
+/* Finds NAME's value in a NAME=VALUE spec; NULL when absent (static buffer). */
+struct lookup_ctx { const char *name; char value[4096]; int found; };
+static int lookup_item(void *ctx, const char *name, const char *values)
+{
+    struct lookup_ctx *c = ctx;
+    if (!strcmp(name, c->name)) {
+        snprintf(c->value, sizeof c->value, "%s", values);
+        c->found = 1;
+    }
+    return 0;
+}
+
+/* Reads a per-measurement input file: nvol rows of `width` numbers (or the transpose). */
+static int read_measure_file(const char *path, const char *name, int width, int nvol, double *meas,
+                             int stride, int column)
+{
+    int rows, cols;
+    double *d;
+    if (dm_read_matrix(path, &rows, &cols, &d) != 0) return -1;
+    int transposed = 0;
+    if (rows == nvol && cols == width) transposed = 0;
+    else if (cols == nvol && rows == width) transposed = 1;
+    else {
+        free(d);
+        return dm_set_error("%s: measure '%s' needs %d value%s per volume for %d volumes, the file "
+                            "has %d x %d", path, name, width, width == 1 ? "" : "s", nvol, rows, cols);
+    }
+    for (int j = 0; j < nvol; j++)
+        for (int c = 0; c < width; c++)
+            meas[(size_t)j * stride + column + c] = transposed ? d[(size_t)c * nvol + j] : d[(size_t)j * width + c];
+    free(d);
+    return 0;
+}
+
+int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
+                          const char *measure_spec, int nvol, double **meas_out, double **bvals_out)
+{
+    int W = mi->measure_width;
+    double *meas = calloc((size_t)nvol * (W ? W : 1), sizeof *meas);
+    double *b = NULL, *g = NULL;
+    int need_bv = 0;
+    for (int i = 0; i < mi->nmeasures; i++)
+        if (mi->measures[i].source != DM_SRC_FILE) need_bv = 1;
+    if (bvals_out) *bvals_out = NULL;
+    if (need_bv) {
+        if (!bvals || !bvecs) {
+            free(meas);
+            return dm_set_error("model '%s' reads b-values and gradient directions: give --bvals "
+                                "and --bvecs", mi->name);
+        }
+        int n;
+        if (dm_read_bvals_bvecs(bvals, bvecs, nvol, &b, &g, &n) != 0) {
+            free(meas);
+            return -1;
+        }
+    }
+    for (int i = 0; i < mi->nmeasures; i++) {
+        const dm_measure_info *x = &mi->measures[i];
+        if (x->source == DM_SRC_BVALS || x->source == DM_SRC_BVECS) {
+            int from_vecs = x->source == DM_SRC_BVECS;
+            int w = from_vecs ? 3 : 1;
+            if (x->width != w) {
+                free(meas); free(b); free(g);
+                return dm_set_error("model '%s': measure '%s' has width %d but %s give %d", mi->name,
+                                    x->name, x->width, from_vecs ? "bvecs" : "bvals", w);
+            }
+            for (int j = 0; j < nvol; j++)
+                for (int c = 0; c < w; c++)
+                    meas[(size_t)j * W + x->column + c] = from_vecs ? g[3 * j + c] : b[j];
+        } else {
+            struct lookup_ctx lc = {.name = x->name};
+            if (for_each_item(measure_spec, "--measure", lookup_item, &lc) != 0) goto fail;
+            if (!lc.found) {
+                dm_set_error("model '%s' needs per-measurement input '%s': give --measure %s=FILE",
+                             mi->name, x->name, x->name);
+                goto fail;
+            }
+            if (read_measure_file(lc.value, x->name, x->width, nvol, meas, W, x->column) != 0) goto fail;
+        }
+    }
+    free(g);
+    if (bvals_out) *bvals_out = b;
+    else free(b);
+    *meas_out = meas;
+    return 0;
+fail:
+    free(meas); free(b); free(g);
+    return -1;
+}
+
+static int parse_methods(const char *s, int *methods)
+{
+    *methods = 0;
+    char *copy = strdup(s), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "grid")) *methods |= DM_METHOD_GRID;
+        else if (!strcmp(t, "lm")) *methods |= DM_METHOD_LM;
+        else if (!strcmp(t, "mcmc")) *methods |= DM_METHOD_MCMC;
+        else rc = dm_set_error("--method: unknown method '%s' (grid, lm, mcmc)", t);
+    }
+    free(copy);
+    if (rc == 0 && !*methods) rc = dm_set_error("--method: no method given");
+    return rc;
+}
+
+/* --grid NAME=v1,v2,..|lo:step:hi */
+struct grid_ctx { dm_problem *p; int cap; };
+static int add_grid(void *ctx, const char *name, const char *values)
+{
+    struct grid_ctx *g = ctx;
+    dm_problem *p = g->p;
+    int k = dm_model_param_index(&p->mi, name);
+    if (k < 0) return dm_set_error("--grid: model '%s' has no parameter '%s'", p->mi.name, name);
+    p->cfg.grid_offset[k] = p->ngrid_values;
+    double lo, step, hi;
+    char tail;
+    int n = 0;
+    if (sscanf(values, "%lf:%lf:%lf%c", &lo, &step, &hi, &tail) == 3) {
+        if (!(step > 0) || hi < lo) return dm_set_error("--grid %s: '%s' needs step > 0 and lo <= hi", name, values);
+        long count = (long)floor((hi - lo) / step + 1e-9) + 1;
+        if (count > 100000) return dm_set_error("--grid %s: too many values (%ld)", name, count);
+        for (long i = 0; i < count; i++) {
+            if (p->ngrid_values >= g->cap) {
+                g->cap = g->cap * 2 + 64;
+                p->grid_values = realloc(p->grid_values, g->cap * sizeof(double));
+            }
+            p->grid_values[p->ngrid_values++] = lo + i * step;
+            n++;
+        }
+    } else {
+        char *copy = strdup(values), *save = NULL;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char *end;
+            double v = strtod(t, &end);
+            if (*end || end == t) {
+                free(copy);
+                return dm_set_error("--grid %s: '%s' is not a number", name, t);
+            }
+            if (p->ngrid_values >= g->cap) {
+                g->cap = g->cap * 2 + 64;
+                p->grid_values = realloc(p->grid_values, g->cap * sizeof(double));
+            }
+            p->grid_values[p->ngrid_values++] = v;
+            n++;
+        }
+        free(copy);
+    }
+    if (n == 0) return dm_set_error("--grid %s: no values", name);
+    p->cfg.grid_count[k] = n;
+    return 0;
+}
+
+struct fixed_ctx { dm_problem *p; };
+static int set_fixed(dm_problem *p, const char *list)
+{
+    if (!list) return 0;
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+        int k = dm_model_param_index(&p->mi, t);
+        if (k < 0) rc = dm_set_error("--fixed: model '%s' has no parameter '%s'", p->mi.name, t);
+        else p->cfg.fixed_mask |= 1u << k;
+    }
+    free(copy);
+    return rc;
+}
+
+/* Reads a 3D map on the data's grid into dst[v * stride + offset] for the masked voxels. */
+static int read_map_into(dm_problem *p, const char *path, int width, double *dst, int stride, int offset)
+{
+    dm_volume v;
+    if (dm_volume_read(path, &v) != 0) return -1;
+    int rc = dm_volume_check_same_grid(&v, path, &p->data, "the data");
+    if (rc == 0 && v.nt != width)
+        rc = dm_set_error("%s: expected %d volume%s, found %d", path, width, width == 1 ? "" : "s", v.nt);
+    if (rc == 0)
+        for (size_t i = 0; i < p->nfit; i++)
+            for (int c = 0; c < width; c++)
+                dst[i * stride + offset + c] = v.data[p->index[i] + (size_t)c * p->nvox];
+    dm_volume_free(&v);
+    return rc;
+}
+
+struct init_ctx { dm_problem *p; };
+static int set_init(void *ctx, const char *name, const char *value)
+{
+    dm_problem *p = ((struct init_ctx *)ctx)->p;
+    int P = p->mi.nparams;
+    int k = dm_model_param_index(&p->mi, name);
+    if (k < 0) return dm_set_error("--init: model '%s' has no parameter '%s'", p->mi.name, name);
+    char *end;
+    double x = strtod(value, &end);
+    if (*value && !*end) {
+        for (size_t i = 0; i < p->nfit; i++) p->start[i * P + k] = x;
+        return 0;
+    }
+    return read_map_into(p, value, 1, p->start, P, k);
+}
+
+struct voxel_ctx { dm_problem *p; };
+static int set_voxel(void *ctx, const char *name, const char *value)
+{
+    dm_problem *p = ((struct voxel_ctx *)ctx)->p;
+    const dm_model_info *mi = &p->mi;
+    for (int i = 0; i < mi->nvoxels; i++) {
+        if (strcmp(mi->voxels[i].name, name)) continue;
+        char *end;
+        double x = strtod(value, &end);
+        if (*value && !*end && mi->voxels[i].width == 1) {
+            for (size_t v = 0; v < p->nfit; v++) p->voxin[v * mi->voxel_width + mi->voxels[i].column] = x;
+            return 0;
+        }
+        return read_map_into(p, value, mi->voxels[i].width, p->voxin, mi->voxel_width, mi->voxels[i].column);
+    }
+    return dm_set_error("--voxel: model '%s' has no per-voxel input '%s'", mi->name, name);
+}
+
+static int init_from_dir(dm_problem *p, const char *dir)
+{
+    int found = 0;
+    for (int k = 0; k < p->mi.nparams; k++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s.nii.gz", p->mi.params[k].name);
+        char *path = dm_path_join(dir, name);
+        if (access(path, R_OK) == 0) {
+            int rc = read_map_into(p, path, 1, p->start, p->mi.nparams, k);
+            free(path);
+            if (rc != 0) return -1;
+            found++;
+        } else {
+            free(path);
+        }
+    }
+    if (!found)
+        return dm_set_error("--init-from %s: no map named after a parameter of '%s' there",
+                            dir, p->mi.name);
+    return 0;
+}
+
+/* Starting values that need the data: `init b0` is the mean of the b<=50 measurements (the
+ * largest measurement when the model reads no b-values or none is that small). */
+static double b0_estimate(const dm_problem *p, const double *y)
+{
+    double sum = 0, mx = 0;
+    int n = 0;
+    for (int j = 0; j < p->M; j++) {
+        if (y[j] > mx) mx = y[j];
+        if (p->bvals && p->bvals[j] <= 50) {
+            sum += y[j];
+            n++;
+        }
+    }
+    return n && sum > 0 ? sum / n : mx;
+}
+
+/* Starting values a hair outside their bounds (a float32 map of an earlier fit rounds 63.99999
+ * up to an open bound of 64) are moved just inside, so the stage can start there. */
+static void clamp_starts(dm_problem *p)
+{
+    const dm_model_info *mi = &p->mi;
+    for (int k = 0; k < mi->nparams; k++) {
+        const dm_param_info *x = &mi->params[k];
+        if (x->periodic) continue;
+        double width = isfinite(x->hi - x->lo) ? x->hi - x->lo : 1;
+        for (size_t i = 0; i < p->nfit; i++) {
+            double *v = &p->start[i * mi->nparams + k];
+            if (isfinite(x->lo) && (*v < x->lo || (!x->lo_closed && *v == x->lo)))
+                *v = x->lo_closed ? x->lo : x->lo + 1e-6 * fmax(width, fabs(x->lo));
+            if (isfinite(x->hi) && (*v > x->hi || (!x->hi_closed && *v == x->hi)))
+                *v = x->hi_closed ? x->hi : x->hi - 1e-6 * fmax(width, fabs(x->hi));
+        }
+    }
+}
+
+int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    if (dm_model_load(r->model, &p->mi) != 0) return -1;
+    const dm_model_info *mi = &p->mi;
+    int P = mi->nparams;
+    if (!r->data) return dm_set_error("--data is required");
+    if (!r->out) return dm_set_error("--out is required");
+    if (dm_volume_read(r->data, &p->data) != 0) return -1;
+    p->M = p->data.nt;
+    p->nvox = DM_NVOX(&p->data);
+    if (dm_build_measurements(mi, r->bvals, r->bvecs, r->measure, p->M, &p->meas, &p->bvals) != 0)
+        return -1;
+
+    /* The voxels to fit: the mask's non-zero voxels, or every voxel. */
+    p->index = malloc(p->nvox * sizeof *p->index);
+    p->status = calloc(p->nvox, 1);
+    if (r->mask) {
+        dm_volume m;
+        if (dm_volume_read(r->mask, &m) != 0) return -1;
+        if (dm_volume_check_same_grid(&m, r->mask, &p->data, r->data) != 0) {
+            dm_volume_free(&m);
+            return -1;
+        }
+        for (size_t i = 0; i < p->nvox; i++)
+            if (m.data[i] != 0 && !isnan(m.data[i])) p->index[p->nfit++] = i;
+        dm_volume_free(&m);
+        if (p->nfit == 0) return dm_set_error("%s: the mask selects no voxel", r->mask);
+    } else {
+        for (size_t i = 0; i < p->nvox; i++) p->index[p->nfit++] = i;
+    }
+
+    size_t M = p->M;
+    p->y = malloc(p->nfit * M * sizeof *p->y);
+    p->voxin = calloc(p->nfit * (mi->voxel_width ? mi->voxel_width : 1), sizeof *p->voxin);
+    p->start = malloc(p->nfit * P * sizeof *p->start);
+    for (size_t i = 0; i < p->nfit; i++) {
+        double *y = p->y + i * M;
+        int finite = 1, nonzero = 0;
+        for (size_t j = 0; j < M; j++) {
+            y[j] = p->data.data[p->index[i] + j * p->nvox];
+            if (!isfinite(y[j])) finite = 0;
+            if (y[j] != 0) nonzero = 1;
+        }
+        p->status[p->index[i]] = !finite ? DM_STATUS_SKIPPED_NONFINITE
+                                 : !nonzero ? DM_STATUS_SKIPPED_ZERO : DM_STATUS_FITTED;
+        for (int k = 0; k < P; k++)
+            p->start[i * P + k] = mi->params[k].init_b0 && finite && nonzero ? b0_estimate(p, y)
+                                                                                : mi->params[k].init;
+    }
+    /* Per-voxel inputs: defaults, then --voxel maps. */
+    for (int i = 0; i < mi->nvoxels; i++) {
+        const dm_voxel_info *x = &mi->voxels[i];
+        struct lookup_ctx lc = {.name = x->name};
+        if (for_each_item(r->voxel, "--voxel", lookup_item, &lc) != 0) return -1;
+        if (!lc.found && isnan(x->default_value))
+            return dm_set_error("model '%s' needs per-voxel input '%s': give --voxel %s=MAP", mi->name,
+                                x->name, x->name);
+        for (size_t v = 0; v < p->nfit; v++)
+            for (int c = 0; c < x->width; c++) p->voxin[v * mi->voxel_width + x->column + c] = x->default_value;
+    }
+    struct voxel_ctx vc = {p};
+    if (for_each_item(r->voxel, "--voxel", set_voxel, &vc) != 0) return -1;
+    if (r->init_from && init_from_dir(p, r->init_from) != 0) return -1;
+    struct init_ctx ic = {p};
+    if (for_each_item(r->init, "--init", set_init, &ic) != 0) return -1;
+    clamp_starts(p);
+
+    dm_fit_config *cfg = &p->cfg;
+    cfg->nmeas = p->M;
+    if (parse_methods(r->methods, &cfg->methods) != 0) return -1;
+    if (set_fixed(p, r->fixed) != 0) return -1;
+    struct grid_ctx gc = {p, 0};
+    if (for_each_item(r->grid, "--grid", add_grid, &gc) != 0) return -1;
+    if ((cfg->methods & DM_METHOD_GRID) && p->ngrid_values == 0)
+        return dm_set_error("--method grid needs at least one --grid NAME=VALUES");
+    if (!(cfg->methods & DM_METHOD_GRID) && p->ngrid_values > 0)
+        cfg->methods |= DM_METHOD_GRID; /* a grid given means a grid search */
+    if (!strcmp(r->noise, "gaussian")) cfg->noise = DM_NOISE_GAUSSIAN;
+    else if (!strcmp(r->noise, "rician")) cfg->noise = DM_NOISE_RICIAN;
+    else return dm_set_error("--noise: '%s' is neither gaussian nor rician", r->noise);
+    cfg->lm_max_iter = (int)r->lm_iterations;
+    cfg->burnin = (int)r->burnin;
+    cfg->jumps = (int)r->jumps;
+    cfg->sample_every = (int)r->sample_every;
+    cfg->update_every = (int)r->update_every;
+    cfg->seed = r->seed;
+    if ((cfg->methods & DM_METHOD_MCMC) && DM_NSAMPLES(cfg) < 1)
+        return dm_set_error("--jumps %d with --sample-every %d keeps no sample", cfg->jumps,
+                            cfg->sample_every);
+    return 0;
+}
+
+void dm_problem_free(dm_problem *p)
+{
+    dm_model_info_free(&p->mi);
+    dm_volume_free(&p->data);
+    free(p->meas);
+    free(p->bvals);
+    free(p->index);
+    free(p->y);
+    free(p->voxin);
+    free(p->start);
+    free(p->status);
+    free(p->grid_values);
+    memset(p, 0, sizeof *p);
+}

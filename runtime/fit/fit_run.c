@@ -1,0 +1,179 @@
+/* Executing a planned fit on the CPU backend and writing its outputs. */
+#include "fit/cpu_backend.h"
+#include "util/error.h"
+#include "util/eig3.h"
+#include "fit/fit.h"
+#include "fit/fit_outputs.h"
+#include "util/fsutil.h"
+#include "fit/gpu_backend.h"
+#include "util/progress.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void dm_fit_request_defaults(dm_fit_request *r)
+{
+    memset(r, 0, sizeof *r);
+    r->methods = "lm";
+    r->noise = "gaussian";
+    r->precision = "double";
+    r->device = "auto";
+    r->burnin = 1000;
+    r->jumps = 1250;
+    r->sample_every = 25;
+    r->update_every = 40;
+    r->lm_iterations = 200;
+    r->seed = 42;
+    r->threads = 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Chooses the backend: auto takes a usable GPU when there is one. */
+static int choose_device(const char *device, int *use_gpu)
+{
+    *use_gpu = 0;
+    if (!strcmp(device, "cpu")) return 0;
+    if (!strcmp(device, "auto")) {
+        *use_gpu = dm_gpu_available();
+        return 0;
+    }
+    if (!strcmp(device, "gpu")) {
+        if (!dm_gpu_available()) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", dm_last_error());
+            return dm_set_error("--device gpu: no usable GPU: %s", why);
+        }
+        *use_gpu = 1;
+        return 0;
+    }
+    return dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
+}
+
+static void count_work(const dm_problem *p, const dm_fit_results *res, dm_fit_timing *t)
+{
+    int nfree = 0;
+    for (int k = 0; k < p->mi.nparams; k++) nfree += !(p->cfg.fixed_mask >> k & 1);
+    double iters = 0, fitted = 0;
+    for (size_t i = 0; i < p->nfit; i++) {
+        int st = p->status[p->index[i]];
+        if (st != DM_STATUS_FITTED && st != DM_STATUS_NOT_CONVERGED) continue;
+        fitted++;
+        iters += res->stats[i * DM_NSTATS + DM_STAT_ITERATIONS];
+    }
+    double M = p->M, evals = 0, grads = 0;
+    if (p->cfg.methods & DM_METHOD_GRID) {
+        double points = 1;
+        for (int k = 0; k < p->mi.nparams; k++)
+            if (p->cfg.grid_count[k] > 0) points *= p->cfg.grid_count[k];
+        evals += fitted * points * M;
+    }
+    if (p->cfg.methods & DM_METHOD_LM) {
+        evals += iters * M;
+        grads += iters * M; /* an upper bound: the Jacobian is redone only after a success */
+    }
+    if (p->cfg.methods & DM_METHOD_MCMC)
+        evals += fitted * (double)(p->cfg.burnin + p->cfg.jumps) * (nfree + (p->cfg.noise == DM_NOISE_RICIAN)) * M;
+    t->signal_evals = evals;
+    t->gradient_evals = grads;
+    /* Each sweep over the M measurements starts with one prepare of the voxel-invariant part. */
+    t->gflop = (evals * (p->mi.flops_signal + (double)p->mi.flops_prepare / M) +
+                grads * (p->mi.flops_gradient + (double)p->mi.flops_gradient_prepare / M)) * 1e-9;
+}
+
+int dm_fit_run(const dm_fit_request *r)
+{
+    double t_start = now_seconds();
+    dm_fit_timing timing = {0};
+    int use_gpu;
+    if (choose_device(r->device, &use_gpu) != 0) return -1;
+    int real_size;
+    if (!strcmp(r->precision, "double")) real_size = 8;
+    else if (!strcmp(r->precision, "float")) real_size = 4;
+    else return dm_set_error("--precision: '%s' is neither float nor double", r->precision);
+
+    dm_problem p;
+    if (dm_problem_plan(r, &p) != 0) {
+        dm_problem_free(&p);
+        return -1;
+    }
+    if (dm_mkdir_p(r->out) != 0) {
+        dm_problem_free(&p);
+        return -1;
+    }
+    timing.load = now_seconds() - t_start;
+
+    dm_cpu_fitter fitter;
+    if (dm_cpu_fitter_load(&p.mi, real_size, &fitter) != 0) {
+        dm_problem_free(&p);
+        return -1;
+    }
+    timing.compile = fitter.compile_seconds;
+
+    int P = p.mi.nparams;
+    size_t M = p.M;
+    int mcmc = (p.cfg.methods & DM_METHOD_MCMC) != 0;
+    int ns = mcmc ? DM_NSAMPLES(&p.cfg) : 0;
+    dm_fit_results res = {0};
+    res.params = malloc(p.nfit * P * sizeof(double));
+    res.stats = calloc(p.nfit * DM_NSTATS, sizeof(double));
+    res.samples = mcmc ? malloc(p.nfit * (size_t)ns * P * sizeof(double)) : NULL;
+    res.nsamples = ns;
+    memcpy(res.params, p.start, p.nfit * P * sizeof(double));
+
+    if (r->threads > 0) omp_set_num_threads((int)r->threads);
+    char device[512];
+    double t_fit = now_seconds();
+    int rc = 0;
+    if (use_gpu) {
+        dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
+        dm_gpu_options go = {r->gpus, r->gpu_memory_mb, (int)r->lanes, prog};
+        dm_gpu_report rep;
+        rc = dm_gpu_fit(&p, real_size, &go, &res, &rep);
+        if (prog) dm_progress_end(prog);
+        timing.compile += rep.compile_seconds;
+        snprintf(device, sizeof device, "gpu: %s, %d lanes/voxel, %d batches of up to %ld voxels%s",
+                 rep.device, rep.lanes, rep.batches, rep.batch_voxels,
+                 rep.compile_cached ? ", fitter from cache" : "");
+    } else {
+        snprintf(device, sizeof device, "cpu: %d threads", omp_get_max_threads());
+        dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
+#pragma omp parallel for schedule(dynamic, 16)
+        for (size_t i = 0; i < p.nfit; i++) {
+            unsigned char *st = &p.status[p.index[i]];
+            if (*st == DM_STATUS_FITTED) {
+                *st = (unsigned char)fitter.fit_voxel(&p.cfg, p.grid_values, p.meas, p.y + i * M,
+                                                      p.voxin + i * p.mi.voxel_width,
+                                                      (unsigned long long)p.index[i], res.params + i * P,
+                                                      mcmc ? res.samples + i * (size_t)ns * P : NULL,
+                                                      res.stats + i * DM_NSTATS);
+            }
+            if (prog) dm_progress_add(prog, 1);
+        }
+        if (prog) dm_progress_end(prog);
+    }
+    timing.fit = now_seconds() - t_fit - (use_gpu ? timing.compile - fitter.compile_seconds : 0);
+    count_work(&p, &res, &timing);
+
+    double t_write = now_seconds();
+    if (rc == 0) rc = dm_fit_write_outputs(r, &p, &fitter, &res);
+    timing.write = now_seconds() - t_write;
+    timing.total = now_seconds() - t_start;
+    if (rc == 0) rc = dm_fit_write_provenance(r, &p, device, real_size, &timing);
+    free(res.params);
+    free(res.stats);
+    free(res.samples);
+    dm_cpu_fitter_close(&fitter);
+    dm_problem_free(&p);
+    return rc;
+}

@@ -1,0 +1,341 @@
+/* GPU execution: one host thread per GPU, each with two buffer sets and two streams so that
+ * the copies and packing of one batch overlap the kernel of the other.  Results land at the
+ * batch's place in the host arrays, and every voxel's random stream is keyed by its index, so
+ * outputs do not depend on the number of GPUs or the batch size. */
+#include "fit/gpu_backend.h"
+#include "gpu/cuda_api.h"
+#include "util/error.h"
+#include "gpu/gpu_compile.h"
+#include "util/progress.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK_THREADS 128 /* templates/gpu_fitter.cu: __launch_bounds__(128, 4) */
+
+typedef struct gpu_job {
+    dm_problem *p;
+    dm_fit_results *res;
+    const dm_cuda *cu;
+    const dm_gpu_program *prog;
+    int real_size, lanes, ns;
+    size_t *todo, ntodo, batch;
+    atomic_size_t next; /* next batch's first position in todo */
+    atomic_int batches;
+    struct dm_progress *progress;
+} gpu_job;
+
+typedef struct gpu_worker {
+    gpu_job *job;
+    int ordinal;
+    int rc;
+    char error[512];
+} gpu_worker;
+
+/* One buffer set: device arrays and their pinned host staging. */
+typedef struct slot {
+    CUstream stream;
+    CUdeviceptr y, vox, idx, params, samples, stats, status;
+    void *hy, *hvox, *hidx, *hparams, *hsamples, *hstats, *hstatus;
+    size_t first, n; /* batch in flight: todo[first .. first+n) */
+    int busy;
+} slot;
+
+int dm_gpu_auto_lanes(int M, int real_size)
+{
+    /* The largest power of two that leaves each lane about 48 measurements.  Measured on an
+     * H200, ball_2_sticks LM+MCMC, 200,000 voxels, M = 105, fit seconds for 1/2/4/8 lanes:
+     * float 2.04/1.93/2.14/2.71, double 5.54/4.81/5.43/6.84 (32 lanes: about 2.5x slower).
+     * More lanes repeat the per-voxel work (proposal, priors, bounds, the prepare step, the LM
+     * solve) in every lane; fewer make the measurement loop long and serial. */
+    (void)real_size; /* the same optimum was measured for both precisions */
+    int lanes = 1;
+    while (lanes < 32 && lanes * 2 * 48 <= M) lanes *= 2;
+    return lanes;
+}
+
+int dm_gpu_available(void)
+{
+    dm_cuda *cu = dm_cuda_open(1, 1);
+    if (!cu) return 0;
+    dm_cuda_close(cu);
+    return 1;
+}
+
+static void put(void *dst, size_t i, double v, int rs)
+{
+    if (rs == 4) ((float *)dst)[i] = (float)v;
+    else ((double *)dst)[i] = v;
+}
+static double get(const void *src, size_t i, int rs)
+{
+    return rs == 4 ? ((const float *)src)[i] : ((const double *)src)[i];
+}
+
+static int alloc_slot(const dm_cuda *cu, slot *s, size_t n, size_t M, size_t VS, size_t P,
+                      size_t ns, int rs)
+{
+    memset(s, 0, sizeof *s);
+    size_t sizes[7] = {n * M * rs, n * VS * rs, n * 8, n * P * rs, (ns ? n * ns * P : 1) * rs,
+                       n * DM_NSTATS * rs, n * sizeof(int)};
+    CUdeviceptr *dev[7] = {&s->y, &s->vox, &s->idx, &s->params, &s->samples, &s->stats, &s->status};
+    void **host[7] = {&s->hy, &s->hvox, &s->hidx, &s->hparams, &s->hsamples, &s->hstats, &s->hstatus};
+    CK(cu->cuStreamCreate(&s->stream, 1 /* non-blocking */), "creating a stream");
+    for (int i = 0; i < 7; i++) {
+        CK(cu->cuMemAlloc(dev[i], sizes[i]), "allocating device memory");
+        CK(cu->cuMemAllocHost(host[i], sizes[i]), "allocating pinned host memory");
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+static void free_slot(const dm_cuda *cu, slot *s)
+{
+    CUdeviceptr dev[7] = {s->y, s->vox, s->idx, s->params, s->samples, s->stats, s->status};
+    void *host[7] = {s->hy, s->hvox, s->hidx, s->hparams, s->hsamples, s->hstats, s->hstatus};
+    for (int i = 0; i < 7; i++) {
+        if (dev[i]) cu->cuMemFree(dev[i]);
+        if (host[i]) cu->cuMemFreeHost(host[i]);
+    }
+    if (s->stream) cu->cuStreamDestroy(s->stream);
+}
+
+/* Copies a finished batch's results from pinned memory into the host arrays. */
+static void unpack(gpu_job *j, slot *s)
+{
+    dm_problem *p = j->p;
+    int P = p->mi.nparams, rs = j->real_size, ns = j->ns;
+    for (size_t b = 0; b < s->n; b++) {
+        size_t i = j->todo[s->first + b];
+        for (int k = 0; k < P; k++) j->res->params[i * P + k] = get(s->hparams, b * P + k, rs);
+        for (int t = 0; t < DM_NSTATS; t++) j->res->stats[i * DM_NSTATS + t] = get(s->hstats, b * DM_NSTATS + t, rs);
+        for (size_t t = 0; t < (size_t)ns * P; t++)
+            j->res->samples[i * ns * P + t] = get(s->hsamples, b * ns * P + t, rs);
+        p->status[p->index[i]] = (unsigned char)((int *)s->hstatus)[b];
+    }
+    if (j->progress) dm_progress_add(j->progress, (long)s->n);
+    s->busy = 0;
+}
+
+static void *worker_main(void *arg)
+{
+    gpu_worker *w = arg;
+    gpu_job *j = w->job;
+    const dm_cuda *cu = j->cu;
+    dm_problem *p = j->p;
+    int rs = j->real_size, P = p->mi.nparams, ns = j->ns;
+    size_t M = p->M, W = p->mi.measure_width, VW = p->mi.voxel_width, VS = VW ? VW : 1;
+    CUdevice dev;
+    CUcontext ctx = NULL;
+    CUmodule mod = NULL;
+    CUfunction fn;
+    CUdeviceptr d_meas = 0, d_grid = 0;
+    slot slots[2];
+    memset(slots, 0, sizeof slots);
+    w->rc = -1;
+    CK(cu->cuDeviceGet(&dev, w->ordinal), "opening the GPU");
+    CK(cu->cuDevicePrimaryCtxRetain(&ctx, dev), "creating a GPU context");
+    CK(cu->cuCtxSetCurrent(ctx), "selecting the GPU context");
+    CK(cu->cuModuleLoadData(&mod, j->prog->cubin), "loading the compiled fitter");
+    CK(cu->cuModuleGetFunction(&fn, mod, "dm_fit_kernel"), "finding the fitting kernel");
+    {
+        /* Inputs shared by every voxel: the measurement rows and the grid values. */
+        size_t nm = M * (W ? W : 1), ng = p->ngrid_values ? p->ngrid_values : 1;
+        void *h = malloc((nm > ng ? nm : ng) * 8);
+        CK(cu->cuMemAlloc(&d_meas, nm * rs), "allocating device memory");
+        CK(cu->cuMemAlloc(&d_grid, ng * rs), "allocating device memory");
+        for (size_t i = 0; i < nm; i++) put(h, i, W ? p->meas[i] : 0, rs);
+        CK(cu->cuMemcpyHtoDAsync(d_meas, h, nm * rs, NULL), "copying to the GPU");
+        CK(cu->cuCtxSynchronize(), "copying to the GPU");
+        for (size_t i = 0; i < ng; i++) put(h, i, p->ngrid_values ? p->grid_values[i] : 0, rs);
+        CK(cu->cuMemcpyHtoDAsync(d_grid, h, ng * rs, NULL), "copying to the GPU");
+        CK(cu->cuCtxSynchronize(), "copying to the GPU");
+        free(h);
+    }
+    for (int s = 0; s < 2; s++)
+        if (alloc_slot(cu, &slots[s], j->batch, M, VS, P, ns, rs) != 0) goto fail;
+
+    for (int iter = 0;; iter++) {
+        slot *s = &slots[iter & 1];
+        if (s->busy) {
+            CK(cu->cuStreamSynchronize(s->stream), "running the fitting kernel");
+            unpack(j, s);
+        }
+        size_t first = atomic_fetch_add(&j->next, j->batch);
+        if (first >= j->ntodo) {
+            /* No work left: collect the batch still in flight in the other buffer set. */
+            slot *other = &slots[(iter + 1) & 1];
+            if (other->busy) {
+                CK(cu->cuStreamSynchronize(other->stream), "running the fitting kernel");
+                unpack(j, other);
+            }
+            break;
+        }
+        size_t n = j->ntodo - first < j->batch ? j->ntodo - first : j->batch;
+        atomic_fetch_add(&j->batches, 1);
+        for (size_t b = 0; b < n; b++) {
+            size_t i = j->todo[first + b];
+            for (size_t m = 0; m < M; m++) put(s->hy, b * M + m, p->y[i * M + m], rs);
+            for (size_t c = 0; c < VS; c++) put(s->hvox, b * VS + c, VW ? p->voxin[i * VW + c] : 0, rs);
+            for (int k = 0; k < P; k++) put(s->hparams, b * P + k, j->res->params[i * P + k], rs);
+            ((unsigned long long *)s->hidx)[b] = p->index[i];
+        }
+        CK(cu->cuMemcpyHtoDAsync(s->y, s->hy, n * M * rs, s->stream), "copying to the GPU");
+        CK(cu->cuMemcpyHtoDAsync(s->vox, s->hvox, n * VS * rs, s->stream), "copying to the GPU");
+        CK(cu->cuMemcpyHtoDAsync(s->params, s->hparams, n * P * rs, s->stream), "copying to the GPU");
+        CK(cu->cuMemcpyHtoDAsync(s->idx, s->hidx, n * 8, s->stream), "copying to the GPU");
+        int nvox = (int)n;
+        void *args[] = {&p->cfg, &d_grid, &d_meas, &s->y, &s->vox, &s->idx, &s->params,
+                        &s->samples, &s->stats, &s->status, &nvox};
+        unsigned blocks = (unsigned)((n * j->lanes + BLOCK_THREADS - 1) / BLOCK_THREADS);
+        CK(cu->cuLaunchKernel(fn, blocks, 1, 1, BLOCK_THREADS, 1, 1, 0, s->stream, args, NULL),
+           "launching the fitting kernel");
+        CK(cu->cuMemcpyDtoHAsync(s->hparams, s->params, n * P * rs, s->stream), "copying from the GPU");
+        CK(cu->cuMemcpyDtoHAsync(s->hstats, s->stats, n * DM_NSTATS * rs, s->stream), "copying from the GPU");
+        CK(cu->cuMemcpyDtoHAsync(s->hstatus, s->status, n * sizeof(int), s->stream), "copying from the GPU");
+        if (ns)
+            CK(cu->cuMemcpyDtoHAsync(s->hsamples, s->samples, n * ns * P * rs, s->stream),
+               "copying from the GPU");
+        s->first = first;
+        s->n = n;
+        s->busy = 1;
+    }
+    w->rc = 0;
+fail:
+    if (w->rc != 0) snprintf(w->error, sizeof w->error, "GPU %d: %s", w->ordinal, dm_last_error());
+    for (int s = 0; s < 2; s++) free_slot(cu, &slots[s]);
+    if (d_meas) cu->cuMemFree(d_meas);
+    if (d_grid) cu->cuMemFree(d_grid);
+    if (mod) cu->cuModuleUnload(mod);
+    if (ctx) cu->cuDevicePrimaryCtxRelease(dev);
+    return NULL;
+}
+
+int dm_gpu_parse_list(const char *spec, int ndev, int *ord, int *n)
+{
+    *n = 0;
+    if (!spec || !strcmp(spec, "all")) {
+        for (int i = 0; i < ndev && i < 64; i++) ord[(*n)++] = i;
+        return 0;
+    }
+    char *copy = strdup(spec), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(t, &end, 10);
+        if (*end || v < 0 || v >= ndev || *n >= 64)
+            rc = dm_set_error("--gpus: '%s' is not a GPU of this machine (it has %d)", t, ndev);
+        else ord[(*n)++] = (int)v;
+    }
+    free(copy);
+    return rc;
+}
+
+int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_results *res,
+               dm_gpu_report *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    dm_cuda *cu = dm_cuda_open(1, 1);
+    if (!cu) return -1;
+    int ord[64], ngpu;
+    if (dm_gpu_parse_list(o->gpus, cu->ndevices, ord, &ngpu) != 0) {
+        dm_cuda_close(cu);
+        return -1;
+    }
+    CUdevice dev0;
+    int major = 0, minor = 0;
+    cu->cuDeviceGet(&dev0, ord[0]);
+    cu->cuDeviceGetAttribute(&major, DM_CU_ATTR_CC_MAJOR, dev0);
+    cu->cuDeviceGetAttribute(&minor, DM_CU_ATTR_CC_MINOR, dev0);
+    char name[200] = "";
+    cu->cuDeviceGetName(name, sizeof name, dev0);
+    snprintf(rep->device, sizeof rep->device, "%s x%d (sm_%d%d)", name, ngpu, major, minor);
+    for (int g = 1; g < ngpu; g++) {
+        CUdevice d;
+        int ma, mi;
+        cu->cuDeviceGet(&d, ord[g]);
+        cu->cuDeviceGetAttribute(&ma, DM_CU_ATTR_CC_MAJOR, d);
+        cu->cuDeviceGetAttribute(&mi, DM_CU_ATTR_CC_MINOR, d);
+        if (ma != major || mi != minor) {
+            dm_cuda_close(cu);
+            return dm_set_error("--gpus: GPUs of different architectures (sm_%d%d, sm_%d%d) in one run",
+                                major, minor, ma, mi);
+        }
+    }
+    int lanes = o->lanes > 0 ? o->lanes : dm_gpu_auto_lanes(p->M, real_size);
+    rep->lanes = lanes;
+    rep->ngpus = ngpu;
+    dm_gpu_program prog;
+    if (dm_gpu_compile(cu, &p->mi, major * 10 + minor, real_size, lanes, 1, &prog) != 0) {
+        dm_cuda_close(cu);
+        return -1;
+    }
+    rep->compile_seconds = prog.compile_seconds;
+    rep->compile_cached = prog.cached;
+
+    gpu_job j;
+    memset(&j, 0, sizeof j);
+    j.p = p;
+    j.res = res;
+    j.cu = cu;
+    j.prog = &prog;
+    j.real_size = real_size;
+    j.lanes = lanes;
+    j.ns = res->nsamples;
+    j.progress = o->progress;
+    j.todo = malloc(p->nfit * sizeof *j.todo);
+    for (size_t i = 0; i < p->nfit; i++)
+        if (p->status[p->index[i]] == DM_STATUS_FITTED) j.todo[j.ntodo++] = i;
+
+    /* Batch size: two buffer sets must fit in the memory allowed (70% of the smallest free
+     * memory, or the cap), and no GPU should get fewer than two batches when there is work
+     * enough, so that copies overlap compute. */
+    size_t P = p->mi.nparams, M = p->M, VS = p->mi.voxel_width ? p->mi.voxel_width : 1;
+    size_t per_voxel = (M + VS + P + (size_t)j.ns * P + DM_NSTATS) * real_size + 8 + sizeof(int);
+    size_t allow = (size_t)-1;
+    for (int g = 0; g < ngpu; g++) {
+        CUdevice d;
+        CUcontext c;
+        size_t fr = 0, tot = 0;
+        cu->cuDeviceGet(&d, ord[g]);
+        if (cu->cuDevicePrimaryCtxRetain(&c, d) == 0) {
+            cu->cuCtxSetCurrent(c);
+            cu->cuMemGetInfo(&fr, &tot);
+            cu->cuDevicePrimaryCtxRelease(d);
+        }
+        size_t a = (size_t)(fr * 0.7);
+        if (o->memory_mb > 0 && (size_t)o->memory_mb * 1048576 < a) a = (size_t)o->memory_mb * 1048576;
+        if (a < allow) allow = a;
+    }
+    size_t batch = allow / (2 * per_voxel);
+    size_t spread = (j.ntodo + 2 * ngpu - 1) / (2 * ngpu);
+    if (batch > spread) batch = spread;
+    if (batch > 1 << 22) batch = 1 << 22;
+    if (batch < 1) batch = 1;
+    j.batch = batch;
+    rep->batch_voxels = (long)batch;
+
+    int rc = 0;
+    if (j.ntodo > 0) {
+        gpu_worker w[64];
+        pthread_t th[64];
+        for (int g = 0; g < ngpu; g++) {
+            w[g].job = &j;
+            w[g].ordinal = ord[g];
+            w[g].rc = 0;
+            pthread_create(&th[g], NULL, worker_main, &w[g]);
+        }
+        for (int g = 0; g < ngpu; g++) pthread_join(th[g], NULL);
+        for (int g = 0; g < ngpu && rc == 0; g++)
+            if (w[g].rc != 0) rc = dm_set_error("%s", w[g].error);
+    }
+    rep->batches = atomic_load(&j.batches);
+    free(j.todo);
+    dm_gpu_program_free(&prog);
+    dm_cuda_close(cu);
+    return rc;
+}

@@ -1,0 +1,131 @@
+#include "gpu/gpu_compile.h"
+#include "compiler.h"
+#include "util/error.h"
+#include "util/paths.h"
+#include "util/fsutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *const fitter_templates[] = {"gpu_fitter.cu", "mathlib.h", "model_api.h",
+                                             "fit_api.h", "lanes.h", "philox.h", "fit_common.h",
+                                             "grid.h", "lm.h", "mcmc.h", "fit_voxel.h", NULL};
+
+static int nvrtc_compile(const dm_cuda *cu, const char *tdir, const dm_gpu_source *src, int arch,
+                         dm_gpu_program *out)
+{
+    int nhdr = src->header ? 1 : 0;
+    const char *hdr_src[1] = {src->header};
+    const char *hdr_name[1] = {src->header_name};
+    nvrtcProgram prog;
+    int rc = cu->nvrtcCreateProgram(&prog, src->prologue, "dimoc_main.cu", nhdr, hdr_src, hdr_name);
+    if (rc != 0) return dm_set_error("NVRTC: cannot create program: %s", cu->nvrtcGetErrorString(rc));
+    char arch_opt[64], inc_opt[4200];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d", arch);
+    snprintf(inc_opt, sizeof inc_opt, "--include-path=%s", tdir);
+    /* DIMOC_NVRTC_OPTIONS: one extra option (e.g. --maxrregcount=64), for tuning runs. */
+    const char *extra = getenv("DIMOC_NVRTC_OPTIONS");
+    const char *opts[16] = {arch_opt, inc_opt, "--std=c++17", "-DDM_NVRTC=1"};
+    int nopts = 4;
+    for (int i = 0; src->options && src->options[i] && nopts < 15; i++) opts[nopts++] = src->options[i];
+    if (extra && *extra) opts[nopts++] = extra;
+    rc = cu->nvrtcCompileProgram(prog, nopts, opts);
+    if (rc != 0) {
+        size_t n = 0;
+        cu->nvrtcGetProgramLogSize(prog, &n);
+        char *log = malloc(n + 1);
+        cu->nvrtcGetProgramLog(prog, log);
+        log[n] = 0;
+        char first[600];
+        snprintf(first, sizeof first, "%s", log);
+        for (char *c = first; *c; c++)
+            if (*c == '\n') *c = ' ';
+        dm_set_error("NVRTC failed to compile %s for sm_%d: %s", src->what, arch, first);
+        free(log);
+        cu->nvrtcDestroyProgram(&prog);
+        return -1;
+    }
+    cu->nvrtcGetCUBINSize(prog, &out->size);
+    out->cubin = malloc(out->size);
+    cu->nvrtcGetCUBIN(prog, out->cubin);
+    cu->nvrtcDestroyProgram(&prog);
+    return 0;
+}
+
+int dm_gpu_compile_source(const dm_cuda *cu, const dm_gpu_source *src, int arch, int use_cache,
+                          dm_gpu_program *out)
+{
+    memset(out, 0, sizeof *out);
+    char *tdir = dm_templates_dir();
+    if (!tdir) return dm_set_error("cannot find the templates folder (looked beside the program)");
+    int major = 0, minor = 0;
+    cu->nvrtcVersion(&major, &minor);
+    unsigned long long h = dm_hash64(src->prologue, strlen(src->prologue), 0);
+    if (src->header) h = dm_hash64(src->header, strlen(src->header), h);
+    for (int i = 0; src->templates[i]; i++) {
+        char *path = dm_path_join(tdir, src->templates[i]);
+        size_t n = 0;
+        char *text = dm_read_file(path, &n);
+        if (text) h = dm_hash64(text, n, h);
+        free(text);
+        free(path);
+    }
+    for (int i = 0; src->options && src->options[i]; i++)
+        h = dm_hash64(src->options[i], strlen(src->options[i]), h);
+    char key[160];
+    const char *extra = getenv("DIMOC_NVRTC_OPTIONS");
+    snprintf(key, sizeof key, "nvrtc%d.%d-sm%d %s", major, minor, arch, extra ? extra : "");
+    h = dm_hash64(key, strlen(key), h);
+
+    char *cache = use_cache ? dm_cache_dir() : NULL;
+    char path[4600] = "";
+    if (cache) {
+        snprintf(path, sizeof path, "%s/%s-sm%d-%016llx.cubin", cache, src->name, arch, h);
+        free(cache);
+        out->cubin = dm_read_file(path, &out->size);
+        if (out->cubin && out->size > 0) {
+            out->cached = 1;
+            free(tdir);
+            return 0;
+        }
+        free(out->cubin);
+        out->cubin = NULL;
+    }
+    double t0 = now_seconds();
+    int rc = nvrtc_compile(cu, tdir, src, arch, out);
+    out->compile_seconds = now_seconds() - t0;
+    free(tdir);
+    if (rc == 0 && path[0] && dm_write_file_atomic(path, out->cubin, out->size) != 0)
+        dm_warn("cannot cache %s in %s: %s", src->what, path, dm_last_error());
+    return rc;
+}
+
+int dm_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size, int lanes,
+                   int use_cache, dm_gpu_program *out)
+{
+    char prologue[512], name[300];
+    snprintf(prologue, sizeof prologue,
+             "#define DM_NLANES %d\ntypedef %s real;\n#include \"gpu_fitter.cu\"\n", lanes,
+             real_size == 4 ? "float" : "double");
+    snprintf(name, sizeof name, "%s-gpu-%s-%dl", mi->name, real_size == 4 ? "float" : "double", lanes);
+    dm_gpu_source src = {.name = name, .what = "the fitter", .prologue = prologue,
+                         .header = mi->cuda_source, .header_name = "dm_model.cu",
+                         .templates = fitter_templates};
+    return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
+}
+
+void dm_gpu_program_free(dm_gpu_program *p)
+{
+    free(p->cubin);
+    p->cubin = NULL;
+}

@@ -1,0 +1,39 @@
+/* Run-time compilation of GPU programs (fitters, the tracker) with NVRTC, cached on disk. */
+#ifndef DIMOC_GPU_COMPILE_H
+#define DIMOC_GPU_COMPILE_H
+
+#include "gpu/cuda_api.h"
+#include "model/model_info.h"
+
+typedef struct dm_gpu_program {
+    char *cubin;
+    size_t size;
+    double compile_seconds; /* 0 when it came from the cache */
+    int cached;
+} dm_gpu_program;
+
+/* A program made of files of the templates folder, for dm_gpu_compile_source. */
+typedef struct dm_gpu_source {
+    const char *name;                /* cache file stem, e.g. "tracker" */
+    const char *what;                /* for messages: "the fitter" */
+    const char *prologue;            /* the main source text (it #includes the templates) */
+    const char *header, *header_name; /* one in-memory header, or NULL */
+    const char *const *templates;    /* NULL-terminated: template files the program reads */
+    const char *const *options;      /* NULL-terminated extra NVRTC options, or NULL */
+} dm_gpu_source;
+
+/* Compiles src for compute capability arch, cached under the cache folder keyed by the
+ * prologue, the header, the templates' text, the options and the NVRTC version; use_cache 0
+ * skips the cache.  0, or -1 with the first lines of the NVRTC log in dm_last_error(). */
+int dm_gpu_compile_source(const dm_cuda *cu, const dm_gpu_source *src, int arch, int use_cache,
+                          dm_gpu_program *out);
+
+/* Compiles templates/gpu_fitter.cu with the model's CUDA source for compute capability
+ * arch (e.g. 90), real_size 4 or 8, `lanes` lanes per voxel.  The cubin is cached under the
+ * cache folder keyed by the sources, the options and the NVRTC version; use_cache 0 skips the
+ * cache (tests).  0, or -1 with the first lines of the NVRTC log in dm_last_error(). */
+int dm_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size, int lanes,
+                   int use_cache, dm_gpu_program *out);
+void dm_gpu_program_free(dm_gpu_program *p);
+
+#endif

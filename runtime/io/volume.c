@@ -1,0 +1,414 @@
+/* NIfTI images: reading any data type into doubles, and writing float32 or uint8 images with
+ * another image's geometry.
+ *
+ * Reading takes the header from niftilib (nifti_image_read without data) but reads the data
+ * bytes itself through znzlib, because niftilib's data reader silently replaces NaN and Inf in
+ * float images with 0, and the fitter must see them (it flags such voxels as non-finite).
+ *
+ * Writing builds the header with niftilib (nifti_make_new_nim + nifti_convert_nim2n?hdr) but
+ * writes the bytes itself through znzlib, because nifti_image_write() returns nothing and so
+ * cannot report a full disk; here every write and the final close are checked, the file is
+ * written under a temporary name and renamed into place only when whole. */
+#include "io/volume.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+
+#include <nifti2_io.h>
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* niftilib prints its own "** ERROR" lines on stderr at debug level >= 1; our messages say
+ * the same in one line, so keep it quiet. */
+static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
+static void quiet_niftilib(void) { nifti_set_debug_level(0); }
+
+static int has_ending(const char *s, const char *ending)
+{
+    size_t n = strlen(s), m = strlen(ending);
+    return n >= m && strcmp(s + n - m, ending) == 0;
+}
+
+static long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Converts nvals values of the given NIfTI data type to doubles. */
+static int convert_to_double(const void *src, int datatype, size_t nvals, double *dst)
+{
+#define CONVERT(type)                                                                          \
+    for (size_t i = 0; i < nvals; i++)                                                         \
+        dst[i] = (double)((const type *)src)[i];                                               \
+    return 0
+    switch (datatype) {
+    case DT_UINT8: CONVERT(uint8_t);
+    case DT_INT8: CONVERT(int8_t);
+    case DT_INT16: CONVERT(int16_t);
+    case DT_UINT16: CONVERT(uint16_t);
+    case DT_INT32: CONVERT(int32_t);
+    case DT_UINT32: CONVERT(uint32_t);
+    case DT_INT64: CONVERT(int64_t);
+    case DT_UINT64: CONVERT(uint64_t);
+    case DT_FLOAT32: CONVERT(float);
+    case DT_FLOAT64: CONVERT(double);
+    case DT_FLOAT128: CONVERT(long double);
+    default: return -1;
+    }
+#undef CONVERT
+}
+
+/* Explains why the image data could not be read: the data file is missing, or shorter than
+ * the header says (truncated). */
+static int load_error(const char *path, const nifti_image *nim)
+{
+    const char *data_file = nim->iname ? nim->iname : path;
+    long long need = (long long)nim->iname_offset + (long long)nim->nvox * nim->nbyper;
+    if (access(data_file, R_OK) != 0)
+        return dm_set_error("%s: cannot read the image data file %s: %s", path, data_file,
+                            strerror(errno));
+    if (nifti_is_gzfile(data_file))
+        return dm_set_error("%s: truncated or corrupt compressed file (the header promises %lld "
+                            "bytes of image data)",
+                            path, (long long)nim->nvox * nim->nbyper);
+    long long have = file_size(data_file);
+    if (have >= 0 && have < need)
+        return dm_set_error("%s: truncated: the header needs %lld bytes but the file has %lld",
+                            path, need, have);
+    return dm_set_error("%s: cannot read the image data", path);
+}
+
+/* Reads the image's values as stored (NaN and Inf kept) from the file niftilib names in
+ * nim->iname at nim->iname_offset, swapping bytes when the file's byte order is not the host's,
+ * and converts them to doubles in data (nim->nvox values).  Reads in chunks so that only one
+ * chunk of raw bytes is held at a time. */
+static int read_data(const char *path, const nifti_image *nim, double *data)
+{
+    const char *data_file = nim->iname ? nim->iname : path;
+    if (nim->iname_offset < 0)
+        return dm_set_error("%s: the header's data offset is negative (%lld)", path,
+                            (long long)nim->iname_offset);
+    size_t total = (size_t)nim->nvox, bytes_per = (size_t)nim->nbyper;
+    size_t chunk = total < (1 << 18) ? total : (1 << 18);
+    void *buf = malloc(chunk * bytes_per);
+    if (!buf)
+        return dm_set_error("%s: out of memory reading the image data", path);
+    znzFile f = znzopen(data_file, "rb", nifti_is_gzfile(data_file));
+    if (znz_isnull(f)) {
+        free(buf);
+        return load_error(path, nim);
+    }
+    int swap = nim->byteorder != nifti_short_order() && nim->swapsize > 1;
+    int ok = znzseek(f, (znz_off_t)nim->iname_offset, SEEK_SET) >= 0;
+    for (size_t start = 0; ok && start < total; start += chunk) {
+        size_t n = total - start < chunk ? total - start : chunk;
+        /* Counted in bytes: znzread's count of whole values can hide a short last value. */
+        ok = znzread(buf, 1, n * bytes_per, f) == n * bytes_per;
+        if (ok && swap)
+            nifti_swap_Nbytes((int64_t)n, nim->swapsize, buf);
+        if (ok)
+            convert_to_double(buf, nim->datatype, n, data + start);
+    }
+    znzclose(f);
+    free(buf);
+    return ok ? 0 : load_error(path, nim);
+}
+
+int dm_volume_read(const char *path, dm_volume *vol)
+{
+    memset(vol, 0, sizeof *vol);
+    pthread_once(&quiet_once, quiet_niftilib);
+
+    /* Name the real problem before niftilib hides it behind a NULL. */
+    FILE *probe = fopen(path, "rb");
+    if (!probe) {
+        char *found = errno == ENOENT ? nifti_findhdrname(path) : NULL;
+        if (!found)
+            return dm_set_error("cannot open %s: %s", path, strerror(errno));
+        free(found); /* a prefix such as "dwi" for dwi.nii.gz: niftilib finds the file */
+    } else {
+        fclose(probe);
+    }
+
+    nifti_image *nim = nifti_image_read(path, 0);
+    if (!nim) {
+        long long size = file_size(path);
+        if (!nifti_is_gzfile(path) && size >= 0 && size < (long long)sizeof(nifti_1_header))
+            return dm_set_error("%s: truncated: %lld bytes, shorter than a NIfTI header", path,
+                                size);
+        return dm_set_error("%s: not a NIfTI-1 or NIfTI-2 image (unreadable or damaged header)",
+                            path);
+    }
+    /* Dimensions beyond dim[0] are unused and may hold 0 (niftilib itself writes them so). */
+    int64_t *sizes[7] = {&nim->nx, &nim->ny, &nim->nz, &nim->nt, &nim->nu, &nim->nv, &nim->nw};
+    for (int k = (int)(nim->ndim > 0 ? nim->ndim : 0); k < 7; k++)
+        *sizes[k] = 1;
+    if (nim->nu > 1 || nim->nv > 1 || nim->nw > 1) {
+        dm_set_error("%s: %lld dimensions (%lldx%lldx%lldx%lldx%lld...); at most 4 are supported",
+                     path, (long long)nim->ndim, (long long)nim->nx, (long long)nim->ny,
+                     (long long)nim->nz, (long long)nim->nt, (long long)nim->nu);
+        nifti_image_free(nim);
+        return -1;
+    }
+    if (nim->nx < 1 || nim->ny < 1 || nim->nz < 1 || nim->nt < 1 || nim->nvox < 1) {
+        dm_set_error("%s: empty image (size %lldx%lldx%lldx%lld)", path, (long long)nim->nx,
+                     (long long)nim->ny, (long long)nim->nz, (long long)nim->nt);
+        nifti_image_free(nim);
+        return -1;
+    }
+    if (nim->nx > INT32_MAX || nim->ny > INT32_MAX || nim->nz > INT32_MAX ||
+        nim->nt > INT32_MAX) {
+        dm_set_error("%s: a dimension is too large", path);
+        nifti_image_free(nim);
+        return -1;
+    }
+    double probe_value;
+    uint64_t zero[2] = {0, 0};
+    if (convert_to_double(zero, nim->datatype, 1, &probe_value) != 0) {
+        dm_set_error("%s: data type %s is not supported (only real-valued types)", path,
+                     nifti_datatype_to_string(nim->datatype));
+        nifti_image_free(nim);
+        return -1;
+    }
+
+    size_t nvals = (size_t)nim->nvox;
+    double *data = malloc(nvals * sizeof *data);
+    if (!data) {
+        dm_set_error("%s: out of memory for %zu values", path, nvals);
+        nifti_image_free(nim);
+        return -1;
+    }
+    if (read_data(path, nim, data) != 0) {
+        free(data);
+        nifti_image_free(nim);
+        return -1;
+    }
+    /* NIfTI: scaling applies when scl_slope is non-zero (and a number). */
+    double slope = nim->scl_slope, inter = nim->scl_inter;
+    if (slope != 0 && isfinite(slope) && (slope != 1 || inter != 0)) {
+        if (!isfinite(inter))
+            inter = 0;
+        for (size_t i = 0; i < nvals; i++)
+            data[i] = slope * data[i] + inter;
+    }
+
+    vol->nx = (int)nim->nx;
+    vol->ny = (int)nim->ny;
+    vol->nz = (int)nim->nz;
+    vol->nt = (int)nim->nt;
+    vol->data = data;
+    vol->geometry = nim;
+    return 0;
+}
+
+int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,
+                              const char *ref_path)
+{
+    if (vol->nx == ref->nx && vol->ny == ref->ny && vol->nz == ref->nz)
+        return 0;
+    return dm_set_error("%s: grid %dx%dx%d differs from %s (%dx%dx%d)", path, vol->nx, vol->ny,
+                        vol->nz, ref_path, ref->nx, ref->ny, ref->nz);
+}
+
+void dm_volume_free(dm_volume *vol)
+{
+    if (!vol)
+        return;
+    free(vol->data);
+    if (vol->geometry)
+        nifti_image_free((nifti_image *)vol->geometry);
+    memset(vol, 0, sizeof *vol);
+}
+
+/* Copies the spatial geometry (voxel sizes, qform, sform, units, slice/phase axes) of `from`
+ * into `to`, which has its own dims and data type. */
+static void copy_geometry(nifti_image *to, const nifti_image *from)
+{
+    to->dx = to->pixdim[1] = from->pixdim[1];
+    to->dy = to->pixdim[2] = from->pixdim[2];
+    to->dz = to->pixdim[3] = from->pixdim[3];
+    if (from->pixdim[4] > 0)
+        to->dt = to->pixdim[4] = from->pixdim[4];
+    to->qform_code = from->qform_code;
+    to->quatern_b = from->quatern_b;
+    to->quatern_c = from->quatern_c;
+    to->quatern_d = from->quatern_d;
+    to->qoffset_x = from->qoffset_x;
+    to->qoffset_y = from->qoffset_y;
+    to->qoffset_z = from->qoffset_z;
+    to->qfac = from->qfac;
+    to->qto_xyz = from->qto_xyz;
+    to->qto_ijk = from->qto_ijk;
+    to->sform_code = from->sform_code;
+    to->sto_xyz = from->sto_xyz;
+    to->sto_ijk = from->sto_ijk;
+    to->xyz_units = from->xyz_units;
+    to->time_units = from->time_units;
+    to->toffset = from->toffset;
+    to->freq_dim = from->freq_dim;
+    to->phase_dim = from->phase_dim;
+    to->slice_dim = from->slice_dim;
+}
+
+/* Geometry made from scratch: voxel size in mm, identity orientation, origin at voxel 0. */
+static void default_geometry(nifti_image *nim, double voxel_mm)
+{
+    nim->dx = nim->dy = nim->dz = voxel_mm;
+    for (int k = 1; k <= 3; k++)
+        nim->pixdim[k] = voxel_mm;
+    nim->qform_code = nim->sform_code = NIFTI_XFORM_SCANNER_ANAT;
+    nim->quatern_b = nim->quatern_c = nim->quatern_d = 0;
+    nim->qoffset_x = nim->qoffset_y = nim->qoffset_z = 0;
+    nim->qfac = 1;
+    nim->qto_xyz = nifti_quatern_to_dmat44(0, 0, 0, 0, 0, 0, voxel_mm, voxel_mm, voxel_mm, 1);
+    nim->qto_ijk = nifti_dmat44_inverse(nim->qto_xyz);
+    nim->sto_xyz = nim->qto_xyz;
+    nim->sto_ijk = nim->qto_ijk;
+    nim->xyz_units = NIFTI_UNITS_MM;
+    nim->time_units = NIFTI_UNITS_SEC;
+}
+
+/* Converts values [start, start+n) to the output type. */
+static void convert_chunk(const double *src, size_t n, int type, void *dst)
+{
+    if (type == DM_OUT_FLOAT64) {
+        memcpy(dst, src, n * sizeof(double));
+    } else if (type == DM_OUT_UINT8) {
+        uint8_t *out = dst;
+        for (size_t i = 0; i < n; i++) {
+            double v = src[i];
+            out[i] = !(v > 0) ? 0 : v >= 255 ? 255 : (uint8_t)lround(v);
+        }
+    } else {
+        float *out = dst;
+        for (size_t i = 0; i < n; i++)
+            out[i] = (float)src[i];
+    }
+}
+
+/* Header bytes for an image of this size: NIfTI-1 when every dimension fits in its 16-bit
+ * field, NIfTI-2 otherwise.  Followed on disk by 4 zero bytes (no extensions). */
+static int make_header(const char *path, nifti_image *nim, unsigned char *hdr, size_t *hdr_len)
+{
+    int n1 = nim->nx <= 32767 && nim->ny <= 32767 && nim->nz <= 32767 && nim->nt <= 32767;
+    if (n1) {
+        nifti_1_header h;
+        if (nifti_convert_nim2n1hdr(nim, &h) != 0)
+            return dm_set_error("%s: cannot make a NIfTI-1 header", path);
+        h.vox_offset = sizeof h + 4;
+        memcpy(h.magic, "n+1\0", 4);
+        for (int k = h.dim[0] + 1; k < 8; k++)
+            h.dim[k] = 1; /* unused dimensions read as 1, as FSL writes them */
+        memcpy(hdr, &h, sizeof h);
+        *hdr_len = sizeof h;
+    } else {
+        nifti_2_header h;
+        if (nifti_convert_nim2n2hdr(nim, &h) != 0)
+            return dm_set_error("%s: cannot make a NIfTI-2 header", path);
+        h.vox_offset = sizeof h + 4;
+        memcpy(h.magic, "n+2\0\r\n\032\n", 8);
+        for (int k = (int)h.dim[0] + 1; k < 8; k++)
+            h.dim[k] = 1;
+        memcpy(hdr, &h, sizeof h);
+        *hdr_len = sizeof h;
+    }
+    memset(hdr + *hdr_len, 0, 4);
+    *hdr_len += 4;
+    return 0;
+}
+
+static int write_image(const char *path, const nifti_image *geometry, double voxel_mm, int nx,
+                       int ny, int nz, int nt, const double *data, int type)
+{
+    pthread_once(&quiet_once, quiet_niftilib);
+    int gz = has_ending(path, ".nii.gz");
+    if (!gz && !has_ending(path, ".nii"))
+        return dm_set_error("%s: output names must end in .nii or .nii.gz", path);
+    if (nx < 1 || ny < 1 || nz < 1 || nt < 1 || !data)
+        return dm_set_error("%s: nothing to write (size %dx%dx%dx%d)", path, nx, ny, nz, nt);
+
+    int64_t dims[8] = {nt > 1 ? 4 : 3, nx, ny, nz, nt, 1, 1, 1};
+    int datatype = type == DM_OUT_UINT8 ? DT_UINT8 : type == DM_OUT_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32;
+    nifti_image *nim = nifti_make_new_nim(dims, datatype, 0);
+    if (!nim)
+        return dm_set_error("%s: cannot make a NIfTI header", path);
+    if (geometry)
+        copy_geometry(nim, geometry);
+    else
+        default_geometry(nim, voxel_mm);
+    nim->intent_code = NIFTI_INTENT_NONE;
+    nim->scl_slope = 0;
+    nim->scl_inter = 0;
+    nim->cal_min = nim->cal_max = 0;
+    snprintf(nim->descrip, sizeof nim->descrip, "dimoc");
+    nim->nifti_type = NIFTI_FTYPE_NIFTI1_1;
+
+    unsigned char hdr[sizeof(nifti_2_header) + 4];
+    size_t hdr_len = 0;
+    int status = make_header(path, nim, hdr, &hdr_len);
+    nifti_image_free(nim);
+    if (status != 0)
+        return -1;
+
+    /* The temporary keeps the .nii/.nii.gz ending so that a leftover is still recognisable. */
+    char *tmp = dm_temp_sibling_ext(path, gz ? ".nii.gz" : ".nii");
+    if (!tmp)
+        return -1;
+    /* Level 1: float maps compress barely better at higher levels, and much more slowly. */
+    znzFile f = znzopen(tmp, gz ? "wb1" : "wb", gz);
+    if (znz_isnull(f)) {
+        dm_set_error("cannot write %s: %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    int ok = znzwrite(hdr, 1, hdr_len, f) == hdr_len;
+    size_t total = (size_t)nx * ny * nz * nt, chunk = 1 << 18;
+    size_t bytes_per = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT64 ? 8 : 4;
+    void *buf = ok ? malloc(chunk * bytes_per) : NULL;
+    ok = ok && buf;
+    for (size_t start = 0; ok && start < total; start += chunk) {
+        size_t n = total - start < chunk ? total - start : chunk;
+        convert_chunk(data + start, n, type, buf);
+        ok = znzwrite(buf, bytes_per, n, f) == n;
+    }
+    free(buf);
+    int saved_errno = errno;
+    if (znzclose(f) != 0 && ok) {
+        ok = 0;
+        saved_errno = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        saved_errno = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        dm_set_error("cannot write %s: %s", path,
+                     saved_errno ? strerror(saved_errno) : "write failed");
+    }
+    free(tmp);
+    return ok ? 0 : -1;
+}
+
+int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data,
+                    int type)
+{
+    return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny,
+                       like->nz, nt, data, type);
+}
+
+int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
+                        const double *data)
+{
+    if (!(voxel_mm > 0))
+        return dm_set_error("%s: voxel size must be positive", path);
+    return write_image(path, NULL, voxel_mm, nx, ny, nz, nt, data, 0);
+}

@@ -1,0 +1,64 @@
+/* A compiled model as the runtime sees it: the metadata file (docs/metadata.md) read back,
+ * plus where its generated sources are. */
+#ifndef DIMOC_MODEL_INFO_H
+#define DIMOC_MODEL_INFO_H
+
+#include "model_api.h"
+
+#define DM_NAME_MAX 64
+
+typedef enum { DM_SRC_BVALS, DM_SRC_BVECS, DM_SRC_FILE } dm_measure_source;
+
+typedef struct dm_measure_info {
+    char name[DM_NAME_MAX];
+    int width, column;
+    dm_measure_source source;
+} dm_measure_info;
+
+typedef struct dm_voxel_info {
+    char name[DM_NAME_MAX];
+    int width, column;
+    double default_value; /* NaN: required */
+} dm_voxel_info;
+
+typedef struct dm_param_info {
+    char name[DM_NAME_MAX];
+    double lo, hi, init, prior_a, prior_b, step;
+    int lo_closed, hi_closed, init_b0, periodic;
+    char prior[16];
+} dm_param_info;
+
+typedef enum { DM_OUTK_SCALAR, DM_OUTK_VECTOR, DM_OUTK_AXIS } dm_output_kind_info;
+
+typedef struct dm_output_info {
+    char name[DM_NAME_MAX];
+    dm_output_kind_info kind;
+    int width, column;
+} dm_output_info;
+
+typedef struct dm_model_info {
+    char name[DM_NAME_MAX];
+    char description[256];
+    char source_hash[17], code_hash[17];
+    /* Per measurement (the part that scales with M), and once per evaluation of all of them. */
+    long flops_signal, flops_signal_transc, flops_gradient, flops_gradient_transc;
+    long flops_prepare, flops_gradient_prepare;
+    int nparams, nmeasures, nvoxels, noutputs;
+    int measure_width, voxel_width, output_width;
+    dm_param_info params[DM_MAX_PARAMS];
+    dm_measure_info measures[16];
+    dm_voxel_info voxels[16];
+    dm_output_info outputs[32];
+    char *c_source;    /* generated host source (malloc'd) */
+    char *cuda_source; /* generated CUDA source (malloc'd) */
+} dm_model_info;
+
+/* Parses metadata text; `what` names the file in error messages.  0 or -1. */
+int dm_model_info_parse(const char *text, const char *what, dm_model_info *mi);
+/* Resolves MODEL (a shipped name or a path to a .model file), compiles it in memory and fills
+ * mi, sources included.  Compiler diagnostics go to stderr.  0 or -1. */
+int dm_model_load(const char *model, dm_model_info *mi);
+void dm_model_info_free(dm_model_info *mi);
+int dm_model_param_index(const dm_model_info *mi, const char *name);
+
+#endif

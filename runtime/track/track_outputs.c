@@ -1,0 +1,138 @@
+#include "track/track_outputs.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "io/tck.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int write_text_file(const char *dir, const char *name, const char *text, size_t len)
+{
+    char *path = dm_path_join(dir, name);
+    int rc = dm_write_file_atomic(path, text, len);
+    free(path);
+    return rc;
+}
+
+static int write_counts(const char *dir, const char *name, const dm_volume *like,
+                        const unsigned int *counts)
+{
+    size_t n = DM_NVOX(like);
+    double *d = malloc(n * sizeof *d);
+    if (!d) return dm_set_error("track: out of memory writing %s", name);
+    for (size_t v = 0; v < n; v++) d[v] = counts[v];
+    char *path = dm_path_join(dir, name);
+    int rc = dm_volume_write(path, like, 1, d, DM_OUT_FLOAT32);
+    free(path);
+    free(d);
+    return rc;
+}
+
+/* "i j k 0 row" lines from 3 ints per row. */
+static int write_coords(const char *dir, const char *name, const int *ijk, long n, int five)
+{
+    size_t cap = (size_t)n * 64 + 1, len = 0;
+    char *text = malloc(cap);
+    if (!text) return dm_set_error("track: out of memory writing %s", name);
+    for (long r = 0; r < n; r++) {
+        if (five)
+            len += snprintf(text + len, cap - len, "%d %d %d 0 %ld\n", ijk[3 * r], ijk[3 * r + 1],
+                            ijk[3 * r + 2], r);
+        else
+            len += snprintf(text + len, cap - len, "%d %d %d\n", ijk[3 * r], ijk[3 * r + 1], ijk[3 * r + 2]);
+    }
+    int rc = write_text_file(dir, name, text, len);
+    free(text);
+    return rc;
+}
+
+static int write_dot(const char *dir, const char *name, const dm_sparse *sp, long rows, long cols,
+                     int symmetrise)
+{
+    char *path = dm_path_join(dir, name);
+    int rc = dm_sparse_write_dot(sp, path, (unsigned int)rows, (unsigned int)cols, symmetrise);
+    free(path);
+    return rc;
+}
+
+/* --network: waytotal with a line per seed mask, fdt_network_matrix (row i: the streamlines of
+ * mask i reaching mask j, 0 on the diagonal). */
+static int write_network(const char *outdir, const dm_track_seeds *s, const dm_track_result *r)
+{
+    int ng = s->ngroups;
+    size_t cap = (size_t)ng * (ng + 1) * 12 + 1, len = 0;
+    char *text = malloc(cap);
+    if (!text) return dm_set_error("track: out of memory writing fdt_network_matrix");
+    for (int g = 0; g < ng; g++) len += snprintf(text + len, cap - len, "%u\n", r->network[ng * ng + g]);
+    int rc = write_text_file(outdir, "waytotal", text, len);
+    len = 0;
+    for (int i = 0; i < ng; i++)
+        for (int j = 0; j < ng; j++)
+            len += snprintf(text + len, cap - len, "%u%s", r->network[i * ng + j], j + 1 < ng ? "  " : "\n");
+    if (rc == 0) rc = write_text_file(outdir, "fdt_network_matrix", text, len);
+    free(text);
+    return rc;
+}
+
+int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm_track_masks *m,
+                           const dm_track_options *o, const dm_track_result *r)
+{
+    if (dm_mkdir_p(outdir) != 0) return -1;
+    char text[64];
+    int len = snprintf(text, sizeof text, "%llu\n", r->waytotal);
+    if (o->network && r->network ? write_network(outdir, s, r) != 0
+                                 : write_text_file(outdir, "waytotal", text, (size_t)len) != 0)
+        return -1;
+    if (o->opd && write_counts(outdir, "fdt_paths.nii.gz", &s->ref, r->paths) != 0) return -1;
+    if (o->os2t && r->seeds_to_targets)
+        for (int t = 0; t < m->ntargets; t++) {
+            char name[512];
+            snprintf(name, sizeof name, "seeds_to_%s.nii.gz", m->target_names[t]);
+            if (write_counts(outdir, name, &s->ref, r->seeds_to_targets + (size_t)t * m->nvox) != 0)
+                return -1;
+        }
+    if (o->matrix1) {
+        if (write_dot(outdir, "fdt_matrix1.dot", &r->m1, s->n, s->n, 0) != 0 ||
+            write_coords(outdir, "coords_for_fdt_matrix1", s->ijk, s->n, 1) != 0)
+            return -1;
+    }
+    if (o->matrix2) {
+        if (write_dot(outdir, "fdt_matrix2.dot", &r->m2, s->n, m->n2, 0) != 0 ||
+            write_coords(outdir, "coords_for_fdt_matrix2", s->ijk, s->n, 1) != 0 ||
+            write_coords(outdir, "tract_space_coords_for_fdt_matrix2", m->t2_ijk, m->n2, 0) != 0)
+            return -1;
+        size_t n = DM_NVOX(&m->t2_ref);
+        double *lookup = calloc(n, sizeof *lookup);
+        for (long c = 0; c < m->n2; c++) {
+            const int *ijk = m->t2_ijk + 3 * c;
+            lookup[((size_t)ijk[2] * m->t2_ref.ny + ijk[1]) * m->t2_ref.nx + ijk[0]] = (double)(c + 1);
+        }
+        char *path = dm_path_join(outdir, "lookup_tractspace_fdt_matrix2.nii.gz");
+        int rc = dm_volume_write(path, &m->t2_ref, 1, lookup, DM_OUT_FLOAT32);
+        free(path);
+        free(lookup);
+        if (rc != 0) return -1;
+    }
+    if (o->matrix3) {
+        if (write_dot(outdir, "fdt_matrix3.dot", &r->m3, m->n3, m->n3, 1) != 0 ||
+            write_coords(outdir, "coords_for_fdt_matrix3", m->t3_ijk, m->n3, 1) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_track_result *r)
+{
+    char info[256];
+    snprintf(info, sizeof info, "step_size: %g\nmethod: dimoc track (probabilistic, probtrackx-style)\n",
+             o->steplength);
+    dm_tck_writer *w = dm_tck_open(path, info);
+    if (!w) return -1;
+    size_t at = 0;
+    for (long i = 0; i < r->ntck; i++) {
+        dm_tck_add(w, r->tck_xyz + at, (int)r->tck_len[i]);
+        at += 3 * (size_t)r->tck_len[i];
+    }
+    return dm_tck_close(w, r->tck_tracked);
+}

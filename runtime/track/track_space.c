@@ -1,0 +1,125 @@
+#include "track/track_space.h"
+#include "util/error.h"
+#include "io/textio.h"
+
+#include <math.h>
+#include <nifti2_io.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dm_affine_identity(dm_affine *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < 4; i++) a->m[i][i] = 1;
+}
+
+dm_affine dm_affine_mul(const dm_affine *a, const dm_affine *b)
+{
+    dm_affine r;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            double s = 0;
+            for (int k = 0; k < 4; k++) s += a->m[i][k] * b->m[k][j];
+            r.m[i][j] = s;
+        }
+    return r;
+}
+
+/* Gauss-Jordan with partial pivoting on the 4x4. */
+int dm_affine_invert(const dm_affine *a, dm_affine *inv)
+{
+    double w[4][8];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) w[i][j] = j < 4 ? a->m[i][j] : (j - 4 == i);
+    for (int col = 0; col < 4; col++) {
+        int piv = col;
+        for (int r = col + 1; r < 4; r++)
+            if (fabs(w[r][col]) > fabs(w[piv][col])) piv = r;
+        if (fabs(w[piv][col]) < 1e-12) return dm_set_error("a coordinate transform is singular");
+        if (piv != col)
+            for (int j = 0; j < 8; j++) {
+                double t = w[col][j];
+                w[col][j] = w[piv][j];
+                w[piv][j] = t;
+            }
+        double d = w[col][col];
+        for (int j = 0; j < 8; j++) w[col][j] /= d;
+        for (int r = 0; r < 4; r++) {
+            if (r == col) continue;
+            double f = w[r][col];
+            for (int j = 0; j < 8; j++) w[r][j] -= f * w[col][j];
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) inv->m[i][j] = w[i][j + 4];
+    return 0;
+}
+
+void dm_affine_apply(const dm_affine *a, const double in[3], double out[3])
+{
+    double r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = a->m[i][0] * in[0] + a->m[i][1] * in[1] + a->m[i][2] * in[2] + a->m[i][3];
+    memcpy(out, r, sizeof r);
+}
+
+void dm_volume_vox2world(const dm_volume *v, dm_affine *a)
+{
+    const nifti_image *nim = v->geometry;
+    dm_affine_identity(a);
+    if (!nim) return;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) a->m[i][j] = nim->sform_code > 0 ? nim->sto_xyz.m[i][j]
+                                                                     : nim->qto_xyz.m[i][j];
+    if (nim->sform_code <= 0 && nim->qform_code <= 0) {
+        dm_affine_identity(a);
+        a->m[0][0] = nim->dx > 0 ? nim->dx : 1;
+        a->m[1][1] = nim->dy > 0 ? nim->dy : 1;
+        a->m[2][2] = nim->dz > 0 ? nim->dz : 1;
+    }
+}
+
+void dm_volume_voxel_size(const dm_volume *v, double vox[3])
+{
+    const nifti_image *nim = v->geometry;
+    double d[3] = {nim ? fabs(nim->dx) : 1, nim ? fabs(nim->dy) : 1, nim ? fabs(nim->dz) : 1};
+    for (int i = 0; i < 3; i++) vox[i] = d[i] > 0 ? d[i] : 1;
+}
+
+int dm_volume_is_neurological(const dm_volume *v)
+{
+    dm_affine a;
+    dm_volume_vox2world(v, &a);
+    double (*m)[4] = a.m;
+    double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+                 m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+                 m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+    return det > 0;
+}
+
+void dm_volume_vox2fsl(const dm_volume *v, dm_affine *a)
+{
+    double vox[3];
+    dm_volume_voxel_size(v, vox);
+    dm_affine_identity(a);
+    for (int i = 0; i < 3; i++) a->m[i][i] = vox[i];
+    if (dm_volume_is_neurological(v)) {
+        a->m[0][0] = -vox[0];
+        a->m[0][3] = (v->nx - 1) * vox[0];
+    }
+}
+
+int dm_affine_read(const char *path, dm_affine *a)
+{
+    int rows, cols;
+    double *d;
+    if (dm_read_matrix(path, &rows, &cols, &d) != 0) return -1;
+    if (rows != 4 || cols != 4) {
+        free(d);
+        return dm_set_error("%s: expected a 4x4 matrix, found %dx%d", path, rows, cols);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) a->m[i][j] = d[i * 4 + j];
+    free(d);
+    return 0;
+}

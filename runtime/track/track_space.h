@@ -1,0 +1,32 @@
+/* Coordinate spaces of tractography: image voxel <-> world mm (sform/qform), FSL's "scaled
+ * voxel" coordinates (what FLIRT matrices map), and 4x4 affine helpers. */
+#ifndef DIMOC_TRACK_SPACE_H
+#define DIMOC_TRACK_SPACE_H
+
+#include "io/volume.h"
+
+typedef struct dm_affine {
+    double m[4][4];
+} dm_affine;
+
+void dm_affine_identity(dm_affine *a);
+dm_affine dm_affine_mul(const dm_affine *a, const dm_affine *b); /* a * b */
+/* Inverse; -1 with dm_last_error() when singular. */
+int dm_affine_invert(const dm_affine *a, dm_affine *inv);
+void dm_affine_apply(const dm_affine *a, const double in[3], double out[3]);
+
+/* The image's voxel -> world mm matrix (sform when set, else qform, else voxel sizes). */
+void dm_volume_vox2world(const dm_volume *v, dm_affine *a);
+/* Voxel sizes (mm), positive. */
+void dm_volume_voxel_size(const dm_volume *v, double vox[3]);
+/* FSL's voxel -> "scaled voxel" mm matrix: diag(voxel sizes), with the x axis reversed
+ * (x' = (nx - 1 - i) * dx) when the voxel -> world matrix has a positive determinant
+ * ("neurological" storage).  FLIRT matrices map these coordinates between two images. */
+void dm_volume_vox2fsl(const dm_volume *v, dm_affine *a);
+/* 1 when the voxel -> world determinant is positive (FSL flips x of bvecs/dyads then). */
+int dm_volume_is_neurological(const dm_volume *v);
+
+/* Reads a 4x4 matrix (text, FLIRT's format); -1 with an error naming the file. */
+int dm_affine_read(const char *path, dm_affine *a);
+
+#endif

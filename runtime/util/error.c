@@ -1,0 +1,37 @@
+/* Thread-local last error message and warnings on stderr. */
+#include "util/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char last_error[2048];
+
+int dm_set_error(const char *fmt, ...)
+{
+    /* Format into a scratch buffer first: callers often pass dm_last_error() itself as an
+     * argument to add context ("%s: %s", path, dm_last_error()). */
+    char scratch[sizeof last_error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(scratch, sizeof scratch, fmt, ap);
+    va_end(ap);
+    memcpy(last_error, scratch, sizeof last_error);
+    return -1;
+}
+
+const char *dm_last_error(void)
+{
+    return last_error[0] ? last_error : "unknown error";
+}
+
+void dm_warn(const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    /* One fprintf so that warnings from several threads do not interleave mid-line. */
+    fprintf(stderr, "dimoc: warning: %s\n", line);
+}

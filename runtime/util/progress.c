@@ -1,0 +1,119 @@
+/* One-line progress on stderr: "fit: 12345/200000 voxels  2100 vox/s  ETA 1m32s", redrawn at
+ * most five times a second with '\r', and only when stderr is a terminal (or when the
+ * environment variable DIMOC_PROGRESS=1 forces it, for tests).  Worker threads add with an
+ * atomic counter; one of them at a time redraws (trylock, so no thread ever waits). */
+#include "util/progress.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct dm_progress {
+    char label[64];
+    char unit[32];
+    char rate_unit[32];
+    long total;
+    atomic_long done;
+    int shown;
+    double start;
+    _Atomic double last_draw; /* read without the lock to skip it cheaply */
+    int last_len;
+    pthread_mutex_t draw_lock;
+};
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void format_duration(char *out, size_t size, double seconds)
+{
+    long s = seconds < 0 ? 0 : (long)(seconds + 0.5);
+    if (s >= 3600)
+        snprintf(out, size, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+    else if (s >= 60)
+        snprintf(out, size, "%ldm%02lds", s / 60, s % 60);
+    else
+        snprintf(out, size, "%lds", s);
+}
+
+dm_progress *dm_progress_start(const char *label, long total, const char *unit)
+{
+    dm_progress *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+    snprintf(p->unit, sizeof p->unit, "%s", unit ? unit : "");
+    /* "voxels" reads best as "vox/s"; other units keep their name. */
+    snprintf(p->rate_unit, sizeof p->rate_unit, "%s",
+             strcmp(p->unit, "voxels") == 0 ? "vox" : p->unit);
+    p->total = total;
+    atomic_init(&p->done, 0);
+    const char *force = getenv("DIMOC_PROGRESS");
+    p->shown = (force && *force) ? strcmp(force, "0") != 0 : isatty(2);
+    p->start = now_seconds();
+    atomic_init(&p->last_draw, p->start);
+    pthread_mutex_init(&p->draw_lock, NULL);
+    return p;
+}
+
+/* Writes the line padded with spaces over the previous one; the caller holds draw_lock. */
+static void draw(dm_progress *p, const char *line, const char *tail)
+{
+    int len = (int)strlen(line);
+    int pad = p->last_len > len ? p->last_len - len : 0;
+    fprintf(stderr, "\r%s%*s%s", line, pad, "", tail); /* spaces wipe a longer old line */
+    fflush(stderr);
+    p->last_len = len;
+}
+
+void dm_progress_add(dm_progress *p, long done_now)
+{
+    if (!p)
+        return;
+    long done = atomic_fetch_add(&p->done, done_now) + done_now;
+    if (!p->shown)
+        return;
+    double t = now_seconds();
+    if (t - p->last_draw < 0.2 || pthread_mutex_trylock(&p->draw_lock) != 0)
+        return;
+    if (t - p->last_draw >= 0.2) {
+        p->last_draw = t;
+        double elapsed = t - p->start;
+        double rate = elapsed > 0 ? done / elapsed : 0;
+        char eta[32] = "?";
+        if (rate > 0 && p->total > 0)
+            format_duration(eta, sizeof eta, (p->total - done) / rate);
+        char line[256];
+        snprintf(line, sizeof line, "%s: %ld/%ld %s  %.0f %s/s  ETA %s", p->label, done,
+                 p->total, p->unit, rate, p->rate_unit, eta);
+        draw(p, line, "");
+    }
+    pthread_mutex_unlock(&p->draw_lock);
+}
+
+void dm_progress_end(dm_progress *p)
+{
+    if (!p)
+        return;
+    if (p->shown) {
+        pthread_mutex_lock(&p->draw_lock);
+        long done = atomic_load(&p->done);
+        double elapsed = now_seconds() - p->start;
+        char took[32];
+        format_duration(took, sizeof took, elapsed);
+        char line[256];
+        snprintf(line, sizeof line, "%s: %ld %s in %s (%.0f %s/s)", p->label, done, p->unit, took,
+                 elapsed > 0 ? done / elapsed : 0.0, p->rate_unit);
+        draw(p, line, "\n");
+        pthread_mutex_unlock(&p->draw_lock);
+    }
+    pthread_mutex_destroy(&p->draw_lock);
+    free(p);
+}
