@@ -2,6 +2,7 @@
 #   make            build bin/dimoc
 #   make demo       simulate a phantom, fit ball_2_sticks, print estimates against truth
 #   make test       every CPU test (prints "N passed, N failed")
+#   make tests      build the C unit tests only (build/tests/NAME; tests/run.sh PATTERN runs some)
 #   make test-gpu   the GPU tests (needs an NVIDIA GPU and driver)
 #   make fuzz       libFuzzer over lexer, parser and checker (FUZZ_SECONDS, default 60)
 #   make generated  regenerate generated/ from models/
@@ -28,11 +29,17 @@ RUNTIME_SRC  := $(wildcard runtime/*/*.c)
 CLI_SRC      := $(wildcard cli/*.c)
 GEN_SRC      := $(BUILD)/parser.c $(BUILD)/lexer.c
 
+TEST_SRC     := $(wildcard tests/unit/*.c)
+
 COMPILER_OBJ := $(COMPILER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/parser.o $(BUILD)/lexer.o
 RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ      := $(CLI_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps demo test test-gpu test-asan fuzz generated install clean
+TEST_BIN     := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+LIBS         := $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
+LINK_LIBS    := -L$(BUILD) -ldimoc-runtime -ldimoc-compiler $(LDLIBS)
+
+.PHONY: all deps demo test tests test-gpu test-asan fuzz generated install clean
 all: bin/dimoc
 
 # Installs the Debian packages the build and the tests need, once (see scripts/install-deps.sh).
@@ -58,9 +65,15 @@ $(BUILD)/libdimoc-compiler.a: $(COMPILER_OBJ)
 $(BUILD)/libdimoc-runtime.a: $(RUNTIME_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-bin/dimoc: $(CLI_OBJ) $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
+bin/dimoc: $(CLI_OBJ) $(LIBS)
 	@mkdir -p bin
-	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldimoc-runtime -ldimoc-compiler $(LDLIBS)
+	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(CLI_OBJ) $(LINK_LIBS)
+
+# The C unit tests: one program each, linked like the program (tests/run.sh runs them).
+$(BUILD)/tests/%: tests/unit/%.c $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(WARN) $(OMPFLAGS) -MMD -o $@ $< $(LINK_LIBS)
+tests: $(TEST_BIN)
 
 $(BUILD)/.dir:
 	mkdir -p $(BUILD) && touch $@
@@ -72,7 +85,7 @@ generated: bin/dimoc
 demo: .deps-ok bin/dimoc
 	bash examples/demo.sh
 
-test: .deps-ok bin/dimoc
+test: .deps-ok bin/dimoc $(TEST_BIN)
 	bash tests/run.sh
 
 test-gpu: bin/dimoc
@@ -83,14 +96,14 @@ test-gpu: bin/dimoc
 # at run time are not).
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 test-asan: .deps-ok
-	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" bin/dimoc-asan
-	DIMOC_BIN=bin/dimoc-asan TEST_LIBDIR=build-asan TEST_CFLAGS="$(SAN_FLAGS)" \
+	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" bin/dimoc-asan tests
+	DIMOC_BIN=bin/dimoc-asan TEST_BINDIR=build-asan/tests \
 	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp bash tests/run.sh
 
-bin/dimoc-asan: $(CLI_OBJ) $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
+bin/dimoc-asan: $(CLI_OBJ) $(LIBS)
 	@mkdir -p bin
-	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldimoc-runtime -ldimoc-compiler $(LDLIBS)
+	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(CLI_OBJ) $(LINK_LIBS)
 
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 bin/fuzz-front: compiler/fuzz_front.c $(COMPILER_SRC) $(GEN_SRC)

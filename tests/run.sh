@@ -5,11 +5,13 @@
 #   tests/run.sh            CPU tests: tests/unit/*.c, tests/cli/*.sh, tests/py/*.py
 #   tests/run.sh --gpu      GPU tests: tests/gpu/*
 #   tests/run.sh PATTERN    only the tests whose file name contains PATTERN
+# The C unit tests are built by the Makefile (`make tests`, into $TEST_BINDIR, default
+# build/tests); `make test` builds them and runs this script.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 export DIMOC="$ROOT/${DIMOC_BIN:-bin/dimoc}" ROOT DIMOC_DATA_DIR="$ROOT"
-LIBDIR=${TEST_LIBDIR:-build}
+BINDIR=${TEST_BINDIR:-build/tests}
 export TMPROOT="$ROOT/tests/tmp"
 export XDG_CACHE_HOME="$TMPROOT/cache"
 export PYTHON=${PYTHON:-/usr/bin/python3}
@@ -48,12 +50,9 @@ for t in $files; do
     case "$t" in *"$pattern"*) ;; *) continue ;; esac
     case "$t" in
     *.c)
-        exe="$TMPROOT/$(basename "$t" .c)"
-        if ! ${CC:-cc} ${TEST_CFLAGS:--O2 -g} -Wall -Wextra -Icompiler -Iruntime -Itemplates -I"$LIBDIR" -Itests/unit \
-                -I/usr/include/nifti -fopenmp -o "$exe" "$t" -L"$LIBDIR" -ldimoc-runtime \
-                -ldimoc-compiler -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -ldl \
-                >"$TMPROOT/build.$(basename "$t")" 2>&1; then
-            echo "FAIL $t: does not build"; cat "$TMPROOT/build.$(basename "$t")"
+        exe="$BINDIR/$(basename "$t" .c)"
+        if [ ! -x "$exe" ] || [ "$exe" -ot "$t" ]; then
+            echo "FAIL $t: not built or older than its source (run 'make tests')"
             failed=$((failed + 1)); continue
         fi
         run_one "$t" "$exe" ;;

@@ -19,6 +19,7 @@
  * entries ~60, which the finite differences (step 1e-4 of kappa) amplify. */
 #include "compiler.h"
 #include "all_builtins_model.h"
+#include "check.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -59,19 +60,17 @@ typedef struct lib {
     widths_fn widths;
 } lib;
 
-static int failures;
-
-static void check(int ok, const char *model, const char *name, const char *fmt, double a,
-                  double b)
+/* A check named MODEL-NAME. */
+static void check_model(int ok, const char *model, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void check_model(int ok, const char *model, const char *name, const char *fmt, ...)
 {
-    if (ok) {
-        printf("PASS %s-%s\n", model, name);
-    } else {
-        printf("FAIL %s-%s: ", model, name);
-        printf(fmt, a, b);
-        printf("\n");
-        failures++;
-    }
+    char full[300];
+    snprintf(full, sizeof full, "%s-%s", model, name);
+    va_list ap;
+    va_start(ap, fmt);
+    check_va(ok, full, fmt, ap);
+    va_end(ap);
 }
 
 static unsigned long long rng_state = 0x9e3779b97f4a7c15ULL;
@@ -158,13 +157,13 @@ static int build(const char *name, const char *dir, const char *c_source, lib *L
     snprintf(log, sizeof log, "%s/cc-float.log", dir);
     snprintf(cmd, sizeof cmd, "cc -O2 -Wall -Wextra -I'%s/templates' -c -o '%s/float.o' "
              "'%s/float_harness.c' >'%s' 2>&1", root, dir, dir, log);
-    check(run_quiet(cmd, log), name, "float-build-warning-free", "see %s%.0f", 0, 0);
+    check_model(run_quiet(cmd, log), name, "float-build-warning-free", "see %s", log);
 
     snprintf(log, sizeof log, "%s/cc.log", dir);
     snprintf(cmd, sizeof cmd, "cc -O2 -Wall -Wextra -shared -fPIC -I'%s/templates' -o "
              "'%s/model.so' '%s/harness.c' -lm >'%s' 2>&1", root, dir, dir, log);
     int clean = run_quiet(cmd, log);
-    check(clean, name, "double-build-warning-free", "compiler output in cc.log%.0f%.0f", 0, 0);
+    check_model(clean, name, "double-build-warning-free", "compiler output in %s/cc.log", dir);
     snprintf(path, sizeof path, "%s/model.so", dir);
     L->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!L->handle) {
@@ -304,9 +303,9 @@ static void check_hoisting(const char *name, const dm_flops *f)
         if (strcmp(name, expect[i].model) == 0) {
             int ok = f->signal_transc == expect[i].signal_transc &&
                      f->gradient_transc == expect[i].gradient_transc;
-            check(ok, name, "hoisted-transcendentals",
-                  "per measurement %.0f (signal) and %.0f (gradient)",
-                  (double)f->signal_transc, (double)f->gradient_transc);
+            check_model(ok, name, "hoisted-transcendentals",
+                  "per measurement %ld (signal) and %ld (gradient)",
+                  f->signal_transc, f->gradient_transc);
             if (!ok)
                 printf("     expected %ld and %ld\n", expect[i].signal_transc,
                        expect[i].gradient_transc);
@@ -346,8 +345,8 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     const int pre_width = L.widths(4), preg_width = L.widths(5);
     const double sentinel = 1234.5678;
     double pre[PRE_SLOTS], preg[PRE_SLOTS], ds_whole[64];
-    check(pre_width >= 1 && preg_width >= 1 && pre_width < PRE_SLOTS && preg_width < PRE_SLOTS,
-          name, "pre-widths", "DM_PRE_WIDTH %.0f, DM_PREG_WIDTH %.0f", pre_width, preg_width);
+    check_model(pre_width >= 1 && preg_width >= 1 && pre_width < PRE_SLOTS && preg_width < PRE_SLOTS,
+          name, "pre-widths", "DM_PRE_WIDTH %d, DM_PREG_WIDTH %d", pre_width, preg_width);
     for (int it = 0; it < NPOINTS; it++) {
         for (int k = 0; k < np; k++)
             p[k] = uniform(lo[k], hi[k]);
@@ -426,26 +425,24 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
             if (fabs(q[k] - p[k]) > 1e-9 * fmax(1, fabs(p[k])))
                 wrap_bad++;
     }
-    char what[256];
-    snprintf(what, sizeof what, "%%.3g (worst at parameter %s)%%.0f",
-             np ? m->params.items[worst_k]->name : "-");
-    check(split_differs == 0, name, "prepare-then-at-equals-whole",
-          "%.0f values differ%.0f", split_differs, 0);
-    check(pre_overrun == 0, name, "prepare-within-width", "%.0f slots written beyond%.0f",
-          pre_overrun, 0);
-    check(worst_value <= 1e-14, name, "grad-value-equals-signal", "relative difference %.3g%.0f",
-          worst_value, 0);
-    check(worst_grad <= TOL_GRAD, name, "gradient-vs-finite-differences", what, worst_grad, 0);
+    check_model(split_differs == 0, name, "prepare-then-at-equals-whole", "%d values differ",
+          split_differs);
+    check_model(pre_overrun == 0, name, "prepare-within-width", "%d slots written beyond",
+          pre_overrun);
+    check_model(worst_value <= 1e-14, name, "grad-value-equals-signal", "relative difference %.3g",
+          worst_value);
+    check_model(worst_grad <= TOL_GRAD, name, "gradient-vs-finite-differences",
+          "%.3g (worst at parameter %s)", worst_grad, np ? m->params.items[worst_k]->name : "-");
     printf("     %s: worst relative gradient error %.3g over %d points\n", name, worst_grad,
            NPOINTS);
-    check(unused_nonzero == 0, name, "unused-params-zero-partial", "%.0f nonzero%.0f",
-          unused_nonzero, 0);
-    check(out_of_bounds == 0, name, "in-bounds", "%.0f sampled points reported out of bounds%.0f",
-          out_of_bounds, 0);
-    check(worst_trip <= 1e-12, name, "free-roundtrip", "relative error %.3g%.0f", worst_trip, 0);
-    check(worst_dpdx <= 1e-7, name, "dpdx-vs-finite-differences", "relative error %.3g%.0f",
-          worst_dpdx, 0);
-    check(wrap_bad == 0, name, "wrap-periodic", "%.0f values not wrapped back%.0f", wrap_bad, 0);
+    check_model(unused_nonzero == 0, name, "unused-params-zero-partial", "%d nonzero",
+          unused_nonzero);
+    check_model(out_of_bounds == 0, name, "in-bounds", "%d sampled points reported out of bounds",
+          out_of_bounds);
+    check_model(worst_trip <= 1e-12, name, "free-roundtrip", "relative error %.3g", worst_trip);
+    check_model(worst_dpdx <= 1e-7, name, "dpdx-vs-finite-differences", "relative error %.3g",
+          worst_dpdx);
+    check_model(wrap_bad == 0, name, "wrap-periodic", "%d values not wrapped back", wrap_bad);
 
     /* just outside a finite bound is out of bounds */
     int outside_ok = 1;
@@ -464,11 +461,10 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
             outside_ok &= !L.in_bounds(p);
         }
     }
-    check(outside_ok, name, "out-of-bounds-rejected", "a point outside the bounds passed%.0f%.0f",
-          0, 0);
+    check_model(outside_ok, name, "out-of-bounds-rejected", "a point outside the bounds passed");
     /* value numbering: no function computes the same right-hand side twice */
     const char *dup = repeated_subexpression(g.c_source);
-    check(!dup, name, "no-repeated-subexpressions", "%s%.0f", 0, 0);
+    check_model(!dup, name, "no-repeated-subexpressions", "%s", dup ? dup : "");
     if (dup)
         printf("     repeated: %s\n", dup);
     printf("     %s: per measurement: flops signal %ld (%ld transcendental), gradient %ld "
@@ -510,7 +506,7 @@ static void test_user_derivative(const char *tmp)
         double p[2] = {2, 3}, meas[1] = {1000}, ds[2];
         L.grad(p, meas, NULL, ds);
         double want_c = -2 * exp(-3.0); /* a * exp(-b c / 1000) * (-b / 1000) */
-        check(ds[0] == 45 && fabs(ds[1] - want_c) <= 1e-15, name, "replaces-automatic",
+        check_model(ds[0] == 45 && fabs(ds[1] - want_c) <= 1e-15, name, "replaces-automatic",
               "ds = %.17g, %.17g", ds[0], ds[1]);
         dlclose(L.handle);
     }
@@ -550,13 +546,13 @@ int main(void)
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, by_name);
-    check(n >= 4, "models", "found", "%.0f model files%.0f", n, 0);
+    check(n >= 4, "models-found", "%d model files", n);
     /* FNV-1a 64 reference values (the published test vectors) */
     check(dm_hash64("", 0, 0) == 0xcbf29ce484222325ULL &&
               dm_hash64("a", 1, 0) == 0xaf63dc4c8601ec8cULL &&
               dm_hash64("foobar", 6, 0) == 0x85944171f73967e8ULL &&
               dm_hash64("bar", 3, dm_hash64("foo", 3, 0)) == 0x85944171f73967e8ULL,
-          "fnv1a", "known-values", "%.0f%.0f", 0, 0);
+          "fnv1a-known-values", "a published FNV-1a vector differs");
     for (int i = 0; i < n; i++) {
         char path[8192], name[256];
         snprintf(path, sizeof path, "%s/%s", models_dir, names[i]);

@@ -1,22 +1,12 @@
 /* templates/philox.h: the Philox4x32-10 known-answer vectors of Random123 (Salmon et al.
  * 2011), and the uniform and normal deviates the MCMC draws from it. */
+#include "check.h"
 #include <math.h>
 #include <stdio.h>
 
 #define DM_FN static inline
 #include "philox.h"
 
-static int failures;
-
-static void check(int ok, const char *name, const char *why)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-    } else {
-        printf("FAIL %s: %s\n", name, why);
-        failures++;
-    }
-}
 
 static void known_answer(const char *name, unsigned c0, unsigned c1, unsigned c2, unsigned c3,
                          unsigned k0, unsigned k1, unsigned e0, unsigned e1, unsigned e2,
@@ -27,7 +17,7 @@ static void known_answer(const char *name, unsigned c0, unsigned c1, unsigned c2
     char why[200];
     snprintf(why, sizeof why, "got %08x %08x %08x %08x, want %08x %08x %08x %08x", out[0],
              out[1], out[2], out[3], e0, e1, e2, e3);
-    check(out[0] == e0 && out[1] == e1 && out[2] == e2 && out[3] == e3, name, why);
+    check(out[0] == e0 && out[1] == e1 && out[2] == e2 && out[3] == e3, name, "%s", why);
 }
 
 int main(void)
@@ -68,10 +58,10 @@ int main(void)
     double umean = usum / n, uvar = usum2 / n - umean * umean;
     char why[200];
     snprintf(why, sizeof why, "min %g max %g", umin, umax);
-    check(umin > 0 && umax < 1, "uniform_open_interval", why);
+    check(umin > 0 && umax < 1, "uniform_open_interval", "%s", why);
     /* standard errors: mean 0.29/sqrt(n) = 2.9e-4; variance ~ 0.089/sqrt(n) = 8.9e-5 */
     snprintf(why, sizeof why, "mean %.6f (want 0.5), variance %.6f (want 1/12)", umean, uvar);
-    check(fabs(umean - 0.5) < 1.5e-3 && fabs(uvar - 1.0 / 12) < 5e-4, "uniform_moments", why);
+    check(fabs(umean - 0.5) < 1.5e-3 && fabs(uvar - 1.0 / 12) < 5e-4, "uniform_moments", "%s", why);
 
     double s1 = 0, s2 = 0, s3 = 0, s4 = 0;
     for (int i = 0; i < n; i++) {
@@ -87,7 +77,7 @@ int main(void)
              kurt);
     check(fabs(mean) < 5e-3 && fabs(var - 1) < 7e-3 && fabs(skew) < 1.2e-2 &&
               fabs(kurt - 3) < 5e-2,
-          "normal_moments", why);
+          "normal_moments", "%s", why);
 
     /* Streams of different voxels (and seeds) differ; the same key repeats exactly. */
     {

@@ -1,23 +1,13 @@
 /* templates/track_kernel.h on hand-made orientation fields: the fibre choice (closest to the
  * previous direction among f > fibthresh, sign kept, fibre 1 when none qualifies), --randfib's
  * first-fibre rules, probabilistic interpolation, and a whole streamline on a 1-voxel-wide line. */
+#include "check.h"
 #include "track/track_kernel_host.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-static void check(int ok, const char *name, const char *why)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-    } else {
-        printf("FAIL %s: %s\n", name, why);
-        failures++;
-    }
-}
 
 enum { NX = 20, NY = 3, NZ = 3, NS = 2, NF = 2 };
 static float dirs[NX * NY * NZ * NS * NF * 3], fracs[NX * NY * NZ * NS * NF];
@@ -63,7 +53,7 @@ int main(void)
     int rc = dm_track_sample_dir(&c, p, x, &rng, d);
     char why[200];
     snprintf(why, sizeof why, "got (%g %g %g)", d[0], d[1], d[2]);
-    check(rc == 0 && d[0] == 1 && d[1] == 0, "track_kernel_closest_fibre_sign_kept", why);
+    check(rc == 0 && d[0] == 1 && d[1] == 0, "track_kernel_closest_fibre_sign_kept", "%s", why);
     /* fibre 2 below fibthresh: only fibre 1 (y) qualifies, even though x is closer */
     c.fibthresh = 0.6f;
     dm_track_sample_dir(&c, p, x, &rng, d);
@@ -89,7 +79,7 @@ int main(void)
     }
     double share = count[0] / 20000.0;
     snprintf(why, sizeof why, "fibre 1 chosen %.3f of the time, want 0.375; fibst ok %d", share, fibst_ok);
-    check(fibst_ok && share > 0.36 && share < 0.39, "track_kernel_randfib", why);
+    check(fibst_ok && share > 0.36 && share < 0.39, "track_kernel_randfib", "%s", why);
     c.randfib = 0;
     c.fibst = 0;
 
@@ -99,7 +89,7 @@ int main(void)
     float q[3] = {5.25f, 1, 1};
     for (int i = 0; i < 20000; i++) upper += dm_track_voxel_sample(&c, q, &rng) % NX == 6;
     snprintf(why, sizeof why, "upper neighbour %.3f of the time", upper / 20000.0);
-    check(upper > 0.23 * 20000 && upper < 0.27 * 20000, "track_kernel_probabilistic_interpolation", why);
+    check(upper > 0.23 * 20000 && upper < 0.27 * 20000, "track_kernel_probabilistic_interpolation", "%s", why);
     c.nearest = 1;
 
     /* a whole streamline on the line, fibre 2 only (-x), from x = 10: both halves to the ends */
@@ -114,6 +104,6 @@ int main(void)
              h[1].end);
     check(kept && end0 == -0.5f && end1 == 19.0f && h[0].end == DM_TRACK_END_MASK &&
               h[1].end == DM_TRACK_END_MASK && h[0].npts == 22 && h[1].npts == 19,
-          "track_kernel_streamline_both_ways", why);
+          "track_kernel_streamline_both_ways", "%s", why);
     return failures != 0;
 }

@@ -1,23 +1,13 @@
 /* runtime/track_sparse.c: sparse count matrices against a dense reference, across the pending
  * list's compactions, per-thread merges and the .dot writer (1-based, sorted, size line,
  * symmetrised for matrix 3). */
+#include "check.h"
 #include "track/track_sparse.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-static void check(int ok, const char *name, const char *why)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-    } else {
-        printf("FAIL %s: %s\n", name, why);
-        failures++;
-    }
-}
 
 int main(void)
 {
@@ -52,9 +42,9 @@ int main(void)
     }
     char why[200];
     snprintf(why, sizeof why, "%zu entries, %zu non-zeros in the dense reference", a.n, nonzero);
-    check(same && sorted, "track_sparse_matches_dense", why);
+    check(same && sorted, "track_sparse_matches_dense", "%s", why);
     snprintf(why, sizeof why, "merged total %llu, %llu increments added", dm_sparse_total(&a), added);
-    check(dm_sparse_total(&a) == added, "track_sparse_total", why);
+    check(dm_sparse_total(&a) == added, "track_sparse_total", "%s", why);
 
     /* writer: a small symmetric (upper-triangle) matrix */
     dm_sparse s;
@@ -74,7 +64,7 @@ int main(void)
     }
     const char *want = "1 3 2\n2 3 1\n3 1 2\n3 2 1\n4 4 0\n";
     snprintf(why, sizeof why, "got \"%s\"", text);
-    check(rc == 0 && !strcmp(text, want), "track_sparse_dot_symmetrised", why);
+    check(rc == 0 && !strcmp(text, want), "track_sparse_dot_symmetrised", "%s", why);
     rc = dm_sparse_write_dot(&s, path, 2, 3, 0);
     fp = fopen(path, "r");
     memset(text, 0, sizeof text);
@@ -84,7 +74,7 @@ int main(void)
         fclose(fp);
     }
     snprintf(why, sizeof why, "got \"%s\"", text);
-    check(rc == 0 && !strcmp(text, "1 3 2\n2 3 1\n"), "track_sparse_dot_size_entry_present", why);
+    check(rc == 0 && !strcmp(text, "1 3 2\n2 3 1\n"), "track_sparse_dot_size_entry_present", "%s", why);
     dm_sparse_free(&a);
     dm_sparse_free(&b);
     dm_sparse_free(&s);

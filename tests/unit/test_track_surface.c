@@ -1,6 +1,7 @@
 /* Exclusion surfaces: the segment-triangle test of templates/track_surface_hit.h on hand-made
  * cases, checked against an independent double-precision test (Moller-Trumbore) on random
  * segments, and the binned lookup of runtime/track_surface.c against testing every triangle. */
+#include "check.h"
 #include "util/error.h"
 #include "track/track_surface.h"
 
@@ -9,17 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-static void check(int ok, const char *name, const char *why)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-    } else {
-        printf("FAIL %s: %s\n", name, why);
-        failures++;
-    }
-}
 
 /* Reference: 1 hit, 0 miss, -1 too close to an edge or an end of the segment to call. */
 static int reference_hit(const float p[3], const float q[3], const float *t)
@@ -73,7 +63,7 @@ static void test_cases(void)
             ok = 0;
             snprintf(why, sizeof why, "%s: got %d", cases[i].what, !cases[i].want);
         }
-    check(ok, "surface_segment_triangle_cases", why);
+    check(ok, "surface_segment_triangle_cases", "%s", why);
 }
 
 static void test_random_segments(void)
@@ -96,7 +86,7 @@ static void test_random_segments(void)
     }
     char why[160];
     snprintf(why, sizeof why, "%ld of %ld disagree with Moller-Trumbore (%ld hits)", mismatches, called, hits);
-    check(mismatches == 0 && hits > 1000 && called > 150000, "surface_segment_triangle_random", why);
+    check(mismatches == 0 && hits > 1000 && called > 150000, "surface_segment_triangle_random", "%s", why);
 }
 
 /* A wavy mesh of 40 x 40 vertices over 40 x 40 mm, mapped by an affine with a shear: the
@@ -127,7 +117,7 @@ static void test_grid_lookup(void)
     w2t.m[2][3] = 5;
     dm_track_surface_grid g;
     if (dm_track_surface_build(&mesh, &w2t, "test mesh", &g) != 0) {
-        check(0, "surface_grid_matches_all_triangles", dm_last_error());
+        check(0, "surface_grid_matches_all_triangles", "%s", dm_last_error());
         dm_mesh_free(&mesh);
         return;
     }
@@ -152,7 +142,7 @@ static void test_grid_lookup(void)
     snprintf(why, sizeof why, "%ld of 100000 steps differ (%ld hits; grid %dx%dx%d cells of %.2f mm)",
              differ, hits, g.n[0], g.n[1], g.n[2], g.cell);
     check(differ == 0 && hits > 1000 && (long)g.n[0] * g.n[1] * g.n[2] > 100,
-          "surface_grid_matches_all_triangles", why);
+          "surface_grid_matches_all_triangles", "%s", why);
     printf("  %s\n", why);
     dm_track_surface_free(&g);
     dm_mesh_free(&mesh);
