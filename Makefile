@@ -55,10 +55,10 @@ $(BUILD)/lexer.c: compiler/lexer.l $(BUILD)/parser.h | $(BUILD)/.dir
 
 $(BUILD)/parser.o $(BUILD)/lexer.o: CFLAGS += -Wno-unused-function -Wno-sign-compare
 $(BUILD)/%.o: $(BUILD)/%.c
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c -o $@ $<
 $(BUILD)/%.o: %.c $(BUILD)/parser.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(OMPFLAGS) -MMD -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(OMPFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/libdimoc-compiler.a: $(COMPILER_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -72,7 +72,7 @@ bin/dimoc: $(CLI_OBJ) $(LIBS)
 # The C unit tests: one program each, linked like the program (tests/run.sh runs them).
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(WARN) $(OMPFLAGS) -MMD -o $@ $< $(LINK_LIBS)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(WARN) $(OMPFLAGS) -MMD -MP -o $@ $< $(LINK_LIBS)
 tests: $(TEST_BIN)
 
 $(BUILD)/.dir:

@@ -1,7 +1,7 @@
 #include "track/track_field.h"
 #include "util/error.h"
 #include "util/fsutil.h"
-#include "track/track_space.h"
+#include "io/space.h"
 
 #include <math.h>
 #include <stdio.h>

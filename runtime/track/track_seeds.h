@@ -10,7 +10,7 @@
 #define DIMOC_TRACK_SEEDS_H
 
 #include "track/track_field.h"
-#include "track/track_space.h"
+#include "io/space.h"
 #include "io/volume.h"
 
 typedef struct dm_track_seeds {

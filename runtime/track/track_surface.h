@@ -6,7 +6,7 @@
 
 #include "io/gifti_mesh.h"
 #include "track/track_kernel_host.h"
-#include "track/track_space.h"
+#include "io/space.h"
 
 typedef struct dm_track_surface_grid {
     long ntri;               /* triangles kept (degenerate ones are dropped) */

@@ -1,7 +1,7 @@
-/* Coordinate spaces of tractography: image voxel <-> world mm (sform/qform), FSL's "scaled
+/* Coordinate spaces of images (tractography, gradient frames): voxel <-> world mm (sform/qform), FSL's "scaled
  * voxel" coordinates (what FLIRT matrices map), and 4x4 affine helpers. */
-#ifndef DIMOC_TRACK_SPACE_H
-#define DIMOC_TRACK_SPACE_H
+#ifndef DIMOC_IO_SPACE_H
+#define DIMOC_IO_SPACE_H
 
 #include "io/volume.h"
 

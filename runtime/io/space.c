@@ -1,4 +1,4 @@
-#include "track/track_space.h"
+#include "io/space.h"
 #include "util/error.h"
 #include "io/textio.h"
 

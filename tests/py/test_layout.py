@@ -1,0 +1,143 @@
+"""The architecture rules of docs/internals.md, checked on the sources as they are:
+
+- every #include between folders follows the dependency table below (one direction only:
+  cli -> runtime wings -> util/io; the compiler and the templates depend on nothing of the
+  runtime, and the templates (the contract with generated code) on nothing at all);
+- no include cycle between files, and none between folders;
+- no folder of sources holds more than 20 files;
+- no library archive in build/ defines main().
+
+An include is resolved as the compiler resolves it: beside the including file first, then
+under compiler/, runtime/, templates/ (the -I folders of the Makefile)."""
+import os
+import re
+import subprocess
+
+from dmtest import check, finish
+
+ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+SOURCE_DIRS = ["cli", "compiler", "templates"]
+INCLUDE_DIRS = ["compiler", "runtime", "templates"]
+EXT = (".c", ".h", ".cu", ".l", ".y")
+
+# Which folders each folder may include from (besides itself).  docs/internals.md explains them.
+ALLOWED = {
+    "templates": set(),
+    "compiler": {"templates"},
+    "runtime/util": set(),
+    "runtime/io": {"runtime/util"},
+    "runtime/gpu": {"runtime/util", "compiler"},
+    "runtime/model": {"runtime/util", "runtime/io", "compiler", "templates"},
+    "runtime/fit": {"runtime/model", "runtime/gpu", "runtime/io", "runtime/util", "compiler",
+                    "templates"},
+    "runtime/track": {"runtime/gpu", "runtime/io", "runtime/util", "templates"},
+    "runtime/dti": {"runtime/io", "runtime/util"},
+    "runtime/simulate": {"runtime/fit", "runtime/model", "runtime/io", "runtime/util",
+                         "templates"},
+    "runtime/render": {"runtime/io", "runtime/util"},
+    "runtime/maps": {"runtime/io", "runtime/util"},
+    "cli": {"runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
+            "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
+            "runtime/maps", "compiler", "templates"},
+}
+
+
+def source_files():
+    dirs = SOURCE_DIRS + sorted(os.path.join("runtime", d) for d in os.listdir(
+        os.path.join(ROOT, "runtime")) if os.path.isdir(os.path.join(ROOT, "runtime", d)))
+    files = []
+    for d in dirs:
+        for name in sorted(os.listdir(os.path.join(ROOT, d))):
+            if name.endswith(EXT):
+                files.append(os.path.join(d, name))
+    return dirs, files
+
+
+def resolve(including, target):
+    here = os.path.join(os.path.dirname(including), target)
+    if os.path.exists(os.path.join(ROOT, here)):
+        return os.path.normpath(here)
+    for d in INCLUDE_DIRS:
+        p = os.path.join(d, target)
+        if os.path.exists(os.path.join(ROOT, p)):
+            return os.path.normpath(p)
+    return None  # a system header, or one made by the build (parser.h)
+
+
+def includes(path):
+    with open(os.path.join(ROOT, path), errors="replace") as f:
+        text = f.read()
+    return re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M)
+
+
+def find_cycle(graph):
+    """One cycle of a directed graph (dict node -> set of nodes) as a list, or None."""
+    state, stack = {}, []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                c = visit(m)
+                if c:
+                    return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state:
+            c = visit(n)
+            if c:
+                return c
+    return None
+
+
+dirs, files = source_files()
+file_graph, folder_graph, bad_edges, unknown_dirs = {}, {}, [], set()
+for f in files:
+    src_dir = os.path.dirname(f)
+    if src_dir not in ALLOWED:
+        unknown_dirs.add(src_dir)
+    for inc in includes(f):
+        target = resolve(f, inc)
+        if target is None:
+            continue
+        file_graph.setdefault(f, set()).add(target)
+        dst_dir = os.path.dirname(target)
+        if dst_dir == src_dir:
+            continue
+        folder_graph.setdefault(src_dir, set()).add(dst_dir)
+        if dst_dir not in ALLOWED.get(src_dir, set()):
+            bad_edges.append(f"{f} -> {target}")
+
+check("layout-folders-known", not unknown_dirs,
+      "folders missing from the dependency table: " + ", ".join(sorted(unknown_dirs)))
+check("layout-dependencies-one-way", not bad_edges,
+      f"{len(bad_edges)} includes against the rules, e.g. " + "; ".join(bad_edges[:5]))
+cycle = find_cycle(file_graph)
+check("layout-no-file-include-cycle", cycle is None, " -> ".join(cycle or []))
+cycle = find_cycle(folder_graph)
+check("layout-no-folder-cycle", cycle is None, " -> ".join(cycle or []))
+
+crowded = [f"{d} ({n})" for d in dirs
+           if (n := len([x for x in os.listdir(os.path.join(ROOT, d)) if x.endswith(EXT)])) > 20]
+check("layout-folders-at-most-20-files", not crowded, ", ".join(crowded))
+
+# The library archives: none may hold a main() (the program's lives in cli/main.c).
+libdir = os.path.join(ROOT, os.environ.get("TEST_LIBDIR", "build"))
+archives = [os.path.join(libdir, a) for a in ("libdimoc-runtime.a", "libdimoc-compiler.a")]
+present = [a for a in archives if os.path.exists(a)]
+check("layout-archives-built", len(present) == len(archives), f"found {present}")
+with_main = []
+for a in present:
+    out = subprocess.run(["nm", "--defined-only", a], capture_output=True, text=True).stdout
+    if re.search(r"^[0-9a-f]+ T main$", out, re.M):
+        with_main.append(os.path.basename(a))
+check("layout-no-main-in-libraries", not with_main, "main() in " + ", ".join(with_main))
+
+finish()
