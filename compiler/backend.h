@@ -1,7 +1,7 @@
 /* Internal interface of the back end.  generate.c (dm_generate) runs it, one way:
  *   programs.c  lowers a checked model into the programs of its functions (lower.h) and
  *               splits the signal and its gradient into per-voxel and per-measurement parts;
- *   emit.c      prints the programs as the generated sources (templates/model_api.h);
+ *   emit.c      prints the programs as the generated source (templates/model_api.h);
  *   flops.c     counts their work (dm_flops);
  *   meta.c      writes the metadata file (docs/metadata.md) from the model and the counts.
  * emit.c and meta.c write through buf.h; none of them calls another. */
@@ -29,13 +29,13 @@ typedef struct dm_programs {
 int dm_programs_build(dm_programs *G, const dm_model *m, dm_diag *diag);
 void dm_programs_free(dm_programs *G);
 
-/* The generated source (malloc'd), for the host compiler or (cuda) for NVRTC. */
-char *dm_emit_source(const dm_model *m, const dm_programs *G, int cuda);
+/* The generated source (malloc'd). */
+char *dm_emit_source(const dm_model *m, const dm_programs *G);
 
 /* The work counts of the split signal and gradient. */
 void dm_programs_flops(const dm_programs *G, dm_flops *f);
 
-/* The metadata file (malloc'd) of a model whose model.c text is `source`. */
+/* The metadata file (malloc'd) of a model whose generated source is `source`. */
 char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source);
 
 #endif

@@ -1,6 +1,6 @@
 /* The back end's driver: builds the programs of a checked model, then asks the emitter for the
- * generated sources, the flop counter for the work counts and the metadata writer for the
- * metadata file (backend.h); dm_emit_dir writes the files. */
+ * generated source, the flop counter for the work counts and the metadata writer for the
+ * metadata file (backend.h); dm_emit_dir writes the two files. */
 #include "backend.h"
 
 #include <errno.h>
@@ -18,10 +18,9 @@ int dm_generate(const dm_model *m, dm_generated *out, FILE *err)
     dm_programs G;
     int rc = dm_programs_build(&G, m, &diag);
     if (rc == 0) {
-        out->c_source = dm_emit_source(m, &G, 0);
-        out->cuda_source = dm_emit_source(m, &G, 1);
+        out->source = dm_emit_source(m, &G);
         dm_programs_flops(&G, &out->flops);
-        out->meta = dm_meta_text(m, &out->flops, out->c_source);
+        out->meta = dm_meta_text(m, &out->flops, out->source);
     }
     dm_programs_free(&G);
     dm_diag_flush(&diag);
@@ -32,8 +31,7 @@ void dm_generated_free(dm_generated *g)
 {
     if (!g)
         return;
-    free(g->c_source);
-    free(g->cuda_source);
+    free(g->source);
     free(g->meta);
     memset(g, 0, sizeof *g);
 }
@@ -97,9 +95,7 @@ int dm_emit_dir(const dm_model *m, const char *dir, FILE *err)
         rc = -1;
     }
     if (rc == 0)
-        rc = write_atomic(dir, "model.c", g.c_source, err);
-    if (rc == 0)
-        rc = write_atomic(dir, "model.cu", g.cuda_source, err);
+        rc = write_atomic(dir, "model.h", g.source, err);
     if (rc == 0)
         rc = write_atomic(dir, "model.meta", g.meta, err);
     dm_generated_free(&g);

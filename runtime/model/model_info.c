@@ -148,9 +148,8 @@ int dm_model_load(const char *model, dm_model_info *mi)
     rc = dm_model_info_parse(g.meta, path, mi);
     free(path);
     if (rc == 0) {
-        mi->c_source = g.c_source;
-        mi->cuda_source = g.cuda_source;
-        g.c_source = g.cuda_source = NULL;
+        mi->source = g.source;
+        g.source = NULL;
     }
     dm_generated_free(&g);
     return rc;
@@ -158,9 +157,8 @@ int dm_model_load(const char *model, dm_model_info *mi)
 
 void dm_model_info_free(dm_model_info *mi)
 {
-    free(mi->c_source);
-    free(mi->cuda_source);
-    mi->c_source = mi->cuda_source = NULL;
+    free(mi->source);
+    mi->source = NULL;
 }
 
 int dm_model_param_index(const dm_model_info *mi, const char *name)
