@@ -1,4 +1,5 @@
-/* The metadata file model.meta (format: docs/metadata.md). */
+/* The metadata file model.meta (format: docs/metadata.md), for people and other tools; the
+ * runtime describes a model from the same data directly (runtime/model/model_info.c). */
 #include "backend.h"
 
 #include <math.h>
