@@ -58,7 +58,7 @@ int dm_cmd_compile(int argc, char **argv)
         return dm_report_error();
     }
     int rc = dm_emit_dir(m, dir, stderr);
-    if (rc == 0) printf("%s: wrote %s/model.c, model.cu, model.meta\n", file, dir);
+    if (rc == 0) printf("%s: wrote %s/model.h, model.meta\n", file, dir);
     dm_model_free(m);
     return rc == 0 ? 0 : 1;
 }

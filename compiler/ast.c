@@ -1,4 +1,5 @@
-/* Arena allocation, growable vectors and symbol lookup for the syntax tree (ast.h). */
+/* Arena allocation, growable vectors, symbol lookup and prior names for the syntax tree
+ * (ast.h). */
 #include "ast.h"
 
 #include <stdlib.h>
@@ -99,4 +100,16 @@ dm_symbol *dm_model_lookup(dm_model *m, const char *name)
         if (strcmp(m->symbols.items[i]->name, name) == 0)
             return m->symbols.items[i];
     return NULL;
+}
+
+const char *dm_prior_kind_name(dm_prior_kind k)
+{
+    static const char *const names[] = {"none", "uniform", "gaussian", "gamma",
+                                        "ard",  "sphere",  "custom"};
+    return k >= 0 && k <= DM_PRIOR_CUSTOM ? names[k] : "none";
+}
+
+int dm_prior_constant_args(dm_prior_kind k)
+{
+    return k == DM_PRIOR_GAUSSIAN || k == DM_PRIOR_GAMMA ? 2 : k == DM_PRIOR_ARD ? 1 : 0;
 }

@@ -62,6 +62,11 @@ typedef enum dm_prior_kind {
     DM_PRIOR_CUSTOM,   /* custom(expr):          energy -expr (expr a log density) */
 } dm_prior_kind;
 
+/* The prior's name as the metadata writes it ("none", "uniform", ... "custom"), and how many
+ * constant arguments it has (value[0..n): gaussian and gamma 2, ard 1, the others 0). */
+const char *dm_prior_kind_name(dm_prior_kind k);
+int dm_prior_constant_args(dm_prior_kind k);
+
 typedef struct dm_prior {
     const char *name;  /* as written (parser); the checker sets kind from it */
     dm_prior_kind kind;

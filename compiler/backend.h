@@ -1,25 +1,41 @@
-/* Internal interface between the back end's emitters (emit.c, meta.c): a growable text
- * buffer and the metadata writer. */
+/* Internal interface of the back end.  generate.c (dm_generate) runs it, one way:
+ *   programs.c  lowers a checked model into the programs of its functions (lower.h) and
+ *               splits the signal and its gradient into per-voxel and per-measurement parts;
+ *   emit.c      prints the programs as the generated source (templates/model_api.h);
+ *   flops.c     counts their work (dm_flops);
+ *   meta.c      writes the metadata file (docs/metadata.md) from the model and the counts.
+ * emit.c and meta.c write through buf.h; none of them calls another. */
 #ifndef DIMOC_BACKEND_H
 #define DIMOC_BACKEND_H
 
-#include <stddef.h>
+#include "buf.h"
 #include "compiler.h"
 #include "diag.h"
+#include "lower.h"
+#include "model_api.h"
 
-typedef struct dm_buf {
-    char *s; /* NUL-terminated */
-    size_t n, cap;
-} dm_buf;
+/* The programs of one model. */
+typedef struct dm_programs {
+    dm_prog signal, grad, constraints, prior, outputs;
+    int signal_root;
+    int grad_roots[1 + DM_MAX_PARAMS]; /* value, then the partial of each parameter */
+    int *constraint_roots;
+    int prior_root;
+    int *output_roots;
+    dm_split signal_split, grad_split; /* per-voxel and per-measurement parts */
+} dm_programs;
 
-void dm_buf_printf(dm_buf *b, const char *fmt, ...) DM_PRINTF(2, 3);
-void dm_buf_puts(dm_buf *b, const char *s);
+/* Builds every program; errors go to diag.  0 or -1; free with dm_programs_free either way. */
+int dm_programs_build(dm_programs *G, const dm_model *m, dm_diag *diag);
+void dm_programs_free(dm_programs *G);
 
-/* A number as the metadata and the generated code print it: the shortest of %.15g..%.17g
- * that reads back exactly; inf, -inf and nan spelled so. */
-void dm_buf_number(dm_buf *b, double v);
+/* The generated source (malloc'd). */
+char *dm_emit_source(const dm_model *m, const dm_programs *G);
 
-/* The metadata file (docs/metadata.md) of a model whose model.c text is c_source. */
-char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *c_source);
+/* The work counts of the split signal and gradient. */
+void dm_programs_flops(const dm_programs *G, dm_flops *f);
+
+/* The metadata file (malloc'd) of a model whose generated source is `source`. */
+char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source);
 
 #endif

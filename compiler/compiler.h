@@ -28,21 +28,24 @@ typedef struct dm_flops {
     long gradient_prepare_transc;
 } dm_flops;
 
-/* The generated sources of one model, as NUL-terminated strings owned by the caller
- * (free each with free()).  c_source is for the host compiler, cuda_source for NVRTC; both
- * define the functions documented in templates/model_api.h.  meta is the metadata file
- * (format: docs/metadata.md). */
+/* What the back end makes of one model, as NUL-terminated strings owned by the caller (free
+ * them with dm_generated_free).  source is the generated code, one text that both the host
+ * compiler and NVRTC compile (the includer defines `real` and DM_FN; it defines the functions
+ * documented in templates/model_api.h); meta is the metadata file (format: docs/metadata.md),
+ * written for people and other tools; flops are the work counts it prints. */
 typedef struct dm_generated {
-    char *c_source;
-    char *cuda_source;
+    char *source;
     char *meta;
     dm_flops flops;
 } dm_generated;
 
+/* Lowers, differentiates and emits a checked model.  Errors go to err (NULL: stderr).  0 or
+ * -1; on failure *out holds nothing to free. */
 int dm_generate(const dm_model *m, dm_generated *out, FILE *err);
 void dm_generated_free(dm_generated *g);
 
-/* dm_generate, then write DIR/model.c, DIR/model.cu, DIR/model.meta (each atomically). */
+/* dm_generate, then write DIR/model.h (the source) and DIR/model.meta, each atomically;
+ * other files in DIR are left alone. */
 int dm_emit_dir(const dm_model *m, const char *dir, FILE *err);
 
 /* 64-bit FNV-1a of a byte string, printed as 16 hex digits in metadata and cache keys. */

@@ -1,75 +1,17 @@
-/* The C and CUDA emitters: one body of model functions (templates/model_api.h) printed from
- * the lowered programs, behind a prologue that differs between the host and NVRTC builds.
+/* The emitter: prints the programs of a model (programs.c) as the generated source, the one
+ * file that both the host compiler and NVRTC compile (the functions of templates/model_api.h).
  *
  * Each function is straight-line code: the inputs it reads as named locals (p_NAME, m_NAME,
  * v_NAME), then one SSA temporary per line in dependency order, only those the results need.
  * Literals are written suffix-free so that one text serves float and double builds: small
  * integers bare (they convert without promoting), everything else cast with (real). */
 #include "backend.h"
-#include "lower.h"
-#include "model_api.h"
 
-#include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define DM_PI_D 3.14159265358979323846
-
-/* ---- text buffer ---- */
-
-static void buf_reserve(dm_buf *b, size_t extra)
-{
-    if (b->n + extra + 1 <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + extra + 1)
-        cap *= 2;
-    b->s = realloc(b->s, cap);
-    if (!b->s)
-        abort();
-    b->cap = cap;
-}
-
-void dm_buf_printf(dm_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    buf_reserve(b, (size_t)len);
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->n, (size_t)len + 1, fmt, ap);
-    va_end(ap);
-    b->n += (size_t)len;
-}
-
-void dm_buf_puts(dm_buf *b, const char *s)
-{
-    dm_buf_printf(b, "%s", s);
-}
-
-void dm_buf_number(dm_buf *b, double v)
-{
-    if (isnan(v)) {
-        dm_buf_puts(b, "nan");
-        return;
-    }
-    if (isinf(v)) {
-        dm_buf_puts(b, v > 0 ? "inf" : "-inf");
-        return;
-    }
-    char text[40];
-    for (int digits = 15; digits <= 17; digits++) {
-        snprintf(text, sizeof text, "%.*g", digits, v);
-        if (strtod(text, NULL) == v)
-            break;
-    }
-    dm_buf_puts(b, text);
-}
 
 /* A literal of generated code.  in_call: an argument of a math function, where a bare int
  * could make a CUDA overload ambiguous, so it is always cast. */
@@ -296,167 +238,6 @@ static void emit_unused(dm_buf *b, int uses, int mask, const char *const *names)
 
 static const char *const pmv_names[3] = {"p", "m", "v"};
 
-/* ---- the programs of one model ---- */
-
-typedef struct programs {
-    dm_prog signal, grad, constraints, prior, outputs;
-    int signal_root;
-    int grad_roots[1 + DM_MAX_PARAMS];  /* value, then the partial of each parameter */
-    int *constraint_roots;
-    int prior_root;
-    int *output_roots;
-    dm_split signal_split, grad_split; /* per-voxel and per-measurement parts */
-} programs;
-
-static int build_signal(programs *G, const dm_model *m, dm_diag *diag)
-{
-    int v[3];
-    dm_prog_init(&G->signal, m, diag);
-    G->signal.context = "the signal";
-    if (!m->signal || dm_lower_expr(&G->signal, m->signal, v) != 1) {
-        if (!G->signal.failed)
-            dm_error(diag, m->signal ? m->signal->loc : m->name_loc,
-                     "the signal must be one scalar expression");
-        return -1;
-    }
-    G->signal_root = v[0];
-
-    /* The gradient program lowers the signal again so its partials share its values. */
-    dm_prog *P = &G->grad;
-    dm_prog_init(P, m, diag);
-    P->context = "the signal";
-    dm_lower_expr(P, m->signal, v);
-    G->grad_roots[0] = v[0];
-    int np = m->params.n;
-    dm_differentiate(P, v[0], np, G->grad_roots + 1);
-    for (int k = 0; k < np; k++) {
-        const dm_param *par = m->params.items[k];
-        if (!par->derivative)
-            continue;
-        P->context = "a derivative";
-        if (dm_lower_expr(P, par->derivative, v) != 1) {
-            if (!P->failed)
-                dm_error(diag, par->derivative_loc, "a derivative must be a scalar expression");
-            return -1;
-        }
-        G->grad_roots[1 + k] = v[0];
-    }
-    dm_split_program(&G->signal, &G->signal_root, 1, &G->signal_split);
-    dm_split_program(P, G->grad_roots, 1 + np, &G->grad_split);
-    return 0;
-}
-
-static int build_constraints(programs *G, const dm_model *m, dm_diag *diag)
-{
-    dm_prog *P = &G->constraints;
-    dm_prog_init(P, m, diag);
-    P->allow_measures = 0;
-    P->context = "a constraint";
-    G->constraint_roots = calloc((size_t)m->constraints.n + 1, sizeof(int));
-    for (int i = 0; i < m->constraints.n; i++) {
-        int v[3];
-        if (dm_lower_expr(P, m->constraints.items[i]->cond, v) != 1) {
-            if (!P->failed)
-                dm_error(diag, m->constraints.items[i]->loc, "a constraint must be a condition");
-            return -1;
-        }
-        G->constraint_roots[i] = v[0];
-    }
-    return 0;
-}
-
-/* Sum of the parameters' prior energies (model_api.h, ast.h). */
-static int build_prior(programs *G, const dm_model *m, dm_diag *diag)
-{
-    dm_prog *P = &G->prior;
-    dm_prog_init(P, m, diag);
-    P->allow_measures = 0;
-    P->context = "a prior";
-    int total = dm_ir_const(P, 0);
-    for (int k = 0; k < m->params.n; k++) {
-        const dm_param *par = m->params.items[k];
-        const dm_prior *pr = &par->prior;
-        int x = dm_ir_leaf(P, DM_IR_PARAM, k), e = -1, v[3];
-        double a = pr->value[0], bb = pr->value[1];
-        switch (pr->kind) {
-        case DM_PRIOR_GAUSSIAN: { /* (x - mean)^2 / (2 sd^2) */
-            int d = dm_ir_binary(P, DM_IR_SUB, x, dm_ir_const(P, a));
-            e = dm_ir_binary(P, DM_IR_MUL, dm_ir_binary(P, DM_IR_MUL, d, d),
-                             dm_ir_const(P, 1 / (2 * bb * bb)));
-            break;
-        }
-        case DM_PRIOR_GAMMA: { /* (1 - shape) log x + x / scale */
-            int lx = dm_ir_call(P, DM_MF_LOG, 0, &x);
-            e = dm_ir_binary(P, DM_IR_ADD, dm_ir_binary(P, DM_IR_MUL, dm_ir_const(P, 1 - a), lx),
-                             dm_ir_binary(P, DM_IR_DIV, x, dm_ir_const(P, bb)));
-            break;
-        }
-        case DM_PRIOR_ARD: /* weight log x */
-            e = dm_ir_binary(P, DM_IR_MUL, dm_ir_const(P, a), dm_ir_call(P, DM_MF_LOG, 0, &x));
-            break;
-        case DM_PRIOR_SPHERE: { /* -log|sin x / 2| */
-            int s = dm_ir_call(P, DM_MF_SIN, 0, &x);
-            int half = dm_ir_binary(P, DM_IR_MUL, s, dm_ir_const(P, 0.5));
-            int mag = dm_ir_call(P, DM_MF_FABS, 0, &half);
-            e = dm_ir_unary(P, DM_IR_NEG, dm_ir_call(P, DM_MF_LOG, 0, &mag));
-            break;
-        }
-        case DM_PRIOR_CUSTOM: /* -(log density) */
-            if (!pr->args[0] || dm_lower_expr(P, pr->args[0], v) != 1) {
-                if (!P->failed)
-                    dm_error(diag, pr->loc, "a custom prior must be a scalar expression");
-                return -1;
-            }
-            e = dm_ir_unary(P, DM_IR_NEG, v[0]);
-            break;
-        default:
-            break;
-        }
-        if (e >= 0)
-            total = dm_ir_binary(P, DM_IR_ADD, total, e);
-    }
-    G->prior_root = total;
-    return 0;
-}
-
-static int build_outputs(programs *G, const dm_model *m, dm_diag *diag)
-{
-    dm_prog *P = &G->outputs;
-    dm_prog_init(P, m, diag);
-    P->allow_measures = 0;
-    P->context = "a derived output";
-    G->output_roots = malloc(sizeof(int) * ((size_t)m->output_width + 1));
-    for (int c = 0; c < m->output_width; c++)
-        G->output_roots[c] = -1;
-    for (int i = 0; i < m->outputs.n; i++) {
-        const dm_output *o = m->outputs.items[i];
-        int v[3];
-        int w = dm_lower_expr(P, o->value, v);
-        if (w < 0)
-            return -1;
-        if (o->column + w > m->output_width) {
-            dm_error(diag, o->loc, "output '%s' does not fit the output row", o->name);
-            return -1;
-        }
-        for (int c = 0; c < w; c++)
-            G->output_roots[o->column + c] = v[c];
-    }
-    return 0;
-}
-
-static void programs_free(programs *G)
-{
-    dm_prog_free(&G->signal);
-    dm_prog_free(&G->grad);
-    dm_prog_free(&G->constraints);
-    dm_prog_free(&G->prior);
-    dm_prog_free(&G->outputs);
-    free(G->constraint_roots);
-    free(G->output_roots);
-    dm_split_free(&G->signal_split);
-    dm_split_free(&G->grad_split);
-}
-
 /* ---- the functions of model_api.h ---- */
 
 /* Prints the (void) casts of unused arguments and the body for the given roots; the caller
@@ -518,7 +299,7 @@ static void emit_at_body(emitter *E, dm_buf *b, const dm_split *S)
     free(body.s);
 }
 
-static void emit_signal(dm_buf *b, const dm_model *m, programs *G)
+static void emit_signal(dm_buf *b, const dm_model *m, const dm_programs *G)
 {
     dm_buf_puts(b, "/* The part of the signal that depends on no measurement input: pre[0 .. "
                    "DM_PRE_WIDTH). */\n");
@@ -540,7 +321,7 @@ static void emit_signal(dm_buf *b, const dm_model *m, programs *G)
                    "    return dm_signal_at(pre, m, v);\n}\n\n");
 }
 
-static void emit_signal_grad(dm_buf *b, const dm_model *m, programs *G)
+static void emit_signal_grad(dm_buf *b, const dm_model *m, const dm_programs *G)
 {
     int np = m->params.n;
     dm_buf_puts(b, "/* The invariant values and partials the gradient needs per measurement: "
@@ -609,7 +390,7 @@ static void emit_in_bounds(dm_buf *b, const dm_model *m)
     dm_buf_puts(b, "    return 1;\n}\n\n");
 }
 
-static void emit_constraints(dm_buf *b, const dm_model *m, programs *G)
+static void emit_constraints(dm_buf *b, const dm_model *m, const dm_programs *G)
 {
     emitter E = {b, m, &G->constraints, NULL, NULL};
     static const char *const pv_names[3] = {"p", "m", "v"};
@@ -629,7 +410,7 @@ static void emit_constraints(dm_buf *b, const dm_model *m, programs *G)
     emitter_done(&E);
 }
 
-static void emit_prior(dm_buf *b, const dm_model *m, programs *G)
+static void emit_prior(dm_buf *b, const dm_model *m, const dm_programs *G)
 {
     emitter E = {b, m, &G->prior, NULL, NULL};
     static const char *const pv_names[3] = {"p", "m", "v"};
@@ -793,7 +574,7 @@ static void emit_proposal_sd(dm_buf *b, const dm_model *m)
     dm_buf_puts(b, "    default:\n        return 0;\n    }\n}\n\n");
 }
 
-static void emit_outputs(dm_buf *b, const dm_model *m, programs *G)
+static void emit_outputs(dm_buf *b, const dm_model *m, const dm_programs *G)
 {
     emitter E = {b, m, &G->outputs, NULL, NULL};
     static const char *const pv_names[3] = {"p", "m", "v"};
@@ -826,10 +607,31 @@ static void emit_outputs(dm_buf *b, const dm_model *m, programs *G)
 /* pre[] never has size 0. */
 static int pre_width(const dm_split *S) { return S->nslots > 0 ? S->nslots : 1; }
 
-/* The body shared by model.c and model.cu. */
-static char *emit_body_text(const dm_model *m, programs *G)
+/* The header comment: what the file is and how the two builds include it. */
+static void emit_prologue(dm_buf *b, const dm_model *m)
+{
+    unsigned long long h = m->source ? dm_hash64(m->source, strlen(m->source), 0) : 0;
+    dm_buf_printf(b, "/* Model %s: \"", m->name);
+    for (const char *d = m->description ? m->description : ""; *d; d++) /* no early "*\/" */
+        dm_buf_printf(b, "%c%s", *d, d[0] == '*' && d[1] == '/' ? " " : "");
+    dm_buf_puts(b, "\".\n");
+    dm_buf_printf(b, " * Generated by dimoc from a model source of hash %016llx; do not edit.\n",
+                  h);
+    dm_buf_puts(b, " * One source for both builds.  The includer defines `real` (float or double)"
+                   " and DM_FN,\n"
+                   " * then includes templates/mathlib.h and this file:\n"
+                   " *   host (templates/cpu_fitter.c): DM_FN is static inline, <math.h> is"
+                   " included first;\n"
+                   " *   NVRTC (templates/gpu_fitter.cu): DM_FN is static __device__ and inline;"
+                   " the CUDA math\n"
+                   " *   functions are built in.\n"
+                   " * The functions are documented in templates/model_api.h. */\n\n");
+}
+
+char *dm_emit_source(const dm_model *m, const dm_programs *G)
 {
     dm_buf b = {0};
+    emit_prologue(&b, m);
     dm_buf_printf(&b, "#define DM_NPARAMS %d\n", m->params.n);
     dm_buf_printf(&b, "#define DM_MEASURE_WIDTH %d\n", m->measure_width);
     dm_buf_printf(&b, "#define DM_VOXEL_WIDTH %d\n", m->voxel_width);
@@ -848,143 +650,3 @@ static char *emit_body_text(const dm_model *m, programs *G)
     return b.s;
 }
 
-static char *with_prologue(const dm_model *m, const char *body, int cuda)
-{
-    dm_buf b = {0};
-    unsigned long long h = m->source ? dm_hash64(m->source, strlen(m->source), 0) : 0;
-    dm_buf_printf(&b, "/* Model %s: \"", m->name);
-    for (const char *d = m->description ? m->description : ""; *d; d++) /* no early "*\/" */
-        dm_buf_printf(&b, "%c%s", *d, d[0] == '*' && d[1] == '/' ? " " : "");
-    dm_buf_puts(&b, "\".\n");
-    dm_buf_printf(&b, " * Generated by dimoc from a model source of hash %016llx; do not edit.\n",
-                  h);
-    if (cuda)
-        dm_buf_puts(&b, " * NVRTC build: the includer defines `real` and DM_FN (static __device__"
-                        " inline)\n * and includes templates/mathlib.h; the CUDA math functions"
-                        " are built in.\n");
-    else
-        dm_buf_puts(&b, " * Host build: the includer defines `real` and DM_FN (static inline),"
-                        " then\n * includes <math.h> and templates/mathlib.h.\n");
-    dm_buf_puts(&b, " * The functions are documented in templates/model_api.h. */\n\n");
-    dm_buf_puts(&b, body);
-    return b.s;
-}
-
-int dm_generate(const dm_model *m, dm_generated *out, FILE *err)
-{
-    memset(out, 0, sizeof *out);
-    dm_diag diag;
-    dm_diag_init(&diag, err ? err : stderr, m->file ? m->file : "<model>",
-                 m->source ? m->source : "", m->source ? strlen(m->source) : 0);
-    programs G;
-    memset(&G, 0, sizeof G);
-    int rc = 0;
-    if (m->params.n > DM_MAX_PARAMS) {
-        dm_error(&diag, m->name_loc, "a model has at most %d parameters",
-                 DM_MAX_PARAMS);
-        rc = -1;
-    }
-    if (rc == 0)
-        rc = build_signal(&G, m, &diag);
-    if (rc == 0)
-        rc = build_constraints(&G, m, &diag);
-    if (rc == 0)
-        rc = build_prior(&G, m, &diag);
-    if (rc == 0)
-        rc = build_outputs(&G, m, &diag);
-    if (rc == 0) {
-        char *body = emit_body_text(m, &G);
-        out->c_source = with_prologue(m, body, 0);
-        out->cuda_source = with_prologue(m, body, 1);
-        free(body);
-        dm_flops *f = &out->flops;
-        f->signal = dm_count_flops_marked(&G.signal, G.signal_split.at_code, &f->signal_transc);
-        f->gradient = dm_count_flops_marked(&G.grad, G.grad_split.at_code, &f->gradient_transc);
-        f->prepare = dm_count_flops_marked(&G.signal, G.signal_split.prep_code,
-                                           &f->prepare_transc);
-        f->gradient_prepare = dm_count_flops_marked(&G.grad, G.grad_split.prep_code,
-                                                    &f->gradient_prepare_transc);
-        out->meta = dm_meta_text(m, &out->flops, out->c_source);
-    }
-    programs_free(&G);
-    dm_diag_flush(&diag);
-    return rc;
-}
-
-void dm_generated_free(dm_generated *g)
-{
-    if (!g)
-        return;
-    free(g->c_source);
-    free(g->cuda_source);
-    free(g->meta);
-    memset(g, 0, sizeof *g);
-}
-
-/* ---- writing the files ---- */
-
-static int mkdir_parents(const char *dir)
-{
-    size_t len = strlen(dir);
-    char *path = malloc(len + 1);
-    if (!path)
-        return -1;
-    memcpy(path, dir, len + 1);
-    for (char *s = path + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = 0;
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-            free(path);
-            return -1;
-        }
-        *s = '/';
-    }
-    int rc = mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
-    free(path);
-    return rc;
-}
-
-/* Writes dir/name through a temporary sibling and rename(2), so a reader never sees half a
- * file. */
-static int write_atomic(const char *dir, const char *name, const char *text, FILE *err)
-{
-    size_t len = strlen(dir) + strlen(name) + 64;
-    char *path = malloc(len), *tmp = malloc(len);
-    if (!path || !tmp)
-        abort();
-    snprintf(path, len, "%s/%s", dir, name);
-    snprintf(tmp, len, "%s/.%s.tmp.%ld", dir, name, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    int ok = f && fputs(text, f) >= 0;
-    ok = f && fclose(f) == 0 && ok;
-    ok = ok && rename(tmp, path) == 0;
-    if (!ok) {
-        fprintf(err ? err : stderr, "dimoc: error: cannot write %s: %s\n", path, strerror(errno));
-        remove(tmp);
-    }
-    free(path);
-    free(tmp);
-    return ok ? 0 : -1;
-}
-
-int dm_emit_dir(const dm_model *m, const char *dir, FILE *err)
-{
-    dm_generated g;
-    if (dm_generate(m, &g, err) != 0)
-        return -1;
-    int rc = 0;
-    if (mkdir_parents(dir) != 0) {
-        fprintf(err ? err : stderr, "dimoc: error: cannot create %s: %s\n", dir,
-                strerror(errno));
-        rc = -1;
-    }
-    if (rc == 0)
-        rc = write_atomic(dir, "model.c", g.c_source, err);
-    if (rc == 0)
-        rc = write_atomic(dir, "model.cu", g.cuda_source, err);
-    if (rc == 0)
-        rc = write_atomic(dir, "model.meta", g.meta, err);
-    dm_generated_free(&g);
-    return rc;
-}

@@ -1,10 +1,11 @@
-/* Work count of a lowered function, for the metadata: the runtime multiplies it by the
- * number of evaluations to report achieved GFLOP/s.  A call of a math-library function
+/* Work counts of lowered functions, for the metadata (dm_flops): the runtime multiplies them
+ * by the number of evaluations to report achieved GFLOP/s.  A call of a math-library function
  * (exp, dm_dawson, ...) counts as one operation, however many it costs inside, and is also
  * counted apart when transcendental so that the two kinds of throughput can be told apart. */
-#include "lower.h"
+#include "backend.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 long dm_count_flops_marked(const dm_prog *P, const char *mark, long *transcendental)
 {
@@ -43,4 +44,14 @@ long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transc
     long total = dm_count_flops_marked(P, live, transcendental);
     free(live);
     return total;
+}
+
+void dm_programs_flops(const dm_programs *G, dm_flops *f)
+{
+    memset(f, 0, sizeof *f);
+    f->signal = dm_count_flops_marked(&G->signal, G->signal_split.at_code, &f->signal_transc);
+    f->gradient = dm_count_flops_marked(&G->grad, G->grad_split.at_code, &f->gradient_transc);
+    f->prepare = dm_count_flops_marked(&G->signal, G->signal_split.prep_code, &f->prepare_transc);
+    f->gradient_prepare = dm_count_flops_marked(&G->grad, G->grad_split.prep_code,
+                                                &f->gradient_prepare_transc);
 }

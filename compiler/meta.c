@@ -1,4 +1,5 @@
-/* The metadata file model.meta (format: docs/metadata.md). */
+/* The metadata file model.meta (format: docs/metadata.md), for people and other tools; the
+ * runtime describes a model from the same data directly (runtime/model/model_info.c). */
 #include "backend.h"
 
 #include <math.h>
@@ -16,19 +17,12 @@ static void number(dm_buf *b, double v)
         dm_buf_printf(b, " %.17g", v);
 }
 
-static const char *prior_name(dm_prior_kind k)
-{
-    static const char *const names[] = {"none", "uniform", "gaussian", "gamma",
-                                        "ard",  "sphere",  "custom"};
-    return k >= 0 && k <= DM_PRIOR_CUSTOM ? names[k] : "none";
-}
-
 static const char *output_kind_name(dm_output_kind k)
 {
     return k == DM_OUT_AXIS ? "axis" : k == DM_OUT_VECTOR ? "vector" : "scalar";
 }
 
-char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *c_source)
+char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source)
 {
     dm_buf b = {0};
     dm_buf_puts(&b, "dimoc-meta 1\n");
@@ -36,7 +30,7 @@ char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *c_sourc
     dm_buf_printf(&b, "description %s\n", m->description ? m->description : "");
     dm_buf_printf(&b, "source_hash %016llx\n",
                   dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0));
-    dm_buf_printf(&b, "code_hash %016llx\n", dm_hash64(c_source, strlen(c_source), 0));
+    dm_buf_printf(&b, "code_hash %016llx\n", dm_hash64(source, strlen(source), 0));
     dm_buf_printf(&b, "flops_signal %ld\n", flops->signal);
     dm_buf_printf(&b, "flops_signal_transcendental %ld\n", flops->signal_transc);
     dm_buf_printf(&b, "flops_gradient %ld\n", flops->gradient);
@@ -65,9 +59,8 @@ char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *c_sourc
         dm_buf_printf(&b, " %d %d", p->lo_closed ? 1 : 0, p->hi_closed ? 1 : 0);
         number(&b, p->init);
         dm_buf_printf(&b, " %d %d %s", p->init_from_b0 ? 1 : 0, p->periodic ? 1 : 0,
-                      prior_name(p->prior.kind));
-        int nargs = p->prior.kind == DM_PRIOR_GAUSSIAN || p->prior.kind == DM_PRIOR_GAMMA ? 2
-                    : p->prior.kind == DM_PRIOR_ARD ? 1 : 0;
+                      dm_prior_kind_name(p->prior.kind));
+        int nargs = dm_prior_constant_args(p->prior.kind);
         number(&b, nargs > 0 ? p->prior.value[0] : 0);
         number(&b, nargs > 1 ? p->prior.value[1] : 0);
         number(&b, p->step);

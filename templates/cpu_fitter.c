@@ -1,7 +1,7 @@
 /* The host build of a fitter: one generated model plus the fitting templates, compiled by the
  * host C compiler into a shared object that the runtime loads with dlopen (fit_api.h lists the
  * symbols).  Compile with
- *   cc -O2 -fPIC -shared -DDM_REAL=double|float -DDM_MODEL_FILE='"path/model.c"' \
+ *   cc -O2 -fPIC -shared -DDM_REAL=double|float -DDM_MODEL_FILE='"path/model.h"' \
  *      -Itemplates templates/cpu_fitter.c -lm
  * The entry points take and return doubles; the fitting runs in `real` (DM_REAL), so inputs are
  * converted at entry and results at exit. */
@@ -13,7 +13,7 @@
 #define DM_REAL double
 #endif
 #ifndef DM_MODEL_FILE
-#error "define DM_MODEL_FILE, the generated model source, e.g. -DDM_MODEL_FILE='\"model.c\"'"
+#error "define DM_MODEL_FILE, the generated model source, e.g. -DDM_MODEL_FILE='\"model.h\"'"
 #endif
 
 typedef DM_REAL real;

@@ -1,7 +1,8 @@
 /* The GPU build of a fitter: one generated model plus the fitting templates, compiled at run
  * time by NVRTC (runtime/gpu_backend.c).  The runtime prepends
  *   #define DM_NLANES <lanes per voxel>      typedef float|double real;
- * and passes the generated model as the header "dm_model.cu".  A group of DM_NLANES
+ * and passes the generated model source (generated/<model>/model.h, the text the host build
+ * includes too) as the in-memory header "dm_model.cu".  A group of DM_NLANES
  * consecutive lanes of a warp fits one voxel: every lane runs the same algorithm, the loops
  * over measurements are split between them (templates/lanes.h). */
 #define DM_FN static __device__ __forceinline__

@@ -1,14 +1,15 @@
 /* The contract between generated model code and the fitting templates.
  *
- * This header declares nothing; it documents what generated/<model>/model.c (host) and
- * model.cu (NVRTC) define.  Both files have the same body; only their prologue differs.
- * Before including a generated file, the includer defines:
+ * This header declares nothing; it documents what generated/<model>/model.h defines, one
+ * source that the host compiler (templates/cpu_fitter.c) and NVRTC (templates/gpu_fitter.cu)
+ * both compile.  Before including it, the includer defines:
  *
  *   real      the floating type of the build (float or double), as a typedef
- *   DM_FN     function qualifiers: `static inline` (host) or `static __device__ inline` (CUDA)
+ *   DM_FN     function qualifiers: `static inline` (host) or `static __device__` and inline
+ *             (NVRTC, whose builds also define DM_NVRTC)
  *   and includes templates/mathlib.h (the built-in functions: dm_dawson, dm_log_i0, ...).
  *
- * A generated file then defines these constants:
+ * The generated source then defines these constants:
  *
  *   DM_NPARAMS        number of parameters P (<= DM_MAX_PARAMS)
  *   DM_MEASURE_WIDTH  columns of one packed per-measurement row (0 if none)

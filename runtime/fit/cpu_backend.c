@@ -99,7 +99,7 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
     const char *real = real_size == 4 ? "float" : "double";
     char cpu[512];
     cpu_model_name(cpu, sizeof cpu);
-    unsigned long long h = dm_hash64(mi->c_source, strlen(mi->c_source), 0);
+    unsigned long long h = dm_hash64(mi->source, strlen(mi->source), 0);
     h = hash_templates(tdir, h);
     h = dm_hash64(cc, strlen(cc), h);
     h = dm_hash64(CC_FLAGS, strlen(CC_FLAGS), h);
@@ -113,14 +113,14 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
         /* Each process builds under its own temporary names and renames the result into
          * place, so two processes compiling the same model at once cannot see a half file. */
         char src[4200], tmp_so[4200], log[4200], cmd[16384];
-        snprintf(src, sizeof src, "%s.%d.c", f->so_path, (int)getpid());
+        snprintf(src, sizeof src, "%s.%d.h", f->so_path, (int)getpid());
         snprintf(tmp_so, sizeof tmp_so, "%s.%d.tmp", f->so_path, (int)getpid());
         snprintf(log, sizeof log, "%s.%d.log", f->so_path, (int)getpid());
         FILE *out = fopen(src, "w");
         if (!out) {
             rc = dm_set_error("%s: cannot write to the cache folder", src);
         } else {
-            fputs(mi->c_source, out);
+            fputs(mi->source, out);
             fclose(out);
             snprintf(cmd, sizeof cmd,
                      "%s " CC_FLAGS " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/cpu_fitter.c' "

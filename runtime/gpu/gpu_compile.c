@@ -119,7 +119,7 @@ int dm_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int rea
              real_size == 4 ? "float" : "double");
     snprintf(name, sizeof name, "%s-gpu-%s-%dl", mi->name, real_size == 4 ? "float" : "double", lanes);
     dm_gpu_source src = {.name = name, .what = "the fitter", .prologue = prologue,
-                         .header = mi->cuda_source, .header_name = "dm_model.cu",
+                         .header = mi->source, .header_name = "dm_model.cu",
                          .templates = fitter_templates};
     return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
 }

@@ -1,4 +1,4 @@
-/* Reading model metadata and resolving model names to compiled, described models. */
+/* Resolving model names to compiled models, described for the runtime from the checked model. */
 #include "model/model_info.h"
 #include "compiler.h"
 #include "util/error.h"
@@ -11,105 +11,105 @@
 #include <string.h>
 #include <unistd.h>
 
-static int parse_kind(const char *s, dm_output_kind_info *k)
+/* Copies a name into a fixed field; -1 (after setting the error) when it does not fit. */
+static int copy_name(char *dst, size_t size, const char *name, const char *what)
 {
-    if (!strcmp(s, "scalar")) *k = DM_OUTK_SCALAR;
-    else if (!strcmp(s, "vector")) *k = DM_OUTK_VECTOR;
-    else if (!strcmp(s, "axis")) *k = DM_OUTK_AXIS;
-    else return -1;
+    if (strlen(name) >= size)
+        return dm_set_error("%s: the name '%s' is too long for the runtime (at most %d characters)",
+                            what, name, (int)size - 1);
+    memcpy(dst, name, strlen(name) + 1);
     return 0;
 }
 
-static int parse_line(const char *line, dm_model_info *mi)
+static int too_many(const char *what, int n, const char *kind, int max)
 {
-    char key[32], b[32];
-    if (sscanf(line, "%31s", key) != 1) return 0;
-    const char *rest = line + strlen(key);
-    while (*rest == ' ') rest++;
-    if (!strcmp(key, "dimoc-meta") || !strcmp(key, "end")) return 0;
-    if (!strcmp(key, "model")) return sscanf(rest, "%63s", mi->name) == 1 ? 0 : -1;
-    if (!strcmp(key, "description")) {
-        snprintf(mi->description, sizeof mi->description, "%s", rest);
-        return 0;
-    }
-    if (!strcmp(key, "source_hash")) return sscanf(rest, "%16s", mi->source_hash) == 1 ? 0 : -1;
-    if (!strcmp(key, "code_hash")) return sscanf(rest, "%16s", mi->code_hash) == 1 ? 0 : -1;
-    if (!strcmp(key, "flops_signal")) return sscanf(rest, "%ld", &mi->flops_signal) == 1 ? 0 : -1;
-    if (!strcmp(key, "flops_signal_transcendental"))
-        return sscanf(rest, "%ld", &mi->flops_signal_transc) == 1 ? 0 : -1;
-    if (!strcmp(key, "flops_gradient")) return sscanf(rest, "%ld", &mi->flops_gradient) == 1 ? 0 : -1;
-    if (!strcmp(key, "flops_gradient_transcendental"))
-        return sscanf(rest, "%ld", &mi->flops_gradient_transc) == 1 ? 0 : -1;
-    if (!strcmp(key, "flops_prepare")) return sscanf(rest, "%ld", &mi->flops_prepare) == 1 ? 0 : -1;
-    if (!strcmp(key, "flops_gradient_prepare"))
-        return sscanf(rest, "%ld", &mi->flops_gradient_prepare) == 1 ? 0 : -1;
-    if (!strcmp(key, "measure")) {
-        if (mi->nmeasures >= 16) return -1;
-        dm_measure_info *x = &mi->measures[mi->nmeasures++];
-        if (sscanf(rest, "%63s %d %31s %d", x->name, &x->width, b, &x->column) != 4) return -1;
-        x->source = !strcmp(b, "bvals") ? DM_SRC_BVALS : !strcmp(b, "bvecs") ? DM_SRC_BVECS : DM_SRC_FILE;
-        return 0;
-    }
-    if (!strcmp(key, "voxel")) {
-        if (mi->nvoxels >= 16) return -1;
-        dm_voxel_info *x = &mi->voxels[mi->nvoxels++];
-        char def[64];
-        if (sscanf(rest, "%63s %d %63s %d", x->name, &x->width, def, &x->column) != 4) return -1;
-        x->default_value = strtod(def, NULL);
-        return 0;
-    }
-    if (!strcmp(key, "param")) {
-        if (mi->nparams >= DM_MAX_PARAMS) return -1;
-        dm_param_info *x = &mi->params[mi->nparams++];
-        char lo[64], hi[64], init[64], pa[64], pb[64], step[64];
-        if (sscanf(rest, "%63s %63s %63s %d %d %63s %d %d %15s %63s %63s %63s", x->name, lo, hi,
-                   &x->lo_closed, &x->hi_closed, init, &x->init_b0, &x->periodic, x->prior, pa,
-                   pb, step) != 12)
-            return -1;
-        x->lo = strtod(lo, NULL);
-        x->hi = strtod(hi, NULL);
-        x->init = strtod(init, NULL);
-        x->prior_a = strtod(pa, NULL);
-        x->prior_b = strtod(pb, NULL);
-        x->step = strtod(step, NULL);
-        return 0;
-    }
-    if (!strcmp(key, "output")) {
-        if (mi->noutputs >= 32) return -1;
-        dm_output_info *x = &mi->outputs[mi->noutputs++];
-        if (sscanf(rest, "%63s %31s %d %d", x->name, b, &x->width, &x->column) != 4) return -1;
-        return parse_kind(b, &x->kind);
-    }
-    return 0; /* unknown keys are ignored: newer metadata stays readable */
+    return dm_set_error("%s: %d %s, the runtime takes at most %d", what, n, kind, max);
 }
 
-int dm_model_info_parse(const char *text, const char *what, dm_model_info *mi)
+int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *source,
+                      const char *what, dm_model_info *mi)
 {
     memset(mi, 0, sizeof *mi);
-    if (strncmp(text, "dimoc-meta 1", 12) != 0)
-        return dm_set_error("%s: not a dimoc metadata file (no 'dimoc-meta 1' header)", what);
-    int lineno = 0;
-    const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        char line[1024];
-        if (len >= sizeof line) len = sizeof line - 1;
-        memcpy(line, p, len);
-        line[len] = 0;
-        lineno++;
-        if (parse_line(line, mi) < 0)
-            return dm_set_error("%s:%d: malformed metadata line '%s'", what, lineno, line);
-        p = nl ? nl + 1 : p + len;
+    if (m->params.n == 0)
+        return dm_set_error("%s: the model has no parameters", what);
+#define CAPACITY(array) (int)(sizeof(array) / sizeof((array)[0]))
+    if (m->params.n > CAPACITY(mi->params))
+        return too_many(what, m->params.n, "parameters", CAPACITY(mi->params));
+    if (m->measures.n > CAPACITY(mi->measures))
+        return too_many(what, m->measures.n, "per-measurement inputs", CAPACITY(mi->measures));
+    if (m->voxels.n > CAPACITY(mi->voxels))
+        return too_many(what, m->voxels.n, "per-voxel inputs", CAPACITY(mi->voxels));
+    if (m->outputs.n > CAPACITY(mi->outputs))
+        return too_many(what, m->outputs.n, "outputs", CAPACITY(mi->outputs));
+#undef CAPACITY
+
+    /* The model name and the description are cut to fit, as they always were. */
+    snprintf(mi->name, sizeof mi->name, "%s", m->name);
+    snprintf(mi->description, sizeof mi->description, "%s", m->description ? m->description : "");
+    snprintf(mi->source_hash, sizeof mi->source_hash, "%016llx",
+             dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0));
+    snprintf(mi->code_hash, sizeof mi->code_hash, "%016llx",
+             dm_hash64(source, strlen(source), 0));
+    mi->flops_signal = flops->signal;
+    mi->flops_signal_transc = flops->signal_transc;
+    mi->flops_gradient = flops->gradient;
+    mi->flops_gradient_transc = flops->gradient_transc;
+    mi->flops_prepare = flops->prepare;
+    mi->flops_gradient_prepare = flops->gradient_prepare;
+
+    for (int i = 0; i < m->measures.n; i++) {
+        const dm_input *in = m->measures.items[i];
+        dm_measure_info *x = &mi->measures[mi->nmeasures++];
+        if (copy_name(x->name, sizeof x->name, in->name, what) != 0)
+            return -1;
+        x->width = in->width;
+        x->column = in->column;
+        x->source = !in->source                   ? DM_SRC_FILE
+                    : !strcmp(in->source, "bvals") ? DM_SRC_BVALS
+                    : !strcmp(in->source, "bvecs") ? DM_SRC_BVECS
+                                                   : DM_SRC_FILE;
+        mi->measure_width += in->width;
     }
-    for (int i = 0; i < mi->nmeasures; i++)
-        mi->measure_width += mi->measures[i].width;
-    for (int i = 0; i < mi->nvoxels; i++)
-        mi->voxel_width += mi->voxels[i].width;
-    for (int i = 0; i < mi->noutputs; i++)
-        mi->output_width += mi->outputs[i].width;
-    if (!mi->name[0] || mi->nparams == 0)
-        return dm_set_error("%s: metadata names no model or no parameters", what);
+    for (int i = 0; i < m->voxels.n; i++) {
+        const dm_input *in = m->voxels.items[i];
+        dm_voxel_info *x = &mi->voxels[mi->nvoxels++];
+        if (copy_name(x->name, sizeof x->name, in->name, what) != 0)
+            return -1;
+        x->width = in->width;
+        x->column = in->column;
+        x->default_value = in->has_default ? in->default_value : NAN;
+        mi->voxel_width += in->width;
+    }
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *p = m->params.items[k];
+        dm_param_info *x = &mi->params[mi->nparams++];
+        if (copy_name(x->name, sizeof x->name, p->name, what) != 0)
+            return -1;
+        x->lo = p->has_bounds ? p->lo : -INFINITY;
+        x->hi = p->has_bounds ? p->hi : INFINITY;
+        x->lo_closed = p->lo_closed ? 1 : 0;
+        x->hi_closed = p->hi_closed ? 1 : 0;
+        x->init = p->init;
+        x->init_b0 = p->init_from_b0 ? 1 : 0;
+        x->periodic = p->periodic ? 1 : 0;
+        snprintf(x->prior, sizeof x->prior, "%s", dm_prior_kind_name(p->prior.kind));
+        int nargs = dm_prior_constant_args(p->prior.kind);
+        x->prior_a = nargs > 0 ? p->prior.value[0] : 0;
+        x->prior_b = nargs > 1 ? p->prior.value[1] : 0;
+        x->step = p->step;
+    }
+    for (int i = 0; i < m->outputs.n; i++) {
+        const dm_output *o = m->outputs.items[i];
+        dm_output_info *x = &mi->outputs[mi->noutputs++];
+        if (copy_name(x->name, sizeof x->name, o->name, what) != 0)
+            return -1;
+        x->kind = o->kind == DM_OUT_AXIS     ? DM_OUTK_AXIS
+                  : o->kind == DM_OUT_VECTOR ? DM_OUTK_VECTOR
+                                             : DM_OUTK_SCALAR;
+        x->width = o->width;
+        x->column = o->column;
+        mi->output_width += o->width;
+    }
     return 0;
 }
 
@@ -139,18 +139,18 @@ int dm_model_load(const char *model, dm_model_info *mi)
     }
     dm_generated g;
     int rc = dm_generate(m, &g, stderr);
-    dm_model_free(m);
     if (rc != 0) {
+        dm_model_free(m);
         dm_set_error("%s: code generation failed", path);
         free(path);
         return -1;
     }
-    rc = dm_model_info_parse(g.meta, path, mi);
+    rc = dm_model_describe(m, &g.flops, g.source, path, mi);
+    dm_model_free(m);
     free(path);
     if (rc == 0) {
-        mi->c_source = g.c_source;
-        mi->cuda_source = g.cuda_source;
-        g.c_source = g.cuda_source = NULL;
+        mi->source = g.source;
+        g.source = NULL;
     }
     dm_generated_free(&g);
     return rc;
@@ -158,9 +158,8 @@ int dm_model_load(const char *model, dm_model_info *mi)
 
 void dm_model_info_free(dm_model_info *mi)
 {
-    free(mi->c_source);
-    free(mi->cuda_source);
-    mi->c_source = mi->cuda_source = NULL;
+    free(mi->source);
+    mi->source = NULL;
 }
 
 int dm_model_param_index(const dm_model_info *mi, const char *name)

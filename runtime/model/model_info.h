@@ -1,5 +1,5 @@
-/* A compiled model as the runtime sees it: the metadata file (docs/metadata.md) read back,
- * plus where its generated sources are. */
+/* A compiled model as the runtime sees it: what the metadata file (docs/metadata.md) says,
+ * taken from the checked model itself, plus its generated source. */
 #ifndef DIMOC_MODEL_INFO_H
 #define DIMOC_MODEL_INFO_H
 
@@ -49,14 +49,18 @@ typedef struct dm_model_info {
     dm_measure_info measures[16];
     dm_voxel_info voxels[16];
     dm_output_info outputs[32];
-    char *c_source;    /* generated host source (malloc'd) */
-    char *cuda_source; /* generated CUDA source (malloc'd) */
+    char *source; /* the generated source, for the host compiler and NVRTC alike (malloc'd) */
 } dm_model_info;
 
-/* Parses metadata text; `what` names the file in error messages.  0 or -1. */
-int dm_model_info_parse(const char *text, const char *what, dm_model_info *mi);
+struct dm_model;
+struct dm_flops;
+/* Describes a checked model whose generated source is `source` and work counts `flops`
+ * (dm_generate's results): every field but `source`, which stays NULL.  `what` names the
+ * model in error messages.  0, or -1 when the model does not fit these arrays. */
+int dm_model_describe(const struct dm_model *m, const struct dm_flops *flops, const char *source,
+                      const char *what, dm_model_info *mi);
 /* Resolves MODEL (a shipped name or a path to a .model file), compiles it in memory and fills
- * mi, sources included.  Compiler diagnostics go to stderr.  0 or -1. */
+ * mi, source included.  Compiler diagnostics go to stderr.  0 or -1. */
 int dm_model_load(const char *model, dm_model_info *mi);
 void dm_model_info_free(dm_model_info *mi);
 int dm_model_param_index(const dm_model_info *mi, const char *name);

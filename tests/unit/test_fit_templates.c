@@ -1,6 +1,6 @@
 /* The fitting templates, built as the runtime builds them: templates/cpu_fitter.c plus a model
  * compiled by the host compiler into a shared object, loaded with dlopen.  The models are
- * generated/<model>/model.c when the compiler has produced them, else the hand-written
+ * generated/<model>/model.h when the compiler has produced them, else the hand-written
  * stand-ins in tests/models_handwritten/. */
 #include "fit_api.h"
 
@@ -41,7 +41,7 @@ static int load_fitter(const char *model, const char *real, fitter *f)
         return -1;
     /* DIMOC_TEST_HANDWRITTEN=1 tests the stand-ins even when generated models exist. */
     const char *hand = getenv("DIMOC_TEST_HANDWRITTEN");
-    snprintf(model_file, sizeof model_file, "%s/generated/%s/model.c", cwd, model);
+    snprintf(model_file, sizeof model_file, "%s/generated/%s/model.h", cwd, model);
     if ((hand && *hand == '1') || access(model_file, R_OK) != 0)
         snprintf(model_file, sizeof model_file, "%s/tests/models_handwritten/%s.c", cwd, model);
     printf("info: %s (%s) from %s\n", model, real, model_file);

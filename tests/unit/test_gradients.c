@@ -96,7 +96,7 @@ static const char *harness =
     "typedef double real;\n"
     "#define DM_FN static inline\n"
     "#include \"mathlib.h\"\n"
-    "#include \"model.c\"\n"
+    "#include \"model.h\"\n"
     "double h_signal(const double *p, const double *m, const double *v)\n"
     "{ return dm_signal(p, m, v); }\n"
     "double h_grad(const double *p, const double *m, const double *v, double *ds)\n"
@@ -125,7 +125,7 @@ static const char *float_harness =
     "typedef float real;\n"
     "#define DM_FN static inline\n"
     "#include \"mathlib.h\"\n"
-    "#include \"model.c\"\n"
+    "#include \"model.h\"\n"
     "float h_signal(const float *p, const float *m, const float *v, float *ds)\n"
     "{ return dm_signal(p, m, v) + dm_signal_grad(p, m, v, ds); }\n"
     "float h_split(const float *p, const float *m, const float *v, float *ds)\n"
@@ -142,12 +142,12 @@ static int run_quiet(const char *cmd, const char *log)
     return stat(log, &st) == 0 && st.st_size == 0;
 }
 
-static int build(const char *name, const char *dir, const char *c_source, lib *L)
+static int build(const char *name, const char *dir, const char *source, lib *L)
 {
     char path[1100], cmd[8192], log[1100];
     const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
-    snprintf(path, sizeof path, "%s/model.c", dir);
-    if (write_text(path, c_source) != 0)
+    snprintf(path, sizeof path, "%s/model.h", dir);
+    if (write_text(path, source) != 0)
         return -1;
     snprintf(path, sizeof path, "%s/harness.c", dir);
     write_text(path, harness);
@@ -325,7 +325,7 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     snprintf(dir, sizeof dir, "%.700s/%.200s", tmp, name);
     mkdir(dir, 0777);
     lib L;
-    if (build(name, dir, g.c_source, &L) != 0) {
+    if (build(name, dir, g.source, &L) != 0) {
         dm_generated_free(&g);
         return;
     }
@@ -463,7 +463,7 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     }
     check_model(outside_ok, name, "out-of-bounds-rejected", "a point outside the bounds passed");
     /* value numbering: no function computes the same right-hand side twice */
-    const char *dup = repeated_subexpression(g.c_source);
+    const char *dup = repeated_subexpression(g.source);
     check_model(!dup, name, "no-repeated-subexpressions", "%s", dup ? dup : "");
     if (dup)
         printf("     repeated: %s\n", dup);
@@ -502,7 +502,7 @@ static void test_user_derivative(const char *tmp)
     snprintf(dir, sizeof dir, "%.700s/%s", tmp, name);
     mkdir(dir, 0777);
     lib L;
-    if (build(name, dir, g.c_source, &L) == 0) {
+    if (build(name, dir, g.source, &L) == 0) {
         double p[2] = {2, 3}, meas[1] = {1000}, ds[2];
         L.grad(p, meas, NULL, ds);
         double want_c = -2 * exp(-3.0); /* a * exp(-b c / 1000) * (-b / 1000) */

@@ -1,5 +1,5 @@
-/* The CUDA source of every model compiles under NVRTC, as the GPU backend will compile it:
- * a prologue (`real`, DM_FN), templates/mathlib.h, the generated model.cu and a kernel that
+/* The generated source of every model compiles under NVRTC, as the GPU backend will compile
+ * it: a prologue (`real`, DM_FN), templates/mathlib.h, the generated model.h and a kernel that
  * calls every function of templates/model_api.h, for compute_80 (PTX) and sm_90 (cubin), in
  * float and in double.  The float PTX (built with fast math) must hold no double-precision
  * instruction (a literal without its (real) cast would promote the arithmetic), and the
@@ -101,15 +101,15 @@ static const char *kernel =
     "    result[threadIdx.x] = s;\n"
     "}\n";
 
-static void compile_one(const char *name, const char *mathlib, const char *model_cu,
+static void compile_one(const char *name, const char *mathlib, const char *model_src,
                         int use_double, const char *arch)
 {
     char test[512];
     snprintf(test, sizeof test, "%s-nvrtc-%s-%s", name, use_double ? "double" : "float", arch);
-    size_t len = strlen(mathlib) + strlen(model_cu) + strlen(kernel) + 256;
+    size_t len = strlen(mathlib) + strlen(model_src) + strlen(kernel) + 256;
     char *src = malloc(len);
     snprintf(src, len, "typedef %s real;\n#define DM_FN static __device__ inline\n%s\n%s%s",
-             use_double ? "double" : "float", mathlib, model_cu, kernel);
+             use_double ? "double" : "float", mathlib, model_src, kernel);
     char option[64];
     snprintf(option, sizeof option, "--gpu-architecture=%s", arch);
     /* Fast math for the float PTX check: the precise sinf/cosf have a double-precision slow
@@ -117,7 +117,7 @@ static void compile_one(const char *name, const char *mathlib, const char *model
     int float_ptx = !use_double && strncmp(arch, "compute_", 8) == 0;
     const char *opts[] = {option, "--std=c++17", "--use_fast_math"};
     nvrtc_program prog;
-    int rc = nvrtc.create(&prog, src, "model.cu", 0, NULL, NULL);
+    int rc = nvrtc.create(&prog, src, "model.h", 0, NULL, NULL);
     if (rc != 0) {
         printf("FAIL %s: nvrtcCreateProgram: %s\n", test, nvrtc.error_string(rc));
         failures++;
@@ -225,7 +225,7 @@ int main(void)
                 failures++;
             } else {
                 for (int dbl = 0; dbl <= 1; dbl++)
-                    compile_one("all_builtins", mathlib, g.cuda_source, dbl, "compute_80");
+                    compile_one("all_builtins", mathlib, g.source, dbl, "compute_80");
                 dm_generated_free(&g);
             }
             dm_model_free(m);
@@ -240,8 +240,8 @@ int main(void)
             failures++;
         } else {
             for (int dbl = 0; dbl <= 1; dbl++) {
-                compile_one(name, mathlib, g.cuda_source, dbl, "compute_80");
-                compile_one(name, mathlib, g.cuda_source, dbl, "sm_90");
+                compile_one(name, mathlib, g.source, dbl, "compute_80");
+                compile_one(name, mathlib, g.source, dbl, "sm_90");
             }
             dm_generated_free(&g);
         }
