@@ -24,7 +24,7 @@ CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti -I/
 LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -Wl,-Bdynamic -lz -lm -ldl -lpthread
 OMPFLAGS := -fopenmp
 
-COMPILER_SRC := $(filter-out compiler/fuzz_front.c,$(wildcard compiler/*.c))
+COMPILER_SRC := $(filter-out compiler/front/fuzz_front.c,$(wildcard compiler/*/*.c))
 RUNTIME_SRC  := $(wildcard runtime/*/*.c)
 CLI_SRC      := $(wildcard cli/*.c)
 GEN_SRC      := $(BUILD)/parser.c $(BUILD)/lexer.c
@@ -48,9 +48,9 @@ all: bin/dimoc
 	touch $@
 deps: .deps-ok
 
-$(BUILD)/parser.c $(BUILD)/parser.h: compiler/parser.y | $(BUILD)/.dir
+$(BUILD)/parser.c $(BUILD)/parser.h: compiler/front/parser.y | $(BUILD)/.dir
 	bison -Wall --defines=$(BUILD)/parser.h -o $(BUILD)/parser.c $<
-$(BUILD)/lexer.c: compiler/lexer.l $(BUILD)/parser.h | $(BUILD)/.dir
+$(BUILD)/lexer.c: compiler/front/lexer.l $(BUILD)/parser.h | $(BUILD)/.dir
 	flex -o $@ $<
 
 $(BUILD)/parser.o $(BUILD)/lexer.o: CFLAGS += -Wno-unused-function -Wno-sign-compare
@@ -106,9 +106,9 @@ bin/dimoc-asan: $(CLI_OBJ) $(LIBS)
 	$(CC) $(CFLAGS) $(OMPFLAGS) -o $@ $(CLI_OBJ) $(LINK_LIBS)
 
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
-bin/fuzz-front: compiler/fuzz_front.c $(COMPILER_SRC) $(GEN_SRC)
+bin/fuzz-front: compiler/front/fuzz_front.c $(COMPILER_SRC) $(GEN_SRC)
 	@mkdir -p bin
-	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -Wno-unused-function -o $@ compiler/fuzz_front.c \
+	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -Wno-unused-function -o $@ compiler/front/fuzz_front.c \
 	    $(COMPILER_SRC) $(GEN_SRC) -lm
 fuzz: bin/fuzz-front
 	mkdir -p fuzz-corpus && cp -n models/*.model tests/compiler/bad/*.model fuzz-corpus/ 2>/dev/null; \

@@ -5,7 +5,7 @@
 #include "util/paths.h"
 #include "util/fsutil.h"
 #include "model/model_info.h"
-#include "summary.h"
+#include "compiler.h"
 
 #include <dirent.h>
 #include <math.h>

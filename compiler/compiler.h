@@ -51,4 +51,12 @@ int dm_emit_dir(const dm_model *m, const char *dir, FILE *err);
 /* 64-bit FNV-1a of a byte string, printed as 16 hex digits in metadata and cache keys. */
 unsigned long long dm_hash64(const void *data, size_t len, unsigned long long seed);
 
+/* `dimoc check`: the one-screen summary of a clean model (front/summary.c). */
+/* Name, description, inputs with their columns, parameters with bounds, init, prior, step
+ * and periodicity, lets with their types, constraints and outputs. */
+void dm_print_summary(const dm_model *m, FILE *out);
+
+/* An expression in source syntax, with only the parentheses it needs. */
+void dm_print_expr(const dm_expr *e, FILE *out);
+
 #endif

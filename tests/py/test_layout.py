@@ -17,14 +17,16 @@ from dmtest import check, finish
 
 ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
-SOURCE_DIRS = ["cli", "compiler", "templates"]
+SOURCE_DIRS = ["cli", "compiler", "compiler/front", "compiler/back", "templates"]
 INCLUDE_DIRS = ["compiler", "runtime", "templates"]
 EXT = (".c", ".h", ".cu", ".l", ".y")
 
 # Which folders each folder may include from (besides itself).  docs/internals.md explains them.
 ALLOWED = {
     "templates": set(),
-    "compiler": {"templates"},
+    "compiler": set(),
+    "compiler/front": {"compiler", "templates"},
+    "compiler/back": {"compiler", "compiler/front", "templates"},
     "runtime/util": set(),
     "runtime/io": {"runtime/util"},
     "runtime/gpu": {"runtime/util", "compiler"},

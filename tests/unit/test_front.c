@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtins.h"
+#include "front/builtins.h"
 #include "compiler.h"
-#include "summary.h"
+#include "compiler.h"
 
 #include "check.h"
 

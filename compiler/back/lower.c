@@ -6,7 +6,7 @@
  * id however they were reached: through a shared let, written twice, or produced again by
  * the derivative code. */
 #include "lower.h"
-#include "builtins.h"
+#include "front/builtins.h"
 
 #include <math.h>
 #include <stdlib.h>

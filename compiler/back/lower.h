@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 #include "ast.h"
-#include "diag.h"
+#include "front/diag.h"
 
 typedef enum dm_irop {
     DM_IR_CONST,   /* num */

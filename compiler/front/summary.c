@@ -1,5 +1,5 @@
 /* `dimoc check` output: what the compiler understood of a model, on one screen. */
-#include "summary.h"
+#include "compiler.h"
 
 #include <math.h>
 #include <stdlib.h>

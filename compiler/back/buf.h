@@ -3,7 +3,7 @@
 #define DIMOC_BUF_H
 
 #include <stddef.h>
-#include "diag.h" /* DM_PRINTF */
+#include "front/diag.h" /* DM_PRINTF */
 
 /* Starts empty ({0}); s is NULL until something is written, then NUL-terminated and owned by
  * the writer (free it with free()).  Running out of memory aborts. */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "compiler.h"
-#include "summary.h"
+#include "compiler.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 
 typedef double real;
 #define DM_FN static inline __attribute__((unused))
-#include "../templates/mathlib.h"
+#include "mathlib.h"
 
 #define FOLD1(NAME, EXPR) \
     static double NAME(const double *a, int order) { (void)order; return EXPR; }

@@ -6,7 +6,7 @@
  * keyword and goes on, so that one run reports several errors. */
 
 %code requires {
-#include "front.h"
+#include "front/front.h"
 #ifndef YY_TYPEDEF_YY_SCANNER_T
 #define YY_TYPEDEF_YY_SCANNER_T
 typedef void *yyscan_t;
@@ -21,7 +21,7 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, yyscan_t scanner);
 %code {
 #include <stdio.h>
 #include <string.h>
-#include "builtins.h"
+#include "front/builtins.h"
 
 /* Deep enough for any sensible model; deeper input fails with a clear error rather than
  * growing the stack without end. */

@@ -10,7 +10,7 @@
 
 #include "buf.h"
 #include "compiler.h"
-#include "diag.h"
+#include "front/diag.h"
 #include "lower.h"
 #include "model_api.h"
 
