@@ -4,7 +4,7 @@
 #include "args.h"
 #include "cli.h"
 #include "util/error.h"
-#include "fit/gpu_backend.h"
+#include "gpu/gpu_device.h"
 #include "track/track_field.h"
 #include "track/track_gpu.h"
 #include "track/track_masks.h"
@@ -146,20 +146,7 @@ static int parse_options(dm_args *a, dm_track_options *o)
     if (dm_arg_given(a, track_opts, "gpu-memory") &&
         dm_arg_long(a, track_opts, "gpu-memory", 1, 1L << 30, &o->gpu_memory_mb))
         return -1;
-    const char *device = dm_arg(a, track_opts, "device");
-    if (!strcmp(device, "gpu")) {
-        if (!dm_gpu_available()) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", dm_last_error());
-            return dm_set_error("track: --device gpu: no usable GPU: %s", why);
-        }
-        o->use_gpu = 1;
-    } else if (!strcmp(device, "auto")) {
-        o->use_gpu = dm_gpu_available();
-    } else if (strcmp(device, "cpu")) {
-        return dm_set_error("track: --device must be cpu, gpu or auto, not '%s'", device);
-    }
-    return 0;
+    return dm_gpu_resolve_device(dm_arg(a, track_opts, "device"), "track", &o->use_gpu);
 }
 
 /* DIR/nodif_brain_mask with the ending that exists (for the seed space of coordinate seeds). */

@@ -1,15 +1,15 @@
 /* The GPU build of a fitter: one generated model plus the fitting templates, compiled at run
- * time by NVRTC (runtime/gpu_backend.c).  The runtime prepends
+ * time by NVRTC (runtime/fit/fit_gpu.c).  The runtime prepends
  *   #define DM_NLANES <lanes per voxel>      typedef float|double real;
  * and passes the generated model source (generated/<model>/model.h, the text the host build
- * includes too) as the in-memory header "dm_model.cu".  A group of DM_NLANES
+ * includes too) as the in-memory header "dm_model.h".  A group of DM_NLANES
  * consecutive lanes of a warp fits one voxel: every lane runs the same algorithm, the loops
  * over measurements are split between them (templates/lanes.h). */
 #define DM_FN static __device__ __forceinline__
 
 #include "mathlib.h"
 #include "model_api.h"
-#include "dm_model.cu"
+#include "dm_model.h"
 #include "fit_api.h"
 #include "lanes.h"
 #include "philox.h"
@@ -22,7 +22,7 @@
 /* One batch of voxels.  Arrays are packed per voxel: y (M), vox (DM_VOXEL_SLOTS), params (P),
  * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel.
  *
- * Launched in blocks of 128 threads (runtime/gpu_backend.c).  At least 4 resident blocks per
+ * Launched in blocks of 128 threads (runtime/fit/fit_gpu.c).  At least 4 resident blocks per
  * SM caps the registers at 128 a thread: NODDI-Watson's fitter took 251 (12.5% occupancy) and
  * fits 1.5x faster capped (bench/NOTES.md); ball & sticks needs 120 and is unaffected. */
 extern "C" __global__ void __launch_bounds__(128, 4) dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,

@@ -1,11 +1,12 @@
-/* Executing a planned fit on the CPU backend and writing its outputs. */
+/* Executing a planned fit on the CPU or the GPUs and writing its outputs. */
 #include "fit/cpu_backend.h"
 #include "util/error.h"
 #include "util/eig3.h"
 #include "fit/fit.h"
 #include "fit/fit_outputs.h"
 #include "util/fsutil.h"
-#include "fit/gpu_backend.h"
+#include "fit/fit_gpu.h"
+#include "gpu/gpu_device.h"
 #include "util/progress.h"
 
 #include <math.h>
@@ -37,27 +38,6 @@ static double now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Chooses the backend: auto takes a usable GPU when there is one. */
-static int choose_device(const char *device, int *use_gpu)
-{
-    *use_gpu = 0;
-    if (!strcmp(device, "cpu")) return 0;
-    if (!strcmp(device, "auto")) {
-        *use_gpu = dm_gpu_available();
-        return 0;
-    }
-    if (!strcmp(device, "gpu")) {
-        if (!dm_gpu_available()) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", dm_last_error());
-            return dm_set_error("--device gpu: no usable GPU: %s", why);
-        }
-        *use_gpu = 1;
-        return 0;
-    }
-    return dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
 }
 
 static void count_work(const dm_problem *p, const dm_fit_results *res, dm_fit_timing *t)
@@ -96,7 +76,7 @@ int dm_fit_run(const dm_fit_request *r)
     double t_start = now_seconds();
     dm_fit_timing timing = {0};
     int use_gpu;
-    if (choose_device(r->device, &use_gpu) != 0) return -1;
+    if (dm_gpu_resolve_device(r->device, NULL, &use_gpu) != 0) return -1;
     int real_size;
     if (!strcmp(r->precision, "double")) real_size = 8;
     else if (!strcmp(r->precision, "float")) real_size = 4;
@@ -137,9 +117,9 @@ int dm_fit_run(const dm_fit_request *r)
     int rc = 0;
     if (use_gpu) {
         dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
-        dm_gpu_options go = {r->gpus, r->gpu_memory_mb, (int)r->lanes, prog};
-        dm_gpu_report rep;
-        rc = dm_gpu_fit(&p, real_size, &go, &res, &rep);
+        dm_fit_gpu_options go = {r->gpus, r->gpu_memory_mb, (int)r->lanes, prog};
+        dm_fit_gpu_report rep;
+        rc = dm_fit_gpu_run(&p, real_size, &go, &res, &rep);
         if (prog) dm_progress_end(prog);
         timing.compile += rep.compile_seconds;
         snprintf(device, sizeof device, "gpu: %s, %d lanes/voxel, %d batches of up to %ld voxels%s",

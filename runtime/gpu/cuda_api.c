@@ -1,3 +1,4 @@
+/* Loading the CUDA driver API and NVRTC with dlopen (see cuda_api.h). */
 #include "gpu/cuda_api.h"
 #include "util/error.h"
 

@@ -1,5 +1,6 @@
+/* NVRTC compilation of a program of template files, with the cubin cached on disk. */
 #include "gpu/gpu_compile.h"
-#include "compiler.h"
+#include "compiler.h" /* dm_hash64 */
 #include "util/error.h"
 #include "util/paths.h"
 #include "util/fsutil.h"
@@ -16,10 +17,6 @@ static double now_seconds(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
-
-static const char *const fitter_templates[] = {"gpu_fitter.cu", "mathlib.h", "model_api.h",
-                                             "fit_api.h", "lanes.h", "philox.h", "fit_common.h",
-                                             "grid.h", "lm.h", "mcmc.h", "fit_voxel.h", NULL};
 
 static int nvrtc_compile(const dm_cuda *cu, const char *tdir, const dm_gpu_source *src, int arch,
                          dm_gpu_program *out)
@@ -108,20 +105,6 @@ int dm_gpu_compile_source(const dm_cuda *cu, const dm_gpu_source *src, int arch,
     if (rc == 0 && path[0] && dm_write_file_atomic(path, out->cubin, out->size) != 0)
         dm_warn("cannot cache %s in %s: %s", src->what, path, dm_last_error());
     return rc;
-}
-
-int dm_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size, int lanes,
-                   int use_cache, dm_gpu_program *out)
-{
-    char prologue[512], name[300];
-    snprintf(prologue, sizeof prologue,
-             "#define DM_NLANES %d\ntypedef %s real;\n#include \"gpu_fitter.cu\"\n", lanes,
-             real_size == 4 ? "float" : "double");
-    snprintf(name, sizeof name, "%s-gpu-%s-%dl", mi->name, real_size == 4 ? "float" : "double", lanes);
-    dm_gpu_source src = {.name = name, .what = "the fitter", .prologue = prologue,
-                         .header = mi->source, .header_name = "dm_model.cu",
-                         .templates = fitter_templates};
-    return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
 }
 
 void dm_gpu_program_free(dm_gpu_program *p)

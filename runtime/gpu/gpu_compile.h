@@ -1,9 +1,9 @@
-/* Run-time compilation of GPU programs (fitters, the tracker) with NVRTC, cached on disk. */
+/* Run-time compilation of GPU programs (the fitters, the tracker) with NVRTC, cached on disk.
+ * The programs themselves are described by their wings: fit/fit_gpu.c, track/track_gpu.c. */
 #ifndef DIMOC_GPU_COMPILE_H
 #define DIMOC_GPU_COMPILE_H
 
 #include "gpu/cuda_api.h"
-#include "model/model_info.h"
 
 typedef struct dm_gpu_program {
     char *cubin;
@@ -27,13 +27,7 @@ typedef struct dm_gpu_source {
  * skips the cache.  0, or -1 with the first lines of the NVRTC log in dm_last_error(). */
 int dm_gpu_compile_source(const dm_cuda *cu, const dm_gpu_source *src, int arch, int use_cache,
                           dm_gpu_program *out);
-
-/* Compiles templates/gpu_fitter.cu with the model's CUDA source for compute capability
- * arch (e.g. 90), real_size 4 or 8, `lanes` lanes per voxel.  The cubin is cached under the
- * cache folder keyed by the sources, the options and the NVRTC version; use_cache 0 skips the
- * cache (tests).  0, or -1 with the first lines of the NVRTC log in dm_last_error(). */
-int dm_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size, int lanes,
-                   int use_cache, dm_gpu_program *out);
+/* Frees the cubin (the struct may be reused). */
 void dm_gpu_program_free(dm_gpu_program *p);
 
 #endif

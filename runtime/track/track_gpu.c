@@ -4,8 +4,9 @@
  * the CPU, counts are integer atomics and matrices are merged sorted, so results do not
  * depend on the GPUs, the chunking or the scheduling. */
 #include "track/track_gpu.h"
+#include "gpu/gpu_device.h"
+#include "gpu/gpu_launch.h"
 #include "util/error.h"
-#include "fit/gpu_backend.h"
 #include "util/progress.h"
 #include "track/track_gpu_host.h"
 #include "track/track_sparse_shards.h"
@@ -87,17 +88,10 @@ typedef struct slot {
 
 #define DEVPTR(T, d) ((T *)(uintptr_t)(d))
 
-/* Allocates and copies n bytes (nothing for NULL / 0 bytes: *d stays 0). */
+/* dm_gpu_upload, the data named "the tracking inputs" in messages. */
 static int upload(const dm_cuda *cu, CUdeviceptr *d, const void *host, size_t n)
 {
-    *d = 0;
-    if (!host || n == 0) return 0;
-    CK(cu->cuMemAlloc(d, n), "allocating device memory for the tracking inputs");
-    CK(cu->cuMemcpyHtoDAsync(*d, host, n, NULL), "copying the tracking inputs to the GPU");
-    CK(cu->cuCtxSynchronize(), "copying the tracking inputs to the GPU");
-    return 0;
-fail:
-    return -1;
+    return dm_gpu_upload(cu, d, host, n, "the tracking inputs");
 }
 
 static int alloc_slot(const dm_cuda *cu, const track_worker *w, slot *s)
@@ -164,10 +158,8 @@ static int launch(track_worker *w, slot *s, unsigned long long first, unsigned l
     int persistent = w->job->persistent;
     void *args[] = {&w->ctx, &out, &scr, &first, &n, &ids, &what, &next, &persistent};
     unsigned long long threads = w->threads < n ? w->threads : n;
-    unsigned blocks = (unsigned)((threads + BLOCK_THREADS - 1) / BLOCK_THREADS);
-    CK(cu->cuLaunchKernel(w->fn, blocks, 1, 1, BLOCK_THREADS, 1, 1, 0, s->stream, args, NULL),
-       "launching the tracking kernel");
-    return 0;
+    return dm_gpu_launch(cu, w->fn, threads, BLOCK_THREADS, s->stream, args,
+                         "launching the tracking kernel");
 fail:
     return -1;
 }
@@ -241,15 +233,12 @@ static int plan_memory(track_worker *w, CUdevice dev)
     const dm_cuda *cu = w->job->cu;
     const dm_track_options *o = w->job->o;
     const dm_track_masks *m = w->job->m;
-    size_t fr = 0, tot = 0;
+    size_t allow = 0;
     int sms = 0, per_sm = 0;
-    CK(cu->cuMemGetInfo(&fr, &tot), "reading the free GPU memory");
+    if (dm_gpu_memory_budget(cu, o->gpu_memory_mb, &allow) != 0) return -1;
     CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, dev), "reading the GPU's attributes");
     CK(cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w->fn, BLOCK_THREADS, 0),
        "reading the tracking kernel's occupancy");
-    size_t allow = (size_t)(fr * 0.7);
-    if (o->gpu_memory_mb > 0 && (size_t)o->gpu_memory_mb * 1048576 < allow)
-        allow = (size_t)o->gpu_memory_mb * 1048576;
     unsigned long long L = 2ull * (w->ctx.half_steps + 1);
     w->lb = (int)L;
     w->la = (int)(L > (unsigned long long)m->ntargets / 32 + 1 ? L : (unsigned long long)m->ntargets / 32 + 1);
@@ -299,9 +288,8 @@ static void *worker_main(void *arg)
     const dm_track_field *f = j->f;
     const dm_track_seeds *sd = j->s;
     const dm_track_masks *m = j->m;
-    CUdevice dev;
-    CUcontext ctx = NULL;
-    CUmodule mod = NULL;
+    dm_gpu_kernel kern;
+    memset(&kern, 0, sizeof kern);
     enum { NIN = 20 }; /* 0..11 inputs, 12..13 outputs, 14..17 the surfaces' grid,
                           18..19 --network's seed groups and counts */
     CUdeviceptr in[NIN];
@@ -309,11 +297,10 @@ static void *worker_main(void *arg)
     slot slots[MAX_SLOTS];
     memset(slots, 0, sizeof slots);
     w->rc = -1;
-    CK(cu->cuDeviceGet(&dev, w->ordinal), "opening the GPU");
-    CK(cu->cuDevicePrimaryCtxRetain(&ctx, dev), "creating a GPU context");
-    CK(cu->cuCtxSetCurrent(ctx), "selecting the GPU context");
-    CK(cu->cuModuleLoadData(&mod, j->prog->cubin), "loading the compiled tracker");
-    CK(cu->cuModuleGetFunction(&w->fn, mod, "dm_track_kernel"), "finding the tracking kernel");
+    if (dm_gpu_kernel_open(cu, w->ordinal, j->prog, "dm_track_kernel", "tracker", "tracking kernel",
+                           &kern) != 0)
+        goto fail;
+    w->fn = kern.fn;
     {
         size_t nv = (size_t)f->nx * f->ny * f->nz, per = nv * f->nsamples * f->nfibres;
         size_t nvox = m->nvox;
@@ -381,7 +368,7 @@ static void *worker_main(void *arg)
         o->seed_group = nnet ? DEVPTR(const int, in[18]) : NULL;
         o->ngroups = nnet ? sd->ngroups : 0;
         o->network = nnet ? DEVPTR(unsigned int, in[19]) : NULL;
-        if (plan_memory(w, dev) != 0) goto fail;
+        if (plan_memory(w, kern.dev) != 0) goto fail;
         for (int k = 0; k < 3; k++)
             if (j->mats[k] && !(w->ovl[k] = malloc(w->chunk_max * 8))) {
                 dm_set_error("out of memory");
@@ -436,8 +423,7 @@ fail:
     for (int i = 0; i < NIN; i++)
         if (in[i]) cu->cuMemFree(in[i]);
     for (int k = 0; k < 3; k++) free(w->ovl[k]);
-    if (mod) cu->cuModuleUnload(mod);
-    if (ctx) cu->cuDevicePrimaryCtxRelease(dev);
+    dm_gpu_kernel_close(cu, &kern);
     return NULL;
 }
 
@@ -464,45 +450,22 @@ static int scheduling_knobs(track_job *j)
     return 0;
 }
 
-/* "NVIDIA H100 80GB HBM3 x1 (sm_90)"; the architecture of the first GPU (all must match). */
-static int describe_gpus(const dm_cuda *cu, const int *ord, int n, char *out, size_t len, int *arch)
-{
-    int ref = 0;
-    for (int g = 0; g < n; g++) {
-        CUdevice d;
-        int ma = 0, mi = 0;
-        cu->cuDeviceGet(&d, ord[g]);
-        cu->cuDeviceGetAttribute(&ma, DM_CU_ATTR_CC_MAJOR, d);
-        cu->cuDeviceGetAttribute(&mi, DM_CU_ATTR_CC_MINOR, d);
-        if (g == 0) {
-            char name[200] = "";
-            cu->cuDeviceGetName(name, sizeof name, d);
-            snprintf(out, len, "%s x%d (sm_%d%d)", name, n, ma, mi);
-            ref = ma * 10 + mi;
-        } else if (ma * 10 + mi != ref) {
-            return dm_set_error("--gpus: GPUs of different architectures (sm_%d, sm_%d) in one run",
-                                ref, ma * 10 + mi);
-        }
-    }
-    *arch = ref;
-    return 0;
-}
-
 int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
                      const dm_track_options *o, dm_track_result *r)
 {
     memset(r, 0, sizeof *r);
     dm_cuda *cu = dm_cuda_open(1, 1);
     if (!cu) return -1;
-    int ord[64], ngpu = 0, arch = 0, rc = 0;
+    dm_gpu_set gs;
+    int rc = 0;
     dm_gpu_program prog;
     memset(&prog, 0, sizeof prog);
-    if (dm_gpu_parse_list(o->gpus, cu->ndevices, ord, &ngpu) != 0 ||
-        describe_gpus(cu, ord, ngpu, r->device, sizeof r->device, &arch) != 0 ||
-        dm_track_gpu_compile(cu, arch, 1, &prog) != 0) {
+    if (dm_gpu_select(cu, o->gpus, &gs) != 0 || dm_track_gpu_compile(cu, gs.arch, 1, &prog) != 0) {
         dm_cuda_close(cu);
         return -1;
     }
+    snprintf(r->device, sizeof r->device, "%s", gs.device);
+    int ngpu = gs.n;
     track_job j;
     memset(&j, 0, sizeof j);
     j.cu = cu;
@@ -539,10 +502,10 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
     }
     j.progress = dm_progress_start("track", (long)j.total, "streamlines");
     double t0 = now_seconds();
-    pthread_t th[64];
+    pthread_t th[DM_GPU_MAX];
     for (int g = 0; g < ngpu; g++) {
         w[g].job = &j;
-        w[g].ordinal = ord[g];
+        w[g].ordinal = gs.ord[g];
         for (int k = 0; k < 3; k++) dm_sparse_shards_init(&w[g].mat[k], 0);
         pthread_create(&th[g], NULL, worker_main, &w[g]);
     }

@@ -3,7 +3,7 @@
  * for sm_80 (Ampere).  (test_nvrtc compiles every model's functions in both precisions.) */
 #include "gpu/cuda_api.h"
 #include "util/error.h"
-#include "gpu/gpu_compile.h"
+#include "fit/fit_gpu.h"
 #include "model/model_info.h"
 
 #include <stdio.h>
@@ -29,7 +29,7 @@ int main(void)
             int archs[2] = {90, 80};
             for (int a = 0; a < (i == 0 ? 2 : 1); a++) {
                 dm_gpu_program prog;
-                int rc = dm_gpu_compile(cu, &mi, archs[a], rs, 8, 0, &prog);
+                int rc = dm_fit_gpu_compile(cu, &mi, archs[a], rs, 8, 0, &prog);
                 if (rc == 0 && prog.size > 1000)
                     printf("PASS nvrtc-%s-%s-sm%d (%zu byte cubin, %.1f s)\n", models[i],
                            rs == 4 ? "float" : "double", archs[a], prog.size, prog.compile_seconds);

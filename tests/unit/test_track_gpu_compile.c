@@ -1,6 +1,6 @@
 /* The GPU tracker (templates/gpu_tracker.cu: track_kernel.h + track_gpu_gather.h) compiles
  * with NVRTC for sm_90 (Hopper) and sm_80 (Ampere), no GPU needed, and exports the kernel that
- * runtime/track_gpu.c launches. */
+ * runtime/track/track_gpu.c launches. */
 #include "gpu/cuda_api.h"
 #include "util/error.h"
 #include "track/track_gpu.h"

@@ -1,11 +1,12 @@
-/* GPU execution: one host thread per GPU, each with two buffer sets and two streams so that
- * the copies and packing of one batch overlap the kernel of the other.  Results land at the
- * batch's place in the host arrays, and every voxel's random stream is keyed by its index, so
- * outputs do not depend on the number of GPUs or the batch size. */
-#include "fit/gpu_backend.h"
+/* The GPU fitter (see fit_gpu.h): one host thread per GPU, each with two buffer sets and two
+ * streams so that the copies and packing of one batch overlap the kernel of the other.
+ * Results land at the batch's place in the host arrays, and every voxel's random stream is
+ * keyed by its index, so outputs do not depend on the number of GPUs or the batch size. */
+#include "fit/fit_gpu.h"
 #include "gpu/cuda_api.h"
+#include "gpu/gpu_device.h"
+#include "gpu/gpu_launch.h"
 #include "util/error.h"
-#include "gpu/gpu_compile.h"
 #include "util/progress.h"
 
 #include <pthread.h>
@@ -44,7 +45,25 @@ typedef struct slot {
     int busy;
 } slot;
 
-int dm_gpu_auto_lanes(int M, int real_size)
+static const char *const fitter_templates[] = {"gpu_fitter.cu", "mathlib.h", "model_api.h",
+                                               "fit_api.h", "lanes.h", "philox.h", "fit_common.h",
+                                               "grid.h", "lm.h", "mcmc.h", "fit_voxel.h", NULL};
+
+int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
+                       int lanes, int use_cache, dm_gpu_program *out)
+{
+    char prologue[512], name[300];
+    snprintf(prologue, sizeof prologue,
+             "#define DM_NLANES %d\ntypedef %s real;\n#include \"gpu_fitter.cu\"\n", lanes,
+             real_size == 4 ? "float" : "double");
+    snprintf(name, sizeof name, "%s-gpu-%s-%dl", mi->name, real_size == 4 ? "float" : "double", lanes);
+    dm_gpu_source src = {.name = name, .what = "the fitter", .prologue = prologue,
+                         .header = mi->source, .header_name = "dm_model.h",
+                         .templates = fitter_templates};
+    return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
+}
+
+int dm_fit_gpu_auto_lanes(int M, int real_size)
 {
     /* The largest power of two that leaves each lane about 48 measurements.  Measured on an
      * H200, ball_2_sticks LM+MCMC, 200,000 voxels, M = 105, fit seconds for 1/2/4/8 lanes:
@@ -55,14 +74,6 @@ int dm_gpu_auto_lanes(int M, int real_size)
     int lanes = 1;
     while (lanes < 32 && lanes * 2 * 48 <= M) lanes *= 2;
     return lanes;
-}
-
-int dm_gpu_available(void)
-{
-    dm_cuda *cu = dm_cuda_open(1, 1);
-    if (!cu) return 0;
-    dm_cuda_close(cu);
-    return 1;
 }
 
 static void put(void *dst, size_t i, double v, int rs)
@@ -129,32 +140,27 @@ static void *worker_main(void *arg)
     dm_problem *p = j->p;
     int rs = j->real_size, P = p->mi.nparams, ns = j->ns;
     size_t M = p->M, W = p->mi.measure_width, VW = p->mi.voxel_width, VS = VW ? VW : 1;
-    CUdevice dev;
-    CUcontext ctx = NULL;
-    CUmodule mod = NULL;
-    CUfunction fn;
+    dm_gpu_kernel kern;
+    memset(&kern, 0, sizeof kern);
     CUdeviceptr d_meas = 0, d_grid = 0;
     slot slots[2];
     memset(slots, 0, sizeof slots);
     w->rc = -1;
-    CK(cu->cuDeviceGet(&dev, w->ordinal), "opening the GPU");
-    CK(cu->cuDevicePrimaryCtxRetain(&ctx, dev), "creating a GPU context");
-    CK(cu->cuCtxSetCurrent(ctx), "selecting the GPU context");
-    CK(cu->cuModuleLoadData(&mod, j->prog->cubin), "loading the compiled fitter");
-    CK(cu->cuModuleGetFunction(&fn, mod, "dm_fit_kernel"), "finding the fitting kernel");
+    if (dm_gpu_kernel_open(cu, w->ordinal, j->prog, "dm_fit_kernel", "fitter", "fitting kernel",
+                           &kern) != 0)
+        goto fail;
     {
         /* Inputs shared by every voxel: the measurement rows and the grid values. */
         size_t nm = M * (W ? W : 1), ng = p->ngrid_values ? p->ngrid_values : 1;
         void *h = malloc((nm > ng ? nm : ng) * 8);
-        CK(cu->cuMemAlloc(&d_meas, nm * rs), "allocating device memory");
-        CK(cu->cuMemAlloc(&d_grid, ng * rs), "allocating device memory");
         for (size_t i = 0; i < nm; i++) put(h, i, W ? p->meas[i] : 0, rs);
-        CK(cu->cuMemcpyHtoDAsync(d_meas, h, nm * rs, NULL), "copying to the GPU");
-        CK(cu->cuCtxSynchronize(), "copying to the GPU");
-        for (size_t i = 0; i < ng; i++) put(h, i, p->ngrid_values ? p->grid_values[i] : 0, rs);
-        CK(cu->cuMemcpyHtoDAsync(d_grid, h, ng * rs, NULL), "copying to the GPU");
-        CK(cu->cuCtxSynchronize(), "copying to the GPU");
+        int up = dm_gpu_upload(cu, &d_meas, h, nm * rs, NULL);
+        if (up == 0) {
+            for (size_t i = 0; i < ng; i++) put(h, i, p->ngrid_values ? p->grid_values[i] : 0, rs);
+            up = dm_gpu_upload(cu, &d_grid, h, ng * rs, NULL);
+        }
         free(h);
+        if (up != 0) goto fail;
     }
     for (int s = 0; s < 2; s++)
         if (alloc_slot(cu, &slots[s], j->batch, M, VS, P, ns, rs) != 0) goto fail;
@@ -191,9 +197,9 @@ static void *worker_main(void *arg)
         int nvox = (int)n;
         void *args[] = {&p->cfg, &d_grid, &d_meas, &s->y, &s->vox, &s->idx, &s->params,
                         &s->samples, &s->stats, &s->status, &nvox};
-        unsigned blocks = (unsigned)((n * j->lanes + BLOCK_THREADS - 1) / BLOCK_THREADS);
-        CK(cu->cuLaunchKernel(fn, blocks, 1, 1, BLOCK_THREADS, 1, 1, 0, s->stream, args, NULL),
-           "launching the fitting kernel");
+        if (dm_gpu_launch(cu, kern.fn, (unsigned long long)n * j->lanes, BLOCK_THREADS, s->stream,
+                          args, "launching the fitting kernel") != 0)
+            goto fail;
         CK(cu->cuMemcpyDtoHAsync(s->hparams, s->params, n * P * rs, s->stream), "copying from the GPU");
         CK(cu->cuMemcpyDtoHAsync(s->hstats, s->stats, n * DM_NSTATS * rs, s->stream), "copying from the GPU");
         CK(cu->cuMemcpyDtoHAsync(s->hstatus, s->status, n * sizeof(int), s->stream), "copying from the GPU");
@@ -210,67 +216,28 @@ fail:
     for (int s = 0; s < 2; s++) free_slot(cu, &slots[s]);
     if (d_meas) cu->cuMemFree(d_meas);
     if (d_grid) cu->cuMemFree(d_grid);
-    if (mod) cu->cuModuleUnload(mod);
-    if (ctx) cu->cuDevicePrimaryCtxRelease(dev);
+    dm_gpu_kernel_close(cu, &kern);
     return NULL;
 }
 
-int dm_gpu_parse_list(const char *spec, int ndev, int *ord, int *n)
-{
-    *n = 0;
-    if (!spec || !strcmp(spec, "all")) {
-        for (int i = 0; i < ndev && i < 64; i++) ord[(*n)++] = i;
-        return 0;
-    }
-    char *copy = strdup(spec), *save = NULL;
-    int rc = 0;
-    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long v = strtol(t, &end, 10);
-        if (*end || v < 0 || v >= ndev || *n >= 64)
-            rc = dm_set_error("--gpus: '%s' is not a GPU of this machine (it has %d)", t, ndev);
-        else ord[(*n)++] = (int)v;
-    }
-    free(copy);
-    return rc;
-}
-
-int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_results *res,
-               dm_gpu_report *rep)
+int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o,
+                   dm_fit_results *res, dm_fit_gpu_report *rep)
 {
     memset(rep, 0, sizeof *rep);
     dm_cuda *cu = dm_cuda_open(1, 1);
     if (!cu) return -1;
-    int ord[64], ngpu;
-    if (dm_gpu_parse_list(o->gpus, cu->ndevices, ord, &ngpu) != 0) {
+    dm_gpu_set gs;
+    if (dm_gpu_select(cu, o->gpus, &gs) != 0) {
         dm_cuda_close(cu);
         return -1;
     }
-    CUdevice dev0;
-    int major = 0, minor = 0;
-    cu->cuDeviceGet(&dev0, ord[0]);
-    cu->cuDeviceGetAttribute(&major, DM_CU_ATTR_CC_MAJOR, dev0);
-    cu->cuDeviceGetAttribute(&minor, DM_CU_ATTR_CC_MINOR, dev0);
-    char name[200] = "";
-    cu->cuDeviceGetName(name, sizeof name, dev0);
-    snprintf(rep->device, sizeof rep->device, "%s x%d (sm_%d%d)", name, ngpu, major, minor);
-    for (int g = 1; g < ngpu; g++) {
-        CUdevice d;
-        int ma, mi;
-        cu->cuDeviceGet(&d, ord[g]);
-        cu->cuDeviceGetAttribute(&ma, DM_CU_ATTR_CC_MAJOR, d);
-        cu->cuDeviceGetAttribute(&mi, DM_CU_ATTR_CC_MINOR, d);
-        if (ma != major || mi != minor) {
-            dm_cuda_close(cu);
-            return dm_set_error("--gpus: GPUs of different architectures (sm_%d%d, sm_%d%d) in one run",
-                                major, minor, ma, mi);
-        }
-    }
-    int lanes = o->lanes > 0 ? o->lanes : dm_gpu_auto_lanes(p->M, real_size);
+    snprintf(rep->device, sizeof rep->device, "%s", gs.device);
+    int ngpu = gs.n;
+    int lanes = o->lanes > 0 ? o->lanes : dm_fit_gpu_auto_lanes(p->M, real_size);
     rep->lanes = lanes;
     rep->ngpus = ngpu;
     dm_gpu_program prog;
-    if (dm_gpu_compile(cu, &p->mi, major * 10 + minor, real_size, lanes, 1, &prog) != 0) {
+    if (dm_fit_gpu_compile(cu, &p->mi, gs.arch, real_size, lanes, 1, &prog) != 0) {
         dm_cuda_close(cu);
         return -1;
     }
@@ -296,21 +263,7 @@ int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_res
      * enough, so that copies overlap compute. */
     size_t P = p->mi.nparams, M = p->M, VS = p->mi.voxel_width ? p->mi.voxel_width : 1;
     size_t per_voxel = (M + VS + P + (size_t)j.ns * P + DM_NSTATS) * real_size + 8 + sizeof(int);
-    size_t allow = (size_t)-1;
-    for (int g = 0; g < ngpu; g++) {
-        CUdevice d;
-        CUcontext c;
-        size_t fr = 0, tot = 0;
-        cu->cuDeviceGet(&d, ord[g]);
-        if (cu->cuDevicePrimaryCtxRetain(&c, d) == 0) {
-            cu->cuCtxSetCurrent(c);
-            cu->cuMemGetInfo(&fr, &tot);
-            cu->cuDevicePrimaryCtxRelease(d);
-        }
-        size_t a = (size_t)(fr * 0.7);
-        if (o->memory_mb > 0 && (size_t)o->memory_mb * 1048576 < a) a = (size_t)o->memory_mb * 1048576;
-        if (a < allow) allow = a;
-    }
+    size_t allow = dm_gpu_memory_budget_min(cu, &gs, o->memory_mb);
     size_t batch = allow / (2 * per_voxel);
     size_t spread = (j.ntodo + 2 * ngpu - 1) / (2 * ngpu);
     if (batch > spread) batch = spread;
@@ -321,11 +274,11 @@ int dm_gpu_fit(dm_problem *p, int real_size, const dm_gpu_options *o, dm_fit_res
 
     int rc = 0;
     if (j.ntodo > 0) {
-        gpu_worker w[64];
-        pthread_t th[64];
+        gpu_worker w[DM_GPU_MAX];
+        pthread_t th[DM_GPU_MAX];
         for (int g = 0; g < ngpu; g++) {
             w[g].job = &j;
-            w[g].ordinal = ord[g];
+            w[g].ordinal = gs.ord[g];
             w[g].rc = 0;
             pthread_create(&th[g], NULL, worker_main, &w[g]);
         }

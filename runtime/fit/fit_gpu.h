@@ -1,0 +1,38 @@
+/* The GPU fitter: templates/gpu_fitter.cu with the model's source, compiled by NVRTC, run on
+ * one or more GPUs in batches sized by free device memory, each GPU taking the next batch from
+ * a shared queue. */
+#ifndef DIMOC_FIT_GPU_H
+#define DIMOC_FIT_GPU_H
+
+#include "fit/fit.h"
+#include "fit/fit_outputs.h"
+#include "gpu/gpu_compile.h"
+
+typedef struct dm_fit_gpu_options {
+    const char *gpus;  /* "all" or a comma list of device ordinals */
+    long memory_mb;    /* cap on the device memory a GPU's batches use (0: 70% of free) */
+    int lanes;         /* lanes per voxel (0: chosen from the measurement count) */
+    struct dm_progress *progress; /* advanced as batches finish; may be NULL */
+} dm_fit_gpu_options;
+
+typedef struct dm_fit_gpu_report {
+    char device[256];       /* "NVIDIA H100 80GB HBM3 x1 (sm_90)" */
+    int ngpus, lanes, batches;
+    long batch_voxels;
+    double compile_seconds; /* NVRTC, 0 when cached */
+    int compile_cached;
+} dm_fit_gpu_report;
+
+/* Compiles templates/gpu_fitter.cu with the model's CUDA source for compute capability
+ * arch (e.g. 90), real_size 4 or 8, `lanes` lanes per voxel.  The cubin is cached under the
+ * cache folder keyed by the sources, the options and the NVRTC version; use_cache 0 skips the
+ * cache (tests).  0, or -1 with the first lines of the NVRTC log in dm_last_error(). */
+int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
+                       int lanes, int use_cache, dm_gpu_program *out);
+/* Lanes per voxel chosen for M measurements and the precision (real_size 4 or 8). */
+int dm_fit_gpu_auto_lanes(int M, int real_size);
+/* Fits every voxel of p whose status is FITTED (updating p->status), results into res. */
+int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o,
+                   dm_fit_results *res, dm_fit_gpu_report *rep);
+
+#endif
