@@ -1,6 +1,7 @@
-/* The subcommands of the dimoc program; each returns the process exit status. */
-#ifndef DIMOC_COMMANDS_H
-#define DIMOC_COMMANDS_H
+/* The subcommands of the dimoc program (listed in commands.c); each returns the process exit
+ * status. */
+#ifndef DIMOC_CLI_H
+#define DIMOC_CLI_H
 
 #include <stdio.h>
 
@@ -12,12 +13,12 @@ int dm_cmd_simulate(int argc, char **argv);
 int dm_cmd_scheme(int argc, char **argv);
 int dm_cmd_phantom(int argc, char **argv);
 int dm_cmd_compare(int argc, char **argv);
-int dm_cmd_dti(int argc, char **argv);      /* runtime/cmd_dti.c */
-int dm_cmd_track(int argc, char **argv);    /* runtime/cmd_track.c */
-int dm_cmd_view(int argc, char **argv);     /* runtime/cmd_view.c */
-int dm_cmd_pipeline(int argc, char **argv); /* runtime/cmd_pipeline.c */
-int dm_cmd_select(int argc, char **argv);   /* runtime/cmd_select.c */
-int dm_cmd_angles(int argc, char **argv);   /* runtime/cmd_angles.c */
+int dm_cmd_dti(int argc, char **argv);
+int dm_cmd_track(int argc, char **argv);
+int dm_cmd_view(int argc, char **argv);
+int dm_cmd_pipeline(int argc, char **argv);
+int dm_cmd_select(int argc, char **argv);
+int dm_cmd_angles(int argc, char **argv);
 
 /* `dimoc help CMD` text of the commands that take options; 0 when CMD is known. */
 int dm_help_fit(FILE *out);
@@ -31,10 +32,5 @@ int dm_help_view(FILE *out);
 int dm_help_pipeline(FILE *out);
 int dm_help_select(FILE *out);
 int dm_help_angles(FILE *out);
-
-/* Prints "dimoc: error: <dm_last_error()>" and returns 1. */
-int dm_report_error(void);
-/* The whole command line, quoted where needed (for provenance), malloc'd. */
-char *dm_command_line(void);
 
 #endif

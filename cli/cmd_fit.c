@@ -1,6 +1,7 @@
 /* dimoc fit: the command line of the fitting library. */
 #include "args.h"
 #include "cli.h"
+#include "util/cmdline.h"
 #include "util/error.h"
 #include "fit/fit.h"
 

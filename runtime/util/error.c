@@ -1,4 +1,4 @@
-/* Thread-local last error message and warnings on stderr. */
+/* Thread-local last error message; errors and warnings on stderr. */
 #include "util/error.h"
 
 #include <stdarg.h>
@@ -34,4 +34,10 @@ void dm_warn(const char *fmt, ...)
     va_end(ap);
     /* One fprintf so that warnings from several threads do not interleave mid-line. */
     fprintf(stderr, "dimoc: warning: %s\n", line);
+}
+
+int dm_report_error(void)
+{
+    fprintf(stderr, "dimoc: error: %s\n", dm_last_error());
+    return 1;
 }

@@ -1,5 +1,5 @@
 /* Error reporting inside the runtime library: a failing function records one line and
- * returns -1 (or NULL); the command-line layer prints it as "dimoc: error: <line>". */
+ * returns -1 (or NULL); the program prints it with dm_report_error(). */
 #ifndef DIMOC_ERROR_H
 #define DIMOC_ERROR_H
 
@@ -14,5 +14,7 @@ int dm_set_error(const char *fmt, ...) DM_PRINTF(1, 2);
 const char *dm_last_error(void);
 /* Prints "dimoc: warning: ..." on stderr. */
 void dm_warn(const char *fmt, ...) DM_PRINTF(1, 2);
+/* Prints "dimoc: error: <dm_last_error()>" on stderr and returns 1 (the exit status). */
+int dm_report_error(void);
 
 #endif

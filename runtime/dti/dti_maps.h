@@ -1,0 +1,68 @@
+/* The linear tensor fit (dti_fit.h) over a whole image: every voxel of a 4D image fitted in
+ * parallel, the results kept as maps and written with the names of FSL's dtifit. */
+#ifndef DIMOC_DTI_MAPS_H
+#define DIMOC_DTI_MAPS_H
+
+#include "dti/dti_fit.h"
+#include "io/volume.h"
+
+#include <stddef.h>
+
+/* The maps, in the order they are written; dm_dti_map_names[] gives their file names
+ * (without ".nii.gz"), dm_dti_map_volumes[] their number of volumes. */
+enum {
+    DM_DTI_MAP_V1, DM_DTI_MAP_V2, DM_DTI_MAP_V3, /* eigenvectors, x y z as 3 volumes */
+    DM_DTI_MAP_L1, DM_DTI_MAP_L2, DM_DTI_MAP_L3, /* eigenvalues, descending */
+    DM_DTI_MAP_FA, DM_DTI_MAP_MD, DM_DTI_MAP_MO, DM_DTI_MAP_S0,
+    DM_DTI_MAP_TENSOR, /* Dxx Dxy Dxz Dyy Dyz Dzz (FSL's order) */
+    DM_DTI_MAP_SSE,    /* sum of squared errors of the predicted signal */
+    DM_DTI_NMAPS
+};
+extern const char *const dm_dti_map_names[DM_DTI_NMAPS];
+extern const int dm_dti_map_volumes[DM_DTI_NMAPS];
+
+/* The inputs of an image fit, read and checked. */
+typedef struct dm_dti_image {
+    dm_volume data;        /* 4D, at least 7 volumes */
+    dm_volume mask;        /* data NULL: every voxel */
+    const char *mask_path; /* for messages */
+    dm_dti_protocol proto; /* from the b-values and directions */
+    double *bvals, *bvecs;
+} dm_dti_image;
+
+/* Reads the 4D data, FSL bvals and bvecs, and the mask (path NULL: none) and builds the
+ * protocol; every input is checked before anything is fitted.  0, or -1 with dm_last_error()
+ * naming the file at fault.  dm_dti_image_free() in either case. */
+int dm_dti_image_read(dm_dti_image *im, const char *data, const char *bvals, const char *bvecs,
+                      const char *mask);
+void dm_dti_image_free(dm_dti_image *im);
+
+typedef struct dm_dti_settings {
+    int weighted;           /* 1: WLS after OLS (FSL's --wls, DIPY's WLS); 0: OLS only */
+    double min_signal;      /* see DM_DTI_MIN_SIGNAL */
+    double min_diffusivity; /* NAN: the protocol's own (DIPY's rule); -INFINITY: no floor */
+    int threads;            /* 0: all cores */
+    int sse;                /* also fill DM_DTI_MAP_SSE */
+} dm_dti_settings;
+
+/* The fitted maps of an image, and how its voxels went. */
+typedef struct dm_dti_maps {
+    size_t nvox;
+    double *map[DM_DTI_NMAPS]; /* nvox x dm_dti_map_volumes[m], NIfTI order; 0 where not fitted */
+    unsigned char *status;     /* nvox DM_DTI_* outcomes; 0 outside the mask */
+    size_t nmask;              /* voxels in the mask */
+    size_t fitted;             /* DM_DTI_FITTED or DM_DTI_OLS_ONLY */
+    size_t ols_only, skipped_nonfinite, skipped_zero;
+    double seconds;            /* wall time of the fit */
+} dm_dti_maps;
+
+/* Fits every voxel of the mask.  0, or -1 with dm_last_error() (an empty mask, no memory);
+ * dm_dti_maps_free() in either case. */
+int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_maps *out);
+/* Writes DIR/PREFIX<name>.nii.gz of every map but the tensor and the SSE, those two when
+ * asked, as float32 with the data's geometry; DIR is created when missing. */
+int dm_dti_maps_write(const dm_dti_maps *m, const dm_volume *like, const char *dir,
+                      const char *prefix, int save_tensor, int save_sse);
+void dm_dti_maps_free(dm_dti_maps *m);
+
+#endif

@@ -1,0 +1,157 @@
+/* Comparison of fitted maps with the truth, as a table per region. */
+#include "maps/compare.h"
+#include "io/volume.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int load(const char *dir, const char *name, dm_volume *v)
+{
+    char file[80];
+    snprintf(file, sizeof file, "%.63s.nii.gz", name);
+    char *path = dm_path_join(dir, file);
+    int rc = dm_volume_read(path, v);
+    free(path);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Angle in degrees between the axes (sign ignored) of voxel v of two direction maps. */
+static double angle_deg(const double *a, const double *b, size_t v, size_t nvox)
+{
+    double dot = 0, na = 0, nb = 0;
+    for (int c = 0; c < 3; c++) {
+        dot += a[v + c * nvox] * b[v + c * nvox];
+        na += a[v + c * nvox] * a[v + c * nvox];
+        nb += b[v + c * nvox] * b[v + c * nvox];
+    }
+    double cs = fabs(dot) / sqrt(na * nb + 1e-300);
+    return acos(cs > 1 ? 1 : cs) * 180 / M_PI;
+}
+
+/* The items of a comma list, at most max of them, each cut to 63 characters. */
+static void split(const char *s, char out[][64], int *n, int max)
+{
+    *n = 0;
+    if (!s) return;
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t && *n < max; t = strtok_r(NULL, ",", &save))
+        snprintf(out[(*n)++], 64, "%s", t);
+    free(copy);
+}
+
+/* The voxels a comparison counts: fitted (status 1 or 2), in region l when there are regions. */
+static int counted(const dm_volume *status, const dm_volume *regions, size_t v, int l)
+{
+    int s = (int)status->data[v];
+    return (s == 1 || s == 2) && (!regions->data || (int)regions->data[v] == l);
+}
+
+static int compare_scalar(const dm_compare_settings *s, const char *name, const dm_volume *status,
+                          const dm_volume *regions, int nlabels, char rnames[][64], int nr, FILE *out)
+{
+    dm_volume t = {0}, f = {0};
+    size_t nvox = DM_NVOX(status);
+    if (load(s->truth_dir, name, &t) != 0 || load(s->fit_dir, name, &f) != 0) {
+        dm_volume_free(&t);
+        return -1;
+    }
+    for (int l = 1; l <= nlabels; l++) {
+        double st = 0, sf = 0, se = 0;
+        long n = 0;
+        for (size_t v = 0; v < nvox; v++) {
+            if (!counted(status, regions, v, l)) continue;
+            st += t.data[v];
+            sf += f.data[v];
+            se += fabs(f.data[v] - t.data[v]);
+            n++;
+        }
+        if (!n) continue;
+        fprintf(out, "%-14s %7ld  %-8s %10.4g %10.4g %10.3g\n", l <= nr ? rnames[l - 1] : "all", n,
+                name, st / n, sf / n, se / n);
+    }
+    dm_volume_free(&t);
+    dm_volume_free(&f);
+    return 0;
+}
+
+static int compare_axes(const dm_compare_settings *s, char axes[][64], int na, const dm_volume *status,
+                        const dm_volume *regions, int nlabels, char rnames[][64], int nr, FILE *out)
+{
+    dm_volume t[2] = {{0}}, f[2] = {{0}};
+    size_t nvox = DM_NVOX(status);
+    int rc = 0;
+    for (int i = 0; i < na && rc == 0; i++)
+        if ((rc = load(s->truth_dir, axes[i], &t[i])) != 0 || (rc = load(s->fit_dir, axes[i], &f[i])) != 0)
+            break;
+    if (rc == 0) {
+        fprintf(out, "\n%-14s %7s  %-8s %22s\n", "region", "voxels", "axis", "median angle (deg)");
+        double *ang[2] = {malloc(nvox * sizeof(double)), malloc(nvox * sizeof(double))};
+        for (int l = 1; l <= nlabels; l++) {
+            long n = 0;
+            for (size_t v = 0; v < nvox; v++) {
+                if (!counted(status, regions, v, l)) continue;
+                if (na == 2) { /* fibre labels may swap: keep the better pairing */
+                    double s0 = angle_deg(t[0].data, f[0].data, v, nvox) + angle_deg(t[1].data, f[1].data, v, nvox);
+                    double s1 = angle_deg(t[0].data, f[1].data, v, nvox) + angle_deg(t[1].data, f[0].data, v, nvox);
+                    int sw = s1 < s0;
+                    ang[0][n] = angle_deg(t[0].data, f[sw].data, v, nvox);
+                    ang[1][n] = angle_deg(t[1].data, f[!sw].data, v, nvox);
+                } else {
+                    ang[0][n] = angle_deg(t[0].data, f[0].data, v, nvox);
+                }
+                n++;
+            }
+            if (!n) continue;
+            for (int i = 0; i < na; i++) {
+                qsort(ang[i], n, sizeof(double), cmp_double);
+                fprintf(out, "%-14s %7ld  %-8s %22.2f\n", l <= nr ? rnames[l - 1] : "all", n, axes[i],
+                        n % 2 ? ang[i][n / 2] : 0.5 * (ang[i][n / 2 - 1] + ang[i][n / 2]));
+            }
+        }
+        free(ang[0]);
+        free(ang[1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        dm_volume_free(&t[i]);
+        dm_volume_free(&f[i]);
+    }
+    return rc;
+}
+
+int dm_compare_maps(const dm_compare_settings *s, FILE *out)
+{
+    char params[32][64], axes[2][64], rnames[32][64];
+    int np, na, nr;
+    split(s->params, params, &np, 32);
+    split(s->axes, axes, &na, 2);
+    split(s->region_names, rnames, &nr, 32);
+    int rc = 0;
+    dm_volume status = {0}, regions = {0};
+    if ((rc = load(s->fit_dir, "status", &status)) != 0) goto done;
+    size_t nvox = DM_NVOX(&status);
+    if (s->regions && ((rc = dm_volume_read(s->regions, &regions)) != 0 ||
+                       (rc = dm_volume_check_same_grid(&regions, s->regions, &status, "status")) != 0))
+        goto done;
+    int nlabels = 1;
+    for (size_t v = 0; regions.data && v < nvox; v++)
+        if (regions.data[v] > nlabels) nlabels = (int)regions.data[v];
+    if (nlabels > 64) nlabels = 64;
+
+    fprintf(out, "%-14s %7s  %-8s %10s %10s %10s\n", "region", "voxels", "map", "truth", "fitted", "mean|err|");
+    for (int i = 0; i < np && rc == 0; i++)
+        rc = compare_scalar(s, params[i], &status, &regions, nlabels, rnames, nr, out);
+    if (na > 0 && rc == 0) rc = compare_axes(s, axes, na, &status, &regions, nlabels, rnames, nr, out);
+done:
+    dm_volume_free(&status);
+    dm_volume_free(&regions);
+    return rc;
+}
