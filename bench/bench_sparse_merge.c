@@ -1,4 +1,4 @@
-/* Host merge of GPU matrix keys (runtime/track_gpu.c drain): one key at a time
+/* Host merge of GPU matrix keys (runtime/track/track_gpu.c drain): one key at a time
  * (dm_sparse_add), a whole buffer at once on one core (dm_sparse_add_keys), and a whole
  * buffer by row shards on all cores (dm_sparse_shards_add_keys), on keys shaped like a dense
  * connectome's: 20,000 rows (seeds) x 20,000 columns (seed voxels), each streamline

@@ -16,7 +16,7 @@ const dm_command dm_commands[] = {
     {"check", NULL, "model design", "check FILE.model", "validate a model and print its summary",
      dm_cmd_check, help_model_design},
     {"compile", NULL, "model design", "compile FILE.model [-o DIR]",
-     "write its C and CUDA sources and metadata", dm_cmd_compile, help_model_design},
+     "write its generated source (model.h) and metadata", dm_cmd_compile, help_model_design},
     {"info", NULL, "model design", "info [MODEL]",
      "describe a shipped or file model (no MODEL: list them)", dm_cmd_info, help_model_design},
     {"fit", NULL, "data", "fit MODEL --data .. --out ..",

@@ -1,4 +1,4 @@
-/* The GPU build of the tracker (runtime/track_gpu.c compiles it with NVRTC, --fmad=false so
+/* The GPU build of the tracker (runtime/track/track_gpu.c compiles it with NVRTC, --fmad=false so
  * that every float operation rounds as on the host: streamlines match the CPU's step for
  * step).  The stepping is templates/track_kernel.h, the accumulation track_gpu_gather.h. */
 #define DM_FN static __device__ __forceinline__

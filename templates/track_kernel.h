@@ -1,5 +1,5 @@
 /* The propagation of one probabilistic streamline (probtrackx semantics), written once in
- * plain C so that the host build (runtime/track_kernel_host.h) and the CUDA build
+ * plain C so that the host build (runtime/track/track_kernel_host.h) and the CUDA build
  * (templates/gpu_tracker.cu, compiled by NVRTC) share it: no allocation, no library calls
  * beyond floorf, fabsf, sqrtf (and philox.h's), all state in small structs, all memory
  * passed in.

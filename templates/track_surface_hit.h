@@ -5,7 +5,7 @@
  *
  * Coordinates are tracking mm (track_kernel.h).  The grid's cell (i, j, k) spans
  * origin + [i, i + 1) * cell (and likewise j, k); it lists every triangle whose bounding box
- * overlaps it (runtime/track_surface.c builds it).  All the surfaces of a run share one grid;
+ * overlaps it (runtime/track/track_surface.c builds it).  All the surfaces of a run share one grid;
  * each triangle carries the bit of its surface (its role: exclusion, stop, a waypoint, a
  * target; see track_kernel.h). */
 #ifndef DIMOC_TRACK_SURFACE_HIT_H

@@ -1,4 +1,4 @@
-/* runtime/key_sort.c and dm_sparse_add_keys: the radix sort against qsort on random keys
+/* runtime/util/key_sort.c and dm_sparse_add_keys: the radix sort against qsort on random keys
  * (full 64-bit, matrix-like, all equal, tiny), and bulk adds against one-by-one adds, unused
  * (~0) slots included. */
 #include "util/key_sort.h"

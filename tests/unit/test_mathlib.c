@@ -176,7 +176,7 @@ static const double bingham_stick_ref[][7] = {
 };
 
 /* log 1F1(1/2; 3/2; A) of a symmetric matrix (diagonal d, off-diagonal o01, o02, o12) as the
- * compiler lowers it (compiler/lower.c): trace removed, then c1 and c0. */
+ * compiler lowers it (compiler/back/lower.c): trace removed, then c1 and c0. */
 static double log_hyp1f1_sym(const double d[3], const double o[3])
 {
     double mean = (d[0] + d[1] + d[2]) / 3, e0 = d[0] - mean, e1 = d[1] - mean, e2 = d[2] - mean;
@@ -221,7 +221,7 @@ static void test_noddi_functions(void)
         printf("FAIL watson-sh-order-0-and-odd: W0 %g W3 %g J5 %g\n", dm_watson_sh(0, 7),
                dm_watson_sh(3, 7), dm_stick_sh(5, 1)), failures++;
 
-    /* The derivative rules of compiler/deriv.c against central differences:
+    /* The derivative rules of compiler/back/deriv.c against central differences:
      * J_l' = -(A J_(l+2) + B J_l + C J_(l-2)), W_l' = A W_(l+2) + B W_l + C W_(l-2) - W_l <u^2>. */
     double worst_j = 0, worst_w = 0;
     for (int l = 0; l <= 12; l += 2)

@@ -1,5 +1,5 @@
 /* The GPU tracker's per-streamline code (templates/track_gpu_gather.h), run serially on the
- * host, gives exactly the CPU path's outputs (runtime/track_run.c): fdt_paths,
+ * host, gives exactly the CPU path's outputs (runtime/track/track_run.c): fdt_paths,
  * seeds_to_targets, waytotal, half-streamline ends and matrices 1, 2, 3, on a random 2-fibre
  * field with loop check, a stop mask, an --avoid surface (a tilted mesh over part of the field)
  * and tiny key buffers that force the overflow re-runs the GPU host code does.  What this
@@ -160,7 +160,7 @@ int main(void)
             for (int j = 0; j < 3; j++) {
                 if (pass_mat >= 0 && j != pass_mat) continue;
                 unsigned long long nk = nkeys[j] < caps[j] ? nkeys[j] : caps[j];
-                dm_sparse_add_keys(&mat[j], g.keys[j], nk); /* as runtime/track_gpu.c drains */
+                dm_sparse_add_keys(&mat[j], g.keys[j], nk); /* as runtime/track/track_gpu.c drains */
                 memcpy(ids[j], g.overflow[j], 8 * nover[j]);
                 nids[j] = nover[j];
             }

@@ -1,4 +1,4 @@
-/* runtime/track_sparse.c: sparse count matrices against a dense reference, across the pending
+/* runtime/track/track_sparse.c: sparse count matrices against a dense reference, across the pending
  * list's compactions, per-thread merges and the .dot writer (1-based, sorted, size line,
  * symmetrised for matrix 3). */
 #include "check.h"

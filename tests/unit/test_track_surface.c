@@ -1,6 +1,6 @@
 /* Exclusion surfaces: the segment-triangle test of templates/track_surface_hit.h on hand-made
  * cases, checked against an independent double-precision test (Moller-Trumbore) on random
- * segments, and the binned lookup of runtime/track_surface.c against testing every triangle. */
+ * segments, and the binned lookup of runtime/track/track_surface.c against testing every triangle. */
 #include "check.h"
 #include "util/error.h"
 #include "track/track_surface.h"
