@@ -20,6 +20,7 @@
 #include "compiler.h"
 #include "all_builtins_model.h"
 #include "check.h"
+#include "shipped_models.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -514,11 +515,6 @@ static void test_user_derivative(const char *tmp)
     dm_model_free(m);
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int main(void)
 {
     const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
@@ -531,21 +527,12 @@ int main(void)
     }
     char models_dir[4096];
     snprintf(models_dir, sizeof models_dir, "%s/models", root);
-    DIR *d = opendir(models_dir);
-    if (!d) {
+    char *names[256];
+    int n = shipped_models(root, names, 256);
+    if (n < 0) {
         printf("FAIL models: cannot open %s\n", models_dir);
         return 1;
     }
-    char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 256) {
-        size_t len = strlen(e->d_name);
-        if (len > 6 && strcmp(e->d_name + len - 6, ".model") == 0)
-            names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, by_name);
     check(n >= 4, "models-found", "%d model files", n);
     /* FNV-1a 64 reference values (the published test vectors) */
     check(dm_hash64("", 0, 0) == 0xcbf29ce484222325ULL &&
@@ -555,8 +542,8 @@ int main(void)
           "fnv1a-known-values", "a published FNV-1a vector differs");
     for (int i = 0; i < n; i++) {
         char path[8192], name[256];
-        snprintf(path, sizeof path, "%s/%s", models_dir, names[i]);
-        snprintf(name, sizeof name, "%.*s", (int)(strlen(names[i]) - 6), names[i]);
+        snprintf(path, sizeof path, "%s/%s.model", models_dir, names[i]);
+        snprintf(name, sizeof name, "%s", names[i]);
         dm_model *m = dm_front_file(path, stdout, NULL, NULL);
         if (!m) {
             printf("FAIL %s-front: the model does not check\n", name);

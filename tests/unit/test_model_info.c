@@ -9,10 +9,12 @@
  * The comparison itself must notice a change of any one field, and a model that does not fit
  * dm_model_info (too many inputs, a 64-character name) must be refused. */
 #include "compiler.h"
+#include "util/fsutil.h"
 #include "model/model_info.h"
 #include "util/error.h"
 #include "all_builtins_model.h"
 #include "check.h"
+#include "shipped_models.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -40,25 +42,6 @@ static const char *const edge_model =
     "output sc = f * 2\n";
 
 /* ---- the metadata text, read independently of the runtime ---- */
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
 
 /* Splits a line at single spaces into at most max fields; the count. */
 static int split_fields(char *line, char **field, int max)
@@ -316,7 +299,7 @@ static void check_shipped(const char *root, const char *model)
     }
     check(1, test, "%s", "");
     snprintf(path, sizeof path, "%s/generated/%s/model.meta", root, model);
-    char *meta = read_text(path);
+    char *meta = dm_read_file(path, NULL);
     snprintf(test, sizeof test, "%s-meta", model);
     if (!meta || parse_meta(meta, &want, why, sizeof why) != 0) {
         check(0, test, "%s: %s", path, meta ? why : "cannot read");
@@ -327,7 +310,7 @@ static void check_shipped(const char *root, const char *model)
     free(meta);
 
     snprintf(path, sizeof path, "%s/generated/%s/model.h", root, model);
-    char *source = read_text(path);
+    char *source = dm_read_file(path, NULL);
     snprintf(test, sizeof test, "%s-source", model);
     char hash[17] = "";
     if (source)
@@ -466,32 +449,16 @@ static void check_limits(void)
     }
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int main(void)
 {
     const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
-    char path[4096];
-    snprintf(path, sizeof path, "%s/models", root);
-    DIR *d = opendir(path);
-    if (!d) {
-        printf("FAIL models: cannot open %s\n", path);
+    char *names[256];
+    int n = shipped_models(root, names, 256);
+    if (n < 0) {
+        printf("FAIL models: cannot open %s/models\n", root);
         return 1;
     }
-    char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 256) {
-        size_t len = strlen(e->d_name);
-        if (len > 6 && !strcmp(e->d_name + len - 6, ".model"))
-            names[n++] = strndup(e->d_name, len - 6);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, by_name);
-    check(n > 0, "models-found", "no .model file in %s", path);
+    check(n > 0, "models-found", "no .model file in %s/models", root);
     for (int i = 0; i < n; i++) {
         check_shipped(root, names[i]);
         free(names[i]);

@@ -6,6 +6,7 @@
  * NVRTC log must be free of warnings.  libnvrtc is loaded at run time ($CUDA_HOME/lib64, /usr/local/cuda/lib64, or the
  * loader's path); not finding it is a failure, since CI has the toolkit. */
 #include "compiler.h"
+#include "util/fsutil.h"
 #include "all_builtins_model.h"
 
 #include <dirent.h>
@@ -58,25 +59,6 @@ static void *open_nvrtc(char *tried, size_t len)
             return h;
     }
     return NULL;
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
 }
 
 /* Calls every model function so that none is left uncompiled. */
@@ -189,7 +171,7 @@ int main(void)
     const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
     char path[4096];
     snprintf(path, sizeof path, "%s/templates/mathlib.h", root);
-    char *mathlib = read_text(path);
+    char *mathlib = dm_read_file(path, NULL);
     if (!mathlib) {
         printf("FAIL mathlib: cannot read %s\n", path);
         return 1;
