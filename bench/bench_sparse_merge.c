@@ -50,8 +50,9 @@ int main(int argc, char **argv)
     if (!keys || !copy) return fprintf(stderr, "out of memory\n"), 1;
     unsigned int cols[KEYS_PER_LINE];
     for (size_t n = 0; n < total;) { /* one streamline: a seed's row, distinct sorted columns */
-        unsigned int row = random_rows ? (unsigned)(next_random() % ROWS)
-                                       : (unsigned)((double)n / total * ROWS + next_random() % 50) % ROWS;
+        unsigned int row = random_rows
+                               ? (unsigned)(next_random() % ROWS)
+                               : (unsigned)((double)n / total * ROWS + next_random() % 50) % ROWS;
         unsigned int m = 0;
         for (int i = 0; i < KEYS_PER_LINE; i++) {
             unsigned int c = (unsigned)((row * 37ull + next_random() % SPREAD) % COLS);
@@ -59,13 +60,15 @@ int main(int argc, char **argv)
         }
         qsort(cols, m, sizeof *cols, cmp_uint);
         for (unsigned int i = 0; i < m && n < total; i++)
-            if (i == 0 || cols[i] != cols[i - 1]) keys[n++] = (unsigned long long)row << 32 | cols[i];
+            if (i == 0 || cols[i] != cols[i - 1])
+                keys[n++] = (unsigned long long)row << 32 | cols[i];
     }
     dm_sparse one, bulk;
     dm_sparse_init(&one);
     dm_sparse_init(&bulk);
     double t0 = now();
-    for (size_t i = 0; i < total; i++) dm_sparse_add(&one, (unsigned)(keys[i] >> 32), (unsigned)keys[i]);
+    for (size_t i = 0; i < total; i++)
+        dm_sparse_add(&one, (unsigned)(keys[i] >> 32), (unsigned)keys[i]);
     dm_sparse_compact(&one);
     double t1 = now();
     for (size_t at = 0; at < total; at += BUFFER_KEYS) { /* copy: the pinned buffer's part */
@@ -88,12 +91,14 @@ int main(int argc, char **argv)
     double t3 = now();
     int same = one.n == bulk.n && !memcmp(one.keys, bulk.keys, one.n * 8) &&
                !memcmp(one.counts, bulk.counts, one.n * 8) && gathered.n == one.n &&
-               !memcmp(one.keys, gathered.keys, one.n * 8) && !memcmp(one.counts, gathered.counts, one.n * 8);
-    printf("%zu keys (%s rows), %zu entries, %d threads\n", total, random_rows ? "random" : "rising",
-           one.n, omp_get_max_threads());
+               !memcmp(one.keys, gathered.keys, one.n * 8) &&
+               !memcmp(one.counts, gathered.counts, one.n * 8);
+    printf("%zu keys (%s rows), %zu entries, %d threads\n", total,
+           random_rows ? "random" : "rising", one.n, omp_get_max_threads());
     printf("| merge | s | M keys/s | x one by one |\n|---|---|---|---|\n");
     printf("| one by one | %.2f | %.0f | 1 |\n", t1 - t0, total / (t1 - t0) / 1e6);
-    printf("| bulk, 1 core | %.2f | %.0f | %.1f |\n", t2 - t1, total / (t2 - t1) / 1e6, (t1 - t0) / (t2 - t1));
+    printf("| bulk, 1 core | %.2f | %.0f | %.1f |\n", t2 - t1, total / (t2 - t1) / 1e6,
+           (t1 - t0) / (t2 - t1));
     printf("| bulk, %d shards | %.2f | %.0f | %.1f |\n", sh.n, t3 - t2, total / (t3 - t2) / 1e6,
            (t1 - t0) / (t3 - t2));
     printf("results %s\n", same ? "identical" : "DIFFERENT");

@@ -50,7 +50,9 @@ int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm
             continue;
         }
         const char *v = eq ? eq + 1 : (k + 1 < argc ? argv[++k] : NULL);
-        if (!v) return dm_set_error("%s: option '--%s' needs a value (%s)", cmd, opts[i].name, opts[i].arg);
+        if (!v)
+            return dm_set_error("%s: option '--%s' needs a value (%s)", cmd, opts[i].name,
+                                opts[i].arg);
         set_value(a, i, v);
     }
     return 0;
@@ -93,7 +95,8 @@ int dm_arg_double(const dm_args *a, const dm_opt *opts, const char *name, double
     if (!v) return 0;
     char *end;
     double x = strtod(v, &end);
-    if (*end || end == v || !isfinite(x)) return dm_set_error("--%s: '%s' is not a number", name, v);
+    if (*end || end == v || !isfinite(x))
+        return dm_set_error("--%s: '%s' is not a number", name, v);
     *out = x;
     return 0;
 }
@@ -110,8 +113,7 @@ void dm_args_help(FILE *out, const char *usage, const char *summary, const dm_op
     for (int i = 0; opts[i].name; i++) {
         char head[96];
         snprintf(head, sizeof head, "%s%s%s%s", opts[i].name[1] ? "--" : "-", opts[i].name,
-                 opts[i].arg ? " " : "",
-                 opts[i].arg ? opts[i].arg : "");
+                 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
         fprintf(out, "  %-28s %s", head, opts[i].help);
         if (opts[i].def) fprintf(out, " [default: %s]", opts[i].def);
         fputc('\n', out);

@@ -28,7 +28,8 @@ int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm
 const char *dm_arg(const dm_args *a, const dm_opt *opts, const char *name);
 int dm_arg_given(const dm_args *a, const dm_opt *opts, const char *name);
 /* Integer / number options, checked: -1 with an error naming the option when malformed. */
-int dm_arg_long(const dm_args *a, const dm_opt *opts, const char *name, long lo, long hi, long *out);
+int dm_arg_long(const dm_args *a, const dm_opt *opts, const char *name, long lo, long hi,
+                long *out);
 int dm_arg_double(const dm_args *a, const dm_opt *opts, const char *name, double *out);
 void dm_args_free(dm_args *a);
 void dm_args_help(FILE *out, const char *usage, const char *summary, const dm_opt *opts);

@@ -18,15 +18,16 @@ static const dm_opt angles_opts[] = {
 
 int dm_help_angles(FILE *out)
 {
-    dm_args_help(out, "dimoc angles VECTORS.nii.gz --out DIR [--fanning VECTORS2.nii.gz] [--suffix TEXT]",
-                 "Writes the directions of VECTORS (3 volumes: x, y, z; e.g. dti's V1 or a fit's\n"
-                 "dyads1) as th.nii.gz (polar angle, 0..pi) and ph.nii.gz (azimuth, 0..2 pi), the\n"
-                 "angles of dir(th, ph) in the models, for `dimoc fit --init-from DIR`.  With\n"
-                 "--fanning, also psi.nii.gz (0..pi): the angle that makes the fanning axis\n"
-                 "n2 = v x n1, n1 = cos(psi) e_th + sin(psi) e_ph (the frame of noddi_bingham,\n"
-                 "ball_1_racket and noddi_2_binghams) the second direction's part perpendicular to\n"
-                 "the first.  Zero vectors (outside a mask) give 0.",
-                 angles_opts);
+    dm_args_help(
+        out, "dimoc angles VECTORS.nii.gz --out DIR [--fanning VECTORS2.nii.gz] [--suffix TEXT]",
+        "Writes the directions of VECTORS (3 volumes: x, y, z; e.g. dti's V1 or a fit's\n"
+        "dyads1) as th.nii.gz (polar angle, 0..pi) and ph.nii.gz (azimuth, 0..2 pi), the\n"
+        "angles of dir(th, ph) in the models, for `dimoc fit --init-from DIR`.  With\n"
+        "--fanning, also psi.nii.gz (0..pi): the angle that makes the fanning axis\n"
+        "n2 = v x n1, n1 = cos(psi) e_th + sin(psi) e_ph (the frame of noddi_bingham,\n"
+        "ball_1_racket and noddi_2_binghams) the second direction's part perpendicular to\n"
+        "the first.  Zero vectors (outside a mask) give 0.",
+        angles_opts);
     return 0;
 }
 

@@ -11,8 +11,9 @@ static const dm_opt compare_opts[] = {
     {"truth", "DIR", NULL, "folder of true maps NAME.nii.gz"},
     {"fit", "DIR", NULL, "folder of fitted maps NAME.nii.gz"},
     {"params", "NAMES", NULL, "scalar maps to compare (comma list)"},
-    {"axes", "NAMES", NULL, "direction maps (3 volumes) to compare by angle; two names are "
-                            "matched to the truth in the better order per voxel"},
+    {"axes", "NAMES", NULL,
+     "direction maps (3 volumes) to compare by angle; two names are "
+     "matched to the truth in the better order per voxel"},
     {"regions", "MAP", NULL, "integer label map; one table row per label (default: one region)"},
     {"region-names", "NAMES", NULL, "names of labels 1, 2, ... (comma list)"},
     {NULL, NULL, NULL, NULL},
@@ -20,10 +21,12 @@ static const dm_opt compare_opts[] = {
 
 int dm_help_compare(FILE *out)
 {
-    dm_args_help(out, "dimoc compare --truth DIR --fit DIR [--params ..] [--axes ..] [--regions MAP]",
-                 "Prints, per region, the mean true and fitted value and the mean absolute error of\n"
-                 "each scalar map, and the median angle (degrees) between true and fitted axes.\n"
-                 "Voxels whose fit status is not 1 (fitted) or 2 are left out.", compare_opts);
+    dm_args_help(
+        out, "dimoc compare --truth DIR --fit DIR [--params ..] [--axes ..] [--regions MAP]",
+        "Prints, per region, the mean true and fitted value and the mean absolute error of\n"
+        "each scalar map, and the median angle (degrees) between true and fitted axes.\n"
+        "Voxels whose fit status is not 1 (fitted) or 2 are left out.",
+        compare_opts);
     return 0;
 }
 

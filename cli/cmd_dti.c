@@ -15,8 +15,9 @@ static const dm_opt dti_opts[] = {
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
     {"mask", "FILE", NULL, "3D mask on the data's grid: fit where non-zero (default: every voxel)"},
     {"out", "DIR", NULL, "output folder (created when missing)"},
-    {"method", "wls|ols", "wls", "wls: OLS, then least squares weighted by the OLS-predicted "
-                                 "signal squared; ols: ordinary least squares of log(S)"},
+    {"method", "wls|ols", "wls",
+     "wls: OLS, then least squares weighted by the OLS-predicted "
+     "signal squared; ols: ordinary least squares of log(S)"},
     {"min-signal", "X", "1e-4", "signals below X (zero, negative) are raised to X before the log"},
     {"min-diffusivity", "X", "auto",
      "eigenvalues below X are raised to X (as DIPY does); auto: 1e-6 / max(b g_i g_j), about "
@@ -30,16 +31,17 @@ static const dm_opt dti_opts[] = {
 
 int dm_help_dti(FILE *out)
 {
-    dm_args_help(out, "dimoc dti --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
-                 "Fits the diffusion tensor log S = log S0 - b g'Dg in every voxel by linear least\n"
-                 "squares, as FSL's dtifit --wls and DIPY's TensorModel(fit_method='WLS') do, and\n"
-                 "writes FSL's names: V1 V2 V3 (eigenvectors, 3 volumes each, in the frame of the\n"
-                 "bvecs), L1 L2 L3 (eigenvalues, descending), FA, MD (mean diffusivity), MO (mode,\n"
-                 "Ennis & Kindlmann 2006: -1 planar .. +1 linear) and S0, as .nii.gz with the data's\n"
-                 "geometry.  Diffusivities are in the inverse units of the b-values (mm^2/s for\n"
-                 "s/mm^2).  Voxels whose signal holds NaN/Inf, or is all zero, are skipped (maps 0).\n"
-                 "For the non-linear tensor fit use 'dimoc fit dti' (models/dti.model).",
-                 dti_opts);
+    dm_args_help(
+        out, "dimoc dti --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
+        "Fits the diffusion tensor log S = log S0 - b g'Dg in every voxel by linear least\n"
+        "squares, as FSL's dtifit --wls and DIPY's TensorModel(fit_method='WLS') do, and\n"
+        "writes FSL's names: V1 V2 V3 (eigenvectors, 3 volumes each, in the frame of the\n"
+        "bvecs), L1 L2 L3 (eigenvalues, descending), FA, MD (mean diffusivity), MO (mode,\n"
+        "Ennis & Kindlmann 2006: -1 planar .. +1 linear) and S0, as .nii.gz with the data's\n"
+        "geometry.  Diffusivities are in the inverse units of the b-values (mm^2/s for\n"
+        "s/mm^2).  Voxels whose signal holds NaN/Inf, or is all zero, are skipped (maps 0).\n"
+        "For the non-linear tensor fit use 'dimoc fit dti' (models/dti.model).",
+        dti_opts);
     return 0;
 }
 
@@ -52,11 +54,14 @@ static int parse_settings(const dm_args *a, dm_dti_settings *s)
     s->weighted = !strcmp(method, "wls");
     s->min_signal = DM_DTI_MIN_SIGNAL;
     if (dm_arg_double(a, dti_opts, "min-signal", &s->min_signal) != 0) return -1;
-    if (!(s->min_signal > 0)) return dm_set_error("--min-signal must be positive (the log of it is taken)");
+    if (!(s->min_signal > 0))
+        return dm_set_error("--min-signal must be positive (the log of it is taken)");
     const char *md = dm_arg(a, dti_opts, "min-diffusivity");
     s->min_diffusivity = NAN; /* auto */
-    if (!strcmp(md, "none")) s->min_diffusivity = -INFINITY;
-    else if (strcmp(md, "auto") && dm_arg_double(a, dti_opts, "min-diffusivity", &s->min_diffusivity) != 0)
+    if (!strcmp(md, "none"))
+        s->min_diffusivity = -INFINITY;
+    else if (strcmp(md, "auto") &&
+             dm_arg_double(a, dti_opts, "min-diffusivity", &s->min_diffusivity) != 0)
         return dm_set_error("--min-diffusivity: '%s' is not a number, auto or none", md);
     return 0;
 }
@@ -84,7 +89,8 @@ int dm_cmd_dti(int argc, char **argv)
     settings.sse = dm_arg_given(&a, dti_opts, "sse");
 
     if ((rc = dm_dti_image_read(&im, dm_arg(&a, dti_opts, "data"), dm_arg(&a, dti_opts, "bvals"),
-                                dm_arg(&a, dti_opts, "bvecs"), dm_arg(&a, dti_opts, "mask"))) != 0 ||
+                                dm_arg(&a, dti_opts, "bvecs"), dm_arg(&a, dti_opts, "mask"))) !=
+            0 ||
         (rc = parse_settings(&a, &settings)) != 0 ||
         (rc = dm_dti_maps_fit(&im, &settings, &maps)) != 0 ||
         (rc = dm_dti_maps_write(&maps, &im.data, out, dm_arg(&a, dti_opts, "prefix"),

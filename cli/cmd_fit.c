@@ -21,7 +21,8 @@ static const dm_opt fit_opts[] = {
     {"init-from", "DIR", NULL, "initialise every parameter that has a map NAME.nii.gz in DIR"},
     {"voxel", "NAME=MAP|VALUE", NULL, "a per-voxel input of the model; repeatable"},
     {"measure", "NAME=FILE", NULL, "a per-measurement input of the model (one row per volume)"},
-    {"noise", "MODEL", "gaussian", "MCMC noise model: gaussian (variance integrated out) or rician"},
+    {"noise", "MODEL", "gaussian",
+     "MCMC noise model: gaussian (variance integrated out) or rician"},
     {"burnin", "N", "1000", "MCMC jumps discarded before sampling"},
     {"jumps", "N", "1250", "MCMC jumps after burn-in"},
     {"sample-every", "N", "25", "keep one MCMC sample every N jumps"},
@@ -37,20 +38,22 @@ static const dm_opt fit_opts[] = {
     {"device", "cpu|gpu|auto", "auto", "where to fit (auto: a usable GPU, else the CPU)"},
     {"gpus", "all|0,1,..", "all", "GPUs to use; each takes batches from a shared queue"},
     {"gpu-memory", "MB", "70% of free", "cap on the device memory each GPU's batches use"},
-    {"lanes", "N", "auto", "GPU lanes per voxel: 1, 2, 4, 8, 16 or 32 (auto: from the measurement count)"},
+    {"lanes", "N", "auto",
+     "GPU lanes per voxel: 1, 2, 4, 8, 16 or 32 (auto: from the measurement count)"},
     {"quiet", NULL, NULL, "no progress line"},
     {NULL, NULL, NULL, NULL},
 };
 
 int dm_help_fit(FILE *out)
 {
-    dm_args_help(out, "dimoc fit MODEL --data FILE --out DIR [options]",
-                 "Fits MODEL (a shipped model name or a .model file) voxel by voxel.  Writes a map\n"
-                 "per parameter (the estimate, or the posterior mean after MCMC), NAME_std after\n"
-                 "MCMC, the model's derived outputs, status.nii.gz (0 outside the mask, 1 fitted,\n"
-                 "2 not converged, 3 skipped: NaN/Inf, 4 skipped: all zero, 5 failed) and\n"
-                 "provenance.json.",
-                 fit_opts);
+    dm_args_help(
+        out, "dimoc fit MODEL --data FILE --out DIR [options]",
+        "Fits MODEL (a shipped model name or a .model file) voxel by voxel.  Writes a map\n"
+        "per parameter (the estimate, or the posterior mean after MCMC), NAME_std after\n"
+        "MCMC, the model's derived outputs, status.nii.gz (0 outside the mask, 1 fitted,\n"
+        "2 not converged, 3 skipped: NaN/Inf, 4 skipped: all zero, 5 failed) and\n"
+        "provenance.json.",
+        fit_opts);
     return 0;
 }
 
@@ -85,8 +88,10 @@ int dm_cmd_fit(int argc, char **argv)
     r.device = dm_arg(&a, fit_opts, "device");
     r.gpus = dm_arg(&a, fit_opts, "gpus");
     const char *ot = dm_arg(&a, fit_opts, "out-type");
-    if (!strcmp(ot, "float64")) r.out_float64 = 1;
-    else if (strcmp(ot, "float32")) rc = dm_set_error("--out-type: '%s' is neither float32 nor float64", ot);
+    if (!strcmp(ot, "float64"))
+        r.out_float64 = 1;
+    else if (strcmp(ot, "float32"))
+        rc = dm_set_error("--out-type: '%s' is neither float32 nor float64", ot);
     if (dm_arg_given(&a, fit_opts, "gpu-memory"))
         rc |= dm_arg_long(&a, fit_opts, "gpu-memory", 1, 1L << 30, &r.gpu_memory_mb);
     if (dm_arg_given(&a, fit_opts, "lanes")) {

@@ -22,8 +22,8 @@ int dm_cmd_check(int argc, char **argv)
     int nerr = 0, nwarn = 0;
     dm_model *m = dm_front_file(argv[0], stderr, &nerr, &nwarn);
     if (!m) {
-        fprintf(stderr, "%s: %d error%s, %d warning%s\n", argv[0], nerr, nerr == 1 ? "" : "s", nwarn,
-                nwarn == 1 ? "" : "s");
+        fprintf(stderr, "%s: %d error%s, %d warning%s\n", argv[0], nerr, nerr == 1 ? "" : "s",
+                nwarn, nwarn == 1 ? "" : "s");
         return 1;
     }
     dm_print_summary(m, stdout);
@@ -35,8 +35,10 @@ int dm_cmd_compile(int argc, char **argv)
 {
     const char *file = NULL, *dir = NULL;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) dir = argv[++i];
-        else if (!file && argv[i][0] != '-') file = argv[i];
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!file && argv[i][0] != '-')
+            file = argv[i];
         else {
             fprintf(stderr, "usage: dimoc compile FILE.model [-o DIR]\n");
             return 2;
@@ -65,8 +67,10 @@ int dm_cmd_compile(int argc, char **argv)
 
 static void print_number(double x)
 {
-    if (isinf(x)) printf("%s", x > 0 ? "inf" : "-inf");
-    else printf("%g", x);
+    if (isinf(x))
+        printf("%s", x > 0 ? "inf" : "-inf");
+    else
+        printf("%g", x);
 }
 
 static void list_models(void)
@@ -84,7 +88,8 @@ static void list_models(void)
     int n = 0;
     while (d && (e = readdir(d)) && n < 128) {
         size_t len = strlen(e->d_name);
-        if (len > 6 && !strcmp(e->d_name + len - 6, ".model")) names[n++] = strndup(e->d_name, len - 6);
+        if (len > 6 && !strcmp(e->d_name + len - 6, ".model"))
+            names[n++] = strndup(e->d_name, len - 6);
     }
     if (d) closedir(d);
     for (int i = 0; i < n; i++)
@@ -126,8 +131,10 @@ int dm_cmd_info(int argc, char **argv)
         print_number(x->hi);
         printf("%c", x->hi_closed ? ']' : ')');
         printf("%*s", 4, "");
-        if (x->init_b0) printf("b0          ");
-        else printf("%-12g", x->init);
+        if (x->init_b0)
+            printf("b0          ");
+        else
+            printf("%-12g", x->init);
         char prior[64];
         if (!strcmp(x->prior, "gaussian") || !strcmp(x->prior, "gamma"))
             snprintf(prior, sizeof prior, "%s(%g, %g)", x->prior, x->prior_a, x->prior_b);
@@ -152,11 +159,14 @@ int dm_cmd_info(int argc, char **argv)
     printf("\noutputs: one map per parameter");
     for (int i = 0; i < mi.noutputs; i++)
         printf(", %s (%s)", mi.outputs[i].name,
-               mi.outputs[i].kind == DM_OUTK_AXIS ? "axis" : mi.outputs[i].kind == DM_OUTK_VECTOR ? "vector" : "scalar");
-    printf("\n\nwork per measurement: signal %ld operations (%ld transcendental), "
-           "signal+gradient %ld (%ld);\nonce per voxel and evaluation: %ld (signal), %ld (gradient)\n",
-           mi.flops_signal, mi.flops_signal_transc, mi.flops_gradient, mi.flops_gradient_transc,
-           mi.flops_prepare, mi.flops_gradient_prepare);
+               mi.outputs[i].kind == DM_OUTK_AXIS     ? "axis"
+               : mi.outputs[i].kind == DM_OUTK_VECTOR ? "vector"
+                                                      : "scalar");
+    printf(
+        "\n\nwork per measurement: signal %ld operations (%ld transcendental), "
+        "signal+gradient %ld (%ld);\nonce per voxel and evaluation: %ld (signal), %ld (gradient)\n",
+        mi.flops_signal, mi.flops_signal_transc, mi.flops_gradient, mi.flops_gradient_transc,
+        mi.flops_prepare, mi.flops_gradient_prepare);
     dm_model_info_free(&mi);
     return 0;
 }

@@ -15,11 +15,13 @@ static const dm_opt phantom_opts[] = {
 
 int dm_help_phantom(FILE *out)
 {
-    dm_args_help(out, "dimoc phantom --out DIR [--size N]",
-                 "Writes ball_2_sticks parameter maps (S0 d f1 th1 ph1 f2 th2 ph2), the fibre\n"
-                 "directions dyads1/dyads2, regions.nii.gz (1 one fibre, 2 crossing at 90 degrees,\n"
-                 "3 crossing at 60 degrees, 4 free water) and mask.nii.gz.  Simulate with\n"
-                 "'dimoc simulate ball_2_sticks --params S0=DIR/S0.nii.gz,...'.", phantom_opts);
+    dm_args_help(
+        out, "dimoc phantom --out DIR [--size N]",
+        "Writes ball_2_sticks parameter maps (S0 d f1 th1 ph1 f2 th2 ph2), the fibre\n"
+        "directions dyads1/dyads2, regions.nii.gz (1 one fibre, 2 crossing at 90 degrees,\n"
+        "3 crossing at 60 degrees, 4 free water) and mask.nii.gz.  Simulate with\n"
+        "'dimoc simulate ball_2_sticks --params S0=DIR/S0.nii.gz,...'.",
+        phantom_opts);
     return 0;
 }
 

@@ -49,10 +49,11 @@ static void list_pipelines(FILE *out)
 
 int dm_help_pipeline(FILE *out)
 {
-    fprintf(out, "usage: dimoc pipeline NAME [ARGS...]\n\n"
-                 "Runs the shipped pipeline NAME (pipelines/NAME.sh, a bash script of dimoc commands\n"
-                 "that you can copy and change) with ARGS.  Run it without ARGS for its usage.\n\n"
-                 "pipelines:\n");
+    fprintf(out,
+            "usage: dimoc pipeline NAME [ARGS...]\n\n"
+            "Runs the shipped pipeline NAME (pipelines/NAME.sh, a bash script of dimoc commands\n"
+            "that you can copy and change) with ARGS.  Run it without ARGS for its usage.\n\n"
+            "pipelines:\n");
     list_pipelines(out);
     return 0;
 }
@@ -65,7 +66,9 @@ int dm_cmd_pipeline(int argc, char **argv)
     }
     const char *name = argv[0];
     /* A plain name: no path can lead the lookup out of the pipelines folder. */
-    if (!*name || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != strlen(name)) {
+    if (!*name ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+            strlen(name)) {
         dm_set_error("pipeline: '%s' is not a pipeline name (letters, digits, '_' and '-')", name);
         return dm_report_error();
     }

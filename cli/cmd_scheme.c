@@ -16,9 +16,11 @@ static const dm_opt scheme_opts[] = {
 
 int dm_help_scheme(FILE *out)
 {
-    dm_args_help(out, "dimoc scheme [--shells 5x0,50x1000,50x2000] --bvals FILE --bvecs FILE",
-                 "Writes an FSL-style scheme; each shell's directions are spread over the sphere by\n"
-                 "electrostatic repulsion (antipodally symmetric), deterministically.", scheme_opts);
+    dm_args_help(
+        out, "dimoc scheme [--shells 5x0,50x1000,50x2000] --bvals FILE --bvecs FILE",
+        "Writes an FSL-style scheme; each shell's directions are spread over the sphere by\n"
+        "electrostatic repulsion (antipodally symmetric), deterministically.",
+        scheme_opts);
     return 0;
 }
 

@@ -25,12 +25,13 @@ static const dm_opt sim_opts[] = {
 
 int dm_help_simulate(FILE *out)
 {
-    dm_args_help(out, "dimoc simulate MODEL --params NAME=VALUE|MAP,.. --out FILE [options]",
-                 "Evaluates MODEL in every voxel.  With parameter maps the output has their grid and\n"
-                 "geometry; with constants only, it is an N x 1 x 1 image (--voxels N), each voxel\n"
-                 "with its own noise.  sigma = S(b=0) / SNR, S(b=0) the voxel's noise-free mean\n"
-                 "signal at b <= 50 (its largest signal when the model reads no b-values).",
-                 sim_opts);
+    dm_args_help(
+        out, "dimoc simulate MODEL --params NAME=VALUE|MAP,.. --out FILE [options]",
+        "Evaluates MODEL in every voxel.  With parameter maps the output has their grid and\n"
+        "geometry; with constants only, it is an N x 1 x 1 image (--voxels N), each voxel\n"
+        "with its own noise.  sigma = S(b=0) / SNR, S(b=0) the voxel's noise-free mean\n"
+        "signal at b <= 50 (its largest signal when the model reads no b-values).",
+        sim_opts);
     return 0;
 }
 
@@ -53,7 +54,8 @@ int dm_cmd_simulate(int argc, char **argv)
         rc = dm_set_error("simulate: --out is required");
         goto done;
     }
-    if (dm_arg_double(&a, sim_opts, "snr", &s.snr) || dm_arg_long(&a, sim_opts, "seed", 0, 0x7fffffffffffffffL, &seed) ||
+    if (dm_arg_double(&a, sim_opts, "snr", &s.snr) ||
+        dm_arg_long(&a, sim_opts, "seed", 0, 0x7fffffffffffffffL, &seed) ||
         dm_arg_long(&a, sim_opts, "voxels", 1, 100000000, &s.voxels)) {
         rc = -1;
         goto done;

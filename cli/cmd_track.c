@@ -18,8 +18,9 @@
 
 static const dm_opt track_opts[] = {
     {"samples", "DIR", NULL, "bedpostx-style folder: merged_{th,ph,f}<k>samples, nodif_brain_mask"},
-    {"seed", "FILE", NULL, "seed mask image, GIFTI surface (.gii: every vertex), or text file of "
-                           "x y z world mm coordinates (one a row)"},
+    {"seed", "FILE", NULL,
+     "seed mask image, GIFTI surface (.gii: every vertex), or text file of "
+     "x y z world mm coordinates (one a row)"},
     {"x", "FILE", NULL, "same as --seed (probtrackx's -x)"},
     {"out", "DIR", NULL, "output folder"},
     {"P", "N", "5000", "streamlines per seed"},
@@ -30,28 +31,36 @@ static const dm_opt track_opts[] = {
     {"c", "COS", "0.2", "curvature threshold: minimum |cosine| between successive steps"},
     {"cthr", "COS", NULL, "same as -c"},
     {"fibthresh", "F", "0.01", "follow only fibres whose volume fraction is above F"},
-    {"randfib", "0..3", "0", "first fibre at the seed: 0 --fibst, 1 random among f > fibthresh, "
-                             "2 those in proportion to f, 3 all in proportion to f"},
+    {"randfib", "0..3", "0",
+     "first fibre at the seed: 0 --fibst, 1 random among f > fibthresh, "
+     "2 those in proportion to f, 3 all in proportion to f"},
     {"fibst", "K", "1", "fibre (1-based) that --randfib 0 starts on"},
     {"loopcheck", NULL, NULL, "stop a streamline that turns back into a 5-voxel cell it crossed"},
     {"modeuler", NULL, NULL, "modified Euler (midpoint) integration"},
-    {"nearest", NULL, NULL, "sample orientations at the nearest voxel (default: probabilistic "
-                            "interpolation between the 8 neighbours)"},
-    {"bvecs-frame", "fsl|voxel", "fsl", "frame of the sample angles: fsl (bedpostx: x reversed in "
-                                        "positive-determinant images) or voxel axes"},
+    {"nearest", NULL, NULL,
+     "sample orientations at the nearest voxel (default: probabilistic "
+     "interpolation between the 8 neighbours)"},
+    {"bvecs-frame", "fsl|voxel", "fsl",
+     "frame of the sample angles: fsl (bedpostx: x reversed in "
+     "positive-determinant images) or voxel axes"},
     {"stop", "MASK", NULL, "stop streamlines where they enter this mask (seed space)"},
-    {"avoid", "MASK|SURF.gii", NULL, "reject streamlines that enter this mask (seed space) or "
-                                     "cross this GIFTI surface (world mm)"},
-    {"waypoints", "MASK|LIST,..", NULL, "keep only streamlines through these masks (images, or "
-                                        "text files listing images; up to 32)"},
+    {"avoid", "MASK|SURF.gii", NULL,
+     "reject streamlines that enter this mask (seed space) or "
+     "cross this GIFTI surface (world mm)"},
+    {"waypoints", "MASK|LIST,..", NULL,
+     "keep only streamlines through these masks (images, or "
+     "text files listing images; up to 32)"},
     {"waycond", "AND|OR", "AND", "all waypoint masks, or any one"},
-    {"onewaycondition", NULL, NULL, "apply the waypoint condition to each half alone (a half "
-                                    "that misses it is dropped, the other kept)"},
-    {"network", NULL, NULL, "--seed lists 2..32 masks: keep only streamlines that reach a mask "
-                            "other than their own; writes fdt_network_matrix, waytotal per mask"},
+    {"onewaycondition", NULL, NULL,
+     "apply the waypoint condition to each half alone (a half "
+     "that misses it is dropped, the other kept)"},
+    {"network", NULL, NULL,
+     "--seed lists 2..32 masks: keep only streamlines that reach a mask "
+     "other than their own; writes fdt_network_matrix, waytotal per mask"},
     {"distthresh", "MM", "0", "reject streamlines shorter than MM (both halves together)"},
-    {"sampvox", "MM", "0", "start each streamline at a uniform random point of the ball of "
-                           "radius MM around its seed"},
+    {"sampvox", "MM", "0",
+     "start each streamline at a uniform random point of the ball of "
+     "radius MM around its seed"},
     {"targetmasks", "LIST", NULL, "text file listing target masks (for --os2t)"},
     {"os2t", NULL, NULL, "write seeds_to_<target> counts"},
     {"omatrix1", NULL, NULL, "seed x seed matrix fdt_matrix1.dot"},
@@ -61,37 +70,42 @@ static const dm_opt track_opts[] = {
     {"target3", "MASK", NULL, "nodes of matrix 3 (any grid; matched by world mm)"},
     {"opd", NULL, NULL, "write the path distribution fdt_paths.nii.gz"},
     {"xfm", "FILE", NULL, "4x4 FLIRT matrix from seed space (--seedref) to diffusion space"},
-    {"seedref", "IMAGE", NULL, "reference image of seed space (default: the seed image, or the "
-                               "diffusion space for coordinate seeds)"},
-    {"rseed", "N", "0", "random seed (Philox stream per streamline: results do not depend on threads)"},
+    {"seedref", "IMAGE", NULL,
+     "reference image of seed space (default: the seed image, or the "
+     "diffusion space for coordinate seeds)"},
+    {"rseed", "N", "0",
+     "random seed (Philox stream per streamline: results do not depend on threads)"},
     {"save-streamlines", "FILE.tck", NULL, "also write kept streamlines (MRtrix .tck, world mm)"},
     {"save-max", "N", "10000", "at most N streamlines in the .tck file (the first, in seed order)"},
     {"threads", "N", "all cores", "CPU threads"},
     {"device", "cpu|gpu|auto", "auto", "where to track (auto: a usable GPU, else the CPU)"},
-    {"gpus", "all|0,1,..", "all", "GPUs to use; each takes chunks of streamlines from a shared queue"},
+    {"gpus", "all|0,1,..", "all",
+     "GPUs to use; each takes chunks of streamlines from a shared queue"},
     {"gpu-memory", "MB", "70% of free", "cap on the device memory each GPU's launches use"},
     {NULL, NULL, NULL, NULL},
 };
 
 int dm_help_track(FILE *out)
 {
-    dm_args_help(out, "dimoc track --samples DIR --seed SEED --out DIR [options]",
-                 "Probabilistic streamline tractography with FSL probtrackx2's semantics and output\n"
-                 "names.  From every seed, P streamlines; each starts on a sampled fibre orientation\n"
-                 "and runs both ways.  At each step it draws a random sample of the voxel's\n"
-                 "orientations and follows the fibre closest to its direction (f > fibthresh), and\n"
-                 "stops on leaving nodif_brain_mask, on a turn sharper than the curvature threshold,\n"
-                 "in a --stop mask, at a loop (--loopcheck) or after S/2 steps each way.  Writes\n"
-                 "waytotal, and fdt_paths (--opd), seeds_to_<target> (--os2t), fdt_matrix1/2/3.dot\n"
-                 "with coords_for_fdt_matrix* files (sparse, 1-based rows and columns).",
-                 track_opts);
+    dm_args_help(
+        out, "dimoc track --samples DIR --seed SEED --out DIR [options]",
+        "Probabilistic streamline tractography with FSL probtrackx2's semantics and output\n"
+        "names.  From every seed, P streamlines; each starts on a sampled fibre orientation\n"
+        "and runs both ways.  At each step it draws a random sample of the voxel's\n"
+        "orientations and follows the fibre closest to its direction (f > fibthresh), and\n"
+        "stops on leaving nodif_brain_mask, on a turn sharper than the curvature threshold,\n"
+        "in a --stop mask, at a loop (--loopcheck) or after S/2 steps each way.  Writes\n"
+        "waytotal, and fdt_paths (--opd), seeds_to_<target> (--os2t), fdt_matrix1/2/3.dot\n"
+        "with coords_for_fdt_matrix* files (sparse, 1-based rows and columns).",
+        track_opts);
     return 0;
 }
 
 static int parse_options(dm_args *a, dm_track_options *o)
 {
     memset(o, 0, sizeof *o);
-    long per_seed = 5000, nsteps = 2000, randfib = 0, fibst = 1, rseed = 0, tck_max = 10000, threads = 0;
+    long per_seed = 5000, nsteps = 2000, randfib = 0, fibst = 1, rseed = 0, tck_max = 10000,
+         threads = 0;
     /* probtrackx's long names override the short ones when given */
     const char *p_name = dm_arg_given(a, track_opts, "nsamples") ? "nsamples" : "P";
     const char *s_name = dm_arg_given(a, track_opts, "nsteps") ? "nsteps" : "S";
@@ -187,11 +201,13 @@ int dm_cmd_track(int argc, char **argv)
     const char *out = dm_arg(&a, track_opts, "out");
     if (!seed) seed = dm_arg(&a, track_opts, "x");
     if (a.npositional) {
-        rc = dm_set_error("track: unexpected argument '%s' (see 'dimoc help track')", a.positional[0]);
+        rc = dm_set_error("track: unexpected argument '%s' (see 'dimoc help track')",
+                          a.positional[0]);
         goto done;
     }
     if (!samples || !seed || !out) {
-        rc = dm_set_error("track: --samples, --seed and --out are required (see 'dimoc help track')");
+        rc = dm_set_error(
+            "track: --samples, --seed and --out are required (see 'dimoc help track')");
         goto done;
     }
     if ((rc = parse_options(&a, &o)) != 0) goto done;
@@ -219,8 +235,10 @@ int dm_cmd_track(int argc, char **argv)
     const char *tck = dm_arg(&a, track_opts, "save-streamlines");
     if (tck && (rc = dm_track_write_tck(tck, &o, &result)) != 0) goto done;
     char where[300];
-    if (o.use_gpu) snprintf(where, sizeof where, "%s", result.device);
-    else snprintf(where, sizeof where, "%d threads", result.threads);
+    if (o.use_gpu)
+        snprintf(where, sizeof where, "%s", result.device);
+    else
+        snprintf(where, sizeof where, "%d threads", result.threads);
     printf("track: %ld seeds x %ld = %llu streamlines, %llu kept (waytotal), %.1f points each, "
            "%.0f streamlines/s on %s\n",
            seeds.n, o.per_seed, result.generated, result.waytotal,
@@ -231,8 +249,9 @@ int dm_cmd_track(int argc, char **argv)
            result.ends[0], result.ends[1], result.ends[2], result.ends[3], result.ends[4],
            result.ends[5]);
     if (o.use_gpu && (o.matrix1 || o.matrix2 || o.matrix3))
-        printf("track: host time merging matrix keys %.2f s, waiting for the GPU %.2f s (of %.2f s)\n",
-               result.merge_seconds, result.wait_seconds, result.seconds);
+        printf(
+            "track: host time merging matrix keys %.2f s, waiting for the GPU %.2f s (of %.2f s)\n",
+            result.merge_seconds, result.wait_seconds, result.seconds);
 done:
     free(mask_path);
     dm_track_result_free(&result);

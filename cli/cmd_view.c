@@ -15,25 +15,29 @@
 static const dm_opt view_opts[] = {
     {"o", "FILE", NULL, "the PNG to write"},
     {"out", "FILE", NULL, "the same as -o"},
-    {"rgb-from", "DYADS", NULL, "colour by direction: a 3-volume map of unit vectors, |x|,|y|,|z| -> R,G,B"},
-    {"weight", "MAP", NULL, "with --rgb-from: scale the colours by this map (e.g. FA or f1), "
-                            "divided by its 99th percentile of the non-zero voxels"},
+    {"rgb-from", "DYADS", NULL,
+     "colour by direction: a 3-volume map of unit vectors, |x|,|y|,|z| -> R,G,B"},
+    {"weight", "MAP", NULL,
+     "with --rgb-from: scale the colours by this map (e.g. FA or f1), "
+     "divided by its 99th percentile of the non-zero voxels"},
     {"volume", "N", "0", "the volume of a 4D scalar map to show"},
     {"window", "LO,HI", NULL, "grey window (default: percentiles 1 and 99 of the non-zero voxels)"},
-    {"zoom", "Z", "auto", "pixels per smallest voxel size (auto: the largest panel is about 256 pixels)"},
+    {"zoom", "Z", "auto",
+     "pixels per smallest voxel size (auto: the largest panel is about 256 pixels)"},
     {NULL, NULL, NULL, NULL},
 };
 
 int dm_help_view(FILE *out)
 {
-    dm_args_help(out, "dimoc view MAP.nii.gz -o PNG | dimoc view --rgb-from DYADS [--weight MAP] -o PNG",
-                 "Writes a PNG of the three mid-slices, axial, coronal and sagittal side by side, in\n"
-                 "the neurological convention (the subject's left on the left; anterior at the top\n"
-                 "of the axial panel and on the left of the sagittal panel; superior at the top),\n"
-                 "with voxel sizes respected.  A scalar map is drawn in grey; with --rgb-from the\n"
-                 "colour is the direction, |x|,|y|,|z| as red, green, blue, weighted by --weight (a\n"
-                 "positional MAP is taken as the weight).  NaN and Inf voxels are black.",
-                 view_opts);
+    dm_args_help(
+        out, "dimoc view MAP.nii.gz -o PNG | dimoc view --rgb-from DYADS [--weight MAP] -o PNG",
+        "Writes a PNG of the three mid-slices, axial, coronal and sagittal side by side, in\n"
+        "the neurological convention (the subject's left on the left; anterior at the top\n"
+        "of the axial panel and on the left of the sagittal panel; superior at the top),\n"
+        "with voxel sizes respected.  A scalar map is drawn in grey; with --rgb-from the\n"
+        "colour is the direction, |x|,|y|,|z| as red, green, blue, weighted by --weight (a\n"
+        "positional MAP is taken as the weight).  NaN and Inf voxels are black.",
+        view_opts);
     return 0;
 }
 
@@ -69,7 +73,8 @@ int dm_cmd_view(int argc, char **argv)
         goto done;
     }
     if (a.npositional > 1) {
-        rc = dm_set_error("view: one map only (got '%s' and '%s')", a.positional[0], a.positional[1]);
+        rc = dm_set_error("view: one map only (got '%s' and '%s')", a.positional[0],
+                          a.positional[1]);
         goto done;
     }
     if (rgb && mpath && wpath) {
@@ -92,7 +97,8 @@ int dm_cmd_view(int argc, char **argv)
     if (rgb) {
         if ((rc = dm_volume_read(rgb, &dyads)) != 0) goto done;
         if (dyads.nt != 3) {
-            rc = dm_set_error("%s: --rgb-from needs 3 volumes (x, y, z of a direction), it has %d", rgb, dyads.nt);
+            rc = dm_set_error("%s: --rgb-from needs 3 volumes (x, y, z of a direction), it has %d",
+                              rgb, dyads.nt);
             goto done;
         }
         if (wpath && ((rc = dm_volume_read(wpath, &weight)) != 0 ||
@@ -103,8 +109,8 @@ int dm_cmd_view(int argc, char **argv)
     } else {
         if ((rc = dm_volume_read(mpath, &map)) != 0) goto done;
         if (volume >= map.nt) {
-            rc = dm_set_error("%s: --volume %ld, but the map has %d volume%s", mpath, volume, map.nt,
-                              map.nt == 1 ? "" : "s");
+            rc = dm_set_error("%s: --volume %ld, but the map has %d volume%s", mpath, volume,
+                              map.nt, map.nt == 1 ? "" : "s");
             goto done;
         }
         s.scalar = &map;

@@ -44,7 +44,7 @@ typedef struct dm_expr {
     struct dm_expr *a, *b, *c;
     struct dm_expr **args;
     int nargs;
-    int depth;                   /* parser: height of this subtree (nesting is capped) */
+    int depth; /* parser: height of this subtree (nesting is capped) */
     /* Filled by the checker. */
     dm_type type;
     int width;                   /* 1 scalar, 3 vec3, n array */
@@ -68,7 +68,7 @@ const char *dm_prior_kind_name(dm_prior_kind k);
 int dm_prior_constant_args(dm_prior_kind k);
 
 typedef struct dm_prior {
-    const char *name;  /* as written (parser); the checker sets kind from it */
+    const char *name; /* as written (parser); the checker sets kind from it */
     dm_prior_kind kind;
     dm_loc loc;
     dm_expr *args[2]; /* constant arguments (gaussian, gamma, ard); custom: args[0] */
@@ -87,7 +87,7 @@ typedef struct dm_param {
     dm_expr *step_expr;         /* `step e`: initial MCMC proposal sd; NULL: default rule */
     dm_prior prior;
     int periodic;
-    dm_expr *derivative;        /* `derivative NAME = expr`: replaces the automatic one */
+    dm_expr *derivative; /* `derivative NAME = expr`: replaces the automatic one */
     dm_loc derivative_loc;
     /* Filled by the checker. */
     double lo, hi, init, step; /* step 0: default rule (see docs/model-language.md) */
@@ -97,12 +97,12 @@ typedef struct dm_param {
 typedef struct dm_input {
     const char *name;
     dm_loc loc;
-    int width;           /* 1, 3, or n */
-    const char *source;  /* measure: bvals | bvecs | NULL (a --measure NAME=file) */
-    int has_default;     /* voxel: `= value` */
+    int width;          /* 1, 3, or n */
+    const char *source; /* measure: bvals | bvecs | NULL (a --measure NAME=file) */
+    int has_default;    /* voxel: `= value` */
     dm_expr *default_expr;
     double default_value;
-    int column;          /* first column of this input in the packed row (checker) */
+    int column; /* first column of this input in the packed row (checker) */
 } dm_input;
 
 typedef struct dm_let {
@@ -149,7 +149,11 @@ typedef struct dm_symbol {
 } dm_symbol;
 
 /* A dynamic array of pointers to T, grown by the parser. */
-#define DM_VEC(T) struct { T **items; int n, cap; }
+#define DM_VEC(T)                                                                                  \
+    struct {                                                                                       \
+        T **items;                                                                                 \
+        int n, cap;                                                                                \
+    }
 
 typedef struct dm_model {
     const char *file;   /* path as given, for diagnostics */
@@ -165,7 +169,7 @@ typedef struct dm_model {
     DM_VEC(dm_output) outputs;
     dm_expr *signal;
     dm_loc signal_loc;
-    int nsignals; /* >1 is an error reported by the checker */
+    int nsignals;            /* >1 is an error reported by the checker */
     dm_loc extra_signal_loc; /* the second `signal`, when nsignals > 1 */
     /* `derivative NAME = expr` statements as parsed (name, its location, expr); the checker
      * attaches each to its parameter's `derivative`. */

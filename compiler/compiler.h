@@ -10,19 +10,19 @@
  * go to diag_out (NULL: stderr).  Returns NULL when the file has errors; warnings alone do not
  * fail.  The counts are optional. */
 dm_model *dm_front_file(const char *path, FILE *diag_out, int *nerrors, int *nwarnings);
-dm_model *dm_front_string(const char *file_name, const char *text, FILE *diag_out,
-                          int *nerrors, int *nwarnings);
+dm_model *dm_front_string(const char *file_name, const char *text, FILE *diag_out, int *nerrors,
+                          int *nwarnings);
 
 /* Work counts from the lowered code.  signal and gradient are the per-measurement parts
  * (dm_signal_at, dm_signal_grad_at), the work that scales with the number of measurements;
  * prepare and gradient_prepare are the once-per-voxel parts (dm_signal_prepare,
  * dm_signal_grad_prepare). */
 typedef struct dm_flops {
-    long signal;          /* arithmetic operations of dm_signal_at, transcendentals included */
-    long signal_transc;   /* of which exp/log/sin/cos/sqrt/... calls */
-    long gradient;        /* dm_signal_grad_at */
+    long signal;        /* arithmetic operations of dm_signal_at, transcendentals included */
+    long signal_transc; /* of which exp/log/sin/cos/sqrt/... calls */
+    long gradient;      /* dm_signal_grad_at */
     long gradient_transc;
-    long prepare;         /* dm_signal_prepare */
+    long prepare; /* dm_signal_prepare */
     long prepare_transc;
     long gradient_prepare; /* dm_signal_grad_prepare */
     long gradient_prepare_transc;

@@ -32,23 +32,25 @@ typedef DM_REAL real;
 #include "mcmc.h"
 #include "fit_voxel.h"
 
-DM_EXPORT int dm_fitter_abi(void) { return DM_FITTER_ABI; }
-DM_EXPORT int dm_fitter_real_size(void) { return (int)sizeof(real); }
+DM_EXPORT int dm_fitter_abi(void)
+{
+    return DM_FITTER_ABI;
+}
+DM_EXPORT int dm_fitter_real_size(void)
+{
+    return (int)sizeof(real);
+}
 
 /* A real copy of n doubles (n may be 0: a one-slot buffer, so the result is never NULL).
  * With real == double the input itself is used.  Returns NULL when out of memory. */
 static real *to_real(const double *src, size_t n, real **owned)
 {
     *owned = NULL;
-    if (sizeof(real) == sizeof(double) && src)
-        return (real *)src;
+    if (sizeof(real) == sizeof(double) && src) return (real *)src;
     real *dst = malloc((n > 0 ? n : 1) * sizeof(real));
-    if (!dst)
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        dst[i] = (real)src[i];
-    if (n == 0)
-        dst[0] = 0;
+    if (!dst) return NULL;
+    for (size_t i = 0; i < n; i++) dst[i] = (real)src[i];
+    if (n == 0) dst[0] = 0;
     *owned = dst;
     return dst;
 }
@@ -57,18 +59,16 @@ static real *to_real(const double *src, size_t n, real **owned)
 static size_t grid_value_count(const dm_fit_config *cfg)
 {
     size_t n = 0;
-    if (!(cfg->methods & DM_METHOD_GRID))
-        return 0;
+    if (!(cfg->methods & DM_METHOD_GRID)) return 0;
     for (int k = 0; k < DM_NPARAMS; k++)
         if (cfg->grid_count[k] > 0 && (size_t)(cfg->grid_offset[k] + cfg->grid_count[k]) > n)
             n = (size_t)(cfg->grid_offset[k] + cfg->grid_count[k]);
     return n;
 }
 
-DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values,
-                           const double *meas, const double *y, const double *vox,
-                           unsigned long long voxel_index, double *params, double *samples,
-                           double *stats)
+DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values, const double *meas,
+                           const double *y, const double *vox, unsigned long long voxel_index,
+                           double *params, double *samples, double *stats)
 {
     const int M = cfg->nmeas;
     const int mcmc = (cfg->methods & DM_METHOD_MCMC) != 0;
@@ -88,17 +88,13 @@ DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values,
     int status = DM_STATUS_FAILED;
     if (grid_r && meas_r && y_r && vox_r && (nsamples == 0 || samples_r)) {
         real p[DM_NPARAMS], st[DM_NSTATS];
-        for (int k = 0; k < DM_NPARAMS; k++)
-            p[k] = (real)params[k];
+        for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
         dm_voxel_data d = {M, meas_r, y_r, vox_r};
         status = dm_fit_one_voxel(cfg, grid_r, &d, voxel_index, p, samples_r, DM_NPARAMS, st);
-        for (int k = 0; k < DM_NPARAMS; k++)
-            params[k] = (double)p[k];
-        for (int i = 0; i < DM_NSTATS; i++)
-            stats[i] = (double)st[i];
+        for (int k = 0; k < DM_NPARAMS; k++) params[k] = (double)p[k];
+        for (int i = 0; i < DM_NSTATS; i++) stats[i] = (double)st[i];
         if (own_samples && samples)
-            for (size_t i = 0; i < nsamples * DM_NPARAMS; i++)
-                samples[i] = (double)own_samples[i];
+            for (size_t i = 0; i < nsamples * DM_NPARAMS; i++) samples[i] = (double)own_samples[i];
     }
     free(own_grid);
     free(own_meas);
@@ -112,10 +108,8 @@ DM_EXPORT void dm_predict(const double *params, const double *meas, int M, const
                           double *out)
 {
     real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], row[DM_MEASURE_SLOTS], pre[DM_PRE_WIDTH];
-    for (int k = 0; k < DM_NPARAMS; k++)
-        p[k] = (real)params[k];
-    for (int j = 0; j < DM_VOXEL_WIDTH; j++)
-        v[j] = (real)vox[j];
+    for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
+    for (int j = 0; j < DM_VOXEL_WIDTH; j++) v[j] = (real)vox[j];
     dm_signal_prepare(p, v, pre);
     for (int m = 0; m < M; m++) {
         for (int j = 0; j < DM_MEASURE_WIDTH; j++)
@@ -128,13 +122,10 @@ DM_EXPORT void dm_derived(const double *params, const double *vox, double *out)
 {
 #if DM_OUTPUT_WIDTH > 0
     real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], o[DM_OUTPUT_WIDTH];
-    for (int k = 0; k < DM_NPARAMS; k++)
-        p[k] = (real)params[k];
-    for (int j = 0; j < DM_VOXEL_WIDTH; j++)
-        v[j] = (real)vox[j];
+    for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
+    for (int j = 0; j < DM_VOXEL_WIDTH; j++) v[j] = (real)vox[j];
     dm_outputs(p, v, o);
-    for (int j = 0; j < DM_OUTPUT_WIDTH; j++)
-        out[j] = (double)o[j];
+    for (int j = 0; j < DM_OUTPUT_WIDTH; j++) out[j] = (double)o[j];
 #else
     (void)params;
     (void)vox;

@@ -13,24 +13,24 @@ enum dm_noise { DM_NOISE_GAUSSIAN = 0, DM_NOISE_RICIAN = 1 };
 
 /* Per-voxel status, as written to the status map. */
 enum dm_status {
-    DM_STATUS_OUTSIDE = 0,        /* not in the mask */
+    DM_STATUS_OUTSIDE = 0, /* not in the mask */
     DM_STATUS_FITTED = 1,
-    DM_STATUS_NOT_CONVERGED = 2,  /* LM hit its iteration limit */
+    DM_STATUS_NOT_CONVERGED = 2, /* LM hit its iteration limit */
     DM_STATUS_SKIPPED_NONFINITE = 3,
-    DM_STATUS_SKIPPED_ZERO = 4,   /* all-zero signal */
-    DM_STATUS_FAILED = 5,         /* no valid starting point (bounds/constraints), or NaN */
+    DM_STATUS_SKIPPED_ZERO = 4, /* all-zero signal */
+    DM_STATUS_FAILED = 5,       /* no valid starting point (bounds/constraints), or NaN */
 };
 
 typedef struct dm_fit_config {
-    int nmeas;                 /* M, measurements per voxel */
-    int methods;               /* DM_METHOD_* bits, run grid -> lm -> mcmc */
-    unsigned fixed_mask;       /* bit k: parameter k is held at its initial value */
-    int lm_max_iter;           /* 200 */
-    int noise;                 /* dm_noise, for MCMC */
-    int burnin;                /* 1000 */
-    int jumps;                 /* 1250 */
-    int sample_every;          /* 25 */
-    int update_every;          /* 40: proposal adaptation period */
+    int nmeas;           /* M, measurements per voxel */
+    int methods;         /* DM_METHOD_* bits, run grid -> lm -> mcmc */
+    unsigned fixed_mask; /* bit k: parameter k is held at its initial value */
+    int lm_max_iter;     /* 200 */
+    int noise;           /* dm_noise, for MCMC */
+    int burnin;          /* 1000 */
+    int jumps;           /* 1250 */
+    int sample_every;    /* 25 */
+    int update_every;    /* 40: proposal adaptation period */
     unsigned long long seed;
     int grid_count[DM_MAX_PARAMS];  /* values for parameter k in the grid; 0: not gridded */
     int grid_offset[DM_MAX_PARAMS]; /* first value of parameter k in grid_values */
@@ -41,11 +41,11 @@ typedef struct dm_fit_config {
 
 /* Statistics returned per voxel in stats[DM_NSTATS]. */
 enum {
-    DM_STAT_SSE = 0,      /* sum of squared residuals at the final estimate */
-    DM_STAT_LOGL,         /* log-likelihood at the final estimate (noise model; sigma by ML) */
-    DM_STAT_ITERATIONS,   /* LM iterations */
-    DM_STAT_ACCEPT,       /* MCMC acceptance rate over all parameters after burn-in */
-    DM_STAT_TAU,          /* Rician precision, posterior mean (MCMC, rician) */
+    DM_STAT_SSE = 0,    /* sum of squared residuals at the final estimate */
+    DM_STAT_LOGL,       /* log-likelihood at the final estimate (noise model; sigma by ML) */
+    DM_STAT_ITERATIONS, /* LM iterations */
+    DM_STAT_ACCEPT,     /* MCMC acceptance rate over all parameters after burn-in */
+    DM_STAT_TAU,        /* Rician precision, posterior mean (MCMC, rician) */
     DM_NSTATS
 };
 

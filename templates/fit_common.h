@@ -20,17 +20,23 @@
 
 /* The inputs of one voxel.  meas and vox must not be NULL even when their width is 0. */
 typedef struct dm_voxel_data {
-    int nmeas;         /* M */
-    const real *meas;  /* M rows of DM_MEASURE_WIDTH */
-    const real *y;     /* M measurements */
-    const real *vox;   /* DM_VOXEL_WIDTH values */
+    int nmeas;        /* M */
+    const real *meas; /* M rows of DM_MEASURE_WIDTH */
+    const real *y;    /* M measurements */
+    const real *vox;  /* DM_VOXEL_WIDTH values */
 } dm_voxel_data;
 
-#define DM_MEAS_ROW(d, m) ((d)->meas + (m) * DM_MEASURE_WIDTH)
+#define DM_MEAS_ROW(d, m) ((d)->meas + (m)*DM_MEASURE_WIDTH)
 
-DM_FN int dm_is_fixed(const dm_fit_config *cfg, int k) { return (cfg->fixed_mask >> k) & 1u; }
+DM_FN int dm_is_fixed(const dm_fit_config *cfg, int k)
+{
+    return (cfg->fixed_mask >> k) & 1u;
+}
 
-DM_FN int dm_finite(real x) { return isfinite(x); }
+DM_FN int dm_finite(real x)
+{
+    return isfinite(x);
+}
 
 /* 1 when p lies within the bounds and satisfies the constraints. */
 DM_FN int dm_params_valid(const real *p, const real *vox)
@@ -56,13 +62,15 @@ DM_FN real dm_sse(const dm_voxel_data *d, const real *p)
 DM_FN real dm_sum_y2(const dm_voxel_data *d)
 {
     real partial = 0;
-    for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES)
-        partial += d->y[m] * d->y[m];
+    for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) partial += d->y[m] * d->y[m];
     return dm_lane_sum(partial);
 }
 
 /* Gaussian noise with its variance integrated out (bedpostx): (M/2) log(SSE/2). */
-DM_FN real dm_gaussian_energy(int nmeas, real sse) { return (real)0.5 * nmeas * log(sse / 2); }
+DM_FN real dm_gaussian_energy(int nmeas, real sse)
+{
+    return (real)0.5 * nmeas * log(sse / 2);
+}
 
 /* Gaussian log-likelihood with sigma^2 at its ML value SSE/M: -M/2 (log(2 pi SSE/M) + 1). */
 DM_FN real dm_gaussian_loglik(int nmeas, real sse)

@@ -25,8 +25,7 @@ DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
                            real *samples, int sample_stride, real *stats)
 {
     real p[DM_NPARAMS];
-    for (int k = 0; k < DM_NPARAMS; k++)
-        p[k] = params[k];
+    for (int k = 0; k < DM_NPARAMS; k++) p[k] = params[k];
     dm_wrap_periodic(p);
 
     int status = DM_STATUS_FITTED, iterations = 0;
@@ -38,20 +37,18 @@ DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
     if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_LM))
         status = dm_lm_fit(cfg, d, p, &iterations, &sse);
     if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_MCMC))
-        status = dm_mcmc_run(cfg, d, voxel_index, p, samples, sample_stride, &accept_rate,
-                             &tau_mean);
+        status =
+            dm_mcmc_run(cfg, d, voxel_index, p, samples, sample_stride, &accept_rate, &tau_mean);
 
     sse = dm_sse(d, p);
     real loglik = (cfg->methods & DM_METHOD_MCMC) && cfg->noise == DM_NOISE_RICIAN &&
                           status != DM_STATUS_FAILED
                       ? dm_rician_loglik(d, p, tau_mean)
                       : dm_gaussian_loglik(d->nmeas, sse);
-    if (status != DM_STATUS_FAILED && !dm_finite(sse))
-        status = DM_STATUS_FAILED;
+    if (status != DM_STATUS_FAILED && !dm_finite(sse)) status = DM_STATUS_FAILED;
 
     if (DM_LANE_LEADER) {
-        for (int k = 0; k < DM_NPARAMS; k++)
-            params[k] = p[k];
+        for (int k = 0; k < DM_NPARAMS; k++) params[k] = p[k];
         stats[DM_STAT_SSE] = sse;
         stats[DM_STAT_LOGL] = loglik;
         stats[DM_STAT_ITERATIONS] = (real)iterations;

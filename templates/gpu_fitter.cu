@@ -25,13 +25,11 @@
  * Launched in blocks of 128 threads (runtime/fit/fit_gpu.c).  At least 4 resident blocks per
  * SM caps the registers at 128 a thread: NODDI-Watson's fitter took 251 (12.5% occupancy) and
  * fits 1.5x faster capped (bench/NOTES.md); ball & sticks needs 120 and is unaffected. */
-extern "C" __global__ void __launch_bounds__(128, 4) dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
-                                         const real *__restrict__ meas,
-                                         const real *__restrict__ y,
-                                         const real *__restrict__ vox,
-                                         const unsigned long long *__restrict__ voxel_index,
-                                         real *params, real *samples, real *stats, int *status,
-                                         int nvox)
+extern "C" __global__ void __launch_bounds__(128, 4)
+    dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
+                  const real *__restrict__ meas, const real *__restrict__ y,
+                  const real *__restrict__ vox, const unsigned long long *__restrict__ voxel_index,
+                  real *params, real *samples, real *stats, int *status, int nvox)
 {
     const int voxel = (int)((blockIdx.x * blockDim.x + threadIdx.x) / DM_NLANES);
     if (voxel >= nvox) /* whole groups leave together: groups never straddle this test */
@@ -47,8 +45,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) dm_fit_kernel(dm_fit_config
                               params + (size_t)voxel * DM_NPARAMS,
                               ns ? samples + (size_t)voxel * ns * DM_NPARAMS : 0, DM_NPARAMS,
                               stats + (size_t)voxel * DM_NSTATS);
-    if (DM_LANE_LEADER)
-        status[voxel] = st;
+    if (DM_LANE_LEADER) status[voxel] = st;
 }
 
 /* Predicted signals of a batch: one thread per (voxel, measurement). */
@@ -58,8 +55,7 @@ extern "C" __global__ void dm_predict_kernel(const real *__restrict__ params,
                                              real *out)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (long long)M * nvox)
-        return;
+    if (i >= (long long)M * nvox) return;
     const int voxel = (int)(i / M), m = (int)(i % M);
     out[i] = dm_signal(params + (size_t)voxel * DM_NPARAMS, meas + (size_t)m * DM_MEASURE_WIDTH,
                        vox + (size_t)voxel * DM_VOXEL_SLOTS);

@@ -15,10 +15,10 @@
  * (a benchmark knob): static assignment instead, thread t taking t, t + threads, ...
  * Streamline i of the launch is first + i, or ids[i] when ids is given (the re-runs of
  * overflowed streamlines). */
-extern "C" __global__ void dm_track_kernel(dm_track_ctx c, dm_track_gpu_out o, dm_track_gpu_scratch s,
-                                           unsigned long long first, unsigned long long n,
-                                           const unsigned long long *ids, int what,
-                                           unsigned long long *next, int persistent)
+extern "C" __global__ void dm_track_kernel(dm_track_ctx c, dm_track_gpu_out o,
+                                           dm_track_gpu_scratch s, unsigned long long first,
+                                           unsigned long long n, const unsigned long long *ids,
+                                           int what, unsigned long long *next, int persistent)
 {
     const unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;

@@ -13,8 +13,8 @@
 
 /* Returns 1 and sets p to the best point, or returns 0 and leaves p alone when no point is
  * valid.  *best_sse receives the best cost. */
-DM_FN int dm_grid_search(const dm_fit_config *cfg, const real *grid_values,
-                         const dm_voxel_data *d, real *p, real *best_sse)
+DM_FN int dm_grid_search(const dm_fit_config *cfg, const real *grid_values, const dm_voxel_data *d,
+                         real *p, real *best_sse)
 {
     int gridded[DM_NPARAMS], index[DM_NPARAMS];
     int ngrid = 0;
@@ -26,13 +26,11 @@ DM_FN int dm_grid_search(const dm_fit_config *cfg, const real *grid_values,
         }
 
     real trial[DM_NPARAMS], best[DM_NPARAMS];
-    for (int k = 0; k < DM_NPARAMS; k++)
-        best[k] = p[k];
+    for (int k = 0; k < DM_NPARAMS; k++) best[k] = p[k];
     int found = 0;
     real best_cost = 0;
     for (;;) {
-        for (int k = 0; k < DM_NPARAMS; k++)
-            trial[k] = p[k];
+        for (int k = 0; k < DM_NPARAMS; k++) trial[k] = p[k];
         for (int g = 0; g < ngrid; g++) {
             int k = gridded[g];
             trial[k] = grid_values[cfg->grid_offset[k] + index[g]];
@@ -43,8 +41,7 @@ DM_FN int dm_grid_search(const dm_fit_config *cfg, const real *grid_values,
             if (dm_finite(cost) && (!found || cost < best_cost)) {
                 found = 1;
                 best_cost = cost;
-                for (int k = 0; k < DM_NPARAMS; k++)
-                    best[k] = trial[k];
+                for (int k = 0; k < DM_NPARAMS; k++) best[k] = trial[k];
             }
         }
         /* Next point: a mixed-radix counter, the last gridded parameter fastest. */
@@ -53,12 +50,10 @@ DM_FN int dm_grid_search(const dm_fit_config *cfg, const real *grid_values,
             index[g] = 0;
             g--;
         }
-        if (g < 0)
-            break;
+        if (g < 0) break;
     }
     if (found) {
-        for (int k = 0; k < DM_NPARAMS; k++)
-            p[k] = best[k];
+        for (int k = 0; k < DM_NPARAMS; k++) p[k] = best[k];
         *best_sse = best_cost;
     }
     return found;

@@ -58,7 +58,10 @@ DM_FN real dm_lane_broadcast(real v, int src)
     return __shfl_sync(dm_lane_group_mask_(), v, src, DM_NLANES);
 }
 
-DM_FN void dm_lane_sync(void) { __syncwarp(dm_lane_group_mask_()); }
+DM_FN void dm_lane_sync(void)
+{
+    __syncwarp(dm_lane_group_mask_());
+}
 
 #else /* host: one lane per voxel */
 
@@ -67,9 +70,18 @@ DM_FN void dm_lane_sync(void) { __syncwarp(dm_lane_group_mask_()); }
 #define DM_LANE 0
 #define DM_LANE_LEADER 1
 
-DM_FN real dm_lane_sum(real v) { return v; }
-DM_FN real dm_lane_broadcast(real v, int src) { (void)src; return v; }
-DM_FN void dm_lane_sync(void) {}
+DM_FN real dm_lane_sum(real v)
+{
+    return v;
+}
+DM_FN real dm_lane_broadcast(real v, int src)
+{
+    (void)src;
+    return v;
+}
+DM_FN void dm_lane_sync(void)
+{
+}
 
 #endif
 

@@ -45,11 +45,9 @@ DM_FN int dm_lu_solve(int n, real *a, real *b)
     for (int col = 0; col < n; col++) {
         int pivot = col;
         for (int row = col + 1; row < n; row++)
-            if (fabs(a[row * DM_NPARAMS + col]) > fabs(a[pivot * DM_NPARAMS + col]))
-                pivot = row;
+            if (fabs(a[row * DM_NPARAMS + col]) > fabs(a[pivot * DM_NPARAMS + col])) pivot = row;
         real pv = a[pivot * DM_NPARAMS + col];
-        if (!(fabs(pv) > 0) || !dm_finite(pv))
-            return 0;
+        if (!(fabs(pv) > 0) || !dm_finite(pv)) return 0;
         if (pivot != col) {
             for (int j = 0; j < n; j++) {
                 real t = a[col * DM_NPARAMS + j];
@@ -69,8 +67,7 @@ DM_FN int dm_lu_solve(int n, real *a, real *b)
     }
     for (int row = n - 1; row >= 0; row--) {
         real s = b[row];
-        for (int j = row + 1; j < n; j++)
-            s -= a[row * DM_NPARAMS + j] * b[j];
+        for (int j = row + 1; j < n; j++) s -= a[row * DM_NPARAMS + j] * b[j];
         b[row] = s / a[row * DM_NPARAMS + row];
     }
     return 1;
@@ -82,37 +79,32 @@ DM_FN void dm_lm_params(const dm_fit_config *cfg, const real *x, const real *fix
 {
     dm_from_free(x, p, dpdx);
     for (int k = 0; k < DM_NPARAMS; k++)
-        if (dm_is_fixed(cfg, k))
-            p[k] = fixed_p[k];
+        if (dm_is_fixed(cfg, k)) p[k] = fixed_p[k];
 }
 
 /* J^T J (upper triangle, n x n over the free parameters) and J^T r at p, summed over the
  * lanes. */
-DM_FN void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, const real *dpdx,
-                                  int n, const int *free_k, real *jtj, real *jtr)
+DM_FN void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, const real *dpdx, int n,
+                                  const int *free_k, real *jtj, real *jtr)
 {
     real ds[DM_NPARAMS], jrow[DM_NPARAMS], preg[DM_PREG_WIDTH];
     for (int i = 0; i < n; i++) {
         jtr[i] = 0;
-        for (int j = i; j < n; j++)
-            jtj[i * DM_NPARAMS + j] = 0;
+        for (int j = i; j < n; j++) jtj[i * DM_NPARAMS + j] = 0;
     }
     dm_signal_grad_prepare(p, d->vox, preg);
     for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
         real s = dm_signal_grad_at(preg, DM_MEAS_ROW(d, m), d->vox, ds);
         real r = d->y[m] - s;
-        for (int i = 0; i < n; i++)
-            jrow[i] = ds[free_k[i]] * dpdx[free_k[i]];
+        for (int i = 0; i < n; i++) jrow[i] = ds[free_k[i]] * dpdx[free_k[i]];
         for (int i = 0; i < n; i++) {
             jtr[i] += jrow[i] * r;
-            for (int j = i; j < n; j++)
-                jtj[i * DM_NPARAMS + j] += jrow[i] * jrow[j];
+            for (int j = i; j < n; j++) jtj[i * DM_NPARAMS + j] += jrow[i] * jrow[j];
         }
     }
     for (int i = 0; i < n; i++) {
         jtr[i] = dm_lane_sum(jtr[i]);
-        for (int j = i; j < n; j++)
-            jtj[i * DM_NPARAMS + j] = dm_lane_sum(jtj[i * DM_NPARAMS + j]);
+        for (int j = i; j < n; j++) jtj[i * DM_NPARAMS + j] = dm_lane_sum(jtj[i * DM_NPARAMS + j]);
     }
 }
 
@@ -125,23 +117,18 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
 {
     *iterations = 0;
     dm_wrap_periodic(p);
-    if (!dm_params_valid(p, d->vox))
-        return DM_STATUS_FAILED;
+    if (!dm_params_valid(p, d->vox)) return DM_STATUS_FAILED;
     real cost = dm_sse(d, p);
     *sse_out = cost;
-    if (!dm_finite(cost))
-        return DM_STATUS_FAILED;
+    if (!dm_finite(cost)) return DM_STATUS_FAILED;
 
     int free_k[DM_NPARAMS], n = 0;
     for (int k = 0; k < DM_NPARAMS; k++)
-        if (!dm_is_fixed(cfg, k))
-            free_k[n++] = k;
-    if (n == 0)
-        return DM_STATUS_FITTED;
+        if (!dm_is_fixed(cfg, k)) free_k[n++] = k;
+    if (n == 0) return DM_STATUS_FITTED;
 
     real fixed_p[DM_NPARAMS], x[DM_NPARAMS], dpdx[DM_NPARAMS];
-    for (int k = 0; k < DM_NPARAMS; k++)
-        fixed_p[k] = p[k];
+    for (int k = 0; k < DM_NPARAMS; k++) fixed_p[k] = p[k];
     dm_to_free(p, x);
     /* A parameter that starts on a closed bound maps to x = +-inf, or (atan map) to |x| beyond
      * 1/eps where dp/dx is ~0: LM could never move it.  Pull it to |x| = 20: for the atan map
@@ -155,8 +142,7 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
     }
     dm_lm_params(cfg, x, fixed_p, p, dpdx);
     cost = dm_sse(d, p);
-    if (!dm_finite(cost) || !dm_params_valid(p, d->vox))
-        return DM_STATUS_FAILED;
+    if (!dm_finite(cost) || !dm_params_valid(p, d->vox)) return DM_STATUS_FAILED;
 
     real floor_cost = 100 * DM_REAL_EPS * DM_REAL_EPS * dm_sum_y2(d);
     real jtj[DM_NPARAMS * DM_NPARAMS], jtr[DM_NPARAMS];
@@ -177,16 +163,14 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
          * depend on here) is damped with a tiny multiple of the largest one instead. */
         real max_diag = 0;
         for (int i = 0; i < n; i++)
-            if (jtj[i * DM_NPARAMS + i] > max_diag)
-                max_diag = jtj[i * DM_NPARAMS + i];
+            if (jtj[i * DM_NPARAMS + i] > max_diag) max_diag = jtj[i * DM_NPARAMS + i];
         for (int i = 0; i < n; i++) {
             for (int j = i; j < n; j++) {
                 h[i * DM_NPARAMS + j] = jtj[i * DM_NPARAMS + j];
                 h[j * DM_NPARAMS + i] = jtj[i * DM_NPARAMS + j];
             }
             real diag = jtj[i * DM_NPARAMS + i];
-            if (!(diag > 0))
-                diag = max_diag > 0 ? max_diag * DM_REAL_EPS : (real)1;
+            if (!(diag > 0)) diag = max_diag > 0 ? max_diag * DM_REAL_EPS : (real)1;
             h[i * DM_NPARAMS + i] += lambda * diag;
             delta[i] = jtr[i];
         }
@@ -194,10 +178,8 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
         int improved = 0;
         real cost_new = cost;
         if (dm_lu_solve(n, h, delta)) {
-            for (int k = 0; k < DM_NPARAMS; k++)
-                x_new[k] = x[k];
-            for (int i = 0; i < n; i++)
-                x_new[free_k[i]] += delta[i];
+            for (int k = 0; k < DM_NPARAMS; k++) x_new[k] = x[k];
+            for (int i = 0; i < n; i++) x_new[free_k[i]] += delta[i];
             dm_lm_params(cfg, x_new, fixed_p, p_new, dpdx_new);
             if (dm_params_valid(p_new, d->vox)) {
                 cost_new = dm_sse(d, p_new);
@@ -208,8 +190,7 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
             real decrease = cost - cost_new;
             int small_step = 1;
             for (int i = 0; i < n; i++)
-                if (fabs(delta[i]) > DM_LM_XTOL * (1 + fabs(x[free_k[i]])))
-                    small_step = 0;
+                if (fabs(delta[i]) > DM_LM_XTOL * (1 + fabs(x[free_k[i]]))) small_step = 0;
             for (int k = 0; k < DM_NPARAMS; k++) {
                 x[k] = x_new[k];
                 p[k] = p_new[k];
@@ -218,8 +199,7 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
             cost = cost_new;
             need_jacobian = 1;
             lambda /= 10;
-            if (lambda < DM_LM_LAMBDA_MIN)
-                lambda = DM_LM_LAMBDA_MIN;
+            if (lambda < DM_LM_LAMBDA_MIN) lambda = DM_LM_LAMBDA_MIN;
             if (small_step || decrease <= DM_LM_RTOL * (cost + decrease)) {
                 status = DM_STATUS_FITTED;
                 break;
@@ -232,8 +212,7 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
             }
         }
     }
-    if (status == DM_STATUS_NOT_CONVERGED && cost <= floor_cost)
-        status = DM_STATUS_FITTED;
+    if (status == DM_STATUS_NOT_CONVERGED && cost <= floor_cost) status = DM_STATUS_FITTED;
     dm_wrap_periodic(p);
     *sse_out = cost;
     return status;

@@ -10,8 +10,8 @@
 #define DIMOC_MATHLIB_H
 
 /* Unit roundoff of the build's precision (a constant expression in C and CUDA alike). */
-#define DM_REAL_EPS (sizeof(real) == sizeof(float) ? (real)1.1920928955078125e-07 \
-                                                   : (real)2.220446049250313e-16)
+#define DM_REAL_EPS                                                                                \
+    (sizeof(real) == sizeof(float) ? (real)1.1920928955078125e-07 : (real)2.220446049250313e-16)
 #define DM_PI ((real)3.141592653589793)
 
 /* Library functions may go unused by a model; say so, or NVRTC warns (#177). */
@@ -30,7 +30,10 @@
 #define DM_LIB_BIG_FN DM_LIB_FN
 #endif
 
-DM_LIB_FN real dm_sq(real x) { return x * x; }
+DM_LIB_FN real dm_sq(real x)
+{
+    return x * x;
+}
 
 /* Dawson's integral D(x) = exp(-x^2) * integral_0^x exp(t^2) dt, odd in x.
  * |x| < 6.5: D(x) = exp(-x^2) * sum_n x^(2n+1) / (n! (2n+1)); every term is positive, so the
@@ -46,8 +49,7 @@ DM_LIB_FN real dm_dawson(real x)
         for (int n = 1; n < 60; n++) {
             term *= (2 * n - 1) * inv;
             sum += term;
-            if (term < sum * DM_REAL_EPS)
-                break;
+            if (term < sum * DM_REAL_EPS) break;
         }
         r = sum / (2 * ax);
     } else {
@@ -56,8 +58,7 @@ DM_LIB_FN real dm_dawson(real x)
             power *= x2 / n;
             real add = power / (2 * n + 1);
             sum += add;
-            if (add < sum * DM_REAL_EPS * (real)0.5)
-                break;
+            if (add < sum * DM_REAL_EPS * (real)0.5) break;
         }
         r = exp(-x2) * sum;
     }
@@ -65,7 +66,10 @@ DM_LIB_FN real dm_dawson(real x)
 }
 
 /* D'(x) = 1 - 2 x D(x). */
-DM_LIB_FN real dm_dawson_deriv(real x) { return 1 - 2 * x * dm_dawson(x); }
+DM_LIB_FN real dm_dawson_deriv(real x)
+{
+    return 1 - 2 * x * dm_dawson(x);
+}
 
 /* Sums of the modified Bessel functions I0 and I1 used below.  For |x| < 15 the power series
  * (positive terms); beyond, I_nu(x) ~ e^x / sqrt(2 pi x) * A_nu(x) with the asymptotic series
@@ -76,12 +80,10 @@ DM_LIB_FN real dm_bessel_asym_sum_(real ax, real mu)
     real term = 1, sum = 1;
     for (int k = 1; k < 60; k++) {
         real next = term * -(mu - (real)((2 * k - 1) * (2 * k - 1))) / (8 * k * ax);
-        if (fabs(next) >= fabs(term))
-            break; /* the series started to diverge */
+        if (fabs(next) >= fabs(term)) break; /* the series started to diverge */
         term = next;
         sum += term;
-        if (fabs(term) < fabs(sum) * DM_REAL_EPS)
-            break;
+        if (fabs(term) < fabs(sum) * DM_REAL_EPS) break;
     }
     return sum;
 }
@@ -97,8 +99,7 @@ DM_LIB_FN void dm_bessel_i01_series_(real ax, real *i0_minus_1, real *i1)
         t1 *= q / ((real)k * (k + 1));
         s0 += t0;
         s1 += t1;
-        if (t0 < (1 + s0) * DM_REAL_EPS * (real)0.5 && t1 < s1 * DM_REAL_EPS * (real)0.5)
-            break;
+        if (t0 < (1 + s0) * DM_REAL_EPS * (real)0.5 && t1 < s1 * DM_REAL_EPS * (real)0.5) break;
     }
     *i0_minus_1 = s0;
     *i1 = s1 * ax / 2;
@@ -131,14 +132,16 @@ DM_LIB_FN real dm_bessel_i1_i0(real x)
     return x < 0 ? -r : r;
 }
 
-DM_LIB_FN real dm_log_i0_deriv(real x) { return dm_bessel_i1_i0(x); }
+DM_LIB_FN real dm_log_i0_deriv(real x)
+{
+    return dm_bessel_i1_i0(x);
+}
 
 /* Legendre polynomial P_n(x) by the three-term recurrence
  * (k+1) P_(k+1) = (2k+1) x P_k - k P_(k-1).  n < 0 gives 0. */
 DM_LIB_FN real dm_legendre(int n, real x)
 {
-    if (n <= 0)
-        return n == 0 ? (real)1 : (real)0;
+    if (n <= 0) return n == 0 ? (real)1 : (real)0;
     real prev = 1, cur = x;
     for (int k = 1; k < n; k++) {
         real next = ((2 * k + 1) * x * cur - k * prev) / (k + 1);
@@ -152,10 +155,9 @@ DM_LIB_FN real dm_legendre(int n, real x)
  * has no singularity at x = +-1. */
 DM_LIB_FN real dm_legendre_deriv(int n, real x)
 {
-    if (n <= 0)
-        return 0;
-    real p_prev = 1, p_cur = x;   /* P_(k-1), P_k */
-    real d_prev = 0, d_cur = 1;   /* P'_(k-1), P'_k */
+    if (n <= 0) return 0;
+    real p_prev = 1, p_cur = x; /* P_(k-1), P_k */
+    real d_prev = 0, d_cur = 1; /* P'_(k-1), P'_k */
     for (int k = 1; k < n; k++) {
         real d_next = d_prev + (2 * k + 1) * p_cur;
         real p_next = ((2 * k + 1) * x * p_cur - k * p_prev) / (k + 1);
@@ -186,8 +188,7 @@ DM_LIB_FN real dm_legendre_deriv(int n, real x)
  * b d); negative x works too (it grows like e^|x|).  Relative error ~1e-15 in double. */
 DM_LIB_BIG_FN real dm_stick_sh(int l, real x)
 {
-    if (l < 0 || (l & 1))
-        return 0;
+    if (l < 0 || (l & 1)) return 0;
     int n = l / 2;
     const real large = sizeof(real) == sizeof(float) ? 20 : 40; /* e^-large below precision */
     if (x >= large) {
@@ -196,22 +197,18 @@ DM_LIB_BIG_FN real dm_stick_sh(int l, real x)
             term *= (n + (real)0.5 + s) * (s - n) / ((s + 1) * x);
             sum += term;
         }
-        for (int k = 1; k <= n; k++)
-            g *= (k - (real)0.5) / k;
+        for (int k = 1; k <= n; k++) g *= (k - (real)0.5) / k;
         return (n & 1 ? -g : g) * sum / sqrt(x);
     }
     real pref = 1; /* (-x)^n Gamma(n+1/2)/Gamma(2n+3/2) */
-    for (int j = 0; j <= n; j++)
-        pref /= n + (real)0.5 + j;
-    for (int j = 0; j < n; j++)
-        pref *= -x;
+    for (int j = 0; j <= n; j++) pref /= n + (real)0.5 + j;
+    for (int j = 0; j < n; j++) pref *= -x;
     real a = x >= 0 ? (real)(n + 1) : n + (real)0.5, b = 2 * n + (real)1.5, z = fabs(x);
     real term = 1, sum = 1;
     for (int j = 0; j < 600; j++) {
         term *= (a + j) / (b + j) * z / (j + 1);
         sum += term;
-        if (term < sum * DM_REAL_EPS * (real)0.5)
-            break;
+        if (term < sum * DM_REAL_EPS * (real)0.5) break;
     }
     return pref * sum * (x >= 0 ? exp(-x) : (real)1);
 }
@@ -223,18 +220,13 @@ DM_LIB_BIG_FN real dm_stick_sh(int l, real x)
  * double for kappa up to ~3000 (beyond, the series would need more than its 4000 terms). */
 DM_LIB_BIG_FN real dm_watson_sh(int l, real kappa)
 {
-    if (l < 0 || (l & 1))
-        return 0;
-    if (l == 0)
-        return 1;
-    if (kappa < 0)
-        return dm_stick_sh(l, -kappa) / dm_stick_sh(0, -kappa);
+    if (l < 0 || (l & 1)) return 0;
+    if (l == 0) return 1;
+    if (kappa < 0) return dm_stick_sh(l, -kappa) / dm_stick_sh(0, -kappa);
     int n = l / 2;
     real pref = 1; /* kappa^n Gamma(n+1/2)/Gamma(2n+3/2) */
-    for (int j = 0; j <= n; j++)
-        pref /= n + (real)0.5 + j;
-    for (int j = 0; j < n; j++)
-        pref *= kappa;
+    for (int j = 0; j <= n; j++) pref /= n + (real)0.5 + j;
+    for (int j = 0; j < n; j++) pref *= kappa;
     real a = n + (real)0.5, b = 2 * n + (real)1.5;
     real term = 1, sum = 1, term0 = 1, sum0 = 1;
     for (int j = 0; j < 4000; j++) {
@@ -248,8 +240,7 @@ DM_LIB_BIG_FN real dm_watson_sh(int l, real kappa)
             term0 *= (real)1e-30;
             sum0 *= (real)1e-30;
         }
-        if (term < sum * DM_REAL_EPS * (real)0.5 && term0 < sum0 * DM_REAL_EPS * (real)0.5)
-            break;
+        if (term < sum * DM_REAL_EPS * (real)0.5 && term0 < sum0 * DM_REAL_EPS * (real)0.5) break;
     }
     return pref * sum / (2 * sum0);
 }
@@ -271,7 +262,9 @@ DM_LIB_BIG_FN real dm_watson_sh(int l, real kappa)
  * Error of the approximation itself: up to ~5% in 1F1 (against quadrature, test_mathlib.c),
  * largely cancelling in the ratios NODDI-Bingham uses (~0.3%, 1.5% at kappa = 1). */
 
-typedef struct dm_dual2_ { real v, d1, d0; } dm_dual2_; /* a value and two partials */
+typedef struct dm_dual2_ {
+    real v, d1, d0;
+} dm_dual2_; /* a value and two partials */
 
 DM_LIB_FN dm_dual2_ dm_dual2_make_(real v, real d1, real d0)
 {
@@ -318,8 +311,7 @@ DM_LIB_BIG_FN dm_dual2_ dm_log_hyp1f1_dual_(real c1, real c0)
         real r = (real)-1.5 * c0 / c1 * sqrt(1 / p3);
         if (!(r < 1)) /* also catches NaN */
             r = 1;
-        if (r < -1)
-            r = -1;
+        if (r < -1) r = -1;
         amax = 2 * sqrt(p3) * cos(acos(r) / 3);
     }
     real th = amax + (real)0.5;
@@ -327,8 +319,7 @@ DM_LIB_BIG_FN dm_dual2_ dm_log_hyp1f1_dual_(real c1, real c0)
         real q = (th * th + c1) * th - c0, q1 = 3 * th * th + c1;
         real step = (q / q1 - (real)0.5) / (1 - q * 6 * th / (q1 * q1));
         th -= step;
-        if (fabs(step) <= 4 * DM_REAL_EPS * (fabs(th) + 1))
-            break;
+        if (fabs(step) <= 4 * DM_REAL_EPS * (fabs(th) + 1)) break;
     }
     /* theta depends on (c1, c0) through s1 = Q'/Q = 2: dtheta/dc = (ds1/dc) / s2. */
     real q = (th * th + c1) * th - c0, q1 = 3 * th * th + c1, q2 = 6 * th;
@@ -338,26 +329,26 @@ DM_LIB_BIG_FN dm_dual2_ dm_log_hyp1f1_dual_(real c1, real c0)
     dm_dual2_ TT = dm_dual2_mul_(T, T);
     dm_dual2_ Q = dm_dual2_add_(dm_dual2_mul_(dm_dual2_add_(TT, C1), T), dm_dual2_scale_(C0, -1));
     dm_dual2_ Q1 = dm_dual2_add_(dm_dual2_scale_(TT, 3), C1);
-    dm_dual2_ L1 = dm_dual2_div_(Q1, Q);                     /* (log Q)' = s1 */
+    dm_dual2_ L1 = dm_dual2_div_(Q1, Q);                      /* (log Q)' = s1 */
     dm_dual2_ R2 = dm_dual2_div_(dm_dual2_scale_(T, 6), Q);   /* Q''/Q */
     dm_dual2_ R3 = dm_dual2_div_(dm_dual2_make_(6, 0, 0), Q); /* Q'''/Q */
     dm_dual2_ L1sq = dm_dual2_mul_(L1, L1);
     /* s2 = -(log Q)'', s3 = (log Q)'''/2, s4 = -(log Q)''''/6 */
     dm_dual2_ S2 = dm_dual2_add_(L1sq, dm_dual2_scale_(R2, -1));
-    dm_dual2_ S3 = dm_dual2_scale_(
-        dm_dual2_add_(dm_dual2_add_(R3, dm_dual2_scale_(dm_dual2_mul_(R2, L1), -3)),
-                      dm_dual2_scale_(dm_dual2_mul_(L1sq, L1), 2)), (real)0.5);
-    dm_dual2_ L4 = dm_dual2_add_(
-        dm_dual2_add_(dm_dual2_scale_(dm_dual2_mul_(R3, L1), -4),
-                      dm_dual2_scale_(dm_dual2_mul_(R2, R2), -3)),
-        dm_dual2_add_(dm_dual2_scale_(dm_dual2_mul_(R2, L1sq), 12),
-                      dm_dual2_scale_(dm_dual2_mul_(L1sq, L1sq), -6)));
+    dm_dual2_ S3 =
+        dm_dual2_scale_(dm_dual2_add_(dm_dual2_add_(R3, dm_dual2_scale_(dm_dual2_mul_(R2, L1), -3)),
+                                      dm_dual2_scale_(dm_dual2_mul_(L1sq, L1), 2)),
+                        (real)0.5);
+    dm_dual2_ L4 = dm_dual2_add_(dm_dual2_add_(dm_dual2_scale_(dm_dual2_mul_(R3, L1), -4),
+                                               dm_dual2_scale_(dm_dual2_mul_(R2, R2), -3)),
+                                 dm_dual2_add_(dm_dual2_scale_(dm_dual2_mul_(R2, L1sq), 12),
+                                               dm_dual2_scale_(dm_dual2_mul_(L1sq, L1sq), -6)));
     dm_dual2_ S4 = dm_dual2_scale_(L4, -(real)1 / 6);
     dm_dual2_ S2sq = dm_dual2_mul_(S2, S2);
-    dm_dual2_ corr = dm_dual2_add_(
-        dm_dual2_scale_(dm_dual2_div_(S4, S2sq), (real)1.5),
-        dm_dual2_scale_(dm_dual2_div_(dm_dual2_mul_(S3, S3), dm_dual2_mul_(S2sq, S2)),
-                        -(real)5 / 3));
+    dm_dual2_ corr =
+        dm_dual2_add_(dm_dual2_scale_(dm_dual2_div_(S4, S2sq), (real)1.5),
+                      dm_dual2_scale_(dm_dual2_div_(dm_dual2_mul_(S3, S3), dm_dual2_mul_(S2sq, S2)),
+                                      -(real)5 / 3));
     dm_dual2_ r = dm_dual2_add_(
         dm_dual2_add_(dm_dual2_scale_(dm_dual2_log_(dm_dual2_scale_(S2, DM_PI)), -(real)0.5),
                       dm_dual2_scale_(dm_dual2_log_(Q), -(real)0.5)),
@@ -392,8 +383,7 @@ DM_LIB_BIG_FN real dm_bingham_moment(int i, real a0, real a1, real a2)
         real s1 = y0 + y1 + y2, s2 = y0 * y0 + y1 * y1 + y2 * y2;
         real step = (1 / s1 - (real)0.5) * s1 * s1 / s2;
         th -= step;
-        if (fabs(step) <= 4 * DM_REAL_EPS * (th + 1))
-            break;
+        if (fabs(step) <= 4 * DM_REAL_EPS * (th + 1)) break;
     }
     real y[3] = {1 / (th - b0), 1 / (th - b1), 1 / (th - b2)};
     real s2 = 0, s3 = 0, s4 = 0, s5 = 0;
@@ -408,15 +398,24 @@ DM_LIB_BIG_FN real dm_bingham_moment(int i, real a0, real a1, real a2)
     real t_s2 = -3 * s4 / (s2sq * s2) + 5 * s3 * s3 / (s2sq * s2sq);
     real t_s3 = -(real)10 / 3 * s3 / (s2sq * s2), t_s4 = (real)1.5 / s2sq;
     real yi = y[i < 0 ? 0 : i > 2 ? 2 : i], yi2 = yi * yi, yi3 = yi2 * yi;
-    real at_theta = -yi3 / s2 + (real)0.5 * yi + 2 * yi3 * t_s2 + 3 * yi3 * yi * t_s3
-                    + 4 * yi3 * yi2 * t_s4;
+    real at_theta =
+        -yi3 / s2 + (real)0.5 * yi + 2 * yi3 * t_s2 + 3 * yi3 * yi * t_s3 + 4 * yi3 * yi2 * t_s4;
     real through_theta = s3 / s2 - 2 * s3 * t_s2 - 3 * s4 * t_s3 - 4 * s5 * t_s4;
     return at_theta + through_theta * yi2 / s2;
 }
 
-DM_LIB_FN real dm_erf(real x) { return erf(x); }
-DM_LIB_FN real dm_erfc(real x) { return erfc(x); }
-DM_LIB_FN real dm_lgamma(real x) { return lgamma(x); }
+DM_LIB_FN real dm_erf(real x)
+{
+    return erf(x);
+}
+DM_LIB_FN real dm_erfc(real x)
+{
+    return erfc(x);
+}
+DM_LIB_FN real dm_lgamma(real x)
+{
+    return lgamma(x);
+}
 
 /* Step of the central difference that differentiates a built-in with no analytic rule:
  * h = cbrt(eps) * max(|x|, 1), which balances truncation (h^2) against roundoff (eps/h).
@@ -425,7 +424,8 @@ DM_LIB_FN real dm_fd_step(real x)
 {
     real scale = fabs(x) > 1 ? fabs(x) : (real)1;
     return (sizeof(real) == sizeof(float) ? (real)4.921566601151848e-03
-                                          : (real)6.055454452393343e-06) * scale;
+                                          : (real)6.055454452393343e-06) *
+           scale;
 }
 
 /* x mapped into [lo, hi) by adding a multiple of hi - lo (periodic parameters). */

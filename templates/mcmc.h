@@ -31,14 +31,13 @@
 
 /* Energy of the state p (unwrapped) with precision tau (Rician only); q receives p wrapped.
  * Non-finite when the energy is undefined (the acceptance test then rejects). */
-DM_FN real dm_mcmc_energy(const dm_fit_config *cfg, const dm_voxel_data *d, const real *p,
-                          real tau, real *q)
+DM_FN real dm_mcmc_energy(const dm_fit_config *cfg, const dm_voxel_data *d, const real *p, real tau,
+                          real *q)
 {
-    for (int k = 0; k < DM_NPARAMS; k++)
-        q[k] = p[k];
+    for (int k = 0; k < DM_NPARAMS; k++) q[k] = p[k];
     dm_wrap_periodic(q);
     real e = cfg->noise == DM_NOISE_RICIAN ? dm_rician_energy(d, q, tau)
-                                            : dm_gaussian_energy(d->nmeas, dm_sse(d, q));
+                                           : dm_gaussian_energy(d->nmeas, dm_sse(d, q));
     return e + dm_prior_energy(q, d->vox);
 }
 
@@ -50,15 +49,13 @@ DM_FN real dm_mcmc_energy(const dm_fit_config *cfg, const dm_voxel_data *d, cons
  * stream is the same on host and device. */
 DM_FN real dm_rng_uniform_real(dm_rng *r)
 {
-    if (sizeof(real) == sizeof(double))
-        return (real)dm_rng_uniform(r);
+    if (sizeof(real) == sizeof(double)) return (real)dm_rng_uniform(r);
     return ((real)(dm_rng_u32(r) >> 8) + (real)0.5) * (real)5.9604644775390625e-08; /* 2^-24 */
 }
 
 DM_FN real dm_rng_normal_real(dm_rng *r)
 {
-    if (sizeof(real) == sizeof(double))
-        return (real)dm_rng_normal(r);
+    if (sizeof(real) == sizeof(double)) return (real)dm_rng_normal(r);
     if (r->has_spare) {
         r->has_spare = 0;
         return (real)r->spare;
@@ -70,7 +67,6 @@ DM_FN real dm_rng_normal_real(dm_rng *r)
     r->has_spare = 1;
     return radius * cos(angle);
 }
-
 
 DM_FN int dm_mcmc_accept(real u, real e_old, real e_new)
 {
@@ -89,8 +85,7 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
     *accept_rate = 0;
     *tau_mean = 0;
     dm_wrap_periodic(p);
-    if (!dm_params_valid(p, d->vox))
-        return DM_STATUS_FAILED;
+    if (!dm_params_valid(p, d->vox)) return DM_STATUS_FAILED;
 
     const int rician = cfg->noise == DM_NOISE_RICIAN;
     real q[DM_NPARAMS], sd[DM_NPARAMS];
@@ -101,8 +96,7 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
             free_k[n++] = k;
         }
     int accepted[DM_NPARAMS + 1], rejected[DM_NPARAMS + 1]; /* slot n: tau */
-    for (int i = 0; i <= n; i++)
-        accepted[i] = rejected[i] = 0;
+    for (int i = 0; i <= n; i++) accepted[i] = rejected[i] = 0;
 
     real tau = 0, tau_sd = 0;
     if (rician) {
@@ -111,16 +105,14 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
         tau_sd = tau / 10;
     }
     real energy = dm_mcmc_energy(cfg, d, p, tau, q);
-    if (!dm_finite(energy))
-        return DM_STATUS_FAILED;
+    if (!dm_finite(energy)) return DM_STATUS_FAILED;
 
     dm_rng rng;
     dm_rng_init(&rng, cfg->seed, voxel_index);
     const int nsamples = DM_NSAMPLES(cfg);
     const int sweeps = cfg->burnin + cfg->jumps;
     real mean[DM_NPARAMS];
-    for (int k = 0; k < DM_NPARAMS; k++)
-        mean[k] = 0;
+    for (int k = 0; k < DM_NPARAMS; k++) mean[k] = 0;
     real tau_sum = 0;
     long long proposed_after_burnin = 0, accepted_after_burnin = 0;
     int stored = 0;
@@ -136,8 +128,7 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
             p[k] += sd[i] * z;
             int ok = 0;
             real e_new = energy;
-            for (int j = 0; j < DM_NPARAMS; j++)
-                q[j] = p[j];
+            for (int j = 0; j < DM_NPARAMS; j++) q[j] = p[j];
             dm_wrap_periodic(q);
             if (dm_params_valid(q, d->vox)) {
                 e_new = dm_mcmc_energy(cfg, d, p, tau, q);
@@ -199,8 +190,7 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
     }
 
     if (stored > 0) {
-        for (int k = 0; k < DM_NPARAMS; k++)
-            p[k] = mean[k] / stored;
+        for (int k = 0; k < DM_NPARAMS; k++) p[k] = mean[k] / stored;
         *tau_mean = rician ? tau_sum / stored : 0;
     } else {
         *tau_mean = rician ? tau : 0;

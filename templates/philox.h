@@ -77,8 +77,8 @@ DM_FN void dm_rng_init(dm_rng *r, unsigned long long seed, unsigned long long vo
 DM_FN unsigned int dm_rng_u32(dm_rng *r)
 {
     if (r->used == 4) {
-        unsigned int ctr[4] = {(unsigned int)r->block, (unsigned int)(r->block >> 32),
-                               r->voxel[0], r->voxel[1]};
+        unsigned int ctr[4] = {(unsigned int)r->block, (unsigned int)(r->block >> 32), r->voxel[0],
+                               r->voxel[1]};
         dm_philox4x32_10(ctr, r->key, r->word);
         r->block++;
         r->used = 0;

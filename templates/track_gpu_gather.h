@@ -27,14 +27,14 @@ enum {
     DM_TG_M2 = 4,
     DM_TG_M3 = 8,
 };
-enum { DM_TG_NSTATS = 8 }; /* waytotal, points, ends[6] */
+enum { DM_TG_NSTATS = 8 };                    /* waytotal, points, ends[6] */
 #define DM_TG_EMPTY_KEY 0xFFFFFFFFFFFFFFFFull /* a buffer slot left unused by an overflow */
 
 typedef struct dm_track_gpu_out {
     /* seeds */
-    const float *seed_pos;  /* tracking mm, 3 per seed */
-    const int *seed_svox;   /* seed-space voxel of each seed, -1 outside */
-    const int *seed_group;  /* --network: the seed mask of each seed, else NULL */
+    const float *seed_pos; /* tracking mm, 3 per seed */
+    const int *seed_svox;  /* seed-space voxel of each seed, -1 outside */
+    const int *seed_group; /* --network: the seed mask of each seed, else NULL */
     int ngroups;
     long long per_seed;
     /* lookups by seed-space voxel, NULL when unused */
@@ -44,12 +44,12 @@ typedef struct dm_track_gpu_out {
     int surf_target[DM_TRACK_MAX_SURFACES]; /* target id of each surface bit, or -1 */
     unsigned long long nvox;
     /* outputs */
-    unsigned int *paths;             /* NULL without --opd */
-    unsigned int *seeds_to_targets;  /* ntargets x nvox, NULL without --os2t */
-    unsigned long long *stats;       /* DM_TG_NSTATS */
-    unsigned int *network;           /* --network: ngroups x ngroups counts, then the kept
+    unsigned int *paths;            /* NULL without --opd */
+    unsigned int *seeds_to_targets; /* ntargets x nvox, NULL without --os2t */
+    unsigned long long *stats;      /* DM_TG_NSTATS */
+    unsigned int *network;          /* --network: ngroups x ngroups counts, then the kept
                                         streamlines of each group; else NULL */
-    unsigned long long *keys[3];     /* matrix 1, 2, 3 entries; NULL when not asked for */
+    unsigned long long *keys[3];    /* matrix 1, 2, 3 entries; NULL when not asked for */
     unsigned long long key_cap[3];
     unsigned long long *nkeys;       /* 3 counters (may run past key_cap) */
     unsigned long long *overflow[3]; /* ids of streamlines whose keys did not fit */
@@ -71,7 +71,7 @@ typedef struct dm_track_gpu_scratch {
  * length. */
 DM_FN int dm_tg_sort_unique(int *a, int n)
 {
-    for (int start = n / 2 - 1, end = n;; ) {
+    for (int start = n / 2 - 1, end = n;;) {
         int root;
         if (start >= 0) {
             root = start--;
@@ -142,9 +142,10 @@ DM_FN int dm_tg_distinct(const dm_track_half h[2], int halves, int *set, int bit
 
 /* Adds streamline id (of seed k, traced into h, whose svox arrays lie in s->a; halves: those
  * kept, dm_track_verdict) to the outputs that `what` names.  st: this thread's statistics. */
-DM_FN void dm_tg_add(const dm_track_ctx *c, const dm_track_gpu_out *o, const dm_track_gpu_scratch *s,
-                     unsigned long long id, long long k, const dm_track_half h[2], int halves,
-                     int what, unsigned long long st[DM_TG_NSTATS])
+DM_FN void dm_tg_add(const dm_track_ctx *c, const dm_track_gpu_out *o,
+                     const dm_track_gpu_scratch *s, unsigned long long id, long long k,
+                     const dm_track_half h[2], int halves, int what,
+                     unsigned long long st[DM_TG_NSTATS])
 {
     if (what & DM_TG_COUNTS) {
         for (int i = 0; i < 2; i++) {
@@ -179,14 +180,19 @@ DM_FN void dm_tg_add(const dm_track_ctx *c, const dm_track_gpu_out *o, const dm_
                     unsigned int bit = 1u << (id_t & 31);
                     if (seen[id_t >> 5] & bit) continue;
                     seen[id_t >> 5] |= bit;
-                    DM_ATOMIC_ADD_U32(&o->seeds_to_targets[(unsigned long long)id_t * o->nvox + own], 1u);
+                    DM_ATOMIC_ADD_U32(
+                        &o->seeds_to_targets[(unsigned long long)id_t * o->nvox + own], 1u);
                 }
-            unsigned int crossed = (halves & 1 ? h[0].surfaces : 0u) | (halves & 2 ? h[1].surfaces : 0u);
-            for (int bit = DM_TRACK_SURF_FIRST; bit < DM_TRACK_MAX_SURFACES && crossed >> bit; bit++) {
+            unsigned int crossed =
+                (halves & 1 ? h[0].surfaces : 0u) | (halves & 2 ? h[1].surfaces : 0u);
+            for (int bit = DM_TRACK_SURF_FIRST; bit < DM_TRACK_MAX_SURFACES && crossed >> bit;
+                 bit++) {
                 int id_t = o->surf_target[bit];
-                if (!(crossed >> bit & 1u) || id_t < 0 || (seen[id_t >> 5] >> (id_t & 31) & 1u)) continue;
+                if (!(crossed >> bit & 1u) || id_t < 0 || (seen[id_t >> 5] >> (id_t & 31) & 1u))
+                    continue;
                 seen[id_t >> 5] |= 1u << (id_t & 31);
-                DM_ATOMIC_ADD_U32(&o->seeds_to_targets[(unsigned long long)id_t * o->nvox + own], 1u);
+                DM_ATOMIC_ADD_U32(&o->seeds_to_targets[(unsigned long long)id_t * o->nvox + own],
+                                  1u);
             }
         }
     }
@@ -218,7 +224,8 @@ DM_FN void dm_tg_add(const dm_track_ctx *c, const dm_track_gpu_out *o, const dm_
         if (at >= 0)
             for (int i = 0; i < n; i++)
                 for (int j = i + 1; j < n; j++)
-                    o->keys[2][at++] = (unsigned long long)(unsigned int)a[i] << 32 | (unsigned int)a[j];
+                    o->keys[2][at++] =
+                        (unsigned long long)(unsigned int)a[i] << 32 | (unsigned int)a[j];
     }
 }
 
@@ -233,10 +240,11 @@ enum { DM_TG_IDLE, DM_TG_BEGIN, DM_TG_STEP, DM_TG_ENDED, DM_TG_FINISH };
  * results are those of dm_track_streamline, streamline by streamline.  loop: NULL without
  * --loopcheck. */
 DM_FN void dm_tg_thread(const dm_track_ctx *c, const dm_track_gpu_out *o,
-                        const dm_track_gpu_scratch *s, dm_track_loop *loop, unsigned long long first,
-                        unsigned long long n, const unsigned long long *ids, int what,
-                        unsigned long long *next, int persistent, unsigned long long t,
-                        unsigned long long stride, unsigned long long st[DM_TG_NSTATS])
+                        const dm_track_gpu_scratch *s, dm_track_loop *loop,
+                        unsigned long long first, unsigned long long n,
+                        const unsigned long long *ids, int what, unsigned long long *next,
+                        int persistent, unsigned long long t, unsigned long long stride,
+                        unsigned long long st[DM_TG_NSTATS])
 {
     dm_track_half h[2];
     h[0].pts = h[1].pts = 0;
@@ -251,14 +259,16 @@ DM_FN void dm_tg_thread(const dm_track_ctx *c, const dm_track_gpu_out *o,
     unsigned int own_bit = 0;
     for (;;) {
         if (phase == DM_TG_IDLE) {
-            unsigned long long i = persistent ? DM_ATOMIC_ADD_U64(next, 1ull) : t + stride * round++;
+            unsigned long long i =
+                persistent ? DM_ATOMIC_ADD_U64(next, 1ull) : t + stride * round++;
             if (i >= n) break;
             id = ids ? ids[i] : first + i;
             k = (long long)(id / (unsigned long long)o->per_seed);
             own_bit = o->seed_group ? 1u << o->seed_group[k] : 0u;
             half = 0;
             int rejected;
-            if (dm_track_streamline_start(c, o->seed_pos + 3 * k, id, &rng, h, start, d0, &rejected)) {
+            if (dm_track_streamline_start(c, o->seed_pos + 3 * k, id, &rng, h, start, d0,
+                                          &rejected)) {
                 for (int a = 0; a < 3; a++) back[a] = -d0[a];
                 phase = DM_TG_BEGIN;
             } else {
@@ -267,8 +277,9 @@ DM_FN void dm_tg_thread(const dm_track_ctx *c, const dm_track_gpu_out *o,
             }
         }
         if (phase == DM_TG_BEGIN)
-            phase = dm_track_half_begin(c, start, half ? back : d0, loop, &h[half], &w) ? DM_TG_STEP
-                                                                                       : DM_TG_ENDED;
+            phase = dm_track_half_begin(c, start, half ? back : d0, loop, &h[half], &w)
+                        ? DM_TG_STEP
+                        : DM_TG_ENDED;
         else if (phase == DM_TG_STEP && !dm_track_half_step(c, &rng, loop, &h[half], &w))
             phase = DM_TG_ENDED;
         if (phase == DM_TG_ENDED) {

@@ -34,11 +34,11 @@ enum { DM_TRACK_FLAG_STOP = 1, DM_TRACK_FLAG_AVOID = 2 };
 
 /* Why a half-streamline ended. */
 enum {
-    DM_TRACK_END_STEPS = 0,  /* step limit */
-    DM_TRACK_END_MASK = 1,   /* the next point left the brain mask or the image */
+    DM_TRACK_END_STEPS = 0, /* step limit */
+    DM_TRACK_END_MASK = 1,  /* the next point left the brain mask or the image */
     DM_TRACK_END_CURVATURE = 2,
-    DM_TRACK_END_STOP = 3,   /* entered the stop mask (that point is kept) */
-    DM_TRACK_END_AVOID = 4,  /* entered the exclusion mask or crossed the exclusion surface:
+    DM_TRACK_END_STOP = 3,  /* entered the stop mask (that point is kept) */
+    DM_TRACK_END_AVOID = 4, /* entered the exclusion mask or crossed the exclusion surface:
                                 the whole streamline is rejected */
     DM_TRACK_END_LOOP = 5,
 };
@@ -47,31 +47,31 @@ typedef struct dm_track_ctx {
     /* orientation samples (diffusion grid) */
     int nx, ny, nz, nsamples, nfibres;
     float vox[3];
-    const float *dirs;           /* unit vectors: 3 floats at ((v * nsamples + s) * nfibres + k) */
-    const float *fracs;          /* fractions at ((v * nsamples + s) * nfibres + k) */
-    const unsigned char *brain;  /* nonzero inside the brain mask */
+    const float *dirs;          /* unit vectors: 3 floats at ((v * nsamples + s) * nfibres + k) */
+    const float *fracs;         /* fractions at ((v * nsamples + s) * nfibres + k) */
+    const unsigned char *brain; /* nonzero inside the brain mask */
     /* seed space */
     int sx, sy, sz;
-    float diff2seed[3][4];        /* tracking mm -> seed voxel coordinates */
-    const unsigned char *flags;   /* DM_TRACK_FLAG_* per seed voxel, or NULL */
-    const unsigned int *waybits;  /* bit w: inside waypoint mask w, or NULL */
-    unsigned int waymask;         /* the bits of all waypoints (masks and surfaces), 0: none */
-    int waycond_and;              /* 1: every waypoint (AND), 0: any one (OR) */
-    int oneway;                   /* --onewaycondition: each half meets the condition alone */
-    int network;                  /* --network: waypoint bit g is seed mask g; a streamline must
+    float diff2seed[3][4];       /* tracking mm -> seed voxel coordinates */
+    const unsigned char *flags;  /* DM_TRACK_FLAG_* per seed voxel, or NULL */
+    const unsigned int *waybits; /* bit w: inside waypoint mask w, or NULL */
+    unsigned int waymask;        /* the bits of all waypoints (masks and surfaces), 0: none */
+    int waycond_and;             /* 1: every waypoint (AND), 0: any one (OR) */
+    int oneway;                  /* --onewaycondition: each half meets the condition alone */
+    int network;                 /* --network: waypoint bit g is seed mask g; a streamline must
                                      reach a mask other than its own (OR) */
-    dm_track_surface surfaces;    /* GIFTI surfaces (cell_off NULL: none): a step crossing the
+    dm_track_surface surfaces;   /* GIFTI surfaces (cell_off NULL: none): a step crossing the
                                      exclusion surface rejects the streamline, one crossing the
                                      stop surface ends it there */
     unsigned int surf_way[DM_TRACK_MAX_SURFACES]; /* waypoint bit of each surface bit, or 0 */
     /* options */
-    int half_steps;   /* steps of each half (probtrackx: --nsteps / 2) */
-    float step;       /* mm */
-    float cthr;       /* minimum |cos| between successive steps */
-    float fibthresh;  /* fibres with f <= fibthresh are not followed (unless none is above) */
-    int randfib;      /* 0..3: how the first fibre at the seed is chosen (see pick_initial) */
-    int fibst;        /* 0-based fibre that randfib 0 starts on */
-    int modeuler;     /* modified Euler (midpoint) integration */
+    int half_steps;  /* steps of each half (probtrackx: --nsteps / 2) */
+    float step;      /* mm */
+    float cthr;      /* minimum |cos| between successive steps */
+    float fibthresh; /* fibres with f <= fibthresh are not followed (unless none is above) */
+    int randfib;     /* 0..3: how the first fibre at the seed is chosen (see pick_initial) */
+    int fibst;       /* 0-based fibre that randfib 0 starts on */
+    int modeuler;    /* modified Euler (midpoint) integration */
     int loopcheck;
     int nearest;      /* 1: sample the nearest voxel; 0: probabilistic interpolation */
     float distthresh; /* streamlines shorter than this (mm) are rejected */
@@ -82,19 +82,19 @@ typedef struct dm_track_ctx {
 
 /* One half of a streamline: caller-owned buffers of half_steps + 1 points. */
 typedef struct dm_track_half {
-    float *pts;  /* 3 floats per point, tracking mm; pts[0..2] is the seed (NULL: not kept) */
-    int *svox;   /* seed-space voxel index of each point, -1 outside the seed grid */
+    float *pts; /* 3 floats per point, tracking mm; pts[0..2] is the seed (NULL: not kept) */
+    int *svox;  /* seed-space voxel index of each point, -1 outside the seed grid */
     int npts;
-    int end;     /* DM_TRACK_END_* */
+    int end;               /* DM_TRACK_END_* */
     unsigned int surfaces; /* bits of the surfaces its steps crossed */
 } dm_track_half;
 
 /* Loop check scratch: an open-addressed table of coarse cells (cap a power of two, at least
  * 2 * half_steps), with the direction of the last visit. */
 typedef struct dm_track_loop {
-    int *keys;    /* -1: empty */
-    float *dirs;  /* 3 per slot */
-    int *used;    /* slots filled in this half, to clear them cheaply */
+    int *keys;   /* -1: empty */
+    float *dirs; /* 3 per slot */
+    int *used;   /* slots filled in this half, to clear them cheaply */
     int cap, nused;
 } dm_track_loop;
 
@@ -269,8 +269,8 @@ DM_FN int dm_track_record(const dm_track_ctx *c, dm_track_half *h, const float p
  * code together (templates/track_gpu_gather.h). */
 typedef struct dm_track_walk {
     float p[3], prev[3];
-    int it;         /* steps taken */
-    int seed_svox;  /* seed-space voxel of the seed: the stop mask does not apply there */
+    int it;        /* steps taken */
+    int seed_svox; /* seed-space voxel of the seed: the stop mask does not apply there */
 } dm_track_walk;
 
 /* Starts a half at seed along dir0 (records the seed).  Returns 1 when steps follow, 0 when
@@ -341,7 +341,8 @@ DM_FN int dm_track_half_step(const dm_track_ctx *c, dm_rng *rng, dm_track_loop *
         h->end = DM_TRACK_END_LOOP;
         return 0;
     }
-    unsigned int crossed = c->surfaces.cell_off ? dm_track_segment_surfaces(&c->surfaces, p, q) : 0u;
+    unsigned int crossed =
+        c->surfaces.cell_off ? dm_track_segment_surfaces(&c->surfaces, p, q) : 0u;
     if (crossed & DM_TRACK_SURF_AVOID) {
         h->end = DM_TRACK_END_AVOID;
         return 0;
@@ -436,7 +437,8 @@ DM_FN int dm_track_verdict(const dm_track_ctx *c, const dm_track_half h[2], unsi
     int steps = (h[0].npts > 1 ? h[0].npts - 1 : 0) + (h[1].npts > 1 ? h[1].npts - 1 : 0);
     if (c->distthresh > 0 && c->step * (float)steps < c->distthresh) return 0;
     if (!c->waymask) return 3;
-    unsigned int a = dm_track_half_waypoints(c, &h[0]) & ~own, b = dm_track_half_waypoints(c, &h[1]) & ~own;
+    unsigned int a = dm_track_half_waypoints(c, &h[0]) & ~own,
+                 b = dm_track_half_waypoints(c, &h[1]) & ~own;
     if (!c->oneway) return dm_track_waycond_met(c, a | b) ? 3 : 0;
     return (dm_track_waycond_met(c, a) ? 1 : 0) | (dm_track_waycond_met(c, b) ? 2 : 0);
 }

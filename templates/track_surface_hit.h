@@ -12,12 +12,13 @@
 #define DIMOC_TRACK_SURFACE_HIT_H
 
 typedef struct dm_track_surface {
-    const float *tri;       /* 9 floats per triangle: its three vertices */
-    const int *cell_off;    /* cell c lists cell_tri[cell_off[c] .. cell_off[c + 1]); NULL: no surface */
+    const float *tri; /* 9 floats per triangle: its three vertices */
+    const int
+        *cell_off; /* cell c lists cell_tri[cell_off[c] .. cell_off[c + 1]); NULL: no surface */
     const int *cell_tri;
     const unsigned int *tri_bit; /* the surface bit of each triangle */
-    int n[3];               /* cells along each axis */
-    float origin[3], cell;  /* corner of cell (0, 0, 0) and the cell's edge, mm */
+    int n[3];                    /* cells along each axis */
+    float origin[3], cell;       /* corner of cell (0, 0, 0) and the cell's edge, mm */
 } dm_track_surface;
 
 DM_FN void dm_track_sub3(const float *a, const float *b, float out[3])

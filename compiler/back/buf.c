@@ -8,14 +8,11 @@
 
 static void buf_reserve(dm_buf *b, size_t extra)
 {
-    if (b->n + extra + 1 <= b->cap)
-        return;
+    if (b->n + extra + 1 <= b->cap) return;
     size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + extra + 1)
-        cap *= 2;
+    while (cap < b->n + extra + 1) cap *= 2;
     b->s = realloc(b->s, cap);
-    if (!b->s)
-        abort();
+    if (!b->s) abort();
     b->cap = cap;
 }
 
@@ -50,8 +47,7 @@ void dm_buf_number(dm_buf *b, double v)
     char text[40];
     for (int digits = 15; digits <= 17; digits++) {
         snprintf(text, sizeof text, "%.*g", digits, v);
-        if (strtod(text, NULL) == v)
-            break;
+        if (strtod(text, NULL) == v) break;
     }
     dm_buf_puts(b, text);
 }

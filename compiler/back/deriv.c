@@ -27,18 +27,29 @@ static void push(partials *g, int param, int value, int cap)
     if (!g->param) {
         g->param = malloc(sizeof(int) * (size_t)cap);
         g->value = malloc(sizeof(int) * (size_t)cap);
-        if (!g->param || !g->value)
-            abort();
+        if (!g->param || !g->value) abort();
     }
     g->param[g->n] = param;
     g->value[g->n] = value;
     g->n++;
 }
 
-static int bin(dm_prog *P, dm_irop op, int a, int b) { return dm_ir_binary(P, op, a, b); }
-static int neg(dm_prog *P, int a) { return dm_ir_unary(P, DM_IR_NEG, a); }
-static int konst(dm_prog *P, double v) { return dm_ir_const(P, v); }
-static int call1(dm_prog *P, dm_mathfn fn, int order, int a) { return dm_ir_call(P, fn, order, &a); }
+static int bin(dm_prog *P, dm_irop op, int a, int b)
+{
+    return dm_ir_binary(P, op, a, b);
+}
+static int neg(dm_prog *P, int a)
+{
+    return dm_ir_unary(P, DM_IR_NEG, a);
+}
+static int konst(dm_prog *P, double v)
+{
+    return dm_ir_const(P, v);
+}
+static int call1(dm_prog *P, dm_mathfn fn, int order, int a)
+{
+    return dm_ir_call(P, fn, order, &a);
+}
 
 /* out = sum_i coef[i] * g[i] for the lists of n operands; coef[i] < 0 means coefficient 1.
  * Terms are built only for parameters present in some list. */
@@ -51,8 +62,7 @@ static void linear_combination(dm_prog *P, partials *out, int n, partials *const
         for (int i = 0; i < n; i++)
             if (pos[i] < g[i]->n && (param < 0 || g[i]->param[pos[i]] < param))
                 param = g[i]->param[pos[i]];
-        if (param < 0)
-            break;
+        if (param < 0) break;
         int sum = -1;
         for (int i = 0; i < n; i++) {
             if (pos[i] < g[i]->n && g[i]->param[pos[i]] == param) {
@@ -61,8 +71,7 @@ static void linear_combination(dm_prog *P, partials *out, int n, partials *const
                 sum = sum < 0 ? term : bin(P, DM_IR_ADD, sum, term);
             }
         }
-        if (!dm_ir_const_value(P, sum, NULL) || P->ins[sum].num != 0)
-            push(out, param, sum, cap);
+        if (!dm_ir_const_value(P, sum, NULL) || P->ins[sum].num != 0) push(out, param, sum, cap);
     }
 }
 
@@ -91,8 +100,7 @@ static int call_rule(dm_prog *P, int self, int which)
     case DM_MF_TAN: return bin(P, DM_IR_ADD, konst(P, 1), bin(P, DM_IR_MUL, self, self));
     case DM_MF_ASIN:
     case DM_MF_ACOS: {
-        int r = call1(P, DM_MF_SQRT, 0,
-                      bin(P, DM_IR_SUB, konst(P, 1), bin(P, DM_IR_MUL, a, a)));
+        int r = call1(P, DM_MF_SQRT, 0, bin(P, DM_IR_SUB, konst(P, 1), bin(P, DM_IR_MUL, a, a)));
         return bin(P, DM_IR_DIV, konst(P, x.fn == DM_MF_ASIN ? 1 : -1), r);
     }
     case DM_MF_ATAN:
@@ -128,8 +136,7 @@ static int call_rule(dm_prog *P, int self, int which)
     case DM_MF_STICK_SH: /* J_l' = -integral u^2 e^(-x u^2) P_l = -(A J_(l+2) + B J_l + C J_(l-2)) */
     case DM_MF_WATSON_SH: { /* W_l' = <u^2 P_l> - W_l <u^2> = A W_(l+2) + B W_l + C W_(l-2) - W_l <u^2> */
         int l = x.index;
-        if (l < 0 || (l & 1) || (x.fn == DM_MF_WATSON_SH && l == 0))
-            return konst(P, 0);
+        if (l < 0 || (l & 1) || (x.fn == DM_MF_WATSON_SH && l == 0)) return konst(P, 0);
         double A, B, C;
         u2_legendre(l, &A, &B, &C);
         int sum = bin(P, DM_IR_ADD, bin(P, DM_IR_MUL, konst(P, A), call1(P, x.fn, l + 2, a)),
@@ -138,16 +145,14 @@ static int call_rule(dm_prog *P, int self, int which)
             int below = x.fn == DM_MF_WATSON_SH && l == 2 ? konst(P, 1) : call1(P, x.fn, l - 2, a);
             sum = bin(P, DM_IR_ADD, sum, bin(P, DM_IR_MUL, konst(P, C), below));
         }
-        if (x.fn == DM_MF_STICK_SH)
-            return neg(P, sum);
+        if (x.fn == DM_MF_STICK_SH) return neg(P, sum);
         u2_legendre(0, &A, &B, &C); /* <u^2> = 2/3 W_2 + 1/3 */
-        int u2 = bin(P, DM_IR_ADD, bin(P, DM_IR_MUL, konst(P, A), call1(P, x.fn, 2, a)),
-                     konst(P, B));
+        int u2 =
+            bin(P, DM_IR_ADD, bin(P, DM_IR_MUL, konst(P, A), call1(P, x.fn, 2, a)), konst(P, B));
         return bin(P, DM_IR_SUB, sum, bin(P, DM_IR_MUL, self, u2));
     }
-    case DM_MF_LOG_HYP1F1_DEP: /* the function itself gives its partials in c1, c0 */
-        if (x.index != 0)
-            return -1; /* second derivatives: numerically */
+    case DM_MF_LOG_HYP1F1_DEP:       /* the function itself gives its partials in c1, c0 */
+        if (x.index != 0) return -1; /* second derivatives: numerically */
         return dm_ir_call(P, DM_MF_LOG_HYP1F1_DEP, which + 1, x.arg);
     default: return -1; /* lgamma and the helpers */
     }
@@ -185,17 +190,14 @@ static void differentiate_one(dm_prog *P, int id, partials *grad, int cap)
         push(out, x.index, konst(P, 1), cap);
         return;
     }
-    if (!any)
-        return;
+    if (!any) return;
     int coef[DM_IR_MAX_ARGS] = {-1, -1, -1};
     switch (x.op) {
     case DM_IR_NEG:
         coef[0] = konst(P, -1);
         linear_combination(P, out, 1, g, coef, cap);
         return;
-    case DM_IR_ADD:
-        linear_combination(P, out, 2, g, coef, cap);
-        return;
+    case DM_IR_ADD: linear_combination(P, out, 2, g, coef, cap); return;
     case DM_IR_SUB:
         coef[1] = konst(P, -1);
         linear_combination(P, out, 2, g, coef, cap);
@@ -250,38 +252,31 @@ static void differentiate_one(dm_prog *P, int id, partials *grad, int cap)
         int n = 0;
         partials *used[DM_IR_MAX_ARGS];
         for (int i = 0; i < x.nargs; i++) {
-            if (!g[i]->n)
-                continue;
+            if (!g[i]->n) continue;
             int d = call_rule(P, id, i);
-            if (d < 0)
-                d = numeric_rule(P, id, i);
+            if (d < 0) d = numeric_rule(P, id, i);
             used[n] = g[i];
             coef[n++] = d;
         }
         linear_combination(P, out, n, used, coef, cap);
         return;
     }
-    default: /* comparisons and logic: piecewise constant */
-        return;
+    default: /* comparisons and logic: piecewise constant */ return;
     }
 }
 
 void dm_differentiate(dm_prog *P, int root, int nparams, int *partial)
 {
-    for (int k = 0; k < nparams; k++)
-        partial[k] = -1;
+    for (int k = 0; k < nparams; k++) partial[k] = -1;
     int n = P->n; /* only the original instructions; derivative ones are appended */
     char *live = malloc((size_t)n + 1);
     partials *grad = calloc((size_t)n + 1, sizeof *grad);
-    if (!live || !grad)
-        abort();
+    if (!live || !grad) abort();
     dm_ir_live(P, &root, 1, live);
     for (int i = 0; i <= root; i++)
-        if (live[i])
-            differentiate_one(P, i, grad, nparams);
+        if (live[i]) differentiate_one(P, i, grad, nparams);
     for (int i = 0; i < grad[root].n; i++)
-        if (grad[root].param[i] < nparams)
-            partial[grad[root].param[i]] = grad[root].value[i];
+        if (grad[root].param[i] < nparams) partial[grad[root].param[i]] = grad[root].value[i];
     for (int i = 0; i < n; i++) {
         free(grad[i].param);
         free(grad[i].value);

@@ -121,11 +121,9 @@ static void emit_rhs(emitter *E, const dm_ins *x)
     case DM_IR_CALL: {
         const dm_mathfn_info *info = dm_mathfn_get(x->fn);
         dm_buf_printf(b, "%s(", info->c_name);
-        if (info->ordered)
-            dm_buf_printf(b, "%d, ", x->index);
+        if (info->ordered) dm_buf_printf(b, "%d, ", x->index);
         for (int i = 0; i < x->nargs; i++) {
-            if (i)
-                dm_buf_puts(b, ", ");
+            if (i) dm_buf_puts(b, ", ");
             emit_operand(E, x->arg[i], 1);
         }
         dm_buf_puts(b, ")");
@@ -159,16 +157,14 @@ static void emit_marked(emitter *E, const char *code, const int *slot, int *uses
     const dm_prog *P = E->P;
     dm_buf *b = E->b;
     E->temp = malloc(sizeof(int) * ((size_t)P->n + 1));
-    if (!E->temp)
-        abort();
+    if (!E->temp) abort();
     *uses = 0;
     int next = 0;
     for (int i = 0; i < P->n; i++) /* loaded values are numbered first, in slot order */
         E->temp[i] = slot && slot[i] >= 0 && P->ins[i].op > DM_IR_VOXEL ? next++ : -1;
     for (int i = 0; slot && i < P->n; i++) {
         const dm_ins *x = &P->ins[i];
-        if (slot[i] < 0)
-            continue;
+        if (slot[i] < 0) continue;
         *uses |= 1;
         if (x->op <= DM_IR_VOXEL) {
             dm_buf_puts(b, "    const real ");
@@ -179,8 +175,7 @@ static void emit_marked(emitter *E, const char *code, const int *slot, int *uses
         } else {
             dm_buf_printf(b, "    const real t%d = pre[%d];", E->temp[i], slot[i]);
         }
-        if (x->op > DM_IR_VOXEL)
-            emit_note(b, x);
+        if (x->op > DM_IR_VOXEL) emit_note(b, x);
     }
     for (int kind = DM_IR_PARAM; kind <= DM_IR_VOXEL; kind++) {
         int prev_index = -1; /* emitted in index order: repeatedly the next larger one */
@@ -190,19 +185,17 @@ static void emit_marked(emitter *E, const char *code, const int *slot, int *uses
                 if (code[i] && (int)P->ins[i].op == kind && P->ins[i].index > prev_index &&
                     (!x || P->ins[i].index < x->index))
                     x = &P->ins[i];
-            if (!x)
-                break;
+            if (!x) break;
             prev_index = x->index;
             *uses |= kind == DM_IR_PARAM ? 1 : kind == DM_IR_MEASURE ? 2 : 4;
             dm_buf_puts(b, "    const real ");
             emit_leaf_name(b, E->m, x);
-            dm_buf_printf(b, " = %c[%d];\n", "pmv"[kind - DM_IR_PARAM], x->index);
+            dm_buf_printf(b, " = %c[%d];\n", "pmv"[kind - DM_IR_PARAM], x -> index);
         }
     }
     for (int i = 0; i < P->n; i++) {
         const dm_ins *x = &P->ins[i];
-        if (!code[i] || x->op <= DM_IR_VOXEL)
-            continue;
+        if (!code[i] || x->op <= DM_IR_VOXEL) continue;
         E->temp[i] = next++;
         dm_buf_printf(b, "    const %s t%d = ", dm_ir_is_bool(P, i) ? "int" : "real", E->temp[i]);
         emit_rhs(E, x);
@@ -215,8 +208,7 @@ static void emit_marked(emitter *E, const char *code, const int *slot, int *uses
 static void emit_body(emitter *E, const int *roots, int nroots, int *uses)
 {
     E->live = malloc((size_t)E->P->n + 1);
-    if (!E->live)
-        abort();
+    if (!E->live) abort();
     dm_ir_live(E->P, roots, nroots, E->live);
     emit_marked(E, E->live, NULL, uses);
 }
@@ -232,8 +224,7 @@ static void emitter_done(emitter *E)
 static void emit_unused(dm_buf *b, int uses, int mask, const char *const *names)
 {
     for (int i = 0; i < 3; i++)
-        if ((mask & (1 << i)) && !(uses & (1 << i)))
-            dm_buf_printf(b, "    (void)%s;\n", names[i]);
+        if ((mask & (1 << i)) && !(uses & (1 << i))) dm_buf_printf(b, "    (void)%s;\n", names[i]);
 }
 
 static const char *const pmv_names[3] = {"p", "m", "v"};
@@ -251,8 +242,7 @@ static void emit_function_body(emitter *E, dm_buf *b, const int *roots, int nroo
     emit_body(E, roots, nroots, &uses);
     E->b = b;
     emit_unused(b, uses, mask, arg_names);
-    if (body.s)
-        dm_buf_puts(b, body.s);
+    if (body.s) dm_buf_puts(b, body.s);
     free(body.s);
 }
 
@@ -270,16 +260,14 @@ static void emit_prepare(dm_buf *b, const dm_model *m, const dm_prog *P, const d
     emit_marked(&E, S->prep_code, NULL, &uses);
     E.b = b;
     emit_unused(b, uses, 5, pmv_names);
-    if (body.s)
-        dm_buf_puts(b, body.s);
+    if (body.s) dm_buf_puts(b, body.s);
     free(body.s);
     for (int j = 0; j < S->nslots; j++) {
         dm_buf_printf(b, "    pre[%d] = ", j);
         emit_operand(&E, S->slot_ins[j], 0);
         dm_buf_puts(b, ";\n");
     }
-    if (S->nslots == 0)
-        dm_buf_puts(b, "    pre[0] = 0; /* nothing to prepare */\n");
+    if (S->nslots == 0) dm_buf_puts(b, "    pre[0] = 0; /* nothing to prepare */\n");
     dm_buf_puts(b, "}\n\n");
     emitter_done(&E);
 }
@@ -294,8 +282,7 @@ static void emit_at_body(emitter *E, dm_buf *b, const dm_split *S)
     emit_marked(E, S->at_code, S->slot, &uses);
     E->b = b;
     emit_unused(b, uses, 7, pre_m_v_names);
-    if (body.s)
-        dm_buf_puts(b, body.s);
+    if (body.s) dm_buf_puts(b, body.s);
     free(body.s);
 }
 
@@ -344,8 +331,7 @@ static void emit_signal_grad(dm_buf *b, const dm_model *m, const dm_programs *G)
         dm_buf_printf(b, ";%s /* %s */\n", m->params.items[k]->derivative ? " /* user */" : "",
                       m->params.items[k]->name);
     }
-    if (np == 0)
-        dm_buf_puts(b, "    (void)ds;\n");
+    if (np == 0) dm_buf_puts(b, "    (void)ds;\n");
     dm_buf_puts(b, "    return ");
     emit_operand(&E, G->grad_roots[0], 0);
     dm_buf_puts(b, ";\n}\n\n");
@@ -359,8 +345,14 @@ static void emit_signal_grad(dm_buf *b, const dm_model *m, const dm_programs *G)
                    "    return dm_signal_grad_at(pre, m, v, ds);\n}\n\n");
 }
 
-static double param_lo(const dm_param *par) { return par->has_bounds ? par->lo : -INFINITY; }
-static double param_hi(const dm_param *par) { return par->has_bounds ? par->hi : INFINITY; }
+static double param_lo(const dm_param *par)
+{
+    return par->has_bounds ? par->lo : -INFINITY;
+}
+static double param_hi(const dm_param *par)
+{
+    return par->has_bounds ? par->hi : INFINITY;
+}
 
 static void emit_in_bounds(dm_buf *b, const dm_model *m)
 {
@@ -372,14 +364,12 @@ static void emit_in_bounds(dm_buf *b, const dm_model *m)
         int check_lo = !par->periodic && isfinite(lo), check_hi = !par->periodic && isfinite(hi);
         /* Written as !(inside) so that nan fails every test. */
         dm_buf_printf(b, "    if (!(");
-        if (!check_lo && !check_hi)
-            dm_buf_printf(b, "p[%d] == p[%d]", k, k);
+        if (!check_lo && !check_hi) dm_buf_printf(b, "p[%d] == p[%d]", k, k);
         if (check_lo) {
             dm_buf_printf(b, "p[%d] %s ", k, par->lo_closed ? ">=" : ">");
             emit_literal(b, lo, 0);
         }
-        if (check_lo && check_hi)
-            dm_buf_puts(b, " && ");
+        if (check_lo && check_hi) dm_buf_puts(b, " && ");
         if (check_hi) {
             dm_buf_printf(b, "p[%d] %s ", k, par->hi_closed ? "<=" : "<");
             emit_literal(b, hi, 0);
@@ -399,11 +389,9 @@ static void emit_constraints(dm_buf *b, const dm_model *m, const dm_programs *G)
                    "DM_FN int dm_constraints_ok(const real *p, const real *v)\n{\n");
     emit_function_body(&E, b, G->constraint_roots, n, 5, pv_names);
     dm_buf_puts(b, "    return ");
-    if (n == 0)
-        dm_buf_puts(b, "1");
+    if (n == 0) dm_buf_puts(b, "1");
     for (int i = 0; i < n; i++) {
-        if (i)
-            dm_buf_puts(b, " && ");
+        if (i) dm_buf_puts(b, " && ");
         emit_operand(&E, G->constraint_roots[i], 0);
     }
     dm_buf_puts(b, ";\n}\n\n");
@@ -430,8 +418,7 @@ static void emit_wrap(dm_buf *b, const dm_model *m)
                    "DM_FN void dm_wrap_periodic(real *p)\n{\n");
     for (int k = 0; k < m->params.n; k++) {
         const dm_param *par = m->params.items[k];
-        if (!par->periodic || !isfinite(param_lo(par)) || !isfinite(param_hi(par)))
-            continue;
+        if (!par->periodic || !isfinite(param_lo(par)) || !isfinite(param_hi(par))) continue;
         any = 1;
         dm_buf_printf(b, "    p[%d] = dm_wrap(p[%d], ", k, k);
         emit_literal(b, par->lo, 1);
@@ -439,8 +426,7 @@ static void emit_wrap(dm_buf *b, const dm_model *m)
         emit_literal(b, par->hi, 1);
         dm_buf_printf(b, "); /* %s */\n", par->name);
     }
-    if (!any)
-        dm_buf_puts(b, "    (void)p;\n");
+    if (!any) dm_buf_puts(b, "    (void)p;\n");
     dm_buf_puts(b, "}\n\n");
 }
 
@@ -449,8 +435,7 @@ typedef enum { FREE_IDENTITY, FREE_LOWER, FREE_UPPER, FREE_BOTH } free_kind;
 static free_kind free_kind_of(const dm_param *par)
 {
     int lo = isfinite(param_lo(par)), hi = isfinite(param_hi(par));
-    if (par->periodic || (!lo && !hi))
-        return FREE_IDENTITY;
+    if (par->periodic || (!lo && !hi)) return FREE_IDENTITY;
     return lo && hi ? FREE_BOTH : lo ? FREE_LOWER : FREE_UPPER;
 }
 
@@ -464,9 +449,7 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
         const dm_param *par = m->params.items[k];
         double lo = param_lo(par), hi = param_hi(par);
         switch (free_kind_of(par)) {
-        case FREE_IDENTITY:
-            dm_buf_printf(b, "    x[%d] = p[%d];", k, k);
-            break;
+        case FREE_IDENTITY: dm_buf_printf(b, "    x[%d] = p[%d];", k, k); break;
         case FREE_LOWER:
             dm_buf_printf(b, "    x[%d] = log(p[%d]", k, k);
             if (lo != 0) {
@@ -493,8 +476,7 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
         }
         dm_buf_printf(b, " /* %s */\n", par->name);
     }
-    if (m->params.n == 0)
-        dm_buf_puts(b, "    (void)p;\n    (void)x;\n");
+    if (m->params.n == 0) dm_buf_puts(b, "    (void)p;\n    (void)x;\n");
     dm_buf_puts(b, "}\n\n");
 
     dm_buf_puts(b, "/* Bounded p from free x, and dpdx[k] = dp[k] / dx[k]. */\n"
@@ -533,8 +515,7 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
             break;
         }
     }
-    if (m->params.n == 0)
-        dm_buf_puts(b, "    (void)x;\n    (void)p;\n    (void)dpdx;\n");
+    if (m->params.n == 0) dm_buf_puts(b, "    (void)x;\n    (void)p;\n    (void)dpdx;\n");
     dm_buf_puts(b, "}\n\n");
 }
 
@@ -552,8 +533,7 @@ static void emit_proposal_sd(dm_buf *b, const dm_model *m)
                     (par->has_bounds && par->lo == 0 && par->hi == 1);
         reads_p |= !fixed;
     }
-    if (!reads_p)
-        dm_buf_puts(b, "    (void)p;\n");
+    if (!reads_p) dm_buf_puts(b, "    (void)p;\n");
     dm_buf_puts(b, "    switch (k) {\n");
     for (int k = 0; k < m->params.n; k++) {
         const dm_param *par = m->params.items[k];
@@ -582,8 +562,7 @@ static void emit_outputs(dm_buf *b, const dm_model *m, const dm_programs *G)
     dm_buf_puts(b, "/* The derived outputs, DM_OUTPUT_WIDTH slots. */\n"
                    "DM_FN void dm_outputs(const real *p, const real *v, real *out)\n{\n");
     emit_function_body(&E, b, G->output_roots, n, 5, pv_names);
-    if (n == 0)
-        dm_buf_puts(b, "    (void)out;\n");
+    if (n == 0) dm_buf_puts(b, "    (void)out;\n");
     for (int i = 0; i < m->outputs.n; i++) {
         const dm_output *o = m->outputs.items[i];
         int w = o->width == 3 ? 3 : 1;
@@ -605,7 +584,10 @@ static void emit_outputs(dm_buf *b, const dm_model *m, const dm_programs *G)
 }
 
 /* pre[] never has size 0. */
-static int pre_width(const dm_split *S) { return S->nslots > 0 ? S->nslots : 1; }
+static int pre_width(const dm_split *S)
+{
+    return S->nslots > 0 ? S->nslots : 1;
+}
 
 /* The header comment: what the file is and how the two builds include it. */
 static void emit_prologue(dm_buf *b, const dm_model *m)
@@ -649,4 +631,3 @@ char *dm_emit_source(const dm_model *m, const dm_programs *G)
     emit_outputs(&b, m, G);
     return b.s;
 }
-

@@ -11,35 +11,29 @@ long dm_count_flops_marked(const dm_prog *P, const char *mark, long *transcenden
 {
     long total = 0, transc = 0;
     for (int i = 0; i < P->n; i++) {
-        if (!mark[i])
-            continue;
+        if (!mark[i]) continue;
         const dm_ins *x = &P->ins[i];
         switch (x->op) {
         case DM_IR_NEG:
         case DM_IR_ADD:
         case DM_IR_SUB:
         case DM_IR_MUL:
-        case DM_IR_DIV:
-            total++;
-            break;
+        case DM_IR_DIV: total++; break;
         case DM_IR_CALL:
             total++;
             transc += dm_mathfn_get(x->fn)->transcendental;
             break;
-        default: /* inputs, constants, comparisons, logic, selects */
-            break;
+        default: /* inputs, constants, comparisons, logic, selects */ break;
         }
     }
-    if (transcendental)
-        *transcendental = transc;
+    if (transcendental) *transcendental = transc;
     return total;
 }
 
 long dm_count_flops(const dm_prog *P, const int *roots, int nroots, long *transcendental)
 {
     char *live = malloc((size_t)P->n + 1);
-    if (!live)
-        abort();
+    if (!live) abort();
     dm_ir_live(P, roots, nroots, live);
     long total = dm_count_flops_marked(P, live, transcendental);
     free(live);
@@ -52,6 +46,6 @@ void dm_programs_flops(const dm_programs *G, dm_flops *f)
     f->signal = dm_count_flops_marked(&G->signal, G->signal_split.at_code, &f->signal_transc);
     f->gradient = dm_count_flops_marked(&G->grad, G->grad_split.at_code, &f->gradient_transc);
     f->prepare = dm_count_flops_marked(&G->signal, G->signal_split.prep_code, &f->prepare_transc);
-    f->gradient_prepare = dm_count_flops_marked(&G->grad, G->grad_split.prep_code,
-                                                &f->gradient_prepare_transc);
+    f->gradient_prepare =
+        dm_count_flops_marked(&G->grad, G->grad_split.prep_code, &f->gradient_prepare_transc);
 }

@@ -29,8 +29,7 @@ int dm_generate(const dm_model *m, dm_generated *out, FILE *err)
 
 void dm_generated_free(dm_generated *g)
 {
-    if (!g)
-        return;
+    if (!g) return;
     free(g->source);
     free(g->meta);
     memset(g, 0, sizeof *g);
@@ -42,12 +41,10 @@ static int mkdir_parents(const char *dir)
 {
     size_t len = strlen(dir);
     char *path = malloc(len + 1);
-    if (!path)
-        return -1;
+    if (!path) return -1;
     memcpy(path, dir, len + 1);
     for (char *s = path + 1; *s; s++) {
-        if (*s != '/')
-            continue;
+        if (*s != '/') continue;
         *s = 0;
         if (mkdir(path, 0777) != 0 && errno != EEXIST) {
             free(path);
@@ -66,8 +63,7 @@ static int write_atomic(const char *dir, const char *name, const char *text, FIL
 {
     size_t len = strlen(dir) + strlen(name) + 64;
     char *path = malloc(len), *tmp = malloc(len);
-    if (!path || !tmp)
-        abort();
+    if (!path || !tmp) abort();
     snprintf(path, len, "%s/%s", dir, name);
     snprintf(tmp, len, "%s/.%s.tmp.%ld", dir, name, (long)getpid());
     FILE *f = fopen(tmp, "w");
@@ -86,18 +82,14 @@ static int write_atomic(const char *dir, const char *name, const char *text, FIL
 int dm_emit_dir(const dm_model *m, const char *dir, FILE *err)
 {
     dm_generated g;
-    if (dm_generate(m, &g, err) != 0)
-        return -1;
+    if (dm_generate(m, &g, err) != 0) return -1;
     int rc = 0;
     if (mkdir_parents(dir) != 0) {
-        fprintf(err ? err : stderr, "dimoc: error: cannot create %s: %s\n", dir,
-                strerror(errno));
+        fprintf(err ? err : stderr, "dimoc: error: cannot create %s: %s\n", dir, strerror(errno));
         rc = -1;
     }
-    if (rc == 0)
-        rc = write_atomic(dir, "model.h", g.source, err);
-    if (rc == 0)
-        rc = write_atomic(dir, "model.meta", g.meta, err);
+    if (rc == 0) rc = write_atomic(dir, "model.h", g.source, err);
+    if (rc == 0) rc = write_atomic(dir, "model.meta", g.meta, err);
     dm_generated_free(&g);
     return rc;
 }

@@ -15,8 +15,7 @@
 static void *xrealloc(void *p, size_t size)
 {
     void *q = realloc(p, size ? size : 1);
-    if (!q)
-        abort(); /* as the front end's arena: no way to continue without memory */
+    if (!q) abort(); /* as the front end's arena: no way to continue without memory */
     return q;
 }
 
@@ -29,10 +28,8 @@ void dm_prog_init(dm_prog *P, const dm_model *m, dm_diag *diag)
     int nlets = m->lets.n;
     P->let_val = xrealloc(NULL, sizeof(int) * 3 * (size_t)(nlets + 1));
     P->let_width = xrealloc(NULL, sizeof(int) * (size_t)(nlets + 1));
-    for (int i = 0; i < 3 * nlets; i++)
-        P->let_val[i] = -1;
-    for (int i = 0; i < nlets; i++)
-        P->let_width[i] = 0;
+    for (int i = 0; i < 3 * nlets; i++) P->let_val[i] = -1;
+    for (int i = 0; i < nlets; i++) P->let_width[i] = 0;
 }
 
 void dm_prog_free(dm_prog *P)
@@ -57,22 +54,18 @@ static unsigned long long ins_hash(const dm_ins *x)
     memcpy(&bits, &x->num, sizeof bits);
     MIX(bits);
     MIX(bits >> 32);
-    for (int i = 0; i < x->nargs; i++)
-        MIX(x->arg[i]);
+    for (int i = 0; i < x->nargs; i++) MIX(x->arg[i]);
 #undef MIX
     return h ^ (h >> 29);
 }
 
 static int ins_equal(const dm_ins *a, const dm_ins *b)
 {
-    if (a->op != b->op || a->fn != b->fn || a->index != b->index || a->nargs != b->nargs)
-        return 0;
+    if (a->op != b->op || a->fn != b->fn || a->index != b->index || a->nargs != b->nargs) return 0;
     /* bitwise, so 0 and -0 stay distinct (they can matter: 1/-0) */
-    if (memcmp(&a->num, &b->num, sizeof a->num) != 0)
-        return 0;
+    if (memcmp(&a->num, &b->num, sizeof a->num) != 0) return 0;
     for (int i = 0; i < a->nargs; i++)
-        if (a->arg[i] != b->arg[i])
-            return 0;
+        if (a->arg[i] != b->arg[i]) return 0;
     return 1;
 }
 
@@ -80,20 +73,17 @@ static void table_insert(dm_prog *P, int id)
 {
     unsigned mask = (unsigned)P->table_cap - 1;
     unsigned slot = (unsigned)ins_hash(&P->ins[id]) & mask;
-    while (P->table[slot] >= 0)
-        slot = (slot + 1) & mask;
+    while (P->table[slot] >= 0) slot = (slot + 1) & mask;
     P->table[slot] = id;
 }
 
 static int table_find(const dm_prog *P, const dm_ins *x)
 {
-    if (!P->table_cap)
-        return -1;
+    if (!P->table_cap) return -1;
     unsigned mask = (unsigned)P->table_cap - 1;
     unsigned slot = (unsigned)ins_hash(x) & mask;
     while (P->table[slot] >= 0) {
-        if (ins_equal(&P->ins[P->table[slot]], x))
-            return P->table[slot];
+        if (ins_equal(&P->ins[P->table[slot]], x)) return P->table[slot];
         slot = (slot + 1) & mask;
     }
     return -1;
@@ -104,8 +94,7 @@ static int intern(dm_prog *P, dm_ins x)
     x.note = NULL;
     x.note_comp = -1;
     int found = table_find(P, &x);
-    if (found >= 0)
-        return found;
+    if (found >= 0) return found;
     if (P->n == P->cap) {
         P->cap = P->cap ? 2 * P->cap : 64;
         P->ins = xrealloc(P->ins, sizeof *P->ins * (size_t)P->cap);
@@ -113,10 +102,8 @@ static int intern(dm_prog *P, dm_ins x)
     if (2 * (P->n + 1) > P->table_cap) { /* keep the load factor under 1/2 */
         P->table_cap = P->table_cap ? 2 * P->table_cap : 128;
         P->table = xrealloc(P->table, sizeof(int) * (size_t)P->table_cap);
-        for (int i = 0; i < P->table_cap; i++)
-            P->table[i] = -1;
-        for (int i = 0; i < P->n; i++)
-            table_insert(P, i);
+        for (int i = 0; i < P->table_cap; i++) P->table[i] = -1;
+        for (int i = 0; i < P->n; i++) table_insert(P, i);
     }
     P->ins[P->n] = x;
     table_insert(P, P->n);
@@ -133,10 +120,8 @@ static int is_commutative(dm_irop op)
 
 int dm_ir_const_value(const dm_prog *P, int id, double *value)
 {
-    if (id < 0 || P->ins[id].op != DM_IR_CONST)
-        return 0;
-    if (value)
-        *value = P->ins[id].num;
+    if (id < 0 || P->ins[id].op != DM_IR_CONST) return 0;
+    if (value) *value = P->ins[id].num;
     return 1;
 }
 
@@ -144,13 +129,17 @@ int dm_ir_is_bool(const dm_prog *P, int id)
 {
     const dm_ins *x = &P->ins[id];
     switch (x->op) {
-    case DM_IR_LT: case DM_IR_LE: case DM_IR_GT: case DM_IR_GE: case DM_IR_EQ:
-    case DM_IR_NE: case DM_IR_NOT: case DM_IR_AND: case DM_IR_OR:
-        return 1;
-    case DM_IR_SELECT:
-        return dm_ir_is_bool(P, x->arg[1]) && dm_ir_is_bool(P, x->arg[2]);
-    default:
-        return 0;
+    case DM_IR_LT:
+    case DM_IR_LE:
+    case DM_IR_GT:
+    case DM_IR_GE:
+    case DM_IR_EQ:
+    case DM_IR_NE:
+    case DM_IR_NOT:
+    case DM_IR_AND:
+    case DM_IR_OR: return 1;
+    case DM_IR_SELECT: return dm_ir_is_bool(P, x->arg[1]) && dm_ir_is_bool(P, x->arg[2]);
+    default: return 0;
     }
 }
 
@@ -188,11 +177,9 @@ static double fold_binary(dm_irop op, double a, double b)
 int dm_ir_unary(dm_prog *P, dm_irop op, int a)
 {
     double c;
-    if (dm_ir_const_value(P, a, &c))
-        return dm_ir_const(P, op == DM_IR_NEG ? -c : (double)(c == 0));
+    if (dm_ir_const_value(P, a, &c)) return dm_ir_const(P, op == DM_IR_NEG ? -c : (double)(c == 0));
     const dm_ins *x = &P->ins[a];
-    if (op == DM_IR_NEG && x->op == DM_IR_NEG)
-        return x->arg[0];
+    if (op == DM_IR_NEG && x->op == DM_IR_NEG) return x->arg[0];
     if (op == DM_IR_NEG && x->op == DM_IR_SUB) /* -(a - b) = b - a */
         return dm_ir_binary(P, DM_IR_SUB, x->arg[1], x->arg[0]);
     dm_ins y = {.op = op, .fn = DM_MF_NONE, .nargs = 1, .arg = {a}};
@@ -211,8 +198,7 @@ int dm_ir_binary(dm_prog *P, dm_irop op, int a, int b)
 {
     double ca = 0, cb = 0;
     int ka = dm_ir_const_value(P, a, &ca), kb = dm_ir_const_value(P, b, &cb);
-    if (ka && kb)
-        return dm_ir_const(P, fold_binary(op, ca, cb));
+    if (ka && kb) return dm_ir_const(P, fold_binary(op, ca, cb));
     /* Algebraic identities.  x*0 -> 0 drops IEEE's inf*0 = nan, as automatic
      * differentiation conventionally does: a zero partial stays zero. */
     switch (op) {
@@ -244,8 +230,7 @@ int dm_ir_binary(dm_prog *P, dm_irop op, int a, int b)
         if (kb && is_power_of_two(cb)) /* exact, and a multiply is cheaper */
             return dm_ir_binary(P, DM_IR_MUL, a, dm_ir_const(P, 1 / cb));
         break;
-    default:
-        break;
+    default: break;
     }
     dm_ins x = {.op = op, .fn = DM_MF_NONE, .nargs = 2, .arg = {a, b}};
     if (is_commutative(op)) {
@@ -253,8 +238,7 @@ int dm_ir_binary(dm_prog *P, dm_irop op, int a, int b)
         swapped.arg[0] = b;
         swapped.arg[1] = a;
         int found = table_find(P, &swapped);
-        if (found >= 0)
-            return found;
+        if (found >= 0) return found;
     }
     return intern(P, x);
 }
@@ -262,10 +246,8 @@ int dm_ir_binary(dm_prog *P, dm_irop op, int a, int b)
 int dm_ir_select(dm_prog *P, int cond, int a, int b)
 {
     double c;
-    if (dm_ir_const_value(P, cond, &c))
-        return c != 0 ? a : b;
-    if (a == b)
-        return a;
+    if (dm_ir_const_value(P, cond, &c)) return c != 0 ? a : b;
+    if (a == b) return a;
     dm_ins x = {.op = DM_IR_SELECT, .fn = DM_MF_NONE, .nargs = 3, .arg = {cond, a, b}};
     return intern(P, x);
 }
@@ -280,8 +262,7 @@ int dm_ir_call(dm_prog *P, dm_mathfn fn, int order, const int *args)
         x.arg[i] = args[i];
         all_const &= dm_ir_const_value(P, args[i], &vals[i]);
     }
-    if (all_const)
-        return dm_ir_const(P, info->fold(vals, order));
+    if (all_const) return dm_ir_const(P, info->fold(vals, order));
     return intern(P, x);
 }
 
@@ -300,16 +281,20 @@ static int call1(dm_prog *P, dm_mathfn fn, int a)
     return dm_ir_call(P, fn, 0, &a);
 }
 
-static int add(dm_prog *P, int a, int b) { return dm_ir_binary(P, DM_IR_ADD, a, b); }
-static int mul(dm_prog *P, int a, int b) { return dm_ir_binary(P, DM_IR_MUL, a, b); }
+static int add(dm_prog *P, int a, int b)
+{
+    return dm_ir_binary(P, DM_IR_ADD, a, b);
+}
+static int mul(dm_prog *P, int a, int b)
+{
+    return dm_ir_binary(P, DM_IR_MUL, a, b);
+}
 
 /* x^n for a constant integer n by repeated squaring (x^2 = x*x, x^4 = (x*x)*(x*x)). */
 static int int_power(dm_prog *P, int x, long n)
 {
-    if (n == 0)
-        return dm_ir_const(P, 1);
-    if (n < 0)
-        return dm_ir_binary(P, DM_IR_DIV, dm_ir_const(P, 1), int_power(P, x, -n));
+    if (n == 0) return dm_ir_const(P, 1);
+    if (n < 0) return dm_ir_binary(P, DM_IR_DIV, dm_ir_const(P, 1), int_power(P, x, -n));
     int half = int_power(P, x, n / 2);
     int sq = n / 2 ? mul(P, half, half) : dm_ir_const(P, 1);
     return n % 2 ? mul(P, sq, x) : sq;
@@ -319,10 +304,8 @@ static int power(dm_prog *P, int x, int y)
 {
     double c;
     if (dm_ir_const_value(P, y, &c)) {
-        if (c == floor(c) && fabs(c) <= 16)
-            return int_power(P, x, (long)c);
-        if (c == 0.5)
-            return call1(P, DM_MF_SQRT, x);
+        if (c == floor(c) && fabs(c) <= 16) return int_power(P, x, (long)c);
+        if (c == 0.5) return call1(P, DM_MF_SQRT, x);
         if (c == -0.5)
             return dm_ir_binary(P, DM_IR_DIV, dm_ir_const(P, 1), call1(P, DM_MF_SQRT, x));
     }
@@ -333,39 +316,31 @@ static int power(dm_prog *P, int x, int y)
 static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[3]);
 
 /* The columns of an input: measures live in m[], voxel inputs in v[]. */
-static int lower_input(dm_prog *P, const dm_expr *e, const dm_symbol *sym, int first,
-                       int count, int out[3])
+static int lower_input(dm_prog *P, const dm_expr *e, const dm_symbol *sym, int first, int count,
+                       int out[3])
 {
     const dm_input *in = sym->kind == DM_SYM_MEASURE ? P->model->measures.items[sym->index]
                                                      : P->model->voxels.items[sym->index];
     if (sym->kind == DM_SYM_MEASURE && !P->allow_measures)
         return fail(P, e->loc, "measurement input '%s' cannot be used in %s", sym->name);
     dm_irop op = sym->kind == DM_SYM_MEASURE ? DM_IR_MEASURE : DM_IR_VOXEL;
-    for (int i = 0; i < count; i++)
-        out[i] = dm_ir_leaf(P, op, in->column + first + i);
+    for (int i = 0; i < count; i++) out[i] = dm_ir_leaf(P, op, in->column + first + i);
     return count;
 }
 
 static int lower_name(dm_prog *P, const dm_expr *e, int out[3])
 {
     const dm_symbol *sym = e->sym ? e->sym : dm_model_lookup((dm_model *)P->model, e->name);
-    if (!sym)
-        return fail(P, e->loc, "unknown name '%s' in %s", e->name);
+    if (!sym) return fail(P, e->loc, "unknown name '%s' in %s", e->name);
     switch (sym->kind) {
-    case DM_SYM_PARAM:
-        out[0] = dm_ir_leaf(P, DM_IR_PARAM, sym->index);
-        return 1;
+    case DM_SYM_PARAM: out[0] = dm_ir_leaf(P, DM_IR_PARAM, sym->index); return 1;
     case DM_SYM_MEASURE:
     case DM_SYM_VOXEL:
         if (sym->width != 1 && sym->width != 3)
-            return fail(P, e->loc, "input '%s' has several columns: index it (in %s)",
-                        sym->name);
+            return fail(P, e->loc, "input '%s' has several columns: index it (in %s)", sym->name);
         return lower_input(P, e, sym, 0, sym->width, out);
-    case DM_SYM_LET:
-        return lower_let(P, e, sym->index, out);
-    case DM_SYM_CONST:
-        out[0] = dm_ir_const(P, sym->value);
-        return 1;
+    case DM_SYM_LET: return lower_let(P, e, sym->index, out);
+    case DM_SYM_CONST: out[0] = dm_ir_const(P, sym->value); return 1;
     }
     return fail(P, e->loc, "cannot lower name '%s' in %s", e->name);
 }
@@ -374,15 +349,13 @@ static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[3])
 {
     const dm_let *let = P->model->lets.items[index];
     int w = P->let_width[index];
-    if (w < 0)
-        return fail(P, at->loc, "let '%s' depends on itself (in %s)", let->name);
+    if (w < 0) return fail(P, at->loc, "let '%s' depends on itself (in %s)", let->name);
     if (w == 0) {
         int vals[3];
         P->let_width[index] = -1;
         w = dm_lower_expr(P, let->value, vals);
         P->let_width[index] = w < 0 ? 0 : w;
-        if (w < 0)
-            return -1;
+        if (w < 0) return -1;
         for (int i = 0; i < w; i++) {
             P->let_val[3 * index + i] = vals[i];
             dm_ins *x = &P->ins[vals[i]];
@@ -392,8 +365,7 @@ static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[3])
             }
         }
     }
-    for (int i = 0; i < w; i++)
-        out[i] = P->let_val[3 * index + i];
+    for (int i = 0; i < w; i++) out[i] = P->let_val[3 * index + i];
     return w;
 }
 
@@ -404,8 +376,7 @@ static int lower_binary(dm_prog *P, const dm_expr *e, int out[3])
     int a[3], b[3];
     int wa = dm_lower_expr(P, e->a, a);
     int wb = wa < 0 ? -1 : dm_lower_expr(P, e->b, b);
-    if (wa < 0 || wb < 0)
-        return -1;
+    if (wa < 0 || wb < 0) return -1;
     int op = e->op;
     if (wa == 3 || wb == 3) {
         dm_irop irop;
@@ -448,15 +419,16 @@ static int dot3(dm_prog *P, const int *u, const int *v)
 
 /* ---- the NODDI built-ins, lowered into calls of their math-library pieces ---- */
 
-static int sub(dm_prog *P, int a, int b) { return dm_ir_binary(P, DM_IR_SUB, a, b); }
+static int sub(dm_prog *P, int a, int b)
+{
+    return dm_ir_binary(P, DM_IR_SUB, a, b);
+}
 
 /* watson_sh / stick_sh of order l at value a; the orders with a known value fold. */
 static int sh_call(dm_prog *P, dm_mathfn fn, int l, int a)
 {
-    if (l & 1)
-        return dm_ir_const(P, 0);
-    if (fn == DM_MF_WATSON_SH && l == 0)
-        return dm_ir_const(P, 1);
+    if (l & 1) return dm_ir_const(P, 0);
+    if (fn == DM_MF_WATSON_SH && l == 0) return dm_ir_const(P, 1);
     return dm_ir_call(P, fn, l, &a);
 }
 
@@ -467,8 +439,7 @@ static int watson_stick(dm_prog *P, int x, int t, int kappa)
     int sum = dm_ir_const(P, 0);
     for (int l = 0; l <= 12; l += 2) {
         int term = mul(P, sh_call(P, DM_MF_WATSON_SH, l, kappa), sh_call(P, DM_MF_STICK_SH, l, x));
-        if (l > 0)
-            term = mul(P, term, dm_ir_call(P, DM_MF_LEGENDRE, l, &t));
+        if (l > 0) term = mul(P, term, dm_ir_call(P, DM_MF_LEGENDRE, l, &t));
         sum = add(P, sum, mul(P, dm_ir_const(P, (2 * l + 1) / 2.0), term));
     }
     return sum;
@@ -480,8 +451,7 @@ static int watson_stick(dm_prog *P, int x, int t, int kappa)
 static int trace_free(dm_prog *P, const int d[3], const int o[3], int e[3], int *c1, int *c0)
 {
     int mean = mul(P, add(P, add(P, d[0], d[1]), d[2]), dm_ir_const(P, 1.0 / 3));
-    for (int i = 0; i < 3; i++)
-        e[i] = sub(P, d[i], mean);
+    for (int i = 0; i < 3; i++) e[i] = sub(P, d[i], mean);
     int o01 = mul(P, o[0], o[0]), o02 = mul(P, o[1], o[1]), o12 = mul(P, o[2], o[2]);
     *c1 = sub(P, add(P, add(P, mul(P, e[0], e[1]), mul(P, e[0], e[2])), mul(P, e[1], e[2])),
               add(P, add(P, o01, o02), o12));
@@ -503,8 +473,7 @@ static int log_hyp1f1_sym(dm_prog *P, const int d[3], const int o[3])
 /* <n_i^2> under exp(sum a_i n_i^2) / norm: one call each (mathlib.h). */
 static void bingham_moments(dm_prog *P, const int a[3], int out[3])
 {
-    for (int i = 0; i < 3; i++)
-        out[i] = dm_ir_call(P, DM_MF_BINGHAM_MOMENT, i, a);
+    for (int i = 0; i < 3; i++) out[i] = dm_ir_call(P, DM_MF_BINGHAM_MOMENT, i, a);
 }
 
 /* F(D - x q q') / F(D), D = diag(-k1, -k2, 0), F = 1F1(1/2; 3/2; .) (thesis eq. 5.18 in the
@@ -515,10 +484,8 @@ static int bingham_stick(dm_prog *P, int x, const int q[3], int k1, int k2)
     int nk1 = dm_ir_unary(P, DM_IR_NEG, k1), nk2 = dm_ir_unary(P, DM_IR_NEG, k2);
     int D[3] = {nk1, nk2, zero}, none[3] = {zero, zero, zero};
     int xq[3], d[3], o[3];
-    for (int i = 0; i < 3; i++)
-        xq[i] = mul(P, x, q[i]);
-    for (int i = 0; i < 3; i++)
-        d[i] = sub(P, D[i], mul(P, xq[i], q[i]));
+    for (int i = 0; i < 3; i++) xq[i] = mul(P, x, q[i]);
+    for (int i = 0; i < 3; i++) d[i] = sub(P, D[i], mul(P, xq[i], q[i]));
     o[0] = dm_ir_unary(P, DM_IR_NEG, mul(P, xq[0], q[1]));
     o[1] = dm_ir_unary(P, DM_IR_NEG, mul(P, xq[0], q[2]));
     o[2] = dm_ir_unary(P, DM_IR_NEG, mul(P, xq[1], q[2]));
@@ -529,33 +496,28 @@ static int bingham_stick(dm_prog *P, int x, const int q[3], int k1, int k2)
 static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
 {
     const dm_builtin *fn = e->fn ? e->fn : dm_builtin_find(e->name);
-    if (!fn)
-        return fail(P, e->loc, "unknown function '%s' (in %s)", e->name);
+    if (!fn) return fail(P, e->loc, "unknown function '%s' (in %s)", e->name);
     if (e->nargs > DM_BUILTIN_MAX_ARGS || e->nargs != fn->nargs)
         return fail(P, e->loc, "wrong number of arguments to '%s' (in %s)", fn->name);
     int arg[DM_BUILTIN_MAX_ARGS][3], w[DM_BUILTIN_MAX_ARGS];
     for (int i = 0; i < e->nargs; i++) {
         w[i] = dm_lower_expr(P, e->args[i], arg[i]);
-        if (w[i] < 0)
-            return -1;
+        if (w[i] < 0) return -1;
         int want = fn->arg_types[i] == DM_T_VEC3 ? 3 : 1;
         if (w[i] != want)
             return fail(P, e->args[i]->loc, "wrong argument type for '%s' (in %s)", fn->name);
     }
     static const dm_mathfn direct[DM_FN_COUNT] = {
-        [DM_FN_EXP] = DM_MF_EXP,     [DM_FN_LOG] = DM_MF_LOG,       [DM_FN_SQRT] = DM_MF_SQRT,
-        [DM_FN_LOG1P] = DM_MF_LOG1P,
-        [DM_FN_SIN] = DM_MF_SIN,     [DM_FN_COS] = DM_MF_COS,       [DM_FN_TAN] = DM_MF_TAN,
-        [DM_FN_ASIN] = DM_MF_ASIN,   [DM_FN_ACOS] = DM_MF_ACOS,     [DM_FN_ATAN] = DM_MF_ATAN,
-        [DM_FN_ATAN2] = DM_MF_ATAN2, [DM_FN_SINH] = DM_MF_SINH,     [DM_FN_COSH] = DM_MF_COSH,
-        [DM_FN_TANH] = DM_MF_TANH,   [DM_FN_ABS] = DM_MF_FABS,      [DM_FN_ERF] = DM_MF_ERF,
-        [DM_FN_DAWSON] = DM_MF_DAWSON, [DM_FN_LGAMMA] = DM_MF_LGAMMA,
+        [DM_FN_EXP] = DM_MF_EXP,       [DM_FN_LOG] = DM_MF_LOG,       [DM_FN_SQRT] = DM_MF_SQRT,
+        [DM_FN_LOG1P] = DM_MF_LOG1P,   [DM_FN_SIN] = DM_MF_SIN,       [DM_FN_COS] = DM_MF_COS,
+        [DM_FN_TAN] = DM_MF_TAN,       [DM_FN_ASIN] = DM_MF_ASIN,     [DM_FN_ACOS] = DM_MF_ACOS,
+        [DM_FN_ATAN] = DM_MF_ATAN,     [DM_FN_ATAN2] = DM_MF_ATAN2,   [DM_FN_SINH] = DM_MF_SINH,
+        [DM_FN_COSH] = DM_MF_COSH,     [DM_FN_TANH] = DM_MF_TANH,     [DM_FN_ABS] = DM_MF_FABS,
+        [DM_FN_ERF] = DM_MF_ERF,       [DM_FN_DAWSON] = DM_MF_DAWSON, [DM_FN_LGAMMA] = DM_MF_LGAMMA,
         [DM_FN_LOG_I0] = DM_MF_LOG_I0,
     };
     switch (fn->id) {
-    case DM_FN_POW:
-        out[0] = power(P, arg[0][0], arg[1][0]);
-        return 1;
+    case DM_FN_POW: out[0] = power(P, arg[0][0], arg[1][0]); return 1;
     case DM_FN_MIN:
     case DM_FN_MAX: {
         int a = arg[0][0], b = arg[1][0];
@@ -574,15 +536,12 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
     case DM_FN_WATSON_SH:
     case DM_FN_STICK_SH: {
         double n;
-        if (!dm_ir_const_value(P, arg[0][0], &n))
-            n = e->args[0]->num;
+        if (!dm_ir_const_value(P, arg[0][0], &n)) n = e->args[0]->num;
         out[0] = sh_call(P, fn->id == DM_FN_WATSON_SH ? DM_MF_WATSON_SH : DM_MF_STICK_SH, (int)n,
                          arg[1][0]);
         return 1;
     }
-    case DM_FN_WATSON_STICK:
-        out[0] = watson_stick(P, arg[0][0], arg[1][0], arg[2][0]);
-        return 1;
+    case DM_FN_WATSON_STICK: out[0] = watson_stick(P, arg[0][0], arg[1][0], arg[2][0]); return 1;
     case DM_FN_LOG_HYP1F1_BINGHAM: {
         int zero = dm_ir_const(P, 0), o[3] = {zero, zero, zero};
         int d[3] = {arg[0][0], arg[1][0], arg[2][0]};
@@ -597,9 +556,7 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
     case DM_FN_BINGHAM_STICK:
         out[0] = bingham_stick(P, arg[0][0], arg[1], arg[2][0], arg[3][0]);
         return 1;
-    case DM_FN_DOT:
-        out[0] = dot3(P, arg[0], arg[1]);
-        return 1;
+    case DM_FN_DOT: out[0] = dot3(P, arg[0], arg[1]); return 1;
     case DM_FN_CROSS: {
         const int *u = arg[0], *v = arg[1];
         for (int i = 0; i < 3; i++) {
@@ -608,9 +565,7 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
         }
         return 3;
     }
-    case DM_FN_NORM:
-        out[0] = call1(P, DM_MF_SQRT, dot3(P, arg[0], arg[0]));
-        return 1;
+    case DM_FN_NORM: out[0] = call1(P, DM_MF_SQRT, dot3(P, arg[0], arg[0])); return 1;
     case DM_FN_DIR: {
         int th = arg[0][0], ph = arg[1][0];
         int sin_th = call1(P, DM_MF_SIN, th);
@@ -620,15 +575,13 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
         return 3;
     }
     case DM_FN_VEC:
-        for (int i = 0; i < 3; i++)
-            out[i] = arg[i][0];
+        for (int i = 0; i < 3; i++) out[i] = arg[i][0];
         return 3;
     default:
         if (fn->id < 0 || fn->id >= DM_FN_COUNT || (direct[fn->id] == 0 && fn->id != DM_FN_EXP))
             return fail(P, e->loc, "no code generation for function '%s' (in %s)", fn->name);
         int scalars[DM_BUILTIN_MAX_ARGS];
-        for (int i = 0; i < e->nargs; i++)
-            scalars[i] = arg[i][0];
+        for (int i = 0; i < e->nargs; i++) scalars[i] = arg[i][0];
         out[0] = dm_ir_call(P, direct[fn->id], 0, scalars);
         return 1;
     }
@@ -653,10 +606,8 @@ static int lower_index(dm_prog *P, const dm_expr *e, int out[3])
     }
     int v[3];
     int w = dm_lower_expr(P, base, v);
-    if (w < 0)
-        return -1;
-    if (k < 0 || k >= w)
-        return fail(P, e->b->loc, "index out of range%s (in %s)", NULL);
+    if (w < 0) return -1;
+    if (k < 0 || k >= w) return fail(P, e->b->loc, "index out of range%s (in %s)", NULL);
     out[0] = v[(int)k];
     return 1;
 }
@@ -664,41 +615,31 @@ static int lower_index(dm_prog *P, const dm_expr *e, int out[3])
 int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3])
 {
     switch (e->kind) {
-    case DM_E_NUM:
-        out[0] = dm_ir_const(P, e->num);
-        return 1;
-    case DM_E_NAME:
-        return lower_name(P, e, out);
+    case DM_E_NUM: out[0] = dm_ir_const(P, e->num); return 1;
+    case DM_E_NAME: return lower_name(P, e, out);
     case DM_E_UNARY: {
         int a[3];
         int w = dm_lower_expr(P, e->a, a);
-        if (w < 0)
-            return -1;
-        if (e->op == '!' && w != 1)
-            return fail(P, e->loc, "'!' needs a scalar%s (in %s)", NULL);
+        if (w < 0) return -1;
+        if (e->op == '!' && w != 1) return fail(P, e->loc, "'!' needs a scalar%s (in %s)", NULL);
         for (int i = 0; i < w; i++)
             out[i] = dm_ir_unary(P, e->op == '!' ? DM_IR_NOT : DM_IR_NEG, a[i]);
         return w;
     }
-    case DM_E_BINARY:
-        return lower_binary(P, e, out);
+    case DM_E_BINARY: return lower_binary(P, e, out);
     case DM_E_TERNARY: {
         int c[3], a[3], b[3];
         int wc = dm_lower_expr(P, e->a, c);
         int wa = wc < 0 ? -1 : dm_lower_expr(P, e->b, a);
         int wb = wa < 0 ? -1 : dm_lower_expr(P, e->c, b);
-        if (wb < 0)
-            return -1;
+        if (wb < 0) return -1;
         if (wc != 1 || wa != wb)
             return fail(P, e->loc, "mismatched operands of '?:'%s (in %s)", NULL);
-        for (int i = 0; i < wa; i++)
-            out[i] = dm_ir_select(P, c[0], a[i], b[i]);
+        for (int i = 0; i < wa; i++) out[i] = dm_ir_select(P, c[0], a[i], b[i]);
         return wa;
     }
-    case DM_E_CALL:
-        return lower_call(P, e, out);
-    case DM_E_INDEX:
-        return lower_index(P, e, out);
+    case DM_E_CALL: return lower_call(P, e, out);
+    case DM_E_INDEX: return lower_index(P, e, out);
     }
     return fail(P, e->loc, "cannot lower this expression%s (in %s)", NULL);
 }
@@ -707,10 +648,8 @@ void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live)
 {
     memset(live, 0, (size_t)P->n);
     for (int i = 0; i < nroots; i++)
-        if (roots[i] >= 0)
-            live[roots[i]] = 1;
+        if (roots[i] >= 0) live[roots[i]] = 1;
     for (int i = P->n - 1; i >= 0; i--)
         if (live[i])
-            for (int j = 0; j < P->ins[i].nargs; j++)
-                live[P->ins[i].arg[j]] = 1;
+            for (int j = 0; j < P->ins[i].nargs; j++) live[P->ins[i].arg[j]] = 1;
 }

@@ -76,7 +76,7 @@ typedef struct dm_mathfn_info {
     int nargs;          /* real arguments (the Legendre order is not one of them) */
     int transcendental; /* counted apart by the flop counter */
     double (*fold)(const double *args, int order); /* value on constants */
-    int ordered;        /* 1: a constant integer (dm_ins.index) precedes the arguments */
+    int ordered; /* 1: a constant integer (dm_ins.index) precedes the arguments */
 } dm_mathfn_info;
 
 const dm_mathfn_info *dm_mathfn_get(dm_mathfn f);
@@ -104,9 +104,9 @@ typedef struct dm_prog {
     int n, cap;
     int *table; /* open-addressing hash of instruction ids, for value numbering */
     int table_cap;
-    int *let_val;   /* 3 value ids per let, -1 until lowered */
-    int *let_width; /* 0 until lowered, -1 while being lowered */
-    int allow_measures; /* 0 in functions without a measurement row */
+    int *let_val;        /* 3 value ids per let, -1 until lowered */
+    int *let_width;      /* 0 until lowered, -1 while being lowered */
+    int allow_measures;  /* 0 in functions without a measurement row */
     const char *context; /* "output OD", ... for error messages */
     dm_diag *diag;
     int failed;

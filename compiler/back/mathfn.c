@@ -9,8 +9,12 @@ typedef double real;
 #define DM_FN static inline __attribute__((unused))
 #include "mathlib.h"
 
-#define FOLD1(NAME, EXPR) \
-    static double NAME(const double *a, int order) { (void)order; return EXPR; }
+#define FOLD1(NAME, EXPR)                                                                          \
+    static double NAME(const double *a, int order)                                                 \
+    {                                                                                              \
+        (void)order;                                                                               \
+        return EXPR;                                                                               \
+    }
 FOLD1(fold_exp, exp(a[0]))
 FOLD1(fold_log, log(a[0]))
 FOLD1(fold_log1p, log1p(a[0]))
@@ -34,9 +38,18 @@ FOLD1(fold_lgamma, lgamma(a[0]))
 FOLD1(fold_log_i0, dm_log_i0(a[0]))
 FOLD1(fold_i1_i0, dm_bessel_i1_i0(a[0]))
 FOLD1(fold_fd_step, dm_fd_step(a[0]))
-static double fold_legendre(const double *a, int order) { return dm_legendre(order, a[0]); }
-static double fold_stick_sh(const double *a, int order) { return dm_stick_sh(order, a[0]); }
-static double fold_watson_sh(const double *a, int order) { return dm_watson_sh(order, a[0]); }
+static double fold_legendre(const double *a, int order)
+{
+    return dm_legendre(order, a[0]);
+}
+static double fold_stick_sh(const double *a, int order)
+{
+    return dm_stick_sh(order, a[0]);
+}
+static double fold_watson_sh(const double *a, int order)
+{
+    return dm_watson_sh(order, a[0]);
+}
 static double fold_log_hyp1f1_dep(const double *a, int order)
 {
     return dm_log_hyp1f1_dep(order, a[0], a[1]);

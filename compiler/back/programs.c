@@ -29,8 +29,7 @@ static int build_signal(dm_programs *G, const dm_model *m, dm_diag *diag)
     dm_differentiate(P, v[0], np, G->grad_roots + 1);
     for (int k = 0; k < np; k++) {
         const dm_param *par = m->params.items[k];
-        if (!par->derivative)
-            continue;
+        if (!par->derivative) continue;
         P->context = "a derivative";
         if (dm_lower_expr(P, par->derivative, v) != 1) {
             if (!P->failed)
@@ -107,11 +106,9 @@ static int build_prior(dm_programs *G, const dm_model *m, dm_diag *diag)
             }
             e = dm_ir_unary(P, DM_IR_NEG, v[0]);
             break;
-        default:
-            break;
+        default: break;
         }
-        if (e >= 0)
-            total = dm_ir_binary(P, DM_IR_ADD, total, e);
+        if (e >= 0) total = dm_ir_binary(P, DM_IR_ADD, total, e);
     }
     G->prior_root = total;
     return 0;
@@ -124,20 +121,17 @@ static int build_outputs(dm_programs *G, const dm_model *m, dm_diag *diag)
     P->allow_measures = 0;
     P->context = "a derived output";
     G->output_roots = malloc(sizeof(int) * ((size_t)m->output_width + 1));
-    for (int c = 0; c < m->output_width; c++)
-        G->output_roots[c] = -1;
+    for (int c = 0; c < m->output_width; c++) G->output_roots[c] = -1;
     for (int i = 0; i < m->outputs.n; i++) {
         const dm_output *o = m->outputs.items[i];
         int v[3];
         int w = dm_lower_expr(P, o->value, v);
-        if (w < 0)
-            return -1;
+        if (w < 0) return -1;
         if (o->column + w > m->output_width) {
             dm_error(diag, o->loc, "output '%s' does not fit the output row", o->name);
             return -1;
         }
-        for (int c = 0; c < w; c++)
-            G->output_roots[o->column + c] = v[c];
+        for (int c = 0; c < w; c++) G->output_roots[o->column + c] = v[c];
     }
     return 0;
 }

@@ -15,8 +15,7 @@
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort();
+    if (!p) abort();
     return p;
 }
 
@@ -33,24 +32,20 @@ void dm_split_program(const dm_prog *P, const int *roots, int nroots, dm_split *
     for (int i = 0; i < n; i++) {
         const dm_ins *x = &P->ins[i];
         int v = x->op == DM_IR_MEASURE;
-        for (int j = 0; j < x->nargs; j++)
-            v |= S->varying[x->arg[j]];
+        for (int j = 0; j < x->nargs; j++) v |= S->varying[x->arg[j]];
         S->varying[i] = (char)v;
         S->slot[i] = -1;
     }
 
     char *need = xcalloc((size_t)n, 1);
     for (int r = 0; r < nroots; r++)
-        if (roots[r] >= 0)
-            need[roots[r]] = 1;
+        if (roots[r] >= 0) need[roots[r]] = 1;
     for (int i = n - 1; i >= 0; i--) {
         const dm_ins *x = &P->ins[i];
-        if (!need[i] || x->op == DM_IR_CONST)
-            continue;
+        if (!need[i] || x->op == DM_IR_CONST) continue;
         if (S->varying[i]) {
             S->at_code[i] = 1;
-            for (int j = 0; j < x->nargs; j++)
-                need[x->arg[j]] = 1;
+            for (int j = 0; j < x->nargs; j++) need[x->arg[j]] = 1;
         } else if (x->op == DM_IR_VOXEL) {
             S->at_code[i] = 1;
         } else {

@@ -28,8 +28,7 @@ void *dm_arena_alloc(dm_model *m, size_t size)
 {
     if (!m->arena) {
         m->arena = calloc(1, sizeof *m->arena);
-        if (!m->arena)
-            out_of_memory();
+        if (!m->arena) out_of_memory();
     }
     const size_t align = sizeof(max_align_t);
     size = (size + align - 1) / align * align;
@@ -37,8 +36,7 @@ void *dm_arena_alloc(dm_model *m, size_t size)
     if (!b || b->size - b->used < size) {
         size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
         b = malloc(sizeof *b + cap);
-        if (!b)
-            out_of_memory();
+        if (!b) out_of_memory();
         b->next = m->arena->head;
         b->used = 0;
         b->size = cap;
@@ -70,8 +68,7 @@ void dm_vec_push_(dm_model *m, void *vec, void *item)
     if (v->n == v->cap) {
         int cap = v->cap ? 2 * v->cap : 8;
         void **items = dm_arena_alloc(m, (size_t)cap * sizeof *items);
-        if (v->n)
-            memcpy(items, v->items, (size_t)v->n * sizeof *items);
+        if (v->n) memcpy(items, v->items, (size_t)v->n * sizeof *items);
         v->items = items; /* the old array stays in the arena until the model is freed */
         v->cap = cap;
     }
@@ -80,8 +77,7 @@ void dm_vec_push_(dm_model *m, void *vec, void *item)
 
 void dm_model_free(dm_model *m)
 {
-    if (!m)
-        return;
+    if (!m) return;
     if (m->arena) {
         dm_arena_block *b = m->arena->head;
         while (b) {
@@ -97,8 +93,7 @@ void dm_model_free(dm_model *m)
 dm_symbol *dm_model_lookup(dm_model *m, const char *name)
 {
     for (int i = 0; i < m->symbols.n; i++)
-        if (strcmp(m->symbols.items[i]->name, name) == 0)
-            return m->symbols.items[i];
+        if (strcmp(m->symbols.items[i]->name, name) == 0) return m->symbols.items[i];
     return NULL;
 }
 

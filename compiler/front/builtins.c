@@ -18,7 +18,16 @@ const dm_builtin dm_builtins[DM_FN_COUNT] = {
     {"asin", DM_FN_ASIN, 1, {S}, S, 0, 0, 0, asin, NULL, "arc sine (radians)"},
     {"acos", DM_FN_ACOS, 1, {S}, S, 0, 0, 0, acos, NULL, "arc cosine (radians)"},
     {"atan", DM_FN_ATAN, 1, {S}, S, 0, 0, 0, atan, NULL, "arc tangent (radians)"},
-    {"atan2", DM_FN_ATAN2, 2, {S, S}, S, 0, 0, 0, NULL, atan2,
+    {"atan2",
+     DM_FN_ATAN2,
+     2,
+     {S, S},
+     S,
+     0,
+     0,
+     0,
+     NULL,
+     atan2,
      "atan2(y, x): angle of the point (x, y), in (-pi, pi]"},
     {"sinh", DM_FN_SINH, 1, {S}, S, 0, 0, 0, sinh, NULL, "hyperbolic sine"},
     {"cosh", DM_FN_COSH, 1, {S}, S, 0, 0, 0, cosh, NULL, "hyperbolic cosine"},
@@ -28,34 +37,142 @@ const dm_builtin dm_builtins[DM_FN_COUNT] = {
     {"min", DM_FN_MIN, 2, {S, S}, S, 0, 0, 0, NULL, fmin, "smaller of two values"},
     {"max", DM_FN_MAX, 2, {S, S}, S, 0, 0, 0, NULL, fmax, "larger of two values"},
     {"erf", DM_FN_ERF, 1, {S}, S, 0, 0, 0, erf, NULL, "error function"},
-    {"dawson", DM_FN_DAWSON, 1, {S}, S, 0, 0, 0, NULL, NULL,
+    {"dawson",
+     DM_FN_DAWSON,
+     1,
+     {S},
+     S,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
      "Dawson's integral exp(-x^2) * integral from 0 to x of exp(t^2) dt"},
-    {"lgamma", DM_FN_LGAMMA, 1, {S}, S, 0, 0, 0, lgamma, NULL,
+    {"lgamma",
+     DM_FN_LGAMMA,
+     1,
+     {S},
+     S,
+     0,
+     0,
+     0,
+     lgamma,
+     NULL,
      "log of the absolute value of the gamma function"},
-    {"log_i0", DM_FN_LOG_I0, 1, {S}, S, 0, 0, 0, NULL, NULL,
+    {"log_i0",
+     DM_FN_LOG_I0,
+     1,
+     {S},
+     S,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
      "log of the modified Bessel function of the first kind of order 0"},
-    {"legendre", DM_FN_LEGENDRE, 2, {S, S}, S, 1u << 0, 0, 20, NULL, NULL,
+    {"legendre",
+     DM_FN_LEGENDRE,
+     2,
+     {S, S},
+     S,
+     1u << 0,
+     0,
+     20,
+     NULL,
+     NULL,
      "legendre(n, x): Legendre polynomial P_n(x), n a constant integer 0..20"},
     {"dot", DM_FN_DOT, 2, {V, V}, S, 0, 0, 0, NULL, NULL, "dot product of two 3-vectors"},
     {"cross", DM_FN_CROSS, 2, {V, V}, V, 0, 0, 0, NULL, NULL, "cross product of two 3-vectors"},
     {"norm", DM_FN_NORM, 1, {V}, S, 0, 0, 0, NULL, NULL, "Euclidean length of a 3-vector"},
-    {"dir", DM_FN_DIR, 2, {S, S}, V, 0, 0, 0, NULL, NULL,
+    {"dir",
+     DM_FN_DIR,
+     2,
+     {S, S},
+     V,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
      "dir(theta, phi): unit vector (sin theta cos phi, sin theta sin phi, cos theta)"},
     {"vec", DM_FN_VEC, 3, {S, S, S}, V, 0, 0, 0, NULL, NULL, "vec(x, y, z): a 3-vector"},
-    {"log1p", DM_FN_LOG1P, 1, {S}, S, 0, 0, 0, log1p, NULL,
+    {"log1p",
+     DM_FN_LOG1P,
+     1,
+     {S},
+     S,
+     0,
+     0,
+     0,
+     log1p,
+     NULL,
      "log1p(x) = log(1 + x), accurate also for small x"},
-    {"watson_sh", DM_FN_WATSON_SH, 2, {S, S}, S, 1u << 0, 0, 20, NULL, NULL,
+    {"watson_sh",
+     DM_FN_WATSON_SH,
+     2,
+     {S, S},
+     S,
+     1u << 0,
+     0,
+     20,
+     NULL,
+     NULL,
      "watson_sh(l, kappa): mean of P_l(n.v) under a Watson distribution of concentration kappa"},
-    {"stick_sh", DM_FN_STICK_SH, 2, {S, S}, S, 1u << 0, 0, 20, NULL, NULL,
+    {"stick_sh",
+     DM_FN_STICK_SH,
+     2,
+     {S, S},
+     S,
+     1u << 0,
+     0,
+     20,
+     NULL,
+     NULL,
      "stick_sh(l, x): integral from -1 to 1 of exp(-x u^2) P_l(u) du"},
-    {"watson_stick", DM_FN_WATSON_STICK, 3, {S, S, S}, S, 0, 0, 0, NULL, NULL,
+    {"watson_stick",
+     DM_FN_WATSON_STICK,
+     3,
+     {S, S, S},
+     S,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
      "watson_stick(x, t, kappa): stick signal exp(-x (g.n)^2) averaged over a Watson "
      "distribution, t = g.v (Legendre series to degree 12, as NODDI)"},
-    {"log_hyp1f1_bingham", DM_FN_LOG_HYP1F1_BINGHAM, 3, {S, S, S}, S, 0, 0, 0, NULL, NULL,
+    {"log_hyp1f1_bingham",
+     DM_FN_LOG_HYP1F1_BINGHAM,
+     3,
+     {S, S, S},
+     S,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
      "log 1F1(1/2; 3/2; diag(a1, a2, a3)) by the saddle-point approximation (Kume & Wood)"},
-    {"bingham_moments", DM_FN_BINGHAM_MOMENTS, 3, {S, S, S}, V, 0, 0, 0, NULL, NULL,
+    {"bingham_moments",
+     DM_FN_BINGHAM_MOMENTS,
+     3,
+     {S, S, S},
+     V,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
      "bingham_moments(a1, a2, a3): (<n1^2>, <n2^2>, <n3^2>) under exp(sum a_i n_i^2)"},
-    {"bingham_stick", DM_FN_BINGHAM_STICK, 4, {S, V, S, S}, S, 0, 0, 0, NULL, NULL,
+    {"bingham_stick",
+     DM_FN_BINGHAM_STICK,
+     4,
+     {S, V, S, S},
+     S,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
      "bingham_stick(x, q, k1, k2): stick signal averaged over the Bingham distribution "
      "exp(-k1 n1^2 - k2 n2^2), q the gradient in its frame"},
 };
@@ -63,8 +180,7 @@ const dm_builtin dm_builtins[DM_FN_COUNT] = {
 const dm_builtin *dm_builtin_find(const char *name)
 {
     for (int i = 0; i < DM_FN_COUNT; i++)
-        if (strcmp(dm_builtins[i].name, name) == 0)
-            return &dm_builtins[i];
+        if (strcmp(dm_builtins[i].name, name) == 0) return &dm_builtins[i];
     return NULL;
 }
 
@@ -74,20 +190,15 @@ const dm_builtin *dm_builtin_find(const char *name)
 static int edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 1000;
+    if (la > 63 || lb > 63) return 1000;
     int d[64][64];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (int)j;
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
     for (size_t i = 1; i <= la; i++)
         for (size_t j = 1; j <= lb; j++) {
             int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
             if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
                 d[i - 2][j - 2] + 1 < best)
                 best = d[i - 2][j - 2] + 1;
@@ -99,10 +210,8 @@ static int edit_distance(const char *a, const char *b)
 const char *dm_nearest_name(const char *name, const char *const *candidates)
 {
     int limit = (int)strlen(name) / 2;
-    if (limit > 2)
-        limit = 2;
-    if (limit < 1)
-        limit = 1;
+    if (limit > 2) limit = 2;
+    if (limit < 1) limit = 1;
     const char *best = NULL;
     int best_d = limit + 1;
     for (int i = 0; candidates[i]; i++) {
@@ -118,8 +227,7 @@ const char *dm_nearest_name(const char *name, const char *const *candidates)
 const char *dm_builtin_nearest(const char *name)
 {
     const char *names[DM_FN_COUNT + 1];
-    for (int i = 0; i < DM_FN_COUNT; i++)
-        names[i] = dm_builtins[i].name;
+    for (int i = 0; i < DM_FN_COUNT; i++) names[i] = dm_builtins[i].name;
     names[DM_FN_COUNT] = NULL;
     return dm_nearest_name(name, names);
 }

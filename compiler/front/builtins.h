@@ -20,28 +20,28 @@ typedef enum dm_builtin_id {
     DM_FN_ASIN,
     DM_FN_ACOS,
     DM_FN_ATAN,
-    DM_FN_ATAN2,    /* atan2(y, x) */
+    DM_FN_ATAN2, /* atan2(y, x) */
     DM_FN_SINH,
     DM_FN_COSH,
     DM_FN_TANH,
     DM_FN_ABS,
-    DM_FN_POW,      /* pow(x, y) */
+    DM_FN_POW, /* pow(x, y) */
     DM_FN_MIN,
     DM_FN_MAX,
     DM_FN_ERF,
-    DM_FN_DAWSON,   /* Dawson's integral F(x) = exp(-x^2) int_0^x exp(t^2) dt */
+    DM_FN_DAWSON, /* Dawson's integral F(x) = exp(-x^2) int_0^x exp(t^2) dt */
     DM_FN_LGAMMA,
-    DM_FN_LOG_I0,   /* log of the modified Bessel function I0 */
-    DM_FN_LEGENDRE, /* legendre(n, x): Legendre polynomial P_n(x), n a constant integer */
-    DM_FN_DOT,      /* dot(u, v): vec3 x vec3 -> scalar */
-    DM_FN_CROSS,    /* cross(u, v): vec3 x vec3 -> vec3 */
-    DM_FN_NORM,     /* norm(v): Euclidean length */
-    DM_FN_DIR,      /* dir(theta, phi) = (sin th cos ph, sin th sin ph, cos th) */
-    DM_FN_VEC,      /* vec(x, y, z) */
-    DM_FN_LOG1P,        /* log1p(x) = log(1 + x), accurate for small x */
-    DM_FN_WATSON_SH,    /* watson_sh(l, kappa): Watson coefficient, mean of P_l(n.v) */
-    DM_FN_STICK_SH,     /* stick_sh(l, x): integral_-1^1 exp(-x u^2) P_l(u) du */
-    DM_FN_WATSON_STICK, /* watson_stick(x, t, kappa): Watson-averaged stick, l <= 12 */
+    DM_FN_LOG_I0,             /* log of the modified Bessel function I0 */
+    DM_FN_LEGENDRE,           /* legendre(n, x): Legendre polynomial P_n(x), n a constant integer */
+    DM_FN_DOT,                /* dot(u, v): vec3 x vec3 -> scalar */
+    DM_FN_CROSS,              /* cross(u, v): vec3 x vec3 -> vec3 */
+    DM_FN_NORM,               /* norm(v): Euclidean length */
+    DM_FN_DIR,                /* dir(theta, phi) = (sin th cos ph, sin th sin ph, cos th) */
+    DM_FN_VEC,                /* vec(x, y, z) */
+    DM_FN_LOG1P,              /* log1p(x) = log(1 + x), accurate for small x */
+    DM_FN_WATSON_SH,          /* watson_sh(l, kappa): Watson coefficient, mean of P_l(n.v) */
+    DM_FN_STICK_SH,           /* stick_sh(l, x): integral_-1^1 exp(-x u^2) P_l(u) du */
+    DM_FN_WATSON_STICK,       /* watson_stick(x, t, kappa): Watson-averaged stick, l <= 12 */
     DM_FN_LOG_HYP1F1_BINGHAM, /* log 1F1(1/2; 3/2; diag(a1, a2, a3)), saddle point */
     DM_FN_BINGHAM_MOMENTS,    /* bingham_moments(a1, a2, a3) -> vec3 of <n_i^2> */
     DM_FN_BINGHAM_STICK,      /* bingham_stick(x, q, k1, k2): Bingham-averaged stick */

@@ -35,8 +35,7 @@ typedef struct decl {
 static int decl_by_position(const void *pa, const void *pb)
 {
     const decl *a = pa, *b = pb;
-    if (a->loc.line != b->loc.line)
-        return a->loc.line < b->loc.line ? -1 : 1;
+    if (a->loc.line != b->loc.line) return a->loc.line < b->loc.line ? -1 : 1;
     return a->loc.col < b->loc.col ? -1 : a->loc.col > b->loc.col;
 }
 
@@ -62,21 +61,20 @@ static void declare_names(checker *c)
 
     int n = m->params.n + m->measures.n + m->voxels.n + m->lets.n + m->outputs.n, k = 0;
     decl *all = calloc((size_t)n + 1, sizeof *all);
-    if (!all)
-        abort();
+    if (!all) abort();
     for (int i = 0; i < m->params.n; i++)
         all[k++] = (decl){m->params.items[i]->name, m->params.items[i]->loc, DM_SYM_PARAM, i, 1};
     for (int i = 0; i < m->measures.n; i++)
-        all[k++] = (decl){m->measures.items[i]->name, m->measures.items[i]->loc,
-                          DM_SYM_MEASURE, i, m->measures.items[i]->width};
+        all[k++] = (decl){m->measures.items[i]->name, m->measures.items[i]->loc, DM_SYM_MEASURE, i,
+                          m->measures.items[i]->width};
     for (int i = 0; i < m->voxels.n; i++)
         all[k++] = (decl){m->voxels.items[i]->name, m->voxels.items[i]->loc, DM_SYM_VOXEL, i,
                           m->voxels.items[i]->width};
     for (int i = 0; i < m->lets.n; i++)
         all[k++] = (decl){m->lets.items[i]->name, m->lets.items[i]->loc, DM_SYM_LET, i, 1};
     for (int i = 0; i < m->outputs.n; i++)
-        all[k++] = (decl){m->outputs.items[i]->name, m->outputs.items[i]->loc,
-                          (dm_symbol_kind)-1, i, 1};
+        all[k++] =
+            (decl){m->outputs.items[i]->name, m->outputs.items[i]->loc, (dm_symbol_kind)-1, i, 1};
     qsort(all, (size_t)n, sizeof *all, decl_by_position);
 
     for (int i = 0; i < n; i++) {
@@ -94,15 +92,13 @@ static void declare_names(checker *c)
         }
         const decl *first = NULL;
         for (int j = 0; j < i && !first; j++)
-            if (strcmp(all[j].name, d->name) == 0)
-                first = &all[j];
+            if (strcmp(all[j].name, d->name) == 0) first = &all[j];
         if (first) {
             dm_error(c->d, d->loc, "duplicate name '%s' (first declared at line %d)", d->name,
                      first->loc.line);
             continue;
         }
-        if ((int)d->kind >= 0)
-            add_symbol(c, d->name, d->kind, d->index, d->width, 0);
+        if ((int)d->kind >= 0) add_symbol(c, d->name, d->kind, d->index, d->width, 0);
     }
     free(all);
 }
@@ -114,23 +110,24 @@ static int check_bounds(checker *c, dm_param *p)
 {
     p->lo = -INFINITY;
     p->hi = INFINITY;
-    if (!p->has_bounds)
-        return 1;
+    if (!p->has_bounds) return 1;
     char what[96];
     double lo, hi;
     snprintf(what, sizeof what, "the lower bound of '%s'", p->name);
     int ok = dm_const_value(c, p->lo_expr, what, &lo);
     snprintf(what, sizeof what, "the upper bound of '%s'", p->name);
     ok &= dm_const_value(c, p->hi_expr, what, &hi);
-    if (!ok)
-        return 0;
+    if (!ok) return 0;
     if (!(lo < hi)) {
-        dm_error(c->d, dm_expr_start(p->lo_expr), "the lower bound %g of '%s' is not below its upper "
-                 "bound %g", lo, p->name, hi);
+        dm_error(c->d, dm_expr_start(p->lo_expr),
+                 "the lower bound %g of '%s' is not below its upper "
+                 "bound %g",
+                 lo, p->name, hi);
         return 0;
     }
     if ((isinf(lo) && p->lo_closed) || (isinf(hi) && p->hi_closed)) {
-        dm_error(c->d, isinf(lo) && p->lo_closed ? dm_expr_start(p->lo_expr) : dm_expr_start(p->hi_expr),
+        dm_error(c->d,
+                 isinf(lo) && p->lo_closed ? dm_expr_start(p->lo_expr) : dm_expr_start(p->hi_expr),
                  "an infinite bound of '%s' must be open: use '(' or ')' next to it", p->name);
         return 0;
     }
@@ -152,21 +149,21 @@ static void check_init(checker *c, dm_param *p)
      * else 0.  `init b0` keeps it as the value to use when a voxel has no b=0 data. */
     int flo = isfinite(p->lo), fhi = isfinite(p->hi);
     p->init = flo && fhi ? (p->lo + p->hi) / 2 : flo ? p->lo + 1 : fhi ? p->hi - 1 : 0;
-    if (!p->init_expr)
-        return;
+    if (!p->init_expr) return;
     char what[96];
     double v;
     snprintf(what, sizeof what, "the initial value of '%s'", p->name);
-    if (!dm_const_value(c, p->init_expr, what, &v))
-        return;
+    if (!dm_const_value(c, p->init_expr, what, &v)) return;
     if (!isfinite(v)) {
-        dm_error(c->d, dm_expr_start(p->init_expr), "the initial value of '%s' must be finite", p->name);
+        dm_error(c->d, dm_expr_start(p->init_expr), "the initial value of '%s' must be finite",
+                 p->name);
         return;
     }
     if (!within_bounds(p, v)) {
-        dm_error(c->d, dm_expr_start(p->init_expr), "the initial value %g of '%s' is outside its bounds "
-                 "%c%g, %g%c", v, p->name, p->lo_closed ? '[' : '(', p->lo, p->hi,
-                 p->hi_closed ? ']' : ')');
+        dm_error(c->d, dm_expr_start(p->init_expr),
+                 "the initial value %g of '%s' is outside its bounds "
+                 "%c%g, %g%c",
+                 v, p->name, p->lo_closed ? '[' : '(', p->lo, p->hi, p->hi_closed ? ']' : ')');
         return;
     }
     p->init = v;
@@ -175,16 +172,16 @@ static void check_init(checker *c, dm_param *p)
 static void check_step(checker *c, dm_param *p)
 {
     p->step = 0;
-    if (!p->step_expr)
-        return;
+    if (!p->step_expr) return;
     char what[96];
     double v;
     snprintf(what, sizeof what, "the step of '%s'", p->name);
-    if (!dm_const_value(c, p->step_expr, what, &v))
-        return;
+    if (!dm_const_value(c, p->step_expr, what, &v)) return;
     if (!(v > 0 && isfinite(v))) {
-        dm_error(c->d, dm_expr_start(p->step_expr), "the step of '%s' must be a positive finite number, "
-                 "not %g", p->name, v);
+        dm_error(c->d, dm_expr_start(p->step_expr),
+                 "the step of '%s' must be a positive finite number, "
+                 "not %g",
+                 p->name, v);
         return;
     }
     p->step = v;
@@ -211,14 +208,12 @@ static void check_prior(checker *c, dm_param *p)
 {
     dm_prior *pr = &p->prior;
     pr->kind = DM_PRIOR_NONE;
-    if (!pr->name)
-        return;
+    if (!pr->name) return;
     const prior_rule *rule = NULL;
     const char *names[NPRIOR_RULES + 1];
     for (int i = 0; i < NPRIOR_RULES; i++) {
         names[i] = prior_rules[i].name;
-        if (strcmp(pr->name, prior_rules[i].name) == 0)
-            rule = &prior_rules[i];
+        if (strcmp(pr->name, prior_rules[i].name) == 0) rule = &prior_rules[i];
     }
     names[NPRIOR_RULES] = NULL;
     if (!rule) {
@@ -226,8 +221,10 @@ static void check_prior(checker *c, dm_param *p)
         if (near)
             dm_error(c->d, pr->loc, "unknown prior '%s'; did you mean '%s'?", pr->name, near);
         else
-            dm_error(c->d, pr->loc, "unknown prior '%s'; the priors are uniform, gaussian, "
-                     "gamma, ard, sphere and custom", pr->name);
+            dm_error(c->d, pr->loc,
+                     "unknown prior '%s'; the priors are uniform, gaussian, "
+                     "gamma, ard, sphere and custom",
+                     pr->name);
         return;
     }
     if (pr->nargs != rule->nargs) {
@@ -258,38 +255,42 @@ static void check_prior(checker *c, dm_param *p)
             ok = 0;
         }
     }
-    if (!ok)
-        return;
+    if (!ok) return;
     switch (rule->kind) {
     case DM_PRIOR_GAUSSIAN:
         if (pr->value[1] <= 0) {
-            dm_error(c->d, dm_expr_start(pr->args[1]), "the sd of a gaussian prior must be positive, not %g",
-                     pr->value[1]);
+            dm_error(c->d, dm_expr_start(pr->args[1]),
+                     "the sd of a gaussian prior must be positive, not %g", pr->value[1]);
             return;
         }
         break;
     case DM_PRIOR_GAMMA:
         for (int i = 0; i < 2; i++)
             if (pr->value[i] <= 0) {
-                dm_error(c->d, dm_expr_start(pr->args[i]), "the %s of a gamma prior must be positive, "
-                         "not %g", arg_names[DM_PRIOR_GAMMA][i], pr->value[i]);
+                dm_error(c->d, dm_expr_start(pr->args[i]),
+                         "the %s of a gamma prior must be positive, "
+                         "not %g",
+                         arg_names[DM_PRIOR_GAMMA][i], pr->value[i]);
                 return;
             }
         break;
     case DM_PRIOR_ARD:
         if (pr->value[0] < 0) {
-            dm_error(c->d, dm_expr_start(pr->args[0]), "the weight of an ard prior must not be negative, "
-                     "not %g", pr->value[0]);
+            dm_error(c->d, dm_expr_start(pr->args[0]),
+                     "the weight of an ard prior must not be negative, "
+                     "not %g",
+                     pr->value[0]);
             return;
         }
         break;
-    default:
-        break;
+    default: break;
     }
     /* Both gamma and ard take log x: they need x > 0 wherever the parameter may go. */
     if ((rule->kind == DM_PRIOR_GAMMA || rule->kind == DM_PRIOR_ARD) && !(p->lo >= 0)) {
-        dm_error(c->d, pr->loc, "a %s prior needs a parameter bounded below by 0 or more; "
-                 "'%s' has lower bound %g", rule->name, p->name, p->lo);
+        dm_error(c->d, pr->loc,
+                 "a %s prior needs a parameter bounded below by 0 or more; "
+                 "'%s' has lower bound %g",
+                 rule->name, p->name, p->lo);
         return;
     }
     pr->kind = rule->kind;
@@ -298,27 +299,27 @@ static void check_prior(checker *c, dm_param *p)
 static void check_custom_prior(checker *c, dm_param *p)
 {
     dm_prior *pr = &p->prior;
-    if (!pr->name || strcmp(pr->name, "custom") != 0 || pr->nargs != 1)
-        return;
+    if (!pr->name || strcmp(pr->name, "custom") != 0 || pr->nargs != 1) return;
     char what[96];
     snprintf(what, sizeof what, "the custom prior of '%s'", p->name);
-    expr_ctx x = {.what = what, .allow = ALLOW_PER_VOXEL, .let_limit = c->m->lets.n,
-                  .self_let = -1};
+    expr_ctx x = {
+        .what = what, .allow = ALLOW_PER_VOXEL, .let_limit = c->m->lets.n, .self_let = -1};
     dm_type t = dm_check_expr(c, &x, pr->args[0]);
     if (t != DM_T_UNKNOWN && t != DM_T_SCALAR) {
         dm_error(c->d, dm_expr_start(pr->args[0]), "%s must be a scalar log-density, not %s", what,
                  dm_type_words(t, pr->args[0]->width));
         return;
     }
-    if (t == DM_T_SCALAR)
-        pr->kind = DM_PRIOR_CUSTOM;
+    if (t == DM_T_SCALAR) pr->kind = DM_PRIOR_CUSTOM;
 }
 
 static void check_param(checker *c, dm_param *p)
 {
     if (check_bounds(c, p) && p->periodic && !(isfinite(p->lo) && isfinite(p->hi)))
-        dm_error(c->d, p->loc, "periodic parameter '%s' needs two finite bounds, as in "
-                 "'in [0, 2*pi]'", p->name);
+        dm_error(c->d, p->loc,
+                 "periodic parameter '%s' needs two finite bounds, as in "
+                 "'in [0, 2*pi]'",
+                 p->name);
     check_init(c, p);
     check_step(c, p);
     check_prior(c, p);
@@ -335,8 +336,7 @@ static void check_measures(checker *c)
         dm_input *in = m->measures.items[i];
         in->column = column;
         column += in->width;
-        if (!in->source)
-            continue;
+        if (!in->source) continue;
         static const char *const sources[] = {"bvals", "bvecs", NULL};
         const dm_input **seen = NULL;
         int need = 0;
@@ -357,11 +357,15 @@ static void check_measures(checker *c)
             continue;
         }
         if (in->width != need)
-            dm_error(c->d, in->loc, "a measure read from %s must have width %d, but '%s' has "
-                     "width %d", in->source, need, in->name, in->width);
+            dm_error(c->d, in->loc,
+                     "a measure read from %s must have width %d, but '%s' has "
+                     "width %d",
+                     in->source, need, in->name, in->width);
         else if (*seen)
-            dm_error(c->d, in->loc, "only one measure may read %s ('%s' at line %d already "
-                     "does)", in->source, (*seen)->name, (*seen)->loc.line);
+            dm_error(c->d, in->loc,
+                     "only one measure may read %s ('%s' at line %d already "
+                     "does)",
+                     in->source, (*seen)->name, (*seen)->loc.line);
         else
             *seen = in;
     }
@@ -397,8 +401,8 @@ static void check_lets(checker *c)
         li->params = dm_arena_alloc(m, (size_t)c->nparams + 1);
         char what[96];
         snprintf(what, sizeof what, "let '%s'", let->name);
-        expr_ctx x = {.what = what, .allow = ALLOW_ALL, .let_limit = i, .self_let = i,
-                      .params = li->params};
+        expr_ctx x = {
+            .what = what, .allow = ALLOW_ALL, .let_limit = i, .self_let = i, .params = li->params};
         dm_type t = dm_check_expr(c, &x, let->value);
         li->measure = x.measure;
         li->any_param = x.any_param;
@@ -423,24 +427,27 @@ static void check_signal(checker *c)
         return;
     }
     if (m->nsignals > 1)
-        dm_error(c->d, m->extra_signal_loc, "repeated 'signal' statement (the first is at line "
-                 "%d)", m->signal_loc.line);
+        dm_error(c->d, m->extra_signal_loc,
+                 "repeated 'signal' statement (the first is at line "
+                 "%d)",
+                 m->signal_loc.line);
     unsigned char *used = dm_arena_alloc(m, (size_t)c->nparams + 1);
-    expr_ctx x = {.what = "the signal", .allow = ALLOW_ALL, .let_limit = m->lets.n,
-                  .self_let = -1, .params = used};
+    expr_ctx x = {.what = "the signal",
+                  .allow = ALLOW_ALL,
+                  .let_limit = m->lets.n,
+                  .self_let = -1,
+                  .params = used};
     dm_type t = dm_check_expr(c, &x, m->signal);
     if (t != DM_T_UNKNOWN && t != DM_T_SCALAR) {
         dm_error(c->d, dm_expr_start(m->signal), "the signal must be a scalar, not %s",
                  dm_type_words(t, m->signal->width));
         return;
     }
-    if (t == DM_T_UNKNOWN)
-        return;
+    if (t == DM_T_UNKNOWN) return;
     for (int k = 0; k < m->params.n; k++) {
         dm_param *p = m->params.items[k];
         p->used = used[k];
-        if (!p->used)
-            dm_warning(c->d, p->loc, "parameter '%s' is not used by the signal", p->name);
+        if (!p->used) dm_warning(c->d, p->loc, "parameter '%s' is not used by the signal", p->name);
     }
 }
 
@@ -462,14 +469,18 @@ static void check_derivatives(checker *c)
             continue;
         }
         if (s->kind != DM_SYM_PARAM) {
-            dm_error(c->d, d->loc, "a derivative is taken with respect to a parameter, but '%s' "
-                     "is %s", d->name, dm_kind_words(s->kind));
+            dm_error(c->d, d->loc,
+                     "a derivative is taken with respect to a parameter, but '%s' "
+                     "is %s",
+                     d->name, dm_kind_words(s->kind));
             continue;
         }
         dm_param *p = m->params.items[s->index];
         if (p->derivative) {
-            dm_error(c->d, d->loc, "repeated derivative with respect to '%s' (the first is at "
-                     "line %d)", d->name, p->derivative_loc.line);
+            dm_error(c->d, d->loc,
+                     "repeated derivative with respect to '%s' (the first is at "
+                     "line %d)",
+                     d->name, p->derivative_loc.line);
             continue;
         }
         p->derivative = d->value;
@@ -480,12 +491,9 @@ static void check_derivatives(checker *c)
 /* A comparison, or comparisons joined by &&, || and !. */
 static int is_condition(const dm_expr *e)
 {
-    if (e->kind == DM_E_UNARY && e->op == '!')
-        return is_condition(e->a);
-    if (e->kind != DM_E_BINARY)
-        return 0;
-    if (e->op == DM_OP_AND || e->op == DM_OP_OR)
-        return is_condition(e->a) && is_condition(e->b);
+    if (e->kind == DM_E_UNARY && e->op == '!') return is_condition(e->a);
+    if (e->kind != DM_E_BINARY) return 0;
+    if (e->op == DM_OP_AND || e->op == DM_OP_OR) return is_condition(e->a) && is_condition(e->b);
     return is_comparison(e->op);
 }
 
@@ -494,16 +502,19 @@ static void check_constraints(checker *c)
     dm_model *m = c->m;
     for (int i = 0; i < m->constraints.n; i++) {
         dm_constraint *k = m->constraints.items[i];
-        expr_ctx x = {.what = "a constraint", .allow = ALLOW_PER_VOXEL, .let_limit = m->lets.n,
+        expr_ctx x = {.what = "a constraint",
+                      .allow = ALLOW_PER_VOXEL,
+                      .let_limit = m->lets.n,
                       .self_let = -1};
         dm_type t = dm_check_expr(c, &x, k->cond);
-        if (t == DM_T_UNKNOWN)
-            continue;
+        if (t == DM_T_UNKNOWN) continue;
         if (!is_condition(k->cond))
-            dm_error(c->d, k->loc, "a constraint must be a comparison, such as 'f1 + f2 <= 1', "
+            dm_error(c->d, k->loc,
+                     "a constraint must be a comparison, such as 'f1 + f2 <= 1', "
                      "or comparisons joined by && and ||");
         else if (!x.any_param)
-            dm_error(c->d, k->loc, "this constraint names no parameter, so it constrains "
+            dm_error(c->d, k->loc,
+                     "this constraint names no parameter, so it constrains "
                      "nothing");
     }
 }
@@ -516,18 +527,19 @@ static void check_outputs(checker *c)
         dm_output *o = m->outputs.items[i];
         char what[96];
         snprintf(what, sizeof what, "output '%s'", o->name);
-        expr_ctx x = {.what = what, .allow = ALLOW_PER_VOXEL, .let_limit = m->lets.n,
-                      .self_let = -1};
+        expr_ctx x = {
+            .what = what, .allow = ALLOW_PER_VOXEL, .let_limit = m->lets.n, .self_let = -1};
         dm_type t = dm_check_expr(c, &x, o->value);
         o->width = 1;
         if (t == DM_T_ARRAY) {
             dm_reject_array(c, o->value);
         } else if (t == DM_T_SCALAR && o->kind != DM_OUT_SCALAR) {
-            dm_error(c->d, dm_expr_start(o->value), "output '%s' is declared %s, but its value is a "
-                     "scalar", o->name, o->kind == DM_OUT_AXIS ? "an axis" : "a vector");
+            dm_error(c->d, dm_expr_start(o->value),
+                     "output '%s' is declared %s, but its value is a "
+                     "scalar",
+                     o->name, o->kind == DM_OUT_AXIS ? "an axis" : "a vector");
         } else if (t == DM_T_VEC3) {
-            if (o->kind == DM_OUT_SCALAR)
-                o->kind = DM_OUT_VECTOR;
+            if (o->kind == DM_OUT_SCALAR) o->kind = DM_OUT_VECTOR;
             o->width = 3;
         }
         o->column = column;
@@ -541,7 +553,8 @@ int dm_check(dm_model *m, dm_diag *diag)
     int before = diag->nerrors;
     checker c = {.m = m, .d = diag, .nparams = m->params.n};
     if (!m->name)
-        dm_error(diag, (dm_loc){1, 1}, "missing 'model NAME \"description\"' statement at the "
+        dm_error(diag, (dm_loc){1, 1},
+                 "missing 'model NAME \"description\"' statement at the "
                  "start of the file");
     c.lets = dm_arena_alloc(m, (size_t)(m->lets.n + 1) * sizeof *c.lets);
 
@@ -551,15 +564,12 @@ int dm_check(dm_model *m, dm_diag *diag)
                  "the model has no parameters (declare them with 'param NAME ...')");
     if (m->params.n > DM_MAX_PARAMS)
         dm_error(diag, m->params.items[DM_MAX_PARAMS]->loc,
-                 "too many parameters (%d): at most %d are supported", m->params.n,
-                 DM_MAX_PARAMS);
-    for (int i = 0; i < m->params.n; i++)
-        check_param(&c, m->params.items[i]);
+                 "too many parameters (%d): at most %d are supported", m->params.n, DM_MAX_PARAMS);
+    for (int i = 0; i < m->params.n; i++) check_param(&c, m->params.items[i]);
     check_measures(&c);
     check_voxels(&c);
     check_lets(&c);
-    for (int i = 0; i < m->params.n; i++)
-        check_custom_prior(&c, m->params.items[i]);
+    for (int i = 0; i < m->params.n; i++) check_custom_prior(&c, m->params.items[i]);
     check_signal(&c);
     check_derivatives(&c);
     check_constraints(&c);

@@ -18,8 +18,8 @@ enum {
 
 /* What a let depends on, known once its definition is checked. */
 typedef struct let_info {
-    const char *measure;         /* a measure it uses (directly or through lets), or NULL */
-    unsigned char *params;       /* params[k]: it uses parameter k */
+    const char *measure;   /* a measure it uses (directly or through lets), or NULL */
+    unsigned char *params; /* params[k]: it uses parameter k */
     int any_param;
 } let_info;
 
@@ -32,13 +32,13 @@ typedef struct checker {
 
 /* One expression's context and what it was found to use. */
 typedef struct expr_ctx {
-    const char *what;         /* "the signal", "output 'x'", ... for messages */
-    int allow;                /* ALLOW_* mask */
-    int let_limit;            /* lets from this index on are not defined yet */
-    int self_let;             /* the let being defined, or -1 */
-    unsigned char *params;    /* marks parameters used (may be NULL) */
+    const char *what;      /* "the signal", "output 'x'", ... for messages */
+    int allow;             /* ALLOW_* mask */
+    int let_limit;         /* lets from this index on are not defined yet */
+    int self_let;          /* the let being defined, or -1 */
+    unsigned char *params; /* marks parameters used (may be NULL) */
     int any_param;
-    const char *measure;      /* a measure used, or NULL */
+    const char *measure; /* a measure used, or NULL */
 } expr_ctx;
 
 /* Type E in context X (sets type, width, sym, fn); reports errors, returns DM_T_UNKNOWN on

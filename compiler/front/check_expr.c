@@ -24,9 +24,7 @@ const char *dm_type_words(dm_type t, int width)
     switch (t) {
     case DM_T_SCALAR: return "a scalar";
     case DM_T_VEC3: return "a 3-vector";
-    case DM_T_ARRAY:
-        snprintf(buf, sizeof buf, "an array of width %d", width);
-        return buf;
+    case DM_T_ARRAY: snprintf(buf, sizeof buf, "an array of width %d", width); return buf;
     default: return "an unknown value";
     }
 }
@@ -62,8 +60,7 @@ static dm_expr *new_num(checker *c, dm_loc loc, double value)
 
 dm_loc dm_expr_start(const dm_expr *e)
 {
-    while (e->kind == DM_E_BINARY || e->kind == DM_E_TERNARY || e->kind == DM_E_INDEX)
-        e = e->a;
+    while (e->kind == DM_E_BINARY || e->kind == DM_E_TERNARY || e->kind == DM_E_INDEX) e = e->a;
     return e->loc;
 }
 
@@ -72,16 +69,14 @@ dm_loc dm_expr_start(const dm_expr *e)
 static int is_output_name(const dm_model *m, const char *name)
 {
     for (int i = 0; i < m->outputs.n; i++)
-        if (strcmp(m->outputs.items[i]->name, name) == 0)
-            return 1;
+        if (strcmp(m->outputs.items[i]->name, name) == 0) return 1;
     return 0;
 }
 
 void dm_undefined_name(checker *c, dm_loc loc, const char *name)
 {
     const char **names = dm_arena_alloc(c->m, (size_t)(c->m->symbols.n + 1) * sizeof *names);
-    for (int i = 0; i < c->m->symbols.n; i++)
-        names[i] = c->m->symbols.items[i]->name;
+    for (int i = 0; i < c->m->symbols.n; i++) names[i] = c->m->symbols.items[i]->name;
     names[c->m->symbols.n] = NULL;
     const char *near = dm_nearest_name(name, names);
     if (near)
@@ -104,11 +99,12 @@ static dm_type set_type(dm_expr *e, dm_type t, int width)
 /* An array operand outside indexing: say how to use it. */
 int dm_reject_array(checker *c, const dm_expr *e)
 {
-    if (e->type != DM_T_ARRAY)
-        return 0;
+    if (e->type != DM_T_ARRAY) return 0;
     if (e->kind == DM_E_NAME)
-        dm_error(c->d, e->loc, "'%s' is an array of width %d; index it with a constant, as in "
-                 "%s[0]", e->name, e->width, e->name);
+        dm_error(c->d, e->loc,
+                 "'%s' is an array of width %d; index it with a constant, as in "
+                 "%s[0]",
+                 e->name, e->width, e->name);
     else
         dm_error(c->d, e->loc, "an array of width %d must be indexed with a constant", e->width);
     return 1;
@@ -133,8 +129,10 @@ static dm_type check_name(checker *c, expr_ctx *x, dm_expr *e)
             dm_error(c->d, e->loc, "%s must be a constant, but '%s' is %s", x->what, e->name,
                      dm_kind_words(s->kind));
         else if (s->kind == DM_SYM_MEASURE)
-            dm_error(c->d, e->loc, "%s cannot use measure '%s': measures vary per measurement, "
-                     "and only the signal, lets and derivatives may use them", x->what, e->name);
+            dm_error(c->d, e->loc,
+                     "%s cannot use measure '%s': measures vary per measurement, "
+                     "and only the signal, lets and derivatives may use them",
+                     x->what, e->name);
         else
             dm_error(c->d, e->loc, "%s cannot use '%s', which is %s", x->what, e->name,
                      dm_kind_words(s->kind));
@@ -143,12 +141,10 @@ static dm_type check_name(checker *c, expr_ctx *x, dm_expr *e)
     switch (s->kind) {
     case DM_SYM_PARAM:
         x->any_param = 1;
-        if (x->params)
-            x->params[s->index] = 1;
+        if (x->params) x->params[s->index] = 1;
         break;
     case DM_SYM_MEASURE:
-        if (!x->measure)
-            x->measure = s->name;
+        if (!x->measure) x->measure = s->name;
         break;
     case DM_SYM_LET: {
         if (s->index == x->self_let) {
@@ -156,26 +152,25 @@ static dm_type check_name(checker *c, expr_ctx *x, dm_expr *e)
             return DM_T_UNKNOWN;
         }
         if (s->index >= x->let_limit) {
-            dm_error(c->d, e->loc, "let '%s' is used before its definition at line %d",
-                     e->name, c->m->lets.items[s->index]->loc.line);
+            dm_error(c->d, e->loc, "let '%s' is used before its definition at line %d", e->name,
+                     c->m->lets.items[s->index]->loc.line);
             return DM_T_UNKNOWN;
         }
         let_info *li = &c->lets[s->index];
         if (li->measure && !(x->allow & ALLOW_MEASURE)) {
-            dm_error(c->d, e->loc, "%s cannot use let '%s': it depends on measure '%s', which "
-                     "varies per measurement", x->what, e->name, li->measure);
+            dm_error(c->d, e->loc,
+                     "%s cannot use let '%s': it depends on measure '%s', which "
+                     "varies per measurement",
+                     x->what, e->name, li->measure);
             return DM_T_UNKNOWN;
         }
-        if (li->measure && !x->measure)
-            x->measure = li->measure;
+        if (li->measure && !x->measure) x->measure = li->measure;
         x->any_param |= li->any_param;
         if (x->params)
-            for (int k = 0; k < c->nparams; k++)
-                x->params[k] |= li->params[k];
+            for (int k = 0; k < c->nparams; k++) x->params[k] |= li->params[k];
         break;
     }
-    default:
-        break;
+    default: break;
     }
     if (s->type == DM_T_UNKNOWN) /* a let whose definition had an error */
         return DM_T_UNKNOWN;
@@ -221,8 +216,9 @@ static dm_type check_call(checker *c, expr_ctx *x, dm_expr *e)
         if (t == DM_T_UNKNOWN) {
             ok = 0;
         } else if (t != fn->arg_types[i]) {
-            dm_error(c->d, dm_expr_start(e->args[i]), "argument %d of '%s' must be %s, not %s", i + 1,
-                     fn->name, dm_type_words(fn->arg_types[i], 1), dm_type_words(t, e->args[i]->width));
+            dm_error(c->d, dm_expr_start(e->args[i]), "argument %d of '%s' must be %s, not %s",
+                     i + 1, fn->name, dm_type_words(fn->arg_types[i], 1),
+                     dm_type_words(t, e->args[i]->width));
             ok = 0;
         }
     }
@@ -232,8 +228,7 @@ static dm_type check_call(checker *c, expr_ctx *x, dm_expr *e)
 static dm_type check_index(checker *c, expr_ctx *x, dm_expr *e)
 {
     dm_type t = dm_check_expr(c, x, e->a);
-    if (t == DM_T_UNKNOWN)
-        return DM_T_UNKNOWN;
+    if (t == DM_T_UNKNOWN) return DM_T_UNKNOWN;
     if (t == DM_T_SCALAR) {
         dm_error(c->d, e->loc, "cannot index a scalar");
         return DM_T_UNKNOWN;
@@ -243,8 +238,7 @@ static dm_type check_index(checker *c, expr_ctx *x, dm_expr *e)
         snprintf(what, sizeof what, "the index of '%s' (width %d)", e->a->name, e->a->width);
     else
         snprintf(what, sizeof what, "the index of a value of width %d", e->a->width);
-    if (!const_int(c, &e->b, 0, e->a->width - 1, what))
-        return DM_T_UNKNOWN;
+    if (!const_int(c, &e->b, 0, e->a->width - 1, what)) return DM_T_UNKNOWN;
     return set_type(e, DM_T_SCALAR, 1);
 }
 
@@ -252,40 +246,36 @@ static dm_type check_binary(checker *c, expr_ctx *x, dm_expr *e)
 {
     dm_type ta = dm_check_expr(c, x, e->a);
     dm_type tb = dm_check_expr(c, x, e->b);
-    if (ta == DM_T_UNKNOWN || tb == DM_T_UNKNOWN)
-        return DM_T_UNKNOWN;
-    if (dm_reject_array(c, e->a) || dm_reject_array(c, e->b))
-        return DM_T_UNKNOWN;
+    if (ta == DM_T_UNKNOWN || tb == DM_T_UNKNOWN) return DM_T_UNKNOWN;
+    if (dm_reject_array(c, e->a) || dm_reject_array(c, e->b)) return DM_T_UNKNOWN;
     int sa = ta == DM_T_SCALAR, sb = tb == DM_T_SCALAR;
     const char *op = op_text(e->op);
     switch (e->op) {
     case '+':
     case '-':
-        if (ta == tb)
-            return set_type(e, ta, 1);
+        if (ta == tb) return set_type(e, ta, 1);
         dm_error(c->d, e->loc, "operator '%s' needs two scalars or two 3-vectors, not %s and %s",
                  op, dm_type_words(ta, 1), dm_type_words(tb, 1));
         return DM_T_UNKNOWN;
     case '*':
-        if (sa || sb)
-            return set_type(e, sa && sb ? DM_T_SCALAR : DM_T_VEC3, 1);
-        dm_error(c->d, e->loc, "cannot multiply two 3-vectors with '*'; use dot(u, v) or "
+        if (sa || sb) return set_type(e, sa && sb ? DM_T_SCALAR : DM_T_VEC3, 1);
+        dm_error(c->d, e->loc,
+                 "cannot multiply two 3-vectors with '*'; use dot(u, v) or "
                  "cross(u, v)");
         return DM_T_UNKNOWN;
     case '/':
-        if (sb)
-            return set_type(e, ta, 1);
+        if (sb) return set_type(e, ta, 1);
         dm_error(c->d, e->loc, "cannot divide by a 3-vector");
         return DM_T_UNKNOWN;
     case '^':
-        if (sa && sb)
-            return set_type(e, DM_T_SCALAR, 1);
-        dm_error(c->d, e->loc, "operator '^' needs scalars, not %s and %s (for the squared "
-                 "length of a vector v, write dot(v, v))", dm_type_words(ta, 1), dm_type_words(tb, 1));
+        if (sa && sb) return set_type(e, DM_T_SCALAR, 1);
+        dm_error(c->d, e->loc,
+                 "operator '^' needs scalars, not %s and %s (for the squared "
+                 "length of a vector v, write dot(v, v))",
+                 dm_type_words(ta, 1), dm_type_words(tb, 1));
         return DM_T_UNKNOWN;
     default: /* comparisons and logic */
-        if (sa && sb)
-            return set_type(e, DM_T_SCALAR, 1);
+        if (sa && sb) return set_type(e, DM_T_SCALAR, 1);
         dm_error(c->d, e->loc, "operator '%s' needs scalars, not %s and %s", op,
                  dm_type_words(ta, 1), dm_type_words(tb, 1));
         return DM_T_UNKNOWN;
@@ -296,20 +286,14 @@ dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e)
 {
     e->type = DM_T_UNKNOWN;
     switch (e->kind) {
-    case DM_E_NUM:
-        return set_type(e, DM_T_SCALAR, 1);
-    case DM_E_NAME:
-        return check_name(c, x, e);
-    case DM_E_CALL:
-        return check_call(c, x, e);
-    case DM_E_INDEX:
-        return check_index(c, x, e);
-    case DM_E_BINARY:
-        return check_binary(c, x, e);
+    case DM_E_NUM: return set_type(e, DM_T_SCALAR, 1);
+    case DM_E_NAME: return check_name(c, x, e);
+    case DM_E_CALL: return check_call(c, x, e);
+    case DM_E_INDEX: return check_index(c, x, e);
+    case DM_E_BINARY: return check_binary(c, x, e);
     case DM_E_UNARY: {
         dm_type t = dm_check_expr(c, x, e->a);
-        if (t == DM_T_UNKNOWN || dm_reject_array(c, e->a))
-            return DM_T_UNKNOWN;
+        if (t == DM_T_UNKNOWN || dm_reject_array(c, e->a)) return DM_T_UNKNOWN;
         if (e->op == '!' && t != DM_T_SCALAR) {
             dm_error(c->d, e->loc, "operator '!' needs a scalar, not %s", dm_type_words(t, 1));
             return DM_T_UNKNOWN;
@@ -320,8 +304,7 @@ dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e)
         dm_type tc = dm_check_expr(c, x, e->a);
         dm_type tb = dm_check_expr(c, x, e->b);
         dm_type td = dm_check_expr(c, x, e->c);
-        if (tc == DM_T_UNKNOWN || tb == DM_T_UNKNOWN || td == DM_T_UNKNOWN)
-            return DM_T_UNKNOWN;
+        if (tc == DM_T_UNKNOWN || tb == DM_T_UNKNOWN || td == DM_T_UNKNOWN) return DM_T_UNKNOWN;
         if (dm_reject_array(c, e->a) || dm_reject_array(c, e->b) || dm_reject_array(c, e->c))
             return DM_T_UNKNOWN;
         if (tc != DM_T_SCALAR) {
@@ -330,8 +313,10 @@ dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e)
             return DM_T_UNKNOWN;
         }
         if (tb != td) {
-            dm_error(c->d, e->loc, "the two branches of '?:' must have the same type, not %s "
-                     "and %s", dm_type_words(tb, 1), dm_type_words(td, 1));
+            dm_error(c->d, e->loc,
+                     "the two branches of '?:' must have the same type, not %s "
+                     "and %s",
+                     dm_type_words(tb, 1), dm_type_words(td, 1));
             return DM_T_UNKNOWN;
         }
         return set_type(e, tb, 1);
@@ -346,24 +331,18 @@ dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e)
 static double eval_const(const dm_expr *e)
 {
     switch (e->kind) {
-    case DM_E_NUM:
-        return e->num;
-    case DM_E_NAME:
-        return e->sym->value;
+    case DM_E_NUM: return e->num;
+    case DM_E_NAME: return e->sym->value;
     case DM_E_UNARY: {
         double a = eval_const(e->a);
         return e->op == '-' ? -a : (double)(a == 0);
     }
-    case DM_E_TERNARY:
-        return eval_const(e->a) != 0 ? eval_const(e->b) : eval_const(e->c);
+    case DM_E_TERNARY: return eval_const(e->a) != 0 ? eval_const(e->b) : eval_const(e->c);
     case DM_E_CALL:
-        if (e->fn->eval1)
-            return e->fn->eval1(eval_const(e->args[0]));
+        if (e->fn->eval1) return e->fn->eval1(eval_const(e->args[0]));
         return e->fn->eval2(eval_const(e->args[0]), eval_const(e->args[1]));
-    case DM_E_INDEX:
-        return NAN; /* a constant expression holds no vectors */
-    case DM_E_BINARY:
-        break;
+    case DM_E_INDEX: return NAN; /* a constant expression holds no vectors */
+    case DM_E_BINARY: break;
     }
     double a = eval_const(e->a), b = eval_const(e->b);
     switch (e->op) {
@@ -389,10 +368,10 @@ int dm_const_value(checker *c, dm_expr *e, const char *what, double *out)
 {
     expr_ctx x = {.what = what, .allow = ALLOW_CONST, .self_let = -1};
     dm_type t = dm_check_expr(c, &x, e);
-    if (t == DM_T_UNKNOWN)
-        return 0;
+    if (t == DM_T_UNKNOWN) return 0;
     if (t != DM_T_SCALAR) {
-        dm_error(c->d, dm_expr_start(e), "%s must be a scalar, not %s", what, dm_type_words(t, e->width));
+        dm_error(c->d, dm_expr_start(e), "%s must be a scalar, not %s", what,
+                 dm_type_words(t, e->width));
         return 0;
     }
     double v = eval_const(e);
@@ -408,17 +387,15 @@ int dm_const_value(checker *c, dm_expr *e, const char *what, double *out)
 static int const_int(checker *c, dm_expr **slot, int lo, int hi, const char *what)
 {
     double v;
-    if (!dm_const_value(c, *slot, what, &v))
-        return 0;
+    if (!dm_const_value(c, *slot, what, &v)) return 0;
     if (!(v >= lo && v <= hi && v == floor(v))) {
         if (hi < lo)
             dm_error(c->d, dm_expr_start(*slot), "%s is out of range", what);
         else
-            dm_error(c->d, dm_expr_start(*slot), "%s must be an integer from %d to %d, not %g", what, lo,
-                     hi, v);
+            dm_error(c->d, dm_expr_start(*slot), "%s must be an integer from %d to %d, not %g",
+                     what, lo, hi, v);
         return 0;
     }
     *slot = new_num(c, (*slot)->loc, v);
     return 1;
 }
-

@@ -28,13 +28,11 @@ static void add(dm_diag *d, dm_loc loc, int is_error, const char *fmt, va_list a
     else
         d->nwarnings++;
     /* Beyond the cap nothing more is printed; keep memory bounded on hostile input. */
-    if (d->nmsgs >= 4 * DM_MAX_ERRORS)
-        return;
+    if (d->nmsgs >= 4 * DM_MAX_ERRORS) return;
     if (d->nmsgs == d->cap) {
         int cap = d->cap ? 2 * d->cap : 16;
         dm_diag_msg *m = realloc(d->msgs, (size_t)cap * sizeof *m);
-        if (!m)
-            abort();
+        if (!m) abort();
         d->msgs = m;
         d->cap = cap;
     }
@@ -43,8 +41,7 @@ static void add(dm_diag *d, dm_loc loc, int is_error, const char *fmt, va_list a
     dm_diag_msg *m = &d->msgs[d->nmsgs];
     size_t len = strlen(buf) + 1;
     m->text = malloc(len);
-    if (!m->text)
-        abort();
+    if (!m->text) abort();
     memcpy(m->text, buf, len);
     m->loc = loc;
     m->is_error = is_error;
@@ -75,29 +72,24 @@ int dm_diag_full(const dm_diag *d)
 static int by_position(const void *pa, const void *pb)
 {
     const dm_diag_msg *a = pa, *b = pb;
-    if (a->loc.line != b->loc.line)
-        return a->loc.line < b->loc.line ? -1 : 1;
-    if (a->loc.col != b->loc.col)
-        return a->loc.col < b->loc.col ? -1 : 1;
+    if (a->loc.line != b->loc.line) return a->loc.line < b->loc.line ? -1 : 1;
+    if (a->loc.col != b->loc.col) return a->loc.col < b->loc.col ? -1 : 1;
     return a->seq - b->seq;
 }
 
 /* The source line LINE (1-based) and its length, or NULL past the end. */
 static const char *find_line(const dm_diag *d, int line, size_t *len)
 {
-    if (!d->source || line < 1)
-        return NULL;
+    if (!d->source || line < 1) return NULL;
     const char *p = d->source, *end = d->source + d->source_len;
     for (int l = 1; l < line; l++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
-            return NULL;
+        if (!nl) return NULL;
         p = nl + 1;
     }
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     *len = (size_t)((nl ? nl : end) - p);
-    if (*len > 0 && p[*len - 1] == '\r')
-        (*len)--;
+    if (*len > 0 && p[*len - 1] == '\r') (*len)--;
     return p;
 }
 
@@ -124,26 +116,22 @@ static void print_caret(FILE *out, const char *line, size_t len, int col)
 
 void dm_diag_flush(dm_diag *d)
 {
-    if (d->nmsgs > 1)
-        qsort(d->msgs, (size_t)d->nmsgs, sizeof *d->msgs, by_position);
+    if (d->nmsgs > 1) qsort(d->msgs, (size_t)d->nmsgs, sizeof *d->msgs, by_position);
     int shown_errors = 0;
     for (int i = 0; i < d->nmsgs; i++) {
         dm_diag_msg *m = &d->msgs[i];
-        if (m->is_error && shown_errors == DM_MAX_ERRORS)
-            continue;
+        if (m->is_error && shown_errors == DM_MAX_ERRORS) continue;
         shown_errors += m->is_error;
         fprintf(d->out, "%s:%d:%d: %s: %s\n", d->file, m->loc.line, m->loc.col,
                 m->is_error ? "error" : "warning", m->text);
         size_t len;
         const char *line = find_line(d, m->loc.line, &len);
-        if (line)
-            print_caret(d->out, line, len, m->loc.col);
+        if (line) print_caret(d->out, line, len, m->loc.col);
     }
     if (d->nerrors >= DM_MAX_ERRORS)
         fprintf(d->out, "%s: too many errors: stopped after the first %d\n", d->file,
                 DM_MAX_ERRORS);
-    for (int i = 0; i < d->nmsgs; i++)
-        free(d->msgs[i].text);
+    for (int i = 0; i < d->nmsgs; i++) free(d->msgs[i].text);
     free(d->msgs);
     d->msgs = NULL;
     d->nmsgs = d->cap = 0;

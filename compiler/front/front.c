@@ -11,18 +11,15 @@
 
 static void set_counts(const dm_diag *d, int *nerrors, int *nwarnings)
 {
-    if (nerrors)
-        *nerrors = d->nerrors;
-    if (nwarnings)
-        *nwarnings = d->nwarnings;
+    if (nerrors) *nerrors = d->nerrors;
+    if (nwarnings) *nwarnings = d->nwarnings;
 }
 
-static dm_model *front_bytes(const char *file_name, const char *text, size_t len,
-                             FILE *diag_out, int *nerrors, int *nwarnings)
+static dm_model *front_bytes(const char *file_name, const char *text, size_t len, FILE *diag_out,
+                             int *nerrors, int *nwarnings)
 {
     dm_model *m = calloc(1, sizeof *m);
-    if (!m)
-        abort();
+    if (!m) abort();
     m->file = dm_arena_strdup(m, file_name ? file_name : "<string>");
     char *source = dm_arena_alloc(m, len + 1);
     memcpy(source, text, len);
@@ -31,8 +28,7 @@ static dm_model *front_bytes(const char *file_name, const char *text, size_t len
 
     dm_diag d;
     dm_diag_init(&d, diag_out, m->file, source, len);
-    if (dm_parse(m, &d, source, len) == 0)
-        dm_check(m, &d);
+    if (dm_parse(m, &d, source, len) == 0) dm_check(m, &d);
     dm_diag_flush(&d);
     set_counts(&d, nerrors, nwarnings);
     if (d.nerrors > 0) {
@@ -42,8 +38,8 @@ static dm_model *front_bytes(const char *file_name, const char *text, size_t len
     return m;
 }
 
-dm_model *dm_front_string(const char *file_name, const char *text, FILE *diag_out,
-                          int *nerrors, int *nwarnings)
+dm_model *dm_front_string(const char *file_name, const char *text, FILE *diag_out, int *nerrors,
+                          int *nwarnings)
 {
     return front_bytes(file_name, text ? text : "", text ? strlen(text) : 0, diag_out, nerrors,
                        nwarnings);
@@ -54,22 +50,18 @@ static dm_model *file_error(const char *path, FILE *diag_out, int *nerrors, int 
                             const char *why)
 {
     fprintf(diag_out ? diag_out : stderr, "%s: error: %s\n", path, why);
-    if (nerrors)
-        *nerrors = 1;
-    if (nwarnings)
-        *nwarnings = 0;
+    if (nerrors) *nerrors = 1;
+    if (nwarnings) *nwarnings = 0;
     return NULL;
 }
 
 dm_model *dm_front_file(const char *path, FILE *diag_out, int *nerrors, int *nwarnings)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return file_error(path, diag_out, nerrors, nwarnings, strerror(errno));
+    if (!f) return file_error(path, diag_out, nerrors, nwarnings, strerror(errno));
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
-    if (!buf)
-        abort();
+    if (!buf) abort();
     size_t got;
     while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
         len += got;
@@ -82,8 +74,7 @@ dm_model *dm_front_file(const char *path, FILE *diag_out, int *nerrors, int *nwa
         if (len == cap) {
             cap *= 2;
             char *bigger = realloc(buf, cap);
-            if (!bigger)
-                abort();
+            if (!bigger) abort();
             buf = bigger;
         }
     }

@@ -21,11 +21,11 @@
 typedef struct dm_parse_ctx {
     dm_model *m;
     dm_diag *diag;
-    int line, col;        /* scanner position of the next character */
-    int nstatements;      /* statements reduced so far ('model' must be the first) */
-    char last_token[32];  /* text of the latest token and of the one before, for messages */
+    int line, col;       /* scanner position of the next character */
+    int nstatements;     /* statements reduced so far ('model' must be the first) */
+    char last_token[32]; /* text of the latest token and of the one before, for messages */
     char prev_token[32];
-    int bad_char_pending; /* the scanner skipped a bad character since the last token */
+    int bad_char_pending;     /* the scanner skipped a bad character since the last token */
     int token_after_bad_char; /* the latest token follows a skipped bad character */
 } dm_parse_ctx;
 

@@ -14,12 +14,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static FILE *null_stream;
-    if (!null_stream)
-        null_stream = fopen("/dev/null", "w");
+    if (!null_stream) null_stream = fopen("/dev/null", "w");
     /* dm_front_string takes a C string: the input up to its first NUL byte. */
     char *text = malloc(size + 1);
-    if (!text)
-        return 0;
+    if (!text) return 0;
     memcpy(text, data, size);
     text[size] = '\0';
     dm_model *m = dm_front_string("fuzz.model", text, null_stream, NULL, NULL);

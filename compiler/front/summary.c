@@ -6,8 +6,19 @@
 #include <string.h>
 
 /* Precedence levels, loosest first (as in parser.y). */
-enum { P_TERNARY = 1, P_OR, P_AND, P_EQUALITY, P_RELATION, P_SUM, P_PRODUCT, P_UNARY, P_POWER,
-       P_POSTFIX, P_PRIMARY };
+enum {
+    P_TERNARY = 1,
+    P_OR,
+    P_AND,
+    P_EQUALITY,
+    P_RELATION,
+    P_SUM,
+    P_PRODUCT,
+    P_UNARY,
+    P_POWER,
+    P_POSTFIX,
+    P_PRIMARY
+};
 
 static int precedence(const dm_expr *e)
 {
@@ -19,10 +30,16 @@ static int precedence(const dm_expr *e)
         switch (e->op) {
         case DM_OP_OR: return P_OR;
         case DM_OP_AND: return P_AND;
-        case DM_OP_EQ: case DM_OP_NE: return P_EQUALITY;
-        case '<': case '>': case DM_OP_LE: case DM_OP_GE: return P_RELATION;
-        case '+': case '-': return P_SUM;
-        case '*': case '/': return P_PRODUCT;
+        case DM_OP_EQ:
+        case DM_OP_NE: return P_EQUALITY;
+        case '<':
+        case '>':
+        case DM_OP_LE:
+        case DM_OP_GE: return P_RELATION;
+        case '+':
+        case '-': return P_SUM;
+        case '*':
+        case '/': return P_PRODUCT;
         default: return P_POWER;
         }
     default: return P_PRIMARY;
@@ -38,8 +55,7 @@ static void print_number(double x, FILE *out)
         return;
     }
     snprintf(buf, sizeof buf, "%.15g", x);
-    if (strtod(buf, NULL) != x)
-        snprintf(buf, sizeof buf, "%.17g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, sizeof buf, "%.17g", x);
     fputs(buf, out);
 }
 
@@ -66,15 +82,10 @@ static void print_at(const dm_expr *e, int min_prec, FILE *out)
 {
     int prec = precedence(e);
     int parens = prec < min_prec;
-    if (parens)
-        fputc('(', out);
+    if (parens) fputc('(', out);
     switch (e->kind) {
-    case DM_E_NUM:
-        print_number(e->num, out);
-        break;
-    case DM_E_NAME:
-        fputs(e->name, out);
-        break;
+    case DM_E_NUM: print_number(e->num, out); break;
+    case DM_E_NAME: fputs(e->name, out); break;
     case DM_E_UNARY:
         fputc(e->op, out);
         print_at(e->a, P_UNARY, out);
@@ -102,8 +113,7 @@ static void print_at(const dm_expr *e, int min_prec, FILE *out)
     case DM_E_CALL:
         fprintf(out, "%s(", e->name);
         for (int i = 0; i < e->nargs; i++) {
-            if (i)
-                fputs(", ", out);
+            if (i) fputs(", ", out);
             print_at(e->args[i], P_TERNARY, out);
         }
         fputc(')', out);
@@ -115,8 +125,7 @@ static void print_at(const dm_expr *e, int min_prec, FILE *out)
         fputc(']', out);
         break;
     }
-    if (parens)
-        fputc(')', out);
+    if (parens) fputc(')', out);
 }
 
 void dm_print_expr(const dm_expr *e, FILE *out)
@@ -150,8 +159,7 @@ static int name_width(const dm_model *m)
 {
     int w = 4;
     for (int i = 0; i < m->params.n; i++)
-        if ((int)strlen(m->params.items[i]->name) > w)
-            w = (int)strlen(m->params.items[i]->name);
+        if ((int)strlen(m->params.items[i]->name) > w) w = (int)strlen(m->params.items[i]->name);
     return w;
 }
 
@@ -196,12 +204,9 @@ static void print_params(const dm_model *m, FILE *out)
             snprintf(step, sizeof step, "auto");
         fprintf(out, "  %-*s  %-22s %-10s %-8s ", w, p->name, bounds, init, step);
         print_prior(&p->prior, out);
-        if (p->periodic)
-            fputs("  periodic", out);
-        if (p->derivative)
-            fputs("  derivative given", out);
-        if (!p->used)
-            fputs("  UNUSED by the signal", out);
+        if (p->periodic) fputs("  periodic", out);
+        if (p->derivative) fputs("  derivative given", out);
+        if (!p->used) fputs("  UNUSED by the signal", out);
         fputc('\n', out);
     }
 }
@@ -211,8 +216,8 @@ void dm_print_summary(const dm_model *m, FILE *out)
     fprintf(out, "model %s: %s\n", m->name, m->description ? m->description : "");
     print_inputs("measures", "measurement", m->measure_width,
                  (const dm_input *const *)m->measures.items, m->measures.n, 1, out);
-    print_inputs("voxel inputs", "voxel", m->voxel_width,
-                 (const dm_input *const *)m->voxels.items, m->voxels.n, 0, out);
+    print_inputs("voxel inputs", "voxel", m->voxel_width, (const dm_input *const *)m->voxels.items,
+                 m->voxels.n, 0, out);
     print_params(m, out);
     for (int i = 0; i < m->params.n; i++)
         if (!m->params.items[i]->init_expr && !m->params.items[i]->init_from_b0) {

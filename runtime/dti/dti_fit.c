@@ -81,7 +81,10 @@ int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const doubl
             dm_dti_protocol_free(p);
             return dm_set_error("the protocol cannot determine a tensor: every direction has a "
                                 "zero %s component or b = 0",
-                                k <= 3 ? (k == 1 ? "x" : k == 2 ? "y" : "z") : "cross");
+                                k <= 3 ? (k == 1   ? "x"
+                                          : k == 2 ? "y"
+                                                   : "z")
+                                       : "cross");
         }
         for (int j = 0; j < M; j++) p->design[j * NB + k] /= p->scale[k];
     }
@@ -134,16 +137,14 @@ static void finish(const dm_dti_protocol *p, const double *scaled, dm_dti_result
     r->tensor[3] = beta[2];
     r->tensor[4] = beta[6];
     r->tensor[5] = beta[3];
-    const double a[3][3] = {{beta[1], beta[4], beta[5]},
-                            {beta[4], beta[2], beta[6]},
-                            {beta[5], beta[6], beta[3]}};
+    const double a[3][3] = {
+        {beta[1], beta[4], beta[5]}, {beta[4], beta[2], beta[6]}, {beta[5], beta[6], beta[3]}};
     dm_eig3_sym(a, r->lambda, r->vec);
     for (int k = 0; k < 3; k++) r->lambda[k] = fmax(r->lambda[k], p->min_diffusivity);
     dm_dti_scalars(r->lambda, &r->FA, &r->MD, &r->MO);
 }
 
-int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *work,
-                     dm_dti_result *r)
+int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *work, dm_dti_result *r)
 {
     const int M = p->M;
     memset(r, 0, sizeof *r);

@@ -14,7 +14,7 @@ typedef struct dm_dti_protocol {
     double scale[7];   /* column norms of the unscaled design */
     double ols[7 * 7]; /* Cholesky factor (lower) of the scaled XᵀX */
     int weighted;      /* 1: WLS after OLS (default); 0: OLS only */
-    double min_signal;      /* see DM_DTI_MIN_SIGNAL */
+    double min_signal; /* see DM_DTI_MIN_SIGNAL */
     double min_diffusivity; /* eigenvalues below it are raised to it (-inf: never) */
 } dm_dti_protocol;
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const dm_dti_map_names[DM_DTI_NMAPS] = {"V1", "V2", "V3", "L1", "L2", "L3", "FA",
-                                                    "MD", "MO", "S0", "tensor", "sse"};
+const char *const dm_dti_map_names[DM_DTI_NMAPS] = {"V1", "V2", "V3", "L1", "L2",     "L3",
+                                                    "FA", "MD", "MO", "S0", "tensor", "sse"};
 const int dm_dti_map_volumes[DM_DTI_NMAPS] = {3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 1};
 
 static int in_mask(const dm_volume *mask, size_t v)
@@ -30,7 +30,8 @@ int dm_dti_image_read(dm_dti_image *im, const char *data, const char *bvals, con
     if (im->data.nt < 7)
         return dm_set_error("%s: %d volume%s; a tensor fit needs a 4D image of at least 7", data,
                             im->data.nt, im->data.nt == 1 ? "" : "s");
-    if (dm_read_bvals_bvecs(bvals, bvecs, im->data.nt, &im->bvals, &im->bvecs, &nvol) != 0) return -1;
+    if (dm_read_bvals_bvecs(bvals, bvecs, im->data.nt, &im->bvals, &im->bvecs, &nvol) != 0)
+        return -1;
     if (mask && (dm_volume_read(mask, &im->mask) != 0 ||
                  dm_volume_check_same_grid(&im->mask, mask, &im->data, data) != 0))
         return -1;
@@ -132,7 +133,8 @@ int dm_dti_maps_write(const dm_dti_maps *m, const dm_volume *like, const char *d
 {
     if (dm_mkdir_p(dir) != 0) return -1;
     for (int k = 0; k < DM_DTI_NMAPS; k++) {
-        if ((k == DM_DTI_MAP_TENSOR && !save_tensor) || (k == DM_DTI_MAP_SSE && !save_sse)) continue;
+        if ((k == DM_DTI_MAP_TENSOR && !save_tensor) || (k == DM_DTI_MAP_SSE && !save_sse))
+            continue;
         char name[512];
         snprintf(name, sizeof name, "%s%s.nii.gz", prefix ? prefix : "", dm_dti_map_names[k]);
         char *path = dm_path_join(dir, name);

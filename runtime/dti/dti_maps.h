@@ -11,9 +11,16 @@
 /* The maps, in the order they are written; dm_dti_map_names[] gives their file names
  * (without ".nii.gz"), dm_dti_map_volumes[] their number of volumes. */
 enum {
-    DM_DTI_MAP_V1, DM_DTI_MAP_V2, DM_DTI_MAP_V3, /* eigenvectors, x y z as 3 volumes */
-    DM_DTI_MAP_L1, DM_DTI_MAP_L2, DM_DTI_MAP_L3, /* eigenvalues, descending */
-    DM_DTI_MAP_FA, DM_DTI_MAP_MD, DM_DTI_MAP_MO, DM_DTI_MAP_S0,
+    DM_DTI_MAP_V1,
+    DM_DTI_MAP_V2,
+    DM_DTI_MAP_V3, /* eigenvectors, x y z as 3 volumes */
+    DM_DTI_MAP_L1,
+    DM_DTI_MAP_L2,
+    DM_DTI_MAP_L3, /* eigenvalues, descending */
+    DM_DTI_MAP_FA,
+    DM_DTI_MAP_MD,
+    DM_DTI_MAP_MO,
+    DM_DTI_MAP_S0,
     DM_DTI_MAP_TENSOR, /* Dxx Dxy Dxz Dyy Dyz Dzz (FSL's order) */
     DM_DTI_MAP_SSE,    /* sum of squared errors of the predicted signal */
     DM_DTI_NMAPS
@@ -53,7 +60,7 @@ typedef struct dm_dti_maps {
     size_t nmask;              /* voxels in the mask */
     size_t fitted;             /* DM_DTI_FITTED or DM_DTI_OLS_ONLY */
     size_t ols_only, skipped_nonfinite, skipped_zero;
-    double seconds;            /* wall time of the fit */
+    double seconds; /* wall time of the fit */
 } dm_dti_maps;
 
 /* Fits every voxel of the mask.  0, or -1 with dm_last_error() (an empty mask, no memory);

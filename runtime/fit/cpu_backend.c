@@ -123,7 +123,8 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
             fputs(mi->source, out);
             fclose(out);
             snprintf(cmd, sizeof cmd,
-                     "%s " CC_FLAGS " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/cpu_fitter.c' "
+                     "%s " CC_FLAGS
+                     " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/cpu_fitter.c' "
                      "-o '%s' -lm",
                      cc, real, src, tdir, tdir, tmp_so);
             if (run_compiler(cmd, log) != 0) {
@@ -155,7 +156,8 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
     f->derived = (dm_derived_fn)dlsym(f->handle, "dm_derived");
     if (!abi || abi() != DM_FITTER_ABI || !f->fit_voxel || !f->predict || !f->derived) {
         dm_cpu_fitter_close(f);
-        return dm_set_error("%s: not a dimoc fitter of this version (delete the cache)", f->so_path);
+        return dm_set_error("%s: not a dimoc fitter of this version (delete the cache)",
+                            f->so_path);
     }
     return 0;
 }

@@ -39,7 +39,7 @@ int dm_fit_run(const dm_fit_request *r);
 /* The inputs of a fit, read and checked. */
 typedef struct dm_problem {
     dm_model_info mi;
-    dm_volume data;        /* nt = M */
+    dm_volume data; /* nt = M */
     int M;
     double *meas;          /* M x mi.measure_width */
     double *bvals;         /* M, or NULL when the model has no bvals measure */

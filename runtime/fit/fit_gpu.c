@@ -45,9 +45,9 @@ typedef struct slot {
     int busy;
 } slot;
 
-static const char *const fitter_templates[] = {"gpu_fitter.cu", "mathlib.h", "model_api.h",
-                                               "fit_api.h", "lanes.h", "philox.h", "fit_common.h",
-                                               "grid.h", "lm.h", "mcmc.h", "fit_voxel.h", NULL};
+static const char *const fitter_templates[] = {
+    "gpu_fitter.cu", "mathlib.h", "model_api.h", "fit_api.h", "lanes.h",     "philox.h",
+    "fit_common.h",  "grid.h",    "lm.h",        "mcmc.h",    "fit_voxel.h", NULL};
 
 int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
                        int lanes, int use_cache, dm_gpu_program *out)
@@ -56,9 +56,13 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
     snprintf(prologue, sizeof prologue,
              "#define DM_NLANES %d\ntypedef %s real;\n#include \"gpu_fitter.cu\"\n", lanes,
              real_size == 4 ? "float" : "double");
-    snprintf(name, sizeof name, "%s-gpu-%s-%dl", mi->name, real_size == 4 ? "float" : "double", lanes);
-    dm_gpu_source src = {.name = name, .what = "the fitter", .prologue = prologue,
-                         .header = mi->source, .header_name = "dm_model.h",
+    snprintf(name, sizeof name, "%s-gpu-%s-%dl", mi->name, real_size == 4 ? "float" : "double",
+             lanes);
+    dm_gpu_source src = {.name = name,
+                         .what = "the fitter",
+                         .prologue = prologue,
+                         .header = mi->source,
+                         .header_name = "dm_model.h",
                          .templates = fitter_templates};
     return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
 }
@@ -78,8 +82,10 @@ int dm_fit_gpu_auto_lanes(int M, int real_size)
 
 static void put(void *dst, size_t i, double v, int rs)
 {
-    if (rs == 4) ((float *)dst)[i] = (float)v;
-    else ((double *)dst)[i] = v;
+    if (rs == 4)
+        ((float *)dst)[i] = (float)v;
+    else
+        ((double *)dst)[i] = v;
 }
 static double get(const void *src, size_t i, int rs)
 {
@@ -90,10 +96,12 @@ static int alloc_slot(const dm_cuda *cu, slot *s, size_t n, size_t M, size_t VS,
                       size_t ns, int rs)
 {
     memset(s, 0, sizeof *s);
-    size_t sizes[7] = {n * M * rs, n * VS * rs, n * 8, n * P * rs, (ns ? n * ns * P : 1) * rs,
-                       n * DM_NSTATS * rs, n * sizeof(int)};
+    size_t sizes[7] = {
+        n * M * rs,         n * VS * rs,    n * 8, n * P * rs, (ns ? n * ns * P : 1) * rs,
+        n * DM_NSTATS * rs, n * sizeof(int)};
     CUdeviceptr *dev[7] = {&s->y, &s->vox, &s->idx, &s->params, &s->samples, &s->stats, &s->status};
-    void **host[7] = {&s->hy, &s->hvox, &s->hidx, &s->hparams, &s->hsamples, &s->hstats, &s->hstatus};
+    void **host[7] = {&s->hy,       &s->hvox,   &s->hidx,   &s->hparams,
+                      &s->hsamples, &s->hstats, &s->hstatus};
     CK(cu->cuStreamCreate(&s->stream, 1 /* non-blocking */), "creating a stream");
     for (int i = 0; i < 7; i++) {
         CK(cu->cuMemAlloc(dev[i], sizes[i]), "allocating device memory");
@@ -123,7 +131,8 @@ static void unpack(gpu_job *j, slot *s)
     for (size_t b = 0; b < s->n; b++) {
         size_t i = j->todo[s->first + b];
         for (int k = 0; k < P; k++) j->res->params[i * P + k] = get(s->hparams, b * P + k, rs);
-        for (int t = 0; t < DM_NSTATS; t++) j->res->stats[i * DM_NSTATS + t] = get(s->hstats, b * DM_NSTATS + t, rs);
+        for (int t = 0; t < DM_NSTATS; t++)
+            j->res->stats[i * DM_NSTATS + t] = get(s->hstats, b * DM_NSTATS + t, rs);
         for (size_t t = 0; t < (size_t)ns * P; t++)
             j->res->samples[i * ns * P + t] = get(s->hsamples, b * ns * P + t, rs);
         p->status[p->index[i]] = (unsigned char)((int *)s->hstatus)[b];
@@ -186,23 +195,28 @@ static void *worker_main(void *arg)
         for (size_t b = 0; b < n; b++) {
             size_t i = j->todo[first + b];
             for (size_t m = 0; m < M; m++) put(s->hy, b * M + m, p->y[i * M + m], rs);
-            for (size_t c = 0; c < VS; c++) put(s->hvox, b * VS + c, VW ? p->voxin[i * VW + c] : 0, rs);
+            for (size_t c = 0; c < VS; c++)
+                put(s->hvox, b * VS + c, VW ? p->voxin[i * VW + c] : 0, rs);
             for (int k = 0; k < P; k++) put(s->hparams, b * P + k, j->res->params[i * P + k], rs);
             ((unsigned long long *)s->hidx)[b] = p->index[i];
         }
         CK(cu->cuMemcpyHtoDAsync(s->y, s->hy, n * M * rs, s->stream), "copying to the GPU");
         CK(cu->cuMemcpyHtoDAsync(s->vox, s->hvox, n * VS * rs, s->stream), "copying to the GPU");
-        CK(cu->cuMemcpyHtoDAsync(s->params, s->hparams, n * P * rs, s->stream), "copying to the GPU");
+        CK(cu->cuMemcpyHtoDAsync(s->params, s->hparams, n * P * rs, s->stream),
+           "copying to the GPU");
         CK(cu->cuMemcpyHtoDAsync(s->idx, s->hidx, n * 8, s->stream), "copying to the GPU");
         int nvox = (int)n;
-        void *args[] = {&p->cfg, &d_grid, &d_meas, &s->y, &s->vox, &s->idx, &s->params,
-                        &s->samples, &s->stats, &s->status, &nvox};
+        void *args[] = {&p->cfg,    &d_grid,     &d_meas,   &s->y,      &s->vox, &s->idx,
+                        &s->params, &s->samples, &s->stats, &s->status, &nvox};
         if (dm_gpu_launch(cu, kern.fn, (unsigned long long)n * j->lanes, BLOCK_THREADS, s->stream,
                           args, "launching the fitting kernel") != 0)
             goto fail;
-        CK(cu->cuMemcpyDtoHAsync(s->hparams, s->params, n * P * rs, s->stream), "copying from the GPU");
-        CK(cu->cuMemcpyDtoHAsync(s->hstats, s->stats, n * DM_NSTATS * rs, s->stream), "copying from the GPU");
-        CK(cu->cuMemcpyDtoHAsync(s->hstatus, s->status, n * sizeof(int), s->stream), "copying from the GPU");
+        CK(cu->cuMemcpyDtoHAsync(s->hparams, s->params, n * P * rs, s->stream),
+           "copying from the GPU");
+        CK(cu->cuMemcpyDtoHAsync(s->hstats, s->stats, n * DM_NSTATS * rs, s->stream),
+           "copying from the GPU");
+        CK(cu->cuMemcpyDtoHAsync(s->hstatus, s->status, n * sizeof(int), s->stream),
+           "copying from the GPU");
         if (ns)
             CK(cu->cuMemcpyDtoHAsync(s->hsamples, s->samples, n * ns * P * rs, s->stream),
                "copying from the GPU");
@@ -220,8 +234,8 @@ fail:
     return NULL;
 }
 
-int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o,
-                   dm_fit_results *res, dm_fit_gpu_report *rep)
+int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm_fit_results *res,
+                   dm_fit_gpu_report *rep)
 {
     memset(rep, 0, sizeof *rep);
     dm_cuda *cu = dm_cuda_open(1, 1);

@@ -9,14 +9,14 @@
 #include "gpu/gpu_compile.h"
 
 typedef struct dm_fit_gpu_options {
-    const char *gpus;  /* "all" or a comma list of device ordinals */
-    long memory_mb;    /* cap on the device memory a GPU's batches use (0: 70% of free) */
-    int lanes;         /* lanes per voxel (0: chosen from the measurement count) */
+    const char *gpus; /* "all" or a comma list of device ordinals */
+    long memory_mb;   /* cap on the device memory a GPU's batches use (0: 70% of free) */
+    int lanes;        /* lanes per voxel (0: chosen from the measurement count) */
     struct dm_progress *progress; /* advanced as batches finish; may be NULL */
 } dm_fit_gpu_options;
 
 typedef struct dm_fit_gpu_report {
-    char device[256];       /* "NVIDIA H100 80GB HBM3 x1 (sm_90)" */
+    char device[256]; /* "NVIDIA H100 80GB HBM3 x1 (sm_90)" */
     int ngpus, lanes, batches;
     long batch_voxels;
     double compile_seconds; /* NVRTC, 0 when cached */
@@ -32,7 +32,7 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
 /* Lanes per voxel chosen for M measurements and the precision (real_size 4 or 8). */
 int dm_fit_gpu_auto_lanes(int M, int real_size);
 /* Fits every voxel of p whose status is FITTED (updating p->status), results into res. */
-int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o,
-                   dm_fit_results *res, dm_fit_gpu_report *rep);
+int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm_fit_results *res,
+                   dm_fit_gpu_report *rep);
 
 #endif

@@ -43,7 +43,8 @@ static void derive_voxel(const dm_model_info *mi, const dm_cpu_fitter *f, const 
         f->derived(params, vox, out);
         return;
     }
-    for (int s = 0; s < ns; s++) f->derived(samples + (size_t)s * mi->nparams, vox, work + (size_t)s * W);
+    for (int s = 0; s < ns; s++)
+        f->derived(samples + (size_t)s * mi->nparams, vox, work + (size_t)s * W);
     for (int o = 0; o < mi->noutputs; o++) {
         const dm_output_info *x = &mi->outputs[o];
         if (x->kind == DM_OUTK_AXIS) {
@@ -109,13 +110,15 @@ int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fi
         double *work = malloc((size_t)(ns ? ns : 1) * W * sizeof *work);
         for (size_t i = 0; i < n; i++)
             derive_voxel(mi, f, est + i * P, ns ? res->samples + i * ns * P : NULL, ns,
-                         p->voxin + i * mi->voxel_width, out + i * W, disp + i * mi->noutputs, work);
+                         p->voxin + i * mi->voxel_width, out + i * W, disp + i * mi->noutputs,
+                         work);
         free(work);
         double *buf = malloc(n * 3 * sizeof *buf);
         for (int o = 0; o < mi->noutputs && rc == 0; o++) {
             const dm_output_info *x = &mi->outputs[o];
             for (size_t i = 0; i < n; i++)
-                for (int c = 0; c < x->width; c++) buf[i * x->width + c] = out[i * W + x->column + c];
+                for (int c = 0; c < x->width; c++)
+                    buf[i * x->width + c] = out[i * W + x->column + c];
             rc = write_map(dir, x->name, p, x->width, buf, map_type);
             if (rc == 0 && ns && x->kind == DM_OUTK_AXIS) {
                 char name[128];

@@ -40,7 +40,11 @@ static int for_each_item(const char *spec, const char *what, item_fn fn, void *c
 }
 
 /* Finds NAME's value in a NAME=VALUE spec; NULL when absent (static buffer). */
-struct lookup_ctx { const char *name; char value[4096]; int found; };
+struct lookup_ctx {
+    const char *name;
+    char value[4096];
+    int found;
+};
 static int lookup_item(void *ctx, const char *name, const char *values)
 {
     struct lookup_ctx *c = ctx;
@@ -59,16 +63,20 @@ static int read_measure_file(const char *path, const char *name, int width, int 
     double *d;
     if (dm_read_matrix(path, &rows, &cols, &d) != 0) return -1;
     int transposed = 0;
-    if (rows == nvol && cols == width) transposed = 0;
-    else if (cols == nvol && rows == width) transposed = 1;
+    if (rows == nvol && cols == width)
+        transposed = 0;
+    else if (cols == nvol && rows == width)
+        transposed = 1;
     else {
         free(d);
         return dm_set_error("%s: measure '%s' needs %d value%s per volume for %d volumes, the file "
-                            "has %d x %d", path, name, width, width == 1 ? "" : "s", nvol, rows, cols);
+                            "has %d x %d",
+                            path, name, width, width == 1 ? "" : "s", nvol, rows, cols);
     }
     for (int j = 0; j < nvol; j++)
         for (int c = 0; c < width; c++)
-            meas[(size_t)j * stride + column + c] = transposed ? d[(size_t)c * nvol + j] : d[(size_t)j * width + c];
+            meas[(size_t)j * stride + column + c] =
+                transposed ? d[(size_t)c * nvol + j] : d[(size_t)j * width + c];
     free(d);
     return 0;
 }
@@ -87,7 +95,8 @@ int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char
         if (!bvals || !bvecs) {
             free(meas);
             return dm_set_error("model '%s' reads b-values and gradient directions: give --bvals "
-                                "and --bvecs", mi->name);
+                                "and --bvecs",
+                                mi->name);
         }
         int n;
         if (dm_read_bvals_bvecs(bvals, bvecs, nvol, &b, &g, &n) != 0) {
@@ -101,9 +110,11 @@ int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char
             int from_vecs = x->source == DM_SRC_BVECS;
             int w = from_vecs ? 3 : 1;
             if (x->width != w) {
-                free(meas); free(b); free(g);
-                return dm_set_error("model '%s': measure '%s' has width %d but %s give %d", mi->name,
-                                    x->name, x->width, from_vecs ? "bvecs" : "bvals", w);
+                free(meas);
+                free(b);
+                free(g);
+                return dm_set_error("model '%s': measure '%s' has width %d but %s give %d",
+                                    mi->name, x->name, x->width, from_vecs ? "bvecs" : "bvals", w);
             }
             for (int j = 0; j < nvol; j++)
                 for (int c = 0; c < w; c++)
@@ -116,16 +127,21 @@ int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char
                              mi->name, x->name, x->name);
                 goto fail;
             }
-            if (read_measure_file(lc.value, x->name, x->width, nvol, meas, W, x->column) != 0) goto fail;
+            if (read_measure_file(lc.value, x->name, x->width, nvol, meas, W, x->column) != 0)
+                goto fail;
         }
     }
     free(g);
-    if (bvals_out) *bvals_out = b;
-    else free(b);
+    if (bvals_out)
+        *bvals_out = b;
+    else
+        free(b);
     *meas_out = meas;
     return 0;
 fail:
-    free(meas); free(b); free(g);
+    free(meas);
+    free(b);
+    free(g);
     return -1;
 }
 
@@ -135,10 +151,14 @@ static int parse_methods(const char *s, int *methods)
     char *copy = strdup(s), *save = NULL;
     int rc = 0;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(t, "grid")) *methods |= DM_METHOD_GRID;
-        else if (!strcmp(t, "lm")) *methods |= DM_METHOD_LM;
-        else if (!strcmp(t, "mcmc")) *methods |= DM_METHOD_MCMC;
-        else rc = dm_set_error("--method: unknown method '%s' (grid, lm, mcmc)", t);
+        if (!strcmp(t, "grid"))
+            *methods |= DM_METHOD_GRID;
+        else if (!strcmp(t, "lm"))
+            *methods |= DM_METHOD_LM;
+        else if (!strcmp(t, "mcmc"))
+            *methods |= DM_METHOD_MCMC;
+        else
+            rc = dm_set_error("--method: unknown method '%s' (grid, lm, mcmc)", t);
     }
     free(copy);
     if (rc == 0 && !*methods) rc = dm_set_error("--method: no method given");
@@ -146,7 +166,10 @@ static int parse_methods(const char *s, int *methods)
 }
 
 /* --grid NAME=v1,v2,..|lo:step:hi */
-struct grid_ctx { dm_problem *p; int cap; };
+struct grid_ctx {
+    dm_problem *p;
+    int cap;
+};
 static int add_grid(void *ctx, const char *name, const char *values)
 {
     struct grid_ctx *g = ctx;
@@ -158,7 +181,8 @@ static int add_grid(void *ctx, const char *name, const char *values)
     char tail;
     int n = 0;
     if (sscanf(values, "%lf:%lf:%lf%c", &lo, &step, &hi, &tail) == 3) {
-        if (!(step > 0) || hi < lo) return dm_set_error("--grid %s: '%s' needs step > 0 and lo <= hi", name, values);
+        if (!(step > 0) || hi < lo)
+            return dm_set_error("--grid %s: '%s' needs step > 0 and lo <= hi", name, values);
         long count = (long)floor((hi - lo) / step + 1e-9) + 1;
         if (count > 100000) return dm_set_error("--grid %s: too many values (%ld)", name, count);
         for (long i = 0; i < count; i++) {
@@ -192,7 +216,9 @@ static int add_grid(void *ctx, const char *name, const char *values)
     return 0;
 }
 
-struct fixed_ctx { dm_problem *p; };
+struct fixed_ctx {
+    dm_problem *p;
+};
 static int set_fixed(dm_problem *p, const char *list)
 {
     if (!list) return 0;
@@ -200,21 +226,25 @@ static int set_fixed(dm_problem *p, const char *list)
     int rc = 0;
     for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
         int k = dm_model_param_index(&p->mi, t);
-        if (k < 0) rc = dm_set_error("--fixed: model '%s' has no parameter '%s'", p->mi.name, t);
-        else p->cfg.fixed_mask |= 1u << k;
+        if (k < 0)
+            rc = dm_set_error("--fixed: model '%s' has no parameter '%s'", p->mi.name, t);
+        else
+            p->cfg.fixed_mask |= 1u << k;
     }
     free(copy);
     return rc;
 }
 
 /* Reads a 3D map on the data's grid into dst[v * stride + offset] for the masked voxels. */
-static int read_map_into(dm_problem *p, const char *path, int width, double *dst, int stride, int offset)
+static int read_map_into(dm_problem *p, const char *path, int width, double *dst, int stride,
+                         int offset)
 {
     dm_volume v;
     if (dm_volume_read(path, &v) != 0) return -1;
     int rc = dm_volume_check_same_grid(&v, path, &p->data, "the data");
     if (rc == 0 && v.nt != width)
-        rc = dm_set_error("%s: expected %d volume%s, found %d", path, width, width == 1 ? "" : "s", v.nt);
+        rc = dm_set_error("%s: expected %d volume%s, found %d", path, width, width == 1 ? "" : "s",
+                          v.nt);
     if (rc == 0)
         for (size_t i = 0; i < p->nfit; i++)
             for (int c = 0; c < width; c++)
@@ -223,7 +253,9 @@ static int read_map_into(dm_problem *p, const char *path, int width, double *dst
     return rc;
 }
 
-struct init_ctx { dm_problem *p; };
+struct init_ctx {
+    dm_problem *p;
+};
 static int set_init(void *ctx, const char *name, const char *value)
 {
     dm_problem *p = ((struct init_ctx *)ctx)->p;
@@ -239,7 +271,9 @@ static int set_init(void *ctx, const char *name, const char *value)
     return read_map_into(p, value, 1, p->start, P, k);
 }
 
-struct voxel_ctx { dm_problem *p; };
+struct voxel_ctx {
+    dm_problem *p;
+};
 static int set_voxel(void *ctx, const char *name, const char *value)
 {
     dm_problem *p = ((struct voxel_ctx *)ctx)->p;
@@ -249,10 +283,12 @@ static int set_voxel(void *ctx, const char *name, const char *value)
         char *end;
         double x = strtod(value, &end);
         if (*value && !*end && mi->voxels[i].width == 1) {
-            for (size_t v = 0; v < p->nfit; v++) p->voxin[v * mi->voxel_width + mi->voxels[i].column] = x;
+            for (size_t v = 0; v < p->nfit; v++)
+                p->voxin[v * mi->voxel_width + mi->voxels[i].column] = x;
             return 0;
         }
-        return read_map_into(p, value, mi->voxels[i].width, p->voxin, mi->voxel_width, mi->voxels[i].column);
+        return read_map_into(p, value, mi->voxels[i].width, p->voxin, mi->voxel_width,
+                             mi->voxels[i].column);
     }
     return dm_set_error("--voxel: model '%s' has no per-voxel input '%s'", mi->name, name);
 }
@@ -274,8 +310,8 @@ static int init_from_dir(dm_problem *p, const char *dir)
         }
     }
     if (!found)
-        return dm_set_error("--init-from %s: no map named after a parameter of '%s' there",
-                            dir, p->mi.name);
+        return dm_set_error("--init-from %s: no map named after a parameter of '%s' there", dir,
+                            p->mi.name);
     return 0;
 }
 
@@ -358,11 +394,12 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
             if (!isfinite(y[j])) finite = 0;
             if (y[j] != 0) nonzero = 1;
         }
-        p->status[p->index[i]] = !finite ? DM_STATUS_SKIPPED_NONFINITE
-                                 : !nonzero ? DM_STATUS_SKIPPED_ZERO : DM_STATUS_FITTED;
+        p->status[p->index[i]] = !finite    ? DM_STATUS_SKIPPED_NONFINITE
+                                 : !nonzero ? DM_STATUS_SKIPPED_ZERO
+                                            : DM_STATUS_FITTED;
         for (int k = 0; k < P; k++)
-            p->start[i * P + k] = mi->params[k].init_b0 && finite && nonzero ? b0_estimate(p, y)
-                                                                                : mi->params[k].init;
+            p->start[i * P + k] =
+                mi->params[k].init_b0 && finite && nonzero ? b0_estimate(p, y) : mi->params[k].init;
     }
     /* Per-voxel inputs: defaults, then --voxel maps. */
     for (int i = 0; i < mi->nvoxels; i++) {
@@ -370,10 +407,11 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
         struct lookup_ctx lc = {.name = x->name};
         if (for_each_item(r->voxel, "--voxel", lookup_item, &lc) != 0) return -1;
         if (!lc.found && isnan(x->default_value))
-            return dm_set_error("model '%s' needs per-voxel input '%s': give --voxel %s=MAP", mi->name,
-                                x->name, x->name);
+            return dm_set_error("model '%s' needs per-voxel input '%s': give --voxel %s=MAP",
+                                mi->name, x->name, x->name);
         for (size_t v = 0; v < p->nfit; v++)
-            for (int c = 0; c < x->width; c++) p->voxin[v * mi->voxel_width + x->column + c] = x->default_value;
+            for (int c = 0; c < x->width; c++)
+                p->voxin[v * mi->voxel_width + x->column + c] = x->default_value;
     }
     struct voxel_ctx vc = {p};
     if (for_each_item(r->voxel, "--voxel", set_voxel, &vc) != 0) return -1;
@@ -392,9 +430,12 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
         return dm_set_error("--method grid needs at least one --grid NAME=VALUES");
     if (!(cfg->methods & DM_METHOD_GRID) && p->ngrid_values > 0)
         cfg->methods |= DM_METHOD_GRID; /* a grid given means a grid search */
-    if (!strcmp(r->noise, "gaussian")) cfg->noise = DM_NOISE_GAUSSIAN;
-    else if (!strcmp(r->noise, "rician")) cfg->noise = DM_NOISE_RICIAN;
-    else return dm_set_error("--noise: '%s' is neither gaussian nor rician", r->noise);
+    if (!strcmp(r->noise, "gaussian"))
+        cfg->noise = DM_NOISE_GAUSSIAN;
+    else if (!strcmp(r->noise, "rician"))
+        cfg->noise = DM_NOISE_RICIAN;
+    else
+        return dm_set_error("--noise: '%s' is neither gaussian nor rician", r->noise);
     cfg->lm_max_iter = (int)r->lm_iterations;
     cfg->burnin = (int)r->burnin;
     cfg->jumps = (int)r->jumps;

@@ -63,12 +63,14 @@ static void count_work(const dm_problem *p, const dm_fit_results *res, dm_fit_ti
         grads += iters * M; /* an upper bound: the Jacobian is redone only after a success */
     }
     if (p->cfg.methods & DM_METHOD_MCMC)
-        evals += fitted * (double)(p->cfg.burnin + p->cfg.jumps) * (nfree + (p->cfg.noise == DM_NOISE_RICIAN)) * M;
+        evals += fitted * (double)(p->cfg.burnin + p->cfg.jumps) *
+                 (nfree + (p->cfg.noise == DM_NOISE_RICIAN)) * M;
     t->signal_evals = evals;
     t->gradient_evals = grads;
     /* Each sweep over the M measurements starts with one prepare of the voxel-invariant part. */
     t->gflop = (evals * (p->mi.flops_signal + (double)p->mi.flops_prepare / M) +
-                grads * (p->mi.flops_gradient + (double)p->mi.flops_gradient_prepare / M)) * 1e-9;
+                grads * (p->mi.flops_gradient + (double)p->mi.flops_gradient_prepare / M)) *
+               1e-9;
 }
 
 int dm_fit_run(const dm_fit_request *r)
@@ -78,9 +80,12 @@ int dm_fit_run(const dm_fit_request *r)
     int use_gpu;
     if (dm_gpu_resolve_device(r->device, NULL, &use_gpu) != 0) return -1;
     int real_size;
-    if (!strcmp(r->precision, "double")) real_size = 8;
-    else if (!strcmp(r->precision, "float")) real_size = 4;
-    else return dm_set_error("--precision: '%s' is neither float nor double", r->precision);
+    if (!strcmp(r->precision, "double"))
+        real_size = 8;
+    else if (!strcmp(r->precision, "float"))
+        real_size = 4;
+    else
+        return dm_set_error("--precision: '%s' is neither float nor double", r->precision);
 
     dm_problem p;
     if (dm_problem_plan(r, &p) != 0) {
@@ -132,11 +137,10 @@ int dm_fit_run(const dm_fit_request *r)
         for (size_t i = 0; i < p.nfit; i++) {
             unsigned char *st = &p.status[p.index[i]];
             if (*st == DM_STATUS_FITTED) {
-                *st = (unsigned char)fitter.fit_voxel(&p.cfg, p.grid_values, p.meas, p.y + i * M,
-                                                      p.voxin + i * p.mi.voxel_width,
-                                                      (unsigned long long)p.index[i], res.params + i * P,
-                                                      mcmc ? res.samples + i * (size_t)ns * P : NULL,
-                                                      res.stats + i * DM_NSTATS);
+                *st = (unsigned char)fitter.fit_voxel(
+                    &p.cfg, p.grid_values, p.meas, p.y + i * M, p.voxin + i * p.mi.voxel_width,
+                    (unsigned long long)p.index[i], res.params + i * P,
+                    mcmc ? res.samples + i * (size_t)ns * P : NULL, res.stats + i * DM_NSTATS);
             }
             if (prog) dm_progress_add(prog, 1);
         }

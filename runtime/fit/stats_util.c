@@ -9,22 +9,19 @@ static const double TWO_PI = 6.283185307179586476925;
 void dm_mean_std(const double *x, long n, long stride, double *mean, double *std)
 {
     double sum = 0;
-    for (long i = 0; i < n; i++)
-        sum += x[i * stride];
+    for (long i = 0; i < n; i++) sum += x[i * stride];
     double m = n > 0 ? sum / n : 0;
     double ss = 0; /* two passes: exact enough for samples of any magnitude */
     for (long i = 0; i < n; i++) {
         double d = x[i * stride] - m;
         ss += d * d;
     }
-    if (mean)
-        *mean = m;
-    if (std)
-        *std = n > 1 ? sqrt(ss / (n - 1)) : 0;
+    if (mean) *mean = m;
+    if (std) *std = n > 1 ? sqrt(ss / (n - 1)) : 0;
 }
 
-void dm_circular_mean_std(const double *x, long n, long stride, double lo, double hi,
-                          double *mean, double *std)
+void dm_circular_mean_std(const double *x, long n, long stride, double lo, double hi, double *mean,
+                          double *std)
 {
     double period = hi - lo, to_angle = TWO_PI / period;
     double c = 0, s = 0;
@@ -40,14 +37,12 @@ void dm_circular_mean_std(const double *x, long n, long stride, double lo, doubl
         s /= n;
         r = sqrt(c * c + s * s);
         double a = atan2(s, c);
-        if (a < 0)
-            a += TWO_PI;
+        if (a < 0) a += TWO_PI;
         m = lo + a / to_angle;
         if (m >= hi) /* rounding at the top of the range */
             m = lo;
     }
-    if (mean)
-        *mean = m;
+    if (mean) *mean = m;
     if (std) {
         /* R = 0 (samples spread evenly round the circle) would give an infinite std; a
          * floor keeps the output map finite. */
@@ -63,27 +58,21 @@ long dm_dyadic_mean(const double *axes, long n, long stride, double axis[3], dou
     for (long i = 0; i < n; i++) {
         const double *v = axes + i * stride;
         double norm2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
-        if (!(norm2 > 0) || !isfinite(norm2))
-            continue;
+        if (!(norm2 > 0) || !isfinite(norm2)) continue;
         for (int a = 0; a < 3; a++)
-            for (int b = a; b < 3; b++)
-                T[a][b] += v[a] * v[b] / norm2;
+            for (int b = a; b < 3; b++) T[a][b] += v[a] * v[b] / norm2;
         used++;
     }
     if (used == 0) {
         axis[0] = axis[1] = axis[2] = 0;
-        if (dispersion)
-            *dispersion = 1;
+        if (dispersion) *dispersion = 1;
         return 0;
     }
     for (int a = 0; a < 3; a++)
-        for (int b = a; b < 3; b++)
-            T[a][b] /= used;
+        for (int b = a; b < 3; b++) T[a][b] /= used;
     double lambda[3], vec[3][3];
     dm_eig3_sym(T, lambda, vec);
-    for (int k = 0; k < 3; k++)
-        axis[k] = vec[0][k];
-    if (dispersion)
-        *dispersion = 1 - lambda[0];
+    for (int k = 0; k < 3; k++) axis[k] = vec[0][k];
+    if (dispersion) *dispersion = 1 - lambda[0];
     return used;
 }

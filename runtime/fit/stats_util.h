@@ -9,8 +9,8 @@ void dm_mean_std(const double *x, long n, long stride, double *mean, double *std
  * to angles 2*pi*(x-lo)/(hi-lo); mean = direction of the mean unit vector, wrapped into
  * [lo, hi); std = sqrt(-2 ln R) * (hi-lo)/(2*pi) with R the mean resultant length (so it
  * matches the ordinary std for tightly clustered samples).  std or mean may be NULL. */
-void dm_circular_mean_std(const double *x, long n, long stride, double lo, double hi,
-                          double *mean, double *std);
+void dm_circular_mean_std(const double *x, long n, long stride, double lo, double hi, double *mean,
+                          double *std);
 
 /* Mean axis of n unit vectors (sample i at axes[i*stride .. i*stride+2], stride >= 3): the
  * principal eigenvector of the mean dyadic tensor (1/n) sum v v^T, so that v and -v count as

@@ -16,14 +16,13 @@ static void *open_first(const char *const *names)
     return NULL;
 }
 
-#define LOAD(lib, field, symbol)                                                          \
-    do {                                                                                  \
-        *(void **)&cu->field = dlsym(cu->lib, symbol);                                    \
-        if (!cu->field) {                                                                 \
-            dm_set_error("%s lacks %s: the CUDA installation is too old or broken",       \
-                         #lib, symbol);                                                   \
-            goto fail;                                                                    \
-        }                                                                                 \
+#define LOAD(lib, field, symbol)                                                                   \
+    do {                                                                                           \
+        *(void **)&cu->field = dlsym(cu->lib, symbol);                                             \
+        if (!cu->field) {                                                                          \
+            dm_set_error("%s lacks %s: the CUDA installation is too old or broken", #lib, symbol); \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
 
 static int open_nvrtc(dm_cuda *cu)

@@ -50,8 +50,8 @@ typedef struct dm_cuda {
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, unsigned, CUstream, void **, void **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
-    int (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
-                              const char *const *, const char *const *);
+    int (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+                              const char *const *);
     int (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
     int (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
     int (*nvrtcGetProgramLog)(nvrtcProgram, char *);
@@ -70,13 +70,13 @@ dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc);
 void dm_cuda_close(dm_cuda *cu);
 /* Runs a driver call; on failure records "what: CUDA error N (text)" and jumps to `fail`.
  * Needs `cu` (the dm_cuda table) in scope. */
-#define CK(call, what)                        \
-    do {                                      \
-        CUresult rc_ = (call);                \
-        if (rc_ != 0) {                       \
-            dm_cuda_error(cu, rc_, what);     \
-            goto fail;                        \
-        }                                     \
+#define CK(call, what)                                                                             \
+    do {                                                                                           \
+        CUresult rc_ = (call);                                                                     \
+        if (rc_ != 0) {                                                                            \
+            dm_cuda_error(cu, rc_, what);                                                          \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
 
 /* dm_set_error with the driver's description of `rc` after `what`; returns -1. */

@@ -26,7 +26,8 @@ static int nvrtc_compile(const dm_cuda *cu, const char *tdir, const dm_gpu_sourc
     const char *hdr_name[1] = {src->header_name};
     nvrtcProgram prog;
     int rc = cu->nvrtcCreateProgram(&prog, src->prologue, "dimoc_main.cu", nhdr, hdr_src, hdr_name);
-    if (rc != 0) return dm_set_error("NVRTC: cannot create program: %s", cu->nvrtcGetErrorString(rc));
+    if (rc != 0)
+        return dm_set_error("NVRTC: cannot create program: %s", cu->nvrtcGetErrorString(rc));
     char arch_opt[64], inc_opt[4200];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d", arch);
     snprintf(inc_opt, sizeof inc_opt, "--include-path=%s", tdir);
@@ -34,7 +35,8 @@ static int nvrtc_compile(const dm_cuda *cu, const char *tdir, const dm_gpu_sourc
     const char *extra = getenv("DIMOC_NVRTC_OPTIONS");
     const char *opts[16] = {arch_opt, inc_opt, "--std=c++17", "-DDM_NVRTC=1"};
     int nopts = 4;
-    for (int i = 0; src->options && src->options[i] && nopts < 15; i++) opts[nopts++] = src->options[i];
+    for (int i = 0; src->options && src->options[i] && nopts < 15; i++)
+        opts[nopts++] = src->options[i];
     if (extra && *extra) opts[nopts++] = extra;
     rc = cu->nvrtcCompileProgram(prog, nopts, opts);
     if (rc != 0) {

@@ -14,12 +14,12 @@ typedef struct dm_gpu_program {
 
 /* A program made of files of the templates folder, for dm_gpu_compile_source. */
 typedef struct dm_gpu_source {
-    const char *name;                /* cache file stem, e.g. "tracker" */
-    const char *what;                /* for messages: "the fitter" */
-    const char *prologue;            /* the main source text (it #includes the templates) */
+    const char *name;                 /* cache file stem, e.g. "tracker" */
+    const char *what;                 /* for messages: "the fitter" */
+    const char *prologue;             /* the main source text (it #includes the templates) */
     const char *header, *header_name; /* one in-memory header, or NULL */
-    const char *const *templates;    /* NULL-terminated: template files the program reads */
-    const char *const *options;      /* NULL-terminated extra NVRTC options, or NULL */
+    const char *const *templates;     /* NULL-terminated: template files the program reads */
+    const char *const *options;       /* NULL-terminated extra NVRTC options, or NULL */
 } dm_gpu_source;
 
 /* Compiles src for compute capability arch, cached under the cache folder keyed by the

@@ -32,9 +32,9 @@ int dm_gpu_resolve_device(const char *device, const char *command, int *use_gpu)
         *use_gpu = 1;
         return 0;
     }
-    return command ? dm_set_error("%s: --device must be cpu, gpu or auto, not '%s'", command,
-                                  device)
-                   : dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
+    return command
+               ? dm_set_error("%s: --device must be cpu, gpu or auto, not '%s'", command, device)
+               : dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
 }
 
 int dm_gpu_parse_list(const char *spec, int ndev, int *ord, int *n)
@@ -51,7 +51,8 @@ int dm_gpu_parse_list(const char *spec, int ndev, int *ord, int *n)
         long v = strtol(t, &end, 10);
         if (*end || v < 0 || v >= ndev || *n >= DM_GPU_MAX)
             rc = dm_set_error("--gpus: '%s' is not a GPU of this machine (it has %d)", t, ndev);
-        else ord[(*n)++] = (int)v;
+        else
+            ord[(*n)++] = (int)v;
     }
     if (rc == 0 && *n == 0) rc = dm_set_error("--gpus: '%s' names no GPU", spec);
     free(copy);

@@ -13,8 +13,8 @@
 typedef struct dm_gpu_set {
     int ord[DM_GPU_MAX]; /* device ordinals */
     int n;
-    int arch;            /* their compute capability, e.g. 90 (sm_90): NVRTC compiles for it */
-    char device[256];    /* "NVIDIA H100 80GB HBM3 x1 (sm_90)" */
+    int arch;         /* their compute capability, e.g. 90 (sm_90): NVRTC compiles for it */
+    char device[256]; /* "NVIDIA H100 80GB HBM3 x1 (sm_90)" */
 } dm_gpu_set;
 
 /* 1 when a GPU is usable here (driver, device and NVRTC); else 0 with the reason in

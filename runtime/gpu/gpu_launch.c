@@ -6,9 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-int dm_gpu_kernel_open(const dm_cuda *cu, int ordinal, const dm_gpu_program *prog,
-                       const char *name, const char *prog_what, const char *kernel_what,
-                       dm_gpu_kernel *k)
+int dm_gpu_kernel_open(const dm_cuda *cu, int ordinal, const dm_gpu_program *prog, const char *name,
+                       const char *prog_what, const char *kernel_what, dm_gpu_kernel *k)
 {
     char loading[200], finding[200];
     snprintf(loading, sizeof loading, "loading the compiled %s", prog_what);

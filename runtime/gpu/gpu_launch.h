@@ -17,9 +17,8 @@ typedef struct dm_gpu_kernel {
  * finds the kernel `name`.  Messages name the program ("loading the compiled " + prog_what)
  * and the kernel ("finding the " + kernel_what).  0, or -1 with the CUDA error; either way
  * dm_gpu_kernel_close releases what was taken. */
-int dm_gpu_kernel_open(const dm_cuda *cu, int ordinal, const dm_gpu_program *prog,
-                       const char *name, const char *prog_what, const char *kernel_what,
-                       dm_gpu_kernel *k);
+int dm_gpu_kernel_open(const dm_cuda *cu, int ordinal, const dm_gpu_program *prog, const char *name,
+                       const char *prog_what, const char *kernel_what, dm_gpu_kernel *k);
 /* Unloads the program and releases the context (nothing for what was never taken). */
 void dm_gpu_kernel_close(const dm_cuda *cu, dm_gpu_kernel *k);
 

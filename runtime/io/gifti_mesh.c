@@ -69,12 +69,14 @@ int dm_mesh_read_gifti(const char *path, int need_triangles, dm_mesh *m)
     gifti_image *g = read_quietly(path);
     if (!g) return dm_set_error("%s: not a readable GIFTI file", path);
     int rc = 0;
-    const giiDataArray *pts = find_nx3(g, NIFTI_INTENT_POINTSET, "vertex (NIFTI_INTENT_POINTSET)", path);
+    const giiDataArray *pts =
+        find_nx3(g, NIFTI_INTENT_POINTSET, "vertex (NIFTI_INTENT_POINTSET)", path);
     const giiDataArray *tri = NULL;
     if (!pts) rc = -1;
     if (rc == 0 && (need_triangles || gifti_find_DA(g, NIFTI_INTENT_TRIANGLE, 0))) {
         tri = find_nx3(g, NIFTI_INTENT_TRIANGLE, "triangle (NIFTI_INTENT_TRIANGLE)", path);
-        if (!tri) rc = -1;
+        if (!tri)
+            rc = -1;
         else if (tri->datatype != NIFTI_TYPE_INT32 && tri->datatype != NIFTI_TYPE_UINT32)
             rc = dm_set_error("%s: GIFTI triangles must be integer vertex indices", path);
     }
@@ -93,7 +95,8 @@ int dm_mesh_read_gifti(const char *path, int need_triangles, dm_mesh *m)
             for (int a = 0; a < 3; a++) {
                 double idx = value_at(tri, t, a);
                 if (idx < 0 || idx >= m->nv) {
-                    rc = dm_set_error("%s: triangle %ld names vertex %.0f of %ld", path, t, idx, m->nv);
+                    rc = dm_set_error("%s: triangle %ld names vertex %.0f of %ld", path, t, idx,
+                                      m->nv);
                     break;
                 }
                 m->tri[3 * t + a] = (int)idx;

@@ -7,8 +7,8 @@
 
 typedef struct dm_mesh {
     long nv, nt;
-    double *xyz;   /* 3 per vertex */
-    int *tri;      /* 3 vertex indices (0-based) per triangle; NULL when nt is 0 */
+    double *xyz; /* 3 per vertex */
+    int *tri;    /* 3 vertex indices (0-based) per triangle; NULL when nt is 0 */
 } dm_mesh;
 
 /* 1 when path ends in .gii. */

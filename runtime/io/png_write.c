@@ -30,7 +30,8 @@ static void on_png_warning(png_structp png, png_const_charp msg)
 static int encode(FILE *f, int width, int height, int channels, const unsigned char *pixels,
                   char *msg)
 {
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, msg, on_png_error, on_png_warning);
+    png_structp png =
+        png_create_write_struct(PNG_LIBPNG_VER_STRING, msg, on_png_error, on_png_warning);
     if (!png) return -1;
     png_infop info = png_create_info_struct(png);
     if (!info || setjmp(png_jmpbuf(png))) {
@@ -42,18 +43,17 @@ static int encode(FILE *f, int width, int height, int channels, const unsigned c
                  channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
-    for (int y = 0; y < height; y++)
-        png_write_row(png, pixels + (size_t)y * width * channels);
+    for (int y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * width * channels);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     return 0;
 }
 
-int dm_png_write(const char *path, int width, int height, int channels,
-                 const unsigned char *pixels)
+int dm_png_write(const char *path, int width, int height, int channels, const unsigned char *pixels)
 {
     if (width <= 0 || height <= 0 || (channels != 1 && channels != 3))
-        return dm_set_error("%s: cannot write a %dx%d PNG with %d channels", path, width, height, channels);
+        return dm_set_error("%s: cannot write a %dx%d PNG with %d channels", path, width, height,
+                            channels);
     char *tmp = dm_temp_sibling_ext(path, ".png");
     FILE *f = fopen(tmp, "wb");
     if (!f) {

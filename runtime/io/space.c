@@ -69,8 +69,8 @@ void dm_volume_vox2world(const dm_volume *v, dm_affine *a)
     dm_affine_identity(a);
     if (!nim) return;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) a->m[i][j] = nim->sform_code > 0 ? nim->sto_xyz.m[i][j]
-                                                                     : nim->qto_xyz.m[i][j];
+        for (int j = 0; j < 4; j++)
+            a->m[i][j] = nim->sform_code > 0 ? nim->sto_xyz.m[i][j] : nim->qto_xyz.m[i][j];
     if (nim->sform_code <= 0 && nim->qform_code <= 0) {
         dm_affine_identity(a);
         a->m[0][0] = nim->dx > 0 ? nim->dx : 1;
@@ -90,7 +90,7 @@ int dm_volume_is_neurological(const dm_volume *v)
 {
     dm_affine a;
     dm_volume_vox2world(v, &a);
-    double (*m)[4] = a.m;
+    double(*m)[4] = a.m;
     double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
                  m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
                  m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);

@@ -41,8 +41,9 @@ dm_tck_writer *dm_tck_open(const char *path, const char *info)
     /* The header is written with a fixed-width count and an offset computed so that the
      * "file:" line's own length is included. */
     char head[8192];
-    int len = snprintf(head, sizeof head, "mrtrix tracks\ndatatype: Float32LE\n%s%s",
-                       info ? info : "", info && *info && info[strlen(info) - 1] != '\n' ? "\n" : "");
+    int len =
+        snprintf(head, sizeof head, "mrtrix tracks\ndatatype: Float32LE\n%s%s", info ? info : "",
+                 info && *info && info[strlen(info) - 1] != '\n' ? "\n" : "");
     long count_at = len + (long)strlen("count: ");
     len += snprintf(head + len, sizeof head - len, "count: %012ld\ntotal_count: %012ld\n", 0L, 0L);
     long offset = len + 32; /* "file: . NNN\nEND\n" fits in 32 bytes with padding */
@@ -65,7 +66,8 @@ int dm_tck_close(dm_tck_writer *w, unsigned long long total_count)
     for (int a = 0; a < 3; a++) put_f32(w->fp, INFINITY);
     char num[64];
     snprintf(num, sizeof num, "%012ld\ntotal_count: %012llu", w->count, total_count);
-    int bad = fseek(w->fp, w->count_at, SEEK_SET) != 0 || fwrite(num, 1, strlen(num), w->fp) != strlen(num);
+    int bad = fseek(w->fp, w->count_at, SEEK_SET) != 0 ||
+              fwrite(num, 1, strlen(num), w->fp) != strlen(num);
     bad |= ferror(w->fp) | (fclose(w->fp) != 0);
     int rc = 0;
     if (bad || rename(w->tmp, w->path) != 0) {

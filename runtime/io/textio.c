@@ -14,8 +14,7 @@ static int read_matrix(const char *path, int *rows, int *cols, double **data, in
 {
     size_t len;
     char *text = dm_read_file(path, &len);
-    if (!text)
-        return -1;
+    if (!text) return -1;
     size_t cap = 256, n = 0;
     double *values = malloc(cap * sizeof *values);
     int nrows = 0, ncols = 0, first_row_line = 0, lineno = 0;
@@ -23,24 +22,19 @@ static int read_matrix(const char *path, int *rows, int *cols, double **data, in
     int status = values ? 0 : dm_set_error("out of memory reading %s", path);
     while (status == 0 && line && *line) {
         char *next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
+        if (next) *next++ = '\0';
         lineno++;
         char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
+        if (hash) *hash = '\0';
         int in_row = 0;
         char *p = line;
         for (;;) {
-            while (isspace((unsigned char)*p) || *p == ',')
-                p++;
-            if (!*p)
-                break;
+            while (isspace((unsigned char)*p) || *p == ',') p++;
+            if (!*p) break;
             char *end;
             double v = strtod(p, &end);
             char *tok_end = end;
-            while (*tok_end && !isspace((unsigned char)*tok_end) && *tok_end != ',')
-                tok_end++;
+            while (*tok_end && !isspace((unsigned char)*tok_end) && *tok_end != ',') tok_end++;
             if (end == p || end != tok_end || !(isfinite(v) || (allow_nan && isnan(v)))) {
                 int toklen = (int)(tok_end - p);
                 status = dm_set_error("%s:%d: '%.*s' is not a number", path, lineno,
@@ -73,8 +67,7 @@ static int read_matrix(const char *path, int *rows, int *cols, double **data, in
         line = next;
     }
     free(text);
-    if (status == 0 && nrows == 0)
-        status = dm_set_error("%s: no numbers in the file", path);
+    if (status == 0 && nrows == 0) status = dm_set_error("%s: no numbers in the file", path);
     if (status != 0) {
         free(values);
         return -1;
@@ -95,8 +88,7 @@ static int read_bvals(const char *path, int *count, double **b)
 {
     int r, c;
     double *m;
-    if (dm_read_matrix(path, &r, &c, &m) != 0)
-        return -1;
+    if (dm_read_matrix(path, &r, &c, &m) != 0) return -1;
     if (r != 1 && c != 1) {
         free(m);
         return dm_set_error("%s: expected bvals in one row or one column, found %d rows of %d",
@@ -112,8 +104,7 @@ static int read_bvecs(const char *path, int *count, double **g)
 {
     int r, c;
     double *m;
-    if (read_matrix(path, &r, &c, &m, 1) != 0)
-        return -1;
+    if (read_matrix(path, &r, &c, &m, 1) != 0) return -1;
     if (r == 3) {
         double *t = malloc((size_t)c * 3 * sizeof *t);
         if (!t) {
@@ -121,8 +112,7 @@ static int read_bvecs(const char *path, int *count, double **g)
             return dm_set_error("out of memory reading %s", path);
         }
         for (int i = 0; i < c; i++)
-            for (int k = 0; k < 3; k++)
-                t[3 * i + k] = m[(size_t)k * c + i];
+            for (int k = 0; k < 3; k++) t[3 * i + k] = m[(size_t)k * c + i];
         free(m);
         *count = c;
         *g = t;
@@ -134,8 +124,8 @@ static int read_bvecs(const char *path, int *count, double **g)
         return 0;
     }
     free(m);
-    return dm_set_error("%s: expected bvecs as 3 rows or 3 columns, found %d rows of %d", path,
-                        r, c);
+    return dm_set_error("%s: expected bvecs as 3 rows or 3 columns, found %d rows of %d", path, r,
+                        c);
 }
 
 int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol, double **b,
@@ -143,19 +133,17 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
 {
     double *bv = NULL, *gv = NULL;
     int nb = 0, ng = 0;
-    if (read_bvals(bvals_path, &nb, &bv) != 0)
-        return -1;
+    if (read_bvals(bvals_path, &nb, &bv) != 0) return -1;
     if (read_bvecs(bvecs_path, &ng, &gv) != 0) {
         free(bv);
         return -1;
     }
     int status = 0;
     if (nvol > 0 && nb != nvol)
-        status = dm_set_error("%s: %d b-values but the data has %d volumes", bvals_path, nb,
-                              nvol);
+        status = dm_set_error("%s: %d b-values but the data has %d volumes", bvals_path, nb, nvol);
     else if (nvol > 0 && ng != nvol)
-        status = dm_set_error("%s: %d directions but the data has %d volumes", bvecs_path, ng,
-                              nvol);
+        status =
+            dm_set_error("%s: %d directions but the data has %d volumes", bvecs_path, ng, nvol);
     else if (ng != nb)
         status = dm_set_error("%s: %d directions but %s has %d b-values", bvecs_path, ng,
                               bvals_path, nb);
@@ -166,8 +154,7 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
      * it means "no direction" there, and is an error anywhere else. */
     for (int i = 0; status == 0 && i < nb; i++) {
         double *v = gv + 3 * i;
-        if (!isnan(v[0]) && !isnan(v[1]) && !isnan(v[2]))
-            continue;
+        if (!isnan(v[0]) && !isnan(v[1]) && !isnan(v[2])) continue;
         if (bv[i] <= 50)
             v[0] = v[1] = v[2] = 0;
         else
@@ -184,20 +171,17 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
     int fixed = 0, first_fixed = -1, zero_dirs = 0, first_zero = -1;
     double first_norm = 0;
     for (int i = 0; i < nb; i++) {
-        if (bv[i] <= 0)
-            continue;
+        if (bv[i] <= 0) continue;
         double *v = gv + 3 * i;
         double norm = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
         if (norm == 0) {
-            if (zero_dirs++ == 0)
-                first_zero = i;
+            if (zero_dirs++ == 0) first_zero = i;
         } else if (fabs(1 - norm) > 0.01) {
             if (fixed++ == 0) {
                 first_fixed = i;
                 first_norm = norm;
             }
-            for (int k = 0; k < 3; k++)
-                v[k] /= norm;
+            for (int k = 0; k < 3; k++) v[k] /= norm;
         }
     }
     if (fixed)
@@ -209,8 +193,7 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
                 zero_dirs, zero_dirs > 1 ? "s" : "", first_zero);
     *b = bv;
     *g = gv;
-    if (nread)
-        *nread = nb;
+    if (nread) *nread = nb;
     return 0;
 }
 
@@ -225,8 +208,7 @@ static int append(text_buf *t, const char *fmt, double v)
     if (t->cap - t->len < 64) {
         size_t cap = t->cap ? 2 * t->cap : 1024;
         char *s = realloc(t->s, cap);
-        if (!s)
-            return -1;
+        if (!s) return -1;
         t->s = s;
         t->cap = cap;
     }
@@ -239,10 +221,8 @@ static int append_row(text_buf *t, int n, const double *x, int stride)
 {
     for (int i = 0; i < n; i++) {
         double v = x[(size_t)i * stride];
-        if (v == 0)
-            v = 0;
-        if (append(t, i ? " %.15g" : "%.15g", v) != 0)
-            return -1;
+        if (v == 0) v = 0;
+        if (append(t, i ? " %.15g" : "%.15g", v) != 0) return -1;
     }
     return append(t, "\n", 0);
 }
@@ -252,8 +232,7 @@ int dm_write_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int n, 
 {
     text_buf vals = {0}, vecs = {0};
     int ok = append_row(&vals, n, b, 1) == 0;
-    for (int k = 0; ok && k < 3; k++)
-        ok = append_row(&vecs, n, g + k, 3) == 0;
+    for (int k = 0; ok && k < 3; k++) ok = append_row(&vecs, n, g + k, 3) == 0;
     int status;
     if (!ok)
         status = dm_set_error("out of memory writing %s", bvecs_path);

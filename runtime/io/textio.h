@@ -14,7 +14,7 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
                         double **g, int *nread);
 
 /* Writes FSL-style bvals (one row) and bvecs (three rows), atomically. */
-int dm_write_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int n,
-                         const double *b, const double *g);
+int dm_write_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int n, const double *b,
+                         const double *g);
 
 #endif

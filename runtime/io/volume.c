@@ -28,7 +28,10 @@
 /* niftilib prints its own "** ERROR" lines on stderr at debug level >= 1; our messages say
  * the same in one line, so keep it quiet. */
 static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
-static void quiet_niftilib(void) { nifti_set_debug_level(0); }
+static void quiet_niftilib(void)
+{
+    nifti_set_debug_level(0);
+}
 
 static int has_ending(const char *s, const char *ending)
 {
@@ -45,9 +48,8 @@ static long long file_size(const char *path)
 /* Converts nvals values of the given NIfTI data type to doubles. */
 static int convert_to_double(const void *src, int datatype, size_t nvals, double *dst)
 {
-#define CONVERT(type)                                                                          \
-    for (size_t i = 0; i < nvals; i++)                                                         \
-        dst[i] = (double)((const type *)src)[i];                                               \
+#define CONVERT(type)                                                                              \
+    for (size_t i = 0; i < nvals; i++) dst[i] = (double)((const type *)src)[i];                    \
     return 0
     switch (datatype) {
     case DT_UINT8: CONVERT(uint8_t);
@@ -99,8 +101,7 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
     size_t total = (size_t)nim->nvox, bytes_per = (size_t)nim->nbyper;
     size_t chunk = total < (1 << 18) ? total : (1 << 18);
     void *buf = malloc(chunk * bytes_per);
-    if (!buf)
-        return dm_set_error("%s: out of memory reading the image data", path);
+    if (!buf) return dm_set_error("%s: out of memory reading the image data", path);
     znzFile f = znzopen(data_file, "rb", nifti_is_gzfile(data_file));
     if (znz_isnull(f)) {
         free(buf);
@@ -112,10 +113,8 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
         size_t n = total - start < chunk ? total - start : chunk;
         /* Counted in bytes: znzread's count of whole values can hide a short last value. */
         ok = znzread(buf, 1, n * bytes_per, f) == n * bytes_per;
-        if (ok && swap)
-            nifti_swap_Nbytes((int64_t)n, nim->swapsize, buf);
-        if (ok)
-            convert_to_double(buf, nim->datatype, n, data + start);
+        if (ok && swap) nifti_swap_Nbytes((int64_t)n, nim->swapsize, buf);
+        if (ok) convert_to_double(buf, nim->datatype, n, data + start);
     }
     znzclose(f);
     free(buf);
@@ -131,8 +130,7 @@ int dm_volume_read(const char *path, dm_volume *vol)
     FILE *probe = fopen(path, "rb");
     if (!probe) {
         char *found = errno == ENOENT ? nifti_findhdrname(path) : NULL;
-        if (!found)
-            return dm_set_error("cannot open %s: %s", path, strerror(errno));
+        if (!found) return dm_set_error("cannot open %s: %s", path, strerror(errno));
         free(found); /* a prefix such as "dwi" for dwi.nii.gz: niftilib finds the file */
     } else {
         fclose(probe);
@@ -149,8 +147,7 @@ int dm_volume_read(const char *path, dm_volume *vol)
     }
     /* Dimensions beyond dim[0] are unused and may hold 0 (niftilib itself writes them so). */
     int64_t *sizes[7] = {&nim->nx, &nim->ny, &nim->nz, &nim->nt, &nim->nu, &nim->nv, &nim->nw};
-    for (int k = (int)(nim->ndim > 0 ? nim->ndim : 0); k < 7; k++)
-        *sizes[k] = 1;
+    for (int k = (int)(nim->ndim > 0 ? nim->ndim : 0); k < 7; k++) *sizes[k] = 1;
     if (nim->nu > 1 || nim->nv > 1 || nim->nw > 1) {
         dm_set_error("%s: %lld dimensions (%lldx%lldx%lldx%lldx%lld...); at most 4 are supported",
                      path, (long long)nim->ndim, (long long)nim->nx, (long long)nim->ny,
@@ -164,8 +161,7 @@ int dm_volume_read(const char *path, dm_volume *vol)
         nifti_image_free(nim);
         return -1;
     }
-    if (nim->nx > INT32_MAX || nim->ny > INT32_MAX || nim->nz > INT32_MAX ||
-        nim->nt > INT32_MAX) {
+    if (nim->nx > INT32_MAX || nim->ny > INT32_MAX || nim->nz > INT32_MAX || nim->nt > INT32_MAX) {
         dm_set_error("%s: a dimension is too large", path);
         nifti_image_free(nim);
         return -1;
@@ -194,10 +190,8 @@ int dm_volume_read(const char *path, dm_volume *vol)
     /* NIfTI: scaling applies when scl_slope is non-zero (and a number). */
     double slope = nim->scl_slope, inter = nim->scl_inter;
     if (slope != 0 && isfinite(slope) && (slope != 1 || inter != 0)) {
-        if (!isfinite(inter))
-            inter = 0;
-        for (size_t i = 0; i < nvals; i++)
-            data[i] = slope * data[i] + inter;
+        if (!isfinite(inter)) inter = 0;
+        for (size_t i = 0; i < nvals; i++) data[i] = slope * data[i] + inter;
     }
 
     vol->nx = (int)nim->nx;
@@ -212,19 +206,16 @@ int dm_volume_read(const char *path, dm_volume *vol)
 int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,
                               const char *ref_path)
 {
-    if (vol->nx == ref->nx && vol->ny == ref->ny && vol->nz == ref->nz)
-        return 0;
+    if (vol->nx == ref->nx && vol->ny == ref->ny && vol->nz == ref->nz) return 0;
     return dm_set_error("%s: grid %dx%dx%d differs from %s (%dx%dx%d)", path, vol->nx, vol->ny,
                         vol->nz, ref_path, ref->nx, ref->ny, ref->nz);
 }
 
 void dm_volume_free(dm_volume *vol)
 {
-    if (!vol)
-        return;
+    if (!vol) return;
     free(vol->data);
-    if (vol->geometry)
-        nifti_image_free((nifti_image *)vol->geometry);
+    if (vol->geometry) nifti_image_free((nifti_image *)vol->geometry);
     memset(vol, 0, sizeof *vol);
 }
 
@@ -235,8 +226,7 @@ static void copy_geometry(nifti_image *to, const nifti_image *from)
     to->dx = to->pixdim[1] = from->pixdim[1];
     to->dy = to->pixdim[2] = from->pixdim[2];
     to->dz = to->pixdim[3] = from->pixdim[3];
-    if (from->pixdim[4] > 0)
-        to->dt = to->pixdim[4] = from->pixdim[4];
+    if (from->pixdim[4] > 0) to->dt = to->pixdim[4] = from->pixdim[4];
     to->qform_code = from->qform_code;
     to->quatern_b = from->quatern_b;
     to->quatern_c = from->quatern_c;
@@ -262,8 +252,7 @@ static void copy_geometry(nifti_image *to, const nifti_image *from)
 static void default_geometry(nifti_image *nim, double voxel_mm)
 {
     nim->dx = nim->dy = nim->dz = voxel_mm;
-    for (int k = 1; k <= 3; k++)
-        nim->pixdim[k] = voxel_mm;
+    for (int k = 1; k <= 3; k++) nim->pixdim[k] = voxel_mm;
     nim->qform_code = nim->sform_code = NIFTI_XFORM_SCANNER_ANAT;
     nim->quatern_b = nim->quatern_c = nim->quatern_d = 0;
     nim->qoffset_x = nim->qoffset_y = nim->qoffset_z = 0;
@@ -289,8 +278,7 @@ static void convert_chunk(const double *src, size_t n, int type, void *dst)
         }
     } else {
         float *out = dst;
-        for (size_t i = 0; i < n; i++)
-            out[i] = (float)src[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)src[i];
     }
 }
 
@@ -315,8 +303,7 @@ static int make_header(const char *path, nifti_image *nim, unsigned char *hdr, s
             return dm_set_error("%s: cannot make a NIfTI-2 header", path);
         h.vox_offset = sizeof h + 4;
         memcpy(h.magic, "n+2\0\r\n\032\n", 8);
-        for (int k = (int)h.dim[0] + 1; k < 8; k++)
-            h.dim[k] = 1;
+        for (int k = (int)h.dim[0] + 1; k < 8; k++) h.dim[k] = 1;
         memcpy(hdr, &h, sizeof h);
         *hdr_len = sizeof h;
     }
@@ -336,10 +323,11 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
         return dm_set_error("%s: nothing to write (size %dx%dx%dx%d)", path, nx, ny, nz, nt);
 
     int64_t dims[8] = {nt > 1 ? 4 : 3, nx, ny, nz, nt, 1, 1, 1};
-    int datatype = type == DM_OUT_UINT8 ? DT_UINT8 : type == DM_OUT_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32;
+    int datatype = type == DM_OUT_UINT8     ? DT_UINT8
+                   : type == DM_OUT_FLOAT64 ? DT_FLOAT64
+                                            : DT_FLOAT32;
     nifti_image *nim = nifti_make_new_nim(dims, datatype, 0);
-    if (!nim)
-        return dm_set_error("%s: cannot make a NIfTI header", path);
+    if (!nim) return dm_set_error("%s: cannot make a NIfTI header", path);
     if (geometry)
         copy_geometry(nim, geometry);
     else
@@ -355,13 +343,11 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     size_t hdr_len = 0;
     int status = make_header(path, nim, hdr, &hdr_len);
     nifti_image_free(nim);
-    if (status != 0)
-        return -1;
+    if (status != 0) return -1;
 
     /* The temporary keeps the .nii/.nii.gz ending so that a leftover is still recognisable. */
     char *tmp = dm_temp_sibling_ext(path, gz ? ".nii.gz" : ".nii");
-    if (!tmp)
-        return -1;
+    if (!tmp) return -1;
     /* Level 1: float maps compress barely better at higher levels, and much more slowly. */
     znzFile f = znzopen(tmp, gz ? "wb1" : "wb", gz);
     if (znz_isnull(f)) {
@@ -398,17 +384,15 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     return ok ? 0 : -1;
 }
 
-int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data,
-                    int type)
+int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type)
 {
-    return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny,
-                       like->nz, nt, data, type);
+    return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,
+                       nt, data, type);
 }
 
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
                         const double *data)
 {
-    if (!(voxel_mm > 0))
-        return dm_set_error("%s: voxel size must be positive", path);
+    if (!(voxel_mm > 0)) return dm_set_error("%s: voxel size must be positive", path);
     return write_image(path, NULL, voxel_mm, nx, ny, nz, nt, data, 0);
 }

@@ -29,8 +29,7 @@ enum { DM_OUT_FLOAT32 = 0, DM_OUT_UINT8 = 1, DM_OUT_FLOAT64 = 2 };
  * (DM_OUT_*; uint8 values are rounded and clamped to 0..255).  The file is written to a
  * temporary name in the same folder and renamed into place when whole.  Returns 0 or -1 with
  * dm_last_error(). */
-int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data,
-                    int type);
+int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type);
 /* Writes with geometry made from scratch: identity-like sform with the given voxel size (mm). */
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
                         const double *data);

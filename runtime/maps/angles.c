@@ -31,8 +31,9 @@ void dm_axis_angles(const double v[3], const double *w, double *th, double *ph, 
 static int read_vectors(const char *path, dm_volume *v)
 {
     if (dm_volume_read(path, v) != 0) return -1;
-    if (v->nt != 3) return dm_set_error("angles: %s has %d volume%s; a direction map has 3 (x, y, z)",
-                                        path, v->nt, v->nt == 1 ? "" : "s");
+    if (v->nt != 3)
+        return dm_set_error("angles: %s has %d volume%s; a direction map has 3 (x, y, z)", path,
+                            v->nt, v->nt == 1 ? "" : "s");
     return 0;
 }
 

@@ -56,7 +56,8 @@ static int counted(const dm_volume *status, const dm_volume *regions, size_t v, 
 }
 
 static int compare_scalar(const dm_compare_settings *s, const char *name, const dm_volume *status,
-                          const dm_volume *regions, int nlabels, char rnames[][64], int nr, FILE *out)
+                          const dm_volume *regions, int nlabels, char rnames[][64], int nr,
+                          FILE *out)
 {
     dm_volume t = {0}, f = {0};
     size_t nvox = DM_NVOX(status);
@@ -83,14 +84,16 @@ static int compare_scalar(const dm_compare_settings *s, const char *name, const 
     return 0;
 }
 
-static int compare_axes(const dm_compare_settings *s, char axes[][64], int na, const dm_volume *status,
-                        const dm_volume *regions, int nlabels, char rnames[][64], int nr, FILE *out)
+static int compare_axes(const dm_compare_settings *s, char axes[][64], int na,
+                        const dm_volume *status, const dm_volume *regions, int nlabels,
+                        char rnames[][64], int nr, FILE *out)
 {
     dm_volume t[2] = {{0}}, f[2] = {{0}};
     size_t nvox = DM_NVOX(status);
     int rc = 0;
     for (int i = 0; i < na && rc == 0; i++)
-        if ((rc = load(s->truth_dir, axes[i], &t[i])) != 0 || (rc = load(s->fit_dir, axes[i], &f[i])) != 0)
+        if ((rc = load(s->truth_dir, axes[i], &t[i])) != 0 ||
+            (rc = load(s->fit_dir, axes[i], &f[i])) != 0)
             break;
     if (rc == 0) {
         fprintf(out, "\n%-14s %7s  %-8s %22s\n", "region", "voxels", "axis", "median angle (deg)");
@@ -100,8 +103,10 @@ static int compare_axes(const dm_compare_settings *s, char axes[][64], int na, c
             for (size_t v = 0; v < nvox; v++) {
                 if (!counted(status, regions, v, l)) continue;
                 if (na == 2) { /* fibre labels may swap: keep the better pairing */
-                    double s0 = angle_deg(t[0].data, f[0].data, v, nvox) + angle_deg(t[1].data, f[1].data, v, nvox);
-                    double s1 = angle_deg(t[0].data, f[1].data, v, nvox) + angle_deg(t[1].data, f[0].data, v, nvox);
+                    double s0 = angle_deg(t[0].data, f[0].data, v, nvox) +
+                                angle_deg(t[1].data, f[1].data, v, nvox);
+                    double s1 = angle_deg(t[0].data, f[1].data, v, nvox) +
+                                angle_deg(t[1].data, f[0].data, v, nvox);
                     int sw = s1 < s0;
                     ang[0][n] = angle_deg(t[0].data, f[sw].data, v, nvox);
                     ang[1][n] = angle_deg(t[1].data, f[!sw].data, v, nvox);
@@ -113,8 +118,8 @@ static int compare_axes(const dm_compare_settings *s, char axes[][64], int na, c
             if (!n) continue;
             for (int i = 0; i < na; i++) {
                 qsort(ang[i], n, sizeof(double), cmp_double);
-                fprintf(out, "%-14s %7ld  %-8s %22.2f\n", l <= nr ? rnames[l - 1] : "all", n, axes[i],
-                        n % 2 ? ang[i][n / 2] : 0.5 * (ang[i][n / 2 - 1] + ang[i][n / 2]));
+                fprintf(out, "%-14s %7ld  %-8s %22.2f\n", l <= nr ? rnames[l - 1] : "all", n,
+                        axes[i], n % 2 ? ang[i][n / 2] : 0.5 * (ang[i][n / 2 - 1] + ang[i][n / 2]));
             }
         }
         free(ang[0]);
@@ -138,18 +143,21 @@ int dm_compare_maps(const dm_compare_settings *s, FILE *out)
     dm_volume status = {0}, regions = {0};
     if ((rc = load(s->fit_dir, "status", &status)) != 0) goto done;
     size_t nvox = DM_NVOX(&status);
-    if (s->regions && ((rc = dm_volume_read(s->regions, &regions)) != 0 ||
-                       (rc = dm_volume_check_same_grid(&regions, s->regions, &status, "status")) != 0))
+    if (s->regions &&
+        ((rc = dm_volume_read(s->regions, &regions)) != 0 ||
+         (rc = dm_volume_check_same_grid(&regions, s->regions, &status, "status")) != 0))
         goto done;
     int nlabels = 1;
     for (size_t v = 0; regions.data && v < nvox; v++)
         if (regions.data[v] > nlabels) nlabels = (int)regions.data[v];
     if (nlabels > 64) nlabels = 64;
 
-    fprintf(out, "%-14s %7s  %-8s %10s %10s %10s\n", "region", "voxels", "map", "truth", "fitted", "mean|err|");
+    fprintf(out, "%-14s %7s  %-8s %10s %10s %10s\n", "region", "voxels", "map", "truth", "fitted",
+            "mean|err|");
     for (int i = 0; i < np && rc == 0; i++)
         rc = compare_scalar(s, params[i], &status, &regions, nlabels, rnames, nr, out);
-    if (na > 0 && rc == 0) rc = compare_axes(s, axes, na, &status, &regions, nlabels, rnames, nr, out);
+    if (na > 0 && rc == 0)
+        rc = compare_axes(s, axes, na, &status, &regions, nlabels, rnames, nr, out);
 done:
     dm_volume_free(&status);
     dm_volume_free(&regions);

@@ -46,7 +46,8 @@ int dm_select_lowest(const dm_select_settings *s, dm_select_result *r)
     int rc = 0;
     for (int i = 0; i < n; i++) {
         if ((rc = dm_volume_read(s->maps[i], &maps[i])) != 0) goto done;
-        if (i > 0 && (rc = dm_volume_check_same_grid(&maps[i], s->maps[i], &maps[0], s->maps[0])) != 0)
+        if (i > 0 &&
+            (rc = dm_volume_check_same_grid(&maps[i], s->maps[i], &maps[0], s->maps[0])) != 0)
             goto done;
         default_name(s->maps[i], r->names[i], sizeof r->names[i]);
     }
@@ -67,8 +68,10 @@ int dm_select_lowest(const dm_select_settings *s, dm_select_result *r)
         for (int i = 0; i < n && usable; i++) {
             double x = maps[i].data[v];
             /* without a mask, 0 marks a voxel that was not fitted */
-            if (!isfinite(x) || (!mask.data && x == 0)) usable = 0;
-            else if (best < 0 || x < maps[best].data[v]) best = i;
+            if (!isfinite(x) || (!mask.data && x == 0))
+                usable = 0;
+            else if (best < 0 || x < maps[best].data[v])
+                best = i;
         }
         if (!usable) continue;
         labels[v] = best + 1;

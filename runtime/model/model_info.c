@@ -30,8 +30,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
                       const char *what, dm_model_info *mi)
 {
     memset(mi, 0, sizeof *mi);
-    if (m->params.n == 0)
-        return dm_set_error("%s: the model has no parameters", what);
+    if (m->params.n == 0) return dm_set_error("%s: the model has no parameters", what);
 #define CAPACITY(array) (int)(sizeof(array) / sizeof((array)[0]))
     if (m->params.n > CAPACITY(mi->params))
         return too_many(what, m->params.n, "parameters", CAPACITY(mi->params));
@@ -48,8 +47,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     snprintf(mi->description, sizeof mi->description, "%s", m->description ? m->description : "");
     snprintf(mi->source_hash, sizeof mi->source_hash, "%016llx",
              dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0));
-    snprintf(mi->code_hash, sizeof mi->code_hash, "%016llx",
-             dm_hash64(source, strlen(source), 0));
+    snprintf(mi->code_hash, sizeof mi->code_hash, "%016llx", dm_hash64(source, strlen(source), 0));
     mi->flops_signal = flops->signal;
     mi->flops_signal_transc = flops->signal_transc;
     mi->flops_gradient = flops->gradient;
@@ -60,11 +58,10 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     for (int i = 0; i < m->measures.n; i++) {
         const dm_input *in = m->measures.items[i];
         dm_measure_info *x = &mi->measures[mi->nmeasures++];
-        if (copy_name(x->name, sizeof x->name, in->name, what) != 0)
-            return -1;
+        if (copy_name(x->name, sizeof x->name, in->name, what) != 0) return -1;
         x->width = in->width;
         x->column = in->column;
-        x->source = !in->source                   ? DM_SRC_FILE
+        x->source = !in->source                    ? DM_SRC_FILE
                     : !strcmp(in->source, "bvals") ? DM_SRC_BVALS
                     : !strcmp(in->source, "bvecs") ? DM_SRC_BVECS
                                                    : DM_SRC_FILE;
@@ -73,8 +70,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     for (int i = 0; i < m->voxels.n; i++) {
         const dm_input *in = m->voxels.items[i];
         dm_voxel_info *x = &mi->voxels[mi->nvoxels++];
-        if (copy_name(x->name, sizeof x->name, in->name, what) != 0)
-            return -1;
+        if (copy_name(x->name, sizeof x->name, in->name, what) != 0) return -1;
         x->width = in->width;
         x->column = in->column;
         x->default_value = in->has_default ? in->default_value : NAN;
@@ -83,8 +79,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     for (int k = 0; k < m->params.n; k++) {
         const dm_param *p = m->params.items[k];
         dm_param_info *x = &mi->params[mi->nparams++];
-        if (copy_name(x->name, sizeof x->name, p->name, what) != 0)
-            return -1;
+        if (copy_name(x->name, sizeof x->name, p->name, what) != 0) return -1;
         x->lo = p->has_bounds ? p->lo : -INFINITY;
         x->hi = p->has_bounds ? p->hi : INFINITY;
         x->lo_closed = p->lo_closed ? 1 : 0;
@@ -101,8 +96,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     for (int i = 0; i < m->outputs.n; i++) {
         const dm_output *o = m->outputs.items[i];
         dm_output_info *x = &mi->outputs[mi->noutputs++];
-        if (copy_name(x->name, sizeof x->name, o->name, what) != 0)
-            return -1;
+        if (copy_name(x->name, sizeof x->name, o->name, what) != 0) return -1;
         x->kind = o->kind == DM_OUT_AXIS     ? DM_OUTK_AXIS
                   : o->kind == DM_OUT_VECTOR ? DM_OUTK_VECTOR
                                              : DM_OUTK_SCALAR;
@@ -123,7 +117,8 @@ int dm_model_load(const char *model, dm_model_info *mi)
         path = dm_shipped_model_path(model);
         if (!path)
             return dm_set_error("unknown model '%s': not a shipped model (see 'dimoc info') "
-                                "and not a path to a .model file", model);
+                                "and not a path to a .model file",
+                                model);
     }
     if (access(path, R_OK) != 0) {
         dm_set_error("%s: cannot read model file", path);

@@ -11,10 +11,10 @@
  * (posterior to anterior), s along z (inferior to superior). */
 typedef struct ras_view {
     const dm_volume *vol;
-    int axis[3];   /* voxel axis along each world axis */
-    int flip[3];   /* 1 where that voxel axis runs against the world axis */
-    int n[3];      /* voxels along each world axis */
-    double mm[3];  /* voxel size along each world axis */
+    int axis[3];  /* voxel axis along each world axis */
+    int flip[3];  /* 1 where that voxel axis runs against the world axis */
+    int n[3];     /* voxels along each world axis */
+    double mm[3]; /* voxel size along each world axis */
 } ras_view;
 
 static void ras_setup(const dm_volume *vol, ras_view *rv)
@@ -24,16 +24,18 @@ static void ras_setup(const dm_volume *vol, ras_view *rv)
     const int dims[3] = {vol->nx, vol->ny, vol->nz};
     double sizes[3] = {1, 1, 1};
     if (nim) {
-        const nifti_dmat44 *a = nim->sform_code > 0 ? &nim->sto_xyz : nim->qform_code > 0 ? &nim->qto_xyz : NULL;
+        const nifti_dmat44 *a = nim->sform_code > 0   ? &nim->sto_xyz
+                                : nim->qform_code > 0 ? &nim->qto_xyz
+                                                      : NULL;
         for (int w = 0; w < 3; w++)
-            for (int i = 0; i < 3; i++)
-                m[w][i] = a ? a->m[w][i] : (w == i ? 1 : 0);
+            for (int i = 0; i < 3; i++) m[w][i] = a ? a->m[w][i] : (w == i ? 1 : 0);
         const double d[3] = {nim->dx, nim->dy, nim->dz};
         for (int i = 0; i < 3; i++) sizes[i] = d[i] > 0 && isfinite(d[i]) ? d[i] : 1;
     }
     /* The permutation of voxel axes onto world axes that keeps the most of the matrix on
      * its diagonal (robust to oblique images, where a greedy choice may pick an axis twice). */
-    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
     int best = 0;
     double best_score = -1;
     for (int p = 0; p < 6; p++) {
@@ -58,8 +60,7 @@ static void ras_setup(const dm_volume *vol, ras_view *rv)
 static size_t ras_index(const ras_view *rv, const int c[3], int t)
 {
     int ijk[3];
-    for (int w = 0; w < 3; w++)
-        ijk[rv->axis[w]] = rv->flip[w] ? rv->n[w] - 1 - c[w] : c[w];
+    for (int w = 0; w < 3; w++) ijk[rv->axis[w]] = rv->flip[w] ? rv->n[w] - 1 - c[w] : c[w];
     const dm_volume *v = rv->vol;
     return ijk[0] + (size_t)v->nx * (ijk[1] + (size_t)v->ny * (ijk[2] + (size_t)v->nz * t));
 }
@@ -120,9 +121,12 @@ static void draw_pixel(const source *src, const ras_view *rv, const int c[3], un
 {
     if (src->scalar) {
         double x = src->scalar->data[ras_index(rv, c, src->volume)];
-        if (!isfinite(x)) px[0] = 0;
-        else if (src->hi > src->lo) px[0] = to_byte((x - src->lo) / (src->hi - src->lo));
-        else px[0] = x != 0 ? 255 : 0; /* a constant map: its non-zero voxels white */
+        if (!isfinite(x))
+            px[0] = 0;
+        else if (src->hi > src->lo)
+            px[0] = to_byte((x - src->lo) / (src->hi - src->lo));
+        else
+            px[0] = x != 0 ? 255 : 0; /* a constant map: its non-zero voxels white */
         return;
     }
     double w = 1;

@@ -53,8 +53,10 @@ int dm_phantom_write(const char *dir, int size)
                 double p[NP];
                 region_params(region, p);
                 for (int k = 0; k < NP; k++) maps[k][v] = p[k];
-                double u1[3] = {sin(p[P_TH1]) * cos(p[P_PH1]), sin(p[P_TH1]) * sin(p[P_PH1]), cos(p[P_TH1])};
-                double u2[3] = {sin(p[P_TH2]) * cos(p[P_PH2]), sin(p[P_TH2]) * sin(p[P_PH2]), cos(p[P_TH2])};
+                double u1[3] = {sin(p[P_TH1]) * cos(p[P_PH1]), sin(p[P_TH1]) * sin(p[P_PH1]),
+                                cos(p[P_TH1])};
+                double u2[3] = {sin(p[P_TH2]) * cos(p[P_PH2]), sin(p[P_TH2]) * sin(p[P_PH2]),
+                                cos(p[P_TH2])};
                 for (int c = 0; c < 3; c++) {
                     dy1[v + c * nvox] = u1[c];
                     dy2[v + c * nvox] = u2[c];
@@ -68,7 +70,11 @@ int dm_phantom_write(const char *dir, int size)
         snprintf(file, sizeof file, "%s/%s.nii.gz", dir, names[k]);
         rc = dm_volume_write_new(file, nx, ny, nz, 1, 2.0, maps[k]);
     }
-    struct { const char *name; double *data; int nt; } extra[] = {
+    struct {
+        const char *name;
+        double *data;
+        int nt;
+    } extra[] = {
         {"dyads1", dy1, 3}, {"dyads2", dy2, 3}, {"regions", regions, 1}, {"mask", mask, 1}};
     for (int i = 0; i < 4 && rc == 0; i++) {
         snprintf(file, sizeof file, "%s/%s.nii.gz", dir, extra[i].name);

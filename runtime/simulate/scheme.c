@@ -12,8 +12,7 @@ enum { REPULSION_STEPS = 300, MAX_VOLUMES = 100000 };
 
 void dm_scheme_directions(int n, double *dirs)
 {
-    if (n <= 0)
-        return;
+    if (n <= 0) return;
     /* Fibonacci spiral on the upper hemisphere: equal-area bands in z, golden-angle turns. */
     const double golden_angle = 2.399963229728653;
     for (int i = 0; i < n; i++) {
@@ -23,8 +22,7 @@ void dm_scheme_directions(int n, double *dirs)
         dirs[3 * i + 2] = z;
     }
     double *force = malloc((size_t)n * 3 * sizeof *force);
-    if (!force)
-        return; /* the spiral alone is a usable scheme */
+    if (!force) return; /* the spiral alone is a usable scheme */
     /* Typical spacing of n points on a hemisphere (area 2*pi); steps shrink from a fifth of it
      * to nearly nothing so that the last steps polish rather than shake. */
     double spacing = sqrt(2 * 3.14159265358979 / n);
@@ -56,37 +54,30 @@ void dm_scheme_directions(int n, double *dirs)
             double *f = force + 3 * i;
             const double *x = dirs + 3 * i;
             double radial = f[0] * x[0] + f[1] * x[1] + f[2] * x[2];
-            for (int k = 0; k < 3; k++)
-                f[k] -= radial * x[k];
+            for (int k = 0; k < 3; k++) f[k] -= radial * x[k];
             double len = sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
-            if (len > biggest)
-                biggest = len;
+            if (len > biggest) biggest = len;
         }
-        if (!(biggest > 0))
-            break;
+        if (!(biggest > 0)) break;
         double move = 0.2 * spacing * (1 - (double)step / REPULSION_STEPS) / biggest;
         for (int i = 0; i < n; i++) {
             double *x = dirs + 3 * i;
-            for (int k = 0; k < 3; k++)
-                x[k] += move * force[3 * i + k];
+            for (int k = 0; k < 3; k++) x[k] += move * force[3 * i + k];
             double len = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
-            for (int k = 0; k < 3; k++)
-                x[k] /= len;
+            for (int k = 0; k < 3; k++) x[k] /= len;
         }
     }
     free(force);
     for (int i = 0; i < n; i++)
         if (dirs[3 * i + 2] < 0)
-            for (int k = 0; k < 3; k++)
-                dirs[3 * i + k] = -dirs[3 * i + k];
+            for (int k = 0; k < 3; k++) dirs[3 * i + k] = -dirs[3 * i + k];
 }
 
 /* Parses one "COUNTxBVAL" item starting at *p; advances *p past it. */
 static int parse_shell(const char *spec, const char **p, long *count, double *bval)
 {
     char *end;
-    while (isspace((unsigned char)**p))
-        (*p)++;
+    while (isspace((unsigned char)**p)) (*p)++;
     errno = 0;
     *count = strtol(*p, &end, 10);
     if (end == *p || errno || (*end != 'x' && *end != 'X'))
@@ -99,10 +90,8 @@ static int parse_shell(const char *spec, const char **p, long *count, double *bv
     if (end == b_start || !isfinite(*bval) || *bval < 0)
         return dm_set_error("scheme '%s': expected a b-value >= 0 after '%.*s'", spec,
                             (int)(b_start - *p), *p);
-    while (isspace((unsigned char)*end))
-        end++;
-    if (*end != ',' && *end != '\0')
-        return dm_set_error("scheme '%s': unexpected '%s'", spec, end);
+    while (isspace((unsigned char)*end)) end++;
+    if (*end != ',' && *end != '\0') return dm_set_error("scheme '%s': unexpected '%s'", spec, end);
     *p = *end == ',' ? end + 1 : end;
     return 0;
 }
@@ -111,16 +100,14 @@ int dm_scheme_make(const char *spec, int *n, double **b, double **g)
 {
     *n = 0;
     *b = *g = NULL;
-    if (!spec)
-        return dm_set_error("scheme: empty specification");
+    if (!spec) return dm_set_error("scheme: empty specification");
     /* First pass: validate and count. */
     long total = 0;
     const char *p = spec;
     do {
         long count;
         double bval;
-        if (parse_shell(spec, &p, &count, &bval) != 0)
-            return -1;
+        if (parse_shell(spec, &p, &count, &bval) != 0) return -1;
         total += count;
         if (total > MAX_VOLUMES)
             return dm_set_error("scheme '%s': more than %d volumes", spec, MAX_VOLUMES);
@@ -137,10 +124,8 @@ int dm_scheme_make(const char *spec, int *n, double **b, double **g)
         long count;
         double bval;
         parse_shell(spec, &p, &count, &bval);
-        for (long i = 0; i < count; i++)
-            bv[at + i] = bval;
-        if (bval > 0)
-            dm_scheme_directions((int)count, gv + 3 * at);
+        for (long i = 0; i < count; i++) bv[at + i] = bval;
+        if (bval > 0) dm_scheme_directions((int)count, gv + 3 * at);
         at += count;
     } while (*p);
     *n = (int)total;

@@ -49,11 +49,13 @@ static int check_names(const char *spec, const char *what, const dm_model_info *
         }
         *eq = 0;
         int ok = 0;
-        if (params) ok = dm_model_param_index(mi, t) >= 0;
+        if (params)
+            ok = dm_model_param_index(mi, t) >= 0;
         else
             for (int i = 0; i < mi->nvoxels; i++) ok |= !strcmp(mi->voxels[i].name, t);
-        if (!ok) rc = dm_set_error("%s: model '%s' has no %s '%s'", what, mi->name,
-                                   params ? "parameter" : "per-voxel input", t);
+        if (!ok)
+            rc = dm_set_error("%s: model '%s' has no %s '%s'", what, mi->name,
+                              params ? "parameter" : "per-voxel input", t);
     }
     free(copy);
     return rc;
@@ -90,7 +92,9 @@ static int protocol_length(const dm_simulate_settings *s, int *M)
         return 0;
     }
     const char *eq = s->measure ? strchr(s->measure, '=') : NULL;
-    if (!eq) return dm_set_error("simulate: give --bvals (or --measure NAME=FILE) to define the protocol");
+    if (!eq)
+        return dm_set_error(
+            "simulate: give --bvals (or --measure NAME=FILE) to define the protocol");
     char path[4096];
     snprintf(path, sizeof path, "%s", eq + 1);
     char *comma = strchr(path, ',');
@@ -142,7 +146,8 @@ int dm_simulate_run(const dm_simulate_settings *s)
     if ((rc = check_names(s->voxel, "--voxel", &mi, 0)) != 0) goto done;
     for (int k = 0; k < mi.nparams; k++) {
         if (!find_value(s->params, mi.params[k].name, text, sizeof text)) {
-            rc = dm_set_error("simulate: --params gives no value for parameter '%s'", mi.params[k].name);
+            rc = dm_set_error("simulate: --params gives no value for parameter '%s'",
+                              mi.params[k].name);
             goto done;
         }
         if ((rc = open_source(text, &ps[k], &grid)) != 0) goto done;
@@ -151,7 +156,8 @@ int dm_simulate_run(const dm_simulate_settings *s)
         if (find_value(s->voxel, mi.voxels[i].name, text, sizeof text)) {
             if ((rc = open_source(text, &vs[i], &grid)) != 0) goto done;
         } else if (isnan(mi.voxels[i].default_value)) {
-            rc = dm_set_error("simulate: model '%s' needs --voxel %s=VALUE|MAP", mi.name, mi.voxels[i].name);
+            rc = dm_set_error("simulate: model '%s' needs --voxel %s=VALUE|MAP", mi.name,
+                              mi.voxels[i].name);
             goto done;
         } else {
             vs[i].value = mi.voxels[i].default_value;
@@ -192,11 +198,15 @@ int dm_simulate_run(const dm_simulate_settings *s)
         mask[v] = finite && mx > 0;
         add_noise(s, v, nvox, M, row, sigma, signal);
     }
-    if (grid) rc = dm_volume_write(s->out, grid, M, signal, DM_OUT_FLOAT32);
-    else rc = dm_volume_write_new(s->out, nx, ny, nz, M, 2.0, signal);
+    if (grid)
+        rc = dm_volume_write(s->out, grid, M, signal, DM_OUT_FLOAT32);
+    else
+        rc = dm_volume_write_new(s->out, nx, ny, nz, M, 2.0, signal);
     if (rc == 0 && s->mask_out) {
-        if (grid) rc = dm_volume_write(s->mask_out, grid, 1, mask, DM_OUT_UINT8);
-        else rc = dm_volume_write_new(s->mask_out, nx, ny, nz, 1, 2.0, mask);
+        if (grid)
+            rc = dm_volume_write(s->mask_out, grid, 1, mask, DM_OUT_UINT8);
+        else
+            rc = dm_volume_write_new(s->mask_out, nx, ny, nz, 1, 2.0, mask);
     }
 done:
     for (int k = 0; k < DM_MAX_PARAMS; k++) dm_volume_free(&ps[k].map);

@@ -16,8 +16,8 @@ typedef struct dm_simulate_settings {
     double snr;          /* sigma = S(b=0) / snr, S(b=0) the voxel's noise-free mean signal at
                           * b <= 50 (its largest signal when the model reads no b-values) */
     unsigned long long seed; /* of the noise: Philox keyed by seed and voxel (noise.h) */
-    long voxels;         /* with constants only: an image of voxels x 1 x 1 */
-    const char *out;     /* the 4D image (.nii or .nii.gz); with maps, their grid and geometry */
+    long voxels;             /* with constants only: an image of voxels x 1 x 1 */
+    const char *out;      /* the 4D image (.nii or .nii.gz); with maps, their grid and geometry */
     const char *mask_out; /* also a mask of the voxels with a finite, positive signal (NULL: no) */
 } dm_simulate_settings;
 

@@ -23,15 +23,15 @@ static char *find_image(const char *dir, const char *name)
     return NULL;
 }
 
-static int read_samples(const char *dir, const char *name, const dm_track_field *f,
-                        dm_volume *vol)
+static int read_samples(const char *dir, const char *name, const dm_track_field *f, dm_volume *vol)
 {
     char *path = find_image(dir, name);
     if (!path) return dm_set_error("track: %s has no %s.nii.gz", dir, name);
     int rc = dm_volume_read(path, vol);
     if (rc == 0) rc = dm_volume_check_same_grid(vol, path, &f->mask, "nodif_brain_mask");
     if (rc == 0 && vol->nt != f->nsamples)
-        rc = dm_set_error("%s: %d samples, but merged_th1samples has %d", path, vol->nt, f->nsamples);
+        rc = dm_set_error("%s: %d samples, but merged_th1samples has %d", path, vol->nt,
+                          f->nsamples);
     free(path);
     return rc;
 }
@@ -58,7 +58,8 @@ int dm_track_field_load(const char *dir, int fsl_frame, dm_track_field *f)
     }
     if (f->nfibres == 0) {
         dm_track_field_free(f);
-        return dm_set_error("track: %s has no merged_th1samples.nii.gz (is it a bedpostx folder?)", dir);
+        return dm_set_error("track: %s has no merged_th1samples.nii.gz (is it a bedpostx folder?)",
+                            dir);
     }
     if (f->nfibres > 8) f->nfibres = 8; /* DM_TRACK_MAX_FIBRES */
     size_t nvox = (size_t)f->nx * f->ny * f->nz;
@@ -77,7 +78,8 @@ int dm_track_field_load(const char *dir, int fsl_frame, dm_track_field *f)
                 size_t n = nvox * f->nsamples * f->nfibres;
                 f->dirs = malloc(3 * n * sizeof *f->dirs);
                 f->fracs = malloc(n * sizeof *f->fracs);
-                if (!f->dirs || !f->fracs) rc = dm_set_error("track: out of memory for the samples");
+                if (!f->dirs || !f->fracs)
+                    rc = dm_set_error("track: out of memory for the samples");
             }
         } else {
             rc = read_samples(dir, name, f, &th);

@@ -20,21 +20,23 @@
 #include <time.h>
 
 #define BLOCK_THREADS 128
-#define CHUNK_PER_THREAD 16          /* streamlines of one launch per resident thread */
+#define CHUNK_PER_THREAD 16           /* streamlines of one launch per resident thread */
 #define MAX_KEY_CAP ((size_t)1 << 24) /* matrix keys per buffer (128 MB) */
 #define MAX_SLOTS 4
 
-static const char *const tracker_templates[] = {"gpu_tracker.cu", "track_kernel.h",
-                                                "track_gpu_gather.h", "philox.h",
+static const char *const tracker_templates[] = {"gpu_tracker.cu",      "track_kernel.h",
+                                                "track_gpu_gather.h",  "philox.h",
                                                 "track_surface_hit.h", NULL};
 /* --fmad=false: no fused multiply-adds, so every float operation rounds as the host's do. */
 static const char *const tracker_options[] = {"--fmad=false", NULL};
 
 int dm_track_gpu_compile(const dm_cuda *cu, int arch, int use_cache, dm_gpu_program *out)
 {
-    dm_gpu_source src = {.name = "tracker", .what = "the tracker",
+    dm_gpu_source src = {.name = "tracker",
+                         .what = "the tracker",
                          .prologue = "#include \"gpu_tracker.cu\"\n",
-                         .templates = tracker_templates, .options = tracker_options};
+                         .templates = tracker_templates,
+                         .options = tracker_options};
     return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
 }
 
@@ -52,11 +54,11 @@ typedef struct track_job {
     const dm_track_seeds *s;
     const dm_track_masks *m;
     const dm_track_options *o;
-    dm_track_ctx ctx;                /* host pointers; each GPU swaps in its own */
+    dm_track_ctx ctx; /* host pointers; each GPU swaps in its own */
     unsigned long long total;
-    atomic_ullong next;              /* first streamline of the next chunk */
-    int mats[3];                     /* matrices asked for */
-    int nslots, persistent;          /* launches in flight per GPU; scheduling (see gpu_tracker.cu) */
+    atomic_ullong next;     /* first streamline of the next chunk */
+    int mats[3];            /* matrices asked for */
+    int nslots, persistent; /* launches in flight per GPU; scheduling (see gpu_tracker.cu) */
     dm_progress *progress;
 } track_job;
 
@@ -64,18 +66,18 @@ typedef struct track_worker {
     track_job *job;
     int ordinal, rc;
     char error[512];
-    unsigned int *paths, *s2t;       /* this GPU's counts, downloaded at the end */
-    unsigned int *network;           /* this GPU's --network counts */
+    unsigned int *paths, *s2t; /* this GPU's counts, downloaded at the end */
+    unsigned int *network;     /* this GPU's --network counts */
     unsigned long long stats[DM_TG_NSTATS];
     dm_sparse_shards mat[3];
-    double merge_s, wait_s;          /* host time merging keys, and waiting for the GPU */
+    double merge_s, wait_s; /* host time merging keys, and waiting for the GPU */
     /* device state */
     CUfunction fn;
     dm_track_ctx ctx;
-    dm_track_gpu_out out;            /* shared part; slots fill in keys and counters */
+    dm_track_gpu_out out; /* shared part; slots fill in keys and counters */
     int la, lb, set_bits, loop_cap;
     unsigned long long threads, chunk, chunk_max, key_cap[3];
-    unsigned long long *ovl[3];      /* host copies of overflow lists */
+    unsigned long long *ovl[3]; /* host copies of overflow lists */
 } track_worker;
 
 typedef struct slot {
@@ -105,15 +107,18 @@ static int alloc_slot(const dm_cuda *cu, const track_worker *w, slot *s)
     if (w->loop_cap) {
         CK(cu->cuMemAlloc(&s->loop_keys, t * w->loop_cap * sizeof(int)), "allocating GPU scratch");
         CK(cu->cuMemAlloc(&s->loop_used, t * w->loop_cap * sizeof(int)), "allocating GPU scratch");
-        CK(cu->cuMemAlloc(&s->loop_dirs, 3 * t * w->loop_cap * sizeof(float)), "allocating GPU scratch");
+        CK(cu->cuMemAlloc(&s->loop_dirs, 3 * t * w->loop_cap * sizeof(float)),
+           "allocating GPU scratch");
     }
     CK(cu->cuMemAlloc(&s->counters, 8 * sizeof(unsigned long long)), "allocating GPU memory");
-    CK(cu->cuMemAllocHost((void **)&s->hcount, 8 * sizeof(unsigned long long)), "allocating pinned memory");
+    CK(cu->cuMemAllocHost((void **)&s->hcount, 8 * sizeof(unsigned long long)),
+       "allocating pinned memory");
     for (int j = 0; j < 3; j++) {
         if (!w->job->mats[j]) continue;
         CK(cu->cuMemAlloc(&s->keys[j], w->key_cap[j] * 8), "allocating GPU memory for matrix keys");
         CK(cu->cuMemAlloc(&s->over[j], w->chunk_max * 8), "allocating GPU memory");
-        CK(cu->cuMemAllocHost((void **)&s->hkeys[j], w->key_cap[j] * 8), "allocating pinned memory");
+        CK(cu->cuMemAllocHost((void **)&s->hkeys[j], w->key_cap[j] * 8),
+           "allocating pinned memory");
         CK(cu->cuMemAllocHost((void **)&s->hover[j], w->chunk_max * 8), "allocating pinned memory");
     }
     CK(cu->cuMemAlloc(&s->ids, w->chunk_max * 8), "allocating GPU memory");
@@ -125,11 +130,11 @@ fail:
 
 static void free_slot(const dm_cuda *cu, slot *s)
 {
-    CUdeviceptr dev[] = {s->a, s->b, s->set, s->loop_keys, s->loop_used, s->loop_dirs, s->keys[0],
-                         s->keys[1], s->keys[2], s->over[0], s->over[1], s->over[2], s->counters,
-                         s->ids};
-    void *host[] = {s->hkeys[0], s->hkeys[1], s->hkeys[2], s->hover[0], s->hover[1], s->hover[2],
-                    s->hcount, s->hids};
+    CUdeviceptr dev[] = {s->a,         s->b,       s->set,      s->loop_keys, s->loop_used,
+                         s->loop_dirs, s->keys[0], s->keys[1],  s->keys[2],   s->over[0],
+                         s->over[1],   s->over[2], s->counters, s->ids};
+    void *host[] = {s->hkeys[0], s->hkeys[1], s->hkeys[2], s->hover[0],
+                    s->hover[1], s->hover[2], s->hcount,   s->hids};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i]) cu->cuMemFree(dev[i]);
     for (size_t i = 0; i < sizeof host / sizeof *host; i++)
@@ -151,9 +156,16 @@ static int launch(track_worker *w, slot *s, unsigned long long first, unsigned l
         out.overflow[j] = DEVPTR(unsigned long long, s->over[j]);
         out.key_cap[j] = w->key_cap[j];
     }
-    dm_track_gpu_scratch scr = {DEVPTR(int, s->a), DEVPTR(int, s->b), DEVPTR(int, s->set),
-                                w->la, w->lb, w->set_bits, DEVPTR(int, s->loop_keys),
-                                DEVPTR(int, s->loop_used), DEVPTR(float, s->loop_dirs), w->loop_cap};
+    dm_track_gpu_scratch scr = {DEVPTR(int, s->a),
+                                DEVPTR(int, s->b),
+                                DEVPTR(int, s->set),
+                                w->la,
+                                w->lb,
+                                w->set_bits,
+                                DEVPTR(int, s->loop_keys),
+                                DEVPTR(int, s->loop_used),
+                                DEVPTR(float, s->loop_dirs),
+                                w->loop_cap};
     CUdeviceptr next = s->counters + 6 * sizeof(unsigned long long);
     int persistent = w->job->persistent;
     void *args[] = {&w->ctx, &out, &scr, &first, &n, &ids, &what, &next, &persistent};
@@ -181,9 +193,11 @@ static int drain(track_worker *w, slot *s, const int mats[3], unsigned long long
         nk[j] = s->hcount[j] < w->key_cap[j] ? s->hcount[j] : w->key_cap[j];
         novl[j] = s->hcount[3 + j];
         if (nk[j])
-            CK(cu->cuMemcpyDtoHAsync(s->hkeys[j], s->keys[j], nk[j] * 8, s->stream), "copying from the GPU");
+            CK(cu->cuMemcpyDtoHAsync(s->hkeys[j], s->keys[j], nk[j] * 8, s->stream),
+               "copying from the GPU");
         if (novl[j])
-            CK(cu->cuMemcpyDtoHAsync(s->hover[j], s->over[j], novl[j] * 8, s->stream), "copying from the GPU");
+            CK(cu->cuMemcpyDtoHAsync(s->hover[j], s->over[j], novl[j] * 8, s->stream),
+               "copying from the GPU");
     }
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
     double t1 = now_seconds();
@@ -236,12 +250,15 @@ static int plan_memory(track_worker *w, CUdevice dev)
     size_t allow = 0;
     int sms = 0, per_sm = 0;
     if (dm_gpu_memory_budget(cu, o->gpu_memory_mb, &allow) != 0) return -1;
-    CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, dev), "reading the GPU's attributes");
+    CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, dev),
+       "reading the GPU's attributes");
     CK(cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w->fn, BLOCK_THREADS, 0),
        "reading the tracking kernel's occupancy");
     unsigned long long L = 2ull * (w->ctx.half_steps + 1);
     w->lb = (int)L;
-    w->la = (int)(L > (unsigned long long)m->ntargets / 32 + 1 ? L : (unsigned long long)m->ntargets / 32 + 1);
+    w->la = (int)(L > (unsigned long long)m->ntargets / 32 + 1
+                      ? L
+                      : (unsigned long long)m->ntargets / 32 + 1);
     w->set_bits = 6;
     while ((1ull << w->set_bits) < 2 * L) w->set_bits++; /* the distinct-voxel set: load <= 1/2 */
     w->loop_cap = 0;
@@ -262,8 +279,8 @@ static int plan_memory(track_worker *w, CUdevice dev)
         w->key_cap[j] = cap;
         key_bytes += 2 * cap * 8;
     }
-    size_t per_thread = 4 * ((size_t)w->la + w->lb + ((size_t)1 << w->set_bits)) + (size_t)w->loop_cap * 20 +
-                        CHUNK_PER_THREAD * 8 * ((size_t)nmat + 1);
+    size_t per_thread = 4 * ((size_t)w->la + w->lb + ((size_t)1 << w->set_bits)) +
+                        (size_t)w->loop_cap * 20 + CHUNK_PER_THREAD * 8 * ((size_t)nmat + 1);
     unsigned long long threads = (unsigned long long)per_sm * sms * BLOCK_THREADS;
     if (threads == 0) threads = BLOCK_THREADS;
     size_t room = allow > key_bytes ? allow - key_bytes : 0;
@@ -271,7 +288,8 @@ static int plan_memory(track_worker *w, CUdevice dev)
     threads -= threads % BLOCK_THREADS;
     if (threads == 0)
         return dm_set_error("not enough free GPU memory to track (%zu MB allowed, %zu MB needed "
-                            "at least)", allow >> 20, (key_bytes + 2 * per_thread * BLOCK_THREADS) >> 20);
+                            "at least)",
+                            allow >> 20, (key_bytes + 2 * per_thread * BLOCK_THREADS) >> 20);
     w->threads = threads;
     w->chunk_max = threads * CHUNK_PER_THREAD;
     w->chunk = w->chunk_max;
@@ -290,7 +308,9 @@ static void *worker_main(void *arg)
     const dm_track_masks *m = j->m;
     dm_gpu_kernel kern;
     memset(&kern, 0, sizeof kern);
-    enum { NIN = 20 }; /* 0..11 inputs, 12..13 outputs, 14..17 the surfaces' grid,
+    enum {
+        NIN = 20
+    }; /* 0..11 inputs, 12..13 outputs, 14..17 the surfaces' grid,
                           18..19 --network's seed groups and counts */
     CUdeviceptr in[NIN];
     memset(in, 0, sizeof in);
@@ -305,13 +325,34 @@ static void *worker_main(void *arg)
         size_t nv = (size_t)f->nx * f->ny * f->nz, per = nv * f->nsamples * f->nfibres;
         size_t nvox = m->nvox;
         int targets = j->o->os2t && m->ntargets > 0;
-        const void *host[NIN] = {f->dirs, f->fracs, f->brain, sd->pos, sd->svox, m->flags,
-                                 m->waybits, m->seed_col, m->t2_col, m->t3_node,
-                                 targets ? m->target_off : NULL, targets ? m->target_ids : NULL,
-                                 NULL, NULL};
-        size_t bytes[NIN] = {3 * per * 4, per * 4, nv, 3 * (size_t)sd->n * 4, (size_t)sd->n * 4,
-                             nvox, nvox * 4, nvox * 4, nvox * 4, nvox * 4, (nvox + 1) * 4,
-                             targets ? (size_t)m->target_off[nvox] * 4 : 0, 0, 0};
+        const void *host[NIN] = {f->dirs,
+                                 f->fracs,
+                                 f->brain,
+                                 sd->pos,
+                                 sd->svox,
+                                 m->flags,
+                                 m->waybits,
+                                 m->seed_col,
+                                 m->t2_col,
+                                 m->t3_node,
+                                 targets ? m->target_off : NULL,
+                                 targets ? m->target_ids : NULL,
+                                 NULL,
+                                 NULL};
+        size_t bytes[NIN] = {3 * per * 4,
+                             per * 4,
+                             nv,
+                             3 * (size_t)sd->n * 4,
+                             (size_t)sd->n * 4,
+                             nvox,
+                             nvox * 4,
+                             nvox * 4,
+                             nvox * 4,
+                             nvox * 4,
+                             (nvox + 1) * 4,
+                             targets ? (size_t)m->target_off[nvox] * 4 : 0,
+                             0,
+                             0};
         if (!j->mats[0]) host[7] = NULL;
         for (int i = 0; i < 12; i++)
             if (upload(cu, &in[i], host[i], bytes[i]) != 0) goto fail;
@@ -332,7 +373,8 @@ static void *worker_main(void *arg)
         }
         /* outputs: fdt_paths and seeds_to_targets counts, statistics */
         size_t npaths = j->o->opd ? nvox : 0, ns2t = targets ? (size_t)m->ntargets * nvox : 0;
-        CK(cu->cuMemAlloc(&in[12], (npaths + ns2t + 1) * 4), "allocating GPU memory for the counts");
+        CK(cu->cuMemAlloc(&in[12], (npaths + ns2t + 1) * 4),
+           "allocating GPU memory for the counts");
         CK(cu->cuMemsetD32Async(in[12], 0, npaths + ns2t + 1, NULL), "clearing GPU memory");
         CK(cu->cuMemAlloc(&in[13], DM_TG_NSTATS * 8), "allocating GPU memory");
         CK(cu->cuMemsetD32Async(in[13], 0, 2 * DM_TG_NSTATS, NULL), "clearing GPU memory");
@@ -401,7 +443,8 @@ static void *worker_main(void *arg)
                 dm_set_error("out of memory for the counts");
                 goto fail;
             }
-            CK(cu->cuMemcpyDtoHAsync(counts, in[12], (npaths + ns2t) * 4, NULL), "copying from the GPU");
+            CK(cu->cuMemcpyDtoHAsync(counts, in[12], (npaths + ns2t) * 4, NULL),
+               "copying from the GPU");
             CK(cu->cuCtxSynchronize(), "copying from the GPU");
             w->paths = counts;
         }
@@ -443,9 +486,11 @@ static int scheduling_knobs(track_job *j)
         j->nslots = (int)n;
     }
     if (sched && *sched) {
-        if (!strcmp(sched, "static")) j->persistent = 0;
+        if (!strcmp(sched, "static"))
+            j->persistent = 0;
         else if (strcmp(sched, "persistent"))
-            return dm_set_error("DIMOC_TRACK_SCHEDULE must be persistent or static, not '%s'", sched);
+            return dm_set_error("DIMOC_TRACK_SCHEDULE must be persistent or static, not '%s'",
+                                sched);
     }
     return 0;
 }
@@ -487,7 +532,8 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
     }
     int targets = o->os2t && m->ntargets > 0;
     if (o->opd) r->paths = calloc(m->nvox, sizeof *r->paths);
-    if (targets) r->seeds_to_targets = calloc((size_t)m->ntargets * m->nvox, sizeof *r->seeds_to_targets);
+    if (targets)
+        r->seeds_to_targets = calloc((size_t)m->ntargets * m->nvox, sizeof *r->seeds_to_targets);
     size_t nnet = o->network ? (size_t)s->ngroups * (s->ngroups + 1) : 0;
     if (nnet) r->network = calloc(nnet, sizeof *r->network);
     dm_sparse_init(&r->m1);

@@ -22,8 +22,8 @@ static int load_on_seed_grid(const char *path, const char *what, const dm_track_
     return 0;
 }
 
-static int set_flag(const char *path, const char *what, const dm_track_seeds *s,
-                    dm_track_masks *m, unsigned char flag)
+static int set_flag(const char *path, const char *what, const dm_track_seeds *s, dm_track_masks *m,
+                    unsigned char flag)
 {
     dm_volume v = {0};
     if (load_on_seed_grid(path, what, s, &v) != 0) return -1;
@@ -36,7 +36,8 @@ static int set_flag(const char *path, const char *what, const dm_track_seeds *s,
 
 /* Adds a GIFTI surface with the given bit: world mm (of the seed reference) -> seed voxel ->
  * tracking mm. */
-static int add_surface(const char *path, unsigned int bit, const dm_track_seeds *s, dm_track_masks *m)
+static int add_surface(const char *path, unsigned int bit, const dm_track_seeds *s,
+                       dm_track_masks *m)
 {
     dm_mesh mesh;
     if (dm_mesh_read_gifti(path, 1, &mesh) != 0) return -1;
@@ -155,14 +156,17 @@ static int load_matrix_target(const char *path, const dm_track_seeds *s, int **c
                         (double)(v / ((size_t)s->ref.nx * s->ref.ny))},
                out[3];
         dm_affine_apply(&s2t, in, out);
-        int i = (int)floor(out[0] + 0.5), j = (int)floor(out[1] + 0.5), k = (int)floor(out[2] + 0.5);
+        int i = (int)floor(out[0] + 0.5), j = (int)floor(out[1] + 0.5),
+            k = (int)floor(out[2] + 0.5);
         int inside = i >= 0 && j >= 0 && k >= 0 && i < t.nx && j < t.ny && k < t.nz;
         (*col)[v] = inside ? index[((size_t)k * t.ny + j) * t.nx + i] : -1;
     }
     *ncol = n;
     free(index);
-    if (keep) *keep = t;
-    else dm_volume_free(&t);
+    if (keep)
+        *keep = t;
+    else
+        dm_volume_free(&t);
     return 0;
 }
 
@@ -173,19 +177,25 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
     m->nsurf_bits = DM_TRACK_SURF_FIRST;
     for (int b = 0; b < DM_TRACK_MAX_SURFACES; b++) m->surf_target[b] = -1;
     int rc = 0;
-    if (p->stop && dm_is_gifti_path(p->stop)) rc = add_surface(p->stop, DM_TRACK_SURF_STOP, s, m);
-    else if (p->stop) rc = set_flag(p->stop, "--stop", s, m, DM_TRACK_FLAG_STOP);
-    if (rc == 0 && p->avoid && dm_is_gifti_path(p->avoid)) rc = add_surface(p->avoid, DM_TRACK_SURF_AVOID, s, m);
-    else if (rc == 0 && p->avoid) rc = set_flag(p->avoid, "--avoid", s, m, DM_TRACK_FLAG_AVOID);
+    if (p->stop && dm_is_gifti_path(p->stop))
+        rc = add_surface(p->stop, DM_TRACK_SURF_STOP, s, m);
+    else if (p->stop)
+        rc = set_flag(p->stop, "--stop", s, m, DM_TRACK_FLAG_STOP);
+    if (rc == 0 && p->avoid && dm_is_gifti_path(p->avoid))
+        rc = add_surface(p->avoid, DM_TRACK_SURF_AVOID, s, m);
+    else if (rc == 0 && p->avoid)
+        rc = set_flag(p->avoid, "--avoid", s, m, DM_TRACK_FLAG_AVOID);
     m->waycond_and = !p->waycond || !strcmp(p->waycond, "AND");
     if (rc == 0 && p->waycond && strcmp(p->waycond, "AND") && strcmp(p->waycond, "OR"))
         rc = dm_set_error("track: --waycond must be AND or OR, not '%s'", p->waycond);
     if (rc == 0 && p->waypoints) {
         char **list = NULL;
         int n = list_images(p->waypoints, &list);
-        if (n < 0) rc = -1;
+        if (n < 0)
+            rc = -1;
         else if (n > DM_TRACK_MAX_WAYPOINTS)
-            rc = dm_set_error("track: at most %d waypoint masks, %d given", DM_TRACK_MAX_WAYPOINTS, n);
+            rc = dm_set_error("track: at most %d waypoint masks, %d given", DM_TRACK_MAX_WAYPOINTS,
+                              n);
         for (int w = 0; w < n && rc == 0; w++) {
             if (dm_is_gifti_path(list[w])) {
                 int bit = next_surface_bit(m, list[w]);
@@ -216,7 +226,8 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
     if (rc == 0 && p->targetmasks) {
         char **list = NULL;
         int n = list_images(p->targetmasks, &list);
-        if (n <= 0) rc = n < 0 ? -1 : dm_set_error("track: %s lists no target mask", p->targetmasks);
+        if (n <= 0)
+            rc = n < 0 ? -1 : dm_set_error("track: %s lists no target mask", p->targetmasks);
         int *count = rc == 0 ? calloc(m->nvox + 1, sizeof *count) : NULL;
         unsigned char *in = rc == 0 ? calloc((size_t)n * m->nvox, 1) : NULL;
         if (rc == 0) m->target_names = calloc(n, sizeof *m->target_names);
@@ -274,10 +285,13 @@ int dm_track_masks_load(const dm_track_mask_paths *p, const dm_track_seeds *s, d
 
 int dm_track_masks_network(const dm_track_seeds *s, dm_track_masks *m)
 {
-    if (m->nway > 0) return dm_set_error("track: --network takes no --waypoints (the seed masks are its waypoints)");
+    if (m->nway > 0)
+        return dm_set_error(
+            "track: --network takes no --waypoints (the seed masks are its waypoints)");
     if (s->ngroups < 2 || s->ngroups > DM_TRACK_MAX_WAYPOINTS)
         return dm_set_error("track: --network needs --seed to be a text file listing 2 to %d masks "
-                            "(%d given)", DM_TRACK_MAX_WAYPOINTS, s->ngroups);
+                            "(%d given)",
+                            DM_TRACK_MAX_WAYPOINTS, s->ngroups);
     m->waybits = calloc(m->nvox, sizeof *m->waybits);
     if (!m->waybits) return dm_set_error("track: out of memory for the network masks");
     for (long k = 0; k < s->n; k++)

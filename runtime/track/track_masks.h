@@ -12,26 +12,26 @@
 #define DM_TRACK_MAX_WAYPOINTS 32
 
 typedef struct dm_track_masks {
-    size_t nvox;              /* seed-space voxels */
-    unsigned char *flags;     /* DM_TRACK_FLAG_* per voxel, NULL without stop/avoid */
+    size_t nvox;                    /* seed-space voxels */
+    unsigned char *flags;           /* DM_TRACK_FLAG_* per voxel, NULL without stop/avoid */
     dm_track_surface_grid surfaces; /* every GIFTI surface (ntri 0 without) */
     int nsurf_bits;                 /* surface bits used (DM_TRACK_SURF_FIRST and up) */
-    unsigned int surf_way[DM_TRACK_MAX_SURFACES];   /* waypoint bit of a surface bit, or 0 */
-    int surf_target[DM_TRACK_MAX_SURFACES];         /* target id of a surface bit, or -1 */
-    unsigned int *waybits;    /* NULL without waypoint masks (images) */
+    unsigned int surf_way[DM_TRACK_MAX_SURFACES]; /* waypoint bit of a surface bit, or 0 */
+    int surf_target[DM_TRACK_MAX_SURFACES];       /* target id of a surface bit, or -1 */
+    unsigned int *waybits;                        /* NULL without waypoint masks (images) */
     int nway;
-    unsigned int waymask;     /* (1 << nway) - 1 */
+    unsigned int waymask; /* (1 << nway) - 1 */
     int waycond_and;
     /* --targetmasks: target ids of each voxel, compressed rows (off[v] .. off[v+1]) */
     int ntargets;
-    char **target_names;      /* file names without folder and NIfTI ending */
+    char **target_names; /* file names without folder and NIfTI ending */
     int *target_off, *target_ids;
     /* matrix columns per seed-space voxel, -1 where none */
-    int *seed_col;            /* first seed in that voxel (matrix 1) */
+    int *seed_col; /* first seed in that voxel (matrix 1) */
     int *t2_col, *t3_node;
-    long n2, n3;              /* columns of matrix 2, nodes of matrix 3 */
-    int *t2_ijk, *t3_ijk;     /* voxel coordinates of each column/node in its own image */
-    dm_volume t2_ref;         /* --target2 image (lookup_tractspace output grid) */
+    long n2, n3;          /* columns of matrix 2, nodes of matrix 3 */
+    int *t2_ijk, *t3_ijk; /* voxel coordinates of each column/node in its own image */
+    dm_volume t2_ref;     /* --target2 image (lookup_tractspace output grid) */
 } dm_track_masks;
 
 typedef struct dm_track_mask_paths {

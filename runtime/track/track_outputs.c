@@ -40,7 +40,8 @@ static int write_coords(const char *dir, const char *name, const int *ijk, long 
             len += snprintf(text + len, cap - len, "%d %d %d 0 %ld\n", ijk[3 * r], ijk[3 * r + 1],
                             ijk[3 * r + 2], r);
         else
-            len += snprintf(text + len, cap - len, "%d %d %d\n", ijk[3 * r], ijk[3 * r + 1], ijk[3 * r + 2]);
+            len += snprintf(text + len, cap - len, "%d %d %d\n", ijk[3 * r], ijk[3 * r + 1],
+                            ijk[3 * r + 2]);
     }
     int rc = write_text_file(dir, name, text, len);
     free(text);
@@ -64,12 +65,14 @@ static int write_network(const char *outdir, const dm_track_seeds *s, const dm_t
     size_t cap = (size_t)ng * (ng + 1) * 12 + 1, len = 0;
     char *text = malloc(cap);
     if (!text) return dm_set_error("track: out of memory writing fdt_network_matrix");
-    for (int g = 0; g < ng; g++) len += snprintf(text + len, cap - len, "%u\n", r->network[ng * ng + g]);
+    for (int g = 0; g < ng; g++)
+        len += snprintf(text + len, cap - len, "%u\n", r->network[ng * ng + g]);
     int rc = write_text_file(outdir, "waytotal", text, len);
     len = 0;
     for (int i = 0; i < ng; i++)
         for (int j = 0; j < ng; j++)
-            len += snprintf(text + len, cap - len, "%u%s", r->network[i * ng + j], j + 1 < ng ? "  " : "\n");
+            len += snprintf(text + len, cap - len, "%u%s", r->network[i * ng + j],
+                            j + 1 < ng ? "  " : "\n");
     if (rc == 0) rc = write_text_file(outdir, "fdt_network_matrix", text, len);
     free(text);
     return rc;
@@ -106,7 +109,8 @@ int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm
         double *lookup = calloc(n, sizeof *lookup);
         for (long c = 0; c < m->n2; c++) {
             const int *ijk = m->t2_ijk + 3 * c;
-            lookup[((size_t)ijk[2] * m->t2_ref.ny + ijk[1]) * m->t2_ref.nx + ijk[0]] = (double)(c + 1);
+            lookup[((size_t)ijk[2] * m->t2_ref.ny + ijk[1]) * m->t2_ref.nx + ijk[0]] =
+                (double)(c + 1);
         }
         char *path = dm_path_join(outdir, "lookup_tractspace_fdt_matrix2.nii.gz");
         int rc = dm_volume_write(path, &m->t2_ref, 1, lookup, DM_OUT_FLOAT32);
@@ -125,7 +129,8 @@ int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm
 int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_track_result *r)
 {
     char info[256];
-    snprintf(info, sizeof info, "step_size: %g\nmethod: dimoc track (probabilistic, probtrackx-style)\n",
+    snprintf(info, sizeof info,
+             "step_size: %g\nmethod: dimoc track (probabilistic, probtrackx-style)\n",
              o->steplength);
     dm_tck_writer *w = dm_tck_open(path, info);
     if (!w) return -1;

@@ -13,7 +13,7 @@ typedef struct worker {
     dm_track_loop loop;
     unsigned int stamp;
     unsigned int *vox_seen, *t2_seen, *t3_seen, *target_seen;
-    int *nodes;                 /* distinct matrix 3 nodes of the current streamline */
+    int *nodes; /* distinct matrix 3 nodes of the current streamline */
     unsigned int *paths;
     dm_sparse m1, m2, m3;
     unsigned long long waytotal, steps, ends[6];
@@ -147,7 +147,8 @@ static void accumulate(worker *w, const dm_track_masks *m, const dm_track_seeds 
 #pragma omp atomic
         network[ng * ng + g]++;
     }
-    unsigned int crossed = (halves & 1 ? w->half[0].surfaces : 0u) | (halves & 2 ? w->half[1].surfaces : 0u);
+    unsigned int crossed =
+        (halves & 1 ? w->half[0].surfaces : 0u) | (halves & 2 ? w->half[1].surfaces : 0u);
     if (seeds_to_targets && own >= 0) /* target surfaces the streamline crossed */
         for (int b = DM_TRACK_SURF_FIRST; b < DM_TRACK_MAX_SURFACES && crossed >> b; b++) {
             int id = m->surf_target[b];
@@ -238,7 +239,8 @@ static int gather_saved(worker *w, int nw, long tck_max, unsigned long long gene
             if (n + 1 == tck_max) r->tck_tracked = w[best].saved_id[next[best]] + 1;
             if (pass == 1) {
                 r->tck_len[n] = len;
-                memcpy(r->tck_xyz + nx, w[best].saved_xyz + next_xyz[best], 3 * len * sizeof(float));
+                memcpy(r->tck_xyz + nx, w[best].saved_xyz + next_xyz[best],
+                       3 * len * sizeof(float));
             }
             next_xyz[best] += 3 * (size_t)len;
             next[best]++;
@@ -327,7 +329,8 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
     worker w;
     int rc = worker_init(&w, &c, m, &plain);
     unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
-    for (unsigned long long id = 0; rc == 0 && id < total && w.nsaved < o->tck_max && !w.failed; id++) {
+    for (unsigned long long id = 0; rc == 0 && id < total && w.nsaved < o->tck_max && !w.failed;
+         id++) {
         long k = (long)(id / o->per_seed);
         int halves = dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop,
                                          c.network ? 1u << s->group[k] : 0u);
@@ -383,7 +386,8 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
             if (halves) {
                 me->waytotal++;
                 accumulate(me, m, s, k, halves, r->seeds_to_targets, r->network);
-                if (me->nsaved < o->tck_max) save_streamline(me, (unsigned long long)id, halves, t2w);
+                if (me->nsaved < o->tck_max)
+                    save_streamline(me, (unsigned long long)id, halves, t2w);
             }
             if (++pending == 256) {
                 dm_progress_add(prog, pending);

@@ -12,43 +12,43 @@
 #include "track/track_sparse.h"
 
 typedef struct dm_track_options {
-    long per_seed;        /* -P */
-    long nsteps;          /* -S: both halves together */
+    long per_seed; /* -P */
+    long nsteps;   /* -S: both halves together */
     double steplength, cthr, fibthresh;
-    int randfib, fibst;   /* fibst 1-based, as on the command line */
+    int randfib, fibst; /* fibst 1-based, as on the command line */
     int modeuler, loopcheck, nearest, fsl_frame;
-    int oneway;           /* --onewaycondition */
-    int network;          /* --network (the masks' waypoint bits: dm_track_masks_network) */
-    double distthresh;    /* mm */
-    double sampvox;       /* mm */
+    int oneway;        /* --onewaycondition */
+    int network;       /* --network (the masks' waypoint bits: dm_track_masks_network) */
+    double distthresh; /* mm */
+    double sampvox;    /* mm */
     unsigned long long rseed;
-    int threads;          /* 0: OpenMP's default */
+    int threads; /* 0: OpenMP's default */
     int opd, os2t, matrix1, matrix2, matrix3;
-    long tck_max;         /* streamlines kept for the .tck file (0: none) */
-    int use_gpu;          /* dm_track_run_gpu (track_gpu.h) instead of dm_track_run */
-    const char *gpus;     /* "all" or a comma list of device ordinals */
-    long gpu_memory_mb;   /* cap on the device memory of each GPU (0: 70% of free) */
+    long tck_max;       /* streamlines kept for the .tck file (0: none) */
+    int use_gpu;        /* dm_track_run_gpu (track_gpu.h) instead of dm_track_run */
+    const char *gpus;   /* "all" or a comma list of device ordinals */
+    long gpu_memory_mb; /* cap on the device memory of each GPU (0: 70% of free) */
 } dm_track_options;
 
 typedef struct dm_track_result {
-    unsigned int *paths;              /* per seed-space voxel (opd), else NULL */
-    unsigned int *seeds_to_targets;   /* ntargets x seed-space voxels (os2t), else NULL */
-    unsigned long long waytotal;      /* streamlines kept */
-    unsigned int *network;            /* --network: ngroups x ngroups streamlines from mask i
+    unsigned int *paths;            /* per seed-space voxel (opd), else NULL */
+    unsigned int *seeds_to_targets; /* ntargets x seed-space voxels (os2t), else NULL */
+    unsigned long long waytotal;    /* streamlines kept */
+    unsigned int *network;          /* --network: ngroups x ngroups streamlines from mask i
                                          reaching mask j, then the kept of each mask */
-    unsigned long long generated;     /* streamlines tracked */
-    unsigned long long steps;         /* points recorded (both halves) */
-    unsigned long long ends[6];       /* half-streamlines by DM_TRACK_END_* */
+    unsigned long long generated;   /* streamlines tracked */
+    unsigned long long steps;       /* points recorded (both halves) */
+    unsigned long long ends[6];     /* half-streamlines by DM_TRACK_END_* */
     dm_sparse m1, m2, m3;
-    long ntck;                        /* saved streamlines */
-    unsigned long long tck_tracked;   /* streamlines tracked to find them (.tck total_count) */
-    long *tck_len;                    /* points of each */
-    float *tck_xyz;                   /* world mm, all of them one after the other */
+    long ntck;                      /* saved streamlines */
+    unsigned long long tck_tracked; /* streamlines tracked to find them (.tck total_count) */
+    long *tck_len;                  /* points of each */
+    float *tck_xyz;                 /* world mm, all of them one after the other */
     double seconds;
     double merge_seconds, wait_seconds; /* GPU runs: host time merging matrix keys, waiting for
                                            kernels (summed over GPUs) */
     int threads;
-    char device[256];                 /* GPU runs: "NVIDIA H100 ... x1 (sm_90)", else "" */
+    char device[256]; /* GPU runs: "NVIDIA H100 ... x1 (sm_90)", else "" */
 } dm_track_result;
 
 int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,

@@ -91,8 +91,7 @@ static int add_mask_seeds(dm_track_seeds *s, long *cap, const dm_volume *img, in
 }
 
 int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
-                        const char *diffusion_mask_path, const dm_track_field *f,
-                        dm_track_seeds *s)
+                        const char *diffusion_mask_path, const dm_track_field *f, dm_track_seeds *s)
 {
     memset(s, 0, sizeof *s);
     int image = dm_track_is_image_path(seed);
@@ -122,8 +121,8 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
         s->seed2track = dm_affine_mul(&scale, &t2);
     } else if (s->ref.nx != f->nx || s->ref.ny != f->ny || s->ref.nz != f->nz) {
         rc = dm_set_error("track: the seed space (%s, %dx%dx%d) is not the diffusion grid "
-                          "(%dx%dx%d): give --xfm", ref_path, s->ref.nx, s->ref.ny, s->ref.nz,
-                          f->nx, f->ny, f->nz);
+                          "(%dx%dx%d): give --xfm",
+                          ref_path, s->ref.nx, s->ref.ny, s->ref.nz, f->nx, f->ny, f->nz);
         goto done;
     }
     if ((rc = dm_affine_invert(&s->seed2track, &s->track2seed)) != 0) goto done;
@@ -138,7 +137,8 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
             long before = s->n;
             if (rc == 0) rc = add_mask_seeds(s, &cap, &m, g);
             if (rc == 0 && s->n == before)
-                rc = dm_set_error("%s: the seed mask (listed in %s) is empty", s->group_paths[g], seed);
+                rc = dm_set_error("%s: the seed mask (listed in %s) is empty", s->group_paths[g],
+                                  seed);
             dm_volume_free(&m);
         }
     } else {
@@ -156,7 +156,8 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
             if ((rc = dm_read_matrix(seed, &nrows, &cols, &xyz)) != 0) goto done;
             if (cols != 3) {
                 free(xyz);
-                rc = dm_set_error("%s: seed coordinates need 3 columns (x y z in mm), found %d", seed, cols);
+                rc = dm_set_error("%s: seed coordinates need 3 columns (x y z in mm), found %d",
+                                  seed, cols);
                 goto done;
             }
             rows = nrows;

@@ -15,13 +15,13 @@
 
 typedef struct dm_track_seeds {
     long n;
-    float *pos;        /* tracking mm (diffusion scaled-voxel space), 3 per seed */
-    int *ijk;          /* seed-space voxel coordinates (nearest), 3 per seed */
-    int *svox;         /* seed-space voxel index per seed, -1 outside the seed grid */
-    int ngroups;       /* seed masks of a mask list (0: one seed source) */
-    int *group;        /* the mask of each seed (0 for all with one seed source) */
+    float *pos;  /* tracking mm (diffusion scaled-voxel space), 3 per seed */
+    int *ijk;    /* seed-space voxel coordinates (nearest), 3 per seed */
+    int *svox;   /* seed-space voxel index per seed, -1 outside the seed grid */
+    int ngroups; /* seed masks of a mask list (0: one seed source) */
+    int *group;  /* the mask of each seed (0 for all with one seed source) */
     char **group_paths;
-    dm_volume ref;     /* the seed space: grid and geometry of the outputs */
+    dm_volume ref; /* the seed space: grid and geometry of the outputs */
     dm_affine seed2track, track2seed;
 } dm_track_seeds;
 

@@ -121,22 +121,27 @@ void dm_sparse_add(dm_sparse *m, unsigned int row, unsigned int col)
 /* Merges sorted unique (bk, bc, bn) into m's list in place, from the back (the write position
  * never passes the read position of m's entries): no new arrays, so no fresh pages to fault
  * in for every buffer of keys. */
-static void merge_in_place(dm_sparse *m, const unsigned long long *bk,
-                           const unsigned long long *bc, size_t bn)
+static void merge_in_place(dm_sparse *m, const unsigned long long *bk, const unsigned long long *bc,
+                           size_t bn)
 {
     /* Entries below bk[0] stay where they are: GPU chunks come in roughly increasing rows, so
      * most merges only touch the tail of the list. */
     size_t lo = 0, hi = m->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (m->keys[mid] < bk[0]) lo = mid + 1;
-        else hi = mid;
+        if (m->keys[mid] < bk[0])
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     size_t same = 0; /* keys in both lists */
     for (size_t i = lo, j = 0; i < m->n && j < bn;) {
-        if (m->keys[i] < bk[j]) i++;
-        else if (bk[j] < m->keys[i]) j++;
-        else same++, i++, j++;
+        if (m->keys[i] < bk[j])
+            i++;
+        else if (bk[j] < m->keys[i])
+            j++;
+        else
+            same++, i++, j++;
     }
     size_t total = m->n + bn - same;
     if (reserve(m, total) != 0) return;

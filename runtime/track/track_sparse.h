@@ -11,10 +11,10 @@
 typedef struct dm_sparse {
     unsigned long long *pending; /* key = row << 32 | col */
     size_t npending, cap_pending;
-    unsigned long long *keys;    /* sorted, unique */
+    unsigned long long *keys; /* sorted, unique */
     unsigned long long *counts;
     size_t n, cap;
-    int failed;                  /* out of memory happened */
+    int failed; /* out of memory happened */
 } dm_sparse;
 
 void dm_sparse_init(dm_sparse *m);

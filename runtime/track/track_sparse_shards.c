@@ -40,7 +40,8 @@ void dm_sparse_shards_add_keys(dm_sparse_shards *s, const unsigned long long *ke
     int nt = omp_get_max_threads(), ns = s->n;
     if ((size_t)nt > n / 4096 + 1) nt = (int)(n / 4096 + 1); /* small buffers: fewer threads */
     /* at[t * ns + k]: where thread t writes its keys of shard k (counts first) */
-    size_t *at = calloc((size_t)nt * ns + 1, sizeof *at), *start = calloc((size_t)ns + 1, sizeof *start);
+    size_t *at = calloc((size_t)nt * ns + 1, sizeof *at),
+           *start = calloc((size_t)ns + 1, sizeof *start);
     if (!at || !start) {
         free(at);
         free(start);

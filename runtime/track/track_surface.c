@@ -11,7 +11,8 @@
 static void cell_range(const dm_track_surface_grid *g, const float *t, int lo[3], int hi[3])
 {
     for (int a = 0; a < 3; a++) {
-        float mn = fminf(t[a], fminf(t[3 + a], t[6 + a])), mx = fmaxf(t[a], fmaxf(t[3 + a], t[6 + a]));
+        float mn = fminf(t[a], fminf(t[3 + a], t[6 + a])),
+              mx = fmaxf(t[a], fmaxf(t[3 + a], t[6 + a]));
         lo[a] = (int)floorf((mn - g->origin[a]) / g->cell);
         hi[a] = (int)floorf((mx - g->origin[a]) / g->cell);
         if (lo[a] < 0) lo[a] = 0;
@@ -46,14 +47,16 @@ int dm_track_surface_add(dm_track_surface_grid *g, const dm_mesh *mesh, unsigned
         if (dm_track_dot3(n, n) == 0) continue; /* no area: no plane to cross */
         g->tri_bit[g->ntri++] = bit;
     }
-    if (g->ntri == before) return dm_set_error("%s: the surface has no triangle with an area", path);
+    if (g->ntri == before)
+        return dm_set_error("%s: the surface has no triangle with an area", path);
     return 0;
 }
 
 int dm_track_surface_finish(dm_track_surface_grid *g)
 {
     const char *path = "the tracking surfaces";
-    double extent = 0, lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    double extent = 0, lo[3] = {INFINITY, INFINITY, INFINITY},
+           hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (long t = 0; t < g->ntri; t++) {
         const float *tr = g->tri + 9 * t;
         for (int a = 0; a < 3; a++) {
@@ -92,8 +95,10 @@ int dm_track_surface_finish(dm_track_surface_grid *g)
                 for (int j = a[1]; j <= b[1]; j++)
                     for (int i = a[0]; i <= b[0]; i++) {
                         long c = ((long)k * g->n[1] + j) * g->n[0] + i;
-                        if (pass == 0) g->cell_off[c + 1]++;
-                        else g->cell_tri[g->cell_off[c]++] = (int)t;
+                        if (pass == 0)
+                            g->cell_off[c + 1]++;
+                        else
+                            g->cell_tri[g->cell_off[c]++] = (int)t;
                     }
         }
         if (pass == 0) {

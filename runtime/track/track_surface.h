@@ -9,10 +9,10 @@
 #include "io/space.h"
 
 typedef struct dm_track_surface_grid {
-    long ntri;               /* triangles kept (degenerate ones are dropped) */
-    float *tri;              /* 9 per triangle, tracking mm */
-    unsigned int *tri_bit;   /* the bit of each triangle's surface */
-    long cap;                /* triangles allocated */
+    long ntri;             /* triangles kept (degenerate ones are dropped) */
+    float *tri;            /* 9 per triangle, tracking mm */
+    unsigned int *tri_bit; /* the bit of each triangle's surface */
+    long cap;              /* triangles allocated */
     int *cell_off, *cell_tri;
     int n[3];
     float origin[3], cell;

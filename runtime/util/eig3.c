@@ -9,13 +9,11 @@
 static void rotate(double A[3][3], double V[3][3], int p, int q)
 {
     double apq = A[p][q];
-    if (apq == 0)
-        return;
+    if (apq == 0) return;
     double theta = (A[q][q] - A[p][p]) / (2 * apq);
     /* The smaller root of t^2 + 2 theta t - 1 = 0 (rotation angle at most 45 degrees). */
     double t = 1 / (fabs(theta) + sqrt(theta * theta + 1));
-    if (theta < 0)
-        t = -t;
+    if (theta < 0) t = -t;
     if (isinf(theta)) /* apq negligible against the diagonal gap */
         t = 0;
     double c = 1 / sqrt(t * t + 1), s = t * c;
@@ -41,16 +39,13 @@ void dm_eig3_sym(const double a[3][3], double lambda[3], double vec[3][3])
 {
     double A[3][3], V[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            A[i][j] = i <= j ? a[i][j] : a[j][i];
+        for (int j = 0; j < 3; j++) A[i][j] = i <= j ? a[i][j] : a[j][i];
     double scale = 0;
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            scale += A[i][j] * A[i][j];
+        for (int j = 0; j < 3; j++) scale += A[i][j] * A[i][j];
     for (int sweep = 0; sweep < 50; sweep++) {
         double off = A[0][1] * A[0][1] + A[0][2] * A[0][2] + A[1][2] * A[1][2];
-        if (off <= DBL_EPSILON * DBL_EPSILON * 1e-4 * scale || off == 0)
-            break;
+        if (off <= DBL_EPSILON * DBL_EPSILON * 1e-4 * scale || off == 0) break;
         rotate(A, V, 0, 1);
         rotate(A, V, 0, 2);
         rotate(A, V, 1, 2);
@@ -69,11 +64,9 @@ void dm_eig3_sym(const double a[3][3], double lambda[3], double vec[3][3])
         lambda[k] = A[c][c];
         int big = 0;
         for (int i = 1; i < 3; i++)
-            if (fabs(V[i][c]) > fabs(V[big][c]))
-                big = i;
+            if (fabs(V[i][c]) > fabs(V[big][c])) big = i;
         double sign = V[big][c] < 0 ? -1 : 1;
         double norm = sqrt(V[0][c] * V[0][c] + V[1][c] * V[1][c] + V[2][c] * V[2][c]);
-        for (int i = 0; i < 3; i++)
-            vec[k][i] = sign * V[i][c] / norm;
+        for (int i = 0; i < 3; i++) vec[k][i] = sign * V[i][c] / norm;
     }
 }

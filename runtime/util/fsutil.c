@@ -14,14 +14,11 @@
 
 int dm_mkdir_p(const char *path)
 {
-    if (!path || !*path)
-        return dm_set_error("cannot create a folder with an empty name");
+    if (!path || !*path) return dm_set_error("cannot create a folder with an empty name");
     char *buf = strdup(path);
-    if (!buf)
-        return dm_set_error("out of memory");
+    if (!buf) return dm_set_error("out of memory");
     size_t len = strlen(buf);
-    while (len > 1 && buf[len - 1] == '/')
-        buf[--len] = '\0';
+    while (len > 1 && buf[len - 1] == '/') buf[--len] = '\0';
     /* Create each prefix in turn; an existing folder is fine, an existing file is not. */
     for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == '\0') {
@@ -34,8 +31,7 @@ int dm_mkdir_p(const char *path)
                 return -1;
             }
             *p = saved;
-            if (saved == '\0')
-                break;
+            if (saved == '\0') break;
         }
     }
     struct stat st;
@@ -70,8 +66,7 @@ char *dm_read_file(const char *path, size_t *len)
         }
         size_t got = fread(buf + n, 1, cap - 1 - n, f);
         n += got;
-        if (got == 0)
-            break;
+        if (got == 0) break;
     }
     if (!buf) {
         fclose(f);
@@ -87,8 +82,7 @@ char *dm_read_file(const char *path, size_t *len)
     }
     fclose(f);
     buf[n] = '\0';
-    if (len)
-        *len = n;
+    if (len) *len = n;
     return buf;
 }
 
@@ -112,8 +106,8 @@ char *dm_temp_sibling_ext(const char *path, const char *ending)
         dm_set_error("out of memory");
         return NULL;
     }
-    snprintf(out, size, "%.*s.%.*s.tmp.%ld.%u%s", dirlen, path, (int)baselen, base,
-             (long)getpid(), n, endlen ? ending : "");
+    snprintf(out, size, "%.*s.%.*s.tmp.%ld.%u%s", dirlen, path, (int)baselen, base, (long)getpid(),
+             n, endlen ? ending : "");
     return out;
 }
 
@@ -125,8 +119,7 @@ char *dm_temp_sibling(const char *path)
 int dm_write_file_atomic(const char *path, const void *data, size_t len)
 {
     char *tmp = dm_temp_sibling(path);
-    if (!tmp)
-        return -1;
+    if (!tmp) return -1;
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         dm_set_error("cannot write %s: %s", path, strerror(errno));
@@ -153,16 +146,13 @@ int dm_write_file_atomic(const char *path, const void *data, size_t len)
 
 char *dm_path_join(const char *dir, const char *name)
 {
-    if (!dir || !*dir || name[0] == '/')
-        return strdup(name);
+    if (!dir || !*dir || name[0] == '/') return strdup(name);
     size_t dl = strlen(dir);
     int need_slash = dir[dl - 1] != '/';
     char *out = malloc(dl + need_slash + strlen(name) + 1);
-    if (!out)
-        return NULL;
+    if (!out) return NULL;
     memcpy(out, dir, dl);
-    if (need_slash)
-        out[dl++] = '/';
+    if (need_slash) out[dl++] = '/';
     strcpy(out + dl, name);
     return out;
 }

@@ -7,13 +7,15 @@
 
 enum { FIRST = 1, ARRAY = 2, MAX_DEPTH = 31 };
 
-static int level(const dm_json *j) { return j->depth < MAX_DEPTH ? j->depth : MAX_DEPTH; }
+static int level(const dm_json *j)
+{
+    return j->depth < MAX_DEPTH ? j->depth : MAX_DEPTH;
+}
 
 static void new_line(dm_json *j)
 {
     fputc('\n', j->f);
-    for (int i = 0; i < j->depth; i++)
-        fputs("  ", j->f);
+    for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
 }
 
 static void write_string(FILE *f, const char *s)
@@ -40,8 +42,7 @@ static void write_string(FILE *f, const char *s)
 static void member(dm_json *j, const char *key)
 {
     int d = level(j);
-    if (!(j->first[d] & FIRST))
-        fputc(',', j->f);
+    if (!(j->first[d] & FIRST)) fputc(',', j->f);
     j->first[d] &= ~FIRST;
     new_line(j);
     if (key && !(j->first[d] & ARRAY)) {
@@ -68,27 +69,30 @@ void dm_json_begin(dm_json *j, FILE *f)
 
 void dm_json_close(dm_json *j)
 {
-    if (j->depth <= 1)
-        return;
+    if (j->depth <= 1) return;
     int d = level(j);
     int was_empty = j->first[d] & FIRST;
     char bracket = (j->first[d] & ARRAY) ? ']' : '}';
     j->depth--;
-    if (!was_empty)
-        new_line(j);
+    if (!was_empty) new_line(j);
     fputc(bracket, j->f);
 }
 
 void dm_json_end(dm_json *j)
 {
-    while (j->depth > 1)
-        dm_json_close(j);
+    while (j->depth > 1) dm_json_close(j);
     j->depth = 0;
     fputs("\n}\n", j->f);
 }
 
-void dm_json_key_object(dm_json *j, const char *key) { open_nested(j, key, 0); }
-void dm_json_key_array(dm_json *j, const char *key) { open_nested(j, key, 1); }
+void dm_json_key_object(dm_json *j, const char *key)
+{
+    open_nested(j, key, 0);
+}
+void dm_json_key_array(dm_json *j, const char *key)
+{
+    open_nested(j, key, 1);
+}
 
 void dm_json_str(dm_json *j, const char *key, const char *value)
 {

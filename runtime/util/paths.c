@@ -25,8 +25,10 @@ static char *find_data(const char *rel)
     for (int i = 0; i < 3 && !found; i++) {
         if (!bases[i]) continue;
         char *path = dm_path_join(bases[i], rel);
-        if (access(path, R_OK) == 0) found = path;
-        else free(path);
+        if (access(path, R_OK) == 0)
+            found = path;
+        else
+            free(path);
     }
     free(exe);
     return found;
@@ -57,10 +59,12 @@ char *dm_cache_dir(void)
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     char base[4096];
-    if (xdg && *xdg) snprintf(base, sizeof base, "%s/dimoc", xdg);
-    else if (home && *home) snprintf(base, sizeof base, "%s/.cache/dimoc", home);
-    else snprintf(base, sizeof base, "/tmp/dimoc-cache-%d", (int)getuid());
+    if (xdg && *xdg)
+        snprintf(base, sizeof base, "%s/dimoc", xdg);
+    else if (home && *home)
+        snprintf(base, sizeof base, "%s/.cache/dimoc", home);
+    else
+        snprintf(base, sizeof base, "/tmp/dimoc-cache-%d", (int)getuid());
     if (dm_mkdir_p(base) != 0) return NULL;
     return strdup(base);
 }
-

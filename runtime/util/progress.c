@@ -46,8 +46,7 @@ static void format_duration(char *out, size_t size, double seconds)
 dm_progress *dm_progress_start(const char *label, long total, const char *unit)
 {
     dm_progress *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
+    if (!p) return NULL;
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");
     snprintf(p->unit, sizeof p->unit, "%s", unit ? unit : "");
     /* "voxels" reads best as "vox/s"; other units keep their name. */
@@ -75,24 +74,20 @@ static void draw(dm_progress *p, const char *line, const char *tail)
 
 void dm_progress_add(dm_progress *p, long done_now)
 {
-    if (!p)
-        return;
+    if (!p) return;
     long done = atomic_fetch_add(&p->done, done_now) + done_now;
-    if (!p->shown)
-        return;
+    if (!p->shown) return;
     double t = now_seconds();
-    if (t - p->last_draw < 0.2 || pthread_mutex_trylock(&p->draw_lock) != 0)
-        return;
+    if (t - p->last_draw < 0.2 || pthread_mutex_trylock(&p->draw_lock) != 0) return;
     if (t - p->last_draw >= 0.2) {
         p->last_draw = t;
         double elapsed = t - p->start;
         double rate = elapsed > 0 ? done / elapsed : 0;
         char eta[32] = "?";
-        if (rate > 0 && p->total > 0)
-            format_duration(eta, sizeof eta, (p->total - done) / rate);
+        if (rate > 0 && p->total > 0) format_duration(eta, sizeof eta, (p->total - done) / rate);
         char line[256];
-        snprintf(line, sizeof line, "%s: %ld/%ld %s  %.0f %s/s  ETA %s", p->label, done,
-                 p->total, p->unit, rate, p->rate_unit, eta);
+        snprintf(line, sizeof line, "%s: %ld/%ld %s  %.0f %s/s  ETA %s", p->label, done, p->total,
+                 p->unit, rate, p->rate_unit, eta);
         draw(p, line, "");
     }
     pthread_mutex_unlock(&p->draw_lock);
@@ -100,8 +95,7 @@ void dm_progress_add(dm_progress *p, long done_now)
 
 void dm_progress_end(dm_progress *p)
 {
-    if (!p)
-        return;
+    if (!p) return;
     if (p->shown) {
         pthread_mutex_lock(&p->draw_lock);
         long done = atomic_load(&p->done);

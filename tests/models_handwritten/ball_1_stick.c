@@ -42,8 +42,7 @@ DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
 DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
 {
     (void)v;
-    for (int k = 0; k < DM_NPARAMS; k++)
-        pre[k] = p[k];
+    for (int k = 0; k < DM_NPARAMS; k++) pre[k] = p[k];
 }
 
 DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
@@ -118,10 +117,8 @@ DM_FN void dm_from_free(const real *x, real *p, real *dpdx)
 
 DM_FN real dm_proposal_sd(int k, const real *p)
 {
-    if (k >= 2)
-        return (real)0.2;
-    if (p[k] == 0)
-        return k == 1 ? (real)0.001 : (real)1;
+    if (k >= 2) return (real)0.2;
+    if (p[k] == 0) return k == 1 ? (real)0.001 : (real)1;
     return fabs(p[k]) / 10;
 }
 

@@ -28,8 +28,7 @@ DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
 DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
 {
     (void)v;
-    for (int k = 0; k < DM_NPARAMS; k++)
-        pre[k] = p[k];
+    for (int k = 0; k < DM_NPARAMS; k++) pre[k] = p[k];
 }
 
 DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
@@ -47,7 +46,10 @@ DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real
     return dm_signal_grad(pre, m, v, ds);
 }
 
-DM_FN int dm_in_bounds(const real *p) { return p[0] > 0 && p[1] > 0 && p[1] < 1000; }
+DM_FN int dm_in_bounds(const real *p)
+{
+    return p[0] > 0 && p[1] > 0 && p[1] < 1000;
+}
 
 DM_FN int dm_constraints_ok(const real *p, const real *v)
 {
@@ -63,7 +65,10 @@ DM_FN real dm_prior_energy(const real *p, const real *v)
     return 0;
 }
 
-DM_FN void dm_wrap_periodic(real *p) { (void)p; }
+DM_FN void dm_wrap_periodic(real *p)
+{
+    (void)p;
+}
 
 /* S0: lower bound 0 (exp map); R: (0, 1000) (atan map). */
 DM_FN void dm_to_free(const real *p, real *x)
@@ -82,8 +87,7 @@ DM_FN void dm_from_free(const real *x, real *p, real *dpdx)
 
 DM_FN real dm_proposal_sd(int k, const real *p)
 {
-    if (k == 1 && p[1] == 0)
-        return 100; /* a tenth of the bound width */
+    if (k == 1 && p[1] == 0) return 100; /* a tenth of the bound width */
     return fabs(p[k]) / 10;
 }
 

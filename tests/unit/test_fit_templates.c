@@ -37,8 +37,7 @@ static const char *tmp_dir(void)
 static int load_fitter(const char *model, const char *real, fitter *f)
 {
     char model_file[1024], so[1024], cmd[8192], cwd[512];
-    if (!getcwd(cwd, sizeof cwd))
-        return -1;
+    if (!getcwd(cwd, sizeof cwd)) return -1;
     /* DIMOC_TEST_HANDWRITTEN=1 tests the stand-ins even when generated models exist. */
     const char *hand = getenv("DIMOC_TEST_HANDWRITTEN");
     snprintf(model_file, sizeof model_file, "%s/generated/%s/model.h", cwd, model);
@@ -100,7 +99,10 @@ static dm_fit_config base_config(int nmeas, int methods)
     return c;
 }
 
-static double rel_err(double got, double want) { return fabs(got - want) / fabs(want); }
+static double rel_err(double got, double want)
+{
+    return fabs(got - want) / fabs(want);
+}
 
 /* ---- exp_decay: S = S0 exp(-R TE) ---- */
 
@@ -167,8 +169,7 @@ static void test_exp_decay(const fitter *f)
     params[0] = 1;
     params[1] = 1;
     st = f->fit(&c, grid, te, y, NULL, 0, params, NULL, stats);
-    check(st == DM_STATUS_FITTED && params[0] == 1500 && params[1] == 30 &&
-              stats[DM_STAT_SSE] == 0,
+    check(st == DM_STATUS_FITTED && params[0] == 1500 && params[1] == 30 && stats[DM_STAT_SSE] == 0,
           "exp_decay_grid_exact_point", "status %d S0 %.17g R %.17g SSE %g", st, params[0],
           params[1], stats[DM_STAT_SSE]);
 
@@ -198,8 +199,7 @@ static void test_exp_decay(const fitter *f)
     st = f->fit(&c, NULL, te, y, NULL, 123, params, samples, stats);
     double mean[2] = {0, 0}, sd[2] = {0, 0};
     for (int s = 0; s < ns; s++)
-        for (int k = 0; k < 2; k++)
-            mean[k] += samples[s * 2 + k] / ns;
+        for (int k = 0; k < 2; k++) mean[k] += samples[s * 2 + k] / ns;
     for (int s = 0; s < ns; s++)
         for (int k = 0; k < 2; k++)
             sd[k] += (samples[s * 2 + k] - mean[k]) * (samples[s * 2 + k] - mean[k]) / (ns - 1);
@@ -213,8 +213,8 @@ static void test_exp_decay(const fitter *f)
     check(fabs(params[0] - mean[0]) < 1e-9 * mean[0] && fabs(params[1] - mean[1]) < 1e-9 * mean[1],
           "exp_decay_mcmc_returns_sample_mean", "params %g %g, sample mean %g %g", params[0],
           params[1], mean[0], mean[1]);
-    check(stats[DM_STAT_ACCEPT] > 0.15 && stats[DM_STAT_ACCEPT] < 0.6,
-          "exp_decay_mcmc_acceptance", "acceptance rate %g", stats[DM_STAT_ACCEPT]);
+    check(stats[DM_STAT_ACCEPT] > 0.15 && stats[DM_STAT_ACCEPT] < 0.6, "exp_decay_mcmc_acceptance",
+          "acceptance rate %g", stats[DM_STAT_ACCEPT]);
     {
         double sse = stats[DM_STAT_SSE];
         double want = -NTE / 2.0 * (log(2 * M_PI * sse / NTE) + 1);
@@ -232,8 +232,7 @@ static void test_exp_decay(const fitter *f)
     params[1] = 20;
     f->fit(&c, NULL, te, y, NULL, 124, params, samples2, stats);
     int differing = 0;
-    for (int i = 0; i < ns * 2; i++)
-        differing += samples[i] != samples2[i];
+    for (int i = 0; i < ns * 2; i++) differing += samples[i] != samples2[i];
     check(differing > ns, "mcmc_other_voxel_other_samples", "only %d of %d values differ",
           differing, ns * 2);
     c.seed = 43;
@@ -241,14 +240,13 @@ static void test_exp_decay(const fitter *f)
     params[1] = 20;
     f->fit(&c, NULL, te, y, NULL, 123, params, samples2, stats);
     differing = 0;
-    for (int i = 0; i < ns * 2; i++)
-        differing += samples[i] != samples2[i];
-    check(differing > ns, "mcmc_other_seed_other_samples", "only %d of %d values differ",
-          differing, ns * 2);
+    for (int i = 0; i < ns * 2; i++) differing += samples[i] != samples2[i];
+    check(differing > ns, "mcmc_other_seed_other_samples", "only %d of %d values differ", differing,
+          ns * 2);
 
     /* Fixed parameters stay fixed through grid, LM and MCMC. */
     c = base_config(NTE, DM_METHOD_GRID | DM_METHOD_LM | DM_METHOD_MCMC);
-    c.fixed_mask = 1u; /* S0 */
+    c.fixed_mask = 1u;   /* S0 */
     c.grid_count[0] = 4; /* ignored: S0 is fixed */
     c.grid_offset[0] = 0;
     c.grid_count[1] = 5;
@@ -258,10 +256,9 @@ static void test_exp_decay(const fitter *f)
     params[1] = 40;
     st = f->fit(&c, grid, te, y, NULL, 5, params, samples, stats);
     int s0_fixed = params[0] == 1000.5;
-    for (int s = 0; s < ns; s++)
-        s0_fixed &= samples[s * 2] == 1000.5;
-    check(st == DM_STATUS_FITTED && s0_fixed && fabs(params[1] - 25) < 1,
-          "fixed_params_stay_fixed", "status %d S0 %.17g R %g", st, params[0], params[1]);
+    for (int s = 0; s < ns; s++) s0_fixed &= samples[s * 2] == 1000.5;
+    check(st == DM_STATUS_FITTED && s0_fixed && fabs(params[1] - 25) < 1, "fixed_params_stay_fixed",
+          "status %d S0 %.17g R %g", st, params[0], params[1]);
 
     /* Rician noise: tau sampled, its posterior mean near 1/sigma^2. */
     exp_decay_data(f, 1000, 25, sigma, 1, 11, y);
@@ -277,8 +274,8 @@ static void test_exp_decay(const fitter *f)
     check(st == DM_STATUS_FITTED && tau > 0.5 * want_tau && tau < 2 * want_tau &&
               fabs(params[0] - 1000) < 30 && fabs(params[1] - 25) < 2 &&
               isfinite(stats[DM_STAT_LOGL]),
-          "exp_decay_mcmc_rician", "status %d tau %g (1/sigma^2 %g) S0 %g R %g logL %g", st,
-          tau, want_tau, params[0], params[1], stats[DM_STAT_LOGL]);
+          "exp_decay_mcmc_rician", "status %d tau %g (1/sigma^2 %g) S0 %g R %g logL %g", st, tau,
+          want_tau, params[0], params[1], stats[DM_STAT_LOGL]);
     free(samples);
     free(samples2);
 }
@@ -305,8 +302,8 @@ static void test_exp_decay_float(const fitter *f)
     st = f->fit(&c, NULL, te, y, NULL, 3, params, samples, stats);
     check(st == DM_STATUS_FITTED && fabs(params[0] - 1000) < 40 && fabs(params[1] - 25) < 3 &&
               stats[DM_STAT_ACCEPT] > 0.15 && stats[DM_STAT_ACCEPT] < 0.6,
-          "float_exp_decay_mcmc", "status %d S0 %g R %g acceptance %g", st, params[0],
-          params[1], stats[DM_STAT_ACCEPT]);
+          "float_exp_decay_mcmc", "status %d S0 %g R %g acceptance %g", st, params[0], params[1],
+          stats[DM_STAT_ACCEPT]);
     free(samples);
 }
 
@@ -339,8 +336,8 @@ static void b1s_protocol(void)
 
 static double axis_angle_deg(double th1, double ph1, double th2, double ph2)
 {
-    double d = sin(th1) * cos(ph1) * sin(th2) * cos(ph2) + sin(th1) * sin(ph1) * sin(th2) *
-               sin(ph2) + cos(th1) * cos(th2);
+    double d = sin(th1) * cos(ph1) * sin(th2) * cos(ph2) +
+               sin(th1) * sin(ph1) * sin(th2) * sin(ph2) + cos(th1) * cos(th2);
     d = fabs(d);
     return acos(d > 1 ? 1 : d) * 180 / M_PI;
 }
@@ -387,8 +384,7 @@ static void test_ball_1_stick(const fitter *f)
     f->predict(truth2, b1s_meas, NB1S, NULL, y);
     dm_rng rng;
     dm_rng_init(&rng, 99, 0);
-    for (int m = 0; m < NB1S; m++)
-        y[m] += 10 * dm_rng_normal(&rng);
+    for (int m = 0; m < NB1S; m++) y[m] += 10 * dm_rng_normal(&rng);
     c = base_config(NB1S, DM_METHOD_LM | DM_METHOD_MCMC);
     int ns = DM_NSAMPLES(&c);
     double *samples = malloc(sizeof(double) * ns * 5);
@@ -407,8 +403,8 @@ static void test_ball_1_stick(const fitter *f)
           "status %d, a sample outside [0,pi) x [0,2pi)", st);
     check(circ < 0.1 && fabs(params[3] - 1.3) < 0.1 && fabs(params[2] - 0.6) < 0.05,
           "ball_1_stick_mcmc_circular_mean",
-          "th %g ph %g (circular distance %g) f1 %g; %d samples near 0, %d near 2pi",
-          params[3], params[4], circ, params[2], near_zero, near_two_pi);
+          "th %g ph %g (circular distance %g) f1 %g; %d samples near 0, %d near 2pi", params[3],
+          params[4], circ, params[2], near_zero, near_two_pi);
     check(stats[DM_STAT_ACCEPT] > 0.15 && stats[DM_STAT_ACCEPT] < 0.6,
           "ball_1_stick_mcmc_acceptance", "acceptance rate %g", stats[DM_STAT_ACCEPT]);
     free(samples);
@@ -417,8 +413,7 @@ static void test_ball_1_stick(const fitter *f)
 int main(void)
 {
     fitter f;
-    for (int m = 0; m < NTE; m++)
-        te[m] = 0.005 + 0.005 * m;
+    for (int m = 0; m < NTE; m++) te[m] = 0.005 + 0.005 * m;
     if (load_fitter("exp_decay", "double", &f) == 0) {
         test_exp_decay(&f);
         dlclose(f.handle);

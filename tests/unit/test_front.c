@@ -23,8 +23,7 @@ static dm_model *front(const char *text, char **diag, int *nerr, int *nwarn)
     long n = ftell(f);
     *diag = calloc((size_t)n + 1, 1);
     rewind(f);
-    if (n > 0 && fread(*diag, 1, (size_t)n, f) != (size_t)n)
-        (*diag)[0] = '\0';
+    if (n > 0 && fread(*diag, 1, (size_t)n, f) != (size_t)n) (*diag)[0] = '\0';
     fclose(f);
     return m;
 }
@@ -36,8 +35,7 @@ static dm_model *front_file(const char *path, char **diag, int *nerr, int *nwarn
     long n = ftell(f);
     *diag = calloc((size_t)n + 1, 1);
     rewind(f);
-    if (n > 0 && fread(*diag, 1, (size_t)n, f) != (size_t)n)
-        (*diag)[0] = '\0';
+    if (n > 0 && fread(*diag, 1, (size_t)n, f) != (size_t)n) (*diag)[0] = '\0';
     fclose(f);
     return m;
 }
@@ -45,24 +43,21 @@ static dm_model *front_file(const char *path, char **diag, int *nerr, int *nwarn
 static int count(const char *hay, const char *needle)
 {
     int n = 0;
-    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-        n++;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
     return n;
 }
 
 static dm_param *param(dm_model *m, const char *name)
 {
     for (int i = 0; i < m->params.n; i++)
-        if (!strcmp(m->params.items[i]->name, name))
-            return m->params.items[i];
+        if (!strcmp(m->params.items[i]->name, name)) return m->params.items[i];
     return NULL;
 }
 
 static dm_let *let(dm_model *m, const char *name)
 {
     for (int i = 0; i < m->lets.n; i++)
-        if (!strcmp(m->lets.items[i]->name, name))
-            return m->lets.items[i];
+        if (!strcmp(m->lets.items[i]->name, name)) return m->lets.items[i];
     return NULL;
 }
 
@@ -93,28 +88,26 @@ static void test_ball_2_sticks(void)
         return;
     }
     check(!strcmp(m->name, "ball_2_sticks") && m->params.n == 8 && m->measures.n == 2 &&
-              m->voxels.n == 0 && m->lets.n == 2 && m->constraints.n == 1 &&
-              m->outputs.n == 2,
+              m->voxels.n == 0 && m->lets.n == 2 && m->constraints.n == 1 && m->outputs.n == 2,
           "ball_2_sticks-counts", "%d params", m->params.n);
     dm_input *g = m->measures.items[0], *b = m->measures.items[1];
-    check(m->measure_width == 4 && g->width == 3 && g->column == 0 && !strcmp(g->source, "bvecs")
-              && b->width == 1 && b->column == 3 && !strcmp(b->source, "bvals"),
+    check(m->measure_width == 4 && g->width == 3 && g->column == 0 && !strcmp(g->source, "bvecs") &&
+              b->width == 1 && b->column == 3 && !strcmp(b->source, "bvals"),
           "ball_2_sticks-measure-columns", "width %d", m->measure_width);
     dm_param *S0 = param(m, "S0"), *f2 = param(m, "f2"), *th1 = param(m, "th1"),
              *ph2 = param(m, "ph2"), *d = param(m, "d");
-    check(S0->lo == 0 && isinf(S0->hi) && !S0->lo_closed && S0->init_from_b0 &&
-              d->hi == 0.01 && d->init == 1.2e-3,
+    check(S0->lo == 0 && isinf(S0->hi) && !S0->lo_closed && S0->init_from_b0 && d->hi == 0.01 &&
+              d->init == 1.2e-3,
           "ball_2_sticks-bounds", "S0 (%g, %g) d init %g", S0->lo, S0->hi, d->init);
     check(th1->lo == 0 && fabs(th1->hi - M_PI) < 1e-15 && th1->lo_closed && th1->hi_closed &&
-              th1->periodic && th1->prior.kind == DM_PRIOR_SPHERE && fabs(ph2->hi - 2 * M_PI) < 1e-15
-              && ph2->periodic && ph2->init == 2.5,
+              th1->periodic && th1->prior.kind == DM_PRIOR_SPHERE &&
+              fabs(ph2->hi - 2 * M_PI) < 1e-15 && ph2->periodic && ph2->init == 2.5,
           "ball_2_sticks-angles", "th1 [%g, %g]", th1->lo, th1->hi);
     check(f2->prior.kind == DM_PRIOR_ARD && f2->prior.value[0] == 1 && f2->init == 0.1 &&
               param(m, "f1")->prior.kind == DM_PRIOR_NONE,
           "ball_2_sticks-priors", "f2 prior %d (%g)", f2->prior.kind, f2->prior.value[0]);
     int used = 0;
-    for (int i = 0; i < m->params.n; i++)
-        used += m->params.items[i]->used;
+    for (int i = 0; i < m->params.n; i++) used += m->params.items[i]->used;
     check(used == 8 && m->signal->type == DM_T_SCALAR && let(m, "v1")->value->type == DM_T_VEC3,
           "ball_2_sticks-types", "%d params used", used);
     check(m->output_width == 6 && m->outputs.items[0]->kind == DM_OUT_AXIS &&
@@ -199,25 +192,22 @@ static void test_types_and_defaults(void)
           "expression-types", "let types");
     dm_expr *neg = let(m, "neg")->value, *pw = let(m, "pw")->value;
     check(neg->kind == DM_E_UNARY && neg->op == '-' && neg->a->kind == DM_E_BINARY &&
-              neg->a->op == '^' && pw->op == '^' && pw->b->kind == DM_E_BINARY &&
-              pw->b->op == '^',
+              neg->a->op == '^' && pw->op == '^' && pw->b->kind == DM_E_BINARY && pw->b->op == '^',
           "precedence-power", "-a^2 is -(a^2), a^c^2 is a^(c^2)");
     check(param(m, "S0")->init == 1 && param(m, "a")->init == 4 && param(m, "c")->init == 0 &&
-              param(m, "f")->init == 0.5 && param(m, "k")->init == 2 &&
-              isinf(param(m, "c")->lo) && param(m, "a")->step == 0.25 &&
-              param(m, "S0")->step == 0,
+              param(m, "f")->init == 0.5 && param(m, "k")->init == 2 && isinf(param(m, "c")->lo) &&
+              param(m, "a")->step == 0.25 && param(m, "S0")->step == 0,
           "default-init-and-step", "S0 %g a %g c %g f %g", param(m, "S0")->init,
           param(m, "a")->init, param(m, "c")->init, param(m, "f")->init);
-    check(param(m, "f")->prior.kind == DM_PRIOR_GAUSSIAN && param(m, "f")->prior.value[0] == 0.5
-              && param(m, "f")->prior.value[1] == 0.1 &&
-              param(m, "k")->prior.kind == DM_PRIOR_GAMMA && param(m, "k")->prior.value[1] == 3
-              && param(m, "u")->prior.kind == DM_PRIOR_CUSTOM,
+    check(param(m, "f")->prior.kind == DM_PRIOR_GAUSSIAN && param(m, "f")->prior.value[0] == 0.5 &&
+              param(m, "f")->prior.value[1] == 0.1 && param(m, "k")->prior.kind == DM_PRIOR_GAMMA &&
+              param(m, "k")->prior.value[1] == 3 && param(m, "u")->prior.kind == DM_PRIOR_CUSTOM,
           "prior-values", "f %d k %d u %d", param(m, "f")->prior.kind, param(m, "k")->prior.kind,
           param(m, "u")->prior.kind);
     dm_input *T1 = m->voxels.items[0], *n = m->voxels.items[1], *w = m->voxels.items[2];
-    check(m->voxel_width == 9 && T1->column == 0 && T1->default_value == 1.5 && n->column == 1
-              && isnan(n->default_value) && w->column == 4 && w->width == 5 &&
-              m->measure_width == 8 && m->measures.items[1]->column == 3,
+    check(m->voxel_width == 9 && T1->column == 0 && T1->default_value == 1.5 && n->column == 1 &&
+              isnan(n->default_value) && w->column == 4 && w->width == 5 && m->measure_width == 8 &&
+              m->measures.items[1]->column == 3,
           "voxel-columns", "voxel width %d", m->voxel_width);
     check(m->output_width == 7 && m->outputs.items[0]->kind == DM_OUT_VECTOR &&
               m->outputs.items[1]->kind == DM_OUT_AXIS && m->outputs.items[1]->column == 3 &&
@@ -262,8 +252,7 @@ static char *repeat(const char *prefix, const char *unit, int n, const char *suf
     size_t lp = strlen(prefix), lu = strlen(unit), ls = strlen(suffix);
     char *s = malloc(lp + lu * (size_t)n + ls + 1);
     memcpy(s, prefix, lp);
-    for (int i = 0; i < n; i++)
-        memcpy(s + lp + lu * (size_t)i, unit, lu);
+    for (int i = 0; i < n; i++) memcpy(s + lp + lu * (size_t)i, unit, lu);
     memcpy(s + lp + lu * (size_t)n, suffix, ls + 1);
     return s;
 }
@@ -272,7 +261,8 @@ static void test_edge_cases(void)
 {
     expect_failure("edge-empty", "", "missing 'model");
     expect_failure("edge-comment-only", "# nothing\n", "missing 'model");
-    expect_failure("edge-lone-keyword", "model", "expected a name after 'model', found end of file");
+    expect_failure("edge-lone-keyword", "model",
+                   "expected a name after 'model', found end of file");
     expect_failure("edge-lone-param", "param", NULL);
     expect_failure("edge-lone-signal", "signal", NULL);
 
@@ -298,8 +288,8 @@ static void test_edge_cases(void)
                    "too large");
     char *diag;
     int ne, nw;
-    dm_model *m = front("model m \"x\"\nparam a in (1e-320, 1e308) init 1e300\nsignal a\n", &diag,
-                        &ne, &nw);
+    dm_model *m =
+        front("model m \"x\"\nparam a in (1e-320, 1e308) init 1e300\nsignal a\n", &diag, &ne, &nw);
     check(m && m->params.items[0]->hi == 1e308 && m->params.items[0]->init == 1e300,
           "edge-large-finite-number", "%s", diag);
     dm_model_free(m);
@@ -323,8 +313,8 @@ static void test_edge_cases(void)
     free(diag);
 
     m = front_file("tests/tmp/does-not-exist.model", &diag, &ne, &nw);
-    check(!m && ne == 1 && strstr(diag, "does-not-exist.model: error:"), "edge-missing-file",
-          "%s", diag);
+    check(!m && ne == 1 && strstr(diag, "does-not-exist.model: error:"), "edge-missing-file", "%s",
+          diag);
     dm_model_free(m);
     free(diag);
 
@@ -430,8 +420,7 @@ static void test_fuzz_regressions(void)
     int files = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
+        if (e->d_name[0] == '.') continue;
         char path[512], *diag;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         int ne, nw;
@@ -456,8 +445,8 @@ static void test_repeated_runs(void)
     for (int i = 0; i < 300 && ok; i++) {
         char *diag;
         int ne, nw;
-        dm_model *m = front(i % 2 ? typed_model : "model m \"x\"\nparam a @\nsignal a\n", &diag,
-                            &ne, &nw);
+        dm_model *m =
+            front(i % 2 ? typed_model : "model m \"x\"\nparam a @\nsignal a\n", &diag, &ne, &nw);
         ok = i % 2 ? m && m->params.n == 6 : !m && ne == 1;
         dm_model_free(m);
         free(diag);

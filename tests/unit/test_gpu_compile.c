@@ -9,8 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *models[] = {"exp_decay", "ball_1_stick", "ball_2_sticks", "watson_zeppelin",
-                               "noddi_watson", "noddi_bingham", NULL};
+static const char *models[] = {"exp_decay",
+                               "ball_1_stick",
+                               "ball_2_sticks",
+                               "watson_zeppelin",
+                               "noddi_watson",
+                               "noddi_bingham",
+                               NULL};
 
 int main(void)
 {

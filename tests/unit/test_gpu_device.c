@@ -14,11 +14,21 @@ static size_t fake_free[4] = {1000u << 20, 500u << 20, 0, 2000u << 20};
 static int current = -1, fail_meminfo, retained;
 static unsigned launched_blocks, launched_block;
 
-static CUresult f_device_get(CUdevice *d, int i) { *d = i; return 0; }
-static CUresult f_name(char *s, int n, CUdevice d) { snprintf(s, n, "Fake GPU %d", d); return 0; }
+static CUresult f_device_get(CUdevice *d, int i)
+{
+    *d = i;
+    return 0;
+}
+static CUresult f_name(char *s, int n, CUdevice d)
+{
+    snprintf(s, n, "Fake GPU %d", d);
+    return 0;
+}
 static CUresult f_attr(int *v, int a, CUdevice d)
 {
-    *v = a == DM_CU_ATTR_CC_MAJOR ? fake_cc[d] / 10 : a == DM_CU_ATTR_CC_MINOR ? fake_cc[d] % 10 : 0;
+    *v = a == DM_CU_ATTR_CC_MAJOR   ? fake_cc[d] / 10
+         : a == DM_CU_ATTR_CC_MINOR ? fake_cc[d] % 10
+                                    : 0;
     return 0;
 }
 static CUresult f_retain(CUcontext *c, CUdevice d)
@@ -27,8 +37,17 @@ static CUresult f_retain(CUcontext *c, CUdevice d)
     retained++;
     return 0;
 }
-static CUresult f_release(CUdevice d) { (void)d; retained--; return 0; }
-static CUresult f_set_current(CUcontext c) { current = (int)((size_t *)c - fake_free); return 0; }
+static CUresult f_release(CUdevice d)
+{
+    (void)d;
+    retained--;
+    return 0;
+}
+static CUresult f_set_current(CUcontext c)
+{
+    current = (int)((size_t *)c - fake_free);
+    return 0;
+}
 static CUresult f_meminfo(size_t *fr, size_t *tot)
 {
     if (fail_meminfo) return 2;
@@ -36,9 +55,15 @@ static CUresult f_meminfo(size_t *fr, size_t *tot)
     *tot = 4000u << 20;
     return 0;
 }
-static CUresult f_error_string(CUresult rc, const char **s) { (void)rc; *s = "fake failure"; return 0; }
+static CUresult f_error_string(CUresult rc, const char **s)
+{
+    (void)rc;
+    *s = "fake failure";
+    return 0;
+}
 static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                         unsigned by, unsigned bz, unsigned shm, CUstream st, void **args, void **ex)
+                         unsigned by, unsigned bz, unsigned shm, CUstream st, void **args,
+                         void **ex)
 {
     (void)f, (void)gy, (void)gz, (void)by, (void)bz, (void)shm, (void)st, (void)args, (void)ex;
     launched_blocks = gx;
@@ -56,7 +81,8 @@ static void test_parse_list(void)
     rc = dm_gpu_parse_list("2,0", 3, ord, &n);
     check(rc == 0 && n == 2 && ord[0] == 2 && ord[1] == 0, "gpus-list", "rc %d, n %d", rc, n);
     rc = dm_gpu_parse_list("0,3", 3, ord, &n);
-    check(rc != 0 && !strcmp(dm_last_error(), "--gpus: '3' is not a GPU of this machine (it has 3)"),
+    check(rc != 0 &&
+              !strcmp(dm_last_error(), "--gpus: '3' is not a GPU of this machine (it has 3)"),
           "gpus-out-of-range", "%s", dm_last_error());
     rc = dm_gpu_parse_list("1x", 3, ord, &n);
     check(rc != 0 && strstr(dm_last_error(), "'1x'"), "gpus-not-a-number", "%s", dm_last_error());
@@ -73,7 +99,8 @@ static void test_resolve_device(void)
     check(rc != 0 && !strcmp(dm_last_error(), "--device: 'bogus' is not one of cpu, gpu, auto"),
           "device-bad-fit-wording", "%s", dm_last_error());
     rc = dm_gpu_resolve_device("bogus", "track", &use);
-    check(rc != 0 && !strcmp(dm_last_error(), "track: --device must be cpu, gpu or auto, not 'bogus'"),
+    check(rc != 0 &&
+              !strcmp(dm_last_error(), "track: --device must be cpu, gpu or auto, not 'bogus'"),
           "device-bad-track-wording", "%s", dm_last_error());
     int have = dm_gpu_available();
     rc = dm_gpu_resolve_device("auto", NULL, &use);
@@ -131,8 +158,8 @@ static void test_fake_driver(void)
     fail_meminfo = 0;
     dm_gpu_select(&cu, "0,1,3", &gs);
     least = dm_gpu_memory_budget_min(&cu, &gs, 0);
-    check(least == (size_t)((500u << 20) * 0.7) && retained == 0, "budget-min", "%zu, %d contexts held",
-          least, retained);
+    check(least == (size_t)((500u << 20) * 0.7) && retained == 0, "budget-min",
+          "%zu, %d contexts held", least, retained);
 
     rc = dm_gpu_launch(&cu, NULL, 257, 128, NULL, NULL, "launching");
     check(rc == 0 && launched_blocks == 3 && launched_block == 128, "launch-blocks", "%u x %u",

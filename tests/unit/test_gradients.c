@@ -86,8 +86,7 @@ static double uniform(double lo, double hi)
 static int write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
+    if (!f) return -1;
     int ok = fputs(text, f) >= 0;
     return fclose(f) == 0 && ok ? 0 : -1;
 }
@@ -137,8 +136,7 @@ static const char *float_harness =
 /* Runs a shell command; 1 when it succeeded and wrote nothing to log. */
 static int run_quiet(const char *cmd, const char *log)
 {
-    if (system(cmd) != 0)
-        return 0;
+    if (system(cmd) != 0) return 0;
     struct stat st;
     return stat(log, &st) == 0 && st.st_size == 0;
 }
@@ -148,21 +146,24 @@ static int build(const char *name, const char *dir, const char *source, lib *L)
     char path[1100], cmd[8192], log[1100];
     const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
     snprintf(path, sizeof path, "%s/model.h", dir);
-    if (write_text(path, source) != 0)
-        return -1;
+    if (write_text(path, source) != 0) return -1;
     snprintf(path, sizeof path, "%s/harness.c", dir);
     write_text(path, harness);
     snprintf(path, sizeof path, "%s/float_harness.c", dir);
     write_text(path, float_harness);
 
     snprintf(log, sizeof log, "%s/cc-float.log", dir);
-    snprintf(cmd, sizeof cmd, "cc -O2 -Wall -Wextra -I'%s/templates' -c -o '%s/float.o' "
-             "'%s/float_harness.c' >'%s' 2>&1", root, dir, dir, log);
+    snprintf(cmd, sizeof cmd,
+             "cc -O2 -Wall -Wextra -I'%s/templates' -c -o '%s/float.o' "
+             "'%s/float_harness.c' >'%s' 2>&1",
+             root, dir, dir, log);
     check_model(run_quiet(cmd, log), name, "float-build-warning-free", "see %s", log);
 
     snprintf(log, sizeof log, "%s/cc.log", dir);
-    snprintf(cmd, sizeof cmd, "cc -O2 -Wall -Wextra -shared -fPIC -I'%s/templates' -o "
-             "'%s/model.so' '%s/harness.c' -lm >'%s' 2>&1", root, dir, dir, log);
+    snprintf(cmd, sizeof cmd,
+             "cc -O2 -Wall -Wextra -shared -fPIC -I'%s/templates' -o "
+             "'%s/model.so' '%s/harness.c' -lm >'%s' 2>&1",
+             root, dir, dir, log);
     int clean = run_quiet(cmd, log);
     check_model(clean, name, "double-build-warning-free", "compiler output in %s/cc.log", dir);
     snprintf(path, sizeof path, "%s/model.so", dir);
@@ -192,8 +193,14 @@ static int build(const char *name, const char *dir, const char *source, lib *L)
     return 0;
 }
 
-static double lo_of(const dm_param *p) { return p->has_bounds ? p->lo : -INFINITY; }
-static double hi_of(const dm_param *p) { return p->has_bounds ? p->hi : INFINITY; }
+static double lo_of(const dm_param *p)
+{
+    return p->has_bounds ? p->lo : -INFINITY;
+}
+static double hi_of(const dm_param *p)
+{
+    return p->has_bounds ? p->hi : INFINITY;
+}
 
 /* The sampling range: 1% inside finite bounds; 1000 wide beyond a single bound. */
 static void sample_range(const dm_param *p, double *lo, double *hi)
@@ -222,17 +229,14 @@ static void random_measurement(const dm_model *m, double *row)
         if (in->source && strcmp(in->source, "bvecs") == 0 && in->width == 3) {
             double n;
             do {
-                for (int j = 0; j < 3; j++)
-                    c[j] = uniform(-1, 1);
+                for (int j = 0; j < 3; j++) c[j] = uniform(-1, 1);
                 n = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
             } while (n < 0.1 || n > 1);
-            for (int j = 0; j < 3; j++)
-                c[j] /= n;
+            for (int j = 0; j < 3; j++) c[j] /= n;
         } else if (in->source && strcmp(in->source, "bvals") == 0) {
             c[0] = uniform(0, 3000);
         } else {
-            for (int j = 0; j < in->width; j++)
-                c[j] = uniform(0.01, 0.1); /* an echo time (s) */
+            for (int j = 0; j < in->width; j++) c[j] = uniform(0.01, 0.1); /* an echo time (s) */
         }
     }
 }
@@ -260,11 +264,10 @@ static const char *repeated_subexpression(const char *src)
     char *rhs[4096];
     int n = 0;
     const char *dup = NULL;
-    for (const char *line = src; line && *line && !dup; line = strchr(line, '\n'),
-                    line = line ? line + 1 : NULL) {
+    for (const char *line = src; line && *line && !dup;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
         if (strncmp(line, "DM_FN", 5) == 0) { /* a new function */
-            for (int i = 0; i < n; i++)
-                free(rhs[i]);
+            for (int i = 0; i < n; i++) free(rhs[i]);
             n = 0;
         }
         const char *eq = strstr(line, " = ");
@@ -285,8 +288,7 @@ static const char *repeated_subexpression(const char *src)
             rhs[n++][len] = 0;
         }
     }
-    for (int i = 0; i < n; i++)
-        free(rhs[i]);
+    for (int i = 0; i < n; i++) free(rhs[i]);
     return dup;
 }
 
@@ -298,15 +300,18 @@ static void check_hoisting(const char *name, const dm_flops *f)
     static const struct {
         const char *model;
         long signal_transc, gradient_transc;
-    } expect[] = {{"exp_decay", 1, 1},     {"ball_1_stick", 2, 2}, {"ball_2_sticks", 3, 3},
-                  {"ball_3_sticks", 4, 4}, {"watson_zeppelin", 1, 1}};
+    } expect[] = {{"exp_decay", 1, 1},
+                  {"ball_1_stick", 2, 2},
+                  {"ball_2_sticks", 3, 3},
+                  {"ball_3_sticks", 4, 4},
+                  {"watson_zeppelin", 1, 1}};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         if (strcmp(name, expect[i].model) == 0) {
             int ok = f->signal_transc == expect[i].signal_transc &&
                      f->gradient_transc == expect[i].gradient_transc;
             check_model(ok, name, "hoisted-transcendentals",
-                  "per measurement %ld (signal) and %ld (gradient)",
-                  f->signal_transc, f->gradient_transc);
+                        "per measurement %ld (signal) and %ld (gradient)", f->signal_transc,
+                        f->gradient_transc);
             if (!ok)
                 printf("     expected %ld and %ld\n", expect[i].signal_transc,
                        expect[i].gradient_transc);
@@ -337,8 +342,7 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
         for (int j = 0; j < m->voxels.items[i]->width; j++)
             vox[m->voxels.items[i]->column + j] =
                 m->voxels.items[i]->has_default ? m->voxels.items[i]->default_value : 1;
-    for (int k = 0; k < np; k++)
-        sample_range(m->params.items[k], &lo[k], &hi[k]);
+    for (int k = 0; k < np; k++) sample_range(m->params.items[k], &lo[k], &hi[k]);
 
     double worst_grad = 0, worst_value = 0, worst_trip = 0, worst_dpdx = 0;
     int worst_k = 0, unused_nonzero = 0, out_of_bounds = 0, wrap_bad = 0;
@@ -346,21 +350,17 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     const int pre_width = L.widths(4), preg_width = L.widths(5);
     const double sentinel = 1234.5678;
     double pre[PRE_SLOTS], preg[PRE_SLOTS], ds_whole[64];
-    check_model(pre_width >= 1 && preg_width >= 1 && pre_width < PRE_SLOTS && preg_width < PRE_SLOTS,
-          name, "pre-widths", "DM_PRE_WIDTH %d, DM_PREG_WIDTH %d", pre_width, preg_width);
+    check_model(pre_width >= 1 && preg_width >= 1 && pre_width < PRE_SLOTS &&
+                    preg_width < PRE_SLOTS,
+                name, "pre-widths", "DM_PRE_WIDTH %d, DM_PREG_WIDTH %d", pre_width, preg_width);
     for (int it = 0; it < NPOINTS; it++) {
-        for (int k = 0; k < np; k++)
-            p[k] = uniform(lo[k], hi[k]);
-        if (!L.in_bounds(p))
-            out_of_bounds++;
-        for (int i = 0; i < PRE_SLOTS; i++)
-            pre[i] = preg[i] = sentinel;
+        for (int k = 0; k < np; k++) p[k] = uniform(lo[k], hi[k]);
+        if (!L.in_bounds(p)) out_of_bounds++;
+        for (int i = 0; i < PRE_SLOTS; i++) pre[i] = preg[i] = sentinel;
         L.prepare(p, vox, pre);
         L.grad_prepare(p, vox, preg);
-        for (int i = pre_width; i < PRE_SLOTS; i++)
-            pre_overrun += pre[i] != sentinel;
-        for (int i = preg_width; i < PRE_SLOTS; i++)
-            pre_overrun += preg[i] != sentinel;
+        for (int i = pre_width; i < PRE_SLOTS; i++) pre_overrun += pre[i] != sentinel;
+        for (int i = preg_width; i < PRE_SLOTS; i++) pre_overrun += preg[i] != sentinel;
         /* several measurements from one prepare, as the fitting loops use it */
         for (int j = 0; j < MEAS_PER_POINT; j++) {
             random_measurement(m, meas);
@@ -373,8 +373,7 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
             for (int k = 0; k < np; k++)
                 split_differs += memcmp(&ds[k], &ds_whole[k], sizeof ds[k]) != 0;
             double ev = fabs(sg - s) / fmax(fabs(s), 1e-300);
-            if (!(ev <= worst_value))
-                worst_value = isnan(ev) ? INFINITY : ev;
+            if (!(ev <= worst_value)) worst_value = isnan(ev) ? INFINITY : ev;
             for (int k = 0; k < np; k++) {
                 if (!m->params.items[k]->used) {
                     unused_nonzero += ds[k] != 0;
@@ -400,8 +399,7 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
             if (isfinite(hi_of(m->params.items[k])))
                 size = fmax(size, fabs(hi_of(m->params.items[k])));
             double e = fabs(q[k] - p[k]) / fmax(size, 1e-300);
-            if (!(e <= worst_trip))
-                worst_trip = isnan(e) ? INFINITY : e;
+            if (!(e <= worst_trip)) worst_trip = isnan(e) ? INFINITY : e;
             double h = 1e-3 * fmax(fabs(x[k]), 1), x0 = x[k], f[4];
             const double steps[4] = {h, -h, h / 2, -h / 2};
             for (int i = 0; i < 4; i++) {
@@ -412,47 +410,43 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
             x[k] = x0;
             double fd = (4 * (f[2] - f[3]) / h - (f[0] - f[1]) / (2 * h)) / 3;
             e = fabs(dpdx[k] - fd) / fmax(fabs(dpdx[k]), 1e-300);
-            if (!(e <= worst_dpdx))
-                worst_dpdx = isnan(e) ? INFINITY : e;
+            if (!(e <= worst_dpdx)) worst_dpdx = isnan(e) ? INFINITY : e;
         }
         /* periodic parameters three periods away wrap back */
-        for (int k = 0; k < np; k++)
-            q[k] = p[k];
+        for (int k = 0; k < np; k++) q[k] = p[k];
         for (int k = 0; k < np; k++)
             if (m->params.items[k]->periodic)
                 q[k] += 3 * (hi_of(m->params.items[k]) - lo_of(m->params.items[k]));
         L.wrap(q);
         for (int k = 0; k < np; k++)
-            if (fabs(q[k] - p[k]) > 1e-9 * fmax(1, fabs(p[k])))
-                wrap_bad++;
+            if (fabs(q[k] - p[k]) > 1e-9 * fmax(1, fabs(p[k]))) wrap_bad++;
     }
     check_model(split_differs == 0, name, "prepare-then-at-equals-whole", "%d values differ",
-          split_differs);
+                split_differs);
     check_model(pre_overrun == 0, name, "prepare-within-width", "%d slots written beyond",
-          pre_overrun);
+                pre_overrun);
     check_model(worst_value <= 1e-14, name, "grad-value-equals-signal", "relative difference %.3g",
-          worst_value);
+                worst_value);
     check_model(worst_grad <= TOL_GRAD, name, "gradient-vs-finite-differences",
-          "%.3g (worst at parameter %s)", worst_grad, np ? m->params.items[worst_k]->name : "-");
+                "%.3g (worst at parameter %s)", worst_grad,
+                np ? m->params.items[worst_k]->name : "-");
     printf("     %s: worst relative gradient error %.3g over %d points\n", name, worst_grad,
            NPOINTS);
     check_model(unused_nonzero == 0, name, "unused-params-zero-partial", "%d nonzero",
-          unused_nonzero);
+                unused_nonzero);
     check_model(out_of_bounds == 0, name, "in-bounds", "%d sampled points reported out of bounds",
-          out_of_bounds);
+                out_of_bounds);
     check_model(worst_trip <= 1e-12, name, "free-roundtrip", "relative error %.3g", worst_trip);
     check_model(worst_dpdx <= 1e-7, name, "dpdx-vs-finite-differences", "relative error %.3g",
-          worst_dpdx);
+                worst_dpdx);
     check_model(wrap_bad == 0, name, "wrap-periodic", "%d values not wrapped back", wrap_bad);
 
     /* just outside a finite bound is out of bounds */
     int outside_ok = 1;
     for (int k = 0; k < np; k++) {
         const dm_param *par = m->params.items[k];
-        if (par->periodic)
-            continue;
-        for (int k2 = 0; k2 < np; k2++)
-            p[k2] = (lo[k2] + hi[k2]) / 2;
+        if (par->periodic) continue;
+        for (int k2 = 0; k2 < np; k2++) p[k2] = (lo[k2] + hi[k2]) / 2;
         if (isfinite(lo_of(par))) {
             p[k] = par->lo_closed ? lo_of(par) - 1e-9 * fmax(1, fabs(lo_of(par))) : lo_of(par);
             outside_ok &= !L.in_bounds(p);
@@ -466,15 +460,14 @@ static void test_model(const char *name, const dm_model *m, const char *tmp)
     /* value numbering: no function computes the same right-hand side twice */
     const char *dup = repeated_subexpression(g.source);
     check_model(!dup, name, "no-repeated-subexpressions", "%s", dup ? dup : "");
-    if (dup)
-        printf("     repeated: %s\n", dup);
+    if (dup) printf("     repeated: %s\n", dup);
     printf("     %s: per measurement: flops signal %ld (%ld transcendental), gradient %ld "
-           "(%ld transcendental)\n", name, g.flops.signal, g.flops.signal_transc,
-           g.flops.gradient, g.flops.gradient_transc);
+           "(%ld transcendental)\n",
+           name, g.flops.signal, g.flops.signal_transc, g.flops.gradient, g.flops.gradient_transc);
     printf("     %s: per voxel: prepare %ld (%ld transcendental), gradient prepare %ld "
-           "(%ld transcendental); pre %d, preg %d slots\n", name, g.flops.prepare,
-           g.flops.prepare_transc, g.flops.gradient_prepare, g.flops.gradient_prepare_transc,
-           pre_width, preg_width);
+           "(%ld transcendental); pre %d, preg %d slots\n",
+           name, g.flops.prepare, g.flops.prepare_transc, g.flops.gradient_prepare,
+           g.flops.gradient_prepare_transc, pre_width, preg_width);
     check_hoisting(name, &g.flops);
     dlclose(L.handle);
     dm_generated_free(&g);
@@ -508,7 +501,7 @@ static void test_user_derivative(const char *tmp)
         L.grad(p, meas, NULL, ds);
         double want_c = -2 * exp(-3.0); /* a * exp(-b c / 1000) * (-b / 1000) */
         check_model(ds[0] == 45 && fabs(ds[1] - want_c) <= 1e-15, name, "replaces-automatic",
-              "ds = %.17g, %.17g", ds[0], ds[1]);
+                    "ds = %.17g, %.17g", ds[0], ds[1]);
         dlclose(L.handle);
     }
     dm_generated_free(&g);
@@ -582,8 +575,7 @@ int main(void)
     if (!failures) { /* keep the build folders of a failing run for inspection */
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-        if (system(cmd) != 0)
-            printf("     could not remove %s\n", tmp);
+        if (system(cmd) != 0) printf("     could not remove %s\n", tmp);
     }
     return failures ? 1 : 0;
 }

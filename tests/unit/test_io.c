@@ -41,7 +41,10 @@ static void write_text(const char *path, const char *text)
     fclose(f);
 }
 
-static int error_has(const char *fragment) { return strstr(dm_last_error(), fragment) != NULL; }
+static int error_has(const char *fragment)
+{
+    return strstr(dm_last_error(), fragment) != NULL;
+}
 
 /* ---- volumes ---- */
 
@@ -51,8 +54,10 @@ static void make_oblique(dm_volume *v)
     nifti_image *g = v->geometry;
     double c = cos(M_PI / 6), s = sin(M_PI / 6);
     double vox[3] = {1.5, 2.0, 2.5};
-    nifti_dmat44 m = {{{c * vox[0], -s * vox[1], 0, -10}, {s * vox[0], c * vox[1], 0, 20},
-                       {0, 0, vox[2], -30}, {0, 0, 0, 1}}};
+    nifti_dmat44 m = {{{c * vox[0], -s * vox[1], 0, -10},
+                       {s * vox[0], c * vox[1], 0, 20},
+                       {0, 0, vox[2], -30},
+                       {0, 0, 0, 1}}};
     g->sto_xyz = m;
     g->sto_ijk = nifti_dmat44_inverse(m);
     g->sform_code = NIFTI_XFORM_MNI_152;
@@ -61,8 +66,7 @@ static void make_oblique(dm_volume *v)
     nifti_dmat44_to_quatern(m, &g->quatern_b, &g->quatern_c, &g->quatern_d, &g->qoffset_x,
                             &g->qoffset_y, &g->qoffset_z, NULL, NULL, NULL, &g->qfac);
     g->qto_ijk = g->sto_ijk;
-    for (int k = 0; k < 3; k++)
-        g->pixdim[k + 1] = vox[k];
+    for (int k = 0; k < 3; k++) g->pixdim[k + 1] = vox[k];
     g->dx = vox[0];
     g->dy = vox[1];
     g->dz = vox[2];
@@ -74,8 +78,7 @@ static double max_matrix_diff(nifti_dmat44 a, nifti_dmat44 b)
 {
     double d = 0;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-            d = fmax(d, fabs(a.m[i][j] - b.m[i][j]));
+        for (int j = 0; j < 4; j++) d = fmax(d, fabs(a.m[i][j] - b.m[i][j]));
     return d;
 }
 
@@ -84,8 +87,7 @@ static void test_volume_round_trip(const char *ending)
     int nx = 7, ny = 5, nz = 4, nt = 3;
     size_t n = (size_t)nx * ny * nz * nt;
     double *data = malloc(n * sizeof *data);
-    for (size_t i = 0; i < n; i++)
-        data[i] = (double)i * 0.25 - 10; /* exact in float32 */
+    for (size_t i = 0; i < n; i++) data[i] = (double)i * 0.25 - 10; /* exact in float32 */
     data[5] = NAN;
     data[6] = INFINITY;
     data[7] = -INFINITY;
@@ -97,14 +99,12 @@ static void test_volume_round_trip(const char *ending)
     dm_volume ref;
     int rc2 = rc == 0 ? dm_volume_read(path_in(name), &ref) : -1;
     snprintf(test, sizeof test, "volume_write_new_read%s", ending);
-    check(rc == 0 && rc2 == 0 && ref.nx == nx && ref.ny == ny && ref.nz == nz && ref.nt == nt,
-          test, "%s", dm_last_error());
-    if (rc || rc2)
-        return;
+    check(rc == 0 && rc2 == 0 && ref.nx == nx && ref.ny == ny && ref.nz == nz && ref.nt == nt, test,
+          "%s", dm_last_error());
+    if (rc || rc2) return;
     int same = 1;
     for (size_t i = 0; i < n; i++)
-        if ((i < 5 || i > 7) && ref.data[i] != data[i])
-            same = 0;
+        if ((i < 5 || i > 7) && ref.data[i] != data[i]) same = 0;
     snprintf(test, sizeof test, "volume_values_exact%s", ending);
     check(same, test, "values differ after a round trip");
     /* NaN and Inf come back as they are (niftilib's own data reader would make them 0). */
@@ -124,7 +124,8 @@ static void test_volume_round_trip(const char *ending)
     }
     nifti_image *a = ref.geometry, *b = back.geometry;
     snprintf(test, sizeof test, "volume_geometry_kept%s", ending);
-    double ds = max_matrix_diff(a->sto_xyz, b->sto_xyz), dq = max_matrix_diff(a->sto_xyz, b->qto_xyz);
+    double ds = max_matrix_diff(a->sto_xyz, b->sto_xyz),
+           dq = max_matrix_diff(a->sto_xyz, b->qto_xyz);
     check(b->sform_code == NIFTI_XFORM_MNI_152 && b->qform_code == NIFTI_XFORM_SCANNER_ANAT &&
               ds < 1e-5 && dq < 1e-4 && fabs(b->pixdim[1] - 1.5) < 1e-6 &&
               fabs(b->pixdim[3] - 2.5) < 1e-6 && b->xyz_units == NIFTI_UNITS_MM &&
@@ -144,8 +145,7 @@ static void test_volume_round_trip(const char *ending)
     check(rc == 0 && rc2 == 0 && m.nt == 1 && ((nifti_image *)m.geometry)->datatype == DT_UINT8 &&
               m.data[0] == 1 && m.data[1] == 1 && m.data[2] == 255 && m.data[3] == 0,
           test, "rc %d/%d %s", rc, rc2, dm_last_error());
-    if (rc2 == 0)
-        dm_volume_free(&m);
+    if (rc2 == 0) dm_volume_free(&m);
 
     /* No temporary files left behind. */
     char cmd[1200];
@@ -168,8 +168,7 @@ static int write_with_niftilib(const char *path, int nifti_type, int datatype, d
 {
     int64_t dims[8] = {3, 4, 3, 2, 1, 1, 1, 1};
     nifti_image *nim = nifti_make_new_nim(dims, datatype, 1);
-    if (!nim)
-        return -1;
+    if (!nim) return -1;
     for (int i = 0; i < 24; i++) {
         if (datatype == DT_INT16)
             ((short *)nim->data)[i] = (short)(i * 100 - 1000);
@@ -183,8 +182,7 @@ static int write_with_niftilib(const char *path, int nifti_type, int datatype, d
     }
     nim->scl_slope = slope;
     nim->scl_inter = inter;
-    if (nifti_set_filenames(nim, path, 0, 1) != 0)
-        return -1;
+    if (nifti_set_filenames(nim, path, 0, 1) != 0) return -1;
     nim->nifti_type = nifti_type; /* after the names: nifti_set_filenames resets it */
     nifti_image_write(nim);
     nifti_image_free(nim);
@@ -197,19 +195,16 @@ static int write_nifti2(const char *path)
 {
     int64_t dims[8] = {3, 4, 3, 2, 1, 1, 1, 1};
     nifti_2_header *h = nifti_make_new_n2_header(dims, DT_FLOAT64);
-    if (!h)
-        return -1;
+    if (!h) return -1;
     h->vox_offset = sizeof *h + 4;
     h->pixdim[1] = 1.25;
     double data[24];
-    for (int i = 0; i < 24; i++)
-        data[i] = i * 1.5;
+    for (int i = 0; i < 24; i++) data[i] = i * 1.5;
     FILE *f = fopen(path, "wb");
     char extender[4] = {0};
     int ok = f && fwrite(h, sizeof *h, 1, f) == 1 && fwrite(extender, 4, 1, f) == 1 &&
              fwrite(data, sizeof data, 1, f) == 1;
-    if (f)
-        fclose(f);
+    if (f) fclose(f);
     free(h);
     return ok ? 0 : -1;
 }
@@ -221,25 +216,21 @@ static void test_volume_other_inputs(void)
     FILE *f = fopen(p2, "rb");
     int sizeof_hdr = 0;
     if (f) {
-        if (fread(&sizeof_hdr, 4, 1, f) != 1)
-            sizeof_hdr = -1;
+        if (fread(&sizeof_hdr, 4, 1, f) != 1) sizeof_hdr = -1;
         fclose(f);
     }
     dm_volume v;
     int rc = dm_volume_read(p2, &v);
     int ok = rc == 0 && sizeof_hdr == 540 && v.nx == 4 && v.ny == 3 && v.nz == 2 && v.nt == 1 &&
              ((nifti_image *)v.geometry)->pixdim[1] == 1.25;
-    for (int i = 0; ok && i < 24; i++)
-        ok = v.data[i] == i * 1.5;
+    for (int i = 0; ok && i < 24; i++) ok = v.data[i] == i * 1.5;
     check(ok, "volume_read_nifti2", "rc %d sizeof_hdr %d: %s", rc, sizeof_hdr, dm_last_error());
-    if (rc == 0)
-        dm_volume_free(&v);
+    if (rc == 0) dm_volume_free(&v);
 
     /* A dimension over 32767 does not fit NIfTI-1: the writer switches to NIfTI-2. */
     int wide = 40000;
     double *line = malloc(wide * sizeof *line);
-    for (int i = 0; i < wide; i++)
-        line[i] = i;
+    for (int i = 0; i < wide; i++) line[i] = i;
     const char *pw = path_in("wide.nii.gz");
     rc = dm_volume_write_new(pw, wide, 1, 1, 1, 1.0, line);
     int rc2 = rc == 0 ? dm_volume_read(pw, &v) : -1;
@@ -249,21 +240,18 @@ static void test_volume_other_inputs(void)
         void *hdr = nifti_read_header(pw, &version, 1);
         free(hdr);
     }
-    check(ok && version == 2, "volume_write_nifti2_when_wide", "rc %d/%d version %d: %s", rc,
-          rc2, version, dm_last_error());
-    if (rc2 == 0)
-        dm_volume_free(&v);
+    check(ok && version == 2, "volume_write_nifti2_when_wide", "rc %d/%d version %d: %s", rc, rc2,
+          version, dm_last_error());
+    if (rc2 == 0) dm_volume_free(&v);
     free(line);
 
     const char *ps = path_in("scaled_int16.nii.gz");
     write_with_niftilib(ps, NIFTI_FTYPE_NIFTI1_1, DT_INT16, 0.5, 3, 0);
     rc = dm_volume_read(ps, &v);
     ok = rc == 0;
-    for (int i = 0; ok && i < 24; i++)
-        ok = v.data[i] == (i * 100 - 1000) * 0.5 + 3;
+    for (int i = 0; ok && i < 24; i++) ok = v.data[i] == (i * 100 - 1000) * 0.5 + 3;
     check(ok, "volume_read_int16_scaled", "rc %d: %s", rc, dm_last_error());
-    if (rc == 0)
-        dm_volume_free(&v);
+    if (rc == 0) dm_volume_free(&v);
 
     /* A .hdr/.img pair, named by its header. */
     const char *ph = path_in("pair.hdr");
@@ -271,8 +259,7 @@ static void test_volume_other_inputs(void)
     rc = dm_volume_read(ph, &v);
     check(rc == 0 && v.nx == 4 && v.data[23] == 23 * 1.5, "volume_read_hdr_img", "%s",
           dm_last_error());
-    if (rc == 0)
-        dm_volume_free(&v);
+    if (rc == 0) dm_volume_free(&v);
 }
 
 /* A float64 file written by niftilib with NaN, +Inf and -Inf reads back with them in place. */
@@ -285,21 +272,17 @@ static void test_volume_float64_non_finite(const char *ending)
     dm_volume v;
     int rc = wrc == 0 ? dm_volume_read(path_in(name), &v) : -1;
     int ok = rc == 0 && isnan(v.data[1]) && v.data[2] == INFINITY && v.data[3] == -INFINITY;
-    for (int i = 4; ok && i < 24; i++)
-        ok = v.data[i] == i * 1.5;
+    for (int i = 4; ok && i < 24; i++) ok = v.data[i] == i * 1.5;
     snprintf(test, sizeof test, "volume_float64_non_finite_kept%s", ending);
-    check(ok, test, "rc %d/%d: %s%s", wrc, rc, dm_last_error(),
-          rc == 0 ? " (values differ)" : "");
-    if (rc == 0)
-        dm_volume_free(&v);
+    check(ok, test, "rc %d/%d: %s%s", wrc, rc, dm_last_error(), rc == 0 ? " (values differ)" : "");
+    if (rc == 0) dm_volume_free(&v);
 }
 
 static void test_volume_errors(void)
 {
     dm_volume v;
     double data[60];
-    for (int i = 0; i < 60; i++)
-        data[i] = i;
+    for (int i = 0; i < 60; i++) data[i] = i;
     dm_volume_write_new(path_in("whole.nii"), 5, 4, 3, 1, 1.0, data);
     dm_volume_write_new(path_in("whole.nii.gz"), 5, 4, 3, 1, 1.0, data);
 
@@ -328,8 +311,7 @@ static void test_volume_errors(void)
     size_t big = 64 * 64 * 64;
     double *noise = malloc(big * sizeof *noise);
     srand(7);
-    for (size_t i = 0; i < big; i++)
-        noise[i] = rand() / (double)RAND_MAX;
+    for (size_t i = 0; i < big; i++) noise[i] = rand() / (double)RAND_MAX;
     dm_volume_write_new(path_in("big.nii.gz"), 64, 64, 64, 1, 1.0, noise);
     free(noise);
     bytes = dm_read_file(path_in("big.nii.gz"), &len);
@@ -342,8 +324,8 @@ static void test_volume_errors(void)
           "volume_truncated_nii_gz", "%s", dm_last_error());
 
     write_text(path_in("text.nii"), "this is not an image\n");
-    check(dm_volume_read(path_in("text.nii"), &v) != 0 && error_has("text.nii"),
-          "volume_not_nifti", "%s", dm_last_error());
+    check(dm_volume_read(path_in("text.nii"), &v) != 0 && error_has("text.nii"), "volume_not_nifti",
+          "%s", dm_last_error());
 
     /* Five dimensions, written by niftilib. */
     int64_t dims[8] = {5, 2, 2, 2, 2, 2, 1, 1};
@@ -357,7 +339,8 @@ static void test_volume_errors(void)
 
     dm_volume a = {.nx = 5, .ny = 4, .nz = 3}, b = {.nx = 5, .ny = 4, .nz = 2};
     check(dm_volume_check_same_grid(&a, "mask.nii", &b, "dwi.nii") != 0 && error_has("mask.nii") &&
-              error_has("5x4x3") && error_has("5x4x2") && dm_volume_check_same_grid(&a, "x", &a, "y") == 0,
+              error_has("5x4x3") && error_has("5x4x2") &&
+              dm_volume_check_same_grid(&a, "x", &a, "y") == 0,
           "volume_grid_check", "%s", dm_last_error());
 
     check(dm_volume_write_new(path_in("bad.img"), 2, 2, 2, 1, 1.0, data) != 0 &&
@@ -382,8 +365,8 @@ static void test_matrix(void)
 
     write_text(path_in("bad_bvals"), "0 1000 1000\n1000 abc 1000\n");
     rc = dm_read_matrix(path_in("bad_bvals"), &r, &c, &m);
-    check(rc != 0 && error_has("bad_bvals:2:") && error_has("'abc'"), "matrix_non_numeric",
-          "%s", dm_last_error());
+    check(rc != 0 && error_has("bad_bvals:2:") && error_has("'abc'"), "matrix_non_numeric", "%s",
+          dm_last_error());
     write_text(path_in("ragged"), "1 2 3\n4 5\n");
     rc = dm_read_matrix(path_in("ragged"), &r, &c, &m);
     check(rc != 0 && error_has("ragged:2:"), "matrix_ragged", "%s", dm_last_error());
@@ -405,8 +388,8 @@ static void test_bvals_bvecs(void)
     write_text(path_in("bvecs_rows"), "0 1 0 0.6\n0 0 1 0.8\n0 0 0 0\n");
     write_text(path_in("bvecs_cols"), "0 0 0\n1 0 0\n0 1 0\n0.6 0.8 0\n");
     int rc = dm_read_bvals_bvecs(path_in("bvals_row"), path_in("bvecs_rows"), 4, &b, &g, &n);
-    int ok = rc == 0 && n == 4 && b[2] == 2000 && g[3] == 1 && g[7] == 1 && g[9] == 0.6 &&
-             g[10] == 0.8;
+    int ok =
+        rc == 0 && n == 4 && b[2] == 2000 && g[3] == 1 && g[7] == 1 && g[9] == 0.6 && g[10] == 0.8;
     check(ok, "bvecs_rows", "%s", rc ? dm_last_error() : "wrong values");
     if (rc == 0) {
         free(b);
@@ -434,8 +417,7 @@ static void test_bvals_bvecs(void)
 
     /* Count mismatches. */
     rc = dm_read_bvals_bvecs(path_in("bvals_row"), path_in("bvecs_rows"), 5, &b, &g, &n);
-    check(rc != 0 && error_has("bvals_row") && error_has("4 b-values") &&
-              error_has("5 volumes"),
+    check(rc != 0 && error_has("bvals_row") && error_has("4 b-values") && error_has("5 volumes"),
           "bvals_count_mismatch", "%s", dm_last_error());
     write_text(path_in("bvecs_short"), "0 1 0\n0 0 1\n0 0 0\n");
     rc = dm_read_bvals_bvecs(path_in("bvals_row"), path_in("bvecs_short"), 4, &b, &g, &n);
@@ -450,8 +432,7 @@ static void test_bvals_bvecs(void)
     write_text(path_in("bvecs_long"), "0 2 0 0.999\n0 0 0.5 0\n0 0 0 0\n");
     fflush(stderr);
     rc = dm_read_bvals_bvecs(path_in("bvals_row"), path_in("bvecs_long"), 4, &b, &g, &n);
-    ok = rc == 0 && g[0] == 0 && fabs(g[3] - 1) < 1e-15 && fabs(g[7] - 1) < 1e-15 &&
-         g[9] == 0.999;
+    ok = rc == 0 && g[0] == 0 && fabs(g[3] - 1) < 1e-15 && fabs(g[7] - 1) < 1e-15 && g[9] == 0.999;
     check(ok, "bvecs_normalised", "%s", rc ? dm_last_error() : "not normalised as expected");
     if (rc == 0) {
         free(b);
@@ -465,14 +446,11 @@ static void test_bvals_bvecs(void)
     /* Write and read back. */
     double wb[3] = {0, 1000, 3000}, wg[9] = {0, 0, 0, 0.6, 0, -0.8, 0.1, 0.2, sqrt(0.95)};
     rc = dm_write_bvals_bvecs(path_in("out.bval"), path_in("out.bvec"), 3, wb, wg);
-    int rc2 = rc == 0 ? dm_read_bvals_bvecs(path_in("out.bval"), path_in("out.bvec"), 3, &b, &g,
-                                             &n)
-                      : -1;
+    int rc2 =
+        rc == 0 ? dm_read_bvals_bvecs(path_in("out.bval"), path_in("out.bvec"), 3, &b, &g, &n) : -1;
     ok = rc == 0 && rc2 == 0;
-    for (int i = 0; ok && i < 3; i++)
-        ok = b[i] == wb[i];
-    for (int i = 0; ok && i < 9; i++)
-        ok = fabs(g[i] - wg[i]) < 1e-14;
+    for (int i = 0; ok && i < 3; i++) ok = b[i] == wb[i];
+    for (int i = 0; ok && i < 9; i++) ok = fabs(g[i] - wg[i]) < 1e-14;
     check(ok, "bvals_bvecs_write_read", "%s", dm_last_error());
     if (rc2 == 0) {
         free(b);
@@ -494,16 +472,13 @@ static void test_scheme(void)
     check(rc == 0 && n == 85 && b[0] == 0 && b[4] == 0 && b[5] == 1000 && b[54] == 1000 &&
               b[55] == 2000 && b[84] == 2000,
           "scheme_counts", "%s", dm_last_error());
-    if (rc != 0)
-        return;
+    if (rc != 0) return;
     int unit = 1, zero_b0 = 1;
     for (int i = 0; i < n; i++) {
-        double len = sqrt(g[3 * i] * g[3 * i] + g[3 * i + 1] * g[3 * i + 1] +
-                          g[3 * i + 2] * g[3 * i + 2]);
-        if (b[i] > 0 && fabs(len - 1) > 1e-12)
-            unit = 0;
-        if (b[i] == 0 && len != 0)
-            zero_b0 = 0;
+        double len =
+            sqrt(g[3 * i] * g[3 * i] + g[3 * i + 1] * g[3 * i + 1] + g[3 * i + 2] * g[3 * i + 2]);
+        if (b[i] > 0 && fabs(len - 1) > 1e-12) unit = 0;
+        if (b[i] == 0 && len != 0) zero_b0 = 0;
     }
     check(unit, "scheme_unit_directions", "a b>0 direction is not unit length");
     check(zero_b0, "scheme_b0_zero_direction", "a b=0 direction is not (0,0,0)");
@@ -514,8 +489,7 @@ static void test_scheme(void)
             double d = fabs(g[3 * i] * g[3 * j] + g[3 * i + 1] * g[3 * j + 1] +
                             g[3 * i + 2] * g[3 * j + 2]);
             double angle = acos(fmin(1, d)) * 180 / M_PI;
-            if (angle < min_angle)
-                min_angle = angle;
+            if (angle < min_angle) min_angle = angle;
         }
     check(min_angle > 15, "scheme_spread_50", "minimum angle %.2f degrees", min_angle);
     printf("# 50-direction shell: minimum angle between axes %.2f degrees\n", min_angle);
@@ -538,7 +512,10 @@ static void test_scheme(void)
 
 /* ---- eig3 ---- */
 
-static double uniform(double lo, double hi) { return lo + (hi - lo) * (rand() / (double)RAND_MAX); }
+static double uniform(double lo, double hi)
+{
+    return lo + (hi - lo) * (rand() / (double)RAND_MAX);
+}
 
 static void test_eig3(void)
 {
@@ -549,8 +526,7 @@ static void test_eig3(void)
         double a[3][3];
         double scale = pow(10, uniform(-4, 4));
         for (int i = 0; i < 3; i++)
-            for (int j = i; j < 3; j++)
-                a[i][j] = a[j][i] = scale * uniform(-1, 1);
+            for (int j = i; j < 3; j++) a[i][j] = a[j][i] = scale * uniform(-1, 1);
         if (trial % 10 == 0) /* repeated eigenvalues: a multiple of the identity plus a dyad */
             for (int i = 0; i < 3; i++)
                 for (int j = 0; j < 3; j++)
@@ -568,8 +544,7 @@ static void test_eig3(void)
                 worst_ortho = fmax(worst_ortho, fabs(d - (k == l)));
             }
         }
-        if (lambda[0] < lambda[1] || lambda[1] < lambda[2])
-            sorted = 0;
+        if (lambda[0] < lambda[1] || lambda[1] < lambda[2]) sorted = 0;
     }
     check(worst_residual < 1e-12, "eig3_residual", "max |Av - lv|/|l| = %g", worst_residual);
     check(worst_ortho < 1e-12, "eig3_orthonormal", "max |v.v - I| = %g", worst_ortho);
@@ -602,8 +577,7 @@ static void test_stats(void)
     double axis[3], disp;
     long used = dm_dyadic_mean(axes, 4, 3, axis, &disp);
     check(used == 4 && fabs(fabs(axis[2]) - 1) < 1e-9 && disp >= 0 && disp < 0.01,
-          "dyadic_mean_antipodal", "axis %g %g %g dispersion %g", axis[0], axis[1], axis[2],
-          disp);
+          "dyadic_mean_antipodal", "axis %g %g %g dispersion %g", axis[0], axis[1], axis[2], disp);
 }
 
 /* ---- JSON, files, errors, progress ---- */
@@ -671,8 +645,7 @@ static void test_error(void)
 {
     dm_set_error("inner %d", 42);
     dm_set_error("outer: %s", dm_last_error()); /* overlapping argument */
-    check(strcmp(dm_last_error(), "outer: inner 42") == 0, "error_nested", "%s",
-          dm_last_error());
+    check(strcmp(dm_last_error(), "outer: inner 42") == 0, "error_nested", "%s", dm_last_error());
 }
 
 static void test_progress(void)
@@ -697,7 +670,8 @@ static void test_progress(void)
     unsetenv("DIMOC_PROGRESS");
     char *text = dm_read_file(path_in("progress.txt"), NULL);
     check(text && strstr(text, "\rfit: ") && strstr(text, "/1000 voxels") &&
-              strstr(text, "fit: 1000 voxels in ") && strstr(text, "vox/s)") && text[strlen(text) - 1] == '\n',
+              strstr(text, "fit: 1000 voxels in ") && strstr(text, "vox/s)") &&
+              text[strlen(text) - 1] == '\n',
           "progress_lines", "got '%s'", text ? text : "(none)");
     free(text);
     /* Not a terminal and not forced: silent. */

@@ -40,16 +40,18 @@ static int sorts_like_qsort(const unsigned long long *keys, size_t n)
     return same;
 }
 
-
 int main(void)
 {
     enum { N = 300000 };
     unsigned long long *k = malloc(N * 8);
     int failed = 0;
-    struct { const char *name; int kind; size_t n; } cases[] = {
-        {"key_sort_full_64bit", 0, N}, {"key_sort_matrix_keys", 1, N},
-        {"key_sort_all_equal", 2, N}, {"key_sort_one_key", 0, 1}, {"key_sort_no_keys", 0, 0},
-        {"key_sort_odd_passes", 3, N}};
+    struct {
+        const char *name;
+        int kind;
+        size_t n;
+    } cases[] = {{"key_sort_full_64bit", 0, N}, {"key_sort_matrix_keys", 1, N},
+                 {"key_sort_all_equal", 2, N},  {"key_sort_one_key", 0, 1},
+                 {"key_sort_no_keys", 0, 0},    {"key_sort_odd_passes", 3, N}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         for (size_t i = 0; i < cases[c].n; i++) {
             unsigned long long r = next_random();
@@ -63,8 +65,10 @@ int main(void)
         if (cases[c].kind == 3) k[7] |= 1ULL << 40;
         int ok = sorts_like_qsort(k, cases[c].n);
         failed |= !ok;
-        if (ok) printf("PASS %s\n", cases[c].name);
-        else printf("FAIL %s: radix order differs from qsort's\n", cases[c].name);
+        if (ok)
+            printf("PASS %s\n", cases[c].name);
+        else
+            printf("FAIL %s: radix order differs from qsort's\n", cases[c].name);
     }
 
     /* bulk adds in uneven batches, with unused slots, against one key at a time */
@@ -99,17 +103,22 @@ int main(void)
     dm_sparse_compact(&bulk);
     int same = one.n == bulk.n && one.n > 0 && !memcmp(one.keys, bulk.keys, one.n * 8) &&
                !memcmp(one.counts, bulk.counts, one.n * 8) && !one.failed && !bulk.failed;
-    if (same) printf("PASS sparse_add_keys_matches_add (%zu entries, %llu increments)\n", one.n,
-                     dm_sparse_total(&one));
-    else printf("FAIL sparse_add_keys_matches_add: %zu vs %zu entries\n", one.n, bulk.n);
+    if (same)
+        printf("PASS sparse_add_keys_matches_add (%zu entries, %llu increments)\n", one.n,
+               dm_sparse_total(&one));
+    else
+        printf("FAIL sparse_add_keys_matches_add: %zu vs %zu entries\n", one.n, bulk.n);
     for (int q = 0; q < NSH; q++) {
         dm_sparse g;
         dm_sparse_init(&g);
         dm_sparse_shards_gather(&sh[q], &g);
         int ok = g.n == one.n && !memcmp(g.keys, one.keys, one.n * 8) &&
                  !memcmp(g.counts, one.counts, one.n * 8) && !g.failed;
-        if (ok) printf("PASS sparse_shards_%d_match_add\n", shard_counts[q]);
-        else printf("FAIL sparse_shards_%d_match_add: %zu vs %zu entries\n", shard_counts[q], g.n, one.n);
+        if (ok)
+            printf("PASS sparse_shards_%d_match_add\n", shard_counts[q]);
+        else
+            printf("FAIL sparse_shards_%d_match_add: %zu vs %zu entries\n", shard_counts[q], g.n,
+                   one.n);
         same &= ok;
         dm_sparse_free(&g);
         dm_sparse_shards_free(&sh[q]);

@@ -141,10 +141,8 @@ static const double watson_stick_ref[][4] = {
  * of the sphere integral (the azimuth done by I0), mpmath at 30 digits. */
 static const double bingham_ref[][7] = {
     {0, 0, 0, 0.0, 0.33333333333333333, 0.33333333333333333, 0.33333333333333333},
-    {1, 0, 0, 0.38025105262664983, 0.42923070582775096, 0.28538464708612452,
-     0.28538464708612452},
-    {0, -4, -4, -1.8926619735220262, 0.70462659234910662, 0.14768670382544669,
-     0.14768670382544669},
+    {1, 0, 0, 0.38025105262664983, 0.42923070582775096, 0.28538464708612452, 0.28538464708612452},
+    {0, -4, -4, -1.8926619735220262, 0.70462659234910662, 0.14768670382544669, 0.14768670382544669},
     {0, -16, -16, -3.4315431839588791, 0.93513524604588314, 0.032432376977058431,
      0.032432376977058431},
     {0, -64, -64, -4.8440589401872654, 0.98424786301765796, 0.0078760684911710188,
@@ -153,8 +151,7 @@ static const double bingham_ref[][7] = {
      0.0084102097046804072},
     {-3, -20, -25, -6.6272059379638135, 0.94624511037850161, 0.030433876057127621,
      0.023321013564370771},
-    {5, 2, -1, 3.0426247606655549, 0.70824709534690105, 0.19722500778155818,
-     0.094527896871540775},
+    {5, 2, -1, 3.0426247606655549, 0.70824709534690105, 0.19722500778155818, 0.094527896871540775},
     {0, -0.5, -30, -2.0521403702546624, 0.55160580454361252, 0.43160410349748096,
      0.016790091958906526},
     {-41, -1.2, 0, -2.4842371428409415, 0.012325449299523471, 0.35354542597264915,
@@ -164,11 +161,9 @@ static const double bingham_ref[][7] = {
 /* The Bingham-averaged stick 1F1(D - x q q') / 1F1(D), D = diag(-k1, -k2, 0), with the
  * eigenvalues of D - x q q' found by mpmath and both 1F1 by quadrature. */
 static const double bingham_stick_ref[][7] = {
-    {1.7, 0.29999997350340351, 0.19999998233560236, 0.93273791761872527, 4, 4,
-     0.38499483132660972},
+    {1.7, 0.29999997350340351, 0.19999998233560236, 0.93273791761872527, 4, 4, 0.38499483132660972},
     {5.1, 0.10000004349157838, 0.0, 0.9949874327355509, 64, 16, 0.0081847614437937629},
-    {3.4, 0.60000008325001732, 0.60000008325001732, 0.5291500734195778, 8, 1,
-     0.47130367594386126},
+    {3.4, 0.60000008325001732, 0.60000008325001732, 0.5291500734195778, 8, 1, 0.47130367594386126},
     {1.7, 0.0, 0.0, 1.0, 1, 1, 0.55276029251319117},
     {5.1, 1.0, 0.0, 0.0, 30, 5, 0.92308045444971234},
     {2.55, 0.50000049750074253, -0.7000006965010395, 0.50990050735125725, 20, 20,
@@ -200,8 +195,7 @@ static void test_noddi_functions(void)
     for (int i = 0; i < COUNT(stick_ref); i++) {
         double got = dm_stick_sh((int)stick_ref[i][0], stick_ref[i][1]);
         double e = fabs(got - stick_ref[i][2]) / fmax(fabs(stick_ref[i][2]), 1e-300);
-        if (stick_ref[i][2] == 0)
-            e = fabs(got);
+        if (stick_ref[i][2] == 0) e = fabs(got);
         if (e > worst) worst = e, at = stick_ref[i][1];
     }
     report("stick-sh", worst, at, 1e-13);
@@ -210,8 +204,7 @@ static void test_noddi_functions(void)
     for (int i = 0; i < COUNT(watson_ref); i++) {
         double got = dm_watson_sh((int)watson_ref[i][0], watson_ref[i][1]);
         double e = fabs(got - watson_ref[i][2]) / fmax(fabs(watson_ref[i][2]), 1e-300);
-        if (watson_ref[i][2] == 0)
-            e = fabs(got);
+        if (watson_ref[i][2] == 0) e = fabs(got);
         if (e > worst) worst = e, at = watson_ref[i][1];
     }
     report("watson-sh", worst, at, 1e-12);
@@ -219,7 +212,8 @@ static void test_noddi_functions(void)
         printf("PASS watson-sh-order-0-and-odd\n");
     else
         printf("FAIL watson-sh-order-0-and-odd: W0 %g W3 %g J5 %g\n", dm_watson_sh(0, 7),
-               dm_watson_sh(3, 7), dm_stick_sh(5, 1)), failures++;
+               dm_watson_sh(3, 7), dm_stick_sh(5, 1)),
+            failures++;
 
     /* The derivative rules of compiler/back/deriv.c against central differences:
      * J_l' = -(A J_(l+2) + B J_l + C J_(l-2)), W_l' = A W_(l+2) + B W_l + C W_(l-2) - W_l <u^2>. */
@@ -232,8 +226,7 @@ static void test_noddi_functions(void)
                             (l ? C * dm_stick_sh(l - 2, x) : 0));
             double fd = (dm_stick_sh(l, x + h) - dm_stick_sh(l, x - h)) / (2 * h);
             worst_j = fmax(worst_j, fabs(rule - fd) / fmax(fabs(fd), 1e-6));
-            if (l == 0)
-                continue;
+            if (l == 0) continue;
             double u2 = (2 * dm_watson_sh(2, x) + 1) / 3;
             rule = A * dm_watson_sh(l + 2, x) + B * dm_watson_sh(l, x) +
                    C * dm_watson_sh(l - 2, x) - dm_watson_sh(l, x) * u2;
@@ -258,7 +251,8 @@ static void test_noddi_functions(void)
         printf("PASS watson-stick-series (worst absolute error %.2g)\n", worst);
     else
         printf("FAIL watson-stick-series: absolute error %.3g at kappa %g exceeds 1e-4\n", worst,
-               at), failures++;
+               at),
+            failures++;
 
     /* The saddle-point 1F1 against quadrature: an approximation, good to a few percent (Kume &
      * Wood 2005; here at most 5.4% at diag(0, -4, -4)), its moments to ~0.05. */
@@ -295,7 +289,8 @@ static void test_noddi_functions(void)
     worst = 0;
     for (int i = 0; i < COUNT(bingham_ref); i++) {
         const double *r = bingham_ref[i];
-        double mean = (r[0] + r[1] + r[2]) / 3, e0 = r[0] - mean, e1 = r[1] - mean, e2 = r[2] - mean;
+        double mean = (r[0] + r[1] + r[2]) / 3, e0 = r[0] - mean, e1 = r[1] - mean,
+               e2 = r[2] - mean;
         double c1 = e0 * e1 + e0 * e2 + e1 * e2, c0 = e0 * e1 * e2, h = 1e-4;
         double d1 = (dm_log_hyp1f1_dep(0, c1 + h, c0) - dm_log_hyp1f1_dep(0, c1 - h, c0)) / (2 * h);
         double d0 = (dm_log_hyp1f1_dep(0, c1, c0 + h) - dm_log_hyp1f1_dep(0, c1, c0 - h)) / (2 * h);
@@ -311,8 +306,7 @@ static void test_noddi_functions(void)
         const double *r = bingham_stick_ref[i];
         double x = r[0], q[3] = {r[1], r[2], r[3]}, D[3] = {-r[4], -r[5], 0}, none[3] = {0, 0, 0};
         double d[3], o[3] = {-x * q[0] * q[1], -x * q[0] * q[2], -x * q[1] * q[2]};
-        for (int k = 0; k < 3; k++)
-            d[k] = D[k] - x * q[k] * q[k];
+        for (int k = 0; k < 3; k++) d[k] = D[k] - x * q[k] * q[k];
         double s = exp(log_hyp1f1_sym(d, o) - log_hyp1f1_sym(D, none));
         worst = fmax(worst, fabs(s - r[6]) / r[6]);
     }
@@ -378,8 +372,7 @@ int main(void)
         if (!(y >= 0 && y < 3.141592653589793) || fabs(periods - round(periods)) > 1e-12)
             wrap_ok = 0;
     }
-    if (!(dm_wrap(2 * 3.141592653589793, 0, 2 * 3.141592653589793) == 0))
-        wrap_ok = 0;
+    if (!(dm_wrap(2 * 3.141592653589793, 0, 2 * 3.141592653589793) == 0)) wrap_ok = 0;
     if (wrap_ok)
         printf("PASS wrap-periodic\n");
     else

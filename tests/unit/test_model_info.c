@@ -51,8 +51,7 @@ static int split_fields(char *line, char **field, int max)
     while (n < max) {
         field[n++] = s;
         char *sp = strchr(s, ' ');
-        if (!sp)
-            break;
+        if (!sp) break;
         *sp = 0;
         s = sp + 1;
     }
@@ -76,8 +75,7 @@ static int integer(const char *s, long *v)
 
 static int name(char *dst, const char *s)
 {
-    if (!*s || strlen(s) >= DM_NAME_MAX)
-        return 0;
+    if (!*s || strlen(s) >= DM_NAME_MAX) return 0;
     strcpy(dst, s);
     return 1;
 }
@@ -85,35 +83,34 @@ static int name(char *dst, const char *s)
 /* One line into *mi; 0 when it is malformed or its key unknown. */
 static int parse_line(char *line, dm_model_info *mi)
 {
-    if (!strcmp(line, "dimoc-meta 1") || !strcmp(line, "end"))
-        return 1;
+    if (!strcmp(line, "dimoc-meta 1") || !strcmp(line, "end")) return 1;
     if (!strncmp(line, "description ", 12)) {
-        snprintf(mi->description, sizeof mi->description, "%.*s",
-                 (int)sizeof mi->description - 1, line + 12);
+        snprintf(mi->description, sizeof mi->description, "%.*s", (int)sizeof mi->description - 1,
+                 line + 12);
         return 1;
     }
     char *f[16];
     int n = split_fields(line, f, 16);
     long v;
     int ok = 1;
-    if (!strcmp(f[0], "model") && n == 2)
-        return name(mi->name, f[1]);
+    if (!strcmp(f[0], "model") && n == 2) return name(mi->name, f[1]);
     if ((!strcmp(f[0], "source_hash") || !strcmp(f[0], "code_hash")) && n == 2 &&
         strlen(f[1]) == 16) {
         strcpy(f[0][0] == 's' ? mi->source_hash : mi->code_hash, f[1]);
         return 1;
     }
     static const char *const flop_keys[] = {
-        "flops_signal", "flops_signal_transcendental", "flops_gradient",
-        "flops_gradient_transcendental", "flops_prepare", "flops_prepare_transcendental",
+        "flops_signal",           "flops_signal_transcendental",
+        "flops_gradient",         "flops_gradient_transcendental",
+        "flops_prepare",          "flops_prepare_transcendental",
         "flops_gradient_prepare", "flops_gradient_prepare_transcendental"};
-    long *flop_fields[] = {&mi->flops_signal, &mi->flops_signal_transc, &mi->flops_gradient,
-                           &mi->flops_gradient_transc, &mi->flops_prepare, NULL,
+    long *flop_fields[] = {&mi->flops_signal,           &mi->flops_signal_transc,
+                           &mi->flops_gradient,         &mi->flops_gradient_transc,
+                           &mi->flops_prepare,          NULL,
                            &mi->flops_gradient_prepare, NULL};
     for (int i = 0; i < 8; i++)
         if (!strcmp(f[0], flop_keys[i])) {
-            if (n != 2 || !integer(f[1], &v))
-                return 0;
+            if (n != 2 || !integer(f[1], &v)) return 0;
             if (flop_fields[i]) /* the runtime keeps no transcendental count of prepare */
                 *flop_fields[i] = v;
             return 1;
@@ -151,10 +148,8 @@ static int parse_line(char *line, dm_model_info *mi)
         ok = name(x->name, f[1]) && number(f[2], &x->lo) && number(f[3], &x->hi) &&
              integer(f[4], &lc) && integer(f[5], &hc) && number(f[6], &x->init) &&
              integer(f[7], &b0) && integer(f[8], &per) && strlen(f[9]) < sizeof x->prior &&
-             number(f[10], &x->prior_a) && number(f[11], &x->prior_b) &&
-             number(f[12], &x->step);
-        if (ok)
-            strcpy(x->prior, f[9]);
+             number(f[10], &x->prior_a) && number(f[11], &x->prior_b) && number(f[12], &x->step);
+        if (ok) strcpy(x->prior, f[9]);
         x->lo_closed = (int)lc;
         x->hi_closed = (int)hc;
         x->init_b0 = (int)b0;
@@ -224,20 +219,18 @@ static int same_number(double a, double b)
  * why. */
 static int differ(const dm_model_info *a, const dm_model_info *b, char *why, size_t len)
 {
-    if (strcmp(a->name, b->name))
-        return DIFF("name '%s' != '%s'", a->name, b->name);
+    if (strcmp(a->name, b->name)) return DIFF("name '%s' != '%s'", a->name, b->name);
     if (strcmp(a->description, b->description))
         return DIFF("description '%s' != '%s'", a->description, b->description);
     if (strcmp(a->source_hash, b->source_hash) || strcmp(a->code_hash, b->code_hash))
         return DIFF("hashes %s %s != %s %s", a->source_hash, a->code_hash, b->source_hash,
                     b->code_hash);
-    const long fa[] = {a->flops_signal, a->flops_signal_transc, a->flops_gradient,
-                       a->flops_gradient_transc, a->flops_prepare, a->flops_gradient_prepare};
-    const long fb[] = {b->flops_signal, b->flops_signal_transc, b->flops_gradient,
-                       b->flops_gradient_transc, b->flops_prepare, b->flops_gradient_prepare};
+    const long fa[] = {a->flops_signal,          a->flops_signal_transc, a->flops_gradient,
+                       a->flops_gradient_transc, a->flops_prepare,       a->flops_gradient_prepare};
+    const long fb[] = {b->flops_signal,          b->flops_signal_transc, b->flops_gradient,
+                       b->flops_gradient_transc, b->flops_prepare,       b->flops_gradient_prepare};
     for (int i = 0; i < 6; i++)
-        if (fa[i] != fb[i])
-            return DIFF("flops count %d: %ld != %ld", i, fa[i], fb[i]);
+        if (fa[i] != fb[i]) return DIFF("flops count %d: %ld != %ld", i, fa[i], fb[i]);
     if (a->nparams != b->nparams || a->nmeasures != b->nmeasures || a->nvoxels != b->nvoxels ||
         a->noutputs != b->noutputs)
         return DIFF("counts %d %d %d %d != %d %d %d %d", a->nparams, a->nmeasures, a->nvoxels,
@@ -250,8 +243,8 @@ static int differ(const dm_model_info *a, const dm_model_info *b, char *why, siz
         const dm_measure_info *x = &a->measures[i], *y = &b->measures[i];
         if (strcmp(x->name, y->name) || x->width != y->width || x->column != y->column ||
             x->source != y->source)
-            return DIFF("measure %d: %s %d %d %d != %s %d %d %d", i, x->name, x->width,
-                        x->column, (int)x->source, y->name, y->width, y->column, (int)y->source);
+            return DIFF("measure %d: %s %d %d %d != %s %d %d %d", i, x->name, x->width, x->column,
+                        (int)x->source, y->name, y->width, y->column, (int)y->source);
     }
     for (int i = 0; i < a->nvoxels; i++) {
         const dm_voxel_info *x = &a->voxels[i], *y = &b->voxels[i];
@@ -271,17 +264,17 @@ static int differ(const dm_model_info *a, const dm_model_info *b, char *why, siz
             !same_number(x->step, y->step))
             return DIFF("param %d: %s %.17g %.17g %d %d %.17g %d %d %s %.17g %.17g %.17g != "
                         "%s %.17g %.17g %d %d %.17g %d %d %s %.17g %.17g %.17g",
-                        k, x->name, x->lo, x->hi, x->lo_closed, x->hi_closed, x->init,
-                        x->init_b0, x->periodic, x->prior, x->prior_a, x->prior_b, x->step,
-                        y->name, y->lo, y->hi, y->lo_closed, y->hi_closed, y->init, y->init_b0,
-                        y->periodic, y->prior, y->prior_a, y->prior_b, y->step);
+                        k, x->name, x->lo, x->hi, x->lo_closed, x->hi_closed, x->init, x->init_b0,
+                        x->periodic, x->prior, x->prior_a, x->prior_b, x->step, y->name, y->lo,
+                        y->hi, y->lo_closed, y->hi_closed, y->init, y->init_b0, y->periodic,
+                        y->prior, y->prior_a, y->prior_b, y->step);
     }
     for (int i = 0; i < a->noutputs; i++) {
         const dm_output_info *x = &a->outputs[i], *y = &b->outputs[i];
         if (strcmp(x->name, y->name) || x->kind != y->kind || x->width != y->width ||
             x->column != y->column)
-            return DIFF("output %d: %s %d %d %d != %s %d %d %d", i, x->name, (int)x->kind,
-                        x->width, x->column, y->name, (int)y->kind, y->width, y->column);
+            return DIFF("output %d: %s %d %d %d != %s %d %d %d", i, x->name, (int)x->kind, x->width,
+                        x->column, y->name, (int)y->kind, y->width, y->column);
     }
     return 0;
 }
@@ -313,10 +306,9 @@ static void check_shipped(const char *root, const char *model)
     char *source = dm_read_file(path, NULL);
     snprintf(test, sizeof test, "%s-source", model);
     char hash[17] = "";
-    if (source)
-        snprintf(hash, sizeof hash, "%016llx", dm_hash64(source, strlen(source), 0));
-    check(source && got.source && !strcmp(source, got.source) && !strcmp(hash, got.code_hash),
-          test, "the loaded source or its code_hash is not %s's", path);
+    if (source) snprintf(hash, sizeof hash, "%016llx", dm_hash64(source, strlen(source), 0));
+    check(source && got.source && !strcmp(source, got.source) && !strcmp(hash, got.code_hash), test,
+          "the loaded source or its code_hash is not %s's", path);
     free(source);
     dm_model_info_free(&got);
 }
@@ -360,50 +352,169 @@ static void check_sensitivity(const dm_model_info *base)
         dm_model_info x = *base;
         const char *what = NULL;
         switch (c) {
-        case 0: what = "name"; x.name[0] ^= 1; break;
-        case 1: what = "description"; x.description[1] ^= 1; break;
-        case 2: what = "source_hash"; x.source_hash[3] ^= 1; break;
-        case 3: what = "code_hash"; x.code_hash[15] ^= 1; break;
-        case 4: what = "flops_signal"; x.flops_signal++; break;
-        case 5: what = "flops_signal_transc"; x.flops_signal_transc++; break;
-        case 6: what = "flops_gradient"; x.flops_gradient++; break;
-        case 7: what = "flops_gradient_transc"; x.flops_gradient_transc++; break;
-        case 8: what = "flops_prepare"; x.flops_prepare++; break;
-        case 9: what = "flops_gradient_prepare"; x.flops_gradient_prepare++; break;
-        case 10: what = "nparams"; x.nparams--; break;
-        case 11: what = "measure_width"; x.measure_width++; break;
-        case 12: what = "voxel_width"; x.voxel_width++; break;
-        case 13: what = "output_width"; x.output_width++; break;
-        case 14: what = "measure name"; x.measures[0].name[0] ^= 1; break;
-        case 15: what = "measure width"; x.measures[2].width++; break;
-        case 16: what = "measure column"; x.measures[1].column++; break;
-        case 17: what = "measure source"; x.measures[0].source = DM_SRC_FILE; break;
-        case 18: what = "voxel name"; x.voxels[1].name[0] ^= 1; break;
-        case 19: what = "voxel width"; x.voxels[0].width++; break;
-        case 20: what = "voxel column"; x.voxels[1].column++; break;
-        case 21: what = "voxel default (required)"; x.voxels[0].default_value = 0; break;
-        case 22: what = "voxel default"; x.voxels[1].default_value = nextafter(-0.25, 0); break;
-        case 23: what = "param name"; x.params[1].name[0] ^= 1; break;
-        case 24: what = "param lo"; x.params[2].lo = -0.0; break;
-        case 25: what = "param hi"; x.params[0].hi = 1e308; break;
-        case 26: what = "param lo_closed"; x.params[2].lo_closed ^= 1; break;
-        case 27: what = "param hi_closed"; x.params[2].hi_closed ^= 1; break;
-        case 28: what = "param init"; x.params[1].init = nextafter(0.5, 1); break;
-        case 29: what = "param init_b0"; x.params[0].init_b0 ^= 1; break;
-        case 30: what = "param periodic"; x.params[5].periodic ^= 1; break;
-        case 31: what = "param prior"; strcpy(x.params[2].prior, "none"); break;
-        case 32: what = "param prior_a"; x.params[4].prior_a = 1e-300; break;
-        case 33: what = "param prior_b"; x.params[4].prior_b = -1e-300; break;
-        case 34: what = "param step"; x.params[3].step *= 2; break;
-        case 35: what = "output name"; x.outputs[2].name[0] ^= 1; break;
-        case 36: what = "output kind"; x.outputs[0].kind = DM_OUTK_VECTOR; break;
-        case 37: what = "output width"; x.outputs[2].width = 3; break;
-        case 38: what = "output column"; x.outputs[1].column--; break;
-        case 39: what = "noutputs"; x.noutputs--; break;
+        case 0:
+            what = "name";
+            x.name[0] ^= 1;
+            break;
+        case 1:
+            what = "description";
+            x.description[1] ^= 1;
+            break;
+        case 2:
+            what = "source_hash";
+            x.source_hash[3] ^= 1;
+            break;
+        case 3:
+            what = "code_hash";
+            x.code_hash[15] ^= 1;
+            break;
+        case 4:
+            what = "flops_signal";
+            x.flops_signal++;
+            break;
+        case 5:
+            what = "flops_signal_transc";
+            x.flops_signal_transc++;
+            break;
+        case 6:
+            what = "flops_gradient";
+            x.flops_gradient++;
+            break;
+        case 7:
+            what = "flops_gradient_transc";
+            x.flops_gradient_transc++;
+            break;
+        case 8:
+            what = "flops_prepare";
+            x.flops_prepare++;
+            break;
+        case 9:
+            what = "flops_gradient_prepare";
+            x.flops_gradient_prepare++;
+            break;
+        case 10:
+            what = "nparams";
+            x.nparams--;
+            break;
+        case 11:
+            what = "measure_width";
+            x.measure_width++;
+            break;
+        case 12:
+            what = "voxel_width";
+            x.voxel_width++;
+            break;
+        case 13:
+            what = "output_width";
+            x.output_width++;
+            break;
+        case 14:
+            what = "measure name";
+            x.measures[0].name[0] ^= 1;
+            break;
+        case 15:
+            what = "measure width";
+            x.measures[2].width++;
+            break;
+        case 16:
+            what = "measure column";
+            x.measures[1].column++;
+            break;
+        case 17:
+            what = "measure source";
+            x.measures[0].source = DM_SRC_FILE;
+            break;
+        case 18:
+            what = "voxel name";
+            x.voxels[1].name[0] ^= 1;
+            break;
+        case 19:
+            what = "voxel width";
+            x.voxels[0].width++;
+            break;
+        case 20:
+            what = "voxel column";
+            x.voxels[1].column++;
+            break;
+        case 21:
+            what = "voxel default (required)";
+            x.voxels[0].default_value = 0;
+            break;
+        case 22:
+            what = "voxel default";
+            x.voxels[1].default_value = nextafter(-0.25, 0);
+            break;
+        case 23:
+            what = "param name";
+            x.params[1].name[0] ^= 1;
+            break;
+        case 24:
+            what = "param lo";
+            x.params[2].lo = -0.0;
+            break;
+        case 25:
+            what = "param hi";
+            x.params[0].hi = 1e308;
+            break;
+        case 26:
+            what = "param lo_closed";
+            x.params[2].lo_closed ^= 1;
+            break;
+        case 27:
+            what = "param hi_closed";
+            x.params[2].hi_closed ^= 1;
+            break;
+        case 28:
+            what = "param init";
+            x.params[1].init = nextafter(0.5, 1);
+            break;
+        case 29:
+            what = "param init_b0";
+            x.params[0].init_b0 ^= 1;
+            break;
+        case 30:
+            what = "param periodic";
+            x.params[5].periodic ^= 1;
+            break;
+        case 31:
+            what = "param prior";
+            strcpy(x.params[2].prior, "none");
+            break;
+        case 32:
+            what = "param prior_a";
+            x.params[4].prior_a = 1e-300;
+            break;
+        case 33:
+            what = "param prior_b";
+            x.params[4].prior_b = -1e-300;
+            break;
+        case 34:
+            what = "param step";
+            x.params[3].step *= 2;
+            break;
+        case 35:
+            what = "output name";
+            x.outputs[2].name[0] ^= 1;
+            break;
+        case 36:
+            what = "output kind";
+            x.outputs[0].kind = DM_OUTK_VECTOR;
+            break;
+        case 37:
+            what = "output width";
+            x.outputs[2].width = 3;
+            break;
+        case 38:
+            what = "output column";
+            x.outputs[1].column--;
+            break;
+        case 39:
+            what = "noutputs";
+            x.noutputs--;
+            break;
         default: break;
         }
-        if (!what)
-            break;
+        if (!what) break;
         if (!differ(&x, base, why, sizeof why) || !differ(base, &x, why, sizeof why)) {
             missed++;
             snprintf(missed_list + strlen(missed_list), sizeof missed_list - strlen(missed_list),
@@ -426,8 +537,8 @@ static void check_limits(void)
     name[64] = 0;
     static char long_name[512];
     snprintf(long_name, sizeof long_name,
-             "model long \"a 64-character parameter name\"\nparam %s in (0, 1)\nsignal %s\n",
-             name, name);
+             "model long \"a 64-character parameter name\"\nparam %s in (0, 1)\nsignal %s\n", name,
+             name);
     const char *const texts[2] = {text, long_name};
     const char *const want[2] = {"17 per-voxel inputs", "is too long"};
     for (int i = 0; i < 2; i++) {
@@ -466,8 +577,7 @@ int main(void)
 
     dm_model_info edge, all;
     check_in_memory("all_builtins", all_builtins_model, &all);
-    if (check_in_memory("edge_cases", edge_model, &edge) == 0)
-        check_sensitivity(&edge);
+    if (check_in_memory("edge_cases", edge_model, &edge) == 0) check_sensitivity(&edge);
     check_limits();
     return failures ? 1 : 0;
 }

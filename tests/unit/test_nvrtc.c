@@ -43,20 +43,17 @@ static void *open_nvrtc(char *tried, size_t len)
     char path[4096];
     tried[0] = 0;
     for (int d = 0; d < 2; d++) {
-        if (!dirs[d])
-            continue;
+        if (!dirs[d]) continue;
         for (int n = 0; n < 3; n++) {
             snprintf(path, sizeof path, "%s/lib64/%s", dirs[d], names[n]);
             void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-            if (h)
-                return h;
+            if (h) return h;
             snprintf(tried + strlen(tried), len - strlen(tried), "%s ", path);
         }
     }
     for (int n = 0; n < 3; n++) {
         void *h = dlopen(names[n], RTLD_NOW | RTLD_LOCAL);
-        if (h)
-            return h;
+        if (h) return h;
     }
     return NULL;
 }
@@ -131,8 +128,7 @@ static void compile_one(const char *name, const char *mathlib, const char *model
             }
             free(ptx);
         }
-        if (ok)
-            printf("PASS %s\n", test);
+        if (ok) printf("PASS %s\n", test);
     }
     free(log);
     nvrtc.destroy(&prog);
@@ -150,7 +146,8 @@ int main(void)
     void *h = open_nvrtc(tried, sizeof tried);
     if (!h) {
         printf("FAIL nvrtc-load: libnvrtc not found (tried %s and the loader path; set "
-               "CUDA_HOME)\n", tried);
+               "CUDA_HOME)\n",
+               tried);
         return 1;
     }
     nvrtc.create = (create_fn)dlsym(h, "nvrtcCreateProgram");
@@ -187,8 +184,7 @@ int main(void)
     struct dirent *e;
     while ((e = readdir(d)) && n < 256) {
         size_t len = strlen(e->d_name);
-        if (len > 6 && strcmp(e->d_name + len - 6, ".model") == 0)
-            names[n++] = strdup(e->d_name);
+        if (len > 6 && strcmp(e->d_name + len - 6, ".model") == 0) names[n++] = strdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, by_name);
@@ -199,8 +195,8 @@ int main(void)
     for (int i = 0; i <= n; i++) { /* the last one: the model calling every built-in */
         char file[8192], name[256];
         if (i == n) {
-            dm_model *m = dm_front_string("all_builtins.model", all_builtins_model, stdout,
-                                          NULL, NULL);
+            dm_model *m =
+                dm_front_string("all_builtins.model", all_builtins_model, stdout, NULL, NULL);
             dm_generated g;
             if (!m || dm_generate(m, &g, stdout) != 0) {
                 printf("FAIL all_builtins-generate: the model does not compile\n");

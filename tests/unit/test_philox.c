@@ -7,7 +7,6 @@
 #define DM_FN static inline
 #include "philox.h"
 
-
 static void known_answer(const char *name, unsigned c0, unsigned c1, unsigned c2, unsigned c3,
                          unsigned k0, unsigned k1, unsigned e0, unsigned e1, unsigned e2,
                          unsigned e3)
@@ -15,8 +14,8 @@ static void known_answer(const char *name, unsigned c0, unsigned c1, unsigned c2
     unsigned ctr[4] = {c0, c1, c2, c3}, key[2] = {k0, k1}, out[4];
     dm_philox4x32_10(ctr, key, out);
     char why[200];
-    snprintf(why, sizeof why, "got %08x %08x %08x %08x, want %08x %08x %08x %08x", out[0],
-             out[1], out[2], out[3], e0, e1, e2, e3);
+    snprintf(why, sizeof why, "got %08x %08x %08x %08x, want %08x %08x %08x %08x", out[0], out[1],
+             out[2], out[3], e0, e1, e2, e3);
     check(out[0] == e0 && out[1] == e1 && out[2] == e2 && out[3] == e3, name, "%s", why);
 }
 
@@ -36,11 +35,9 @@ int main(void)
         unsigned ctr[4] = {1, 0, 0x55667788, 0x11223344}, key[2] = {0x89abcdef, 0x01234567};
         unsigned want[4];
         dm_philox4x32_10(ctr, key, want);
-        for (int i = 0; i < 4; i++)
-            dm_rng_u32(&r);
+        for (int i = 0; i < 4; i++) dm_rng_u32(&r);
         int ok = 1;
-        for (int i = 0; i < 4; i++)
-            ok &= dm_rng_u32(&r) == want[i];
+        for (int i = 0; i < 4; i++) ok &= dm_rng_u32(&r) == want[i];
         check(ok, "stream_counter_layout", "the second block is not Philox(ctr=(1,0,voxel))");
     }
 
@@ -73,10 +70,8 @@ int main(void)
     }
     double mean = s1 / n, var = s2 / n - mean * mean, skew = s3 / n, kurt = s4 / n;
     /* standard errors: mean 1e-3, variance 1.4e-3, third moment 2.4e-3, fourth 9.8e-3 */
-    snprintf(why, sizeof why, "mean %.5f var %.5f skew %.5f kurtosis %.5f", mean, var, skew,
-             kurt);
-    check(fabs(mean) < 5e-3 && fabs(var - 1) < 7e-3 && fabs(skew) < 1.2e-2 &&
-              fabs(kurt - 3) < 5e-2,
+    snprintf(why, sizeof why, "mean %.5f var %.5f skew %.5f kurtosis %.5f", mean, var, skew, kurt);
+    check(fabs(mean) < 5e-3 && fabs(var - 1) < 7e-3 && fabs(skew) < 1.2e-2 && fabs(kurt - 3) < 5e-2,
           "normal_moments", "%s", why);
 
     /* Streams of different voxels (and seeds) differ; the same key repeats exactly. */

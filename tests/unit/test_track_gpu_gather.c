@@ -18,7 +18,8 @@ enum { NX = 16, NY = 12, NZ = 6, NS = 8, NF = 2, NSEED = 40, PER = 30, NT = 3 };
 
 static int same_sparse(const dm_sparse *a, const dm_sparse *b)
 {
-    return a->n == b->n && !memcmp(a->keys, b->keys, a->n * 8) && !memcmp(a->counts, b->counts, a->n * 8);
+    return a->n == b->n && !memcmp(a->keys, b->keys, a->n * 8) &&
+           !memcmp(a->counts, b->counts, a->n * 8);
 }
 
 int main(void)
@@ -87,7 +88,8 @@ int main(void)
     for (int a = 0; a < 3; a++)
         for (int c = 0; c < 3; c++) {
             double y = -0.5 + 3 * a, z = -0.5 + 3 * c;
-            xyz[3 * (3 * a + c)] = 8.3 + 0.2 * y, xyz[3 * (3 * a + c) + 1] = y, xyz[3 * (3 * a + c) + 2] = z;
+            xyz[3 * (3 * a + c)] = 8.3 + 0.2 * y, xyz[3 * (3 * a + c) + 1] = y,
+                             xyz[3 * (3 * a + c) + 2] = z;
         }
     for (int a = 0; a < 2; a++)
         for (int c = 0; c < 2; c++) {
@@ -160,7 +162,8 @@ int main(void)
             for (int j = 0; j < 3; j++) {
                 if (pass_mat >= 0 && j != pass_mat) continue;
                 unsigned long long nk = nkeys[j] < caps[j] ? nkeys[j] : caps[j];
-                dm_sparse_add_keys(&mat[j], g.keys[j], nk); /* as runtime/track/track_gpu.c drains */
+                dm_sparse_add_keys(&mat[j], g.keys[j],
+                                   nk); /* as runtime/track/track_gpu.c drains */
                 memcpy(ids[j], g.overflow[j], 8 * nover[j]);
                 nids[j] = nover[j];
             }
@@ -181,16 +184,20 @@ int main(void)
     unsigned long long avoided = stats[2 + DM_TRACK_END_AVOID];
     ok = avoided == cpu.ends[DM_TRACK_END_AVOID] && avoided > 0 && stats[0] > 0;
     printf("%s track_gpu_gather_surface_avoid: %llu/%llu half-streamlines end at the surface, "
-           "%llu kept\n", ok ? "PASS" : "FAIL", avoided, cpu.ends[DM_TRACK_END_AVOID], stats[0]);
-    ok = !memcmp(g.paths, cpu.paths, 4 * NV) && !memcmp(g.seeds_to_targets, cpu.seeds_to_targets, 4 * NV * NT);
+           "%llu kept\n",
+           ok ? "PASS" : "FAIL", avoided, cpu.ends[DM_TRACK_END_AVOID], stats[0]);
+    ok = !memcmp(g.paths, cpu.paths, 4 * NV) &&
+         !memcmp(g.seeds_to_targets, cpu.seeds_to_targets, 4 * NV * NT);
     unsigned long long psum = 0;
     for (int v = 0; v < NV; v++) psum += cpu.paths[v];
     printf("%s track_gpu_gather_paths_targets: identical to the CPU (%llu path counts)\n",
            ok ? "PASS" : "FAIL", psum);
-    ok = same_sparse(&mat[0], &cpu.m1) && same_sparse(&mat[1], &cpu.m2) && same_sparse(&mat[2], &cpu.m3);
-    printf("%s track_gpu_gather_matrices: %zu/%zu, %zu/%zu, %zu/%zu entries, %ld overflow re-runs\n",
-           ok && reruns > 0 ? "PASS" : "FAIL", mat[0].n, cpu.m1.n, mat[1].n, cpu.m2.n, mat[2].n,
-           cpu.m3.n, reruns);
+    ok = same_sparse(&mat[0], &cpu.m1) && same_sparse(&mat[1], &cpu.m2) &&
+         same_sparse(&mat[2], &cpu.m3);
+    printf(
+        "%s track_gpu_gather_matrices: %zu/%zu, %zu/%zu, %zu/%zu entries, %ld overflow re-runs\n",
+        ok && reruns > 0 ? "PASS" : "FAIL", mat[0].n, cpu.m1.n, mat[1].n, cpu.m2.n, mat[2].n,
+        cpu.m3.n, reruns);
     int arr[9] = {5, 3, 5, 9, 1, 3, 3, 0, 9}, want[5] = {0, 1, 3, 5, 9};
     int nu = dm_tg_sort_unique(arr, 9);
     printf("%s track_gpu_gather_sort_unique: %d distinct\n",
@@ -203,11 +210,19 @@ int main(void)
     }
     int set_clean = 1;
     for (int i = 0; i < 1 << bits; i++) set_clean &= set[i] == -1;
-    printf("%s track_gpu_gather_set_emptied: the distinct-voxel set is empty after every streamline\n",
-           set_clean ? "PASS" : "FAIL");
-    void *blocks[] = {a, b, set, loop.keys, loop.dirs, loop.used, g.paths, g.seeds_to_targets, f.dirs,
-                      f.fracs, f.brain, sd.pos, sd.svox, m.flags, m.seed_col, m.t2_col, m.t3_node,
-                      m.target_off, m.target_ids};
+    printf(
+        "%s track_gpu_gather_set_emptied: the distinct-voxel set is empty after every streamline\n",
+        set_clean ? "PASS" : "FAIL");
+    void *blocks[] = {a,           b,
+                      set,         loop.keys,
+                      loop.dirs,   loop.used,
+                      g.paths,     g.seeds_to_targets,
+                      f.dirs,      f.fracs,
+                      f.brain,     sd.pos,
+                      sd.svox,     m.flags,
+                      m.seed_col,  m.t2_col,
+                      m.t3_node,   m.target_off,
+                      m.target_ids};
     for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++) free(blocks[i]);
     dm_track_surface_free(&m.surfaces);
     dm_track_result_free(&cpu);

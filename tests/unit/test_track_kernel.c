@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 enum { NX = 20, NY = 3, NZ = 3, NS = 2, NF = 2 };
 static float dirs[NX * NY * NZ * NS * NF * 3], fracs[NX * NY * NZ * NS * NF];
 static unsigned char brain[NX * NY * NZ];
@@ -78,7 +77,8 @@ int main(void)
         count[d[1] == 1 ? 0 : 1]++;
     }
     double share = count[0] / 20000.0;
-    snprintf(why, sizeof why, "fibre 1 chosen %.3f of the time, want 0.375; fibst ok %d", share, fibst_ok);
+    snprintf(why, sizeof why, "fibre 1 chosen %.3f of the time, want 0.375; fibst ok %d", share,
+             fibst_ok);
     check(fibst_ok && share > 0.36 && share < 0.39, "track_kernel_randfib", "%s", why);
     c.randfib = 0;
     c.fibst = 0;
@@ -89,7 +89,8 @@ int main(void)
     float q[3] = {5.25f, 1, 1};
     for (int i = 0; i < 20000; i++) upper += dm_track_voxel_sample(&c, q, &rng) % NX == 6;
     snprintf(why, sizeof why, "upper neighbour %.3f of the time", upper / 20000.0);
-    check(upper > 0.23 * 20000 && upper < 0.27 * 20000, "track_kernel_probabilistic_interpolation", "%s", why);
+    check(upper > 0.23 * 20000 && upper < 0.27 * 20000, "track_kernel_probabilistic_interpolation",
+          "%s", why);
     c.nearest = 1;
 
     /* a whole streamline on the line, fibre 2 only (-x), from x = 10: both halves to the ends */
@@ -100,8 +101,8 @@ int main(void)
     float seed[3] = {10, 1, 1};
     int kept = dm_track_streamline(&c, seed, 0, h, NULL, 0);
     float end0 = h[0].pts[3 * (h[0].npts - 1)], end1 = h[1].pts[3 * (h[1].npts - 1)];
-    snprintf(why, sizeof why, "kept %d, ends at x = %g (%d) and %g (%d)", kept, end0, h[0].end, end1,
-             h[1].end);
+    snprintf(why, sizeof why, "kept %d, ends at x = %g (%d) and %g (%d)", kept, end0, h[0].end,
+             end1, h[1].end);
     check(kept && end0 == -0.5f && end1 == 19.0f && h[0].end == DM_TRACK_END_MASK &&
               h[1].end == DM_TRACK_END_MASK && h[0].npts == 22 && h[1].npts == 19,
           "track_kernel_streamline_both_ways", "%s", why);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 int main(void)
 {
     enum { R = 300, C = 200 };
@@ -43,7 +42,8 @@ int main(void)
     char why[200];
     snprintf(why, sizeof why, "%zu entries, %zu non-zeros in the dense reference", a.n, nonzero);
     check(same && sorted, "track_sparse_matches_dense", "%s", why);
-    snprintf(why, sizeof why, "merged total %llu, %llu increments added", dm_sparse_total(&a), added);
+    snprintf(why, sizeof why, "merged total %llu, %llu increments added", dm_sparse_total(&a),
+             added);
     check(dm_sparse_total(&a) == added, "track_sparse_total", "%s", why);
 
     /* writer: a small symmetric (upper-triangle) matrix */
@@ -74,7 +74,8 @@ int main(void)
         fclose(fp);
     }
     snprintf(why, sizeof why, "got \"%s\"", text);
-    check(rc == 0 && !strcmp(text, "1 3 2\n2 3 1\n"), "track_sparse_dot_size_entry_present", "%s", why);
+    check(rc == 0 && !strcmp(text, "1 3 2\n2 3 1\n"), "track_sparse_dot_size_entry_present", "%s",
+          why);
     dm_sparse_free(&a);
     dm_sparse_free(&b);
     dm_sparse_free(&s);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* Reference: 1 hit, 0 miss, -1 too close to an edge or an end of the segment to call. */
 static int reference_hit(const float p[3], const float q[3], const float *t)
 {
@@ -33,7 +32,8 @@ static int reference_hit(const float p[3], const float q[3], const float *t)
     double v = (s[0] * c[0] + s[1] * c[1] + s[2] * c[2]) / det;
     double r = (e2[0] * c[0] + e2[1] * c[1] + e2[2] * c[2]) / det;
     const double m = 1e-4;
-    if (fabs(u) < m || fabs(v) < m || fabs(u + v - 1) < m || fabs(r) < m || fabs(r - 1) < m) return -1;
+    if (fabs(u) < m || fabs(v) < m || fabs(u + v - 1) < m || fabs(r) < m || fabs(r - 1) < m)
+        return -1;
     return u > 0 && v > 0 && u + v < 1 && r > 0 && r < 1;
 }
 
@@ -45,7 +45,11 @@ static float uniform(float lo, float hi)
 static void test_cases(void)
 {
     const float t[9] = {0, 0, 0, 2, 0, 0, 0, 2, 0}; /* in the z = 0 plane */
-    struct { float p[3], q[3]; int want; const char *what; } cases[] = {
+    struct {
+        float p[3], q[3];
+        int want;
+        const char *what;
+    } cases[] = {
         {{0.5f, 0.5f, -1}, {0.5f, 0.5f, 1}, 1, "crossing inside"},
         {{0.5f, 0.5f, 1}, {0.5f, 0.5f, -1}, 1, "crossing the other way"},
         {{0.5f, 0.5f, -1}, {0.5f, 0.5f, -0.1f}, 0, "stopping short of the plane"},
@@ -81,12 +85,16 @@ static void test_random_segments(void)
         if (want < 0) continue;
         called++;
         hits += want;
-        if (dm_track_segment_hits_triangle(p, q, t) == want) agree++;
-        else mismatches++;
+        if (dm_track_segment_hits_triangle(p, q, t) == want)
+            agree++;
+        else
+            mismatches++;
     }
     char why[160];
-    snprintf(why, sizeof why, "%ld of %ld disagree with Moller-Trumbore (%ld hits)", mismatches, called, hits);
-    check(mismatches == 0 && hits > 1000 && called > 150000, "surface_segment_triangle_random", "%s", why);
+    snprintf(why, sizeof why, "%ld of %ld disagree with Moller-Trumbore (%ld hits)", mismatches,
+             called, hits);
+    check(mismatches == 0 && hits > 1000 && called > 150000, "surface_segment_triangle_random",
+          "%s", why);
 }
 
 /* A wavy mesh of 40 x 40 vertices over 40 x 40 mm, mapped by an affine with a shear: the
@@ -133,14 +141,16 @@ static void test_grid_lookup(void)
         len = sqrtf(len);
         float q[3] = {p[0] + 0.5f * d[0] / len, p[1] + 0.5f * d[1] / len, p[2] + 0.5f * d[2] / len};
         int all = 0;
-        for (long t = 0; t < g.ntri && !all; t++) all = dm_track_segment_hits_triangle(p, q, g.tri + 9 * t);
+        for (long t = 0; t < g.ntri && !all; t++)
+            all = dm_track_segment_hits_triangle(p, q, g.tri + 9 * t);
         int binned = dm_track_segment_surfaces(&s, p, q) != 0;
         hits += all;
         differ += all != binned;
     }
     char why[200];
-    snprintf(why, sizeof why, "%ld of 100000 steps differ (%ld hits; grid %dx%dx%d cells of %.2f mm)",
-             differ, hits, g.n[0], g.n[1], g.n[2], g.cell);
+    snprintf(why, sizeof why,
+             "%ld of 100000 steps differ (%ld hits; grid %dx%dx%d cells of %.2f mm)", differ, hits,
+             g.n[0], g.n[1], g.n[2], g.cell);
     check(differ == 0 && hits > 1000 && (long)g.n[0] * g.n[1] * g.n[2] > 100,
           "surface_grid_matches_all_triangles", "%s", why);
     printf("  %s\n", why);
