@@ -58,7 +58,9 @@ def dataset(folder, model, n, seed):
 
 def cascade(name, data, out, device):
     t = time.time()
-    run("pipeline", name, *data, out, "--device", device)
+    dwi, mask, bvals, bvecs = data
+    run("pipeline", name, "--data", dwi, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs, "--out", out,
+        "--device", device)
     wall = time.time() - t
     phases = {"compile": 0.0, "load": 0.0, "fit": 0.0, "write": 0.0}
     steps = 0

@@ -1,3 +1,4 @@
+/* Command-line options: the parser over a command's table, checked values, the help text. */
 #include "args.h"
 #include "util/error.h"
 
@@ -13,27 +14,70 @@ static int find_opt(const dm_opt *opts, const char *name, size_t len)
     return -1;
 }
 
-static void set_value(dm_args *a, int i, const char *v)
+/* "--name", or "-x" for a one-letter name (static buffer: one use per message). */
+static const char *shown(const dm_opt *o)
 {
-    if (a->value[i]) { /* repeated: join with ',' */
+    static char buf[128];
+    snprintf(buf, sizeof buf, "%s%s", o->name[1] ? "--" : "-", o->name);
+    return buf;
+}
+
+static int repeatable(const dm_opt *o)
+{
+    size_t n = strlen(o->help), m = strlen(DM_REPEATABLE);
+    return n >= m && !strcmp(o->help + n - m, DM_REPEATABLE);
+}
+
+/* 1 when the word is written as an option: '-' then neither a digit nor '.' (-1 and -.5 are
+ * values), and not '-' alone. */
+static int looks_like_option(const char *s)
+{
+    return s[0] == '-' && s[1] && !(s[1] >= '0' && s[1] <= '9') && s[1] != '.';
+}
+
+/* The option the word names (its "--"/"-" and any "=value" stripped), or -1. */
+static int named_option(const dm_opt *opts, const char *s)
+{
+    if (!looks_like_option(s)) return -1;
+    const char *name = s + (s[1] == '-' ? 2 : 1);
+    const char *eq = strchr(name, '=');
+    return find_opt(opts, name, eq ? (size_t)(eq - name) : strlen(name));
+}
+
+static int set_value(dm_args *a, const dm_opt *opts, int i, const char *v)
+{
+    if (a->given[i] && !repeatable(&opts[i])) {
+        if (!opts[i].arg)
+            return dm_set_error("%s: %s given twice (see 'dimoc help %s')", a->cmd, shown(&opts[i]),
+                                a->cmd);
+        return dm_set_error("%s: %s given twice ('%s', then '%s'); it takes one value (see "
+                            "'dimoc help %s')",
+                            a->cmd, shown(&opts[i]), a->value[i], v, a->cmd);
+    }
+    a->given[i] = 1;
+    if (!v) return 0;
+    if (a->value[i]) { /* a repeatable option: join with ',' */
         size_t n = strlen(a->value[i]) + strlen(v) + 2;
         char *s = malloc(n);
+        if (!s) return dm_set_error("%s: out of memory", a->cmd);
         snprintf(s, n, "%s,%s", a->value[i], v);
         free(a->value[i]);
         a->value[i] = s;
     } else {
         a->value[i] = strdup(v);
     }
-    a->given[i] = 1;
+    return 0;
 }
 
 int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a)
 {
     memset(a, 0, sizeof *a);
+    a->cmd = cmd;
     for (int k = 0; k < argc; k++) {
         const char *s = argv[k];
-        if (s[0] != '-' || s[1] == 0 || (s[1] >= '0' && s[1] <= '9')) {
-            if (a->npositional >= 16) return dm_set_error("%s: too many arguments", cmd);
+        if (!looks_like_option(s)) {
+            if (a->npositional >= 16)
+                return dm_set_error("%s: too many arguments (see 'dimoc help %s')", cmd, cmd);
             a->positional[a->npositional++] = s;
             continue;
         }
@@ -45,15 +89,20 @@ int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm
             return dm_set_error("%s: unknown option '%.*s' (see 'dimoc help %s')", cmd,
                                 (int)(len + (name - s)), s, cmd);
         if (!opts[i].arg) {
-            if (eq) return dm_set_error("%s: option '--%s' takes no value", cmd, opts[i].name);
-            a->given[i] = 1;
+            if (eq)
+                return dm_set_error("%s: %s takes no value (see 'dimoc help %s')", cmd,
+                                    shown(&opts[i]), cmd);
+            if (set_value(a, opts, i, NULL) != 0) return -1;
             continue;
         }
-        const char *v = eq ? eq + 1 : (k + 1 < argc ? argv[++k] : NULL);
-        if (!v)
-            return dm_set_error("%s: option '--%s' needs a value (%s)", cmd, opts[i].name,
-                                opts[i].arg);
-        set_value(a, i, v);
+        /* The next word is the value unless it is another option of this command. */
+        const char *v = eq                                                    ? eq + 1
+                        : k + 1 < argc && named_option(opts, argv[k + 1]) < 0 ? argv[++k]
+                                                                              : NULL;
+        if (!v || !*v)
+            return dm_set_error("%s: %s needs a value (%s) (see 'dimoc help %s')", cmd,
+                                shown(&opts[i]), opts[i].arg, cmd);
+        if (set_value(a, opts, i, v) != 0) return -1;
     }
     return 0;
 }
@@ -83,8 +132,11 @@ int dm_arg_long(const dm_args *a, const dm_opt *opts, const char *name, long lo,
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
-    if (errno || *end || end == v || x < lo || x > hi)
-        return dm_set_error("--%s: '%s' is not an integer in [%ld, %ld]", name, v, lo, hi);
+    if (errno || *end || end == v || x < lo || x > hi) {
+        const char *cmd = a->cmd ? a->cmd : "dimoc";
+        return dm_set_error("%s: --%s: '%s' is not an integer in [%ld, %ld] (see 'dimoc help %s')",
+                            cmd, name, v, lo, hi, cmd);
+    }
     *out = x;
     return 0;
 }
@@ -95,8 +147,11 @@ int dm_arg_double(const dm_args *a, const dm_opt *opts, const char *name, double
     if (!v) return 0;
     char *end;
     double x = strtod(v, &end);
-    if (*end || end == v || !isfinite(x))
-        return dm_set_error("--%s: '%s' is not a number", name, v);
+    if (*end || end == v || !isfinite(x)) {
+        const char *cmd = a->cmd ? a->cmd : "dimoc";
+        return dm_set_error("%s: --%s: '%s' is not a number (see 'dimoc help %s')", cmd, name, v,
+                            cmd);
+    }
     *out = x;
     return 0;
 }
@@ -107,15 +162,20 @@ void dm_args_free(dm_args *a)
     memset(a, 0, sizeof *a);
 }
 
+void dm_args_help_line(FILE *out, const dm_opt *o)
+{
+    char head[96];
+    snprintf(head, sizeof head, "%s%s%s%s", o->name[1] ? "--" : "-", o->name, o->arg ? " " : "",
+             o->arg ? o->arg : "");
+    fprintf(out, "  %-28s %s", head, o->help);
+    if (o->def) fprintf(out, " [default: %s]", o->def);
+    fputc('\n', out);
+}
+
 void dm_args_help(FILE *out, const char *usage, const char *summary, const dm_opt *opts)
 {
-    fprintf(out, "usage: %s\n\n%s\n\noptions:\n", usage, summary);
-    for (int i = 0; opts[i].name; i++) {
-        char head[96];
-        snprintf(head, sizeof head, "%s%s%s%s", opts[i].name[1] ? "--" : "-", opts[i].name,
-                 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
-        fprintf(out, "  %-28s %s", head, opts[i].help);
-        if (opts[i].def) fprintf(out, " [default: %s]", opts[i].def);
-        fputc('\n', out);
-    }
+    fprintf(out, "usage: %s\n\n%s\n", usage, summary);
+    if (!opts || !opts[0].name) return;
+    fprintf(out, "\noptions:\n");
+    for (int i = 0; opts[i].name; i++) dm_args_help_line(out, &opts[i]);
 }

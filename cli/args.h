@@ -7,22 +7,30 @@
 
 #define DM_MAX_OPTS 64
 
+/* Ends the help text of an option that may be given more than once: the parser reads the
+ * mark, so the help and the behaviour agree.  Its values are joined with ','. */
+#define DM_REPEATABLE "; repeatable"
+
 typedef struct dm_opt {
     const char *name; /* without the leading "--"; a one-letter name is also "-x" */
     const char *arg;  /* placeholder of its value, e.g. "FILE"; NULL for a flag */
     const char *def;  /* default value (NULL: none) */
-    const char *help;
+    const char *help; /* ends in DM_REPEATABLE when the option may be repeated */
 } dm_opt;
 
 typedef struct dm_args {
-    char *value[DM_MAX_OPTS]; /* malloc'd; repeated options are joined with ',' */
+    char *value[DM_MAX_OPTS]; /* malloc'd; a repeatable option's values are joined with ',' */
     int given[DM_MAX_OPTS];
     const char *positional[16];
     int npositional;
+    const char *cmd; /* the command, for messages */
 } dm_args;
 
-/* Parses argv[0..argc) ("--name value", "--name=value", flags).  Unknown options and missing
- * values are errors naming the command.  0 or -1 with dm_last_error(). */
+/* Parses argv[0..argc) ("--name value", "--name=value", flags).  Errors, each naming the
+ * command's help: an unknown option, a value missing (the next word is another option of the
+ * command, or there is none), an option given twice that is not repeatable, a value given to a
+ * flag.  A word that starts with '-' and a digit or '.' is a value or positional (-1, -.5).
+ * 0 or -1 with dm_last_error(). */
 int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a);
 /* The value given, else the default, else NULL. */
 const char *dm_arg(const dm_args *a, const dm_opt *opts, const char *name);
@@ -33,5 +41,7 @@ int dm_arg_long(const dm_args *a, const dm_opt *opts, const char *name, long lo,
 int dm_arg_double(const dm_args *a, const dm_opt *opts, const char *name, double *out);
 void dm_args_free(dm_args *a);
 void dm_args_help(FILE *out, const char *usage, const char *summary, const dm_opt *opts);
+/* Prints one option's line of the help text. */
+void dm_args_help_line(FILE *out, const dm_opt *opt);
 
 #endif

@@ -21,6 +21,9 @@ int dm_cmd_select(int argc, char **argv);
 int dm_cmd_angles(int argc, char **argv);
 
 /* `dimoc help CMD` text of the commands that take options; 0 when CMD is known. */
+int dm_help_check(FILE *out);
+int dm_help_compile(FILE *out);
+int dm_help_info(FILE *out);
 int dm_help_fit(FILE *out);
 int dm_help_simulate(FILE *out);
 int dm_help_scheme(FILE *out);
@@ -32,5 +35,12 @@ int dm_help_view(FILE *out);
 int dm_help_pipeline(FILE *out);
 int dm_help_select(FILE *out);
 int dm_help_angles(FILE *out);
+/* `dimoc help pipeline NAME`: the pipeline's usage and options; 1 (error printed) when there
+ * is no pipeline NAME. */
+int dm_help_pipeline_named(FILE *out, const char *name);
+
+/* fit's option table: the pipelines pass these on to their fits. */
+struct dm_opt;
+const struct dm_opt *dm_fit_options(void);
 
 #endif

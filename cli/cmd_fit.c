@@ -15,12 +15,13 @@ static const dm_opt fit_opts[] = {
     {"bvecs", "FILE", NULL, "FSL gradient directions (3 rows or 3 columns)"},
     {"out", "DIR", NULL, "output folder (created if needed)"},
     {"method", "LIST", "lm", "comma list of grid, lm, mcmc, run in that order, each from the last"},
-    {"grid", "NAME=VALUES", NULL, "grid-search values, v1,v2,.. or lo:step:hi; repeatable"},
-    {"fixed", "NAMES", NULL, "parameters held at their initial values (comma list)"},
-    {"init", "NAME=VALUE|MAP", NULL, "initial value or map of a parameter; repeatable"},
+    {"grid", "NAME=VALUES", NULL, "grid-search values, v1,v2,.. or lo:step:hi" DM_REPEATABLE},
+    {"fixed", "NAMES", NULL, "parameters held at their initial values (comma list)" DM_REPEATABLE},
+    {"init", "NAME=VALUE|MAP", NULL, "initial value or map of a parameter" DM_REPEATABLE},
     {"init-from", "DIR", NULL, "initialise every parameter that has a map NAME.nii.gz in DIR"},
-    {"voxel", "NAME=MAP|VALUE", NULL, "a per-voxel input of the model; repeatable"},
-    {"measure", "NAME=FILE", NULL, "a per-measurement input of the model (one row per volume)"},
+    {"voxel", "NAME=MAP|VALUE", NULL, "a per-voxel input of the model" DM_REPEATABLE},
+    {"measure", "NAME=FILE", NULL,
+     "a per-measurement input of the model (one row per volume)" DM_REPEATABLE},
     {"noise", "MODEL", "gaussian",
      "MCMC noise model: gaussian (variance integrated out) or rician"},
     {"burnin", "N", "1000", "MCMC jumps discarded before sampling"},
@@ -43,6 +44,11 @@ static const dm_opt fit_opts[] = {
     {"quiet", NULL, NULL, "no progress line"},
     {NULL, NULL, NULL, NULL},
 };
+
+const dm_opt *dm_fit_options(void)
+{
+    return fit_opts;
+}
 
 int dm_help_fit(FILE *out)
 {

@@ -1,11 +1,11 @@
 /* dimoc check, compile and info: the model designer's commands. */
+#include "args.h"
 #include "cli.h"
 #include "compiler.h"
 #include "util/error.h"
 #include "util/paths.h"
 #include "util/fsutil.h"
 #include "model/model_info.h"
-#include "compiler.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -13,55 +13,113 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const dm_opt no_opts[] = {
+    {NULL, NULL, NULL, NULL},
+};
+
+static const dm_opt compile_opts[] = {
+    {"o", "DIR", "generated/NAME", "folder for model.h and model.meta (created if needed)"},
+    {NULL, NULL, NULL, NULL},
+};
+
+int dm_help_check(FILE *out)
+{
+    dm_args_help(out, "dimoc check FILE.model",
+                 "Checks a model file: every mistake is printed as file:line:col: error: ...\n"
+                 "with the line and a caret, then a count; a clean model prints its summary\n"
+                 "(parameters, inputs, outputs).  Exit status 0 when clean, 1 otherwise.\n"
+                 "The model language: docs/model-language.md",
+                 no_opts);
+    return 0;
+}
+
+int dm_help_compile(FILE *out)
+{
+    dm_args_help(out, "dimoc compile FILE.model [-o DIR]",
+                 "Checks a model file and writes the code the compiler makes of it: model.h\n"
+                 "(the one source both the host compiler and NVRTC build) and model.meta\n"
+                 "(docs/metadata.md).  `dimoc fit` compiles models itself; this is for reading\n"
+                 "the generated code or shipping it.",
+                 compile_opts);
+    return 0;
+}
+
+int dm_help_info(FILE *out)
+{
+    dm_args_help(out, "dimoc info [MODEL]",
+                 "Without MODEL, lists the shipped models.  With MODEL (a shipped model name or\n"
+                 "a .model file), prints its parameters (bounds, initial value, prior), its\n"
+                 "per-measurement and per-voxel inputs, its outputs and the work (operations)\n"
+                 "of one signal evaluation.",
+                 no_opts);
+    return 0;
+}
+
+/* Parses a model command's options; one positional (optional when `optional`) in *file.
+ * 0, or -1 with the error set. */
+static int parse_model_args(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a,
+                            int optional, const char **file)
+{
+    if (dm_args_parse(cmd, opts, argc, argv, a) != 0) return -1;
+    if (a->npositional > 1)
+        return dm_set_error("%s: one model at a time ('%s', then '%s') (see 'dimoc help %s')", cmd,
+                            a->positional[0], a->positional[1], cmd);
+    if (a->npositional == 0 && !optional)
+        return dm_set_error("%s: give a FILE.model (see 'dimoc help %s')", cmd, cmd);
+    *file = a->npositional ? a->positional[0] : NULL;
+    return 0;
+}
+
 int dm_cmd_check(int argc, char **argv)
 {
-    if (argc != 1) {
-        fprintf(stderr, "usage: dimoc check FILE.model\n");
-        return 2;
+    dm_args a;
+    const char *file;
+    if (parse_model_args("check", no_opts, argc, argv, &a, 0, &file) != 0) {
+        dm_args_free(&a);
+        return dm_report_error();
     }
     int nerr = 0, nwarn = 0;
-    dm_model *m = dm_front_file(argv[0], stderr, &nerr, &nwarn);
+    dm_model *m = dm_front_file(file, stderr, &nerr, &nwarn);
     if (!m) {
-        fprintf(stderr, "%s: %d error%s, %d warning%s\n", argv[0], nerr, nerr == 1 ? "" : "s",
-                nwarn, nwarn == 1 ? "" : "s");
+        fprintf(stderr, "%s: %d error%s, %d warning%s\n", file, nerr, nerr == 1 ? "" : "s", nwarn,
+                nwarn == 1 ? "" : "s");
+        dm_args_free(&a);
         return 1;
     }
     dm_print_summary(m, stdout);
     dm_model_free(m);
+    dm_args_free(&a);
     return 0;
 }
 
 int dm_cmd_compile(int argc, char **argv)
 {
-    const char *file = NULL, *dir = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            dir = argv[++i];
-        else if (!file && argv[i][0] != '-')
-            file = argv[i];
-        else {
-            fprintf(stderr, "usage: dimoc compile FILE.model [-o DIR]\n");
-            return 2;
-        }
-    }
-    if (!file) {
-        fprintf(stderr, "usage: dimoc compile FILE.model [-o DIR]\n");
-        return 2;
-    }
-    dm_model *m = dm_front_file(file, stderr, NULL, NULL);
-    if (!m) return 1;
-    char def[512];
-    if (!dir) {
-        snprintf(def, sizeof def, "generated/%s", m->name);
-        dir = def;
-    }
-    if (dm_mkdir_p(dir) != 0) {
-        dm_model_free(m);
+    dm_args a;
+    const char *file;
+    if (parse_model_args("compile", compile_opts, argc, argv, &a, 0, &file) != 0) {
+        dm_args_free(&a);
         return dm_report_error();
     }
-    int rc = dm_emit_dir(m, dir, stderr);
+    dm_model *m = dm_front_file(file, stderr, NULL, NULL);
+    if (!m) {
+        dm_args_free(&a);
+        return 1;
+    }
+    char dir[512];
+    if (dm_arg_given(&a, compile_opts, "o"))
+        snprintf(dir, sizeof dir, "%s", dm_arg(&a, compile_opts, "o"));
+    else
+        snprintf(dir, sizeof dir, "generated/%s", m->name);
+    int rc = dm_mkdir_p(dir);
+    if (rc != 0) {
+        dm_model_free(m);
+        dm_args_free(&a);
+        return dm_report_error();
+    }
+    rc = dm_emit_dir(m, dir, stderr);
     if (rc == 0) printf("%s: wrote %s/model.h, model.meta\n", file, dir);
     dm_model_free(m);
+    dm_args_free(&a);
     return rc == 0 ? 0 : 1;
 }
 
@@ -110,16 +168,21 @@ static void list_models(void)
 
 int dm_cmd_info(int argc, char **argv)
 {
-    if (argc == 0) {
+    dm_args a;
+    const char *name;
+    if (parse_model_args("info", no_opts, argc, argv, &a, 1, &name) != 0) {
+        dm_args_free(&a);
+        return dm_report_error();
+    }
+    if (!name) {
+        dm_args_free(&a);
         list_models();
         return 0;
     }
-    if (argc != 1) {
-        fprintf(stderr, "usage: dimoc info [MODEL]\n");
-        return 2;
-    }
     dm_model_info mi;
-    if (dm_model_load(argv[0], &mi) != 0) return dm_report_error();
+    int rc = dm_model_load(name, &mi);
+    dm_args_free(&a);
+    if (rc != 0) return dm_report_error();
     printf("%s: %s\n\n", mi.name, mi.description);
     printf("parameters (%d):\n", mi.nparams);
     printf("  %-10s %-26s %-12s %-18s %s\n", "name", "bounds", "init", "prior", "");

@@ -1,26 +1,202 @@
-/* dimoc pipeline NAME ARGS...: runs a shipped pipeline, the shell script pipelines/NAME.sh
- * (found like the shipped models: the build tree's pipelines/, or share/dimoc/pipelines when
- * installed), with DIMOC set to this program so that the script's dimoc calls run the same
- * build. */
+/* dimoc pipeline NAME --data .. --out .. [options]: runs a shipped pipeline, the shell script
+ * pipelines/NAME.sh (found like the shipped models: the build tree's pipelines/, or
+ * share/dimoc/pipelines when installed), with DIMOC set to this program so that the script's
+ * dimoc calls run the same build.
+ *
+ * Every pipeline takes --data, --mask, --bvals, --bvecs and --out, its own options and the
+ * options of `dimoc fit` it passes on.  The script declares its own in its leading comment:
+ *
+ *   # usage: dimoc pipeline NAME --data DWI ... [--mcmc] [fit options]
+ *   # options:
+ *   #   --mcmc                MCMC after the last stage [default: ...]
+ *   #   --nfibres N           fibres per voxel: 1, 2 or 3 [default: 2]
+ *   # fit options: every 'dimoc fit' option but --method --init-from     (or: none)
+ *
+ * (an option's name and placeholder, then two spaces or more, then its help).  This file
+ * parses that block into an option table, checks the command line against it (unknown,
+ * repeated or valueless options, missing or unreadable inputs) before the script starts, and
+ * hands the script the options one word each ("--name" then its value). */
+#include "args.h"
 #include "cli.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 #include "util/paths.h"
-#include "model/model_info.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The options every pipeline takes, all required. */
+static const dm_opt common_opts[] = {
+    {"data", "FILE", NULL, "4D diffusion data (NIfTI-1/2, .nii or .nii.gz)"},
+    {"mask", "FILE", NULL, "3D mask on the data's grid: the voxels to fit"},
+    {"bvals", "FILE", NULL, "FSL b-values (one row or column; s/mm^2)"},
+    {"bvecs", "FILE", NULL, "FSL gradient directions (3 rows or 3 columns)"},
+    {"out", "DIR", NULL, "output folder: the pipeline writes nothing outside it"},
+};
+enum { NCOMMON = 5, MAX_OWN = 16 };
+
+typedef struct pipeline {
+    char *name;
+    char *script;
+    char *text;    /* the script's leading comment, '#' and one space stripped per line */
+    char *summary; /* its first line */
+    char *usage;   /* after "usage: " */
+    char *own_names[MAX_OWN], *own_args[MAX_OWN], *own_defs[MAX_OWN], *own_help[MAX_OWN];
+    int nown;
+    int fit_options; /* takes fit options at all */
+    char *excluded;  /* " method init-from ... ": fit options it sets itself */
+    dm_opt table[DM_MAX_OPTS];
+    int nfit; /* fit options in the table, after the common and own ones */
+} pipeline;
+
+static void pipeline_free(pipeline *p)
+{
+    free(p->name);
+    free(p->script);
+    free(p->text);
+    free(p->summary);
+    free(p->usage);
+    for (int i = 0; i < p->nown; i++) {
+        free(p->own_names[i]);
+        free(p->own_args[i]);
+        free(p->own_defs[i]);
+        free(p->own_help[i]);
+    }
+    free(p->excluded);
+    memset(p, 0, sizeof *p);
+}
+
+static char *trimmed(const char *s, size_t n)
+{
+    while (n && isspace((unsigned char)*s)) s++, n--;
+    while (n && isspace((unsigned char)s[n - 1])) n--;
+    return strndup(s, n);
+}
+
+/* The first line of the description, cut after its last whole clause when the sentence goes
+ * on past it: "bedpostx with dimoc: ball & sticks ..., the results under" -> up to the ','. */
+static char *summary_of(const char *line)
+{
+    size_t n = strlen(line);
+    if (n && line[n - 1] != '.') {
+        const char *cut = strrchr(line, ',');
+        if (cut && cut > line) n = (size_t)(cut - line);
+    }
+    return strndup(line, n);
+}
+
+/* "  --nfibres N      fibres per voxel [default: 2]" -> one option; -1 when malformed. */
+static int parse_own_option(pipeline *p, const char *line)
+{
+    if (p->nown >= MAX_OWN) return dm_set_error("%s: more than %d options", p->script, MAX_OWN);
+    const char *s = line + strspn(line, " ");
+    const char *gap = strstr(s, "  ");
+    if (strncmp(s, "--", 2) || !gap)
+        return dm_set_error("%s: option line '%s' is not '--NAME [ARG]  HELP'", p->script, line);
+    char *head = trimmed(s + 2, (size_t)(gap - s - 2));
+    char *sp = strchr(head, ' ');
+    int k = p->nown++;
+    p->own_names[k] = sp ? strndup(head, (size_t)(sp - head)) : strdup(head);
+    p->own_args[k] = sp ? trimmed(sp, strlen(sp)) : NULL;
+    free(head);
+    char *help = trimmed(gap, strlen(gap));
+    char *def = strstr(help, " [default: ");
+    if (def && help[strlen(help) - 1] == ']') {
+        p->own_defs[k] = strndup(def + 11, strlen(def + 11) - 1);
+        *def = 0;
+    }
+    p->own_help[k] = help;
+    return 0;
+}
+
+/* Reads pipelines/NAME.sh's leading comment into p.  0, or -1 with the error set. */
+static int pipeline_load(const char *name, pipeline *p)
+{
+    memset(p, 0, sizeof *p);
+    p->name = strdup(name);
+    char rel[300];
+    snprintf(rel, sizeof rel, "pipelines/%.200s.sh", name);
+    p->script = dm_data_path(rel);
+    if (!p->script)
+        return dm_set_error("pipeline: no pipeline named '%s' (see 'dimoc help pipeline')", name);
+    size_t len;
+    char *src = dm_read_file(p->script, &len);
+    if (!src) return -1;
+    size_t cap = len + 1, used = 0;
+    p->text = calloc(cap, 1);
+    int in_options = 0, rc = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(src, "\n", &save); line && rc == 0;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, "#!", 2)) continue;
+        if (line[0] != '#') break; /* the end of the leading comment */
+        const char *t = line + 1 + (line[1] == ' ');
+        if (in_options && !strncmp(t, "  --", 4)) {
+            rc = parse_own_option(p, t);
+            continue;
+        }
+        in_options = 0;
+        if (!strcmp(t, "options:")) {
+            in_options = 1;
+        } else if (!strncmp(t, "usage: ", 7)) {
+            free(p->usage);
+            p->usage = trimmed(t + 7, strlen(t + 7));
+        } else if (!strncmp(t, "fit options:", 12)) {
+            const char *v = t + 12 + strspn(t + 12, " ");
+            p->fit_options = strcmp(v, "none") != 0;
+            const char *but = strstr(v, " but ");
+            size_t n = but ? strlen(but) + 2 : 3;
+            p->excluded = malloc(n);
+            snprintf(p->excluded, n, "%s ", but ? but + 4 : "");
+        } else if (*t || (used && p->text[used - 1] != '\n') ||
+                   (used > 1 && p->text[used - 2] != '\n')) {
+            if (!p->summary && *t) p->summary = summary_of(t);
+            used += (size_t)snprintf(p->text + used, cap - used, "%s\n", t);
+        }
+    }
+    free(src);
+    if (rc == 0 && (!p->usage || !p->summary || !p->excluded))
+        rc = dm_set_error("%s: its leading comment lacks a usage, a summary or a 'fit options:' "
+                          "line",
+                          p->script);
+    return rc;
+}
+
+/* Fills p->table: the common options, the pipeline's own, the fit options it passes on. */
+static int pipeline_table(pipeline *p)
+{
+    int n = 0;
+    for (int i = 0; i < NCOMMON; i++) p->table[n++] = common_opts[i];
+    for (int i = 0; i < p->nown; i++)
+        p->table[n++] = (dm_opt){p->own_names[i], p->own_args[i], p->own_defs[i], p->own_help[i]};
+    const dm_opt *fit = dm_fit_options();
+    for (int i = 0; p->fit_options && fit[i].name; i++) {
+        char word[140];
+        snprintf(word, sizeof word, " --%s ", fit[i].name);
+        int taken = 0;
+        for (int j = 0; j < n; j++) taken |= !strcmp(p->table[j].name, fit[i].name);
+        if (taken || strstr(p->excluded, word)) continue;
+        if (n >= DM_MAX_OPTS - 1) return dm_set_error("%s: too many options", p->script);
+        p->table[n++] = fit[i];
+        p->nfit++;
+    }
+    p->table[n] = (dm_opt){NULL, NULL, NULL, NULL};
+    return 0;
+}
 
 static int cmp_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Prints the shipped pipelines, one per line, sorted. */
+/* Prints the shipped pipelines, one per line with its summary, sorted. */
 static void list_pipelines(FILE *out)
 {
     char *dir = dm_data_path("pipelines");
@@ -42,7 +218,12 @@ static void list_pipelines(FILE *out)
     free(dir);
     qsort(names, count, sizeof *names, cmp_names);
     for (int i = 0; i < count; i++) {
-        fprintf(out, "  %s\n", names[i]);
+        pipeline p;
+        if (pipeline_load(names[i], &p) == 0)
+            fprintf(out, "  %-18s %s\n", names[i], p.summary);
+        else
+            fprintf(out, "  %-18s (%s)\n", names[i], dm_last_error());
+        pipeline_free(&p);
         free(names[i]);
     }
 }
@@ -50,50 +231,137 @@ static void list_pipelines(FILE *out)
 int dm_help_pipeline(FILE *out)
 {
     fprintf(out,
-            "usage: dimoc pipeline NAME [ARGS...]\n\n"
+            "usage: dimoc pipeline NAME --data FILE --mask FILE --bvals FILE --bvecs FILE "
+            "--out DIR [options]\n\n"
             "Runs the shipped pipeline NAME (pipelines/NAME.sh, a bash script of dimoc commands\n"
-            "that you can copy and change) with ARGS.  Run it without ARGS for its usage.\n\n"
+            "that you can copy and change).  Every pipeline takes the five inputs above, its\n"
+            "own options and options of 'dimoc fit' that it passes on; it checks them all\n"
+            "before it starts and writes only under --out.  'dimoc help pipeline NAME' lists\n"
+            "them.\n\n"
             "pipelines:\n");
     list_pipelines(out);
     return 0;
 }
 
+static void print_help(FILE *out, const pipeline *p)
+{
+    fprintf(out, "usage: %s\n\n%s", p->usage, p->text);
+    fprintf(out, "\noptions (--data, --mask, --bvals, --bvecs and --out are required):\n");
+    for (int i = 0; i < NCOMMON + p->nown; i++) dm_args_help_line(out, &p->table[i]);
+    if (!p->fit_options) return;
+    fprintf(out, "\nfit options, passed on to every 'dimoc fit' (see 'dimoc help fit'):\n");
+    for (int i = NCOMMON + p->nown; p->table[i].name; i++) dm_args_help_line(out, &p->table[i]);
+}
+
+static int valid_name(const char *name)
+{
+    return *name &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+               strlen(name);
+}
+
+int dm_help_pipeline_named(FILE *out, const char *name)
+{
+    pipeline p;
+    int rc = valid_name(name) ? pipeline_load(name, &p)
+                              : dm_set_error("help pipeline: '%s' is not a pipeline name", name);
+    if (rc == 0) rc = pipeline_table(&p);
+    if (rc == 0) print_help(out, &p);
+    if (valid_name(name)) pipeline_free(&p);
+    return rc == 0 ? 0 : dm_report_error();
+}
+
+/* An input file: present, readable, not a folder. */
+static int check_input(const char *cmd, const char *opt, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+        return dm_set_error("%s: --%s %s: %s", cmd, opt, path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return dm_set_error("%s: --%s %s is a directory, not a file", cmd, opt, path);
+    return 0;
+}
+
+/* The words the script gets: every option as "--name" and, when it takes one, its value,
+ * in the order given.  argv was accepted by dm_args_parse with the same table. */
+static char **script_words(const pipeline *p, const char *script, int argc, char **argv)
+{
+    char **w = calloc((size_t)2 * argc + 3, sizeof *w);
+    int n = 0;
+    w[n++] = strdup("bash");
+    w[n++] = strdup(script);
+    for (int k = 0; k < argc; k++) {
+        const char *s = argv[k], *name = s + (s[1] == '-' ? 2 : 1), *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const dm_opt *o = NULL;
+        for (int i = 0; p->table[i].name && !o; i++)
+            if (strlen(p->table[i].name) == len && !strncmp(p->table[i].name, name, len))
+                o = &p->table[i];
+        size_t m = len + 3;
+        w[n] = malloc(m);
+        snprintf(w[n++], m, "--%.*s", (int)len, name);
+        if (o && o->arg) w[n++] = strdup(eq ? eq + 1 : argv[++k]);
+    }
+    return w;
+}
+
 int dm_cmd_pipeline(int argc, char **argv)
 {
-    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        dm_help_pipeline(argc < 1 ? stderr : stdout);
-        return argc < 1 ? 2 : 0;
+    if (argc < 1) {
+        dm_help_pipeline(stderr);
+        return 2;
     }
     const char *name = argv[0];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h")) return dm_help_pipeline(stdout);
     /* A plain name: no path can lead the lookup out of the pipelines folder. */
-    if (!*name ||
-        strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-            strlen(name)) {
-        dm_set_error("pipeline: '%s' is not a pipeline name (letters, digits, '_' and '-')", name);
+    if (!valid_name(name)) {
+        dm_set_error("pipeline: '%s' is not a pipeline name (letters, digits, '_' and '-'; see "
+                     "'dimoc help pipeline')",
+                     name);
         return dm_report_error();
     }
-    char rel[300];
-    snprintf(rel, sizeof rel, "pipelines/%.200s.sh", name);
-    char *script = dm_data_path(rel);
-    if (!script) {
-        fprintf(stderr, "dimoc: error: no pipeline named '%s'; the shipped ones:\n", name);
-        list_pipelines(stderr);
-        return 1;
+    pipeline p;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "pipeline %.200s", name);
+    dm_args a;
+    memset(&a, 0, sizeof a);
+    int rc = pipeline_load(name, &p);
+    if (rc == 0) rc = pipeline_table(&p);
+    if (rc == 0 && argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        print_help(stdout, &p);
+        pipeline_free(&p);
+        return 0;
     }
+    if (rc == 0) rc = dm_args_parse(cmd, p.table, argc - 1, argv + 1, &a);
+    if (rc == 0 && a.npositional)
+        rc = dm_set_error("%s: unexpected argument '%s'; the inputs are options now: --data, "
+                          "--mask, --bvals, --bvecs, --out (see 'dimoc help %s')",
+                          cmd, a.positional[0], cmd);
+    for (int i = 0; rc == 0 && i < NCOMMON; i++)
+        if (!dm_arg_given(&a, p.table, common_opts[i].name))
+            rc = dm_set_error("%s: --%s is required (see 'dimoc help %s')", cmd,
+                              common_opts[i].name, cmd);
+    for (int i = 0; rc == 0 && i < NCOMMON - 1; i++)
+        rc = check_input(cmd, common_opts[i].name, dm_arg(&a, p.table, common_opts[i].name));
+    if (rc != 0) {
+        dm_args_free(&a);
+        pipeline_free(&p);
+        return dm_report_error();
+    }
+
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {
         self[n] = 0;
         setenv("DIMOC", self, 1);
     }
-    char **args = calloc((size_t)argc + 2, sizeof *args);
-    args[0] = "bash";
-    args[1] = script;
-    for (int i = 1; i < argc; i++) args[i + 1] = argv[i];
+    char **words = script_words(&p, p.script, argc - 1, argv + 1);
+    dm_args_free(&a);
+    pipeline_free(&p);
     fflush(stdout);
-    execvp("bash", args);
-    dm_set_error("pipeline: cannot run bash for %s: %s", script, strerror(errno));
-    free(args);
-    free(script);
+    execvp("bash", words);
+    dm_set_error("pipeline: cannot run bash for %s: %s", words[1], strerror(errno));
+    for (char **w = words; *w; w++) free(*w);
+    free(words);
     return dm_report_error();
 }

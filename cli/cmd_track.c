@@ -49,7 +49,7 @@ static const dm_opt track_opts[] = {
      "cross this GIFTI surface (world mm)"},
     {"waypoints", "MASK|LIST,..", NULL,
      "keep only streamlines through these masks (images, or "
-     "text files listing images; up to 32)"},
+     "text files listing images; up to 32)" DM_REPEATABLE},
     {"waycond", "AND|OR", "AND", "all waypoint masks, or any one"},
     {"onewaycondition", NULL, NULL,
      "apply the waypoint condition to each half alone (a half "

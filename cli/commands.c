@@ -10,15 +10,14 @@
 
 static int run_help(int argc, char **argv);
 static int run_version(int argc, char **argv);
-static int help_model_design(FILE *out);
 
 const dm_command dm_commands[] = {
     {"check", NULL, "model design", "check FILE.model", "validate a model and print its summary",
-     dm_cmd_check, help_model_design},
+     dm_cmd_check, dm_help_check},
     {"compile", NULL, "model design", "compile FILE.model [-o DIR]",
-     "write its generated source (model.h) and metadata", dm_cmd_compile, help_model_design},
+     "write its generated source (model.h) and metadata", dm_cmd_compile, dm_help_compile},
     {"info", NULL, "model design", "info [MODEL]",
-     "describe a shipped or file model (no MODEL: list them)", dm_cmd_info, help_model_design},
+     "describe a shipped or file model (no MODEL: list them)", dm_cmd_info, dm_help_info},
     {"fit", NULL, "data", "fit MODEL --data .. --out ..",
      "fit a model voxel by voxel (grid, LM, MCMC)", dm_cmd_fit, dm_help_fit},
     {"simulate", NULL, "data", "simulate MODEL ..",
@@ -39,7 +38,7 @@ const dm_command dm_commands[] = {
      "quick-look picture of the three mid-slices", dm_cmd_view, dm_help_view},
     {"select", NULL, "data", "select BIC1 BIC2 .. --out F",
      "per voxel, the model with the lowest BIC (or AIC)", dm_cmd_select, dm_help_select},
-    {"pipeline", NULL, "data", "pipeline NAME ARGS..",
+    {"pipeline", NULL, "data", "pipeline NAME --data .. ..",
      "run a shipped pipeline (pipelines/NAME.sh), e.g. bedpostx", dm_cmd_pipeline,
      dm_help_pipeline},
     /* Listed last, under the heading before it, as it always was. */
@@ -85,15 +84,6 @@ void dm_print_usage(FILE *out)
     }
 }
 
-/* The model designer's commands have no options: their help is the usage text and a pointer
- * to the language's description. */
-static int help_model_design(FILE *out)
-{
-    dm_print_usage(out);
-    fprintf(out, "\nThe model language: docs/model-language.md\n");
-    return 0;
-}
-
 static int run_help(int argc, char **argv)
 {
     if (argc < 1) {
@@ -101,9 +91,22 @@ static int run_help(int argc, char **argv)
         return 0;
     }
     const dm_command *c = dm_command_find(argv[0]);
-    if (c && c->help) return c->help(stdout);
-    fprintf(stderr, "dimoc: error: no help for unknown command '%s'\n", argv[0]);
-    return 1;
+    if (c && !c->help && argc == 1) { /* help, version */
+        dm_print_usage(stdout);
+        return 0;
+    }
+    if (!c || !c->help) {
+        fprintf(stderr, "dimoc: error: no help for unknown command '%s' (see 'dimoc help')\n",
+                argv[0]);
+        return 1;
+    }
+    if (argc == 2 && c->help == dm_help_pipeline) return dm_help_pipeline_named(stdout, argv[1]);
+    if (argc > 1) {
+        fprintf(stderr, "dimoc: error: help: one COMMAND at a time, not '%s' (see 'dimoc help')\n",
+                argv[1]);
+        return 1;
+    }
+    return c->help(stdout);
 }
 
 static int run_version(int argc, char **argv)

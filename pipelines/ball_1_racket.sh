@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Ball & one racket with dimoc, the cascade of thesis section 5.5.3.
 #
-# usage: ball_1_racket.sh DATA MASK BVALS BVECS OUTDIR [--mcmc] [dimoc fit options, e.g. --device gpu]
+# usage: dimoc pipeline ball_1_racket --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc] [fit options]
+# options:
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+# fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
 #   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph and its V2, perpendicular
 #      to V1, as the fanning direction psi (dimoc angles);
@@ -14,17 +17,24 @@
 # links (copies where links are impossible), BIC and AIC when --ic is among the fit options,
 # and quick-look PNGs.
 set -euo pipefail
-if [ $# -lt 5 ]; then
-    sed -n '4p' "$0" | sed 's/^# *//' >&2
-    exit 2
-fi
-data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
-shift 5
+data= mask= bvals= bvecs= out=
 last=(--method lm)
 fitopts=()
-for a in "$@"; do
-    if [ "$a" = --mcmc ]; then last=(--method lm,mcmc); else fitopts+=("$a"); fi
+while [ $# -gt 0 ]; do
+    case $1 in
+    --data) data=$2; shift 2 ;;
+    --mask) mask=$2; shift 2 ;;
+    --bvals) bvals=$2; shift 2 ;;
+    --bvecs) bvecs=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --mcmc) last=(--method lm,mcmc); shift ;;
+    *) fitopts+=("$1"); shift ;; # a fit option or its value: every dimoc fit gets them
+    esac
 done
+if [ -z "$data" ] || [ -z "$mask" ] || [ -z "$bvals" ] || [ -z "$bvecs" ] || [ -z "$out" ]; then
+    sed -n 's/^# usage: //p' "$0" >&2
+    exit 2
+fi
 dimoc=${DIMOC:-dimoc}
 stages=$out/dimoc
 mkdir -p "$stages"

@@ -2,10 +2,13 @@
 # bedpostx with dimoc: ball & sticks by MCMC with ARD on the extra fibres, the results under
 # FSL's bedpostx file names, for probtrackx, FSLeyes and scripts written for FSL.
 #
-# usage: bedpostx.sh DATA MASK BVALS BVECS OUTDIR [NFIBRES] [dimoc fit options, e.g. --device gpu]
+# usage: dimoc pipeline bedpostx --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--nfibres N] [fit options]
+# options:
+#   --nfibres N           fibres per voxel: 1, 2 or 3 [default: 2]
+# fit options: every 'dimoc fit' option but --method --init --init-from --save-samples
 #
-# NFIBRES is 1, 2 (default) or 3.  The cascade:
-#   1. ball & one stick by Levenberg-Marquardt (then MCMC when NFIBRES is 1);
+# The cascade:
+#   1. ball & one stick by Levenberg-Marquardt (then MCMC with --nfibres 1);
 #   2. one more stick per stage by MCMC, from the previous stage's posterior means
 #      (--init-from), the new stick starting at f = 0.01 as FSL's xfibres starts its extra
 #      fibres.  There is no LM before these MCMC stages on purpose: LM lets the new stick fit
@@ -21,15 +24,25 @@
 # samples in [0, 2 pi) (FSL stores its unbounded random walk), and mean_th/mean_ph are
 # circular means (FSL: the plain mean of the samples).  Every other file has FSL's meaning.
 set -euo pipefail
-if [ $# -lt 5 ]; then
-    sed -n '5p' "$0" | sed 's/^# *//' >&2
+data= mask= bvals= bvecs= out=
+nfibres=2
+fitopts=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --data) data=$2; shift 2 ;;
+    --mask) mask=$2; shift 2 ;;
+    --bvals) bvals=$2; shift 2 ;;
+    --bvecs) bvecs=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --nfibres) nfibres=$2; shift 2 ;;
+    *) fitopts+=("$1"); shift ;; # a fit option or its value: every dimoc fit gets them
+    esac
+done
+if [ -z "$data" ] || [ -z "$mask" ] || [ -z "$bvals" ] || [ -z "$bvecs" ] || [ -z "$out" ]; then
+    sed -n 's/^# usage: //p' "$0" >&2
     exit 2
 fi
-data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
-shift 5
-nfibres=2
-case "${1:-}" in [0-9]*) nfibres=$1; shift ;; esac
-case "$nfibres" in 1|2|3) ;; *) echo "bedpostx.sh: NFIBRES must be 1, 2 or 3, not '$nfibres'" >&2; exit 2 ;; esac
+case "$nfibres" in 1|2|3) ;; *) echo "dimoc: error: pipeline bedpostx: --nfibres must be 1, 2 or 3, not '$nfibres'" >&2; exit 2 ;; esac
 dimoc=${DIMOC:-dimoc}
 fitdir=$out/dimoc
 mkdir -p "$fitdir"
@@ -47,7 +60,7 @@ for ((n = 1; n <= nfibres; n++)); do
     fi
     [ "$n" -eq "$nfibres" ] && stage+=(--save-samples)
     echo "bedpostx.sh: $model ${stage[*]}"
-    $dimoc fit "$model" "${common[@]}" "${stage[@]}" --out "$fitdir/$model" "$@"
+    $dimoc fit "$model" "${common[@]}" "${stage[@]}" --out "$fitdir/$model" "${fitopts[@]}"
     prev=$model
 done
 

@@ -2,7 +2,10 @@
 # NODDI with two Bingham-dispersed fibre populations (thesis section 5.5.4) with dimoc,
 # started from NODDI-Bingham (one population) and ball & two sticks (two orientations).
 #
-# usage: noddi_2_binghams.sh DATA MASK BVALS BVECS OUTDIR [--mcmc] [dimoc fit options, e.g. --device gpu]
+# usage: dimoc pipeline noddi_2_binghams --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc] [fit options]
+# options:
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+# fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
 #   1. the NODDI-Bingham pipeline (noddi_bingham.sh) into OUTDIR/noddi_bingham: S0, fiso and
 #      its neurite fraction start both populations, its psi the first one's;
@@ -19,17 +22,24 @@
 # fanning1, fanning2 and S0 as hard links (copies where links are impossible), BIC and AIC
 # when --ic is among the fit options, and quick-look PNGs.
 set -euo pipefail
-if [ $# -lt 5 ]; then
-    sed -n '5p' "$0" | sed 's/^# *//' >&2
-    exit 2
-fi
-data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
-shift 5
+data= mask= bvals= bvecs= out=
 last=(--method lm)
 fitopts=()
-for a in "$@"; do
-    if [ "$a" = --mcmc ]; then last=(--method lm,mcmc); else fitopts+=("$a"); fi
+while [ $# -gt 0 ]; do
+    case $1 in
+    --data) data=$2; shift 2 ;;
+    --mask) mask=$2; shift 2 ;;
+    --bvals) bvals=$2; shift 2 ;;
+    --bvecs) bvecs=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --mcmc) last=(--method lm,mcmc); shift ;;
+    *) fitopts+=("$1"); shift ;; # a fit option or its value: every dimoc fit gets them
+    esac
 done
+if [ -z "$data" ] || [ -z "$mask" ] || [ -z "$bvals" ] || [ -z "$bvecs" ] || [ -z "$out" ]; then
+    sed -n 's/^# usage: //p' "$0" >&2
+    exit 2
+fi
 dimoc=${DIMOC:-dimoc}
 here=$(dirname "$0")
 stages=$out/dimoc
@@ -42,7 +52,7 @@ fit() { # model, stage-name, dimoc fit arguments...
 }
 
 # 1. NODDI-Bingham (without MCMC: it only starts this fit).
-DIMOC=$dimoc bash "$here/noddi_bingham.sh" "$data" "$mask" "$bvals" "$bvecs" "$out/noddi_bingham" \
+DIMOC=$dimoc bash "$here/noddi_bingham.sh" "${common[@]}" --out "$out/noddi_bingham" \
     "${fitopts[@]}"
 one=$out/noddi_bingham/dimoc/final
 dti=$out/noddi_bingham/noddi_watson/dimoc/dti

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # NODDI-Watson with dimoc, the cascade of the NODDI toolbox (thesis section 5.5.1).
 #
-# usage: noddi_watson.sh DATA MASK BVALS BVECS OUTDIR [--mcmc] [dimoc fit options, e.g. --device gpu]
+# usage: dimoc pipeline noddi_watson --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc] [fit options]
+# options:
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+# fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
 #   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
 #   2. a grid search over fiso, fintra and kappa, the orientation held, S0 the mean b=0 signal;
@@ -13,17 +16,24 @@
 # dispersion index), dyads1 (the mean orientation) and S0 as hard links (copies where links
 # are impossible), BIC and AIC when --ic is among the fit options, and quick-look PNGs.
 set -euo pipefail
-if [ $# -lt 5 ]; then
-    sed -n '4p' "$0" | sed 's/^# *//' >&2
-    exit 2
-fi
-data=$1 mask=$2 bvals=$3 bvecs=$4 out=$5
-shift 5
+data= mask= bvals= bvecs= out=
 last=(--method lm)
 fitopts=()
-for a in "$@"; do
-    if [ "$a" = --mcmc ]; then last=(--method lm,mcmc); else fitopts+=("$a"); fi
+while [ $# -gt 0 ]; do
+    case $1 in
+    --data) data=$2; shift 2 ;;
+    --mask) mask=$2; shift 2 ;;
+    --bvals) bvals=$2; shift 2 ;;
+    --bvecs) bvecs=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --mcmc) last=(--method lm,mcmc); shift ;;
+    *) fitopts+=("$1"); shift ;; # a fit option or its value: every dimoc fit gets them
+    esac
 done
+if [ -z "$data" ] || [ -z "$mask" ] || [ -z "$bvals" ] || [ -z "$bvecs" ] || [ -z "$out" ]; then
+    sed -n 's/^# usage: //p' "$0" >&2
+    exit 2
+fi
 dimoc=${DIMOC:-dimoc}
 stages=$out/dimoc
 mkdir -p "$stages"

@@ -49,7 +49,8 @@ dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params
 
 extra = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
 out = os.path.join(d, "out.bedpostX")
-rc, stdout, err = dimoc("pipeline", "bedpostx", data, mask, bvals, bvecs, out, 2, "--quiet", *extra,
+inputs = ["--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs]
+rc, stdout, err = dimoc("pipeline", "bedpostx", *inputs, "--out", out, "--nfibres", 2, "--quiet", *extra,
                         expect_ok=False)
 check("pipeline-runs", rc == 0, err.strip()[-300:])
 
@@ -125,7 +126,7 @@ check("mask-copied", (maps["nodif_brain_mask"] == 1).all())
 # Three fibres: the third fraction stays under 0.05 (no voxel has a third fibre), the second
 # is still found.
 out3 = os.path.join(d, "out3.bedpostX")
-rc, _, err = dimoc("pipeline", "bedpostx", data, mask, bvals, bvecs, out3, 3, "--quiet", *extra,
+rc, _, err = dimoc("pipeline", "bedpostx", *inputs, "--out", out3, "--nfibres", 3, "--quiet", *extra,
                    expect_ok=False)
 if rc == 0:
     f3 = load(os.path.join(out3, "mean_f3samples.nii.gz"))
@@ -139,11 +140,17 @@ else:
     check("three-fibres-ard", False, err.strip()[-300:])
 
 # Usage errors.
-rc, _, err = dimoc("pipeline", "bedpostx", data, mask, bvals, bvecs, out3, 4, expect_ok=False)
-check("bad-nfibres", rc != 0 and "NFIBRES must be 1, 2 or 3" in err, err.strip())
-rc, _, err = dimoc("pipeline", "bedpostx", data, expect_ok=False)
-check("usage-when-arguments-missing", rc == 2 and "usage: bedpostx.sh DATA MASK" in err, err.strip())
-rc, _, err = dimoc("pipeline", "no_such_pipeline", expect_ok=False)
-check("unknown-pipeline", rc != 0 and "no pipeline named 'no_such_pipeline'" in err and "bedpostx" in err,
+out4 = os.path.join(d, "out4.bedpostX")
+rc, _, err = dimoc("pipeline", "bedpostx", *inputs, "--out", out4, "--nfibres", 4, expect_ok=False)
+check("bad-nfibres", rc != 0 and "--nfibres must be 1, 2 or 3" in err and not os.path.exists(out4),
       err.strip())
+rc, _, err = dimoc("pipeline", "bedpostx", "--data", data, expect_ok=False)
+check("usage-when-arguments-missing", rc != 0 and "--mask is required" in err, err.strip())
+rc, _, err = dimoc("pipeline", "bedpostx", data, mask, bvals, bvecs, out4, expect_ok=False)
+check("positional-arguments-refused", rc != 0 and "unexpected argument" in err and not os.path.exists(out4),
+      err.strip())
+rc, _, err = dimoc("pipeline", "no_such_pipeline", expect_ok=False)
+check("unknown-pipeline", rc != 0 and "no pipeline named 'no_such_pipeline'" in err, err.strip())
+rc, helptext, err = dimoc("help", "pipeline", "bedpostx", expect_ok=False)
+check("help-pipeline", rc == 0 and "--nfibres N" in helptext and "--burnin N" in helptext, err.strip())
 finish()

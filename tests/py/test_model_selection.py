@@ -58,8 +58,9 @@ dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params
 pmask = save(os.path.join(d, "pmask.nii.gz"), np.ones((2, n, 1)))
 extra = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
 outdir = os.path.join(d, "sel")
-rc, out, err = dimoc("pipeline", "model_selection", data, pmask, bvals, bvecs, outdir,
-                     "ball_1_stick,ball_2_sticks", *extra, expect_ok=False)
+rc, out, err = dimoc("pipeline", "model_selection", "--data", data, "--mask", pmask, "--bvals", bvals,
+                     "--bvecs", bvecs, "--out", outdir, "--models", "ball_1_stick,ball_2_sticks", "--quiet",
+                     *extra, expect_ok=False)
 check("pipeline-runs", rc == 0, err.strip()[-300:])
 if rc == 0:
     best = load(os.path.join(outdir, "best_BIC.nii.gz"))

@@ -49,7 +49,8 @@ mask = save(os.path.join(d, "mask.nii.gz"), np.ones((2, N, 1)))
 
 extra = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
 out = os.path.join(d, "fit")
-rc, _, err = dimoc("pipeline", "noddi_bingham", data, mask, bvals, bvecs, out, "--ic", "--quiet", *extra,
+rc, _, err = dimoc("pipeline", "noddi_bingham", "--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs,
+                   "--out", out, "--ic", "--quiet", *extra,
                    expect_ok=False)
 check("pipelines-run", rc == 0, err.strip()[-300:])
 if rc != 0:

@@ -37,7 +37,8 @@ dimoc("simulate", "noddi_bingham", "--bvals", bvals, "--bvecs", bvecs, "--params
 out = os.path.join(d, "fit")
 extra = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
 t0 = time.time()
-rc, _, err = dimoc("pipeline", "noddi_bingham", data, mask, bvals, bvecs, out, "--quiet", *extra,
+rc, _, err = dimoc("pipeline", "noddi_bingham", "--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs,
+                   "--out", out, "--quiet", *extra,
                    expect_ok=False)
 check("pipeline-runs", rc == 0, f"{time.time() - t0:.1f} s" if rc == 0 else err.strip()[-300:])
 if rc != 0:

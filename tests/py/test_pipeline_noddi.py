@@ -119,7 +119,8 @@ def read_back(out):
 
 for name, (maps, pngs) in EXPECTED.items():
     out = os.path.join(d, name)
-    rc, _, err = dimoc("pipeline", name, data, mask, bvals, bvecs, out, "--ic", "--quiet", *extra,
+    rc, _, err = dimoc("pipeline", name, "--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs,
+                       "--out", out, "--ic", "--quiet", *extra,
                        expect_ok=False)
     check(f"{name}-runs", rc == 0, err.strip()[-300:])
     if rc != 0:
@@ -153,7 +154,8 @@ if os.path.exists(os.path.join(out, "dyads2.nii.gz")):
 
 # --mcmc: the last stage samples (short chains here); its posterior sd maps appear.
 out = os.path.join(d, "watson_mcmc")
-rc, _, err = dimoc("pipeline", "noddi_watson", data, mask, bvals, bvecs, out, "--mcmc", "--burnin", 200,
+rc, _, err = dimoc("pipeline", "noddi_watson", "--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs,
+                   "--out", out, "--mcmc", "--burnin", 200,
                    "--jumps", 200, "--quiet", *extra, expect_ok=False)
 std = os.path.join(out, "dimoc", "final", "fintra_std.nii.gz")
 check("noddi_watson-mcmc", rc == 0 and os.path.exists(std) and np.all(load(std)[inside] > 0),
@@ -162,6 +164,6 @@ if rc == 0:
     problems, count = read_back(out)
     check("noddi_watson-mcmc-read-back", not problems, "; ".join(problems[:3]) or f"{count} NIfTI files")
 
-rc, _, err = dimoc("pipeline", "noddi_bingham", data, mask, expect_ok=False)
-check("usage-without-arguments", rc == 2 and "usage: noddi_bingham.sh DATA MASK" in err, err.strip())
+rc, _, err = dimoc("pipeline", "noddi_bingham", "--data", data, "--mask", mask, expect_ok=False)
+check("required-options", rc != 0 and "--bvals is required" in err, err.strip())
 finish()
