@@ -1,6 +1,7 @@
 /* The tensor fit of a whole image: inputs read and checked, voxels fitted in parallel, maps
  * written with FSL's names. */
 #include "dti/dti_maps.h"
+#include "io/space.h"
 #include "io/textio.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -32,9 +33,11 @@ int dm_dti_image_read(dm_dti_image *im, const char *data, const char *bvals, con
                             im->data.nt, im->data.nt == 1 ? "" : "s");
     if (dm_read_bvals_bvecs(bvals, bvecs, im->data.nt, &im->bvals, &im->bvecs, &nvol) != 0)
         return -1;
-    if (mask && (dm_volume_read(mask, &im->mask) != 0 ||
-                 dm_volume_check_same_grid(&im->mask, mask, &im->data, data) != 0))
-        return -1;
+    if (mask && dm_volume_read(mask, &im->mask) != 0) return -1;
+    if (mask && im->mask.nt > 1)
+        return dm_set_error("%s: a 4D image (%dx%dx%dx%d); a mask is 3D", mask, im->mask.nx,
+                            im->mask.ny, im->mask.nz, im->mask.nt);
+    if (mask && dm_volume_check_same_space(&im->mask, mask, &im->data, data) != 0) return -1;
     if (dm_dti_protocol_init(&im->proto, im->data.nt, im->bvals, im->bvecs) != 0)
         return dm_set_error("%s: %s", bvecs, dm_last_error());
     return 0;

@@ -2,6 +2,7 @@
 #include "util/error.h"
 #include "fit/fit.h"
 #include "util/fsutil.h"
+#include "io/space.h"
 #include "io/textio.h"
 
 #include <math.h>
@@ -81,9 +82,46 @@ static int read_measure_file(const char *path, const char *name, int width, int 
     return 0;
 }
 
+/* --measure NAME=FILE names a per-measurement input the model reads from a file. */
+static int known_measure(void *ctx, const char *name, const char *values)
+{
+    const dm_model_info *mi = ctx;
+    (void)values;
+    for (int i = 0; i < mi->nmeasures; i++) {
+        if (strcmp(mi->measures[i].name, name)) continue;
+        if (mi->measures[i].source == DM_SRC_FILE) return 0;
+        return dm_set_error("--measure %s: model '%s' reads '%s' from %s, not from --measure", name,
+                            mi->name, name,
+                            mi->measures[i].source == DM_SRC_BVALS ? "--bvals" : "--bvecs");
+    }
+    return dm_set_error("--measure: model '%s' has no per-measurement input '%s'", mi->name, name);
+}
+
+/* A protocol without diffusion weighting: every b-value 0, or every direction of a b>0
+ * volume 0 0 0.  Either leaves nothing to fit; both are errors (docs/fitting.md). */
+static int check_weighting(const char *bvals, const char *bvecs, const double *b, const double *g,
+                           int nvol, int reads_b, int reads_g)
+{
+    int weighted = 0, directed = 0;
+    for (int j = 0; j < nvol; j++) {
+        if (b[j] <= 0) continue;
+        weighted++;
+        if (g[3 * j] != 0 || g[3 * j + 1] != 0 || g[3 * j + 2] != 0) directed++;
+    }
+    if (reads_b && !weighted)
+        return dm_set_error("%s: every b-value is 0 (%d volume%s): no diffusion weighting to fit",
+                            bvals, nvol, nvol == 1 ? "" : "s");
+    if (reads_g && weighted && !directed)
+        return dm_set_error("%s: every direction is 0 0 0 (%d volume%s with b > 0): no gradient "
+                            "direction to fit",
+                            bvecs, weighted, weighted == 1 ? "" : "s");
+    return 0;
+}
+
 int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
                           const char *measure_spec, int nvol, double **meas_out, double **bvals_out)
 {
+    if (for_each_item(measure_spec, "--measure", known_measure, (void *)mi) != 0) return -1;
     int W = mi->measure_width;
     double *meas = calloc((size_t)nvol * (W ? W : 1), sizeof *meas);
     double *b = NULL, *g = NULL;
@@ -98,11 +136,16 @@ int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char
                                 "and --bvecs",
                                 mi->name);
         }
-        int n;
+        int n, reads_b = 0, reads_g = 0;
         if (dm_read_bvals_bvecs(bvals, bvecs, nvol, &b, &g, &n) != 0) {
             free(meas);
             return -1;
         }
+        for (int i = 0; i < mi->nmeasures; i++) {
+            reads_b |= mi->measures[i].source == DM_SRC_BVALS;
+            reads_g |= mi->measures[i].source == DM_SRC_BVECS;
+        }
+        if (check_weighting(bvals, bvecs, b, g, nvol, reads_b, reads_g) != 0) goto fail;
     }
     for (int i = 0; i < mi->nmeasures; i++) {
         const dm_measure_info *x = &mi->measures[i];
@@ -265,6 +308,13 @@ static int set_init(void *ctx, const char *name, const char *value)
     char *end;
     double x = strtod(value, &end);
     if (*value && !*end) {
+        const dm_param_info *q = &p->mi.params[k];
+        int above = q->lo_closed ? x >= q->lo : x > q->lo;
+        int below = q->hi_closed ? x <= q->hi : x < q->hi;
+        if (!isfinite(x) || !above || !below)
+            return dm_set_error("--init %s=%s: outside the bounds %c%g, %g%c of '%s' in model '%s'",
+                                name, value, q->lo_closed ? '[' : '(', q->lo, q->hi,
+                                q->hi_closed ? ']' : ')', name, p->mi.name);
         for (size_t i = 0; i < p->nfit; i++) p->start[i * P + k] = x;
         return 0;
     }
@@ -331,6 +381,56 @@ static double b0_estimate(const dm_problem *p, const double *y)
     return n && sum > 0 ? sum / n : mx;
 }
 
+/* The b-value scale, from the range and the signal decay.  dimoc's models take b in s/mm^2
+ * (diffusivities in mm^2/s, about 3e-3 at most): b-values below 10 are ms/um^2 (1 = 1000
+ * s/mm^2) when the signal falls like it does at b = 1000, an error; with little decay they may
+ * be meant (a model in other units), a warning.  b-values above 1e6 are s/m^2, an error.  No
+ * b=0 volume (b <= 50) is a warning: S0 is only extrapolated. */
+static int check_b_scale(const dm_problem *p, const char *bvals)
+{
+    double bmax = 0, bmin = INFINITY;
+    for (int j = 0; j < p->M; j++) {
+        bmax = fmax(bmax, p->bvals[j]);
+        bmin = fmin(bmin, p->bvals[j]);
+    }
+    if (bmax > 1e6)
+        return dm_set_error("%s: b-values up to %g look like s/m^2; dimoc expects s/mm^2 (b=1000 "
+                            "s/mm^2 is 1e9 s/m^2): divide them by 1e6",
+                            bvals, bmax);
+    if (bmax > 0 && bmax < 10) {
+        /* Mean signal of the b~0 volumes and of the top shell over the voxels to fit. */
+        double s0 = 0, sw = 0, bw = 0;
+        long n0 = 0, nw = 0;
+        for (size_t i = 0; i < p->nfit; i++) {
+            if (p->status[p->index[i]] != DM_STATUS_FITTED) continue;
+            for (int j = 0; j < p->M; j++) {
+                double y = p->y[i * p->M + j], bj = p->bvals[j];
+                if (bj <= 0.05 * bmax)
+                    s0 += y, n0++;
+                else if (bj >= 0.5 * bmax)
+                    sw += y, bw += bj, nw++;
+            }
+        }
+        double ratio = n0 && nw && s0 > 0 ? (sw / nw) / (s0 / n0) : NAN;
+        double decay = ratio > 0 ? -log(ratio) / (bw / nw) : NAN;
+        if (!(decay <= 0.05)) /* also when it cannot be measured */
+            return isnan(ratio) ? dm_set_error("%s: b-values up to %g look like ms/um^2; dimoc "
+                                               "expects s/mm^2 (multiply them by 1000)",
+                                               bvals, bmax)
+                                : dm_set_error("%s: b-values up to %g, yet the signal decays as at "
+                                               "b=1000 s/mm^2: these are ms/um^2; dimoc expects "
+                                               "s/mm^2 (multiply them by 1000)",
+                                               bvals, bmax);
+        dm_warn("%s: b-values up to %g only, with little signal decay: dimoc expects s/mm^2; if "
+                "they are ms/um^2, multiply them by 1000",
+                bvals, bmax);
+    }
+    if (bmin > 50)
+        dm_warn("%s: no b=0 volume (the smallest b-value is %g): S0 is only extrapolated", bvals,
+                bmin);
+    return 0;
+}
+
 /* Starting values a hair outside their bounds (a float32 map of an earlier fit rounds 63.99999
  * up to an open bound of 64) are moved just inside, so the stage can start there. */
 static void clamp_starts(dm_problem *p)
@@ -359,6 +459,10 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     if (!r->data) return dm_set_error("--data is required");
     if (!r->out) return dm_set_error("--out is required");
     if (dm_volume_read(r->data, &p->data) != 0) return -1;
+    if (p->data.nt == 1)
+        return dm_set_error("%s: a 3D image (%dx%dx%d): --data needs one volume per measurement, "
+                            "a 4D image",
+                            r->data, p->data.nx, p->data.ny, p->data.nz);
     p->M = p->data.nt;
     p->nvox = DM_NVOX(&p->data);
     if (dm_build_measurements(mi, r->bvals, r->bvecs, r->measure, p->M, &p->meas, &p->bvals) != 0)
@@ -370,7 +474,10 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     if (r->mask) {
         dm_volume m;
         if (dm_volume_read(r->mask, &m) != 0) return -1;
-        if (dm_volume_check_same_grid(&m, r->mask, &p->data, r->data) != 0) {
+        int rc = m.nt > 1 ? dm_set_error("%s: a 4D image (%dx%dx%dx%d); a mask is 3D", r->mask,
+                                         m.nx, m.ny, m.nz, m.nt)
+                          : dm_volume_check_same_space(&m, r->mask, &p->data, r->data);
+        if (rc != 0) {
             dm_volume_free(&m);
             return -1;
         }
@@ -401,6 +508,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
             p->start[i * P + k] =
                 mi->params[k].init_b0 && finite && nonzero ? b0_estimate(p, y) : mi->params[k].init;
     }
+    if (p->bvals && check_b_scale(p, r->bvals) != 0) return -1;
     /* Per-voxel inputs: defaults, then --voxel maps. */
     for (int i = 0; i < mi->nvoxels; i++) {
         const dm_voxel_info *x = &mi->voxels[i];
@@ -424,6 +532,12 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     cfg->nmeas = p->M;
     if (parse_methods(r->methods, &cfg->methods) != 0) return -1;
     if (set_fixed(p, r->fixed) != 0) return -1;
+    int nfree = 0;
+    for (int k = 0; k < P; k++) nfree += !((cfg->fixed_mask >> k) & 1u);
+    if (p->M < nfree)
+        return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
+                            "least one measurement per free parameter",
+                            r->data, p->M, mi->name, nfree);
     struct grid_ctx gc = {p, 0};
     if (for_each_item(r->grid, "--grid", add_grid, &gc) != 0) return -1;
     if ((cfg->methods & DM_METHOD_GRID) && p->ngrid_values == 0)

@@ -79,6 +79,47 @@ void dm_volume_vox2world(const dm_volume *v, dm_affine *a)
     }
 }
 
+int dm_volume_has_orientation(const dm_volume *v)
+{
+    const nifti_image *nim = v->geometry;
+    return nim && (nim->sform_code > 0 || nim->qform_code > 0);
+}
+
+/* "[a b c d; e f g h; i j k l]": the three rows that matter. */
+static void affine_text(const dm_affine *a, char *buf, size_t size)
+{
+    size_t n = 0;
+    for (int i = 0; i < 3 && n < size; i++)
+        for (int j = 0; j < 4 && n < size; j++)
+            n += (size_t)snprintf(buf + n, size - n, "%s%.6g%s", j == 0 ? (i ? " " : "[") : " ",
+                                  a->m[i][j] == 0 ? 0.0 : a->m[i][j],
+                                  j < 3   ? ""
+                                  : i < 2 ? ";"
+                                          : "]");
+}
+
+int dm_volume_check_same_space(const dm_volume *vol, const char *path, const dm_volume *ref,
+                               const char *ref_path)
+{
+    if (dm_volume_check_same_grid(vol, path, ref, ref_path) != 0) return -1;
+    if (!dm_volume_has_orientation(vol) || !dm_volume_has_orientation(ref)) return 0;
+    dm_affine a, b;
+    dm_volume_vox2world(vol, &a);
+    dm_volume_vox2world(ref, &b);
+    int same = 1;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            if (fabs(a.m[i][j] - b.m[i][j]) > 1e-4 * (1 + fmax(fabs(a.m[i][j]), fabs(b.m[i][j]))))
+                same = 0;
+    if (same) return 0;
+    char ta[256], tb[256];
+    affine_text(&a, ta, sizeof ta);
+    affine_text(&b, tb, sizeof tb);
+    return dm_set_error("%s: same grid as %s but another voxel-to-world affine: %s against %s "
+                        "(resample it onto %s, or fix its header)",
+                        path, ref_path, ta, tb, ref_path);
+}
+
 void dm_volume_voxel_size(const dm_volume *v, double vox[3])
 {
     const nifti_image *nim = v->geometry;

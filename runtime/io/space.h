@@ -17,6 +17,13 @@ void dm_affine_apply(const dm_affine *a, const double in[3], double out[3]);
 
 /* The image's voxel -> world mm matrix (sform when set, else qform, else voxel sizes). */
 void dm_volume_vox2world(const dm_volume *v, dm_affine *a);
+/* 1 when the image carries an orientation (a qform or an sform code above 0). */
+int dm_volume_has_orientation(const dm_volume *v);
+/* Same grid as ref (dm_volume_check_same_grid) and, when both carry an orientation, the same
+ * voxel -> world matrix (to 1e-4 of each entry's size, a float32 header's precision); else -1
+ * with an error naming `path`, `ref_path` and printing both matrices. */
+int dm_volume_check_same_space(const dm_volume *vol, const char *path, const dm_volume *ref,
+                               const char *ref_path);
 /* Voxel sizes (mm), positive. */
 void dm_volume_voxel_size(const dm_volume *v, double vox[3]);
 /* FSL's voxel -> "scaled voxel" mm matrix: diag(voxel sizes), with the x axis reversed

@@ -8,13 +8,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* allow_nan: "nan" tokens are read as NaN (bvecs write them for b=0 volumes). */
+/* Text here is printable bytes, tabs and line ends (and UTF-8 in comments); a NUL or another
+ * control byte means a binary file (an image given as bvals, say), reported without its bytes. */
+static long binary_offset(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == 0 || c == 0x7f || (c < 0x20 && !strchr("\t\n\r\f\v", c))) return (long)i;
+    }
+    return -1;
+}
+
 static int read_matrix(const char *path, int *rows, int *cols, double **data, int allow_nan)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return dm_set_error("%s is a directory, not a text file", path);
     size_t len;
     char *text = dm_read_file(path, &len);
     if (!text) return -1;
+    long at = binary_offset(text, len);
+    if (at >= 0) {
+        dm_set_error("%s: not a text file (binary byte 0x%02x at offset %ld)", path,
+                     (unsigned char)text[at], at);
+        free(text);
+        return -1;
+    }
     size_t cap = 256, n = 0;
     double *values = malloc(cap * sizeof *values);
     int nrows = 0, ncols = 0, first_row_line = 0, lineno = 0;
@@ -188,7 +210,9 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
         dm_warn("%s: %d direction%s of b>0 not of unit length (first: volume %d, length %.4g); "
                 "normalised",
                 bvecs_path, fixed, fixed > 1 ? "s" : "", first_fixed, first_norm);
-    if (zero_dirs)
+    int weighted = 0;
+    for (int i = 0; i < nb; i++) weighted += bv[i] > 0;
+    if (zero_dirs && zero_dirs < weighted) /* all of them: the caller says what that means */
         dm_warn("%s: %d volume%s with b>0 but direction 0 0 0 (first: volume %d)", bvecs_path,
                 zero_dirs, zero_dirs > 1 ? "s" : "", first_zero);
     *b = bv;

@@ -134,6 +134,9 @@ int dm_volume_read(const char *path, dm_volume *vol)
         free(found); /* a prefix such as "dwi" for dwi.nii.gz: niftilib finds the file */
     } else {
         fclose(probe);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            return dm_set_error("%s is a directory, not a NIfTI image", path);
     }
 
     nifti_image *nim = nifti_image_read(path, 0);

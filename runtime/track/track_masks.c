@@ -13,13 +13,17 @@ static int load_on_seed_grid(const char *path, const char *what, const dm_track_
                              dm_volume *v)
 {
     if (dm_volume_read(path, v) != 0) return -1;
-    if (v->nx != s->ref.nx || v->ny != s->ref.ny || v->nz != s->ref.nz) {
-        int rc = dm_set_error("%s %s is %dx%dx%d, the seed space is %dx%dx%d", what, path, v->nx,
-                              v->ny, v->nz, s->ref.nx, s->ref.ny, s->ref.nz);
-        dm_volume_free(v);
-        return rc;
-    }
-    return 0;
+    int rc = 0;
+    if (v->nx != s->ref.nx || v->ny != s->ref.ny || v->nz != s->ref.nz)
+        rc = dm_set_error("%s %s is %dx%dx%d, the seed space is %dx%dx%d", what, path, v->nx, v->ny,
+                          v->nz, s->ref.nx, s->ref.ny, s->ref.nz);
+    else if (v->nt > 1)
+        rc = dm_set_error("%s %s: a 4D image (%dx%dx%dx%d); a mask is 3D", what, path, v->nx, v->ny,
+                          v->nz, v->nt);
+    else
+        rc = dm_volume_check_same_space(v, path, &s->ref, "the seed space");
+    if (rc != 0) dm_volume_free(v);
+    return rc;
 }
 
 static int set_flag(const char *path, const char *what, const dm_track_seeds *s, dm_track_masks *m,

@@ -107,8 +107,13 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
     if (image && (rc = dm_volume_read(seed, &seed_img)) != 0) goto done;
     if ((rc = dm_volume_read(ref_path, &s->ref)) != 0) goto done;
     if (image && seedref &&
-        (rc = dm_volume_check_same_grid(&seed_img, seed, &s->ref, seedref)) != 0)
+        (rc = dm_volume_check_same_space(&seed_img, seed, &s->ref, seedref)) != 0)
         goto done;
+    if (image && seed_img.nt > 1) {
+        rc = dm_set_error("%s: a 4D image (%dx%dx%dx%d); a seed mask is 3D", seed, seed_img.nx,
+                          seed_img.ny, seed_img.nz, seed_img.nt);
+        goto done;
+    }
     dm_affine_identity(&s->seed2track);
     for (int a = 0; a < 3; a++) s->seed2track.m[a][a] = f->vox[a];
     if (xfm) {
@@ -124,6 +129,9 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
                           "(%dx%dx%d): give --xfm",
                           ref_path, s->ref.nx, s->ref.ny, s->ref.nz, f->nx, f->ny, f->nz);
         goto done;
+    } else if (diffusion_mask_path && (rc = dm_volume_check_same_space(&s->ref, ref_path, &f->mask,
+                                                                       diffusion_mask_path)) != 0) {
+        goto done; /* the diffusion grid, but placed elsewhere: an --xfm is needed */
     }
     if ((rc = dm_affine_invert(&s->seed2track, &s->track2seed)) != 0) goto done;
     long cap = 0;
@@ -133,7 +141,7 @@ int dm_track_seeds_load(const char *seed, const char *seedref, const char *xfm,
         for (int g = 0; g < s->ngroups && rc == 0; g++) {
             dm_volume m = {0};
             if ((rc = dm_volume_read(s->group_paths[g], &m)) != 0) break;
-            rc = dm_volume_check_same_grid(&m, s->group_paths[g], &s->ref, ref_path);
+            rc = dm_volume_check_same_space(&m, s->group_paths[g], &s->ref, ref_path);
             long before = s->n;
             if (rc == 0) rc = add_mask_seeds(s, &cap, &m, g);
             if (rc == 0 && s->n == before)

@@ -125,12 +125,17 @@ st = load(f"{d}/obad/status.nii.gz") if rc == 0 else None
 check("bad-voxels-flagged", rc == 0 and st[0, 0, 0] == 3 and st[1, 0, 0] == 3 and st[2, 0, 0] == 4
       and np.all(st[3, :, 0] == 1), f"exit {rc}, status {None if st is None else st[:, :, 0].tolist()}")
 
-# Starting values outside their bounds (a float32 map rounding onto an open bound) are moved
-# just inside: the voxel is fitted, not failed.
-dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", *common, "--init", "f1=1.5,d=0",
-      "--out", f"{d}/oclamp")
+# Starting maps outside their bounds (a float32 map rounding onto an open bound) are moved just
+# inside: the voxel is fitted, not failed.  A constant outside them is an error, as in a model.
+save(f"{d}/f1_out.nii.gz", np.full((4, 2, 1), 1.5), affine)
+save(f"{d}/d_zero.nii.gz", np.zeros((4, 2, 1)), affine)
+dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", *common, "--init",
+      f"f1={d}/f1_out.nii.gz,d={d}/d_zero.nii.gz", "--out", f"{d}/oclamp")
 st = load(f"{d}/oclamp/status.nii.gz")
 check("start-outside-bounds-clamped", np.all(st == 1), f"status {st.ravel().tolist()}")
+expect_error("error-init-outside-bounds", "outside the bounds [0, 1] of 'f1'", "fit", "ball_1_stick",
+             "--data", f"{d}/dwi.nii.gz", *common, "--init", "f1=1.5", "--out", f"{d}/oinit")
+check("error-init-leaves-no-output", not os.path.exists(f"{d}/oinit"))
 
 # Outputs keep the input's geometry and read back as written.
 dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", "--mask", f"{d}/mask.nii.gz", *common,
