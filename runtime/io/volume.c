@@ -45,6 +45,21 @@ static long long file_size(const char *path)
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
+/* 1 when the file's first bytes (up to a NIfTI header's worth) are all printable text or white
+ * space: a bvals file, say, given where an image belongs. */
+static int is_text_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char buf[352];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        if ((buf[i] < 0x20 && !strchr("\t\n\r\f\v", buf[i])) || buf[i] == 0 || buf[i] >= 0x7f)
+            return 0;
+    return n > 0;
+}
+
 /* Converts nvals values of the given NIfTI data type to doubles. */
 static int convert_to_double(const void *src, int datatype, size_t nvals, double *dst)
 {
@@ -141,6 +156,7 @@ int dm_volume_read(const char *path, dm_volume *vol)
 
     nifti_image *nim = nifti_image_read(path, 0);
     if (!nim) {
+        if (is_text_file(path)) return dm_set_error("%s: a text file, not a NIfTI image", path);
         long long size = file_size(path);
         if (!nifti_is_gzfile(path) && size >= 0 && size < (long long)sizeof(nifti_1_header))
             return dm_set_error("%s: truncated: %lld bytes, shorter than a NIfTI header", path,
