@@ -262,12 +262,16 @@ static int valid_name(const char *name)
 
 int dm_help_pipeline_named(FILE *out, const char *name)
 {
+    if (!valid_name(name)) {
+        dm_set_error("help pipeline: '%s' is not a pipeline name (see 'dimoc help pipeline')",
+                     name);
+        return dm_report_error();
+    }
     pipeline p;
-    int rc = valid_name(name) ? pipeline_load(name, &p)
-                              : dm_set_error("help pipeline: '%s' is not a pipeline name", name);
+    int rc = pipeline_load(name, &p);
     if (rc == 0) rc = pipeline_table(&p);
     if (rc == 0) print_help(out, &p);
-    if (valid_name(name)) pipeline_free(&p);
+    pipeline_free(&p);
     return rc == 0 ? 0 : dm_report_error();
 }
 
