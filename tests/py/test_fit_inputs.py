@@ -126,11 +126,12 @@ check("bad-voxels-flagged", rc == 0 and st[0, 0, 0] == 3 and st[1, 0, 0] == 3 an
       and np.all(st[3, :, 0] == 1), f"exit {rc}, status {None if st is None else st[:, :, 0].tolist()}")
 
 # Starting values outside their bounds (a float32 map rounding onto an open bound) are moved
-# just inside: the voxel is fitted, not failed.
+# just inside: the voxel is fitted, not failed.  (From f1 = 1 and d at 0 LM may end with f1 at
+# its bound, status 6: an estimate, flagged.)
 dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", *common, "--init", "f1=1.5,d=0",
       "--out", f"{d}/oclamp")
 st = load(f"{d}/oclamp/status.nii.gz")
-check("start-outside-bounds-clamped", np.all(st == 1), f"status {st.ravel().tolist()}")
+check("start-outside-bounds-clamped", np.all((st == 1) | (st == 6)), f"status {st.ravel().tolist()}")
 
 # Outputs keep the input's geometry and read back as written.
 dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", "--mask", f"{d}/mask.nii.gz", *common,
