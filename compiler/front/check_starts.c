@@ -35,13 +35,11 @@ static void classify(checker *c, dm_param *p)
                      r->name);
             return;
         }
-        if (!p->periodic) {
+        if (!p->periodic) /* reported; the pair is still formed, for one message */
             dm_error(c->d, r->loc,
                      "'init from %s(K)' is for an angle: '%s' must be periodic, as in "
                      "'in [0, %s] periodic'",
                      r->name, p->name, r->name[0] == 't' ? "pi" : "2*pi");
-            return;
-        }
         p->init_source = r->name[0] == 't' ? DM_INIT_THETA : DM_INIT_PHI;
         p->init_axis = (int)r->args[0]->num;
         tensor = 1;
