@@ -25,7 +25,7 @@ int dm_help_compare(FILE *out)
         out, "dimoc compare --truth DIR --fit DIR [--params ..] [--axes ..] [--regions MAP]",
         "Prints, per region, the mean true and fitted value and the mean absolute error of\n"
         "each scalar map, and the median angle (degrees) between true and fitted axes.\n"
-        "Voxels whose fit status is not 1 (fitted) or 2 are left out.",
+        "Voxels whose fit status is not 1 (fitted), 2 or 6 are left out.",
         compare_opts);
     return 0;
 }

@@ -57,8 +57,8 @@ int dm_help_fit(FILE *out)
         "Fits MODEL (a shipped model name or a .model file) voxel by voxel.  Writes a map\n"
         "per parameter (the estimate, or the posterior mean after MCMC), NAME_std after\n"
         "MCMC, the model's derived outputs, status.nii.gz (0 outside the mask, 1 fitted,\n"
-        "2 not converged, 3 skipped: NaN/Inf, 4 skipped: all zero, 5 failed) and\n"
-        "provenance.json.",
+        "2 not converged, 3 skipped: NaN/Inf, 4 skipped: all zero, 5 failed, 6 at a\n"
+        "bound: LM ended with a parameter within a hair of a bound) and provenance.json.",
         fit_opts);
     return 0;
 }

@@ -194,8 +194,9 @@ int dm_cmd_info(int argc, char **argv)
         print_number(x->hi);
         printf("%c", x->hi_closed ? ']' : ')');
         printf("%*s", 4, "");
-        if (x->init_b0)
-            printf("b0          ");
+        char rule[24];
+        if (x->start != DM_START_CONST)
+            printf("%-12s", dm_start_rule_text(x, rule, sizeof rule));
         else
             printf("%-12g", x->init);
         char prior[64];

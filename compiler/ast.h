@@ -76,6 +76,19 @@ typedef struct dm_prior {
     double value[2]; /* args evaluated by the checker */
 } dm_prior;
 
+/* Where a parameter's start comes from (`init` clauses, docs/model-language.md). */
+typedef enum dm_init_source {
+    DM_INIT_CONST = 0, /* `init EXPR`, or the default rule */
+    DM_INIT_B0,        /* `init b0` / `init from b0`: mean of the b=0 measurements (else largest) */
+    DM_INIT_MD,        /* `init from md`: the mean diffusivity of the voxel's tensor fit */
+    DM_INIT_THETA,     /* `init from theta(K)`: polar angle of the tensor's K-th eigenvector */
+    DM_INIT_PHI,       /* `init from phi(K)`: its azimuth */
+} dm_init_source;
+
+/* The source's name as the metadata and `dimoc check` write it ("const", "b0", "md",
+ * "theta", "phi"). */
+const char *dm_init_source_name(dm_init_source s);
+
 typedef struct dm_param {
     const char *name;
     dm_loc loc;
@@ -83,7 +96,10 @@ typedef struct dm_param {
     dm_expr *lo_expr, *hi_expr; /* constant expressions; may evaluate to +-inf */
     int lo_closed, hi_closed;   /* '[' / ']' */
     dm_expr *init_expr;         /* NULL: default init */
-    int init_from_b0;           /* `init b0`: mean of the b=0 measurements (else largest) */
+    dm_expr *init_from;         /* `init from X`: the data-driven rule as written */
+    dm_loc init_from_loc;
+    dm_init_source init_source; /* DM_INIT_B0 also for `init b0` (parser); others: checker */
+    int init_axis;              /* theta/phi: the eigenvector K (1 = largest eigenvalue) */
     dm_expr *step_expr;         /* `step e`: initial MCMC proposal sd; NULL: default rule */
     dm_prior prior;
     int periodic;
@@ -179,6 +195,8 @@ typedef struct dm_model {
     int measure_width; /* columns of a packed per-measurement row */
     int voxel_width;   /* columns of a packed per-voxel row */
     int output_width;  /* slots of a packed derived-output row */
+    int multistart;    /* `multistart N`: LM starts per voxel (1 without the statement) */
+    dm_loc multistart_loc;
     struct dm_arena *arena;
 } dm_model;
 

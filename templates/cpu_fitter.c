@@ -29,6 +29,7 @@ typedef DM_REAL real;
 #include "fit_common.h"
 #include "grid.h"
 #include "lm.h"
+#include "multistart.h"
 #include "mcmc.h"
 #include "fit_voxel.h"
 

@@ -6,7 +6,7 @@
 
 #include "model_api.h"
 
-#define DM_FITTER_ABI 1
+#define DM_FITTER_ABI 2
 
 enum dm_method { DM_METHOD_GRID = 1, DM_METHOD_LM = 2, DM_METHOD_MCMC = 4 };
 enum dm_noise { DM_NOISE_GAUSSIAN = 0, DM_NOISE_RICIAN = 1 };
@@ -19,7 +19,15 @@ enum dm_status {
     DM_STATUS_SKIPPED_NONFINITE = 3,
     DM_STATUS_SKIPPED_ZERO = 4, /* all-zero signal */
     DM_STATUS_FAILED = 5,       /* no valid starting point (bounds/constraints), or NaN */
+    DM_STATUS_AT_BOUND = 6,     /* LM converged with a free parameter within a hair of a bound
+                                 * (a fraction at 0 or 1, a diffusivity at 0, ...): the estimate
+                                 * is degenerate or the model is not identifiable there */
 };
+#define DM_NSTATUS 7
+
+/* Fitted: the maps hold an estimate (converged, at the iteration limit, or at a bound). */
+#define DM_STATUS_HAS_ESTIMATE(s)                                                                  \
+    ((s) == DM_STATUS_FITTED || (s) == DM_STATUS_NOT_CONVERGED || (s) == DM_STATUS_AT_BOUND)
 
 typedef struct dm_fit_config {
     int nmeas;           /* M, measurements per voxel */
@@ -32,8 +40,14 @@ typedef struct dm_fit_config {
     int sample_every;    /* 25 */
     int update_every;    /* 40: proposal adaptation period */
     unsigned long long seed;
-    int grid_count[DM_MAX_PARAMS];  /* values for parameter k in the grid; 0: not gridded */
-    int grid_offset[DM_MAX_PARAMS]; /* first value of parameter k in grid_values */
+    /* Multi-start LM (templates/multistart.h): `starts` runs, the directions of the
+     * `norient` (theta, phi) pairs turned about the normal of the first two before each. */
+    int starts;                          /* 1: one LM run from the start */
+    int norient;                         /* (theta, phi) pairs, by tensor axis K */
+    int orient_theta[DM_MAX_PARAMS / 2]; /* parameter index of pair i's polar angle */
+    int orient_phi[DM_MAX_PARAMS / 2];   /* and of its azimuth */
+    int grid_count[DM_MAX_PARAMS];       /* values for parameter k in the grid; 0: not gridded */
+    int grid_offset[DM_MAX_PARAMS];      /* first value of parameter k in grid_values */
 } dm_fit_config;
 
 /* Number of stored MCMC samples per voxel. */

@@ -2,9 +2,12 @@
  * starting where the previous one ended; fixed parameters (cfg->fixed_mask) keep their
  * incoming values throughout.
  *
+ * LM runs from one start, or from several where the model asks (multistart.h).
+ *
  * Status: FAILED as soon as a stage has no valid start (and when grid search is the only
  * method and no grid point is valid; otherwise the next stage starts from the incoming
- * values); else the status of the last stage run (NOT_CONVERGED only when LM is last).
+ * values); else the status of the last stage run (NOT_CONVERGED and AT_BOUND only when LM is
+ * last).
  *
  * The estimate returned is the last stage's: the grid point, the LM minimum, or the MCMC
  * posterior mean (circular for periodic parameters, see mcmc.h).  stats are computed at that
@@ -14,7 +17,7 @@
  * On the GPU all lanes of the group call this with the same arguments; only the leader lane
  * writes params, samples and stats.
  *
- * Before including: fit_common.h, grid.h, lm.h, mcmc.h. */
+ * Before including: fit_common.h, grid.h, lm.h, multistart.h, mcmc.h. */
 #ifndef DIMOC_FIT_VOXEL_H
 #define DIMOC_FIT_VOXEL_H
 
@@ -34,8 +37,10 @@ DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
         if (!dm_grid_search(cfg, grid_values, d, p, &sse) && cfg->methods == DM_METHOD_GRID)
             status = DM_STATUS_FAILED;
     }
-    if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_LM))
-        status = dm_lm_fit(cfg, d, p, &iterations, &sse);
+    if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_LM)) {
+        status = dm_lm_multistart(cfg, d, p, &iterations, &sse);
+        if (!(cfg->methods & DM_METHOD_MCMC)) status = dm_bound_status(cfg, p, status);
+    }
     if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_MCMC))
         status =
             dm_mcmc_run(cfg, d, voxel_index, p, samples, sample_stride, &accept_rate, &tau_mean);

@@ -16,6 +16,7 @@
 #include "fit_common.h"
 #include "grid.h"
 #include "lm.h"
+#include "multistart.h"
 #include "mcmc.h"
 #include "fit_voxel.h"
 

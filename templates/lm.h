@@ -129,17 +129,11 @@ DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, i
 
     real fixed_p[DM_NPARAMS], x[DM_NPARAMS], dpdx[DM_NPARAMS];
     for (int k = 0; k < DM_NPARAMS; k++) fixed_p[k] = p[k];
+    /* dm_to_free moves a start closer to a bound than |x| = 20 (atan map; 1.6% of the range)
+     * or x = -25 (exp maps) to there, where dp/dx lets LM move it (at the bound itself dp/dx
+     * is 0 and LM could never leave it; compiler/back/emit.c says why a start merely very
+     * close froze LM too). */
     dm_to_free(p, x);
-    /* A parameter that starts on a closed bound maps to x = +-inf, or (atan map) to |x| beyond
-     * 1/eps where dp/dx is ~0: LM could never move it.  Pull it to |x| = 20: for the atan map
-     * ~1.6% of the range from the bound, for the exp map 2e-9 from it.  (An identity map has
-     * dp/dx = 1 and is never pulled, however large x.) */
-    dm_from_free(x, p, dpdx);
-    for (int i = 0; i < n; i++) {
-        int k = free_k[i];
-        if (!dm_finite(x[k]) || (fabs(x[k]) >= 1 / DM_REAL_EPS && fabs(dpdx[k]) < 1))
-            x[k] = x[k] > 0 ? (real)20 : (real)-20;
-    }
     dm_lm_params(cfg, x, fixed_p, p, dpdx);
     cost = dm_sse(d, p);
     if (!dm_finite(cost) || !dm_params_valid(p, d->vox)) return DM_STATUS_FAILED;

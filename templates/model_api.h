@@ -68,4 +68,12 @@
 #ifndef DIMOC_MODEL_API_H
 #define DIMOC_MODEL_API_H
 #define DM_MAX_PARAMS 32
+
+/* The range of the free coordinate that dm_to_free returns (see compiler/back/emit.c's
+ * transforms): a start closer to a bound is moved to the edge, where LM can move it. */
+#define DM_FREE_ATAN_MAX 20.0
+#define DM_FREE_EXP_MIN (-25.0)
+/* dm_near_bound's hair (the at-a-bound status): for the atan map p beyond x = +-1000, within
+ * (hi-lo)/pi atan(1/1000) of a bound; for the exp maps beyond x = DM_FREE_EXP_MIN. */
+#define DM_NEAR_BOUND_ATAN 1000.0
 #endif

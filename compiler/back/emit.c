@@ -440,7 +440,20 @@ static free_kind free_kind_of(const dm_param *par)
 }
 
 /* Thesis eq. 5.8-5.10: lower only p = lo + exp(x); upper only p = hi - exp(x); both
- * p = (hi-lo)/pi * atan(x) + (hi+lo)/2. */
+ * p = (hi-lo)/pi * atan(x) + (hi+lo)/2.
+ *
+ * dm_to_free keeps x where LM can move it: |x| <= DM_FREE_ATAN_MAX (20) for the atan map, and
+ * x >= DM_FREE_EXP_MIN (-25) for the exp maps (templates/model_api.h).  Why: near a bound the atan
+ * map has dp/dx = (hi-lo)/(pi x^2), so a start at fiso = 1e-16 (x = -3e15) gets dp/dx ~ 3e-32.
+ * LM's linear model of the signal then holds only for steps in p no larger than p's distance
+ * from the bound, the damping needed for such a step is ~1e15, and the first step accepted
+ * (~1e3 in x, ~1e-28 in p) is below the step tolerance relative to |x|: LM stops there as
+ * converged, having moved nothing.  A start closer to a bound is therefore moved to the edge
+ * (for the atan map (hi-lo)/pi * atan(1/20), 1.6% of the range, the pull that starts on a
+ * closed bound always had; for the exp maps e^-25 = 1.4e-11 from the bound), where dp/dx is
+ * large enough for LM to leave the bound in a few steps, or to go back to it.  dm_near_bound
+ * flags an estimate within a narrower hair of a bound (|x| beyond DM_NEAR_BOUND_ATAN = 1000,
+ * 3.2e-4 of the range; or beyond DM_FREE_EXP_MIN) for the at-a-bound status. */
 static void emit_free_transforms(dm_buf *b, const dm_model *m)
 {
     dm_buf_puts(b, "/* Levenberg-Marquardt reparametrisation: free x from bounded p. */\n"
@@ -456,7 +469,8 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
                 dm_buf_puts(b, " - ");
                 emit_literal(b, lo, 0);
             }
-            dm_buf_puts(b, ");");
+            dm_buf_printf(b, ");\n    if (!(x[%d] >= %d)) x[%d] = %d;", k, (int)DM_FREE_EXP_MIN, k,
+                          (int)DM_FREE_EXP_MIN);
             break;
         case FREE_UPPER:
             dm_buf_printf(b, "    x[%d] = log(", k);
@@ -465,6 +479,8 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
                 dm_buf_puts(b, " ");
             }
             dm_buf_printf(b, "-%sp[%d]);", hi != 0 ? " " : "", k);
+            dm_buf_printf(b, "\n    if (!(x[%d] >= %d)) x[%d] = %d;", k, (int)DM_FREE_EXP_MIN, k,
+                          (int)DM_FREE_EXP_MIN);
             break;
         case FREE_BOTH:
             dm_buf_printf(b, "    x[%d] = tan((p[%d] - ", k, k);
@@ -472,6 +488,11 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
             dm_buf_puts(b, ") * ");
             emit_literal(b, DM_PI_D / (hi - lo), 0);
             dm_buf_puts(b, ");");
+            dm_buf_printf(b,
+                          "\n    if (!(fabs(x[%d]) <= %d))\n"
+                          "        x[%d] = x[%d] > 0 ? %d : -%d;",
+                          k, (int)DM_FREE_ATAN_MAX, k, k, (int)DM_FREE_ATAN_MAX,
+                          (int)DM_FREE_ATAN_MAX);
             break;
         }
         dm_buf_printf(b, " /* %s */\n", par->name);
@@ -517,6 +538,38 @@ static void emit_free_transforms(dm_buf *b, const dm_model *m)
     }
     if (m->params.n == 0) dm_buf_puts(b, "    (void)x;\n    (void)p;\n    (void)dpdx;\n");
     dm_buf_puts(b, "}\n\n");
+
+    /* The hair of each bound (see above). */
+    dm_buf_puts(b,
+                "/* Bit k: parameter k lies within a hair of a bound (3.2e-4 of a finite range,\n"
+                " * 1.4e-11 from a single bound). */\n"
+                "DM_FN unsigned dm_near_bound(const real *p)\n{\n    unsigned near = 0;\n");
+    int any = 0;
+    for (int k = 0; k < m->params.n; k++) {
+        const dm_param *par = m->params.items[k];
+        double lo = param_lo(par), hi = param_hi(par);
+        free_kind kind = free_kind_of(par);
+        if (kind == FREE_IDENTITY) continue;
+        double hair = kind == FREE_BOTH ? (hi - lo) / DM_PI_D * atan(1 / DM_NEAR_BOUND_ATAN)
+                                        : exp(DM_FREE_EXP_MIN);
+        any = 1;
+        dm_buf_puts(b, "    if (");
+        if (kind != FREE_UPPER) {
+            dm_buf_printf(b, "p[%d] - ", k);
+            emit_literal(b, lo, 0);
+            dm_buf_puts(b, " <= ");
+            emit_literal(b, hair, 0);
+        }
+        if (kind == FREE_BOTH) dm_buf_puts(b, " || ");
+        if (kind != FREE_LOWER) {
+            emit_literal(b, hi, 0);
+            dm_buf_printf(b, " - p[%d] <= ", k);
+            emit_literal(b, hair, 0);
+        }
+        dm_buf_printf(b, ") near |= 1u << %d; /* %s */\n", k, par->name);
+    }
+    if (!any) dm_buf_puts(b, "    (void)p;\n");
+    dm_buf_puts(b, "    return near;\n}\n\n");
 }
 
 static void emit_proposal_sd(dm_buf *b, const dm_model *m)

@@ -25,7 +25,7 @@ static const char *output_kind_name(dm_output_kind k)
 char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source)
 {
     dm_buf b = {0};
-    dm_buf_puts(&b, "dimoc-meta 1\n");
+    dm_buf_puts(&b, "dimoc-meta 2\n");
     dm_buf_printf(&b, "model %s\n", m->name);
     dm_buf_printf(&b, "description %s\n", m->description ? m->description : "");
     dm_buf_printf(&b, "source_hash %016llx\n",
@@ -40,6 +40,7 @@ char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source)
     dm_buf_printf(&b, "flops_gradient_prepare %ld\n", flops->gradient_prepare);
     dm_buf_printf(&b, "flops_gradient_prepare_transcendental %ld\n",
                   flops->gradient_prepare_transc);
+    dm_buf_printf(&b, "multistart %d\n", m->multistart > 0 ? m->multistart : 1);
     for (int i = 0; i < m->measures.n; i++) {
         const dm_input *in = m->measures.items[i];
         dm_buf_printf(&b, "measure %s %d %s %d\n", in->name, in->width,
@@ -58,8 +59,11 @@ char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source)
         number(&b, p->has_bounds ? p->hi : INFINITY);
         dm_buf_printf(&b, " %d %d", p->lo_closed ? 1 : 0, p->hi_closed ? 1 : 0);
         number(&b, p->init);
-        dm_buf_printf(&b, " %d %d %s", p->init_from_b0 ? 1 : 0, p->periodic ? 1 : 0,
-                      dm_prior_kind_name(p->prior.kind));
+        if (p->init_source == DM_INIT_THETA || p->init_source == DM_INIT_PHI)
+            dm_buf_printf(&b, " %s%d", dm_init_source_name(p->init_source), p->init_axis);
+        else
+            dm_buf_printf(&b, " %s", dm_init_source_name(p->init_source));
+        dm_buf_printf(&b, " %d %s", p->periodic ? 1 : 0, dm_prior_kind_name(p->prior.kind));
         int nargs = dm_prior_constant_args(p->prior.kind);
         number(&b, nargs > 0 ? p->prior.value[0] : 0);
         number(&b, nargs > 1 ? p->prior.value[1] : 0);

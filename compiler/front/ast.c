@@ -104,6 +104,12 @@ const char *dm_prior_kind_name(dm_prior_kind k)
     return k >= 0 && k <= DM_PRIOR_CUSTOM ? names[k] : "none";
 }
 
+const char *dm_init_source_name(dm_init_source s)
+{
+    static const char *const names[] = {"const", "b0", "md", "theta", "phi"};
+    return s >= 0 && s <= DM_INIT_PHI ? names[s] : "const";
+}
+
 int dm_prior_constant_args(dm_prior_kind k)
 {
     return k == DM_PRIOR_GAUSSIAN || k == DM_PRIOR_GAMMA ? 2 : k == DM_PRIOR_ARD ? 1 : 0;

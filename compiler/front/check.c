@@ -567,6 +567,7 @@ int dm_check(dm_model *m, dm_diag *diag)
                  "too many parameters (%d): at most %d are supported", m->params.n, DM_MAX_PARAMS);
     for (int i = 0; i < m->params.n; i++) check_param(&c, m->params.items[i]);
     check_measures(&c);
+    dm_check_starts(&c);
     check_voxels(&c);
     check_lets(&c);
     for (int i = 0; i < m->params.n; i++) check_custom_prior(&c, m->params.items[i]);

@@ -1,4 +1,4 @@
-/* Internal to the checker (check.c, check_expr.c): the state of one check run and the
+/* Internal to the checker (check.c, check_expr.c, check_starts.c): the state of one check run and the
  * expression typing shared by every statement. */
 #ifndef DIMOC_CHECK_H
 #define DIMOC_CHECK_H
@@ -51,6 +51,9 @@ int dm_const_value(checker *c, dm_expr *e, const char *what, double *out);
 
 /* Where E begins in the source (a binary node's own location is its operator). */
 dm_loc dm_expr_start(const dm_expr *e);
+
+/* The data-driven starts and `multistart` (check_starts.c); after the measures' checks. */
+void dm_check_starts(checker *c);
 
 void dm_undefined_name(checker *c, dm_loc loc, const char *name);
 const char *dm_kind_words(dm_symbol_kind k);

@@ -16,6 +16,8 @@
 
 /* Widest per-measurement or per-voxel input. */
 #define DM_MAX_INPUT_WIDTH 1024
+/* The most LM starts a model may ask for (`multistart N`). */
+#define DM_MAX_MULTISTART 16
 
 /* State shared by the scanner and the parser of one run. */
 typedef struct dm_parse_ctx {

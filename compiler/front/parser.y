@@ -47,6 +47,7 @@ static int first_clause(dm_parse_ctx *ctx, dm_param *p, int already, dm_loc loc,
                         const char *clause);
 static void set_prior(dm_parse_ctx *ctx, dm_param *p, dm_loc loc, const char *name,
                       dm_expr_list *args);
+static dm_param *init_from(dm_parse_ctx *ctx, dm_param *p, dm_loc loc, dm_expr *rule);
 static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,
                              const char *kind, dm_loc kind_loc, dm_expr *value);
 }
@@ -73,9 +74,9 @@ static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,
 %token <str> STRING "a string"
 %token <num> NUMBER "a number"
 %token KW_MODEL "'model'" KW_MEASURE "'measure'" KW_VOXEL "'voxel'" KW_PARAM "'param'"
-%token KW_IN "'in'" KW_INIT "'init'" KW_PRIOR "'prior'" KW_PERIODIC "'periodic'"
+%token KW_IN "'in'" KW_INIT "'init'" KW_FROM "'from'" KW_PRIOR "'prior'" KW_PERIODIC "'periodic'"
 %token KW_STEP "'step'" KW_LET "'let'" KW_CONSTRAINT "'constraint'" KW_SIGNAL "'signal'"
-%token KW_DERIVATIVE "'derivative'" KW_OUTPUT "'output'"
+%token KW_DERIVATIVE "'derivative'" KW_MULTISTART "'multistart'" KW_OUTPUT "'output'"
 %token LE "'<='" GE "'>='" EQ "'=='" NE "'!='" AND "'&&'" OR "'||'"
 
 %type <expr> expr ternary or and equality relation sum product unary power postfix primary
@@ -156,6 +157,20 @@ statement
             d->value = $4;
             dm_vec_push(ctx->m, ctx->m->derivatives, d);
         }
+    | KW_MULTISTART NUMBER
+        {
+            begin_statement(ctx);
+            double n = $2;
+            if (ctx->m->multistart)
+                dm_error(ctx->diag, @1, "repeated 'multistart' statement");
+            else if (!(n >= 1 && n <= DM_MAX_MULTISTART && n == (int)n))
+                dm_error(ctx->diag, @2, "multistart needs an integer from 1 to %d",
+                         DM_MAX_MULTISTART);
+            else {
+                ctx->m->multistart = (int)n;
+                ctx->m->multistart_loc = @1;
+            }
+        }
     | KW_OUTPUT IDENT '=' expr { output_statement(ctx, @2, $2, NULL, @2, $4); }
     | KW_OUTPUT IDENT IDENT '=' expr { output_statement(ctx, @2, $2, $3, @3, $5); }
     | error
@@ -202,14 +217,19 @@ clauses
     | clauses KW_INIT expr
         {
             $$ = $1;
-            int already = $$->init_expr != NULL || $$->init_from_b0;
+            int already = $$->init_expr != NULL || $$->init_from != NULL || $$->init_source;
             if (first_clause(ctx, $$, already, @2, "init")) {
                 /* `init b0` is not an expression but a rule; b0 stays a free name. */
                 if ($3->kind == DM_E_NAME && strcmp($3->name, "b0") == 0)
-                    $$->init_from_b0 = 1;
+                    $$->init_source = DM_INIT_B0;
                 else
                     $$->init_expr = $3;
             }
+        }
+    | clauses KW_INIT KW_FROM IDENT { $$ = init_from(ctx, $1, @2, new_name(ctx, @4, $4)); }
+    | clauses KW_INIT KW_FROM IDENT '(' args ')'
+        {
+            $$ = init_from(ctx, $1, @2, new_call(ctx, @4, $4, $6));
         }
     | clauses KW_PRIOR IDENT { $$ = $1; set_prior(ctx, $$, @3, $3, NULL); }
     | clauses KW_PRIOR IDENT '(' args ')' { $$ = $1; set_prior(ctx, $$, @3, $3, $5); }
@@ -330,7 +350,7 @@ static void yyerror(YYLTYPE *loc, yyscan_t scanner, dm_parse_ctx *ctx, const cha
 static const yysymbol_kind_t statement_keywords[] = {
     YYSYMBOL_KW_MODEL, YYSYMBOL_KW_MEASURE, YYSYMBOL_KW_VOXEL, YYSYMBOL_KW_PARAM,
     YYSYMBOL_KW_LET, YYSYMBOL_KW_CONSTRAINT, YYSYMBOL_KW_SIGNAL, YYSYMBOL_KW_DERIVATIVE,
-    YYSYMBOL_KW_OUTPUT,
+    YYSYMBOL_KW_MULTISTART, YYSYMBOL_KW_OUTPUT,
 };
 #define NSTATEMENT_KEYWORDS (int)(sizeof statement_keywords / sizeof statement_keywords[0])
 
@@ -582,6 +602,18 @@ static dm_input *new_input(dm_parse_ctx *ctx, dm_loc loc, const char *name, int 
 static dm_param *new_param(dm_parse_ctx *ctx)
 {
     return dm_arena_alloc(ctx->m, sizeof(dm_param));
+}
+
+/* `init from RULE`: a start computed from the data (the checker reads RULE: a name or a
+ * call). */
+static dm_param *init_from(dm_parse_ctx *ctx, dm_param *p, dm_loc loc, dm_expr *rule)
+{
+    int already = p->init_expr != NULL || p->init_from != NULL || p->init_source;
+    if (first_clause(ctx, p, already, loc, "init")) {
+        p->init_from = rule;
+        p->init_from_loc = rule->loc;
+    }
+    return p;
 }
 
 /* Reports a repeated clause; returns 1 when this is the first. */

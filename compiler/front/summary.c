@@ -194,8 +194,11 @@ static void print_params(const dm_model *m, FILE *out)
         char bounds[64], init[32], step[32];
         snprintf(bounds, sizeof bounds, "%c%g, %g%c", p->lo_closed ? '[' : '(', p->lo, p->hi,
                  p->hi_closed ? ']' : ')');
-        if (p->init_from_b0)
-            snprintf(init, sizeof init, "b0");
+        if (p->init_source == DM_INIT_THETA || p->init_source == DM_INIT_PHI)
+            snprintf(init, sizeof init, "%s(%d)", dm_init_source_name(p->init_source),
+                     p->init_axis);
+        else if (p->init_source != DM_INIT_CONST)
+            snprintf(init, sizeof init, "%s", dm_init_source_name(p->init_source));
         else
             snprintf(init, sizeof init, "%g%s", p->init, p->init_expr ? "" : "*");
         if (p->step > 0)
@@ -220,10 +223,11 @@ void dm_print_summary(const dm_model *m, FILE *out)
                  m->voxels.n, 0, out);
     print_params(m, out);
     for (int i = 0; i < m->params.n; i++)
-        if (!m->params.items[i]->init_expr && !m->params.items[i]->init_from_b0) {
+        if (!m->params.items[i]->init_expr && !m->params.items[i]->init_source) {
             fputs("  (* default initial value)\n", out);
             break;
         }
+    if (m->multistart > 1) fprintf(out, "multistart: %d LM starts per voxel\n", m->multistart);
     if (m->lets.n) {
         fputs("lets:\n", out);
         for (int i = 0; i < m->lets.n; i++) {

@@ -225,13 +225,26 @@ DM_FN void dm_wrap_periodic(real *p)
 /* Levenberg-Marquardt reparametrisation: free x from bounded p. */
 DM_FN void dm_to_free(const real *p, real *x)
 {
-    x[0] = log(p[0]); /* S0 */
-    x[1] = tan((p[1] - (real)1.5) * (real)1.0471975511965976); /* l11 */
-    x[2] = tan((p[2] - 0) * (real)0.5235987755982988); /* l21 */
-    x[3] = tan((p[3] - (real)1.5) * (real)1.0471975511965976); /* l22 */
-    x[4] = tan((p[4] - 0) * (real)0.5235987755982988); /* l31 */
-    x[5] = tan((p[5] - 0) * (real)0.5235987755982988); /* l32 */
-    x[6] = tan((p[6] - (real)1.5) * (real)1.0471975511965976); /* l33 */
+    x[0] = log(p[0]);
+    if (!(x[0] >= -25)) x[0] = -25; /* S0 */
+    x[1] = tan((p[1] - (real)1.5) * (real)1.0471975511965976);
+    if (!(fabs(x[1]) <= 20))
+        x[1] = x[1] > 0 ? 20 : -20; /* l11 */
+    x[2] = tan((p[2] - 0) * (real)0.5235987755982988);
+    if (!(fabs(x[2]) <= 20))
+        x[2] = x[2] > 0 ? 20 : -20; /* l21 */
+    x[3] = tan((p[3] - (real)1.5) * (real)1.0471975511965976);
+    if (!(fabs(x[3]) <= 20))
+        x[3] = x[3] > 0 ? 20 : -20; /* l22 */
+    x[4] = tan((p[4] - 0) * (real)0.5235987755982988);
+    if (!(fabs(x[4]) <= 20))
+        x[4] = x[4] > 0 ? 20 : -20; /* l31 */
+    x[5] = tan((p[5] - 0) * (real)0.5235987755982988);
+    if (!(fabs(x[5]) <= 20))
+        x[5] = x[5] > 0 ? 20 : -20; /* l32 */
+    x[6] = tan((p[6] - (real)1.5) * (real)1.0471975511965976);
+    if (!(fabs(x[6]) <= 20))
+        x[6] = x[6] > 0 ? 20 : -20; /* l33 */
 }
 
 /* Bounded p from free x, and dpdx[k] = dp[k] / dx[k]. */
@@ -254,6 +267,21 @@ DM_FN void dm_from_free(const real *x, real *p, real *dpdx)
     dpdx[5] = (real)1.909859317102744 / (1 + x[5] * x[5]);
     p[6] = (real)0.954929658551372 * atan(x[6]) + (real)1.5;
     dpdx[6] = (real)0.954929658551372 / (1 + x[6] * x[6]);
+}
+
+/* Bit k: parameter k lies within a hair of a bound (3.2e-4 of a finite range,
+ * 1.4e-11 from a single bound). */
+DM_FN unsigned dm_near_bound(const real *p)
+{
+    unsigned near = 0;
+    if (p[0] - 0 <= (real)1.3887943864964021e-11) near |= 1u << 0; /* S0 */
+    if (p[1] - 0 <= (real)0.0009549293402416769 || 3 - p[1] <= (real)0.0009549293402416769) near |= 1u << 1; /* l11 */
+    if (p[2] - -3 <= (real)0.0019098586804833539 || 3 - p[2] <= (real)0.0019098586804833539) near |= 1u << 2; /* l21 */
+    if (p[3] - 0 <= (real)0.0009549293402416769 || 3 - p[3] <= (real)0.0009549293402416769) near |= 1u << 3; /* l22 */
+    if (p[4] - -3 <= (real)0.0019098586804833539 || 3 - p[4] <= (real)0.0019098586804833539) near |= 1u << 4; /* l31 */
+    if (p[5] - -3 <= (real)0.0019098586804833539 || 3 - p[5] <= (real)0.0019098586804833539) near |= 1u << 5; /* l32 */
+    if (p[6] - 0 <= (real)0.0009549293402416769 || 3 - p[6] <= (real)0.0009549293402416769) near |= 1u << 6; /* l33 */
+    return near;
 }
 
 /* Initial MCMC proposal sd of parameter k at p: its `step`, else 0.2 for

@@ -120,8 +120,11 @@ DM_FN void dm_wrap_periodic(real *p)
 /* Levenberg-Marquardt reparametrisation: free x from bounded p. */
 DM_FN void dm_to_free(const real *p, real *x)
 {
-    x[0] = log(p[0]); /* S0 */
-    x[1] = tan((p[1] - 500) * (real)0.0031415926535897933); /* R */
+    x[0] = log(p[0]);
+    if (!(x[0] >= -25)) x[0] = -25; /* S0 */
+    x[1] = tan((p[1] - 500) * (real)0.0031415926535897933);
+    if (!(fabs(x[1]) <= 20))
+        x[1] = x[1] > 0 ? 20 : -20; /* R */
 }
 
 /* Bounded p from free x, and dpdx[k] = dp[k] / dx[k]. */
@@ -134,6 +137,16 @@ DM_FN void dm_from_free(const real *x, real *p, real *dpdx)
     }
     p[1] = (real)318.3098861837907 * atan(x[1]) + 500;
     dpdx[1] = (real)318.3098861837907 / (1 + x[1] * x[1]);
+}
+
+/* Bit k: parameter k lies within a hair of a bound (3.2e-4 of a finite range,
+ * 1.4e-11 from a single bound). */
+DM_FN unsigned dm_near_bound(const real *p)
+{
+    unsigned near = 0;
+    if (p[0] - 0 <= (real)1.3887943864964021e-11) near |= 1u << 0; /* S0 */
+    if (p[1] - 0 <= (real)0.318309780080559 || 1000 - p[1] <= (real)0.318309780080559) near |= 1u << 1; /* R */
+    return near;
 }
 
 /* Initial MCMC proposal sd of parameter k at p: its `step`, else 0.2 for

@@ -18,7 +18,7 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
     if (!vol) return dm_set_error("%s: out of memory for output '%s'", dir, name);
     for (size_t i = 0; i < p->nfit; i++) {
         int st = p->status[p->index[i]];
-        if (st != DM_STATUS_FITTED && st != DM_STATUS_NOT_CONVERGED) continue;
+        if (!DM_STATUS_HAS_ESTIMATE(st)) continue;
         for (int t = 0; t < nt; t++) vol[p->index[i] + (size_t)t * p->nvox] = vals[i * nt + t];
     }
     char file[256];

@@ -1,6 +1,7 @@
 /* Planning a fit: reading and checking every input, choosing the voxels, setting starts. */
 #include "util/error.h"
 #include "fit/fit.h"
+#include "fit/fit_starts.h"
 #include "util/fsutil.h"
 #include "io/space.h"
 #include "io/textio.h"
@@ -298,6 +299,7 @@ static int read_map_into(dm_problem *p, const char *path, int width, double *dst
 
 struct init_ctx {
     dm_problem *p;
+    unsigned given; /* bit k: parameter k was set */
 };
 static int set_init(void *ctx, const char *name, const char *value)
 {
@@ -305,6 +307,7 @@ static int set_init(void *ctx, const char *name, const char *value)
     int P = p->mi.nparams;
     int k = dm_model_param_index(&p->mi, name);
     if (k < 0) return dm_set_error("--init: model '%s' has no parameter '%s'", p->mi.name, name);
+    ((struct init_ctx *)ctx)->given |= 1u << k;
     char *end;
     double x = strtod(value, &end);
     if (*value && !*end) {
@@ -343,7 +346,7 @@ static int set_voxel(void *ctx, const char *name, const char *value)
     return dm_set_error("--voxel: model '%s' has no per-voxel input '%s'", mi->name, name);
 }
 
-static int init_from_dir(dm_problem *p, const char *dir)
+static int init_from_dir(dm_problem *p, const char *dir, unsigned *given)
 {
     int found = 0;
     for (int k = 0; k < p->mi.nparams; k++) {
@@ -354,6 +357,7 @@ static int init_from_dir(dm_problem *p, const char *dir)
             int rc = read_map_into(p, path, 1, p->start, p->mi.nparams, k);
             free(path);
             if (rc != 0) return -1;
+            *given |= 1u << k;
             found++;
         } else {
             free(path);
@@ -363,22 +367,6 @@ static int init_from_dir(dm_problem *p, const char *dir)
         return dm_set_error("--init-from %s: no map named after a parameter of '%s' there", dir,
                             p->mi.name);
     return 0;
-}
-
-/* Starting values that need the data: `init b0` is the mean of the b<=50 measurements (the
- * largest measurement when the model reads no b-values or none is that small). */
-static double b0_estimate(const dm_problem *p, const double *y)
-{
-    double sum = 0, mx = 0;
-    int n = 0;
-    for (int j = 0; j < p->M; j++) {
-        if (y[j] > mx) mx = y[j];
-        if (p->bvals && p->bvals[j] <= 50) {
-            sum += y[j];
-            n++;
-        }
-    }
-    return n && sum > 0 ? sum / n : mx;
 }
 
 /* The b-value scale, from the range and the signal decay.  dimoc's models take b in s/mm^2
@@ -504,11 +492,9 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
         p->status[p->index[i]] = !finite    ? DM_STATUS_SKIPPED_NONFINITE
                                  : !nonzero ? DM_STATUS_SKIPPED_ZERO
                                             : DM_STATUS_FITTED;
-        for (int k = 0; k < P; k++)
-            p->start[i * P + k] =
-                mi->params[k].init_b0 && finite && nonzero ? b0_estimate(p, y) : mi->params[k].init;
     }
     if (p->bvals && check_b_scale(p, r->bvals) != 0) return -1;
+    dm_fit_starts(p);
     /* Per-voxel inputs: defaults, then --voxel maps. */
     for (int i = 0; i < mi->nvoxels; i++) {
         const dm_voxel_info *x = &mi->voxels[i];
@@ -523,8 +509,8 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     }
     struct voxel_ctx vc = {p};
     if (for_each_item(r->voxel, "--voxel", set_voxel, &vc) != 0) return -1;
-    if (r->init_from && init_from_dir(p, r->init_from) != 0) return -1;
-    struct init_ctx ic = {p};
+    struct init_ctx ic = {p, 0};
+    if (r->init_from && init_from_dir(p, r->init_from, &ic.given) != 0) return -1;
     if (for_each_item(r->init, "--init", set_init, &ic) != 0) return -1;
     clamp_starts(p);
 
@@ -538,6 +524,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
         return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
                             "least one measurement per free parameter",
                             r->data, p->M, mi->name, nfree);
+    dm_fit_multistart_config(p, ic.given);
     struct grid_ctx gc = {p, 0};
     if (for_each_item(r->grid, "--grid", add_grid, &gc) != 0) return -1;
     if ((cfg->methods & DM_METHOD_GRID) && p->ngrid_values == 0)

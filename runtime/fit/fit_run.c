@@ -47,7 +47,7 @@ static void count_work(const dm_problem *p, const dm_fit_results *res, dm_fit_ti
     double iters = 0, fitted = 0;
     for (size_t i = 0; i < p->nfit; i++) {
         int st = p->status[p->index[i]];
-        if (st != DM_STATUS_FITTED && st != DM_STATUS_NOT_CONVERGED) continue;
+        if (!DM_STATUS_HAS_ESTIMATE(st)) continue;
         fitted++;
         iters += res->stats[i * DM_NSTATS + DM_STAT_ITERATIONS];
     }

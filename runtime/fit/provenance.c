@@ -26,9 +26,9 @@ int dm_fit_write_provenance(const dm_fit_request *r, const dm_problem *p, const 
         free(tmp);
         return -1;
     }
-    long counts[6] = {0};
+    long counts[DM_NSTATUS] = {0};
     for (size_t v = 0; v < p->nvox; v++)
-        if (p->status[v] < 6) counts[p->status[v]]++;
+        if (p->status[v] < DM_NSTATUS) counts[p->status[v]]++;
     char when[64];
     time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -96,6 +96,7 @@ int dm_fit_write_provenance(const dm_fit_request *r, const dm_problem *p, const 
     dm_json_int(&j, "skipped_nonfinite", counts[3]);
     dm_json_int(&j, "skipped_zero", counts[4]);
     dm_json_int(&j, "failed", counts[5]);
+    dm_json_int(&j, "at_bound", counts[6]);
     dm_json_num(&j, "per_second", t->fit > 0 ? p->nfit / t->fit : 0);
     dm_json_close(&j);
     dm_json_end(&j);

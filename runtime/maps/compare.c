@@ -48,11 +48,12 @@ static void split(const char *s, char out[][64], int *n, int max)
     free(copy);
 }
 
-/* The voxels a comparison counts: fitted (status 1 or 2), in region l when there are regions. */
+/* The voxels a comparison counts: those with an estimate (status 1 fitted, 2 not converged, 6
+ * at a bound), in region l when there are regions. */
 static int counted(const dm_volume *status, const dm_volume *regions, size_t v, int l)
 {
     int s = (int)status->data[v];
-    return (s == 1 || s == 2) && (!regions->data || (int)regions->data[v] == l);
+    return (s == 1 || s == 2 || s == 6) && (!regions->data || (int)regions->data[v] == l);
 }
 
 static int compare_scalar(const dm_compare_settings *s, const char *name, const dm_volume *status,

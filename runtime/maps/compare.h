@@ -14,8 +14,8 @@ typedef struct dm_compare_settings {
     const char *region_names; /* names of labels 1, 2, .. (comma list; others are "all") */
 } dm_compare_settings;
 
-/* Prints the table(s) to `out` as it goes: only voxels whose fit status is 1 (fitted) or 2
- * (not converged) count.  0, or -1 with dm_last_error() (a map that cannot be read; the rows
+/* Prints the table(s) to `out` as it goes: only voxels whose fit status is 1 (fitted), 2 (not
+ * converged) or 6 (at a bound) count.  0, or -1 with dm_last_error() (a map that cannot be read; the rows
  * before it are printed). */
 int dm_compare_maps(const dm_compare_settings *s, FILE *out);
 

@@ -45,6 +45,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     /* The model name and the description are cut to fit, as they always were. */
     snprintf(mi->name, sizeof mi->name, "%s", m->name);
     snprintf(mi->description, sizeof mi->description, "%s", m->description ? m->description : "");
+    mi->multistart = m->multistart > 0 ? m->multistart : 1;
     snprintf(mi->source_hash, sizeof mi->source_hash, "%016llx",
              dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0));
     snprintf(mi->code_hash, sizeof mi->code_hash, "%016llx", dm_hash64(source, strlen(source), 0));
@@ -85,7 +86,12 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
         x->lo_closed = p->lo_closed ? 1 : 0;
         x->hi_closed = p->hi_closed ? 1 : 0;
         x->init = p->init;
-        x->init_b0 = p->init_from_b0 ? 1 : 0;
+        x->start = p->init_source == DM_INIT_B0      ? DM_START_B0
+                   : p->init_source == DM_INIT_MD    ? DM_START_MD
+                   : p->init_source == DM_INIT_THETA ? DM_START_THETA
+                   : p->init_source == DM_INIT_PHI   ? DM_START_PHI
+                                                     : DM_START_CONST;
+        x->start_axis = p->init_axis;
         x->periodic = p->periodic ? 1 : 0;
         snprintf(x->prior, sizeof x->prior, "%s", dm_prior_kind_name(p->prior.kind));
         int nargs = dm_prior_constant_args(p->prior.kind);
@@ -162,4 +168,16 @@ int dm_model_param_index(const dm_model_info *mi, const char *name)
     for (int i = 0; i < mi->nparams; i++)
         if (!strcmp(mi->params[i].name, name)) return i;
     return -1;
+}
+
+const char *dm_start_rule_text(const dm_param_info *x, char *buf, int size)
+{
+    switch (x->start) {
+    case DM_START_B0: snprintf(buf, size, "b0"); break;
+    case DM_START_MD: snprintf(buf, size, "md"); break;
+    case DM_START_THETA: snprintf(buf, size, "theta(%d)", x->start_axis); break;
+    case DM_START_PHI: snprintf(buf, size, "phi(%d)", x->start_axis); break;
+    default: snprintf(buf, size, "%s", ""); break;
+    }
+    return buf;
 }

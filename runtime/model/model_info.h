@@ -21,12 +21,27 @@ typedef struct dm_voxel_info {
     double default_value; /* NaN: required */
 } dm_voxel_info;
 
+/* Where a parameter's start comes from (docs/model-language.md, `init`). */
+typedef enum {
+    DM_START_CONST, /* the `init` constant (or the default rule) */
+    DM_START_B0,    /* the mean b=0 signal (`init b0`, `init from b0`) */
+    DM_START_MD,    /* the tensor's mean diffusivity (`init from md`) */
+    DM_START_THETA, /* the polar angle of the tensor's eigenvector `axis` (`init from theta(K)`) */
+    DM_START_PHI,   /* its azimuth (`init from phi(K)`) */
+} dm_start_rule;
+
 typedef struct dm_param_info {
     char name[DM_NAME_MAX];
     double lo, hi, init, prior_a, prior_b, step;
-    int lo_closed, hi_closed, init_b0, periodic;
+    int lo_closed, hi_closed, periodic;
+    dm_start_rule start; /* init: the fallback where the rule has no value for a voxel */
+    int start_axis;      /* THETA, PHI: the eigenvector K, 1 to 3 (largest eigenvalue first) */
     char prior[16];
 } dm_param_info;
+
+/* The start rule as the model writes it after `init from` ("b0", "md", "theta(2)"), or ""
+ * for a constant. */
+const char *dm_start_rule_text(const dm_param_info *x, char *buf, int size);
 
 typedef enum { DM_OUTK_SCALAR, DM_OUTK_VECTOR, DM_OUTK_AXIS } dm_output_kind_info;
 
@@ -45,6 +60,7 @@ typedef struct dm_model_info {
     long flops_prepare, flops_gradient_prepare;
     int nparams, nmeasures, nvoxels, noutputs;
     int measure_width, voxel_width, output_width;
+    int multistart; /* LM starts per voxel the model asks for (`multistart N`; 1 without) */
     dm_param_info params[DM_MAX_PARAMS];
     dm_measure_info measures[16];
     dm_voxel_info voxels[16];

@@ -95,8 +95,11 @@ DM_FN void dm_wrap_periodic(real *p)
 DM_FN void dm_to_free(const real *p, real *x)
 {
     x[0] = log(p[0]);
+    if (!(x[0] >= DM_FREE_EXP_MIN)) x[0] = DM_FREE_EXP_MIN;
     x[1] = tan((p[1] - (real)0.005) / (real)0.005 * (DM_PI / 2));
+    if (!(fabs(x[1]) <= DM_FREE_ATAN_MAX)) x[1] = x[1] > 0 ? DM_FREE_ATAN_MAX : -DM_FREE_ATAN_MAX;
     x[2] = tan((p[2] - (real)0.5) / (real)0.5 * (DM_PI / 2));
+    if (!(fabs(x[2]) <= DM_FREE_ATAN_MAX)) x[2] = x[2] > 0 ? DM_FREE_ATAN_MAX : -DM_FREE_ATAN_MAX;
     x[3] = p[3];
     x[4] = p[4];
 }
@@ -113,6 +116,16 @@ DM_FN void dm_from_free(const real *x, real *p, real *dpdx)
     dpdx[3] = 1;
     p[4] = x[4];
     dpdx[4] = 1;
+}
+
+/* dm_near_bound's hair: exp(-25) above 0; range/pi atan(1/1000) inside d's and f1's ranges. */
+DM_FN unsigned dm_near_bound(const real *p)
+{
+    unsigned near = 0;
+    if (p[0] <= (real)1.3887943864964021e-11) near |= 1u;
+    if (p[1] <= (real)3.1830978008e-6 || (real)0.01 - p[1] <= (real)3.1830978008e-6) near |= 2u;
+    if (p[2] <= (real)3.1830978008e-4 || 1 - p[2] <= (real)3.1830978008e-4) near |= 4u;
+    return near;
 }
 
 DM_FN real dm_proposal_sd(int k, const real *p)

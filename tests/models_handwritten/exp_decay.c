@@ -74,7 +74,9 @@ DM_FN void dm_wrap_periodic(real *p)
 DM_FN void dm_to_free(const real *p, real *x)
 {
     x[0] = log(p[0] - 0);
+    if (!(x[0] >= DM_FREE_EXP_MIN)) x[0] = DM_FREE_EXP_MIN;
     x[1] = tan((p[1] - 500) / 500 * (DM_PI / 2));
+    if (!(fabs(x[1]) <= DM_FREE_ATAN_MAX)) x[1] = x[1] > 0 ? DM_FREE_ATAN_MAX : -DM_FREE_ATAN_MAX;
 }
 
 DM_FN void dm_from_free(const real *x, real *p, real *dpdx)
@@ -83,6 +85,15 @@ DM_FN void dm_from_free(const real *x, real *p, real *dpdx)
     dpdx[0] = exp(x[0]);
     p[1] = 500 * (2 / DM_PI) * atan(x[1]) + 500;
     dpdx[1] = 500 * (2 / DM_PI) / (1 + x[1] * x[1]);
+}
+
+/* dm_near_bound's hair: exp(-25) above 0; 1000/pi atan(1/1000) inside (0, 1000). */
+DM_FN unsigned dm_near_bound(const real *p)
+{
+    unsigned near = 0;
+    if (p[0] <= (real)1.3887943864964021e-11) near |= 1u;
+    if (p[1] <= (real)0.31830978008 || 1000 - p[1] <= (real)0.31830978008) near |= 2u;
+    return near;
 }
 
 DM_FN real dm_proposal_sd(int k, const real *p)

@@ -126,13 +126,14 @@ check("bad-voxels-flagged", rc == 0 and st[0, 0, 0] == 3 and st[1, 0, 0] == 3 an
       and np.all(st[3, :, 0] == 1), f"exit {rc}, status {None if st is None else st[:, :, 0].tolist()}")
 
 # Starting maps outside their bounds (a float32 map rounding onto an open bound) are moved just
-# inside: the voxel is fitted, not failed.  A constant outside them is an error, as in a model.
+# inside: the voxel is fitted, not failed (from f1 = 1.5 and d = 0 LM may end with f1 at its
+# bound, status 6: an estimate, flagged).  A constant outside them is an error, as in a model.
 save(f"{d}/f1_out.nii.gz", np.full((4, 2, 1), 1.5), affine)
 save(f"{d}/d_zero.nii.gz", np.zeros((4, 2, 1)), affine)
 dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", *common, "--init",
       f"f1={d}/f1_out.nii.gz,d={d}/d_zero.nii.gz", "--out", f"{d}/oclamp")
 st = load(f"{d}/oclamp/status.nii.gz")
-check("start-outside-bounds-clamped", np.all(st == 1), f"status {st.ravel().tolist()}")
+check("start-outside-bounds-clamped", np.all((st == 1) | (st == 6)), f"status {st.ravel().tolist()}")
 expect_error("error-init-outside-bounds", "outside the bounds [0, 1] of 'f1'", "fit", "ball_1_stick",
              "--data", f"{d}/dwi.nii.gz", *common, "--init", "f1=1.5", "--out", f"{d}/oinit")
 check("error-init-leaves-no-output", not os.path.exists(f"{d}/oinit"))

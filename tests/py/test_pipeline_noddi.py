@@ -133,8 +133,10 @@ for name, (maps, pngs) in EXPECTED.items():
     problems, count = read_back(out)
     check(f"{name}-read-back", not problems, "; ".join(problems[:3]) or f"{count} NIfTI files")
     status = load(os.path.join(out, "dimoc", "final", "status.nii.gz"))
-    # 1 fitted, 2 LM at its iteration limit (a few of noddi_2_binghams' 15-parameter fits)
-    check(f"{name}-status", np.all(np.isin(status[inside], (1, 2))) and np.all(status[~inside] == 0),
+    # 1 fitted, 2 LM at its iteration limit (a few of noddi_2_binghams' 15-parameter fits), 6
+    # at a bound (where x < 3 the phantom has one population, ffan2 = 0; in the crossings the
+    # fitted single racket or Watson may end with a fraction or kappa at a bound)
+    check(f"{name}-status", np.all(np.isin(status[inside], (1, 2, 6))) and np.all(status[~inside] == 0),
           f"status values inside {sorted(set(status[inside].tolist()))}")
 
 # noddi_2_binghams finds both orientations of the crossings.

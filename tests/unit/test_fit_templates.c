@@ -372,6 +372,39 @@ static void test_ball_1_stick(const fitter *f)
     check(st == DM_STATUS_FITTED && fabs(params[2] - 0.5) < 1e-6, "lm_leaves_closed_bound",
           "status %d f1 %.8g", st, params[2]);
 
+    /* A start a hair inside the bound, f1 = 1e-16: the atan map's dp/dx there is ~3e-32, and
+     * before dm_to_free kept |x| <= 1000, LM "converged" on its first tiny step and returned
+     * f1 = 2e-16 as fitted (the NODDI-Watson cascade's frozen fiso).  It must move now; and
+     * so must d from 1e-17. */
+    for (int which = 1; which <= 2; which++) {
+        memcpy(params, start, sizeof params);
+        params[which] = which == 1 ? 1e-17 : 1e-16;
+        params[3] = truth[3];
+        params[4] = truth[4];
+        st = f->fit(&c, NULL, b1s_meas, y, NULL, 0, params, NULL, stats);
+        check(st == DM_STATUS_FITTED && fabs(params[2] - 0.5) < 1e-6 &&
+                  rel_err(params[1], 1.5e-3) < 1e-6,
+              which == 1 ? "lm_leaves_hair_of_bound_d" : "lm_leaves_hair_of_bound_f1",
+              "status %d d %.8g f1 %.8g", st, params[1], params[2]);
+    }
+
+    /* Data with no stick (f1 = 0): LM takes f1 to its bound; the status says so, never 1.
+     * Held there by --fixed, the same f1 is the user's choice and not flagged. */
+    double ball[5] = {1000, 1.5e-3, 0, 1.1, 2.0}, y0[NB1S];
+    f->predict(ball, b1s_meas, NB1S, NULL, y0);
+    memcpy(params, start, sizeof params);
+    st = f->fit(&c, NULL, b1s_meas, y0, NULL, 0, params, NULL, stats);
+    check(st == DM_STATUS_AT_BOUND && params[2] < 1e-3, "status_at_bound", "status %d f1 %.3g", st,
+          params[2]);
+    dm_fit_config cf = c;
+    cf.fixed_mask = 1u << 2;
+    memcpy(params, start, sizeof params);
+    params[2] = 0;
+    st = f->fit(&cf, NULL, b1s_meas, y0, NULL, 0, params, NULL, stats);
+    check(st == DM_STATUS_FITTED && params[2] == 0 && rel_err(params[1], 1.5e-3) < 1e-6,
+          "status_fixed_at_bound_not_flagged", "status %d f1 %.3g d %.8g", st, params[2],
+          params[1]);
+
     /* The derived output: the unit fibre direction. */
     double dyad[3];
     f->derived(truth, NULL, dyad);

@@ -96,12 +96,15 @@ static void test_ball_2_sticks(void)
           "ball_2_sticks-measure-columns", "width %d", m->measure_width);
     dm_param *S0 = param(m, "S0"), *f2 = param(m, "f2"), *th1 = param(m, "th1"),
              *ph2 = param(m, "ph2"), *d = param(m, "d");
-    check(S0->lo == 0 && isinf(S0->hi) && !S0->lo_closed && S0->init_from_b0 && d->hi == 0.01 &&
-              d->init == 1.2e-3,
+    check(S0->lo == 0 && isinf(S0->hi) && !S0->lo_closed && S0->init_source == DM_INIT_B0 &&
+              d->hi == 0.01 && d->init_source == DM_INIT_MD && d->init == 0.005 &&
+              m->multistart == 3,
           "ball_2_sticks-bounds", "S0 (%g, %g) d init %g", S0->lo, S0->hi, d->init);
     check(th1->lo == 0 && fabs(th1->hi - M_PI) < 1e-15 && th1->lo_closed && th1->hi_closed &&
               th1->periodic && th1->prior.kind == DM_PRIOR_SPHERE &&
-              fabs(ph2->hi - 2 * M_PI) < 1e-15 && ph2->periodic && ph2->init == 2.5,
+              fabs(ph2->hi - 2 * M_PI) < 1e-15 && ph2->periodic &&
+              th1->init_source == DM_INIT_THETA && th1->init_axis == 1 &&
+              ph2->init_source == DM_INIT_PHI && ph2->init_axis == 2,
           "ball_2_sticks-angles", "th1 [%g, %g]", th1->lo, th1->hi);
     check(f2->prior.kind == DM_PRIOR_ARD && f2->prior.value[0] == 1 && f2->init == 0.1 &&
               param(m, "f1")->prior.kind == DM_PRIOR_NONE,
@@ -131,7 +134,8 @@ static void test_other_models(void)
     m = front_file("models/exp_decay.model", &diag, &ne, &nw);
     check(m && nw == 0 && m->params.n == 2 && m->measures.n == 1 && m->measure_width == 1 &&
               m->measures.items[0]->source == NULL && param(m, "R")->init == 20 &&
-              param(m, "R")->hi == 1000 && param(m, "S0")->init_from_b0 && m->output_width == 0,
+              param(m, "R")->hi == 1000 && param(m, "S0")->init_source == DM_INIT_B0 &&
+              m->output_width == 0,
           "exp_decay", "%s", diag);
     dm_model_free(m);
     free(diag);
@@ -363,7 +367,7 @@ static void test_diagnostic_format(void)
     free(diag);
 
     m = front("model m \"x\"\nparam a init b0\nsignal a\n", &diag, &ne, &nw);
-    check(m && m->params.items[0]->init_from_b0, "init-b0-without-bvals", "%s", diag);
+    check(m && m->params.items[0]->init_source == DM_INIT_B0, "init-b0-without-bvals", "%s", diag);
     dm_model_free(m);
     free(diag);
 }

@@ -80,10 +80,31 @@ static int name(char *dst, const char *s)
     return 1;
 }
 
+/* A param line's INIT_FROM field: const, b0, md, thetaK, phiK. */
+static int start_rule(const char *s, dm_param_info *x)
+{
+    x->start_axis = 0;
+    if (!strcmp(s, "const"))
+        x->start = DM_START_CONST;
+    else if (!strcmp(s, "b0"))
+        x->start = DM_START_B0;
+    else if (!strcmp(s, "md"))
+        x->start = DM_START_MD;
+    else if (!strncmp(s, "theta", 5) && s[5] >= '1' && s[5] <= '3' && !s[6]) {
+        x->start = DM_START_THETA;
+        x->start_axis = s[5] - '0';
+    } else if (!strncmp(s, "phi", 3) && s[3] >= '1' && s[3] <= '3' && !s[4]) {
+        x->start = DM_START_PHI;
+        x->start_axis = s[3] - '0';
+    } else
+        return 0;
+    return 1;
+}
+
 /* One line into *mi; 0 when it is malformed or its key unknown. */
 static int parse_line(char *line, dm_model_info *mi)
 {
-    if (!strcmp(line, "dimoc-meta 1") || !strcmp(line, "end")) return 1;
+    if (!strcmp(line, "dimoc-meta 2") || !strcmp(line, "end")) return 1;
     if (!strncmp(line, "description ", 12)) {
         snprintf(mi->description, sizeof mi->description, "%.*s", (int)sizeof mi->description - 1,
                  line + 12);
@@ -115,6 +136,11 @@ static int parse_line(char *line, dm_model_info *mi)
                 *flop_fields[i] = v;
             return 1;
         }
+    if (!strcmp(f[0], "multistart") && n == 2) {
+        ok = integer(f[1], &v);
+        mi->multistart = (int)v;
+        return ok;
+    }
     if (!strcmp(f[0], "measure") && n == 5 && mi->nmeasures < 16) {
         dm_measure_info *x = &mi->measures[mi->nmeasures++];
         long w = 0, c = 0;
@@ -144,15 +170,14 @@ static int parse_line(char *line, dm_model_info *mi)
     }
     if (!strcmp(f[0], "param") && n == 13 && mi->nparams < DM_MAX_PARAMS) {
         dm_param_info *x = &mi->params[mi->nparams++];
-        long lc = 0, hc = 0, b0 = 0, per = 0;
+        long lc = 0, hc = 0, per = 0;
         ok = name(x->name, f[1]) && number(f[2], &x->lo) && number(f[3], &x->hi) &&
              integer(f[4], &lc) && integer(f[5], &hc) && number(f[6], &x->init) &&
-             integer(f[7], &b0) && integer(f[8], &per) && strlen(f[9]) < sizeof x->prior &&
+             start_rule(f[7], x) && integer(f[8], &per) && strlen(f[9]) < sizeof x->prior &&
              number(f[10], &x->prior_a) && number(f[11], &x->prior_b) && number(f[12], &x->step);
         if (ok) strcpy(x->prior, f[9]);
         x->lo_closed = (int)lc;
         x->hi_closed = (int)hc;
-        x->init_b0 = (int)b0;
         x->periodic = (int)per;
         return ok;
     }
@@ -180,8 +205,8 @@ static int parse_line(char *line, dm_model_info *mi)
 static int parse_meta(const char *text, dm_model_info *mi, char *why, size_t len)
 {
     memset(mi, 0, sizeof *mi);
-    if (strncmp(text, "dimoc-meta 1\n", 13) != 0) {
-        snprintf(why, len, "no 'dimoc-meta 1' header");
+    if (strncmp(text, "dimoc-meta 2\n", 13) != 0) {
+        snprintf(why, len, "no 'dimoc-meta 2' header");
         return -1;
     }
     int saw_end = 0;
@@ -231,6 +256,8 @@ static int differ(const dm_model_info *a, const dm_model_info *b, char *why, siz
                        b->flops_gradient_transc, b->flops_prepare,       b->flops_gradient_prepare};
     for (int i = 0; i < 6; i++)
         if (fa[i] != fb[i]) return DIFF("flops count %d: %ld != %ld", i, fa[i], fb[i]);
+    if (a->multistart != b->multistart)
+        return DIFF("multistart %d != %d", a->multistart, b->multistart);
     if (a->nparams != b->nparams || a->nmeasures != b->nmeasures || a->nvoxels != b->nvoxels ||
         a->noutputs != b->noutputs)
         return DIFF("counts %d %d %d %d != %d %d %d %d", a->nparams, a->nmeasures, a->nvoxels,
@@ -258,16 +285,17 @@ static int differ(const dm_model_info *a, const dm_model_info *b, char *why, siz
         const dm_param_info *x = &a->params[k], *y = &b->params[k];
         if (strcmp(x->name, y->name) || !same_number(x->lo, y->lo) || !same_number(x->hi, y->hi) ||
             x->lo_closed != y->lo_closed || x->hi_closed != y->hi_closed ||
-            !same_number(x->init, y->init) || x->init_b0 != y->init_b0 ||
-            x->periodic != y->periodic || strcmp(x->prior, y->prior) ||
-            !same_number(x->prior_a, y->prior_a) || !same_number(x->prior_b, y->prior_b) ||
-            !same_number(x->step, y->step))
+            !same_number(x->init, y->init) || x->start != y->start ||
+            x->start_axis != y->start_axis || x->periodic != y->periodic ||
+            strcmp(x->prior, y->prior) || !same_number(x->prior_a, y->prior_a) ||
+            !same_number(x->prior_b, y->prior_b) || !same_number(x->step, y->step))
             return DIFF("param %d: %s %.17g %.17g %d %d %.17g %d %d %s %.17g %.17g %.17g != "
                         "%s %.17g %.17g %d %d %.17g %d %d %s %.17g %.17g %.17g",
-                        k, x->name, x->lo, x->hi, x->lo_closed, x->hi_closed, x->init, x->init_b0,
-                        x->periodic, x->prior, x->prior_a, x->prior_b, x->step, y->name, y->lo,
-                        y->hi, y->lo_closed, y->hi_closed, y->init, y->init_b0, y->periodic,
-                        y->prior, y->prior_a, y->prior_b, y->step);
+                        k, x->name, x->lo, x->hi, x->lo_closed, x->hi_closed, x->init,
+                        (int)x->start * 10 + x->start_axis, x->periodic, x->prior, x->prior_a,
+                        x->prior_b, x->step, y->name, y->lo, y->hi, y->lo_closed, y->hi_closed,
+                        y->init, (int)y->start * 10 + y->start_axis, y->periodic, y->prior,
+                        y->prior_a, y->prior_b, y->step);
     }
     for (int i = 0; i < a->noutputs; i++) {
         const dm_output_info *x = &a->outputs[i], *y = &b->outputs[i];
@@ -469,8 +497,8 @@ static void check_sensitivity(const dm_model_info *base)
             x.params[1].init = nextafter(0.5, 1);
             break;
         case 29:
-            what = "param init_b0";
-            x.params[0].init_b0 ^= 1;
+            what = "param start rule";
+            x.params[0].start = x.params[0].start == DM_START_B0 ? DM_START_CONST : DM_START_B0;
             break;
         case 30:
             what = "param periodic";

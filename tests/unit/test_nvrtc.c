@@ -72,6 +72,7 @@ static const char *kernel =
     "    dm_wrap_periodic(q);\n"
     "    dm_to_free(q, x);\n"
     "    dm_from_free(x, q, d);\n"
+    "    s += (real)dm_near_bound(q);\n"
     "    dm_outputs(p, v, o);\n"
     "    for (int k = 0; k < DM_NPARAMS; k++)\n"
     "        s += ds[k] + q[k] + d[k] + dm_proposal_sd(k, p);\n"
