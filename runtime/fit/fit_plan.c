@@ -494,6 +494,14 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
                                             : DM_STATUS_FITTED;
     }
     if (p->bvals && check_b_scale(p, r->bvals) != 0) return -1;
+    /* The volume count against the free parameters, before the starts (which may warn). */
+    if (set_fixed(p, r->fixed) != 0) return -1;
+    int nfree = 0;
+    for (int k = 0; k < P; k++) nfree += !((p->cfg.fixed_mask >> k) & 1u);
+    if (p->M < nfree)
+        return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
+                            "least one measurement per free parameter",
+                            r->data, p->M, mi->name, nfree);
     dm_fit_starts(p);
     /* Per-voxel inputs: defaults, then --voxel maps. */
     for (int i = 0; i < mi->nvoxels; i++) {
@@ -517,13 +525,6 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     dm_fit_config *cfg = &p->cfg;
     cfg->nmeas = p->M;
     if (parse_methods(r->methods, &cfg->methods) != 0) return -1;
-    if (set_fixed(p, r->fixed) != 0) return -1;
-    int nfree = 0;
-    for (int k = 0; k < P; k++) nfree += !((cfg->fixed_mask >> k) & 1u);
-    if (p->M < nfree)
-        return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
-                            "least one measurement per free parameter",
-                            r->data, p->M, mi->name, nfree);
     dm_fit_multistart_config(p, ic.given);
     struct grid_ctx gc = {p, 0};
     if (for_each_item(r->grid, "--grid", add_grid, &gc) != 0) return -1;

@@ -195,7 +195,8 @@ def noddi_case(nvox):
               "kappa": np.exp(rng.uniform(np.log(1), np.log(30), nvox)), "th": th, "ph": ph}
     data, mask, y = simulate("noddi", "noddi_watson", params, nvox)
     out = os.path.join(d, "noddi_fit")
-    dimoc("pipeline", "noddi_watson", data, mask, bvals, bvecs, out, *extra)
+    dimoc("pipeline", "noddi_watson", "--data", data, "--mask", mask, "--bvals", bvals,
+          "--bvecs", bvecs, "--out", out, *extra)
     est = {k: load(os.path.join(out, "dimoc", "final", k + ".nii.gz")).ravel() for k in params}
     od = lambda k: 2 / np.pi * np.arctan(1 / k)
     truth_v = vec(params["th"], params["ph"])
