@@ -12,6 +12,7 @@
 #include "io/volume.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
 
 #include <nifti2_io.h>
 
@@ -110,6 +111,11 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
     int swap = nim->byteorder != nifti_short_order() && nim->swapsize > 1;
     int ok = znzseek(f, (znz_off_t)nim->iname_offset, SEEK_SET) >= 0;
     for (size_t start = 0; ok && start < total; start += chunk) {
+        if (dm_stop_requested()) {
+            znzclose(f);
+            free(buf);
+            return dm_stop_error();
+        }
         size_t n = total - start < chunk ? total - start : chunk;
         /* Counted in bytes: znzread's count of whole values can hide a short last value. */
         ok = znzread(buf, 1, n * bytes_per, f) == n * bytes_per;
@@ -360,7 +366,12 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     size_t bytes_per = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT64 ? 8 : 4;
     void *buf = ok ? malloc(chunk * bytes_per) : NULL;
     ok = ok && buf;
+    int stopped = 0;
     for (size_t start = 0; ok && start < total; start += chunk) {
+        if ((stopped = dm_stop_requested() != 0)) { /* a signal: stop, remove the temporary */
+            ok = 0;
+            break;
+        }
         size_t n = total - start < chunk ? total - start : chunk;
         convert_chunk(data + start, n, type, buf);
         ok = znzwrite(buf, bytes_per, n, f) == n;
@@ -377,8 +388,11 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     }
     if (!ok) {
         unlink(tmp);
-        dm_set_error("cannot write %s: %s", path,
-                     saved_errno ? strerror(saved_errno) : "write failed");
+        if (stopped)
+            dm_stop_error();
+        else
+            dm_set_error("cannot write %s: %s", path,
+                         saved_errno ? strerror(saved_errno) : "write failed");
     }
     free(tmp);
     return ok ? 0 : -1;
