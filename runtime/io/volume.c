@@ -398,6 +398,18 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     return ok ? 0 : -1;
 }
 
+char *dm_volume_temp_name(const char *path)
+{
+    const char *ending = has_ending(path, ".nii.gz") ? ".nii.gz"
+                         : has_ending(path, ".nii")  ? ".nii"
+                                                     : NULL;
+    if (!ending) {
+        dm_set_error("%s: output names must end in .nii or .nii.gz", path);
+        return NULL;
+    }
+    return dm_temp_sibling_ext(path, ending);
+}
+
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type)
 {
     return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,

@@ -65,8 +65,8 @@ static int split_out(const char *out, char **parent, char **base)
     return 0;
 }
 
-/* 1 when the folder is empty or holds a provenance.json (or files NAMEprovenance.json of a
- * merge run) at its top: a folder that dimoc wrote. */
+/* 1 when the folder is empty or holds a provenance.json (or the PREFIXprovenance.json,
+ * provenanceSUFFIX.json of merge runs) at its top: a folder that dimoc wrote. */
 static int written_by_dimoc(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -76,8 +76,9 @@ static int written_by_dimoc(const char *dir)
     while ((e = readdir(d)) != NULL) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         entries++;
-        size_t n = strlen(e->d_name), m = strlen("provenance.json");
-        if (n >= m && !strcmp(e->d_name + n - m, "provenance.json")) ours = 1;
+        size_t n = strlen(e->d_name);
+        if (strstr(e->d_name, "provenance") && n > 5 && !strcmp(e->d_name + n - 5, ".json"))
+            ours = 1;
     }
     closedir(d);
     return entries == 0 || ours;
