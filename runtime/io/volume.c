@@ -127,6 +127,30 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
     return ok ? 0 : load_error(path, nim);
 }
 
+/* Before anything is allocated: the file holds as many bytes as the header promises (a
+ * compressed file at most 1032 times its size, deflate's limit), so that a damaged or
+ * malicious header cannot make us allocate memory for data that is not there. */
+static int check_data_size(const char *path, const nifti_image *nim)
+{
+    const char *data_file = nim->iname ? nim->iname : path;
+    if (nim->nbyper < 1 || nim->nvox < 1 || nim->nvox > INT64_MAX / 8 / nim->nbyper ||
+        (uint64_t)nim->nvox > SIZE_MAX / sizeof(double))
+        return dm_set_error("%s: the header's size (%lld values) is impossible", path,
+                            (long long)nim->nvox);
+    long long need = (long long)nim->nvox * nim->nbyper, have = file_size(data_file);
+    if (have < 0) return load_error(path, nim);
+    long long offset = nim->iname_offset > 0 ? (long long)nim->iname_offset : 0;
+    if (nifti_is_gzfile(data_file)) {
+        if (have < (need + offset) / 1032)
+            return dm_set_error("%s: truncated or corrupt compressed file (the header promises "
+                                "%lld bytes of image data)",
+                                path, need);
+    } else if (have - offset < need) {
+        return load_error(path, nim);
+    }
+    return 0;
+}
+
 int dm_volume_read(const char *path, dm_volume *vol)
 {
     memset(vol, 0, sizeof *vol);
@@ -181,6 +205,10 @@ int dm_volume_read(const char *path, dm_volume *vol)
         return -1;
     }
 
+    if (check_data_size(path, nim) != 0) {
+        nifti_image_free(nim);
+        return -1;
+    }
     size_t nvals = (size_t)nim->nvox;
     double *data = malloc(nvals * sizeof *data);
     if (!data) {
