@@ -73,9 +73,7 @@ int dm_run_child(char *const argv[], const char *log_path)
     if (pid == 0) {
         /* Its own group: a signal reaches the child and its children through us only, so
          * that we know of it and wait for them. */
-        setpgid(0, 0);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
+        setpgid(0, 0); /* exec resets our handlers; a signal ignored stays ignored */
         if (log_path) {
             int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
             if (fd >= 0) {
