@@ -7,7 +7,10 @@
 
 int main(int argc, char **argv)
 {
-    dm_set_command_line(argc, argv); /* fit records it in provenance.json */
+    /* SIGINT and SIGTERM stop a command cleanly (its temporary outputs removed); the exit
+     * status is then the shell's for that signal: 130, 143. */
+    dm_interrupt_install();
+    dm_set_command_line(argc, argv); /* recorded in provenance.json */
     if (argc < 2) {
         dm_print_usage(stderr);
         return 2;
@@ -17,9 +20,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "dimoc: error: unknown command '%s' (see 'dimoc help')\n", argv[1]);
         return 2;
     }
-    /* SIGINT and SIGTERM stop a command cleanly (its temporary outputs removed); the exit
-     * status is then the shell's for that signal: 130, 143. */
-    dm_interrupt_install();
     int rc = c->run(argc - 2, argv + 2);
     int sig = dm_stop_requested();
     return sig ? 128 + sig : rc;
