@@ -4,7 +4,8 @@
 #   make test       every CPU test (prints "N passed, N failed")
 #   make tests      build the C unit tests only (build/tests/NAME; tests/run.sh PATTERN runs some)
 #   make test-gpu   the GPU tests (needs an NVIDIA GPU and driver)
-#   make fuzz       libFuzzer over lexer, parser and checker (FUZZ_SECONDS, default 60)
+#   make fuzz       libFuzzer over lexer, parser and checker, and the NIfTI, text and .tck
+#                   file code (FUZZ_SECONDS each, default 60)
 #   make generated  regenerate generated/ from models/
 #   make install PREFIX=/usr/local
 
@@ -110,9 +111,21 @@ bin/fuzz-front: compiler/front/fuzz_front.c $(COMPILER_SRC) $(GEN_SRC)
 	@mkdir -p bin
 	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -Wno-unused-function -o $@ compiler/front/fuzz_front.c \
 	    $(COMPILER_SRC) $(GEN_SRC) -lm
-fuzz: bin/fuzz-front
+# The file readers: NIfTI (io/volume.c), text matrices and bvals/bvecs (io/textio.c), and the
+# .tck writer (io/tck.c); seeds in tests/fuzz/corpus/NAME, crashes kept in
+# tests/fuzz/regressions/NAME (replayed by tests/unit/test_io.c).
+FUZZ_IO_SRC := runtime/io/volume.c runtime/io/textio.c runtime/io/tck.c $(wildcard runtime/util/*.c)
+FUZZ_IO := nifti text tck
+bin/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_io.h $(FUZZ_IO_SRC)
+	@mkdir -p bin
+	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_IO_SRC) \
+	    -Wl,-Bstatic -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -lpthread
+fuzz: bin/fuzz-front $(FUZZ_IO:%=bin/fuzz-%)
 	mkdir -p fuzz-corpus && cp -n models/*.model tests/compiler/bad/*.model fuzz-corpus/ 2>/dev/null; \
 	bin/fuzz-front -max_total_time=$(FUZZ_SECONDS) -timeout=5 fuzz-corpus tests/compiler/fuzz-regressions
+	for t in $(FUZZ_IO); do mkdir -p fuzz-corpus-$$t && \
+	    bin/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=4096 \
+	        fuzz-corpus-$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; done
 
 # examples/demo.sh runs from the build tree only, so it is not installed.
 install: bin/dimoc

@@ -4,6 +4,7 @@
  * (runtime/maps/angles.c). */
 #include "args.h"
 #include "cli.h"
+#include "provenance_args.h"
 #include "maps/angles.h"
 #include "util/error.h"
 
@@ -41,9 +42,15 @@ int dm_cmd_angles(int argc, char **argv)
         rc = dm_set_error("angles: give one direction map (got %d)", a.npositional);
     else if (!out)
         rc = dm_set_error("angles: --out is required");
-    else
+    else {
+        static const char *const inputs[] = {"fanning", NULL};
+        dm_provenance prov;
+        dm_provenance_begin(&prov, "angles");
+        dm_provenance_args(&prov, &a, angles_opts, inputs);
         rc = dm_angles_write(a.positional[0], dm_arg(&a, angles_opts, "fanning"), out,
-                             dm_arg(&a, angles_opts, "suffix"));
+                             dm_arg(&a, angles_opts, "suffix"), &prov);
+        dm_provenance_free(&prov);
+    }
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();
 }

@@ -2,6 +2,7 @@
  * maps named as FSL's dtifit names them. */
 #include "args.h"
 #include "cli.h"
+#include "provenance_args.h"
 #include "dti/dti_maps.h"
 #include "util/error.h"
 
@@ -88,14 +89,22 @@ int dm_cmd_dti(int argc, char **argv)
     settings.threads = (int)threads;
     settings.sse = dm_arg_given(&a, dti_opts, "sse");
 
+    static const char *const inputs[] = {"data", "bvals", "bvecs", "mask", NULL};
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "dti");
+    dm_provenance_args(&prov, &a, dti_opts, inputs);
     if ((rc = dm_dti_image_read(&im, dm_arg(&a, dti_opts, "data"), dm_arg(&a, dti_opts, "bvals"),
                                 dm_arg(&a, dti_opts, "bvecs"), dm_arg(&a, dti_opts, "mask"))) !=
             0 ||
         (rc = parse_settings(&a, &settings)) != 0 ||
         (rc = dm_dti_maps_fit(&im, &settings, &maps)) != 0 ||
         (rc = dm_dti_maps_write(&maps, &im.data, out, dm_arg(&a, dti_opts, "prefix"),
-                                dm_arg_given(&a, dti_opts, "save-tensor"), settings.sse)) != 0)
+                                dm_arg_given(&a, dti_opts, "save-tensor"), settings.sse, &prov)) !=
+            0) {
+        dm_provenance_free(&prov);
         goto done;
+    }
+    dm_provenance_free(&prov);
     printf("dti: %s fit of %zu voxels in %.2f s: %zu fitted, %zu skipped (NaN/Inf), "
            "%zu skipped (all zero)",
            settings.weighted ? "WLS" : "OLS", maps.nmask, maps.seconds, maps.fitted,

@@ -33,7 +33,11 @@ int dm_cmd_phantom(int argc, char **argv)
         dm_arg_long(&a, phantom_opts, "size", 1, 256, &n) != 0)
         return dm_report_error();
     const char *dir = dm_arg(&a, phantom_opts, "out");
-    int rc = dir ? dm_phantom_write(dir, (int)n) : dm_set_error("phantom: --out is required");
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "phantom");
+    int rc =
+        dir ? dm_phantom_write(dir, (int)n, &prov) : dm_set_error("phantom: --out is required");
+    dm_provenance_free(&prov);
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();
 }

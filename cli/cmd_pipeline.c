@@ -20,6 +20,9 @@
 #include "cli.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
+#include "util/json.h"
+#include "util/outdir.h"
 #include "util/paths.h"
 
 #include <ctype.h>
@@ -243,6 +246,52 @@ int dm_help_pipeline(FILE *out)
     return 0;
 }
 
+/* Runs `bash SCRIPT ARGS..` (args, NULL-ended) with the output folder args[at] replaced by a
+ * temporary folder beside it, which is put in place with a provenance.json when the script
+ * succeeds, and removed when it fails or is stopped by a signal (util/outdir.h): the output
+ * folder is the earlier run's or this one's, never a mix.  Returns the exit status. */
+static int run_all_or_nothing(const char *name, char **args, int at)
+{
+    int eq = !strncmp(args[at], "--out=", 6);
+    const char *out = args[at] + (eq ? 6 : 0);
+    dm_outdir od;
+    if (dm_outdir_begin(&od, out, DM_OUTDIR_REPLACE) != 0) return dm_report_error();
+    char *given = args[at], *tmp_arg = malloc(strlen(od.path) + 8);
+    if (!tmp_arg) {
+        dm_outdir_abort(&od);
+        dm_set_error("out of memory");
+        return dm_report_error();
+    }
+    sprintf(tmp_arg, "%s%s", eq ? "--out=" : "", od.path);
+    args[at] = tmp_arg;
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "pipeline");
+    dm_provenance_str(&prov, DM_PROV_OPTION, "pipeline", name);
+    dm_provenance_str(&prov, DM_PROV_INPUT, "script", args[1]);
+    int status = dm_run_child(args, NULL);
+    args[at] = given;
+    int rc = status < 0 ? -1 : 0;
+    if (rc == 0 && status != 0 && !dm_stop_requested())
+        rc = dm_set_error("pipeline %s: the script failed (exit status %d); %s", name, status,
+                          "its output folder is removed");
+    if (rc == 0 && !dm_stop_requested()) {
+        dm_provenance_num(&prov, DM_PROV_RESULT, "exit_status", status);
+        char *path = dm_path_join(od.path, "provenance.json");
+        rc = path ? dm_provenance_write(&prov, path) : dm_set_error("out of memory");
+        free(path);
+    }
+    if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
+    if (rc == 0)
+        rc = dm_outdir_commit(&od);
+    else
+        dm_outdir_abort(&od);
+    dm_provenance_free(&prov);
+    free(tmp_arg);
+    if (rc == 0) return 0;
+    dm_report_error();
+    return status > 0 ? status : 1;
+}
+
 static void print_help(FILE *out, const pipeline *p)
 {
     fprintf(out, "usage: %s\n\n%s", p->usage, p->text);
@@ -362,10 +411,10 @@ int dm_cmd_pipeline(int argc, char **argv)
     char **words = script_words(&p, p.script, argc - 1, argv + 1);
     dm_args_free(&a);
     pipeline_free(&p);
-    fflush(stdout);
-    execvp("bash", words);
-    dm_set_error("pipeline: cannot run bash for %s: %s", words[1], strerror(errno));
+    int at = 2;
+    while (words[at] && strcmp(words[at], "--out")) at++; /* --out is required: it is there */
+    rc = run_all_or_nothing(name, words, at + 1);
     for (char **w = words; *w; w++) free(*w);
     free(words);
-    return dm_report_error();
+    return rc;
 }

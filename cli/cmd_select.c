@@ -2,6 +2,7 @@
  * as thesis Table 5.4; runtime/maps/select.c), as a label map and a table of percentages. */
 #include "args.h"
 #include "cli.h"
+#include "provenance_args.h"
 #include "maps/select.h"
 #include "util/error.h"
 
@@ -31,12 +32,17 @@ int dm_cmd_select(int argc, char **argv)
 {
     dm_args a;
     if (dm_args_parse("select", select_opts, argc, argv, &a) != 0) return dm_report_error();
+    static const char *const inputs[] = {"mask", NULL};
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "select");
+    dm_provenance_args(&prov, &a, select_opts, inputs);
     dm_select_settings s = {
         .maps = a.positional,
         .nmaps = a.npositional,
         .names = dm_arg(&a, select_opts, "names"),
         .mask = dm_arg(&a, select_opts, "mask"),
         .out = dm_arg(&a, select_opts, "out"),
+        .prov = &prov,
     };
     dm_select_result r;
     int rc = 0;
@@ -53,6 +59,7 @@ int dm_cmd_select(int argc, char **argv)
             printf("%-24s %8ld %7.1f%%\n", r.names[i], r.count[i],
                    100.0 * (double)r.count[i] / (double)r.total);
     }
+    dm_provenance_free(&prov);
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();
 }

@@ -2,6 +2,7 @@
  * (runtime/simulate/simulate.c). */
 #include "args.h"
 #include "cli.h"
+#include "provenance_args.h"
 #include "simulate/simulate.h"
 #include "util/error.h"
 
@@ -78,7 +79,12 @@ int dm_cmd_simulate(int argc, char **argv)
     s.bvecs = dm_arg(&a, sim_opts, "bvecs");
     s.measure = dm_arg(&a, sim_opts, "measure");
     s.mask_out = dm_arg(&a, sim_opts, "mask-out");
-    rc = dm_simulate_run(&s);
+    static const char *const inputs[] = {"bvals", "bvecs", "measure", NULL};
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "simulate");
+    dm_provenance_args(&prov, &a, sim_opts, inputs);
+    rc = dm_simulate_run(&s, &prov);
+    dm_provenance_free(&prov);
 done:
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();

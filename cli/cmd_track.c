@@ -3,6 +3,8 @@
  * for the files it writes). */
 #include "args.h"
 #include "cli.h"
+#include "provenance_args.h"
+#include "util/outdir.h"
 #include "util/error.h"
 #include "gpu/gpu_device.h"
 #include "track/track_field.h"
@@ -211,6 +213,7 @@ int dm_cmd_track(int argc, char **argv)
         goto done;
     }
     if ((rc = parse_options(&a, &o)) != 0) goto done;
+    if ((rc = dm_outdir_check(out, DM_OUTDIR_REPLACE)) != 0) goto done; /* before the work */
     if ((rc = dm_track_field_load(samples, o.fsl_frame, &field)) != 0) goto done;
     mask_path = diffusion_mask_path(samples);
     if ((rc = dm_track_seeds_load(seed, dm_arg(&a, track_opts, "seedref"),
@@ -231,9 +234,16 @@ int dm_cmd_track(int argc, char **argv)
     rc = o.use_gpu ? dm_track_run_gpu(&field, &seeds, &masks, &o, &result)
                    : dm_track_run(&field, &seeds, &masks, &o, &result);
     if (rc != 0) goto done;
-    if ((rc = dm_track_write_outputs(out, &seeds, &masks, &o, &result)) != 0) goto done;
-    const char *tck = dm_arg(&a, track_opts, "save-streamlines");
-    if (tck && (rc = dm_track_write_tck(tck, &o, &result)) != 0) goto done;
+    static const char *const inputs[] = {"samples",     "seed",    "x",       "seedref",
+                                         "xfm",         "stop",    "avoid",   "waypoints",
+                                         "targetmasks", "target2", "target3", NULL};
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "track");
+    dm_provenance_args(&prov, &a, track_opts, inputs);
+    rc = dm_track_save(out, dm_arg(&a, track_opts, "save-streamlines"), &seeds, &masks, &o, &result,
+                       &prov);
+    dm_provenance_free(&prov);
+    if (rc != 0) goto done;
     char where[300];
     if (o.use_gpu)
         snprintf(where, sizeof where, "%s", result.device);

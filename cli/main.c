@@ -1,12 +1,16 @@
 /* dimoc: the command-line program, a thin layer over the compiler and runtime libraries. */
 #include "commands.h"
 #include "util/cmdline.h"
+#include "util/interrupt.h"
 
 #include <stdio.h>
 
 int main(int argc, char **argv)
 {
-    dm_set_command_line(argc, argv); /* fit records it in provenance.json */
+    /* SIGINT and SIGTERM stop a command cleanly (its temporary outputs removed); the exit
+     * status is then the shell's for that signal: 130, 143. */
+    dm_interrupt_install();
+    dm_set_command_line(argc, argv); /* recorded in provenance.json */
     if (argc < 2) {
         dm_print_usage(stderr);
         return 2;
@@ -16,5 +20,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "dimoc: error: unknown command '%s' (see 'dimoc help')\n", argv[1]);
         return 2;
     }
-    return c->run(argc - 2, argv + 2);
+    int rc = c->run(argc - 2, argv + 2);
+    int sig = dm_stop_requested();
+    return sig ? 128 + sig : rc;
 }

@@ -5,6 +5,8 @@
 #include "io/textio.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
+#include "util/outdir.h"
 
 #include <math.h>
 #include <omp.h>
@@ -101,7 +103,7 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_map
         double *signal = buffers + (size_t)omp_get_thread_num() * 3 * M, *work = signal + M;
 #pragma omp for schedule(dynamic, 256)
         for (size_t v = 0; v < nvox; v++) {
-            if (!in_mask(mask, v)) continue;
+            if (!in_mask(mask, v) || dm_stop_requested()) continue;
             for (int j = 0; j < M; j++) signal[j] = data->data[v + (size_t)j * nvox];
             dm_dti_result r;
             status[v] = (unsigned char)dm_dti_fit_voxel(&proto, signal, work, &r);
@@ -119,6 +121,7 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_map
     }
     out->seconds = omp_get_wtime() - t0;
     free(buffers);
+    if (dm_stop_requested()) return dm_stop_error();
 
     for (size_t v = 0; v < nvox; v++) {
         switch (status[v]) {
@@ -132,20 +135,37 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_map
 }
 
 int dm_dti_maps_write(const dm_dti_maps *m, const dm_volume *like, const char *dir,
-                      const char *prefix, int save_tensor, int save_sse)
+                      const char *prefix, int save_tensor, int save_sse, dm_provenance *prov)
 {
-    if (dm_mkdir_p(dir) != 0) return -1;
-    for (int k = 0; k < DM_DTI_NMAPS; k++) {
+    const char *pre = prefix ? prefix : "";
+    dm_outdir od;
+    if (dm_outdir_begin(&od, dir, *pre ? DM_OUTDIR_MERGE : DM_OUTDIR_REPLACE) != 0) return -1;
+    int rc = 0;
+    for (int k = 0; k < DM_DTI_NMAPS && rc == 0; k++) {
         if ((k == DM_DTI_MAP_TENSOR && !save_tensor) || (k == DM_DTI_MAP_SSE && !save_sse))
             continue;
         char name[512];
-        snprintf(name, sizeof name, "%s%s.nii.gz", prefix ? prefix : "", dm_dti_map_names[k]);
-        char *path = dm_path_join(dir, name);
-        int rc = dm_volume_write(path, like, dm_dti_map_volumes[k], m->map[k], DM_OUT_FLOAT32);
+        snprintf(name, sizeof name, "%s%s.nii.gz", pre, dm_dti_map_names[k]);
+        char *path = dm_path_join(od.path, name);
+        rc = dm_volume_write(path, like, dm_dti_map_volumes[k], m->map[k], DM_OUT_FLOAT32);
         free(path);
-        if (rc != 0) return -1;
     }
-    return 0;
+    if (rc == 0) {
+        dm_provenance_num(prov, DM_PROV_RESULT, "voxels_in_mask", (double)m->nmask);
+        dm_provenance_num(prov, DM_PROV_RESULT, "fitted", (double)m->fitted);
+        dm_provenance_num(prov, DM_PROV_RESULT, "ols_only", (double)m->ols_only);
+        dm_provenance_num(prov, DM_PROV_RESULT, "skipped_nonfinite", (double)m->skipped_nonfinite);
+        dm_provenance_num(prov, DM_PROV_RESULT, "skipped_zero", (double)m->skipped_zero);
+        dm_provenance_num(prov, DM_PROV_RESULT, "fit_seconds", m->seconds);
+        char name[512];
+        snprintf(name, sizeof name, "%sprovenance.json", pre);
+        char *path = dm_path_join(od.path, name);
+        rc = dm_provenance_write(prov, path);
+        free(path);
+    }
+    if (rc == 0) return dm_outdir_commit(&od);
+    dm_outdir_abort(&od);
+    return -1;
 }
 
 void dm_dti_maps_free(dm_dti_maps *m)

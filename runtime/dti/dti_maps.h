@@ -5,6 +5,7 @@
 
 #include "dti/dti_fit.h"
 #include "io/volume.h"
+#include "util/json.h"
 
 #include <stddef.h>
 
@@ -67,9 +68,11 @@ typedef struct dm_dti_maps {
  * dm_dti_maps_free() in either case. */
 int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_maps *out);
 /* Writes DIR/PREFIX<name>.nii.gz of every map but the tensor and the SSE, those two when
- * asked, as float32 with the data's geometry; DIR is created when missing. */
+ * asked, as float32 with the data's geometry, and DIR/PREFIXprovenance.json (prov, with the
+ * voxel counts added), all or nothing (util/outdir.h): DIR is replaced whole, or with a
+ * PREFIX the files are added to DIR, replacing only those of the same names. */
 int dm_dti_maps_write(const dm_dti_maps *m, const dm_volume *like, const char *dir,
-                      const char *prefix, int save_tensor, int save_sse);
+                      const char *prefix, int save_tensor, int save_sse, dm_provenance *prov);
 void dm_dti_maps_free(dm_dti_maps *m);
 
 #endif

@@ -4,6 +4,7 @@
 #include "compiler.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
 #include "util/paths.h"
 
 #include <dirent.h>
@@ -69,11 +70,14 @@ static const char *host_cc(void)
     return cc && *cc ? cc : "cc";
 }
 
+/* Runs the compile command through the shell (CC may be "ccache gcc") as a child that a
+ * SIGINT or SIGTERM stops (util/interrupt.h); its output goes to log_path. */
 static int run_compiler(const char *cmd, const char *log_path)
 {
-    char full[16384 + 4300];
-    snprintf(full, sizeof full, "%s >'%s' 2>&1", cmd, log_path);
-    int rc = system(full);
+    char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+    if (dm_stop_requested()) return dm_stop_error();
+    int rc = dm_run_child(argv, log_path);
+    if (dm_stop_requested()) return dm_stop_error();
     return rc == 0 ? 0 : -1;
 }
 
@@ -128,13 +132,17 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
                      "-o '%s' -lm",
                      cc, real, src, tdir, tdir, tmp_so);
             if (run_compiler(cmd, log) != 0) {
-                size_t n = 0;
-                char *msg = dm_read_file(log, &n);
-                char first[512] = "";
-                if (msg) sscanf(msg, "%511[^\n]", first);
-                rc = dm_set_error("host compiler failed on model '%s' (%s): %s", mi->name, cc,
-                                  first);
-                free(msg);
+                if (dm_stop_requested()) {
+                    rc = -1; /* the temporary files are removed below */
+                } else {
+                    size_t n = 0;
+                    char *msg = dm_read_file(log, &n);
+                    char first[512] = "";
+                    if (msg) sscanf(msg, "%511[^\n]", first);
+                    rc = dm_set_error("host compiler failed on model '%s' (%s): %s", mi->name, cc,
+                                      first);
+                    free(msg);
+                }
             } else if (rename(tmp_so, f->so_path) != 0) {
                 rc = dm_set_error("%s: cannot rename into the cache", f->so_path);
             }

@@ -7,6 +7,7 @@
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_launch.h"
 #include "util/error.h"
+#include "util/interrupt.h"
 #include "util/progress.h"
 
 #include <pthread.h>
@@ -179,6 +180,13 @@ static void *worker_main(void *arg)
         if (s->busy) {
             CK(cu->cuStreamSynchronize(s->stream), "running the fitting kernel");
             unpack(j, s);
+        }
+        if (dm_stop_requested()) {
+            /* Let the batch in flight finish before its buffers are freed. */
+            slot *other = &slots[(iter + 1) & 1];
+            if (other->busy) cu->cuStreamSynchronize(other->stream);
+            dm_stop_error();
+            goto fail;
         }
         size_t first = atomic_fetch_add(&j->next, j->batch);
         if (first >= j->ntodo) {

@@ -58,13 +58,12 @@ static void derive_voxel(const dm_model_info *mi, const dm_cpu_fitter *f, const 
     }
 }
 
-int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fitter *f,
-                         dm_fit_results *res)
+int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p,
+                         const dm_cpu_fitter *f, dm_fit_results *res)
 {
     const dm_model_info *mi = &p->mi;
     int P = mi->nparams, ns = res->nsamples;
     size_t n = p->nfit;
-    const char *dir = r->out;
     const int map_type = r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32;
     int rc = 0;
     /* The estimate is the fitter's (after MCMC its posterior mean, at which it also computed

@@ -20,9 +20,10 @@ typedef struct dm_fit_timing {
     double signal_evals, gradient_evals, gflop;
 } dm_fit_timing;
 
-int dm_fit_write_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fitter *f,
-                         dm_fit_results *res);
-int dm_fit_write_provenance(const dm_fit_request *r, const dm_problem *p, const char *device,
-                            int real_size, const dm_fit_timing *t);
+/* Both write into dir (the run's temporary folder, util/outdir.h). */
+int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p,
+                         const dm_cpu_fitter *f, dm_fit_results *res);
+int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_problem *p,
+                            const char *device, int real_size, const dm_fit_timing *t);
 
 #endif

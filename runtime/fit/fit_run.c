@@ -8,6 +8,8 @@
 #include "fit/fit_gpu.h"
 #include "gpu/gpu_device.h"
 #include "util/progress.h"
+#include "util/interrupt.h"
+#include "util/outdir.h"
 
 #include <math.h>
 #include <omp.h>
@@ -73,6 +75,21 @@ static void count_work(const dm_problem *p, const dm_fit_results *res, dm_fit_ti
                1e-9;
 }
 
+/* "199870 fitted, 130 skipped" for the progress report's last line. */
+static const char *summary(const dm_problem *p, char *note, size_t size)
+{
+    size_t fitted = 0, skipped = 0;
+    for (size_t i = 0; i < p->nfit; i++) {
+        int st = p->status[p->index[i]];
+        if (st == DM_STATUS_FITTED || st == DM_STATUS_NOT_CONVERGED)
+            fitted++;
+        else
+            skipped++;
+    }
+    snprintf(note, size, "%zu fitted, %zu skipped or failed", fitted, skipped);
+    return note;
+}
+
 int dm_fit_run(const dm_fit_request *r)
 {
     double t_start = now_seconds();
@@ -92,7 +109,9 @@ int dm_fit_run(const dm_fit_request *r)
         dm_problem_free(&p);
         return -1;
     }
-    if (dm_mkdir_p(r->out) != 0) {
+    /* Everything is written into a temporary folder beside --out, put in place at the end. */
+    dm_outdir od;
+    if (dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) {
         dm_problem_free(&p);
         return -1;
     }
@@ -100,6 +119,7 @@ int dm_fit_run(const dm_fit_request *r)
 
     dm_cpu_fitter fitter;
     if (dm_cpu_fitter_load(&p.mi, real_size, &fitter) != 0) {
+        dm_outdir_abort(&od);
         dm_problem_free(&p);
         return -1;
     }
@@ -117,7 +137,7 @@ int dm_fit_run(const dm_fit_request *r)
     memcpy(res.params, p.start, p.nfit * P * sizeof(double));
 
     if (r->threads > 0) omp_set_num_threads((int)r->threads);
-    char device[512];
+    char device[512], note[128];
     double t_fit = now_seconds();
     int rc = 0;
     if (use_gpu) {
@@ -125,7 +145,7 @@ int dm_fit_run(const dm_fit_request *r)
         dm_fit_gpu_options go = {r->gpus, r->gpu_memory_mb, (int)r->lanes, prog};
         dm_fit_gpu_report rep;
         rc = dm_fit_gpu_run(&p, real_size, &go, &res, &rep);
-        if (prog) dm_progress_end(prog);
+        if (prog) dm_progress_finish(prog, rc == 0 ? summary(&p, note, sizeof note) : NULL);
         timing.compile += rep.compile_seconds;
         snprintf(device, sizeof device, "gpu: %s, %d lanes/voxel, %d batches of up to %ld voxels%s",
                  rep.device, rep.lanes, rep.batches, rep.batch_voxels,
@@ -135,6 +155,7 @@ int dm_fit_run(const dm_fit_request *r)
         dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
 #pragma omp parallel for schedule(dynamic, 16)
         for (size_t i = 0; i < p.nfit; i++) {
+            if (dm_stop_requested()) continue; /* the other iterations pass through at once */
             unsigned char *st = &p.status[p.index[i]];
             if (*st == DM_STATUS_FITTED) {
                 *st = (unsigned char)fitter.fit_voxel(
@@ -144,16 +165,21 @@ int dm_fit_run(const dm_fit_request *r)
             }
             if (prog) dm_progress_add(prog, 1);
         }
-        if (prog) dm_progress_end(prog);
+        if (prog) dm_progress_finish(prog, summary(&p, note, sizeof note));
     }
+    if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
     timing.fit = now_seconds() - t_fit - (use_gpu ? timing.compile - fitter.compile_seconds : 0);
     count_work(&p, &res, &timing);
 
     double t_write = now_seconds();
-    if (rc == 0) rc = dm_fit_write_outputs(r, &p, &fitter, &res);
+    if (rc == 0) rc = dm_fit_write_outputs(r, od.path, &p, &fitter, &res);
     timing.write = now_seconds() - t_write;
     timing.total = now_seconds() - t_start;
-    if (rc == 0) rc = dm_fit_write_provenance(r, &p, device, real_size, &timing);
+    if (rc == 0) rc = dm_fit_write_provenance(r, od.path, &p, device, real_size, &timing);
+    if (rc == 0)
+        rc = dm_outdir_commit(&od);
+    else
+        dm_outdir_abort(&od);
     free(res.params);
     free(res.stats);
     free(res.samples);

@@ -14,10 +14,10 @@
 #define DIMOC_VERSION "unknown"
 #endif
 
-int dm_fit_write_provenance(const dm_fit_request *r, const dm_problem *p, const char *device,
-                            int real_size, const dm_fit_timing *t)
+int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_problem *p,
+                            const char *device, int real_size, const dm_fit_timing *t)
 {
-    char *path = dm_path_join(r->out, "provenance.json");
+    char *path = dm_path_join(dir, "provenance.json");
     char *tmp = dm_temp_sibling(path);
     FILE *f = fopen(tmp, "w");
     if (!f) {

@@ -39,17 +39,42 @@ dm_tck_writer *dm_tck_open(const char *path, const char *info)
         return NULL;
     }
     /* The header is written with a fixed-width count and an offset computed so that the
-     * "file:" line's own length is included. */
-    char head[8192];
-    int len =
-        snprintf(head, sizeof head, "mrtrix tracks\ndatatype: Float32LE\n%s%s", info ? info : "",
-                 info && *info && info[strlen(info) - 1] != '\n' ? "\n" : "");
-    long count_at = len + (long)strlen("count: ");
-    len += snprintf(head + len, sizeof head - len, "count: %012ld\ntotal_count: %012ld\n", 0L, 0L);
-    long offset = len + 32; /* "file: . NNN\nEND\n" fits in 32 bytes with padding */
-    len += snprintf(head + len, sizeof head - len, "file: . %ld\nEND\n", offset);
+     * "file:" line's own length is included.  Of `info`, only "key: value" lines whose key
+     * the format does not reserve are kept (a stray "file:" or "END" would mislead readers). */
+    size_t cap = 256 + (info ? 2 * strlen(info) : 0);
+    char *head = malloc(cap);
+    if (!head) {
+        fclose(w->fp);
+        remove(w->tmp);
+        dm_set_error("out of memory");
+        free(w->path);
+        free(w->tmp);
+        free(w);
+        return NULL;
+    }
+    size_t len = (size_t)snprintf(head, cap, "mrtrix tracks\ndatatype: Float32LE\n");
+    for (const char *line = info; line && *line;) {
+        size_t n = strcspn(line, "\n");
+        const char *colon = memchr(line, ':', n);
+        static const char *const reserved[] = {"file", "count", "total_count", "datatype", NULL};
+        int keep = colon && colon > line && !memchr(line, '\r', n) && !memchr(line, 0, n);
+        for (int k = 0; keep && reserved[k]; k++)
+            keep = !((size_t)(colon - line) == strlen(reserved[k]) &&
+                     !strncmp(line, reserved[k], strlen(reserved[k])));
+        if (keep) {
+            memcpy(head + len, line, n);
+            len += n;
+            head[len++] = '\n';
+        }
+        line += n + (line[n] == '\n');
+    }
+    long count_at = (long)len + (long)strlen("count: ");
+    len += (size_t)snprintf(head + len, cap - len, "count: %012ld\ntotal_count: %012ld\n", 0L, 0L);
+    long offset = (long)len + 32; /* "file: . NNN\nEND\n" fits in 32 bytes with padding */
+    len += (size_t)snprintf(head + len, cap - len, "file: . %ld\nEND\n", offset);
     fwrite(head, 1, len, w->fp);
-    for (long i = len; i < offset; i++) fputc(' ', w->fp); /* padding before the data */
+    free(head);
+    for (long i = (long)len; i < offset; i++) fputc(' ', w->fp); /* padding before the data */
     w->count_at = count_at;
     return w;
 }

@@ -6,7 +6,8 @@
 
 typedef struct dm_tck_writer dm_tck_writer;
 
-/* Opens a temporary sibling of path; NULL with dm_last_error(). `info` lines ("key: value")
+/* Opens a temporary sibling of path; NULL with dm_last_error(). `info` lines ("key: value";
+ * other lines, and the keys file, count, total_count and datatype, are left out)
  * are added to the header (may be NULL). */
 dm_tck_writer *dm_tck_open(const char *path, const char *info);
 /* Appends one streamline of n points (3 floats each, world mm). */

@@ -2,6 +2,7 @@
 #include "io/textio.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/outdir.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* allow_nan: "nan" tokens are read as NaN (bvecs write them for b=0 volumes). */
 /* Text here is printable bytes, tabs and line ends (and UTF-8 in comments); a NUL or another
@@ -257,13 +259,22 @@ int dm_write_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int n, 
     text_buf vals = {0}, vecs = {0};
     int ok = append_row(&vals, n, b, 1) == 0;
     for (int k = 0; ok && k < 3; k++) ok = append_row(&vecs, n, g + k, 3) == 0;
+    /* Both written under temporary names, then renamed into place together. */
+    char *tmp[2] = {dm_temp_sibling(bvals_path), dm_temp_sibling(bvecs_path)};
+    char *final[2] = {(char *)bvals_path, (char *)bvecs_path};
     int status;
-    if (!ok)
+    if (!ok || !tmp[0] || !tmp[1])
         status = dm_set_error("out of memory writing %s", bvecs_path);
-    else if (dm_write_file_atomic(bvals_path, vals.s, vals.len) != 0)
-        status = -1;
+    else if (dm_write_file_atomic(tmp[0], vals.s, vals.len) != 0 ||
+             dm_write_file_atomic(tmp[1], vecs.s, vecs.len) != 0)
+        status = dm_set_error("cannot write %s: %s", bvals_path, dm_last_error());
     else
-        status = dm_write_file_atomic(bvecs_path, vecs.s, vecs.len);
+        status = dm_commit_files(tmp, final, 2);
+    for (int i = 0; i < 2; i++)
+        if (tmp[i]) {
+            if (status != 0) unlink(tmp[i]);
+            free(tmp[i]);
+        }
     free(vals.s);
     free(vecs.s);
     return status;

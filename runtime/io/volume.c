@@ -12,6 +12,7 @@
 #include "io/volume.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
 
 #include <nifti2_io.h>
 
@@ -125,6 +126,11 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
     int swap = nim->byteorder != nifti_short_order() && nim->swapsize > 1;
     int ok = znzseek(f, (znz_off_t)nim->iname_offset, SEEK_SET) >= 0;
     for (size_t start = 0; ok && start < total; start += chunk) {
+        if (dm_stop_requested()) {
+            znzclose(f);
+            free(buf);
+            return dm_stop_error();
+        }
         size_t n = total - start < chunk ? total - start : chunk;
         /* Counted in bytes: znzread's count of whole values can hide a short last value. */
         ok = znzread(buf, 1, n * bytes_per, f) == n * bytes_per;
@@ -134,6 +140,30 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
     znzclose(f);
     free(buf);
     return ok ? 0 : load_error(path, nim);
+}
+
+/* Before anything is allocated: the file holds as many bytes as the header promises (a
+ * compressed file at most 1032 times its size, deflate's limit), so that a damaged or
+ * malicious header cannot make us allocate memory for data that is not there. */
+static int check_data_size(const char *path, const nifti_image *nim)
+{
+    const char *data_file = nim->iname ? nim->iname : path;
+    if (nim->nbyper < 1 || nim->nvox < 1 || nim->nvox > INT64_MAX / 8 / nim->nbyper ||
+        (uint64_t)nim->nvox > SIZE_MAX / sizeof(double))
+        return dm_set_error("%s: the header's size (%lld values) is impossible", path,
+                            (long long)nim->nvox);
+    long long need = (long long)nim->nvox * nim->nbyper, have = file_size(data_file);
+    if (have < 0) return load_error(path, nim);
+    long long offset = nim->iname_offset > 0 ? (long long)nim->iname_offset : 0;
+    if (nifti_is_gzfile(data_file)) {
+        if (have < (need + offset) / 1032)
+            return dm_set_error("%s: truncated or corrupt compressed file (the header promises "
+                                "%lld bytes of image data)",
+                                path, need);
+    } else if (have - offset < need) {
+        return load_error(path, nim);
+    }
+    return 0;
 }
 
 int dm_volume_read(const char *path, dm_volume *vol)
@@ -194,6 +224,10 @@ int dm_volume_read(const char *path, dm_volume *vol)
         return -1;
     }
 
+    if (check_data_size(path, nim) != 0) {
+        nifti_image_free(nim);
+        return -1;
+    }
     size_t nvals = (size_t)nim->nvox;
     double *data = malloc(nvals * sizeof *data);
     if (!data) {
@@ -379,7 +413,12 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     size_t bytes_per = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT64 ? 8 : 4;
     void *buf = ok ? malloc(chunk * bytes_per) : NULL;
     ok = ok && buf;
+    int stopped = 0;
     for (size_t start = 0; ok && start < total; start += chunk) {
+        if ((stopped = dm_stop_requested() != 0)) { /* a signal: stop, remove the temporary */
+            ok = 0;
+            break;
+        }
         size_t n = total - start < chunk ? total - start : chunk;
         convert_chunk(data + start, n, type, buf);
         ok = znzwrite(buf, bytes_per, n, f) == n;
@@ -396,11 +435,26 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     }
     if (!ok) {
         unlink(tmp);
-        dm_set_error("cannot write %s: %s", path,
-                     saved_errno ? strerror(saved_errno) : "write failed");
+        if (stopped)
+            dm_stop_error();
+        else
+            dm_set_error("cannot write %s: %s", path,
+                         saved_errno ? strerror(saved_errno) : "write failed");
     }
     free(tmp);
     return ok ? 0 : -1;
+}
+
+char *dm_volume_temp_name(const char *path)
+{
+    const char *ending = has_ending(path, ".nii.gz") ? ".nii.gz"
+                         : has_ending(path, ".nii")  ? ".nii"
+                                                     : NULL;
+    if (!ending) {
+        dm_set_error("%s: output names must end in .nii or .nii.gz", path);
+        return NULL;
+    }
+    return dm_temp_sibling_ext(path, ending);
 }
 
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type)

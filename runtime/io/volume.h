@@ -30,6 +30,10 @@ enum { DM_OUT_FLOAT32 = 0, DM_OUT_UINT8 = 1, DM_OUT_FLOAT64 = 2 };
  * temporary name in the same folder and renamed into place when whole.  Returns 0 or -1 with
  * dm_last_error(). */
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type);
+/* A temporary name beside path that keeps its .nii or .nii.gz ending (malloc'd), for images
+ * that go in place together with other files (util/outdir.h: dm_commit_files); NULL with
+ * dm_last_error() when path has neither ending. */
+char *dm_volume_temp_name(const char *path);
 /* Writes with geometry made from scratch: identity-like sform with the given voxel size (mm). */
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
                         const double *data);

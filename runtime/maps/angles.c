@@ -3,6 +3,7 @@
 #include "io/volume.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/outdir.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,8 +49,11 @@ static int write_map(const char *dir, const char *name, const char *suffix, cons
     return rc;
 }
 
-int dm_angles_write(const char *vectors, const char *fanning, const char *dir, const char *suffix)
+int dm_angles_write(const char *vectors, const char *fanning, const char *out, const char *suffix,
+                    dm_provenance *prov)
 {
+    dm_outdir od = {0};
+    const char *dir = NULL;
     int rc = 0;
     dm_volume vec = {0}, fan = {0};
     double *th = NULL, *ph = NULL, *psi = NULL;
@@ -72,11 +76,21 @@ int dm_angles_write(const char *vectors, const char *fanning, const char *dir, c
             for (int c = 0; c < 3; c++) w[c] = fan.data[i + c * nvox];
         dm_axis_angles(v, fan.data ? w : NULL, &th[i], &ph[i], &psi[i]);
     }
-    if ((rc = dm_mkdir_p(dir)) != 0 || (rc = write_map(dir, "th", suffix, &vec, th)) != 0 ||
+    /* Merged into --out: two runs with different suffixes share a folder. */
+    if ((rc = dm_outdir_begin(&od, out, DM_OUTDIR_MERGE)) != 0) goto done;
+    dir = od.path;
+    if ((rc = write_map(dir, "th", suffix, &vec, th)) != 0 ||
         (rc = write_map(dir, "ph", suffix, &vec, ph)) != 0)
         goto done;
-    if (fan.data) rc = write_map(dir, "psi", suffix, &vec, psi);
+    if (fan.data && (rc = write_map(dir, "psi", suffix, &vec, psi)) != 0) goto done;
+    char name[300];
+    snprintf(name, sizeof name, "provenance%.200s.json", suffix ? suffix : "");
+    char *path = dm_path_join(dir, name);
+    rc = path ? dm_provenance_write(prov, path) : dm_set_error("out of memory");
+    free(path);
+    if (rc == 0) rc = dm_outdir_commit(&od);
 done:
+    if (rc != 0) dm_outdir_abort(&od);
     dm_volume_free(&vec);
     dm_volume_free(&fan);
     free(th);

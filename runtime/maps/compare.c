@@ -8,14 +8,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int load(const char *dir, const char *name, dm_volume *v)
+/* Reads DIR/NAME.nii.gz, which must have `volumes` volumes (0: any) and, when `grid` is
+ * given, its grid (the fit's status map's): a truth and a fit of different shapes, or a
+ * scalar map given as axes, are errors naming the file. */
+static int load(const char *dir, const char *name, dm_volume *v, int volumes, const dm_volume *grid)
 {
     char file[80];
     snprintf(file, sizeof file, "%.63s.nii.gz", name);
     char *path = dm_path_join(dir, file);
+    if (!path) return dm_set_error("out of memory");
     int rc = dm_volume_read(path, v);
+    if (rc == 0 && grid) rc = dm_volume_check_same_grid(v, path, grid, "the fit's status.nii.gz");
+    if (rc == 0 && volumes && v->nt != volumes)
+        rc = volumes == 1 ? dm_set_error("%s: %d volumes; --params compares scalar maps (one "
+                                         "volume)",
+                                         path, v->nt)
+                          : dm_set_error("%s: %d volume%s; --axes compares direction maps of 3 "
+                                         "volumes (x, y, z)",
+                                         path, v->nt, v->nt == 1 ? "" : "s");
+    if (rc != 0) dm_volume_free(v);
     free(path);
     return rc;
+}
+
+/* A map's value as a small non-negative integer label (status, region), -1 when it is not
+ * one (NaN, negative, huge): converting such values to int is undefined. */
+static int label_of(double x)
+{
+    return x >= 0 && x <= 1e6 ? (int)x : -1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -52,8 +72,8 @@ static void split(const char *s, char out[][64], int *n, int max)
  * at a bound), in region l when there are regions. */
 static int counted(const dm_volume *status, const dm_volume *regions, size_t v, int l)
 {
-    int s = (int)status->data[v];
-    return (s == 1 || s == 2 || s == 6) && (!regions->data || (int)regions->data[v] == l);
+    int s = label_of(status->data[v]);
+    return (s == 1 || s == 2 || s == 6) && (!regions->data || label_of(regions->data[v]) == l);
 }
 
 static int compare_scalar(const dm_compare_settings *s, const char *name, const dm_volume *status,
@@ -62,7 +82,8 @@ static int compare_scalar(const dm_compare_settings *s, const char *name, const 
 {
     dm_volume t = {0}, f = {0};
     size_t nvox = DM_NVOX(status);
-    if (load(s->truth_dir, name, &t) != 0 || load(s->fit_dir, name, &f) != 0) {
+    if (load(s->truth_dir, name, &t, 1, status) != 0 ||
+        load(s->fit_dir, name, &f, 1, status) != 0) {
         dm_volume_free(&t);
         return -1;
     }
@@ -93,12 +114,16 @@ static int compare_axes(const dm_compare_settings *s, char axes[][64], int na,
     size_t nvox = DM_NVOX(status);
     int rc = 0;
     for (int i = 0; i < na && rc == 0; i++)
-        if ((rc = load(s->truth_dir, axes[i], &t[i])) != 0 ||
-            (rc = load(s->fit_dir, axes[i], &f[i])) != 0)
+        if ((rc = load(s->truth_dir, axes[i], &t[i], 3, status)) != 0 ||
+            (rc = load(s->fit_dir, axes[i], &f[i], 3, status)) != 0)
             break;
     if (rc == 0) {
         fprintf(out, "\n%-14s %7s  %-8s %22s\n", "region", "voxels", "axis", "median angle (deg)");
         double *ang[2] = {malloc(nvox * sizeof(double)), malloc(nvox * sizeof(double))};
+        if (!ang[0] || !ang[1]) {
+            nlabels = 0;
+            rc = dm_set_error("out of memory");
+        }
         for (int l = 1; l <= nlabels; l++) {
             long n = 0;
             for (size_t v = 0; v < nvox; v++) {
@@ -142,7 +167,7 @@ int dm_compare_maps(const dm_compare_settings *s, FILE *out)
     split(s->region_names, rnames, &nr, 32);
     int rc = 0;
     dm_volume status = {0}, regions = {0};
-    if ((rc = load(s->fit_dir, "status", &status)) != 0) goto done;
+    if ((rc = load(s->fit_dir, "status", &status, 1, NULL)) != 0) goto done;
     size_t nvox = DM_NVOX(&status);
     if (s->regions &&
         ((rc = dm_volume_read(s->regions, &regions)) != 0 ||
@@ -150,7 +175,7 @@ int dm_compare_maps(const dm_compare_settings *s, FILE *out)
         goto done;
     int nlabels = 1;
     for (size_t v = 0; regions.data && v < nvox; v++)
-        if (regions.data[v] > nlabels) nlabels = (int)regions.data[v];
+        if (label_of(regions.data[v]) > nlabels) nlabels = label_of(regions.data[v]);
     if (nlabels > 64) nlabels = 64;
 
     fprintf(out, "%-14s %7s  %-8s %10s %10s %10s\n", "region", "voxels", "map", "truth", "fitted",

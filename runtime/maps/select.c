@@ -2,11 +2,14 @@
 #include "maps/select.h"
 #include "io/volume.h"
 #include "util/error.h"
+#include "util/fsutil.h"
+#include "util/outdir.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Default name of a map: its folder's last component ("fits/ball_2_sticks/BIC.nii.gz" ->
  * "ball_2_sticks"), else the file name. */
@@ -82,7 +85,27 @@ int dm_select_lowest(const dm_select_settings *s, dm_select_result *r)
         rc = dm_set_error("select: no voxel where every map has a value");
         goto done;
     }
-    rc = dm_volume_write(s->out, &maps[0], 1, labels, DM_OUT_UINT8);
+    /* The map and its provenance beside it go in place together (util/outdir.h). */
+    char *tmp[2] = {dm_volume_temp_name(s->out), NULL};
+    char *final[2] = {(char *)s->out, dm_provenance_sidecar(s->out)};
+    tmp[1] = final[1] ? dm_temp_sibling(final[1]) : NULL;
+    if (!tmp[0])
+        rc = -1;
+    else if (!tmp[1])
+        rc = dm_set_error("out of memory");
+    else if ((rc = dm_volume_write(tmp[0], &maps[0], 1, labels, DM_OUT_UINT8)) == 0) {
+        for (int i = 0; i < n; i++)
+            dm_provenance_num(s->prov, DM_PROV_RESULT, r->names[i], (double)r->count[i]);
+        dm_provenance_num(s->prov, DM_PROV_RESULT, "voxels_compared", (double)r->total);
+        rc = dm_provenance_write(s->prov, tmp[1]);
+    }
+    if (rc == 0)
+        rc = dm_commit_files(tmp, final, 2);
+    else
+        for (int i = 0; i < 2; i++)
+            if (tmp[i]) unlink(tmp[i]);
+    for (int i = 0; i < 2; i++) free(tmp[i]);
+    free(final[1]);
 done:
     for (int i = 0; i < n; i++) dm_volume_free(&maps[i]);
     dm_volume_free(&mask);

@@ -3,6 +3,8 @@
 #ifndef DIMOC_SELECT_H
 #define DIMOC_SELECT_H
 
+#include "util/json.h"
+
 #define DM_SELECT_MAX_MAPS 15
 
 typedef struct dm_select_settings {
@@ -10,7 +12,9 @@ typedef struct dm_select_settings {
     int nmaps;
     const char *names; /* their names (comma list, one per map); NULL: each map's folder */
     const char *mask;  /* compare where non-zero; NULL: where every map is finite and non-zero */
-    const char *out;   /* label map (uint8): i where map i is the lowest (1-based), 0 elsewhere */
+    const char *out;   /* label map (uint8): i where map i is the lowest (1-based), 0 elsewhere;
+                        * its provenance beside it: OUT-without-.nii.gz.provenance.json */
+    dm_provenance *prov;
 } dm_select_settings;
 
 typedef struct dm_select_result {

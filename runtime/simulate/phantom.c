@@ -3,6 +3,7 @@
 #include "io/volume.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/outdir.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ static void region_params(int region, double p[NP])
     for (int k = 0; k < NP; k++) p[k] = q[k];
 }
 
-int dm_phantom_write(const char *dir, int size)
+int dm_phantom_write(const char *dir, int size, dm_provenance *prov)
 {
     if (size < 1) return dm_set_error("phantom: the size must be at least 1, not %d", size);
     int nx = 4 * size, ny = size, nz = 2;
@@ -64,10 +65,11 @@ int dm_phantom_write(const char *dir, int size)
                 regions[v] = region;
                 mask[v] = 1;
             }
-    rc = dm_mkdir_p(dir);
-    char file[256];
+    dm_outdir od;
+    if ((rc = dm_outdir_begin(&od, dir, DM_OUTDIR_REPLACE)) != 0) goto done;
+    char file[4400];
     for (int k = 0; k < NP && rc == 0; k++) {
-        snprintf(file, sizeof file, "%s/%s.nii.gz", dir, names[k]);
+        snprintf(file, sizeof file, "%s/%s.nii.gz", od.path, names[k]);
         rc = dm_volume_write_new(file, nx, ny, nz, 1, 2.0, maps[k]);
     }
     struct {
@@ -77,9 +79,18 @@ int dm_phantom_write(const char *dir, int size)
     } extra[] = {
         {"dyads1", dy1, 3}, {"dyads2", dy2, 3}, {"regions", regions, 1}, {"mask", mask, 1}};
     for (int i = 0; i < 4 && rc == 0; i++) {
-        snprintf(file, sizeof file, "%s/%s.nii.gz", dir, extra[i].name);
+        snprintf(file, sizeof file, "%s/%s.nii.gz", od.path, extra[i].name);
         rc = dm_volume_write_new(file, nx, ny, nz, extra[i].nt, 2.0, extra[i].data);
     }
+    if (rc == 0) {
+        dm_provenance_num(prov, DM_PROV_OPTION, "size", size);
+        snprintf(file, sizeof file, "%s/provenance.json", od.path);
+        rc = dm_provenance_write(prov, file);
+    }
+    if (rc == 0)
+        rc = dm_outdir_commit(&od);
+    else
+        dm_outdir_abort(&od);
 done:
     for (int k = 0; k < NP; k++) free(maps[k]);
     free(regions);

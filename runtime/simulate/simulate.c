@@ -6,11 +6,15 @@
 #include "io/volume.h"
 #include "simulate/noise.h"
 #include "util/error.h"
+#include "util/fsutil.h"
+#include "util/interrupt.h"
+#include "util/outdir.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A parameter or per-voxel input source: a constant or a map. */
 typedef struct source {
@@ -127,7 +131,7 @@ static void add_noise(const dm_simulate_settings *s, size_t v, size_t nvox, int 
     }
 }
 
-int dm_simulate_run(const dm_simulate_settings *s)
+int dm_simulate_run(const dm_simulate_settings *s, dm_provenance *prov)
 {
     int rc = 0;
     dm_model_info mi;
@@ -138,6 +142,7 @@ int dm_simulate_run(const dm_simulate_settings *s)
     double *meas = NULL, *bvals = NULL, *signal = NULL, *row = NULL, *mask = NULL;
     dm_cpu_fitter fitter = {0};
     const dm_volume *grid = NULL;
+    char *tmp[3] = {NULL, NULL, NULL}, *final[3] = {NULL, NULL, NULL};
     char text[4096];
     int M = 0;
 
@@ -179,6 +184,10 @@ int dm_simulate_run(const dm_simulate_settings *s)
     }
     double p[DM_MAX_PARAMS], vin[64];
     for (size_t v = 0; v < nvox; v++) {
+        if (dm_stop_requested()) {
+            rc = dm_stop_error();
+            goto done;
+        }
         for (int k = 0; k < mi.nparams; k++) p[k] = source_at(&ps[k], v, nvox, 0);
         for (int i = 0; i < mi.nvoxels; i++)
             for (int c = 0; c < mi.voxels[i].width; c++)
@@ -198,17 +207,50 @@ int dm_simulate_run(const dm_simulate_settings *s)
         mask[v] = finite && mx > 0;
         add_noise(s, v, nvox, M, row, sigma, signal);
     }
+    /* The image, the mask and the provenance go in place together (util/outdir.h). */
+    final[0] = (char *)s->out;
+    final[1] = (char *)s->mask_out;
+    final[2] = dm_provenance_sidecar(s->out);
+    if (!(tmp[0] = dm_volume_temp_name(s->out)) ||
+        (s->mask_out && !(tmp[1] = dm_volume_temp_name(s->mask_out)))) {
+        rc = -1;
+        goto done;
+    }
+    if (!final[2] || !(tmp[2] = dm_temp_sibling(final[2]))) {
+        rc = dm_set_error("out of memory");
+        goto done;
+    }
     if (grid)
-        rc = dm_volume_write(s->out, grid, M, signal, DM_OUT_FLOAT32);
+        rc = dm_volume_write(tmp[0], grid, M, signal, DM_OUT_FLOAT32);
     else
-        rc = dm_volume_write_new(s->out, nx, ny, nz, M, 2.0, signal);
+        rc = dm_volume_write_new(tmp[0], nx, ny, nz, M, 2.0, signal);
     if (rc == 0 && s->mask_out) {
         if (grid)
-            rc = dm_volume_write(s->mask_out, grid, 1, mask, DM_OUT_UINT8);
+            rc = dm_volume_write(tmp[1], grid, 1, mask, DM_OUT_UINT8);
         else
-            rc = dm_volume_write_new(s->mask_out, nx, ny, nz, 1, 2.0, mask);
+            rc = dm_volume_write_new(tmp[1], nx, ny, nz, 1, 2.0, mask);
+    }
+    if (rc == 0) {
+        dm_provenance_str(prov, DM_PROV_RESULT, "model_name", mi.name);
+        dm_provenance_str(prov, DM_PROV_RESULT, "model_source_hash", mi.source_hash);
+        dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)nvox);
+        dm_provenance_num(prov, DM_PROV_RESULT, "measurements", M);
+        rc = dm_provenance_write(prov, tmp[2]);
+    }
+    if (rc == 0) {
+        rc = dm_commit_files(tmp, final, 3); /* renames them, or removes them */
+        for (int i = 0; i < 3; i++) {
+            free(tmp[i]);
+            tmp[i] = NULL;
+        }
     }
 done:
+    for (int i = 0; i < 3; i++)
+        if (tmp[i]) {
+            unlink(tmp[i]);
+            free(tmp[i]);
+        }
+    free(final[2]);
     for (int k = 0; k < DM_MAX_PARAMS; k++) dm_volume_free(&ps[k].map);
     for (int i = 0; i < 16; i++) dm_volume_free(&vs[i].map);
     free(meas);

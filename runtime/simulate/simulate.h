@@ -3,6 +3,8 @@
 #ifndef DIMOC_SIMULATE_H
 #define DIMOC_SIMULATE_H
 
+#include "util/json.h"
+
 enum { DM_SIM_NOISE_NONE, DM_SIM_NOISE_GAUSSIAN, DM_SIM_NOISE_RICIAN };
 
 typedef struct dm_simulate_settings {
@@ -21,8 +23,9 @@ typedef struct dm_simulate_settings {
     const char *mask_out; /* also a mask of the voxels with a finite, positive signal (NULL: no) */
 } dm_simulate_settings;
 
-/* Loads the model, reads the maps and the protocol, simulates and writes.  0, or -1 with
+/* Loads the model, reads the maps and the protocol, simulates and writes the image, the mask
+ * and OUT-without-.nii.gz.provenance.json (prov), all of them or none.  0, or -1 with
  * dm_last_error(). */
-int dm_simulate_run(const dm_simulate_settings *s);
+int dm_simulate_run(const dm_simulate_settings *s, dm_provenance *prov);
 
 #endif

@@ -7,6 +7,7 @@
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_launch.h"
 #include "util/error.h"
+#include "util/interrupt.h"
 #include "util/progress.h"
 #include "track/track_gpu_host.h"
 #include "track/track_sparse_shards.h"
@@ -424,7 +425,9 @@ static void *worker_main(void *arg)
         for (int iter = 0;; iter++) { /* slots in turn: collect the oldest, launch it again */
             slot *s = &slots[iter % j->nslots];
             if (s->busy && collect(w, s) != 0) goto fail;
-            unsigned long long first = atomic_fetch_add(&j->next, w->chunk);
+            /* After a signal: no new chunk, only the ones in flight are collected. */
+            unsigned long long first =
+                dm_stop_requested() ? j->total : atomic_fetch_add(&j->next, w->chunk);
             if (first >= j->total) {
                 for (int k = 1; k < j->nslots; k++) {
                     slot *other = &slots[(iter + k) % j->nslots];
@@ -585,6 +588,7 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
     r->seconds = now_seconds() - t0; /* with the gathering of the matrices */
     dm_gpu_program_free(&prog);
     dm_cuda_close(cu);
+    if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
     if (rc == 0 && o->tck_max > 0) rc = dm_track_trace_saved(f, s, m, o, r);
     return rc;
 }

@@ -1,11 +1,15 @@
+/* The files of dimoc track (track_outputs.h), written all or nothing. */
 #include "track/track_outputs.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
+#include "util/outdir.h"
 #include "io/tck.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int write_text_file(const char *dir, const char *name, const char *text, size_t len)
 {
@@ -140,4 +144,54 @@ int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_tra
         at += 3 * (size_t)r->tck_len[i];
     }
     return dm_tck_close(w, r->tck_tracked);
+}
+
+int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
+                  const dm_track_masks *m, const dm_track_options *o, const dm_track_result *r,
+                  dm_provenance *prov)
+{
+    dm_outdir od;
+    if (dm_outdir_begin(&od, outdir, DM_OUTDIR_REPLACE) != 0) return -1;
+    /* A .tck file inside outdir is written in the temporary folder with the rest; one
+     * elsewhere under a temporary name beside it. */
+    size_t n = strlen(outdir);
+    while (n > 1 && outdir[n - 1] == '/') n--;
+    int inside = tck && !strncmp(tck, outdir, n) && tck[n] == '/';
+    char *tck_in = inside ? dm_path_join(od.path, tck + n + 1) : NULL;
+    char *tck_tmp = tck && !inside ? dm_temp_sibling(tck) : NULL;
+    int rc = tck && !tck_in && !tck_tmp ? dm_set_error("out of memory")
+                                        : dm_track_write_outputs(od.path, s, m, o, r);
+    if (rc == 0 && tck) rc = dm_track_write_tck(inside ? tck_in : tck_tmp, o, r);
+    free(tck_in);
+    if (rc == 0) {
+        dm_provenance_num(prov, DM_PROV_RESULT, "seeds", (double)s->n);
+        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)r->generated);
+        dm_provenance_num(prov, DM_PROV_RESULT, "waytotal", (double)r->waytotal);
+        dm_provenance_num(prov, DM_PROV_RESULT, "saved_streamlines", (double)r->ntck);
+        dm_provenance_num(prov, DM_PROV_RESULT, "tracking_seconds", r->seconds);
+        dm_provenance_str(prov, DM_PROV_RESULT, "device", o->use_gpu ? r->device : "cpu");
+        char *path = dm_path_join(od.path, "provenance.json");
+        rc = path ? dm_provenance_write(prov, path) : dm_set_error("out of memory");
+        free(path);
+    }
+    if (rc != 0) {
+        dm_outdir_abort(&od);
+        if (tck_tmp) unlink(tck_tmp);
+        free(tck_tmp);
+        return -1;
+    }
+    /* The folder and the .tck file go in place together: no signal between the two. */
+    sigset_t saved;
+    dm_interrupt_block(&saved);
+    rc = dm_outdir_commit(&od);
+    if (tck_tmp) {
+        char *tmp[1] = {tck_tmp}, *final[1] = {(char *)tck};
+        if (rc == 0)
+            rc = dm_commit_files(tmp, final, 1);
+        else
+            unlink(tck_tmp);
+    }
+    dm_interrupt_unblock(&saved);
+    free(tck_tmp);
+    return rc;
 }

@@ -20,9 +20,16 @@
 #define DIMOC_TRACK_OUTPUTS_H
 
 #include "track/track_run.h"
+#include "util/json.h"
 
 int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm_track_masks *m,
                            const dm_track_options *o, const dm_track_result *r);
+/* Everything a run writes, all or nothing (util/outdir.h): outdir's files and its
+ * provenance.json (prov, with the streamline counts added) in a temporary folder that replaces
+ * outdir at the end, and the .tck file (tck NULL: none) renamed into place with it. */
+int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
+                  const dm_track_masks *m, const dm_track_options *o, const dm_track_result *r,
+                  dm_provenance *prov);
 /* The saved streamlines as an MRtrix .tck file. */
 int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_track_result *r);
 

@@ -1,5 +1,6 @@
 #include "track/track_run.h"
 #include "util/error.h"
+#include "util/interrupt.h"
 #include "util/progress.h"
 
 #include <omp.h>
@@ -329,7 +330,8 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
     worker w;
     int rc = worker_init(&w, &c, m, &plain);
     unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
-    for (unsigned long long id = 0; rc == 0 && id < total && w.nsaved < o->tck_max && !w.failed;
+    for (unsigned long long id = 0;
+         rc == 0 && id < total && w.nsaved < o->tck_max && !w.failed && !dm_stop_requested();
          id++) {
         long k = (long)(id / o->per_seed);
         int halves = dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop,
@@ -337,6 +339,7 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
         if (halves) save_streamline(&w, id, halves, t2w);
     }
     if (rc != 0 || w.failed) rc = dm_set_error("track: out of memory for the saved streamlines");
+    if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
     if (rc == 0) rc = gather_saved(&w, 1, o->tck_max, total, r);
     worker_free(&w);
     return rc;
@@ -375,7 +378,7 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
         long pending = 0;
 #pragma omp for schedule(dynamic, 32)
         for (long long id = 0; id < (long long)total; id++) {
-            if (failed) continue;
+            if (failed || dm_stop_requested()) continue;
             long k = (long)(id / o->per_seed);
             int halves = dm_track_streamline(&c, s->pos + 3 * k, (unsigned long long)id, me->half,
                                              &me->loop, c.network ? 1u << s->group[k] : 0u);
@@ -405,6 +408,7 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
     r->threads = nthreads;
     r->generated = total;
     int rc = failed ? dm_set_error("track: out of memory while tracking") : 0;
+    if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
     for (int t = 0; t < nthreads && rc == 0; t++) {
         r->waytotal += w[t].waytotal;
         r->steps += w[t].steps;

@@ -2,8 +2,20 @@
  * first[d] holds two flags for nesting depth d: FIRST (no member written yet) and ARRAY
  * (the level is an array, so dm_json_close writes ']'). */
 #include "util/json.h"
+#include "util/cmdline.h"
+#include "util/error.h"
+#include "util/fsutil.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef DIMOC_VERSION
+#define DIMOC_VERSION "unknown"
+#endif
 
 enum { FIRST = 1, ARRAY = 2, MAX_DEPTH = 31 };
 
@@ -122,4 +134,112 @@ void dm_json_bool(dm_json *j, const char *key, int value)
 {
     member(j, key);
     fputs(value ? "true" : "false", j->f);
+}
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void dm_provenance_begin(dm_provenance *p, const char *command)
+{
+    memset(p, 0, sizeof *p);
+    p->command = command;
+    p->start = monotonic_seconds();
+    time_t now = time(NULL);
+    strftime(p->created, sizeof p->created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+}
+
+static void add(dm_provenance *p, int section, const char *key, const char *text, double number)
+{
+    if (p->n >= DM_PROV_MAX || !key) return;
+    p->item[p->n].section = section;
+    p->item[p->n].key = strdup(key);
+    p->item[p->n].text = text ? strdup(text) : NULL;
+    p->item[p->n].is_number = !text;
+    p->item[p->n].number = number;
+    p->n++;
+}
+
+void dm_provenance_str(dm_provenance *p, int section, const char *key, const char *value)
+{
+    if (value) add(p, section, key, value, 0);
+}
+
+void dm_provenance_num(dm_provenance *p, int section, const char *key, double value)
+{
+    add(p, section, key, NULL, value);
+}
+
+int dm_provenance_write(const dm_provenance *p, const char *path)
+{
+    static const char *const names[DM_PROV_SECTIONS] = {"inputs", "options", "results"};
+    char *tmp = dm_temp_sibling(path);
+    FILE *f = tmp ? fopen(tmp, "w") : NULL;
+    if (!f) {
+        dm_set_error("cannot write %s: %s", path, tmp ? strerror(errno) : "out of memory");
+        free(tmp);
+        return -1;
+    }
+    char *cmdline = dm_command_line();
+    dm_json j;
+    dm_json_begin(&j, f);
+    dm_json_str(&j, "dimoc_version", DIMOC_VERSION);
+    dm_json_str(&j, "created", p->created);
+    dm_json_str(&j, "command", cmdline ? cmdline : "");
+    dm_json_str(&j, "dimoc_command", p->command);
+    free(cmdline);
+    for (int s = 0; s < DM_PROV_SECTIONS; s++) {
+        dm_json_key_object(&j, names[s]);
+        for (int i = 0; i < p->n; i++) {
+            if (p->item[i].section != s) continue;
+            if (p->item[i].is_number)
+                dm_json_num(&j, p->item[i].key, p->item[i].number);
+            else
+                dm_json_str(&j, p->item[i].key, p->item[i].text);
+        }
+        dm_json_close(&j);
+    }
+    dm_json_key_object(&j, "timings_seconds");
+    dm_json_num(&j, "total", monotonic_seconds() - p->start);
+    dm_json_close(&j);
+    dm_json_end(&j);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        free(tmp);
+        return dm_set_error("cannot write %s", path);
+    }
+    free(tmp);
+    return 0;
+}
+
+void dm_provenance_free(dm_provenance *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        free(p->item[i].key);
+        free(p->item[i].text);
+    }
+    p->n = 0;
+}
+
+char *dm_provenance_sidecar(const char *path)
+{
+    size_t n = strlen(path);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t stem = n;
+    if (n > 7 && !strcmp(path + n - 7, ".nii.gz") && path + n - 7 > base) {
+        stem = n - 7;
+    } else {
+        const char *dot = strrchr(base, '.');
+        if (dot && dot > base) stem = (size_t)(dot - path);
+    }
+    char *out = malloc(stem + sizeof ".provenance.json");
+    if (!out) return NULL;
+    memcpy(out, path, stem);
+    strcpy(out + stem, ".provenance.json");
+    return out;
 }

@@ -1,8 +1,10 @@
 /* One-line progress on stderr: "fit: 12345/200000 voxels  2100 vox/s  ETA 1m32s", redrawn at
- * most five times a second with '\r', and only when stderr is a terminal (or when the
- * environment variable DIMOC_PROGRESS=1 forces it, for tests).  Worker threads add with an
- * atomic counter; one of them at a time redraws (trylock, so no thread ever waits). */
+ * most five times a second with '\r', only when stderr is a terminal (or when the environment
+ * variable DIMOC_PROGRESS=1 forces it, for tests); otherwise a start line and a summary line,
+ * so that a log still says what ran and how long it took.  Worker threads add with an atomic
+ * counter; one of them at a time redraws (trylock, so no thread ever waits). */
 #include "util/progress.h"
+#include "util/interrupt.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,7 +20,7 @@ struct dm_progress {
     char rate_unit[32];
     long total;
     atomic_long done;
-    int shown;
+    int shown; /* 1: the redrawn line; 0: start and summary lines; -1: nothing */
     double start;
     _Atomic double last_draw; /* read without the lock to skip it cheaply */
     int last_len;
@@ -55,8 +57,12 @@ dm_progress *dm_progress_start(const char *label, long total, const char *unit)
     p->total = total;
     atomic_init(&p->done, 0);
     const char *force = getenv("DIMOC_PROGRESS");
-    p->shown = (force && *force) ? strcmp(force, "0") != 0 : isatty(2);
+    p->shown = (force && *force) ? (strcmp(force, "0") != 0 ? 1 : -1) : isatty(2);
     p->start = now_seconds();
+    if (p->shown == 0) {
+        fprintf(stderr, "%s: %ld %s\n", p->label, total, p->unit);
+        fflush(stderr);
+    }
     atomic_init(&p->last_draw, p->start);
     pthread_mutex_init(&p->draw_lock, NULL);
     return p;
@@ -76,7 +82,7 @@ void dm_progress_add(dm_progress *p, long done_now)
 {
     if (!p) return;
     long done = atomic_fetch_add(&p->done, done_now) + done_now;
-    if (!p->shown) return;
+    if (p->shown != 1) return;
     double t = now_seconds();
     if (t - p->last_draw < 0.2 || pthread_mutex_trylock(&p->draw_lock) != 0) return;
     if (t - p->last_draw >= 0.2) {
@@ -93,21 +99,34 @@ void dm_progress_add(dm_progress *p, long done_now)
     pthread_mutex_unlock(&p->draw_lock);
 }
 
-void dm_progress_end(dm_progress *p)
+void dm_progress_finish(dm_progress *p, const char *note)
 {
     if (!p) return;
-    if (p->shown) {
+    if (p->shown >= 0) {
         pthread_mutex_lock(&p->draw_lock);
         long done = atomic_load(&p->done);
         double elapsed = now_seconds() - p->start;
         char took[32];
         format_duration(took, sizeof took, elapsed);
-        char line[256];
-        snprintf(line, sizeof line, "%s: %ld %s in %s (%.0f %s/s)", p->label, done, p->unit, took,
-                 elapsed > 0 ? done / elapsed : 0.0, p->rate_unit);
-        draw(p, line, "\n");
+        char line[512];
+        if (dm_stop_requested())
+            snprintf(line, sizeof line, "%s: stopped after %ld of %ld %s (%s)", p->label, done,
+                     p->total, p->unit, took);
+        else
+            snprintf(line, sizeof line, "%s: %ld %s in %s (%.0f %s/s)%s%s", p->label, done, p->unit,
+                     took, elapsed > 0 ? done / elapsed : 0.0, p->rate_unit, note ? ", " : "",
+                     note ? note : "");
+        if (p->shown)
+            draw(p, line, "\n");
+        else
+            fprintf(stderr, "%s\n", line);
         pthread_mutex_unlock(&p->draw_lock);
     }
     pthread_mutex_destroy(&p->draw_lock);
     free(p);
+}
+
+void dm_progress_end(dm_progress *p)
+{
+    dm_progress_finish(p, NULL);
 }

@@ -90,7 +90,8 @@ def build_driver():
         f.write(DRIVER_C)
     runtime = os.path.join(ROOT, "runtime")
     sources = [os.path.join(runtime, s) for s in
-               ("io/volume.c", "util/error.c", "util/fsutil.c", "simulate/scheme.c", "io/textio.c")]
+               ("io/volume.c", "util/error.c", "util/fsutil.c", "util/interrupt.c", "util/outdir.c",
+                "simulate/scheme.c", "io/textio.c")]
     cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-Wall", "-Wextra", "-I" + runtime,
            "-I/usr/include/nifti", "-o", exe, src] + sources + [
            "-Wl,-Bstatic", "-lnifti2", "-lznz", "-Wl,-Bdynamic", "-lz", "-lm", "-lpthread"]

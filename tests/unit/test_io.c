@@ -10,6 +10,7 @@
 #include "fit/stats_util.h"
 #include "io/textio.h"
 #include "io/volume.h"
+#include "io/tck.h"
 
 #include <nifti2_io.h>
 
@@ -674,20 +675,88 @@ static void test_progress(void)
               text[strlen(text) - 1] == '\n',
           "progress_lines", "got '%s'", text ? text : "(none)");
     free(text);
-    /* Not a terminal and not forced: silent. */
-    fd = open(path_in("progress2.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    saved = dup(2);
-    dup2(fd, 2);
-    close(fd);
-    p = dm_progress_start("fit", 10, "voxels");
-    dm_progress_add(p, 10);
-    dm_progress_end(p);
-    dup2(saved, 2);
-    close(saved);
-    size_t len = 1;
-    text = dm_read_file(path_in("progress2.txt"), &len);
-    check(text && len == 0, "progress_silent_when_piped", "%zu bytes written", len);
-    free(text);
+    /* Not a terminal and not forced: a start line and a summary line; DIMOC_PROGRESS=0: none. */
+    for (int quiet = 0; quiet < 2; quiet++) {
+        if (quiet) setenv("DIMOC_PROGRESS", "0", 1);
+        fd = open(path_in("progress2.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        saved = dup(2);
+        dup2(fd, 2);
+        close(fd);
+        p = dm_progress_start("fit", 10, "voxels");
+        dm_progress_add(p, 10);
+        dm_progress_finish(p, "10 fitted");
+        dup2(saved, 2);
+        close(saved);
+        unsetenv("DIMOC_PROGRESS");
+        size_t len = 1;
+        text = dm_read_file(path_in("progress2.txt"), &len);
+        if (quiet)
+            check(text && len == 0, "progress_silent_when_asked", "%zu bytes written", len);
+        else
+            check(text && !strncmp(text, "fit: 10 voxels\nfit: 10 voxels in ", 33) &&
+                      strstr(text, ", 10 fitted\n") && !strchr(text, '\r'),
+                  "progress_start_and_summary_when_piped", "got '%s'", text ? text : "(none)");
+        free(text);
+    }
+}
+
+/* Every input the fuzzers found a crash with (tests/fuzz/regressions/) is read without one:
+ * NIfTI files (named .nii.gz when the first byte is odd, as fuzz_nifti.c does), text files
+ * (bvals up to the first NUL, bvecs after), .tck info text (up to the first NUL). */
+static void test_fuzz_regressions(void)
+{
+    const char *kinds[] = {"nifti", "text", "tck"};
+    int files = 0;
+    for (int k = 0; k < 3; k++) {
+        char folder[300];
+        snprintf(folder, sizeof folder, "tests/fuzz/regressions/%s", kinds[k]);
+        char cmd[400], name[256];
+        snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null", folder); /* <dirent.h> clashes with
+                                                                     nifti1.h's DT_ names */
+        FILE *d = popen(cmd, "r");
+        while (d && fscanf(d, "%255s", name) == 1) {
+            char *path = dm_path_join(folder, name);
+            size_t len = 0;
+            char *data = dm_read_file(path, &len);
+            free(path);
+            if (!data) continue;
+            files++;
+            size_t n1 = strnlen(data, len);
+            if (k == 0) {
+                const char *name = path_in(len && (data[0] & 1) ? "fuzz.nii.gz" : "fuzz.nii");
+                FILE *f = fopen(name, "wb");
+                fwrite(data, 1, len, f);
+                fclose(f);
+                dm_volume v;
+                if (dm_volume_read(name, &v) == 0) dm_volume_free(&v);
+            } else if (k == 1) {
+                FILE *f = fopen(path_in("fuzz_bvals"), "wb");
+                fwrite(data, 1, n1, f);
+                fclose(f);
+                f = fopen(path_in("fuzz_bvecs"), "wb");
+                if (n1 < len) fwrite(data + n1 + 1, 1, len - n1 - 1, f);
+                fclose(f);
+                double *b, *g;
+                int nread;
+                if (dm_read_bvals_bvecs(path_in("fuzz_bvals"), path_in("fuzz_bvecs"), 0, &b, &g,
+                                        &nread) == 0) {
+                    free(b);
+                    free(g);
+                }
+            } else {
+                dm_tck_writer *w = dm_tck_open(path_in("fuzz.tck"), n1 < len ? data : "");
+                int rc = w ? dm_tck_close(w, 0) : -1;
+                char *text = dm_read_file(path_in("fuzz.tck"), NULL);
+                const char *first = text ? strstr(text, "\nfile: ") : NULL;
+                check(rc == 0 && first && !strstr(first + 1, "\nfile: "),
+                      "fuzz-regression-tck-one-file-line", "%s", name);
+                free(text);
+            }
+            free(data);
+        }
+        if (d) pclose(d);
+    }
+    check(files > 0, "fuzz-regressions-io", "%d inputs replayed", files);
 }
 
 int main(void)
@@ -716,5 +785,6 @@ int main(void)
     test_fsutil();
     test_error();
     test_progress();
+    test_fuzz_regressions();
     return 0;
 }

@@ -63,7 +63,7 @@ int main(void)
         fclose(fp);
     }
     const char *want = "1 3 2\n2 3 1\n3 1 2\n3 2 1\n4 4 0\n";
-    snprintf(why, sizeof why, "got \"%s\"", text);
+    snprintf(why, sizeof why, "got \"%.190s\"", text);
     check(rc == 0 && !strcmp(text, want), "track_sparse_dot_symmetrised", "%s", why);
     rc = dm_sparse_write_dot(&s, path, 2, 3, 0);
     fp = fopen(path, "r");
@@ -73,7 +73,7 @@ int main(void)
         text[n] = 0;
         fclose(fp);
     }
-    snprintf(why, sizeof why, "got \"%s\"", text);
+    snprintf(why, sizeof why, "got \"%.190s\"", text);
     check(rc == 0 && !strcmp(text, "1 3 2\n2 3 1\n"), "track_sparse_dot_size_entry_present", "%s",
           why);
     dm_sparse_free(&a);
