@@ -271,9 +271,9 @@ static int run_all_or_nothing(const char *name, char **args, int at)
     int status = dm_run_child(args, NULL);
     args[at] = given;
     int rc = status < 0 ? -1 : 0;
-    if (rc == 0 && status != 0 && !dm_stop_requested())
-        rc = dm_set_error("pipeline %s: the script failed (exit status %d); %s", name, status,
-                          "its output folder is removed");
+    /* A failing step has said why in its own one line: the temporary folder goes, quietly. */
+    int failed = rc == 0 && status != 0 && !dm_stop_requested();
+    if (failed) rc = -1;
     if (rc == 0 && !dm_stop_requested()) {
         dm_provenance_num(&prov, DM_PROV_RESULT, "exit_status", status);
         char *path = dm_path_join(od.path, "provenance.json");
@@ -288,7 +288,7 @@ static int run_all_or_nothing(const char *name, char **args, int at)
     dm_provenance_free(&prov);
     free(tmp_arg);
     if (rc == 0) return 0;
-    dm_report_error();
+    if (!failed) dm_report_error();
     return status > 0 ? status : 1;
 }
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 
+import nibabel as nib
 import numpy as np
 
 from dmtest import DIMOC, check, dimoc, finish, save, scheme, workdir
@@ -165,12 +166,13 @@ for sig in (signal.SIGINT, signal.SIGTERM):
 
 # 6. A pipeline: the signal reaches its script and the script's dimoc commands; nothing of it
 # remains, and no process of it lives on.
-mask_path = save(f"{d}/mask.nii.gz", np.ones((6000, 1, 1), np.float32))
+mask_path = save(f"{d}/mask.nii.gz", np.ones((6000, 1, 1), np.float32), nib.load(data).affine)
 for sig in (signal.SIGINT, signal.SIGTERM):
     out = f"{d}/pipe_{sig.name}"
     started = lambda: glob.glob(f"{d}/.pipe_{sig.name}.tmp.*/.ball_1_stick.tmp.*")
-    rc, took, err = interrupt(["pipeline", "model_selection", data, mask_path, bvals, bvecs, out,
-                               "ball_1_stick,ball_2_sticks", "--method", "lm,mcmc"], sig,
+    rc, took, err = interrupt(["pipeline", "model_selection", "--data", data, "--mask", mask_path,
+                               "--bvals", bvals, "--bvecs", bvecs, "--out", out,
+                               "--models", "ball_1_stick,ball_2_sticks", "--method", "lm,mcmc"], sig,
                               started, rng.uniform(0.1, 0.8))
     expect_stopped(f"pipeline-{sig.name}", out, None, rc, took, err, sig)
     ps = subprocess.run(["pgrep", "-f", f"pipe_{sig.name}"], capture_output=True, text=True)
