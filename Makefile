@@ -134,6 +134,8 @@ install: bin/dimoc
 	    $(DESTDIR)$(PREFIX)/share/doc/dimoc
 	install -m 755 bin/dimoc $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 pipelines/*.sh $(DESTDIR)$(PREFIX)/share/dimoc/pipelines/
+	install -d $(DESTDIR)$(PREFIX)/share/dimoc/pipelines/lib
+	install -m 644 pipelines/lib/*.bash $(DESTDIR)$(PREFIX)/share/dimoc/pipelines/lib/
 	install -m 644 models/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/
 	install -m 644 templates/* $(DESTDIR)$(PREFIX)/share/dimoc/templates/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/

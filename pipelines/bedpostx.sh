@@ -24,26 +24,15 @@
 # samples in [0, 2 pi) (FSL stores its unbounded random walk), and mean_th/mean_ph are
 # circular means (FSL: the plain mean of the samples).  Every other file has FSL's meaning.
 set -euo pipefail
-data= mask= bvals= bvecs= out=
 nfibres=2
-fitopts=()
-while [ $# -gt 0 ]; do
+own_flag() { # this pipeline's own flags (lib/flags.bash)
     case $1 in
-    --data) data=$2; shift 2 ;;
-    --mask) mask=$2; shift 2 ;;
-    --bvals) bvals=$2; shift 2 ;;
-    --bvecs) bvecs=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --nfibres) nfibres=$2; shift 2 ;;
-    *) fitopts+=("$1"); shift ;; # a fit option or its value: every dimoc fit gets them
+    --nfibres) nfibres=$2; taken=2 ;;
     esac
-done
-if [ -z "$data" ] || [ -z "$mask" ] || [ -z "$bvals" ] || [ -z "$bvecs" ] || [ -z "$out" ]; then
-    sed -n 's/^# usage: //p' "$0" >&2
-    exit 2
-fi
+}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
+pipeline_flags "$@"
 case "$nfibres" in 1|2|3) ;; *) echo "dimoc: error: pipeline bedpostx: --nfibres must be 1, 2 or 3, not '$nfibres'" >&2; exit 2 ;; esac
-dimoc=${DIMOC:-dimoc}
 fitdir=$out/dimoc
 mkdir -p "$fitdir"
 common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")

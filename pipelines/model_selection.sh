@@ -12,27 +12,16 @@
 # the first, second, ... model (0 where a fit is missing), and OUTDIR/best_BIC.txt the table
 # that is also printed.
 set -euo pipefail
-data= mask= bvals= bvecs= out=
 models=ball_1_stick,ball_2_sticks,ball_3_sticks
 method=lm
-fitopts=()
-while [ $# -gt 0 ]; do
+own_flag() { # this pipeline's own flags (lib/flags.bash)
     case $1 in
-    --data) data=$2; shift 2 ;;
-    --mask) mask=$2; shift 2 ;;
-    --bvals) bvals=$2; shift 2 ;;
-    --bvecs) bvecs=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --models) models=$2; shift 2 ;;
-    --method) method=$2; shift 2 ;;
-    *) fitopts+=("$1"); shift ;; # a fit option or its value: every dimoc fit gets them
+    --models) models=$2; taken=2 ;;
+    --method) method=$2; taken=2 ;;
     esac
-done
-if [ -z "$data" ] || [ -z "$mask" ] || [ -z "$bvals" ] || [ -z "$bvecs" ] || [ -z "$out" ]; then
-    sed -n 's/^# usage: //p' "$0" >&2
-    exit 2
-fi
-dimoc=${DIMOC:-dimoc}
+}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
+pipeline_flags "$@"
 mkdir -p "$out"
 
 bics=()

@@ -22,25 +22,14 @@
 # fanning1, fanning2 and S0 as hard links (copies where links are impossible), BIC and AIC
 # when --ic is among the fit options, and quick-look PNGs.
 set -euo pipefail
-data= mask= bvals= bvecs= out=
 last=(--method lm)
-fitopts=()
-while [ $# -gt 0 ]; do
+own_flag() { # this pipeline's own flags (lib/flags.bash)
     case $1 in
-    --data) data=$2; shift 2 ;;
-    --mask) mask=$2; shift 2 ;;
-    --bvals) bvals=$2; shift 2 ;;
-    --bvecs) bvecs=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --mcmc) last=(--method lm,mcmc); shift ;;
-    *) fitopts+=("$1"); shift ;; # a fit option or its value: every dimoc fit gets them
+    --mcmc) last=(--method lm,mcmc); taken=1 ;;
     esac
-done
-if [ -z "$data" ] || [ -z "$mask" ] || [ -z "$bvals" ] || [ -z "$bvecs" ] || [ -z "$out" ]; then
-    sed -n 's/^# usage: //p' "$0" >&2
-    exit 2
-fi
-dimoc=${DIMOC:-dimoc}
+}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
+pipeline_flags "$@"
 here=$(dirname "$0")
 stages=$out/dimoc
 mkdir -p "$stages"
