@@ -4,7 +4,9 @@
 # nothing written.  Each case runs in a fresh empty folder (its outputs are relative names in
 # it), which must still be empty afterwards.  Classes: the command-line interface (options,
 # pipelines, help) and protocol/geometry mistakes (b-value scale, empty weighting, counts,
-# masks and seeds, files that are not what they claim).
+# masks and seeds, files that are not what they claim), outputs never replaced unless a dimoc
+# run made them, and map tools that refuse maps of another grid or shape.  (Interrupted runs:
+# tests/py/test_interrupt.py; more output and memory cases: tests/cli/test_safe_outputs.sh.)
 cd "$(dirname "$0")/../.."
 source tests/lib.sh
 PY=${PYTHON:-python3}
@@ -61,6 +63,17 @@ for p, v in (("th", 1.0), ("ph", 0.5), ("f", 0.6)):
 save("seed.nii.gz", np.ones((2, 2, 2)))
 save("seed_shifted.nii.gz", np.ones((2, 2, 2)), shifted)
 save("seed4d.nii.gz", np.ones((2, 2, 2, 2)))
+# Finished maps for the map tools: a truth and a fit on the data's grid, one on another grid.
+for folder in ("truth", "fitmaps", "small"):
+    os.makedirs(f"{fx}/{folder}", exist_ok=True)
+for folder, shape in (("truth", (2, 2, 2)), ("fitmaps", (2, 2, 2)), ("small", (3, 2, 2))):
+    save(f"{folder}/status.nii.gz", np.ones(shape))
+    save(f"{folder}/d.nii.gz", np.full(shape, 1e-3))
+    save(f"{folder}/dyads1.nii.gz", np.tile([1.0, 0, 0], shape + (1,)))
+# An output folder that no dimoc run made (never replaced), and a file where a folder goes.
+os.makedirs(f"{fx}/notdimoc", exist_ok=True)
+open(f"{fx}/notdimoc/thesis.tex", "w").write("keep me\n")
+open(f"{fx}/afile", "w").write("a file\n")
 EOF
 
 IN="--data $FX/dwi.nii.gz --mask $FX/mask.nii.gz --bvals $FX/bvals --bvecs $FX/bvecs"
@@ -134,6 +147,15 @@ CASES=(
     "file-bvals-binary|1|bvals_binary: not a text file (binary byte 0x1f at offset 0)|$FITB --bvals $FX/bvals_binary"
     "file-text-as-nifti|1|bvals_text_nifti.nii: a text file, not a NIfTI image|$FITD --data $FX/bvals_text_nifti.nii --out out"
     "file-mask-missing|1|cannot open $FX/nosuch.nii.gz|$FIT --mask $FX/nosuch.nii.gz --out out"
+    # -- outputs that must not be half-written or overwritten --
+    "out-not-a-dimoc-folder|1|notdimoc|$FIT --out $FX/notdimoc"
+    "out-is-a-file|1|afile|$FIT --out $FX/afile"
+    "out-dti-not-a-dimoc-folder|1|notdimoc|dti --data $FX/dwi.nii.gz --bvals $FX/bvals --bvecs $FX/bvecs --out $FX/notdimoc"
+    # -- memory safety: maps of another grid or shape are refused, never read out of bounds --
+    "safe-compare-grid-differs|1|differs|compare --truth $FX/small --fit $FX/fitmaps --params d"
+    "safe-compare-axes-scalar|1|--axes compares direction maps of 3 volumes|compare --truth $FX/truth --fit $FX/fitmaps --axes d"
+    "safe-compare-params-vector|1|--params compares scalar maps|compare --truth $FX/truth --fit $FX/fitmaps --params dyads1"
+    "safe-select-grid-differs|1|differs|select $FX/fitmaps/d.nii.gz $FX/small/d.nii.gz --out best.nii.gz"
 )
 
 for row in "${CASES[@]}"; do
