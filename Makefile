@@ -49,7 +49,8 @@ all: bin/dimoc
 	touch $@
 deps: .deps-ok
 
-$(BUILD)/parser.c $(BUILD)/parser.h: compiler/front/parser.y | $(BUILD)/.dir
+# One bison run makes both files (a grouped target: make -j must not run it twice at once).
+$(BUILD)/parser.c $(BUILD)/parser.h &: compiler/front/parser.y | $(BUILD)/.dir
 	bison -Wall --defines=$(BUILD)/parser.h -o $(BUILD)/parser.c $<
 $(BUILD)/lexer.c: compiler/front/lexer.l $(BUILD)/parser.h | $(BUILD)/.dir
 	flex -o $@ $<
