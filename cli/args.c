@@ -69,10 +69,8 @@ static int set_value(dm_args *a, const dm_opt *opts, int i, const char *v)
     return 0;
 }
 
-int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a)
+static int parse_words(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a)
 {
-    memset(a, 0, sizeof *a);
-    a->cmd = cmd;
     for (int k = 0; k < argc; k++) {
         const char *s = argv[k];
         if (!looks_like_option(s)) {
@@ -105,6 +103,15 @@ int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm
         if (set_value(a, opts, i, v) != 0) return -1;
     }
     return 0;
+}
+
+int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->cmd = cmd;
+    if (parse_words(cmd, opts, argc, argv, a) == 0) return 0;
+    dm_args_free(a); /* the values read before the mistake: the caller has nothing to free */
+    return -1;
 }
 
 static int index_of(const dm_opt *opts, const char *name)

@@ -30,7 +30,7 @@ typedef struct dm_args {
  * command's help: an unknown option, a value missing (the next word is another option of the
  * command, or there is none), an option given twice that is not repeatable, a value given to a
  * flag.  A word that starts with '-' and a digit or '.' is a value or positional (-1, -.5).
- * 0 or -1 with dm_last_error(). */
+ * 0, or -1 with dm_last_error() and nothing left to free. */
 int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a);
 /* The value given, else the default, else NULL. */
 const char *dm_arg(const dm_args *a, const dm_opt *opts, const char *name);
