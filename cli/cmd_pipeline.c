@@ -246,24 +246,17 @@ int dm_help_pipeline(FILE *out)
     return 0;
 }
 
-/* Runs `bash SCRIPT ARGS..` (args, NULL-ended) with the output folder args[at] replaced by a
- * temporary folder beside it, which is put in place with a provenance.json when the script
- * succeeds, and removed when it fails or is stopped by a signal (util/outdir.h): the output
- * folder is the earlier run's or this one's, never a mix.  Returns the exit status. */
+/* Runs `bash SCRIPT ARGS..` (args, NULL-ended) with the output folder args[at] (the value
+ * after --out) replaced by a temporary folder beside it, which is put in place with a
+ * provenance.json when the script succeeds, and removed when it fails or is stopped by a
+ * signal (util/outdir.h): the output folder is the earlier run's or this one's, never a mix.
+ * Returns the exit status. */
 static int run_all_or_nothing(const char *name, char **args, int at)
 {
-    int eq = !strncmp(args[at], "--out=", 6);
-    const char *out = args[at] + (eq ? 6 : 0);
     dm_outdir od;
-    if (dm_outdir_begin(&od, out, DM_OUTDIR_REPLACE) != 0) return dm_report_error();
-    char *given = args[at], *tmp_arg = malloc(strlen(od.path) + 8);
-    if (!tmp_arg) {
-        dm_outdir_abort(&od);
-        dm_set_error("out of memory");
-        return dm_report_error();
-    }
-    sprintf(tmp_arg, "%s%s", eq ? "--out=" : "", od.path);
-    args[at] = tmp_arg;
+    if (dm_outdir_begin(&od, args[at], DM_OUTDIR_REPLACE) != 0) return dm_report_error();
+    char *given = args[at];
+    args[at] = od.path;
     dm_provenance prov;
     dm_provenance_begin(&prov, "pipeline");
     dm_provenance_str(&prov, DM_PROV_OPTION, "pipeline", name);
@@ -286,7 +279,6 @@ static int run_all_or_nothing(const char *name, char **args, int at)
     else
         dm_outdir_abort(&od);
     dm_provenance_free(&prov);
-    free(tmp_arg);
     if (rc == 0) return 0;
     if (!failed) dm_report_error();
     return status > 0 ? status : 1;

@@ -63,7 +63,7 @@ static int tensor_start(const dm_param_info *x, const dm_dti_result *t, double *
     return 1;
 }
 
-int dm_fit_starts(dm_problem *p)
+void dm_fit_starts(dm_problem *p)
 {
     const dm_model_info *mi = &p->mi;
     int P = mi->nparams, need_tensor = 0;
@@ -109,7 +109,6 @@ int dm_fit_starts(dm_problem *p)
     if (failures)
         dm_warn("model '%s': the tensor fit failed in %d voxel%s; their constant starts are used",
                 mi->name, failures, failures == 1 ? "" : "s");
-    return 0;
 }
 
 void dm_fit_multistart_config(dm_problem *p, unsigned user_starts)

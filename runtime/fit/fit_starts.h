@@ -7,8 +7,8 @@
 /* Fills p->start (nfit x P) by each parameter's rule: the constant, the mean b=0 signal, or a
  * value of the voxel's tensor fit (MD, an eigenvector's angles); the constant where a voxel
  * has no value for its rule (skipped voxels, a failed tensor fit: warned once).  Needs
- * p->mi, M, meas, bvals, y, index and status.  0 (it cannot fail). */
-int dm_fit_starts(dm_problem *p);
+ * p->mi, M, meas, bvals, y, index and status; it cannot fail. */
+void dm_fit_starts(dm_problem *p);
 
 /* Sets p->cfg.starts and the orientation pairs from the model's `multistart` and its
  * `init from theta(K) / phi(K)` pairs; one start when the user gave or fixed one of those
