@@ -164,3 +164,39 @@ int dm_affine_read(const char *path, dm_affine *a)
     free(d);
     return 0;
 }
+
+void dm_volume_bvec_rotation(const dm_volume *v, double R[3][3])
+{
+    dm_affine a;
+    dm_volume_vox2world(v, &a);
+    double flip = dm_volume_is_neurological(v) ? -1.0 : 1.0;
+    /* Gram-Schmidt on the columns, in the order x, y, z of the voxel axes. */
+    double col[3][3];
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 3; i++)
+            col[j][i] = a.m[i][j];
+    for (int j = 0; j < 3; j++) {
+        for (int k = 0; k < j; k++) {
+            double d = col[j][0] * col[k][0] + col[j][1] * col[k][1] + col[j][2] * col[k][2];
+            for (int i = 0; i < 3; i++)
+                col[j][i] -= d * col[k][i];
+        }
+        double n = sqrt(col[j][0] * col[j][0] + col[j][1] * col[j][1] + col[j][2] * col[j][2]);
+        for (int i = 0; i < 3; i++)
+            col[j][i] = n > 0 ? col[j][i] / n : (double)(i == j);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            R[i][j] = col[j][i] * (j == 0 ? flip : 1.0);
+}
+
+void dm_rotate3(const double R[3][3], const double in[3], double out[3], int inverse)
+{
+    double t[3];
+    for (int i = 0; i < 3; i++)
+        t[i] = inverse ? R[0][i] * in[0] + R[1][i] * in[1] + R[2][i] * in[2]
+                       : R[i][0] * in[0] + R[i][1] * in[1] + R[i][2] * in[2];
+    out[0] = t[0];
+    out[1] = t[1];
+    out[2] = t[2];
+}

@@ -33,6 +33,15 @@ void dm_volume_vox2fsl(const dm_volume *v, dm_affine *a);
 /* 1 when the voxel -> world determinant is positive (FSL flips x of bvecs/dyads then). */
 int dm_volume_is_neurological(const dm_volume *v);
 
+/* The rotation that takes directions in FSL's bvecs frame to world (scanner) space, as MRtrix
+ * reads bvecs: x negated when the voxel -> world determinant is positive, then the voxel axes'
+ * world directions (the columns of the voxel -> world matrix, orthonormalised: a shear or
+ * scaling is dropped).  Row-major; its transpose takes world directions back to the bvecs
+ * frame (FSL's dyads). */
+void dm_volume_bvec_rotation(const dm_volume *v, double R[3][3]);
+/* out = R in, or R' in when `inverse` (in and out may be the same array). */
+void dm_rotate3(const double R[3][3], const double in[3], double out[3], int inverse);
+
 /* Reads a 4x4 matrix (text, FLIRT's format); -1 with an error naming the file. */
 int dm_affine_read(const char *path, dm_affine *a);
 

@@ -37,11 +37,14 @@ ALLOWED = {
     "runtime/dti": {"runtime/io", "runtime/util"},
     "runtime/simulate": {"runtime/fit", "runtime/model", "runtime/io", "runtime/util",
                          "templates"},
-    "runtime/render": {"runtime/io", "runtime/util"},
+    "runtime/sphere": set(),
+    "runtime/csd": {"runtime/sphere", "runtime/gpu", "runtime/dti", "runtime/io", "runtime/util",
+                    "templates"},
+    "runtime/render": {"runtime/sphere", "runtime/io", "runtime/util"},
     "runtime/maps": {"runtime/io", "runtime/util"},
     "cli": {"runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
-            "runtime/maps", "compiler", "templates"},
+            "runtime/maps", "runtime/sphere", "runtime/csd", "compiler", "templates"},
 }
 
 

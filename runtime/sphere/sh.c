@@ -1,0 +1,121 @@
+/* Real spherical harmonics (sh.h): the orthonormal associated Legendre functions by the
+ * standard three-term recurrences, which stay accurate to high degree because every term is
+ * normalised as it is formed (no factorials). */
+#include "sphere/sh.h"
+
+#include <math.h>
+#include <stddef.h>
+
+int dm_sh_lmax_for(int n)
+{
+    int lmax = -1;
+    for (int l = 0; l <= DM_SH_LMAX_MAX && dm_sh_ncoef(l) <= n; l += 2)
+        lmax = l;
+    return lmax;
+}
+
+/* P[l][m] = N_lm P_l^m(x), 0 <= m <= l <= lmax (all degrees: the recurrence needs the odd
+ * ones), Condon-Shortley phase included; s = sqrt(1 - x^2) >= 0. */
+static void legendre(int lmax, double x, double s, double P[DM_SH_LMAX_MAX + 2][DM_SH_LMAX_MAX + 2])
+{
+    P[0][0] = 0.5 / sqrt(M_PI);
+    for (int m = 1; m <= lmax + 1; m++)
+        P[m][m] = -sqrt((2.0 * m + 1.0) / (2.0 * m)) * s * P[m - 1][m - 1];
+    for (int m = 0; m <= lmax; m++) {
+        P[m + 1][m] = x * sqrt(2.0 * m + 3.0) * P[m][m];
+        for (int l = m + 2; l <= lmax + 1; l++) {
+            double a = sqrt((4.0 * l * l - 1.0) / ((double)l * l - (double)m * m));
+            double b = sqrt(((l - 1.0) * (l - 1.0) - (double)m * m) /
+                            (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
+            P[l][m] = a * (x * P[l - 1][m] - b * P[l - 2][m]);
+        }
+    }
+}
+
+void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *dtheta,
+                        double *dphi)
+{
+    double P[DM_SH_LMAX_MAX + 2][DM_SH_LMAX_MAX + 2];
+    legendre(lmax, cos(theta), sin(theta), P);
+    for (int l = 0; l <= lmax; l += 2) {
+        for (int m = 0; m <= l; m++) {
+            double p = P[l][m];
+            /* d/dtheta of N P_l^m(cos theta), from the ladder relations of the normalised
+             * functions (with N P_l^-m = (-1)^m N P_l^m for the m = 0 end). */
+            double up = m < l ? sqrt((double)(l - m) * (l + m + 1)) * P[l][m + 1] : 0.0;
+            double down = m > 0 ? sqrt((double)(l + m) * (l - m + 1)) * P[l][m - 1] : -up;
+            double dp = 0.5 * (down - up);
+            int i0 = dm_sh_index(l, 0);
+            if (m == 0) {
+                Y[i0] = p;
+                if (dtheta) dtheta[i0] = dp;
+                if (dphi) dphi[i0] = 0.0;
+                continue;
+            }
+            double c = cos(m * phi), s = sin(m * phi), r2 = M_SQRT2;
+            Y[i0 + m] = r2 * p * c;
+            Y[i0 - m] = r2 * p * s;
+            if (dtheta) {
+                dtheta[i0 + m] = r2 * dp * c;
+                dtheta[i0 - m] = r2 * dp * s;
+            }
+            if (dphi) {
+                dphi[i0 + m] = -r2 * p * m * s;
+                dphi[i0 - m] = r2 * p * m * c;
+            }
+        }
+    }
+}
+
+void dm_sh_dir_to_angles(const double dir[3], double *theta, double *phi)
+{
+    double z = dir[2];
+    if (z > 1.0) z = 1.0;
+    if (z < -1.0) z = -1.0;
+    *theta = acos(z);
+    *phi = atan2(dir[1], dir[0]);
+}
+
+void dm_sh_angles_to_dir(double theta, double phi, double dir[3])
+{
+    dir[0] = sin(theta) * cos(phi);
+    dir[1] = sin(theta) * sin(phi);
+    dir[2] = cos(theta);
+}
+
+void dm_sh_basis(int lmax, const double dir[3], double *Y)
+{
+    double theta, phi;
+    dm_sh_dir_to_angles(dir, &theta, &phi);
+    dm_sh_basis_angles(lmax, theta, phi, Y, NULL, NULL);
+}
+
+double dm_sh_value(int lmax, const double *c, const double dir[3])
+{
+    double Y[dm_sh_ncoef(DM_SH_LMAX_MAX)];
+    dm_sh_basis(lmax, dir, Y);
+    double v = 0.0;
+    for (int i = 0; i < dm_sh_ncoef(lmax); i++)
+        v += c[i] * Y[i];
+    return v;
+}
+
+void dm_sh_zonal(int lmax, double cos_theta, double *z)
+{
+    /* Y_l0 = sqrt((2l + 1) / 4pi) P_l by Bonnet's recurrence. */
+    double p0 = 1.0, p1 = cos_theta;
+    for (int l = 0; l <= lmax; l++) {
+        double p = l == 0 ? p0 : l == 1 ? p1 : 0.0;
+        if (l >= 2) {
+            p = ((2.0 * l - 1.0) * cos_theta * p1 - (l - 1.0) * p0) / l;
+            p0 = p1;
+            p1 = p;
+        }
+        if (l % 2 == 0) z[l / 2] = sqrt((2.0 * l + 1.0) / (4.0 * M_PI)) * p;
+    }
+}
+
+double dm_sh_rh_factor(int l)
+{
+    return sqrt(4.0 * M_PI / (2.0 * l + 1.0));
+}
