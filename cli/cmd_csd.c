@@ -46,7 +46,7 @@ static const dm_opt csd_opts[] = {
     {"gpus", "LIST", "0", "the GPU to use (its ordinal)"},
     {"precision", "float|double", "double", "floating-point precision of the solver"},
     {"threads", "N", "all cores", "CPU threads"},
-    {"max-iter", "N", "4 x unknowns", "active-set steps per voxel at most"},
+    {"max-iter", "N", "50 (single-shell) or 10 x unknowns", "active-set steps per voxel at most"},
     {NULL, NULL, NULL, NULL},
 };
 

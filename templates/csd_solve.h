@@ -41,7 +41,7 @@ enum {
 };
 
 /* Reals of workspace one voxel needs (dm_csd_solve's `work`), and ints (`iwork`). */
-#define DM_CSD_WORK(n, k) ((n) * (n) + 4 * (n))
+#define DM_CSD_WORK(n, k) (2 * (n) * (n) + 4 * (n))
 #define DM_CSD_IWORK(n, k) ((n) + 2 * (((k) + 31) / 32))
 
 #endif
@@ -54,6 +54,7 @@ typedef struct dm_csd_problem {
     const real *G;  /* n x m, row-major: hard H^-1 A'; soft the initial deconvolution */
     const real *C;  /* k x n (soft: times the penalty weight) */
     const real *P;  /* hard: k x n */
+    const real *Qd; /* hard: k, the diagonal of Q = C H^-1 C' */
     const real *At; /* soft: n x m */
     const real *H;  /* soft: n x n */
     int max_iter;   /* hard: added constraints at most (the outer steps); soft: iterations */
@@ -86,6 +87,32 @@ DM_FN real dm_csd_chol_append_(const dm_csd_problem *p, const int *W, int r, rea
     if (!(d > p->pivot_tol * qii)) return 0;
     row[r] = sqrt(d);
     return d;
+}
+
+/* Removes row and column j from the Cholesky factor L (nw rows, stride n) of Q_WW: the rows
+ * below move up, and the trailing block absorbs what column j held as a rank-one update
+ * (Givens-like, O(nw^2)).  v: room for nw reals. */
+DM_FN void dm_csd_chol_delete_(real *L, int n, int nw, int j, real *v)
+{
+    const int s = nw - 1 - j;
+    for (int i = 0; i < s; i++) v[i] = L[(long)(j + 1 + i) * n + j];
+    for (int r = j; r < nw - 1; r++) {
+        real *dst = L + (long)r * n;
+        const real *src = L + (long)(r + 1) * n;
+        for (int c = 0; c < j; c++) dst[c] = src[c];
+        for (int c = j; c <= r; c++) dst[c] = src[c + 1];
+    }
+    for (int t = 0; t < s; t++) {
+        const int K = j + t;
+        real a = L[(long)K * n + K], r = sqrt(a * a + v[t] * v[t]);
+        real c = r / a, sn = v[t] / a;
+        L[(long)K * n + K] = r;
+        for (int i = t + 1; i < s; i++) {
+            real *lik = L + (long)(j + i) * n + K;
+            *lik = (*lik + sn * v[i]) / c;
+            v[i] = c * v[i] - sn * *lik;
+        }
+    }
 }
 
 /* z = -(Q_WW)^-1 q_W with L the factor of Q_WW (nw rows). */
@@ -135,13 +162,15 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, const real *y, long ystrid
     int nw = 0, status = DM_CSD_MAX_ITER;
     for (int it = 0; it < p->max_iter; it++) {
         if (iters) *iters = it + 1;
+        /* The violated constraint whose addition alone would lower the objective most,
+         * v^2 / Q_ii (steepest edge): fewer steps than the most violated one. */
         int worst = -1;
-        real vmin = limit;
+        real best = 0;
         for (int i = 0; i < k; i++) {
             if (blocked[i >> 5] & (1u << (i & 31))) continue;
             real v = dm_csd_dot_(p->C + (long)i * n, x, n);
-            if (v < vmin) {
-                vmin = v;
+            if (v < limit && v * v > best * p->Qd[i]) {
+                best = v * v / p->Qd[i];
                 worst = i;
             }
         }
@@ -176,22 +205,22 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, const real *y, long ystrid
                 break;
             }
             /* Step as far as the first multiplier that reaches 0 and drop it (and any other
-             * at 0); dropped constraints may be added again later, except the one just added
-             * when it cannot enter at all (a violation within rounding): that would cycle. */
-            int kept = 0;
-            for (int j = 0; j < nw; j++) {
-                real l = lam[j] + alpha * (z[j] - lam[j]);
-                if (j == jmin || l <= 0) {
-                    if (!(first && W[j] == worst)) blocked[W[j] >> 5] &= ~(1u << (W[j] & 31));
-                    continue;
+             * at 0), downdating the factor; dropped constraints may be added again later,
+             * except the one just added when it cannot enter at all (a violation within
+             * rounding): that would cycle. */
+            for (int j = 0; j < nw; j++) lam[j] = lam[j] + alpha * (z[j] - lam[j]);
+            lam[jmin] = 0;
+            for (int j = nw - 1; j >= 0; j--) {
+                if (lam[j] > 0) continue;
+                if (!(first && W[j] == worst)) blocked[W[j] >> 5] &= ~(1u << (W[j] & 31));
+                dm_csd_chol_delete_(L, n, nw, j, z);
+                for (int t = j; t < nw - 1; t++) {
+                    W[t] = W[t + 1];
+                    lam[t] = lam[t + 1];
+                    q[t] = q[t + 1];
                 }
-                W[kept] = W[j];
-                lam[kept] = l;
-                q[kept] = q[j];
-                kept++;
+                nw--;
             }
-            nw = 0; /* refactor Q_WW: a principal submatrix of a positive definite one */
-            while (nw < kept && dm_csd_chol_append_(p, W, nw, L) > 0) nw++;
             if (nw == 0) break;
         }
         dm_csd_update_x_(p, x0, W, lam, nw, x);
@@ -204,43 +233,43 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
                              real *work, int *iwork, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k, words = (k + 31) / 32;
-    real *L = work, *b = work + (long)n * n;
-    unsigned *neg = (unsigned *)iwork, *old = neg + words;
+    real *L = work, *S = work + (long)n * n, *b = S + (long)n * n;
+    unsigned *neg = (unsigned *)iwork;
     for (int c = 0; c < n; c++) {
         real s = 0;
         for (int j = 0; j < m; j++) s += p->At[(long)c * m + j] * y[(long)j * ystride];
         b[c] = s;
     }
-    for (int w = 0; w < words; w++) old[w] = 0u;
+    /* S = H + sum over the negative directions of C_i' C_i (lower triangle), kept from one
+     * iteration to the next and changed only where the set of negative directions does. */
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c <= r; c++) S[(long)r * n + c] = p->H[(long)r * n + c];
+    for (int w = 0; w < words; w++) neg[w] = 0u;
     for (int it = 0; it < p->max_iter; it++) {
         if (iters) *iters = it + 1;
-        int same = it > 0;
-        for (int w = 0; w < words; w++) {
-            unsigned bits = 0u;
-            for (int i = 32 * w; i < 32 * w + 32 && i < k; i++)
-                if (dm_csd_dot_(p->C + (long)i * n, x, n) < 0) bits |= 1u << (i & 31);
-            neg[w] = bits;
-            same = same && bits == old[w];
-            old[w] = bits;
-        }
-        if (same) return DM_CSD_OK;
-        /* L = chol(H + sum over the negative directions of C_i' C_i), lower triangle. */
-        for (int r = 0; r < n; r++)
-            for (int c = 0; c <= r; c++) L[(long)r * n + c] = p->H[(long)r * n + c];
+        int changed = 0;
         for (int i = 0; i < k; i++) {
-            if (!(neg[i >> 5] & (1u << (i & 31)))) continue;
             const real *Ci = p->C + (long)i * n;
-            for (int r = 0; r < n; r++)
-                for (int c = 0; c <= r; c++) L[(long)r * n + c] += Ci[r] * Ci[c];
+            unsigned bit = 1u << (i & 31);
+            int now = dm_csd_dot_(Ci, x, n) < 0, was = (neg[i >> 5] & bit) != 0;
+            if (now == was) continue;
+            changed = 1;
+            neg[i >> 5] ^= bit;
+            real sign = now ? (real)1 : (real)-1;
+            for (int r = 0; r < n; r++) {
+                real sr = sign * Ci[r];
+                for (int c = 0; c <= r; c++) S[(long)r * n + c] += sr * Ci[c];
+            }
         }
+        if (!changed && it > 0) return DM_CSD_OK;
         for (int j = 0; j < n; j++) {
-            real d = L[(long)j * n + j];
+            real d = S[(long)j * n + j];
             for (int t = 0; t < j; t++) d -= L[(long)j * n + t] * L[(long)j * n + t];
             if (!(d > 0)) return DM_CSD_DEGENERATE;
             d = sqrt(d);
             L[(long)j * n + j] = d;
             for (int r = j + 1; r < n; r++) {
-                real s = L[(long)r * n + j];
+                real s = S[(long)r * n + j];
                 for (int t = 0; t < j; t++) s -= L[(long)r * n + t] * L[(long)j * n + t];
                 L[(long)r * n + j] = s / d;
             }
@@ -266,7 +295,7 @@ DM_FN int dm_csd_solve(const dm_csd_problem *p, const real *y, long ystride, rea
                        int *iwork, int *iters)
 {
     const int n = p->n, m = p->m;
-    real *x0 = work + (long)n * n; /* the starting point, in the hard solver's place for it */
+    real *x0 = work + (long)n * n; /* the hard solver's place for the starting point */
     if (iters) *iters = 0;
     for (int c = 0; c < n; c++) {
         real s = 0;

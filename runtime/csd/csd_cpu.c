@@ -18,6 +18,7 @@
 #define dm_csd_dot_ dm_csd_dot_d
 #define dm_csd_chol_append_ dm_csd_chol_append_d
 #define dm_csd_chol_solve_ dm_csd_chol_solve_d
+#define dm_csd_chol_delete_ dm_csd_chol_delete_d
 #define dm_csd_update_x_ dm_csd_update_x_d
 #define dm_csd_solve_hard_ dm_csd_solve_hard_d
 #define dm_csd_solve_soft_ dm_csd_solve_soft_d
@@ -28,6 +29,7 @@
 #undef dm_csd_dot_
 #undef dm_csd_chol_append_
 #undef dm_csd_chol_solve_
+#undef dm_csd_chol_delete_
 #undef dm_csd_update_x_
 #undef dm_csd_solve_hard_
 #undef dm_csd_solve_soft_
@@ -38,6 +40,7 @@
 #define dm_csd_dot_ dm_csd_dot_f
 #define dm_csd_chol_append_ dm_csd_chol_append_f
 #define dm_csd_chol_solve_ dm_csd_chol_solve_f
+#define dm_csd_chol_delete_ dm_csd_chol_delete_f
 #define dm_csd_update_x_ dm_csd_update_x_f
 #define dm_csd_solve_hard_ dm_csd_solve_hard_f
 #define dm_csd_solve_soft_ dm_csd_solve_soft_f
@@ -49,9 +52,10 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
                    int max_iter, double *X, unsigned char *status, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k;
-    dm_csd_problem_d pd = {n, m, k, p->soft, p->G, p->C, p->P, p->At, p->H, max_iter, 1e-10, 1e-12};
-    dm_csd_problem_f pf = {n,     m,      k,     p->soft,  p->Gf, p->Cf,
-                           p->Pf, p->Atf, p->Hf, max_iter, 1e-5f, 1e-6f};
+    dm_csd_problem_d pd = {n,     m,     k,    p->soft,  p->G,  p->C, p->P,
+                           p->Qd, p->At, p->H, max_iter, 1e-10, 1e-12};
+    dm_csd_problem_f pf = {n,      m,      k,     p->soft,  p->Gf, p->Cf, p->Pf,
+                           p->Qdf, p->Atf, p->Hf, max_iter, 1e-5f, 1e-6f};
     dm_progress *prog = dm_progress_start("csd", (long)nvox, "voxels");
     int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())

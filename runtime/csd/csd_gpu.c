@@ -27,13 +27,13 @@ static double now_seconds(void)
 /* The kernel's view of dm_csd_problem (templates/csd_solve.h), with device pointers. */
 typedef struct {
     int n, m, k, soft;
-    CUdeviceptr G, C, P, At, H;
+    CUdeviceptr G, C, P, Qd, At, H;
     int max_iter;
     double tol, pivot_tol;
 } problem_d;
 typedef struct {
     int n, m, k, soft;
-    CUdeviceptr G, C, P, At, H;
+    CUdeviceptr G, C, P, Qd, At, H;
     int max_iter;
     float tol, pivot_tol;
 } problem_f;
@@ -49,7 +49,7 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     dm_cuda *cu = dm_cuda_open(1, 1);
     dm_gpu_program prog = {0};
     dm_gpu_kernel kern = {0};
-    CUdeviceptr dG = 0, dC = 0, dP = 0, dAt = 0, dH = 0, dY = 0, dX = 0, dS = 0, dI = 0;
+    CUdeviceptr dG = 0, dC = 0, dP = 0, dQ = 0, dAt = 0, dH = 0, dY = 0, dX = 0, dS = 0, dI = 0;
     void *hY = NULL, *hX = NULL;
     if (!cu) return -1;
     dm_gpu_set gs;
@@ -79,6 +79,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
         if (dm_gpu_upload(cu, &dG, G, ng * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dC, C, nc * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dP, P, nc * rs, "the CSD matrices") != 0 ||
+            dm_gpu_upload(cu, &dQ, use_double ? (void *)p->Qd : (void *)p->Qdf, (size_t)k * rs,
+                          "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dAt, At, ng * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dH, H, (size_t)n * n * rs, "the CSD matrices") != 0)
             goto fail;
@@ -98,8 +100,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
     CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
     times->upload += now_seconds() - t0;
-    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dAt, dH, max_iter, 1e-10, 1e-12};
-    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dAt, dH, max_iter, 1e-5f, 1e-6f};
+    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, max_iter, 1e-10, 1e-12};
+    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, max_iter, 1e-5f, 1e-6f};
     for (size_t first = 0; first < nvox; first += chunk) {
         if (dm_stop_requested()) {
             dm_stop_error();
@@ -140,8 +142,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
 fail:
     if (hY) cu->cuMemFreeHost(hY);
     if (hX) cu->cuMemFreeHost(hX);
-    CUdeviceptr all[] = {dG, dC, dP, dAt, dH, dY, dX, dS, dI};
-    for (int i = 0; i < 9; i++)
+    CUdeviceptr all[] = {dG, dC, dP, dQ, dAt, dH, dY, dX, dS, dI};
+    for (int i = 0; i < 10; i++)
         if (all[i]) cu->cuMemFree(all[i]);
     dm_gpu_kernel_close(cu, &kern);
     dm_gpu_program_free(&prog);

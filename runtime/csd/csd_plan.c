@@ -126,6 +126,8 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
     p->G = calloc((size_t)n * m, sizeof(double));
     p->C = calloc((size_t)k * n, sizeof(double));
     p->P = calloc((size_t)k * n, sizeof(double));
+    p->Qd = calloc((size_t)k, sizeof(double));
+    p->Qdf = malloc((size_t)k * sizeof(float));
     p->At = calloc((size_t)n * m, sizeof(double));
     p->H = calloc((size_t)n * n, sizeof(double));
     p->Gf = malloc((size_t)n * m * sizeof(float));
@@ -136,8 +138,8 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
     double *H = calloc((size_t)n * n, sizeof(double));
     double *dirs = malloc((size_t)ndir * 3 * sizeof(double));
     double Y[dm_sh_ncoef(DM_SH_LMAX_MAX)];
-    if (!p->A || !p->G || !p->C || !p->P || !p->At || !p->H || !p->Gf || !p->Cf || !p->Pf ||
-        !p->Atf || !p->Hf || !H || !dirs) {
+    if (!p->A || !p->G || !p->C || !p->P || !p->Qd || !p->Qdf || !p->At || !p->H || !p->Gf ||
+        !p->Cf || !p->Pf || !p->Atf || !p->Hf || !H || !dirs) {
         free(H);
         free(dirs);
         return dm_set_error("out of memory planning CSD (%d unknowns, %d measurements)", n, m);
@@ -219,6 +221,12 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
         memcpy(p->P + (size_t)i * n, p->C + (size_t)i * n, (size_t)n * sizeof(double));
         chol_solve(H, n, p->P + (size_t)i * n);
     }
+    for (int i = 0; i < k; i++) {
+        double q = 0.0;
+        for (int a = 0; a < n; a++) q += p->C[(size_t)i * n + a] * p->P[(size_t)i * n + a];
+        p->Qd[i] = q;
+        p->Qdf[i] = (float)q;
+    }
     for (size_t i = 0; i < (size_t)n * m; i++) {
         p->Gf[i] = (float)p->G[i];
         p->Atf[i] = (float)p->At[i];
@@ -241,6 +249,8 @@ void dm_csd_plan_free(dm_csd_plan *p)
     free(p->G);
     free(p->C);
     free(p->P);
+    free(p->Qd);
+    free(p->Qdf);
     free(p->At);
     free(p->H);
     free(p->Gf);
