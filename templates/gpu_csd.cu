@@ -14,7 +14,7 @@ extern "C" __global__ void dm_csd_kernel(dm_csd_problem p, const real *__restric
 {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= nvox) return;
-    real work[DM_CSD_WORK(DM_CSD_N, DM_CSD_K)];
+    double work[DM_CSD_WORK(DM_CSD_N, DM_CSD_K)];
     int iwork[DM_CSD_IWORK(DM_CSD_N, DM_CSD_K)];
     int it = 0;
     status[i] = (unsigned char)dm_csd_solve(&p, Y + i, nvox, X + i * DM_CSD_N, work, iwork, &it);

@@ -16,6 +16,10 @@
 #define BLOCK_THREADS 128
 
 static const char *const csd_templates[] = {"gpu_csd.cu", "csd_solve.h", NULL};
+/* Double: no fused multiply-adds, so every operation rounds as the host's and the FODs match the
+ * CPU's to the last bits (the soft solver's set of negative directions, a discrete choice, then
+ * cannot differ).  Float is compared with a tolerance and keeps them. */
+static const char *const double_options[] = {"--fmad=false", NULL};
 
 static double now_seconds(void)
 {
@@ -101,7 +105,7 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
     times->upload += now_seconds() - t0;
     problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, max_iter, 1e-10, 1e-12};
-    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, max_iter, 1e-5f, 1e-6f};
+    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, max_iter, 1e-10f, 1e-12f};
     for (size_t first = 0; first < nvox; first += chunk) {
         if (dm_stop_requested()) {
             dm_stop_error();
