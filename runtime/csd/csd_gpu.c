@@ -63,8 +63,11 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     snprintf(prologue, sizeof prologue,
              "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n#include \"gpu_csd.cu\"\n",
              use_double ? "double" : "float", n, k);
-    dm_gpu_source src = {
-        .name = "csd", .what = "the CSD solver", .prologue = prologue, .templates = csd_templates};
+    dm_gpu_source src = {.name = "csd",
+                         .what = "the CSD solver",
+                         .prologue = prologue,
+                         .templates = csd_templates,
+                         .options = use_double ? double_options : NULL};
     double t0 = now_seconds();
     if (dm_gpu_compile_source(cu, &src, gs.arch, 1, &prog) != 0) goto fail;
     times->cached = prog.cached;
