@@ -56,7 +56,8 @@ typedef struct dm_csd_problem {
     const real *P;  /* hard: k x n */
     const real *Qd; /* hard: k, the diagonal of Q = C H^-1 C' */
     const real *At; /* soft: n x m */
-    const real *H;  /* soft: n x n */
+    const real *Hp; /* soft: H's lower triangle, packed by rows (n (n + 1) / 2) */
+    const real *Ct; /* soft: C' (n x k), for the GPU's sums by entry */
     int max_iter;   /* hard: added constraints at most (the outer steps); soft: iterations */
     real tol;       /* a constraint counts as violated below -tol * (largest |C x0|) */
     real pivot_tol; /* relative ridge on Q_WW's diagonal */
@@ -267,57 +268,86 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
                              double *dwork, int *iwork, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k, words = (k + 31) / 32;
-    real *work = (real *)dwork;
-    real *L = work, *S = work + (long)n * n, *b = S + (long)n * n;
-    unsigned *neg = (unsigned *)iwork;
+    const int np = n * (n + 1) / 2; /* L and S: lower triangles packed by rows */
+    real *L = (real *)dwork, *b = L + np, *S = b + n;
+    unsigned *neg = (unsigned *)iwork, *was = neg + words;
+    for (int w = 0; w < words; w++) neg[w] = was[w] = 0u;
     for (int c = 0; c < n; c++) {
         real s = 0;
         for (int j = 0; j < m; j++) s += p->At[(long)c * m + j] * y[(long)j * ystride];
         b[c] = s;
     }
-    /* S = H + sum over the negative directions of C_i' C_i (lower triangle), kept from one
-     * iteration to the next and changed only where the set of negative directions does. */
-    for (int r = 0; r < n; r++)
-        for (int c = 0; c <= r; c++) S[(long)r * n + c] = p->H[(long)r * n + c];
-    for (int w = 0; w < words; w++) neg[w] = 0u;
     for (int it = 0; it < p->max_iter; it++) {
         if (iters) *iters = it + 1;
-        int changed = 0;
-        for (int i = 0; i < k; i++) {
-            const real *Ci = p->C + (long)i * n;
-            unsigned bit = 1u << (i & 31);
-            int now = dm_csd_dot_(Ci, x, n) < 0, was = (neg[i >> 5] & bit) != 0;
-            if (now == was) continue;
-            changed = 1;
-            neg[i >> 5] ^= bit;
-            real sign = now ? (real)1 : (real)-1;
-            for (int r = 0; r < n; r++) {
-                real sr = sign * Ci[r];
-                for (int c = 0; c <= r; c++) S[(long)r * n + c] += sr * Ci[c];
-            }
+        int changed = it == 0;
+        for (int w = 0; w < words; w++) {
+            unsigned bits = 0u;
+            for (int i = 32 * w; i < 32 * w + 32 && i < k; i++)
+                if (dm_csd_dot_(p->C + (long)i * n, x, n) < 0) bits |= 1u << (i & 31);
+            changed |= bits != neg[w];
+            neg[w] = bits;
         }
-        if (!changed && it > 0) return DM_CSD_OK;
+        (void)was;
+        if (!changed) return DM_CSD_OK;
+            /* L = H + sum over the negative directions of C_i' C_i, then factored in place.  The
+         * host keeps that sum (S) from one iteration to the next and adds or subtracts only
+         * the directions whose sign changed; the GPU sums every direction with weight 0 or 1,
+         * entry by entry, so that the threads of a warp (voxels with different negative sets)
+         * run in step.  The two differ only in rounding (the GPU parity test bounds it). */
+#ifdef DM_CSD_SUM_BY_ENTRY
+        for (int r = 0, rc = 0; r < n; r++)
+            for (int c = 0; c <= r; c++, rc++) {
+                real acc = p->Hp[rc];
+                const real *Cr = p->Ct + (long)r * k, *Cc = p->Ct + (long)c * k;
+                for (int i = 0; i < k; i++) {
+                    real wgt = (real)((neg[i >> 5] >> (i & 31)) & 1u);
+                    acc += (wgt * Cr[i]) * Cc[i];
+                }
+                L[rc] = acc;
+            }
+#else
+        if (it == 0)
+            for (int rc = 0; rc < np; rc++) S[rc] = p->Hp[rc];
+        for (int w = 0; w < words; w++) {
+            unsigned flips = neg[w] ^ was[w];
+            for (int i = 32 * w; flips; i++, flips >>= 1) {
+                if (!(flips & 1u)) continue;
+                const real *Ci = p->C + (long)i * n;
+                real sign = (neg[w] >> (i & 31)) & 1u ? (real)1 : (real)-1;
+                for (int r = 0; r < n; r++) {
+                    real *Sr = S + (long)r * (r + 1) / 2, a = sign * Ci[r];
+                    for (int c = 0; c <= r; c++) Sr[c] += a * Ci[c];
+                }
+            }
+            was[w] = neg[w];
+        }
+        for (int rc = 0; rc < np; rc++) L[rc] = S[rc];
+#endif
+        /* Cholesky in place (packed rows), then the two triangular solves. */
         for (int j = 0; j < n; j++) {
-            real d = S[(long)j * n + j];
-            for (int t = 0; t < j; t++) d -= L[(long)j * n + t] * L[(long)j * n + t];
+            real *Lj = L + (long)j * (j + 1) / 2;
+            real d = Lj[j];
+            for (int t = 0; t < j; t++) d -= Lj[t] * Lj[t];
             if (!(d > 0)) return DM_CSD_DEGENERATE;
             d = sqrt(d);
-            L[(long)j * n + j] = d;
+            Lj[j] = d;
             for (int r = j + 1; r < n; r++) {
-                real s = S[(long)r * n + j];
-                for (int t = 0; t < j; t++) s -= L[(long)r * n + t] * L[(long)j * n + t];
-                L[(long)r * n + j] = s / d;
+                real *Lr = L + (long)r * (r + 1) / 2;
+                real s = Lr[j];
+                for (int t = 0; t < j; t++) s -= Lr[t] * Lj[t];
+                Lr[j] = s / d;
             }
         }
         for (int r = 0; r < n; r++) {
+            const real *Lr = L + (long)r * (r + 1) / 2;
             real s = b[r];
-            for (int t = 0; t < r; t++) s -= L[(long)r * n + t] * x[t];
-            x[r] = s / L[(long)r * n + r];
+            for (int t = 0; t < r; t++) s -= Lr[t] * x[t];
+            x[r] = s / Lr[r];
         }
         for (int r = n - 1; r >= 0; r--) {
             real s = x[r];
-            for (int t = r + 1; t < n; t++) s -= L[(long)t * n + r] * x[t];
-            x[r] = s / L[(long)r * n + r];
+            for (int t = r + 1; t < n; t++) s -= L[(long)t * (t + 1) / 2 + r] * x[t];
+            x[r] = s / L[(long)r * (r + 1) / 2 + r];
         }
     }
     return DM_CSD_MAX_ITER;

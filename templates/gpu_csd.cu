@@ -4,6 +4,7 @@
  * workspace is a fixed-size local array: the compiler interleaves local memory across the
  * threads of a warp, so a warp's lanes touching the same entry make one coalesced access. */
 #define DM_FN static __device__ __forceinline__
+#define DM_CSD_SUM_BY_ENTRY
 
 #include "csd_solve.h"
 

@@ -58,10 +58,10 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
                    int max_iter, double *X, unsigned char *status, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k;
-    dm_csd_problem_d pd = {n,     m,     k,    p->soft,  p->G,  p->C, p->P,
-                           p->Qd, p->At, p->H, max_iter, 1e-10, 1e-12};
-    dm_csd_problem_f pf = {n,      m,      k,     p->soft,  p->Gf,  p->Cf, p->Pf,
-                           p->Qdf, p->Atf, p->Hf, max_iter, 1e-10f, 1e-12f};
+    dm_csd_problem_d pd = {n,     m,     k,     p->soft, p->G,     p->C,  p->P,
+                           p->Qd, p->At, p->Hp, p->Ct,   max_iter, 1e-10, 1e-12};
+    dm_csd_problem_f pf = {n,      m,      k,      p->soft, p->Gf,    p->Cf,  p->Pf,
+                           p->Qdf, p->Atf, p->Hpf, p->Ctf,  max_iter, 1e-10f, 1e-12f};
     dm_progress *prog = dm_progress_start("csd", (long)nvox, "voxels");
     int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())

@@ -31,13 +31,13 @@ static double now_seconds(void)
 /* The kernel's view of dm_csd_problem (templates/csd_solve.h), with device pointers. */
 typedef struct {
     int n, m, k, soft;
-    CUdeviceptr G, C, P, Qd, At, H;
+    CUdeviceptr G, C, P, Qd, At, Hp, Ct;
     int max_iter;
     double tol, pivot_tol;
 } problem_d;
 typedef struct {
     int n, m, k, soft;
-    CUdeviceptr G, C, P, Qd, At, H;
+    CUdeviceptr G, C, P, Qd, At, Hp, Ct;
     int max_iter;
     float tol, pivot_tol;
 } problem_f;
@@ -53,7 +53,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     dm_cuda *cu = dm_cuda_open(1, 1);
     dm_gpu_program prog = {0};
     dm_gpu_kernel kern = {0};
-    CUdeviceptr dG = 0, dC = 0, dP = 0, dQ = 0, dAt = 0, dH = 0, dY = 0, dX = 0, dS = 0, dI = 0;
+    CUdeviceptr dG = 0, dC = 0, dP = 0, dQ = 0, dAt = 0, dH = 0, dCt = 0, dY = 0, dX = 0, dS = 0,
+                dI = 0;
     void *hY = NULL, *hX = NULL;
     if (!cu) return -1;
     dm_gpu_set gs;
@@ -82,14 +83,16 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
         void *C = use_double ? (void *)p->C : (void *)p->Cf;
         void *P = use_double ? (void *)p->P : (void *)p->Pf;
         void *At = use_double ? (void *)p->At : (void *)p->Atf;
-        void *H = use_double ? (void *)p->H : (void *)p->Hf;
+        void *H = use_double ? (void *)p->Hp : (void *)p->Hpf;
+        void *Ct = use_double ? (void *)p->Ct : (void *)p->Ctf;
         if (dm_gpu_upload(cu, &dG, G, ng * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dC, C, nc * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dP, P, nc * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dQ, use_double ? (void *)p->Qd : (void *)p->Qdf, (size_t)k * rs,
                           "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dAt, At, ng * rs, "the CSD matrices") != 0 ||
-            dm_gpu_upload(cu, &dH, H, (size_t)n * n * rs, "the CSD matrices") != 0)
+            dm_gpu_upload(cu, &dH, H, (size_t)n * (n + 1) / 2 * rs, "the CSD matrices") != 0 ||
+            dm_gpu_upload(cu, &dCt, Ct, nc * rs, "the CSD matrices") != 0)
             goto fail;
     }
     /* Chunk: per voxel its signal, solution, status and count, within the memory budget. */
@@ -107,8 +110,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
     CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
     times->upload += now_seconds() - t0;
-    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, max_iter, 1e-10, 1e-12};
-    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, max_iter, 1e-10f, 1e-12f};
+    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10, 1e-12};
+    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10f, 1e-12f};
     for (size_t first = 0; first < nvox; first += chunk) {
         if (dm_stop_requested()) {
             dm_stop_error();
@@ -149,8 +152,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
 fail:
     if (hY) cu->cuMemFreeHost(hY);
     if (hX) cu->cuMemFreeHost(hX);
-    CUdeviceptr all[] = {dG, dC, dP, dQ, dAt, dH, dY, dX, dS, dI};
-    for (int i = 0; i < 10; i++)
+    CUdeviceptr all[] = {dG, dC, dP, dQ, dAt, dH, dCt, dY, dX, dS, dI};
+    for (int i = 0; i < 11; i++)
         if (all[i]) cu->cuMemFree(all[i]);
     dm_gpu_kernel_close(cu, &kern);
     dm_gpu_program_free(&prog);
