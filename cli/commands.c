@@ -32,6 +32,8 @@ const dm_command dm_commands[] = {
      "linear (weighted least squares) tensor fit, FSL dtifit names", dm_cmd_dti, dm_help_dti},
     {"angles", NULL, "data", "angles V1.nii.gz --out DIR",
      "directions as th, ph (and psi) maps, to start a fit from", dm_cmd_angles, dm_help_angles},
+    {"peaks", NULL, "data", "peaks FOD.nii.gz --out DIR",
+     "FOD peaks per voxel: sh2peaks layout and FSL dyads", dm_cmd_peaks, dm_help_peaks},
     {"track", NULL, "data", "track --samples DIR --seed ..",
      "probabilistic tractography (probtrackx-style)", dm_cmd_track, dm_help_track},
     {"view", NULL, "data", "view MAP.nii.gz -o map.png",
