@@ -82,8 +82,7 @@ int dm_peaks_find(const dm_fod_image *im, const dm_peaks_settings *s, dm_peaks_m
         if (!in_mask(mask, v) || dm_stop_requested()) continue;
         double coef[MAX_NCOEF], pd[3 * DM_PEAKS_MAX_NUM], pa[DM_PEAKS_MAX_NUM];
         for (int j = 0; j < nc; j++) coef[j] = fod->data[v + (size_t)j * nvox];
-        int n = dm_peak_finder_find(&pf, coef, num, threshold, pd, pa);
-        while (n > 1 && pa[n - 1] < relative * pa[0]) n--; /* sorted: the smallest go first */
+        int n = dm_peak_finder_find(&pf, coef, num, threshold, relative, pd, pa);
         for (int k = 0; k < n; k++) {
             for (int c = 0; c < 3; c++) dirs[v + (size_t)(3 * k + c) * nvox] = pd[3 * k + c];
             amps[v + (size_t)k * nvox] = pa[k];

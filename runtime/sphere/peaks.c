@@ -113,11 +113,12 @@ static void normalise(double v[3])
     for (int k = 0; k < 3; k++) v[k] /= n;
 }
 
-/* The chart u(a, b) = normalise(d + a t1 + b t2): u, and F and its gradient G there. */
+/* The chart u(a, b) = normalise(d + a t1 + b t2): u, and F and its gradient G there (and
+ * f's gradient on the sphere, g, for the next step's chart). */
 static double chart(int lmax, const double *coef, const double d[3], const double t1[3],
-                    const double t2[3], double a, double b, double u[3], double G[2])
+                    const double t2[3], double a, double b, double u[3], double G[2], double g[3])
 {
-    double v[3], g[3];
+    double v[3];
     for (int k = 0; k < 3; k++) v[k] = d[k] + a * t1[k] + b * t2[k];
     double r = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
     for (int k = 0; k < 3; k++) u[k] = v[k] / r;
@@ -132,7 +133,8 @@ static double chart(int lmax, const double *coef, const double d[3], const doubl
 static double newton(int lmax, const double *coef, double d[3])
 {
     const double h = 1e-4, max_step = 0.1; /* radians */
-    double u[3], G[2], Gp[2], Gm[2], f = 0;
+    double u[3], G[2], Gp[2], Gm[2], g[3], gn[3];
+    double f = value_and_gradient(lmax, coef, d, g);
     for (int iter = 0; iter < 50; iter++) {
         /* t1: d crossed with the axis it is least along; t2 = d x t1. */
         int ax = fabs(d[0]) <= fabs(d[1]) && fabs(d[0]) <= fabs(d[2]) ? 0
@@ -148,11 +150,12 @@ static double newton(int lmax, const double *coef, double d[3])
         t2[1] = d[2] * t1[0] - d[0] * t1[2];
         t2[2] = d[0] * t1[1] - d[1] * t1[0];
 
-        f = chart(lmax, coef, d, t1, t2, 0, 0, u, G);
+        G[0] = g[0] * t1[0] + g[1] * t1[1] + g[2] * t1[2]; /* the chart's gradient at 0 */
+        G[1] = g[0] * t2[0] + g[1] * t2[1] + g[2] * t2[2];
         double H[2][2];
         for (int j = 0; j < 2; j++) {
-            chart(lmax, coef, d, t1, t2, j == 0 ? h : 0, j == 1 ? h : 0, u, Gp);
-            chart(lmax, coef, d, t1, t2, j == 0 ? -h : 0, j == 1 ? -h : 0, u, Gm);
+            chart(lmax, coef, d, t1, t2, j == 0 ? h : 0, j == 1 ? h : 0, u, Gp, gn);
+            chart(lmax, coef, d, t1, t2, j == 0 ? -h : 0, j == 1 ? -h : 0, u, Gm, gn);
             for (int i = 0; i < 2; i++) H[i][j] = (Gp[i] - Gm[i]) / (2 * h);
         }
         double off = 0.5 * (H[0][1] + H[1][0]);
@@ -162,19 +165,20 @@ static double newton(int lmax, const double *coef, double d[3])
             s[0] = -(H[1][1] * G[0] - off * G[1]) / det;
             s[1] = -(-off * G[0] + H[0][0] * G[1]) / det;
         } else { /* not concave here (a saddle, a flank): climb the gradient */
-            double gn = hypot(G[0], G[1]);
-            if (gn == 0) break;
-            s[0] = max_step * G[0] / gn;
-            s[1] = max_step * G[1] / gn;
+            double gnorm = hypot(G[0], G[1]);
+            if (gnorm == 0) break;
+            s[0] = max_step * G[0] / gnorm;
+            s[1] = max_step * G[1] / gnorm;
         }
         double len = hypot(s[0], s[1]);
         if (len > max_step) s[0] *= max_step / len, s[1] *= max_step / len, len = max_step;
         /* Backtrack until f does not fall (beyond rounding). */
         int moved = 0;
         for (int half = 0; half < 20 && !moved; half++) {
-            double fn = chart(lmax, coef, d, t1, t2, s[0], s[1], u, Gp);
+            double fn = chart(lmax, coef, d, t1, t2, s[0], s[1], u, Gp, gn);
             if (fn >= f - 1e-12 * fabs(f)) {
                 memcpy(d, u, sizeof u);
+                memcpy(g, gn, sizeof g);
                 f = fn;
                 moved = 1;
             } else {
@@ -196,19 +200,28 @@ static int by_amplitude_descending(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* How far below its peak a lobe may be at the nearest start direction (at most about 10
+ * degrees off): a lobe of lmax 8 to 12 loses well under half its height there.  A candidate
+ * whose start amplitude is below half of what a peak must reach cannot become one, and is not
+ * refined: most local maxima of an FOD are small ripples, and refining them is most of the
+ * work. */
+#define START_FRACTION 0.5
+
 int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_peaks, double min_amp,
-                        double *dirs, double *amps)
+                        double relative, double *dirs, double *amps)
 {
     const int n = pf->nstart, nc = pf->ncoef;
+    if (max_peaks < 1) return 0;
     for (int i = 0; i < nc; i++)
         if (!isfinite(coef[i])) return 0;
-    double amp[DM_PEAK_START_DIRS], scale = 0;
+    double amp[DM_PEAK_START_DIRS], scale = 0, top = -INFINITY;
     for (int i = 0; i < n; i++) {
         const double *Y = pf->basis + (size_t)i * nc;
         double v = 0;
         for (int k = 0; k < nc; k++) v += coef[k] * Y[k];
         amp[i] = v;
         scale = fmax(scale, fabs(v));
+        top = fmax(top, v);
     }
     if (scale == 0) return 0;
     /* A local maximum: above every neighbour, ties (to rounding) going to the lower index so
@@ -230,27 +243,45 @@ int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_pe
         if (!is_max || !some_lower) continue;
         candidate *c = &cand[ncand++];
         memcpy(c->dir, pf->dirs + 3 * i, sizeof c->dir);
-        c->amp = newton(pf->lmax, coef, c->dir);
+        c->amp = amp[i];
     }
-    qsort(cand, ncand, sizeof *cand, by_amplitude_descending);
+    qsort(cand, ncand, sizeof *cand, by_amplitude_descending); /* by start amplitude */
+
+    /* Refine the candidates, largest first, into peaks[] (distinct, largest first, at most
+     * max_peaks). */
     const double cos_merge = cos(DM_PEAK_MERGE_DEG * M_PI / 180);
+    const double must_reach = fmax(fmax(min_amp, relative * top), 0);
+    candidate peaks[DM_PEAK_START_DIRS];
     int found = 0;
-    for (int i = 0; i < ncand && found < max_peaks; i++) {
-        const candidate *c = &cand[i];
-        if (!(c->amp > 0) || c->amp < min_amp) break; /* sorted: the rest are lower */
+    for (int i = 0; i < ncand; i++) {
+        candidate c = cand[i];
+        if (c.amp < START_FRACTION * must_reach) break;
+        if (found == max_peaks && c.amp < START_FRACTION * peaks[found - 1].amp) break;
+        c.amp = newton(pf->lmax, coef, c.dir);
+        if (!(c.amp > 0)) continue;
         int duplicate = 0;
         for (int k = 0; k < found && !duplicate; k++) {
-            const double *p = dirs + 3 * k;
-            duplicate = fabs(p[0] * c->dir[0] + p[1] * c->dir[1] + p[2] * c->dir[2]) > cos_merge;
+            const double *p = peaks[k].dir;
+            duplicate = fabs(p[0] * c.dir[0] + p[1] * c.dir[1] + p[2] * c.dir[2]) > cos_merge;
         }
-        if (duplicate) continue;
-        double *p = dirs + 3 * found;
-        memcpy(p, c->dir, sizeof c->dir);
+        if (duplicate || (found == max_peaks && c.amp <= peaks[found - 1].amp)) continue;
+        int at = found < max_peaks ? found++ : found - 1;
+        while (at > 0 && peaks[at - 1].amp < c.amp) {
+            peaks[at] = peaks[at - 1];
+            at--;
+        }
+        peaks[at] = c;
+    }
+    int kept = 0;
+    for (int k = 0; k < found; k++) {
+        if (peaks[k].amp < min_amp || peaks[k].amp < relative * peaks[0].amp) break;
+        double *p = dirs + 3 * kept;
+        memcpy(p, peaks[k].dir, sizeof peaks[k].dir);
         double sign = fabs(p[2]) > 1e-12 ? p[2] : fabs(p[1]) > 1e-12 ? p[1] : p[0];
         if (sign < 0) p[0] = -p[0], p[1] = -p[1], p[2] = -p[2];
-        amps[found++] = c->amp;
+        amps[kept++] = peaks[k].amp;
     }
-    return found;
+    return kept;
 }
 
 int dm_sh_peaks(int lmax, const double *coef, int max_peaks, double min_amp, double *dirs,
@@ -258,7 +289,7 @@ int dm_sh_peaks(int lmax, const double *coef, int max_peaks, double min_amp, dou
 {
     dm_peak_finder pf;
     if (dm_peak_finder_init(&pf, lmax) != 0) return -1;
-    int n = dm_peak_finder_find(&pf, coef, max_peaks, min_amp, dirs, amps);
+    int n = dm_peak_finder_find(&pf, coef, max_peaks, min_amp, 0, dirs, amps);
     dm_peak_finder_free(&pf);
     return n;
 }

@@ -27,12 +27,14 @@ int dm_peak_finder_init(dm_peak_finder *pf, int lmax);
 void dm_peak_finder_free(dm_peak_finder *pf);
 
 /* The peaks of the function with coefficients coef: at most max_peaks, largest amplitude
- * first, each with amplitude > 0 and >= min_amp, as unit vectors dirs[3 * max_peaks] (sign
- * chosen so that z > 0, or y > 0 when z is 0, or x > 0 when both are; 0 meaning below 1e-12) and amplitudes
- * amps[max_peaks].  Returns how many were found (0: none, e.g. a constant or non-finite
- * function). */
+ * first, each with amplitude > 0, >= min_amp and >= relative x the largest, as unit vectors
+ * dirs[3 * max_peaks] (sign chosen so that z > 0, or y > 0 when z is 0, or x > 0 when both
+ * are; 0 meaning below 1e-12) and amplitudes amps[max_peaks].  Returns how many were found
+ * (0: none, e.g. a constant or non-finite function).  Local maxima whose start amplitude is
+ * below half of what a peak must reach (or of the max_peaks-th peak already found) are not
+ * refined: see peaks.c. */
 int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_peaks, double min_amp,
-                        double *dirs, double *amps);
+                        double relative, double *dirs, double *amps);
 
 /* The same with a finder made and freed for this call (one voxel; for many, keep a finder).
  * -1 when lmax is not valid or memory ran out. */

@@ -223,7 +223,7 @@ static void test_lobes(const dm_peak_finder *pf, int nlobes, double crossing_deg
         }
         double f[NC], pd[3 * 4], pa[4];
         make_fod(nlobes, (const double(*)[3])dirs, w, f);
-        int np = dm_peak_finder_find(pf, f, 4, 0.4 * w[nlobes - 1] * lobe_height(), pd, pa);
+        int np = dm_peak_finder_find(pf, f, 4, 0.4 * w[nlobes - 1] * lobe_height(), 0, pd, pa);
         if (np != nlobes) {
             bad_count++;
             continue;
@@ -255,7 +255,7 @@ static void test_peaks(void)
     for (int k = 0; k < 3; k++) {
         double f[NC], pd[3 * 3], pa[3];
         make_fod(1, &axes[k], (const double[]){1}, f);
-        int np = dm_peak_finder_find(&pf, f, 3, 0.5 * lobe_height(), pd, pa);
+        int np = dm_peak_finder_find(&pf, f, 3, 0.5 * lobe_height(), 0, pd, pa);
         double ang = np >= 1 ? angle_deg(pd, axes[k]) : 99;
         double val = np >= 1 ? dm_sh_value(LMAX, f, pd) : 0;
         char name[64];
@@ -274,7 +274,7 @@ static void test_peaks(void)
         double f[NC], pd[3], pa[1], worst = 0;
         for (int i = 0; i < NC; i++) f[i] = 2 * urand(&st) - 1;
         f[0] = 3;
-        int np = dm_peak_finder_find(&pf, f, 1, 0, pd, pa);
+        int np = dm_peak_finder_find(&pf, f, 1, 0, 0, pd, pa);
         for (int t = 0; np == 1 && t < 20; t++) {
             double e[3], q[3];
             random_dir(&st, e);
@@ -291,11 +291,11 @@ static void test_peaks(void)
     /* No peaks: a constant function, zeros, NaN. */
     {
         double f[NC] = {1}, pd[9], pa[3];
-        int a = dm_peak_finder_find(&pf, f, 3, 0, pd, pa);
+        int a = dm_peak_finder_find(&pf, f, 3, 0, 0, pd, pa);
         f[0] = 0;
-        int b = dm_peak_finder_find(&pf, f, 3, 0, pd, pa);
+        int b = dm_peak_finder_find(&pf, f, 3, 0, 0, pd, pa);
         f[0] = NAN;
-        int c = dm_peak_finder_find(&pf, f, 3, 0, pd, pa);
+        int c = dm_peak_finder_find(&pf, f, 3, 0, 0, pd, pa);
         check(a == 0 && b == 0 && c == 0, "peaks-none-for-flat-zero-nan",
               "constant %d, zero %d, NaN %d peaks", a, b, c);
     }
@@ -313,13 +313,39 @@ static void test_peaks(void)
         double f[NC], pd[9], pa[3], qd[9], qa[3];
         make_fod(3, dirs, w, f);
         const double min_amp = 0.3 * lobe_height();
-        int all = dm_peak_finder_find(&pf, f, 3, min_amp, pd, pa);
-        int two = dm_peak_finder_find(&pf, f, 2, min_amp, qd, qa);
-        int above = all == 3 ? dm_peak_finder_find(&pf, f, 3, 0.5 * (pa[1] + pa[2]), qd, qa) : -1;
+        int all = dm_peak_finder_find(&pf, f, 3, min_amp, 0, pd, pa);
+        int two = dm_peak_finder_find(&pf, f, 2, min_amp, 0, qd, qa);
+        int above =
+            all == 3 ? dm_peak_finder_find(&pf, f, 3, 0.5 * (pa[1] + pa[2]), 0, qd, qa) : -1;
         int once = dm_sh_peaks(LMAX, f, 3, min_amp, qd, qa);
         check(all == 3 && two == 2 && above == 2 && once == 3 && fabs(qa[2] - pa[2]) < 1e-12,
               "peaks-max-and-threshold", "all %d, max 2 -> %d, threshold -> %d, dm_sh_peaks %d",
               all, two, above, once);
+    }
+    /* The thresholds skip refining small local maxima (peaks.c): the peaks kept must be those
+     * of the full search, filtered afterwards.  Lobes in random directions plus ripples. */
+    {
+        unsigned st = 77;
+        int mismatches = 0, trials = 300;
+        for (int t = 0; t < trials; t++) {
+            double dirs[3][3], w[3] = {1, 0.3 + 0.7 * urand(&st), 0.2 + 0.5 * urand(&st)}, f[NC];
+            for (int k = 0; k < 3; k++) random_dir(&st, dirs[k]);
+            make_fod(1 + t % 3, (const double(*)[3])dirs, w, f);
+            for (int i = 1; i < NC; i++) f[i] += 0.05 * (2 * urand(&st) - 1);
+            double ad[3 * 16], aa[16], pd[9], pa[3];
+            int nall = dm_peak_finder_find(&pf, f, 16, 0, 0, ad, aa);
+            double rel = t % 2 ? 0.1 : 0.3, min_amp = t % 4 < 2 ? 0 : 0.5;
+            int n = dm_peak_finder_find(&pf, f, 3, min_amp, rel, pd, pa);
+            int want = 0;
+            while (want < nall && want < 3 && aa[want] >= min_amp && aa[want] >= rel * aa[0])
+                want++;
+            int same = n == want;
+            for (int k = 0; same && k < n; k++)
+                same = fabs(pa[k] - aa[k]) < 1e-9 && angle_deg(pd + 3 * k, ad + 3 * k) < 1e-4;
+            mismatches += !same;
+        }
+        check(mismatches == 0, "peaks-thresholds-match-full-search",
+              "%d of %d functions gave other peaks", mismatches, trials);
     }
     dm_peak_finder_free(&pf);
 }
