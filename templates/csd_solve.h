@@ -86,16 +86,30 @@ DM_FN real dm_csd_dot_(const real *a, const real *b, int n)
  * the matrices stay in `real` (memory traffic). */
 DM_FN double dm_csd_dotd_(const real *a, const double *b, int n)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += (double)a[i] * b[i];
-    return s;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += (double)a[i] * b[i];
+        s1 += (double)a[i + 1] * b[i + 1];
+        s2 += (double)a[i + 2] * b[i + 2];
+        s3 += (double)a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += (double)a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
 DM_FN double dm_csd_dotrr_(const real *a, const real *b, int n)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
-    return s;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += (double)a[i] * (double)b[i];
+        s1 += (double)a[i + 1] * (double)b[i + 1];
+        s2 += (double)a[i + 2] * (double)b[i + 2];
+        s3 += (double)a[i + 3] * (double)b[i + 3];
+    }
+    for (; i < n; i++) s0 += (double)a[i] * (double)b[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
 /* Appends row r of Q_WW (the W's r+1 entries, the last on the diagonal) to the Cholesky factor
