@@ -196,6 +196,14 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         if (dm_response_match(&resp[t], rpath[t] ? rpath[t] : "the estimated response", &d,
                               map[t]) != 0)
             goto done;
+    for (int t = 0; nresp > 1 && t < nresp; t++)
+        if (resp[t].nshell != d.nshell) {
+            dm_set_error("%s: %d row%s, but a multi-tissue deconvolution needs one per shell of "
+                         "the data (%d, b = 0 included)",
+                         rpath[t] ? rpath[t] : "the estimated response", resp[t].nshell,
+                         resp[t].nshell == 1 ? "" : "s", d.nshell);
+            goto done;
+        }
     if (nresp > 1)
         for (int t = 1; t < nresp; t++)
             if (resp[t].nshell != resp[0].nshell) {
@@ -236,7 +244,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         if (dm_csd_gpu_run(&plan, Y, d.nvox, use_double, o->gpus, max_iter, X, status, iters,
                            &gt) != 0)
             goto done;
-    } else if (dm_csd_cpu_run(&plan, Y, d.nvox, use_double, o->threads, max_iter, X, status,
+    } else if (dm_csd_cpu_run(&plan, Y, d.nvox, use_double, o->threads, max_iter, "csd", X, status,
                               iters) != 0) {
         goto done;
     }
