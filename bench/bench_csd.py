@@ -40,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "py"))
 import csdsim as cs  # noqa: E402
 
-DIMOC = os.path.join(ROOT, "bin", "dimoc")
+DIMOC = os.environ.get("DIMOC", os.path.join(ROOT, "bin", "dimoc"))
 S0, SNR, LMAX = 1000.0, 30.0, 8
 CASES = {
     "single": ("5x0,64x2500", [2500], ["wm"]),
@@ -208,6 +208,10 @@ def main():
         folder = f"{a.work}/{case}"
         data, bvals, bvecs, resp = dataset(folder, case, a.voxels)
         small = subset(data, a.cpu1_voxels)
+        _, fl1, by1 = floor_seconds(case, 1, 1.0, 1.0)
+        notes.append(f"{case} floor per voxel: {fl1 / 1e3:.1f} kflop (projection + one Cholesky solve), "
+                     f"{by1:.0f} bytes; {nvox(data)} voxels: {fl1 * nvox(data) / 1e9:.2f} GFLOP, "
+                     f"{by1 * nvox(data) / 1e6:.0f} MB")
         if gpu:
             rc, _, err = sh([DIMOC, "csd", "--data", subset(data, 100), "--bvals", bvals, "--bvecs", bvecs,
                              "--response", ",".join(resp), "--device", "gpu", "--out", f"{folder}/gpu_probe"]
