@@ -9,8 +9,7 @@
 int dm_sh_lmax_for(int n)
 {
     int lmax = -1;
-    for (int l = 0; l <= DM_SH_LMAX_MAX && dm_sh_ncoef(l) <= n; l += 2)
-        lmax = l;
+    for (int l = 0; l <= DM_SH_LMAX_MAX && dm_sh_ncoef(l) <= n; l += 2) lmax = l;
     return lmax;
 }
 
@@ -25,15 +24,14 @@ static void legendre(int lmax, double x, double s, double P[DM_SH_LMAX_MAX + 2][
         P[m + 1][m] = x * sqrt(2.0 * m + 3.0) * P[m][m];
         for (int l = m + 2; l <= lmax + 1; l++) {
             double a = sqrt((4.0 * l * l - 1.0) / ((double)l * l - (double)m * m));
-            double b = sqrt(((l - 1.0) * (l - 1.0) - (double)m * m) /
-                            (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
+            double b =
+                sqrt(((l - 1.0) * (l - 1.0) - (double)m * m) / (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
             P[l][m] = a * (x * P[l - 1][m] - b * P[l - 2][m]);
         }
     }
 }
 
-void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *dtheta,
-                        double *dphi)
+void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *dtheta, double *dphi)
 {
     double P[DM_SH_LMAX_MAX + 2][DM_SH_LMAX_MAX + 2];
     legendre(lmax, cos(theta), sin(theta), P);
@@ -95,8 +93,7 @@ double dm_sh_value(int lmax, const double *c, const double dir[3])
     double Y[dm_sh_ncoef(DM_SH_LMAX_MAX)];
     dm_sh_basis(lmax, dir, Y);
     double v = 0.0;
-    for (int i = 0; i < dm_sh_ncoef(lmax); i++)
-        v += c[i] * Y[i];
+    for (int i = 0; i < dm_sh_ncoef(lmax); i++) v += c[i] * Y[i];
     return v;
 }
 

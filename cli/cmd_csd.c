@@ -1,0 +1,196 @@
+/* The spherical-deconvolution commands over runtime/csd/csd_run.c:
+ *   dimoc response  response functions estimated from the data (MRtrix's dwi2response);
+ *   dimoc csd       fibre orientation distributions by constrained spherical deconvolution,
+ *                   single-shell or multi-shell multi-tissue (MRtrix's dwi2fod). */
+#include "args.h"
+#include "cli.h"
+#include "provenance_args.h"
+#include "csd/csd_run.h"
+#include "gpu/gpu_device.h"
+#include "util/cmdline.h"
+#include "util/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const dm_opt response_opts[] = {
+    {"data", "FILE", NULL, "4D diffusion-weighted image (NIfTI)"},
+    {"bvals", "FILE", NULL, "FSL b-values (s/mm^2), one per volume"},
+    {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
+    {"mask", "FILE", NULL, "3D brain mask on the data's grid (default: every voxel)"},
+    {"out", "DIR", NULL, "output folder (replaced whole when it is dimoc's)"},
+    {"algorithm", "tournier|dhollander|fa", "tournier",
+     "tournier: iterated single-fibre selection (one tissue); dhollander: WM, GM and CSF "
+     "(b = 0 and two or more shells); fa: the most anisotropic voxels"},
+    {"lmax", "N", "10", "degree of the WM response (even)"},
+    {"threads", "N", "all cores", "CPU threads"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const dm_opt csd_opts[] = {
+    {"data", "FILE", NULL, "4D diffusion-weighted image (NIfTI)"},
+    {"bvals", "FILE", NULL, "FSL b-values (s/mm^2), one per volume"},
+    {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
+    {"mask", "FILE", NULL, "3D mask on the data's grid: deconvolve where non-zero (default: all)"},
+    {"out", "DIR", NULL, "output folder (replaced whole when it is dimoc's)"},
+    {"lmax", "N", "8", "degree of the WM FOD (even; lmax 8 = 45 coefficients)"},
+    {"response", "WM[,GM[,CSF]]", NULL,
+     "response files (MRtrix's format); two files are WM and CSF; default: estimated "
+     "(tournier for one shell, dhollander for several) and written beside the FODs"},
+    {"msmt", NULL, NULL,
+     "multi-tissue even on single-shell data when the responses are estimated (dhollander)"},
+    {"algorithm", "tournier|dhollander|fa", "by the shells",
+     "response estimation when no --response is given"},
+    {"device", "cpu|gpu|auto", "auto", "where to deconvolve (auto: a usable GPU, else the CPU)"},
+    {"gpus", "LIST", "0", "the GPU to use (its ordinal)"},
+    {"precision", "float|double", "double", "floating-point precision of the solver"},
+    {"threads", "N", "all cores", "CPU threads"},
+    {"max-iter", "N", "4 x unknowns", "active-set steps per voxel at most"},
+    {NULL, NULL, NULL, NULL},
+};
+
+int dm_help_response(FILE *out)
+{
+    dm_args_help(out, "dimoc response --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
+                 "Estimates response functions as MRtrix's dwi2response does and writes them in\n"
+                 "its text format (wm_response.txt; with dhollander also gm_response.txt and\n"
+                 "csf_response.txt: one row per shell of zonal SH coefficients l = 0, 2, ..,\n"
+                 "b-values in a '# Shells:' comment), the voxels they came from\n"
+                 "(wm_voxels.nii.gz, ...) and provenance.json.  Single-shell data gives a\n"
+                 "one-row response of the diffusion-weighted shell, as MRtrix's.",
+                 response_opts);
+    return 0;
+}
+
+int dm_help_csd(FILE *out)
+{
+    dm_args_help(
+        out, "dimoc csd --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
+        "Constrained spherical deconvolution: in every voxel the FOD (real SH in MRtrix's\n"
+        "basis, order and world frame) whose convolution with the response best fits the\n"
+        "signal, non-negative on 300 directions (a hard constraint, solved exactly by an\n"
+        "active-set method).  One response: single-shell super-resolved CSD (Tournier 2007)\n"
+        "of its shell; several (WM, GM, CSF): multi-shell multi-tissue CSD (Jeurissen\n"
+        "2014) with GM and CSF >= 0.  Writes wm_fod.nii.gz (lmax 8: 45 volumes), gm.nii.gz\n"
+        "and csf.nii.gz (the l = 0 coefficient, as MRtrix's msmt_csd), the responses used,\n"
+        "status.nii.gz (1 solved, 2 iteration limit, 3 degenerate constraints, 4 NaN/Inf\n"
+        "signal; 0 outside the mask) and provenance.json with the seconds of each stage.",
+        csd_opts);
+    return 0;
+}
+
+/* The four inputs every CSD command needs, and no positional arguments. */
+static int check_required(const char *cmd, const dm_args *a, const dm_opt *opts)
+{
+    static const char *const required[] = {"data", "bvals", "bvecs", "out"};
+    for (int i = 0; i < 4; i++)
+        if (!dm_arg(a, opts, required[i]))
+            return dm_set_error("%s: --%s is required (see 'dimoc help %s')", cmd, required[i],
+                                cmd);
+    if (a->npositional)
+        return dm_set_error("%s: unexpected argument '%s' (see 'dimoc help %s')", cmd,
+                            a->positional[0], cmd);
+    return 0;
+}
+
+static int parse_lmax(const dm_args *a, const dm_opt *opts, int *lmax)
+{
+    long v;
+    if (dm_arg_long(a, opts, "lmax", 0, 20, &v) != 0) return -1;
+    if (v % 2) return dm_set_error("--lmax %ld: the degree must be even", v);
+    *lmax = (int)v;
+    return 0;
+}
+
+static const char *const inputs[] = {"data", "bvals", "bvecs", "mask", "response", NULL};
+
+int dm_cmd_response(int argc, char **argv)
+{
+    dm_args a;
+    if (dm_args_parse("response", response_opts, argc, argv, &a) != 0) return dm_report_error();
+    dm_response_options o = {0};
+    long threads = 0;
+    int rc = check_required("response", &a, response_opts);
+    if (rc == 0) rc = parse_lmax(&a, response_opts, &o.lmax);
+    if (rc == 0 && dm_arg_given(&a, response_opts, "threads"))
+        rc = dm_arg_long(&a, response_opts, "threads", 1, 4096, &threads);
+    o.algorithm = dm_arg(&a, response_opts, "algorithm");
+    if (rc == 0 && strcmp(o.algorithm, "tournier") && strcmp(o.algorithm, "dhollander") &&
+        strcmp(o.algorithm, "fa"))
+        rc = dm_set_error("response: --algorithm must be tournier, dhollander or fa, not '%s'",
+                          o.algorithm);
+    if (rc != 0) {
+        dm_args_free(&a);
+        return dm_report_error();
+    }
+    o.data = dm_arg(&a, response_opts, "data");
+    o.bvals = dm_arg(&a, response_opts, "bvals");
+    o.bvecs = dm_arg(&a, response_opts, "bvecs");
+    o.mask = dm_arg(&a, response_opts, "mask");
+    o.out = dm_arg(&a, response_opts, "out");
+    o.threads = (int)threads;
+    char *history = dm_command_line();
+    o.history = history;
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "response");
+    dm_provenance_args(&prov, &a, response_opts, inputs);
+    rc = dm_response_command(&o, &prov);
+    dm_provenance_free(&prov);
+    if (rc == 0) printf("response: %s responses in %s\n", o.algorithm, o.out);
+    free(history);
+    dm_args_free(&a);
+    return rc == 0 ? 0 : dm_report_error();
+}
+
+int dm_cmd_csd(int argc, char **argv)
+{
+    dm_args a;
+    if (dm_args_parse("csd", csd_opts, argc, argv, &a) != 0) return dm_report_error();
+    dm_csd_options o = {0};
+    long threads = 0, max_iter = 0;
+    int rc = check_required("csd", &a, csd_opts);
+    if (rc == 0) rc = parse_lmax(&a, csd_opts, &o.lmax);
+    if (rc == 0 && dm_arg_given(&a, csd_opts, "threads"))
+        rc = dm_arg_long(&a, csd_opts, "threads", 1, 4096, &threads);
+    if (rc == 0 && dm_arg_given(&a, csd_opts, "max-iter"))
+        rc = dm_arg_long(&a, csd_opts, "max-iter", 1, 100000, &max_iter);
+    const char *precision = dm_arg(&a, csd_opts, "precision");
+    if (rc == 0 && strcmp(precision, "float") && strcmp(precision, "double"))
+        rc = dm_set_error("csd: --precision must be float or double, not '%s'", precision);
+    o.algorithm =
+        dm_arg_given(&a, csd_opts, "algorithm") ? dm_arg(&a, csd_opts, "algorithm") : NULL;
+    if (rc == 0 && o.algorithm && strcmp(o.algorithm, "tournier") &&
+        strcmp(o.algorithm, "dhollander") && strcmp(o.algorithm, "fa"))
+        rc = dm_set_error("csd: --algorithm must be tournier, dhollander or fa, not '%s'",
+                          o.algorithm);
+    if (rc == 0 && o.algorithm && dm_arg_given(&a, csd_opts, "response"))
+        rc = dm_set_error("csd: --algorithm estimates responses; it cannot go with --response");
+    if (rc == 0) rc = dm_gpu_resolve_device(dm_arg(&a, csd_opts, "device"), "csd", &o.use_gpu);
+    if (rc != 0) {
+        dm_args_free(&a);
+        return dm_report_error();
+    }
+    o.data = dm_arg(&a, csd_opts, "data");
+    o.bvals = dm_arg(&a, csd_opts, "bvals");
+    o.bvecs = dm_arg(&a, csd_opts, "bvecs");
+    o.mask = dm_arg(&a, csd_opts, "mask");
+    o.out = dm_arg(&a, csd_opts, "out");
+    o.response = dm_arg(&a, csd_opts, "response");
+    o.msmt = dm_arg_given(&a, csd_opts, "msmt");
+    o.gpus = dm_arg(&a, csd_opts, "gpus");
+    o.use_double = !strcmp(precision, "double");
+    o.threads = (int)threads;
+    o.max_iter = (int)max_iter;
+    char *history = dm_command_line();
+    o.history = history;
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "csd");
+    dm_provenance_args(&prov, &a, csd_opts, inputs);
+    rc = dm_csd_command(&o, &prov);
+    dm_provenance_free(&prov);
+    if (rc == 0) printf("csd: FODs in %s\n", o.out);
+    free(history);
+    dm_args_free(&a);
+    return rc == 0 ? 0 : dm_report_error();
+}

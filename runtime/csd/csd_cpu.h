@@ -1,0 +1,15 @@
+/* The CPU run of the per-voxel CSD solver (templates/csd_solve.h), in double or float. */
+#ifndef DIMOC_CSD_CPU_H
+#define DIMOC_CSD_CPU_H
+
+#include "csd/csd_plan.h"
+
+#include <stddef.h>
+
+/* Solves nvox voxels: Y holds their m measurements (the plan's, voxel-major: Y[i * m + j]),
+ * X receives n values each, status a DM_CSD_* outcome each, iters (NULL: none) the outer
+ * steps.  threads 0: all cores.  Stops early (returning -1) when a stop is requested. */
+int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_double, int threads,
+                   int max_iter, double *X, unsigned char *status, int *iters);
+
+#endif

@@ -1,0 +1,150 @@
+/* CSD on a GPU (csd_gpu.h).  The voxels go in chunks that fit the GPU's memory budget; the
+ * plan's matrices are uploaded once. */
+#include "csd/csd_gpu.h"
+
+#include "gpu/gpu_compile.h"
+#include "gpu/gpu_device.h"
+#include "gpu/gpu_launch.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BLOCK_THREADS 128
+
+static const char *const csd_templates[] = {"gpu_csd.cu", "csd_solve.h", NULL};
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The kernel's view of dm_csd_problem (templates/csd_solve.h), with device pointers. */
+typedef struct {
+    int n, m, k, soft;
+    CUdeviceptr G, C, P, At, H;
+    int max_iter;
+    double tol, pivot_tol;
+} problem_d;
+typedef struct {
+    int n, m, k, soft;
+    CUdeviceptr G, C, P, At, H;
+    int max_iter;
+    float tol, pivot_tol;
+} problem_f;
+
+int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_double,
+                   const char *gpus, int max_iter, double *X, unsigned char *status, int *iters,
+                   dm_csd_gpu_times *times)
+{
+    memset(times, 0, sizeof *times);
+    const int n = p->n, m = p->m, k = p->k;
+    const size_t rs = use_double ? sizeof(double) : sizeof(float);
+    int rc = -1;
+    dm_cuda *cu = dm_cuda_open(1, 1);
+    dm_gpu_program prog = {0};
+    dm_gpu_kernel kern = {0};
+    CUdeviceptr dG = 0, dC = 0, dP = 0, dAt = 0, dH = 0, dY = 0, dX = 0, dS = 0, dI = 0;
+    void *hY = NULL, *hX = NULL;
+    if (!cu) return -1;
+    dm_gpu_set gs;
+    if (dm_gpu_select(cu, gpus, &gs) != 0) goto fail;
+    snprintf(times->device, sizeof times->device, "%s", gs.device);
+    char prologue[256];
+    snprintf(prologue, sizeof prologue,
+             "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n#include \"gpu_csd.cu\"\n",
+             use_double ? "double" : "float", n, k);
+    dm_gpu_source src = {
+        .name = "csd", .what = "the CSD solver", .prologue = prologue, .templates = csd_templates};
+    double t0 = now_seconds();
+    if (dm_gpu_compile_source(cu, &src, gs.arch, 1, &prog) != 0) goto fail;
+    times->cached = prog.cached;
+    if (dm_gpu_kernel_open(cu, gs.ord[0], &prog, "dm_csd_kernel", "CSD solver", "CSD kernel",
+                           &kern) != 0)
+        goto fail;
+    times->compile = now_seconds() - t0;
+    t0 = now_seconds();
+    {
+        size_t ng = (size_t)n * m, nc = (size_t)k * n;
+        void *G = use_double ? (void *)p->G : (void *)p->Gf;
+        void *C = use_double ? (void *)p->C : (void *)p->Cf;
+        void *P = use_double ? (void *)p->P : (void *)p->Pf;
+        void *At = use_double ? (void *)p->At : (void *)p->Atf;
+        void *H = use_double ? (void *)p->H : (void *)p->Hf;
+        if (dm_gpu_upload(cu, &dG, G, ng * rs, "the CSD matrices") != 0 ||
+            dm_gpu_upload(cu, &dC, C, nc * rs, "the CSD matrices") != 0 ||
+            dm_gpu_upload(cu, &dP, P, nc * rs, "the CSD matrices") != 0 ||
+            dm_gpu_upload(cu, &dAt, At, ng * rs, "the CSD matrices") != 0 ||
+            dm_gpu_upload(cu, &dH, H, (size_t)n * n * rs, "the CSD matrices") != 0)
+            goto fail;
+    }
+    /* Chunk: per voxel its signal, solution, status and count, within the memory budget. */
+    size_t budget = 0;
+    if (dm_gpu_memory_budget(cu, 0, &budget) != 0) goto fail;
+    size_t per_voxel = (size_t)(m + n) * rs + 1 + sizeof(int);
+    size_t chunk = budget / 2 / per_voxel;
+    if (chunk > nvox) chunk = nvox;
+    if (chunk > ((size_t)1 << 22)) chunk = (size_t)1 << 22;
+    if (chunk < 1) chunk = 1;
+    CK(cu->cuMemAlloc(&dY, chunk * m * rs), "allocating GPU memory for the signals");
+    CK(cu->cuMemAlloc(&dX, chunk * n * rs), "allocating GPU memory for the FODs");
+    CK(cu->cuMemAlloc(&dS, chunk), "allocating GPU memory for the status");
+    CK(cu->cuMemAlloc(&dI, chunk * sizeof(int)), "allocating GPU memory for the status");
+    CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
+    CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
+    times->upload += now_seconds() - t0;
+    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dAt, dH, max_iter, 1e-10, 1e-12};
+    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dAt, dH, max_iter, 1e-5f, 1e-6f};
+    for (size_t first = 0; first < nvox; first += chunk) {
+        if (dm_stop_requested()) {
+            dm_stop_error();
+            goto fail;
+        }
+        size_t cn = nvox - first < chunk ? nvox - first : chunk;
+        t0 = now_seconds();
+        for (size_t i = 0; i < cn; i++) /* transpose to measurement-major */
+            for (int j = 0; j < m; j++) {
+                double v = Y[(first + i) * m + j];
+                if (use_double)
+                    ((double *)hY)[(size_t)j * cn + i] = v;
+                else
+                    ((float *)hY)[(size_t)j * cn + i] = (float)v;
+            }
+        CK(cu->cuMemcpyHtoDAsync(dY, hY, cn * m * rs, NULL), "copying the signals to the GPU");
+        CK(cu->cuStreamSynchronize(NULL), "copying the signals to the GPU");
+        times->upload += now_seconds() - t0;
+        t0 = now_seconds();
+        long nv = (long)cn;
+        void *args[] = {use_double ? (void *)&pd : (void *)&pf, &dY, &nv, &dX, &dS, &dI};
+        if (dm_gpu_launch(cu, kern.fn, cn, BLOCK_THREADS, NULL, args, "the CSD kernel") != 0)
+            goto fail;
+        CK(cu->cuStreamSynchronize(NULL), "running the CSD kernel");
+        times->solve += now_seconds() - t0;
+        t0 = now_seconds();
+        CK(cu->cuMemcpyDtoHAsync(hX, dX, cn * n * rs, NULL), "copying the FODs from the GPU");
+        CK(cu->cuMemcpyDtoHAsync(status + first, dS, cn, NULL), "copying from the GPU");
+        if (iters)
+            CK(cu->cuMemcpyDtoHAsync(iters + first, dI, cn * sizeof(int), NULL),
+               "copying from the GPU");
+        CK(cu->cuStreamSynchronize(NULL), "copying from the GPU");
+        for (size_t i = 0; i < cn * n; i++)
+            X[first * n + i] = use_double ? ((double *)hX)[i] : ((float *)hX)[i];
+        times->download += now_seconds() - t0;
+    }
+    rc = 0;
+fail:
+    if (hY) cu->cuMemFreeHost(hY);
+    if (hX) cu->cuMemFreeHost(hX);
+    CUdeviceptr all[] = {dG, dC, dP, dAt, dH, dY, dX, dS, dI};
+    for (int i = 0; i < 9; i++)
+        if (all[i]) cu->cuMemFree(all[i]);
+    dm_gpu_kernel_close(cu, &kern);
+    dm_gpu_program_free(&prog);
+    dm_cuda_close(cu);
+    return rc;
+}

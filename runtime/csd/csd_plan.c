@@ -1,0 +1,252 @@
+/* Building a CSD problem's matrices (csd_plan.h). */
+#include "csd/csd_plan.h"
+
+#include "sphere/directions.h"
+#include "sphere/sh.h"
+#include "util/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* In-place Cholesky factor (lower) of the n x n matrix H; 0 or -1 when not positive definite. */
+static int cholesky(double *H, int n)
+{
+    for (int j = 0; j < n; j++) {
+        double d = H[j * n + j];
+        for (int k = 0; k < j; k++) d -= H[j * n + k] * H[j * n + k];
+        if (!(d > 0)) return -1;
+        d = sqrt(d);
+        H[j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double s = H[i * n + j];
+            for (int k = 0; k < j; k++) s -= H[i * n + k] * H[j * n + k];
+            H[i * n + j] = s / d;
+        }
+        for (int i = 0; i < j; i++) H[i * n + j] = 0.0;
+    }
+    return 0;
+}
+
+/* b := H^-1 b with L the Cholesky factor of H. */
+static void chol_solve(const double *L, int n, double *b)
+{
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < i; k++) b[i] -= L[i * n + k] * b[k];
+        b[i] /= L[i * n + i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        for (int k = i + 1; k < n; k++) b[i] -= L[k * n + i] * b[k];
+        b[i] /= L[i * n + i];
+    }
+}
+
+/* The soft solver's starting point, G (n x m): the signal's SH fit of degree L = min(4, what
+ * the directions determine, the response's) deconvolved degree by degree, as MRtrix starts
+ * (its default filter passes l <= 4). */
+static int initial_deconvolution(const dm_dwi *d, dm_csd_plan *p, const dm_response *r)
+{
+    const int m = p->m, n = p->n;
+    int L = dm_sh_lmax_for(m);
+    if (L > 4) L = 4;
+    if (L > r->lmax) L = r->lmax;
+    if (L > p->lmax) L = p->lmax;
+    const int nc = dm_sh_ncoef(L);
+    double *B = malloc((size_t)m * nc * sizeof *B), *BtB = calloc((size_t)nc * nc, sizeof *BtB);
+    double *col = malloc((size_t)nc * sizeof *col);
+    if (!B || !BtB || !col) {
+        free(B);
+        free(BtB);
+        free(col);
+        return dm_set_error("out of memory planning CSD");
+    }
+    for (int j = 0; j < m; j++) dm_sh_basis(L, d->dir + 3 * p->vol[j], B + (size_t)j * nc);
+    for (int a = 0; a < nc; a++)
+        for (int b = 0; b < nc; b++)
+            for (int j = 0; j < m; j++)
+                BtB[a * nc + b] += B[(size_t)j * nc + a] * B[(size_t)j * nc + b];
+    for (int a = 0; a < nc; a++) BtB[a * nc + a] += 1e-6 * BtB[0];
+    int rc = cholesky(BtB, nc);
+    for (int j = 0; rc == 0 && j < m; j++) {
+        memcpy(col, B + (size_t)j * nc, (size_t)nc * sizeof *col);
+        chol_solve(BtB, nc, col);
+        for (int l = 0; l <= L; l += 2)
+            for (int mm = -l; mm <= l; mm++) {
+                int i = dm_sh_index(l, mm);
+                double rh = dm_sh_rh_factor(l) * r->r[0][l / 2];
+                p->G[(size_t)i * m + j] = rh != 0.0 ? col[i] / rh : 0.0;
+            }
+    }
+    (void)n;
+    free(B);
+    free(BtB);
+    free(col);
+    return rc == 0 ? 0 : dm_set_error("the directions do not determine a degree-%d fit", L);
+}
+
+static int is_isotropic(const dm_response *r)
+{
+    for (int s = 0; s < r->nshell; s++)
+        for (int k = 1; k <= r->lmax / 2; k++)
+            if (r->r[s][k] != 0.0) return 0;
+    return 1;
+}
+
+int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int *const *map,
+                      int lmax, dm_csd_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->lmax = lmax;
+    p->ntissue = ntissue;
+    /* Measurements: those of the shells the responses cover (the first response's). */
+    int used_shell[DM_MAX_SHELLS] = {0};
+    int row_of_shell[DM_CSD_MAX_TISSUES][DM_MAX_SHELLS];
+    for (int t = 0; t < ntissue; t++) {
+        for (int s = 0; s < DM_MAX_SHELLS; s++) row_of_shell[t][s] = -1;
+        for (int s = 0; s < resp[t].nshell; s++) row_of_shell[t][map[t][s]] = s;
+    }
+    for (int s = 0; s < resp[0].nshell; s++) used_shell[map[0][s]] = 1;
+    p->vol = malloc((size_t)d->nvol * sizeof *p->vol);
+    if (!p->vol) return dm_set_error("out of memory planning CSD");
+    for (int t = 0; t < d->nvol; t++)
+        if (used_shell[d->shell_of[t]]) p->vol[p->m++] = t;
+    int n = 0;
+    for (int t = 0; t < ntissue; t++) {
+        p->tissue_lmax[t] = is_isotropic(&resp[t]) ? 0 : t == 0 ? lmax : resp[t].lmax;
+        if (p->tissue_lmax[t] > lmax) p->tissue_lmax[t] = lmax;
+        p->tissue_off[t] = n;
+        n += dm_sh_ncoef(p->tissue_lmax[t]);
+    }
+    p->n = n;
+    int ndir = DM_CSD_CONSTRAINT_DIRS;
+    p->k = 0;
+    for (int t = 0; t < ntissue; t++) p->k += p->tissue_lmax[t] ? ndir : 1;
+    const int m = p->m, k = p->k;
+    p->A = calloc((size_t)m * n, sizeof(double));
+    p->G = calloc((size_t)n * m, sizeof(double));
+    p->C = calloc((size_t)k * n, sizeof(double));
+    p->P = calloc((size_t)k * n, sizeof(double));
+    p->At = calloc((size_t)n * m, sizeof(double));
+    p->H = calloc((size_t)n * n, sizeof(double));
+    p->Gf = malloc((size_t)n * m * sizeof(float));
+    p->Cf = malloc((size_t)k * n * sizeof(float));
+    p->Pf = malloc((size_t)k * n * sizeof(float));
+    p->Atf = malloc((size_t)n * m * sizeof(float));
+    p->Hf = malloc((size_t)n * n * sizeof(float));
+    double *H = calloc((size_t)n * n, sizeof(double));
+    double *dirs = malloc((size_t)ndir * 3 * sizeof(double));
+    double Y[dm_sh_ncoef(DM_SH_LMAX_MAX)];
+    if (!p->A || !p->G || !p->C || !p->P || !p->At || !p->H || !p->Gf || !p->Cf || !p->Pf ||
+        !p->Atf || !p->Hf || !H || !dirs) {
+        free(H);
+        free(dirs);
+        return dm_set_error("out of memory planning CSD (%d unknowns, %d measurements)", n, m);
+    }
+    /* A: measurement j of shell s sees tissue t through its rotational harmonics. */
+    for (int j = 0; j < m; j++) {
+        int vol = p->vol[j], s = d->shell_of[vol];
+        int zero = d->bval[vol] <= DM_BZERO_MAX;
+        for (int t = 0; t < ntissue; t++) {
+            int row = row_of_shell[t][s], lt = p->tissue_lmax[t];
+            if (row < 0) continue; /* this tissue has no response at this shell: 0 */
+            dm_sh_basis(lt, d->dir + 3 * vol, Y);
+            for (int l = 0; l <= lt; l += 2) {
+                double rh = l <= resp[t].lmax ? dm_sh_rh_factor(l) * resp[t].r[row][l / 2] : 0.0;
+                for (int mm = -l; mm <= l; mm++) {
+                    double y = zero ? (l == 0 ? 0.5 / sqrt(M_PI) : 0.0) : Y[dm_sh_index(l, mm)];
+                    p->A[(size_t)j * n + p->tissue_off[t] + dm_sh_index(l, mm)] = y * rh;
+                }
+            }
+        }
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b <= a; b++) {
+            double s = 0.0;
+            for (int j = 0; j < m; j++) s += p->A[(size_t)j * n + a] * p->A[(size_t)j * n + b];
+            H[a * n + b] = H[b * n + a] = s;
+        }
+    double diag = 0.0;
+    for (int a = 0; a < n; a++)
+        if (H[a * n + a] > diag) diag = H[a * n + a];
+    p->soft = ntissue == 1 && resp[0].nshell == 1;
+    p->ridge = p->soft ? 2e-4 * H[0] : 1e-10 * diag;
+    for (int a = 0; a < n; a++) H[a * n + a] += p->ridge;
+    memcpy(p->H, H, (size_t)n * n * sizeof(double));
+    for (int a = 0; a < n; a++)
+        for (int j = 0; j < m; j++) p->At[(size_t)a * m + j] = p->A[(size_t)j * n + a];
+    if (cholesky(H, n) != 0) {
+        free(H);
+        free(dirs);
+        return dm_set_error("the responses give a singular deconvolution (a response of zeros?)");
+    }
+    /* Constraints: each anisotropic tissue's FOD on the dense set, each isotropic one >= 0. */
+    dm_dirs_hemisphere(ndir, dirs);
+    int row = 0;
+    for (int t = 0; t < ntissue; t++) {
+        int lt = p->tissue_lmax[t], nc = dm_sh_ncoef(lt);
+        if (lt == 0) {
+            p->C[(size_t)row++ * n + p->tissue_off[t]] = 1.0;
+            continue;
+        }
+        for (int i = 0; i < ndir; i++, row++) {
+            dm_sh_basis(lt, dirs + 3 * i, Y);
+            memcpy(p->C + (size_t)row * n + p->tissue_off[t], Y, (size_t)nc * sizeof(double));
+        }
+    }
+    double *col = malloc((size_t)n * sizeof(double));
+    if (!col) {
+        free(H);
+        free(dirs);
+        return dm_set_error("out of memory planning CSD");
+    }
+    if (p->soft) {
+        /* The penalty weight on each negative direction, as MRtrix's csd: 50 r_0 / 300. */
+        double w = 50.0 * resp[0].r[0][0] / ndir;
+        for (size_t i = 0; i < (size_t)k * n; i++) p->C[i] *= w;
+        if (initial_deconvolution(d, p, &resp[0]) != 0) {
+            free(col);
+            free(H);
+            free(dirs);
+            return -1;
+        }
+    }
+    for (int j = 0; j < m && !p->soft; j++) { /* G = H^-1 A': column j is H^-1 (row j of A) */
+        memcpy(col, p->A + (size_t)j * n, (size_t)n * sizeof(double));
+        chol_solve(H, n, col);
+        for (int a = 0; a < n; a++) p->G[(size_t)a * m + j] = col[a];
+    }
+    for (int i = 0; i < k; i++) { /* P: row i is H^-1 C_i' */
+        memcpy(p->P + (size_t)i * n, p->C + (size_t)i * n, (size_t)n * sizeof(double));
+        chol_solve(H, n, p->P + (size_t)i * n);
+    }
+    for (size_t i = 0; i < (size_t)n * m; i++) {
+        p->Gf[i] = (float)p->G[i];
+        p->Atf[i] = (float)p->At[i];
+    }
+    for (size_t i = 0; i < (size_t)n * n; i++) p->Hf[i] = (float)p->H[i];
+    for (size_t i = 0; i < (size_t)k * n; i++) {
+        p->Cf[i] = (float)p->C[i];
+        p->Pf[i] = (float)p->P[i];
+    }
+    free(col);
+    free(H);
+    free(dirs);
+    return 0;
+}
+
+void dm_csd_plan_free(dm_csd_plan *p)
+{
+    free(p->vol);
+    free(p->A);
+    free(p->G);
+    free(p->C);
+    free(p->P);
+    free(p->At);
+    free(p->H);
+    free(p->Gf);
+    free(p->Cf);
+    free(p->Pf);
+    free(p->Atf);
+    free(p->Hf);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,317 @@
+/* `dimoc csd` and `dimoc response` (csd_run.h). */
+#include "csd/csd_run.h"
+
+#include "csd/csd_cpu.h"
+#include "csd/csd_gpu.h"
+#include "csd/csd_plan.h"
+#include "csd/dwi.h"
+#include "csd/response_estimate.h"
+#include "csd_solve.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "util/outdir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Writes DIR/NAME as float32 (uint8 when `bytes`) from per-mask-voxel values: vals[i * stride
+ * + c] is volume c of mask voxel i; 0 outside the mask. */
+static int write_map(const dm_outdir *od, const char *name, const dm_dwi *d, const double *vals,
+                     int stride, int nt, int first)
+{
+    size_t nall = DM_NVOX(&d->data);
+    double *img = calloc(nall * (size_t)nt, sizeof *img);
+    char *path = dm_path_join(od->path, name);
+    int rc = -1;
+    if (img && path) {
+        for (size_t i = 0; i < d->nvox; i++)
+            for (int c = 0; c < nt; c++)
+                img[d->vox[i] + (size_t)c * nall] = vals[i * (size_t)stride + first + c];
+        rc = dm_volume_write(path, &d->data, nt, img, DM_OUT_FLOAT32);
+    } else {
+        dm_set_error("out of memory writing %s", name);
+    }
+    free(img);
+    free(path);
+    return rc;
+}
+
+/* Writes DIR/NAME as uint8 from an image-sized array of bytes. */
+static int write_bytes(const dm_outdir *od, const char *name, const dm_dwi *d,
+                       const unsigned char *bytes)
+{
+    size_t nall = DM_NVOX(&d->data);
+    double *img = malloc(nall * sizeof *img);
+    char *path = dm_path_join(od->path, name);
+    int rc = -1;
+    if (img && path) {
+        for (size_t v = 0; v < nall; v++) img[v] = bytes[v];
+        rc = dm_volume_write(path, &d->data, 1, img, DM_OUT_UINT8);
+    } else {
+        dm_set_error("out of memory writing %s", name);
+    }
+    free(img);
+    free(path);
+    return rc;
+}
+
+static int write_response(const dm_outdir *od, const char *tissue, const dm_response *r,
+                          const char *history)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s_response.txt", tissue);
+    char *path = dm_path_join(od->path, name);
+    int rc = path ? dm_response_write(path, r, history) : dm_set_error("out of memory");
+    free(path);
+    return rc;
+}
+
+/* Splits "a,b,c" into at most max paths (pointers into a copy kept in *buf). */
+static int split_paths(const char *list, char **buf, const char **path, int max)
+{
+    *buf = strdup(list);
+    if (!*buf) return dm_set_error("out of memory");
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(*buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == max) return dm_set_error("--response: more than %d files (WM, GM, CSF)", max);
+        path[n++] = tok;
+    }
+    if (n == 0) return dm_set_error("--response: no file named");
+    return n;
+}
+
+/* lmax: even, within what the code and the measurements support. */
+static int check_lmax(int lmax, const dm_dwi *d, const dm_csd_plan *p)
+{
+    if (lmax < 0 || lmax % 2 || lmax > DM_SH_LMAX_MAX)
+        return dm_set_error("--lmax %d: the FOD's degree must be even, 0 to %d", lmax,
+                            DM_SH_LMAX_MAX);
+    int ndw = 0;
+    for (int j = 0; j < p->m; j++) ndw += d->bval[p->vol[j]] > DM_BZERO_MAX;
+    /* Super-resolution (Tournier 2007) recovers up to about twice as many coefficients as
+     * there are measurements; beyond that the constraints alone cannot pin the FOD. */
+    if (dm_sh_ncoef(lmax) > 2 * ndw)
+        return dm_set_error("--lmax %d: %d coefficients from %d diffusion-weighted measurements "
+                            "(%s); at most lmax %d",
+                            lmax, dm_sh_ncoef(lmax), ndw, d->data_path, dm_sh_lmax_for(2 * ndw));
+    return 0;
+}
+
+int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
+{
+    int rc = -1, nresp = 0;
+    double t0 = now_seconds(), t_load = 0, t_resp = 0, t_solve = 0, t_write = 0;
+    dm_dwi d = {0};
+    dm_csd_plan plan = {0};
+    dm_response resp[DM_CSD_MAX_TISSUES];
+    dm_response_set est = {0};
+    const char *rpath[DM_CSD_MAX_TISSUES] = {0};
+    char *rbuf = NULL;
+    double *Y = NULL, *X = NULL;
+    unsigned char *status = NULL;
+    int *iters = NULL;
+    dm_outdir od = {0};
+    int map_store[DM_CSD_MAX_TISSUES][DM_MAX_SHELLS], *map[DM_CSD_MAX_TISSUES];
+    for (int t = 0; t < DM_CSD_MAX_TISSUES; t++) map[t] = map_store[t];
+    dm_csd_gpu_times gt = {0};
+
+    if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
+    if (o->response) {
+        nresp = split_paths(o->response, &rbuf, rpath, DM_CSD_MAX_TISSUES);
+        if (nresp < 0) goto done;
+        for (int t = 0; t < nresp; t++)
+            if (dm_response_read(rpath[t], &resp[t]) != 0) goto done;
+    }
+    if (dm_dwi_read(&d, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
+    t_load = now_seconds() - t0;
+
+    t0 = now_seconds();
+    int ndw_shells = d.nshell - d.has_b0;
+    if (!o->response) {
+        const char *alg = o->algorithm;
+        if (!alg) alg = ndw_shells > 1 || o->msmt ? "dhollander" : "tournier";
+        if (dm_response_estimate(&d, alg, o->lmax > 10 ? o->lmax : 10, o->threads, &est) != 0)
+            goto done;
+        nresp = est.ntissue;
+        for (int t = 0; t < nresp; t++) resp[t] = est.r[t];
+    }
+    for (int t = 0; t < nresp; t++)
+        if (dm_response_match(&resp[t], rpath[t] ? rpath[t] : "the estimated response", &d,
+                              map[t]) != 0)
+            goto done;
+    if (nresp > 1)
+        for (int t = 1; t < nresp; t++)
+            if (resp[t].nshell != resp[0].nshell) {
+                dm_set_error("%s: %d shells where %s has %d; the responses of one "
+                             "deconvolution cover the same shells",
+                             rpath[t], resp[t].nshell, rpath[0], resp[0].nshell);
+                goto done;
+            }
+    if (resp[0].lmax < o->lmax) {
+        dm_set_error("--lmax %d is above the WM response's degree %d (%s)", o->lmax, resp[0].lmax,
+                     rpath[0] ? rpath[0] : "the estimated response");
+        goto done;
+    }
+    t_resp = now_seconds() - t0;
+
+    if (dm_csd_plan_build(&d, nresp, resp, map, o->lmax, &plan) != 0) goto done;
+    if (check_lmax(o->lmax, &d, &plan) != 0) goto done;
+    Y = malloc(d.nvox * (size_t)plan.m * sizeof *Y);
+    X = malloc(d.nvox * (size_t)plan.n * sizeof *X);
+    status = malloc(d.nvox);
+    iters = malloc(d.nvox * sizeof *iters);
+    if (!Y || !X || !status || !iters) {
+        dm_set_error("out of memory for %zu voxels", d.nvox);
+        goto done;
+    }
+    for (size_t i = 0; i < d.nvox; i++)
+        for (int j = 0; j < plan.m; j++) Y[i * plan.m + j] = dm_dwi_signal(&d, i, plan.vol[j]);
+    /* Soft: MRtrix's 50 iterations; hard: each step adds a constraint, and at most n are
+     * active, so 4n leaves room for the steps that drop some again. */
+    int max_iter = o->max_iter > 0 ? o->max_iter : plan.soft ? 50 : 4 * plan.n;
+    t0 = now_seconds();
+    if (o->use_gpu) {
+        if (dm_csd_gpu_run(&plan, Y, d.nvox, o->use_double, o->gpus, max_iter, X, status, iters,
+                           &gt) != 0)
+            goto done;
+    } else if (dm_csd_cpu_run(&plan, Y, d.nvox, o->use_double, o->threads, max_iter, X, status,
+                              iters) != 0) {
+        goto done;
+    }
+    t_solve = now_seconds() - t0;
+
+    t0 = now_seconds();
+    size_t counts[5] = {0};
+    long total_iters = 0;
+    for (size_t i = 0; i < d.nvox; i++) {
+        counts[status[i] < 5 ? status[i] : 0]++;
+        total_iters += iters[i];
+    }
+    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
+    static const char *const iso_names[2][2] = {{"csf", ""}, {"gm", "csf"}};
+    for (int t = 0; t < nresp; t++) {
+        const char *name = t == 0 ? "wm_fod.nii.gz" : NULL;
+        char buf[64];
+        const char *tissue = t == 0 ? "wm" : iso_names[nresp - 2][t - 1];
+        if (t > 0) {
+            snprintf(buf, sizeof buf, "%s.nii.gz", tissue);
+            name = buf;
+        }
+        if (write_map(&od, name, &d, X, plan.n, dm_sh_ncoef(plan.tissue_lmax[t]),
+                      plan.tissue_off[t]) != 0 ||
+            write_response(&od, tissue, &resp[t], o->history) != 0)
+            goto done;
+        if (!o->response && est.voxels[t]) {
+            snprintf(buf, sizeof buf, "%s_voxels.nii.gz", tissue);
+            if (write_bytes(&od, buf, &d, est.voxels[t]) != 0) goto done;
+        }
+    }
+    {
+        unsigned char *img = calloc(DM_NVOX(&d.data), 1);
+        if (!img) {
+            dm_set_error("out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < d.nvox; i++) img[d.vox[i]] = status[i];
+        int bad = write_bytes(&od, "status.nii.gz", &d, img) != 0;
+        free(img);
+        if (bad) goto done;
+    }
+    dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)d.nvox);
+    dm_provenance_num(prov, DM_PROV_RESULT, "solved", (double)counts[DM_CSD_OK]);
+    dm_provenance_num(prov, DM_PROV_RESULT, "iteration_limit", (double)counts[DM_CSD_MAX_ITER]);
+    dm_provenance_num(prov, DM_PROV_RESULT, "degenerate", (double)counts[DM_CSD_DEGENERATE]);
+    dm_provenance_num(prov, DM_PROV_RESULT, "nonfinite", (double)counts[DM_CSD_NONFINITE]);
+    dm_provenance_num(prov, DM_PROV_RESULT, "mean_active_set_steps",
+                      (double)total_iters / (double)d.nvox);
+    dm_provenance_num(prov, DM_PROV_RESULT, "tissues", nresp);
+    dm_provenance_num(prov, DM_PROV_RESULT, "unknowns", plan.n);
+    dm_provenance_num(prov, DM_PROV_RESULT, "measurements", plan.m);
+    dm_provenance_num(prov, DM_PROV_RESULT, "constraints", plan.k);
+    dm_provenance_str(prov, DM_PROV_RESULT, "device", o->use_gpu ? gt.device : "cpu");
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response", t_resp);
+    if (o->use_gpu) {
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_compile", gt.compile);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_upload", gt.upload);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_kernel", gt.solve);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_download", gt.download);
+    }
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_solve", t_solve);
+    t_write = now_seconds() - t0;
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", t_write);
+    {
+        char *path = dm_path_join(od.path, "provenance.json");
+        int bad = !path || dm_provenance_write(prov, path) != 0;
+        free(path);
+        if (bad) goto done;
+    }
+    if (dm_outdir_commit(&od) != 0) goto done;
+    if (counts[DM_CSD_MAX_ITER] + counts[DM_CSD_DEGENERATE] + counts[DM_CSD_NONFINITE])
+        fprintf(stderr,
+                "csd: %zu of %zu voxels not solved (status.nii.gz: 2 iteration limit %zu, 3 "
+                "degenerate %zu, 4 NaN/Inf signal %zu)\n",
+                d.nvox - counts[DM_CSD_OK], d.nvox, counts[DM_CSD_MAX_ITER],
+                counts[DM_CSD_DEGENERATE], counts[DM_CSD_NONFINITE]);
+    rc = 0;
+done:
+    if (rc != 0) dm_outdir_abort(&od);
+    free(rbuf);
+    free(Y);
+    free(X);
+    free(status);
+    free(iters);
+    dm_csd_plan_free(&plan);
+    dm_response_set_free(&est);
+    dm_dwi_free(&d);
+    return rc;
+}
+
+int dm_response_command(const dm_response_options *o, dm_provenance *prov)
+{
+    int rc = -1;
+    dm_dwi d = {0};
+    dm_response_set est = {0};
+    dm_outdir od = {0};
+    if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
+    if (dm_dwi_read(&d, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
+    double t0 = now_seconds();
+    if (dm_response_estimate(&d, o->algorithm, o->lmax, o->threads, &est) != 0) goto done;
+    double secs = now_seconds() - t0;
+    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
+    for (int t = 0; t < est.ntissue; t++) {
+        if (write_response(&od, dm_tissue_names[t], &est.r[t], o->history) != 0) goto done;
+        char name[64];
+        snprintf(name, sizeof name, "%s_voxels.nii.gz", dm_tissue_names[t]);
+        if (write_bytes(&od, name, &d, est.voxels[t]) != 0) goto done;
+        char key[64];
+        snprintf(key, sizeof key, "%s_voxels", dm_tissue_names[t]);
+        dm_provenance_num(prov, DM_PROV_RESULT, key, (double)est.nvoxels[t]);
+    }
+    dm_provenance_num(prov, DM_PROV_RESULT, "iterations", est.iterations);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response", secs);
+    {
+        char *path = dm_path_join(od.path, "provenance.json");
+        int bad = !path || dm_provenance_write(prov, path) != 0;
+        free(path);
+        if (bad) goto done;
+    }
+    if (dm_outdir_commit(&od) != 0) goto done;
+    rc = 0;
+done:
+    if (rc != 0) dm_outdir_abort(&od);
+    dm_response_set_free(&est);
+    dm_dwi_free(&d);
+    return rc;
+}

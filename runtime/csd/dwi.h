@@ -1,0 +1,50 @@
+/* A diffusion-weighted image as CSD sees it: the 4D data, the mask's voxels, and the
+ * measurements' b-values, shells and directions in world (scanner) space -- the frame of
+ * MRtrix's spherical harmonics, so that dimoc's FODs and responses are MRtrix's. */
+#ifndef DIMOC_CSD_DWI_H
+#define DIMOC_CSD_DWI_H
+
+#include "io/volume.h"
+
+#include <stddef.h>
+
+#define DM_MAX_SHELLS 16
+/* b-values at or below this are b = 0 (MRtrix's BZeroThreshold). */
+#define DM_BZERO_MAX 10.0
+
+typedef struct dm_dwi {
+    dm_volume data;        /* 4D, nt measurements */
+    dm_volume mask;        /* data NULL: every voxel */
+    const char *data_path; /* for messages */
+    int nvol;
+    double *bval; /* nvol */
+    double *dir;  /* nvol x 3: unit gradient directions in world space (0 for b = 0) */
+    int nshell;   /* shells, ascending b; shell 0 is b = 0 when the data has one */
+    double shell_b[DM_MAX_SHELLS]; /* mean b of each shell */
+    int shell_count[DM_MAX_SHELLS];
+    int *shell_of; /* nvol: the shell of each measurement */
+    int has_b0;
+    size_t nvox; /* voxels of the mask (all voxels without one) */
+    size_t *vox; /* their indices in the image, ascending */
+} dm_dwi;
+
+/* Reads data, FSL bvals and bvecs, and a mask (NULL: every voxel), turns the bvecs into world
+ * directions (io/space.h), groups the b-values into shells and lists the mask's voxels.  0, or
+ * -1 with dm_last_error() naming the file at fault; dm_dwi_free() in either case. */
+int dm_dwi_read(dm_dwi *d, const char *data, const char *bvals, const char *bvecs,
+                const char *mask);
+void dm_dwi_free(dm_dwi *d);
+
+/* Groups b-values into shells as MRtrix does: b <= DM_BZERO_MAX is b = 0; the others, in
+ * ascending order, join the current shell while within `eps` (80 s/mm^2) of its previous
+ * member.  Writes shell means and counts (DM_MAX_SHELLS at most) and each value's shell;
+ * returns the number of shells, or -1 with an error when there are more than DM_MAX_SHELLS. */
+int dm_shells_group(int n, const double *b, double eps, double *shell_b, int *count, int *shell_of);
+
+/* Measurement t of mask voxel i. */
+static inline double dm_dwi_signal(const dm_dwi *d, size_t i, int t)
+{
+    return d->data.data[d->vox[i] + (size_t)t * DM_NVOX(&d->data)];
+}
+
+#endif

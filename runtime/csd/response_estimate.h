@@ -1,0 +1,33 @@
+/* Estimating response functions from the data, as MRtrix's dwi2response does:
+ *   fa         the single-fibre voxels are the most anisotropic (tensor FA), the fibre the
+ *              tensor's principal direction;
+ *   tournier   (Tournier 2013) starting from fa, repeatedly: CSD with the current response,
+ *              peaks, the voxels whose first peak most dominates the second, a new response
+ *              from them, until the selection stops changing;
+ *   dhollander (Dhollander 2016, 2019) WM, GM and CSF without a tissue segmentation: an
+ *              eroded brain mask, WM candidates by FA, GM and CSF among the rest by how fast
+ *              their signal decays with b, single-fibre WM voxels by tournier's rule. */
+#ifndef DIMOC_CSD_RESPONSE_ESTIMATE_H
+#define DIMOC_CSD_RESPONSE_ESTIMATE_H
+
+#include "csd/dwi.h"
+#include "csd/response.h"
+
+enum { DM_TISSUE_WM, DM_TISSUE_GM, DM_TISSUE_CSF, DM_NTISSUES };
+extern const char *const dm_tissue_names[DM_NTISSUES]; /* "wm", "gm", "csf" */
+
+typedef struct dm_response_set {
+    int ntissue; /* 1 (fa, tournier) or 3 (dhollander) */
+    dm_response r[DM_NTISSUES];
+    unsigned char *voxels[DM_NTISSUES]; /* image-sized masks of the voxels used */
+    size_t nvoxels[DM_NTISSUES];
+    int iterations; /* tournier's */
+} dm_response_set;
+
+/* algorithm: "fa", "tournier" or "dhollander"; lmax of the WM response.  0, or -1 with an
+ * error (too few voxels to choose from: the mask holds no single-fibre WM). */
+int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int threads,
+                         dm_response_set *out);
+void dm_response_set_free(dm_response_set *s);
+
+#endif
