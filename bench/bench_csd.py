@@ -109,11 +109,12 @@ def nvox(path):
 
 def stages(prov, wall):
     """Stage seconds from dimoc's provenance.json when it has them, else the whole command."""
-    t = prov.get("timings_seconds") or prov.get("timings") or {}
+    t = dict(prov.get("timings_seconds") or {})
+    t.update({k[len("seconds_"):]: v for k, v in (prov.get("results") or {}).items() if k.startswith("seconds_")})
     pick = {"load": ["load", "read"], "response": ["response"], "solve": ["solve", "fit", "csd"],
             "write": ["write"]}
     out = {k: next((float(t[a]) for a in alts if a in t), None) for k, alts in pick.items()}
-    return out, bool(t)
+    return out, any(v is not None for v in out.values())
 
 
 def measure_cpu_ceilings():
@@ -213,6 +214,7 @@ def main():
                      f"{by1:.0f} bytes; {nvox(data)} voxels: {fl1 * nvox(data) / 1e9:.2f} GFLOP, "
                      f"{by1 * nvox(data) / 1e6:.0f} MB")
         if gpu:
+            shutil.rmtree(f"{folder}/gpu_probe", ignore_errors=True)
             rc, _, err = sh([DIMOC, "csd", "--data", subset(data, 100), "--bvals", bvals, "--bvecs", bvecs,
                              "--response", ",".join(resp), "--device", "gpu", "--out", f"{folder}/gpu_probe"]
                             + (["--msmt"] if len(resp) > 1 else []))
@@ -244,6 +246,7 @@ def main():
                 rows.append((case, n, f"dwi2fod -nthreads {t}", {"total": wall}, wall, 1.0, fl / wall))
         for label, t, dev, prec, src in runs:
             out = f"{folder}/dimoc_out"
+            shutil.rmtree(out, ignore_errors=True)
             rc, wall, err = sh([DIMOC, "csd", "--data", src, "--bvals", bvals, "--bvecs", bvecs, "--out", out,
                                 "--lmax", LMAX, "--response", ",".join(resp), "--device", dev, "--precision", prec,
                                 "--threads", t] + msmt)
@@ -269,8 +272,15 @@ def main():
             fl, _, _ = floor_seconds(case, n, gf, gb)
             ratio = (n / wall) / ref if ref else float("nan")
             rows.append((case, n, f"dimoc {label} {prec}", st, wall, ratio, fl / solve))
+            res = prov.get("results") or {}
+            if "mean_active_set_steps" in res:
+                notes.append(f"{case} {label} {prec}: {res.get('solved')} of {res.get('voxels')} voxels solved, "
+                             f"{res['mean_active_set_steps']:.1f} active-set steps per voxel on average, "
+                             f"{res.get('unknowns')} unknowns, {res.get('measurements')} measurements, "
+                             f"{res.get('constraints')} constraints, device {res.get('device')}")
         if a.response and case == "single":
             t = max(threads)
+            shutil.rmtree(f"{folder}/dimoc_resp", ignore_errors=True)
             rc, wall, err = sh([DIMOC, "response", "--data", data, "--bvals", bvals, "--bvecs", bvecs, "--out",
                                 f"{folder}/dimoc_resp", "--algorithm", "tournier", "--threads", t])
             ref = None

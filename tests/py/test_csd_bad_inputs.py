@@ -32,6 +32,7 @@ def dataset(d, name, spec, iso=None):
 
 def expect_error(name, cmd, args, must, out):
     """must: a list of alternatives, each a string or a tuple of strings all required."""
+    out = f"{out}_{cmd}_{name}"
     rc, _, err = dimoc(cmd, *args, "--out", out, expect_ok=False)
     e = err.strip()
     named = any(all(s in e for s in ((m,) if isinstance(m, str) else m)) for m in must)
@@ -40,7 +41,7 @@ def expect_error(name, cmd, args, must, out):
     if not 0 < rc < 126:
         why.append(f"exit status {rc}")
     if e == "" or "\n" in e:
-        why.append(f"{len(e.splitlines())} lines on stderr")
+        why.append(f"{len(e.splitlines())} lines on stderr (one wanted)")
     if not named:
         why.append(f"does not name any of {must}")
     if os.path.exists(out):
@@ -64,6 +65,7 @@ def main():
     F = ["--data", few, "--bvals", few_bvals, "--bvecs", few_bvecs]
     wm1 = cs.write_response(f"{d}/wm_1shell.txt", [1000], 8, "wm", 1000)
     wm3 = cs.write_response(f"{d}/wm_3shell.txt", [0, 1000, 2000], 8, "wm", 1000)
+    wm1_12 = cs.write_response(f"{d}/wm_1shell_lmax12.txt", [1000], 12, "wm", 1000)
     gm1 = cs.write_response(f"{d}/gm_1shell.txt", [1000], 0, "gm", 1000)
     csf1 = cs.write_response(f"{d}/csf_1shell.txt", [1000], 0, "csf", 1000)
     short = f"{d}/short.bval"
@@ -84,7 +86,7 @@ def main():
     expect_error("msmt-one-row-responses-multi-shell-data", "csd",
                  M + ["--msmt", "--response", ",".join([wm1, gm1, csf1])],
                  ["wm_1shell.txt", "gm_1shell.txt", "csf_1shell.txt"], out)
-    expect_error("lmax-too-high-for-directions", "csd", F + ["--response", wm1, "--lmax", 12],
+    expect_error("lmax-too-high-for-directions", "csd", F + ["--response", wm1_12, "--lmax", 12],
                  ["--lmax", ("lmax", "12")], out)
     expect_error("lmax-odd", "csd", S + ["--response", wm1, "--lmax", 7], ["--lmax", ("lmax", "7")], out)
     expect_error("data-bvals-length", "csd", ["--data", ss, "--bvals", short, "--bvecs", ss_bvecs,

@@ -121,6 +121,21 @@ def compare_angles(label, e_dm, e_mr):
             print(f"     {label} {name}: {detail}")
 
 
+def solved_check(label, out, vox):
+    """status.nii.gz: 1 (solved) in at least 99% of the voxels; the others listed by group."""
+    path = f"{out}/status.nii.gz"
+    if not os.path.exists(path):
+        check(f"{label}-status-solved", False, "status.nii.gz not written")
+        return
+    st = load(path).ravel()
+    bad = {}
+    for i in np.flatnonzero(st != 1):
+        key = f"{vox[i][0]}: status {int(st[i])}"
+        bad[key] = bad.get(key, 0) + 1
+    check(f"{label}-status-solved", (st == 1).mean() >= 0.99,
+          f"{(st == 1).sum()} of {len(st)} voxels solved" + (f"; not solved: {bad}" if bad else ""))
+
+
 def dimoc_csd(*args):
     t = time.time()
     rc, out, err = dimoc("csd", *args, expect_ok=False)
@@ -184,6 +199,7 @@ def single_shell(have_csd):
     img = nib.load(fod)
     check("single-shell-fod-layout", img.shape == shape + (45,) and np.allclose(img.affine, aff, atol=1e-4),
           f"shape {img.shape}, affine kept {np.allclose(img.affine, aff, atol=1e-4)}")
+    solved_check("single-shell", out, vox)
     a, m = load(fod).reshape(-1, 45), load(f"{d}/mr_fod.nii").reshape(-1, 45)
     r = np.corrcoef(a.ravel(), m.ravel())[0, 1]
     check("single-shell-sh-correlation-vs-mrtrix", r > 0.95, f"r = {r:.4f} over all {a.shape[0]} voxels x 45")
@@ -229,6 +245,7 @@ def multi_shell(have_csd):
     check("multi-shell-outputs", not missing, f"missing {missing}" if missing else "wm_fod, gm, csf written")
     if missing:
         return
+    solved_check("multi-shell", out, vox)
     fod = load(f"{out}/wm_fod.nii.gz")
     gm, csf = load(f"{out}/gm.nii.gz"), load(f"{out}/csf.nii.gz")
     dm = np.stack([fod[..., 0].ravel(), gm.reshape(len(vox), -1)[:, 0], csf.reshape(len(vox), -1)[:, 0]], 1)
