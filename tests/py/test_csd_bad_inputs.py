@@ -103,6 +103,10 @@ def main():
                                                     save(f"{d}/small_mask.nii.gz", np.ones((3, 3, 3)))],
                  ["small_mask.nii.gz"], out)
 
+    expect_error("estimation-mask-of-isotropic-voxels", "csd", ["--data", isod, "--bvals", isod_bvals, "--bvecs",
+                                                               isod_bvecs, "--mask", iso_mask],
+                 ["isotropic_mask.nii.gz", "voxel"], out)
+
     # dimoc response
     expect_error("lmax-too-high-for-directions", "response", F + ["--lmax", 12], ["--lmax", ("lmax", "12")], out)
     expect_error("lmax-odd", "response", S + ["--lmax", 9], ["--lmax", ("lmax", "9")], out)
