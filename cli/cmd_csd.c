@@ -44,9 +44,10 @@ static const dm_opt csd_opts[] = {
      "response estimation when no --response is given"},
     {"device", "cpu|gpu|auto", "auto", "where to deconvolve (auto: a usable GPU, else the CPU)"},
     {"gpus", "LIST", "0", "the GPU to use (its ordinal)"},
-    {"precision", "float|double", "double", "floating-point precision of the solver"},
+    {"precision", "float|double", "double",
+     "floating-point precision of single-shell CSD (multi-tissue CSD always solves in double)"},
     {"threads", "N", "all cores", "CPU threads"},
-    {"max-iter", "N", "4 x unknowns", "active-set steps per voxel at most"},
+    {"max-iter", "N", "50 (single-shell) or 10 x unknowns", "active-set steps per voxel at most"},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -1,10 +1,13 @@
 /* dimoc view: a quick-look PNG of the three mid-slices of a map, drawn by
- * runtime/render/slices.c (whose header describes the orientation conventions). */
+ * runtime/render/slices.c (whose header describes the orientation conventions), or of an
+ * FOD's glyphs (runtime/render/fod_glyphs.c). */
 #include "args.h"
 #include "cli.h"
 #include "io/png_write.h"
 #include "io/volume.h"
+#include "render/fod_glyphs.h"
 #include "render/slices.h"
+#include "sphere/sh.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -20,23 +23,33 @@ static const dm_opt view_opts[] = {
     {"weight", "MAP", NULL,
      "with --rgb-from: scale the colours by this map (e.g. FA or f1), "
      "divided by its 99th percentile of the non-zero voxels"},
-    {"volume", "N", "0", "the volume of a 4D scalar map to show"},
+    {"glyphs", NULL, NULL,
+     "draw MAP as FOD glyphs (SH coefficients: 6, 15, 28, 45, 66, 91, ... volumes)"},
+    {"volume", "N", "0", "the volume of a 4D scalar map to show (never glyphs)"},
     {"window", "LO,HI", NULL, "grey window (default: percentiles 1 and 99 of the non-zero voxels)"},
     {"zoom", "Z", "auto",
-     "pixels per smallest voxel size (auto: the largest panel is about 256 pixels)"},
+     "pixels per smallest voxel size (auto: the largest panel is about 256 pixels); with "
+     "glyphs, pixels per voxel (auto: 14)"},
     {NULL, NULL, NULL, NULL},
 };
 
 int dm_help_view(FILE *out)
 {
     dm_args_help(
-        out, "dimoc view MAP.nii.gz -o PNG | dimoc view --rgb-from DYADS [--weight MAP] -o PNG",
+        out,
+        "dimoc view MAP.nii.gz -o PNG | dimoc view --rgb-from DYADS [--weight MAP] -o PNG\n"
+        "       dimoc view FOD.nii.gz [--glyphs] -o PNG",
         "Writes a PNG of the three mid-slices, axial, coronal and sagittal side by side, in\n"
         "the neurological convention (the subject's left on the left; anterior at the top\n"
         "of the axial panel and on the left of the sagittal panel; superior at the top),\n"
         "with voxel sizes respected.  A scalar map is drawn in grey; with --rgb-from the\n"
         "colour is the direction, |x|,|y|,|z| as red, green, blue, weighted by --weight (a\n"
-        "positional MAP is taken as the weight).  NaN and Inf voxels are black.",
+        "positional MAP is taken as the weight).  NaN and Inf voxels are black.\n"
+        "An FOD (real SH coefficients in MRtrix's basis, world frame) is drawn as glyphs:\n"
+        "each voxel a polar plot of the FOD seen along the panel's normal, coloured by\n"
+        "direction, sized against the largest.  Glyphs are drawn with --glyphs, and without\n"
+        "it for a MAP of 15, 28, 45, 66, 91, ... volumes (lmax 4 and above) unless --volume\n"
+        "or --window is given (then one volume is drawn in grey).",
         view_opts);
     return 0;
 }
@@ -89,6 +102,11 @@ int dm_cmd_view(int argc, char **argv)
         rc = dm_set_error("view: --weight goes with --rgb-from");
         goto done;
     }
+    int glyphs = dm_arg_given(&a, view_opts, "glyphs");
+    if (glyphs && (rgb || !mpath)) {
+        rc = dm_set_error("view: --glyphs draws a positional FOD MAP, not --rgb-from");
+        goto done;
+    }
     if (rgb && !wpath) wpath = mpath;
     if ((rc = dm_arg_long(&a, view_opts, "volume", 0, 1L << 30, &volume)) != 0) goto done;
     if (strcmp(zoom_s, "auto") != 0 && (rc = dm_arg_long(&a, view_opts, "zoom", 1, 64, &zoom)) != 0)
@@ -108,6 +126,20 @@ int dm_cmd_view(int argc, char **argv)
         if (wpath) s.weight = &weight;
     } else {
         if ((rc = dm_volume_read(mpath, &map)) != 0) goto done;
+        int auto_glyphs = dm_sh_lmax_for(map.nt) >= 4 && dm_is_sh_count(map.nt) &&
+                          !dm_arg_given(&a, view_opts, "volume") &&
+                          !dm_arg_given(&a, view_opts, "window");
+        if (glyphs && !dm_is_sh_count(map.nt)) {
+            rc = dm_set_error("%s: --glyphs needs SH coefficients (6, 15, 28, 45, 66, 91, ... "
+                              "volumes), it has %d",
+                              mpath, map.nt);
+            goto done;
+        }
+        if (glyphs || auto_glyphs) {
+            if ((rc = dm_render_fod_glyphs(&map, (int)zoom, &pic)) != 0) goto done;
+            rc = dm_png_write(out, pic.width, pic.height, pic.channels, pic.pixels);
+            goto done;
+        }
         if (volume >= map.nt) {
             rc = dm_set_error("%s: --volume %ld, but the map has %d volume%s", mpath, volume,
                               map.nt, map.nt == 1 ? "" : "s");

@@ -36,6 +36,8 @@ const dm_command dm_commands[] = {
      "response functions for CSD (tournier, dhollander, fa)", dm_cmd_response, dm_help_response},
     {"csd", NULL, "data", "csd --data .. --out DIR",
      "FODs by constrained spherical deconvolution (single-, multi-shell)", dm_cmd_csd, dm_help_csd},
+    {"peaks", NULL, "data", "peaks FOD.nii.gz --out DIR",
+     "FOD peaks per voxel: sh2peaks layout and FSL dyads", dm_cmd_peaks, dm_help_peaks},
     {"track", NULL, "data", "track --samples DIR --seed ..",
      "probabilistic tractography (probtrackx-style)", dm_cmd_track, dm_help_track},
     {"view", NULL, "data", "view MAP.nii.gz -o map.png",

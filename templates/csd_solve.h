@@ -40,8 +40,8 @@ enum {
     DM_CSD_NONFINITE = 4,  /* the signal holds NaN or Inf: x is 0 */
 };
 
-/* Reals of workspace one voxel needs (dm_csd_solve's `work`), and ints (`iwork`). */
-#define DM_CSD_WORK(n, k) ((n) * (n) + 4 * (n))
+/* Doubles of workspace one voxel needs (dm_csd_solve's `work`), and ints (`iwork`). */
+#define DM_CSD_WORK(n, k) (2 * (n) * (n) + 6 * (n))
 #define DM_CSD_IWORK(n, k) ((n) + 2 * (((k) + 31) / 32))
 
 #endif
@@ -54,11 +54,13 @@ typedef struct dm_csd_problem {
     const real *G;  /* n x m, row-major: hard H^-1 A'; soft the initial deconvolution */
     const real *C;  /* k x n (soft: times the penalty weight) */
     const real *P;  /* hard: k x n */
+    const real *Qd; /* hard: k, the diagonal of Q = C H^-1 C' */
     const real *At; /* soft: n x m */
-    const real *H;  /* soft: n x n */
+    const real *Hp; /* soft: H's lower triangle, packed by rows (n (n + 1) / 2) */
+    const real *Ct; /* soft: C' (n x k), for the GPU's sums by entry */
     int max_iter;   /* hard: added constraints at most (the outer steps); soft: iterations */
     real tol;       /* a constraint counts as violated below -tol * (largest |C x0|) */
-    real pivot_tol; /* a new row of Q_WW with a pivot below pivot_tol * Q_ii is dependent */
+    real pivot_tol; /* relative ridge on Q_WW's diagonal */
 } dm_csd_problem;
 
 DM_FN real dm_csd_dot_(const real *a, const real *b, int n)
@@ -68,44 +70,90 @@ DM_FN real dm_csd_dot_(const real *a, const real *b, int n)
     return s;
 }
 
+/* The hard solver keeps its state in double whatever `real` is: its solution is x0 plus a sum
+ * of multiples of P's rows that largely cancel, and the factor of Q_WW is ill-conditioned when
+ * neighbouring directions are active together, so float bookkeeping errs by percents (measured);
+ * the matrices stay in `real` (memory traffic). */
+DM_FN double dm_csd_dotd_(const real *a, const double *b, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+DM_FN double dm_csd_dotrr_(const real *a, const real *b, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
+    return s;
+}
+
 /* Appends row r of Q_WW (the W's r+1 entries, the last on the diagonal) to the Cholesky factor
  * L (row-major, stride n) of the first r rows; returns the pivot squared, <= 0 when it fails. */
-DM_FN real dm_csd_chol_append_(const dm_csd_problem *p, const int *W, int r, real *L)
+DM_FN double dm_csd_chol_append_(const dm_csd_problem *p, const int *W, int r, double *L)
 {
     const int n = p->n;
     const real *Ci = p->C + (long)W[r] * n;
-    real *row = L + (long)r * n;
+    double *row = L + (long)r * n;
     for (int j = 0; j < r; j++) {
-        real s = dm_csd_dot_(Ci, p->P + (long)W[j] * n, n);
+        double s = dm_csd_dotrr_(Ci, p->P + (long)W[j] * n, n);
         for (int t = 0; t < j; t++) s -= row[t] * L[(long)j * n + t];
         row[j] = s / L[(long)j * n + j];
     }
-    real qii = dm_csd_dot_(Ci, p->P + (long)W[r] * n, n);
-    real d = qii;
+    /* Q_WW + eps diag(Q_WW) (eps = pivot_tol), as MRtrix's ICLS regularises its active
+     * constraints: neighbouring directions active together stay well conditioned. */
+    double qii = dm_csd_dotrr_(Ci, p->P + (long)W[r] * n, n) * (1.0 + (double)p->pivot_tol);
+    double d = qii;
     for (int t = 0; t < r; t++) d -= row[t] * row[t];
-    if (!(d > p->pivot_tol * qii)) return 0;
+    if (!(d > 0)) return 0;
     row[r] = sqrt(d);
     return d;
 }
 
+/* Removes row and column j from the Cholesky factor L (nw rows, stride n) of Q_WW: the rows
+ * below move up, and the trailing block absorbs what column j held as a rank-one update
+ * (Givens-like, O(nw^2)).  v: room for nw values. */
+DM_FN void dm_csd_chol_delete_(double *L, int n, int nw, int j, double *v)
+{
+    const int s = nw - 1 - j;
+    for (int i = 0; i < s; i++) v[i] = L[(long)(j + 1 + i) * n + j];
+    for (int r = j; r < nw - 1; r++) {
+        double *dst = L + (long)r * n;
+        const double *src = L + (long)(r + 1) * n;
+        for (int c = 0; c < j; c++) dst[c] = src[c];
+        for (int c = j; c <= r; c++) dst[c] = src[c + 1];
+    }
+    for (int t = 0; t < s; t++) {
+        const int K = j + t;
+        double a = L[(long)K * n + K], r = sqrt(a * a + v[t] * v[t]);
+        double c = r / a, sn = v[t] / a;
+        L[(long)K * n + K] = r;
+        for (int i = t + 1; i < s; i++) {
+            double *lik = L + (long)(j + i) * n + K;
+            *lik = (*lik + sn * v[i]) / c;
+            v[i] = c * v[i] - sn * *lik;
+        }
+    }
+}
+
 /* z = -(Q_WW)^-1 q_W with L the factor of Q_WW (nw rows). */
-DM_FN void dm_csd_chol_solve_(const real *L, int n, int nw, const real *q, real *z)
+DM_FN void dm_csd_chol_solve_(const double *L, int n, int nw, const double *q, double *z)
 {
     for (int i = 0; i < nw; i++) {
-        real s = -q[i];
+        double s = -q[i];
         for (int t = 0; t < i; t++) s -= L[(long)i * n + t] * z[t];
         z[i] = s / L[(long)i * n + i];
     }
     for (int i = nw - 1; i >= 0; i--) {
-        real s = z[i];
+        double s = z[i];
         for (int t = i + 1; t < nw; t++) s -= L[(long)t * n + i] * z[t];
         z[i] = s / L[(long)i * n + i];
     }
 }
 
 /* x = x0 + sum_j lam_j P_{W_j}. */
-DM_FN void dm_csd_update_x_(const dm_csd_problem *p, const real *x0, const int *W, const real *lam,
-                            int nw, real *x)
+DM_FN void dm_csd_update_x_(const dm_csd_problem *p, const double *x0, const int *W,
+                            const double *lam, int nw, double *x)
 {
     for (int c = 0; c < p->n; c++) x[c] = x0[c];
     for (int j = 0; j < nw; j++) {
@@ -114,34 +162,38 @@ DM_FN void dm_csd_update_x_(const dm_csd_problem *p, const real *x0, const int *
     }
 }
 
-/* The hard-constraint solver (see the top); arguments as dm_csd_solve's. */
-DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, const real *y, long ystride, real *x,
-                             real *work, int *iwork, int *iters)
+/* The hard-constraint solver (see the top); work holds x0 after its n x n factor. */
+DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, real *x, double *work, int *iwork, int *iters)
 {
     const int n = p->n, k = p->k;
-    real *L = work, *x0 = work + (long)n * n, *lam = x0 + n, *z = lam + n, *q = z + n;
+    double *L = work, *x0 = work + (long)n * n, *lam = x0 + n, *z = lam + n, *q = z + n;
+    double *xd = q + n;
+    const int words = (k + 31) / 32;
     int *W = iwork;
-    unsigned *blocked = (unsigned *)(iwork + n); /* one bit per constraint: in W or dependent */
-    (void)y;
-    (void)ystride;
-    for (int w = 0; w < (k + 31) / 32; w++) blocked[w] = 0u;
-    real scale = 0;
+    /* One bit per constraint: `blocked` while in W or set aside (dependent on W, or unable to
+     * enter), `aside` for the set-aside ones, which get another chance once W has changed. */
+    unsigned *blocked = (unsigned *)(iwork + n), *aside = blocked + words;
+    for (int w = 0; w < words; w++) blocked[w] = aside[w] = 0u;
+    double scale = 0;
+    for (int c = 0; c < n; c++) xd[c] = x0[c];
     for (int i = 0; i < k; i++) {
-        real v = dm_csd_dot_(p->C + (long)i * n, x0, n);
+        double v = dm_csd_dotd_(p->C + (long)i * n, x0, n);
         if (v < 0) v = -v;
         if (v > scale) scale = v;
     }
-    const real limit = -p->tol * scale;
+    const double limit = -(double)p->tol * scale;
     int nw = 0, status = DM_CSD_MAX_ITER;
     for (int it = 0; it < p->max_iter; it++) {
         if (iters) *iters = it + 1;
+        /* The violated constraint whose addition alone would lower the objective most,
+         * v^2 / Q_ii (steepest edge, as MRtrix's ICLS normalises its constraints). */
         int worst = -1;
-        real vmin = limit;
+        double best = 0;
         for (int i = 0; i < k; i++) {
             if (blocked[i >> 5] & (1u << (i & 31))) continue;
-            real v = dm_csd_dot_(p->C + (long)i * n, x, n);
-            if (v < vmin) {
-                vmin = v;
+            double v = dm_csd_dotd_(p->C + (long)i * n, xd, n);
+            if (v < limit && v * v > best * p->Qd[i]) {
+                best = v * v / p->Qd[i];
                 worst = i;
             }
         }
@@ -155,17 +207,20 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, const real *y, long ystrid
             break;
         }
         W[nw] = worst;
-        if (dm_csd_chol_append_(p, W, nw, L) <= 0) continue; /* dependent: leave it out */
-        q[nw] = dm_csd_dot_(p->C + (long)worst * n, x0, n);
+        if (dm_csd_chol_append_(p, W, nw, L) <= 0) { /* dependent on W: set it aside */
+            aside[worst >> 5] |= 1u << (worst & 31);
+            continue;
+        }
+        q[nw] = dm_csd_dotd_(p->C + (long)worst * n, x0, n);
         lam[nw] = 0;
         nw++;
         for (int first = 1;; first = 0) {
             dm_csd_chol_solve_(L, n, nw, q, z);
             int jmin = -1;
-            real alpha = 1;
+            double alpha = 1;
             for (int j = 0; j < nw; j++)
                 if (z[j] <= 0) {
-                    real a = lam[j] / (lam[j] - z[j]);
+                    double a = lam[j] / (lam[j] - z[j]);
                     if (jmin < 0 || a < alpha) {
                         alpha = a;
                         jmin = j;
@@ -176,103 +231,142 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, const real *y, long ystrid
                 break;
             }
             /* Step as far as the first multiplier that reaches 0 and drop it (and any other
-             * at 0); dropped constraints may be added again later, except the one just added
-             * when it cannot enter at all (a violation within rounding): that would cycle. */
-            int kept = 0;
-            for (int j = 0; j < nw; j++) {
-                real l = lam[j] + alpha * (z[j] - lam[j]);
-                if (j == jmin || l <= 0) {
-                    if (!(first && W[j] == worst)) blocked[W[j] >> 5] &= ~(1u << (W[j] & 31));
-                    continue;
+             * at 0), downdating the factor; dropped constraints may be added again later,
+             * except the one just added when it cannot enter at all (a violation within
+             * rounding): that would cycle. */
+            for (int j = 0; j < nw; j++) lam[j] = lam[j] + alpha * (z[j] - lam[j]);
+            lam[jmin] = 0;
+            for (int j = nw - 1; j >= 0; j--) {
+                if (lam[j] > 0) continue;
+                if (first && W[j] == worst)
+                    aside[worst >> 5] |= 1u << (worst & 31);
+                else
+                    blocked[W[j] >> 5] &= ~(1u << (W[j] & 31));
+                dm_csd_chol_delete_(L, n, nw, j, z);
+                for (int t = j; t < nw - 1; t++) {
+                    W[t] = W[t + 1];
+                    lam[t] = lam[t + 1];
+                    q[t] = q[t + 1];
                 }
-                W[kept] = W[j];
-                lam[kept] = l;
-                q[kept] = q[j];
-                kept++;
+                nw--;
             }
-            nw = 0; /* refactor Q_WW: a principal submatrix of a positive definite one */
-            while (nw < kept && dm_csd_chol_append_(p, W, nw, L) > 0) nw++;
             if (nw == 0) break;
         }
-        dm_csd_update_x_(p, x0, W, lam, nw, x);
+        dm_csd_update_x_(p, x0, W, lam, nw, xd);
+        if (!(aside[worst >> 5] & (1u << (worst & 31)))) /* W changed: retry the set-aside */
+            for (int w = 0; w < words; w++) {
+                blocked[w] &= ~aside[w];
+                aside[w] = 0u;
+            }
     }
+    for (int c = 0; c < n; c++) x[c] = (real)xd[c];
     return status;
 }
 
 /* The soft-constraint solver (see the top); arguments as dm_csd_solve's. */
 DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystride, real *x,
-                             real *work, int *iwork, int *iters)
+                             double *dwork, int *iwork, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k, words = (k + 31) / 32;
-    real *L = work, *b = work + (long)n * n;
-    unsigned *neg = (unsigned *)iwork, *old = neg + words;
+    const int np = n * (n + 1) / 2; /* L and S: lower triangles packed by rows */
+    real *L = (real *)dwork, *b = L + np, *S = b + n;
+    unsigned *neg = (unsigned *)iwork, *was = neg + words;
+    for (int w = 0; w < words; w++) neg[w] = was[w] = 0u;
     for (int c = 0; c < n; c++) {
         real s = 0;
         for (int j = 0; j < m; j++) s += p->At[(long)c * m + j] * y[(long)j * ystride];
         b[c] = s;
     }
-    for (int w = 0; w < words; w++) old[w] = 0u;
     for (int it = 0; it < p->max_iter; it++) {
         if (iters) *iters = it + 1;
-        int same = it > 0;
+        int changed = it == 0;
         for (int w = 0; w < words; w++) {
             unsigned bits = 0u;
             for (int i = 32 * w; i < 32 * w + 32 && i < k; i++)
                 if (dm_csd_dot_(p->C + (long)i * n, x, n) < 0) bits |= 1u << (i & 31);
+            changed |= bits != neg[w];
             neg[w] = bits;
-            same = same && bits == old[w];
-            old[w] = bits;
         }
-        if (same) return DM_CSD_OK;
-        /* L = chol(H + sum over the negative directions of C_i' C_i), lower triangle. */
-        for (int r = 0; r < n; r++)
-            for (int c = 0; c <= r; c++) L[(long)r * n + c] = p->H[(long)r * n + c];
-        for (int i = 0; i < k; i++) {
-            if (!(neg[i >> 5] & (1u << (i & 31)))) continue;
-            const real *Ci = p->C + (long)i * n;
-            for (int r = 0; r < n; r++)
-                for (int c = 0; c <= r; c++) L[(long)r * n + c] += Ci[r] * Ci[c];
+        (void)was;
+        if (!changed) return DM_CSD_OK;
+            /* L = H + sum over the negative directions of C_i' C_i, then factored in place.  The
+         * host keeps that sum (S) from one iteration to the next and adds or subtracts only
+         * the directions whose sign changed; the GPU sums every direction with weight 0 or 1,
+         * entry by entry, so that the threads of a warp (voxels with different negative sets)
+         * run in step.  The two differ only in rounding (the GPU parity test bounds it). */
+#ifdef DM_CSD_SUM_BY_ENTRY
+        for (int r = 0, rc = 0; r < n; r++)
+            for (int c = 0; c <= r; c++, rc++) {
+                real acc = p->Hp[rc];
+                const real *Cr = p->Ct + (long)r * k, *Cc = p->Ct + (long)c * k;
+                for (int i = 0; i < k; i++) {
+                    real wgt = (real)((neg[i >> 5] >> (i & 31)) & 1u);
+                    acc += (wgt * Cr[i]) * Cc[i];
+                }
+                L[rc] = acc;
+            }
+#else
+        if (it == 0)
+            for (int rc = 0; rc < np; rc++) S[rc] = p->Hp[rc];
+        for (int w = 0; w < words; w++) {
+            unsigned flips = neg[w] ^ was[w];
+            for (int i = 32 * w; flips; i++, flips >>= 1) {
+                if (!(flips & 1u)) continue;
+                const real *Ci = p->C + (long)i * n;
+                real sign = (neg[w] >> (i & 31)) & 1u ? (real)1 : (real)-1;
+                for (int r = 0; r < n; r++) {
+                    real *Sr = S + (long)r * (r + 1) / 2, a = sign * Ci[r];
+                    for (int c = 0; c <= r; c++) Sr[c] += a * Ci[c];
+                }
+            }
+            was[w] = neg[w];
         }
+        for (int rc = 0; rc < np; rc++) L[rc] = S[rc];
+#endif
+        /* Cholesky in place (packed rows), then the two triangular solves. */
         for (int j = 0; j < n; j++) {
-            real d = L[(long)j * n + j];
-            for (int t = 0; t < j; t++) d -= L[(long)j * n + t] * L[(long)j * n + t];
+            real *Lj = L + (long)j * (j + 1) / 2;
+            real d = Lj[j];
+            for (int t = 0; t < j; t++) d -= Lj[t] * Lj[t];
             if (!(d > 0)) return DM_CSD_DEGENERATE;
             d = sqrt(d);
-            L[(long)j * n + j] = d;
+            Lj[j] = d;
             for (int r = j + 1; r < n; r++) {
-                real s = L[(long)r * n + j];
-                for (int t = 0; t < j; t++) s -= L[(long)r * n + t] * L[(long)j * n + t];
-                L[(long)r * n + j] = s / d;
+                real *Lr = L + (long)r * (r + 1) / 2;
+                real s = Lr[j];
+                for (int t = 0; t < j; t++) s -= Lr[t] * Lj[t];
+                Lr[j] = s / d;
             }
         }
         for (int r = 0; r < n; r++) {
+            const real *Lr = L + (long)r * (r + 1) / 2;
             real s = b[r];
-            for (int t = 0; t < r; t++) s -= L[(long)r * n + t] * x[t];
-            x[r] = s / L[(long)r * n + r];
+            for (int t = 0; t < r; t++) s -= Lr[t] * x[t];
+            x[r] = s / Lr[r];
         }
         for (int r = n - 1; r >= 0; r--) {
             real s = x[r];
-            for (int t = r + 1; t < n; t++) s -= L[(long)t * n + r] * x[t];
-            x[r] = s / L[(long)r * n + r];
+            for (int t = r + 1; t < n; t++) s -= L[(long)t * (t + 1) / 2 + r] * x[t];
+            x[r] = s / L[(long)r * (r + 1) / 2 + r];
         }
     }
     return DM_CSD_MAX_ITER;
 }
 
 /* Solves one voxel: y (m values, `ystride` apart) -> x (n values).  work and iwork hold
- * DM_CSD_WORK and DM_CSD_IWORK entries.  *iters (may be NULL) gets the steps taken.  Returns a
- * DM_CSD_* outcome; x is 0 for a signal with NaN or Inf. */
-DM_FN int dm_csd_solve(const dm_csd_problem *p, const real *y, long ystride, real *x, real *work,
+ * DM_CSD_WORK doubles and DM_CSD_IWORK ints.  *iters (may be NULL) gets the steps taken.
+ * Returns a DM_CSD_* outcome; x is 0 for a signal with NaN or Inf. */
+DM_FN int dm_csd_solve(const dm_csd_problem *p, const real *y, long ystride, real *x, double *work,
                        int *iwork, int *iters)
 {
     const int n = p->n, m = p->m;
-    real *x0 = work + (long)n * n; /* the starting point, in the hard solver's place for it */
+    double *x0 = work + (long)n * n; /* where the hard solver keeps it */
     if (iters) *iters = 0;
     for (int c = 0; c < n; c++) {
-        real s = 0;
-        for (int j = 0; j < m; j++) s += p->G[(long)c * m + j] * y[(long)j * ystride];
+        double s = 0;
+        for (int j = 0; j < m; j++) s += (double)p->G[(long)c * m + j] * y[(long)j * ystride];
         x0[c] = s;
-        x[c] = s;
+        x[c] = (real)s;
     }
     for (int c = 0; c < n; c++)
         if (!(x0[c] - x0[c] == 0)) { /* NaN or Inf */
@@ -280,7 +374,7 @@ DM_FN int dm_csd_solve(const dm_csd_problem *p, const real *y, long ystride, rea
             return DM_CSD_NONFINITE;
         }
     return p->soft ? dm_csd_solve_soft_(p, y, ystride, x, work, iwork, iters)
-                   : dm_csd_solve_hard_(p, y, ystride, x, work, iwork, iters);
+                   : dm_csd_solve_hard_(p, x, work, iwork, iters);
 }
 
 #endif /* real */

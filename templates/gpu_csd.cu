@@ -4,6 +4,7 @@
  * workspace is a fixed-size local array: the compiler interleaves local memory across the
  * threads of a warp, so a warp's lanes touching the same entry make one coalesced access. */
 #define DM_FN static __device__ __forceinline__
+#define DM_CSD_SUM_BY_ENTRY
 
 #include "csd_solve.h"
 
@@ -14,7 +15,7 @@ extern "C" __global__ void dm_csd_kernel(dm_csd_problem p, const real *__restric
 {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= nvox) return;
-    real work[DM_CSD_WORK(DM_CSD_N, DM_CSD_K)];
+    double work[DM_CSD_WORK(DM_CSD_N, DM_CSD_K)];
     int iwork[DM_CSD_IWORK(DM_CSD_N, DM_CSD_K)];
     int it = 0;
     status[i] = (unsigned char)dm_csd_solve(&p, Y + i, nvox, X + i * DM_CSD_N, work, iwork, &it);

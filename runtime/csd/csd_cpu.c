@@ -18,7 +18,10 @@
 #define dm_csd_dot_ dm_csd_dot_d
 #define dm_csd_chol_append_ dm_csd_chol_append_d
 #define dm_csd_chol_solve_ dm_csd_chol_solve_d
+#define dm_csd_chol_delete_ dm_csd_chol_delete_d
 #define dm_csd_update_x_ dm_csd_update_x_d
+#define dm_csd_dotd_ dm_csd_dotd_d
+#define dm_csd_dotrr_ dm_csd_dotrr_d
 #define dm_csd_solve_hard_ dm_csd_solve_hard_d
 #define dm_csd_solve_soft_ dm_csd_solve_soft_d
 #define dm_csd_solve dm_csd_solve_d
@@ -28,7 +31,10 @@
 #undef dm_csd_dot_
 #undef dm_csd_chol_append_
 #undef dm_csd_chol_solve_
+#undef dm_csd_chol_delete_
 #undef dm_csd_update_x_
+#undef dm_csd_dotd_
+#undef dm_csd_dotrr_
 #undef dm_csd_solve_hard_
 #undef dm_csd_solve_soft_
 #undef dm_csd_solve
@@ -38,7 +44,10 @@
 #define dm_csd_dot_ dm_csd_dot_f
 #define dm_csd_chol_append_ dm_csd_chol_append_f
 #define dm_csd_chol_solve_ dm_csd_chol_solve_f
+#define dm_csd_chol_delete_ dm_csd_chol_delete_f
 #define dm_csd_update_x_ dm_csd_update_x_f
+#define dm_csd_dotd_ dm_csd_dotd_f
+#define dm_csd_dotrr_ dm_csd_dotrr_f
 #define dm_csd_solve_hard_ dm_csd_solve_hard_f
 #define dm_csd_solve_soft_ dm_csd_solve_soft_f
 #define dm_csd_solve dm_csd_solve_f
@@ -49,16 +58,17 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
                    int max_iter, double *X, unsigned char *status, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k;
-    dm_csd_problem_d pd = {n, m, k, p->soft, p->G, p->C, p->P, p->At, p->H, max_iter, 1e-10, 1e-12};
-    dm_csd_problem_f pf = {n,     m,      k,     p->soft,  p->Gf, p->Cf,
-                           p->Pf, p->Atf, p->Hf, max_iter, 1e-5f, 1e-6f};
+    dm_csd_problem_d pd = {n,     m,     k,     p->soft, p->G,     p->C,  p->P,
+                           p->Qd, p->At, p->Hp, p->Ct,   max_iter, 1e-10, 1e-12};
+    dm_csd_problem_f pf = {n,      m,      k,      p->soft, p->Gf,    p->Cf,  p->Pf,
+                           p->Qdf, p->Atf, p->Hpf, p->Ctf,  max_iter, 1e-10f, 1e-12f};
     dm_progress *prog = dm_progress_start("csd", (long)nvox, "voxels");
     int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
     {
         size_t wn = DM_CSD_WORK(n, k), iwn = DM_CSD_IWORK(n, k);
-        double *wd = malloc((wn + 2 * (size_t)(n + m)) * sizeof(double));
-        float *wf = malloc((wn + 2 * (size_t)(n + m)) * sizeof(float));
+        double *wd = malloc(wn * sizeof(double));
+        float *wf = malloc((size_t)(n + m) * sizeof(float));
         int *iw = malloc(iwn * sizeof(int));
         if (!wd || !wf || !iw) {
 #pragma omp atomic write
@@ -72,9 +82,9 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
             if (use_double) {
                 st = dm_csd_solve_d(&pd, Y + i * m, 1, X + i * n, wd, iw, &it);
             } else {
-                float *y = wf + wn, *x = y + m;
+                float *y = wf, *x = y + m;
                 for (int j = 0; j < m; j++) y[j] = (float)Y[i * m + j];
-                st = dm_csd_solve_f(&pf, y, 1, x, wf, iw, &it);
+                st = dm_csd_solve_f(&pf, y, 1, x, wd, iw, &it);
                 for (int c = 0; c < n; c++) X[i * n + c] = x[c];
             }
             status[i] = (unsigned char)st;

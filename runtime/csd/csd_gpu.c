@@ -16,6 +16,10 @@
 #define BLOCK_THREADS 128
 
 static const char *const csd_templates[] = {"gpu_csd.cu", "csd_solve.h", NULL};
+/* Double: no fused multiply-adds, so every operation rounds as the host's and the FODs match the
+ * CPU's to the last bits (the soft solver's set of negative directions, a discrete choice, then
+ * cannot differ).  Float is compared with a tolerance and keeps them. */
+static const char *const double_options[] = {"--fmad=false", NULL};
 
 static double now_seconds(void)
 {
@@ -27,13 +31,13 @@ static double now_seconds(void)
 /* The kernel's view of dm_csd_problem (templates/csd_solve.h), with device pointers. */
 typedef struct {
     int n, m, k, soft;
-    CUdeviceptr G, C, P, At, H;
+    CUdeviceptr G, C, P, Qd, At, Hp, Ct;
     int max_iter;
     double tol, pivot_tol;
 } problem_d;
 typedef struct {
     int n, m, k, soft;
-    CUdeviceptr G, C, P, At, H;
+    CUdeviceptr G, C, P, Qd, At, Hp, Ct;
     int max_iter;
     float tol, pivot_tol;
 } problem_f;
@@ -49,7 +53,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     dm_cuda *cu = dm_cuda_open(1, 1);
     dm_gpu_program prog = {0};
     dm_gpu_kernel kern = {0};
-    CUdeviceptr dG = 0, dC = 0, dP = 0, dAt = 0, dH = 0, dY = 0, dX = 0, dS = 0, dI = 0;
+    CUdeviceptr dG = 0, dC = 0, dP = 0, dQ = 0, dAt = 0, dH = 0, dCt = 0, dY = 0, dX = 0, dS = 0,
+                dI = 0;
     void *hY = NULL, *hX = NULL;
     if (!cu) return -1;
     dm_gpu_set gs;
@@ -59,8 +64,11 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     snprintf(prologue, sizeof prologue,
              "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n#include \"gpu_csd.cu\"\n",
              use_double ? "double" : "float", n, k);
-    dm_gpu_source src = {
-        .name = "csd", .what = "the CSD solver", .prologue = prologue, .templates = csd_templates};
+    dm_gpu_source src = {.name = "csd",
+                         .what = "the CSD solver",
+                         .prologue = prologue,
+                         .templates = csd_templates,
+                         .options = use_double ? double_options : NULL};
     double t0 = now_seconds();
     if (dm_gpu_compile_source(cu, &src, gs.arch, 1, &prog) != 0) goto fail;
     times->cached = prog.cached;
@@ -75,12 +83,16 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
         void *C = use_double ? (void *)p->C : (void *)p->Cf;
         void *P = use_double ? (void *)p->P : (void *)p->Pf;
         void *At = use_double ? (void *)p->At : (void *)p->Atf;
-        void *H = use_double ? (void *)p->H : (void *)p->Hf;
+        void *H = use_double ? (void *)p->Hp : (void *)p->Hpf;
+        void *Ct = use_double ? (void *)p->Ct : (void *)p->Ctf;
         if (dm_gpu_upload(cu, &dG, G, ng * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dC, C, nc * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dP, P, nc * rs, "the CSD matrices") != 0 ||
+            dm_gpu_upload(cu, &dQ, use_double ? (void *)p->Qd : (void *)p->Qdf, (size_t)k * rs,
+                          "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dAt, At, ng * rs, "the CSD matrices") != 0 ||
-            dm_gpu_upload(cu, &dH, H, (size_t)n * n * rs, "the CSD matrices") != 0)
+            dm_gpu_upload(cu, &dH, H, (size_t)n * (n + 1) / 2 * rs, "the CSD matrices") != 0 ||
+            dm_gpu_upload(cu, &dCt, Ct, nc * rs, "the CSD matrices") != 0)
             goto fail;
     }
     /* Chunk: per voxel its signal, solution, status and count, within the memory budget. */
@@ -98,8 +110,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
     CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
     CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
     times->upload += now_seconds() - t0;
-    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dAt, dH, max_iter, 1e-10, 1e-12};
-    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dAt, dH, max_iter, 1e-5f, 1e-6f};
+    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10, 1e-12};
+    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10f, 1e-12f};
     for (size_t first = 0; first < nvox; first += chunk) {
         if (dm_stop_requested()) {
             dm_stop_error();
@@ -140,8 +152,8 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
 fail:
     if (hY) cu->cuMemFreeHost(hY);
     if (hX) cu->cuMemFreeHost(hX);
-    CUdeviceptr all[] = {dG, dC, dP, dAt, dH, dY, dX, dS, dI};
-    for (int i = 0; i < 9; i++)
+    CUdeviceptr all[] = {dG, dC, dP, dQ, dAt, dH, dCt, dY, dX, dS, dI};
+    for (int i = 0; i < 11; i++)
         if (all[i]) cu->cuMemFree(all[i]);
     dm_gpu_kernel_close(cu, &kern);
     dm_gpu_program_free(&prog);

@@ -126,18 +126,22 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
     p->G = calloc((size_t)n * m, sizeof(double));
     p->C = calloc((size_t)k * n, sizeof(double));
     p->P = calloc((size_t)k * n, sizeof(double));
+    p->Qd = calloc((size_t)k, sizeof(double));
+    p->Qdf = malloc((size_t)k * sizeof(float));
     p->At = calloc((size_t)n * m, sizeof(double));
-    p->H = calloc((size_t)n * n, sizeof(double));
+    p->Hp = calloc((size_t)n * (n + 1) / 2, sizeof(double));
+    p->Ct = calloc((size_t)n * k, sizeof(double));
+    p->Hpf = malloc((size_t)n * (n + 1) / 2 * sizeof(float));
+    p->Ctf = malloc((size_t)n * k * sizeof(float));
     p->Gf = malloc((size_t)n * m * sizeof(float));
     p->Cf = malloc((size_t)k * n * sizeof(float));
     p->Pf = malloc((size_t)k * n * sizeof(float));
     p->Atf = malloc((size_t)n * m * sizeof(float));
-    p->Hf = malloc((size_t)n * n * sizeof(float));
     double *H = calloc((size_t)n * n, sizeof(double));
     double *dirs = malloc((size_t)ndir * 3 * sizeof(double));
     double Y[dm_sh_ncoef(DM_SH_LMAX_MAX)];
-    if (!p->A || !p->G || !p->C || !p->P || !p->At || !p->H || !p->Gf || !p->Cf || !p->Pf ||
-        !p->Atf || !p->Hf || !H || !dirs) {
+    if (!p->A || !p->G || !p->C || !p->P || !p->Qd || !p->Qdf || !p->At || !p->Hp || !p->Ct ||
+        !p->Hpf || !p->Ctf || !p->Gf || !p->Cf || !p->Pf || !p->Atf || !H || !dirs) {
         free(H);
         free(dirs);
         return dm_set_error("out of memory planning CSD (%d unknowns, %d measurements)", n, m);
@@ -171,7 +175,8 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
     p->soft = ntissue == 1 && resp[0].nshell == 1;
     p->ridge = p->soft ? 2e-4 * H[0] : 1e-10 * diag;
     for (int a = 0; a < n; a++) H[a * n + a] += p->ridge;
-    memcpy(p->H, H, (size_t)n * n * sizeof(double));
+    for (int a = 0, ab = 0; a < n; a++)
+        for (int b = 0; b <= a; b++, ab++) p->Hp[ab] = H[a * n + b];
     for (int a = 0; a < n; a++)
         for (int j = 0; j < m; j++) p->At[(size_t)a * m + j] = p->A[(size_t)j * n + a];
     if (cholesky(H, n) != 0) {
@@ -219,11 +224,22 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
         memcpy(p->P + (size_t)i * n, p->C + (size_t)i * n, (size_t)n * sizeof(double));
         chol_solve(H, n, p->P + (size_t)i * n);
     }
+    for (int i = 0; i < k; i++) {
+        double q = 0.0;
+        for (int a = 0; a < n; a++) q += p->C[(size_t)i * n + a] * p->P[(size_t)i * n + a];
+        p->Qd[i] = q;
+        p->Qdf[i] = (float)q;
+    }
     for (size_t i = 0; i < (size_t)n * m; i++) {
         p->Gf[i] = (float)p->G[i];
         p->Atf[i] = (float)p->At[i];
     }
-    for (size_t i = 0; i < (size_t)n * n; i++) p->Hf[i] = (float)p->H[i];
+    for (size_t i = 0; i < (size_t)n * (n + 1) / 2; i++) p->Hpf[i] = (float)p->Hp[i];
+    for (int i = 0; i < k; i++)
+        for (int a = 0; a < n; a++) {
+            p->Ct[(size_t)a * k + i] = p->C[(size_t)i * n + a];
+            p->Ctf[(size_t)a * k + i] = (float)p->C[(size_t)i * n + a];
+        }
     for (size_t i = 0; i < (size_t)k * n; i++) {
         p->Cf[i] = (float)p->C[i];
         p->Pf[i] = (float)p->P[i];
@@ -241,12 +257,16 @@ void dm_csd_plan_free(dm_csd_plan *p)
     free(p->G);
     free(p->C);
     free(p->P);
+    free(p->Qd);
+    free(p->Qdf);
     free(p->At);
-    free(p->H);
+    free(p->Hp);
+    free(p->Ct);
+    free(p->Hpf);
+    free(p->Ctf);
     free(p->Gf);
     free(p->Cf);
     free(p->Pf);
     free(p->Atf);
-    free(p->Hf);
     memset(p, 0, sizeof *p);
 }

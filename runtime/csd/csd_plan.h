@@ -21,8 +21,9 @@ typedef struct dm_csd_plan {
                    * 0: hard constraints (as msmt_csd) */
     double ridge; /* added to the diagonal of A'A */
     double *A;    /* m x n forward matrix (kept for residuals, tests) */
-    double *G, *C, *P, *At, *H;     /* templates/csd_solve.h's matrices; P hard, At and H soft */
-    float *Gf, *Cf, *Pf, *Atf, *Hf; /* the same in float */
+    double *G, *C, *P, *Qd, *At, *Hp, *Ct;       /* templates/csd_solve.h's: P, Qd hard; At, Hp,
+                                            * Ct soft */
+    float *Gf, *Cf, *Pf, *Qdf, *Atf, *Hpf, *Ctf; /* the same in float */
 } dm_csd_plan;
 
 /* Builds the plan for `ntissue` responses (each already matched to the data's shells by

@@ -185,7 +185,8 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
 #pragma omp parallel for schedule(dynamic, 64) num_threads(threads > 0 ? threads : 1)
             for (size_t i = 0; i < nfit; i++) {
                 double pd[6], pa[2];
-                int np = st[i] == 1 ? dm_peak_finder_find(&pf, X + i * plan.n, 2, 0.0, pd, pa) : 0;
+                int np =
+                    st[i] == 1 ? dm_peak_finder_find(&pf, X + i * plan.n, 2, 0.0, 0.0, pd, pa) : 0;
                 sc[i].i = i; /* the position in fit[], which also finds the peak */
                 sc[i].score = -1.0;
                 if (np >= 1) {

@@ -7,17 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A volume in RAS order: value(r, a, s) for r along world x (left to right), a along y
- * (posterior to anterior), s along z (inferior to superior). */
-typedef struct ras_view {
-    const dm_volume *vol;
-    int axis[3];  /* voxel axis along each world axis */
-    int flip[3];  /* 1 where that voxel axis runs against the world axis */
-    int n[3];     /* voxels along each world axis */
-    double mm[3]; /* voxel size along each world axis */
-} ras_view;
-
-static void ras_setup(const dm_volume *vol, ras_view *rv)
+void dm_ras_setup(const dm_volume *vol, dm_ras_view *rv)
 {
     const nifti_image *nim = vol->geometry;
     double m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
@@ -56,8 +46,7 @@ static void ras_setup(const dm_volume *vol, ras_view *rv)
     }
 }
 
-/* Index into vol->data of RAS voxel c[3] in volume t. */
-static size_t ras_index(const ras_view *rv, const int c[3], int t)
+size_t dm_ras_index(const dm_ras_view *rv, const int c[3], int t)
 {
     int ijk[3];
     for (int w = 0; w < 3; w++) ijk[rv->axis[w]] = rv->flip[w] ? rv->n[w] - 1 - c[w] : c[w];
@@ -102,6 +91,14 @@ static double percentile(const dm_volume *v, int t, double p, int absolute)
     return r;
 }
 
+/* axial: x across (left to right), y down (anterior first); coronal: x across, z down
+ * (superior first); sagittal: y across (anterior first), z down (superior first). */
+const dm_panel_axes dm_mid_panels[3] = {
+    {.normal = 2, .hor = 0, .ver = 1, .hor_rev = 0, .ver_rev = 1},
+    {.normal = 1, .hor = 0, .ver = 2, .hor_rev = 0, .ver_rev = 1},
+    {.normal = 0, .hor = 1, .ver = 2, .hor_rev = 1, .ver_rev = 1},
+};
+
 static unsigned char to_byte(double x)
 {
     if (!(x > 0)) return 0; /* also NaN */
@@ -117,10 +114,10 @@ typedef struct source {
     double weight_scale; /* weight divided by this, then clamped to [0, 1] */
 } source;
 
-static void draw_pixel(const source *src, const ras_view *rv, const int c[3], unsigned char *px)
+static void draw_pixel(const source *src, const dm_ras_view *rv, const int c[3], unsigned char *px)
 {
     if (src->scalar) {
-        double x = src->scalar->data[ras_index(rv, c, src->volume)];
+        double x = src->scalar->data[dm_ras_index(rv, c, src->volume)];
         if (!isfinite(x))
             px[0] = 0;
         else if (src->hi > src->lo)
@@ -131,17 +128,17 @@ static void draw_pixel(const source *src, const ras_view *rv, const int c[3], un
     }
     double w = 1;
     if (src->weight) {
-        double x = src->weight->data[ras_index(rv, c, 0)];
+        double x = src->weight->data[dm_ras_index(rv, c, 0)];
         w = isfinite(x) ? fabs(x) / src->weight_scale : 0;
         if (w > 1) w = 1;
     }
     for (int k = 0; k < 3; k++) {
-        double x = src->dyads->data[ras_index(rv, c, k)];
+        double x = src->dyads->data[dm_ras_index(rv, c, k)];
         px[k] = isfinite(x) ? to_byte(fabs(x) * w) : 0;
     }
 }
 
-static void draw_panel(const source *src, const ras_view *rv, const panel *pn, double pix_mm,
+static void draw_panel(const source *src, const dm_ras_view *rv, const panel *pn, double pix_mm,
                        dm_picture *pic)
 {
     int c[3];
@@ -162,7 +159,7 @@ static void draw_panel(const source *src, const ras_view *rv, const panel *pn, d
 }
 
 /* Number of pixels along a world axis: its extent in mm over the pixel size, at least 1. */
-static int extent_px(const ras_view *rv, int w, double pix_mm)
+static int extent_px(const dm_ras_view *rv, int w, double pix_mm)
 {
     long n = lround(rv->n[w] * rv->mm[w] / pix_mm);
     return n < 1 ? 1 : (int)n;
@@ -205,8 +202,8 @@ int dm_render_slices(const dm_slices_settings *s, dm_picture *pic)
     memset(pic, 0, sizeof *pic);
     source src;
     if (make_source(s, &src) != 0) return -1;
-    ras_view rv;
-    ras_setup(src.scalar ? src.scalar : src.dyads, &rv);
+    dm_ras_view rv;
+    dm_ras_setup(src.scalar ? src.scalar : src.dyads, &rv);
     double vmin = fmin(rv.mm[0], fmin(rv.mm[1], rv.mm[2]));
     long zoom = s->zoom;
     if (zoom <= 0) { /* auto: the largest extent near 256 pixels, never below 1 per voxel */
@@ -216,13 +213,13 @@ int dm_render_slices(const dm_slices_settings *s, dm_picture *pic)
         if (zoom < 1) zoom = 1;
     }
     double pix_mm = vmin / (double)zoom;
-    /* axial: x across (left to right), y down (anterior first); coronal: x across, z down
-     * (superior first); sagittal: y across (anterior first), z down (superior first). */
-    panel panels[3] = {
-        {.normal = 2, .hor = 0, .ver = 1, .hor_rev = 0, .ver_rev = 1},
-        {.normal = 1, .hor = 0, .ver = 2, .hor_rev = 0, .ver_rev = 1},
-        {.normal = 0, .hor = 1, .ver = 2, .hor_rev = 1, .ver_rev = 1},
-    };
+    panel panels[3];
+    for (int i = 0; i < 3; i++)
+        panels[i] = (panel){.normal = dm_mid_panels[i].normal,
+                            .hor = dm_mid_panels[i].hor,
+                            .ver = dm_mid_panels[i].ver,
+                            .hor_rev = dm_mid_panels[i].hor_rev,
+                            .ver_rev = dm_mid_panels[i].ver_rev};
     const int gap = 4;
     int width = 0, height = 0;
     for (int i = 0; i < 3; i++) {

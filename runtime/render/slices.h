@@ -36,6 +36,27 @@ typedef struct dm_picture {
     unsigned char *pixels; /* rows top to bottom, `channels` bytes per pixel (malloc'd) */
 } dm_picture;
 
+/* A volume in RAS order: voxel c = (r, a, s) with r along world x (left to right), a along y
+ * (posterior to anterior), s along z (inferior to superior); shared with fod_glyphs.c. */
+typedef struct dm_ras_view {
+    const dm_volume *vol;
+    int axis[3];  /* voxel axis along each world axis */
+    int flip[3];  /* 1 where that voxel axis runs against the world axis */
+    int n[3];     /* voxels along each world axis */
+    double mm[3]; /* voxel size along each world axis */
+} dm_ras_view;
+void dm_ras_setup(const dm_volume *vol, dm_ras_view *rv);
+/* Index into vol->data of RAS voxel c[3] in volume t. */
+size_t dm_ras_index(const dm_ras_view *rv, const int c[3], int t);
+
+/* The world axes of a panel: the slice through `normal` at its middle; `hor` / `ver` the axes
+ * across and down it; hor_rev / ver_rev: that axis decreases across / down the panel.  The
+ * three panels, axial, coronal, sagittal, in the order drawn. */
+typedef struct dm_panel_axes {
+    int normal, hor, ver, hor_rev, ver_rev;
+} dm_panel_axes;
+extern const dm_panel_axes dm_mid_panels[3];
+
 /* Draws the three mid-slices, 4 black pixels apart, each centred vertically.  0, or -1 with
  * dm_last_error() (a picture of more than 1e8 pixels, settings that do not fit the maps). */
 int dm_render_slices(const dm_slices_settings *s, dm_picture *pic);

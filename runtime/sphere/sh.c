@@ -39,10 +39,13 @@ void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *d
         for (int m = 0; m <= l; m++) {
             double p = P[l][m];
             /* d/dtheta of N P_l^m(cos theta), from the ladder relations of the normalised
-             * functions (with N P_l^-m = (-1)^m N P_l^m for the m = 0 end). */
+             * functions (with N P_l^-m = (-1)^m N P_l^m for the m = 0 end).  With the
+             * Condon-Shortley phase in P the ladder's sign is up minus down (m = 0:
+             * d/dtheta N P_l = sqrt(l(l+1)) N P_l^1); tests/unit/test_sh.c checks it against
+             * finite differences. */
             double up = m < l ? sqrt((double)(l - m) * (l + m + 1)) * P[l][m + 1] : 0.0;
             double down = m > 0 ? sqrt((double)(l + m) * (l - m + 1)) * P[l][m - 1] : -up;
-            double dp = 0.5 * (down - up);
+            double dp = 0.5 * (up - down);
             int i0 = dm_sh_index(l, 0);
             if (m == 0) {
                 Y[i0] = p;

@@ -1,61 +1,10 @@
 """dimoc view: PNG size from the grid and voxel sizes, grey window, orientation, direction
 colours, errors.  The PNG is decoded here with zlib and struct alone (not through libpng)."""
 import os
-import struct
-import zlib
 
 import numpy as np
 
-from dmtest import check, dimoc, finish, save, workdir
-
-
-def read_png(path):
-    """Decodes an 8-bit grey or RGB PNG into an array (height, width[, 3])."""
-    data = open(path, "rb").read()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "no PNG signature"
-    pos, idat, header = 8, b"", None
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        crc = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])[0]
-        assert zlib.crc32(kind + body) & 0xFFFFFFFF == crc, f"bad CRC in {kind}"
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    width, height, depth, ctype = header[:4]
-    assert depth == 8 and ctype in (0, 2), f"depth {depth} colour type {ctype}"
-    ch = 1 if ctype == 0 else 3
-    raw = zlib.decompress(idat)
-    stride = width * ch
-    out = np.zeros((height, stride), dtype=np.int64)
-    prev = np.zeros(stride, dtype=np.int64)
-    for y in range(height):
-        f = raw[y * (stride + 1)]
-        line = np.frombuffer(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)], dtype=np.uint8).astype(np.int64)
-        cur = np.zeros(stride, dtype=np.int64)
-        for x in range(stride):
-            a = cur[x - ch] if x >= ch else 0
-            b = prev[x]
-            c = prev[x - ch] if x >= ch else 0
-            if f == 0:
-                pred = 0
-            elif f == 1:
-                pred = a
-            elif f == 2:
-                pred = b
-            elif f == 3:
-                pred = (a + b) // 2
-            else:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-            cur[x] = (line[x] + pred) & 0xFF
-        out[y] = cur
-        prev = cur
-    return out.reshape(height, width, ch) if ch == 3 else out, ctype
-
+from dmtest import check, dimoc, finish, read_png, save, workdir
 
 d = workdir("view")
 nx, ny, nz = 20, 10, 6
