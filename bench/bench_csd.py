@@ -111,8 +111,8 @@ def stages(prov, wall):
     """Stage seconds from dimoc's provenance.json when it has them, else the whole command."""
     t = dict(prov.get("timings_seconds") or {})
     t.update({k[len("seconds_"):]: v for k, v in (prov.get("results") or {}).items() if k.startswith("seconds_")})
-    pick = {"load": ["load", "read"], "response": ["response"], "solve": ["solve", "fit", "csd"],
-            "write": ["write"]}
+    pick = {"compile": ["compile"], "load": ["load", "read"], "response": ["response"],
+            "solve": ["solve", "fit", "csd"], "write": ["write"]}
     out = {k: next((float(t[a]) for a in alts if a in t), None) for k, alts in pick.items()}
     return out, any(v is not None for v in out.values())
 
@@ -271,6 +271,11 @@ def main():
                 ref = peer_rate.get(t)
             fl, _, _ = floor_seconds(case, n, gf, gb)
             ratio = (n / wall) / ref if ref else float("nan")
+            one = peer_rate.get("1")
+            if one:  # the issue's yardstick: dwi2fod on one core, against the solve stage alone
+                notes.append(f"{case} {label} {prec}: solve stage {n / solve:,.0f} voxels/s = "
+                             f"{n / solve / one:.0f}x dwi2fod on one core ({one:,.0f} voxels/s); "
+                             f"whole command {n / wall / one:.0f}x")
             rows.append((case, n, f"dimoc {label} {prec}", st, wall, ratio, fl / solve))
             res = prov.get("results") or {}
             if "mean_active_set_steps" in res:
@@ -299,11 +304,11 @@ def main():
 
     def f(v):
         return f"{v:8.2f}" if isinstance(v, float) else f"{'-':>8}"
-    print(f"{'case':7} {'voxels':>7} {'run':28} {'load':>8} {'response':>8} {'solve':>8} {'write':>8} "
-          f"{'total':>8} {'vox/s':>9} {'x peer':>7} {'% floor':>7}")
+    print(f"{'case':7} {'voxels':>7} {'run':28} {'compile':>8} {'load':>8} {'response':>8} {'solve':>8} "
+          f"{'write':>8} {'total':>8} {'vox/s':>9} {'x peer':>7} {'% floor':>7}")
     for case, n, label, st, wall, ratio, frac in rows:
-        print(f"{case:7} {n:7d} {label:28} {f(st.get('load'))} {f(st.get('response'))} {f(st.get('solve'))} "
-              f"{f(st.get('write'))} {wall:8.2f} {n / wall:9.0f} {ratio:7.2f} {100 * frac:7.2f}")
+        print(f"{case:7} {n:7d} {label:28} {f(st.get('compile'))} {f(st.get('load'))} {f(st.get('response'))} "
+              f"{f(st.get('solve'))} {f(st.get('write'))} {wall:8.2f} {n / wall:9.0f} {ratio:7.2f} {100 * frac:7.2f}")
     print("x peer: voxels/s against dwi2fod with the same thread count (GPU: against dwi2fod on all "
           "threads); % floor: floor time / solve time (the whole command when no stages).")
     for note in dict.fromkeys(notes):

@@ -323,9 +323,11 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
             for (int c = 0; c <= r; c++, rc++) {
                 real acc = p->Hp[rc];
                 const real *Cr = p->Ct + (long)r * k, *Cc = p->Ct + (long)c * k;
-                for (int i = 0; i < k; i++) {
-                    real wgt = (real)((neg[i >> 5] >> (i & 31)) & 1u);
-                    acc += (wgt * Cr[i]) * Cc[i];
+                for (int w = 0; w < words; w++) {
+                    unsigned bits = neg[w];
+                    const int end = 32 * w + 32 < k ? 32 * w + 32 : k;
+                    for (int i = 32 * w; i < end; i++, bits >>= 1)
+                        acc += ((real)(bits & 1u) * Cr[i]) * Cc[i];
                 }
                 L[rc] = acc;
             }
