@@ -271,7 +271,7 @@ def main():
                 ref = peer_rate.get(t)
             fl, _, _ = floor_seconds(case, n, gf, gb)
             ratio = (n / wall) / ref if ref else float("nan")
-            one = peer_rate.get("1")
+            one = peer_rate.get(1)
             if one:  # the yardstick: dwi2fod on one core, against the solve stage alone
                 notes.append(f"{case} {label} {prec}: solve stage {n / solve:,.0f} voxels/s = "
                              f"{n / solve / one:.0f}x dwi2fod on one core ({one:,.0f} voxels/s); "
