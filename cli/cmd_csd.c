@@ -40,6 +40,10 @@ static const dm_opt csd_opts[] = {
      "(tournier for one shell, dhollander for several) and written beside the FODs"},
     {"msmt", NULL, NULL,
      "multi-tissue even on single-shell data when the responses are estimated (dhollander)"},
+    {"normalise", NULL, NULL,
+     "intensity normalisation across tissues as MRtrix's mtnormalise -balanced: per-tissue "
+     "balance factors and a smooth bias field (cubic in the log domain) so that the tissues' "
+     "l = 0 terms sum to 1/sqrt(4 pi) over the mask"},
     {"algorithm", "tournier|dhollander|fa", "by the shells",
      "response estimation when no --response is given"},
     {"device", "cpu|gpu|auto", "auto", "where to deconvolve (auto: a usable GPU, else the CPU)"},
@@ -179,6 +183,7 @@ int dm_cmd_csd(int argc, char **argv)
     o.out = dm_arg(&a, csd_opts, "out");
     o.response = dm_arg(&a, csd_opts, "response");
     o.msmt = dm_arg_given(&a, csd_opts, "msmt");
+    o.normalise = dm_arg_given(&a, csd_opts, "normalise");
     o.gpus = dm_arg(&a, csd_opts, "gpus");
     o.use_double = !strcmp(precision, "double");
     o.threads = (int)threads;

@@ -63,11 +63,21 @@ typedef struct dm_csd_problem {
     real pivot_tol; /* relative ridge on Q_WW's diagonal */
 } dm_csd_problem;
 
+/* Dot products with four partial sums: independent chains the host compiler can pipeline and
+ * pack into SIMD lanes without reassociating (the order is the template's, so the GPU, which
+ * runs the same code, sums in the same order). */
 DM_FN real dm_csd_dot_(const real *a, const real *b, int n)
 {
-    real s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+    real s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += a[i] * b[i];
+        s1 += a[i + 1] * b[i + 1];
+        s2 += a[i + 2] * b[i + 2];
+        s3 += a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
 /* The hard solver keeps its state in double whatever `real` is: its solution is x0 plus a sum
@@ -76,16 +86,30 @@ DM_FN real dm_csd_dot_(const real *a, const real *b, int n)
  * the matrices stay in `real` (memory traffic). */
 DM_FN double dm_csd_dotd_(const real *a, const double *b, int n)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += (double)a[i] * b[i];
-    return s;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += (double)a[i] * b[i];
+        s1 += (double)a[i + 1] * b[i + 1];
+        s2 += (double)a[i + 2] * b[i + 2];
+        s3 += (double)a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += (double)a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
 DM_FN double dm_csd_dotrr_(const real *a, const real *b, int n)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
-    return s;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += (double)a[i] * (double)b[i];
+        s1 += (double)a[i + 1] * (double)b[i + 1];
+        s2 += (double)a[i + 2] * (double)b[i + 2];
+        s3 += (double)a[i + 3] * (double)b[i + 3];
+    }
+    for (; i < n; i++) s0 += (double)a[i] * (double)b[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
 /* Appends row r of Q_WW (the W's r+1 entries, the last on the diagonal) to the Cholesky factor
@@ -326,23 +350,18 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
         /* Cholesky in place (packed rows), then the two triangular solves. */
         for (int j = 0; j < n; j++) {
             real *Lj = L + (long)j * (j + 1) / 2;
-            real d = Lj[j];
-            for (int t = 0; t < j; t++) d -= Lj[t] * Lj[t];
+            real d = Lj[j] - dm_csd_dot_(Lj, Lj, j);
             if (!(d > 0)) return DM_CSD_DEGENERATE;
             d = sqrt(d);
             Lj[j] = d;
             for (int r = j + 1; r < n; r++) {
                 real *Lr = L + (long)r * (r + 1) / 2;
-                real s = Lr[j];
-                for (int t = 0; t < j; t++) s -= Lr[t] * Lj[t];
-                Lr[j] = s / d;
+                Lr[j] = (Lr[j] - dm_csd_dot_(Lr, Lj, j)) / d;
             }
         }
         for (int r = 0; r < n; r++) {
             const real *Lr = L + (long)r * (r + 1) / 2;
-            real s = b[r];
-            for (int t = 0; t < r; t++) s -= Lr[t] * x[t];
-            x[r] = s / Lr[r];
+            x[r] = (b[r] - dm_csd_dot_(Lr, x, r)) / Lr[r];
         }
         for (int r = n - 1; r >= 0; r--) {
             real s = x[r];

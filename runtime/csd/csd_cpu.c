@@ -55,14 +55,14 @@
 #undef real
 
 int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_double, int threads,
-                   int max_iter, double *X, unsigned char *status, int *iters)
+                   int max_iter, const char *progress, double *X, unsigned char *status, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k;
     dm_csd_problem_d pd = {n,     m,     k,     p->soft, p->G,     p->C,  p->P,
                            p->Qd, p->At, p->Hp, p->Ct,   max_iter, 1e-10, 1e-12};
     dm_csd_problem_f pf = {n,      m,      k,      p->soft, p->Gf,    p->Cf,  p->Pf,
                            p->Qdf, p->Atf, p->Hpf, p->Ctf,  max_iter, 1e-10f, 1e-12f};
-    dm_progress *prog = dm_progress_start("csd", (long)nvox, "voxels");
+    dm_progress *prog = progress ? dm_progress_start(progress, (long)nvox, "voxels") : NULL;
     int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
     {
@@ -89,17 +89,17 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
             }
             status[i] = (unsigned char)st;
             if (iters) iters[i] = it;
-            if (++done == 1024) {
+            if (++done == 1024 && prog) {
                 dm_progress_add(prog, done);
                 done = 0;
             }
         }
-        dm_progress_add(prog, done);
+        if (prog) dm_progress_add(prog, done);
         free(wd);
         free(wf);
         free(iw);
     }
-    dm_progress_end(prog);
+    if (prog) dm_progress_end(prog);
     if (failed) return dm_set_error("out of memory for the CSD workspaces");
     if (dm_stop_requested()) return dm_stop_error();
     return 0;

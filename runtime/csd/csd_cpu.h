@@ -8,8 +8,10 @@
 
 /* Solves nvox voxels: Y holds their m measurements (the plan's, voxel-major: Y[i * m + j]),
  * X receives n values each, status a DM_CSD_* outcome each, iters (NULL: none) the outer
- * steps.  threads 0: all cores.  Stops early (returning -1) when a stop is requested. */
+ * steps.  threads 0: all cores.  progress: report it (util/progress.h) under this label, or
+ * NULL for none.  Stops early (returning -1) when a stop is requested. */
 int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_double, int threads,
-                   int max_iter, double *X, unsigned char *status, int *iters);
+                   int max_iter, const char *progress, double *X, unsigned char *status,
+                   int *iters);
 
 #endif

@@ -5,6 +5,7 @@
 #include "csd/csd_gpu.h"
 #include "csd/csd_plan.h"
 #include "csd/dwi.h"
+#include "csd/normalise.h"
 #include "csd/response_estimate.h"
 #include "csd_solve.h"
 #include "util/error.h"
@@ -73,6 +74,51 @@ static int write_response(const dm_outdir *od, const char *tissue, const dm_resp
     char *path = dm_path_join(od->path, name);
     int rc = path ? dm_response_write(path, r, history) : dm_set_error("out of memory");
     free(path);
+    return rc;
+}
+
+/* --normalise: mtnormalise's balance factors and bias field (csd/normalise.h), fitted on the
+ * tissues' l = 0 terms over the mask, applied to every coefficient of the solution X. */
+static int normalise_tissues(const dm_dwi *d, const dm_csd_plan *p, double *X, dm_provenance *prov)
+{
+    size_t nall = DM_NVOX(&d->data);
+    double *l0[DM_CSD_MAX_TISSUES] = {0}, *field = malloc(nall * sizeof *field);
+    unsigned char *mask = calloc(nall, 1);
+    int stride[DM_CSD_MAX_TISSUES], rc = -1, ok = field && mask;
+    double balance[DM_CSD_MAX_TISSUES];
+    for (int t = 0; t < p->ntissue; t++) {
+        stride[t] = 1;
+        l0[t] = calloc(nall, sizeof *l0[t]);
+        ok = ok && l0[t];
+    }
+    if (!ok) {
+        dm_set_error("out of memory for --normalise");
+        goto done;
+    }
+    for (size_t i = 0; i < d->nvox; i++) {
+        mask[d->vox[i]] = 1;
+        for (int t = 0; t < p->ntissue; t++) l0[t][d->vox[i]] = X[i * p->n + p->tissue_off[t]];
+    }
+    if (dm_mtnormalise(&d->data, mask, p->ntissue, l0, stride, NULL, field, balance) != 0) {
+        dm_set_error("--normalise: %s", dm_last_error());
+        goto done;
+    }
+    for (size_t i = 0; i < d->nvox; i++)
+        for (int t = 0; t < p->ntissue; t++) {
+            double f = balance[t] * field[d->vox[i]];
+            int nc = dm_sh_ncoef(p->tissue_lmax[t]);
+            for (int c = 0; c < nc; c++) X[i * p->n + p->tissue_off[t] + c] *= f;
+        }
+    for (int t = 0; t < p->ntissue; t++) {
+        char key[32];
+        snprintf(key, sizeof key, "normalise_balance_%d", t + 1);
+        dm_provenance_num(prov, DM_PROV_RESULT, key, balance[t]);
+    }
+    rc = 0;
+done:
+    for (int t = 0; t < p->ntissue; t++) free(l0[t]);
+    free(field);
+    free(mask);
     return rc;
 }
 
@@ -150,6 +196,14 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         if (dm_response_match(&resp[t], rpath[t] ? rpath[t] : "the estimated response", &d,
                               map[t]) != 0)
             goto done;
+    for (int t = 0; nresp > 1 && t < nresp; t++)
+        if (resp[t].nshell != d.nshell) {
+            dm_set_error("%s: %d row%s, but a multi-tissue deconvolution needs one per shell of "
+                         "the data (%d, b = 0 included)",
+                         rpath[t] ? rpath[t] : "the estimated response", resp[t].nshell,
+                         resp[t].nshell == 1 ? "" : "s", d.nshell);
+            goto done;
+        }
     if (nresp > 1)
         for (int t = 1; t < nresp; t++)
             if (resp[t].nshell != resp[0].nshell) {
@@ -190,11 +244,12 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         if (dm_csd_gpu_run(&plan, Y, d.nvox, use_double, o->gpus, max_iter, X, status, iters,
                            &gt) != 0)
             goto done;
-    } else if (dm_csd_cpu_run(&plan, Y, d.nvox, use_double, o->threads, max_iter, X, status,
+    } else if (dm_csd_cpu_run(&plan, Y, d.nvox, use_double, o->threads, max_iter, "csd", X, status,
                               iters) != 0) {
         goto done;
     }
     t_solve = now_seconds() - t0;
+    if (o->normalise && normalise_tissues(&d, &plan, X, prov) != 0) goto done;
 
     t0 = now_seconds();
     size_t counts[5] = {0};

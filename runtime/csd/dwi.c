@@ -49,6 +49,7 @@ int dm_dwi_read(dm_dwi *d, const char *data, const char *bvals, const char *bvec
 {
     memset(d, 0, sizeof *d);
     d->data_path = data;
+    d->mask_path = mask;
     double *g = NULL;
     if (dm_volume_read(data, &d->data) != 0) return -1;
     if (d->data.nt < 2)

@@ -16,6 +16,7 @@ typedef struct dm_dwi {
     dm_volume data;        /* 4D, nt measurements */
     dm_volume mask;        /* data NULL: every voxel */
     const char *data_path; /* for messages */
+    const char *mask_path; /* NULL without a mask */
     int nvol;
     double *bval; /* nvol */
     double *dir;  /* nvol x 3: unit gradient directions in world space (0 for b = 0) */

@@ -56,7 +56,9 @@ int dm_response_read(const char *path, dm_response *r)
             double v = strtod(p, &end);
             if (end == p) {
                 fclose(f);
-                return dm_set_error("%s:%d: '%.20s' is not a number", path, lineno, p);
+                int len = 0;
+                while (len < 20 && p[len] && !isspace((unsigned char)p[len])) len++;
+                return dm_set_error("%s:%d: '%.*s' is not a number", path, lineno, len, p);
             }
             if (n == DM_RESPONSE_NL) {
                 fclose(f);
@@ -170,6 +172,13 @@ static int solve_spd(double *A, double *b, int n)
     return 0;
 }
 
+int dm_response_lmax_for(int count)
+{
+    int l = 2 * (count / 2 - 1);
+    if (l > DM_SH_LMAX_MAX) l = DM_SH_LMAX_MAX;
+    return l < 0 ? 0 : l;
+}
+
 int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *dir, size_t n,
                             int lmax, dm_response *r)
 {
@@ -180,10 +189,7 @@ int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *di
     for (int s = 0; s < d->nshell; s++) {
         r->b[s] = d->shell_b[s];
         int zero = d->shell_b[s] <= DM_BZERO_MAX;
-        /* Degrees a shell of k directions determines: zonal coefficients (one per even l)
-         * need at least as many distinct angles; keep lmax where ncoef(l) <= k as a safe
-         * margin against noise (MRtrix limits it likewise). */
-        int ls = zero ? 0 : dm_sh_lmax_for(d->shell_count[s]);
+        int ls = zero ? 0 : dm_response_lmax_for(d->shell_count[s]);
         if (ls > lmax) ls = lmax;
         int nl = ls / 2 + 1;
         double sum[DM_RESPONSE_NL] = {0};

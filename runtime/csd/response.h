@@ -32,10 +32,15 @@ int dm_response_write(const char *path, const dm_response *r, const char *histor
  * they cannot be matched (a different shell count, b-values the data lacks). */
 int dm_response_match(const dm_response *r, const char *path, const dm_dwi *d, int *map);
 
+/* The largest degree of a response that a shell of `count` directions determines: two
+ * directions per zonal coefficient (l = 0, 2, .., lmax: lmax / 2 + 1 of them), at most
+ * DM_SH_LMAX_MAX. */
+int dm_response_lmax_for(int count);
+
 /* The response of an anisotropic tissue from single-fibre voxels: for each voxel i of `vox`
  * (indices into d->vox) with fibre direction dir[3i..] (world, unit), each shell's signal is
  * fitted by zonal harmonics in the angle to the fibre (least squares, degree up to lmax but
- * at most what the shell's directions determine), and the coefficients are averaged over the
+ * at most dm_response_lmax_for the shell), and the coefficients are averaged over the
  * voxels.  b = 0 shells get r_0 only.  0, or -1 (no voxels). */
 int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *dir, size_t n,
                             int lmax, dm_response *r);

@@ -23,6 +23,14 @@ const char *const dm_tissue_names[DM_NTISSUES] = {"wm", "gm", "csf"};
 #define DH_CSF 0.10      /* dhollander: CSF voxels, fraction of the CSF candidates */
 #define TOURNIER_LMAX 8  /* degree of the FODs tournier's selection looks at */
 
+#define MIN_VOXELS 10 /* voxels with a tensor a response is estimated from, at least */
+
+/* The file a selection failure is blamed on: the mask when there is one. */
+static const char *source(const dm_dwi *d)
+{
+    return d->mask_path ? d->mask_path : d->data_path;
+}
+
 typedef struct scored {
     double score;
     size_t i; /* index into d->vox */
@@ -180,7 +188,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
         for (size_t i = 0; ok && i < nfit; i++)
             for (int j = 0; j < plan.m; j++)
                 Y[i * plan.m + j] = dm_dwi_signal(d, fit[i], plan.vol[j]);
-        ok = ok && dm_csd_cpu_run(&plan, Y, nfit, 1, threads, 3 * plan.n, X, st, NULL) == 0;
+        ok = ok && dm_csd_cpu_run(&plan, Y, nfit, 1, threads, 50, NULL, X, st, NULL) == 0;
         if (ok) {
 #pragma omp parallel for schedule(dynamic, 64) num_threads(threads > 0 ? threads : 1)
             for (size_t i = 0; i < nfit; i++) {
@@ -209,7 +217,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
         while (take < nfit && take < count && sc[take].score > 0) take++;
         if (take == 0) {
             dm_set_error("%s: no voxel of the mask has a fibre to estimate a response from",
-                         d->data_path);
+                         source(d));
             goto done;
         }
         /* An unchanged selection (as a set) has converged. */
@@ -317,9 +325,9 @@ static int dhollander_iso(const dm_dwi *d, const double *fa, const unsigned char
         if (ok) iso[niso++] = (scored){sdm / (d->nshell - 1), i};
     }
     if (niso < 2) {
-        dm_set_error("%s: the mask has no isotropic voxels (FA <= %g with a decaying signal) to "
-                     "estimate GM and CSF responses from",
-                     d->data_path, DH_FA);
+        dm_set_error("%s: no isotropic voxels (FA <= %g with a decaying signal) to estimate GM "
+                     "and CSF responses from",
+                     source(d), DH_FA);
         goto done;
     }
     qsort(iso, niso, sizeof *iso, by_score_desc);
@@ -377,6 +385,13 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
                             "shells (the data has %d shell%s%s); use tournier",
                             d->data_path, d->nshell - d->has_b0,
                             d->nshell - d->has_b0 == 1 ? "" : "s", d->has_b0 ? "" : ", no b = 0");
+    int most = 0; /* directions of the largest diffusion-weighted shell */
+    for (int sh = d->has_b0; sh < d->nshell; sh++)
+        if (d->shell_count[sh] > most) most = d->shell_count[sh];
+    if (lmax < 2 || lmax % 2 || dm_response_lmax_for(most) < lmax)
+        return dm_set_error("--lmax %d: a response of degree %d needs %d directions in a shell; "
+                            "the largest shell of %s has %d",
+                            lmax, lmax, lmax + 2, d->data_path, most);
     int rc = -1;
     double *fa = malloc(d->nvox * sizeof *fa), *v1 = malloc(d->nvox * 3 * sizeof *v1);
     unsigned char *keep = malloc(d->nvox);
@@ -388,6 +403,16 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
         goto done;
     }
     if (tensors(d, fa, v1) != 0) goto done;
+    {
+        size_t nt = 0;
+        for (size_t i = 0; i < d->nvox; i++) nt += fa[i] >= 0;
+        if (nt < MIN_VOXELS) {
+            dm_set_error("%s: %zu voxel%s with a tensor fit; estimating a response needs at "
+                         "least %d (a brain mask)",
+                         source(d), nt, nt == 1 ? "" : "s", MIN_VOXELS);
+            goto done;
+        }
+    }
     out->ntissue = is_dh ? 3 : 1;
     size_t nsel = 0;
     if (is_fa) {
@@ -397,7 +422,7 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
         nsel = top_fa(d, fa, v1, nkeep >= SF_VOXELS ? keep : NULL, SF_VOXELS, sel, dir);
         if (nsel == 0) {
             dm_set_error("%s: no voxel of the mask has a tensor to estimate a response from",
-                         d->data_path);
+                         source(d));
             goto done;
         }
         if (dm_response_from_voxels(d, sel, dir, nsel, lmax, &out->r[0]) != 0) goto done;
@@ -420,9 +445,8 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
             for (size_t i = 0; i < d->nvox; i++) cand[nc++] = i;
         }
         if (nc == 0) {
-            dm_set_error("%s: the mask has no white-matter voxels (FA > %g) to estimate a "
-                         "response from",
-                         d->data_path, DH_FA);
+            dm_set_error("%s: no white-matter voxels (FA > %g) to estimate a response from",
+                         source(d), DH_FA);
             goto done;
         }
         unsigned char *wm = NULL;
@@ -438,7 +462,7 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
         free(wm);
         if (ns == 0) {
             dm_set_error("%s: no voxel of the mask has a tensor to estimate a response from",
-                         d->data_path);
+                         source(d));
             goto done;
         }
         if (tournier_select(d, cand, nc, start, sdir, ns, count, lmax, threads, sel, dir, &nsel,
