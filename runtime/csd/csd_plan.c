@@ -4,42 +4,11 @@
 #include "sphere/directions.h"
 #include "sphere/sh.h"
 #include "util/error.h"
+#include "util/linalg.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* In-place Cholesky factor (lower) of the n x n matrix H; 0 or -1 when not positive definite. */
-static int cholesky(double *H, int n)
-{
-    for (int j = 0; j < n; j++) {
-        double d = H[j * n + j];
-        for (int k = 0; k < j; k++) d -= H[j * n + k] * H[j * n + k];
-        if (!(d > 0)) return -1;
-        d = sqrt(d);
-        H[j * n + j] = d;
-        for (int i = j + 1; i < n; i++) {
-            double s = H[i * n + j];
-            for (int k = 0; k < j; k++) s -= H[i * n + k] * H[j * n + k];
-            H[i * n + j] = s / d;
-        }
-        for (int i = 0; i < j; i++) H[i * n + j] = 0.0;
-    }
-    return 0;
-}
-
-/* b := H^-1 b with L the Cholesky factor of H. */
-static void chol_solve(const double *L, int n, double *b)
-{
-    for (int i = 0; i < n; i++) {
-        for (int k = 0; k < i; k++) b[i] -= L[i * n + k] * b[k];
-        b[i] /= L[i * n + i];
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        for (int k = i + 1; k < n; k++) b[i] -= L[k * n + i] * b[k];
-        b[i] /= L[i * n + i];
-    }
-}
 
 /* The soft solver's starting point, G (n x m): the signal's SH fit of degree L = min(4, what
  * the directions determine, the response's) deconvolved degree by degree, as MRtrix starts
@@ -66,10 +35,10 @@ static int initial_deconvolution(const dm_dwi *d, dm_csd_plan *p, const dm_respo
             for (int j = 0; j < m; j++)
                 BtB[a * nc + b] += B[(size_t)j * nc + a] * B[(size_t)j * nc + b];
     for (int a = 0; a < nc; a++) BtB[a * nc + a] += 1e-6 * BtB[0];
-    int rc = cholesky(BtB, nc);
+    int rc = dm_cholesky(BtB, nc, 0.0);
     for (int j = 0; rc == 0 && j < m; j++) {
         memcpy(col, B + (size_t)j * nc, (size_t)nc * sizeof *col);
-        chol_solve(BtB, nc, col);
+        dm_cholesky_solve(BtB, nc, col);
         for (int l = 0; l <= L; l += 2)
             for (int mm = -l; mm <= l; mm++) {
                 int i = dm_sh_index(l, mm);
@@ -179,7 +148,7 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
         for (int b = 0; b <= a; b++, ab++) p->Hp[ab] = H[a * n + b];
     for (int a = 0; a < n; a++)
         for (int j = 0; j < m; j++) p->At[(size_t)a * m + j] = p->A[(size_t)j * n + a];
-    if (cholesky(H, n) != 0) {
+    if (dm_cholesky(H, n, 0.0) != 0) {
         free(H);
         free(dirs);
         return dm_set_error("the responses give a singular deconvolution (a response of zeros?)");
@@ -217,12 +186,12 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
     }
     for (int j = 0; j < m && !p->soft; j++) { /* G = H^-1 A': column j is H^-1 (row j of A) */
         memcpy(col, p->A + (size_t)j * n, (size_t)n * sizeof(double));
-        chol_solve(H, n, col);
+        dm_cholesky_solve(H, n, col);
         for (int a = 0; a < n; a++) p->G[(size_t)a * m + j] = col[a];
     }
     for (int i = 0; i < k; i++) { /* P: row i is H^-1 C_i' */
         memcpy(p->P + (size_t)i * n, p->C + (size_t)i * n, (size_t)n * sizeof(double));
-        chol_solve(H, n, p->P + (size_t)i * n);
+        dm_cholesky_solve(H, n, p->P + (size_t)i * n);
     }
     for (int i = 0; i < k; i++) {
         double q = 0.0;

@@ -4,6 +4,7 @@
 
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/linalg.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -145,33 +146,6 @@ int dm_response_match(const dm_response *r, const char *path, const dm_dwi *d, i
     return 0;
 }
 
-/* Solves the n x n symmetric positive definite system A x = b in place (Cholesky); A is
- * destroyed, b becomes x.  0, or -1 when A is not positive definite. */
-static int solve_spd(double *A, double *b, int n)
-{
-    for (int j = 0; j < n; j++) {
-        double d = A[j * n + j];
-        for (int k = 0; k < j; k++) d -= A[j * n + k] * A[j * n + k];
-        if (!(d > 0)) return -1;
-        d = sqrt(d);
-        A[j * n + j] = d;
-        for (int i = j + 1; i < n; i++) {
-            double s = A[i * n + j];
-            for (int k = 0; k < j; k++) s -= A[i * n + k] * A[j * n + k];
-            A[i * n + j] = s / d;
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        for (int k = 0; k < i; k++) b[i] -= A[i * n + k] * b[k];
-        b[i] /= A[i * n + i];
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        for (int k = i + 1; k < n; k++) b[i] -= A[k * n + i] * b[k];
-        b[i] /= A[i * n + i];
-    }
-    return 0;
-}
-
 int dm_response_lmax_for(int count)
 {
     int l = 2 * (count / 2 - 1);
@@ -207,10 +181,11 @@ int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *di
                     for (int b = 0; b < nl; b++) A[a * nl + b] += z[a] * z[b];
                 }
             }
-            if (solve_spd(A, rhs, nl) != 0)
+            if (dm_cholesky(A, nl, 0.0) != 0)
                 return dm_set_error("the directions of shell b = %g do not determine a response "
                                     "of degree %d",
                                     d->shell_b[s], ls);
+            dm_cholesky_solve(A, nl, rhs);
             for (int a = 0; a < nl; a++) sum[a] += rhs[a];
         }
         for (int a = 0; a < nl; a++) r->r[s][a] = sum[a] / (double)n;

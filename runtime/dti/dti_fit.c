@@ -4,7 +4,7 @@
  * and the factorisation stays well conditioned. */
 #include "dti/dti_fit.h"
 
-#include "util/eig3.h"
+#include "util/linalg.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -12,41 +12,6 @@
 #include <string.h>
 
 #define NB 7 /* unknowns: log S0, Dxx, Dyy, Dzz, Dxy, Dxz, Dyz */
-
-/* In-place Cholesky factorisation A = L Lᵀ of a symmetric n x n matrix (lower triangle used
- * and overwritten).  Fails (-1) when a pivot falls below rel_tol times its original diagonal
- * entry: the system is singular for our purposes. */
-static int cholesky(double *A, int n, double rel_tol)
-{
-    for (int j = 0; j < n; j++) {
-        double d = A[j * n + j], orig = d;
-        for (int k = 0; k < j; k++) d -= A[j * n + k] * A[j * n + k];
-        if (!(d > rel_tol * orig) || !(orig > 0)) return -1;
-        d = sqrt(d);
-        A[j * n + j] = d;
-        for (int i = j + 1; i < n; i++) {
-            double s = A[i * n + j];
-            for (int k = 0; k < j; k++) s -= A[i * n + k] * A[j * n + k];
-            A[i * n + j] = s / d;
-        }
-    }
-    return 0;
-}
-
-/* Solves L Lᵀ x = rhs in place. */
-static void cholesky_solve(const double *L, int n, double *x)
-{
-    for (int i = 0; i < n; i++) {
-        double s = x[i];
-        for (int k = 0; k < i; k++) s -= L[i * n + k] * x[k];
-        x[i] = s / L[i * n + i];
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        double s = x[i];
-        for (int k = i + 1; k < n; k++) s -= L[k * n + i] * x[k];
-        x[i] = s / L[i * n + i];
-    }
-}
 
 int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const double *g)
 {
@@ -95,7 +60,7 @@ int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const doubl
             p->ols[r * NB + c] = s;
         }
     /* The scaled XᵀX has a unit diagonal: a pivot below 1e-10 means condition ~1e10. */
-    if (cholesky(p->ols, NB, 1e-10) != 0) {
+    if (dm_cholesky(p->ols, NB, 1e-10) != 0) {
         dm_dti_protocol_free(p);
         return dm_set_error("the protocol cannot determine a tensor: it needs b = 0 (or a second "
                             "shell) and at least 6 non-coplanar, non-collinear directions");
@@ -162,7 +127,7 @@ int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *wor
     double beta[NB] = {0};
     for (int j = 0; j < M; j++)
         for (int k = 0; k < NB; k++) beta[k] += p->design[j * NB + k] * y[j];
-    cholesky_solve(p->ols, NB, beta);
+    dm_cholesky_solve(p->ols, NB, beta);
     if (!p->weighted) {
         finish(p, beta, r);
         return DM_DTI_FITTED;
@@ -186,11 +151,11 @@ int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *wor
             for (int c = 0; c <= a; c++) A[a * NB + c] += wx * x[c];
         }
     }
-    if (cholesky(A, NB, 1e-13) != 0) {
+    if (dm_cholesky(A, NB, 1e-13) != 0) {
         finish(p, beta, r);
         return DM_DTI_OLS_ONLY;
     }
-    cholesky_solve(A, NB, rhs);
+    dm_cholesky_solve(A, NB, rhs);
     finish(p, rhs, r);
     return DM_DTI_FITTED;
 }

@@ -1,7 +1,7 @@
 /* Executing a planned fit on the CPU or the GPUs and writing its outputs. */
 #include "fit/cpu_backend.h"
 #include "util/error.h"
-#include "util/eig3.h"
+#include "util/linalg.h"
 #include "fit/fit.h"
 #include "fit/fit_outputs.h"
 #include "util/fsutil.h"

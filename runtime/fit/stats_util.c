@@ -1,6 +1,6 @@
 /* Summaries of posterior samples. */
 #include "fit/stats_util.h"
-#include "util/eig3.h"
+#include "util/linalg.h"
 
 #include <math.h>
 

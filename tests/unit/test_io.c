@@ -1,7 +1,7 @@
 /* Runtime I/O and utilities: NIfTI volumes, text matrices, bvals/bvecs, gradient schemes,
  * eigen-decomposition, sample summaries, JSON, file helpers, progress, errors. */
 #define _GNU_SOURCE
-#include "util/eig3.h"
+#include "util/linalg.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/json.h"

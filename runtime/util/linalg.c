@@ -1,6 +1,6 @@
 /* Symmetric 3x3 eigen-decomposition by cyclic Jacobi rotations: each rotation zeroes one
  * off-diagonal pair; a few sweeps reach machine precision for 3x3 matrices. */
-#include "util/eig3.h"
+#include "util/linalg.h"
 
 #include <float.h>
 #include <math.h>
@@ -68,5 +68,37 @@ void dm_eig3_sym(const double a[3][3], double lambda[3], double vec[3][3])
         double sign = V[big][c] < 0 ? -1 : 1;
         double norm = sqrt(V[0][c] * V[0][c] + V[1][c] * V[1][c] + V[2][c] * V[2][c]);
         for (int i = 0; i < 3; i++) vec[k][i] = sign * V[i][c] / norm;
+    }
+}
+
+int dm_cholesky(double *A, int n, double rel_tol)
+{
+    for (int j = 0; j < n; j++) {
+        double d = A[j * n + j], orig = d;
+        for (int k = 0; k < j; k++) d -= A[j * n + k] * A[j * n + k];
+        if (!(orig > 0) || !(d > rel_tol * orig)) return -1;
+        d = sqrt(d);
+        A[j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double s = A[i * n + j];
+            for (int k = 0; k < j; k++) s -= A[i * n + k] * A[j * n + k];
+            A[i * n + j] = s / d;
+        }
+        for (int i = 0; i < j; i++) A[i * n + j] = 0.0;
+    }
+    return 0;
+}
+
+void dm_cholesky_solve(const double *L, int n, double *b)
+{
+    for (int i = 0; i < n; i++) {
+        double s = b[i];
+        for (int k = 0; k < i; k++) s -= L[i * n + k] * b[k];
+        b[i] = s / L[i * n + i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double s = b[i];
+        for (int k = i + 1; k < n; k++) s -= L[k * n + i] * b[k];
+        b[i] = s / L[i * n + i];
     }
 }
