@@ -22,7 +22,7 @@ static const dm_opt response_opts[] = {
     {"out", "DIR", NULL, "output folder (replaced whole when it is dimoc's)"},
     {"algorithm", "tournier|dhollander|fa", "tournier",
      "tournier: iterated single-fibre selection (one tissue); dhollander: WM, GM and CSF "
-     "(b = 0 and two or more shells); fa: the most anisotropic voxels"},
+     "(needs b = 0); fa: the most anisotropic voxels"},
     {"lmax", "N", "10", "degree of the WM response (even)"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
@@ -39,7 +39,8 @@ static const dm_opt csd_opts[] = {
      "response files (MRtrix's format); two files are WM and CSF; default: estimated "
      "(tournier for one shell, dhollander for several) and written beside the FODs"},
     {"msmt", NULL, NULL,
-     "multi-tissue even on single-shell data when the responses are estimated (dhollander)"},
+     "multi-tissue even on single-shell data when the responses are estimated (dhollander; "
+     "b = 0 and one shell: WM and CSF)"},
     {"normalise", NULL, NULL,
      "intensity normalisation across tissues as MRtrix's mtnormalise -balanced: per-tissue "
      "balance factors and a smooth bias field (cubic in the log domain) so that the tissues' "
@@ -74,10 +75,12 @@ int dm_help_csd(FILE *out)
         out, "dimoc csd --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
         "Constrained spherical deconvolution: in every voxel the FOD (real SH in MRtrix's\n"
         "basis, order and world frame) whose convolution with the response best fits the\n"
-        "signal, non-negative on 300 directions (a hard constraint, solved exactly by an\n"
-        "active-set method).  One response: single-shell super-resolved CSD (Tournier 2007)\n"
-        "of its shell; several (WM, GM, CSF): multi-shell multi-tissue CSD (Jeurissen\n"
-        "2014) with GM and CSF >= 0.  Writes wm_fod.nii.gz (lmax 8: 45 volumes), gm.nii.gz\n"
+        "signal, kept non-negative on 300 directions.  One response of one shell:\n"
+        "single-shell super-resolved CSD (Tournier 2007: iterations penalising the negative\n"
+        "directions, as MRtrix's csd).  Several (WM, GM, CSF; two are WM, CSF): multi-shell\n"
+        "multi-tissue CSD (Jeurissen 2014: hard constraints, FOD, GM, CSF >= 0, solved\n"
+        "exactly by an active-set method, as msmt_csd).  Writes wm_fod.nii.gz (lmax 8: 45 "
+        "volumes), gm.nii.gz\n"
         "and csf.nii.gz (the l = 0 coefficient, as MRtrix's msmt_csd), the responses used,\n"
         "status.nii.gz (1 solved, 2 iteration limit, 3 degenerate constraints, 4 NaN/Inf\n"
         "signal; 0 outside the mask) and provenance.json with the seconds of each stage.",

@@ -171,6 +171,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     int map_store[DM_CSD_MAX_TISSUES][DM_MAX_SHELLS], *map[DM_CSD_MAX_TISSUES];
     for (int t = 0; t < DM_CSD_MAX_TISSUES; t++) map[t] = map_store[t];
     dm_csd_gpu_times gt = {0};
+    int est_of[DM_CSD_MAX_TISSUES] = {0, 1, 2}; /* the estimate behind each tissue */
 
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     if (o->response) {
@@ -189,8 +190,18 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         if (!alg) alg = ndw_shells > 1 || o->msmt ? "dhollander" : "tournier";
         if (dm_response_estimate(&d, alg, o->lmax > 10 ? o->lmax : 10, o->threads, &est) != 0)
             goto done;
+        /* b = 0 and one shell determine two tissues at most: WM and CSF, as MRtrix's
+         * single-shell two-tissue CSD. */
+        int keep[DM_NTISSUES] = {DM_TISSUE_WM, DM_TISSUE_GM, DM_TISSUE_CSF};
         nresp = est.ntissue;
-        for (int t = 0; t < nresp; t++) resp[t] = est.r[t];
+        if (nresp == 3 && d.nshell == 2) {
+            keep[1] = DM_TISSUE_CSF;
+            nresp = 2;
+        }
+        for (int t = 0; t < nresp; t++) {
+            resp[t] = est.r[keep[t]];
+            est_of[t] = keep[t];
+        }
     }
     for (int t = 0; t < nresp; t++)
         if (dm_response_match(&resp[t], rpath[t] ? rpath[t] : "the estimated response", &d,
@@ -272,9 +283,9 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
                       plan.tissue_off[t]) != 0 ||
             write_response(&od, tissue, &resp[t], o->history) != 0)
             goto done;
-        if (!o->response && est.voxels[t]) {
+        if (!o->response && est.voxels[est_of[t]]) {
             snprintf(buf, sizeof buf, "%s_voxels.nii.gz", tissue);
-            if (write_bytes(&od, buf, &d, est.voxels[t]) != 0) goto done;
+            if (write_bytes(&od, buf, &d, est.voxels[est_of[t]]) != 0) goto done;
         }
     }
     {

@@ -380,11 +380,9 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
     if (!is_fa && !is_tournier && !is_dh)
         return dm_set_error("response: --algorithm must be tournier, dhollander or fa, not '%s'",
                             algorithm);
-    if (is_dh && (!d->has_b0 || d->nshell < 3))
-        return dm_set_error("%s: dhollander needs b = 0 and at least two diffusion-weighted "
-                            "shells (the data has %d shell%s%s); use tournier",
-                            d->data_path, d->nshell - d->has_b0,
-                            d->nshell - d->has_b0 == 1 ? "" : "s", d->has_b0 ? "" : ", no b = 0");
+    if (is_dh && (!d->has_b0 || d->nshell < 2))
+        return dm_set_error("%s: dhollander needs b = 0 and a diffusion-weighted shell",
+                            d->data_path);
     int most = 0; /* directions of the largest diffusion-weighted shell */
     for (int sh = d->has_b0; sh < d->nshell; sh++)
         if (d->shell_count[sh] > most) most = d->shell_count[sh];

@@ -6,7 +6,8 @@
  *              from them, until the selection stops changing;
  *   dhollander (Dhollander 2016, 2019) WM, GM and CSF without a tissue segmentation: an
  *              eroded brain mask, WM candidates by FA, GM and CSF among the rest by how fast
- *              their signal decays with b, single-fibre WM voxels by tournier's rule. */
+ *              their signal decays with b, single-fibre WM voxels by tournier's rule; b = 0
+ *              and one shell are enough (a deconvolution then uses WM and CSF only). */
 #ifndef DIMOC_CSD_RESPONSE_ESTIMATE_H
 #define DIMOC_CSD_RESPONSE_ESTIMATE_H
 
