@@ -8,6 +8,7 @@
 #include "util/error.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +52,7 @@ static int by_index(const void *a, const void *b)
 
 /* The tensor of each mask voxel from b = 0 and the lowest diffusion-weighted shell: FA and the
  * principal direction (world frame, as the directions are).  fa[i] is -1 where the fit failed. */
-static int tensors(const dm_dwi *d, double *fa, double *v1)
+static int tensors(const dm_dwi *d, int threads, double *fa, double *v1)
 {
     int lowest = d->has_b0 ? 1 : 0, M = 0;
     int *vols = malloc((size_t)d->nvol * sizeof *vols);
@@ -75,7 +76,7 @@ static int tensors(const dm_dwi *d, double *fa, double *v1)
         dm_set_error("%s: the tensor fit that picks the voxels cannot be done: %s", d->data_path,
                      dm_last_error());
     } else {
-#pragma omp parallel
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
         {
             double *sig = malloc((size_t)M * 3 * sizeof *sig);
 #pragma omp for schedule(dynamic, 256)
@@ -190,7 +191,8 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
                 Y[i * plan.m + j] = dm_dwi_signal(d, fit[i], plan.vol[j]);
         ok = ok && dm_csd_cpu_run(&plan, Y, nfit, 1, threads, 50, NULL, X, st, NULL) == 0;
         if (ok) {
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads > 0 ? threads : 1)
+#pragma omp parallel for schedule(dynamic, 64)                                                     \
+    num_threads(threads > 0 ? threads : omp_get_max_threads())
             for (size_t i = 0; i < nfit; i++) {
                 double pd[6], pa[2];
                 int np =
@@ -400,7 +402,7 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
         dm_set_error("out of memory estimating responses");
         goto done;
     }
-    if (tensors(d, fa, v1) != 0) goto done;
+    if (tensors(d, threads, fa, v1) != 0) goto done;
     {
         size_t nt = 0;
         for (size_t i = 0; i < d->nvox; i++) nt += fa[i] >= 0;
