@@ -1,5 +1,5 @@
-"""Nothing half-written: SIGINT or SIGTERM at a random moment of fit, dti, track, simulate and a
-pipeline ends the command promptly with exit status 130 or 143, and leaves --out as it was
+"""Nothing half-written: SIGINT or SIGTERM at a random moment of fit, dti, csd, track, simulate
+and a pipeline ends the command promptly with exit status 130 or 143, and leaves --out as it was
 (absent, or an earlier run's folder byte for byte with its own provenance.json), no temporary
 folder beside it and no partial file in the fitter cache, also when the signal arrives while
 the host compiler builds the fitter."""
@@ -144,6 +144,20 @@ for i, sig in enumerate((signal.SIGINT, signal.SIGTERM, signal.SIGINT)):
     rc, took, err = interrupt(dti + ["--out", out, "--save-tensor"], sig, lambda: True,
                               rng.uniform(0, 1.0))
     expect_stopped(f"dti-{i}-{sig.name}", out, before, rc, took, err, sig, may_finish=True)
+    before = digest(out)
+
+# 4b. csd of the same image (single-shell CSD of its b=2000 shell), at a random moment.
+resp = f"{d}/wm_response.txt"
+with open(resp, "w") as f:
+    f.write("# Shells: 2000\n1000 -400 100 -20 4\n")
+csd = ["csd", "--data", dwi, "--bvals", bvals, "--bvecs", bvecs, "--response", resp, "--device", "cpu"]
+out = f"{d}/csd"
+dimoc(*csd, "--out", out)
+before = digest(out)
+check("csd-provenance", json.load(open(f"{out}/provenance.json"))["dimoc_command"] == "csd")
+for i, sig in enumerate((signal.SIGINT, signal.SIGTERM)):
+    rc, took, err = interrupt(csd + ["--out", out], sig, lambda: True, rng.uniform(0, 1.0))
+    expect_stopped(f"csd-{i}-{sig.name}", out, before, rc, took, err, sig, may_finish=True)
     before = digest(out)
 
 # 5. track on the CPU: many streamlines.
