@@ -71,6 +71,8 @@ static const dm_opt compare_opts[] = {
      "matched to the truth in the better order per voxel"},
     {"regions", "MAP", NULL, "integer label map; one table row per label (default: one region)"},
     {"region-names", "NAMES", NULL, "names of labels 1, 2, ... (comma list)"},
+    {"status", "MAP", "FIT/status.nii.gz",
+     "the status map of the voxels to count (e.g. a CSD's, for the peaks of its FODs)"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -96,6 +98,8 @@ int dm_cmd_compare(int argc, char **argv)
         .axes = dm_arg(&a, compare_opts, "axes"),
         .regions = dm_arg(&a, compare_opts, "regions"),
         .region_names = dm_arg(&a, compare_opts, "region-names"),
+        .status =
+            dm_arg_given(&a, compare_opts, "status") ? dm_arg(&a, compare_opts, "status") : NULL,
     };
     int rc = !s.truth_dir || !s.fit_dir ? dm_set_error("compare: --truth and --fit are required")
                                         : dm_compare_maps(&s, stdout);

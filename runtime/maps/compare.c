@@ -167,7 +167,9 @@ int dm_compare_maps(const dm_compare_settings *s, FILE *out)
     split(s->region_names, rnames, &nr, 32);
     int rc = 0;
     dm_volume status = {0}, regions = {0};
-    if ((rc = load(s->fit_dir, "status", &status, 1, NULL)) != 0) goto done;
+    if (s->status ? (rc = dm_volume_read(s->status, &status)) != 0
+                  : (rc = load(s->fit_dir, "status", &status, 1, NULL)) != 0)
+        goto done;
     size_t nvox = DM_NVOX(&status);
     if (s->regions &&
         ((rc = dm_volume_read(s->regions, &regions)) != 0 ||
@@ -178,8 +180,9 @@ int dm_compare_maps(const dm_compare_settings *s, FILE *out)
         if (label_of(regions.data[v]) > nlabels) nlabels = label_of(regions.data[v]);
     if (nlabels > 64) nlabels = 64;
 
-    fprintf(out, "%-14s %7s  %-8s %10s %10s %10s\n", "region", "voxels", "map", "truth", "fitted",
-            "mean|err|");
+    if (np > 0)
+        fprintf(out, "%-14s %7s  %-8s %10s %10s %10s\n", "region", "voxels", "map", "truth",
+                "fitted", "mean|err|");
     for (int i = 0; i < np && rc == 0; i++)
         rc = compare_scalar(s, params[i], &status, &regions, nlabels, rnames, nr, out);
     if (na > 0 && rc == 0)

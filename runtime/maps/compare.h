@@ -12,6 +12,8 @@ typedef struct dm_compare_settings {
                                * matched to the truth in the better order per voxel */
     const char *regions;      /* integer label map: one row per label 1.. (NULL: one region) */
     const char *region_names; /* names of labels 1, 2, .. (comma list; others are "all") */
+    const char *status;       /* the status map (NULL: fit_dir/status.nii.gz), e.g. a CSD's for
+                               * the peaks of its FODs */
 } dm_compare_settings;
 
 /* Prints the table(s) to `out` as it goes: only voxels whose fit status is 1 (fitted), 2 (not
