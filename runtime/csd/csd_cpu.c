@@ -80,10 +80,10 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
             if (failed || dm_stop_requested()) continue;
             int it = 0, st;
             if (use_double) {
-                st = dm_csd_solve_d(&pd, Y + i * m, 1, X + i * n, wd, iw, &it);
+                st = dm_csd_solve_d(&pd, Y + i, (long)nvox, X + i * n, wd, iw, &it);
             } else {
                 float *y = wf, *x = y + m;
-                for (int j = 0; j < m; j++) y[j] = (float)Y[i * m + j];
+                for (int j = 0; j < m; j++) y[j] = (float)Y[j * nvox + i];
                 st = dm_csd_solve_f(&pf, y, 1, x, wd, iw, &it);
                 for (int c = 0; c < n; c++) X[i * n + c] = x[c];
             }

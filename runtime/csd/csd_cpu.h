@@ -6,7 +6,8 @@
 
 #include <stddef.h>
 
-/* Solves nvox voxels: Y holds their m measurements (the plan's, voxel-major: Y[i * m + j]),
+/* Solves nvox voxels: Y holds their m measurements (the plan's, measurement-major: measurement
+ * j of voxel i at Y[j * nvox + i], as NIfTI stores volumes),
  * X receives n values each, status a DM_CSD_* outcome each, iters (NULL: none) the outer
  * steps.  threads 0: all cores.  progress: report it (util/progress.h) under this label, or
  * NULL for none.  Stops early (returning -1) when a stop is requested. */

@@ -119,14 +119,13 @@ int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
         }
         size_t cn = nvox - first < chunk ? nvox - first : chunk;
         t0 = now_seconds();
-        for (size_t i = 0; i < cn; i++) /* transpose to measurement-major */
-            for (int j = 0; j < m; j++) {
-                double v = Y[(first + i) * m + j];
-                if (use_double)
-                    ((double *)hY)[(size_t)j * cn + i] = v;
-                else
-                    ((float *)hY)[(size_t)j * cn + i] = (float)v;
-            }
+        for (int j = 0; j < m; j++) { /* the chunk's rows of the measurement-major signals */
+            const double *src = Y + (size_t)j * nvox + first;
+            if (use_double)
+                memcpy((double *)hY + (size_t)j * cn, src, cn * sizeof(double));
+            else
+                for (size_t i = 0; i < cn; i++) ((float *)hY)[(size_t)j * cn + i] = (float)src[i];
+        }
         CK(cu->cuMemcpyHtoDAsync(dY, hY, cn * m * rs, NULL), "copying the signals to the GPU");
         CK(cu->cuStreamSynchronize(NULL), "copying the signals to the GPU");
         times->upload += now_seconds() - t0;

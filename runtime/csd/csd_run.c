@@ -240,8 +240,10 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         dm_set_error("out of memory for %zu voxels", d.nvox);
         goto done;
     }
-    for (size_t i = 0; i < d.nvox; i++)
-        for (int j = 0; j < plan.m; j++) Y[i * plan.m + j] = dm_dwi_signal(&d, i, plan.vol[j]);
+    t0 = now_seconds();
+    for (int j = 0; j < plan.m; j++) /* measurement-major, as NIfTI stores it: sequential */
+        for (size_t i = 0; i < d.nvox; i++) Y[j * d.nvox + i] = dm_dwi_signal(&d, i, plan.vol[j]);
+    t_load += now_seconds() - t0; /* gathering the mask's signals is part of loading */
     /* Soft: MRtrix's 50 iterations; hard: each step adds a constraint and some are dropped
      * again, about 3n steps in all on real data; 10n as MRtrix's msmt_csd allows. */
     int max_iter = o->max_iter > 0 ? o->max_iter : plan.soft ? 50 : 10 * plan.n;

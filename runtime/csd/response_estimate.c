@@ -186,9 +186,9 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
         double *X = malloc(nfit * (size_t)plan.n * sizeof *X);
         unsigned char *st = malloc(nfit);
         int ok = Y && X && st;
-        for (size_t i = 0; ok && i < nfit; i++)
-            for (int j = 0; j < plan.m; j++)
-                Y[i * plan.m + j] = dm_dwi_signal(d, fit[i], plan.vol[j]);
+        for (int j = 0; ok && j < plan.m; j++)
+            for (size_t i = 0; i < nfit; i++)
+                Y[j * nfit + i] = dm_dwi_signal(d, fit[i], plan.vol[j]);
         ok = ok && dm_csd_cpu_run(&plan, Y, nfit, 1, threads, 50, NULL, X, st, NULL) == 0;
         if (ok) {
 #pragma omp parallel for schedule(dynamic, 64)                                                     \
