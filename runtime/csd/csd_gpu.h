@@ -4,8 +4,31 @@
 #define DIMOC_CSD_GPU_H
 
 #include "csd/csd_plan.h"
+#include "gpu/cuda_api.h"
+#include "gpu/gpu_device.h"
 
+#include <pthread.h>
 #include <stddef.h>
+
+/* A GPU made ready on a thread of its own -- driver and NVRTC loaded, the device chosen, its
+ * primary context created -- while the caller reads its inputs, so that CUDA's start-up (a
+ * few tenths of a second) overlaps the reading instead of following it. */
+typedef struct dm_csd_gpu_warm {
+    pthread_t thread;
+    int started, joined, ok;
+    const char *gpus;
+    dm_cuda *cu;
+    dm_gpu_set gs;
+    CUdevice dev;
+    CUcontext ctx; /* the retained primary context; NULL when none */
+    char error[512];
+} dm_csd_gpu_warm;
+
+/* Starts the warm-up of the first GPU of `gpus` (NULL: GPU 0); its errors are reported by
+ * dm_csd_gpu_run.  w must stay in place until dm_csd_gpu_warm_end. */
+void dm_csd_gpu_warm_start(dm_csd_gpu_warm *w, const char *gpus);
+/* Waits for the warm-up (when started) and releases what it took. */
+void dm_csd_gpu_warm_end(dm_csd_gpu_warm *w);
 
 typedef struct dm_csd_gpu_times {
     double compile, upload, solve, download; /* seconds */
@@ -13,10 +36,10 @@ typedef struct dm_csd_gpu_times {
     char device[256];
 } dm_csd_gpu_times;
 
-/* As dm_csd_cpu_run, on the first GPU of `gpus` (NULL: GPU 0).  0, or -1 with
+/* As dm_csd_cpu_run, on the GPU that w made ready (waiting for it).  0, or -1 with
  * dm_last_error(). */
-int dm_csd_gpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_double,
-                   const char *gpus, int max_iter, double *X, unsigned char *status, int *iters,
+int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, size_t nvox,
+                   int use_double, int max_iter, double *X, unsigned char *status, int *iters,
                    dm_csd_gpu_times *times);
 
 #endif

@@ -171,9 +171,11 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     int map_store[DM_CSD_MAX_TISSUES][DM_MAX_SHELLS], *map[DM_CSD_MAX_TISSUES];
     for (int t = 0; t < DM_CSD_MAX_TISSUES; t++) map[t] = map_store[t];
     dm_csd_gpu_times gt = {0};
+    dm_csd_gpu_warm warm = {0};
     int est_of[DM_CSD_MAX_TISSUES] = {0, 1, 2}; /* the estimate behind each tissue */
 
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
+    if (o->use_gpu) dm_csd_gpu_warm_start(&warm, o->gpus); /* CUDA starts while we read */
     if (o->response) {
         nresp = split_paths(o->response, &rbuf, rpath, DM_CSD_MAX_TISSUES);
         if (nresp < 0) goto done;
@@ -254,8 +256,8 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     dm_provenance_str(prov, DM_PROV_RESULT, "precision", use_double ? "double" : "float");
     t0 = now_seconds();
     if (o->use_gpu) {
-        if (dm_csd_gpu_run(&plan, Y, d.nvox, use_double, o->gpus, max_iter, X, status, iters,
-                           &gt) != 0)
+        if (dm_csd_gpu_run(&warm, &plan, Y, d.nvox, use_double, max_iter, X, status, iters, &gt) !=
+            0)
             goto done;
     } else if (dm_csd_cpu_run(&plan, Y, d.nvox, use_double, o->threads, max_iter, "csd", X, status,
                               iters) != 0) {
@@ -340,6 +342,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     rc = 0;
 done:
     if (rc != 0) dm_outdir_abort(&od);
+    if (o->use_gpu) dm_csd_gpu_warm_end(&warm);
     free(rbuf);
     free(Y);
     free(X);
