@@ -111,6 +111,13 @@ static int parse_lmax(const dm_args *a, const dm_opt *opts, int *lmax)
     return 0;
 }
 
+/* --algorithm names one of the estimators of csd/response_estimate.h. */
+static int check_algorithm(const char *cmd, const char *name)
+{
+    if (!strcmp(name, "tournier") || !strcmp(name, "dhollander") || !strcmp(name, "fa")) return 0;
+    return dm_set_error("%s: --algorithm must be tournier, dhollander or fa, not '%s'", cmd, name);
+}
+
 static const char *const inputs[] = {"data", "bvals", "bvecs", "mask", "response", NULL};
 
 int dm_cmd_response(int argc, char **argv)
@@ -124,10 +131,7 @@ int dm_cmd_response(int argc, char **argv)
     if (rc == 0 && dm_arg_given(&a, response_opts, "threads"))
         rc = dm_arg_long(&a, response_opts, "threads", 1, 4096, &threads);
     o.algorithm = dm_arg(&a, response_opts, "algorithm");
-    if (rc == 0 && strcmp(o.algorithm, "tournier") && strcmp(o.algorithm, "dhollander") &&
-        strcmp(o.algorithm, "fa"))
-        rc = dm_set_error("response: --algorithm must be tournier, dhollander or fa, not '%s'",
-                          o.algorithm);
+    if (rc == 0) rc = check_algorithm("response", o.algorithm);
     if (rc != 0) {
         dm_args_free(&a);
         return dm_report_error();
@@ -168,10 +172,7 @@ int dm_cmd_csd(int argc, char **argv)
         rc = dm_set_error("csd: --precision must be float or double, not '%s'", precision);
     o.algorithm =
         dm_arg_given(&a, csd_opts, "algorithm") ? dm_arg(&a, csd_opts, "algorithm") : NULL;
-    if (rc == 0 && o.algorithm && strcmp(o.algorithm, "tournier") &&
-        strcmp(o.algorithm, "dhollander") && strcmp(o.algorithm, "fa"))
-        rc = dm_set_error("csd: --algorithm must be tournier, dhollander or fa, not '%s'",
-                          o.algorithm);
+    if (rc == 0 && o.algorithm) rc = check_algorithm("csd", o.algorithm);
     if (rc == 0 && o.algorithm && dm_arg_given(&a, csd_opts, "response"))
         rc = dm_set_error("csd: --algorithm estimates responses; it cannot go with --response");
     if (rc == 0) rc = dm_gpu_resolve_device(dm_arg(&a, csd_opts, "device"), "csd", &o.use_gpu);
