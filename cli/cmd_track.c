@@ -1,6 +1,9 @@
-/* dimoc track: probtrackx-style probabilistic streamline tractography over the orientation
- * samples of a bedpostx-style folder (see track_kernel.h for the stepping, track_outputs.h
- * for the files it writes). */
+/* dimoc track, in two modes:
+ *   --samples DIR  probtrackx-style probabilistic tractography over the orientation samples of a
+ *                  bedpostx-style folder (see track_kernel.h for the stepping, track_outputs.h
+ *                  for the files it writes);
+ *   --fod FILE     FOD tractography as MRtrix's tckgen (iFOD2, iFOD1, SD_STREAM:
+ *                  runtime/fodtrack/). */
 #include "args.h"
 #include "cli.h"
 #include "provenance_args.h"
@@ -13,7 +16,10 @@
 #include "track/track_outputs.h"
 #include "track/track_run.h"
 #include "track/track_seeds.h"
+#include "fodtrack/fodtrack_run.h"
+#include "util/cmdline.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +93,43 @@ static const dm_opt track_opts[] = {
     {NULL, NULL, NULL, NULL},
 };
 
+
+static const dm_opt fod_opts[] = {
+    {"fod", "FILE", NULL, "FOD image: SH coefficients in MRtrix's basis (dimoc csd's wm_fod)"},
+    {"seed", "MASK", NULL, "seed image: seeds at random positions within its voxels >= 0.5"},
+    {"out", "DIR", NULL, "output folder: tracks.tck, provenance.json, and what is asked for"},
+    {"algorithm", "ifod2|ifod1|sd_stream", "ifod2",
+     "iFOD2 (arcs, 4 samples per step), iFOD1 (FOD sampling per step), SD_STREAM (peaks)"},
+    {"seed-random-per-voxel", "N", NULL,
+     "N seeds at random positions in every --seed voxel (instead of random voxels)"},
+    {"select", "N", "5000", "streamlines to keep (0: as many as --seeds give)"},
+    {"seeds", "N", "1000 x select", "seeds to try at most (0: no limit)"},
+    {"step", "MM", "0.5 x voxel (ifod2), 0.1 x voxel", "step size (iFOD2: the arc length)"},
+    {"angle", "DEG", "45 (ifod2), 15 (ifod1), 60 (sd_stream)", "maximum angle per step"},
+    {"cutoff", "A", "0.1", "FOD amplitude below which a streamline stops"},
+    {"seed-cutoff", "A", "--cutoff", "FOD amplitude an initial direction needs"},
+    {"min-length", "MM", "5 x voxel", "shorter streamlines are rejected"},
+    {"max-length", "MM", "100 x voxel",
+     "longer ones stop (iFOD2's output is cut at exactly this length, as tckgen's)"},
+    {"trials", "N", "1000", "proposals per step at most (iFOD1, iFOD2)"},
+    {"power", "P", "1/samples (ifod2), 1 (ifod1)", "raise the FOD to this power"},
+    {"samples", "N", "4", "iFOD2: samples per step (the arc's points and its start)"},
+    {"max-attempts-per-seed", "N", "1000", "random initial directions tried per seed"},
+    {"unidirectional", NULL, NULL, "track from the seed one way only"},
+    {"include", "IMG", NULL, "keep only streamlines that visit this region" DM_REPEATABLE},
+    {"exclude", "IMG", NULL, "reject streamlines that enter this region" DM_REPEATABLE},
+    {"mask", "IMG", NULL, "streamlines stop where they leave these regions" DM_REPEATABLE},
+    {"stop", NULL, NULL, "stop a streamline once it has visited every --include region"},
+    {"rseed", "N", "0", "random seed (a Philox stream per streamline: same seed, same tracks)"},
+    {"threads", "N", "all cores", "CPU threads"},
+    {"device", "cpu|gpu|auto", "auto", "where to track (auto: a usable GPU, else the CPU)"},
+    {"gpus", "N", "0", "the GPU to use (its ordinal)"},
+    {"gpu-memory", "MB", "70% of free", "cap on the device memory used"},
+    {"precision", "float|double", "float",
+     "floating point of the tracking (double: CPU and GPU trace the same points)"},
+    {NULL, NULL, NULL, NULL},
+};
+
 int dm_help_track(FILE *out)
 {
     dm_args_help(
@@ -100,6 +143,106 @@ int dm_help_track(FILE *out)
         "waytotal, and fdt_paths (--opd), seeds_to_<target> (--os2t), fdt_matrix1/2/3.dot\n"
         "with coords_for_fdt_matrix* files (sparse, 1-based rows and columns).",
         track_opts);
+    fprintf(out, "\n");
+    dm_args_help(
+        out, "dimoc track --fod FOD --seed MASK --out DIR [options]",
+        "FOD tractography with MRtrix tckgen's algorithms, defaults and rules: iFOD2 (arcs of\n"
+        "constant curvature drawn by rejection sampling against a calibrated envelope),\n"
+        "iFOD1 or SD_STREAM, seeds at random in the seed mask, tracked both ways, stopped\n"
+        "below the FOD cutoff, past the angle, outside the image or --mask; tckgen's length\n"
+        "rules and regions.  Writes tracks.tck (MRtrix format, world mm, count and\n"
+        "total_count as tckgen's) and provenance.json (counts of every termination).",
+        fod_opts);
+    return 0;
+}
+
+static const char *const fod_inputs[] = {"fod", "seed", "include", "exclude", "mask", NULL};
+
+/* dimoc track --fod. */
+static int cmd_fodtrack(int argc, char **argv)
+{
+    dm_args a;
+    if (dm_args_parse("track", fod_opts, argc, argv, &a) != 0) return dm_report_error();
+    dm_fodtrack_options o;
+    memset(&o, 0, sizeof o);
+    o.step = o.angle = o.cutoff = o.seed_cutoff = o.min_length = o.max_length = o.power = NAN;
+    o.select = o.seeds = o.trials = o.samples = o.max_attempts = -1;
+    long rseed = 0, threads = 0;
+    int rc = 0;
+    if (a.npositional)
+        rc = dm_set_error("track: unexpected argument '%s' (see 'dimoc help track')",
+                          a.positional[0]);
+    static const char *const required[] = {"fod", "seed", "out"};
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if (!dm_arg(&a, fod_opts, required[i]))
+            rc = dm_set_error("track: --%s is required with --fod (see 'dimoc help track')",
+                              required[i]);
+    static const char *const longs[] = {"select",  "seeds",   "trials",
+                                        "samples", "max-attempts-per-seed", "seed-random-per-voxel"};
+    long *long_dst[] = {&o.select, &o.seeds, &o.trials, &o.samples, &o.max_attempts,
+                        &o.seeds_per_voxel};
+    for (int i = 0; i < 6 && rc == 0; i++)
+        if (dm_arg_given(&a, fod_opts, longs[i]))
+            rc = dm_arg_long(&a, fod_opts, longs[i], i < 2 ? 0 : 1, 1L << 40, long_dst[i]);
+    static const char *const doubles[] = {"step",       "angle",      "cutoff", "seed-cutoff",
+                                          "min-length", "max-length", "power"};
+    double *dbl_dst[] = {&o.step,       &o.angle,      &o.cutoff, &o.seed_cutoff,
+                         &o.min_length, &o.max_length, &o.power};
+    for (int i = 0; i < 7 && rc == 0; i++)
+        if (dm_arg_given(&a, fod_opts, doubles[i]))
+            rc = dm_arg_double(&a, fod_opts, doubles[i], dbl_dst[i]);
+    if (rc == 0) rc = dm_arg_long(&a, fod_opts, "rseed", 0, 0x7fffffffffffffffL, &rseed);
+    if (rc == 0 && dm_arg_given(&a, fod_opts, "threads"))
+        rc = dm_arg_long(&a, fod_opts, "threads", 1, 4096, &threads);
+    if (rc == 0 && dm_arg_given(&a, fod_opts, "gpu-memory"))
+        rc = dm_arg_long(&a, fod_opts, "gpu-memory", 1, 1L << 30, &o.gpu_memory_mb);
+    const char *precision = dm_arg(&a, fod_opts, "precision");
+    if (rc == 0 && strcmp(precision, "float") && strcmp(precision, "double"))
+        rc = dm_set_error("track: --precision must be float or double, not '%s'", precision);
+    o.algorithm = dm_arg(&a, fod_opts, "algorithm");
+    if (rc == 0 && strcmp(o.algorithm, "ifod2") && strcmp(o.algorithm, "ifod1") &&
+        strcmp(o.algorithm, "sd_stream"))
+        rc = dm_set_error("track: --algorithm must be ifod2, ifod1 or sd_stream, not '%s'",
+                          o.algorithm);
+    if (rc == 0 && o.seeds_per_voxel > 0 &&
+        (dm_arg_given(&a, fod_opts, "select") || dm_arg_given(&a, fod_opts, "seeds")))
+        rc = dm_set_error("track: --seed-random-per-voxel fixes the seeds; it cannot go with "
+                          "--select or --seeds");
+    if (rc == 0) rc = dm_gpu_resolve_device(dm_arg(&a, fod_opts, "device"), "track", &o.use_gpu);
+    if (rc != 0) {
+        dm_args_free(&a);
+        return dm_report_error();
+    }
+    o.fod = dm_arg(&a, fod_opts, "fod");
+    o.seed = dm_arg(&a, fod_opts, "seed");
+    o.out = dm_arg(&a, fod_opts, "out");
+    o.include = dm_arg(&a, fod_opts, "include");
+    o.exclude = dm_arg(&a, fod_opts, "exclude");
+    o.mask = dm_arg(&a, fod_opts, "mask");
+    o.unidirectional = dm_arg_given(&a, fod_opts, "unidirectional");
+    o.stop = dm_arg_given(&a, fod_opts, "stop");
+    o.rseed = (unsigned long long)rseed;
+    o.threads = (int)threads;
+    o.use_double = !strcmp(precision, "double");
+    o.gpus = dm_arg(&a, fod_opts, "gpus");
+    char *history = dm_command_line();
+    o.history = history;
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "track");
+    dm_provenance_args(&prov, &a, fod_opts, fod_inputs);
+    rc = dm_fodtrack_command(&o, &prov);
+    dm_provenance_free(&prov);
+    if (rc == 0) printf("track: streamlines in %s/tracks.tck\n", o.out);
+    free(history);
+    dm_args_free(&a);
+    return rc == 0 ? 0 : dm_report_error();
+}
+
+/* --fod anywhere selects FOD tractography (its own options). */
+static int wants_fod(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--fod") || !strncmp(argv[i], "--fod=", 6)) return 1;
     return 0;
 }
 
@@ -185,6 +328,7 @@ static char *diffusion_mask_path(const char *dir)
 
 int dm_cmd_track(int argc, char **argv)
 {
+    if (wants_fod(argc, argv)) return cmd_fodtrack(argc, argv);
     dm_args a;
     if (dm_args_parse("track", track_opts, argc, argv, &a) != 0) return dm_report_error();
     dm_track_field field;

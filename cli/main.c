@@ -21,6 +21,6 @@ int main(int argc, char **argv)
         return 2;
     }
     int rc = c->run(argc - 2, argv + 2);
-    int sig = dm_stop_requested();
+    int sig = dm_stop_requested() ? dm_stop_requested() : dm_stop_taken();
     return sig ? 128 + sig : rc;
 }

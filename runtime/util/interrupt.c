@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, taken_signal;
 
 static void on_signal(int sig)
 {
@@ -42,9 +42,24 @@ int dm_stop_requested(void)
     return stop_signal;
 }
 
-int dm_stop_error(void)
+int dm_stop_take(void)
 {
     int sig = stop_signal;
+    if (sig) {
+        taken_signal = sig;
+        stop_signal = 0;
+    }
+    return sig;
+}
+
+int dm_stop_taken(void)
+{
+    return taken_signal;
+}
+
+int dm_stop_error(void)
+{
+    int sig = stop_signal ? stop_signal : taken_signal;
     return dm_set_error("interrupted by %s", sig == SIGTERM  ? "SIGTERM"
                                              : sig == SIGINT ? "SIGINT"
                                                              : "a signal");

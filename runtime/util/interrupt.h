@@ -15,6 +15,12 @@
 void dm_interrupt_install(void);
 /* The signal received (SIGINT, SIGTERM), 0 when none. */
 int dm_stop_requested(void);
+/* For a command whose partial result is a result (tractography stopped early writes the
+ * streamlines it has, as tckgen does): takes the stop request, so that the outputs can still
+ * be committed, and returns its signal (0: none).  The exit status stays 128 + the signal. */
+int dm_stop_take(void);
+/* The signal taken by dm_stop_take (0: none). */
+int dm_stop_taken(void);
 /* Records "interrupted by SIGINT" (or SIGTERM) as the error and returns -1. */
 int dm_stop_error(void);
 /* Blocks SIGINT and SIGTERM (a critical section, e.g. renaming outputs into place); the

@@ -1,0 +1,31 @@
+/* The FOD image of FOD tractography, loaded into the kernel's layout (templates/fodtrack/
+ * fod_field.h): the rows of the voxels whose FOD is not zero, a row index per voxel, and the
+ * world <-> voxel matrices. */
+#ifndef DIMOC_FODTRACK_FOD_IMAGE_H
+#define DIMOC_FODTRACK_FOD_IMAGE_H
+
+#include "fodtrack/ft_types.h"
+#include "io/space.h"
+#include "io/volume.h"
+
+typedef struct dm_ft_fod {
+    dm_volume header;      /* the image's geometry (data freed after loading) */
+    int *row;              /* per voxel: row of coef, -1 where every coefficient is 0 or NaN */
+    float *coef;           /* nrows x ncoef */
+    long nrows;
+    int nx, ny, nz, ncoef, lmax;
+    dm_affine v2w, w2v;    /* voxel <-> world mm */
+    double min_voxel;      /* the smallest voxel size (mm): tckgen's unit of step and lengths */
+    dm_fod_sh_table table; /* the amplitude's recurrence constants */
+} dm_ft_fod;
+
+/* Reads a 4D image of SH coefficients (1, 6, 15, 28, 45, 66 or 91 volumes: even lmax up to 12).
+ * -1 with one line naming the file otherwise. */
+int dm_ft_fod_load(const char *path, dm_ft_fod *im);
+void dm_ft_fod_free(dm_ft_fod *im);
+/* The kernel's view of it (pointers into im). */
+void dm_ft_fod_field(const dm_ft_fod *im, dm_fod_field *f);
+/* The recurrence constants of dm_fod_amplitude. */
+void dm_fod_sh_table_fill(dm_fod_sh_table *t);
+
+#endif

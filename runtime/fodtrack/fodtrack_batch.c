@@ -1,0 +1,78 @@
+#include "fodtrack/fodtrack_batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void dm_ft_batch_reset(dm_ft_batch *b, unsigned long long first, long n, size_t cap_points)
+{
+    b->first = first;
+    b->n = n;
+    b->count = 0;
+    b->npoints = 0;
+    memset(b->ends, 0, sizeof b->ends);
+    b->truncations = 0;
+    size_t m = n > 0 ? (size_t)n : 1;
+    b->verdict = realloc(b->verdict, m);
+    b->id = realloc(b->id, m * sizeof *b->id);
+    b->start = realloc(b->start, m * sizeof *b->start);
+    b->npts = realloc(b->npts, m * sizeof *b->npts);
+    b->seed_index = realloc(b->seed_index, m * sizeof *b->seed_index);
+    b->xyz = realloc(b->xyz, 3 * (cap_points ? cap_points : 1) * sizeof *b->xyz);
+}
+
+typedef struct {
+    unsigned long long id;
+    long k;
+} keyed;
+
+static int by_id(const void *a, const void *b)
+{
+    unsigned long long x = ((const keyed *)a)->id, y = ((const keyed *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+void dm_ft_batch_sort(dm_ft_batch *b)
+{
+    int sorted = 1;
+    for (long i = 1; i < b->count && sorted; i++) sorted = b->id[i - 1] < b->id[i];
+    if (sorted) return;
+    keyed *order = malloc(b->count * sizeof *order);
+    for (long i = 0; i < b->count; i++) order[i] = (keyed){b->id[i], i};
+    qsort(order, b->count, sizeof *order, by_id);
+    unsigned long long *id = malloc(b->count * sizeof *id);
+    size_t *start = malloc(b->count * sizeof *start);
+    int *npts = malloc(b->count * sizeof *npts), *seed = malloc(b->count * sizeof *seed);
+    float *xyz = malloc(3 * (b->npoints ? b->npoints : 1) * sizeof *xyz);
+    size_t at = 0;
+    for (long i = 0; i < b->count; i++) {
+        long k = order[i].k;
+        id[i] = b->id[k];
+        npts[i] = b->npts[k];
+        seed[i] = b->seed_index[k];
+        start[i] = at;
+        memcpy(xyz + 3 * at, b->xyz + 3 * b->start[k], 3 * (size_t)npts[i] * sizeof *xyz);
+        at += (size_t)npts[i];
+    }
+    free(order);
+    free(b->id);
+    free(b->start);
+    free(b->npts);
+    free(b->seed_index);
+    free(b->xyz);
+    b->id = id;
+    b->start = start;
+    b->npts = npts;
+    b->seed_index = seed;
+    b->xyz = xyz;
+}
+
+void dm_ft_batch_free(dm_ft_batch *b)
+{
+    free(b->verdict);
+    free(b->id);
+    free(b->start);
+    free(b->npts);
+    free(b->seed_index);
+    free(b->xyz);
+    memset(b, 0, sizeof *b);
+}

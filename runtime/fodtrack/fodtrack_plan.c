@@ -1,0 +1,258 @@
+#include "fodtrack/fodtrack_plan.h"
+
+#include "util/error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double deg = 3.14159265358979323846 / 180;
+
+static void copy_3x4(const dm_affine *a, double m[3][4])
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) m[i][j] = a->m[i][j];
+}
+
+/* A mask as tckgen reads it: a voxel is in when its value rounds to non-zero (|v| >= 0.5). */
+static int in_mask(double v)
+{
+    return isfinite(v) && fabs(v) >= 0.5;
+}
+
+/* Appends the region image `path` of `kind` to the plan. */
+static int add_roi(dm_ft_plan *p, const char *path, int kind, const char *what)
+{
+    dm_ft_ctx *c = &p->ctx;
+    if (c->nroi == DM_FT_MAX_ROI)
+        return dm_set_error("track: at most %d --include, --exclude and --mask images together",
+                            DM_FT_MAX_ROI);
+    dm_volume v;
+    if (dm_volume_read(path, &v) != 0) return -1;
+    if (v.nt != 1) {
+        dm_volume_free(&v);
+        return dm_set_error("%s: a %s image must be 3D (it has %d volumes)", path, what, v.nt);
+    }
+    dm_ft_roi *r = &c->roi[c->nroi];
+    r->nx = v.nx;
+    r->ny = v.ny;
+    r->nz = v.nz;
+    r->kind = kind;
+    r->offset = p->roi_bytes;
+    dm_affine v2w, w2v;
+    dm_volume_vox2world(&v, &v2w);
+    if (dm_affine_invert(&v2w, &w2v) != 0) {
+        dm_volume_free(&v);
+        return dm_set_error("%s: the voxel -> world matrix is singular", path);
+    }
+    copy_3x4(&w2v, r->w2v);
+    size_t n = DM_NVOX(&v);
+    p->roi_data = realloc(p->roi_data, p->roi_bytes + n);
+    long inside = 0;
+    for (size_t i = 0; i < n; i++) inside += p->roi_data[p->roi_bytes + i] = in_mask(v.data[i]);
+    p->roi_bytes += n;
+    dm_volume_free(&v);
+    if (!inside) return dm_set_error("%s: the %s image has no voxel >= 0.5", path, what);
+    if (kind == DM_FT_ROI_INCLUDE) {
+        int bit = 0;
+        while (c->include_all >> bit & 1u) bit++;
+        r->include_bit = bit;
+        c->include_all |= 1u << bit;
+    }
+    if (kind == DM_FT_ROI_MASK) c->has_mask = 1;
+    if (kind == DM_FT_ROI_EXCLUDE) c->has_exclude = 1;
+    c->nroi++;
+    size_t len = p->roi_lines ? strlen(p->roi_lines) : 0;
+    p->roi_lines = realloc(p->roi_lines, len + strlen(path) + 32);
+    sprintf(p->roi_lines + len, "roi: %s %s\n",
+            kind == DM_FT_ROI_INCLUDE   ? "include"
+            : kind == DM_FT_ROI_EXCLUDE ? "exclude"
+                                        : "mask",
+            path);
+    return 0;
+}
+
+static int add_rois(dm_ft_plan *p, const char *list, int kind, const char *what)
+{
+    if (!list) return 0;
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save))
+        rc = add_roi(p, t, kind, what);
+    free(copy);
+    return rc;
+}
+
+static int load_seeds(dm_ft_plan *p, const char *path)
+{
+    dm_volume v;
+    if (dm_volume_read(path, &v) != 0) return -1;
+    if (v.nt != 1) {
+        dm_volume_free(&v);
+        return dm_set_error("%s: the seed image must be 3D (it has %d volumes)", path, v.nt);
+    }
+    size_t n = DM_NVOX(&v);
+    p->seed_vox = malloc((n ? n : 1) * sizeof *p->seed_vox);
+    long k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (in_mask(v.data[i])) p->seed_vox[k++] = (int)i;
+    dm_affine v2w;
+    dm_volume_vox2world(&v, &v2w);
+    copy_3x4(&v2w, p->ctx.seed_v2w);
+    p->ctx.seed_nx = v.nx;
+    p->ctx.seed_ny = v.ny;
+    p->ctx.seed_vox = p->seed_vox;
+    p->ctx.nseed_vox = k;
+    dm_volume_free(&v);
+    if (k == 0) return dm_set_error("%s: the seed image has no voxel >= 0.5", path);
+    return 0;
+}
+
+/* tckgen's point budgets (MRtrix's set_num_points), in float as it computes them: the points
+ * a streamline may have while tracking, and the counts outside which the downsampled output's
+ * exact length must be checked. */
+static void point_budgets(dm_ft_plan *p, double angle)
+{
+    dm_ft_ctx *c = &p->ctx;
+    float step = (float)c->step, min_dist = (float)c->min_dist, max_dist = (float)c->max_dist;
+    float r = (float)c->downsample, nsub = c->algorithm == DM_FT_IFOD2 ? (float)c->nsub : 1.0f;
+    float min_radius = step / (2.0f * sinf((float)angle / 2.0f));
+    float ang_pre = 2.0f * asinf(step / (2.0f * min_radius)) / nsub;
+    float ang_post = r * ang_pre;
+    float dmin_post = ang_post > 2.0f * 3.14159265f ? 0.0f
+                                                    : 2.0f * min_radius * sinf(ang_post / 2.0f);
+    float dmax_post = r * step / nsub;
+    c->min_pts_pre = 1 + (int)ceilf(min_dist / step);
+    c->max_pts_pre = dmin_post > 0 ? 3 + (int)ceilf(r * max_dist / dmin_post) : 1 << 30;
+    c->min_pts_post = dmin_post > 0 ? 3 + (int)ceilf(min_dist / dmin_post) : 3;
+    c->max_pts_post = 1 + (int)floorf(max_dist / dmax_post);
+}
+
+int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    dm_ft_ctx *c = &p->ctx;
+    if (!strcmp(o->algorithm, "ifod2")) {
+        c->algorithm = DM_FT_IFOD2;
+        p->method = "iFOD2";
+    } else if (!strcmp(o->algorithm, "ifod1")) {
+        c->algorithm = DM_FT_IFOD1;
+        p->method = "iFOD1";
+    } else if (!strcmp(o->algorithm, "sd_stream")) {
+        c->algorithm = DM_FT_SDSTREAM;
+        p->method = "SD_STREAM";
+    } else {
+        return dm_set_error("track: --algorithm must be ifod2, ifod1 or sd_stream, not '%s'",
+                            o->algorithm);
+    }
+    if (dm_ft_fod_load(o->fod, &p->fod) != 0) return -1;
+    double vs[3];
+    dm_volume_voxel_size(&p->fod.header, vs);
+    p->vox = cbrt(vs[0] * vs[1] * vs[2]);
+    dm_ft_fod_field(&p->fod, &c->fod);
+    if (p->fod.nrows == 0) return dm_set_error("%s: every voxel's FOD is zero", o->fod);
+
+    /* tckgen's defaults, in units of the voxel size */
+    const int ifod2 = c->algorithm == DM_FT_IFOD2;
+    double step_vox = ifod2 ? 0.5 : 0.1, angle_deg = ifod2 ? 45 : c->algorithm == DM_FT_IFOD1 ? 15 : 60;
+    c->step = isnan(o->step) ? step_vox * p->vox : o->step;
+    double angle = (isnan(o->angle) ? angle_deg : o->angle) * deg;
+    c->cos_max_angle = cos(angle);
+    c->threshold = isnan(o->cutoff) ? 0.1 : o->cutoff;
+    c->init_threshold = isnan(o->seed_cutoff) ? c->threshold : o->seed_cutoff;
+    c->min_dist = isnan(o->min_length) ? 5 * p->vox : o->min_length;
+    c->max_dist = isnan(o->max_length) ? 100 * p->vox : o->max_length;
+    int samples = o->samples > 0 ? (int)o->samples : 4;
+    c->nsub = samples - 1;
+    c->power = isnan(o->power) ? (ifod2 ? 1.0 / samples : 1.0) : o->power;
+    c->power_kind = c->power == 1     ? DM_FT_POWER_ONE
+                    : c->power == 0.5  ? DM_FT_POWER_HALF
+                    : c->power == 0.25 ? DM_FT_POWER_QUARTER
+                                       : DM_FT_POWER_OTHER;
+    c->max_trials = o->trials > 0 ? (int)o->trials : 1000;
+    c->max_seed_attempts = o->max_attempts > 0 ? (int)o->max_attempts : 1000;
+    c->unidirectional = o->unidirectional;
+    c->downsample = ifod2 ? c->nsub : 1;
+    if (!(c->step > 0)) return dm_set_error("track: --step must be positive");
+    if (!(angle > 0 && angle <= 90 * deg))
+        return dm_set_error("track: --angle must be in (0, 90] degrees");
+    if (!(c->min_dist >= 0 && c->max_dist > c->min_dist))
+        return dm_set_error("track: --max-length must exceed --min-length (%g, %g mm)",
+                            c->min_dist, c->max_dist);
+    if (c->nsub < 1 || c->nsub > DM_FT_MAX_SUB)
+        return dm_set_error("track: --samples must be 2 to %d", DM_FT_MAX_SUB + 1);
+    if (!(c->power > 0)) return dm_set_error("track: --power must be positive");
+    point_budgets(p, angle);
+
+    if (c->algorithm != DM_FT_SDSTREAM) {
+        if (dm_ft_calibrate(ifod2, p->fod.lmax, angle, c->step, p->vox, c->nsub, c->power,
+                            &p->calib) != 0)
+            return -1;
+        c->calib = p->calib.dirs;
+        c->ncalib = p->calib.n;
+        c->calib_ratio = p->calib.ratio;
+    }
+
+    if (load_seeds(p, o->seed) != 0) return -1;
+    if (add_rois(p, o->include, DM_FT_ROI_INCLUDE, "--include") != 0 ||
+        add_rois(p, o->exclude, DM_FT_ROI_EXCLUDE, "--exclude") != 0 ||
+        add_rois(p, o->mask, DM_FT_ROI_MASK, "--mask") != 0)
+        return -1;
+    c->roi_data = p->roi_data;
+    c->stop_on_include = o->stop && c->include_all;
+    if (o->stop && !c->include_all) dm_warn("track: --stop does nothing without --include");
+
+    /* how many: tckgen's select / seeds rules */
+    if (o->seeds_per_voxel > 0) {
+        c->seeds_per_voxel = o->seeds_per_voxel;
+        p->max_seeds = (unsigned long long)o->seeds_per_voxel * (unsigned long long)c->nseed_vox;
+        p->select = p->max_seeds;
+    } else {
+        long select = o->select >= 0 ? o->select : (o->seeds >= 0 ? 0 : 5000);
+        p->select = (unsigned long long)select;
+        p->max_seeds = o->seeds >= 0 ? (unsigned long long)o->seeds
+                                     : 1000ULL * (unsigned long long)select;
+        if (p->select == 0 && p->max_seeds == 0)
+            return dm_set_error("track: --select 0 needs --seeds N (or the run would not end)");
+    }
+    c->rseed = o->rseed;
+    /* the buffer holds every point before downsampling, and the one the second half may add
+     * after the first used the budget */
+    p->buf_points = c->max_pts_pre + c->nsub + 2;
+    return 0;
+}
+
+char *dm_ft_plan_header(const dm_ft_plan *p, const dm_fodtrack_options *o)
+{
+    const dm_ft_ctx *c = &p->ctx;
+    size_t cap = 4096 + (p->roi_lines ? strlen(p->roi_lines) : 0) +
+                 (o->history ? strlen(o->history) : 0) + strlen(o->fod) + strlen(o->seed);
+    char *h = malloc(cap);
+    int n = snprintf(h, cap,
+                     "command_history: %s\nmethod: %s\nsource: %s\nstep_size: %g\n"
+                     "max_angle: %g\nthreshold: %g\ninit_threshold: %g\nmin_dist: %g\n"
+                     "max_dist: %g\nfod_power: %g\nmax_trials: %d\nmax_seed_attempts: %d\n"
+                     "samples_per_step: %d\ndownsample_factor: %d\nlmax: %d\n"
+                     "unidirectional: %d\nstop_on_all_include: %d\nrk4: 0\n"
+                     "max_num_seeds: %llu\nmax_num_tracks: %llu\nrng_seed: %llu\n"
+                     "roi: seed %s\n%s",
+                     o->history ? o->history : "dimoc track", p->method, o->fod, c->step,
+                     acos(c->cos_max_angle) / deg, c->threshold, c->init_threshold, c->min_dist,
+                     c->max_dist, c->power, c->max_trials, c->max_seed_attempts, c->nsub + 1,
+                     c->downsample, p->fod.lmax, c->unidirectional, c->stop_on_include,
+                     p->max_seeds, p->select, (unsigned long long)c->rseed, o->seed,
+                     p->roi_lines ? p->roi_lines : "");
+    if (n > 0 && h[n - 1] == '\n') h[n - 1] = 0;
+    return h;
+}
+
+void dm_ft_plan_free(dm_ft_plan *p)
+{
+    dm_ft_fod_free(&p->fod);
+    dm_ft_calibration_free(&p->calib);
+    free(p->seed_vox);
+    free(p->roi_data);
+    free(p->roi_lines);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,52 @@
+/* What `dimoc track --fod` will do, fixed before any streamline: tckgen's defaults resolved
+ * against the FOD image (step, angle, cutoff and lengths in units of its voxel size), the point
+ * budgets, the envelope's calibration, the seed voxels and the regions of interest, gathered in
+ * the kernel's context (templates/fodtrack/ft_types.h). */
+#ifndef DIMOC_FODTRACK_PLAN_H
+#define DIMOC_FODTRACK_PLAN_H
+
+#include "fodtrack/calibrate.h"
+#include "fodtrack/fod_image.h"
+
+/* The user's choices; NaN / -1 / NULL where tckgen's default applies. */
+typedef struct dm_fodtrack_options {
+    const char *fod, *out, *seed;
+    long seeds_per_voxel; /* --seed-random-per-voxel (0: random positions in the mask) */
+    const char *algorithm; /* ifod2 | ifod1 | sd_stream */
+    long select, seeds;    /* -1: default */
+    double step, angle, cutoff, seed_cutoff, min_length, max_length, power; /* NaN: default */
+    long trials, samples, max_attempts; /* -1: default */
+    int unidirectional, stop;
+    const char *include, *exclude, *mask; /* comma-joined image lists, or NULL */
+    const char *tdi, *connectome;         /* output name in --out, parcellation; or NULL */
+    double tdi_voxel;                     /* 0: the FOD's grid */
+    unsigned long long rseed;
+    int threads, use_gpu, use_double;
+    const char *gpus;
+    long gpu_memory_mb;
+    const char *history; /* the command line, for the .tck header */
+} dm_fodtrack_options;
+
+typedef struct dm_ft_plan {
+    dm_ft_fod fod;
+    dm_ft_calibration calib;
+    dm_ft_ctx ctx; /* host pointers into the arrays below */
+    int *seed_vox;
+    unsigned char *roi_data;
+    long roi_bytes;
+    double vox;                   /* tckgen's voxel size: the cube root of the voxel volume */
+    unsigned long long max_seeds; /* seeds to try at most (0: no limit) */
+    unsigned long long select;    /* streamlines to keep (0: no limit) */
+    int buf_points;               /* the per-streamline point buffer a tracer needs */
+    const char *method;           /* "iFOD2", "iFOD1", "SD_STREAM" */
+    char *roi_lines;              /* "roi: include PATH" lines for the .tck header */
+} dm_ft_plan;
+
+/* Reads the FOD, seed and region images and resolves every option; -1 with one line naming the
+ * option or the file otherwise. */
+int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p);
+void dm_ft_plan_free(dm_ft_plan *p);
+/* The .tck header lines tckgen writes (step_size, max_angle, threshold, ...), for dm_tck_open. */
+char *dm_ft_plan_header(const dm_ft_plan *p, const dm_fodtrack_options *o);
+
+#endif

@@ -1,0 +1,92 @@
+/* The FOD image as the tracker reads it: SH coefficients interpolated trilinearly at a point,
+ * and the amplitude of that FOD in a direction (MRtrix's basis: real, orthonormal, even
+ * degrees, index l(l+1)/2 + m, m < 0 with sin(|m| phi), Condon-Shortley phase, world frame;
+ * runtime/sphere/sh.h).
+ *
+ * Storage.  Only voxels with a non-zero FOD hold coefficients: `row` maps each voxel of the
+ * grid to its row of `coef` (ncoef floats), or -1.  A whole brain's rows (about 200k x 45
+ * floats, 36 MB) then fit the GPU's L2 cache, which the 8 corner reads of every sample hit.
+ *
+ * The amplitude needs no angle: with d = (x, y, z) a unit vector, sin^m(theta) e^{i m phi} =
+ * (x + i y)^m, so Y_lm = Q_lm(z) Re or Im (x + i y)^m where Q_lm is the normalised associated
+ * Legendre function without its sin^m(theta) factor, which obeys the same recurrence in l.
+ *
+ * No include guard (once per precision; see ft_types.h).  Before including: `real`, DM_FN,
+ * DM_FT, ft_types.h. */
+/* m p: a world point to the continuous voxel coordinates of an image with this world-to-voxel
+ * matrix (or any 3x4 affine map). */
+DM_FN void DM_FT(fod_affine)(const double m[3][4], const real p[3], real v[3])
+{
+    for (int i = 0; i < 3; i++)
+        v[i] = (real)m[i][0] * p[0] + (real)m[i][1] * p[1] + (real)m[i][2] * p[2] + (real)m[i][3];
+}
+
+/* The coefficients at world point p, interpolated trilinearly between voxel centres as MRtrix's
+ * linear interpolator does: outside unless every voxel coordinate lies in (-0.5, n - 0.5) (returns
+ * 0); in the outer half voxel the edge voxel alone; fractions below 1e-6 count as 0.  1 inside. */
+DM_FN int DM_FT(fod_interp)(const dm_fod_field *f, const real p[3], real *c)
+{
+    real v[3];
+    DM_FT(fod_affine)(f->w2v, p, v);
+    const int n[3] = {f->nx, f->ny, f->nz};
+    int lo[3], hi[3];
+    real w[3];
+    for (int i = 0; i < 3; i++) {
+        if (!(v[i] > (real)-0.5 && v[i] < (real)n[i] - (real)0.5)) return 0;
+        real fl = floor(v[i]);
+        lo[i] = (int)fl;
+        hi[i] = lo[i] + 1;
+        w[i] = v[i] - fl;
+        if (lo[i] < 0) {
+            lo[i] = hi[i] = 0;
+            w[i] = 0;
+        } else if (hi[i] > n[i] - 1) {
+            hi[i] = lo[i];
+            w[i] = 0;
+        }
+        if (w[i] < (real)1e-6) w[i] = 0;
+    }
+    for (int k = 0; k < f->ncoef; k++) c[k] = 0;
+    for (int corner = 0; corner < 8; corner++) {
+        real wt = (corner & 1 ? w[0] : 1 - w[0]) * (corner & 2 ? w[1] : 1 - w[1]) *
+                  (corner & 4 ? w[2] : 1 - w[2]);
+        if (wt == 0) continue;
+        int x = corner & 1 ? hi[0] : lo[0], y = corner & 2 ? hi[1] : lo[1],
+            z = corner & 4 ? hi[2] : lo[2];
+        int r = f->row[((long)z * f->ny + y) * f->nx + x];
+        if (r < 0) continue;
+        const float *src = f->coef + (long)r * f->ncoef;
+        for (int k = 0; k < f->ncoef; k++) c[k] += wt * (real)src[k];
+    }
+    return 1;
+}
+
+/* The amplitude in the unit direction d of the function with coefficients c (degree lmax). */
+DM_FN real DM_FT(fod_amplitude)(const dm_fod_sh_table *t, int lmax, const real *c, const real d[3])
+{
+    real z = d[2], sum = 0;
+    real re = 1, im = 0; /* (x + i y)^m */
+    for (int m = 0; m <= lmax; m++) {
+        if (m > 0) {
+            real r2 = re * d[0] - im * d[1];
+            im = re * d[1] + im * d[0];
+            re = r2;
+        }
+        real q2 = 0, q1 = (real)t->start[m]; /* Q_{m-1}, Q_m */
+        for (int l = m; l <= lmax; l++) {
+            if (l > m) {
+                real q = (real)t->a[l][m] * (z * q1 - (real)t->b[l][m] * q2);
+                q2 = q1;
+                q1 = q;
+            }
+            if (l & 1) continue;
+            int centre = l * (l + 1) / 2;
+            if (m == 0)
+                sum += c[centre] * q1;
+            else
+                sum += q1 * (c[centre + m] * re + c[centre - m] * im);
+        }
+    }
+    return sum;
+}
+

@@ -1,0 +1,584 @@
+/* FOD streamline tractography as MRtrix's tckgen does it (iFOD2, iFOD1, SD_STREAM), one source
+ * for the host threads (runtime/fodtrack/fodtrack_cpu.c) and the GPU (gpu_fodtrack.cu).
+ *
+ * A streamline is traced by a small state machine so that a GPU thread can advance whichever
+ * streamline it holds by one step per turn of its loop, and take the next one the moment its
+ * own ends (docs/tracking.md):
+ *     ft_seed     draw the seed of streamline `id` and its initial direction (0: rejected seed)
+ *     ft_step     one step: an arc of iFOD2 (its nsub points), one step of iFOD1 or SD_STREAM;
+ *                 every new point goes through tckgen's checks (mask, exclude, include, stop,
+ *                 length); returns 1 when the current half has ended
+ *     ft_turn     after the first half: reverse it and start the second from the seed (1), or
+ *                 0 when the streamline is complete
+ *     ft_finish   tckgen's acceptance: too short, includes missed, excluded; iFOD2's output
+ *                 downsampled (every nsub-th point, the seed kept) and cut at the maximum length
+ *
+ * Every decision draws from the streamline's own Philox stream (rseed, id), and every
+ * operation is + - * / or sqrt (det_math.h for the angles), so the host and the GPU (compiled
+ * with --fmad=false) trace the same points in double.
+ *
+ * Points are world (scanner) mm, directions unit vectors in world axes, the frame of MRtrix's
+ * FODs.  The facts of tckgen followed here (defaults, which point is kept at which
+ * termination, the calibrated envelope) are listed in docs/tracking.md.
+ *
+ * No include guard (once per precision).  Before including: `real`, DM_FN, DM_FT, philox.h,
+ * ft_types.h, det_math.h, fod_field.h. */
+
+/* The state of the streamline a thread is tracing. */
+typedef struct {
+    dm_rng rng;
+    real pos[3], dir[3];           /* the current point and direction */
+    real seed_pos[3], seed_dir[3]; /* for the second half */
+    real half_prob0;               /* iFOD2: sqrt of the FOD amplitude where the next arc starts */
+    real seed_half_prob0;
+    int n;          /* points in the buffer */
+    int half;       /* 1 or 2 */
+    int seed_index; /* of the seed among the points, once the halves are joined */
+    int excluded;   /* entered an exclusion region: rejected */
+    unsigned visited; /* include regions visited (bits) */
+    int end1, end2;   /* terminations of the halves (DM_FT_END_*) */
+    unsigned truncations; /* proposals above the envelope (tckgen counts them too) */
+} DM_FT(state);
+
+/* Uniform deviate in (0, 1) at the build's precision. */
+DM_FN real DM_FT(ft_uniform)(dm_rng *r)
+{
+    return (real)dm_rng_uniform(r);
+}
+
+/* MRtrix's rotate_direction: the rotation about z x ref that takes z to ref, applied to v. */
+DM_FN void DM_FT(ft_rotate)(const real ref[3], const real v[3], real out[3])
+{
+    real n2 = ref[0] * ref[0] + ref[1] * ref[1];
+    if (n2 == 0) {
+        real s = ref[2] < 0 ? (real)-1 : (real)1;
+        for (int i = 0; i < 3; i++) out[i] = s * v[i];
+        return;
+    }
+    real n = sqrt(n2), mx = ref[0] / n, my = ref[1] / n;
+    real alpha = v[2], beta = v[0] * mx + v[1] * my;
+    out[0] = v[0] + alpha * ref[0] + beta * (ref[2] * mx - mx);
+    out[1] = v[1] + alpha * ref[1] + beta * (ref[2] * my - my);
+    out[2] = v[2] + alpha * (ref[2] - 1) + beta * (-n);
+}
+
+/* A direction uniform on the sphere (a point of the unit ball by rejection, normalised). */
+DM_FN void DM_FT(ft_random_direction)(dm_rng *r, real d[3])
+{
+    real n2;
+    do {
+        for (int i = 0; i < 3; i++) d[i] = 2 * DM_FT(ft_uniform)(r) - 1;
+        n2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    } while (n2 > 1 || n2 < (real)1e-12);
+    real n = sqrt(n2);
+    for (int i = 0; i < 3; i++) d[i] /= n;
+}
+
+/* A direction uniform over the cap of half-angle acos(cos_max) around the unit vector d (as
+ * tckgen's proposals): cos(theta) uniform in [cos_max, 1], the azimuth from a point of the
+ * unit disc. */
+DM_FN void DM_FT(ft_cone_direction)(dm_rng *r, const real d[3], real cos_max, real out[3])
+{
+    real ct = 1 - DM_FT(ft_uniform)(r) * (1 - cos_max), st = sqrt(1 - ct * ct), x, y, r2;
+    do {
+        x = 2 * DM_FT(ft_uniform)(r) - 1;
+        y = 2 * DM_FT(ft_uniform)(r) - 1;
+        r2 = x * x + y * y;
+    } while (r2 > 1 || r2 < (real)1e-12);
+    real rn = sqrt(r2);
+    real local[3] = {st * x / rn, st * y / rn, ct};
+    DM_FT(ft_rotate)(d, local, out);
+}
+
+/* The FOD's coefficients at p as tckgen's masked linear interpolator gives them: invalid (0)
+ * outside the image or where the nearest voxel's FOD is zero. */
+DM_FN int DM_FT(ft_fod_at)(const dm_ft_ctx *c, const real p[3], real *coef)
+{
+    real v[3];
+    DM_FT(fod_affine)(c->fod.w2v, p, v);
+    const int n[3] = {c->fod.nx, c->fod.ny, c->fod.nz};
+    int near[3];
+    for (int i = 0; i < 3; i++) {
+        if (!(v[i] > (real)-0.5 && v[i] < (real)n[i] - (real)0.5)) return 0;
+        near[i] = (int)floor(v[i] + (real)0.5);
+    }
+    if (c->fod.row[((long)near[2] * n[1] + near[1]) * n[0] + near[0]] < 0) return 0;
+    return DM_FT(fod_interp)(&c->fod, p, coef);
+}
+
+DM_FN real DM_FT(ft_amp)(const dm_ft_ctx *c, const real *coef, const real d[3])
+{
+    return DM_FT(fod_amplitude)(c->fod.sh, c->fod.lmax, coef, d);
+}
+
+/* ---- regions of interest ---- */
+
+/* 1 when p lies in ROI k (its nearest voxel is set; outside the image is outside). */
+DM_FN int DM_FT(ft_in_roi)(const dm_ft_ctx *c, int k, const real p[3])
+{
+    const dm_ft_roi *r = &c->roi[k];
+    real v[3];
+    DM_FT(fod_affine)(r->w2v, p, v);
+    int i[3];
+    const int n[3] = {r->nx, r->ny, r->nz};
+    for (int a = 0; a < 3; a++) {
+        real f = floor(v[a] + (real)0.5);
+        if (f < 0 || f > n[a] - 1) return 0;
+        i[a] = (int)f;
+    }
+    return c->roi_data[r->offset + ((long)i[2] * n[1] + i[1]) * n[0] + i[0]] != 0;
+}
+
+DM_FN int DM_FT(ft_in_kind)(const dm_ft_ctx *c, int kind, const real p[3])
+{
+    for (int k = 0; k < c->nroi; k++)
+        if (c->roi[k].kind == kind && DM_FT(ft_in_roi)(c, k, p)) return 1;
+    return 0;
+}
+
+/* The include ROIs that contain p, as bits. */
+DM_FN unsigned DM_FT(ft_include_bits)(const dm_ft_ctx *c, const real p[3])
+{
+    unsigned bits = 0;
+    for (int k = 0; k < c->nroi; k++)
+        if (c->roi[k].kind == DM_FT_ROI_INCLUDE && DM_FT(ft_in_roi)(c, k, p))
+            bits |= 1u << c->roi[k].include_bit;
+    return bits;
+}
+
+/* ---- a new point and tckgen's checks on it ---- */
+
+/* Records p as the next point when the termination keeps it, and applies the checks tckgen
+ * makes at every point (in its order): the mask (EXIT_MASK, point dropped), the exclusion
+ * regions (point kept, streamline rejected), the include regions, --stop once all are
+ * visited, and the point budget (LENGTH_EXCEED).  Returns the termination (CONTINUE: go on). */
+DM_FN int DM_FT(ft_add_point)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, const real p[3],
+                              const real d[3])
+{
+    if (c->has_mask && !DM_FT(ft_in_kind)(c, DM_FT_ROI_MASK, p)) return DM_FT_END_EXIT_MASK;
+    for (int i = 0; i < 3; i++) {
+        buf[3 * s->n + i] = p[i];
+        s->pos[i] = p[i];
+        s->dir[i] = d[i];
+    }
+    s->n++;
+    if (c->has_exclude && DM_FT(ft_in_kind)(c, DM_FT_ROI_EXCLUDE, p)) {
+        s->excluded = 1;
+        return DM_FT_END_ENTER_EXCLUDE;
+    }
+    if (c->include_all) {
+        s->visited |= DM_FT(ft_include_bits)(c, p);
+        if (c->stop_on_include && s->visited == c->include_all)
+            return DM_FT_END_TRAVERSE_ALL_INCLUDE;
+    }
+    if (s->n >= c->max_pts_pre) return DM_FT_END_LENGTH_EXCEED;
+    return DM_FT_END_CONTINUE;
+}
+
+/* ---- iFOD2 ---- */
+
+/* The nsub samples (positions, tangents) of the arc of length step that leaves p along d and
+ * ends along e: a circle of radius step / theta, theta the angle between d and e. */
+DM_FN void DM_FT(ft_arc)(const dm_ft_ctx *c, const real p[3], const real d[3], const real e[3],
+                         real *pts, real *tan)
+{
+    const int ns = c->nsub;
+    real ct = d[0] * e[0] + d[1] * e[1] + d[2] * e[2];
+    if (ct > 1) ct = 1;
+    real theta = DM_FT(det_acos)(ct);
+    if (theta == 0) {
+        for (int i = 0; i < ns; i++)
+            for (int a = 0; a < 3; a++) {
+                pts[3 * i + a] = p[a] + ((real)(i + 1) * (real)c->step / ns) * d[a];
+                tan[3 * i + a] = d[a];
+            }
+        return;
+    }
+    real k[3] = {e[0] - ct * d[0], e[1] - ct * d[1], e[2] - ct * d[2]};
+    real kn = sqrt(k[0] * k[0] + k[1] * k[1] + k[2] * k[2]);
+    for (int a = 0; a < 3; a++) k[a] /= kn;
+    real radius = (real)c->step / theta;
+    for (int i = 0; i < ns; i++) {
+        real sa, ca;
+        DM_FT(det_sincos)(theta * (i + 1) / ns, &sa, &ca);
+        for (int a = 0; a < 3; a++) {
+            pts[3 * i + a] = p[a] + radius * (sa * d[a] + (1 - ca) * k[a]);
+            tan[3 * i + a] = i == ns - 1 ? e[a] : ca * d[a] + sa * k[a];
+        }
+    }
+}
+
+/* fod_power-th power of x > 0 (exact forms for tckgen's defaults 1/4 and 1). */
+DM_FN real DM_FT(ft_pow)(const dm_ft_ctx *c, real x)
+{
+    switch (c->power_kind) {
+    case DM_FT_POWER_ONE: return x;
+    case DM_FT_POWER_HALF: return sqrt(x);
+    case DM_FT_POWER_QUARTER: return sqrt(sqrt(x));
+    default: return DM_FT(det_exp)((real)c->power * DM_FT(det_log)(x));
+    }
+}
+
+/* The path value of an arc: (sqrt(f0) f1 ... f_{n-1} sqrt(f_n))^power over its samples, f the
+ * FOD amplitude along the tangent; 0 when a sample is below the cutoff, -1 (tckgen's NaN) when
+ * one is outside the valid FOD.  *half_last: sqrt(f_n), the next arc's sqrt(f0). */
+DM_FN real DM_FT(ft_path_value)(const dm_ft_ctx *c, real half_first, const real *pts,
+                                const real *tan, real *coef, real *half_last)
+{
+    real prod = half_first;
+    for (int i = 0; i < c->nsub; i++) {
+        if (!DM_FT(ft_fod_at)(c, pts + 3 * i, coef)) return -1;
+        real f = DM_FT(ft_amp)(c, coef, tan + 3 * i);
+        if (!(f >= (real)c->threshold)) return 0;
+        if (i == c->nsub - 1) {
+            *half_last = sqrt(f);
+            prod *= *half_last;
+        } else {
+            prod *= f;
+        }
+    }
+    return DM_FT(ft_pow)(c, prod);
+}
+
+/* One iFOD2 step: the envelope from the calibration arcs, then proposals by rejection
+ * sampling; the accepted arc's points each go through ft_add_point. */
+DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
+{
+    real pts[3 * DM_FT_MAX_SUB], tan[3 * DM_FT_MAX_SUB], e[3], half_last = 0;
+    real max_val = 0;
+    for (int k = 0; k < c->ncalib; k++) {
+        real local[3] = {(real)c->calib[3 * k], (real)c->calib[3 * k + 1],
+                         (real)c->calib[3 * k + 2]};
+        DM_FT(ft_rotate)(s->dir, local, e);
+        DM_FT(ft_arc)(c, s->pos, s->dir, e, pts, tan);
+        real v = DM_FT(ft_path_value)(c, s->half_prob0, pts, tan, coef, &half_last);
+        if (v < 0) return DM_FT_END_EXIT_IMAGE;
+        if (v > max_val) max_val = v;
+    }
+    if (!(max_val > 0)) return DM_FT_END_CALIBRATOR;
+    max_val *= (real)c->calib_ratio;
+    for (int n = 0; n < c->max_trials; n++) {
+        DM_FT(ft_cone_direction)(&s->rng, s->dir, (real)c->cos_max_angle, e);
+        DM_FT(ft_arc)(c, s->pos, s->dir, e, pts, tan);
+        real v = DM_FT(ft_path_value)(c, s->half_prob0, pts, tan, coef, &half_last);
+        if (v > max_val) s->truncations++;
+        if (v > 0 && DM_FT(ft_uniform)(&s->rng) * max_val < v) {
+            s->half_prob0 = half_last;
+            for (int i = 0; i < c->nsub; i++) {
+                int t = DM_FT(ft_add_point)(c, s, buf, pts + 3 * i, tan + 3 * i);
+                if (t != DM_FT_END_CONTINUE) return t;
+            }
+            return DM_FT_END_CONTINUE;
+        }
+    }
+    return DM_FT_END_MODEL;
+}
+
+/* ---- iFOD1 ---- */
+
+DM_FN int DM_FT(ft_step_ifod1)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
+{
+    if (!DM_FT(ft_fod_at)(c, s->pos, coef)) return DM_FT_END_EXIT_IMAGE;
+    real max_val = 0, e[3];
+    for (int k = 0; k < c->ncalib; k++) {
+        real local[3] = {(real)c->calib[3 * k], (real)c->calib[3 * k + 1],
+                         (real)c->calib[3 * k + 2]};
+        DM_FT(ft_rotate)(s->dir, local, e);
+        real v = DM_FT(ft_amp)(c, coef, e);
+        if (v > max_val) max_val = v;
+    }
+    if (!(max_val > 0)) return DM_FT_END_CALIBRATOR;
+    max_val = DM_FT(ft_pow)(c, max_val) * (real)c->calib_ratio;
+    for (int n = 0; n < c->max_trials; n++) {
+        DM_FT(ft_cone_direction)(&s->rng, s->dir, (real)c->cos_max_angle, e);
+        real f = DM_FT(ft_amp)(c, coef, e);
+        if (!(f > (real)c->threshold)) continue;
+        real v = DM_FT(ft_pow)(c, f);
+        if (v > max_val) s->truncations++;
+        if (DM_FT(ft_uniform)(&s->rng) * max_val < v) {
+            real p[3];
+            for (int a = 0; a < 3; a++) p[a] = s->pos[a] + (real)c->step * e[a];
+            return DM_FT(ft_add_point)(c, s, buf, p, e);
+        }
+    }
+    return DM_FT_END_MODEL;
+}
+
+/* ---- SD_STREAM ---- */
+
+/* Two unit vectors completing u to an orthonormal frame. */
+DM_FN void DM_FT(ft_frame)(const real u[3], real e1[3], real e2[3])
+{
+    real a[3] = {0, 0, 0};
+    int k = fabs(u[0]) < fabs(u[1]) ? (fabs(u[0]) < fabs(u[2]) ? 0 : 2)
+                                    : (fabs(u[1]) < fabs(u[2]) ? 1 : 2);
+    a[k] = 1;
+    real dot = a[0] * u[0] + a[1] * u[1] + a[2] * u[2];
+    for (int i = 0; i < 3; i++) e1[i] = a[i] - dot * u[i];
+    real n = sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+    for (int i = 0; i < 3; i++) e1[i] /= n;
+    e2[0] = u[1] * e1[2] - u[2] * e1[1];
+    e2[1] = u[2] * e1[0] - u[0] * e1[2];
+    e2[2] = u[0] * e1[1] - u[1] * e1[0];
+}
+
+/* The amplitude at the unit vector u + a e1 + b e2, normalised. */
+DM_FN real DM_FT(ft_amp_off)(const dm_ft_ctx *c, const real *coef, const real u[3],
+                             const real e1[3], const real e2[3], real a, real b)
+{
+    real v[3];
+    for (int i = 0; i < 3; i++) v[i] = u[i] + a * e1[i] + b * e2[i];
+    real n = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    for (int i = 0; i < 3; i++) v[i] /= n;
+    return DM_FT(ft_amp)(c, coef, v);
+}
+
+/* The FOD peak nearest u, by tckgen's search (Newton along the gradient on the sphere, steps of
+ * at most 0.2 rad, converged when the step is below 1e-4 rad, 50 iterations at most); the
+ * derivatives are central differences over 0.01 rad in the tangent plane.  u is replaced by
+ * the peak; returns its amplitude, or -1 when the search does not converge. */
+DM_FN real DM_FT(ft_peak)(const dm_ft_ctx *c, const real *coef, real u[3])
+{
+    const real h = (real)0.01;
+    for (int it = 0; it < 50; it++) {
+        real e1[3], e2[3];
+        DM_FT(ft_frame)(u, e1, e2);
+        real f0 = DM_FT(ft_amp)(c, coef, u);
+        real g1 = (DM_FT(ft_amp_off)(c, coef, u, e1, e2, h, 0) -
+                   DM_FT(ft_amp_off)(c, coef, u, e1, e2, -h, 0)) /
+                  (2 * h);
+        real g2 = (DM_FT(ft_amp_off)(c, coef, u, e1, e2, 0, h) -
+                   DM_FT(ft_amp_off)(c, coef, u, e1, e2, 0, -h)) /
+                  (2 * h);
+        real gn = sqrt(g1 * g1 + g2 * g2);
+        if (gn == 0) return f0;
+        g1 /= gn;
+        g2 /= gn;
+        /* along the great circle of the gradient: f(t) ~ f0 + t D1 + t^2 D2 / 2 */
+        real fp = DM_FT(ft_amp_off)(c, coef, u, e1, e2, h * g1, h * g2);
+        real fm = DM_FT(ft_amp_off)(c, coef, u, e1, e2, -h * g1, -h * g2);
+        real d1 = (fp - fm) / (2 * h), d2 = (fp - 2 * f0 + fm) / (h * h);
+        real dt = d2 != 0 ? -d1 / d2 : 0;
+        if (dt < 0) dt = -dt;
+        if (dt > (real)0.2) dt = (real)0.2;
+        /* move by the angle dt along g: tan(dt) in the tangent plane, then normalise */
+        real st, ctt;
+        DM_FT(det_sincos)(dt, &st, &ctt);
+        for (int i = 0; i < 3; i++) u[i] = ctt * u[i] + st * (g1 * e1[i] + g2 * e2[i]);
+        real n = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        for (int i = 0; i < 3; i++) u[i] /= n;
+        if (dt < (real)1e-4) return f0;
+    }
+    return -1;
+}
+
+DM_FN int DM_FT(ft_step_sdstream)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
+{
+    if (!DM_FT(ft_fod_at)(c, s->pos, coef)) return DM_FT_END_EXIT_IMAGE;
+    real u[3] = {s->dir[0], s->dir[1], s->dir[2]};
+    real amp = DM_FT(ft_peak)(c, coef, u);
+    if (!(amp >= (real)c->threshold)) return DM_FT_END_MODEL;
+    real dot = u[0] * s->dir[0] + u[1] * s->dir[1] + u[2] * s->dir[2];
+    if (dot < 0) {
+        for (int i = 0; i < 3; i++) u[i] = -u[i];
+        dot = -dot;
+    }
+    if (dot < (real)c->cos_max_angle) return DM_FT_END_HIGH_CURVATURE;
+    real p[3];
+    for (int a = 0; a < 3; a++) p[a] = s->pos[a] + (real)c->step * u[a];
+    return DM_FT(ft_add_point)(c, s, buf, p, u);
+}
+
+/* ---- the streamline's life ---- */
+
+/* The seed of streamline id and its initial direction.  1: tracking starts (the seed is point
+ * 0 of buf); 0: the seed is rejected (outside --mask, inside an exclusion region, or no
+ * direction above the seed cutoff). */
+DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state) *s, real *buf,
+                         real *coef)
+{
+    dm_rng_init(&s->rng, c->rseed, id);
+    s->n = 0;
+    s->half = 1;
+    s->excluded = 0;
+    s->visited = 0;
+    s->truncations = 0;
+    s->end1 = s->end2 = DM_FT_END_CONTINUE;
+    long vox;
+    if (c->seeds_per_voxel > 0) {
+        vox = (long)(id / (unsigned long long)c->seeds_per_voxel);
+    } else {
+        vox = (long)(DM_FT(ft_uniform)(&s->rng) * (real)c->nseed_vox);
+        if (vox >= c->nseed_vox) vox = c->nseed_vox - 1;
+    }
+    int ijk = c->seed_vox[vox];
+    real v[3] = {(real)(ijk % c->seed_nx), (real)((ijk / c->seed_nx) % c->seed_ny),
+                 (real)(ijk / c->seed_nx / c->seed_ny)};
+    for (int a = 0; a < 3; a++) v[a] += DM_FT(ft_uniform)(&s->rng) - (real)0.5;
+    real p[3];
+    DM_FT(fod_affine)(c->seed_v2w, v, p);
+    if (c->has_mask && !DM_FT(ft_in_kind)(c, DM_FT_ROI_MASK, p)) return 0;
+    if (c->has_exclude && DM_FT(ft_in_kind)(c, DM_FT_ROI_EXCLUDE, p)) return 0;
+    if (!DM_FT(ft_fod_at)(c, p, coef)) return 0;
+    real d[3];
+    int found = 0;
+    if (c->algorithm == DM_FT_SDSTREAM) {
+        DM_FT(ft_random_direction)(&s->rng, d);
+        real amp = DM_FT(ft_peak)(c, coef, d);
+        found = amp >= (real)c->threshold;
+    } else {
+        for (int n = 0; n < c->max_seed_attempts && !found; n++) {
+            DM_FT(ft_random_direction)(&s->rng, d);
+            real f = DM_FT(ft_amp)(c, coef, d);
+            if (f > (real)c->init_threshold) {
+                found = 1;
+                s->seed_half_prob0 = sqrt(f);
+            }
+        }
+    }
+    if (!found) return 0;
+    for (int a = 0; a < 3; a++) {
+        s->seed_pos[a] = s->pos[a] = buf[a] = p[a];
+        s->seed_dir[a] = s->dir[a] = d[a];
+    }
+    s->n = 1;
+    s->half_prob0 = s->seed_half_prob0;
+    if (c->include_all) s->visited = DM_FT(ft_include_bits)(c, p);
+    return 1;
+}
+
+/* One step of the current half; 1 when the half has ended (its termination in end1/end2). */
+DM_FN int DM_FT(ft_step)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
+{
+    int t = c->algorithm == DM_FT_IFOD2  ? DM_FT(ft_step_ifod2)(c, s, buf, coef)
+            : c->algorithm == DM_FT_IFOD1 ? DM_FT(ft_step_ifod1)(c, s, buf, coef)
+                                          : DM_FT(ft_step_sdstream)(c, s, buf, coef);
+    if (t == DM_FT_END_CONTINUE) return 0;
+    if (s->half == 1)
+        s->end1 = t;
+    else
+        s->end2 = t;
+    return 1;
+}
+
+/* After a half has ended: 1 when the second half starts (the first reversed, so that the seed is
+ * its last point, and tracking resumes from the seed against the initial direction), 0 when
+ * the streamline is complete. */
+DM_FN int DM_FT(ft_turn)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
+{
+    if (s->half != 1 || c->unidirectional || s->excluded) {
+        s->seed_index = s->half == 1 ? 0 : s->seed_index;
+        return 0;
+    }
+    for (int i = 0, j = s->n - 1; i < j; i++, j--)
+        for (int a = 0; a < 3; a++) {
+            real t = buf[3 * i + a];
+            buf[3 * i + a] = buf[3 * j + a];
+            buf[3 * j + a] = t;
+        }
+    s->seed_index = s->n - 1;
+    s->half = 2;
+    for (int a = 0; a < 3; a++) {
+        s->pos[a] = s->seed_pos[a];
+        s->dir[a] = -s->seed_dir[a];
+    }
+    s->half_prob0 = s->seed_half_prob0;
+    return 1; /* when the first half used the whole point budget, the second adds one point */
+}
+
+DM_FN real DM_FT(ft_dist)(const real *a, const real *b)
+{
+    real d0 = a[0] - b[0], d1 = a[1] - b[1], d2 = a[2] - b[2];
+    return sqrt(d0 * d0 + d1 * d1 + d2 * d2);
+}
+
+DM_FN real DM_FT(ft_length)(const real *buf, int n)
+{
+    real len = 0;
+    for (int i = 1; i < n; i++) len += DM_FT(ft_dist)(buf + 3 * (i - 1), buf + 3 * i);
+    return len;
+}
+
+/* Cuts the streamline at exactly max_dist mm, as tckgen does without ACT: walking from point 0,
+ * at the first segment that passes max_dist either stop inside it (past the seed), or (not yet
+ * past the seed: the stored-first half alone is too long) keep that half only, turned to start
+ * at the seed, and walk again. */
+DM_FN void DM_FT(ft_truncate)(const dm_ft_ctx *c, real *buf, int *n, int *seed_index)
+{
+    const real max_dist = (real)c->max_dist;
+    for (;;) {
+        real len = 0;
+        int i = 1;
+        for (; i < *n; i++) {
+            real seg = DM_FT(ft_dist)(buf + 3 * (i - 1), buf + 3 * i);
+            if (len + seg > max_dist) break;
+            len += seg;
+        }
+        if (i >= *n) return;
+        if (i <= *seed_index) {
+            *n = *seed_index + 1;
+            for (int a = 0, b = *n - 1; a < b; a++, b--)
+                for (int k = 0; k < 3; k++) {
+                    real t = buf[3 * a + k];
+                    buf[3 * a + k] = buf[3 * b + k];
+                    buf[3 * b + k] = t;
+                }
+            *seed_index = 0;
+            continue;
+        }
+        real seg = DM_FT(ft_dist)(buf + 3 * (i - 1), buf + 3 * i);
+        real f = (max_dist - len) / seg;
+        for (int k = 0; k < 3; k++)
+            buf[3 * i + k] = buf[3 * (i - 1) + k] + f * (buf[3 * i + k] - buf[3 * (i - 1) + k]);
+        *n = i + 1;
+        return;
+    }
+}
+
+/* tckgen's verdict on a complete streamline, and its final points (in buf, *n of them, the seed
+ * at *seed_index).  Returns DM_FT_ACCEPTED or the reason of the rejection. */
+DM_FN int DM_FT(ft_finish)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, int *n_out,
+                           int *seed_out)
+{
+    int n = s->n, seed = s->seed_index;
+    if (s->excluded) return DM_FT_REJECT_EXCLUDE;
+    if (n <= 1) return DM_FT_REJECT_NO_PROPAGATION;
+    if (n < c->min_pts_pre) return DM_FT_REJECT_TOO_SHORT;
+    if (c->include_all && s->visited != c->include_all) return DM_FT_REJECT_MISSED_INCLUDE;
+    const int r = c->downsample;
+    if (r > 1) {
+        if (n > 2) {
+            int m = 1, new_seed = seed == 0 ? 0 : -1;
+            int k = seed == 0 ? r : (seed - 1) % r + 1;
+            for (; k < n - 1; k += r) {
+                if (k == seed) new_seed = m;
+                for (int a = 0; a < 3; a++) buf[3 * m + a] = buf[3 * k + a];
+                m++;
+            }
+            if (seed == n - 1) new_seed = m;
+            for (int a = 0; a < 3; a++) buf[3 * m + a] = buf[3 * (n - 1) + a];
+            n = m + 1;
+            seed = new_seed;
+        }
+        if (!(n > c->min_pts_post && n < c->max_pts_post)) {
+            real len = DM_FT(ft_length)(buf, n);
+            if (len < (real)c->min_dist) return DM_FT_REJECT_TOO_SHORT;
+            if (len > (real)c->max_dist) DM_FT(ft_truncate)(c, buf, &n, &seed);
+        }
+    }
+    *n_out = n;
+    *seed_out = seed;
+    return DM_FT_ACCEPTED;
+}
+
+/* Streamline id traced to its end in one go (the host's way): its verdict, and when accepted
+ * its points in buf (*n of them, the seed at *seed_index). */
+DM_FN int DM_FT(ft_trace)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state) *s, real *buf,
+                          real *coef, int *n, int *seed_index)
+{
+    if (!DM_FT(ft_seed)(c, id, s, buf, coef)) return DM_FT_REJECT_SEED;
+    for (;;) {
+        if (DM_FT(ft_step)(c, s, buf, coef) && !DM_FT(ft_turn)(c, s, buf)) break;
+    }
+    return DM_FT(ft_finish)(c, s, buf, n, seed_index);
+}
