@@ -9,10 +9,10 @@ void dm_ft_batch_reset(dm_ft_batch *b, unsigned long long first, long n, size_t 
     b->n = n;
     b->count = 0;
     b->npoints = 0;
-    memset(b->ends, 0, sizeof b->ends);
     b->truncations = 0;
     size_t m = n > 0 ? (size_t)n : 1;
     b->verdict = realloc(b->verdict, m);
+    b->ends = realloc(b->ends, 2 * m);
     b->id = realloc(b->id, m * sizeof *b->id);
     b->start = realloc(b->start, m * sizeof *b->start);
     b->npts = realloc(b->npts, m * sizeof *b->npts);
@@ -39,36 +39,28 @@ void dm_ft_batch_sort(dm_ft_batch *b)
     keyed *order = malloc(b->count * sizeof *order);
     for (long i = 0; i < b->count; i++) order[i] = (keyed){b->id[i], i};
     qsort(order, b->count, sizeof *order, by_id);
-    unsigned long long *id = malloc(b->count * sizeof *id);
     size_t *start = malloc(b->count * sizeof *start);
     int *npts = malloc(b->count * sizeof *npts), *seed = malloc(b->count * sizeof *seed);
-    float *xyz = malloc(3 * (b->npoints ? b->npoints : 1) * sizeof *xyz);
-    size_t at = 0;
     for (long i = 0; i < b->count; i++) {
         long k = order[i].k;
-        id[i] = b->id[k];
+        b->id[i] = order[i].id;
+        start[i] = b->start[k];
         npts[i] = b->npts[k];
         seed[i] = b->seed_index[k];
-        start[i] = at;
-        memcpy(xyz + 3 * at, b->xyz + 3 * b->start[k], 3 * (size_t)npts[i] * sizeof *xyz);
-        at += (size_t)npts[i];
     }
     free(order);
-    free(b->id);
     free(b->start);
     free(b->npts);
     free(b->seed_index);
-    free(b->xyz);
-    b->id = id;
     b->start = start;
     b->npts = npts;
     b->seed_index = seed;
-    b->xyz = xyz;
 }
 
 void dm_ft_batch_free(dm_ft_batch *b)
 {
     free(b->verdict);
+    free(b->ends);
     free(b->id);
     free(b->start);
     free(b->npts);

@@ -12,19 +12,19 @@ typedef struct dm_ft_batch {
     unsigned long long first;
     long n;
     unsigned char *verdict; /* n: DM_FT_ACCEPTED or DM_FT_REJECT_* */
+    unsigned char *ends;    /* 2n: the terminations of each id's halves (DM_FT_END_*; 0: none) */
     long count;             /* accepted */
     unsigned long long *id; /* count, ascending */
     size_t *start;          /* first point of each in xyz */
     int *npts, *seed_index;
     float *xyz; /* world mm, 3 per point */
     size_t npoints;
-    unsigned long long ends[DM_FT_NEND]; /* half-streamline terminations */
-    unsigned long long truncations;      /* proposals above the envelope */
+    unsigned long long truncations; /* proposals above the envelope */
 } dm_ft_batch;
 
 /* Sizes the per-id arrays for n ids (the accepted arrays for up to n, xyz for cap_points). */
 void dm_ft_batch_reset(dm_ft_batch *b, unsigned long long first, long n, size_t cap_points);
-/* Puts the accepted streamlines in id order (their points are moved along). */
+/* Puts the accepted streamlines' records in id order (the points stay where they are). */
 void dm_ft_batch_sort(dm_ft_batch *b);
 void dm_ft_batch_free(dm_ft_batch *b);
 

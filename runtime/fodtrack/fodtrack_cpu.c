@@ -34,7 +34,7 @@ typedef struct {
     float *xyz;
     long count, cap;
     size_t npoints, cap_points;
-    unsigned long long ends[DM_FT_NEND], truncations;
+    unsigned long long truncations;
 } thread_out;
 
 static void keep(thread_out *t, unsigned long long id, int seed_index, const void *buf, int n,
@@ -79,18 +79,14 @@ void dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigne
             if (use_double) {
                 dm_ft_state_d s;
                 v = dm_ft_ft_trace_d(c, id, &s, buf, coef, &np, &seed);
-                if (v != DM_FT_REJECT_SEED) {
-                    t->ends[s.end1]++;
-                    if (s.half == 2) t->ends[s.end2]++;
-                }
+                b->ends[2 * i] = v == DM_FT_REJECT_SEED ? 0 : (unsigned char)s.end1;
+                b->ends[2 * i + 1] = v == DM_FT_REJECT_SEED || s.half != 2 ? 0 : (unsigned char)s.end2;
                 t->truncations += s.truncations;
             } else {
                 dm_ft_state_f s;
                 v = dm_ft_ft_trace_f(c, id, &s, buf, coef, &np, &seed);
-                if (v != DM_FT_REJECT_SEED) {
-                    t->ends[s.end1]++;
-                    if (s.half == 2) t->ends[s.end2]++;
-                }
+                b->ends[2 * i] = v == DM_FT_REJECT_SEED ? 0 : (unsigned char)s.end1;
+                b->ends[2 * i + 1] = v == DM_FT_REJECT_SEED || s.half != 2 ? 0 : (unsigned char)s.end2;
                 t->truncations += s.truncations;
             }
             b->verdict[i] = (unsigned char)v;
@@ -117,7 +113,6 @@ void dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigne
             b->npoints += (size_t)t->npts[i];
             b->count++;
         }
-        for (int e = 0; e < DM_FT_NEND; e++) b->ends[e] += t->ends[e];
         b->truncations += t->truncations;
         free(t->id);
         free(t->npts);

@@ -92,12 +92,11 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *
     for (long k = 0; k < upto; k++) {
         st->verdicts[b->verdict[k]]++;
         if (b->verdict[k] != DM_FT_REJECT_SEED) st->total_count++;
+        st->ends[b->ends[2 * k]]++;
+        st->ends[b->ends[2 * k + 1]]++;
     }
     st->next_id = b->first + (unsigned long long)upto;
-    if (upto == b->n) {
-        for (int e = 0; e < DM_FT_NEND; e++) st->ends[e] += b->ends[e];
-        st->truncations += b->truncations;
-    }
+    st->truncations += b->truncations; /* of the whole batch: a statistic only */
     return (p->select && st->kept == p->select) || (p->max_seeds && st->next_id >= p->max_seeds);
 }
 

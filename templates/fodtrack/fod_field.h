@@ -61,6 +61,96 @@ DM_FN int DM_FT(fod_interp)(const dm_fod_field *f, const real p[3], real *c)
     return 1;
 }
 
+#ifdef DM_FT_NCOEF
+#define DM_FT_NC(f) DM_FT_NCOEF
+#define DM_FT_LM(f) DM_FT_LMAX
+#define DM_FT_UNROLL _Pragma("unroll")
+#else
+#define DM_FT_NC(f) ((f)->ncoef)
+#define DM_FT_LM(f) ((f)->lmax)
+#define DM_FT_UNROLL
+#endif
+
+/* The basis in the unit direction d: Y[ncoef] (the same recurrence as fod_amplitude). */
+DM_FN void DM_FT(fod_basis)(const dm_fod_sh_table *t, int lmax, const real d[3], real *Y)
+{
+    real z = d[2], re = 1, im = 0;
+    DM_FT_UNROLL
+    for (int m = 0; m <= lmax; m++) {
+        if (m > 0) {
+            real r2 = re * d[0] - im * d[1];
+            im = re * d[1] + im * d[0];
+            re = r2;
+        }
+        real q2 = 0, q1 = (real)t->start[m];
+        DM_FT_UNROLL
+        for (int l = m; l <= lmax; l++) {
+            if (l > m) {
+                real q = (real)t->a[l][m] * (z * q1 - (real)t->b[l][m] * q2);
+                q2 = q1;
+                q1 = q;
+            }
+            if (l & 1) continue;
+            int centre = l * (l + 1) / 2;
+            if (m == 0) {
+                Y[centre] = q1;
+            } else {
+                Y[centre + m] = q1 * re;
+                Y[centre - m] = q1 * im;
+            }
+        }
+    }
+}
+
+/* The FOD amplitude along d at world point p, with the coefficients interpolated as
+ * fod_interp does but never stored: the sum over the 8 corners of weight x (row . Y(d)).
+ * Returns 0 where p is outside the image or the nearest voxel's FOD is zero (MRtrix's masked
+ * interpolator: the FOD is not valid there), else 1 with the amplitude in *amp. */
+DM_FN int DM_FT(fod_amp_at)(const dm_fod_field *f, const real p[3], const real d[3], real *amp)
+{
+    real v[3];
+    DM_FT(fod_affine)(f->w2v, p, v);
+    const int n[3] = {f->nx, f->ny, f->nz};
+    int lo[3], hi[3], near[3];
+    real w[3];
+    for (int i = 0; i < 3; i++) {
+        if (!(v[i] > (real)-0.5 && v[i] < (real)n[i] - (real)0.5)) return 0;
+        real fl = floor(v[i]);
+        near[i] = (int)floor(v[i] + (real)0.5);
+        lo[i] = (int)fl;
+        hi[i] = lo[i] + 1;
+        w[i] = v[i] - fl;
+        if (lo[i] < 0) {
+            lo[i] = hi[i] = 0;
+            w[i] = 0;
+        } else if (hi[i] > n[i] - 1) {
+            hi[i] = lo[i];
+            w[i] = 0;
+        }
+        if (w[i] < (real)1e-6) w[i] = 0;
+    }
+    if (f->row[((long)near[2] * n[1] + near[1]) * n[0] + near[0]] < 0) return 0;
+    real Y[DM_FOD_NCOEF_MAX];
+    DM_FT(fod_basis)(f->sh, DM_FT_LM(f), d, Y);
+    real sum = 0;
+    for (int corner = 0; corner < 8; corner++) {
+        real wt = (corner & 1 ? w[0] : 1 - w[0]) * (corner & 2 ? w[1] : 1 - w[1]) *
+                  (corner & 4 ? w[2] : 1 - w[2]);
+        if (wt == 0) continue;
+        int x = corner & 1 ? hi[0] : lo[0], y = corner & 2 ? hi[1] : lo[1],
+            z = corner & 4 ? hi[2] : lo[2];
+        int r = f->row[((long)z * f->ny + y) * f->nx + x];
+        if (r < 0) continue;
+        const float *src = f->coef + (long)r * DM_FT_NC(f);
+        real dot = 0;
+        DM_FT_UNROLL
+        for (int k = 0; k < DM_FT_NC(f); k++) dot += (real)src[k] * Y[k];
+        sum += wt * dot;
+    }
+    *amp = sum;
+    return 1;
+}
+
 /* The amplitude in the unit direction d of the function with coefficients c (degree lmax). */
 DM_FN real DM_FT(fod_amplitude)(const dm_fod_sh_table *t, int lmax, const real *c, const real d[3])
 {

@@ -5,9 +5,10 @@
  * streamline it holds by one step per turn of its loop, and take the next one the moment its
  * own ends (docs/tracking.md):
  *     ft_seed     draw the seed of streamline `id` and its initial direction (0: rejected seed)
- *     ft_step     one step: an arc of iFOD2 (its nsub points), one step of iFOD1 or SD_STREAM;
- *                 every new point goes through tckgen's checks (mask, exclude, include, stop,
- *                 length); returns 1 when the current half has ended
+ *     ft_step     one turn: one arc of iFOD2 (a calibration arc or a proposal; an accepted one
+ *                 adds its nsub points), one step of iFOD1 or SD_STREAM; every new point goes
+ *                 through tckgen's checks (mask, exclude, include, stop, length); returns 1 when
+ *                 the current half has ended
  *     ft_turn     after the first half: reverse it and start the second from the seed (1), or
  *                 0 when the streamline is complete
  *     ft_finish   tckgen's acceptance: too short, includes missed, excluded; iFOD2's output
@@ -31,6 +32,8 @@ typedef struct {
     real seed_pos[3], seed_dir[3]; /* for the second half */
     real half_prob0;               /* iFOD2: sqrt of the FOD amplitude where the next arc starts */
     real seed_half_prob0;
+    real max_val; /* iFOD2: the envelope of the step under way */
+    int arc;      /* iFOD2: arcs evaluated in the step under way (calibration, then trials) */
     int n;          /* points in the buffer */
     int half;       /* 1 or 2 */
     int seed_index; /* of the seed among the points, once the halves are joined */
@@ -223,12 +226,12 @@ DM_FN real DM_FT(ft_pow)(const dm_ft_ctx *c, real x)
  * FOD amplitude along the tangent; 0 when a sample is below the cutoff, -1 (tckgen's NaN) when
  * one is outside the valid FOD.  *half_last: sqrt(f_n), the next arc's sqrt(f0). */
 DM_FN real DM_FT(ft_path_value)(const dm_ft_ctx *c, real half_first, const real *pts,
-                                const real *tan, real *coef, real *half_last)
+                                const real *tan, real *half_last)
 {
     real prod = half_first;
     for (int i = 0; i < c->nsub; i++) {
-        if (!DM_FT(ft_fod_at)(c, pts + 3 * i, coef)) return -1;
-        real f = DM_FT(ft_amp)(c, coef, tan + 3 * i);
+        real f;
+        if (!DM_FT(fod_amp_at)(&c->fod, pts + 3 * i, tan + 3 * i, &f)) return -1;
         if (!(f >= (real)c->threshold)) return 0;
         if (i == c->nsub - 1) {
             *half_last = sqrt(f);
@@ -240,38 +243,45 @@ DM_FN real DM_FT(ft_path_value)(const dm_ft_ctx *c, real half_first, const real 
     return DM_FT(ft_pow)(c, prod);
 }
 
-/* One iFOD2 step: the envelope from the calibration arcs, then proposals by rejection
- * sampling; the accepted arc's points each go through ft_add_point. */
-DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
+/* One arc of iFOD2 per call, so that the lanes of a GPU warp all evaluate one arc per turn
+ * whatever phase their streamlines are in: first the calibration arcs (the envelope: their
+ * largest value times the calibrated ratio), then proposals drawn in the cone and accepted by
+ * rejection sampling; an accepted arc's points each go through ft_add_point.  Returns
+ * DM_FT_PENDING while the step is under way. */
+DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
 {
     real pts[3 * DM_FT_MAX_SUB], tan[3 * DM_FT_MAX_SUB], e[3], half_last = 0;
-    real max_val = 0;
-    for (int k = 0; k < c->ncalib; k++) {
-        real local[3] = {(real)c->calib[3 * k], (real)c->calib[3 * k + 1],
-                         (real)c->calib[3 * k + 2]};
+    const int calibrating = s->arc < c->ncalib;
+    if (calibrating) {
+        real local[3] = {(real)c->calib[3 * s->arc], (real)c->calib[3 * s->arc + 1],
+                         (real)c->calib[3 * s->arc + 2]};
         DM_FT(ft_rotate)(s->dir, local, e);
-        DM_FT(ft_arc)(c, s->pos, s->dir, e, pts, tan);
-        real v = DM_FT(ft_path_value)(c, s->half_prob0, pts, tan, coef, &half_last);
-        if (v < 0) return DM_FT_END_EXIT_IMAGE;
-        if (v > max_val) max_val = v;
-    }
-    if (!(max_val > 0)) return DM_FT_END_CALIBRATOR;
-    max_val *= (real)c->calib_ratio;
-    for (int n = 0; n < c->max_trials; n++) {
+    } else {
         DM_FT(ft_cone_direction)(&s->rng, s->dir, (real)c->cos_max_angle, e);
-        DM_FT(ft_arc)(c, s->pos, s->dir, e, pts, tan);
-        real v = DM_FT(ft_path_value)(c, s->half_prob0, pts, tan, coef, &half_last);
-        if (v > max_val) s->truncations++;
-        if (v > 0 && DM_FT(ft_uniform)(&s->rng) * max_val < v) {
-            s->half_prob0 = half_last;
-            for (int i = 0; i < c->nsub; i++) {
-                int t = DM_FT(ft_add_point)(c, s, buf, pts + 3 * i, tan + 3 * i);
-                if (t != DM_FT_END_CONTINUE) return t;
-            }
-            return DM_FT_END_CONTINUE;
-        }
     }
-    return DM_FT_END_MODEL;
+    DM_FT(ft_arc)(c, s->pos, s->dir, e, pts, tan);
+    real v = DM_FT(ft_path_value)(c, s->half_prob0, pts, tan, &half_last);
+    s->arc++;
+    if (calibrating) {
+        if (v < 0) return DM_FT_END_EXIT_IMAGE;
+        if (v > s->max_val) s->max_val = v;
+        if (s->arc < c->ncalib) return DM_FT_PENDING;
+        if (!(s->max_val > 0)) return DM_FT_END_CALIBRATOR;
+        s->max_val *= (real)c->calib_ratio;
+        return DM_FT_PENDING;
+    }
+    if (v > s->max_val) s->truncations++;
+    if (v > 0 && DM_FT(ft_uniform)(&s->rng) * s->max_val < v) {
+        s->half_prob0 = half_last;
+        s->arc = 0;
+        s->max_val = 0;
+        for (int i = 0; i < c->nsub; i++) {
+            int t = DM_FT(ft_add_point)(c, s, buf, pts + 3 * i, tan + 3 * i);
+            if (t != DM_FT_END_CONTINUE) return t;
+        }
+        return DM_FT_END_CONTINUE;
+    }
+    return s->arc - c->ncalib < c->max_trials ? DM_FT_PENDING : DM_FT_END_MODEL;
 }
 
 /* ---- iFOD1 ---- */
@@ -403,6 +413,8 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
     s->excluded = 0;
     s->visited = 0;
     s->truncations = 0;
+    s->arc = 0;
+    s->max_val = 0;
     s->end1 = s->end2 = DM_FT_END_CONTINUE;
     long vox;
     if (c->seeds_per_voxel > 0) {
@@ -450,10 +462,12 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
 /* One step of the current half; 1 when the half has ended (its termination in end1/end2). */
 DM_FN int DM_FT(ft_step)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
 {
-    int t = c->algorithm == DM_FT_IFOD2  ? DM_FT(ft_step_ifod2)(c, s, buf, coef)
+    int t = c->algorithm == DM_FT_IFOD2  ? DM_FT(ft_step_ifod2)(c, s, buf)
             : c->algorithm == DM_FT_IFOD1 ? DM_FT(ft_step_ifod1)(c, s, buf, coef)
                                           : DM_FT(ft_step_sdstream)(c, s, buf, coef);
-    if (t == DM_FT_END_CONTINUE) return 0;
+    if (t == DM_FT_END_CONTINUE || t == DM_FT_PENDING) return 0;
+    s->arc = 0;
+    s->max_val = 0;
     if (s->half == 1)
         s->end1 = t;
     else

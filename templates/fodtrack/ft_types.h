@@ -41,7 +41,8 @@ enum {
     DM_FT_END_LENGTH_EXCEED,
     DM_FT_END_ENTER_EXCLUDE,
     DM_FT_END_TRAVERSE_ALL_INCLUDE,
-    DM_FT_NEND
+    DM_FT_NEND,
+    DM_FT_PENDING = 100 /* not an end: an iFOD2 step under way */
 };
 
 /* A streamline's verdict. */
