@@ -141,7 +141,10 @@ install: bin/dimoc
 	install -d $(DESTDIR)$(PREFIX)/share/dimoc/pipelines/lib
 	install -m 644 pipelines/lib/*.bash $(DESTDIR)$(PREFIX)/share/dimoc/pipelines/lib/
 	install -m 644 models/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/
-	install -m 644 templates/* $(DESTDIR)$(PREFIX)/share/dimoc/templates/
+	install -m 644 $(wildcard templates/*.h templates/*.c templates/*.cu) \
+	    $(DESTDIR)$(PREFIX)/share/dimoc/templates/
+	install -d $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack
+	install -m 644 templates/fodtrack/*.h $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/
 
 clean:

@@ -1,12 +1,19 @@
+/* .tck files: the writer (a header with fixed-width counts filled in at the end, then the
+ * points) and the reader (the whole file in memory, checked strictly). */
 #include "io/tck.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
 
+#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 struct dm_tck_writer {
     FILE *fp;
@@ -113,4 +120,314 @@ void dm_tck_abort(dm_tck_writer *w)
     free(w->path);
     free(w->tmp);
     free(w);
+}
+
+/* ---- reading ---- */
+
+enum { TCK_F32LE, TCK_F32BE, TCK_F64LE, TCK_F64BE };
+
+/* No header of a real file comes near this; a binary file given by mistake stops here. */
+#define TCK_HEADER_MAX (1L << 20)
+
+/* The header's fields the reader needs. */
+typedef struct tck_header {
+    long long offset; /* -1: no "file:" line */
+    int datatype;     /* -1: no "datatype:" line */
+    long count;       /* -1: no "count:" line */
+    long long end;    /* the byte after the END line */
+    char *properties;
+} tck_header;
+
+/* Drops trailing white space (the line's '\n', a '\r' of a file edited elsewhere). */
+static void chomp(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = 0;
+}
+
+static int parse_datatype(const char *path, const char *value, int *type)
+{
+    static const char *const names[] = {"Float32LE", "Float32BE", "Float64LE", "Float64BE"};
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(value, names[k])) {
+            *type = k;
+            return 0;
+        }
+    return dm_set_error("%s: unknown datatype '%s' (Float32LE, Float32BE, Float64LE or Float64BE)",
+                        path, value);
+}
+
+/* One "key: value" line of the header into h. */
+static int parse_header_line(const char *path, char *line, tck_header *h, size_t *props_len)
+{
+    char *colon = strchr(line, ':');
+    if (!colon) return 0; /* MRtrix ignores lines without a key, and so do we */
+    *colon = 0;
+    const char *key = line, *value = colon + 1;
+    while (*value == ' ' || *value == '\t') value++;
+    if (!strcmp(key, "file")) {
+        char dot[2];
+        long long offset;
+        int used = 0;
+        if (sscanf(value, "%1s %lld%n", dot, &offset, &used) != 2 || strcmp(dot, ".") ||
+            value[used] || offset < 0)
+            return dm_set_error("%s: the header's 'file: %s' is not 'file: . OFFSET' (the data "
+                                "must follow the header in the same file)",
+                                path, value);
+        h->offset = offset;
+    } else if (!strcmp(key, "datatype")) {
+        if (parse_datatype(path, value, &h->datatype) != 0) return -1;
+    } else if (!strcmp(key, "count")) {
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (end == value || *end || v < 0 || errno)
+            return dm_set_error("%s: the header's count '%s' is not a whole number", path, value);
+        h->count = v;
+    }
+    size_t n = strlen(key) + strlen(value) + 3;
+    char *grown = realloc(h->properties, *props_len + n + 1);
+    if (!grown) return dm_set_error("%s: out of memory reading the header", path);
+    h->properties = grown;
+    *props_len += (size_t)snprintf(grown + *props_len, n + 1, "%s: %s\n", key, value);
+    return 0;
+}
+
+static int read_header(const char *path, FILE *fp, tck_header *h)
+{
+    h->offset = -1;
+    h->datatype = -1;
+    h->count = -1;
+    h->properties = calloc(1, 1);
+    size_t props_len = 0, cap = 0;
+    char *line = NULL;
+    int rc = 0, ended = 0;
+    ssize_t len = getline(&line, &cap, fp);
+    if (len < 0 || (chomp(line), strcmp(line, "mrtrix tracks")))
+        rc = dm_set_error("%s: not an MRtrix tracks file (the first line is not 'mrtrix tracks')",
+                          path);
+    while (rc == 0 && !ended) {
+        if (ftell(fp) > TCK_HEADER_MAX || (len = getline(&line, &cap, fp)) < 0) {
+            rc = dm_set_error("%s: the header has no END line%s", path,
+                              len < 0 ? "" : " in its first MiB");
+            break;
+        }
+        if (memchr(line, 0, (size_t)len)) {
+            rc = dm_set_error("%s: the header has no END line (binary data before it)", path);
+            break;
+        }
+        chomp(line);
+        if (!strcmp(line, "END"))
+            ended = 1;
+        else
+            rc = parse_header_line(path, line, h, &props_len);
+    }
+    free(line);
+    if (rc != 0) return -1;
+    h->end = ftell(fp);
+    if (h->datatype < 0) return dm_set_error("%s: the header has no datatype line", path);
+    if (h->offset < 0) return dm_set_error("%s: the header has no 'file: . OFFSET' line", path);
+    if (h->offset < h->end)
+        return dm_set_error("%s: the data offset %lld lies inside the header (%lld bytes)", path,
+                            h->offset, h->end);
+    return 0;
+}
+
+static uint64_t load_u64(const unsigned char *b, int big_endian)
+{
+    uint64_t u = 0;
+    for (int k = 0; k < 8; k++) u |= (uint64_t)b[big_endian ? 7 - k : k] << (8 * k);
+    return u;
+}
+
+static uint32_t load_u32(const unsigned char *b, int big_endian)
+{
+    uint32_t u = 0;
+    for (int k = 0; k < 4; k++) u |= (uint32_t)b[big_endian ? 3 - k : k] << (8 * k);
+    return u;
+}
+
+/* n values of the file's type to floats.  A finite double beyond float's range is an error:
+ * as a float it would read as the Inf that ends the file. */
+static int convert_values(const char *path, const unsigned char *raw, size_t n, int type,
+                          float *out)
+{
+    int big = type == TCK_F32BE || type == TCK_F64BE;
+    if (type == TCK_F32LE || type == TCK_F32BE) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u = load_u32(raw + 4 * i, big);
+            memcpy(&out[i], &u, 4);
+        }
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = load_u64(raw + 8 * i, big);
+        double d;
+        memcpy(&d, &u, 8);
+        if (isfinite(d) && fabs(d) > FLT_MAX)
+            return dm_set_error("%s: coordinate %g is beyond single precision", path, d);
+        out[i] = (float)d;
+    }
+    return 0;
+}
+
+/* Reads the n_triplets whole triplets at the data offset into xyz (3 floats each). */
+static int read_triplets(const char *path, FILE *fp, const tck_header *h, size_t n_triplets,
+                         float *xyz)
+{
+    size_t value_bytes = h->datatype >= TCK_F64LE ? 8 : 4;
+    size_t chunk = 1 << 16; /* triplets per read */
+    unsigned char *raw = malloc(chunk * 3 * value_bytes);
+    if (!raw) return dm_set_error("%s: out of memory", path);
+    int rc = fseeko(fp, (off_t)h->offset, SEEK_SET) == 0
+                 ? 0
+                 : dm_set_error("%s: cannot seek to the data at byte %lld", path, h->offset);
+    for (size_t done = 0; rc == 0 && done < n_triplets; done += chunk) {
+        if (dm_stop_requested()) {
+            rc = dm_stop_error();
+            break;
+        }
+        size_t n = n_triplets - done < chunk ? n_triplets - done : chunk;
+        if (fread(raw, 3 * value_bytes, n, fp) != n)
+            rc = dm_set_error("%s: cannot read the streamline data", path);
+        else
+            rc = convert_values(path, raw, 3 * n, h->datatype, xyz + 3 * done);
+    }
+    free(raw);
+    return rc;
+}
+
+/* Splits the triplets at the NaN markers, moving the points down over the markers, and stops
+ * at the Inf marker.  Fills t's npoints/start/count; *ended tells whether the Inf was met,
+ * *open_points how many points follow the last NaN when it was not. */
+static int split_streamlines(const char *path, float *xyz, size_t n_triplets, dm_tck *t, int *ended,
+                             long *open_points)
+{
+    size_t cap = 1024, kept = 0, first = 0;
+    long count = 0;
+    long *npoints = malloc(cap * sizeof *npoints);
+    if (!npoints) return dm_set_error("%s: out of memory", path);
+    *ended = 0;
+    for (size_t i = 0; i < n_triplets; i++) {
+        const float *p = xyz + 3 * i;
+        if (isinf(p[0])) {
+            *ended = 1;
+            break;
+        }
+        if (isnan(p[0])) {
+            if ((size_t)count == cap) {
+                long *grown = realloc(npoints, 2 * cap * sizeof *npoints);
+                if (!grown) {
+                    free(npoints);
+                    return dm_set_error("%s: out of memory", path);
+                }
+                npoints = grown;
+                cap *= 2;
+            }
+            npoints[count++] = (long)(kept - first);
+            first = kept;
+            continue;
+        }
+        if (!isfinite(p[1]) || !isfinite(p[2])) {
+            free(npoints);
+            return dm_set_error("%s: streamline %ld, point %zu is not finite (%g %g %g)", path,
+                                count + 1, kept - first + 1, p[0], p[1], p[2]);
+        }
+        if (kept != i) memmove(xyz + 3 * kept, p, 3 * sizeof *p);
+        kept++;
+    }
+    *open_points = (long)(kept - first);
+    t->count = count;
+    t->npoints = npoints;
+    t->start = malloc((size_t)(count + 1) * sizeof *t->start);
+    if (!t->start) return dm_set_error("%s: out of memory", path);
+    t->start[0] = 0;
+    for (long s = 0; s < count; s++) t->start[s + 1] = t->start[s] + npoints[s];
+    return 0;
+}
+
+int dm_tck_read(const char *path, dm_tck *t)
+{
+    memset(t, 0, sizeof *t);
+    t->header_count = -1;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return dm_set_error("cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || S_ISDIR(st.st_mode)) {
+        fclose(fp);
+        return dm_set_error("%s: a folder, not an MRtrix tracks file", path);
+    }
+    tck_header h;
+    int rc = read_header(path, fp, &h);
+    long long size = (long long)st.st_size;
+    if (rc == 0 && h.offset > size)
+        rc = dm_set_error("%s: truncated: the data start at byte %lld but the file has %lld bytes",
+                          path, h.offset, size);
+    size_t triplet_bytes = h.datatype >= TCK_F64LE ? 24 : 12;
+    size_t n_triplets = rc == 0 ? (size_t)(size - h.offset) / triplet_bytes : 0;
+    size_t extra = rc == 0 ? (size_t)(size - h.offset) % triplet_bytes : 0;
+    float *xyz = rc == 0 ? malloc((n_triplets ? n_triplets : 1) * 3 * sizeof(float)) : NULL;
+    if (rc == 0 && !xyz) rc = dm_set_error("%s: out of memory for %zu points", path, n_triplets);
+    if (rc == 0) rc = read_triplets(path, fp, &h, n_triplets, xyz);
+    fclose(fp);
+    int ended = 0;
+    long open_points = 0;
+    if (rc == 0) rc = split_streamlines(path, xyz, n_triplets, t, &ended, &open_points);
+    if (rc == 0 && !ended) {
+        /* No Inf marker: whole only when the last streamline ended and the count agrees. */
+        if (extra)
+            rc = dm_set_error("%s: truncated: the data end inside a point (%zu bytes after the "
+                              "last whole one) with no end-of-file marker",
+                              path, extra);
+        else if (open_points)
+            rc = dm_set_error("%s: truncated: the last streamline (%ld points) has no end marker "
+                              "and the file no end-of-file marker",
+                              path, open_points);
+        else if (h.count < 0)
+            rc = dm_set_error("%s: no end-of-file marker and no count in the header to show that "
+                              "the file is whole (%ld streamlines found)",
+                              path, t->count);
+    }
+    if (rc == 0 && h.count >= 0 && h.count != t->count)
+        rc = dm_set_error("%s: the header's count is %ld but the file holds %ld streamlines%s",
+                          path, h.count, t->count, ended ? "" : " (no end-of-file marker)");
+    if (rc != 0) {
+        free(xyz);
+        free(h.properties);
+        dm_tck_free(t);
+        t->header_count = -1;
+        return -1;
+    }
+    long total = t->start[t->count];
+    float *shrunk = realloc(xyz, (size_t)(total ? total : 1) * 3 * sizeof(float));
+    t->xyz = shrunk ? shrunk : xyz;
+    t->header_count = h.count;
+    t->properties = h.properties;
+    return 0;
+}
+
+char *dm_tck_property(const dm_tck *t, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *line = t->properties; line && *line;) {
+        size_t len = strcspn(line, "\n");
+        if (len > n + 1 && !strncmp(line, key, n) && line[n] == ':') {
+            const char *value = line + n + 1;
+            while (*value == ' ') value++;
+            return strndup(value, (size_t)(line + len - value));
+        }
+        line += len + (line[len] == '\n');
+    }
+    return NULL;
+}
+
+void dm_tck_free(dm_tck *t)
+{
+    if (!t) return;
+    free(t->xyz);
+    free(t->npoints);
+    free(t->start);
+    free(t->properties);
+    memset(t, 0, sizeof *t);
 }

@@ -1,6 +1,7 @@
 /* MRtrix .tck streamline files: a text header ("mrtrix tracks", "key: value" lines, "END")
- * whose "file: . OFFSET" gives where the data start; the data are Float32LE x y z triplets in
- * world mm, each streamline ended by a NaN triplet and the file by an Inf triplet. */
+ * whose "file: . OFFSET" gives where the data start; the data are x y z triplets in world mm
+ * (Float32LE when written here; Float32BE, Float64LE and Float64BE are read too), each
+ * streamline ended by a NaN triplet and the file by an Inf triplet. */
 #ifndef DIMOC_TRACK_TCK_H
 #define DIMOC_TRACK_TCK_H
 
@@ -18,5 +19,28 @@ void dm_tck_add(dm_tck_writer *w, const float *xyz, int n);
 int dm_tck_close(dm_tck_writer *w, unsigned long long total_count);
 /* Drops the temporary file (after an error elsewhere). */
 void dm_tck_abort(dm_tck_writer *w);
+
+/* A whole .tck file in memory. */
+typedef struct dm_tck {
+    float *xyz;        /* every point, 3 floats each, streamline after streamline */
+    long *npoints;     /* points of each streamline (0 for an empty one) */
+    long *start;       /* count + 1 entries: streamline i is points start[i] .. start[i+1]-1 */
+    long count;        /* streamlines in the file */
+    long header_count; /* the header's "count", -1 when it has none */
+    char *properties;  /* the header's "key: value" lines, as written (NUL-terminated) */
+} dm_tck;
+
+/* Reads path into t.  Stricter than MRtrix, which reads whatever comes before an Inf triplet
+ * or the end of the file and silently drops an unfinished last streamline: here a file must
+ * hold whole points, a streamline must end with its NaN triplet, and the header's count (when
+ * given) must be the number of streamlines found.  A file that ends without the Inf triplet
+ * (a writer stopped after its last whole streamline) is accepted when the count agrees.
+ * Bytes after the Inf triplet are ignored, as by MRtrix.  A point must be finite (MRtrix
+ * reads a triplet by its x alone: NaN x ends the streamline, Inf x the file).  0, or -1 with
+ * one dm_last_error() line naming the file and what is wrong; t is then empty. */
+int dm_tck_read(const char *path, dm_tck *t);
+/* The value of a header key ("step_size", say) as a malloc'd string; NULL when absent. */
+char *dm_tck_property(const dm_tck *t, const char *key);
+void dm_tck_free(dm_tck *t);
 
 #endif

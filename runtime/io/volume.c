@@ -323,6 +323,12 @@ static void convert_chunk(const double *src, size_t n, int type, void *dst)
 {
     if (type == DM_OUT_FLOAT64) {
         memcpy(dst, src, n * sizeof(double));
+    } else if (type == DM_OUT_UINT32) {
+        uint32_t *out = dst;
+        for (size_t i = 0; i < n; i++) {
+            double v = src[i];
+            out[i] = !(v > 0) ? 0 : v >= 4294967295.0 ? UINT32_MAX : (uint32_t)llround(v);
+        }
     } else if (type == DM_OUT_UINT8) {
         uint8_t *out = dst;
         for (size_t i = 0; i < n; i++) {
@@ -377,6 +383,7 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
 
     int64_t dims[8] = {nt > 1 ? 4 : 3, nx, ny, nz, nt, 1, 1, 1};
     int datatype = type == DM_OUT_UINT8     ? DT_UINT8
+                   : type == DM_OUT_UINT32  ? DT_UINT32
                    : type == DM_OUT_FLOAT64 ? DT_FLOAT64
                                             : DT_FLOAT32;
     nifti_image *nim = nifti_make_new_nim(dims, datatype, 0);
@@ -461,6 +468,44 @@ int dm_volume_write(const char *path, const dm_volume *like, int nt, const doubl
 {
     return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,
                        nt, data, type);
+}
+
+int dm_volume_write_affine(const char *path, int nx, int ny, int nz, const double vox2world[4][4],
+                           const double *data, int type)
+{
+    /* A geometry of its own: the matrix as sform, and as qform its nearest rotation with the
+     * column lengths as voxel sizes (what readers that ignore the sform see). */
+    nifti_image geometry;
+    memset(&geometry, 0, sizeof geometry);
+    nifti_dmat44 m;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) m.m[i][j] = vox2world[i][j];
+    double vox[3];
+    for (int j = 0; j < 3; j++) {
+        vox[j] = sqrt(m.m[0][j] * m.m[0][j] + m.m[1][j] * m.m[1][j] + m.m[2][j] * m.m[2][j]);
+        if (!(vox[j] > 0) || !isfinite(vox[j]))
+            return dm_set_error("%s: the voxel-to-world matrix has a degenerate column", path);
+    }
+    geometry.pixdim[1] = geometry.dx = vox[0];
+    geometry.pixdim[2] = geometry.dy = vox[1];
+    geometry.pixdim[3] = geometry.dz = vox[2];
+    geometry.sform_code = geometry.qform_code = NIFTI_XFORM_SCANNER_ANAT;
+    geometry.sto_xyz = m;
+    geometry.sto_ijk = nifti_dmat44_inverse(m);
+    double qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac;
+    nifti_dmat44_to_quatern(m, &qb, &qc, &qd, &qx, &qy, &qz, &dx, &dy, &dz, &qfac);
+    geometry.quatern_b = qb;
+    geometry.quatern_c = qc;
+    geometry.quatern_d = qd;
+    geometry.qoffset_x = qx;
+    geometry.qoffset_y = qy;
+    geometry.qoffset_z = qz;
+    geometry.qfac = qfac;
+    geometry.qto_xyz = nifti_quatern_to_dmat44(qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac);
+    geometry.qto_ijk = nifti_dmat44_inverse(geometry.qto_xyz);
+    geometry.xyz_units = NIFTI_UNITS_MM;
+    geometry.time_units = NIFTI_UNITS_SEC;
+    return write_image(path, &geometry, 1.0, nx, ny, nz, 1, data, type);
 }
 
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,

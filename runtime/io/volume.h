@@ -23,10 +23,10 @@ int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_v
 void dm_volume_free(dm_volume *vol);
 
 /* Output data types of dm_volume_write. */
-enum { DM_OUT_FLOAT32 = 0, DM_OUT_UINT8 = 1, DM_OUT_FLOAT64 = 2 };
+enum { DM_OUT_FLOAT32 = 0, DM_OUT_UINT8 = 1, DM_OUT_FLOAT64 = 2, DM_OUT_UINT32 = 3 };
 
 /* Writes nt volumes (nt = 1: a 3D image) with the spatial geometry of `like`, as `type`
- * (DM_OUT_*; uint8 values are rounded and clamped to 0..255).  The file is written to a
+ * (DM_OUT_*; uint8 and uint32 values are rounded and clamped to their range).  The file is written to a
  * temporary name in the same folder and renamed into place when whole.  Returns 0 or -1 with
  * dm_last_error(). */
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type);
@@ -34,6 +34,11 @@ int dm_volume_write(const char *path, const dm_volume *like, int nt, const doubl
  * that go in place together with other files (util/outdir.h: dm_commit_files); NULL with
  * dm_last_error() when path has neither ending. */
 char *dm_volume_temp_name(const char *path);
+/* Writes a 3D image on a grid of its own: nx*ny*nz values and the voxel -> world mm matrix
+ * (row-major 4x4; written as sform, and its rotation part as qform).  As dm_volume_write
+ * otherwise. */
+int dm_volume_write_affine(const char *path, int nx, int ny, int nz, const double vox2world[4][4],
+                           const double *data, int type);
 /* Writes with geometry made from scratch: identity-like sform with the given voxel size (mm). */
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
                         const double *data);

@@ -1,0 +1,74 @@
+/* Structural connectomes from streamlines and a parcellation, with the defaults of MRtrix's
+ * tck2connectome: each endpoint goes to the nearest labelled voxel within 4 mm (its radial
+ * search), a streamline counts in the edge of its two endpoints' nodes, and one whose endpoint
+ * finds no node counts nowhere.  Also the mean length of the streamlines of each edge
+ * (tck2connectome -scale_length -stat_edge mean).  `dimoc connectome` is
+ * dm_connectome_command. */
+#ifndef DIMOC_FODTRACK_CONNECTOME_H
+#define DIMOC_FODTRACK_CONNECTOME_H
+
+#include "io/space.h"
+#include "io/tck.h"
+#include "util/json.h"
+
+/* Node labels per voxel: 0 is no node, 1..max_label the nodes. */
+typedef struct dm_parcellation {
+    int nx, ny, nz;
+    unsigned int *label; /* nx*ny*nz, x fastest */
+    unsigned int max_label;
+    dm_affine vox2world, world2vox;
+    double spacing[3]; /* voxel sizes, mm */
+} dm_parcellation;
+
+/* Reads a 3D image of non-negative integer labels (as MRtrix's check of a node image: a
+ * non-integer or negative value, or more than one volume, is an error naming the file). */
+int dm_parcellation_read(const char *path, dm_parcellation *p);
+void dm_parcellation_free(dm_parcellation *p);
+
+/* tck2connectome's radial search: voxel offsets within radius + half the voxel diagonal
+ * (the most an endpoint lies from its voxel's centre), nearest first, ties in z, y, x scan
+ * order.  An endpoint takes the label of the labelled voxel whose centre is strictly nearest
+ * and closer than radius; the search stops once no remaining offset can be nearer. */
+typedef struct dm_node_search {
+    int n;
+    int (*offset)[3];
+    double radius, slack; /* slack: half the voxel diagonal */
+} dm_node_search;
+
+int dm_node_search_init(dm_node_search *s, const dm_parcellation *p, double radius_mm);
+void dm_node_search_free(dm_node_search *s);
+/* The node of an endpoint (world mm); 0 when none is within the radius. */
+unsigned int dm_node_of_endpoint(const dm_parcellation *p, const dm_node_search *s,
+                                 const float xyz[3]);
+
+/* nodes x nodes matrices (row-major; node k is row k - 1), filled symmetric. */
+typedef struct dm_connectome {
+    int nodes;          /* the parcellation's largest label */
+    double *count;      /* streamlines per edge */
+    double *length_sum; /* the sum of their lengths (mm): sum of segment lengths */
+    long assigned;      /* streamlines counted in an edge */
+    long unassigned;    /* streamlines with an endpoint that found no node (or no points) */
+} dm_connectome;
+
+/* Assigns every streamline (threads: 0 = all cores; the sums are made in streamline order,
+ * so the result does not depend on the threads).  0, or -1 after a stop request. */
+int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, double radius_mm, int threads,
+                        dm_connectome *c);
+void dm_connectome_free(dm_connectome *c);
+/* Writes one matrix as tck2connectome does by default: nodes rows of nodes values separated by
+ * ',', upper triangle with the diagonal (0 below), numbers as %.15g.  With `mean`, each entry
+ * of `values` is divided by the edge's count (0 where there is none).  To path directly. */
+int dm_connectome_write_csv(const dm_connectome *c, const double *values, int mean,
+                            const char *path);
+
+typedef struct dm_connectome_options {
+    const char *tracks, *parc, *out;
+    int threads; /* 0: all cores */
+} dm_connectome_options;
+
+/* `dimoc connectome`: DIR/connectome.csv (counts), DIR/mean_length.csv and
+ * DIR/provenance.json, the folder all or nothing (util/outdir.h). */
+int dm_connectome_command(const dm_connectome_options *o, dm_provenance *prov,
+                          dm_connectome *result);
+
+#endif
