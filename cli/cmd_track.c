@@ -120,6 +120,14 @@ static const dm_opt fod_opts[] = {
     {"exclude", "IMG", NULL, "reject streamlines that enter this region" DM_REPEATABLE},
     {"mask", "IMG", NULL, "streamlines stop where they leave these regions" DM_REPEATABLE},
     {"stop", NULL, NULL, "stop a streamline once it has visited every --include region"},
+    {"tdi", "NAME.nii[.gz]", NULL,
+     "also write the track-density image NAME in --out (streamlines per voxel, each counted "
+     "once; on the FOD's grid), mapped where the tracking runs"},
+    {"tdi-voxel", "MM", "the FOD's", "super-resolved TDI voxels, as tckmap -template FOD -vox MM"},
+    {"connectome", "PARC", NULL,
+     "also write connectome.csv (streamline counts) and mean_length.csv between the labels of "
+     "this parcellation, as tck2connectome's defaults (endpoints to the nearest label within "
+     "4 mm, upper triangle)"},
     {"rseed", "N", "0", "random seed (a Philox stream per streamline: same seed, same tracks)"},
     {"threads", "N", "all cores", "CPU threads"},
     {"device", "cpu|gpu|auto", "auto", "where to track (auto: a usable GPU, else the CPU)"},
@@ -156,7 +164,8 @@ int dm_help_track(FILE *out)
     return 0;
 }
 
-static const char *const fod_inputs[] = {"fod", "seed", "include", "exclude", "mask", NULL};
+static const char *const fod_inputs[] = {"fod",  "seed", "include", "exclude",
+                                         "mask", "connectome", NULL};
 
 /* dimoc track --fod. */
 static int cmd_fodtrack(int argc, char **argv)
@@ -194,6 +203,24 @@ static int cmd_fodtrack(int argc, char **argv)
     if (rc == 0) rc = dm_arg_long(&a, fod_opts, "rseed", 0, 0x7fffffffffffffffL, &rseed);
     if (rc == 0 && dm_arg_given(&a, fod_opts, "threads"))
         rc = dm_arg_long(&a, fod_opts, "threads", 1, 4096, &threads);
+    if (rc == 0 && dm_arg_given(&a, fod_opts, "tdi-voxel")) {
+        rc = dm_arg_double(&a, fod_opts, "tdi-voxel", &o.tdi_voxel);
+        if (rc == 0 && !(o.tdi_voxel > 0))
+            rc = dm_set_error("track: --tdi-voxel must be a positive size in mm");
+        if (rc == 0 && !dm_arg_given(&a, fod_opts, "tdi"))
+            rc = dm_set_error("track: --tdi-voxel needs --tdi NAME");
+    }
+    o.tdi = dm_arg(&a, fod_opts, "tdi");
+    if (rc == 0 && o.tdi) {
+        size_t len = strlen(o.tdi);
+        int nii = (len > 4 && !strcmp(o.tdi + len - 4, ".nii")) ||
+                  (len > 7 && !strcmp(o.tdi + len - 7, ".nii.gz"));
+        if (strchr(o.tdi, '/') || !nii || !strcmp(o.tdi, "provenance.json"))
+            rc = dm_set_error("track: --tdi takes a file name for --out, ending .nii or .nii.gz "
+                              "(not '%s')",
+                              o.tdi);
+    }
+    o.connectome = dm_arg(&a, fod_opts, "connectome");
     if (rc == 0 && dm_arg_given(&a, fod_opts, "gpu-memory"))
         rc = dm_arg_long(&a, fod_opts, "gpu-memory", 1, 1L << 30, &o.gpu_memory_mb);
     const char *precision = dm_arg(&a, fod_opts, "precision");

@@ -19,6 +19,8 @@ typedef struct dm_ft_batch {
     int *npts, *seed_index;
     float *xyz; /* world mm, 3 per point */
     size_t npoints;
+    size_t device_points; /* GPU batches: points [0, device_points) are also on the GPU, at
+                             the same places (the first launch's; not those traced again) */
     unsigned long long truncations; /* proposals above the envelope */
 } dm_ft_batch;
 

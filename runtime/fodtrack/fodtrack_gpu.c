@@ -5,20 +5,27 @@
 #include "gpu/gpu_launch.h"
 #include "util/error.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#define DM_FN static inline __attribute__((unused))
+#define DM_ATOMIC_ADD_U32(p, v) (*(p) += (v)) /* unused here: the grid's type only */
+#include "fodtrack/tdi_map.h"
+
 #define BLOCK_THREADS 128
-#define RETRY 255         /* DM_FT_GPU_RETRY of gpu_fodtrack.cu */
+#define RETRY 255 /* DM_FT_GPU_RETRY of gpu_fodtrack.cu */
 #define MAX_BATCH (1L << 22)
+#define POINTS_PER_ID 32   /* room for points per id of a batch (more: traced again) */
+#define TDI_SCRATCH 2048   /* voxels a mapping thread collects before deduplicating */
 
 static const char *const fodtrack_templates[] = {
     "fodtrack/gpu_fodtrack.cu", "fodtrack/ft_types.h",  "fodtrack/det_math.h",
-    "fodtrack/fod_field.h",     "fodtrack/fod_track.h", "philox.h",
-    NULL};
+    "fodtrack/fod_field.h",     "fodtrack/fod_track.h", "fodtrack/tdi_map.h",
+    "philox.h",                 NULL};
 /* Double: no fused multiply-adds, every operation rounded as on the host (the same points). */
 static const char *const double_options[] = {"--fmad=false", NULL};
 
@@ -29,14 +36,28 @@ typedef struct {
     CUdeviceptr counters;
 } gpu_out;
 
+typedef struct {
+    gpu_out out;
+    CUstream stream;
+    CUdeviceptr bufs, ids; /* per-thread point buffers; ids of a retry */
+    unsigned long long first;
+    long n;
+} slot;
+
 struct dm_ft_gpu {
     dm_cuda *cu;
     dm_gpu_set gs;
     dm_gpu_program prog;
     dm_gpu_kernel kern;
+    CUfunction tdi_fn;
     dm_ft_ctx ctx; /* device pointers */
-    CUdeviceptr row, coef, sh, calib, seed_vox, roi, bufs, ids;
-    gpu_out out;
+    CUdeviceptr row, coef, sh, calib, seed_vox, roi;
+    slot slots[2];
+    int submitted, collected; /* batches so far: slot k % 2 */
+    /* the track-density image on the device */
+    dm_tdi_grid tdi_grid; /* its count on the device */
+    CUdeviceptr tdi_count, tdi_scratch, tdi_start, tdi_npts;
+    long tdi_list_cap;
     int use_double, buf_points;
     long threads, max_batch;
     dm_ft_gpu_times times;
@@ -47,6 +68,28 @@ static double now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int alloc_slot(dm_ft_gpu *g, slot *s, size_t per_thread)
+{
+    const dm_cuda *cu = g->cu;
+    size_t mb = (size_t)g->max_batch;
+    s->out.cap_points = POINTS_PER_ID * (unsigned long long)mb;
+    CK(cu->cuStreamCreate(&s->stream, 1 /* non-blocking */), "creating a stream");
+    CK(cu->cuMemAlloc(&s->bufs, (size_t)g->threads * per_thread),
+       "allocating GPU memory for the streamlines being traced");
+    CK(cu->cuMemAlloc(&s->ids, mb * 8), "allocating GPU memory for a batch");
+    CK(cu->cuMemAlloc(&s->out.verdict, mb), "allocating GPU memory for a batch");
+    CK(cu->cuMemAlloc(&s->out.ends, 2 * mb), "allocating GPU memory for a batch");
+    CK(cu->cuMemAlloc(&s->out.rec_id, mb * 8), "allocating GPU memory for a batch");
+    CK(cu->cuMemAlloc(&s->out.rec_start, mb * 8), "allocating GPU memory for a batch");
+    CK(cu->cuMemAlloc(&s->out.rec_npts, mb * 4), "allocating GPU memory for a batch");
+    CK(cu->cuMemAlloc(&s->out.rec_seed, mb * 4), "allocating GPU memory for a batch");
+    CK(cu->cuMemAlloc(&s->out.xyz, s->out.cap_points * 12), "allocating GPU memory for points");
+    CK(cu->cuMemAlloc(&s->out.counters, 4 * 8), "allocating GPU memory for a batch");
+    return 0;
+fail:
+    return -1;
 }
 
 dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
@@ -74,6 +117,8 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     if (dm_gpu_kernel_open(cu, g->gs.ord[0], &g->prog, "dm_fodtrack_kernel", "FOD tracker",
                            "FOD tracking kernel", &g->kern) != 0)
         goto fail;
+    CK(cu->cuModuleGetFunction(&g->tdi_fn, g->kern.mod, "dm_fodtrack_tdi_kernel"),
+       "finding the track-density kernel");
     g->times.compile = now_seconds() - t0;
     t0 = now_seconds();
     const dm_ft_fod *f = &p->fod;
@@ -98,10 +143,9 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     g->ctx.seed_vox = (const int *)(uintptr_t)g->seed_vox;
     g->ctx.roi_data = (const unsigned char *)(uintptr_t)g->roi;
 
-    /* resident threads, each with its point buffer; then the batch's outputs */
+    /* resident threads, each with a point buffer per slot; then each slot's outputs */
     int sms = 0, per_sm = 0;
-    CUdevice dev = g->kern.dev;
-    CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, dev),
+    CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, g->kern.dev),
        "reading the GPU's attributes");
     CK(cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, g->kern.fn, BLOCK_THREADS, 0),
        "reading the tracking kernel's occupancy");
@@ -110,30 +154,18 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     size_t rs = use_double ? sizeof(double) : sizeof(float);
     size_t per_thread = 3 * (size_t)g->buf_points * rs;
     g->threads = (long)sms * (per_sm > 0 ? per_sm : 1) * BLOCK_THREADS;
-    while (g->threads > BLOCK_THREADS && (size_t)g->threads * per_thread > budget / 2)
+    while (g->threads > BLOCK_THREADS && 2 * (size_t)g->threads * per_thread > budget / 2)
         g->threads -= BLOCK_THREADS;
-    CK(cu->cuMemAlloc(&g->bufs, (size_t)g->threads * per_thread),
-       "allocating GPU memory for the streamlines being traced");
-    size_t left = budget - (size_t)g->threads * per_thread;
-    /* per id: verdict, ends, a record (24 bytes) and room for 32 points on average */
-    size_t per_id = 3 + 24 + 8 + 32 * 12;
+    size_t left = budget - 2 * (size_t)g->threads * per_thread;
+    size_t per_id = 2 * (8 + 3 + 24 + POINTS_PER_ID * 12); /* both slots */
     g->max_batch = (long)(left / per_id);
     if (g->max_batch > MAX_BATCH) g->max_batch = MAX_BATCH;
     if (g->max_batch < 1024) {
         dm_set_error("track: the GPU's memory budget leaves no room for a batch of streamlines");
         goto fail;
     }
-    size_t mb = (size_t)g->max_batch;
-    g->out.cap_points = 32 * (unsigned long long)mb;
-    CK(cu->cuMemAlloc(&g->out.verdict, mb), "allocating GPU memory for the batch");
-    CK(cu->cuMemAlloc(&g->out.ends, 2 * mb), "allocating GPU memory for the batch");
-    CK(cu->cuMemAlloc(&g->out.rec_id, mb * 8), "allocating GPU memory for the batch");
-    CK(cu->cuMemAlloc(&g->out.rec_start, mb * 8), "allocating GPU memory for the batch");
-    CK(cu->cuMemAlloc(&g->out.rec_npts, mb * 4), "allocating GPU memory for the batch");
-    CK(cu->cuMemAlloc(&g->out.rec_seed, mb * 4), "allocating GPU memory for the batch");
-    CK(cu->cuMemAlloc(&g->out.xyz, g->out.cap_points * 12), "allocating GPU memory for points");
-    CK(cu->cuMemAlloc(&g->out.counters, 4 * 8), "allocating GPU memory for the batch");
-    CK(cu->cuMemAlloc(&g->ids, mb * 8), "allocating GPU memory for the batch");
+    for (int k = 0; k < 2; k++)
+        if (alloc_slot(g, &g->slots[k], per_thread) != 0) goto fail;
     g->times.upload = now_seconds() - t0;
     return g;
 fail:
@@ -161,43 +193,71 @@ const dm_ft_gpu_times *dm_ft_gpu_timing(const dm_ft_gpu *g)
     return &g->times;
 }
 
-/* One launch over n indices (ids first + i, or the uploaded ids list), its results appended to
- * b: verdicts and ends at b's index of each id, the accepted streamlines at the end of its
- * lists.  Indices whose points did not fit are left with verdict RETRY. */
-static int launch(dm_ft_gpu *g, unsigned long long first, long n, int with_ids, dm_ft_batch *b,
-                  unsigned char *verdict, unsigned char *ends)
+int dm_ft_gpu_pending(const dm_ft_gpu *g)
+{
+    return g->submitted - g->collected;
+}
+
+/* Queues a launch on slot s over n indices (ids first + i, or s->ids when with_ids). */
+static int launch(dm_ft_gpu *g, slot *s, unsigned long long first, long n, int with_ids)
+{
+    const dm_cuda *cu = g->cu;
+    CK(cu->cuMemsetD32Async(s->out.counters, 0, 8, s->stream), "clearing the GPU's counters");
+    unsigned long long nn = (unsigned long long)n;
+    CUdeviceptr ids = with_ids ? s->ids : 0;
+    void *args[] = {&g->ctx, &s->out, &s->bufs, &g->buf_points, &first, &nn, &ids};
+    return dm_gpu_launch(cu, g->kern.fn, (unsigned long long)g->threads, BLOCK_THREADS,
+                         s->stream, args, "the FOD tracking kernel");
+fail:
+    return -1;
+}
+
+int dm_ft_gpu_submit(dm_ft_gpu *g, unsigned long long first, long n)
+{
+    if (n > g->max_batch) return dm_set_error("track: a GPU batch of %ld ids is too large", n);
+    if (g->submitted - g->collected >= 2)
+        return dm_set_error("track: two GPU batches are already under way");
+    slot *s = &g->slots[g->submitted % 2];
+    s->first = first;
+    s->n = n;
+    if (launch(g, s, first, n, 0) != 0) return -1;
+    g->submitted++;
+    return 0;
+}
+
+/* Waits for slot s's launch and appends its results to b: verdicts and ends at the batch index
+ * of each id (verdict[i] for index i of the launch, or of the retried id list), the accepted
+ * streamlines at the end of b's lists. */
+static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char *verdict,
+                    unsigned char *ends)
 {
     const dm_cuda *cu = g->cu;
     double t0 = now_seconds();
-    CK(cu->cuMemsetD32Async(g->out.counters, 0, 8, NULL), "clearing the GPU's counters");
-    unsigned long long nn = (unsigned long long)n;
-    CUdeviceptr ids = with_ids ? g->ids : 0;
-    void *args[] = {&g->ctx, &g->out, &g->bufs, &g->buf_points, &first, &nn, &ids};
-    if (dm_gpu_launch(cu, g->kern.fn, (unsigned long long)g->threads, BLOCK_THREADS, NULL, args,
-                      "the FOD tracking kernel") != 0)
-        goto fail;
-    CK(cu->cuStreamSynchronize(NULL), "running the FOD tracking kernel");
-    g->times.kernel += now_seconds() - t0;
+    CK(cu->cuStreamSynchronize(s->stream), "running the FOD tracking kernel");
+    g->times.wait += now_seconds() - t0;
     t0 = now_seconds();
     unsigned long long counters[4];
-    CK(cu->cuMemcpyDtoHAsync(counters, g->out.counters, sizeof counters, NULL),
+    CK(cu->cuMemcpyDtoHAsync(counters, s->out.counters, sizeof counters, s->stream),
        "copying from the GPU");
-    CK(cu->cuMemcpyDtoHAsync(verdict, g->out.verdict, (size_t)n, NULL), "copying from the GPU");
-    CK(cu->cuMemcpyDtoHAsync(ends, g->out.ends, 2 * (size_t)n, NULL), "copying from the GPU");
+    CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
     long count = (long)counters[1];
-    size_t used = counters[2] < g->out.cap_points ? counters[2] : g->out.cap_points;
+    size_t used = counters[2] < s->out.cap_points ? counters[2] : s->out.cap_points;
     b->xyz = realloc(b->xyz, 3 * (b->npoints + used + 1) * sizeof *b->xyz);
-    CK(cu->cuMemcpyDtoHAsync(b->id + b->count, g->out.rec_id, count * 8, NULL),
-       "copying from the GPU");
     unsigned long long *start = malloc((count ? count : 1) * 8);
-    CK(cu->cuMemcpyDtoHAsync(start, g->out.rec_start, count * 8, NULL), "copying from the GPU");
-    CK(cu->cuMemcpyDtoHAsync(b->npts + b->count, g->out.rec_npts, count * 4, NULL),
+    CK(cu->cuMemcpyDtoHAsync(verdict, s->out.verdict, (size_t)n, s->stream),
        "copying from the GPU");
-    CK(cu->cuMemcpyDtoHAsync(b->seed_index + b->count, g->out.rec_seed, count * 4, NULL),
+    CK(cu->cuMemcpyDtoHAsync(ends, s->out.ends, 2 * (size_t)n, s->stream), "copying from the GPU");
+    CK(cu->cuMemcpyDtoHAsync(b->id + b->count, s->out.rec_id, count * 8, s->stream),
        "copying from the GPU");
-    CK(cu->cuMemcpyDtoHAsync(b->xyz + 3 * b->npoints, g->out.xyz, used * 12, NULL),
+    CK(cu->cuMemcpyDtoHAsync(start, s->out.rec_start, count * 8, s->stream),
        "copying from the GPU");
-    CK(cu->cuStreamSynchronize(NULL), "copying from the GPU");
+    CK(cu->cuMemcpyDtoHAsync(b->npts + b->count, s->out.rec_npts, count * 4, s->stream),
+       "copying from the GPU");
+    CK(cu->cuMemcpyDtoHAsync(b->seed_index + b->count, s->out.rec_seed, count * 4, s->stream),
+       "copying from the GPU");
+    CK(cu->cuMemcpyDtoHAsync(b->xyz + 3 * b->npoints, s->out.xyz, used * 12, s->stream),
+       "copying from the GPU");
+    CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
     for (long i = 0; i < count; i++) b->start[b->count + i] = b->npoints + start[i];
     free(start);
     b->count += count;
@@ -209,12 +269,18 @@ fail:
     return -1;
 }
 
-int dm_ft_gpu_batch(dm_ft_gpu *g, unsigned long long first, long n, dm_ft_batch *b)
+int dm_ft_gpu_collect(dm_ft_gpu *g, dm_ft_batch *b)
 {
-    if (n > g->max_batch) return dm_set_error("track: a GPU batch of %ld ids is too large", n);
+    if (g->collected == g->submitted) return dm_set_error("track: no GPU batch under way");
+    slot *s = &g->slots[g->collected % 2];
+    g->collected++;
+    const long n = s->n;
+    const unsigned long long first = s->first;
     dm_ft_batch_reset(b, first, n, 0);
-    if (launch(g, first, n, 0, b, b->verdict, b->ends) != 0) return -1;
-    /* streamlines whose points did not fit: again, alone, until all are in */
+    if (download(g, s, n, b, b->verdict, b->ends) != 0) return -1;
+    b->device_points = b->npoints;
+    /* streamlines whose points did not fit: traced again, alone, until all are in (a launch
+     * always places at least its first streamline) */
     unsigned long long *retry = NULL;
     unsigned char *v = NULL, *e = NULL;
     int rc = 0;
@@ -228,13 +294,12 @@ int dm_ft_gpu_batch(dm_ft_gpu *g, unsigned long long first, long n, dm_ft_batch 
         if (!nr) break;
         v = realloc(v, nr);
         e = realloc(e, 2 * nr);
-        long chunk = nr; /* a retry of one streamline always fits */
-        if (g->cu->cuMemcpyHtoDAsync(g->ids, retry, chunk * 8, NULL) != 0 ||
-            launch(g, 0, chunk, 1, b, v, e) != 0) {
-            rc = dm_set_error("track: re-running streamlines on the GPU failed");
+        if (g->cu->cuMemcpyHtoDAsync(s->ids, retry, nr * 8, s->stream) != 0 ||
+            launch(g, s, 0, nr, 1) != 0 || download(g, s, nr, b, v, e) != 0) {
+            rc = dm_set_error("track: tracing streamlines again on the GPU failed");
             break;
         }
-        for (long k = 0; k < chunk; k++) {
+        for (long k = 0; k < nr; k++) {
             long i = (long)(retry[k] - first);
             b->verdict[i] = v[k];
             b->ends[2 * i] = e[2 * k];
@@ -248,17 +313,116 @@ int dm_ft_gpu_batch(dm_ft_gpu *g, unsigned long long first, long n, dm_ft_batch 
     return rc;
 }
 
+int dm_ft_gpu_tdi_start(dm_ft_gpu *g, const dm_tdi *m)
+{
+    const dm_cuda *cu = g->cu;
+    size_t n = (size_t)m->nx * m->ny * m->nz;
+    g->tdi_grid.nx = m->nx;
+    g->tdi_grid.ny = m->ny;
+    g->tdi_grid.nz = m->nz;
+    dm_tdi_world2vox(m, g->tdi_grid.world2vox);
+    CK(cu->cuMemAlloc(&g->tdi_count, n * sizeof(unsigned)), "allocating the track-density image");
+    g->tdi_grid.count = (unsigned int *)(uintptr_t)g->tdi_count;
+    CK(cu->cuMemsetD32Async(g->tdi_count, 0, n, NULL), "clearing the track-density image");
+    CK(cu->cuMemAlloc(&g->tdi_scratch, (size_t)g->threads * TDI_SCRATCH * sizeof(unsigned)),
+       "allocating GPU memory for the track-density mapping");
+    CK(cu->cuStreamSynchronize(NULL), "clearing the track-density image");
+    return 0;
+fail:
+    return -1;
+}
+
+int dm_ft_gpu_tdi_add(dm_ft_gpu *g, const dm_ft_batch *b, long kept, dm_tdi *m, int threads)
+{
+    const dm_cuda *cu = g->cu;
+    slot *s = &g->slots[(g->collected - 1) % 2]; /* the batch just collected */
+    long *start = malloc((kept ? kept : 1) * sizeof *start), *npts = malloc((kept ? kept : 1) * sizeof *npts);
+    long on_gpu = 0, on_host = 0;
+    dm_tck host = {0};
+    long *hs = malloc((kept + 1) * sizeof *hs), *hn = malloc((kept ? kept : 1) * sizeof *hn);
+    for (long i = 0; i < kept; i++) {
+        if (b->start[i] + (size_t)b->npts[i] <= b->device_points) {
+            start[on_gpu] = (long)b->start[i];
+            npts[on_gpu++] = b->npts[i];
+        } else {
+            hs[on_host] = (long)b->start[i];
+            hn[on_host++] = b->npts[i];
+        }
+    }
+    int rc = 0;
+    if (on_gpu) {
+        if (on_gpu > g->tdi_list_cap) {
+            if (g->tdi_start) cu->cuMemFree(g->tdi_start);
+            if (g->tdi_npts) cu->cuMemFree(g->tdi_npts);
+            g->tdi_start = g->tdi_npts = 0;
+            g->tdi_list_cap = on_gpu;
+            if (cu->cuMemAlloc(&g->tdi_start, on_gpu * sizeof(long)) != 0 ||
+                cu->cuMemAlloc(&g->tdi_npts, on_gpu * sizeof(long)) != 0)
+                rc = dm_set_error("track: allocating GPU memory for the track-density lists");
+        }
+        if (rc == 0) {
+            cu->cuMemcpyHtoDAsync(g->tdi_start, start, on_gpu * sizeof(long), s->stream);
+            cu->cuMemcpyHtoDAsync(g->tdi_npts, npts, on_gpu * sizeof(long), s->stream);
+            long n = on_gpu;
+            int cap = TDI_SCRATCH;
+            void *args[] = {&g->tdi_grid, &s->out.xyz, &g->tdi_start, &g->tdi_npts,
+                            &n,           &g->tdi_scratch, &cap};
+            rc = dm_gpu_launch(cu, g->tdi_fn, (unsigned long long)g->threads, BLOCK_THREADS,
+                               s->stream, args, "the track-density kernel");
+            /* the lists are read by the kernel: wait before they are freed or reused */
+            if (rc == 0 && cu->cuStreamSynchronize(s->stream) != 0)
+                rc = dm_set_error("track: running the track-density kernel failed");
+        }
+    }
+    if (rc == 0 && on_host) {
+        host.xyz = b->xyz;
+        host.start = hs;
+        host.npoints = hn;
+        host.count = on_host;
+        rc = dm_tdi_add_tracks(m, &host, threads);
+    }
+    free(start);
+    free(npts);
+    free(hs);
+    free(hn);
+    return rc;
+}
+
+int dm_ft_gpu_tdi_finish(dm_ft_gpu *g, dm_tdi *m)
+{
+    const dm_cuda *cu = g->cu;
+    size_t n = (size_t)m->nx * m->ny * m->nz;
+    unsigned *counts = malloc(n * sizeof *counts);
+    CK(cu->cuMemcpyDtoHAsync(counts, g->tdi_count, n * sizeof *counts, NULL),
+       "copying the track-density image from the GPU");
+    CK(cu->cuStreamSynchronize(NULL), "copying the track-density image from the GPU");
+    for (size_t i = 0; i < n; i++) m->count[i] += counts[i];
+    free(counts);
+    return 0;
+fail:
+    free(counts);
+    return -1;
+}
+
 void dm_ft_gpu_close(dm_ft_gpu *g)
 {
     if (!g) return;
     if (g->cu) {
         const dm_cuda *cu = g->cu;
-        CUdeviceptr all[] = {g->row,          g->coef,          g->sh,
-                             g->calib,        g->seed_vox,      g->roi,
-                             g->bufs,         g->ids,           g->out.verdict,
-                             g->out.ends,     g->out.rec_id,    g->out.rec_start,
-                             g->out.rec_npts, g->out.rec_seed,  g->out.xyz,
-                             g->out.counters};
+        for (int k = 0; k < 2; k++) {
+            slot *s = &g->slots[k];
+            if (s->stream) cu->cuStreamSynchronize(s->stream);
+            CUdeviceptr all[] = {s->bufs,         s->ids,           s->out.verdict,
+                                 s->out.ends,     s->out.rec_id,    s->out.rec_start,
+                                 s->out.rec_npts, s->out.rec_seed,  s->out.xyz,
+                                 s->out.counters};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                if (all[i]) cu->cuMemFree(all[i]);
+            if (s->stream) cu->cuStreamDestroy(s->stream);
+        }
+        CUdeviceptr all[] = {g->row,       g->coef,      g->sh,          g->calib,
+                             g->seed_vox,  g->roi,       g->tdi_count,   g->tdi_scratch,
+                             g->tdi_start, g->tdi_npts};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) cu->cuMemFree(all[i]);
         dm_gpu_kernel_close(cu, &g->kern);

@@ -1,5 +1,6 @@
 #include "fodtrack/fodtrack_run.h"
 
+#include "fodtrack/connectome.h"
 #include "fodtrack/fodtrack_batch.h"
 #include "fodtrack/fodtrack_cpu.h"
 #include "fodtrack/fodtrack_gpu.h"
@@ -42,19 +43,29 @@ typedef struct {
     double length_sum;
 } progress_state;
 
-/* The batch size: enough ids to reach --select at the acceptance rate seen so far (with a
- * margin), at least `least`, at most `most` and the seeds left. */
-static long next_batch(const dm_ft_plan *p, const progress_state *st, long least, long most)
+/* The next batch, from id `from` (ids before it taken or under way, `ahead` of them under
+ * way): enough ids to reach --select at the acceptance rate seen so far (with a margin), at
+ * least `least`, at most `most` and the seeds left; 0 when the ids under way should suffice. */
+static long next_batch(const dm_ft_plan *p, const progress_state *st, unsigned long long from,
+                       long ahead, long least, long most)
 {
     double want = (double)most;
     if (p->select) {
         double rate = st->next_id ? (double)st->kept / (double)st->next_id : 0;
         double left = (double)(p->select - st->kept);
-        want = rate > 0 ? 1.1 * left / rate + least / 4 : (double)least;
+        if (rate > 0) {
+            left -= 0.9 * rate * (double)ahead;
+            if (left <= 0 && ahead > 0) return 0;
+            want = 1.1 * left / rate + least / 4;
+        } else if (ahead > 0) {
+            return 0;
+        } else {
+            want = (double)least;
+        }
     }
     long n = want < least ? least : want > most ? most : (long)want;
-    if (p->max_seeds && st->next_id + (unsigned long long)n > p->max_seeds)
-        n = (long)(p->max_seeds - st->next_id);
+    if (p->max_seeds && from + (unsigned long long)n > p->max_seeds)
+        n = from < p->max_seeds ? (long)(p->max_seeds - from) : 0;
     return n;
 }
 
@@ -70,9 +81,10 @@ static double polyline_length(const float *xyz, int n)
 }
 
 /* Takes the batch's streamlines in id order until --select is reached: writes them, and counts
- * the ids up to the last one taken.  Returns 1 when the run is complete. */
+ * the ids up to the last one taken (*taken: the streamlines).  Returns 1 when the run is
+ * complete. */
 static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *w,
-                      progress_state *st)
+                      progress_state *st, long *taken)
 {
     long upto = b->n; /* ids of the batch that count */
     long i = 0;
@@ -89,6 +101,7 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *
     }
     if (p->select && st->kept == p->select && i == b->count && b->count > 0)
         upto = (long)(b->id[b->count - 1] - b->first) + 1;
+    *taken = i;
     for (long k = 0; k < upto; k++) {
         st->verdicts[b->verdict[k]]++;
         if (b->verdict[k] != DM_FT_REJECT_SEED) st->total_count++;
@@ -98,6 +111,110 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *
     st->next_id = b->first + (unsigned long long)upto;
     st->truncations += b->truncations; /* of the whole batch: a statistic only */
     return (p->select && st->kept == p->select) || (p->max_seeds && st->next_id >= p->max_seeds);
+}
+
+/* The optional outputs built from the streamlines kept: the track-density image (on the GPU
+ * when tracking is there) and the connectome. */
+typedef struct {
+    int tdi_on, conn_on;
+    dm_tdi tdi;
+    dm_parcellation parc;
+    dm_connectome conn;
+    double seconds;
+} sinks;
+
+static int sinks_open(const dm_fodtrack_options *o, const dm_ft_plan *p, dm_ft_gpu *gpu,
+                      sinks *k)
+{
+    memset(k, 0, sizeof *k);
+    if (o->tdi) {
+        double vox[3] = {o->tdi_voxel, o->tdi_voxel, o->tdi_voxel};
+        if (dm_tdi_init(&k->tdi, &p->fod.header, o->fod, o->tdi_voxel > 0 ? vox : NULL) != 0)
+            return -1;
+        k->tdi_on = 1;
+        if (gpu && dm_ft_gpu_tdi_start(gpu, &k->tdi) != 0) return -1;
+    }
+    if (o->connectome) {
+        if (dm_parcellation_read(o->connectome, &k->parc) != 0) return -1;
+        k->conn_on = 1;
+        size_t n = (size_t)k->parc.max_label;
+        k->conn.nodes = (int)n;
+        k->conn.count = calloc(n * n + 1, sizeof *k->conn.count);
+        k->conn.length_sum = calloc(n * n + 1, sizeof *k->conn.length_sum);
+    }
+    return 0;
+}
+
+/* Adds the first `taken` streamlines of b. */
+static int sinks_add(sinks *k, const dm_ft_batch *b, long taken, dm_ft_gpu *gpu, int threads)
+{
+    if (taken <= 0 || (!k->tdi_on && !k->conn_on)) return 0;
+    double t0 = now_seconds();
+    long *start = malloc((taken + 1) * sizeof *start), *npts = malloc(taken * sizeof *npts);
+    for (long i = 0; i < taken; i++) {
+        start[i] = (long)b->start[i];
+        npts[i] = b->npts[i];
+    }
+    start[taken] = 0;
+    dm_tck view = {.xyz = b->xyz, .npoints = npts, .start = start, .count = taken};
+    int rc = 0;
+    if (k->tdi_on)
+        rc = gpu ? dm_ft_gpu_tdi_add(gpu, b, taken, &k->tdi, threads)
+                 : dm_tdi_add_tracks(&k->tdi, &view, threads);
+    if (rc == 0 && k->conn_on) {
+        dm_connectome part;
+        rc = dm_connectome_build(&k->parc, &view, 4.0, threads, &part);
+        if (rc == 0) {
+            size_t n = (size_t)k->conn.nodes * k->conn.nodes + 1;
+            for (size_t e = 0; e < n; e++) {
+                k->conn.count[e] += part.count[e];
+                k->conn.length_sum[e] += part.length_sum[e];
+            }
+            k->conn.assigned += part.assigned;
+            k->conn.unassigned += part.unassigned;
+            dm_connectome_free(&part);
+        }
+    }
+    free(start);
+    free(npts);
+    k->seconds += now_seconds() - t0;
+    return rc;
+}
+
+static int sinks_write(sinks *k, const dm_fodtrack_options *o, const char *dir, dm_ft_gpu *gpu,
+                       dm_provenance *prov)
+{
+    int rc = 0;
+    if (k->tdi_on) {
+        if (gpu) rc = dm_ft_gpu_tdi_finish(gpu, &k->tdi);
+        char *path = dm_path_join(dir, o->tdi);
+        if (rc == 0) rc = dm_tdi_write(&k->tdi, path);
+        free(path);
+        dm_provenance_num(prov, DM_PROV_RESULT, "tdi_voxel_mm", o->tdi_voxel);
+    }
+    if (rc == 0 && k->conn_on) {
+        char *path = dm_path_join(dir, "connectome.csv");
+        rc = dm_connectome_write_csv(&k->conn, k->conn.count, 0, path);
+        free(path);
+        path = dm_path_join(dir, "mean_length.csv");
+        if (rc == 0) rc = dm_connectome_write_csv(&k->conn, k->conn.length_sum, 1, path);
+        free(path);
+        dm_provenance_num(prov, DM_PROV_RESULT, "connectome_nodes", k->conn.nodes);
+        dm_provenance_num(prov, DM_PROV_RESULT, "connectome_assigned", (double)k->conn.assigned);
+        dm_provenance_num(prov, DM_PROV_RESULT, "connectome_unassigned",
+                          (double)k->conn.unassigned);
+    }
+    return rc;
+}
+
+static void sinks_free(sinks *k)
+{
+    if (k->tdi_on) dm_tdi_free(&k->tdi);
+    if (k->conn_on) {
+        dm_parcellation_free(&k->parc);
+        dm_connectome_free(&k->conn);
+    }
+    memset(k, 0, sizeof *k);
 }
 
 int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
@@ -114,6 +231,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     char *header = NULL, *tck_path = NULL;
     progress_state st;
     memset(&st, 0, sizeof st);
+    sinks out;
+    memset(&out, 0, sizeof out);
     if (dm_ft_plan_build(o, &plan) != 0) goto done;
     double t_load = now_seconds() - t0, t_compile = 0;
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
@@ -123,6 +242,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
         if (!gpu) goto done;
         t_compile = now_seconds() - tc;
     }
+    if (sinks_open(o, &plan, gpu, &out) != 0) goto done;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
     tck_path = dm_path_join(od.path, "tracks.tck");
     header = dm_ft_plan_header(&plan, o);
@@ -136,19 +256,31 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     long most = gpu ? dm_ft_gpu_max_batch(gpu) : 4096L * threads;
     if (least > most) least = most;
     int interrupted = 0;
+    unsigned long long planned = 0; /* ids handed to the GPU */
     for (int complete = 0; !complete;) {
-        long n = next_batch(&plan, &st, least, most);
-        if (n <= 0) break;
         double tk = now_seconds();
         if (gpu) {
-            if (dm_ft_gpu_batch(gpu, st.next_id, n, &batch) != 0) goto done;
+            /* keep two batches under way while more may be needed */
+            while (dm_ft_gpu_pending(gpu) < 2) {
+                long ahead = (long)(planned - st.next_id);
+                long n = next_batch(&plan, &st, planned, ahead, least, most);
+                if (n <= 0) break;
+                if (dm_ft_gpu_submit(gpu, planned, n) != 0) goto done;
+                planned += (unsigned long long)n;
+            }
+            if (!dm_ft_gpu_pending(gpu)) break;
+            if (dm_ft_gpu_collect(gpu, &batch) != 0) goto done;
         } else {
+            long n = next_batch(&plan, &st, st.next_id, 0, least, most);
+            if (n <= 0) break;
             dm_ft_cpu_batch(&plan.ctx, o->use_double, plan.buf_points, st.next_id, n, threads,
                             &batch);
         }
         t_kernel += now_seconds() - tk;
         unsigned long long before = plan.select ? st.kept : st.next_id;
-        complete = take_batch(&plan, &batch, w, &st);
+        long taken = 0;
+        complete = take_batch(&plan, &batch, w, &st, &taken);
+        if (sinks_add(&out, &batch, taken, gpu, threads) != 0) goto done;
         dm_progress_add(bar, (long)((plan.select ? st.kept : st.next_id) - before));
         if (dm_stop_take()) {
             interrupted = 1;
@@ -167,6 +299,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     int closed = dm_tck_close(w, st.total_count);
     w = NULL;
     if (closed != 0) goto done;
+    if (sinks_write(&out, o, od.path, gpu, prov) != 0) goto done;
 
     dm_provenance_str(prov, DM_PROV_RESULT, "algorithm", plan.method);
     dm_provenance_str(prov, DM_PROV_RESULT, "device", gpu ? dm_ft_gpu_device(gpu) : "cpu");
@@ -199,7 +332,14 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_compile", t_compile);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_track", t_track);
-    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_track_kernel", t_kernel);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_tracing", t_kernel);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_maps", out.seconds);
+    if (gpu) {
+        const dm_ft_gpu_times *gt = dm_ft_gpu_timing(gpu);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_upload", gt->upload);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_wait", gt->wait);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_download", gt->download);
+    }
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", now_seconds() - t_write);
     {
         char *path = dm_path_join(od.path, "provenance.json");
@@ -214,6 +354,7 @@ done:
     if (bar) dm_progress_end(bar);
     if (rc != 0 && od.path) dm_outdir_abort(&od);
     if (gpu) dm_ft_gpu_close(gpu);
+    sinks_free(&out);
     dm_ft_batch_free(&batch);
     dm_ft_plan_free(&plan);
     free(header);
