@@ -20,10 +20,17 @@ PY
 }
 case "${1:-parity,time}" in *parity*)
 for alg in ifod2 ifod1 sd_stream; do
-    $D track --fod $F --seed $M --out /tmp/c_$alg --algorithm $alg --select 3000 --precision double --device cpu 2>&1 | tail -1
-    $D track --fod $F --seed $M --out /tmp/g_$alg --algorithm $alg --select 3000 --precision double --device gpu 2>&1 | tail -1
-    echo "$alg double:"; same_tck /tmp/c_$alg/tracks.tck /tmp/g_$alg/tracks.tck
+    for prec in double float; do
+        $D track --fod $F --seed $M --out /tmp/c_$alg --algorithm $alg --select 3000 --precision $prec --device cpu --tdi tdi.nii.gz --tdi-voxel 0.7 2>&1 | tail -1
+        $D track --fod $F --seed $M --out /tmp/g_$alg --algorithm $alg --select 3000 --precision $prec --device gpu --tdi tdi.nii.gz --tdi-voxel 0.7 2>&1 | tail -1
+        echo "$alg $prec:"; same_tck /tmp/c_$alg/tracks.tck /tmp/g_$alg/tracks.tck
+        cmp /tmp/c_$alg/tdi.nii.gz /tmp/g_$alg/tdi.nii.gz && echo "tdi identical"
+    done
 done ;;
+esac
+case "${1:-parity,time}" in *bench*)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+    PYTHONPATH=/tmp/site timeout 560 python3 bench/bench_track.py --cases fod ${BENCH_ARGS:-} 2>&1 | tail -20 ;;
 esac
 case "${1:-parity,time}" in *time*)
 for alg in ifod2 ifod1; do

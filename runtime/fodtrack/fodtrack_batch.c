@@ -11,6 +11,7 @@ void dm_ft_batch_reset(dm_ft_batch *b, unsigned long long first, long n, size_t 
     b->npoints = 0;
     b->device_points = 0;
     b->truncations = 0;
+    b->evals = 0;
     size_t m = n > 0 ? (size_t)n : 1;
     b->verdict = realloc(b->verdict, m);
     b->ends = realloc(b->ends, 2 * m);

@@ -22,6 +22,7 @@ typedef struct dm_ft_batch {
     size_t device_points; /* GPU batches: points [0, device_points) are also on the GPU, at
                              the same places (the first launch's; not those traced again) */
     unsigned long long truncations; /* proposals above the envelope */
+    unsigned long long evals;       /* FOD amplitudes evaluated */
 } dm_ft_batch;
 
 /* Sizes the per-id arrays for n ids (the accepted arrays for up to n, xyz for cap_points). */

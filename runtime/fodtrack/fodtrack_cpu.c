@@ -34,7 +34,7 @@ typedef struct {
     float *xyz;
     long count, cap;
     size_t npoints, cap_points;
-    unsigned long long truncations;
+    unsigned long long truncations, evals;
 } thread_out;
 
 static void keep(thread_out *t, unsigned long long id, int seed_index, const void *buf, int n,
@@ -82,12 +82,14 @@ void dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigne
                 b->ends[2 * i] = v == DM_FT_REJECT_SEED ? 0 : (unsigned char)s.end1;
                 b->ends[2 * i + 1] = v == DM_FT_REJECT_SEED || s.half != 2 ? 0 : (unsigned char)s.end2;
                 t->truncations += s.truncations;
+                t->evals += s.evals;
             } else {
                 dm_ft_state_f s;
                 v = dm_ft_ft_trace_f(c, id, &s, buf, coef, &np, &seed);
                 b->ends[2 * i] = v == DM_FT_REJECT_SEED ? 0 : (unsigned char)s.end1;
                 b->ends[2 * i + 1] = v == DM_FT_REJECT_SEED || s.half != 2 ? 0 : (unsigned char)s.end2;
                 t->truncations += s.truncations;
+                t->evals += s.evals;
             }
             b->verdict[i] = (unsigned char)v;
             if (v == DM_FT_ACCEPTED) keep(t, id, seed, buf, np, use_double);
@@ -114,6 +116,7 @@ void dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigne
             b->count++;
         }
         b->truncations += t->truncations;
+        b->evals += t->evals;
         free(t->id);
         free(t->npts);
         free(t->seed_index);

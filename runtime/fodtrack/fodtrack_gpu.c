@@ -19,7 +19,8 @@
 #define BLOCK_THREADS 128
 #define RETRY 255 /* DM_FT_GPU_RETRY of gpu_fodtrack.cu */
 #define MAX_BATCH (1L << 22)
-#define POINTS_PER_ID 32   /* room for points per id of a batch (more: traced again) */
+#define RECORD_BYTES 40    /* per id of a batch: verdict, ends, a record, an id to retry */
+#define MIN_POINTS_PER_ID 64 /* room for points per id of a batch at least (more: traced again) */
 #define TDI_SCRATCH 2048   /* voxels a mapping thread collects before deduplicating */
 
 static const char *const fodtrack_templates[] = {
@@ -70,11 +71,11 @@ static double now_seconds(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int alloc_slot(dm_ft_gpu *g, slot *s, size_t per_thread)
+static int alloc_slot(dm_ft_gpu *g, slot *s, size_t per_thread, size_t cap_points)
 {
+    s->out.cap_points = cap_points;
     const dm_cuda *cu = g->cu;
     size_t mb = (size_t)g->max_batch;
-    s->out.cap_points = POINTS_PER_ID * (unsigned long long)mb;
     CK(cu->cuStreamCreate(&s->stream, 1 /* non-blocking */), "creating a stream");
     CK(cu->cuMemAlloc(&s->bufs, (size_t)g->threads * per_thread),
        "allocating GPU memory for the streamlines being traced");
@@ -86,7 +87,7 @@ static int alloc_slot(dm_ft_gpu *g, slot *s, size_t per_thread)
     CK(cu->cuMemAlloc(&s->out.rec_npts, mb * 4), "allocating GPU memory for a batch");
     CK(cu->cuMemAlloc(&s->out.rec_seed, mb * 4), "allocating GPU memory for a batch");
     CK(cu->cuMemAlloc(&s->out.xyz, s->out.cap_points * 12), "allocating GPU memory for points");
-    CK(cu->cuMemAlloc(&s->out.counters, 4 * 8), "allocating GPU memory for a batch");
+    CK(cu->cuMemAlloc(&s->out.counters, 5 * 8), "allocating GPU memory for a batch");
     return 0;
 fail:
     return -1;
@@ -156,16 +157,17 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     g->threads = (long)sms * (per_sm > 0 ? per_sm : 1) * BLOCK_THREADS;
     while (g->threads > BLOCK_THREADS && 2 * (size_t)g->threads * per_thread > budget / 2)
         g->threads -= BLOCK_THREADS;
-    size_t left = budget - 2 * (size_t)g->threads * per_thread;
-    size_t per_id = 2 * (8 + 3 + 24 + POINTS_PER_ID * 12); /* both slots */
-    g->max_batch = (long)(left / per_id);
+    /* each slot: its records, and the rest of its half of the budget for points */
+    size_t per_slot = (budget - 2 * (size_t)g->threads * per_thread) / 2;
+    g->max_batch = (long)(per_slot / (RECORD_BYTES + MIN_POINTS_PER_ID * 12));
     if (g->max_batch > MAX_BATCH) g->max_batch = MAX_BATCH;
     if (g->max_batch < 1024) {
         dm_set_error("track: the GPU's memory budget leaves no room for a batch of streamlines");
         goto fail;
     }
+    size_t cap_points = (per_slot - (size_t)g->max_batch * RECORD_BYTES) / 12;
     for (int k = 0; k < 2; k++)
-        if (alloc_slot(g, &g->slots[k], per_thread) != 0) goto fail;
+        if (alloc_slot(g, &g->slots[k], per_thread, cap_points) != 0) goto fail;
     g->times.upload = now_seconds() - t0;
     return g;
 fail:
@@ -202,7 +204,7 @@ int dm_ft_gpu_pending(const dm_ft_gpu *g)
 static int launch(dm_ft_gpu *g, slot *s, unsigned long long first, long n, int with_ids)
 {
     const dm_cuda *cu = g->cu;
-    CK(cu->cuMemsetD32Async(s->out.counters, 0, 8, s->stream), "clearing the GPU's counters");
+    CK(cu->cuMemsetD32Async(s->out.counters, 0, 10, s->stream), "clearing the GPU's counters");
     unsigned long long nn = (unsigned long long)n;
     CUdeviceptr ids = with_ids ? s->ids : 0;
     void *args[] = {&g->ctx, &s->out, &s->bufs, &g->buf_points, &first, &nn, &ids};
@@ -236,7 +238,7 @@ static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char
     CK(cu->cuStreamSynchronize(s->stream), "running the FOD tracking kernel");
     g->times.wait += now_seconds() - t0;
     t0 = now_seconds();
-    unsigned long long counters[4];
+    unsigned long long counters[5];
     CK(cu->cuMemcpyDtoHAsync(counters, s->out.counters, sizeof counters, s->stream),
        "copying from the GPU");
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
@@ -263,6 +265,7 @@ static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char
     b->count += count;
     b->npoints += used;
     b->truncations += counters[3];
+    b->evals += counters[4];
     g->times.download += now_seconds() - t0;
     return 0;
 fail:

@@ -39,8 +39,9 @@ typedef struct {
     unsigned long long kept;        /* streamlines written */
     unsigned long long total_count; /* accepted + rejected streamlines (tckgen's total_count) */
     unsigned long long verdicts[DM_FT_NVERDICT];
-    unsigned long long ends[DM_FT_NEND], truncations, points;
+    unsigned long long ends[DM_FT_NEND], truncations, evals, points;
     double length_sum;
+    double write_seconds; /* appending to tracks.tck */
 } progress_state;
 
 /* The next batch, from id `from` (ids before it taken or under way, `ahead` of them under
@@ -88,6 +89,7 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *
 {
     long upto = b->n; /* ids of the batch that count */
     long i = 0;
+    double t0 = now_seconds();
     for (; i < b->count; i++) {
         if (p->select && st->kept == p->select) {
             upto = (long)(b->id[i] - b->first);
@@ -102,6 +104,7 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *
     if (p->select && st->kept == p->select && i == b->count && b->count > 0)
         upto = (long)(b->id[b->count - 1] - b->first) + 1;
     *taken = i;
+    st->write_seconds += now_seconds() - t0;
     for (long k = 0; k < upto; k++) {
         st->verdicts[b->verdict[k]]++;
         if (b->verdict[k] != DM_FT_REJECT_SEED) st->total_count++;
@@ -109,7 +112,8 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *
         st->ends[b->ends[2 * k + 1]]++;
     }
     st->next_id = b->first + (unsigned long long)upto;
-    st->truncations += b->truncations; /* of the whole batch: a statistic only */
+    st->truncations += b->truncations; /* of the whole batch: statistics only */
+    st->evals += b->evals;
     return (p->select && st->kept == p->select) || (p->max_seeds && st->next_id >= p->max_seeds);
 }
 
@@ -329,6 +333,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
         dm_provenance_num(prov, DM_PROV_RESULT, key, (double)st.ends[e]);
     }
     dm_provenance_num(prov, DM_PROV_RESULT, "proposals_above_envelope", (double)st.truncations);
+    dm_provenance_num(prov, DM_PROV_RESULT, "fod_amplitudes_evaluated", (double)st.evals);
+    dm_provenance_num(prov, DM_PROV_RESULT, "points", (double)st.points);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_compile", t_compile);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_track", t_track);
@@ -340,7 +346,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_wait", gt->wait);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_download", gt->download);
     }
-    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", now_seconds() - t_write);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write",
+                      st.write_seconds + now_seconds() - t_write);
     {
         char *path = dm_path_join(od.path, "provenance.json");
         int bad = !path || dm_provenance_write(prov, path) != 0;

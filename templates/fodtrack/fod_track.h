@@ -41,6 +41,7 @@ typedef struct {
     unsigned visited; /* include regions visited (bits) */
     int end1, end2;   /* terminations of the halves (DM_FT_END_*) */
     unsigned truncations; /* proposals above the envelope (tckgen counts them too) */
+    unsigned long long evals; /* FOD amplitudes evaluated (the work: see bench/) */
 } DM_FT(state);
 
 /* Uniform deviate in (0, 1) at the build's precision. */
@@ -261,6 +262,7 @@ DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
     }
     DM_FT(ft_arc)(c, s->pos, s->dir, e, pts, tan);
     real v = DM_FT(ft_path_value)(c, s->half_prob0, pts, tan, &half_last);
+    s->evals += (unsigned long long)c->nsub;
     s->arc++;
     if (calibrating) {
         if (v < 0) return DM_FT_END_EXIT_IMAGE;
@@ -295,6 +297,7 @@ DM_FN int DM_FT(ft_step_ifod1)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, r
                          (real)c->calib[3 * k + 2]};
         DM_FT(ft_rotate)(s->dir, local, e);
         real v = DM_FT(ft_amp)(c, coef, e);
+        s->evals++;
         if (v > max_val) max_val = v;
     }
     if (!(max_val > 0)) return DM_FT_END_CALIBRATOR;
@@ -302,6 +305,7 @@ DM_FN int DM_FT(ft_step_ifod1)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, r
     for (int n = 0; n < c->max_trials; n++) {
         DM_FT(ft_cone_direction)(&s->rng, s->dir, (real)c->cos_max_angle, e);
         real f = DM_FT(ft_amp)(c, coef, e);
+        s->evals++;
         if (!(f > (real)c->threshold)) continue;
         real v = DM_FT(ft_pow)(c, f);
         if (v > max_val) s->truncations++;
@@ -413,6 +417,7 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
     s->excluded = 0;
     s->visited = 0;
     s->truncations = 0;
+    s->evals = 0;
     s->arc = 0;
     s->max_val = 0;
     s->end1 = s->end2 = DM_FT_END_CONTINUE;

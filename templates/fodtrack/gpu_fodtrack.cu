@@ -30,7 +30,8 @@ typedef struct dm_ft_gpu_out {
     int *rec_npts, *rec_seed;
     float *xyz;
     unsigned long long cap_points;
-    unsigned long long *counters; /* next index, accepted, points used, truncations */
+    unsigned long long *counters; /* next index, accepted, points used, truncations, FOD
+                                     amplitudes evaluated */
 } dm_ft_gpu_out;
 
 #define DM_FT_GPU_RETRY 255
@@ -44,7 +45,7 @@ extern "C" __global__ void dm_fodtrack_kernel(dm_ft_ctx c, dm_ft_gpu_out o, real
     real *buf = bufs + t * 3 * (unsigned long long)buf_points;
     real coef[DM_FOD_NCOEF_MAX];
     DM_FT(state) s;
-    unsigned long long i = 0, id = 0, truncations = 0;
+    unsigned long long i = 0, id = 0, truncations = 0, evals = 0;
     int active = 0;
     for (;;) {
         if (!active) {
@@ -66,6 +67,7 @@ extern "C" __global__ void dm_fodtrack_kernel(dm_ft_ctx c, dm_ft_gpu_out o, real
         o.ends[2 * i] = (unsigned char)s.end1;
         o.ends[2 * i + 1] = (unsigned char)(s.half == 2 ? s.end2 : 0);
         truncations += s.truncations;
+        evals += s.evals;
         if (v == DM_FT_ACCEPTED) {
             unsigned long long at = atomicAdd(&o.counters[2], (unsigned long long)np);
             if (at + np > o.cap_points) {
@@ -82,6 +84,7 @@ extern "C" __global__ void dm_fodtrack_kernel(dm_ft_ctx c, dm_ft_gpu_out o, real
         o.verdict[i] = (unsigned char)v;
     }
     if (truncations) atomicAdd(&o.counters[3], truncations);
+    if (evals) atomicAdd(&o.counters[4], evals);
 }
 
 /* The track-density image of the streamlines a launch left in xyz (the ones kept: their first
