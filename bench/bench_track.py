@@ -170,7 +170,7 @@ def fod_bench(a, d):
             out = f"{d}/fod_{alg}"
             wall = timed([DIMOC, "track", "--fod", fod, "--seed", wm, "--algorithm", alg,
                           "--select", n, "--out", out, "--rseed", 1] + extra)
-            prov = json.load(open(f"{out}/provenance.json"))["result"]
+            prov = json.load(open(f"{out}/provenance.json"))["results"]
             rows.append((alg, tool, where, n, wall, prov))
             print(f"{alg} {tool} {where}: {n} in {wall:.2f} s", flush=True)
         for where, n, threads in (("1 thread", a.tckgen1_select, 1), (f"{ncores} threads", a.fod_cpu_select, ncores)):

@@ -28,6 +28,24 @@ for alg in ifod2 ifod1 sd_stream; do
     done
 done ;;
 esac
+case "${1:-parity,time}" in *profile*)
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
+    PYTHONPATH=/tmp/site python3 -c "import sys; sys.path.insert(0,'bench'); import bench_track as b; b.fod_image('/tmp/fb')"
+    timeout 300 $NCU --kernel-name dm_fodtrack_kernel --launch-count 1 --section SpeedOfLight \
+        --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+        --metrics smsp__thread_inst_executed_per_inst_executed.ratio,l1tex__t_sector_hit_rate.pct \
+        $D track --fod /tmp/fb/wm_fod.nii.gz --seed /tmp/fb/wm.nii.gz --out /tmp/prof --select 50000 --device gpu 2>&1 \
+        | grep -E "Registers|Achieved Occupancy|Theoretical Occupancy|Local|Duration|Throughput|Hit|ratio|Stall|Warp Cycles|Block Limit|Eligible|Issued" | head -40 ;;
+esac
+case "${1:-parity,time}" in *regs*)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
+    PYTHONPATH=/tmp/site python3 -c "import sys; sys.path.insert(0,'bench'); import bench_track as b; b.fod_image('/tmp/fb')"
+    for alg in ifod2 ifod1; do for r in ${REGS:-0 128 96 72 64}; do
+        DIMOC_FT_MAXREG=$r $D track --fod /tmp/fb/wm_fod.nii.gz --seed /tmp/fb/wm.nii.gz --out /tmp/regs --algorithm $alg --select 200000 --device gpu >/dev/null 2>&1
+        echo "$alg maxreg $r: $(grep -E '"seconds_(compile|tracing)"' /tmp/regs/provenance.json | tr -d '\n ')"
+    done; done ;;
+esac
 case "${1:-parity,time}" in *bench*)
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
     PYTHONPATH=/tmp/site timeout 560 python3 bench/bench_track.py --cases fod ${BENCH_ARGS:-} 2>&1 | tail -20 ;;

@@ -27,8 +27,11 @@ static const char *const fodtrack_templates[] = {
     "fodtrack/gpu_fodtrack.cu", "fodtrack/ft_types.h",  "fodtrack/det_math.h",
     "fodtrack/fod_field.h",     "fodtrack/fod_track.h", "fodtrack/tdi_map.h",
     "philox.h",                 NULL};
-/* Double: no fused multiply-adds, every operation rounded as on the host (the same points). */
-static const char *const double_options[] = {"--fmad=false", NULL};
+/* The register cap: the kernel wants about 190 registers, which leaves one warp in eight of an
+ * SM's slots filled and the FOD reads' latency exposed; a cap trades spills for occupancy
+ * (bench/NOTES.md: 128 was the fastest of none, 128, 96, 72, 64 on an H100).  DIMOC_FT_MAXREG=N
+ * overrides it (0: none), a benchmark knob. */
+#define DEFAULT_MAXREG 128
 
 /* dm_ft_gpu_out of gpu_fodtrack.cu, with device pointers. */
 typedef struct {
@@ -106,13 +109,21 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     char prologue[192];
     snprintf(prologue, sizeof prologue,
              "#define DM_FT_DOUBLE %d\n#define DM_FT_LMAX %d\n#define DM_FT_NCOEF %d\n"
-             "#include \"fodtrack/gpu_fodtrack.cu\"\n",
-             use_double, p->fod.lmax, p->fod.ncoef);
+             "#define DM_FT_NSUB %d\n#include \"fodtrack/gpu_fodtrack.cu\"\n",
+             use_double, p->fod.lmax, p->fod.ncoef, p->ctx.nsub);
+    const char *knob = getenv("DIMOC_FT_MAXREG");
+    int maxreg = knob ? atoi(knob) : DEFAULT_MAXREG;
+    char regopt[48];
+    snprintf(regopt, sizeof regopt, "--maxrregcount=%d", maxreg);
+    const char *options[3] = {NULL, NULL, NULL};
+    int nopt = 0;
+    if (use_double) options[nopt++] = "--fmad=false"; /* every operation rounded as the host's */
+    if (maxreg > 0) options[nopt++] = regopt;
     dm_gpu_source src = {.name = "fodtrack",
                          .what = "the FOD tracker",
                          .prologue = prologue,
                          .templates = fodtrack_templates,
-                         .options = use_double ? double_options : NULL};
+                         .options = options};
     double t0 = now_seconds();
     if (dm_gpu_compile_source(cu, &src, g->gs.arch, 1, &g->prog) != 0) goto fail;
     if (dm_gpu_kernel_open(cu, g->gs.ord[0], &g->prog, "dm_fodtrack_kernel", "FOD tracker",
@@ -124,9 +135,15 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     t0 = now_seconds();
     const dm_ft_fod *f = &p->fod;
     size_t nvox = (size_t)f->nx * f->ny * f->nz;
-    if (dm_gpu_upload(cu, &g->row, f->row, nvox * sizeof(int), "the FOD") != 0 ||
-        dm_gpu_upload(cu, &g->coef, f->coef, (size_t)f->nrows * f->ncoef * sizeof(float),
-                      "the FOD") != 0 ||
+    /* rows padded to whole float4s (DM_FT_ROW4 of fod_field.h) */
+    size_t stride = (size_t)(f->ncoef + 3) / 4 * 4;
+    float *padded = calloc((size_t)(f->nrows ? f->nrows : 1) * stride, sizeof *padded);
+    for (long r = 0; r < f->nrows; r++)
+        memcpy(padded + r * stride, f->coef + r * f->ncoef, f->ncoef * sizeof(float));
+    int up = dm_gpu_upload(cu, &g->coef, padded, (size_t)f->nrows * stride * sizeof(float),
+                           "the FOD");
+    free(padded);
+    if (up != 0 || dm_gpu_upload(cu, &g->row, f->row, nvox * sizeof(int), "the FOD") != 0 ||
         dm_gpu_upload(cu, &g->sh, &f->table, sizeof f->table, "the SH tables") != 0 ||
         (p->ctx.ncalib && dm_gpu_upload(cu, &g->calib, p->ctx.calib,
                                         3 * (size_t)p->ctx.ncalib * sizeof(double),

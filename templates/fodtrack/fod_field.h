@@ -13,6 +13,20 @@
  *
  * No include guard (once per precision; see ft_types.h).  Before including: `real`, DM_FN,
  * DM_FT, ft_types.h. */
+#ifdef DM_FT_NCOEF
+#define DM_FT_NC(f) DM_FT_NCOEF
+#define DM_FT_LM(f) DM_FT_LMAX
+#define DM_FT_UNROLL _Pragma("unroll")
+/* the GPU's rows: padded to whole float4s, read as such through the read-only cache */
+#define DM_FT_ROW4 ((DM_FT_NCOEF + 3) / 4)
+#define DM_FT_STRIDE(f) (4 * DM_FT_ROW4)
+#else
+#define DM_FT_NC(f) ((f)->ncoef)
+#define DM_FT_LM(f) ((f)->lmax)
+#define DM_FT_UNROLL
+#define DM_FT_STRIDE(f) ((f)->ncoef)
+#endif
+
 /* m p: a world point to the continuous voxel coordinates of an image with this world-to-voxel
  * matrix (or any 3x4 affine map). */
 DM_FN void DM_FT(fod_affine)(const double m[3][4], const real p[3], real v[3])
@@ -55,21 +69,12 @@ DM_FN int DM_FT(fod_interp)(const dm_fod_field *f, const real p[3], real *c)
             z = corner & 4 ? hi[2] : lo[2];
         int r = f->row[((long)z * f->ny + y) * f->nx + x];
         if (r < 0) continue;
-        const float *src = f->coef + (long)r * f->ncoef;
+        const float *src = f->coef + (long)r * DM_FT_STRIDE(f);
         for (int k = 0; k < f->ncoef; k++) c[k] += wt * (real)src[k];
     }
     return 1;
 }
 
-#ifdef DM_FT_NCOEF
-#define DM_FT_NC(f) DM_FT_NCOEF
-#define DM_FT_LM(f) DM_FT_LMAX
-#define DM_FT_UNROLL _Pragma("unroll")
-#else
-#define DM_FT_NC(f) ((f)->ncoef)
-#define DM_FT_LM(f) ((f)->lmax)
-#define DM_FT_UNROLL
-#endif
 
 /* The basis in the unit direction d: Y[ncoef] (the same recurrence as fod_amplitude). */
 DM_FN void DM_FT(fod_basis)(const dm_fod_sh_table *t, int lmax, const real d[3], real *Y)
@@ -130,8 +135,11 @@ DM_FN int DM_FT(fod_amp_at)(const dm_fod_field *f, const real p[3], const real d
         if (w[i] < (real)1e-6) w[i] = 0;
     }
     if (f->row[((long)near[2] * n[1] + near[1]) * n[0] + near[0]] < 0) return 0;
-    real Y[DM_FOD_NCOEF_MAX];
+    real Y[DM_FOD_NCOEF_MAX + 3];
     DM_FT(fod_basis)(f->sh, DM_FT_LM(f), d, Y);
+#ifdef DM_FT_ROW4
+    for (int k = DM_FT_NCOEF; k < 4 * DM_FT_ROW4; k++) Y[k] = 0;
+#endif
     real sum = 0;
     for (int corner = 0; corner < 8; corner++) {
         real wt = (corner & 1 ? w[0] : 1 - w[0]) * (corner & 2 ? w[1] : 1 - w[1]) *
@@ -141,10 +149,21 @@ DM_FN int DM_FT(fod_amp_at)(const dm_fod_field *f, const real p[3], const real d
             z = corner & 4 ? hi[2] : lo[2];
         int r = f->row[((long)z * f->ny + y) * f->nx + x];
         if (r < 0) continue;
-        const float *src = f->coef + (long)r * DM_FT_NC(f);
         real dot = 0;
+#ifdef DM_FT_ROW4
+        const float4 *src = (const float4 *)f->coef + (long)r * DM_FT_ROW4;
         DM_FT_UNROLL
+        for (int k = 0; k < DM_FT_ROW4; k++) {
+            float4 q = __ldg(src + k);
+            dot += (real)q.x * Y[4 * k];
+            dot += (real)q.y * Y[4 * k + 1];
+            dot += (real)q.z * Y[4 * k + 2];
+            dot += (real)q.w * Y[4 * k + 3];
+        }
+#else
+        const float *src = f->coef + (long)r * DM_FT_NC(f);
         for (int k = 0; k < DM_FT_NC(f); k++) dot += (real)src[k] * Y[k];
+#endif
         sum += wt * dot;
     }
     *amp = sum;

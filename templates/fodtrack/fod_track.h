@@ -25,6 +25,14 @@
  * No include guard (once per precision).  Before including: `real`, DM_FN, DM_FT, philox.h,
  * ft_types.h, det_math.h, fod_field.h. */
 
+/* iFOD2's points per arc: a constant in the GPU build (DM_FT_NSUB), so that the arc's arrays
+ * live in registers. */
+#ifdef DM_FT_NSUB
+#define DM_FT_NS(c) DM_FT_NSUB
+#else
+#define DM_FT_NS(c) ((c)->nsub)
+#endif
+
 /* The state of the streamline a thread is tracing. */
 typedef struct {
     dm_rng rng;
@@ -186,11 +194,12 @@ DM_FN int DM_FT(ft_add_point)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, co
 DM_FN void DM_FT(ft_arc)(const dm_ft_ctx *c, const real p[3], const real d[3], const real e[3],
                          real *pts, real *tan)
 {
-    const int ns = c->nsub;
+    const int ns = DM_FT_NS(c);
     real ct = d[0] * e[0] + d[1] * e[1] + d[2] * e[2];
     if (ct > 1) ct = 1;
     real theta = DM_FT(det_acos)(ct);
     if (theta == 0) {
+        DM_FT_UNROLL
         for (int i = 0; i < ns; i++)
             for (int a = 0; a < 3; a++) {
                 pts[3 * i + a] = p[a] + ((real)(i + 1) * (real)c->step / ns) * d[a];
@@ -202,6 +211,7 @@ DM_FN void DM_FT(ft_arc)(const dm_ft_ctx *c, const real p[3], const real d[3], c
     real kn = sqrt(k[0] * k[0] + k[1] * k[1] + k[2] * k[2]);
     for (int a = 0; a < 3; a++) k[a] /= kn;
     real radius = (real)c->step / theta;
+    DM_FT_UNROLL
     for (int i = 0; i < ns; i++) {
         real sa, ca;
         DM_FT(det_sincos)(theta * (i + 1) / ns, &sa, &ca);
@@ -230,11 +240,12 @@ DM_FN real DM_FT(ft_path_value)(const dm_ft_ctx *c, real half_first, const real 
                                 const real *tan, real *half_last)
 {
     real prod = half_first;
-    for (int i = 0; i < c->nsub; i++) {
+    DM_FT_UNROLL
+    for (int i = 0; i < DM_FT_NS(c); i++) {
         real f;
         if (!DM_FT(fod_amp_at)(&c->fod, pts + 3 * i, tan + 3 * i, &f)) return -1;
         if (!(f >= (real)c->threshold)) return 0;
-        if (i == c->nsub - 1) {
+        if (i == DM_FT_NS(c) - 1) {
             *half_last = sqrt(f);
             prod *= *half_last;
         } else {
@@ -262,7 +273,7 @@ DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
     }
     DM_FT(ft_arc)(c, s->pos, s->dir, e, pts, tan);
     real v = DM_FT(ft_path_value)(c, s->half_prob0, pts, tan, &half_last);
-    s->evals += (unsigned long long)c->nsub;
+    s->evals += (unsigned long long)DM_FT_NS(c);
     s->arc++;
     if (calibrating) {
         if (v < 0) return DM_FT_END_EXIT_IMAGE;
@@ -277,7 +288,7 @@ DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
         s->half_prob0 = half_last;
         s->arc = 0;
         s->max_val = 0;
-        for (int i = 0; i < c->nsub; i++) {
+        for (int i = 0; i < DM_FT_NS(c); i++) {
             int t = DM_FT(ft_add_point)(c, s, buf, pts + 3 * i, tan + 3 * i);
             if (t != DM_FT_END_CONTINUE) return t;
         }
