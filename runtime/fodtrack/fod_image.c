@@ -30,13 +30,13 @@ int dm_ft_fod_load(const char *path, dm_ft_fod *im)
     dm_volume v;
     if (dm_volume_read(path, &v) != 0) return -1;
     int lmax = -1;
-    for (int l = 0; l <= DM_FOD_LMAX_MAX; l += 2)
+    for (int l = 2; l <= DM_FOD_LMAX_MAX; l += 2)
         if ((l + 1) * (l + 2) / 2 == v.nt) lmax = l;
     if (lmax < 0) {
         int nt = v.nt;
         dm_volume_free(&v);
         return dm_set_error("%s: %d volume%s is not an FOD image (SH coefficients of even "
-                            "degree: 1, 6, 15, 28, 45, 66 or 91 volumes)",
+                            "degree: 6, 15, 28, 45, 66 or 91 volumes)",
                             path, nt, nt == 1 ? "" : "s");
     }
     im->nx = v.nx;

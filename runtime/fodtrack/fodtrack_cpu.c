@@ -2,6 +2,8 @@
  * DM_FT), and the threads that run it. */
 #include "fodtrack/fodtrack_cpu.h"
 
+#include "util/interrupt.h"
+
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -60,12 +62,13 @@ static void keep(thread_out *t, unsigned long long id, int seed_index, const voi
     t->npoints += (size_t)n;
 }
 
-void dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned long long first,
+int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned long long first,
                      long n, int threads, dm_ft_batch *b)
 {
     int nt = threads > 0 ? threads : omp_get_max_threads();
     thread_out *outs = calloc(nt, sizeof *outs);
     dm_ft_batch_reset(b, first, n, 0);
+    int stopped = 0;
 #pragma omp parallel num_threads(nt)
     {
         thread_out *t = &outs[omp_get_thread_num()];
@@ -74,6 +77,15 @@ void dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigne
         void *coef = malloc(DM_FOD_NCOEF_MAX * rs);
 #pragma omp for schedule(dynamic, 64)
         for (long i = 0; i < n; i++) {
+            int stop;
+#pragma omp atomic read
+            stop = stopped;
+            if (stop) continue;
+            if (dm_stop_requested()) { /* Ctrl-C: leave the batch within a streamline */
+#pragma omp atomic write
+                stopped = 1;
+                continue;
+            }
             unsigned long long id = first + (unsigned long long)i;
             int np = 0, seed = 0, v;
             if (use_double) {
@@ -125,4 +137,5 @@ void dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigne
     (void)count;
     free(outs);
     dm_ft_batch_sort(b);
+    return stopped ? -1 : 0;
 }

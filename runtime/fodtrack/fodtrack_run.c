@@ -277,8 +277,12 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
         } else {
             long n = next_batch(&plan, &st, st.next_id, 0, least, most);
             if (n <= 0) break;
-            dm_ft_cpu_batch(&plan.ctx, o->use_double, plan.buf_points, st.next_id, n, threads,
-                            &batch);
+            if (dm_ft_cpu_batch(&plan.ctx, o->use_double, plan.buf_points, st.next_id, n,
+                                threads, &batch) != 0) { /* stopped midway: not taken */
+                dm_stop_take();
+                interrupted = 1;
+                break;
+            }
         }
         t_kernel += now_seconds() - tk;
         unsigned long long before = plan.select ? st.kept : st.next_id;
