@@ -29,31 +29,41 @@ int dm_tdi_init(dm_tdi *m, const dm_volume *templ, const char *templ_path, const
     dm_affine a;
     dm_volume_vox2world(templ, &a);
     int size[3] = {templ->nx, templ->ny, templ->nz};
-    if (voxel_mm) {
-        /* tckmap's oversampled header: along each voxel axis (a unit direction), the new
-         * size and spacing, and the first centre moved by half the difference of spacings so
-         * that the grids share their outer corner at voxel 0. */
-        double old[3];
-        dm_volume_voxel_size(templ, old);
-        double shift[3] = {0, 0, 0};
-        for (int k = 0; k < 3; k++) {
+    /* MRtrix's header of the template: unit axis directions, voxel sizes from pixdim (from the
+     * axes' lengths when the two disagree by more than 1e-5), so that the voxel -> world
+     * matrix and the single-precision one tckmap maps with are the same numbers as its. */
+    double pixdim[3], len[3], spacing[3];
+    dm_volume_voxel_size(templ, pixdim);
+    int rescale = 0;
+    for (int k = 0; k < 3; k++) {
+        double x = a.m[0][k], y = a.m[1][k], z = a.m[2][k];
+        len[k] = sqrt(x * x + (y * y + z * z)); /* Eigen's norm(), its order */
+        if (!(len[k] > 0)) return dm_set_error("%s: degenerate voxel-to-world matrix", templ_path);
+        if (fabs(pixdim[k] / len[k] - 1.0) > 1e-5) rescale = 1;
+    }
+    double shift[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        spacing[k] = rescale ? len[k] : pixdim[k];
+        double to = spacing[k];
+        if (voxel_mm) {
+            /* tckmap's oversampled header: along each voxel axis the new size and spacing,
+             * and the first centre moved by half the difference of spacings so that the grids
+             * share their outer corner at voxel 0. */
             if (!(voxel_mm[k] > 0) || !isfinite(voxel_mm[k]))
                 return dm_set_error("voxel size %g: must be a positive number of mm", voxel_mm[k]);
-            double len =
-                sqrt(a.m[0][k] * a.m[0][k] + a.m[1][k] * a.m[1][k] + a.m[2][k] * a.m[2][k]);
-            if (!(len > 0)) return dm_set_error("%s: degenerate voxel-to-world matrix", templ_path);
-            for (int r = 0; r < 3; r++) {
-                double unit = a.m[r][k] / len;
-                shift[r] += unit * 0.5 * (voxel_mm[k] - old[k]);
-                a.m[r][k] = unit * voxel_mm[k];
-            }
-            double n = ceil(size[k] * old[k] / voxel_mm[k]);
-            if (n > 1e6)
-                return dm_set_error("voxel size %g mm: the grid would be too large", voxel_mm[k]);
+            to = voxel_mm[k];
+            double n = ceil(size[k] * spacing[k] / to);
+            if (n > 1e6) return dm_set_error("voxel size %g mm: the grid would be too large", to);
             size[k] = (int)n;
         }
-        for (int r = 0; r < 3; r++) a.m[r][3] += shift[r];
+        for (int r = 0; r < 3; r++) {
+            double unit = a.m[r][k] / len[k];
+            shift[r] += unit * 0.5 * (to - spacing[k]);
+            a.m[r][k] = unit * to;
+        }
+        spacing[k] = to;
     }
+    for (int r = 0; r < 3; r++) a.m[r][3] += shift[r];
     uint64_t nvox = (uint64_t)size[0] * size[1] * size[2];
     if (nvox >= UINT32_MAX)
         return dm_set_error("%s: a grid of %dx%dx%d voxels is too large for a track-density map",
@@ -68,7 +78,19 @@ int dm_tdi_init(dm_tdi *m, const dm_volume *templ, const char *templ_path, const
     m->ny = size[1];
     m->nz = size[2];
     m->vox2world = a;
+    for (int k = 0; k < 3; k++) m->spacing[k] = spacing[k];
     return 0;
+}
+
+int dm_tdi_upsample_ratio(const dm_tdi *m, double step_mm)
+{
+    /* mapping.cpp: a float step over (double) spacing * 0.333f, ceil'd */
+    float step = (float)step_mm;
+    if (!(step > 0) || !isfinite(step)) return 1;
+    double vmin = fmin(m->spacing[0], fmin(m->spacing[1], m->spacing[2]));
+    double r = ceil((double)step / (vmin * (double)0.333f));
+    /* a step of many voxels: more samples than that would not change the map */
+    return r < 1 ? 1 : r > 1e6 ? 1000000 : (int)r;
 }
 
 void dm_tdi_world2vox(const dm_tdi *m, double world2vox[3][4])
@@ -81,7 +103,7 @@ void dm_tdi_world2vox(const dm_tdi *m, double world2vox[3][4])
 
 int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads)
 {
-    dm_tdi_grid g = {.nx = m->nx, .ny = m->ny, .nz = m->nz, .count = m->count};
+    dm_tdi_grid g = {.nx = m->nx, .ny = m->ny, .nz = m->nz, .count = m->count, .ratio = m->ratio};
     dm_tdi_world2vox(m, g.world2vox);
     int stopped = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -102,8 +124,7 @@ int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads)
                 stopped = 1;
                 continue;
             }
-            dm_tdi_add_streamline(&g, t->xyz + 3 * t->start[s], t->npoints[s], scratch,
-                                  TDI_SCRATCH);
+            dm_tdi_add(&g, t->xyz + 3 * t->start[s], t->npoints[s], scratch, TDI_SCRATCH);
         }
         free(scratch);
     }
@@ -150,17 +171,26 @@ int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary 
     int super = o->voxel_mm[0] > 0 || o->voxel_mm[1] > 0 || o->voxel_mm[2] > 0;
     int rc = dm_tdi_init(&map, &templ, o->templ, super ? o->voxel_mm : NULL);
     dm_volume_free(&templ);
+    if (rc == 0 && !o->exact) {
+        /* tckmap reads the header's step_size as a float; none: no upsampling */
+        char *step = dm_tck_property(&tracks, "step_size");
+        map.ratio = dm_tdi_upsample_ratio(&map, step ? strtof(step, NULL) : NAN);
+        free(step);
+    }
     if (rc == 0) rc = dm_tdi_add_tracks(&map, &tracks, o->threads);
     if (rc == 0) {
         size_t n = (size_t)map.nx * map.ny * map.nz;
         for (size_t i = 0; i < n; i++) s->voxels_hit += map.count[i] > 0;
         s->streamlines = tracks.count;
+        s->ratio = map.ratio;
         s->nx = map.nx;
         s->ny = map.ny;
         s->nz = map.nz;
         s->seconds = now_seconds() - t0;
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)s->streamlines);
         dm_provenance_num(prov, DM_PROV_RESULT, "voxels_hit", (double)s->voxels_hit);
+        dm_provenance_str(prov, DM_PROV_RESULT, "mapping", o->exact ? "exact" : "tckmap");
+        dm_provenance_num(prov, DM_PROV_RESULT, "upsample_ratio", s->ratio);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds", s->seconds);
         /* The map and its provenance beside it go in place together. */
         char *tmp[2] = {dm_volume_temp_name(o->out), NULL};
