@@ -320,11 +320,7 @@ int dm_ft_gpu_tdi_start(dm_ft_gpu *g, const dm_tdi *m)
 {
     const dm_cuda *cu = g->cu;
     size_t n = (size_t)m->nx * m->ny * m->nz;
-    g->tdi_grid.nx = m->nx;
-    g->tdi_grid.ny = m->ny;
-    g->tdi_grid.nz = m->nz;
-    g->tdi_grid.ratio = m->ratio; /* the kernel maps by the host's mode */
-    dm_tdi_world2vox(m, g->tdi_grid.world2vox);
+    dm_tdi_grid_of(m, &g->tdi_grid); /* the host's mode and frames; the count goes below */
     CK(cu->cuMemAlloc(&g->tdi_count, n * sizeof(unsigned)), "allocating the track-density image");
     g->tdi_grid.count = (unsigned int *)(uintptr_t)g->tdi_count;
     CK(cu->cuMemsetD32Async(g->tdi_count, 0, n, NULL), "clearing the track-density image");

@@ -39,7 +39,22 @@ typedef struct dm_tdi_grid {
     double world2vox[3][4];
     unsigned int *count;
     int ratio; /* 0: the exact walk; >= 1: tckmap's sampling with this upsampling ratio */
+    /* The sampled mapping's frame, MRtrix's: its scanner -> voxel matrix in single precision
+     * on its axes realigned to near RAS, its axis k being the grid's axis[k], reversed when
+     * flip[k] (dm_tdi_grid_identity_frame: the grid's own axes). */
+    float s2v[3][4];
+    int axis[3], flip[3];
 } dm_tdi_grid;
+
+/* The sampled mapping's frame from world2vox as it stands (no realignment). */
+DM_FN void dm_tdi_grid_identity_frame(dm_tdi_grid *g)
+{
+    for (int r = 0; r < 3; r++) {
+        for (int k = 0; k < 4; k++) g->s2v[r][k] = (float)g->world2vox[r][k];
+        g->axis[r] = r;
+        g->flip[r] = 0;
+    }
+}
 
 /* The continuous voxel coordinates of a world point. */
 DM_FN void dm_tdi_world_to_voxel(const double m[3][4], const float p[3], double v[3])
@@ -236,8 +251,9 @@ DM_FN long dm_tdi_sample_index(const dm_tdi_grid *g, const float m[3][4], const 
     for (int k = 0; k < 3; k++) {
         float v = (m[k][0] * p[0] + m[k][1] * p[1]) + (m[k][2] * p[2] + m[k][3]);
         double r = dm_tdi_round(v);
-        if (!(r >= 0 && r < size[k])) return -1; /* NaN fails too */
-        c[k] = (long)r;
+        int a = g->axis[k];
+        if (!(r >= 0 && r < size[a])) return -1; /* NaN fails too */
+        c[a] = g->flip[k] ? size[a] - 1 - (long)r : (long)r;
     }
     return c[0] + (long)g->nx * (c[1] + (long)g->ny * c[2]);
 }
@@ -290,14 +306,12 @@ DM_FN void dm_tdi_sample_streamline(const dm_tdi_grid *g, const float m[3][4], c
 }
 
 /* The sampled counterpart of dm_tdi_add_streamline (same scratch rules and result): tckmap's
- * samples at upsampling ratio `ratio` (values below 1 count as 1; g->ratio is not read). */
+ * samples at upsampling ratio `ratio` (values below 1 count as 1; g->ratio is not read),
+ * looked up through g's s2v, axis and flip. */
 DM_FN long dm_tdi_add_streamline_sampled(const dm_tdi_grid *g, const float *xyz, long n, int ratio,
                                          unsigned int *scratch, int capacity)
 {
     if (capacity < 2) return -1;
-    float m[3][4]; /* MRtrix holds scanner2voxel as Transform<float> */
-    for (int r = 0; r < 3; r++)
-        for (int k = 0; k < 4; k++) m[r][k] = (float)g->world2vox[r][k];
     dm_tdi_collector c;
     c.item = scratch;
     c.capacity = capacity;
@@ -307,7 +321,7 @@ DM_FN long dm_tdi_add_streamline_sampled(const dm_tdi_grid *g, const float *xyz,
         c.n = 0;
         c.hi = (long)g->nx * g->ny * g->nz;
         c.cut = 0;
-        dm_tdi_sample_streamline(g, m, xyz, n, ratio, &c);
+        dm_tdi_sample_streamline(g, g->s2v, xyz, n, ratio, &c);
         c.n = dm_tdi_sort_unique(c.item, c.n);
         for (int i = 0; i < c.n; i++) DM_ATOMIC_ADD_U32(&g->count[c.item[i]], 1u);
         counted += c.n;

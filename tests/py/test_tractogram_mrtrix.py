@@ -5,7 +5,9 @@ their defaults, on random smooth streamlines (0.5 mm steps) written here as .tck
 - tdi (default): tckmap's default mapping (its Hermite upsampling at ratio
   ceil(step_size / (0.333 x voxel)), samples rounded to voxels, in single precision), so equal
   to tckmap -template voxel for voxel: on the 2 mm grid (ratio 1), with --voxel 0.5 (ratio 4)
-  and 1.5 (ratio 2), and for a .tck without step_size (ratio 1).  Asserted: >= 99.99% of the
+  and 1.5 (ratio 2), on templates that MRtrix realigns (an axis reversed, two swapped; with
+  -vox 1.5 not dividing the field of view, so the grid ends where tckmap's does), and for a
+  .tck without step_size (ratio 1).  Asserted: >= 99.99% of the
   voxels equal (all of them, measured).
 - tdi --exact: equal to an independent walk written here (segments cut at every voxel face,
   pieces looked up at their midpoints) in >= 99.99% of voxels; the few others come from the
@@ -280,6 +282,23 @@ def main():
     compare_tdi(d, "2mm", tck, streamlines, template, None, 0.985)
     compare_tdi(d, "vox0.5", tck, streamlines, template, 0.5, 0.995)
     compare_tdi(d, "vox1.5", tck, streamlines, template, 1.5, 0.985)
+    # A template tckmap realigns (x reversed, the axes of y and x swapped), 25 voxels so that
+    # -vox 1.5 does not divide the field of view: the grid and its counts still tckmap's.
+    for label, cols, extent in (("las", [0, 1, 2], (25, 26, 20)), ("swapped", [1, 0, 2], (25, 27, 19))):
+        other = aff[:, cols + [3]]
+        other[:3, 0] *= -1
+        # centred where the streamlines are
+        other[:3, 3] = aff[:3, :3] @ (np.array(shape) / 2) + aff[:3, 3] - other[:3, :3] @ (
+            np.array(extent) / 2)
+        tpl = save(f"{d}/template_{label}.nii.gz", np.zeros(extent), other)
+        for vox in (None, 1.5):
+            name = f"{label}_{vox or 2}"
+            vox_args = ["--voxel", vox] if vox else []
+            dimoc("tdi", tck, "--template", tpl, "--out", f"{d}/{name}.nii.gz", *vox_args)
+            mrtrix("tckmap", tck, f"{d}/{name}_mrtrix.nii.gz", "-template", tpl,
+                   *(["-vox", vox] if vox else []))
+            same_as_tckmap(f"tdi_{name}_equals_tckmap", f"{d}/{name}.nii.gz",
+                           f"{d}/{name}_mrtrix.nii.gz")
     # No step_size in the header: tckmap does not upsample; neither does dimoc.
     bare = write_tck(f"{d}/no_step.tck", streamlines, step=False)
     dimoc("tdi", bare, "--template", template, "--out", f"{d}/no_step.nii.gz", "--voxel", 0.5)

@@ -62,6 +62,7 @@ static void make_grid(dm_tdi_grid *g, unsigned int *count)
     g->ny = NY;
     g->nz = NZ;
     g->count = count;
+    dm_tdi_grid_identity_frame(g);
 }
 
 static void to_world(const double v[3], float p[3])
