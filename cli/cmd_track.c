@@ -93,7 +93,6 @@ static const dm_opt track_opts[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-
 static const dm_opt fod_opts[] = {
     {"fod", "FILE", NULL, "FOD image: SH coefficients in MRtrix's basis (dimoc csd's wm_fod)"},
     {"seed", "MASK", NULL, "seed image: seeds at random positions within its voxels >= 0.5"},
@@ -124,6 +123,9 @@ static const dm_opt fod_opts[] = {
      "also write the track-density image NAME in --out (streamlines per voxel, each counted "
      "once; on the FOD's grid), mapped where the tracking runs"},
     {"tdi-voxel", "MM", "the FOD's", "super-resolved TDI voxels, as tckmap -template FOD -vox MM"},
+    {"tdi-exact", NULL, NULL,
+     "the TDI by an exact walk through every voxel a segment crosses, instead of tckmap's "
+     "samples (the default: tckmap -template FOD on the tracks, voxel for voxel)"},
     {"connectome", "PARC", NULL,
      "also write connectome.csv (streamline counts) and mean_length.csv between the labels of "
      "this parcellation, as tck2connectome's defaults (endpoints to the nearest label within "
@@ -164,7 +166,7 @@ int dm_help_track(FILE *out)
     return 0;
 }
 
-static const char *const fod_inputs[] = {"fod",  "seed", "include", "exclude",
+static const char *const fod_inputs[] = {"fod",  "seed",       "include", "exclude",
                                          "mask", "connectome", NULL};
 
 /* dimoc track --fod. */
@@ -186,10 +188,10 @@ static int cmd_fodtrack(int argc, char **argv)
         if (!dm_arg(&a, fod_opts, required[i]))
             rc = dm_set_error("track: --%s is required with --fod (see 'dimoc help track')",
                               required[i]);
-    static const char *const longs[] = {"select",  "seeds",   "trials",
-                                        "samples", "max-attempts-per-seed", "seed-random-per-voxel"};
-    long *long_dst[] = {&o.select, &o.seeds, &o.trials, &o.samples, &o.max_attempts,
-                        &o.seeds_per_voxel};
+    static const char *const longs[] = {
+        "select", "seeds", "trials", "samples", "max-attempts-per-seed", "seed-random-per-voxel"};
+    long *long_dst[] = {&o.select,  &o.seeds,        &o.trials,
+                        &o.samples, &o.max_attempts, &o.seeds_per_voxel};
     for (int i = 0; i < 6 && rc == 0; i++)
         if (dm_arg_given(&a, fod_opts, longs[i]))
             rc = dm_arg_long(&a, fod_opts, longs[i], i < 2 ? 0 : 1, 1L << 40, long_dst[i]);
@@ -210,6 +212,9 @@ static int cmd_fodtrack(int argc, char **argv)
         if (rc == 0 && !dm_arg_given(&a, fod_opts, "tdi"))
             rc = dm_set_error("track: --tdi-voxel needs --tdi NAME");
     }
+    o.tdi_exact = dm_arg_given(&a, fod_opts, "tdi-exact");
+    if (rc == 0 && o.tdi_exact && !dm_arg_given(&a, fod_opts, "tdi"))
+        rc = dm_set_error("track: --tdi-exact needs --tdi NAME");
     o.tdi = dm_arg(&a, fod_opts, "tdi");
     if (rc == 0 && o.tdi) {
         size_t len = strlen(o.tdi);

@@ -49,6 +49,8 @@ static const dm_opt tdi_opts[] = {
     {"voxel", "MM[,MM,MM]", NULL,
      "super-resolution: voxel size of the map in mm, on the template's axes and field of view "
      "(as tckmap -template IMG -vox MM)"},
+    {"exact", NULL, NULL,
+     "count every voxel a segment passes through (an exact walk) instead of tckmap's samples"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
 };
@@ -56,12 +58,15 @@ static const dm_opt tdi_opts[] = {
 int dm_help_tdi(FILE *out)
 {
     dm_args_help(
-        out, "dimoc tdi TRACKS.tck --template IMG --out FILE [--voxel MM] [--threads N]",
-        "Track-density image, as MRtrix's tckmap with its default contrast: in each voxel the\n"
-        "number of streamlines that pass through it (each counted once however often it\n"
-        "re-enters).  Every segment of a streamline is walked exactly through the voxels it\n"
-        "crosses; tckmap instead samples a Hermite curve through the points, so the two agree\n"
-        "but for voxels that a streamline only grazes.  With --voxel the grid is\n"
+        out, "dimoc tdi TRACKS.tck --template IMG --out FILE [--voxel MM] [--exact] [--threads N]",
+        "Track-density image, MRtrix's tckmap -template IMG with its defaults, voxel for\n"
+        "voxel: in each voxel the number of streamlines that visit it (each counted once\n"
+        "however often it re-enters).  As tckmap, each streamline is upsampled along a Hermite\n"
+        "curve through its points (ratio ceil(step_size / (0.333 x smallest voxel)), the\n"
+        "step from the .tck header; 1 without one) and each sample counts the voxel it\n"
+        "rounds to, so voxels a streamline only grazes between samples are missed.  --exact\n"
+        "walks every segment through all the voxels it crosses instead (about 6% more\n"
+        "voxels at a 1 mm step on 2 mm voxels).  With --voxel the grid is\n"
         "tckmap -template IMG -vox MM's: the template's axes and field of view, size\n"
         "ceil(n * old / new) on each axis.  The map's provenance goes beside it\n"
         "(FILE.provenance.json).",
@@ -99,6 +104,7 @@ int dm_cmd_tdi(int argc, char **argv)
     if (rc == 0 && dm_arg_given(&a, tdi_opts, "voxel"))
         rc = parse_voxel(dm_arg(&a, tdi_opts, "voxel"), o.voxel_mm);
     if (rc == 0) rc = parse_threads(&a, tdi_opts, &o.threads);
+    o.exact = dm_arg_given(&a, tdi_opts, "exact");
     if (rc == 0) {
         o.templ = dm_arg(&a, tdi_opts, "template");
         o.out = dm_arg(&a, tdi_opts, "out");
@@ -110,8 +116,13 @@ int dm_cmd_tdi(int argc, char **argv)
         rc = dm_tdi_command(&o, &prov, &s);
         dm_provenance_free(&prov);
         if (rc == 0)
-            printf("tdi: %ld streamlines through %ld of %dx%dx%d voxels in %.2f s; map in %s\n",
-                   s.streamlines, s.voxels_hit, s.nx, s.ny, s.nz, s.seconds, o.out);
+            printf("tdi: %ld streamlines through %ld of %dx%dx%d voxels (%s) in %.2f s; map in "
+                   "%s\n",
+                   s.streamlines, s.voxels_hit, s.nx, s.ny, s.nz,
+                   o.exact       ? "exact walk"
+                   : s.ratio > 1 ? "upsampled"
+                                 : "points",
+                   s.seconds, o.out);
     }
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();

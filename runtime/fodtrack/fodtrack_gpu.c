@@ -96,8 +96,7 @@ fail:
     return -1;
 }
 
-dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
-                          long gpu_memory_mb)
+dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus, long gpu_memory_mb)
 {
     dm_ft_gpu *g = calloc(1, sizeof *g);
     g->use_double = use_double;
@@ -145,9 +144,9 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     free(padded);
     if (up != 0 || dm_gpu_upload(cu, &g->row, f->row, nvox * sizeof(int), "the FOD") != 0 ||
         dm_gpu_upload(cu, &g->sh, &f->table, sizeof f->table, "the SH tables") != 0 ||
-        (p->ctx.ncalib && dm_gpu_upload(cu, &g->calib, p->ctx.calib,
-                                        3 * (size_t)p->ctx.ncalib * sizeof(double),
-                                        "the calibration") != 0) ||
+        (p->ctx.ncalib &&
+         dm_gpu_upload(cu, &g->calib, p->ctx.calib, 3 * (size_t)p->ctx.ncalib * sizeof(double),
+                       "the calibration") != 0) ||
         dm_gpu_upload(cu, &g->seed_vox, p->ctx.seed_vox, p->ctx.nseed_vox * sizeof(int),
                       "the seeds") != 0 ||
         (p->roi_bytes &&
@@ -225,8 +224,8 @@ static int launch(dm_ft_gpu *g, slot *s, unsigned long long first, long n, int w
     unsigned long long nn = (unsigned long long)n;
     CUdeviceptr ids = with_ids ? s->ids : 0;
     void *args[] = {&g->ctx, &s->out, &s->bufs, &g->buf_points, &first, &nn, &ids};
-    return dm_gpu_launch(cu, g->kern.fn, (unsigned long long)g->threads, BLOCK_THREADS,
-                         s->stream, args, "the FOD tracking kernel");
+    return dm_gpu_launch(cu, g->kern.fn, (unsigned long long)g->threads, BLOCK_THREADS, s->stream,
+                         args, "the FOD tracking kernel");
 fail:
     return -1;
 }
@@ -337,10 +336,7 @@ int dm_ft_gpu_tdi_start(dm_ft_gpu *g, const dm_tdi *m)
 {
     const dm_cuda *cu = g->cu;
     size_t n = (size_t)m->nx * m->ny * m->nz;
-    g->tdi_grid.nx = m->nx;
-    g->tdi_grid.ny = m->ny;
-    g->tdi_grid.nz = m->nz;
-    dm_tdi_world2vox(m, g->tdi_grid.world2vox);
+    dm_tdi_grid_of(m, &g->tdi_grid); /* the host's mode and frames; the count goes below */
     CK(cu->cuMemAlloc(&g->tdi_count, n * sizeof(unsigned)), "allocating the track-density image");
     g->tdi_grid.count = (unsigned int *)(uintptr_t)g->tdi_count;
     CK(cu->cuMemsetD32Async(g->tdi_count, 0, n, NULL), "clearing the track-density image");
@@ -356,7 +352,8 @@ int dm_ft_gpu_tdi_add(dm_ft_gpu *g, const dm_ft_batch *b, long kept, dm_tdi *m, 
 {
     const dm_cuda *cu = g->cu;
     slot *s = &g->slots[(g->collected - 1) % 2]; /* the batch just collected */
-    long *start = malloc((kept ? kept : 1) * sizeof *start), *npts = malloc((kept ? kept : 1) * sizeof *npts);
+    long *start = malloc((kept ? kept : 1) * sizeof *start),
+         *npts = malloc((kept ? kept : 1) * sizeof *npts);
     long on_gpu = 0, on_host = 0;
     dm_tck host = {0};
     long *hs = malloc((kept + 1) * sizeof *hs), *hn = malloc((kept ? kept : 1) * sizeof *hn);
@@ -385,7 +382,7 @@ int dm_ft_gpu_tdi_add(dm_ft_gpu *g, const dm_ft_batch *b, long kept, dm_tdi *m, 
             cu->cuMemcpyHtoDAsync(g->tdi_npts, npts, on_gpu * sizeof(long), s->stream);
             long n = on_gpu;
             int cap = TDI_SCRATCH;
-            void *args[] = {&g->tdi_grid, &s->out.xyz, &g->tdi_start, &g->tdi_npts,
+            void *args[] = {&g->tdi_grid, &s->out.xyz,     &g->tdi_start, &g->tdi_npts,
                             &n,           &g->tdi_scratch, &cap};
             rc = dm_gpu_launch(cu, g->tdi_fn, (unsigned long long)g->threads, BLOCK_THREADS,
                                s->stream, args, "the track-density kernel");
@@ -432,17 +429,15 @@ void dm_ft_gpu_close(dm_ft_gpu *g)
         for (int k = 0; k < 2; k++) {
             slot *s = &g->slots[k];
             if (s->stream) cu->cuStreamSynchronize(s->stream);
-            CUdeviceptr all[] = {s->bufs,         s->ids,           s->out.verdict,
-                                 s->out.ends,     s->out.rec_id,    s->out.rec_start,
-                                 s->out.rec_npts, s->out.rec_seed,  s->out.xyz,
-                                 s->out.counters};
+            CUdeviceptr all[] = {s->bufs,       s->ids,           s->out.verdict,  s->out.ends,
+                                 s->out.rec_id, s->out.rec_start, s->out.rec_npts, s->out.rec_seed,
+                                 s->out.xyz,    s->out.counters};
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
                 if (all[i]) cu->cuMemFree(all[i]);
             if (s->stream) cu->cuStreamDestroy(s->stream);
         }
-        CUdeviceptr all[] = {g->row,       g->coef,      g->sh,          g->calib,
-                             g->seed_vox,  g->roi,       g->tdi_count,   g->tdi_scratch,
-                             g->tdi_start, g->tdi_npts};
+        CUdeviceptr all[] = {g->row, g->coef,      g->sh,          g->calib,     g->seed_vox,
+                             g->roi, g->tdi_count, g->tdi_scratch, g->tdi_start, g->tdi_npts};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) cu->cuMemFree(all[i]);
         dm_gpu_kernel_close(cu, &g->kern);

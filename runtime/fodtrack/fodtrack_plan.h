@@ -11,15 +11,16 @@
 /* The user's choices; NaN / -1 / NULL where tckgen's default applies. */
 typedef struct dm_fodtrack_options {
     const char *fod, *out, *seed;
-    long seeds_per_voxel; /* --seed-random-per-voxel (0: random positions in the mask) */
+    long seeds_per_voxel;  /* --seed-random-per-voxel (0: random positions in the mask) */
     const char *algorithm; /* ifod2 | ifod1 | sd_stream */
     long select, seeds;    /* -1: default */
     double step, angle, cutoff, seed_cutoff, min_length, max_length, power; /* NaN: default */
-    long trials, samples, max_attempts; /* -1: default */
+    long trials, samples, max_attempts;                                     /* -1: default */
     int unidirectional, stop;
     const char *include, *exclude, *mask; /* comma-joined image lists, or NULL */
     const char *tdi, *connectome;         /* output name in --out, parcellation; or NULL */
     double tdi_voxel;                     /* 0: the FOD's grid */
+    int tdi_exact; /* 1: the TDI by the exact walk; 0: tckmap's sampled mapping */
     unsigned long long rseed;
     int threads, use_gpu, use_double;
     const char *gpus;

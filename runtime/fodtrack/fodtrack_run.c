@@ -26,12 +26,10 @@ static double now_seconds(void)
 }
 
 static const char *const end_names[DM_FT_NEND] = {
-    "continue",     "exit_image",     "exit_mask",     "calibrator",
-    "model",        "high_curvature", "length_exceed", "enter_exclude",
-    "traverse_all_include"};
+    "continue",       "exit_image",    "exit_mask",     "calibrator",          "model",
+    "high_curvature", "length_exceed", "enter_exclude", "traverse_all_include"};
 static const char *const verdict_names[DM_FT_NVERDICT] = {
-    "accepted",      "seed_rejected",  "no_propagation",
-    "too_short",     "enter_exclude",  "missed_include"};
+    "accepted", "seed_rejected", "no_propagation", "too_short", "enter_exclude", "missed_include"};
 
 /* Where the run stands. */
 typedef struct {
@@ -127,14 +125,20 @@ typedef struct {
     double seconds;
 } sinks;
 
-static int sinks_open(const dm_fodtrack_options *o, const dm_ft_plan *p, dm_ft_gpu *gpu,
-                      sinks *k)
+static int sinks_open(const dm_fodtrack_options *o, const dm_ft_plan *p, dm_ft_gpu *gpu, sinks *k)
 {
     memset(k, 0, sizeof *k);
     if (o->tdi) {
         double vox[3] = {o->tdi_voxel, o->tdi_voxel, o->tdi_voxel};
         if (dm_tdi_init(&k->tdi, &p->fod.header, o->fod, o->tdi_voxel > 0 ? vox : NULL) != 0)
             return -1;
+        if (!o->tdi_exact) {
+            /* tckmap's ratio from the step_size the .tck header carries: the plan's step as
+             * dm_ft_plan_header prints it, read back as tckmap reads it */
+            char text[64];
+            snprintf(text, sizeof text, "%g", (double)p->ctx.step);
+            k->tdi.ratio = dm_tdi_upsample_ratio(&k->tdi, strtof(text, NULL));
+        }
         k->tdi_on = 1;
         if (gpu && dm_ft_gpu_tdi_start(gpu, &k->tdi) != 0) return -1;
     }
@@ -195,6 +199,8 @@ static int sinks_write(sinks *k, const dm_fodtrack_options *o, const char *dir, 
         if (rc == 0) rc = dm_tdi_write(&k->tdi, path);
         free(path);
         dm_provenance_num(prov, DM_PROV_RESULT, "tdi_voxel_mm", o->tdi_voxel);
+        dm_provenance_str(prov, DM_PROV_RESULT, "tdi_mapping", o->tdi_exact ? "exact" : "tckmap");
+        dm_provenance_num(prov, DM_PROV_RESULT, "tdi_upsample_ratio", k->tdi.ratio);
     }
     if (rc == 0 && k->conn_on) {
         char *path = dm_path_join(dir, "connectome.csv");

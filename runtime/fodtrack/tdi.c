@@ -23,37 +23,102 @@
  * a few thousand voxels; more only costs another walk (tdi_map.h). */
 #define TDI_SCRATCH 8192
 
+/* MRtrix's realignment of an image to near RAS (Header::realign_transform, Axes::
+ * get_permutation_to_make_axial): realigned axis k is the image's axis perm[k], the one
+ * closest to world axis k, reversed (flip[that axis]) when it points against it. */
+static void realign_axes(double unit[3][3], int perm[3], int flip[3])
+{
+    for (int r = 0; r < 3; r++) {
+        perm[r] = 0; /* Eigen's maxCoeff: the first of equal maxima */
+        for (int k = 1; k < 3; k++)
+            if (fabs(unit[r][k]) > fabs(unit[r][perm[r]])) perm[r] = k;
+    }
+    /* the one axis not among a and b */
+#define OTHER(a, b) (3 - (a) - (b) - ((a) == (b) ? (a) == 0 ? 1 : 0 : 0))
+    if (perm[0] == perm[1]) perm[1] = OTHER(perm[0], perm[2]);
+    if (perm[0] == perm[2]) perm[2] = OTHER(perm[0], perm[1]);
+    if (perm[1] == perm[2]) perm[2] = OTHER(perm[0], perm[1]);
+#undef OTHER
+    for (int r = 0; r < 3; r++) flip[perm[r]] = unit[r][perm[r]] < 0;
+}
+
 int dm_tdi_init(dm_tdi *m, const dm_volume *templ, const char *templ_path, const double *voxel_mm)
 {
     memset(m, 0, sizeof *m);
     dm_affine a;
     dm_volume_vox2world(templ, &a);
-    int size[3] = {templ->nx, templ->ny, templ->nz};
-    if (voxel_mm) {
-        /* tckmap's oversampled header: along each voxel axis (a unit direction), the new
-         * size and spacing, and the first centre moved by half the difference of spacings so
-         * that the grids share their outer corner at voxel 0. */
-        double old[3];
-        dm_volume_voxel_size(templ, old);
-        double shift[3] = {0, 0, 0};
-        for (int k = 0; k < 3; k++) {
-            if (!(voxel_mm[k] > 0) || !isfinite(voxel_mm[k]))
-                return dm_set_error("voxel size %g: must be a positive number of mm", voxel_mm[k]);
-            double len =
-                sqrt(a.m[0][k] * a.m[0][k] + a.m[1][k] * a.m[1][k] + a.m[2][k] * a.m[2][k]);
-            if (!(len > 0)) return dm_set_error("%s: degenerate voxel-to-world matrix", templ_path);
-            for (int r = 0; r < 3; r++) {
-                double unit = a.m[r][k] / len;
-                shift[r] += unit * 0.5 * (voxel_mm[k] - old[k]);
-                a.m[r][k] = unit * voxel_mm[k];
-            }
-            double n = ceil(size[k] * old[k] / voxel_mm[k]);
-            if (n > 1e6)
-                return dm_set_error("voxel size %g mm: the grid would be too large", voxel_mm[k]);
-            size[k] = (int)n;
-        }
-        for (int r = 0; r < 3; r++) a.m[r][3] += shift[r];
+    int in_size[3] = {templ->nx, templ->ny, templ->nz};
+    /* MRtrix's header of the template: unit axis directions, voxel sizes from pixdim (from the
+     * axes' lengths when the two disagree by more than 1e-5), the axes realigned to near RAS;
+     * tckmap's grid is that header's (oversampled with -vox), and the single-precision
+     * scanner -> voxel matrix it maps with comes from it, so the numbers are built as its. */
+    double pixdim[3], len[3], unit[3][3], t[3];
+    dm_volume_voxel_size(templ, pixdim);
+    int rescale = 0;
+    for (int k = 0; k < 3; k++) {
+        double x = a.m[0][k], y = a.m[1][k], z = a.m[2][k];
+        len[k] = sqrt(x * x + (y * y + z * z)); /* Eigen's norm(), its order */
+        if (!(len[k] > 0)) return dm_set_error("%s: degenerate voxel-to-world matrix", templ_path);
+        if (fabs(pixdim[k] / len[k] - 1.0) > 1e-5) rescale = 1;
+        for (int r = 0; r < 3; r++) unit[r][k] = a.m[r][k] / len[k];
     }
+    for (int r = 0; r < 3; r++) t[r] = a.m[r][3];
+    int perm[3], flip[3];
+    realign_axes(unit, perm, flip);
+    for (int i = 0; i < 3; i++)
+        if (flip[i]) { /* voxel 0 moves to the axis's other end */
+            double length = (in_size[i] - 1) * (rescale ? len[i] : pixdim[i]);
+            for (int r = 0; r < 3; r++) t[r] -= length * -unit[r][i];
+        }
+    /* The realigned header: axis k is the image's perm[k]. */
+    double col[3][3], sp[3];
+    int size[3];
+    for (int k = 0; k < 3; k++) {
+        int i = perm[k];
+        for (int r = 0; r < 3; r++) col[r][k] = flip[i] ? -unit[r][i] : unit[r][i];
+        sp[k] = rescale ? len[i] : pixdim[i];
+        size[k] = in_size[i];
+    }
+    if (voxel_mm) {
+        /* tckmap's oversampled header (on the realigned axes): the new size and spacing, and
+         * the first centre moved by half the difference of spacings so that the grids share
+         * their outer corner at voxel 0.  voxel_mm is given on the template's axes. */
+        double half[3];
+        for (int k = 0; k < 3; k++) {
+            double v = voxel_mm[perm[k]];
+            if (!(v > 0) || !isfinite(v))
+                return dm_set_error("voxel size %g: must be a positive number of mm", v);
+            half[k] = 0.5 * (v - sp[k]);
+            double n = ceil(size[k] * sp[k] / v);
+            if (n > 1e6) return dm_set_error("voxel size %g mm: the grid would be too large", v);
+            size[k] = (int)n;
+            sp[k] = v;
+        }
+        for (int r = 0; r < 3; r++)
+            t[r] += col[r][0] * half[0] + col[r][1] * half[1] + col[r][2] * half[2];
+    }
+    /* MRtrix's voxel -> scanner matrix of the realigned grid (what tckmap maps with), and the
+     * same grid on the template's axis order (what is counted and written). */
+    dm_affine_identity(&m->mrtrix_vox2world);
+    for (int r = 0; r < 3; r++) {
+        for (int k = 0; k < 3; k++) m->mrtrix_vox2world.m[r][k] = col[r][k] * sp[k];
+        m->mrtrix_vox2world.m[r][3] = t[r];
+    }
+    dm_affine_identity(&a);
+    double spacing[3];
+    for (int r = 0; r < 3; r++) a.m[r][3] = t[r];
+    for (int k = 0; k < 3; k++) {
+        int i = perm[k];
+        m->axis[k] = i;
+        m->flip[k] = flip[i];
+        spacing[i] = sp[k];
+        in_size[i] = size[k];
+        for (int r = 0; r < 3; r++) {
+            a.m[r][i] = (flip[i] ? -col[r][k] : col[r][k]) * sp[k];
+            if (flip[i]) a.m[r][3] += m->mrtrix_vox2world.m[r][k] * (size[k] - 1);
+        }
+    }
+    for (int k = 0; k < 3; k++) size[k] = in_size[k];
     uint64_t nvox = (uint64_t)size[0] * size[1] * size[2];
     if (nvox >= UINT32_MAX)
         return dm_set_error("%s: a grid of %dx%dx%d voxels is too large for a track-density map",
@@ -68,7 +133,19 @@ int dm_tdi_init(dm_tdi *m, const dm_volume *templ, const char *templ_path, const
     m->ny = size[1];
     m->nz = size[2];
     m->vox2world = a;
+    for (int k = 0; k < 3; k++) m->spacing[k] = spacing[k];
     return 0;
+}
+
+int dm_tdi_upsample_ratio(const dm_tdi *m, double step_mm)
+{
+    /* mapping.cpp: a float step over (double) spacing * 0.333f, ceil'd */
+    float step = (float)step_mm;
+    if (!(step > 0) || !isfinite(step)) return 1;
+    double vmin = fmin(m->spacing[0], fmin(m->spacing[1], m->spacing[2]));
+    double r = ceil((double)step / (vmin * (double)0.333f));
+    /* a step of many voxels: more samples than that would not change the map */
+    return r < 1 ? 1 : r > 1e6 ? 1000000 : (int)r;
 }
 
 void dm_tdi_world2vox(const dm_tdi *m, double world2vox[3][4])
@@ -79,10 +156,29 @@ void dm_tdi_world2vox(const dm_tdi *m, double world2vox[3][4])
         for (int c = 0; c < 4; c++) world2vox[r][c] = inv.m[r][c];
 }
 
+void dm_tdi_grid_of(const dm_tdi *m, struct dm_tdi_grid *g)
+{
+    memset(g, 0, sizeof *g);
+    g->nx = m->nx;
+    g->ny = m->ny;
+    g->nz = m->nz;
+    g->count = m->count;
+    g->ratio = m->ratio;
+    dm_tdi_world2vox(m, g->world2vox);
+    /* MRtrix's Transform::scanner2voxel (the double inverse), then cast to float */
+    dm_affine inv;
+    if (dm_affine_invert(&m->mrtrix_vox2world, &inv) != 0) dm_affine_identity(&inv);
+    for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 4; c++) g->s2v[r][c] = (float)inv.m[r][c];
+        g->axis[r] = m->axis[r];
+        g->flip[r] = m->flip[r];
+    }
+}
+
 int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads)
 {
-    dm_tdi_grid g = {.nx = m->nx, .ny = m->ny, .nz = m->nz, .count = m->count};
-    dm_tdi_world2vox(m, g.world2vox);
+    dm_tdi_grid g;
+    dm_tdi_grid_of(m, &g);
     int stopped = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
     {
@@ -102,8 +198,7 @@ int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads)
                 stopped = 1;
                 continue;
             }
-            dm_tdi_add_streamline(&g, t->xyz + 3 * t->start[s], t->npoints[s], scratch,
-                                  TDI_SCRATCH);
+            dm_tdi_add(&g, t->xyz + 3 * t->start[s], t->npoints[s], scratch, TDI_SCRATCH);
         }
         free(scratch);
     }
@@ -150,17 +245,26 @@ int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary 
     int super = o->voxel_mm[0] > 0 || o->voxel_mm[1] > 0 || o->voxel_mm[2] > 0;
     int rc = dm_tdi_init(&map, &templ, o->templ, super ? o->voxel_mm : NULL);
     dm_volume_free(&templ);
+    if (rc == 0 && !o->exact) {
+        /* tckmap reads the header's step_size as a float; none: no upsampling */
+        char *step = dm_tck_property(&tracks, "step_size");
+        map.ratio = dm_tdi_upsample_ratio(&map, step ? strtof(step, NULL) : NAN);
+        free(step);
+    }
     if (rc == 0) rc = dm_tdi_add_tracks(&map, &tracks, o->threads);
     if (rc == 0) {
         size_t n = (size_t)map.nx * map.ny * map.nz;
         for (size_t i = 0; i < n; i++) s->voxels_hit += map.count[i] > 0;
         s->streamlines = tracks.count;
+        s->ratio = map.ratio;
         s->nx = map.nx;
         s->ny = map.ny;
         s->nz = map.nz;
         s->seconds = now_seconds() - t0;
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)s->streamlines);
         dm_provenance_num(prov, DM_PROV_RESULT, "voxels_hit", (double)s->voxels_hit);
+        dm_provenance_str(prov, DM_PROV_RESULT, "mapping", o->exact ? "exact" : "tckmap");
+        dm_provenance_num(prov, DM_PROV_RESULT, "upsample_ratio", s->ratio);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds", s->seconds);
         /* The map and its provenance beside it go in place together. */
         char *tmp[2] = {dm_volume_temp_name(o->out), NULL};

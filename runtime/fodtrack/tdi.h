@@ -9,22 +9,40 @@
 #include "io/tck.h"
 #include "util/json.h"
 
+struct dm_tdi_grid; /* templates/fodtrack/tdi_map.h */
+
 typedef struct dm_tdi {
     int nx, ny, nz;
     dm_affine vox2world; /* voxel -> world mm */
+    double spacing[3];   /* voxel sizes in mm (MRtrix's: the template's pixdim, or --voxel) */
     unsigned int *count; /* nx*ny*nz, x fastest: streamlines through each voxel */
+    int ratio;           /* 0: the exact walk; >= 1: tckmap's sampling at this upsampling ratio
+                            (templates/fodtrack/tdi_map.h); dm_tdi_init leaves 0 */
+    /* tckmap's own header of the grid: its axes realigned to near RAS (axis k is ours
+     * axis[k], reversed when flip[k]) and its voxel -> world matrix on them */
+    dm_affine mrtrix_vox2world;
+    int axis[3], flip[3];
 } dm_tdi;
 
-/* The grid of `templ` (its first three dimensions and voxel -> world matrix), or with voxel_mm
- * (three sizes > 0; NULL: none) the super-resolved grid of tckmap -template -vox: the same
- * axes, size ceil(n * old / new) on each, and the first voxel's corner where the template's
- * is (its centre moved by half the difference of the sizes along the axis).  Counts start at
- * 0.  0, or -1 with an error naming templ_path. */
+/* The grid of `templ` (its first three dimensions and voxel -> world matrix, read as MRtrix
+ * reads it: each axis a unit direction times the voxel size in pixdim), or with voxel_mm
+ * (three sizes > 0 on the template's axes; NULL: none) the super-resolved grid of
+ * tckmap -template -vox: the same axes, size ceil(n * old / new) on each, and a corner shared
+ * with the template's, at voxel 0 of MRtrix's realigned axes (near RAS; the far end of an axis
+ * it reverses).  The counts stay on the template's axis order.  Counts start at 0.  0, or -1
+ * with an error naming templ_path. */
 int dm_tdi_init(dm_tdi *m, const dm_volume *templ, const char *templ_path, const double *voxel_mm);
+/* tckmap's automatic upsampling ratio for streamlines `step_mm` apart (the .tck's step_size)
+ * on this grid: ceil(step / (smallest voxel size * 0.333)), in tckmap's precision; 1 when the
+ * step is not a positive finite number (tckmap's rule for a .tck without step_size). */
+int dm_tdi_upsample_ratio(const dm_tdi *m, double step_mm);
 /* The world mm -> voxel matrix (the first three rows of the inverse of vox2world). */
 void dm_tdi_world2vox(const dm_tdi *m, double world2vox[3][4]);
-/* Adds every streamline of t (threads: 0 = all cores).  Returns 0, or -1 after a stop
- * request. */
+/* The mapping kernel's view of m (templates/fodtrack/tdi_map.h): size, counts, mode and both
+ * world -> voxel matrices. */
+void dm_tdi_grid_of(const dm_tdi *m, struct dm_tdi_grid *g);
+/* Adds every streamline of t (threads: 0 = all cores), by m->ratio's mapping.  Returns 0, or
+ * -1 after a stop request. */
 int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads);
 /* Writes the counts as a uint32 NIfTI (tckmap's type for a TDI) on the map's own grid to path (a temporary name
  * renamed into place when whole). */
@@ -35,10 +53,12 @@ typedef struct dm_tdi_options {
     const char *tracks, *templ, *out;
     double voxel_mm[3]; /* all 0: the template's grid */
     int threads;        /* 0: all cores */
+    int exact;          /* 1: the exact walk; 0: tckmap's sampling (its ratio from step_size) */
 } dm_tdi_options;
 
 typedef struct dm_tdi_summary {
     long streamlines;
+    int ratio;       /* the upsampling ratio used; 0 with the exact walk */
     long voxels_hit; /* voxels with a count above 0 */
     int nx, ny, nz;
     double seconds;

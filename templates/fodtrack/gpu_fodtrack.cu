@@ -89,7 +89,8 @@ extern "C" __global__ void dm_fodtrack_kernel(dm_ft_ctx c, dm_ft_gpu_out o, real
 
 /* The track-density image of the streamlines a launch left in xyz (the ones kept: their first
  * points and counts listed), a thread per streamline, each voxel counted once per streamline
- * (templates/fodtrack/tdi_map.h, the host's source too). */
+ * (templates/fodtrack/tdi_map.h, the host's source too), by the grid's mode: grid.ratio >= 1
+ * tckmap's samples at that upsampling ratio, 0 the exact walk. */
 extern "C" __global__ void dm_fodtrack_tdi_kernel(dm_tdi_grid grid, const float *xyz,
                                                   const long *start, const long *npts, long n,
                                                   unsigned int *scratch, int cap)
@@ -97,5 +98,5 @@ extern "C" __global__ void dm_fodtrack_tdi_kernel(dm_tdi_grid grid, const float 
     const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const long stride = (long)gridDim.x * blockDim.x;
     for (long i = t; i < n; i += stride)
-        dm_tdi_add_streamline(&grid, xyz + 3 * start[i], npts[i], scratch + t * cap, cap);
+        dm_tdi_add(&grid, xyz + 3 * start[i], npts[i], scratch + t * cap, cap);
 }

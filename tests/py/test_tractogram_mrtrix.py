@@ -2,19 +2,23 @@
 their defaults, on random smooth streamlines (0.5 mm steps) written here as .tck, in an oblique
 2 mm image.
 
-- tdi, exact: equal to an independent walk written here (segments cut at every voxel face,
+- tdi (default): tckmap's default mapping (its Hermite upsampling at ratio
+  ceil(step_size / (0.333 x voxel)), samples rounded to voxels, in single precision), so equal
+  to tckmap -template voxel for voxel: on the 2 mm grid (ratio 1), with --voxel 0.5 (ratio 4)
+  and 1.5 (ratio 2), on templates that MRtrix realigns (an axis reversed, two swapped; with
+  -vox 1.5 not dividing the field of view, so the grid ends where tckmap's does), and for a
+  .tck without step_size (ratio 1).  Asserted: >= 99.99% of the
+  voxels equal (all of them, measured).
+- tdi --exact: equal to an independent walk written here (segments cut at every voxel face,
   pieces looked up at their midpoints) in >= 99.99% of voxels; the few others come from the
   map's affine read back from its float32 header, which moves a face by ~1e-7 mm.
-- tdi against tckmap: the same grid (dims and affine) with -template and with -vox 0.5 and
-  -vox 1.5.  The counts cannot be equal everywhere: tckmap maps sample points of a Hermite
-  curve through the streamline's points, dimoc walks the straight segments exactly.  Measured
-  here against tckmap -upsample 40 (samples 0.0125 mm apart): 98.8% of the voxels equal at
-  2 mm, 99.0% at 1.5 mm, 99.7% at 0.5 mm (r >= 0.994); the voxels that differ are ones a
-  segment only grazes (depth below 0.001 voxel: a corner cut between samples) or where the
-  curve bulges past a face.  The limits are 98.5% (2 and 1.5 mm) and 99.5% (0.5 mm), r > 0.99.
-  tckmap's default (its automatic upsampling: ratio 1 at 2 mm here, so only the points 0.5 mm
-  apart; 4 at 0.5 mm) misses many more grazed voxels (68% equal at 2 mm, 97.5% at 0.5 mm) and
-  adds almost none: checked as tckmap <= dimoc in 99.9% of the voxels.
+- tdi --exact against tckmap: the same grid (dims and affine) with -template and with -vox 0.5
+  and -vox 1.5.  Measured against tckmap -upsample 40 (samples 0.0125 mm apart): 98.8% of the
+  voxels equal at 2 mm, 99.0% at 1.5 mm, 99.7% at 0.5 mm (r >= 0.994); the voxels that differ
+  are ones a segment only grazes (depth below 0.001 voxel: a corner cut between samples) or
+  where the curve bulges past a face.  The limits are 98.5% (2 and 1.5 mm) and 99.5% (0.5 mm),
+  r > 0.99.  tckmap's default misses many more grazed voxels (68% equal at 2 mm, 97.5% at
+  0.5 mm) and adds almost none: checked as tckmap <= dimoc --exact in 99.9% of the voxels.
 - connectome: counts equal edge by edge (the assignment is the same computation), mean lengths
   within 1e-3 relative (tck2connectome sums segment lengths in single precision).
 - the .tck reader: a wrong header count, a truncated file, a file that is not a tractogram, an
@@ -64,9 +68,9 @@ def random_streamlines(rng, n, aff, shape):
     return out
 
 
-def write_tck(path, streamlines, count=None, end_marker=True, dtype="Float32LE"):
-    head = "mrtrix tracks\ndatatype: %s\nstep_size: %g\ncount: %d\n" % (
-        dtype, STEP, len(streamlines) if count is None else count)
+def write_tck(path, streamlines, count=None, end_marker=True, dtype="Float32LE", step=True):
+    head = "mrtrix tracks\ndatatype: %s\n%scount: %d\n" % (
+        dtype, "step_size: %g\n" % STEP if step else "", len(streamlines) if count is None else count)
     offset = len(head) + 32
     head += "file: . %d\nEND\n" % offset
     data = head.encode().ljust(offset, b" ")
@@ -125,8 +129,9 @@ def agreement(x, y):
 
 
 def compare_tdi(d, name, tck, streamlines, template, vox, limit_dense):
+    vox_args = ["--voxel", vox] if vox else []
     ours = f"{d}/{name}_dimoc.nii.gz"
-    dimoc("tdi", tck, "--template", template, "--out", ours, *(["--voxel", vox] if vox else []))
+    dimoc("tdi", tck, "--template", template, "--out", ours, "--exact", *vox_args)
     a = nib.load(ours)
     x = np.asarray(a.dataobj, float)
     exact = exact_tdi(streamlines, a.affine, a.shape)
@@ -151,9 +156,26 @@ def compare_tdi(d, name, tck, streamlines, template, vox, limit_dense):
                   f"hit; r = {r:.5f}; totals {x.sum():.0f} vs {y.sum():.0f}; tckmap higher in "
                   f"{(y > x).sum()} voxels, lower in {(y < x).sum()}")
         if kind == "dense":
-            check(f"tdi_{name}_vs_tckmap_upsample40", eq >= limit_dense and r > 0.99, detail)
+            check(f"tdi_{name}_exact_vs_tckmap_upsample40", eq >= limit_dense and r > 0.99, detail)
         else:  # tckmap's own sampling misses voxels, it does not add any
-            check(f"tdi_{name}_vs_tckmap_default", (y <= x).mean() >= 0.999 and r > 0.9, detail)
+            check(f"tdi_{name}_exact_vs_tckmap_default", (y <= x).mean() >= 0.999 and r > 0.9, detail)
+    # The default: tckmap's mapping, voxel for voxel.
+    default = f"{d}/{name}_dimoc_default.nii.gz"
+    dimoc("tdi", tck, "--template", template, "--out", default, *vox_args)
+    same_as_tckmap(f"tdi_{name}_equals_tckmap", default, f"{d}/{name}_mrtrix_default.nii.gz")
+
+
+def same_as_tckmap(name, ours, theirs):
+    """Voxel for voxel: >= 99.99% equal asserted, the number that differ reported."""
+    a, b = nib.load(ours), nib.load(theirs)
+    if a.shape != b.shape or not np.allclose(a.affine, b.affine, atol=1e-4):
+        check(name, False, f"grids differ: {a.shape} vs {b.shape}")
+        return
+    x, y = np.asarray(a.dataobj, np.int64), np.asarray(b.dataobj, np.int64)
+    differ = int((x != y).sum())
+    check(name, a.get_data_dtype() == np.uint32 and differ <= 1e-4 * x.size and y.sum() > 0,
+          f"{differ} of {x.size} voxels differ ({1 - differ / x.size:.4%} equal); "
+          f"{(y > 0).sum()} hit; totals {x.sum()} vs {y.sum()}")
 
 
 def parcellation(rng, shape):
@@ -242,7 +264,8 @@ def test_bad_inputs(d, streamlines, template, parc):
                                             f"{d}/y.nii.gz"], [bad_type, "Int16LE"])
     for cmd in ("tdi", "connectome"):
         rc, out, _ = dimoc("help", cmd, expect_ok=False)
-        check(f"help_{cmd}", rc == 0 and f"dimoc {cmd}" in out and "--threads" in out, out[:80])
+        check(f"help_{cmd}", rc == 0 and f"dimoc {cmd}" in out and "--threads" in out
+              and (cmd != "tdi" or "--exact" in out), out[:80])
 
 
 def main():
@@ -259,6 +282,29 @@ def main():
     compare_tdi(d, "2mm", tck, streamlines, template, None, 0.985)
     compare_tdi(d, "vox0.5", tck, streamlines, template, 0.5, 0.995)
     compare_tdi(d, "vox1.5", tck, streamlines, template, 1.5, 0.985)
+    # A template tckmap realigns (x reversed, the axes of y and x swapped), 25 voxels so that
+    # -vox 1.5 does not divide the field of view: the grid and its counts still tckmap's.
+    for label, cols, extent in (("las", [0, 1, 2], (25, 26, 20)), ("swapped", [1, 0, 2], (25, 27, 19))):
+        other = aff[:, cols + [3]]
+        other[:3, 0] *= -1
+        # centred where the streamlines are
+        other[:3, 3] = aff[:3, :3] @ (np.array(shape) / 2) + aff[:3, 3] - other[:3, :3] @ (
+            np.array(extent) / 2)
+        tpl = save(f"{d}/template_{label}.nii.gz", np.zeros(extent), other)
+        for vox in (None, 1.5):
+            name = f"{label}_{vox or 2}"
+            vox_args = ["--voxel", vox] if vox else []
+            dimoc("tdi", tck, "--template", tpl, "--out", f"{d}/{name}.nii.gz", *vox_args)
+            mrtrix("tckmap", tck, f"{d}/{name}_mrtrix.nii.gz", "-template", tpl,
+                   *(["-vox", vox] if vox else []))
+            same_as_tckmap(f"tdi_{name}_equals_tckmap", f"{d}/{name}.nii.gz",
+                           f"{d}/{name}_mrtrix.nii.gz")
+    # No step_size in the header: tckmap does not upsample; neither does dimoc.
+    bare = write_tck(f"{d}/no_step.tck", streamlines, step=False)
+    dimoc("tdi", bare, "--template", template, "--out", f"{d}/no_step.nii.gz", "--voxel", 0.5)
+    mrtrix("tckmap", bare, f"{d}/no_step_mrtrix.nii.gz", "-template", template, "-vox", 0.5)
+    same_as_tckmap("tdi_no_step_size_equals_tckmap", f"{d}/no_step.nii.gz",
+                   f"{d}/no_step_mrtrix.nii.gz")
     # The parcellation on a grid of its own: 3 mm, shifted.
     pshape = (16, 18, 14)
     test_connectome(d, rng, tck, oblique_affine([3.0, 3.0, 3.0], [-21, -31, -16]), pshape)

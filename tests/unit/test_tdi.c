@@ -4,7 +4,12 @@
  * agree), and the voxels of dense samples along each segment (brute force; a subset, which
  * misses only voxels that a segment grazes).  Each scratch capacity, from roomy down to 2
  * (flushes and repeated passes), must give the same counts.  Also the point lookup and the
- * edge cases (one point, no point, capacity below 2). */
+ * edge cases (one point, no point, capacity below 2).
+ *
+ * The sampled mapping (tckmap's): against tckmap's upsampler and lookup written out here a
+ * second way (the padded track built as an array, the Hermite weights as tabulated before the
+ * loop), every ratio and scratch capacity giving the same counts; its samples are the
+ * streamline's points at ratio 1 and lie on straight tracks at any ratio. */
 #include "check.h"
 
 #include <math.h>
@@ -57,6 +62,7 @@ static void make_grid(dm_tdi_grid *g, unsigned int *count)
     g->ny = NY;
     g->nz = NZ;
     g->count = count;
+    dm_tdi_grid_identity_frame(g);
 }
 
 static void to_world(const double v[3], float p[3])
@@ -146,6 +152,76 @@ static void sampled_voxels(const dm_tdi_grid *g, const float *xyz, int n, unsign
             if (v >= 0) mark[v] = 1;
         }
     }
+}
+
+/* ---- the sampled mapping's reference ---- */
+
+/* tckmap's voxel of a float point: the float matrix, Eigen's pairwise row sums, std::round
+ * taken as floor(|x| + 1/2) with the sign in double. */
+static long sample_voxel(const dm_tdi_grid *g, const float p[3])
+{
+    int size[3] = {NX, NY, NZ};
+    long i[3];
+    for (int k = 0; k < 3; k++) {
+        float m0 = (float)g->world2vox[k][0], m1 = (float)g->world2vox[k][1],
+              m2 = (float)g->world2vox[k][2], m3 = (float)g->world2vox[k][3];
+        float a = m0 * p[0] + m1 * p[1], b = m2 * p[2] + m3, v = a + b;
+        double r = floor(fabs((double)v) + 0.5);
+        if (v < 0) r = -r;
+        if (r < 0 || r >= size[k]) return -1;
+        i[k] = (long)r;
+    }
+    return i[0] + NX * (i[1] + NY * i[2]);
+}
+
+/* Marks the voxels of the upsampled track (MRtrix's Upsampler), returns how many. */
+static int sampled_reference(const dm_tdi_grid *g, const float *xyz, int n, int ratio,
+                             unsigned char *mark)
+{
+    static float pad[3 * (MAX_POINTS + 2)];
+    static float w[64][4];
+    memset(mark, 0, NVOX);
+    int found = 0;
+#define MARK(p)                                                                                    \
+    do {                                                                                           \
+        long v_ = sample_voxel(g, p);                                                              \
+        if (v_ >= 0 && !mark[v_]) {                                                                \
+            mark[v_] = 1;                                                                          \
+            found++;                                                                               \
+        }                                                                                          \
+    } while (0)
+    if (ratio == 1 || n == 1) {
+        for (int i = 0; i < n; i++) MARK(xyz + 3 * i);
+        return found;
+    }
+    memcpy(pad + 3, xyz, 3 * n * sizeof *xyz);
+    for (int k = 0; k < 3; k++) {
+        pad[k] = xyz[k] + (xyz[k] - xyz[3 + k]);
+        pad[3 * (n + 1) + k] = xyz[3 * (n - 1) + k] + (xyz[3 * (n - 1) + k] - xyz[3 * (n - 2) + k]);
+    }
+    const float t = 0.05f;
+    for (int i = 0; i + 1 < ratio; i++) {
+        float mu = (float)((i + 1.0) / (float)ratio), p2 = mu * mu, p3 = mu * p2;
+        w[i][0] = (0.5f - t) * (2.0f * p2 - p3 - mu);
+        w[i][1] = 1.0f + (1.5f + t) * p3 - (2.5f + t) * p2;
+        w[i][2] = (2.0f + 2.0f * t) * p2 + (0.5f - t) * mu - (1.5f + t) * p3;
+        w[i][3] = (0.5f - t) * (p3 - p2);
+    }
+    for (int s = 3; s < n + 2; s++) {
+        MARK(pad + 3 * (s - 2));
+        for (int i = 0; i + 1 < ratio; i++) {
+            float q[3];
+            for (int k = 0; k < 3; k++) {
+                float acc = w[i][0] * pad[3 * (s - 3) + k];
+                for (int j = 1; j < 4; j++) acc += w[i][j] * pad[3 * (s - 3 + j) + k];
+                q[k] = acc;
+            }
+            MARK(q);
+        }
+    }
+    MARK(pad + 3 * n);
+#undef MARK
+    return found;
 }
 
 int main(void)
@@ -239,5 +315,48 @@ int main(void)
     unsigned int most = 0;
     for (int v = 0; v < NVOX; v++) most = count[v] > most ? count[v] : most;
     check(most == 1, "tdi_once_per_streamline", "a voxel counted %u times", most);
+    /* The sampled mapping: ratios x capacities against the reference. */
+    static const int ratios[] = {1, 2, 3, 7, 40};
+    int sampled_bad = 0, sampled_total = 0, sampled_ret = 0;
+    for (int r = 0; r < 5; r++) {
+        memset(reference, 0, sizeof reference);
+        rng = 0x1234567ULL;
+        for (int s = 0; s < 1000; s++) {
+            int n = random_streamline(xyz);
+            sampled_total += sampled_reference(&g, xyz, n, ratios[r], exact);
+            for (int v = 0; v < NVOX; v++) reference[v] += exact[v];
+        }
+        for (int c = 0; c < NCAP; c++) {
+            memset(count, 0, sizeof count);
+            rng = 0x1234567ULL;
+            for (int s = 0; s < 1000; s++) {
+                int n = random_streamline(xyz);
+                int want = sampled_reference(&g, xyz, n, ratios[r], exact);
+                g.ratio = ratios[r];
+                sampled_ret += dm_tdi_add(&g, xyz, n, scratch, capacities[c]) != want;
+                g.ratio = 0;
+            }
+            sampled_bad += memcmp(count, reference, sizeof count) != 0;
+        }
+    }
+    check(!sampled_bad && !sampled_ret && sampled_total > 10000, "tdi_sampled_equals_reference",
+          "%d of %d ratio x capacity runs differ, %d returns wrong (%d voxel visits)", sampled_bad,
+          5 * NCAP, sampled_ret, sampled_total);
+
+    /* A straight track: every sample on it, so at a high ratio the samples find what the
+     * exact walk finds but for grazed corners, never more. */
+    memset(count, 0, sizeof count);
+    double v0[3] = {0.3, 0.2, 0.1}, v1[3] = {11.7, 9.6, 7.8};
+    float line[6];
+    to_world(v0, line);
+    to_world(v1, line + 3);
+    long walked = dm_tdi_add_streamline(&g, line, 2, scratch, 64);
+    memcpy(reference, count, sizeof count);
+    memset(count, 0, sizeof count);
+    long sampled_n = dm_tdi_add_streamline_sampled(&g, line, 2, 200, scratch, 64);
+    int extra = 0;
+    for (int v = 0; v < NVOX; v++) extra += count[v] && !reference[v];
+    check(extra == 0 && sampled_n <= walked && sampled_n >= walked - 4, "tdi_sampled_straight",
+          "%ld samples' voxels vs %ld walked, %d not on the walk", sampled_n, walked, extra);
     return failures != 0;
 }
