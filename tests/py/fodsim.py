@@ -160,6 +160,20 @@ def world_to_voxel(aff, pts):
     return (np.asarray(pts) - aff[:3, 3]) @ np.linalg.inv(aff[:3, :3]).T
 
 
+def point_tdi(sl, aff, shape):
+    """A track density image without MRtrix: per voxel, the streamlines with a point in it (nearest
+    voxel).  Close to tckmap's where points are closer than a voxel; for comparing two tractograms
+    on a machine without MRtrix."""
+    tdi = np.zeros(shape)
+    for s in sl:
+        ijk = np.rint(world_to_voxel(aff, s)).astype(int)
+        ijk = ijk[np.all((ijk >= 0) & (ijk < np.array(shape)), axis=1)]
+        if len(ijk):
+            u = np.unique(np.ravel_multi_index(ijk.T, shape))
+            tdi.flat[u] += 1
+    return tdi
+
+
 def in_mask(mask, aff, pts):
     """Whether each world point (N, 3) lies in a voxel of mask (nearest voxel; outside the grid: no)."""
     ijk = np.rint(world_to_voxel(aff, pts)).astype(int)
