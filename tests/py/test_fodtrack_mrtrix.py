@@ -21,7 +21,9 @@ dwi2fod csd: the SAME image for both).
      the length distribution and the bundle switching (it passes the TDI criterion: that one
      alone cannot tell iFOD1 from iFOD2 here); SD_STREAM fails the TDI criterion; iFOD2 with
      -angle 20 fails the median length.
-  3. iFOD2 on small_64D as in 1 (no bundle criterion)."""
+  3. The same criteria with non-default options given to both (iFOD2: step 0.7, angle 30, cutoff
+     0.2, power 0.5, samples 3; iFOD1: step 0.3, angle 25, seed cutoff 0.4, 50 attempts per seed).
+  4. iFOD2 on small_64D as in 1 (no bundle criterion)."""
 import os
 import shutil
 import time
@@ -132,17 +134,20 @@ def criteria(x, a, b):
     return out
 
 
-def compare(name, d, fod, seed, alg, n, cores=None):
-    """tckgen twice, dimoc once; the criteria.  Returns the two tckgen runs."""
+def compare(name, d, fod, seed, alg, n, cores=None, options=()):
+    """tckgen twice, dimoc once; the criteria.  options: (dimoc option, tckgen option, value)
+    triples given to both.  Returns the two tckgen runs."""
     mr = MRTRIX_NAME[alg]
+    mr_opts = [x for o in options for x in (o[1], o[2])]
+    dm_opts = [x for o in options for x in (o[0], o[2])]
     t0 = time.time()
-    a = fs.tckgen(fod, f"{d}/{name}_a.tck", seed, "-algorithm", mr, "-select", n, rng=RNG_A)
+    a = fs.tckgen(fod, f"{d}/{name}_a.tck", seed, "-algorithm", mr, "-select", n, *mr_opts, rng=RNG_A)
     t_a = time.time() - t0
-    b = fs.tckgen(fod, f"{d}/{name}_b.tck", seed, "-algorithm", mr, "-select", n, rng=RNG_B)
+    b = fs.tckgen(fod, f"{d}/{name}_b.tck", seed, "-algorithm", mr, "-select", n, *mr_opts, rng=RNG_B)
     out = f"{d}/{name}_dimoc"
     t0 = time.time()
     rc, _, err = dimoc("track", "--fod", fod, "--seed", seed, "--out", out, "--algorithm", alg, "--select", n,
-                       "--rseed", 7, "--threads", 2, "--device", "cpu", expect_ok=False)
+                       "--rseed", 7, "--threads", 2, "--device", "cpu", *dm_opts, expect_ok=False)
     t_d = time.time() - t0
     a, b = Run(a, fod, cores), Run(b, fod, cores)
     print(f"     {name}: tckgen {t_a:.1f} s, dimoc {t_d:.1f} s for {n} streamlines; r_self "
@@ -219,6 +224,13 @@ def main():
     for alg in ("ifod2", "ifod1", "sd_stream"):
         runs[alg] = compare(alg, d, p["fod"], p["wm"], alg, N[alg], cores)
     sensitivity(d, p["fod"], p["wm"], runs, cores)
+    # the options mean what tckgen's mean (all criteria again, with non-default values)
+    compare("ifod2-options", d, p["fod"], p["wm"], "ifod2", 2000, cores,
+            [("--step", "-step", 0.7), ("--angle", "-angle", 30), ("--cutoff", "-cutoff", 0.2),
+             ("--power", "-power", 0.5), ("--samples", "-samples", 3)])
+    compare("ifod1-options", d, p["fod"], p["wm"], "ifod1", 2000, cores,
+            [("--step", "-step", 0.3), ("--angle", "-angle", 25), ("--seed-cutoff", "-seed_cutoff", 0.4),
+             ("--max-attempts-per-seed", "-max_attempts_per_seed", 50)])
     os.makedirs(f"{d}/real")
     real_data(f"{d}/real")
     finish()
