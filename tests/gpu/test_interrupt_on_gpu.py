@@ -77,7 +77,7 @@ for sig, want in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
           and not glob.glob(f"{d}/.track_{sig.name}.tmp.*"),
           f"rc {rc} (want {want}), {took:.2f} s, out exists {os.path.exists(out)}")
 
-# FOD tracking (track --fod) of 10^8 streamlines on fodsim's phantom, signalled 1 s after its
+# FOD tracking (track --fod) of 10^8 streamlines on fodsim's phantom, signalled 0.5 s after its
 # temporary folder appears (the kernels compiled and the batches under way).
 os.makedirs(f"{d}/fod")
 fp = fodsim.phantom(f"{d}/fod")
