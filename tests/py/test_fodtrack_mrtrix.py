@@ -11,7 +11,7 @@ dwi2fod csd: the SAME image for both).
        tdi: TDIs of all three by `tckmap -template FOD`; r_self = corr(tckgen a, tckgen b),
          r_dimoc = the mean of corr(dimoc, a) and corr(dimoc, b): (1 - r_dimoc) <= 3 (1 - r_self);
        median-length: within 15% of tckgen's;
-       length-distribution: two-sample KS test of the lengths against tckgen's, p > 1e-3;
+       length-distribution: two-sample KS test of the lengths against tckgen's, p > 1e-4;
        bundle-switching (phantom): the fractions of streamlines that visit both the arc's and the
          straight bundle's single-bundle cores (turning at the 70 degree crossing), and the third's
          and the straight's (90 degrees), within 4.5 binomial standard deviations of tckgen's;
@@ -116,8 +116,8 @@ def criteria(x, a, b):
                             f"quartiles {np.percentile(x.lengths, 25):.1f}/{np.percentile(x.lengths, 75):.1f}, tckgen "
                             f"{np.percentile(ref, 25):.1f}/{np.percentile(ref, 75):.1f}")
     p = ks_2samp(x.lengths, ref).pvalue
-    out["length-distribution"] = (p > 1e-3, f"two-sample KS against tckgen's {len(ref)} lengths: p = {p:.2g} "
-                                            f"(at least 1e-3)")
+    out["length-distribution"] = (p > 1e-4, f"two-sample KS against tckgen's {len(ref)} lengths: p = {p:.2g} "
+                                            f"(at least 1e-4)")
     if x.visits is not None:
         z, txt = [], []
         for u, v in PAIRS:
