@@ -7,7 +7,8 @@ iFOD1 and SD_STREAM: the same kernel source and the same Philox stream per strea
     distribution: the same count, total_count within 5 binomial standard deviations, TDIs
     (dimoc's --tdi on the FOD grid; without it, the points' own densities) correlated with
     r > 0.999 for 50000 streamlines.
-The provenance must say the run was on the GPU (no quiet fallback to the CPU).  Needs no MRtrix
+The TDI made during tracking equals `dimoc tdi` of the written tracks on either device.  The
+provenance must say the run was on the GPU (no quiet fallback to the CPU).  Needs no MRtrix
 (the device has none): the phantom is fodsim's, the TDIs dimoc's own."""
 import json
 import os
@@ -32,6 +33,13 @@ def run(out, p, alg, device, precision, n, tdi):
     if rc:
         return None, err.strip()
     prov = json.load(open(f"{out}/provenance.json"))
+    if tdi and os.path.exists(f"{out}/tdi.nii.gz"):
+        # the map made during tracking (on the GPU: from the points a batch left on the device) is
+        # the one `dimoc tdi` makes of the written tracks
+        rc, _, err = dimoc("tdi", f"{out}/tracks.tck", "--template", p["fod"], "--out", f"{out}/retdi.nii.gz",
+                           expect_ok=False)
+        same = rc == 0 and np.array_equal(load(f"{out}/tdi.nii.gz"), load(f"{out}/retdi.nii.gz"))
+        check(f"{alg}-{precision}-{device}-tdi-equals-dimoc-tdi", same, err.strip() if rc else f"identical: {same}")
     return {"sl": fs.streamlines(f"{out}/tracks.tck"), "head": fs.tck_header(f"{out}/tracks.tck"),
             "tdi": load(f"{out}/tdi.nii.gz") if tdi and os.path.exists(f"{out}/tdi.nii.gz") else None,
             "device": str(prov.get("results", {}).get("device", "?"))}, ""
@@ -105,7 +113,7 @@ def main():
         check("fodtrack-command-exists", False, "`dimoc help track` has no --fod")
         finish()
     tdi = "--tdi" in out
-    check("fodtrack-tdi-option-exists", tdi, "`dimoc help track` has no --tdi: TDIs not compared")
+    check("fodtrack-tdi-option-exists", tdi, "" if tdi else "`dimoc help track` has no --tdi: TDIs not compared")
     for alg in ALGS:
         double_parity(p, alg, tdi)
         float_agreement(p, alg, tdi)
