@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM during a GPU fit and a GPU tracking run: the batch loops stop promptly,
+"""SIGINT and SIGTERM during a GPU fit, a GPU tracking run and a GPU FOD tracking run: the batch loops stop promptly,
 the process exits 130/143, --out is not created and no temporary folder is left (the GPU twin
 of the fit and track cases of tests/py/test_interrupt.py)."""
 import glob
@@ -11,6 +11,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "py"))
 import numpy as np  # noqa: E402
 
+import fodsim  # noqa: E402
 from dmtest import DIMOC, check, dimoc, finish, save, scheme, workdir  # noqa: E402
 
 d = workdir("interrupt_gpu")
@@ -74,5 +75,18 @@ for sig, want in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
                         f"track-{sig.name}")
     check(f"gpu-track-{sig.name}-stops", rc == want and took < 10 and not os.path.exists(out)
           and not glob.glob(f"{d}/.track_{sig.name}.tmp.*"),
+          f"rc {rc} (want {want}), {took:.2f} s, out exists {os.path.exists(out)}")
+
+# FOD tracking (track --fod) of 10^8 streamlines on fodsim's phantom, signalled 0.5 s after its
+# temporary folder appears (the kernels compiled and the batches under way).
+os.makedirs(f"{d}/fod")
+fp = fodsim.phantom(f"{d}/fod")
+for sig, want in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+    out = f"{d}/fodtrack_{sig.name}"
+    begun = lambda: glob.glob(f"{d}/.fodtrack_{sig.name}.tmp.*")
+    rc, took = stop_run(["track", "--fod", fp["fod"], "--seed", fp["wm"], "--out", out, "--select", 100000000,
+                         "--device", "gpu"], sig, begun, f"fodtrack-{sig.name}")
+    check(f"gpu-fodtrack-{sig.name}-stops", rc == want and took < 10 and not os.path.exists(out)
+          and not glob.glob(f"{d}/.fodtrack_{sig.name}.tmp.*"),
           f"rc {rc} (want {want}), {took:.2f} s, out exists {os.path.exists(out)}")
 finish()

@@ -1,5 +1,5 @@
-"""Nothing half-written: SIGINT or SIGTERM at a random moment of fit, dti, csd, track, simulate
-and a pipeline ends the command promptly with exit status 130 or 143, and leaves --out as it was
+"""Nothing half-written: SIGINT or SIGTERM at a random moment of fit, dti, csd, track (FSL's and
+--fod), simulate and a pipeline ends the command promptly with exit status 130 or 143, and leaves --out as it was
 (absent, or an earlier run's folder byte for byte with its own provenance.json), no temporary
 folder beside it and no partial file in the fitter cache, also when the signal arrives while
 the host compiler builds the fitter."""
@@ -15,6 +15,7 @@ import time
 import nibabel as nib
 import numpy as np
 
+import fodsim
 from dmtest import DIMOC, check, dimoc, finish, save, scheme, workdir
 
 d = workdir("interrupt")
@@ -177,6 +178,18 @@ for sig in (signal.SIGINT, signal.SIGTERM):
                                f"{d}/t_{sig.name}.tck"], sig, None, rng.uniform(0.1, 1.0))
     expect_stopped(f"track-{sig.name}", out, None, rc, took, err, sig)
     check(f"track-{sig.name}-no-tck", not glob.glob(f"{d}/*t_{sig.name}.tck*"))
+
+# 5b. track --fod (FOD tractography) on the CPU: a run of 10^7 streamlines, far longer than the
+# test, stopped once its temporary folder exists: no folder, no temporary files, 130 or 143.
+os.makedirs(f"{d}/fod")
+fp = fodsim.phantom(f"{d}/fod")
+for sig in (signal.SIGINT, signal.SIGTERM):
+    out = f"{d}/fodtrack_{sig.name}"
+    begun = lambda: glob.glob(f"{d}/.fodtrack_{sig.name}.tmp.*")
+    rc, took, err = interrupt(["track", "--fod", fp["fod"], "--seed", fp["wm"], "--out", out, "--select",
+                               10000000, "--device", "cpu", "--threads", 2], sig, begun, rng.uniform(0.2, 1.0))
+    expect_stopped(f"fodtrack-{sig.name}", out, None, rc, took, err, sig)
+    check(f"fodtrack-{sig.name}-message", "interrupted by " + sig.name in err, err.strip()[-200:])
 
 # 6. A pipeline: the signal reaches its script and the script's dimoc commands; nothing of it
 # remains, and no process of it lives on.

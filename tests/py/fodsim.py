@@ -1,0 +1,245 @@
+"""A synthetic FOD phantom in MRtrix's SH basis, and the MRtrix side of the FOD tractography
+tests (tckgen, tckmap, .tck headers, lengths, TDI correlation).
+
+Basis.  MRtrix 3's real orthonormal basis of even degrees up to lmax: coefficient index
+l(l+1)/2 + m; with N_lm = sqrt((2l+1)/(4 pi) (l-|m|)!/(l+|m|)!) and P_l^m the associated
+Legendre function WITH the Condon-Shortley phase (-1)^m (scipy's lpmv):
+    m < 0:  sqrt(2) N P_l^|m|(cos th) sin(|m| ph)
+    m = 0:  N P_l^0(cos th)
+    m > 0:  sqrt(2) N P_l^m(cos th) cos(m ph)
+th, ph the polar angle and azimuth of a WORLD (scanner) direction.  tests/py/test_fodtrack_mrtrix.py
+checks this against sh2amp (amplitudes of random coefficients) and sh2peaks (the lobe of the
+phantom's kernel lands on the world direction it was rotated to, on the oblique grid).
+
+Kernel.  One fibre is the zonal function k(cos g) = sum_l k_l Y_l0, a delta apodised by
+exp(-l(l+1) / (2 s^2)) -- the shape of a CSD FOD of one fibre -- scaled to amplitude 1 along
+its axis.  Rotated to a unit direction t its coefficients are (addition theorem, true for any
+real orthonormal basis of each degree)
+    c_lm = k_l sqrt(4 pi / (2l+1)) Y_lm(t).
+
+Phantom.  An oblique grid (csdsim.oblique_affine: a 25 degree rotation, 2 mm voxels) of
+36 x 36 x 14 voxels.  Geometry is defined in the grid's own mm frame q = 2 (ijk - centre);
+a tangent t_q there is the world direction R t_q (R the affine's rotation).  Bundles are tubes
+(weight 1 inside, a cos^2 taper over the last 2 mm of the radius):
+    arc      a quarter circle in the q_z = 0 plane: centre (-36, -36, 0), radius 44, tube radius 7
+    straight along q_x at q_y = -36 + 44 sin 20 deg: crosses the arc at 70 degrees, radius 6
+    third    along q_y at q_x = +22: crosses `straight` at 90 degrees, radius 6
+FOD = sum of weight x kernel along each bundle's tangent; zero outside the bundles and outside
+the brain mask (an ellipsoid of semi-axes 38, 38, 13 mm)."""
+import os
+import re
+import subprocess
+from math import factorial
+
+import nibabel as nib
+import numpy as np
+from scipy.special import lpmv
+
+import csdsim as cs
+
+LMAX = 8
+SHAPE = (28, 28, 10)
+VOXEL = 2.0
+ARC_C, ARC_R, ARC_W = np.array([-28.0, -28.0]), 34.0, 5.0
+STRAIGHT_Y, STRAIGHT_W = -28.0 + 34.0 * np.sin(np.radians(20)), 5.0
+THIRD_X, THIRD_W = 18.0, 5.0
+BRAIN = (30.0, 30.0, 9.5)
+
+
+def nsh(lmax):
+    return (lmax + 1) * (lmax + 2) // 2
+
+
+def sh_basis(dirs, lmax=LMAX):
+    """(N, 3) unit directions -> (N, nsh) matrix of MRtrix's basis functions."""
+    dirs = np.asarray(dirs, float).reshape(-1, 3)
+    th = np.arccos(np.clip(dirs[:, 2], -1, 1))
+    ph = np.arctan2(dirs[:, 1], dirs[:, 0])
+    x = np.cos(th)
+    out = np.zeros((len(dirs), nsh(lmax)))
+    for l in range(0, lmax + 1, 2):
+        c = l * (l + 1) // 2
+        for m in range(0, l + 1):
+            n = np.sqrt((2 * l + 1) / (4 * np.pi) * factorial(l - m) / factorial(l + m))
+            p = n * lpmv(m, l, x)
+            if m == 0:
+                out[:, c] = p
+            else:
+                out[:, c + m] = np.sqrt(2) * p * np.cos(m * ph)
+                out[:, c - m] = np.sqrt(2) * p * np.sin(m * ph)
+    return out
+
+
+def kernel(lmax=LMAX, s=3.0):
+    """Zonal coefficients k_l (l = 0, 2, .., lmax) of the single-fibre lobe, amplitude 1 on its axis."""
+    k = np.array([np.sqrt((2 * l + 1) / (4 * np.pi)) * np.exp(-l * (l + 1) / (2 * s * s))
+                  for l in range(0, lmax + 1, 2)])
+    peak = sum(kl * np.sqrt((2 * l + 1) / (4 * np.pi)) for kl, l in zip(k, range(0, lmax + 1, 2)))
+    return k / peak
+
+
+def lobe(t, lmax=LMAX, k=None):
+    """SH coefficients (N, nsh) of the kernel rotated to the unit directions t (N, 3)."""
+    k = kernel(lmax) if k is None else k
+    Y = sh_basis(t, lmax)
+    scale = np.zeros(nsh(lmax))
+    for i, l in enumerate(range(0, lmax + 1, 2)):
+        c = l * (l + 1) // 2
+        scale[c - l:c + l + 1] = k[i] * np.sqrt(4 * np.pi / (2 * l + 1))
+    return Y * scale
+
+
+def amplitude(coef, dirs, lmax=LMAX):
+    return coef @ sh_basis(dirs, lmax).T
+
+
+def taper(r, radius, edge=2.0):
+    """1 inside radius - edge, cos^2 down to 0 at radius, 0 beyond."""
+    u = np.clip((r - (radius - edge)) / edge, 0, 1)
+    return np.where(u < 1, np.cos(0.5 * np.pi * u) ** 2, 0.0)
+
+
+def affine():
+    return cs.oblique_affine(SHAPE, voxel=VOXEL)
+
+
+def grid_mm(shape=SHAPE, voxel=VOXEL):
+    """The grid's own mm frame q (shape + (3,)) at voxel centres."""
+    ijk = np.stack(np.meshgrid(*[np.arange(n) for n in shape], indexing="ij"), -1).astype(float)
+    return voxel * (ijk - (np.array(shape) - 1) / 2)
+
+
+def bundles(q):
+    """[(name, weight (shape), tangent in q's frame (shape + (3,)))] of the three bundles."""
+    out = []
+    dx, dy = q[..., 0] - ARC_C[0], q[..., 1] - ARC_C[1]
+    rho = np.hypot(dx, dy)
+    r = np.hypot(rho - ARC_R, q[..., 2])
+    w = taper(r, ARC_W) * (dx > 0) * (dy > 0)
+    t = np.stack([-dy, dx, np.zeros_like(dx)], -1) / np.maximum(rho, 1e-9)[..., None]
+    out.append(("arc", w, t))
+    r = np.hypot(q[..., 1] - STRAIGHT_Y, q[..., 2])
+    out.append(("straight", taper(r, STRAIGHT_W), np.broadcast_to([1.0, 0, 0], q.shape)))
+    r = np.hypot(q[..., 0] - THIRD_X, q[..., 2])
+    out.append(("third", taper(r, THIRD_W), np.broadcast_to([0, 1.0, 0], q.shape)))
+    return out
+
+
+def brain(q):
+    return (q[..., 0] / BRAIN[0]) ** 2 + (q[..., 1] / BRAIN[1]) ** 2 + (q[..., 2] / BRAIN[2]) ** 2 <= 1
+
+
+def save(path, data, aff, dtype=np.float32):
+    nib.save(nib.Nifti1Image(np.asarray(data, dtype=dtype), aff), path)
+    return path
+
+
+def phantom(d):
+    """Writes the phantom into d: fod.nii.gz (45 volumes), brain.nii.gz (the ellipsoid mask),
+    wm.nii.gz (voxels where some bundle's weight > 0.5: the seed mask), <bundle>.nii.gz (each
+    bundle's weight > 0.5).  Returns a dict of paths plus 'affine', 'q' and 'weights'."""
+    aff = affine()
+    R = aff[:3, :3] / VOXEL
+    q = grid_mm()
+    inside = brain(q)
+    fod = np.zeros(SHAPE + (nsh(LMAX),))
+    out = {"affine": aff, "q": q, "weights": {}}
+    for name, w, t in bundles(q):
+        w = w * inside
+        sel = w > 0
+        fod[sel] += w[sel, None] * lobe(t[sel] @ R.T)
+        out["weights"][name] = w
+        out[name] = save(f"{d}/{name}.nii.gz", w > 0.5, aff, np.uint8)
+    out["fod"] = save(f"{d}/fod.nii.gz", fod, aff)
+    out["brain"] = save(f"{d}/brain.nii.gz", inside, aff, np.uint8)
+    out["wm"] = save(f"{d}/wm.nii.gz", sum(out["weights"].values()) > 0.5, aff, np.uint8)
+    return out
+
+
+def world_to_voxel(aff, pts):
+    return (np.asarray(pts) - aff[:3, 3]) @ np.linalg.inv(aff[:3, :3]).T
+
+
+def point_tdi(sl, aff, shape):
+    """A track density image without MRtrix: per voxel, the streamlines with a point in it (nearest
+    voxel).  Close to tckmap's where points are closer than a voxel; for comparing two tractograms
+    on a machine without MRtrix."""
+    tdi = np.zeros(shape)
+    for s in sl:
+        ijk = np.rint(world_to_voxel(aff, s)).astype(int)
+        ijk = ijk[np.all((ijk >= 0) & (ijk < np.array(shape)), axis=1)]
+        if len(ijk):
+            u = np.unique(np.ravel_multi_index(ijk.T, shape))
+            tdi.flat[u] += 1
+    return tdi
+
+
+def in_mask(mask, aff, pts):
+    """Whether each world point (N, 3) lies in a voxel of mask (nearest voxel; outside the grid: no)."""
+    ijk = np.rint(world_to_voxel(aff, pts)).astype(int)
+    ok = np.all((ijk >= 0) & (ijk < np.array(mask.shape[:3])), axis=1)
+    res = np.zeros(len(ijk), bool)
+    res[ok] = mask[ijk[ok, 0], ijk[ok, 1], ijk[ok, 2]] > 0
+    return res
+
+
+# ---- MRtrix and .tck --------------------------------------------------------------------------
+
+def run(cmd, env=None):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def tckgen(fod, out, seed, *opts, rng=1, nthreads=2, seed_kind="-seed_image"):
+    """tckgen FOD OUT -seed_image SEED OPTS with MRTRIX_RNG_SEED=rng; raises on failure."""
+    env = dict(os.environ, MRTRIX_RNG_SEED=str(rng))
+    seedargs = [seed_kind] + (list(seed) if isinstance(seed, (list, tuple)) else [seed])
+    rc, _, err = run(["tckgen", fod, out, *seedargs, *opts, "-quiet", "-force", "-nthreads", nthreads], env)
+    if rc:
+        raise RuntimeError(f"tckgen failed: {err.strip()}")
+    return out
+
+
+def tckmap(tck, template, out, vox=None):
+    """Track density image of tck on template's grid (or super-resolved to vox mm)."""
+    rc, _, err = run(["tckmap", tck, out, "-template", template, "-quiet", "-force", "-nthreads", 1] +
+                     (["-vox", vox] if vox else []))
+    if rc:
+        raise RuntimeError(f"tckmap failed: {err.strip()}")
+    return np.asarray(nib.load(out).dataobj, dtype=np.float64)
+
+
+def corr(a, b):
+    return float(np.corrcoef(np.ravel(a), np.ravel(b))[0, 1])
+
+
+def tck_header(path):
+    """The .tck header's key: value lines as a dict of strings (repeated keys: the last)."""
+    head = {}
+    with open(path, "rb") as f:
+        first = f.readline()
+        if first.strip() != b"mrtrix tracks":
+            raise ValueError(f"{path}: not a .tck file (first line {first[:40]!r})")
+        for line in f:
+            line = line.decode("latin-1").strip()
+            if line == "END":
+                break
+            k, _, v = line.partition(":")
+            head[k.strip()] = v.strip()
+    return head
+
+
+def streamlines(path):
+    return [np.asarray(s, float) for s in nib.streamlines.load(path).streamlines]
+
+
+def lengths(sl):
+    return np.array([np.linalg.norm(np.diff(s, axis=0), axis=1).sum() for s in sl])
+
+
+def tckinfo_count(path):
+    """(header count, actual count) as tckinfo -count reports them."""
+    rc, out, err = run(["tckinfo", "-count", path])
+    a = re.search(r"actual count in file:\s*(\d+)", out)
+    h = re.search(r"^\s*count:\s*(\d+)", out, re.M)
+    return (int(h.group(1)) if h else -1), (int(a.group(1)) if a else -1)
