@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 import fodsim  # noqa: E402
+import nibabel as nib  # noqa: E402
 from dmtest import DIMOC, check, dimoc, finish, save, scheme, workdir  # noqa: E402
 
 d = workdir("interrupt_gpu")
@@ -78,7 +79,8 @@ for sig, want in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
           f"rc {rc} (want {want}), {took:.2f} s, out exists {os.path.exists(out)}")
 
 # FOD tracking (track --fod) of 10^8 streamlines on fodsim's phantom, signalled 0.5 s after its
-# temporary folder appears (the kernels compiled and the batches under way).
+# temporary folder appears (the kernels compiled and the batches under way): as tckgen, it
+# stops and keeps what it has (a whole folder with a valid, shorter tracks.tck), status 130/143.
 os.makedirs(f"{d}/fod")
 fp = fodsim.phantom(f"{d}/fod")
 for sig, want in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
@@ -86,7 +88,10 @@ for sig, want in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
     begun = lambda: glob.glob(f"{d}/.fodtrack_{sig.name}.tmp.*")
     rc, took = stop_run(["track", "--fod", fp["fod"], "--seed", fp["wm"], "--out", out, "--select", 100000000,
                          "--device", "gpu"], sig, begun, f"fodtrack-{sig.name}")
-    check(f"gpu-fodtrack-{sig.name}-stops", rc == want and took < 10 and not os.path.exists(out)
+    tck = f"{out}/tracks.tck"
+    n = len(nib.streamlines.load(tck).streamlines) if os.path.exists(tck) else -1
+    count = int(fodsim.tck_header(tck)["count"]) if os.path.exists(tck) else -2
+    check(f"gpu-fodtrack-{sig.name}-stops-and-keeps", rc == want and took < 10 and n == count and n > 0
           and not glob.glob(f"{d}/.fodtrack_{sig.name}.tmp.*"),
-          f"rc {rc} (want {want}), {took:.2f} s, out exists {os.path.exists(out)}")
+          f"rc {rc} (want {want}), {took:.2f} s, {n} streamlines, header count {count}")
 finish()
