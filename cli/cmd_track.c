@@ -119,6 +119,16 @@ static const dm_opt fod_opts[] = {
     {"exclude", "IMG", NULL, "reject streamlines that enter this region" DM_REPEATABLE},
     {"mask", "IMG", NULL, "streamlines stop where they leave these regions" DM_REPEATABLE},
     {"stop", NULL, NULL, "stop a streamline once it has visited every --include region"},
+    {"act", "5TT", NULL,
+     "anatomically-constrained tractography on this five-tissue image (cortical GM, "
+     "sub-cortical GM, WM, CSF, pathology), as tckgen -act: streamlines end in grey matter, "
+     "those entering CSF or stopping in white matter are rejected; cutoff 0.05 and minimum "
+     "length 2 x voxel by default"},
+    {"backtrack", NULL, NULL, "ACT: a streamline about to be rejected goes back and tries again"},
+    {"crop-at-gmwmi", NULL, NULL, "ACT: end streamlines on the grey-white matter interface"},
+    {"seed-gmwmi", "IMG", NULL,
+     "ACT: seeds on the grey-white interface, drawn in proportion to this image (5tt2gmwmi's); "
+     "instead of --seed"},
     {"tdi", "NAME.nii[.gz]", NULL,
      "also write the track-density image NAME in --out (streamlines per voxel, each counted "
      "once; on the FOD's grid), mapped where the tracking runs"},
@@ -155,7 +165,7 @@ int dm_help_track(FILE *out)
         track_opts);
     fprintf(out, "\n");
     dm_args_help(
-        out, "dimoc track --fod FOD --seed MASK --out DIR [options]",
+        out, "dimoc track --fod FOD (--seed MASK | --act 5TT --seed-gmwmi IMG) --out DIR [options]",
         "FOD tractography with MRtrix tckgen's algorithms, defaults and rules: iFOD2 (arcs of\n"
         "constant curvature drawn by rejection sampling against a calibrated envelope),\n"
         "iFOD1 or SD_STREAM, seeds at random in the seed mask, tracked both ways, stopped\n"
@@ -183,11 +193,13 @@ static int cmd_fodtrack(int argc, char **argv)
     if (a.npositional)
         rc = dm_set_error("track: unexpected argument '%s' (see 'dimoc help track')",
                           a.positional[0]);
-    static const char *const required[] = {"fod", "seed", "out"};
-    for (int i = 0; i < 3 && rc == 0; i++)
+    static const char *const required[] = {"fod", "out"};
+    for (int i = 0; i < 2 && rc == 0; i++)
         if (!dm_arg(&a, fod_opts, required[i]))
             rc = dm_set_error("track: --%s is required with --fod (see 'dimoc help track')",
                               required[i]);
+    if (rc == 0 && !dm_arg(&a, fod_opts, "seed") == !dm_arg(&a, fod_opts, "seed-gmwmi"))
+        rc = dm_set_error("track: give one of --seed and --seed-gmwmi (see 'dimoc help track')");
     static const char *const longs[] = {
         "select", "seeds", "trials", "samples", "max-attempts-per-seed", "seed-random-per-voxel"};
     long *long_dst[] = {&o.select,  &o.seeds,        &o.trials,
@@ -252,6 +264,10 @@ static int cmd_fodtrack(int argc, char **argv)
     o.exclude = dm_arg(&a, fod_opts, "exclude");
     o.mask = dm_arg(&a, fod_opts, "mask");
     o.unidirectional = dm_arg_given(&a, fod_opts, "unidirectional");
+    o.act = dm_arg(&a, fod_opts, "act");
+    o.seed_gmwmi = dm_arg(&a, fod_opts, "seed-gmwmi");
+    o.backtrack = dm_arg_given(&a, fod_opts, "backtrack");
+    o.crop_at_gmwmi = dm_arg_given(&a, fod_opts, "crop-at-gmwmi");
     o.stop = dm_arg_given(&a, fod_opts, "stop");
     o.rseed = (unsigned long long)rseed;
     o.threads = (int)threads;

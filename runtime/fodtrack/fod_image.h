@@ -9,9 +9,9 @@
 #include "io/volume.h"
 
 typedef struct dm_ft_fod {
-    dm_volume header;      /* the image's geometry (data freed after loading) */
-    int *row;              /* per voxel: row of coef, -1 where every coefficient is 0 or NaN */
-    float *coef;           /* nrows x ncoef */
+    dm_volume header; /* the image's geometry (data freed after loading) */
+    int *row;         /* per voxel: row of coef, -1 where every coefficient is 0 or NaN */
+    float *coef;      /* nrows x ncoef */
     long nrows;
     int nx, ny, nz, ncoef, lmax;
     dm_affine v2w, w2v;    /* voxel <-> world mm */

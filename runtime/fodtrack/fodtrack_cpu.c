@@ -63,7 +63,7 @@ static void keep(thread_out *t, unsigned long long id, int seed_index, const voi
 }
 
 int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned long long first,
-                     long n, int threads, dm_ft_batch *b)
+                    long n, int threads, dm_ft_batch *b)
 {
     int nt = threads > 0 ? threads : omp_get_max_threads();
     thread_out *outs = calloc(nt, sizeof *outs);
@@ -92,14 +92,16 @@ int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned
                 dm_ft_state_d s;
                 v = dm_ft_ft_trace_d(c, id, &s, buf, coef, &np, &seed);
                 b->ends[2 * i] = v == DM_FT_REJECT_SEED ? 0 : (unsigned char)s.end1;
-                b->ends[2 * i + 1] = v == DM_FT_REJECT_SEED || s.half != 2 ? 0 : (unsigned char)s.end2;
+                b->ends[2 * i + 1] =
+                    v == DM_FT_REJECT_SEED || s.half != 2 ? 0 : (unsigned char)s.end2;
                 t->truncations += s.truncations;
                 t->evals += s.evals;
             } else {
                 dm_ft_state_f s;
                 v = dm_ft_ft_trace_f(c, id, &s, buf, coef, &np, &seed);
                 b->ends[2 * i] = v == DM_FT_REJECT_SEED ? 0 : (unsigned char)s.end1;
-                b->ends[2 * i + 1] = v == DM_FT_REJECT_SEED || s.half != 2 ? 0 : (unsigned char)s.end2;
+                b->ends[2 * i + 1] =
+                    v == DM_FT_REJECT_SEED || s.half != 2 ? 0 : (unsigned char)s.end2;
                 t->truncations += s.truncations;
                 t->evals += s.evals;
             }

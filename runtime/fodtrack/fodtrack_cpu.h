@@ -9,6 +9,6 @@
  * or float.  buf_points: the per-streamline point buffer (dm_ft_plan.buf_points).  Returns 0,
  * or -1 when a stop was requested meanwhile (the batch is then incomplete: discard it). */
 int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned long long first,
-                     long n, int threads, dm_ft_batch *b);
+                    long n, int threads, dm_ft_batch *b);
 
 #endif

@@ -19,14 +19,18 @@
 #define BLOCK_THREADS 128
 #define RETRY 255 /* DM_FT_GPU_RETRY of gpu_fodtrack.cu */
 #define MAX_BATCH (1L << 22)
-#define RECORD_BYTES 40    /* per id of a batch: verdict, ends, a record, an id to retry */
+#define RECORD_BYTES 40      /* per id of a batch: verdict, ends, a record, an id to retry */
 #define MIN_POINTS_PER_ID 64 /* room for points per id of a batch at least (more: traced again) */
-#define TDI_SCRATCH 2048   /* voxels a mapping thread collects before deduplicating */
+#define TDI_SCRATCH 2048     /* voxels a mapping thread collects before deduplicating */
 
-static const char *const fodtrack_templates[] = {
-    "fodtrack/gpu_fodtrack.cu", "fodtrack/ft_types.h",  "fodtrack/det_math.h",
-    "fodtrack/fod_field.h",     "fodtrack/fod_track.h", "fodtrack/tdi_map.h",
-    "philox.h",                 NULL};
+static const char *const fodtrack_templates[] = {"fodtrack/gpu_fodtrack.cu",
+                                                 "fodtrack/ft_types.h",
+                                                 "fodtrack/det_math.h",
+                                                 "fodtrack/fod_field.h",
+                                                 "fodtrack/fod_track.h",
+                                                 "fodtrack/tdi_map.h",
+                                                 "philox.h",
+                                                 NULL};
 /* The register cap: the kernel wants about 190 registers, which leaves one warp in eight of an
  * SM's slots filled and the FOD reads' latency exposed; a cap trades spills for occupancy
  * (bench/NOTES.md: 128 was the fastest of none, 128, 96, 72, 64 on an H100).  DIMOC_FT_MAXREG=N
@@ -55,7 +59,7 @@ struct dm_ft_gpu {
     dm_gpu_kernel kern;
     CUfunction tdi_fn;
     dm_ft_ctx ctx; /* device pointers */
-    CUdeviceptr row, coef, sh, calib, seed_vox, roi;
+    CUdeviceptr row, coef, sh, calib, seed_vox, seed_weight, tissue, roi;
     slot slots[2];
     int submitted, collected; /* batches so far: slot k % 2 */
     /* the track-density image on the device */
@@ -139,8 +143,8 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     float *padded = calloc((size_t)(f->nrows ? f->nrows : 1) * stride, sizeof *padded);
     for (long r = 0; r < f->nrows; r++)
         memcpy(padded + r * stride, f->coef + r * f->ncoef, f->ncoef * sizeof(float));
-    int up = dm_gpu_upload(cu, &g->coef, padded, (size_t)f->nrows * stride * sizeof(float),
-                           "the FOD");
+    int up =
+        dm_gpu_upload(cu, &g->coef, padded, (size_t)f->nrows * stride * sizeof(float), "the FOD");
     free(padded);
     if (up != 0 || dm_gpu_upload(cu, &g->row, f->row, nvox * sizeof(int), "the FOD") != 0 ||
         dm_gpu_upload(cu, &g->sh, &f->table, sizeof f->table, "the SH tables") != 0 ||
@@ -149,6 +153,12 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
                        "the calibration") != 0) ||
         dm_gpu_upload(cu, &g->seed_vox, p->ctx.seed_vox, p->ctx.nseed_vox * sizeof(int),
                       "the seeds") != 0 ||
+        dm_gpu_upload(cu, &g->seed_weight, p->seed_weight, p->ctx.nseed_vox * sizeof(float),
+                      "the seeds") != 0 ||
+        (p->ctx.act.on &&
+         dm_gpu_upload(cu, &g->tissue, p->tissue,
+                       5 * sizeof(float) * p->ctx.act.nx * p->ctx.act.ny * p->ctx.act.nz,
+                       "the ACT image") != 0) ||
         (p->roi_bytes &&
          dm_gpu_upload(cu, &g->roi, p->roi_data, (size_t)p->roi_bytes, "the regions") != 0))
         goto fail;
@@ -158,6 +168,8 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     g->ctx.fod.sh = (const dm_fod_sh_table *)(uintptr_t)g->sh;
     g->ctx.calib = (const double *)(uintptr_t)g->calib;
     g->ctx.seed_vox = (const int *)(uintptr_t)g->seed_vox;
+    g->ctx.seed_weight = (const float *)(uintptr_t)g->seed_weight;
+    g->ctx.act.tissue = (const float *)(uintptr_t)g->tissue;
     g->ctx.roi_data = (const unsigned char *)(uintptr_t)g->roi;
 
     /* resident threads, each with a point buffer per slot; then each slot's outputs */

@@ -84,6 +84,39 @@ static int add_rois(dm_ft_plan *p, const char *list, int kind, const char *what)
     return rc;
 }
 
+/* --act: the five-tissue image (cortical GM, sub-cortical GM, WM, CSF, pathology), voxel-major. */
+static int load_act(dm_ft_plan *p, const char *path)
+{
+    dm_volume v;
+    if (dm_volume_read(path, &v) != 0) return -1;
+    if (v.nt != 5) {
+        int nt = v.nt;
+        dm_volume_free(&v);
+        return dm_set_error("%s: an ACT image has 5 volumes (cortical GM, sub-cortical GM, WM, "
+                            "CSF, pathology), not %d",
+                            path, nt);
+    }
+    size_t n = DM_NVOX(&v);
+    p->tissue = malloc(5 * (n ? n : 1) * sizeof *p->tissue);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 5; k++) p->tissue[5 * i + k] = (float)v.data[(size_t)k * n + i];
+    dm_ft_act *a = &p->ctx.act;
+    a->on = 1;
+    a->nx = v.nx;
+    a->ny = v.ny;
+    a->nz = v.nz;
+    a->tissue = p->tissue;
+    dm_affine v2w, w2v;
+    dm_volume_vox2world(&v, &v2w);
+    int bad = dm_affine_invert(&v2w, &w2v) != 0;
+    copy_3x4(&w2v, a->w2v);
+    double vs[3];
+    dm_volume_voxel_size(&v, vs);
+    a->min_voxel = fmin(vs[0], fmin(vs[1], vs[2]));
+    dm_volume_free(&v);
+    return bad ? dm_set_error("%s: the voxel -> world matrix is singular", path) : 0;
+}
+
 static int load_seeds(dm_ft_plan *p, const char *path)
 {
     dm_volume v;
@@ -94,9 +127,20 @@ static int load_seeds(dm_ft_plan *p, const char *path)
     }
     size_t n = DM_NVOX(&v);
     p->seed_vox = malloc((n ? n : 1) * sizeof *p->seed_vox);
+    p->seed_weight = malloc((n ? n : 1) * sizeof *p->seed_weight);
     long k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (in_mask(v.data[i])) p->seed_vox[k++] = (int)i;
+    float wmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* interface seeds: every voxel above 0, weighted by its value (tckgen's rejection
+         * seeding); mask seeds: voxels >= 0.5 */
+        int in = p->ctx.seed_gmwmi ? v.data[i] > 0 && isfinite(v.data[i]) : in_mask(v.data[i]);
+        if (!in) continue;
+        p->seed_weight[k] = (float)v.data[i];
+        if (p->seed_weight[k] > wmax) wmax = p->seed_weight[k];
+        p->seed_vox[k++] = (int)i;
+    }
+    p->ctx.seed_weight = p->seed_weight;
+    p->ctx.seed_weight_max = wmax;
     dm_affine v2w;
     dm_volume_vox2world(&v, &v2w);
     copy_3x4(&v2w, p->ctx.seed_v2w);
@@ -120,8 +164,8 @@ static void point_budgets(dm_ft_plan *p, double angle)
     float min_radius = step / (2.0f * sinf((float)angle / 2.0f));
     float ang_pre = 2.0f * asinf(step / (2.0f * min_radius)) / nsub;
     float ang_post = r * ang_pre;
-    float dmin_post = ang_post > 2.0f * 3.14159265f ? 0.0f
-                                                    : 2.0f * min_radius * sinf(ang_post / 2.0f);
+    float dmin_post =
+        ang_post > 2.0f * 3.14159265f ? 0.0f : 2.0f * min_radius * sinf(ang_post / 2.0f);
     float dmax_post = r * step / nsub;
     c->min_pts_pre = 1 + (int)ceilf(min_dist / step);
     c->max_pts_pre = dmin_post > 0 ? 3 + (int)ceilf(r * max_dist / dmin_post) : 1 << 30;
@@ -155,18 +199,23 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
 
     /* tckgen's defaults, in units of the voxel size */
     const int ifod2 = c->algorithm == DM_FT_IFOD2;
-    double step_vox = ifod2 ? 0.5 : 0.1, angle_deg = ifod2 ? 45 : c->algorithm == DM_FT_IFOD1 ? 15 : 60;
+    double step_vox = ifod2 ? 0.5 : 0.1, angle_deg = ifod2                         ? 45
+                                                     : c->algorithm == DM_FT_IFOD1 ? 15
+                                                                                   : 60;
     c->step = isnan(o->step) ? step_vox * p->vox : o->step;
     double angle = (isnan(o->angle) ? angle_deg : o->angle) * deg;
     c->cos_max_angle = cos(angle);
-    c->threshold = isnan(o->cutoff) ? 0.1 : o->cutoff;
+    /* under ACT tckgen halves the default cutoff and shortens the minimum length (streamlines
+     * end at the grey matter, not where the FOD fades) */
+    const int act = o->act != NULL;
+    c->threshold = isnan(o->cutoff) ? (act ? 0.05 : 0.1) : o->cutoff;
     c->init_threshold = isnan(o->seed_cutoff) ? c->threshold : o->seed_cutoff;
-    c->min_dist = isnan(o->min_length) ? 5 * p->vox : o->min_length;
+    c->min_dist = isnan(o->min_length) ? (act ? 2 : 5) * p->vox : o->min_length;
     c->max_dist = isnan(o->max_length) ? 100 * p->vox : o->max_length;
     int samples = o->samples > 0 ? (int)o->samples : 4;
     c->nsub = samples - 1;
     c->power = isnan(o->power) ? (ifod2 ? 1.0 / samples : 1.0) : o->power;
-    c->power_kind = c->power == 1     ? DM_FT_POWER_ONE
+    c->power_kind = c->power == 1      ? DM_FT_POWER_ONE
                     : c->power == 0.5  ? DM_FT_POWER_HALF
                     : c->power == 0.25 ? DM_FT_POWER_QUARTER
                                        : DM_FT_POWER_OTHER;
@@ -178,8 +227,8 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
     if (!(angle > 0 && angle <= 90 * deg))
         return dm_set_error("track: --angle must be in (0, 90] degrees");
     if (!(c->min_dist >= 0 && c->max_dist > c->min_dist))
-        return dm_set_error("track: --max-length must exceed --min-length (%g, %g mm)",
-                            c->min_dist, c->max_dist);
+        return dm_set_error("track: --max-length must exceed --min-length (%g, %g mm)", c->min_dist,
+                            c->max_dist);
     if (c->nsub < 1 || c->nsub > DM_FT_MAX_SUB)
         return dm_set_error("track: --samples must be 2 to %d", DM_FT_MAX_SUB + 1);
     if (!(c->power > 0)) return dm_set_error("track: --power must be positive");
@@ -194,7 +243,18 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
         c->calib_ratio = p->calib.ratio;
     }
 
-    if (load_seeds(p, o->seed) != 0) return -1;
+    if (o->act && load_act(p, o->act) != 0) return -1;
+    if ((o->backtrack || o->crop_at_gmwmi || o->seed_gmwmi) && !o->act)
+        return dm_set_error("track: --%s needs --act", o->backtrack       ? "backtrack"
+                                                       : o->crop_at_gmwmi ? "crop-at-gmwmi"
+                                                                          : "seed-gmwmi");
+    if (o->backtrack && c->algorithm == DM_FT_SDSTREAM)
+        return dm_set_error("track: --backtrack works with ifod1 and ifod2, not sd_stream");
+    if (o->backtrack && o->stop) return dm_set_error("track: --backtrack cannot go with --stop");
+    c->act.backtrack = o->backtrack;
+    c->act.crop_at_gmwmi = o->crop_at_gmwmi;
+    c->seed_gmwmi = o->seed_gmwmi != NULL;
+    if (load_seeds(p, o->seed_gmwmi ? o->seed_gmwmi : o->seed) != 0) return -1;
     if (add_rois(p, o->include, DM_FT_ROI_INCLUDE, "--include") != 0 ||
         add_rois(p, o->exclude, DM_FT_ROI_EXCLUDE, "--exclude") != 0 ||
         add_rois(p, o->mask, DM_FT_ROI_MASK, "--mask") != 0)
@@ -211,8 +271,8 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
     } else {
         long select = o->select >= 0 ? o->select : (o->seeds >= 0 ? 0 : 5000);
         p->select = (unsigned long long)select;
-        p->max_seeds = o->seeds >= 0 ? (unsigned long long)o->seeds
-                                     : 1000ULL * (unsigned long long)select;
+        p->max_seeds =
+            o->seeds >= 0 ? (unsigned long long)o->seeds : 1000ULL * (unsigned long long)select;
         if (p->select == 0 && p->max_seeds == 0)
             return dm_set_error("track: --select 0 needs --seeds N (or the run would not end)");
     }
@@ -227,22 +287,25 @@ char *dm_ft_plan_header(const dm_ft_plan *p, const dm_fodtrack_options *o)
 {
     const dm_ft_ctx *c = &p->ctx;
     size_t cap = 4096 + (p->roi_lines ? strlen(p->roi_lines) : 0) +
-                 (o->history ? strlen(o->history) : 0) + strlen(o->fod) + strlen(o->seed);
+                 (o->history ? strlen(o->history) : 0) + strlen(o->fod) +
+                 strlen(o->seed_gmwmi ? o->seed_gmwmi : o->seed) + (o->act ? strlen(o->act) : 0);
     char *h = malloc(cap);
-    int n = snprintf(h, cap,
-                     "command_history: %s\nmethod: %s\nsource: %s\nstep_size: %g\n"
-                     "max_angle: %g\nthreshold: %g\ninit_threshold: %g\nmin_dist: %g\n"
-                     "max_dist: %g\nfod_power: %g\nmax_trials: %d\nmax_seed_attempts: %d\n"
-                     "samples_per_step: %d\ndownsample_factor: %d\nlmax: %d\n"
-                     "unidirectional: %d\nstop_on_all_include: %d\nrk4: 0\n"
-                     "max_num_seeds: %llu\nmax_num_tracks: %llu\nrng_seed: %llu\n"
-                     "roi: seed %s\n%s",
-                     o->history ? o->history : "dimoc track", p->method, o->fod, c->step,
-                     acos(c->cos_max_angle) / deg, c->threshold, c->init_threshold, c->min_dist,
-                     c->max_dist, c->power, c->max_trials, c->max_seed_attempts, c->nsub + 1,
-                     c->downsample, p->fod.lmax, c->unidirectional, c->stop_on_include,
-                     p->max_seeds, p->select, (unsigned long long)c->rseed, o->seed,
-                     p->roi_lines ? p->roi_lines : "");
+    int n =
+        snprintf(h, cap,
+                 "command_history: %s\nmethod: %s\nsource: %s\nstep_size: %g\n"
+                 "max_angle: %g\nthreshold: %g\ninit_threshold: %g\nmin_dist: %g\n"
+                 "max_dist: %g\nfod_power: %g\nmax_trials: %d\nmax_seed_attempts: %d\n"
+                 "samples_per_step: %d\ndownsample_factor: %d\nlmax: %d\n"
+                 "unidirectional: %d\nstop_on_all_include: %d\nrk4: 0\n"
+                 "max_num_seeds: %llu\nmax_num_tracks: %llu\nrng_seed: %llu\n"
+                 "roi: seed %s\n%s%s%s%s",
+                 o->history ? o->history : "dimoc track", p->method, o->fod, c->step,
+                 acos(c->cos_max_angle) / deg, c->threshold, c->init_threshold, c->min_dist,
+                 c->max_dist, c->power, c->max_trials, c->max_seed_attempts, c->nsub + 1,
+                 c->downsample, p->fod.lmax, c->unidirectional, c->stop_on_include, p->max_seeds,
+                 p->select, (unsigned long long)c->rseed, o->seed_gmwmi ? o->seed_gmwmi : o->seed,
+                 p->roi_lines ? p->roi_lines : "", o->act ? "act: " : "", o->act ? o->act : "",
+                 o->act ? (o->backtrack ? "\nbacktrack: 1\n" : "\nbacktrack: 0\n") : "");
     if (n > 0 && h[n - 1] == '\n') h[n - 1] = 0;
     return h;
 }
@@ -252,6 +315,8 @@ void dm_ft_plan_free(dm_ft_plan *p)
     dm_ft_fod_free(&p->fod);
     dm_ft_calibration_free(&p->calib);
     free(p->seed_vox);
+    free(p->seed_weight);
+    free(p->tissue);
     free(p->roi_data);
     free(p->roi_lines);
     memset(p, 0, sizeof *p);

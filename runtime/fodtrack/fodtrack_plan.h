@@ -18,9 +18,11 @@ typedef struct dm_fodtrack_options {
     long trials, samples, max_attempts;                                     /* -1: default */
     int unidirectional, stop;
     const char *include, *exclude, *mask; /* comma-joined image lists, or NULL */
-    const char *tdi, *connectome;         /* output name in --out, parcellation; or NULL */
-    double tdi_voxel;                     /* 0: the FOD's grid */
-    int tdi_exact; /* 1: the TDI by the exact walk; 0: tckmap's sampled mapping */
+    const char *act, *seed_gmwmi;         /* 5TT image, interface seed image; or NULL */
+    int backtrack, crop_at_gmwmi;
+    const char *tdi, *connectome; /* output name in --out, parcellation; or NULL */
+    double tdi_voxel;             /* 0: the FOD's grid */
+    int tdi_exact;                /* 1: the TDI by the exact walk; 0: tckmap's sampled mapping */
     unsigned long long rseed;
     int threads, use_gpu, use_double;
     const char *gpus;
@@ -33,6 +35,8 @@ typedef struct dm_ft_plan {
     dm_ft_calibration calib;
     dm_ft_ctx ctx; /* host pointers into the arrays below */
     int *seed_vox;
+    float *seed_weight; /* --seed-gmwmi: the seed image's value at each seed voxel */
+    float *tissue;      /* --act: 5 per voxel */
     unsigned char *roi_data;
     long roi_bytes;
     double vox;                   /* tckgen's voxel size: the cube root of the voxel volume */

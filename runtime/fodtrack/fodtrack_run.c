@@ -26,10 +26,13 @@ static double now_seconds(void)
 }
 
 static const char *const end_names[DM_FT_NEND] = {
-    "continue",       "exit_image",    "exit_mask",     "calibrator",          "model",
-    "high_curvature", "length_exceed", "enter_exclude", "traverse_all_include"};
+    "continue",       "exit_image",    "exit_mask",     "calibrator",           "model",
+    "high_curvature", "length_exceed", "enter_exclude", "traverse_all_include", "enter_cgm",
+    "enter_csf",      "exit_sgm",      "term_in_sgm"};
 static const char *const verdict_names[DM_FT_NVERDICT] = {
-    "accepted", "seed_rejected", "no_propagation", "too_short", "enter_exclude", "missed_include"};
+    "accepted",      "seed_rejected",  "no_propagation",       "too_short",
+    "enter_exclude", "missed_include", "act_poor_termination", "act_sgm_seed_never_in_wm",
+    "too_long"};
 
 /* Where the run stands. */
 typedef struct {
@@ -283,8 +286,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
         } else {
             long n = next_batch(&plan, &st, st.next_id, 0, least, most);
             if (n <= 0) break;
-            if (dm_ft_cpu_batch(&plan.ctx, o->use_double, plan.buf_points, st.next_id, n,
-                                threads, &batch) != 0) { /* stopped midway: not taken */
+            if (dm_ft_cpu_batch(&plan.ctx, o->use_double, plan.buf_points, st.next_id, n, threads,
+                                &batch) != 0) { /* stopped midway: not taken */
                 dm_stop_take();
                 interrupted = 1;
                 break;

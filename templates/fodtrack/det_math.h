@@ -13,10 +13,18 @@
 DM_FN void DM_FT(det_sincos)(real x, real *s, real *c)
 {
     real y = x * (real)0.125, y2 = y * y;
-    real sy = y * (1 - y2 / 6 * (1 - y2 / 20 * (1 - y2 / 42 * (1 - y2 / 72 * (1 - y2 / 110 *
-                                                    (1 - y2 / 156 * (1 - y2 / 210)))))));
-    real cy = 1 - y2 / 2 * (1 - y2 / 12 * (1 - y2 / 30 * (1 - y2 / 56 * (1 - y2 / 90 *
-                                                    (1 - y2 / 132 * (1 - y2 / 182))))));
+    real sy =
+        y *
+        (1 -
+         y2 / 6 *
+             (1 - y2 / 20 *
+                      (1 - y2 / 42 *
+                               (1 - y2 / 72 * (1 - y2 / 110 * (1 - y2 / 156 * (1 - y2 / 210)))))));
+    real cy =
+        1 - y2 / 2 *
+                (1 - y2 / 12 *
+                         (1 - y2 / 30 *
+                                  (1 - y2 / 56 * (1 - y2 / 90 * (1 - y2 / 132 * (1 - y2 / 182))))));
     for (int i = 0; i < 3; i++) {
         real s2 = 2 * sy * cy, c2 = cy * cy - sy * sy;
         sy = s2;
@@ -83,4 +91,3 @@ DM_FN real DM_FT(det_exp)(real x)
     for (; k < 0; k++) sum *= (real)0.5;
     return sum;
 }
-

@@ -75,7 +75,6 @@ DM_FN int DM_FT(fod_interp)(const dm_fod_field *f, const real p[3], real *c)
     return 1;
 }
 
-
 /* The basis in the unit direction d: Y[ncoef] (the same recurrence as fod_amplitude). */
 DM_FN void DM_FT(fod_basis)(const dm_fod_sh_table *t, int lmax, const real d[3], real *Y)
 {
@@ -198,4 +197,3 @@ DM_FN real DM_FT(fod_amplitude)(const dm_fod_sh_table *t, int lmax, const real *
     }
     return sum;
 }
-

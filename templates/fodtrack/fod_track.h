@@ -40,15 +40,19 @@ typedef struct {
     real seed_pos[3], seed_dir[3]; /* for the second half */
     real half_prob0;               /* iFOD2: sqrt of the FOD amplitude where the next arc starts */
     real seed_half_prob0;
-    real max_val; /* iFOD2: the envelope of the step under way */
-    int arc;      /* iFOD2: arcs evaluated in the step under way (calibration, then trials) */
-    int n;          /* points in the buffer */
-    int half;       /* 1 or 2 */
-    int seed_index; /* of the seed among the points, once the halves are joined */
-    int excluded;   /* entered an exclusion region: rejected */
+    real max_val;     /* iFOD2: the envelope of the step under way */
+    int arc;          /* iFOD2: arcs evaluated in the step under way (calibration, then trials) */
+    int n;            /* points in the buffer */
+    int half;         /* 1 or 2 */
+    int seed_index;   /* of the seed among the points, once the halves are joined */
+    int excluded;     /* entered an exclusion region: rejected */
     unsigned visited; /* include regions visited (bits) */
     int end1, end2;   /* terminations of the halves (DM_FT_END_*) */
-    unsigned truncations; /* proposals above the envelope (tckgen counts them too) */
+    int sgm_depth;    /* ACT: points in a row within sub-cortical grey matter */
+    int seed_in_sgm, reached_wm, act_rejected;
+    int unidirectional; /* --unidirectional, or an ACT seed on the grey side of the interface */
+    int backtrack_step, backtrack_tries, longest; /* ACT --backtrack (see ft_backtrack) */
+    unsigned truncations;     /* proposals above the envelope (tckgen counts them too) */
     unsigned long long evals; /* FOD amplitudes evaluated (the work: see bench/) */
 } DM_FT(state);
 
@@ -158,15 +162,159 @@ DM_FN unsigned DM_FT(ft_include_bits)(const dm_ft_ctx *c, const real p[3])
     return bits;
 }
 
+/* ---- ACT: the five-tissue image ---- */
+
+/* The tissues at p, interpolated as the FOD is (invalid outside the image or where the nearest
+ * voxel is empty), each clamped to [0, 1]; 0 (invalid) also when they sum below 0.5. */
+DM_FN int DM_FT(ft_tissues)(const dm_ft_ctx *c, const real p[3], real t[5])
+{
+    const dm_ft_act *a = &c->act;
+    real v[3];
+    DM_FT(fod_affine)(a->w2v, p, v);
+    const int n[3] = {a->nx, a->ny, a->nz};
+    int lo[3], hi[3], near[3];
+    real w[3];
+    for (int i = 0; i < 3; i++) {
+        if (!(v[i] > (real)-0.5 && v[i] < (real)n[i] - (real)0.5)) return 0;
+        real fl = floor(v[i]);
+        near[i] = (int)floor(v[i] + (real)0.5);
+        lo[i] = (int)fl;
+        hi[i] = lo[i] + 1;
+        w[i] = v[i] - fl;
+        if (lo[i] < 0) {
+            lo[i] = hi[i] = 0;
+            w[i] = 0;
+        } else if (hi[i] > n[i] - 1) {
+            hi[i] = lo[i];
+            w[i] = 0;
+        }
+    }
+    const float *nv = a->tissue + 5 * (((long)near[2] * n[1] + near[1]) * n[0] + near[0]);
+    if (nv[0] == 0 && nv[1] == 0 && nv[2] == 0 && nv[3] == 0 && nv[4] == 0) return 0;
+    for (int k = 0; k < 5; k++) t[k] = 0;
+    for (int corner = 0; corner < 8; corner++) {
+        real wt = (corner & 1 ? w[0] : 1 - w[0]) * (corner & 2 ? w[1] : 1 - w[1]) *
+                  (corner & 4 ? w[2] : 1 - w[2]);
+        if (wt == 0) continue;
+        int x = corner & 1 ? hi[0] : lo[0], y = corner & 2 ? hi[1] : lo[1],
+            z = corner & 4 ? hi[2] : lo[2];
+        const float *src = a->tissue + 5 * (((long)z * n[1] + y) * n[0] + x);
+        for (int k = 0; k < 5; k++) t[k] += wt * (real)src[k];
+    }
+    real sum = 0;
+    for (int k = 0; k < 5; k++) {
+        if (!(t[k] == t[k])) return 0; /* NaN */
+        t[k] = t[k] < 0 ? 0 : t[k] > 1 ? 1 : t[k];
+        sum += t[k];
+    }
+    return sum >= (real)0.5;
+}
+
+/* MRtrix's tissue classes of interpolated values. */
+DM_FN int DM_FT(ft_is_csf)(const real t[5])
+{
+    return t[DM_FT_CSF] >= t[DM_FT_CGM] && t[DM_FT_CSF] >= t[DM_FT_SGM] &&
+           t[DM_FT_CSF] >= t[DM_FT_WM] && t[DM_FT_CSF] >= t[DM_FT_PATH];
+}
+DM_FN int DM_FT(ft_is_gm)(const real t[5])
+{
+    real gm = t[DM_FT_CGM] + t[DM_FT_SGM];
+    return gm >= t[DM_FT_WM] && gm > t[DM_FT_CSF] && gm > t[DM_FT_PATH];
+}
+DM_FN int DM_FT(ft_is_sgm)(const real t[5])
+{
+    return t[DM_FT_SGM] > t[DM_FT_CGM] && t[DM_FT_SGM] >= t[DM_FT_WM] &&
+           t[DM_FT_SGM] > t[DM_FT_CSF] && t[DM_FT_SGM] > t[DM_FT_PATH];
+}
+DM_FN int DM_FT(ft_is_path)(const real t[5])
+{
+    return t[DM_FT_PATH] >= t[DM_FT_CGM] && t[DM_FT_PATH] >= t[DM_FT_SGM] &&
+           t[DM_FT_PATH] >= t[DM_FT_WM] && t[DM_FT_PATH] > t[DM_FT_CSF];
+}
+
+/* GM - WM at p (the interface is its zero); 2 (far from it) where the tissues are invalid. */
+DM_FN real DM_FT(ft_gm_minus_wm)(const dm_ft_ctx *c, const real p[3])
+{
+    real t[5];
+    if (!DM_FT(ft_tissues)(c, p, t)) return 2;
+    return t[DM_FT_CGM] + t[DM_FT_SGM] - t[DM_FT_WM];
+}
+
+/* --crop-at-gmwmi: the last point, just inside cortical grey matter, moved back along its
+ * segment onto the grey-white interface (bisection on GM - WM, 10 halvings at most, done
+ * within 0.01). */
+DM_FN void DM_FT(ft_crop_at_gmwmi)(const dm_ft_ctx *c, real *buf, int n)
+{
+    if (n < 2) return;
+    real *a = buf + 3 * (n - 2), *b = buf + 3 * (n - 1), lo = 0, hi = 1, q[3];
+    for (int it = 0; it < 10; it++) {
+        real mid = (lo + hi) / 2;
+        for (int k = 0; k < 3; k++) q[k] = a[k] + mid * (b[k] - a[k]);
+        real g = DM_FT(ft_gm_minus_wm)(c, q);
+        if (g > -(real)0.01 && g < (real)0.01) break;
+        if (g > 0)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    for (int k = 0; k < 3; k++) b[k] = q[k];
+}
+
+/* tckgen's structural check of a new point p under ACT: DM_FT_END_CONTINUE, or a termination;
+ * *keep: whether p joins the streamline (entering cortical GM or CSF). */
+DM_FN int DM_FT(ft_act_check)(const dm_ft_ctx *c, DM_FT(state) * s, const real p[3], int *keep)
+{
+    real t[5];
+    *keep = 0;
+    if (!DM_FT(ft_tissues)(c, p, t)) return DM_FT_END_EXIT_IMAGE;
+    if (DM_FT(ft_is_csf)(t)) {
+        if (s->sgm_depth > 0) return DM_FT_END_EXIT_SGM;
+        *keep = 1;
+        return DM_FT_END_ENTER_CSF;
+    }
+    if (DM_FT(ft_is_gm)(t)) {
+        if (t[DM_FT_CGM] >= t[DM_FT_SGM]) {
+            *keep = 1;
+            return DM_FT_END_ENTER_CGM;
+        }
+        s->sgm_depth++;
+    } else if (s->sgm_depth > 0) {
+        if (s->seed_in_sgm && !s->reached_wm) {
+            s->reached_wm = 1;
+            s->sgm_depth = 0;
+        } else {
+            return DM_FT_END_EXIT_SGM;
+        }
+    }
+    return DM_FT_END_CONTINUE;
+}
+
 /* ---- a new point and tckgen's checks on it ---- */
 
 /* Records p as the next point when the termination keeps it, and applies the checks tckgen
  * makes at every point (in its order): the mask (EXIT_MASK, point dropped), the exclusion
  * regions (point kept, streamline rejected), the include regions, --stop once all are
- * visited, and the point budget (LENGTH_EXCEED).  Returns the termination (CONTINUE: go on). */
-DM_FN int DM_FT(ft_add_point)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, const real p[3],
+ * visited, and the point budget (LENGTH_EXCEED); under ACT first the tissues (ft_act_check).
+ * Returns the termination (CONTINUE: go on). */
+DM_FN int DM_FT(ft_add_point)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, const real p[3],
                               const real d[3])
 {
+    if (c->act.on) {
+        int keep, t = DM_FT(ft_act_check)(c, s, p, &keep);
+        if (t != DM_FT_END_CONTINUE) {
+            if (keep) {
+                for (int i = 0; i < 3; i++) {
+                    buf[3 * s->n + i] = p[i];
+                    s->pos[i] = p[i];
+                    s->dir[i] = d[i];
+                }
+                s->n++;
+                if (t == DM_FT_END_ENTER_CGM && c->act.crop_at_gmwmi)
+                    DM_FT(ft_crop_at_gmwmi)(c, buf, s->n);
+            }
+            return t;
+        }
+    }
     if (c->has_mask && !DM_FT(ft_in_kind)(c, DM_FT_ROI_MASK, p)) return DM_FT_END_EXIT_MASK;
     for (int i = 0; i < 3; i++) {
         buf[3 * s->n + i] = p[i];
@@ -240,6 +388,11 @@ DM_FN real DM_FT(ft_path_value)(const dm_ft_ctx *c, real half_first, const real 
                                 const real *tan, real *half_last)
 {
     real prod = half_first;
+    if (c->act.on) { /* an arc that ends in CSF has no value; one that ends nowhere, no value */
+        real t[5];
+        if (!DM_FT(ft_tissues)(c, pts + 3 * (DM_FT_NS(c) - 1), t)) return -1;
+        if (t[DM_FT_CSF] >= (real)0.5) return 0;
+    }
     DM_FT_UNROLL
     for (int i = 0; i < DM_FT_NS(c); i++) {
         real f;
@@ -260,7 +413,7 @@ DM_FN real DM_FT(ft_path_value)(const dm_ft_ctx *c, real half_first, const real 
  * largest value times the calibrated ratio), then proposals drawn in the cone and accepted by
  * rejection sampling; an accepted arc's points each go through ft_add_point.  Returns
  * DM_FT_PENDING while the step is under way. */
-DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
+DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf)
 {
     real pts[3 * DM_FT_MAX_SUB], tan[3 * DM_FT_MAX_SUB], e[3], half_last = 0;
     const int calibrating = s->arc < c->ncalib;
@@ -299,7 +452,7 @@ DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
 
 /* ---- iFOD1 ---- */
 
-DM_FN int DM_FT(ft_step_ifod1)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
+DM_FN int DM_FT(ft_step_ifod1)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, real *coef)
 {
     if (!DM_FT(ft_fod_at)(c, s->pos, coef)) return DM_FT_END_EXIT_IMAGE;
     real max_val = 0, e[3];
@@ -397,7 +550,7 @@ DM_FN real DM_FT(ft_peak)(const dm_ft_ctx *c, const real *coef, real u[3])
     return -1;
 }
 
-DM_FN int DM_FT(ft_step_sdstream)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
+DM_FN int DM_FT(ft_step_sdstream)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, real *coef)
 {
     if (!DM_FT(ft_fod_at)(c, s->pos, coef)) return DM_FT_END_EXIT_IMAGE;
     real u[3] = {s->dir[0], s->dir[1], s->dir[2]};
@@ -414,12 +567,166 @@ DM_FN int DM_FT(ft_step_sdstream)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf
     return DM_FT(ft_add_point)(c, s, buf, p, u);
 }
 
+/* ---- ACT: how a half ends ---- */
+
+/* A half that ended within sub-cortical grey matter is cut after the weakest of its last
+ * sgm_depth points (the smallest FOD amplitude along the streamline there). */
+DM_FN void DM_FT(ft_cut_in_sgm)(const dm_ft_ctx *c, DM_FT(state) * s, const real *buf, real *coef)
+{
+    int first = s->n - s->sgm_depth, start = (s->half == 1 ? 0 : s->seed_index) + 1;
+    if (first < start) first = start;
+    int best = -1;
+    real best_amp = 0;
+    for (int i = first; i < s->n; i++) {
+        real d[3], nn = 0;
+        for (int k = 0; k < 3; k++) {
+            d[k] = buf[3 * i + k] - buf[3 * (i - 1) + k];
+            nn += d[k] * d[k];
+        }
+        if (!(nn > 0) || !DM_FT(ft_fod_at)(c, buf + 3 * i, coef)) continue;
+        nn = sqrt(nn);
+        for (int k = 0; k < 3; k++) d[k] /= nn;
+        real amp = DM_FT(ft_amp)(c, coef, d);
+        if (best < 0 || amp < best_amp) {
+            best = i;
+            best_amp = amp;
+        }
+    }
+    if (best >= 0) s->n = best + 1;
+}
+
+/* --backtrack: the half goes back to an earlier point and tracks again from there (its random
+ * stream goes on, so the new try differs): by backtrack_step arcs of iFOD2 (aligned on arc
+ * starts) or points, 3 tries at each distance before the next; the distance starts again
+ * whenever the half gets longer than ever.  0 when going back would reach the seed. */
+DM_FN int DM_FT(ft_backtrack)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf)
+{
+    int seed = s->half == 1 ? 0 : s->seed_index, len = s->n - 1 - seed;
+    if (len > s->longest) {
+        s->longest = len;
+        s->backtrack_step = 1;
+        s->backtrack_tries = 0;
+    }
+    int unit = c->algorithm == DM_FT_IFOD2 ? DM_FT_NS(c) : 1;
+    int keep = len / unit * unit - s->backtrack_step * unit;
+    if (++s->backtrack_tries == 3) {
+        s->backtrack_step++;
+        s->backtrack_tries = 0;
+    }
+    if (keep <= 0) return 0;
+    s->n = seed + 1 + keep;
+    const real *p = buf + 3 * (s->n - 1), *q = buf + 3 * (s->n - 2);
+    real nn = 0;
+    for (int k = 0; k < 3; k++) {
+        s->pos[k] = p[k];
+        s->dir[k] = p[k] - q[k];
+        nn += s->dir[k] * s->dir[k];
+    }
+    if (!(nn > 0)) return 0;
+    nn = sqrt(nn);
+    for (int k = 0; k < 3; k++) s->dir[k] /= nn;
+    s->sgm_depth = 0;
+    s->arc = 0;
+    s->max_val = 0;
+    if (c->algorithm == DM_FT_IFOD2) {
+        real f;
+        if (!DM_FT(fod_amp_at)(&c->fod, s->pos, s->dir, &f) || !(f > 0)) return 0;
+        s->half_prob0 = sqrt(f);
+    }
+    return 1;
+}
+
+/* Under ACT, tckgen's verdict on how a half ended (*t): the model's endings within sub-cortical
+ * grey matter become TERM_IN_SGM (and are cut there, as EXIT_SGM), poor endings (CSF, too long,
+ * the model giving up in white matter) reject the streamline, or with --backtrack send the half
+ * back to try again.  Returns 1 when the half goes on. */
+DM_FN int DM_FT(ft_act_end)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, real *coef, int *t)
+{
+    if (s->sgm_depth > 0 && (*t == DM_FT_END_EXIT_IMAGE || *t == DM_FT_END_CALIBRATOR ||
+                             *t == DM_FT_END_MODEL || *t == DM_FT_END_HIGH_CURVATURE))
+        *t = DM_FT_END_TERM_IN_SGM;
+    int poor = 0;
+    switch (*t) {
+    case DM_FT_END_ENTER_CSF:
+    case DM_FT_END_LENGTH_EXCEED: poor = 1; break;
+    case DM_FT_END_CALIBRATOR:
+    case DM_FT_END_MODEL:
+    case DM_FT_END_HIGH_CURVATURE: {
+        real tis[5];
+        poor = !(DM_FT(ft_tissues)(c, s->pos, tis) && DM_FT(ft_is_path)(tis));
+        break;
+    }
+    case DM_FT_END_EXIT_SGM:
+    case DM_FT_END_TERM_IN_SGM: DM_FT(ft_cut_in_sgm)(c, s, buf, coef); break;
+    default: break;
+    }
+    if (!poor) return 0;
+    if (c->act.backtrack && DM_FT(ft_backtrack)(c, s, buf)) return 1;
+    s->act_rejected = 1;
+    return 0;
+}
+
+/* --seed-gmwmi: moves p onto the grey-white interface (GM - WM = 0) by Newton steps along the
+ * gradient (central differences over 0.001 mm, steps of at most half a voxel of the tissue
+ * image, 10 at most); 1 when within 0.01 of it.  grad: the last gradient. */
+DM_FN int DM_FT(ft_to_interface)(const dm_ft_ctx *c, real p[3], real grad[3])
+{
+    const real h = (real)0.001, cap = (real)(0.5 * c->act.min_voxel);
+    for (int it = 0; it <= 10; it++) {
+        real g = DM_FT(ft_gm_minus_wm)(c, p);
+        if (g > 1) return 0;
+        real gn = 0;
+        for (int k = 0; k < 3; k++) {
+            real a[3] = {p[0], p[1], p[2]}, b[3] = {p[0], p[1], p[2]};
+            a[k] += h;
+            b[k] -= h;
+            grad[k] = (DM_FT(ft_gm_minus_wm)(c, a) - DM_FT(ft_gm_minus_wm)(c, b)) / (2 * h);
+            gn += grad[k] * grad[k];
+        }
+        if (g > -(real)0.01 && g < (real)0.01) return 1;
+        if (it == 10 || !(gn > 0)) return 0;
+        real step = -g / gn, len = fabs(step) * sqrt(gn);
+        if (len > cap) step *= cap / len;
+        for (int k = 0; k < 3; k++) p[k] += step * grad[k];
+    }
+    return 0;
+}
+
+/* A seed on the grey-white interface: a voxel of the seed image drawn in proportion to its
+ * value, a point in it moved onto the interface, then moved within the interface's tangent
+ * plane by up to two voxels of the tissue image each way and put back onto it. */
+DM_FN int DM_FT(ft_seed_gmwmi)(const dm_ft_ctx *c, DM_FT(state) * s, real p[3])
+{
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        long vox = (long)(DM_FT(ft_uniform)(&s->rng) * (real)c->nseed_vox);
+        if (vox >= c->nseed_vox) vox = c->nseed_vox - 1;
+        if (DM_FT(ft_uniform)(&s->rng) * (real)c->seed_weight_max > (real)c->seed_weight[vox])
+            continue;
+        int ijk = c->seed_vox[vox];
+        real v[3] = {(real)(ijk % c->seed_nx), (real)((ijk / c->seed_nx) % c->seed_ny),
+                     (real)(ijk / c->seed_nx / c->seed_ny)};
+        for (int a = 0; a < 3; a++) v[a] += DM_FT(ft_uniform)(&s->rng) - (real)0.5;
+        DM_FT(fod_affine)(c->seed_v2w, v, p);
+        real grad[3];
+        if (!DM_FT(ft_to_interface)(c, p, grad)) continue;
+        real gn = sqrt(grad[0] * grad[0] + grad[1] * grad[1] + grad[2] * grad[2]), e1[3], e2[3];
+        for (int k = 0; k < 3; k++) grad[k] /= gn;
+        DM_FT(ft_frame)(grad, e1, e2);
+        real span = (real)(4 * c->act.min_voxel);
+        real u1 = (DM_FT(ft_uniform)(&s->rng) - (real)0.5) * span,
+             u2 = (DM_FT(ft_uniform)(&s->rng) - (real)0.5) * span;
+        for (int k = 0; k < 3; k++) p[k] += u1 * e1[k] + u2 * e2[k];
+        if (DM_FT(ft_to_interface)(c, p, grad)) return 1;
+    }
+    return 0;
+}
+
 /* ---- the streamline's life ---- */
 
 /* The seed of streamline id and its initial direction.  1: tracking starts (the seed is point
  * 0 of buf); 0: the seed is rejected (outside --mask, inside an exclusion region, or no
  * direction above the seed cutoff). */
-DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state) *s, real *buf,
+DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state) * s, real *buf,
                          real *coef)
 {
     dm_rng_init(&s->rng, c->rseed, id);
@@ -432,21 +739,41 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
     s->arc = 0;
     s->max_val = 0;
     s->end1 = s->end2 = DM_FT_END_CONTINUE;
-    long vox;
-    if (c->seeds_per_voxel > 0) {
-        vox = (long)(id / (unsigned long long)c->seeds_per_voxel);
-    } else {
-        vox = (long)(DM_FT(ft_uniform)(&s->rng) * (real)c->nseed_vox);
-        if (vox >= c->nseed_vox) vox = c->nseed_vox - 1;
-    }
-    int ijk = c->seed_vox[vox];
-    real v[3] = {(real)(ijk % c->seed_nx), (real)((ijk / c->seed_nx) % c->seed_ny),
-                 (real)(ijk / c->seed_nx / c->seed_ny)};
-    for (int a = 0; a < 3; a++) v[a] += DM_FT(ft_uniform)(&s->rng) - (real)0.5;
+    s->sgm_depth = s->seed_in_sgm = s->reached_wm = s->act_rejected = 0;
+    s->backtrack_step = 1;
+    s->backtrack_tries = s->longest = 0;
+    s->unidirectional = c->unidirectional;
     real p[3];
-    DM_FT(fod_affine)(c->seed_v2w, v, p);
+    if (c->seed_gmwmi) {
+        if (!DM_FT(ft_seed_gmwmi)(c, s, p)) return 0;
+    } else {
+        long vox;
+        if (c->seeds_per_voxel > 0) {
+            vox = (long)(id / (unsigned long long)c->seeds_per_voxel);
+        } else {
+            vox = (long)(DM_FT(ft_uniform)(&s->rng) * (real)c->nseed_vox);
+            if (vox >= c->nseed_vox) vox = c->nseed_vox - 1;
+        }
+        int ijk = c->seed_vox[vox];
+        real v[3] = {(real)(ijk % c->seed_nx), (real)((ijk / c->seed_nx) % c->seed_ny),
+                     (real)(ijk / c->seed_nx / c->seed_ny)};
+        for (int a = 0; a < 3; a++) v[a] += DM_FT(ft_uniform)(&s->rng) - (real)0.5;
+        DM_FT(fod_affine)(c->seed_v2w, v, p);
+    }
     if (c->has_mask && !DM_FT(ft_in_kind)(c, DM_FT_ROI_MASK, p)) return 0;
     if (c->has_exclude && DM_FT(ft_in_kind)(c, DM_FT_ROI_EXCLUDE, p)) return 0;
+    int act_one_way = 0;
+    if (c->act.on) { /* tckgen's ACT seed: valid tissue, and white matter unless sub-cortical */
+        real t[5];
+        if (!DM_FT(ft_tissues)(c, p, t)) return 0;
+        real gm = t[DM_FT_CGM] + t[DM_FT_SGM];
+        s->seed_in_sgm = DM_FT(ft_is_sgm)(t);
+        if (!s->seed_in_sgm &&
+            (DM_FT(ft_is_csf)(t) || t[DM_FT_WM] == 0 || gm - t[DM_FT_WM] >= (real)0.01))
+            return 0;
+        /* at the interface, on the grey side: track into the white matter only */
+        act_one_way = !s->seed_in_sgm && gm > t[DM_FT_WM] && t[DM_FT_CGM] > t[DM_FT_SGM];
+    }
     if (!DM_FT(ft_fod_at)(c, p, coef)) return 0;
     real d[3];
     int found = 0;
@@ -465,6 +792,16 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
         }
     }
     if (!found) return 0;
+    if (act_one_way) {
+        real a[3], b[3];
+        for (int k = 0; k < 3; k++) {
+            a[k] = p[k] + (real)0.001 * d[k];
+            b[k] = p[k] - (real)0.001 * d[k];
+        }
+        if (DM_FT(ft_gm_minus_wm)(c, a) > DM_FT(ft_gm_minus_wm)(c, b))
+            for (int k = 0; k < 3; k++) d[k] = -d[k];
+        s->unidirectional = 1;
+    }
     for (int a = 0; a < 3; a++) {
         s->seed_pos[a] = s->pos[a] = buf[a] = p[a];
         s->seed_dir[a] = s->dir[a] = d[a];
@@ -476,14 +813,15 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
 }
 
 /* One step of the current half; 1 when the half has ended (its termination in end1/end2). */
-DM_FN int DM_FT(ft_step)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *coef)
+DM_FN int DM_FT(ft_step)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, real *coef)
 {
-    int t = c->algorithm == DM_FT_IFOD2  ? DM_FT(ft_step_ifod2)(c, s, buf)
+    int t = c->algorithm == DM_FT_IFOD2   ? DM_FT(ft_step_ifod2)(c, s, buf)
             : c->algorithm == DM_FT_IFOD1 ? DM_FT(ft_step_ifod1)(c, s, buf, coef)
                                           : DM_FT(ft_step_sdstream)(c, s, buf, coef);
     if (t == DM_FT_END_CONTINUE || t == DM_FT_PENDING) return 0;
     s->arc = 0;
     s->max_val = 0;
+    if (c->act.on && DM_FT(ft_act_end)(c, s, buf, coef, &t)) return 0;
     if (s->half == 1)
         s->end1 = t;
     else
@@ -494,9 +832,10 @@ DM_FN int DM_FT(ft_step)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, real *c
 /* After a half has ended: 1 when the second half starts (the first reversed, so that the seed is
  * its last point, and tracking resumes from the seed against the initial direction), 0 when
  * the streamline is complete. */
-DM_FN int DM_FT(ft_turn)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
+DM_FN int DM_FT(ft_turn)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf)
 {
-    if (s->half != 1 || c->unidirectional || s->excluded) {
+    (void)c;
+    if (s->half != 1 || s->unidirectional || s->excluded || s->act_rejected) {
         s->seed_index = s->half == 1 ? 0 : s->seed_index;
         return 0;
     }
@@ -513,6 +852,9 @@ DM_FN int DM_FT(ft_turn)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf)
         s->dir[a] = -s->seed_dir[a];
     }
     s->half_prob0 = s->seed_half_prob0;
+    s->sgm_depth = 0;
+    s->backtrack_step = 1;
+    s->backtrack_tries = s->longest = 0;
     return 1; /* when the first half used the whole point budget, the second adds one point */
 }
 
@@ -567,16 +909,18 @@ DM_FN void DM_FT(ft_truncate)(const dm_ft_ctx *c, real *buf, int *n, int *seed_i
 
 /* tckgen's verdict on a complete streamline, and its final points (in buf, *n of them, the seed
  * at *seed_index).  Returns DM_FT_ACCEPTED or the reason of the rejection. */
-DM_FN int DM_FT(ft_finish)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, int *n_out,
+DM_FN int DM_FT(ft_finish)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, int *n_out,
                            int *seed_out)
 {
     int n = s->n, seed = s->seed_index;
     if (s->excluded) return DM_FT_REJECT_EXCLUDE;
+    if (s->act_rejected) return DM_FT_REJECT_ACT;
+    if (s->seed_in_sgm && !s->reached_wm) return DM_FT_REJECT_ACT_SGM;
     if (n <= 1) return DM_FT_REJECT_NO_PROPAGATION;
     if (n < c->min_pts_pre) return DM_FT_REJECT_TOO_SHORT;
     if (c->include_all && s->visited != c->include_all) return DM_FT_REJECT_MISSED_INCLUDE;
     const int r = c->downsample;
-    if (r > 1) {
+    if (r > 1 || c->act.crop_at_gmwmi) {
         if (n > 2) {
             int m = 1, new_seed = seed == 0 ? 0 : -1;
             int k = seed == 0 ? r : (seed - 1) % r + 1;
@@ -593,7 +937,10 @@ DM_FN int DM_FT(ft_finish)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, int *
         if (!(n > c->min_pts_post && n < c->max_pts_post)) {
             real len = DM_FT(ft_length)(buf, n);
             if (len < (real)c->min_dist) return DM_FT_REJECT_TOO_SHORT;
-            if (len > (real)c->max_dist) DM_FT(ft_truncate)(c, buf, &n, &seed);
+            if (len > (real)c->max_dist) {
+                if (c->act.on) return DM_FT_REJECT_TOO_LONG; /* ACT rejects, never cuts */
+                DM_FT(ft_truncate)(c, buf, &n, &seed);
+            }
         }
     }
     *n_out = n;
@@ -603,7 +950,7 @@ DM_FN int DM_FT(ft_finish)(const dm_ft_ctx *c, DM_FT(state) *s, real *buf, int *
 
 /* Streamline id traced to its end in one go (the host's way): its verdict, and when accepted
  * its points in buf (*n of them, the seed at *seed_index). */
-DM_FN int DM_FT(ft_trace)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state) *s, real *buf,
+DM_FN int DM_FT(ft_trace)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state) * s, real *buf,
                           real *coef, int *n, int *seed_index)
 {
     if (!DM_FT(ft_seed)(c, id, s, buf, coef)) return DM_FT_REJECT_SEED;

@@ -33,14 +33,18 @@ enum { DM_FT_IFOD2 = 0, DM_FT_IFOD1 = 1, DM_FT_SDSTREAM = 2 };
 /* Why a half-streamline ended (tckgen's termination reasons). */
 enum {
     DM_FT_END_CONTINUE = 0,
-    DM_FT_END_EXIT_IMAGE,   /* the FOD is not valid there (outside, or zero at the nearest voxel) */
-    DM_FT_END_EXIT_MASK,    /* left the --mask regions */
-    DM_FT_END_CALIBRATOR,   /* iFOD: no calibration direction above zero */
-    DM_FT_END_MODEL,        /* no direction accepted / peak below the cutoff */
+    DM_FT_END_EXIT_IMAGE, /* the FOD is not valid there (outside, or zero at the nearest voxel) */
+    DM_FT_END_EXIT_MASK,  /* left the --mask regions */
+    DM_FT_END_CALIBRATOR, /* iFOD: no calibration direction above zero */
+    DM_FT_END_MODEL,      /* no direction accepted / peak below the cutoff */
     DM_FT_END_HIGH_CURVATURE,
     DM_FT_END_LENGTH_EXCEED,
     DM_FT_END_ENTER_EXCLUDE,
     DM_FT_END_TRAVERSE_ALL_INCLUDE,
+    DM_FT_END_ENTER_CGM,   /* ACT: reached cortical grey matter */
+    DM_FT_END_ENTER_CSF,   /* ACT: entered CSF (rejected) */
+    DM_FT_END_EXIT_SGM,    /* ACT: left sub-cortical grey matter */
+    DM_FT_END_TERM_IN_SGM, /* ACT: stopped within sub-cortical grey matter */
     DM_FT_NEND,
     DM_FT_PENDING = 100 /* not an end: an iFOD2 step under way */
 };
@@ -53,6 +57,9 @@ enum {
     DM_FT_REJECT_TOO_SHORT,
     DM_FT_REJECT_EXCLUDE,
     DM_FT_REJECT_MISSED_INCLUDE,
+    DM_FT_REJECT_ACT,      /* ACT: a poor termination (CSF, too long, stopped in white matter) */
+    DM_FT_REJECT_ACT_SGM,  /* ACT: seeded in sub-cortical grey matter, never reached white matter */
+    DM_FT_REJECT_TOO_LONG, /* ACT: longer than the maximum length */
     DM_FT_NVERDICT
 };
 
@@ -70,6 +77,16 @@ typedef struct dm_ft_roi {
     double w2v[3][4]; /* world mm -> its voxel coordinates */
 } dm_ft_roi;
 
+/* ACT's five-tissue image: cortical GM, sub-cortical GM, WM, CSF, pathology per voxel. */
+enum { DM_FT_CGM = 0, DM_FT_SGM, DM_FT_WM, DM_FT_CSF, DM_FT_PATH };
+typedef struct dm_ft_act {
+    int on, backtrack, crop_at_gmwmi;
+    int nx, ny, nz;
+    double w2v[3][4];
+    double min_voxel;    /* its smallest voxel size (mm) */
+    const float *tissue; /* 5 floats per voxel, voxels x fastest */
+} dm_ft_act;
+
 /* Everything the kernel reads: the FOD, the options in tckgen's terms, the seeds, the regions. */
 typedef struct dm_ft_ctx {
     dm_fod_field fod;
@@ -78,7 +95,7 @@ typedef struct dm_ft_ctx {
     double cos_max_angle; /* per step */
     double threshold, init_threshold, power;
     int power_kind;
-    int nsub;                 /* iFOD2: points per arc (--samples - 1) */
+    int nsub; /* iFOD2: points per arc (--samples - 1) */
     int max_trials, max_seed_attempts, unidirectional, stop_on_include;
     int min_pts_pre, max_pts_pre; /* points budget while tracking (both halves) */
     int downsample, min_pts_post, max_pts_post;
@@ -90,6 +107,10 @@ typedef struct dm_ft_ctx {
     const int *seed_vox; /* voxel indices (x fastest) of the seed image */
     long nseed_vox;
     long seeds_per_voxel; /* 0: random voxels */
+    int seed_gmwmi;       /* seeds drawn in proportion to the seed image, moved onto the
+                             grey-white interface of the ACT image (seed_weight: the values) */
+    const float *seed_weight;
+    float seed_weight_max;
     int seed_nx, seed_ny;
     double seed_v2w[3][4];
     /* regions */
@@ -97,6 +118,7 @@ typedef struct dm_ft_ctx {
     unsigned include_all; /* the bits of all include regions (0: none) */
     dm_ft_roi roi[DM_FT_MAX_ROI];
     const unsigned char *roi_data;
+    dm_ft_act act;
     unsigned long long rseed;
 } dm_ft_ctx;
 
