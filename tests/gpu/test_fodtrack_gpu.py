@@ -18,15 +18,16 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "py"))
 import fodsim as fs  # noqa: E402
+import nibabel as nib  # noqa: E402
 from dmtest import check, dimoc, finish, load, workdir  # noqa: E402
 
 ROOT = workdir("fodtrack_gpu")
 ALGS = ("ifod2", "ifod1", "sd_stream")
 
 
-def run(out, p, alg, device, precision, n, tdi):
+def run(out, p, alg, device, precision, n, tdi, extra=()):
     args = ["track", "--fod", p["fod"], "--seed", p["wm"], "--out", out, "--algorithm", alg, "--select", n,
-            "--rseed", 5, "--device", device, "--precision", precision]
+            "--rseed", 5, "--device", device, "--precision", precision, *extra]
     if tdi:
         args += ["--tdi", "tdi.nii.gz"]
     rc, _, err = dimoc(*args, expect_ok=False)
@@ -47,6 +48,35 @@ def run(out, p, alg, device, precision, n, tdi):
 
 def total(r):
     return int(r["head"].get("total_count", -1))
+
+
+def five_tissues(p):
+    """A five-tissue image on the phantom's grid: white matter where the bundles are, cortical
+    grey matter in the rest of the brain, CSF outside."""
+    wm = load(p["wm"]) > 0
+    brain = load(p["brain"]) > 0
+    t = np.zeros(wm.shape + (5,), np.float32)
+    t[..., 3] = 1
+    t[brain & ~wm] = [1, 0, 0, 0, 0]
+    t[wm] = [0, 0, 1, 0, 0]
+    path = f"{ROOT}/5tt.nii.gz"
+    nib.save(nib.Nifti1Image(t, nib.load(p["wm"]).affine), path)
+    return path
+
+
+def act_parity(p, alg, five_tt):
+    """ACT (with backtracking and cropping at the interface): the same streamlines in double."""
+    extra = ["--act", five_tt, "--crop-at-gmwmi"] + (["--backtrack"] if alg != "sd_stream" else [])
+    res = {}
+    for dev in ("cpu", "gpu"):
+        res[dev], err = run(f"{ROOT}/{alg}_act_{dev}", p, alg, dev, "double", 2000, False, extra)
+        if res[dev] is None:
+            check(f"{alg}-act-{dev}-runs", False, err)
+            return
+    c, g = res["cpu"], res["gpu"]
+    same = len(c["sl"]) == len(g["sl"]) and all(np.array_equal(a, b) for a, b in zip(c["sl"], g["sl"]))
+    check(f"{alg}-act-double-same-streamlines", same and total(c) == total(g) and g["device"] == "gpu",
+          f"{len(c['sl'])} / {len(g['sl'])} streamlines, identical {same}, total_count {total(c)} / {total(g)}")
 
 
 def double_parity(p, alg, tdi):
@@ -114,9 +144,11 @@ def main():
         finish()
     tdi = "--tdi" in out
     check("fodtrack-tdi-option-exists", tdi, "" if tdi else "`dimoc help track` has no --tdi: TDIs not compared")
+    five_tt = five_tissues(p)
     for alg in ALGS:
         double_parity(p, alg, tdi)
         float_agreement(p, alg, tdi)
+        act_parity(p, alg, five_tt)
     finish()
 
 
