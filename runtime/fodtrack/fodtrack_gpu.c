@@ -57,7 +57,8 @@ struct dm_ft_gpu {
     dm_gpu_set gs;
     dm_gpu_program prog;
     dm_gpu_kernel kern;
-    CUfunction tdi_fn;
+    dm_gpu_program tdi_prog;
+    dm_gpu_kernel tdi_kern;
     dm_ft_ctx ctx; /* device pointers */
     CUdeviceptr row, coef, sh, calib, seed_vox, seed_weight, tissue, roi;
     slot slots[2];
@@ -132,8 +133,17 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     if (dm_gpu_kernel_open(cu, g->gs.ord[0], &g->prog, "dm_fodtrack_kernel", "FOD tracker",
                            "FOD tracking kernel", &g->kern) != 0)
         goto fail;
-    CK(cu->cuModuleGetFunction(&g->tdi_fn, g->kern.mod, "dm_fodtrack_tdi_kernel"),
-       "finding the track-density kernel");
+    static const char *const tdi_templates[] = {"fodtrack/gpu_tdi.cu", "fodtrack/tdi_map.h", NULL};
+    static const char *const tdi_options[] = {"--fmad=false", NULL};
+    dm_gpu_source tdi_src = {.name = "fodtrack_tdi",
+                             .what = "the track-density mapping",
+                             .prologue = "#include \"fodtrack/gpu_tdi.cu\"\n",
+                             .templates = tdi_templates,
+                             .options = tdi_options};
+    if (dm_gpu_compile_source(cu, &tdi_src, g->gs.arch, 1, &g->tdi_prog) != 0 ||
+        dm_gpu_kernel_open(cu, g->gs.ord[0], &g->tdi_prog, "dm_fodtrack_tdi_kernel",
+                           "track-density mapping", "track-density kernel", &g->tdi_kern) != 0)
+        goto fail;
     g->times.compile = now_seconds() - t0;
     t0 = now_seconds();
     const dm_ft_fod *f = &p->fod;
@@ -396,7 +406,7 @@ int dm_ft_gpu_tdi_add(dm_ft_gpu *g, const dm_ft_batch *b, long kept, dm_tdi *m, 
             int cap = TDI_SCRATCH;
             void *args[] = {&g->tdi_grid, &s->out.xyz,     &g->tdi_start, &g->tdi_npts,
                             &n,           &g->tdi_scratch, &cap};
-            rc = dm_gpu_launch(cu, g->tdi_fn, (unsigned long long)g->threads, BLOCK_THREADS,
+            rc = dm_gpu_launch(cu, g->tdi_kern.fn, (unsigned long long)g->threads, BLOCK_THREADS,
                                s->stream, args, "the track-density kernel");
             /* the lists are read by the kernel: wait before they are freed or reused */
             if (rc == 0 && cu->cuStreamSynchronize(s->stream) != 0)
@@ -452,6 +462,8 @@ void dm_ft_gpu_close(dm_ft_gpu *g)
                              g->roi, g->tdi_count, g->tdi_scratch, g->tdi_start, g->tdi_npts};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) cu->cuMemFree(all[i]);
+        dm_gpu_kernel_close(cu, &g->tdi_kern);
+        dm_gpu_program_free(&g->tdi_prog);
         dm_gpu_kernel_close(cu, &g->kern);
         dm_gpu_program_free(&g->prog);
         dm_cuda_close(g->cu);

@@ -18,8 +18,6 @@
 #include "fodtrack/det_math.h"
 #include "fodtrack/fod_field.h"
 #include "fodtrack/fod_track.h"
-#define DM_ATOMIC_ADD_U32(p, v) atomicAdd((p), (v))
-#include "fodtrack/tdi_map.h"
 
 /* Where a launch puts its results (runtime/fodtrack/fodtrack_gpu.c mirrors it). */
 typedef struct dm_ft_gpu_out {
@@ -85,18 +83,4 @@ extern "C" __global__ void dm_fodtrack_kernel(dm_ft_ctx c, dm_ft_gpu_out o, real
     }
     if (truncations) atomicAdd(&o.counters[3], truncations);
     if (evals) atomicAdd(&o.counters[4], evals);
-}
-
-/* The track-density image of the streamlines a launch left in xyz (the ones kept: their first
- * points and counts listed), a thread per streamline, each voxel counted once per streamline
- * (templates/fodtrack/tdi_map.h, the host's source too), by the grid's mode: grid.ratio >= 1
- * tckmap's samples at that upsampling ratio, 0 the exact walk. */
-extern "C" __global__ void dm_fodtrack_tdi_kernel(dm_tdi_grid grid, const float *xyz,
-                                                  const long *start, const long *npts, long n,
-                                                  unsigned int *scratch, int cap)
-{
-    const long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long stride = (long)gridDim.x * blockDim.x;
-    for (long i = t; i < n; i += stride)
-        dm_tdi_add(&grid, xyz + 3 * start[i], npts[i], scratch + t * cap, cap);
 }
