@@ -257,7 +257,11 @@ def tckinfo_count(path):
 #   cortical GM  a shell of the brain ellipsoid: normalised radius s (s = 1 on the FOD's brain
 #                boundary) from CGM_S = (0.78, 0.88) rising to 1, falling again over (1.0, 1.08);
 #                so each bundle's end (the straight and the third meet the boundary, the arc's
-#                ends lie at s > 0.93) is in cortical GM while its FOD still carries on
+#                ends lie at s > 0.93) is in cortical GM while its FOD still carries on.  The
+#                ellipsoid is flat (13 mm in z), so the shell also lies above and below the
+#                bundles (from |q_z| of about 4 mm near the sub-cortical ball, 7 mm at the centre):
+#                streamlines leaving a bundle upwards end in cortex, and the top and bottom of
+#                the sub-cortical ball touch it (sub-cortical GM then cortical GM)
 #   sub-cortical GM  a ball of radius SGM_R (cos^2 edge over the last 2.5 mm) on the straight
 #                bundle at q = SGM_C, between its left end and the crossing with the arc
 #   WM           (1 - GM) x min(1, sum of the bundles' weights): WM where the bundles are
