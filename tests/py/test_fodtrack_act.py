@@ -37,7 +37,8 @@ WM in the bundles, CSF between them and around the brain, smooth partial-volume 
      fraction of streamlines with an end at the interface (|GM - WM| <= 0.011) within 4.5 sd of
      tckgen's (about 92%: tckgen puts the seed on the interface's grey side, 0 <= GM - WM < 0.01,
      where ACT tracks it one way only, into the WM, so the seed is an end).
-  5. ACT defaults, from the runs of 1: the .tck header's threshold and init_threshold 0.05,
+  5. The .tck header's act (the 5TT's name), backtrack and crop_at_gmwmi entries as tckgen's (in
+     1 to 4).  ACT defaults, from the runs of 1: the .tck header's threshold and init_threshold 0.05,
      min_dist 4 (2 x voxel), max_dist 200, as tckgen's header; provenance.json's cutoff 0.05 and
      min_length_mm 4;  --cutoff 0.1 stays 0.1 (tckgen's -cutoff 0.1 likewise), min_dist still 4;
      streamlines shorter than 10 mm (the non-ACT minimum 5 x voxel) exist, in tckgen's proportion;
@@ -239,6 +240,15 @@ def run_dimoc(ctx, name, alg, n, *opts, seed=None, act=True):
     return Tracts(f"{out}/tracks.tck", ctx), out
 
 
+def header_keys(name, x, ref):
+    """tckgen's ACT header entries: act (the 5TT), backtrack (0 or 1), crop_at_gmwmi (1, only
+    when given): dimoc's as tckgen's."""
+    keys = ("act", "backtrack", "crop_at_gmwmi")
+    norm = lambda h, k: os.path.basename(h[k]) if k == "act" and k in h else h.get(k)
+    got, want = {k: norm(x.header, k) for k in keys}, {k: norm(ref.header, k) for k in keys}
+    check(f"{name}-header-act-keys", got == want, f"dimoc {got}, tckgen {want}")
+
+
 def report(prefix, crits):
     for c, (ok, detail) in crits.items():
         check(f"{prefix}-{c}", ok, "dimoc " + detail)
@@ -300,6 +310,7 @@ def act_vs_tckgen(ctx, alg, n, seed=None, name=None):
           out if x is None else f"count {x.count()}, in file {x.n} (want {n})")
     if x is None:
         return None, a, b, None
+    header_keys(name, x, a)
     crits = criteria(x, a, b)
     if seed:
         # tckgen's GMWMI seed lies on the interface's grey side (0 <= GM - WM < 0.01), so it is
@@ -323,6 +334,7 @@ def crop(ctx, alg, uncropped):
     x, out = run_dimoc(ctx, f"crop-{alg}", alg, n, "--crop-at-gmwmi")
     check(f"crop-{alg}-dimoc-runs", x is not None and x.n == n, out if x is None else f"{x.n} streamlines")
     if x is not None:
+        header_keys(f"crop-{alg}", x, ref)
         report(f"crop-{alg}", crop_criteria(x, ref))
 
 
@@ -339,6 +351,7 @@ def backtrack(ctx, alg, without):
     check(f"backtrack-{alg}-dimoc-runs", x is not None and x.n == n, out if x is None else f"{x.n} streamlines")
     if x is None:
         return
+    header_keys(f"backtrack-{alg}", x, ref)
     ok, det = total_ok(x, [ref])
     check(f"backtrack-{alg}-acceptance", ok, "dimoc --backtrack " + det)
     if dm0 is not None:
