@@ -52,7 +52,7 @@ WM in the bundles, CSF between them and around the brain, smooth partial-volume 
 Tolerances, calibrated with tckgen as the candidate (5 more MRTRIX_RNG_SEEDs per section, against
 the same a, b): every criterion passed; largest |z| of endpoint-tissue 1.5, of at-interface 1.1,
 of seed-end-at-interface 0.6; TDI ratio at most 1.06; KS p at least 0.027; total_count within
-2.3 sd.  About 45 s on 2 cores (tckgen 25 s of it)."""
+2.3 sd.  About 45 s on 2 cores (tckgen about 30 s of it)."""
 import os
 import shutil
 import time
