@@ -134,10 +134,13 @@ def save(path, data, aff, dtype=np.float32):
     return path
 
 
-def phantom(d):
+def phantom(d, floor=0.0):
     """Writes the phantom into d: fod.nii.gz (45 volumes), brain.nii.gz (the ellipsoid mask),
     wm.nii.gz (voxels where some bundle's weight > 0.5: the seed mask), <bundle>.nii.gz (each
-    bundle's weight > 0.5).  Returns a dict of paths plus 'affine', 'q' and 'weights'."""
+    bundle's weight > 0.5).  Returns a dict of paths plus 'affine', 'q' and 'weights'.
+    floor > 0 adds an isotropic FOD of that amplitude to every voxel of the grid (as real FODs
+    are small but not zero in grey matter and CSF): then no voxel's coefficients are all zero,
+    so the FOD is valid everywhere in the image (MRtrix treats an all-zero voxel as outside)."""
     aff = affine()
     R = aff[:3, :3] / VOXEL
     q = grid_mm()
@@ -150,6 +153,7 @@ def phantom(d):
         fod[sel] += w[sel, None] * lobe(t[sel] @ R.T)
         out["weights"][name] = w
         out[name] = save(f"{d}/{name}.nii.gz", w > 0.5, aff, np.uint8)
+    fod[..., 0] += floor / sh_basis([[0.0, 0, 1]], 0)[0, 0]
     out["fod"] = save(f"{d}/fod.nii.gz", fod, aff)
     out["brain"] = save(f"{d}/brain.nii.gz", inside, aff, np.uint8)
     out["wm"] = save(f"{d}/wm.nii.gz", sum(out["weights"].values()) > 0.5, aff, np.uint8)
@@ -243,3 +247,78 @@ def tckinfo_count(path):
     a = re.search(r"actual count in file:\s*(\d+)", out)
     h = re.search(r"^\s*count:\s*(\d+)", out, re.M)
     return (int(h.group(1)) if h else -1), (int(a.group(1)) if a else -1)
+
+
+# ---- ACT: a five-tissue-type image on the phantom's grid ---------------------------------------
+#
+# Tissues are smooth functions of the grid's mm frame q, sampled at the voxel centres, so that
+# every boundary is a partial-volume ramp about 1.5 voxels wide (trilinear interpolation of the
+# 5TT then decides where a streamline changes tissue, as in tckgen).
+#   cortical GM  a shell of the brain ellipsoid: normalised radius s (s = 1 on the FOD's brain
+#                boundary) from CGM_S = (0.78, 0.88) rising to 1, falling again over (1.0, 1.08);
+#                so each bundle's end (the straight and the third meet the boundary, the arc's
+#                ends lie at s > 0.93) is in cortical GM while its FOD still carries on.  The
+#                ellipsoid is flat (13 mm in z), so the shell also lies above and below the
+#                bundles (from |q_z| of about 4 mm near the sub-cortical ball, 7 mm at the centre):
+#                streamlines leaving a bundle upwards end in cortex, and the top and bottom of
+#                the sub-cortical ball touch it (sub-cortical GM then cortical GM)
+#   sub-cortical GM  a ball of radius SGM_R (cos^2 edge over the last 2.5 mm) on the straight
+#                bundle at q = SGM_C, between its left end and the crossing with the arc
+#   WM           (1 - GM) x min(1, sum of the bundles' weights): WM where the bundles are
+#   CSF          the rest (1 - GM - WM): between the bundles, and all around the brain
+#   pathology    0
+# Every voxel sums to 1 (5ttcheck: "checked OK").
+CGM_S = (0.78, 0.88, 1.0, 1.08)
+SGM_C, SGM_R = np.array([-12.0, STRAIGHT_Y, 0.0]), 5.0
+
+
+def smoothstep(x, a, b):
+    """0 below a, 1 above b, sin^2 in between."""
+    u = np.clip((np.asarray(x, float) - a) / (b - a), 0, 1)
+    return np.sin(0.5 * np.pi * u) ** 2
+
+
+def five_tissue(d, p):
+    """Writes d/5tt.nii.gz (float32, 5 volumes: cGM, sGM, WM, CSF, pathology) on the phantom p's
+    grid (p from phantom()).  Returns (path, array)."""
+    q = p["q"]
+    s = np.sqrt(((q / np.array(BRAIN)) ** 2).sum(-1))
+    cgm = smoothstep(s, CGM_S[0], CGM_S[1]) * (1 - smoothstep(s, CGM_S[2], CGM_S[3]))
+    sgm = taper(np.linalg.norm(q - SGM_C, axis=-1), SGM_R, 2.5) * (1 - cgm)
+    rest = 1 - cgm - sgm
+    wm = rest * np.minimum(1.0, sum(p["weights"].values()))
+    csf = rest - wm
+    tt = np.stack([cgm, sgm, wm, csf, np.zeros_like(wm)], -1)
+    return save(f"{d}/5tt.nii.gz", tt, p["affine"]), tt
+
+
+def tissue_class(tt, aff, pts):
+    """For world points (N, 3): the 5TT volume (0 cGM, 1 sGM, 2 WM, 3 CSF, 4 pathology) largest at
+    the nearest voxel; -1 outside the grid."""
+    ijk = np.rint(world_to_voxel(aff, pts)).astype(int)
+    ok = np.all((ijk >= 0) & (ijk < np.array(tt.shape[:3])), axis=1)
+    out = np.full(len(ijk), -1)
+    out[ok] = np.argmax(tt[ijk[ok, 0], ijk[ok, 1], ijk[ok, 2]], axis=1)
+    return out
+
+
+def trilinear(vol, aff, pts):
+    """Trilinear interpolation of vol (3-D, or 4-D: per volume) at world points (N, 3), with
+    MRtrix's rules at the edges (an edge voxel alone up to half a voxel beyond its centre); NaN
+    farther out."""
+    v = world_to_voxel(aff, pts)
+    shape = np.array(vol.shape[:3])
+    bad = np.any((v <= -0.5) | (v >= shape - 0.5), axis=1)
+    v = np.clip(v, 0, shape - 1)
+    i0 = np.minimum(np.floor(v).astype(int), shape - 2)
+    f = v - i0
+    out = 0
+    for corner in range(8):
+        o = np.array([(corner >> k) & 1 for k in range(3)])
+        w = np.prod(np.where(o, f, 1 - f), axis=1)
+        idx = i0 + o
+        val = vol[idx[:, 0], idx[:, 1], idx[:, 2]]
+        out = out + (w[:, None] * val if val.ndim == 2 else w * val)
+    out = np.asarray(out, float)
+    out[bad] = np.nan
+    return out
