@@ -298,14 +298,15 @@ char *dm_ft_plan_header(const dm_ft_plan *p, const dm_fodtrack_options *o)
                  "samples_per_step: %d\ndownsample_factor: %d\nlmax: %d\n"
                  "unidirectional: %d\nstop_on_all_include: %d\nrk4: 0\n"
                  "max_num_seeds: %llu\nmax_num_tracks: %llu\nrng_seed: %llu\n"
-                 "roi: seed %s\n%s%s%s%s",
+                 "roi: seed %s\n%s%s%s%s%s",
                  o->history ? o->history : "dimoc track", p->method, o->fod, c->step,
                  acos(c->cos_max_angle) / deg, c->threshold, c->init_threshold, c->min_dist,
                  c->max_dist, c->power, c->max_trials, c->max_seed_attempts, c->nsub + 1,
                  c->downsample, p->fod.lmax, c->unidirectional, c->stop_on_include, p->max_seeds,
                  p->select, (unsigned long long)c->rseed, o->seed_gmwmi ? o->seed_gmwmi : o->seed,
                  p->roi_lines ? p->roi_lines : "", o->act ? "act: " : "", o->act ? o->act : "",
-                 o->act ? (o->backtrack ? "\nbacktrack: 1\n" : "\nbacktrack: 0\n") : "");
+                 o->act ? (o->backtrack ? "\nbacktrack: 1" : "\nbacktrack: 0") : "",
+                 o->act && o->crop_at_gmwmi ? "\ncrop_at_gmwmi: 1\n" : "\n");
     if (n > 0 && h[n - 1] == '\n') h[n - 1] = 0;
     return h;
 }

@@ -28,7 +28,7 @@ void dm_json_bool(dm_json *j, const char *key, int value);
  *   dm_provenance_str(&p, DM_PROV_INPUT, "data", path);  ...
  *   dm_provenance_write(&p, "OUT/provenance.json");  dm_provenance_free(&p); */
 enum { DM_PROV_INPUT, DM_PROV_OPTION, DM_PROV_RESULT, DM_PROV_SECTIONS };
-#define DM_PROV_MAX 64
+#define DM_PROV_MAX 256 /* entries of all sections (track --fod records about 90) */
 
 typedef struct dm_provenance {
     const char *command;

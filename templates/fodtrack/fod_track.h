@@ -240,24 +240,28 @@ DM_FN real DM_FT(ft_gm_minus_wm)(const dm_ft_ctx *c, const real p[3])
     return t[DM_FT_CGM] + t[DM_FT_SGM] - t[DM_FT_WM];
 }
 
-/* --crop-at-gmwmi: the last point, just inside cortical grey matter, moved back along its
- * segment onto the grey-white interface (bisection on GM - WM, 10 halvings at most, done
- * within 0.01). */
+/* --crop-at-gmwmi, as tckgen: when the last segment crosses the grey-white interface (the point
+ * before it on the white side, GM < WM, the last one past the interface by 0.01 or more), the
+ * last point moves back onto the interface, on its grey side: 0 <= GM - WM < 0.01, found by
+ * bisection along the segment (10 halvings at most; tckgen bisects along a Hermite curve through
+ * the last points). */
 DM_FN void DM_FT(ft_crop_at_gmwmi)(const dm_ft_ctx *c, real *buf, int n)
 {
     if (n < 2) return;
     real *a = buf + 3 * (n - 2), *b = buf + 3 * (n - 1), lo = 0, hi = 1, q[3];
+    if (!(DM_FT(ft_gm_minus_wm)(c, a) < 0) || !(DM_FT(ft_gm_minus_wm)(c, b) >= (real)0.01)) return;
     for (int it = 0; it < 10; it++) {
         real mid = (lo + hi) / 2;
         for (int k = 0; k < 3; k++) q[k] = a[k] + mid * (b[k] - a[k]);
         real g = DM_FT(ft_gm_minus_wm)(c, q);
-        if (g > -(real)0.01 && g < (real)0.01) break;
-        if (g > 0)
-            hi = mid;
-        else
+        if (g < 0) {
             lo = mid;
+        } else {
+            hi = mid;
+            if (g < (real)0.01) break;
+        }
     }
-    for (int k = 0; k < 3; k++) b[k] = q[k];
+    for (int k = 0; k < 3; k++) b[k] = a[k] + hi * (b[k] - a[k]);
 }
 
 /* tckgen's structural check of a new point p under ACT: DM_FT_END_CONTINUE, or a termination;
@@ -666,16 +670,18 @@ DM_FN int DM_FT(ft_act_end)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, rea
     return 0;
 }
 
-/* --seed-gmwmi: moves p onto the grey-white interface (GM - WM = 0) by Newton steps along the
- * gradient (central differences over 0.001 mm, steps of at most half a voxel of the tissue
- * image, 10 at most); 1 when within 0.01 of it.  grad: the last gradient. */
+/* --seed-gmwmi: moves p onto the grey side of the grey-white interface (0 <= GM - WM < 0.01,
+ * as tckgen's seeds) by Newton steps along the gradient (central differences over 0.001 mm,
+ * steps of at most half a voxel of the tissue image, 10 at most), aiming at GM - WM = 0.005; and
+ * refuses a point in CSF, in pathology or without white matter.  1 when there.  grad: the last
+ * gradient. */
 DM_FN int DM_FT(ft_to_interface)(const dm_ft_ctx *c, real p[3], real grad[3])
 {
     const real h = (real)0.001, cap = (real)(0.5 * c->act.min_voxel);
     for (int it = 0; it <= 10; it++) {
-        real g = DM_FT(ft_gm_minus_wm)(c, p);
-        if (g > 1) return 0;
-        real gn = 0;
+        real t[5];
+        if (!DM_FT(ft_tissues)(c, p, t)) return 0;
+        real g = t[DM_FT_CGM] + t[DM_FT_SGM] - t[DM_FT_WM], gn = 0;
         for (int k = 0; k < 3; k++) {
             real a[3] = {p[0], p[1], p[2]}, b[3] = {p[0], p[1], p[2]};
             a[k] += h;
@@ -683,9 +689,10 @@ DM_FN int DM_FT(ft_to_interface)(const dm_ft_ctx *c, real p[3], real grad[3])
             grad[k] = (DM_FT(ft_gm_minus_wm)(c, a) - DM_FT(ft_gm_minus_wm)(c, b)) / (2 * h);
             gn += grad[k] * grad[k];
         }
-        if (g > -(real)0.01 && g < (real)0.01) return 1;
+        if (g >= 0 && g < (real)0.01)
+            return !DM_FT(ft_is_csf)(t) && !DM_FT(ft_is_path)(t) && t[DM_FT_WM] > 0;
         if (it == 10 || !(gn > 0)) return 0;
-        real step = -g / gn, len = fabs(step) * sqrt(gn);
+        real step = ((real)0.005 - g) / gn, len = fabs(step) * sqrt(gn);
         if (len > cap) step *= cap / len;
         for (int k = 0; k < 3; k++) p[k] += step * grad[k];
     }
@@ -697,7 +704,7 @@ DM_FN int DM_FT(ft_to_interface)(const dm_ft_ctx *c, real p[3], real grad[3])
  * plane by up to two voxels of the tissue image each way and put back onto it. */
 DM_FN int DM_FT(ft_seed_gmwmi)(const dm_ft_ctx *c, DM_FT(state) * s, real p[3])
 {
-    for (int attempt = 0; attempt < 1000; attempt++) {
+    for (int attempt = 0; attempt < 10000; attempt++) { /* tckgen draws until one works */
         long vox = (long)(DM_FT(ft_uniform)(&s->rng) * (real)c->nseed_vox);
         if (vox >= c->nseed_vox) vox = c->nseed_vox - 1;
         if (DM_FT(ft_uniform)(&s->rng) * (real)c->seed_weight_max > (real)c->seed_weight[vox])
