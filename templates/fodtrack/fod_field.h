@@ -35,19 +35,19 @@ DM_FN void DM_FT(fod_affine)(const double m[3][4], const real p[3], real v[3])
         v[i] = (real)m[i][0] * p[0] + (real)m[i][1] * p[1] + (real)m[i][2] * p[2] + (real)m[i][3];
 }
 
-/* The coefficients at world point p, interpolated trilinearly between voxel centres as MRtrix's
- * linear interpolator does: outside unless every voxel coordinate lies in (-0.5, n - 0.5) (returns
- * 0); in the outer half voxel the edge voxel alone; fractions below 1e-6 count as 0.  1 inside. */
-DM_FN int DM_FT(fod_interp)(const dm_fod_field *f, const real p[3], real *c)
+/* Where p falls on a grid of n voxels with this world-to-voxel matrix, as MRtrix's linear
+ * interpolator sees it: 0 unless every voxel coordinate lies in (-0.5, n - 0.5); else the lower
+ * and upper neighbours and the weight of the upper one on each axis (in the outer half voxel the
+ * edge voxel alone; weights below 1e-6 count as 0), and the nearest voxel. */
+DM_FN int DM_FT(fod_corners)(const double m[3][4], const int n[3], const real p[3], int lo[3],
+                             int hi[3], real w[3], int near[3])
 {
     real v[3];
-    DM_FT(fod_affine)(f->w2v, p, v);
-    const int n[3] = {f->nx, f->ny, f->nz};
-    int lo[3], hi[3];
-    real w[3];
+    DM_FT(fod_affine)(m, p, v);
     for (int i = 0; i < 3; i++) {
         if (!(v[i] > (real)-0.5 && v[i] < (real)n[i] - (real)0.5)) return 0;
         real fl = floor(v[i]);
+        near[i] = (int)floor(v[i] + (real)0.5);
         lo[i] = (int)fl;
         hi[i] = lo[i] + 1;
         w[i] = v[i] - fl;
@@ -60,6 +60,18 @@ DM_FN int DM_FT(fod_interp)(const dm_fod_field *f, const real p[3], real *c)
         }
         if (w[i] < (real)1e-6) w[i] = 0;
     }
+    return 1;
+}
+
+/* The coefficients at world point p, interpolated trilinearly between voxel centres as MRtrix's
+ * linear interpolator does: outside unless every voxel coordinate lies in (-0.5, n - 0.5) (returns
+ * 0); in the outer half voxel the edge voxel alone; fractions below 1e-6 count as 0.  1 inside. */
+DM_FN int DM_FT(fod_interp)(const dm_fod_field *f, const real p[3], real *c)
+{
+    const int n[3] = {f->nx, f->ny, f->nz};
+    int lo[3], hi[3], near[3];
+    real w[3];
+    if (!DM_FT(fod_corners)(f->w2v, n, p, lo, hi, w, near)) return 0;
     for (int k = 0; k < f->ncoef; k++) c[k] = 0;
     for (int corner = 0; corner < 8; corner++) {
         real wt = (corner & 1 ? w[0] : 1 - w[0]) * (corner & 2 ? w[1] : 1 - w[1]) *
@@ -112,27 +124,10 @@ DM_FN void DM_FT(fod_basis)(const dm_fod_sh_table *t, int lmax, const real d[3],
  * interpolator: the FOD is not valid there), else 1 with the amplitude in *amp. */
 DM_FN int DM_FT(fod_amp_at)(const dm_fod_field *f, const real p[3], const real d[3], real *amp)
 {
-    real v[3];
-    DM_FT(fod_affine)(f->w2v, p, v);
     const int n[3] = {f->nx, f->ny, f->nz};
     int lo[3], hi[3], near[3];
     real w[3];
-    for (int i = 0; i < 3; i++) {
-        if (!(v[i] > (real)-0.5 && v[i] < (real)n[i] - (real)0.5)) return 0;
-        real fl = floor(v[i]);
-        near[i] = (int)floor(v[i] + (real)0.5);
-        lo[i] = (int)fl;
-        hi[i] = lo[i] + 1;
-        w[i] = v[i] - fl;
-        if (lo[i] < 0) {
-            lo[i] = hi[i] = 0;
-            w[i] = 0;
-        } else if (hi[i] > n[i] - 1) {
-            hi[i] = lo[i];
-            w[i] = 0;
-        }
-        if (w[i] < (real)1e-6) w[i] = 0;
-    }
+    if (!DM_FT(fod_corners)(f->w2v, n, p, lo, hi, w, near)) return 0;
     if (f->row[((long)near[2] * n[1] + near[1]) * n[0] + near[0]] < 0) return 0;
     real Y[DM_FOD_NCOEF_MAX + 3];
     DM_FT(fod_basis)(f->sh, DM_FT_LM(f), d, Y);

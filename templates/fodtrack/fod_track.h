@@ -110,14 +110,10 @@ DM_FN void DM_FT(ft_cone_direction)(dm_rng *r, const real d[3], real cos_max, re
  * outside the image or where the nearest voxel's FOD is zero. */
 DM_FN int DM_FT(ft_fod_at)(const dm_ft_ctx *c, const real p[3], real *coef)
 {
-    real v[3];
-    DM_FT(fod_affine)(c->fod.w2v, p, v);
     const int n[3] = {c->fod.nx, c->fod.ny, c->fod.nz};
-    int near[3];
-    for (int i = 0; i < 3; i++) {
-        if (!(v[i] > (real)-0.5 && v[i] < (real)n[i] - (real)0.5)) return 0;
-        near[i] = (int)floor(v[i] + (real)0.5);
-    }
+    int lo[3], hi[3], near[3];
+    real w[3];
+    if (!DM_FT(fod_corners)(c->fod.w2v, n, p, lo, hi, w, near)) return 0;
     if (c->fod.row[((long)near[2] * n[1] + near[1]) * n[0] + near[0]] < 0) return 0;
     return DM_FT(fod_interp)(&c->fod, p, coef);
 }
@@ -169,26 +165,10 @@ DM_FN unsigned DM_FT(ft_include_bits)(const dm_ft_ctx *c, const real p[3])
 DM_FN int DM_FT(ft_tissues)(const dm_ft_ctx *c, const real p[3], real t[5])
 {
     const dm_ft_act *a = &c->act;
-    real v[3];
-    DM_FT(fod_affine)(a->w2v, p, v);
     const int n[3] = {a->nx, a->ny, a->nz};
     int lo[3], hi[3], near[3];
     real w[3];
-    for (int i = 0; i < 3; i++) {
-        if (!(v[i] > (real)-0.5 && v[i] < (real)n[i] - (real)0.5)) return 0;
-        real fl = floor(v[i]);
-        near[i] = (int)floor(v[i] + (real)0.5);
-        lo[i] = (int)fl;
-        hi[i] = lo[i] + 1;
-        w[i] = v[i] - fl;
-        if (lo[i] < 0) {
-            lo[i] = hi[i] = 0;
-            w[i] = 0;
-        } else if (hi[i] > n[i] - 1) {
-            hi[i] = lo[i];
-            w[i] = 0;
-        }
-    }
+    if (!DM_FT(fod_corners)(a->w2v, n, p, lo, hi, w, near)) return 0;
     const float *nv = a->tissue + 5 * (((long)near[2] * n[1] + near[1]) * n[0] + near[0]);
     if (nv[0] == 0 && nv[1] == 0 && nv[2] == 0 && nv[3] == 0 && nv[4] == 0) return 0;
     for (int k = 0; k < 5; k++) t[k] = 0;
