@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,30 +83,23 @@ static double polyline_length(const float *xyz, int n)
     return len;
 }
 
-/* Takes the batch's streamlines in id order until --select is reached: writes them, and counts
- * the ids up to the last one taken (*taken: the streamlines).  Returns 1 when the run is
+/* Takes the batch's streamlines in id order until --select is reached (*taken of them; written
+ * by a tck_job) and counts the ids up to the last one taken.  Returns 1 when the run is
  * complete. */
-static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *w,
-                      progress_state *st, long *taken)
+static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, progress_state *st, long *taken)
 {
     long upto = b->n; /* ids of the batch that count */
     long i = 0;
-    double t0 = now_seconds();
     for (; i < b->count; i++) {
         if (p->select && st->kept == p->select) {
             upto = (long)(b->id[i] - b->first);
             break;
         }
-        const float *xyz = b->xyz + 3 * b->start[i];
-        dm_tck_add(w, xyz, b->npts[i]);
         st->kept++;
-        st->points += (unsigned long long)b->npts[i];
-        st->length_sum += polyline_length(xyz, b->npts[i]);
     }
     if (p->select && st->kept == p->select && i == b->count && b->count > 0)
         upto = (long)(b->id[b->count - 1] - b->first) + 1;
     *taken = i;
-    st->write_seconds += now_seconds() - t0;
     for (long k = 0; k < upto; k++) {
         st->verdicts[b->verdict[k]]++;
         if (b->verdict[k] != DM_FT_REJECT_SEED) st->total_count++;
@@ -116,6 +110,53 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, dm_tck_writer *
     st->truncations += b->truncations; /* of the whole batch: statistics only */
     st->evals += b->evals;
     return (p->select && st->kept == p->select) || (p->max_seeds && st->next_id >= p->max_seeds);
+}
+
+/* Appends a batch's first `taken` streamlines to tracks.tck on a thread of its own, so that the
+ * file is written while the next batch is traced (1M streamlines of iFOD2 are 1.6 GB). */
+typedef struct {
+    pthread_t thread;
+    int running;
+    dm_tck_writer *w;
+    const dm_ft_batch *b;
+    long taken;
+    double length_sum, seconds;
+    unsigned long long points;
+} tck_job;
+
+static void *write_streamlines(void *arg)
+{
+    tck_job *j = arg;
+    double t0 = now_seconds();
+    for (long i = 0; i < j->taken; i++) {
+        const float *xyz = j->b->xyz + 3 * j->b->start[i];
+        dm_tck_add(j->w, xyz, j->b->npts[i]);
+        j->points += (unsigned long long)j->b->npts[i];
+        j->length_sum += polyline_length(xyz, j->b->npts[i]);
+    }
+    j->seconds = now_seconds() - t0;
+    return NULL;
+}
+
+static void tck_job_start(tck_job *j, dm_tck_writer *w, const dm_ft_batch *b, long taken)
+{
+    memset(j, 0, sizeof *j);
+    j->w = w;
+    j->b = b;
+    j->taken = taken;
+    j->running = pthread_create(&j->thread, NULL, write_streamlines, j) == 0;
+    if (!j->running) write_streamlines(j); /* no thread: here and now */
+}
+
+/* Waits for the job (nothing when none) and adds what it wrote to the run's counts. */
+static void tck_job_join(tck_job *j, progress_state *st)
+{
+    if (j->running) pthread_join(j->thread, NULL);
+    j->running = 0;
+    st->points += j->points;
+    st->length_sum += j->length_sum;
+    st->write_seconds += j->seconds;
+    memset(j, 0, sizeof *j);
 }
 
 /* The optional outputs built from the streamlines kept: the track-density image (on the GPU
@@ -239,7 +280,10 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     dm_ft_gpu *gpu = NULL;
     dm_outdir od = {0};
     dm_tck_writer *w = NULL;
-    dm_ft_batch batch = {0};
+    dm_ft_batch batches[2] = {{0}, {0}}; /* one traced while the other is written */
+    tck_job jobs[2];
+    memset(jobs, 0, sizeof jobs);
+    int cur = 0;
     dm_progress *bar = NULL;
     char *header = NULL, *tck_path = NULL;
     progress_state st;
@@ -270,7 +314,9 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     if (least > most) least = most;
     int interrupted = 0;
     unsigned long long planned = 0; /* ids handed to the GPU */
-    for (int complete = 0; !complete;) {
+    for (int complete = 0; !complete; cur ^= 1) {
+        dm_ft_batch *batch = &batches[cur];
+        tck_job_join(&jobs[cur], &st); /* its batch's points are about to be replaced */
         double tk = now_seconds();
         if (gpu) {
             /* keep two batches under way while more may be needed */
@@ -282,12 +328,12 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
                 planned += (unsigned long long)n;
             }
             if (!dm_ft_gpu_pending(gpu)) break;
-            if (dm_ft_gpu_collect(gpu, &batch) != 0) goto done;
+            if (dm_ft_gpu_collect(gpu, batch) != 0) goto done;
         } else {
             long n = next_batch(&plan, &st, st.next_id, 0, least, most);
             if (n <= 0) break;
             if (dm_ft_cpu_batch(&plan.ctx, o->use_double, plan.buf_points, st.next_id, n, threads,
-                                &batch) != 0) { /* stopped midway: not taken */
+                                batch) != 0) { /* stopped midway: not taken */
                 dm_stop_take();
                 interrupted = 1;
                 break;
@@ -296,8 +342,9 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
         t_kernel += now_seconds() - tk;
         unsigned long long before = plan.select ? st.kept : st.next_id;
         long taken = 0;
-        complete = take_batch(&plan, &batch, w, &st, &taken);
-        if (sinks_add(&out, &batch, taken, gpu, threads) != 0) goto done;
+        complete = take_batch(&plan, batch, &st, &taken);
+        tck_job_start(&jobs[cur], w, batch, taken);
+        if (sinks_add(&out, batch, taken, gpu, threads) != 0) goto done;
         dm_progress_add(bar, (long)((plan.select ? st.kept : st.next_id) - before));
         if (dm_stop_take()) {
             interrupted = 1;
@@ -312,6 +359,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
         dm_progress_finish(bar, note);
         bar = NULL;
     }
+    tck_job_join(&jobs[0], &st);
+    tck_job_join(&jobs[1], &st);
     double t_write = now_seconds();
     int closed = dm_tck_close(w, st.total_count);
     w = NULL;
@@ -370,12 +419,15 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     if (dm_outdir_commit(&od) != 0) goto done;
     rc = interrupted ? dm_stop_error() : 0;
 done:
+    tck_job_join(&jobs[0], &st);
+    tck_job_join(&jobs[1], &st);
     if (w) dm_tck_abort(w);
     if (bar) dm_progress_end(bar);
     if (rc != 0 && od.path) dm_outdir_abort(&od);
     if (gpu) dm_ft_gpu_close(gpu);
     sinks_free(&out);
-    dm_ft_batch_free(&batch);
+    dm_ft_batch_free(&batches[0]);
+    dm_ft_batch_free(&batches[1]);
     dm_ft_plan_free(&plan);
     free(header);
     free(tck_path);
