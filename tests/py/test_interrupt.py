@@ -201,7 +201,8 @@ for sig in (signal.SIGINT, signal.SIGTERM):
         n = len(nib.streamlines.load(tck).streamlines)
         head = fodsim.tck_header(tck)
         prov = json.load(open(f"{out}/provenance.json"))["results"]
-        check(f"fodtrack-{sig.name}-valid-tck", int(head["count"]) == n and 0 < n < 10000000
+        # the signal may come before the first batch is whole: an empty file is valid too
+        check(f"fodtrack-{sig.name}-valid-tck", int(head["count"]) == n and 0 <= n < 10000000
               and int(head["total_count"]) >= n and prov["interrupted"] == 1 and prov["streamlines"] == n,
               f"{n} streamlines read, header count {head['count']}, total_count {head['total_count']}, "
               f"provenance {prov['streamlines']} interrupted {prov['interrupted']}")
