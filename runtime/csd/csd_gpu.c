@@ -1,6 +1,7 @@
 /* CSD on a GPU (csd_gpu.h).  The voxels go in chunks that fit the GPU's memory budget; the
  * plan's matrices are uploaded once. */
 #include "csd/csd_gpu.h"
+#include "util/progress.h"
 
 #include "gpu/gpu_compile.h"
 #include "gpu/gpu_device.h"
@@ -21,13 +22,6 @@ static const char *const csd_templates[] = {"gpu_csd.cu", "csd_solve.h", NULL};
  * CPU's to the last bits (the soft solver's set of negative directions, a discrete choice, then
  * cannot differ).  Float is compared with a tolerance and keeps them. */
 static const char *const double_options[] = {"--fmad=false", NULL};
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* The kernel's view of dm_csd_problem (templates/csd_solve.h), with device pointers. */
 typedef struct {
@@ -95,9 +89,9 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
     const int n = p->n, m = p->m, k = p->k;
     const size_t rs = use_double ? sizeof(double) : sizeof(float);
     int rc = -1;
-    double t_wait = now_seconds();
+    double t_wait = dm_now_seconds();
     if (warm_wait(w) != 0) return -1;
-    t_wait = now_seconds() - t_wait;
+    t_wait = dm_now_seconds() - t_wait;
     const dm_cuda *cu = w->cu;
     const dm_gpu_set gs = w->gs;
     dm_gpu_program prog = {0};
@@ -115,14 +109,14 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
                          .prologue = prologue,
                          .templates = csd_templates,
                          .options = use_double ? double_options : NULL};
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     if (dm_gpu_compile_source(cu, &src, gs.arch, 1, &prog) != 0) goto fail;
     times->cached = prog.cached;
     if (dm_gpu_kernel_open(cu, gs.ord[0], &prog, "dm_csd_kernel", "CSD solver", "CSD kernel",
                            &kern) != 0)
         goto fail;
-    times->compile = now_seconds() - t0 + t_wait; /* what of CUDA's start was not hidden */
-    t0 = now_seconds();
+    times->compile = dm_now_seconds() - t0 + t_wait; /* what of CUDA's start was not hidden */
+    t0 = dm_now_seconds();
     {
         size_t ng = (size_t)n * m, nc = (size_t)k * n;
         void *G = use_double ? (void *)p->G : (void *)p->Gf;
@@ -155,7 +149,7 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
     CK(cu->cuMemAlloc(&dI, chunk * sizeof(int)), "allocating GPU memory for the status");
     CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
     CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
-    times->upload += now_seconds() - t0;
+    times->upload += dm_now_seconds() - t0;
     problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10, 1e-12};
     problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10f, 1e-12f};
     for (size_t first = 0; first < nvox; first += chunk) {
@@ -164,7 +158,7 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
             goto fail;
         }
         size_t cn = nvox - first < chunk ? nvox - first : chunk;
-        t0 = now_seconds();
+        t0 = dm_now_seconds();
         for (int j = 0; j < m; j++) { /* the chunk's rows of the measurement-major signals */
             const double *src = Y + (size_t)j * nvox + first;
             if (use_double)
@@ -174,15 +168,15 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
         }
         CK(cu->cuMemcpyHtoDAsync(dY, hY, cn * m * rs, NULL), "copying the signals to the GPU");
         CK(cu->cuStreamSynchronize(NULL), "copying the signals to the GPU");
-        times->upload += now_seconds() - t0;
-        t0 = now_seconds();
+        times->upload += dm_now_seconds() - t0;
+        t0 = dm_now_seconds();
         long nv = (long)cn;
         void *args[] = {use_double ? (void *)&pd : (void *)&pf, &dY, &nv, &dX, &dS, &dI};
         if (dm_gpu_launch(cu, kern.fn, cn, BLOCK_THREADS, NULL, args, "the CSD kernel") != 0)
             goto fail;
         CK(cu->cuStreamSynchronize(NULL), "running the CSD kernel");
-        times->solve += now_seconds() - t0;
-        t0 = now_seconds();
+        times->solve += dm_now_seconds() - t0;
+        t0 = dm_now_seconds();
         CK(cu->cuMemcpyDtoHAsync(hX, dX, cn * n * rs, NULL), "copying the FODs from the GPU");
         CK(cu->cuMemcpyDtoHAsync(status + first, dS, cn, NULL), "copying from the GPU");
         if (iters)
@@ -191,7 +185,7 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
         CK(cu->cuStreamSynchronize(NULL), "copying from the GPU");
         for (size_t i = 0; i < cn * n; i++)
             X[first * n + i] = use_double ? ((double *)hX)[i] : ((float *)hX)[i];
-        times->download += now_seconds() - t0;
+        times->download += dm_now_seconds() - t0;
     }
     rc = 0;
 fail:

@@ -1,5 +1,6 @@
 /* `dimoc csd` and `dimoc response` (csd_run.h). */
 #include "csd/csd_run.h"
+#include "util/progress.h"
 
 #include "csd/csd_cpu.h"
 #include "csd/csd_gpu.h"
@@ -17,13 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Writes DIR/NAME as float32 (uint8 when `bytes`) from per-mask-voxel values: vals[i * stride
  * + c] is volume c of mask voxel i; 0 outside the mask. */
@@ -157,7 +151,7 @@ static int check_lmax(int lmax, const dm_dwi *d, const dm_csd_plan *p)
 int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
 {
     int rc = -1, nresp = 0;
-    double t0 = now_seconds(), t_load = 0, t_resp = 0, t_solve = 0, t_write = 0;
+    double t0 = dm_now_seconds(), t_load = 0, t_resp = 0, t_solve = 0, t_write = 0;
     dm_dwi d = {0};
     dm_csd_plan plan = {0};
     dm_response resp[DM_CSD_MAX_TISSUES];
@@ -183,9 +177,9 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
             if (dm_response_read(rpath[t], &resp[t]) != 0) goto done;
     }
     if (dm_dwi_read(&d, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
-    t_load = now_seconds() - t0;
+    t_load = dm_now_seconds() - t0;
 
-    t0 = now_seconds();
+    t0 = dm_now_seconds();
     int ndw_shells = d.nshell - d.has_b0;
     if (!o->response) {
         const char *alg = o->algorithm;
@@ -230,7 +224,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
                      rpath[0] ? rpath[0] : "the estimated response");
         goto done;
     }
-    t_resp = now_seconds() - t0;
+    t_resp = dm_now_seconds() - t0;
 
     if (dm_csd_plan_build(&d, nresp, resp, map, o->lmax, &plan) != 0) goto done;
     if (check_lmax(o->lmax, &d, &plan) != 0) goto done;
@@ -242,10 +236,10 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         dm_set_error("out of memory for %zu voxels", d.nvox);
         goto done;
     }
-    t0 = now_seconds();
+    t0 = dm_now_seconds();
     for (int j = 0; j < plan.m; j++) /* measurement-major, as NIfTI stores it: sequential */
         for (size_t i = 0; i < d.nvox; i++) Y[j * d.nvox + i] = dm_dwi_signal(&d, i, plan.vol[j]);
-    t_load += now_seconds() - t0; /* gathering the mask's signals is part of loading */
+    t_load += dm_now_seconds() - t0; /* gathering the mask's signals is part of loading */
     /* Soft: MRtrix's 50 iterations; hard: each step adds a constraint and some are dropped
      * again, about 3n steps in all on real data; 10n as MRtrix's msmt_csd allows. */
     int max_iter = o->max_iter > 0 ? o->max_iter : plan.soft ? 50 : 10 * plan.n;
@@ -254,7 +248,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
      * FODs by 0.7% of their largest coefficient (measured), against 6e-6 for single-shell. */
     int use_double = o->use_double || !plan.soft;
     dm_provenance_str(prov, DM_PROV_RESULT, "precision", use_double ? "double" : "float");
-    t0 = now_seconds();
+    t0 = dm_now_seconds();
     if (o->use_gpu) {
         if (dm_csd_gpu_run(&warm, &plan, Y, d.nvox, use_double, max_iter, X, status, iters, &gt) !=
             0)
@@ -263,10 +257,10 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
                               iters) != 0) {
         goto done;
     }
-    t_solve = now_seconds() - t0 - gt.compile; /* the GPU's compile is a stage of its own */
+    t_solve = dm_now_seconds() - t0 - gt.compile; /* the GPU's compile is a stage of its own */
     if (o->normalise && normalise_tissues(&d, &plan, X, prov) != 0) goto done;
 
-    t0 = now_seconds();
+    t0 = dm_now_seconds();
     size_t counts[5] = {0};
     long total_iters = 0;
     for (size_t i = 0; i < d.nvox; i++) {
@@ -324,7 +318,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_download", gt.download);
     }
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_solve", t_solve);
-    t_write = now_seconds() - t0;
+    t_write = dm_now_seconds() - t0;
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", t_write);
     {
         char *path = dm_path_join(od.path, "provenance.json");
@@ -362,9 +356,9 @@ int dm_response_command(const dm_response_options *o, dm_provenance *prov)
     dm_outdir od = {0};
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     if (dm_dwi_read(&d, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     if (dm_response_estimate(&d, o->algorithm, o->lmax, o->threads, &est) != 0) goto done;
-    double secs = now_seconds() - t0;
+    double secs = dm_now_seconds() - t0;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
     for (int t = 0; t < est.ntissue; t++) {
         if (write_response(&od, dm_tissue_names[t], &est.r[t], o->history) != 0) goto done;

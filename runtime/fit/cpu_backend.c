@@ -1,6 +1,7 @@
 /* Host compilation of fitters, with an on-disk cache keyed by content. */
 #define _GNU_SOURCE
 #include "fit/cpu_backend.h"
+#include "util/progress.h"
 #include "compiler.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -81,13 +82,6 @@ static int run_compiler(const char *cmd, const char *log_path)
     return rc == 0 ? 0 : -1;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
 {
     memset(f, 0, sizeof *f);
@@ -113,7 +107,7 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
 
     int rc = 0;
     if (access(f->so_path, R_OK) != 0) {
-        double t0 = now_seconds();
+        double t0 = dm_now_seconds();
         /* Each process builds under its own temporary names and renames the result into
          * place, so two processes compiling the same model at once cannot see a half file. */
         char src[4200], tmp_so[4200], log[4200], cmd[16384];
@@ -150,7 +144,7 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
             unlink(log);
             unlink(tmp_so);
         }
-        f->compile_seconds = now_seconds() - t0;
+        f->compile_seconds = dm_now_seconds() - t0;
     }
     free(tdir);
     free(cache);

@@ -35,13 +35,6 @@ void dm_fit_request_defaults(dm_fit_request *r)
     r->threads = 0;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void count_work(const dm_problem *p, const dm_fit_results *res, dm_fit_timing *t)
 {
     int nfree = 0;
@@ -92,7 +85,7 @@ static const char *summary(const dm_problem *p, char *note, size_t size)
 
 int dm_fit_run(const dm_fit_request *r)
 {
-    double t_start = now_seconds();
+    double t_start = dm_now_seconds();
     dm_fit_timing timing = {0};
     int use_gpu;
     if (dm_gpu_resolve_device(r->device, NULL, &use_gpu) != 0) return -1;
@@ -115,7 +108,7 @@ int dm_fit_run(const dm_fit_request *r)
         dm_problem_free(&p);
         return -1;
     }
-    timing.load = now_seconds() - t_start;
+    timing.load = dm_now_seconds() - t_start;
 
     dm_cpu_fitter fitter;
     if (dm_cpu_fitter_load(&p.mi, real_size, &fitter) != 0) {
@@ -138,7 +131,7 @@ int dm_fit_run(const dm_fit_request *r)
 
     if (r->threads > 0) omp_set_num_threads((int)r->threads);
     char device[512], note[128];
-    double t_fit = now_seconds();
+    double t_fit = dm_now_seconds();
     int rc = 0;
     if (use_gpu) {
         dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
@@ -168,13 +161,13 @@ int dm_fit_run(const dm_fit_request *r)
         if (prog) dm_progress_finish(prog, summary(&p, note, sizeof note));
     }
     if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
-    timing.fit = now_seconds() - t_fit - (use_gpu ? timing.compile - fitter.compile_seconds : 0);
+    timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile - fitter.compile_seconds : 0);
     count_work(&p, &res, &timing);
 
-    double t_write = now_seconds();
+    double t_write = dm_now_seconds();
     if (rc == 0) rc = dm_fit_write_outputs(r, od.path, &p, &fitter, &res);
-    timing.write = now_seconds() - t_write;
-    timing.total = now_seconds() - t_start;
+    timing.write = dm_now_seconds() - t_write;
+    timing.total = dm_now_seconds() - t_start;
     if (rc == 0) rc = dm_fit_write_provenance(r, od.path, &p, device, real_size, &timing);
     if (rc == 0)
         rc = dm_outdir_commit(&od);

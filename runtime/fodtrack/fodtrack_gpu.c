@@ -1,4 +1,5 @@
 #include "fodtrack/fodtrack_gpu.h"
+#include "util/progress.h"
 
 #include "gpu/gpu_compile.h"
 #include "gpu/gpu_device.h"
@@ -72,13 +73,6 @@ struct dm_ft_gpu {
     dm_ft_gpu_times times;
 };
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int alloc_slot(dm_ft_gpu *g, slot *s, size_t per_thread, size_t cap_points)
 {
     s->out.cap_points = cap_points;
@@ -128,7 +122,7 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
                          .prologue = prologue,
                          .templates = fodtrack_templates,
                          .options = options};
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     if (dm_gpu_compile_source(cu, &src, g->gs.arch, 1, &g->prog) != 0) goto fail;
     if (dm_gpu_kernel_open(cu, g->gs.ord[0], &g->prog, "dm_fodtrack_kernel", "FOD tracker",
                            "FOD tracking kernel", &g->kern) != 0)
@@ -144,8 +138,8 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
         dm_gpu_kernel_open(cu, g->gs.ord[0], &g->tdi_prog, "dm_fodtrack_tdi_kernel",
                            "track-density mapping", "track-density kernel", &g->tdi_kern) != 0)
         goto fail;
-    g->times.compile = now_seconds() - t0;
-    t0 = now_seconds();
+    g->times.compile = dm_now_seconds() - t0;
+    t0 = dm_now_seconds();
     const dm_ft_fod *f = &p->fod;
     size_t nvox = (size_t)f->nx * f->ny * f->nz;
     /* rows padded to whole float4s (DM_FT_ROW4 of fod_field.h) */
@@ -206,7 +200,7 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     size_t cap_points = (per_slot - (size_t)g->max_batch * RECORD_BYTES) / 12;
     for (int k = 0; k < 2; k++)
         if (alloc_slot(g, &g->slots[k], per_thread, cap_points) != 0) goto fail;
-    g->times.upload = now_seconds() - t0;
+    g->times.upload = dm_now_seconds() - t0;
     return g;
 fail:
     dm_ft_gpu_close(g);
@@ -272,10 +266,10 @@ static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char
                     unsigned char *ends)
 {
     const dm_cuda *cu = g->cu;
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     CK(cu->cuStreamSynchronize(s->stream), "running the FOD tracking kernel");
-    g->times.wait += now_seconds() - t0;
-    t0 = now_seconds();
+    g->times.wait += dm_now_seconds() - t0;
+    t0 = dm_now_seconds();
     unsigned long long counters[5];
     CK(cu->cuMemcpyDtoHAsync(counters, s->out.counters, sizeof counters, s->stream),
        "copying from the GPU");
@@ -304,7 +298,7 @@ static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char
     b->npoints += used;
     b->truncations += counters[3];
     b->evals += counters[4];
-    g->times.download += now_seconds() - t0;
+    g->times.download += dm_now_seconds() - t0;
     return 0;
 fail:
     return -1;

@@ -19,13 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static const char *const end_names[DM_FT_NEND] = {
     "continue",       "exit_image",    "exit_mask",     "calibrator",           "model",
     "high_curvature", "length_exceed", "enter_exclude", "traverse_all_include", "enter_cgm",
@@ -127,14 +120,14 @@ typedef struct {
 static void *write_streamlines(void *arg)
 {
     tck_job *j = arg;
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     for (long i = 0; i < j->taken; i++) {
         const float *xyz = j->b->xyz + 3 * j->b->start[i];
         dm_tck_add(j->w, xyz, j->b->npts[i]);
         j->points += (unsigned long long)j->b->npts[i];
         j->length_sum += polyline_length(xyz, j->b->npts[i]);
     }
-    j->seconds = now_seconds() - t0;
+    j->seconds = dm_now_seconds() - t0;
     return NULL;
 }
 
@@ -201,7 +194,7 @@ static int sinks_open(const dm_fodtrack_options *o, const dm_ft_plan *p, dm_ft_g
 static int sinks_add(sinks *k, const dm_ft_batch *b, long taken, dm_ft_gpu *gpu, int threads)
 {
     if (taken <= 0 || (!k->tdi_on && !k->conn_on)) return 0;
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     long *start = malloc((taken + 1) * sizeof *start), *npts = malloc(taken * sizeof *npts);
     for (long i = 0; i < taken; i++) {
         start[i] = (long)b->start[i];
@@ -229,7 +222,7 @@ static int sinks_add(sinks *k, const dm_ft_batch *b, long taken, dm_ft_gpu *gpu,
     }
     free(start);
     free(npts);
-    k->seconds += now_seconds() - t0;
+    k->seconds += dm_now_seconds() - t0;
     return rc;
 }
 
@@ -275,7 +268,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
 {
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     int rc = -1;
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     dm_ft_plan plan;
     dm_ft_gpu *gpu = NULL;
     dm_outdir od = {0};
@@ -291,13 +284,13 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     sinks out;
     memset(&out, 0, sizeof out);
     if (dm_ft_plan_build(o, &plan) != 0) goto done;
-    double t_load = now_seconds() - t0, t_compile = 0;
+    double t_load = dm_now_seconds() - t0, t_compile = 0;
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
     if (o->use_gpu) {
-        double tc = now_seconds();
+        double tc = dm_now_seconds();
         gpu = dm_ft_gpu_open(&plan, o->use_double, o->gpus, o->gpu_memory_mb);
         if (!gpu) goto done;
-        t_compile = now_seconds() - tc;
+        t_compile = dm_now_seconds() - tc;
     }
     if (sinks_open(o, &plan, gpu, &out) != 0) goto done;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
@@ -308,7 +301,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
 
     bar = dm_progress_start("track", (long)(plan.select ? plan.select : plan.max_seeds),
                             plan.select ? "streamlines" : "seeds");
-    double t_track = now_seconds(), t_kernel = 0;
+    double t_track = dm_now_seconds(), t_kernel = 0;
     long least = gpu ? 4 * dm_ft_gpu_threads(gpu) : 256L * threads;
     long most = gpu ? dm_ft_gpu_max_batch(gpu) : 4096L * threads;
     if (least > most) least = most;
@@ -317,7 +310,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     for (int complete = 0; !complete; cur ^= 1) {
         dm_ft_batch *batch = &batches[cur];
         tck_job_join(&jobs[cur], &st); /* its batch's points are about to be replaced */
-        double tk = now_seconds();
+        double tk = dm_now_seconds();
         if (gpu) {
             /* keep two batches under way while more may be needed */
             while (dm_ft_gpu_pending(gpu) < 2) {
@@ -339,7 +332,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
                 break;
             }
         }
-        t_kernel += now_seconds() - tk;
+        t_kernel += dm_now_seconds() - tk;
         unsigned long long before = plan.select ? st.kept : st.next_id;
         long taken = 0;
         complete = take_batch(&plan, batch, &st, &taken);
@@ -351,7 +344,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
             break;
         }
     }
-    t_track = now_seconds() - t_track;
+    t_track = dm_now_seconds() - t_track;
     if (bar) {
         char note[160];
         snprintf(note, sizeof note, "%llu streamlines from %llu seeds%s", st.kept, st.next_id,
@@ -361,7 +354,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     }
     tck_job_join(&jobs[0], &st);
     tck_job_join(&jobs[1], &st);
-    double t_write = now_seconds();
+    double t_write = dm_now_seconds();
     int closed = dm_tck_close(w, st.total_count);
     w = NULL;
     if (closed != 0) goto done;
@@ -409,7 +402,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_gpu_download", gt->download);
     }
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write",
-                      st.write_seconds + now_seconds() - t_write);
+                      st.write_seconds + dm_now_seconds() - t_write);
     {
         char *path = dm_path_join(od.path, "provenance.json");
         int bad = !path || dm_provenance_write(prov, path) != 0;

@@ -1,6 +1,7 @@
 /* Track-density images on the host (tdi.h): the grid, CPU threads over streamlines with the
  * kernel of templates/fodtrack/tdi_map.h, the NIfTI output. */
 #include "fodtrack/tdi.h"
+#include "util/progress.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -225,15 +226,10 @@ void dm_tdi_free(dm_tdi *m)
     memset(m, 0, sizeof *m);
 }
 
-static double now_seconds(void)
-{
-    return omp_get_wtime();
-}
-
 int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary *s)
 {
     memset(s, 0, sizeof *s);
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     dm_tck tracks;
     dm_volume templ;
     dm_tdi map = {0};
@@ -260,7 +256,7 @@ int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary 
         s->nx = map.nx;
         s->ny = map.ny;
         s->nz = map.nz;
-        s->seconds = now_seconds() - t0;
+        s->seconds = dm_now_seconds() - t0;
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)s->streamlines);
         dm_provenance_num(prov, DM_PROV_RESULT, "voxels_hit", (double)s->voxels_hit);
         dm_provenance_str(prov, DM_PROV_RESULT, "mapping", o->exact ? "exact" : "tckmap");

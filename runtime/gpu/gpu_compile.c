@@ -1,5 +1,6 @@
 /* NVRTC compilation of a program of template files, with the cubin cached on disk. */
 #include "gpu/gpu_compile.h"
+#include "util/progress.h"
 #include "compiler.h" /* dm_hash64 */
 #include "util/error.h"
 #include "util/paths.h"
@@ -10,13 +11,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int nvrtc_compile(const dm_cuda *cu, const char *tdir, const dm_gpu_source *src, int arch,
                          dm_gpu_program *out)
@@ -100,9 +94,9 @@ int dm_gpu_compile_source(const dm_cuda *cu, const dm_gpu_source *src, int arch,
         free(out->cubin);
         out->cubin = NULL;
     }
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     int rc = nvrtc_compile(cu, tdir, src, arch, out);
-    out->compile_seconds = now_seconds() - t0;
+    out->compile_seconds = dm_now_seconds() - t0;
     free(tdir);
     if (rc == 0 && path[0] && dm_write_file_atomic(path, out->cubin, out->size) != 0)
         dm_warn("cannot cache %s in %s: %s", src->what, path, dm_last_error());

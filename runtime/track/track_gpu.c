@@ -41,13 +41,6 @@ int dm_track_gpu_compile(const dm_cuda *cu, int arch, int use_cache, dm_gpu_prog
     return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 typedef struct track_job {
     const dm_cuda *cu;
     const dm_gpu_program *prog;
@@ -184,9 +177,9 @@ static int drain(track_worker *w, slot *s, const int mats[3], unsigned long long
     const dm_cuda *cu = w->job->cu;
     CK(cu->cuMemcpyDtoHAsync(s->hcount, s->counters, 8 * sizeof(unsigned long long), s->stream),
        "copying from the GPU");
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     CK(cu->cuStreamSynchronize(s->stream), "running the tracking kernel");
-    w->wait_s += now_seconds() - t0;
+    w->wait_s += dm_now_seconds() - t0;
     unsigned long long nk[3];
     for (int j = 0; j < 3; j++) {
         novl[j] = 0;
@@ -201,7 +194,7 @@ static int drain(track_worker *w, slot *s, const int mats[3], unsigned long long
                "copying from the GPU");
     }
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
-    double t1 = now_seconds();
+    double t1 = dm_now_seconds();
     for (int j = 0; j < 3; j++) {
         if (!mats[j]) continue;
         /* sorted and merged in bulk, by row shards on all cores (DM_TG_EMPTY_KEY slots
@@ -209,7 +202,7 @@ static int drain(track_worker *w, slot *s, const int mats[3], unsigned long long
         dm_sparse_shards_add_keys(&w->mat[j], s->hkeys[j], nk[j]);
         memcpy(w->ovl[j], s->hover[j], novl[j] * 8);
     }
-    w->merge_s += now_seconds() - t1;
+    w->merge_s += dm_now_seconds() - t1;
     return 0;
 fail:
     return -1;
@@ -550,7 +543,7 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
         return dm_set_error("track: out of memory for the outputs");
     }
     j.progress = dm_progress_start("track", (long)j.total, "streamlines");
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     pthread_t th[DM_GPU_MAX];
     for (int g = 0; g < ngpu; g++) {
         w[g].job = &j;
@@ -585,7 +578,7 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
         for (int k = 0; k < 3; k++) dm_sparse_shards_free(&w[g].mat[k]);
     }
     free(w);
-    r->seconds = now_seconds() - t0; /* with the gathering of the matrices */
+    r->seconds = dm_now_seconds() - t0; /* with the gathering of the matrices */
     dm_gpu_program_free(&prog);
     dm_cuda_close(cu);
     if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();

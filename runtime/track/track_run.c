@@ -27,13 +27,6 @@ typedef struct worker {
     int failed;
 } worker;
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int worker_init(worker *w, const dm_track_ctx *c, const dm_track_masks *m,
                        const dm_track_options *o)
 {
@@ -369,7 +362,7 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
     worker *w = calloc(nthreads, sizeof *w);
     unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
     dm_progress *prog = dm_progress_start("track", (long)total, "streamlines");
-    double t0 = now_seconds();
+    double t0 = dm_now_seconds();
     int failed = 0;
 #pragma omp parallel num_threads(nthreads) reduction(| : failed)
     {
@@ -404,7 +397,7 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
         if (me->failed) failed = 1;
     }
     dm_progress_end(prog);
-    r->seconds = now_seconds() - t0;
+    r->seconds = dm_now_seconds() - t0;
     r->threads = nthreads;
     r->generated = total;
     int rc = failed ? dm_set_error("track: out of memory while tracking") : 0;

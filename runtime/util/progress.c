@@ -27,7 +27,7 @@ struct dm_progress {
     pthread_mutex_t draw_lock;
 };
 
-static double now_seconds(void)
+double dm_now_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -58,7 +58,7 @@ dm_progress *dm_progress_start(const char *label, long total, const char *unit)
     atomic_init(&p->done, 0);
     const char *force = getenv("DIMOC_PROGRESS");
     p->shown = (force && *force) ? (strcmp(force, "0") != 0 ? 1 : -1) : isatty(2);
-    p->start = now_seconds();
+    p->start = dm_now_seconds();
     if (p->shown == 0) {
         fprintf(stderr, "%s: %ld %s\n", p->label, total, p->unit);
         fflush(stderr);
@@ -83,7 +83,7 @@ void dm_progress_add(dm_progress *p, long done_now)
     if (!p) return;
     long done = atomic_fetch_add(&p->done, done_now) + done_now;
     if (p->shown != 1) return;
-    double t = now_seconds();
+    double t = dm_now_seconds();
     if (t - p->last_draw < 0.2 || pthread_mutex_trylock(&p->draw_lock) != 0) return;
     if (t - p->last_draw >= 0.2) {
         p->last_draw = t;
@@ -105,7 +105,7 @@ void dm_progress_finish(dm_progress *p, const char *note)
     if (p->shown >= 0) {
         pthread_mutex_lock(&p->draw_lock);
         long done = atomic_load(&p->done);
-        double elapsed = now_seconds() - p->start;
+        double elapsed = dm_now_seconds() - p->start;
         char took[32];
         format_duration(took, sizeof took, elapsed);
         char line[512];

@@ -13,4 +13,8 @@ void dm_progress_end(dm_progress *p);                /* final line, newline, fre
 /* The same, with `note` (e.g. "199870 fitted, 130 skipped") at the end of the final line. */
 void dm_progress_finish(dm_progress *p, const char *note);
 
+/* Monotonic seconds (an arbitrary origin): the clock of the progress line and of the stage
+ * timings that provenance.json records. */
+double dm_now_seconds(void);
+
 #endif
