@@ -1,5 +1,6 @@
 #include "fodtrack/fod_image.h"
 
+#include "sphere/sh.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -29,10 +30,8 @@ int dm_ft_fod_load(const char *path, dm_ft_fod *im)
     memset(im, 0, sizeof *im);
     dm_volume v;
     if (dm_volume_read(path, &v) != 0) return -1;
-    int lmax = -1;
-    for (int l = 2; l <= DM_FOD_LMAX_MAX; l += 2)
-        if ((l + 1) * (l + 2) / 2 == v.nt) lmax = l;
-    if (lmax < 0) {
+    int lmax = dm_sh_lmax_for(v.nt);
+    if (lmax < 2 || lmax > DM_FOD_LMAX_MAX || dm_sh_ncoef(lmax) != v.nt) {
         int nt = v.nt;
         dm_volume_free(&v);
         return dm_set_error("%s: %d volume%s is not an FOD image (SH coefficients of even "
