@@ -28,6 +28,18 @@ for alg in ifod2 ifod1 sd_stream; do
     done
 done ;;
 esac
+case "${1:-parity,time}" in *gputest*)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
+    PYTHONPATH=/tmp/site PYTHON=python3 bash tests/run.sh --gpu ${GPUTEST:-fodtrack} ;;
+esac
+case "${1:-parity,time}" in *one*) # the issue's case: 1M iFOD2 streamlines, the whole command
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
+    PYTHONPATH=/tmp/site python3 -c "import sys; sys.path.insert(0,'bench'); import bench_track as b; b.fod_image('/tmp/fb')"
+    for alg in ${ONE_ALGS:-ifod2}; do
+        /usr/bin/time -f "$alg 1M whole command: %e s" $D track --fod /tmp/fb/wm_fod.nii.gz --seed /tmp/fb/wm.nii.gz --out /tmp/one --algorithm $alg --select ${ONE_N:-1000000} --device gpu 2>&1 | tail -1
+        grep -E '"seconds_[a-z_]+"' /tmp/one/provenance.json | tr -d '\n '; echo
+    done ;;
+esac
 case "${1:-parity,time}" in *profile*)
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
@@ -41,7 +53,7 @@ esac
 case "${1:-parity,time}" in *regs*)
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
     PYTHONPATH=/tmp/site python3 -c "import sys; sys.path.insert(0,'bench'); import bench_track as b; b.fod_image('/tmp/fb')"
-    for alg in ifod2 ifod1; do for r in ${REGS:-0 128 96 72 64}; do
+    for alg in ${REG_ALGS:-ifod2 ifod1}; do for r in ${REGS:-0 128 96 72 64}; do
         DIMOC_FT_MAXREG=$r $D track --fod /tmp/fb/wm_fod.nii.gz --seed /tmp/fb/wm.nii.gz --out /tmp/regs --algorithm $alg --select 200000 --device gpu >/dev/null 2>&1
         echo "$alg maxreg $r: $(grep -E '"seconds_(compile|tracing)"' /tmp/regs/provenance.json | tr -d '\n ')"
     done; done ;;

@@ -25,6 +25,18 @@ void dm_fod_sh_table_fill(dm_fod_sh_table *t)
     }
 }
 
+int dm_fod_row_order(int lmax, int *natural)
+{
+    int j = 0;
+    for (int m = 0; m <= lmax; m++)
+        for (int l = m + (m & 1); l <= lmax; l += 2) {
+            int centre = l * (l + 1) / 2;
+            natural[j++] = centre + m;
+            if (m > 0) natural[j++] = centre - m;
+        }
+    return j;
+}
+
 int dm_ft_fod_load(const char *path, dm_ft_fod *im)
 {
     memset(im, 0, sizeof *im);
@@ -56,11 +68,13 @@ int dm_ft_fod_load(const char *path, dm_ft_fod *im)
     }
     im->nrows = nrows;
     im->coef = malloc((size_t)(nrows ? nrows : 1) * v.nt * sizeof *im->coef);
+    int natural[DM_FOD_NCOEF_MAX];
+    dm_fod_row_order(lmax, natural);
     for (size_t i = 0; i < nvox; i++) {
         if (im->row[i] < 0) continue;
         float *dst = im->coef + (size_t)im->row[i] * v.nt;
         for (int k = 0; k < v.nt; k++) {
-            double c = v.data[(size_t)k * nvox + i];
+            double c = v.data[(size_t)natural[k] * nvox + i];
             dst[k] = isfinite(c) ? (float)c : 0.0f;
         }
     }

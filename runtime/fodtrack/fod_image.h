@@ -11,7 +11,7 @@
 typedef struct dm_ft_fod {
     dm_volume header; /* the image's geometry (data freed after loading) */
     int *row;         /* per voxel: row of coef, -1 where every coefficient is 0 or NaN */
-    float *coef;      /* nrows x ncoef */
+    float *coef;      /* nrows x ncoef, each row in dm_fod_row_order */
     long nrows;
     int nx, ny, nz, ncoef, lmax;
     dm_affine v2w, w2v;    /* voxel <-> world mm */
@@ -25,7 +25,11 @@ int dm_ft_fod_load(const char *path, dm_ft_fod *im);
 void dm_ft_fod_free(dm_ft_fod *im);
 /* The kernel's view of it (pointers into im). */
 void dm_ft_fod_field(const dm_ft_fod *im, dm_fod_field *f);
-/* The recurrence constants of dm_fod_amplitude. */
+/* The order of a row's coefficients (templates/fodtrack/fod_field.h: the amplitude's
+ * recurrence meets them so): natural[j] is the index l(l+1)/2 + m of MRtrix's basis (the
+ * image's volume) of the row's j-th coefficient.  Returns their count. */
+int dm_fod_row_order(int lmax, int *natural);
+/* The recurrence constants of the amplitude (fod_field.h). */
 void dm_fod_sh_table_fill(dm_fod_sh_table *t);
 
 #endif

@@ -104,11 +104,13 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     if (!g->cu) goto fail;
     const dm_cuda *cu = g->cu;
     if (dm_gpu_select(cu, gpus ? gpus : "0", &g->gs) != 0) goto fail;
-    char prologue[192];
+    char prologue[256];
     snprintf(prologue, sizeof prologue,
              "#define DM_FT_DOUBLE %d\n#define DM_FT_LMAX %d\n#define DM_FT_NCOEF %d\n"
-             "#define DM_FT_NSUB %d\n#include \"fodtrack/gpu_fodtrack.cu\"\n",
-             use_double, p->fod.lmax, p->fod.ncoef, p->ctx.nsub);
+             "#define DM_FT_NSUB %d\n#define DM_FT_ALGORITHM %d\n#define DM_FT_ACT %d\n"
+             "#include \"fodtrack/gpu_fodtrack.cu\"\n",
+             use_double, p->fod.lmax, p->fod.ncoef, p->ctx.nsub, p->ctx.algorithm,
+             p->ctx.act.on ? 1 : 0);
     const char *knob = getenv("DIMOC_FT_MAXREG");
     int maxreg = knob ? atoi(knob) : DEFAULT_MAXREG;
     char regopt[48];

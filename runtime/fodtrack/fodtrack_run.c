@@ -53,8 +53,9 @@ static long next_batch(const dm_ft_plan *p, const progress_state *st, unsigned l
             left -= 0.9 * rate * (double)ahead;
             if (left <= 0 && ahead > 0) return 0;
             want = 1.1 * left / rate + least / 4;
-        } else if (ahead > 0) {
-            return 0;
+        } else if (ahead > 0) { /* no rate yet: a second batch only if the first cannot do */
+            if (left <= (double)ahead) return 0;
+            want = (double)least;
         } else {
             want = (double)least;
         }
@@ -302,8 +303,12 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     bar = dm_progress_start("track", (long)(plan.select ? plan.select : plan.max_seeds),
                             plan.select ? "streamlines" : "seeds");
     double t_track = dm_now_seconds(), t_kernel = 0;
-    long least = gpu ? 4 * dm_ft_gpu_threads(gpu) : 256L * threads;
-    long most = gpu ? dm_ft_gpu_max_batch(gpu) : 4096L * threads;
+    /* GPU batches of 2-4 streamlines per resident thread: small enough that the last batch's
+     * write (what the tracing cannot hide) stays short, and two in flight hide each kernel's
+     * tail, when its last long streamlines leave most lanes idle */
+    long least = gpu ? 2 * dm_ft_gpu_threads(gpu) : 256L * threads;
+    long most = gpu ? 4 * dm_ft_gpu_threads(gpu) : 4096L * threads;
+    if (gpu && most > dm_ft_gpu_max_batch(gpu)) most = dm_ft_gpu_max_batch(gpu);
     if (least > most) least = most;
     int interrupted = 0;
     unsigned long long planned = 0; /* ids handed to the GPU */

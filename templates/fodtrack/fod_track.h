@@ -32,6 +32,15 @@
 #else
 #define DM_FT_NS(c) ((c)->nsub)
 #endif
+/* The algorithm and whether ACT is on: constants in the GPU build too (DM_FT_ALGORITHM,
+ * DM_FT_ACT), so that its kernel holds one algorithm's code and the registers it needs. */
+#ifdef DM_FT_ALGORITHM
+#define DM_FT_ALG(c) DM_FT_ALGORITHM
+#define DM_FT_ACT_ON(c) (DM_FT_ACT && (c)->act.on)
+#else
+#define DM_FT_ALG(c) ((c)->algorithm)
+#define DM_FT_ACT_ON(c) ((c)->act.on)
+#endif
 
 /* The state of the streamline a thread is tracing. */
 typedef struct {
@@ -40,8 +49,9 @@ typedef struct {
     real seed_pos[3], seed_dir[3]; /* for the second half */
     real half_prob0;               /* iFOD2: sqrt of the FOD amplitude where the next arc starts */
     real seed_half_prob0;
-    real max_val;     /* iFOD2: the envelope of the step under way */
-    int arc;          /* iFOD2: arcs evaluated in the step under way (calibration, then trials) */
+    real max_val;     /* iFOD2, iFOD1: the envelope of the step under way */
+    int arc;          /* iFOD2: arcs evaluated in the step under way (calibration, then trials);
+                         iFOD1: amplitudes evaluated in it */
     int n;            /* points in the buffer */
     int half;         /* 1 or 2 */
     int seed_index;   /* of the seed among the points, once the halves are joined */
@@ -110,17 +120,12 @@ DM_FN void DM_FT(ft_cone_direction)(dm_rng *r, const real d[3], real cos_max, re
  * outside the image or where the nearest voxel's FOD is zero. */
 DM_FN int DM_FT(ft_fod_at)(const dm_ft_ctx *c, const real p[3], real *coef)
 {
-    const int n[3] = {c->fod.nx, c->fod.ny, c->fod.nz};
-    int lo[3], hi[3], near[3];
-    real w[3];
-    if (!DM_FT(fod_corners)(c->fod.w2v, n, p, lo, hi, w, near)) return 0;
-    if (c->fod.row[((long)near[2] * n[1] + near[1]) * n[0] + near[0]] < 0) return 0;
     return DM_FT(fod_interp)(&c->fod, p, coef);
 }
 
 DM_FN real DM_FT(ft_amp)(const dm_ft_ctx *c, const real *coef, const real d[3])
 {
-    return DM_FT(fod_amplitude)(c->fod.sh, c->fod.lmax, coef, d);
+    return DM_FT(fod_amplitude)(&c->fod, coef, d);
 }
 
 /* ---- regions of interest ---- */
@@ -283,7 +288,7 @@ DM_FN int DM_FT(ft_act_check)(const dm_ft_ctx *c, DM_FT(state) * s, const real p
 DM_FN int DM_FT(ft_add_point)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, const real p[3],
                               const real d[3])
 {
-    if (c->act.on) {
+    if (DM_FT_ACT_ON(c)) {
         int keep, t = DM_FT(ft_act_check)(c, s, p, &keep);
         if (t != DM_FT_END_CONTINUE) {
             if (keep) {
@@ -372,7 +377,8 @@ DM_FN real DM_FT(ft_path_value)(const dm_ft_ctx *c, real half_first, const real 
                                 const real *tan, real *half_last)
 {
     real prod = half_first;
-    if (c->act.on) { /* an arc that ends in CSF has no value; one that ends nowhere, no value */
+    if (DM_FT_ACT_ON(
+            c)) { /* an arc that ends in CSF has no value; one that ends nowhere, no value */
         real t[5];
         if (!DM_FT(ft_tissues)(c, pts + 3 * (DM_FT_NS(c) - 1), t)) return -1;
         if (t[DM_FT_CSF] >= (real)0.5) return 0;
@@ -436,34 +442,42 @@ DM_FN int DM_FT(ft_step_ifod2)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf)
 
 /* ---- iFOD1 ---- */
 
+/* One FOD amplitude of iFOD1 per call, for the same reason as iFOD2's one arc: the step's
+ * first call interpolates the coefficients at the current point (kept in coef until the step
+ * ends), then come the calibration directions (the envelope), then proposals in the cone
+ * accepted by rejection sampling.  The draws are tckgen's, in its order.  Returns
+ * DM_FT_PENDING while the step is under way. */
 DM_FN int DM_FT(ft_step_ifod1)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, real *coef)
 {
-    if (!DM_FT(ft_fod_at)(c, s->pos, coef)) return DM_FT_END_EXIT_IMAGE;
-    real max_val = 0, e[3];
-    for (int k = 0; k < c->ncalib; k++) {
-        real local[3] = {(real)c->calib[3 * k], (real)c->calib[3 * k + 1],
-                         (real)c->calib[3 * k + 2]};
+    if (s->arc == 0 && !DM_FT(ft_fod_at)(c, s->pos, coef)) return DM_FT_END_EXIT_IMAGE;
+    real e[3];
+    s->evals++;
+    if (s->arc < c->ncalib) {
+        real local[3] = {(real)c->calib[3 * s->arc], (real)c->calib[3 * s->arc + 1],
+                         (real)c->calib[3 * s->arc + 2]};
         DM_FT(ft_rotate)(s->dir, local, e);
         real v = DM_FT(ft_amp)(c, coef, e);
-        s->evals++;
-        if (v > max_val) max_val = v;
+        if (v > s->max_val) s->max_val = v;
+        if (++s->arc < c->ncalib) return DM_FT_PENDING;
+        if (!(s->max_val > 0)) return DM_FT_END_CALIBRATOR;
+        s->max_val = DM_FT(ft_pow)(c, s->max_val) * (real)c->calib_ratio;
+        return DM_FT_PENDING;
     }
-    if (!(max_val > 0)) return DM_FT_END_CALIBRATOR;
-    max_val = DM_FT(ft_pow)(c, max_val) * (real)c->calib_ratio;
-    for (int n = 0; n < c->max_trials; n++) {
-        DM_FT(ft_cone_direction)(&s->rng, s->dir, (real)c->cos_max_angle, e);
-        real f = DM_FT(ft_amp)(c, coef, e);
-        s->evals++;
-        if (!(f > (real)c->threshold)) continue;
+    DM_FT(ft_cone_direction)(&s->rng, s->dir, (real)c->cos_max_angle, e);
+    real f = DM_FT(ft_amp)(c, coef, e);
+    s->arc++;
+    if (f > (real)c->threshold) {
         real v = DM_FT(ft_pow)(c, f);
-        if (v > max_val) s->truncations++;
-        if (DM_FT(ft_uniform)(&s->rng) * max_val < v) {
+        if (v > s->max_val) s->truncations++;
+        if (DM_FT(ft_uniform)(&s->rng) * s->max_val < v) {
+            s->arc = 0;
+            s->max_val = 0;
             real p[3];
             for (int a = 0; a < 3; a++) p[a] = s->pos[a] + (real)c->step * e[a];
             return DM_FT(ft_add_point)(c, s, buf, p, e);
         }
     }
-    return DM_FT_END_MODEL;
+    return s->arc - c->ncalib < c->max_trials ? DM_FT_PENDING : DM_FT_END_MODEL;
 }
 
 /* ---- SD_STREAM ---- */
@@ -555,22 +569,22 @@ DM_FN int DM_FT(ft_step_sdstream)(const dm_ft_ctx *c, DM_FT(state) * s, real *bu
 
 /* A half that ended within sub-cortical grey matter is cut after the weakest of its last
  * sgm_depth points (the smallest FOD amplitude along the streamline there). */
-DM_FN void DM_FT(ft_cut_in_sgm)(const dm_ft_ctx *c, DM_FT(state) * s, const real *buf, real *coef)
+DM_FN void DM_FT(ft_cut_in_sgm)(const dm_ft_ctx *c, DM_FT(state) * s, const real *buf)
 {
     int first = s->n - s->sgm_depth, start = (s->half == 1 ? 0 : s->seed_index) + 1;
     if (first < start) first = start;
     int best = -1;
     real best_amp = 0;
     for (int i = first; i < s->n; i++) {
-        real d[3], nn = 0;
+        real d[3], nn = 0, amp;
         for (int k = 0; k < 3; k++) {
             d[k] = buf[3 * i + k] - buf[3 * (i - 1) + k];
             nn += d[k] * d[k];
         }
-        if (!(nn > 0) || !DM_FT(ft_fod_at)(c, buf + 3 * i, coef)) continue;
+        if (!(nn > 0)) continue;
         nn = sqrt(nn);
         for (int k = 0; k < 3; k++) d[k] /= nn;
-        real amp = DM_FT(ft_amp)(c, coef, d);
+        if (!DM_FT(fod_amp_at)(&c->fod, buf + 3 * i, d, &amp)) continue;
         if (best < 0 || amp < best_amp) {
             best = i;
             best_amp = amp;
@@ -591,7 +605,7 @@ DM_FN int DM_FT(ft_backtrack)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf)
         s->backtrack_step = 1;
         s->backtrack_tries = 0;
     }
-    int unit = c->algorithm == DM_FT_IFOD2 ? DM_FT_NS(c) : 1;
+    int unit = DM_FT_ALG(c) == DM_FT_IFOD2 ? DM_FT_NS(c) : 1;
     int keep = len / unit * unit - s->backtrack_step * unit;
     if (++s->backtrack_tries == 3) {
         s->backtrack_step++;
@@ -612,7 +626,7 @@ DM_FN int DM_FT(ft_backtrack)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf)
     s->sgm_depth = 0;
     s->arc = 0;
     s->max_val = 0;
-    if (c->algorithm == DM_FT_IFOD2) {
+    if (DM_FT_ALG(c) == DM_FT_IFOD2) {
         real f;
         if (!DM_FT(fod_amp_at)(&c->fod, s->pos, s->dir, &f) || !(f > 0)) return 0;
         s->half_prob0 = sqrt(f);
@@ -624,7 +638,7 @@ DM_FN int DM_FT(ft_backtrack)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf)
  * grey matter become TERM_IN_SGM (and are cut there, as EXIT_SGM), poor endings (CSF, too long,
  * the model giving up in white matter) reject the streamline, or with --backtrack send the half
  * back to try again.  Returns 1 when the half goes on. */
-DM_FN int DM_FT(ft_act_end)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, real *coef, int *t)
+DM_FN int DM_FT(ft_act_end)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, int *t)
 {
     if (s->sgm_depth > 0 && (*t == DM_FT_END_EXIT_IMAGE || *t == DM_FT_END_CALIBRATOR ||
                              *t == DM_FT_END_MODEL || *t == DM_FT_END_HIGH_CURVATURE))
@@ -641,7 +655,7 @@ DM_FN int DM_FT(ft_act_end)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, rea
         break;
     }
     case DM_FT_END_EXIT_SGM:
-    case DM_FT_END_TERM_IN_SGM: DM_FT(ft_cut_in_sgm)(c, s, buf, coef); break;
+    case DM_FT_END_TERM_IN_SGM: DM_FT(ft_cut_in_sgm)(c, s, buf); break;
     default: break;
     }
     if (!poor) return 0;
@@ -750,7 +764,8 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
     if (c->has_mask && !DM_FT(ft_in_kind)(c, DM_FT_ROI_MASK, p)) return 0;
     if (c->has_exclude && DM_FT(ft_in_kind)(c, DM_FT_ROI_EXCLUDE, p)) return 0;
     int act_one_way = 0;
-    if (c->act.on) { /* tckgen's ACT seed: valid tissue, and white matter unless sub-cortical */
+    if (DM_FT_ACT_ON(
+            c)) { /* tckgen's ACT seed: valid tissue, and white matter unless sub-cortical */
         real t[5];
         if (!DM_FT(ft_tissues)(c, p, t)) return 0;
         real gm = t[DM_FT_CGM] + t[DM_FT_SGM];
@@ -764,7 +779,7 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
     if (!DM_FT(ft_fod_at)(c, p, coef)) return 0;
     real d[3];
     int found = 0;
-    if (c->algorithm == DM_FT_SDSTREAM) {
+    if (DM_FT_ALG(c) == DM_FT_SDSTREAM) {
         DM_FT(ft_random_direction)(&s->rng, d);
         real amp = DM_FT(ft_peak)(c, coef, d);
         found = amp >= (real)c->threshold;
@@ -802,13 +817,13 @@ DM_FN int DM_FT(ft_seed)(const dm_ft_ctx *c, unsigned long long id, DM_FT(state)
 /* One step of the current half; 1 when the half has ended (its termination in end1/end2). */
 DM_FN int DM_FT(ft_step)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, real *coef)
 {
-    int t = c->algorithm == DM_FT_IFOD2   ? DM_FT(ft_step_ifod2)(c, s, buf)
-            : c->algorithm == DM_FT_IFOD1 ? DM_FT(ft_step_ifod1)(c, s, buf, coef)
+    int t = DM_FT_ALG(c) == DM_FT_IFOD2   ? DM_FT(ft_step_ifod2)(c, s, buf)
+            : DM_FT_ALG(c) == DM_FT_IFOD1 ? DM_FT(ft_step_ifod1)(c, s, buf, coef)
                                           : DM_FT(ft_step_sdstream)(c, s, buf, coef);
     if (t == DM_FT_END_CONTINUE || t == DM_FT_PENDING) return 0;
     s->arc = 0;
     s->max_val = 0;
-    if (c->act.on && DM_FT(ft_act_end)(c, s, buf, coef, &t)) return 0;
+    if (DM_FT_ACT_ON(c) && DM_FT(ft_act_end)(c, s, buf, &t)) return 0;
     if (s->half == 1)
         s->end1 = t;
     else
@@ -925,7 +940,7 @@ DM_FN int DM_FT(ft_finish)(const dm_ft_ctx *c, DM_FT(state) * s, real *buf, int 
             real len = DM_FT(ft_length)(buf, n);
             if (len < (real)c->min_dist) return DM_FT_REJECT_TOO_SHORT;
             if (len > (real)c->max_dist) {
-                if (c->act.on) return DM_FT_REJECT_TOO_LONG; /* ACT rejects, never cuts */
+                if (DM_FT_ACT_ON(c)) return DM_FT_REJECT_TOO_LONG; /* ACT rejects, never cuts */
                 DM_FT(ft_truncate)(c, buf, &n, &seed);
             }
         }

@@ -46,7 +46,7 @@ enum {
     DM_FT_END_EXIT_SGM,    /* ACT: left sub-cortical grey matter */
     DM_FT_END_TERM_IN_SGM, /* ACT: stopped within sub-cortical grey matter */
     DM_FT_NEND,
-    DM_FT_PENDING = 100 /* not an end: an iFOD2 step under way */
+    DM_FT_PENDING = 100 /* not an end: an iFOD2 or iFOD1 step under way */
 };
 
 /* A streamline's verdict. */

@@ -1,6 +1,6 @@
 /* Independent truths for the pieces of the FOD tracking kernel (templates/fodtrack/): the
- * arithmetic-only angle functions against libm, the angle-free SH amplitude and basis against
- * runtime/sphere/sh.c, the trilinear interpolation of a linear field (which it must reproduce
+ * arithmetic-only angle functions against libm, the angle-free SH amplitude (stored and fused
+ * with the interpolation) against runtime/sphere/sh.c, the trilinear interpolation of a linear field (which it must reproduce
  * exactly between voxel centres), MRtrix's rotation taking z to a direction, the arc geometry
  * (length along the circle, end tangent), and the envelope's calibration against the numbers
  * tckgen 3.0.3 prints for its defaults (7 directions; ratio 2.15373945 for iFOD2 with a step of
@@ -54,24 +54,76 @@ static void test_det_math(void)
     check(e_exp < 1e-13, "det-exp", "largest relative error %.3g", e_exp);
 }
 
+/* The amplitude from coefficients stored in row order (dm_fod_row_order) against sh.c's value
+ * of the same function in MRtrix's order. */
 static void test_amplitude(void)
 {
     dm_fod_sh_table t;
     dm_fod_sh_table_fill(&t);
+    int natural[DM_FOD_NCOEF_MAX];
+    int n = dm_fod_row_order(8, natural), seen[45] = {0}, perm_ok = n == 45;
+    for (int j = 0; j < n && perm_ok; j++)
+        perm_ok = natural[j] >= 0 && natural[j] < 45 && !seen[natural[j]]++;
+    check(perm_ok, "row-order-is-a-permutation", "%d coefficients", n);
+    dm_fod_field f = {1, 1, 1, 45, 8, NULL, NULL, {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, &t};
     unsigned st = 7;
-    double c[45], worst_amp = 0, worst_basis = 0;
+    double c[45], rowc[45], worst_amp = 0;
     for (int k = 0; k < 45; k++) c[k] = urand(&st) - 0.5;
+    for (int j = 0; j < 45; j++) rowc[j] = c[natural[j]];
     for (int i = 0; i < 2000; i++) {
-        double d[3], Y[DM_FOD_NCOEF_MAX], ref[45];
+        double d[3];
         random_dir(&st, d);
         worst_amp =
-            fmax(worst_amp, fabs(dm_ft_fod_amplitude_d(&t, 8, c, d) - dm_sh_value(8, c, d)));
-        dm_ft_fod_basis_d(&t, 8, d, Y);
-        dm_sh_basis(8, d, ref);
-        for (int k = 0; k < 45; k++) worst_basis = fmax(worst_basis, fabs(Y[k] - ref[k]));
+            fmax(worst_amp, fabs(dm_ft_fod_amplitude_d(&f, rowc, d) - dm_sh_value(8, c, d)));
     }
     check(worst_amp < 1e-12, "fod-amplitude-vs-sh", "largest difference %.3g", worst_amp);
-    check(worst_basis < 1e-12, "fod-basis-vs-sh", "largest difference %.3g", worst_basis);
+}
+
+/* The fused amplitude (interpolated as it sums, what iFOD2 evaluates) is exactly the amplitude
+ * of the interpolated coefficients, and both are sh.c's value of the trilinear blend of the
+ * corners' FODs (built here in MRtrix's order). */
+static void test_fused_amplitude(void)
+{
+    enum { N = 3, NV = N * N * N, NC = 45 };
+    dm_fod_sh_table t;
+    dm_fod_sh_table_fill(&t);
+    int natural[DM_FOD_NCOEF_MAX], row[NV];
+    dm_fod_row_order(8, natural);
+    static float coef[NV * NC];
+    static double nat[NV][NC];
+    unsigned st = 3;
+    for (int v = 0; v < NV; v++) {
+        row[v] = v;
+        for (int k = 0; k < NC; k++) nat[v][k] = (float)(urand(&st) - 0.3);
+        for (int j = 0; j < NC; j++) coef[v * NC + j] = (float)nat[v][natural[j]];
+    }
+    dm_fod_field f = {N, N, N, NC, 8, row, coef, {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, &t};
+    double worst_ref = 0;
+    int differ = 0;
+    for (int i = 0; i < 500; i++) {
+        double p[3] = {2 * urand(&st), 2 * urand(&st), 2 * urand(&st)}, d[3], c[DM_FOD_NCOEF_MAX];
+        random_dir(&st, d);
+        double fused = 0;
+        int ok = dm_ft_fod_amp_at_d(&f, p, d, &fused) && dm_ft_fod_interp_d(&f, p, c);
+        differ += !ok || fused != dm_ft_fod_amplitude_d(&f, c, d);
+        double blend[NC] = {0};
+        int lo[3];
+        double w[3];
+        for (int a = 0; a < 3; a++) {
+            lo[a] = p[a] >= 1 ? 1 : 0;
+            w[a] = p[a] - lo[a];
+        }
+        for (int corner = 0; corner < 8; corner++) {
+            double wc = (corner & 1 ? w[0] : 1 - w[0]) * (corner & 2 ? w[1] : 1 - w[1]) *
+                        (corner & 4 ? w[2] : 1 - w[2]);
+            int v = ((lo[2] + (corner >> 2 & 1)) * N + lo[1] + (corner >> 1 & 1)) * N + lo[0] +
+                    (corner & 1);
+            for (int k = 0; k < NC; k++) blend[k] += wc * nat[v][k];
+        }
+        worst_ref = fmax(worst_ref, fabs(fused - dm_sh_value(8, blend, d)));
+    }
+    check(differ == 0, "fused-equals-interpolated", "%d of 500 differ", differ);
+    check(worst_ref < 1e-12, "fused-vs-sh-of-blend", "largest difference %.3g", worst_ref);
 }
 
 /* A field linear in the voxel coordinates is reproduced exactly inside the grid; outside by
@@ -160,6 +212,7 @@ int main(void)
 {
     test_det_math();
     test_amplitude();
+    test_fused_amplitude();
     test_interpolation();
     test_rotate_and_arc();
     test_calibration();
