@@ -23,6 +23,7 @@
 #define RECORD_BYTES 40      /* per id of a batch: verdict, ends, a record, an id to retry */
 #define MIN_POINTS_PER_ID 64 /* room for points per id of a batch at least (more: traced again) */
 #define TDI_SCRATCH 2048     /* voxels a mapping thread collects before deduplicating */
+#define STAGE_BYTES (64UL << 20) /* pinned host memory the points come back through */
 
 static const char *const fodtrack_templates[] = {"fodtrack/gpu_fodtrack.cu",
                                                  "fodtrack/ft_types.h",
@@ -32,11 +33,11 @@ static const char *const fodtrack_templates[] = {"fodtrack/gpu_fodtrack.cu",
                                                  "fodtrack/tdi_map.h",
                                                  "philox.h",
                                                  NULL};
-/* The register cap: the kernel wants about 190 registers, which leaves one warp in eight of an
- * SM's slots filled and the FOD reads' latency exposed; a cap trades spills for occupancy
- * (bench/NOTES.md: 128 was the fastest of none, 128, 96, 72, 64 on an H100).  DIMOC_FT_MAXREG=N
- * overrides it (0: none), a benchmark knob. */
-#define DEFAULT_MAXREG 128
+/* No register cap by default: since the amplitude holds no basis array, the uncapped kernel is
+ * the fastest (bench/NOTES.md, 2026-11-25: iFOD2 tracing 0.84 s uncapped, 1.29 s at 128, 1.91 s
+ * at 96 for 200k streamlines on an H100; iFOD1 1.61, 2.26, 2.88 s).  DIMOC_FT_MAXREG=N sets
+ * one, a benchmark knob. */
+#define DEFAULT_MAXREG 0
 
 /* dm_ft_gpu_out of gpu_fodtrack.cu, with device pointers. */
 typedef struct {
@@ -68,6 +69,8 @@ struct dm_ft_gpu {
     dm_tdi_grid tdi_grid; /* its count on the device */
     CUdeviceptr tdi_count, tdi_scratch, tdi_start, tdi_npts;
     long tdi_list_cap;
+    void *stage; /* STAGE_BYTES of pinned host memory: a copy into pageable memory runs at a
+                    fraction of the bus's rate (1 GB/s for 1.6 GB of points on an H100 host) */
     int use_double, buf_points;
     long threads, max_batch;
     dm_ft_gpu_times times;
@@ -202,6 +205,7 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     size_t cap_points = (per_slot - (size_t)g->max_batch * RECORD_BYTES) / 12;
     for (int k = 0; k < 2; k++)
         if (alloc_slot(g, &g->slots[k], per_thread, cap_points) != 0) goto fail;
+    CK(cu->cuMemAllocHost(&g->stage, STAGE_BYTES), "allocating pinned host memory");
     g->times.upload = dm_now_seconds() - t0;
     return g;
 fail:
@@ -291,9 +295,14 @@ static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char
        "copying from the GPU");
     CK(cu->cuMemcpyDtoHAsync(b->seed_index + b->count, s->out.rec_seed, count * 4, s->stream),
        "copying from the GPU");
-    CK(cu->cuMemcpyDtoHAsync(b->xyz + 3 * b->npoints, s->out.xyz, used * 12, s->stream),
-       "copying from the GPU");
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
+    for (size_t off = 0; off < used * 12; off += STAGE_BYTES) { /* the points, via g->stage */
+        size_t len = used * 12 - off < STAGE_BYTES ? used * 12 - off : STAGE_BYTES;
+        CK(cu->cuMemcpyDtoHAsync(g->stage, s->out.xyz + off, len, s->stream),
+           "copying from the GPU");
+        CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
+        memcpy((char *)(b->xyz + 3 * b->npoints) + off, g->stage, len);
+    }
     for (long i = 0; i < count; i++) b->start[b->count + i] = b->npoints + start[i];
     free(start);
     b->count += count;
@@ -458,6 +467,7 @@ void dm_ft_gpu_close(dm_ft_gpu *g)
                              g->roi, g->tdi_count, g->tdi_scratch, g->tdi_start, g->tdi_npts};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) cu->cuMemFree(all[i]);
+        if (g->stage) cu->cuMemFreeHost(g->stage);
         dm_gpu_kernel_close(cu, &g->tdi_kern);
         dm_gpu_program_free(&g->tdi_prog);
         dm_gpu_kernel_close(cu, &g->kern);
