@@ -133,6 +133,9 @@ int dm_cmd_tdi(int argc, char **argv)
 static const dm_opt connectome_opts[] = {
     {"parc", "IMG", NULL, "parcellation: integer node labels 1..N, 0 outside the nodes"},
     {"out", "DIR", NULL, "output folder (replaced whole when it holds an earlier run)"},
+    {"weights", "FILE", NULL,
+     "per-streamline weights (tcksift2's output; as tck2connectome -tck_weights_in): a "
+     "streamline counts its weight, and mean lengths are weighted"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
 };
@@ -140,7 +143,7 @@ static const dm_opt connectome_opts[] = {
 int dm_help_connectome(FILE *out)
 {
     dm_args_help(
-        out, "dimoc connectome TRACKS.tck --parc IMG --out DIR [--threads N]",
+        out, "dimoc connectome TRACKS.tck --parc IMG --out DIR [--weights FILE] [--threads N]",
         "Structural connectome as MRtrix's tck2connectome with its defaults.  Each end of a\n"
         "streamline goes to the node of the nearest labelled voxel (centre to end point)\n"
         "within 4 mm (tck2connectome's radial search); a streamline whose two ends both find\n"
@@ -150,7 +153,10 @@ int dm_help_connectome(FILE *out)
         "  connectome.csv    streamlines per edge\n"
         "  mean_length.csv   their mean length in mm, the sum of segment lengths (as\n"
         "                    tck2connectome -scale_length -stat_edge mean); 0 where none\n"
-        "and provenance.json.",
+        "and provenance.json.  --weights FILE gives each streamline a weight (one number per\n"
+        "streamline of the .tck, in its order: tcksift2's output), as tck2connectome\n"
+        "-tck_weights_in: connectome.csv then holds the sum of the weights of each edge's\n"
+        "streamlines, mean_length.csv sum(weight x length) / sum(weight).",
         connectome_opts);
     return 0;
 }
@@ -167,7 +173,8 @@ int dm_cmd_connectome(int argc, char **argv)
     if (rc == 0) {
         o.parc = dm_arg(&a, connectome_opts, "parc");
         o.out = dm_arg(&a, connectome_opts, "out");
-        static const char *const inputs[] = {"parc", NULL};
+        o.weights = dm_arg(&a, connectome_opts, "weights");
+        static const char *const inputs[] = {"parc", "weights", NULL};
         dm_provenance prov;
         dm_provenance_begin(&prov, "connectome");
         dm_provenance_args(&prov, &a, connectome_opts, inputs);

@@ -208,7 +208,7 @@ static int sinks_add(sinks *k, const dm_ft_batch *b, long taken, dm_ft_gpu *gpu,
                  : dm_tdi_add_tracks(&k->tdi, &view, threads);
     if (rc == 0 && k->conn_on) {
         dm_connectome part;
-        rc = dm_connectome_build(&k->parc, &view, 4.0, threads, &part);
+        rc = dm_connectome_build(&k->parc, &view, NULL, 4.0, threads, &part);
         if (rc == 0) {
             size_t n = (size_t)k->conn.nodes * k->conn.nodes + 1;
             for (size_t e = 0; e < n; e++) {
