@@ -264,7 +264,7 @@ static void sinks_free(sinks *k)
     memset(k, 0, sizeof *k);
 }
 
-int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
+int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_provenance *prov)
 {
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     int rc = -1;
@@ -355,10 +355,17 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     tck_job_join(&jobs[0], &st);
     tck_job_join(&jobs[1], &st);
     double t_write = dm_now_seconds();
+    long written = dm_tck_written(w); /* the count tracks.tck's header gets */
     int closed = dm_tck_close(w, st.total_count);
     w = NULL;
     if (closed != 0) goto done;
     if (sinks_write(&out, o, od.path, gpu, prov) != 0) goto done;
+    if (weights) {
+        char *path = dm_path_join(od.path, weights);
+        int bad = !path || dm_tck_weights_write(path, NULL, written) != 0;
+        free(path);
+        if (bad) goto done;
+    }
 
     dm_provenance_str(prov, DM_PROV_RESULT, "algorithm", plan.method);
     dm_provenance_str(prov, DM_PROV_RESULT, "device", gpu ? dm_ft_gpu_device(gpu) : "cpu");
