@@ -459,35 +459,34 @@ static int weight_separator(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == ',';
 }
 
-/* One value of a weights file (the token text[0..len), on line `line`, value number `k`, from
- * 1) as a float; -1 with the message when it is not a number, negative or not finite. */
+/* One value of a weights file (the token text[0..len), followed by a separator, '#' or the
+ * file's closing NUL; on line `line`, value number `k` from 1) as a float; -1 with the message
+ * when it is not a number, negative or not finite. */
 static int parse_weight(const char *path, const char *text, size_t len, long line, long k,
                         float *out)
 {
-    char token[64];
-    int shown = len < sizeof token ? (int)len : (int)sizeof token - 1;
-    memcpy(token, text, (size_t)shown);
-    token[shown] = 0;
-    int printable = 1;
-    for (int i = 0; i < shown; i++)
-        if ((unsigned char)token[i] < 32 || (unsigned char)token[i] > 126) printable = 0;
-    if (!printable) /* binary bytes (a compressed file, say) in the one line of the message */
-        return dm_set_error("%s: line %ld: weight %ld is not a number (binary data: not a text "
-                            "file of weights)",
-                            path, line, k);
-    char *end = token;
-    double v = len < sizeof token ? strtod(token, &end) : 0;
-    if (end == token || *end)
-        return dm_set_error("%s: line %ld: weight %ld '%s%s' is not a number", path, line, k, token,
-                            (size_t)shown < len ? "..." : "");
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)text[i] < 32 || (unsigned char)text[i] > 126)
+            /* binary bytes (a compressed file, say) would break the one line of the message */
+            return dm_set_error("%s: line %ld: weight %ld is not a number (binary data: not a "
+                                "text file of weights)",
+                                path, line, k);
+    int shown = len > 40 ? 40 : (int)len; /* of the token, in messages */
+    const char *more = len > 40 ? "..." : "";
+    char *end;
+    double v = strtod(text, &end); /* stops at the separator after the token at the latest */
+    if (end != text + len)
+        return dm_set_error("%s: line %ld: weight %ld '%.*s%s' is not a number", path, line, k,
+                            shown, text, more);
     if (!isfinite(v))
-        return dm_set_error("%s: line %ld: weight %ld '%s' is not finite", path, line, k, token);
+        return dm_set_error("%s: line %ld: weight %ld '%.*s%s' is not finite", path, line, k, shown,
+                            text, more);
     if (v < 0)
-        return dm_set_error("%s: line %ld: weight %ld '%s' is negative (weights are >= 0)", path,
-                            line, k, token);
+        return dm_set_error("%s: line %ld: weight %ld '%.*s%s' is negative (weights are >= 0)",
+                            path, line, k, shown, text, more);
     if (v > FLT_MAX)
-        return dm_set_error("%s: line %ld: weight %ld '%s' is beyond single precision", path, line,
-                            k, token);
+        return dm_set_error("%s: line %ld: weight %ld '%.*s%s' is beyond single precision", path,
+                            line, k, shown, text, more);
     *out = (float)v;
     return 0;
 }
