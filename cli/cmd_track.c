@@ -140,6 +140,10 @@ static const dm_opt fod_opts[] = {
      "also write connectome.csv (streamline counts) and mean_length.csv between the labels of "
      "this parcellation, as tck2connectome's defaults (endpoints to the nearest label within "
      "4 mm, upper triangle)"},
+    {"weights", "NAME", NULL,
+     "also write NAME in --out: one weight per streamline of tracks.tck, in its order, one a "
+     "line (1 each; the file MRtrix's -tck_weights_in and dimoc tdi/connectome --weights take, "
+     "for a filtering such as COMMIT or SIFT2 to replace)"},
     {"rseed", "N", "0", "random seed (a Philox stream per streamline: same seed, same tracks)"},
     {"threads", "N", "all cores", "CPU threads"},
     {"device", "cpu|gpu|auto", "auto", "where to track (auto: a usable GPU, else the CPU)"},
@@ -171,7 +175,8 @@ int dm_help_track(FILE *out)
         "iFOD1 or SD_STREAM, seeds at random in the seed mask, tracked both ways, stopped\n"
         "below the FOD cutoff, past the angle, outside the image or --mask; tckgen's length\n"
         "rules and regions.  Writes tracks.tck (MRtrix format, world mm, count and\n"
-        "total_count as tckgen's) and provenance.json (counts of every termination).",
+        "total_count as tckgen's) and provenance.json (counts of every termination); with\n"
+        "--weights NAME also a weights file of tracks.tck (1 per streamline).",
         fod_opts);
     return 0;
 }
@@ -238,6 +243,20 @@ static int cmd_fodtrack(int argc, char **argv)
                               o.tdi);
     }
     o.connectome = dm_arg(&a, fod_opts, "connectome");
+    const char *weights = dm_arg(&a, fod_opts, "weights");
+    if (rc == 0 && weights) {
+        /* a plain file name in --out, none of the other outputs' */
+        static const char *const taken[] = {"tracks.tck", "provenance.json", "connectome.csv",
+                                            "mean_length.csv", NULL};
+        int clash = !*weights || strchr(weights, '/') || !strcmp(weights, ".") ||
+                    !strcmp(weights, "..") || (o.tdi && !strcmp(weights, o.tdi));
+        for (int i = 0; taken[i] && !clash; i++)
+            clash = !strcmp(weights, taken[i]) && (i < 2 || o.connectome);
+        if (clash)
+            rc = dm_set_error("track: --weights takes a file name for --out, not a path or the "
+                              "name of another output (not '%s')",
+                              weights);
+    }
     if (rc == 0 && dm_arg_given(&a, fod_opts, "gpu-memory"))
         rc = dm_arg_long(&a, fod_opts, "gpu-memory", 1, 1L << 30, &o.gpu_memory_mb);
     const char *precision = dm_arg(&a, fod_opts, "precision");
@@ -278,9 +297,11 @@ static int cmd_fodtrack(int argc, char **argv)
     dm_provenance prov;
     dm_provenance_begin(&prov, "track");
     dm_provenance_args(&prov, &a, fod_opts, fod_inputs);
-    rc = dm_fodtrack_command(&o, &prov);
+    rc = dm_fodtrack_command(&o, weights, &prov);
     dm_provenance_free(&prov);
-    if (rc == 0) printf("track: streamlines in %s/tracks.tck\n", o.out);
+    if (rc == 0)
+        printf("track: streamlines in %s/tracks.tck%s%s\n", o.out, weights ? ", weights in " : "",
+               weights ? weights : "");
     free(history);
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();

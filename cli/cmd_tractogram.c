@@ -1,6 +1,7 @@
 /* The commands over a tractogram (.tck) and an image, as MRtrix's with their defaults:
  *   dimoc tdi         track-density image (tckmap -template, optionally -vox);
- *   dimoc connectome  streamline counts and mean lengths between parcels (tck2connectome).
+ *   dimoc connectome  streamline counts and mean lengths between parcels (tck2connectome);
+ * both optionally with per-streamline weights (-tck_weights_in).
  * Engines: runtime/fodtrack/tdi.c and connectome.c. */
 #include "args.h"
 #include "cli.h"
@@ -51,6 +52,9 @@ static const dm_opt tdi_opts[] = {
      "(as tckmap -template IMG -vox MM)"},
     {"exact", NULL, NULL,
      "count every voxel a segment passes through (an exact walk) instead of tckmap's samples"},
+    {"weights", "FILE", NULL,
+     "per-streamline weights (tcksift2's output; as tckmap -tck_weights_in): a streamline adds "
+     "its weight instead of 1, and the map is float32"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
 };
@@ -58,7 +62,9 @@ static const dm_opt tdi_opts[] = {
 int dm_help_tdi(FILE *out)
 {
     dm_args_help(
-        out, "dimoc tdi TRACKS.tck --template IMG --out FILE [--voxel MM] [--exact] [--threads N]",
+        out,
+        "dimoc tdi TRACKS.tck --template IMG --out FILE [--voxel MM] [--exact] [--weights FILE] "
+        "[--threads N]",
         "Track-density image, MRtrix's tckmap -template IMG with its defaults, voxel for\n"
         "voxel: in each voxel the number of streamlines that visit it (each counted once\n"
         "however often it re-enters).  As tckmap, each streamline is upsampled along a Hermite\n"
@@ -68,7 +74,11 @@ int dm_help_tdi(FILE *out)
         "walks every segment through all the voxels it crosses instead (about 6% more\n"
         "voxels at a 1 mm step on 2 mm voxels).  With --voxel the grid is\n"
         "tckmap -template IMG -vox MM's: the template's axes and field of view, size\n"
-        "ceil(n * old / new) on each axis.  The map's provenance goes beside it\n"
+        "ceil(n * old / new) on each axis.  --weights FILE gives each streamline a weight\n"
+        "(one number per streamline of the .tck, in its order, separated by white space or\n"
+        "',', '#' comments: tcksift2's output, what MRtrix's -tck_weights_in takes); each\n"
+        "voxel then holds the sum of the weights of the streamlines that visit it (float32),\n"
+        "as tckmap -tck_weights_in.  The map's provenance goes beside it\n"
         "(FILE.provenance.json).",
         tdi_opts);
     return 0;
@@ -108,7 +118,8 @@ int dm_cmd_tdi(int argc, char **argv)
     if (rc == 0) {
         o.templ = dm_arg(&a, tdi_opts, "template");
         o.out = dm_arg(&a, tdi_opts, "out");
-        static const char *const inputs[] = {"template", NULL};
+        o.weights = dm_arg(&a, tdi_opts, "weights");
+        static const char *const inputs[] = {"template", "weights", NULL};
         dm_provenance prov;
         dm_provenance_begin(&prov, "tdi");
         dm_provenance_args(&prov, &a, tdi_opts, inputs);
@@ -116,9 +127,9 @@ int dm_cmd_tdi(int argc, char **argv)
         rc = dm_tdi_command(&o, &prov, &s);
         dm_provenance_free(&prov);
         if (rc == 0)
-            printf("tdi: %ld streamlines through %ld of %dx%dx%d voxels (%s) in %.2f s; map in "
-                   "%s\n",
-                   s.streamlines, s.voxels_hit, s.nx, s.ny, s.nz,
+            printf("tdi: %ld %sstreamlines through %ld of %dx%dx%d voxels (%s) in %.2f s; map "
+                   "in %s\n",
+                   s.streamlines, o.weights ? "weighted " : "", s.voxels_hit, s.nx, s.ny, s.nz,
                    o.exact       ? "exact walk"
                    : s.ratio > 1 ? "upsampled"
                                  : "points",
@@ -133,6 +144,9 @@ int dm_cmd_tdi(int argc, char **argv)
 static const dm_opt connectome_opts[] = {
     {"parc", "IMG", NULL, "parcellation: integer node labels 1..N, 0 outside the nodes"},
     {"out", "DIR", NULL, "output folder (replaced whole when it holds an earlier run)"},
+    {"weights", "FILE", NULL,
+     "per-streamline weights (tcksift2's output; as tck2connectome -tck_weights_in): a "
+     "streamline counts its weight, and mean lengths are weighted"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
 };
@@ -140,7 +154,7 @@ static const dm_opt connectome_opts[] = {
 int dm_help_connectome(FILE *out)
 {
     dm_args_help(
-        out, "dimoc connectome TRACKS.tck --parc IMG --out DIR [--threads N]",
+        out, "dimoc connectome TRACKS.tck --parc IMG --out DIR [--weights FILE] [--threads N]",
         "Structural connectome as MRtrix's tck2connectome with its defaults.  Each end of a\n"
         "streamline goes to the node of the nearest labelled voxel (centre to end point)\n"
         "within 4 mm (tck2connectome's radial search); a streamline whose two ends both find\n"
@@ -150,7 +164,10 @@ int dm_help_connectome(FILE *out)
         "  connectome.csv    streamlines per edge\n"
         "  mean_length.csv   their mean length in mm, the sum of segment lengths (as\n"
         "                    tck2connectome -scale_length -stat_edge mean); 0 where none\n"
-        "and provenance.json.",
+        "and provenance.json.  --weights FILE gives each streamline a weight (one number per\n"
+        "streamline of the .tck, in its order: tcksift2's output), as tck2connectome\n"
+        "-tck_weights_in: connectome.csv then holds the sum of the weights of each edge's\n"
+        "streamlines, mean_length.csv sum(weight x length) / sum(weight).",
         connectome_opts);
     return 0;
 }
@@ -167,7 +184,8 @@ int dm_cmd_connectome(int argc, char **argv)
     if (rc == 0) {
         o.parc = dm_arg(&a, connectome_opts, "parc");
         o.out = dm_arg(&a, connectome_opts, "out");
-        static const char *const inputs[] = {"parc", NULL};
+        o.weights = dm_arg(&a, connectome_opts, "weights");
+        static const char *const inputs[] = {"parc", "weights", NULL};
         dm_provenance prov;
         dm_provenance_begin(&prov, "connectome");
         dm_provenance_args(&prov, &a, connectome_opts, inputs);

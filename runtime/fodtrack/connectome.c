@@ -173,8 +173,8 @@ static double streamline_length(const float *xyz, long n)
     return len;
 }
 
-int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, double radius_mm, int threads,
-                        dm_connectome *c)
+int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *weight,
+                        double radius_mm, int threads, dm_connectome *c)
 {
     memset(c, 0, sizeof *c);
     dm_node_search search;
@@ -214,11 +214,12 @@ int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, double radius
             continue;
         }
         size_t ab = (a - 1) * n_nodes + (b - 1), ba = (b - 1) * n_nodes + (a - 1);
-        c->count[ab] += 1;
-        c->length_sum[ab] += length[s];
+        double w = weight ? weight[s] : 1;
+        c->count[ab] += w;
+        c->length_sum[ab] += w * length[s];
         if (ab != ba) {
-            c->count[ba] += 1;
-            c->length_sum[ba] += length[s];
+            c->count[ba] += w;
+            c->length_sum[ba] += w * length[s];
         }
         c->assigned++;
     }
@@ -263,16 +264,23 @@ int dm_connectome_command(const dm_connectome_options *o, dm_provenance *prov,
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     dm_tck tracks;
     dm_parcellation parc;
+    float *weight = NULL;
     if (dm_tck_read(o->tracks, &tracks) != 0) return -1;
+    if (o->weights && dm_tck_weights_read(o->weights, tracks.count, o->tracks, &weight) != 0) {
+        dm_tck_free(&tracks);
+        return -1;
+    }
     if (dm_parcellation_read(o->parc, &parc) != 0) {
+        free(weight);
         dm_tck_free(&tracks);
         return -1;
     }
     int rc = 0;
     if (parc.max_label == 0) rc = dm_set_error("%s: no node labels (every voxel is 0)", o->parc);
-    if (rc == 0) rc = dm_connectome_build(&parc, &tracks, 4.0, o->threads, result);
+    if (rc == 0) rc = dm_connectome_build(&parc, &tracks, weight, 4.0, o->threads, result);
     dm_parcellation_free(&parc);
     dm_tck_free(&tracks);
+    free(weight);
     if (rc != 0) return -1;
 
     dm_outdir od;

@@ -2,8 +2,9 @@
  * tck2connectome: each endpoint goes to the nearest labelled voxel within 4 mm (its radial
  * search), a streamline counts in the edge of its two endpoints' nodes, and one whose endpoint
  * finds no node counts nowhere.  Also the mean length of the streamlines of each edge
- * (tck2connectome -scale_length -stat_edge mean).  `dimoc connectome` is
- * dm_connectome_command. */
+ * (tck2connectome -scale_length -stat_edge mean).  With per-streamline weights (as
+ * tck2connectome -tck_weights_in) a streamline counts its weight, and the mean length is
+ * weighted: sum(w length) / sum(w).  `dimoc connectome` is dm_connectome_command. */
 #ifndef DIMOC_FODTRACK_CONNECTOME_H
 #define DIMOC_FODTRACK_CONNECTOME_H
 
@@ -44,16 +45,18 @@ unsigned int dm_node_of_endpoint(const dm_parcellation *p, const dm_node_search 
 /* nodes x nodes matrices (row-major; node k is row k - 1), filled symmetric. */
 typedef struct dm_connectome {
     int nodes;          /* the parcellation's largest label */
-    double *count;      /* streamlines per edge */
-    double *length_sum; /* the sum of their lengths (mm): sum of segment lengths */
+    double *count;      /* streamlines per edge (with weights: the sum of their weights) */
+    double *length_sum; /* the sum of their lengths (mm): sum of segment lengths (each times
+                           its streamline's weight) */
     long assigned;      /* streamlines counted in an edge */
     long unassigned;    /* streamlines with an endpoint that found no node (or no points) */
 } dm_connectome;
 
 /* Assigns every streamline (threads: 0 = all cores; the sums are made in streamline order,
- * so the result does not depend on the threads).  0, or -1 after a stop request. */
-int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, double radius_mm, int threads,
-                        dm_connectome *c);
+ * so the result does not depend on the threads).  weight: t->count weights, streamline s
+ * counting weight[s] instead of 1; NULL: 1 each.  0, or -1 after a stop request. */
+int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *weight,
+                        double radius_mm, int threads, dm_connectome *c);
 void dm_connectome_free(dm_connectome *c);
 /* Writes one matrix as tck2connectome does by default: nodes rows of nodes values separated by
  * ',', upper triangle with the diagonal (0 below), numbers as %.15g.  With `mean`, each entry
@@ -63,11 +66,13 @@ int dm_connectome_write_csv(const dm_connectome *c, const double *values, int me
 
 typedef struct dm_connectome_options {
     const char *tracks, *parc, *out;
-    int threads; /* 0: all cores */
+    const char *weights; /* per-streamline weights file (io/tck.h); NULL: 1 each */
+    int threads;         /* 0: all cores */
 } dm_connectome_options;
 
-/* `dimoc connectome`: DIR/connectome.csv (counts), DIR/mean_length.csv and
- * DIR/provenance.json, the folder all or nothing (util/outdir.h). */
+/* `dimoc connectome`: DIR/connectome.csv (counts, or sums of weights), DIR/mean_length.csv
+ * and DIR/provenance.json, the folder all or nothing (util/outdir.h).  Every input, the
+ * weights included, is read and checked before the folder is begun. */
 int dm_connectome_command(const dm_connectome_options *o, dm_provenance *prov,
                           dm_connectome *result);
 

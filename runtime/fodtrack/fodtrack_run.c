@@ -209,7 +209,7 @@ static int sinks_add(sinks *k, const dm_ft_batch *b, long taken, dm_ft_gpu *gpu,
                  : dm_tdi_add_tracks(&k->tdi, &view, threads);
     if (rc == 0 && k->conn_on) {
         dm_connectome part;
-        rc = dm_connectome_build(&k->parc, &view, 4.0, threads, &part);
+        rc = dm_connectome_build(&k->parc, &view, NULL, 4.0, threads, &part);
         if (rc == 0) {
             size_t n = (size_t)k->conn.nodes * k->conn.nodes + 1;
             for (size_t e = 0; e < n; e++) {
@@ -265,7 +265,7 @@ static void sinks_free(sinks *k)
     memset(k, 0, sizeof *k);
 }
 
-int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
+int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_provenance *prov)
 {
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     int rc = -1;
@@ -360,10 +360,17 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, dm_provenance *prov)
     tck_job_join(&jobs[0], &st);
     tck_job_join(&jobs[1], &st);
     double t_write = dm_now_seconds();
+    long written = dm_tck_written(w); /* the count tracks.tck's header gets */
     int closed = dm_tck_close(w, st.total_count);
     w = NULL;
     if (closed != 0) goto done;
     if (sinks_write(&out, o, od.path, gpu, prov) != 0) goto done;
+    if (weights) {
+        char *path = dm_path_join(od.path, weights);
+        int bad = !path || dm_tck_weights_write(path, NULL, written) != 0;
+        free(path);
+        if (bad) goto done;
+    }
 
     dm_provenance_str(prov, DM_PROV_RESULT, "algorithm", plan.method);
     dm_provenance_str(prov, DM_PROV_RESULT, "device", gpu ? dm_ft_gpu_device(gpu) : "cpu");

@@ -14,10 +14,46 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The host build of the mapping kernel: plain functions, relaxed atomic adds (a count needs
- * no ordering, and the sum is the same in any order). */
+/* A thread's record of the voxels its streamlines visit, for a weighted map: the kernel
+ * counts a voxel once per streamline, so the voxels of one streamline are the indices it adds
+ * to between two looks at n.  The weights are added afterwards, in streamline order. */
+typedef struct tdi_record {
+    const unsigned int *base; /* the map's counts: an index is a pointer's distance from it */
+    unsigned int *voxel;
+    long n, cap;
+    int failed; /* out of memory: the record is incomplete */
+    unsigned int *scratch;
+} tdi_record;
+
+/* The record of the streamline this thread is mapping; NULL when none is kept. */
+static _Thread_local tdi_record *tdi_recording;
+
+static void tdi_record_voxel(tdi_record *r, const unsigned int *p)
+{
+    if (r->n == r->cap) {
+        long cap = r->cap ? 2 * r->cap : 4096;
+        unsigned int *grown = realloc(r->voxel, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            r->failed = 1;
+            return;
+        }
+        r->voxel = grown;
+        r->cap = cap;
+    }
+    r->voxel[r->n++] = (unsigned int)(p - r->base);
+}
+
+/* The kernel's "add v to *p": a relaxed atomic add (a count needs no ordering, and the sum is
+ * the same in any order), and the voxel recorded when this thread keeps a record. */
+static inline void tdi_count(unsigned int *p, unsigned int v)
+{
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    if (tdi_recording) tdi_record_voxel(tdi_recording, p);
+}
+
+/* The host build of the mapping kernel: plain functions, counts through tdi_count. */
 #define DM_FN static inline
-#define DM_ATOMIC_ADD_U32(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define DM_ATOMIC_ADD_U32(p, v) tdi_count((p), (v))
 #include "fodtrack/tdi_map.h"
 
 /* Voxel indices per streamline before a sort: a long streamline through a fine grid enters
@@ -207,14 +243,79 @@ int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads)
     return stopped ? dm_stop_error() : 0;
 }
 
+/* Streamlines mapped per parallel pass of dm_tdi_add_weighted: their voxels are held until
+ * the pass's weights are added (a few MB). */
+#define TDI_WEIGHTED_BLOCK 16384L
+
+int dm_tdi_add_weighted(dm_tdi *m, const dm_tck *t, const float *weight, int threads)
+{
+    size_t nvox = (size_t)m->nx * m->ny * m->nz;
+    if (!m->weighted && !(m->weighted = calloc(nvox, sizeof *m->weighted)))
+        return dm_set_error("out of memory for a %dx%dx%d weighted map", m->nx, m->ny, m->nz);
+    dm_tdi_grid g;
+    dm_tdi_grid_of(m, &g);
+    int nthreads = threads > 0 ? threads : omp_get_max_threads();
+    long block = t->count < TDI_WEIGHTED_BLOCK ? t->count : TDI_WEIGHTED_BLOCK;
+    tdi_record *rec = calloc((size_t)nthreads, sizeof *rec);
+    long *first = malloc((size_t)(block + 1) * sizeof *first);
+    long *last = malloc((size_t)(block + 1) * sizeof *last);
+    int *owner = malloc((size_t)(block + 1) * sizeof *owner);
+    int rc = rec && first && last && owner ? 0 : dm_set_error("out of memory for the mapping");
+    for (int k = 0; rc == 0 && k < nthreads; k++) {
+        rec[k].base = m->count;
+        if (!(rec[k].scratch = malloc(TDI_SCRATCH * sizeof *rec[k].scratch)))
+            rc = dm_set_error("out of memory for the mapping threads");
+    }
+    for (long b0 = 0; rc == 0 && b0 < t->count; b0 += block) {
+        long nb = t->count - b0 < block ? t->count - b0 : block;
+        if (dm_stop_requested()) {
+            rc = dm_stop_error();
+            break;
+        }
+        /* The voxels of each streamline of the block, mapped in parallel... */
+#pragma omp parallel num_threads(nthreads)
+        {
+            tdi_record *r = &rec[omp_get_thread_num()];
+            r->n = 0;
+            tdi_recording = r;
+#pragma omp for schedule(dynamic, 256)
+            for (long i = 0; i < nb; i++) {
+                long s = b0 + i;
+                first[i] = r->n;
+                dm_tdi_add(&g, t->xyz + 3 * t->start[s], t->npoints[s], r->scratch, TDI_SCRATCH);
+                last[i] = r->n;
+                owner[i] = omp_get_thread_num();
+            }
+            tdi_recording = NULL;
+        }
+        for (int k = 0; k < nthreads; k++)
+            if (rec[k].failed) rc = dm_set_error("out of memory for the mapping threads");
+        /* ...then their weights, in streamline order: the sums do not depend on the threads. */
+        for (long i = 0; rc == 0 && i < nb; i++) {
+            const tdi_record *r = &rec[owner[i]];
+            double w = weight[b0 + i];
+            for (long j = first[i]; j < last[i]; j++) m->weighted[r->voxel[j]] += w;
+        }
+    }
+    for (int k = 0; rec && k < nthreads; k++) {
+        free(rec[k].voxel);
+        free(rec[k].scratch);
+    }
+    free(rec);
+    free(first);
+    free(last);
+    free(owner);
+    return rc;
+}
+
 int dm_tdi_write(const dm_tdi *m, const char *path)
 {
     size_t n = (size_t)m->nx * m->ny * m->nz;
     double *values = malloc(n * sizeof *values);
     if (!values) return dm_set_error("%s: out of memory", path);
-    for (size_t i = 0; i < n; i++) values[i] = m->count[i];
-    int rc =
-        dm_volume_write_affine(path, m->nx, m->ny, m->nz, m->vox2world.m, values, DM_OUT_UINT32);
+    for (size_t i = 0; i < n; i++) values[i] = m->weighted ? m->weighted[i] : m->count[i];
+    int rc = dm_volume_write_affine(path, m->nx, m->ny, m->nz, m->vox2world.m, values,
+                                    m->weighted ? DM_OUT_FLOAT32 : DM_OUT_UINT32);
     free(values);
     return rc;
 }
@@ -223,6 +324,7 @@ void dm_tdi_free(dm_tdi *m)
 {
     if (!m) return;
     free(m->count);
+    free(m->weighted);
     memset(m, 0, sizeof *m);
 }
 
@@ -233,8 +335,14 @@ int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary 
     dm_tck tracks;
     dm_volume templ;
     dm_tdi map = {0};
+    float *weight = NULL;
     if (dm_tck_read(o->tracks, &tracks) != 0) return -1;
+    if (o->weights && dm_tck_weights_read(o->weights, tracks.count, o->tracks, &weight) != 0) {
+        dm_tck_free(&tracks);
+        return -1;
+    }
     if (dm_volume_read(o->templ, &templ) != 0) {
+        free(weight);
         dm_tck_free(&tracks);
         return -1;
     }
@@ -247,7 +355,9 @@ int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary 
         map.ratio = dm_tdi_upsample_ratio(&map, step ? strtof(step, NULL) : NAN);
         free(step);
     }
-    if (rc == 0) rc = dm_tdi_add_tracks(&map, &tracks, o->threads);
+    if (rc == 0)
+        rc = weight ? dm_tdi_add_weighted(&map, &tracks, weight, o->threads)
+                    : dm_tdi_add_tracks(&map, &tracks, o->threads);
     if (rc == 0) {
         size_t n = (size_t)map.nx * map.ny * map.nz;
         for (size_t i = 0; i < n; i++) s->voxels_hit += map.count[i] > 0;
@@ -282,5 +392,6 @@ int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary 
     }
     dm_tdi_free(&map);
     dm_tck_free(&tracks);
+    free(weight);
     return rc;
 }

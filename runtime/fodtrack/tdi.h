@@ -16,6 +16,8 @@ typedef struct dm_tdi {
     dm_affine vox2world; /* voxel -> world mm */
     double spacing[3];   /* voxel sizes in mm (MRtrix's: the template's pixdim, or --voxel) */
     unsigned int *count; /* nx*ny*nz, x fastest: streamlines through each voxel */
+    double *weighted;    /* NULL, or nx*ny*nz: the sum of the weights of the streamlines through
+                            each voxel (dm_tdi_add_weighted); written instead of count */
     int ratio;           /* 0: the exact walk; >= 1: tckmap's sampling at this upsampling ratio
                             (templates/fodtrack/tdi_map.h); dm_tdi_init leaves 0 */
     /* tckmap's own header of the grid: its axes realigned to near RAS (axis k is ours
@@ -44,16 +46,23 @@ void dm_tdi_grid_of(const dm_tdi *m, struct dm_tdi_grid *g);
 /* Adds every streamline of t (threads: 0 = all cores), by m->ratio's mapping.  Returns 0, or
  * -1 after a stop request. */
 int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads);
-/* Writes the counts as a uint32 NIfTI (tckmap's type for a TDI) on the map's own grid to path (a temporary name
- * renamed into place when whole). */
+/* Adds every streamline s of t with weight[s] (>= 0) instead of 1, as tckmap -tck_weights_in:
+ * each voxel it visits (the same voxels as dm_tdi_add_tracks's, which it counts too) gains its
+ * weight once.  The sums are double, made in streamline order whatever the threads.  Returns
+ * 0, or -1 after a stop request or out of memory. */
+int dm_tdi_add_weighted(dm_tdi *m, const dm_tck *t, const float *weight, int threads);
+/* Writes the map on its own grid to path (a temporary name renamed into place when whole):
+ * the counts as uint32 (tckmap's type for a TDI), or with weights their sums as float32
+ * (tckmap's type with -tck_weights_in). */
 int dm_tdi_write(const dm_tdi *m, const char *path);
 void dm_tdi_free(dm_tdi *m);
 
 typedef struct dm_tdi_options {
     const char *tracks, *templ, *out;
-    double voxel_mm[3]; /* all 0: the template's grid */
-    int threads;        /* 0: all cores */
-    int exact;          /* 1: the exact walk; 0: tckmap's sampling (its ratio from step_size) */
+    const char *weights; /* per-streamline weights file (io/tck.h); NULL: 1 each */
+    double voxel_mm[3];  /* all 0: the template's grid */
+    int threads;         /* 0: all cores */
+    int exact;           /* 1: the exact walk; 0: tckmap's sampling (its ratio from step_size) */
 } dm_tdi_options;
 
 typedef struct dm_tdi_summary {
@@ -64,8 +73,9 @@ typedef struct dm_tdi_summary {
     double seconds;
 } dm_tdi_summary;
 
-/* `dimoc tdi`: reads the tracks and the template, maps, writes --out and its provenance
- * beside it (OUT.provenance.json), the two put in place together. */
+/* `dimoc tdi`: reads the tracks, the weights (when given) and the template, maps, writes
+ * --out and its provenance beside it (OUT.provenance.json), the two put in place together;
+ * nothing is written when an input is wrong. */
 int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary *s);
 
 #endif

@@ -1,5 +1,6 @@
 /* .tck files: the writer (a header with fixed-width counts filled in at the end, then the
- * points) and the reader (the whole file in memory, checked strictly). */
+ * points) and the reader (the whole file in memory, checked strictly); the text file of
+ * per-streamline weights that goes with one (MRtrix's -tck_weights_in). */
 #include "io/tck.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -123,6 +124,11 @@ int dm_tck_close(dm_tck_writer *w, unsigned long long total_count)
     free(w->tmp);
     free(w);
     return rc;
+}
+
+long dm_tck_written(const dm_tck_writer *w)
+{
+    return w->count;
 }
 
 void dm_tck_abort(dm_tck_writer *w)
@@ -443,4 +449,108 @@ void dm_tck_free(dm_tck *t)
     free(t->start);
     free(t->properties);
     memset(t, 0, sizeof *t);
+}
+
+/* ---- per-streamline weights ---- */
+
+/* A weights file's separators: white space and ','. */
+static int weight_separator(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == ',';
+}
+
+/* One value of a weights file (the token text[0..len), followed by a separator, '#' or the
+ * file's closing NUL; on line `line`, value number `k` from 1) as a float; -1 with the message
+ * when it is not a number, negative or not finite. */
+static int parse_weight(const char *path, const char *text, size_t len, long line, long k,
+                        float *out)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)text[i] < 32 || (unsigned char)text[i] > 126)
+            /* binary bytes (a compressed file, say) would break the one line of the message */
+            return dm_set_error("%s: line %ld: weight %ld is not a number (binary data: not a "
+                                "text file of weights)",
+                                path, line, k);
+    int shown = len > 40 ? 40 : (int)len; /* of the token, in messages */
+    const char *more = len > 40 ? "..." : "";
+    char *end;
+    double v = strtod(text, &end); /* stops at the separator after the token at the latest */
+    if (end != text + len)
+        return dm_set_error("%s: line %ld: weight %ld '%.*s%s' is not a number", path, line, k,
+                            shown, text, more);
+    if (!isfinite(v))
+        return dm_set_error("%s: line %ld: weight %ld '%.*s%s' is not finite", path, line, k, shown,
+                            text, more);
+    if (v < 0)
+        return dm_set_error("%s: line %ld: weight %ld '%.*s%s' is negative (weights are >= 0)",
+                            path, line, k, shown, text, more);
+    if (v > FLT_MAX)
+        return dm_set_error("%s: line %ld: weight %ld '%.*s%s' is beyond single precision", path,
+                            line, k, shown, text, more);
+    *out = (float)v;
+    return 0;
+}
+
+int dm_tck_weights_read(const char *path, long count, const char *tck_path, float **weights)
+{
+    *weights = NULL;
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return dm_set_error("cannot read the weights file %s: %s", path, strerror(errno));
+    struct stat st;
+    int folder = fstat(fileno(probe), &st) == 0 && S_ISDIR(st.st_mode);
+    fclose(probe);
+    if (folder) return dm_set_error("cannot read the weights file %s: it is a folder", path);
+    size_t len = 0;
+    char *text = dm_read_file(path, &len); /* its error names the file */
+    if (!text) return -1;
+    float *w = count > 0 ? malloc((size_t)count * sizeof *w) : NULL;
+    if (count > 0 && !w) {
+        free(text);
+        return dm_set_error("%s: out of memory for %ld weights", path, count);
+    }
+    long n = 0, line = 1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < len;) {
+        char c = text[i];
+        if (c == '\n') line++;
+        if (weight_separator(c)) {
+            i++;
+        } else if (c == '#') { /* a comment, to the end of the line */
+            while (i < len && text[i] != '\n') i++;
+        } else {
+            size_t j = i;
+            while (j < len && !weight_separator(text[j]) && text[j] != '#') j++;
+            float v = 0;
+            rc = parse_weight(path, text + i, j - i, line, n + 1, &v);
+            if (rc == 0 && n < count) w[n] = v;
+            n++;
+            i = j;
+        }
+    }
+    free(text);
+    if (rc == 0 && n != count)
+        rc = dm_set_error("%s: %ld weight%s, but %s holds %ld streamline%s (one weight per "
+                          "streamline, in its order)",
+                          path, n, n == 1 ? "" : "s", tck_path, count, count == 1 ? "" : "s");
+    if (rc != 0) {
+        free(w);
+        return -1;
+    }
+    *weights = w;
+    return 0;
+}
+
+int dm_tck_weights_write(const char *path, const float *weights, long count)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return dm_set_error("cannot write %s: %s", path, strerror(errno));
+    for (long i = 0; i < count; i++) {
+        if (weights)
+            fprintf(f, "%.9g\n", (double)weights[i]);
+        else
+            fputs("1\n", f);
+    }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return dm_set_error("cannot write %s: %s", path, strerror(errno));
+    return 0;
 }

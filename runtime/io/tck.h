@@ -19,6 +19,8 @@ void dm_tck_add(dm_tck_writer *w, const float *xyz, int n);
 int dm_tck_close(dm_tck_writer *w, unsigned long long total_count);
 /* Drops the temporary file (after an error elsewhere). */
 void dm_tck_abort(dm_tck_writer *w);
+/* Streamlines added so far: the count dm_tck_close will write. */
+long dm_tck_written(const dm_tck_writer *w);
 
 /* A whole .tck file in memory. */
 typedef struct dm_tck {
@@ -42,5 +44,18 @@ int dm_tck_read(const char *path, dm_tck *t);
 /* The value of a header key ("step_size", say) as a malloc'd string; NULL when absent. */
 char *dm_tck_property(const dm_tck *t, const char *key);
 void dm_tck_free(dm_tck *t);
+
+/* Per-streamline weights, the text file of MRtrix's -tck_weights_in and tcksift2's output: one
+ * number per streamline of a .tck, in its order, separated by white space or ',' ('#' starts a
+ * comment that runs to the end of the line, as in MRtrix's text files).  The values are kept
+ * in single precision, as MRtrix reads them.  `count` is the tractogram's streamline count
+ * (tck_path names it in the message).  0 with *weights (count floats, malloc'd; NULL when
+ * count is 0), or -1 with one dm_last_error() line naming the file and what is wrong: it
+ * cannot be read, a value is not a number, is negative, is not finite (or beyond single
+ * precision), or the file holds a number of values other than `count`. */
+int dm_tck_weights_read(const char *path, long count, const char *tck_path, float **weights);
+/* Writes `count` weights to path, one a line (%.9g: read back as the same floats); weights
+ * NULL writes 1 for every streamline.  To path directly; 0 or -1. */
+int dm_tck_weights_write(const char *path, const float *weights, long count);
 
 #endif

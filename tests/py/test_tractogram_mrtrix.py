@@ -90,14 +90,15 @@ def mrtrix(*args):
         raise RuntimeError(f"{args[0]} failed: {p.stderr.strip()}")
 
 
-def exact_tdi(streamlines, affine, shape):
+def exact_tdi(streamlines, affine, shape, weights=None):
     """The voxels each polyline passes through, computed another way than dimoc's walk: every
     segment is cut at all the voxel faces it crosses (in voxel coordinates, voxel i spanning
-    [i - 0.5, i + 0.5)), and each piece of non-zero length is looked up at its midpoint."""
+    [i - 0.5, i + 0.5)), and each piece of non-zero length is looked up at its midpoint.  Each
+    voxel gains 1 per streamline, or the streamline's weight when weights are given."""
     inv = np.linalg.inv(affine)
-    tdi = np.zeros(int(np.prod(shape)), np.int64)
+    tdi = np.zeros(int(np.prod(shape)), np.int64 if weights is None else np.float64)
     dims = np.array(shape)
-    for s in streamlines:
+    for n, s in enumerate(streamlines):
         v = np.asarray(s, np.float64) @ inv[:3, :3].T + inv[:3, 3]
         a, b = v[:-1], v[1:]
         d = b - a
@@ -119,7 +120,8 @@ def exact_tdi(streamlines, affine, shape):
         c = np.floor(p + 0.5).astype(np.int64)
         inside = np.all((c >= 0) & (c < dims), axis=1)
         c = c[inside]
-        tdi[np.unique(c[:, 0] + shape[0] * (c[:, 1] + shape[1] * c[:, 2]))] += 1
+        tdi[np.unique(c[:, 0] + shape[0] * (c[:, 1] + shape[1] * c[:, 2]))] += (
+            1 if weights is None else weights[n])
     return tdi.reshape(shape, order="F")
 
 
@@ -311,5 +313,6 @@ def main():
     test_bad_inputs(d, streamlines, template, f"{d}/parc.nii.gz")
 
 
-main()
-finish()
+if __name__ == "__main__":  # test_tck_weights.py imports the helpers above
+    main()
+    finish()
