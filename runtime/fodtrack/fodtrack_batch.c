@@ -19,7 +19,16 @@ void dm_ft_batch_reset(dm_ft_batch *b, unsigned long long first, long n, size_t 
     b->start = realloc(b->start, m * sizeof *b->start);
     b->npts = realloc(b->npts, m * sizeof *b->npts);
     b->seed_index = realloc(b->seed_index, m * sizeof *b->seed_index);
-    b->xyz = realloc(b->xyz, 3 * (cap_points ? cap_points : 1) * sizeof *b->xyz);
+    dm_ft_batch_room(b, cap_points ? cap_points : 1);
+}
+
+void dm_ft_batch_room(dm_ft_batch *b, size_t points)
+{
+    if (points <= b->xyz_cap) return;
+    size_t cap = b->xyz_cap + b->xyz_cap / 2;
+    if (cap < points) cap = points;
+    b->xyz = realloc(b->xyz, 3 * cap * sizeof *b->xyz);
+    b->xyz_cap = cap;
 }
 
 typedef struct {

@@ -117,7 +117,7 @@ int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned
         count += outs[k].count;
         npoints += outs[k].npoints;
     }
-    b->xyz = realloc(b->xyz, 3 * (npoints ? npoints : 1) * sizeof *b->xyz);
+    dm_ft_batch_room(b, npoints ? npoints : 1);
     for (int k = 0; k < nt; k++) {
         thread_out *t = &outs[k];
         memcpy(b->xyz + 3 * b->npoints, t->xyz, 3 * t->npoints * sizeof *t->xyz);

@@ -282,7 +282,7 @@ static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
     long count = (long)counters[1];
     size_t used = counters[2] < s->out.cap_points ? counters[2] : s->out.cap_points;
-    b->xyz = realloc(b->xyz, 3 * (b->npoints + used + 1) * sizeof *b->xyz);
+    dm_ft_batch_room(b, b->npoints + used + 1);
     unsigned long long *start = malloc((count ? count : 1) * 8);
     CK(cu->cuMemcpyDtoHAsync(verdict, s->out.verdict, (size_t)n, s->stream),
        "copying from the GPU");

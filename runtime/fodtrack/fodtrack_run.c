@@ -114,6 +114,7 @@ typedef struct {
     dm_tck_writer *w;
     const dm_ft_batch *b;
     long taken;
+    int threads; /* the job's own: all the host's on the GPU, one beside CPU tracing */
     double length_sum, seconds;
     unsigned long long points;
 } tck_job;
@@ -122,22 +123,30 @@ static void *write_streamlines(void *arg)
 {
     tck_job *j = arg;
     double t0 = dm_now_seconds();
+    const dm_ft_batch *b = j->b;
+    dm_tck_add_many(j->w, b->xyz, b->start, b->npts, j->taken, j->threads);
+    /* lengths in parallel, summed in order: the same sum whatever the threads */
+    double *len = malloc((size_t)(j->taken ? j->taken : 1) * sizeof *len);
+#pragma omp parallel for schedule(static) num_threads(j->threads)
+    for (long i = 0; i < j->taken; i++)
+        len[i] = polyline_length(b->xyz + 3 * b->start[i], b->npts[i]);
     for (long i = 0; i < j->taken; i++) {
-        const float *xyz = j->b->xyz + 3 * j->b->start[i];
-        dm_tck_add(j->w, xyz, j->b->npts[i]);
-        j->points += (unsigned long long)j->b->npts[i];
-        j->length_sum += polyline_length(xyz, j->b->npts[i]);
+        j->points += (unsigned long long)b->npts[i];
+        j->length_sum += len[i];
     }
+    free(len);
     j->seconds = dm_now_seconds() - t0;
     return NULL;
 }
 
-static void tck_job_start(tck_job *j, dm_tck_writer *w, const dm_ft_batch *b, long taken)
+static void tck_job_start(tck_job *j, dm_tck_writer *w, const dm_ft_batch *b, long taken,
+                          int threads)
 {
     memset(j, 0, sizeof *j);
     j->w = w;
     j->b = b;
     j->taken = taken;
+    j->threads = threads;
     j->running = pthread_create(&j->thread, NULL, write_streamlines, j) == 0;
     if (!j->running) write_streamlines(j); /* no thread: here and now */
 }
@@ -341,7 +350,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
         unsigned long long before = plan.select ? st.kept : st.next_id;
         long taken = 0;
         complete = take_batch(&plan, batch, &st, &taken);
-        tck_job_start(&jobs[cur], w, batch, taken);
+        tck_job_start(&jobs[cur], w, batch, taken, gpu ? threads : 1);
         if (sinks_add(&out, batch, taken, gpu, threads) != 0) goto done;
         dm_progress_add(bar, (long)((plan.select ? st.kept : st.next_id) - before));
         if (dm_stop_take()) {

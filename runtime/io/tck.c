@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 struct dm_tck_writer {
     FILE *fp;
@@ -107,6 +108,75 @@ void dm_tck_add(dm_tck_writer *w, const float *xyz, int n)
     w->count++;
 }
 
+/* One thread's share of dm_tck_add_many: streamlines [a, b) laid out with their delimiters in
+ * a buffer of its own, written at `at` in the file.  0, or -1 when the write failed. */
+static int write_share(int fd, off_t at, const float *xyz, const size_t *start, const int *npts,
+                       long a, long b)
+{
+    size_t bytes = 0;
+    for (long i = a; i < b; i++) bytes += 12 * ((size_t)npts[i] + 1);
+    float *buf = malloc(bytes ? bytes : 1), *p = buf;
+    if (!buf) return -1;
+    for (long i = a; i < b; i++) {
+        memcpy(p, xyz + 3 * start[i], 12 * (size_t)npts[i]);
+        p += 3 * (size_t)npts[i];
+        p[0] = p[1] = p[2] = NAN;
+        p += 3;
+    }
+    int rc = 0;
+    for (size_t done = 0; done < bytes && rc == 0;) {
+        ssize_t n = pwrite(fd, (char *)buf + done, bytes - done, at + (off_t)done);
+        if (n > 0)
+            done += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            rc = -1;
+    }
+    free(buf);
+    return rc;
+}
+
+int dm_tck_add_many(dm_tck_writer *w, const float *xyz, const size_t *start, const int *npts,
+                    long count, int threads)
+{
+    if (!host_is_little_endian() || threads <= 1 || count < 2) {
+        for (long i = 0; i < count; i++) dm_tck_add(w, xyz + 3 * start[i], npts[i]);
+        return w->failed ? -1 : 0;
+    }
+    /* shares of about equal bytes, each written where it goes: after the stream's buffer is
+     * flushed, at the current end, then the stream moves past them */
+    if (fflush(w->fp) != 0) return w->failed = -1;
+    off_t base = ftello(w->fp);
+    long shares = 4L * threads;
+    long *first = malloc((size_t)(shares + 1) * sizeof *first);
+    off_t *at = malloc((size_t)(shares + 1) * sizeof *at);
+    size_t total = 0;
+    for (long i = 0; i < count; i++) total += 12 * ((size_t)npts[i] + 1);
+    size_t sum = 0;
+    long k = 0;
+    first[0] = 0;
+    at[0] = base;
+    for (long i = 0; i < count && k < shares - 1; i++) {
+        sum += 12 * ((size_t)npts[i] + 1);
+        if (sum * (size_t)shares >= total * (size_t)(k + 1)) {
+            first[++k] = i + 1;
+            at[k] = base + (off_t)sum;
+        }
+    }
+    first[++k] = count;
+    at[k] = base + (off_t)total;
+    int fd = fileno(w->fp), bad = 0;
+#pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(| : bad)
+    for (long j = 0; j < k; j++)
+        bad |= write_share(fd, at[j], xyz, start, npts, first[j], first[j + 1]) != 0;
+    free(first);
+    free(at);
+    if (bad || fseeko(w->fp, base + (off_t)total, SEEK_SET) != 0) return w->failed = -1;
+    w->count += count;
+    return 0;
+}
+
 int dm_tck_close(dm_tck_writer *w, unsigned long long total_count)
 {
     for (int a = 0; a < 3; a++) put_f32(w->fp, INFINITY);
@@ -114,7 +184,7 @@ int dm_tck_close(dm_tck_writer *w, unsigned long long total_count)
     snprintf(num, sizeof num, "%012ld\ntotal_count: %012llu", w->count, total_count);
     int bad = fseek(w->fp, w->count_at, SEEK_SET) != 0 ||
               fwrite(num, 1, strlen(num), w->fp) != strlen(num);
-    bad |= ferror(w->fp) | (fclose(w->fp) != 0);
+    bad |= w->failed | ferror(w->fp) | (fclose(w->fp) != 0);
     int rc = 0;
     if (bad || rename(w->tmp, w->path) != 0) {
         remove(w->tmp);

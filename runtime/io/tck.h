@@ -5,6 +5,8 @@
 #ifndef DIMOC_TRACK_TCK_H
 #define DIMOC_TRACK_TCK_H
 
+#include <stddef.h>
+
 typedef struct dm_tck_writer dm_tck_writer;
 
 /* Opens a temporary sibling of path; NULL with dm_last_error(). `info` lines ("key: value";
@@ -13,6 +15,11 @@ typedef struct dm_tck_writer dm_tck_writer;
 dm_tck_writer *dm_tck_open(const char *path, const char *info);
 /* Appends one streamline of n points (3 floats each, world mm). */
 void dm_tck_add(dm_tck_writer *w, const float *xyz, int n);
+/* Appends `count` streamlines at once, streamline i npts[i] points from xyz + 3 start[i], laid
+ * out and written by `threads` threads in parallel (a GPU run's .tck is gigabytes).  0, or -1
+ * when the write failed (dm_tck_close then fails too). */
+int dm_tck_add_many(dm_tck_writer *w, const float *xyz, const size_t *start, const int *npts,
+                    long count, int threads);
 /* Ends the file, writes the final counts into the header (count: streamlines in the file;
  * total_count: streamlines generated to get them, as MRtrix's tckgen writes), renames into
  * place.  0 or -1. */
