@@ -759,6 +759,48 @@ static void test_fuzz_regressions(void)
     check(files > 0, "fuzz-regressions-io", "%d inputs replayed", files);
 }
 
+/* The parallel .tck writer (a GPU run's gigabytes, written in shares with gathered pwrites)
+ * gives the bytes of the streamline-by-streamline writer, also between ordinary appends. */
+static void test_tck_add_many(void)
+{
+    enum { N = 3000 };
+    static int npts[N];
+    static size_t start[N];
+    size_t total = 0;
+    unsigned st = 5;
+    for (int i = 0; i < N; i++) {
+        st = st * 1664525u + 1013904223u;
+        npts[i] = 1 + (int)(st >> 24) % 200;
+        total += (size_t)npts[i];
+    }
+    float *xyz = malloc(3 * total * sizeof *xyz);
+    for (size_t k = 0; k < 3 * total; k++) xyz[k] = (float)k * 0.25f - 7;
+    /* the streamlines in scrambled places of the buffer */
+    size_t at = 0;
+    for (int i = N - 1; i >= 0; i--) {
+        start[i] = at;
+        at += (size_t)npts[i];
+    }
+    const char *info = "step_size: 0.5\n";
+    dm_tck_writer *a = dm_tck_open(path_in("serial.tck"), info);
+    for (int i = 0; i < N; i++) dm_tck_add(a, xyz + 3 * start[i], npts[i]);
+    int rc = dm_tck_close(a, N);
+    dm_tck_writer *b = dm_tck_open(path_in("shares.tck"), info);
+    dm_tck_add(b, xyz + 3 * start[0], npts[0]);
+    rc |= dm_tck_add_many(b, xyz, start + 1, npts + 1, 1700, 4);
+    dm_tck_add(b, xyz + 3 * start[1701], npts[1701]);
+    rc |= dm_tck_add_many(b, xyz, start + 1702, npts + 1702, N - 1702, 3);
+    rc |= dm_tck_close(b, N);
+    size_t la = 0, lb = 0;
+    char *ta = dm_read_file(path_in("serial.tck"), &la),
+         *tb = dm_read_file(path_in("shares.tck"), &lb);
+    check(rc == 0 && ta && tb && la == lb && !memcmp(ta, tb, la), "tck-parallel-writer-same-bytes",
+          "rc %d, %zu and %zu bytes", rc, la, lb);
+    free(ta);
+    free(tb);
+    free(xyz);
+}
+
 int main(void)
 {
     const char *root = getenv("TMPROOT");
@@ -785,6 +827,7 @@ int main(void)
     test_fsutil();
     test_error();
     test_progress();
+    test_tck_add_many();
     test_fuzz_regressions();
     return 0;
 }
