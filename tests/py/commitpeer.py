@@ -472,3 +472,103 @@ def summary(r, p=None):
         ic_true = np.asarray(nib.load(p["ic_true"]).dataobj, float)
         s["ic_corr_truth"] = float(np.corrcoef(r["ic"][m], ic_true[m])[0, 1])
     return s
+
+
+# ---- checking COMMIT's outputs against the facts (docs/commit-facts.md) ----------------------
+
+def voxel_lengths(pts_world, aff, shape, mask=None, fiber_shift=0.0, voxel=None, min_seg_len=1e-3):
+    """Per-voxel lengths (mm) of one polyline as trk2dictionary cuts it: points go to voxel
+    coordinates through the affine, plus fiber_shift voxels; voxel i holds coordinates [i, i + 1)
+    (so fiber_shift 0.5 gives the nearest voxel centre); every step is cut at voxel faces, each piece
+    belongs to the voxel of its midpoint; pieces outside the grid or the mask, or not longer than
+    min_seg_len, are dropped.  Returns {(i, j, k): length}.  (Orientation bins are not split here.)"""
+    vs = np.linalg.norm(aff[:3, :3], axis=0) if voxel is None else np.broadcast_to(voxel, 3)
+    u = (np.asarray(pts_world, float) - aff[:3, 3]) @ np.linalg.inv(aff[:3, :3]).T + fiber_shift
+    out = {}
+    for a, b in zip(u[:-1], u[1:]):
+        d = b - a
+        ts = [0.0, 1.0]
+        for k in range(3):
+            if d[k] != 0:
+                lo, hi = sorted((a[k], b[k]))
+                ts += [(c - a[k]) / d[k] for c in range(int(np.floor(lo)) + 1, int(np.ceil(hi)))]
+        ts = sorted(ts)
+        for t0, t1 in zip(ts[:-1], ts[1:]):
+            L = float(np.linalg.norm(d * (t1 - t0) * vs))
+            if L <= min_seg_len:
+                continue
+            v = tuple(int(c) for c in np.floor(a + d * (t0 + t1) / 2))
+            if any(c < 0 or c >= n for c, n in zip(v, shape)) or (mask is not None and not mask[v]):
+                continue
+            out[v] = out.get(v, 0.0) + L
+    return out
+
+
+def rebuild(r):
+    """Recomputes, from COMMIT's own x, kernels and dictionary (r['peer']), what docs/commit-facts.md
+    says it computes: A x and the objective, the streamline weights, the IC/EC/ISO maps, NRMSE and
+    RMSE.  Returns the largest discrepancies (dict); all are ~1e-6 or less when the facts hold, except
+    'iso_all_balls' (the ISO map with every ball counted, which COMMIT 2.4.2 does not write)."""
+    P = r["peer"]
+    x = P["x"]
+    nSTR, nE, nI = len(P["trk_norm"]), len(P["ec_vox"]), len(P["iso_vox"])
+    nRF, nEC, nISO = P["wmr"].shape[0], P["wmh"].shape[0], P["iso"].shape[0]
+    ix, iy, iz = P["mask_ix"], P["mask_iy"], P["mask_iz"]
+    nV = len(ix)
+    y = P["y"].reshape(nV, -1)
+    Y = np.zeros_like(y)
+    xic = x[:nSTR * nRF].reshape(nRF, nSTR)
+    for k in range(nRF):
+        np.add.at(Y, P["ic_vox"], (xic[k][P["ic_str"]] * P["ic_len"])[:, None] * P["wmr"][k][P["ic_dir"]])
+    xec = x[nSTR * nRF:nSTR * nRF + nE * nEC].reshape(nEC, nE)
+    for k in range(nEC):
+        np.add.at(Y, P["ec_vox"], xec[k][:, None] * P["wmh"][k][P["ec_dir"]])
+    xiso = x[nSTR * nRF + nE * nEC:].reshape(nISO, nI)
+    for k in range(nISO):
+        np.add.at(Y, P["iso_vox"], xiso[k][:, None] * P["iso"][k][None])
+    kept = P["trk_kept"] == 1
+    w = np.zeros(kept.size)
+    w[kept] = (xic / (P["wmr_norm"][:, None] * P["trk_norm"][None])).sum(0)
+    L = P["ic_len"] * P["trk_norm"][P["ic_str"]]  # back to mm (load_dictionary divided by the norm)
+    ic = np.zeros(nV)
+    np.add.at(ic, P["ic_vox"], w[kept][P["ic_str"]] * L)
+    ec = np.zeros(nV)
+    for k in range(nEC):
+        np.add.at(ec, P["ec_vox"], xec[k] / P["wmh_norm"][k])
+    iso0, iso = np.zeros(nV), np.zeros(nV)
+    np.add.at(iso0, P["iso_vox"], xiso[0] / P["iso_norm"][0])
+    for k in range(nISO):
+        np.add.at(iso, P["iso_vox"], xiso[k] / P["iso_norm"][k])
+    rel = lambda a, b: float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))  # noqa: E731
+    return {"objective": abs(objective(y, Y) - r["objective"]) / r["objective"],
+            "weights": rel(w, r["weights"]), "ic": rel(ic, r["ic"][ix, iy, iz]), "ec": rel(ec, r["ec"][ix, iy, iz]),
+            "iso_first_ball": rel(iso0, r["iso"][ix, iy, iz]), "iso_all_balls": rel(iso, r["iso"][ix, iy, iz]),
+            "nrmse": float(np.abs(nrmse_of(y, Y) - r["nrmse"][ix, iy, iz]).max()),
+            "rmse": float(np.abs(np.sqrt(np.mean((y - Y) ** 2, -1)) - r["rmse"][ix, iy, iz]).max())}
+
+
+def check_lengths(r, p, fiber_shift=0.5, every=1):
+    """Largest differences (mm) between voxel_lengths() and COMMIT's dictionary over the streamlines
+    of phantom p (every `every`-th): per-voxel lengths, in-mask length (TRK len), norm (TRK norm);
+    and the number of voxels found by one side only."""
+    P = r["peer"]
+    mask = np.asarray(nib.load(p["wm"]).dataobj) > 0
+    ix, iy, iz = P["mask_ix"], P["mask_iy"], P["mask_iz"]
+    L = P["ic_len"] * P["trk_norm"][P["ic_str"]]
+    row = np.cumsum(P["trk_kept"]) - 1
+    worst = {"voxel": 0.0, "len": 0.0, "norm": 0.0, "unmatched": 0}
+    for s in range(0, len(p["streamlines"]), every):
+        mine = voxel_lengths(p["streamlines"][s], p["affine"], SHAPE, mask, fiber_shift)
+        if not P["trk_kept"][s]:
+            worst["unmatched"] += len(mine)
+            continue
+        sel = P["ic_str"] == row[s]
+        theirs = {}
+        for v, l in zip(P["ic_vox"][sel], L[sel]):
+            k = (int(ix[v]), int(iy[v]), int(iz[v]))
+            theirs[k] = theirs.get(k, 0.0) + float(l)
+        worst["unmatched"] += len(set(mine) ^ set(theirs))
+        worst["voxel"] = max([worst["voxel"]] + [abs(mine.get(k, 0) - theirs.get(k, 0)) for k in set(mine) | set(theirs)])
+        worst["len"] = max(worst["len"], abs(sum(mine.values()) - float(P["trk_len"][row[s]])))
+        worst["norm"] = max(worst["norm"], abs(np.sqrt(sum(v * v for v in mine.values())) - float(P["trk_norm"][row[s]])))
+    return worst

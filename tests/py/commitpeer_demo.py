@@ -2,7 +2,9 @@
 streamline counts, the share of the weight on the false streamlines, the compartment maps, the fit
 errors and the timings.  Not a test (no PASS/FAIL): `python3 tests/py/commitpeer_demo.py [DIR]`.
 --converged also runs COMMIT to tight tolerances (its defaults stop at a relative change of the
-objective of 1e-3 or 100 iterations); --noise S adds Rician noise of sigma S x S0."""
+objective of 1e-3 or 100 iterations); --noise S adds Rician noise of sigma S x S0; --check recomputes
+COMMIT's outputs from its own x, kernels and dictionary and its per-voxel lengths from the .tck
+(commitpeer.rebuild, commitpeer.check_lengths: docs/commit-facts.md)."""
 import argparse
 import os
 import sys
@@ -41,6 +43,7 @@ def main():
     ap.add_argument("dir", nargs="?", default=os.path.join(os.environ.get("TMPROOT", "/tmp"), "commitpeer_demo"))
     ap.add_argument("--converged", action="store_true")
     ap.add_argument("--noise", type=float, default=0.0)
+    ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     t = time.time()
     p = cp.phantom(os.path.join(a.dir, "phantom"), noise=a.noise)
@@ -51,6 +54,11 @@ def main():
     print(f"dmri-commit {r['info']['version']} (dmri-amico {r['info']['amico_version']}): "
           f"{r['info']['n_ic']} IC segments, {r['info']['n_ec']} EC peaks, {r['info']['n_iso']} ISO voxels")
     show("COMMIT, its default tolerances (tol_fun 1e-3, max_iter 100)", r, p)
+    if a.check:
+        print("  rebuilt from COMMIT's x, kernels, dictionary (relative differences): " +
+              ", ".join(f"{k} {v:.1e}" for k, v in cp.rebuild(r).items()))
+        print("  per-voxel lengths from the .tck vs COMMIT's dictionary (mm, voxel counts): " +
+              ", ".join(f"{k} {v:.1e}" if isinstance(v, float) else f"{k} {v}" for k, v in cp.check_lengths(r, p).items()))
     if a.converged:
         rc = cp.run_on_phantom(os.path.join(a.dir, "commit_converged"), p, tol_fun=1e-8, tol_x=1e-10, max_iter=5000)
         show("COMMIT converged (tol_fun 1e-8, tol_x 1e-10, max_iter 5000)", rc, p)
