@@ -16,13 +16,38 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -e "$cuda/include/nvrtc.h" ] && ! dpkg-query -W nvidia-cuda-toolkit >/dev/null 2>&1; then
     if apt-cache show nvidia-cuda-toolkit >/dev/null 2>&1; then missing+=(nvidia-cuda-toolkit); fi
 fi
-if [ ${#missing[@]} -eq 0 ]; then
-    echo "install-deps: all packages present"
-    exit 0
-fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all packages present"
+else
+    echo "install-deps: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Python peers the tests compare against, from PyPI, for the tests' interpreter ($PYTHON, default
+# /usr/bin/python3).  dmri-commit (COMMIT: `dimoc commit`'s peer, tests/py/commitpeer.py) ships
+# prebuilt manylinux wheels, with dmri-amico and dmri-dicelib; at run time it also imports
+# pyximport (Cython), numpydoc's docscrape, psutil and threadpoolctl.  --no-deps: its metadata asks
+# numpy >= 1.24.4 and nibabel >= 5.2.1, and letting pip satisfy that would replace Debian's numpy
+# (with 2.x, which Debian's scipy and dipy are not built for) and nibabel under every other test;
+# COMMIT runs as it is with Debian's numpy 1.24.2 and nibabel 5.0.0.  Pinned: the tests' facts
+# (docs/commit-facts.md) are those of this version.
+py=${PYTHON:-/usr/bin/python3}
+pypkgs=(dmri-commit==2.4.2 dmri-amico==2.1.1 dmri-dicelib==1.3.0 cython==3.0.12 numpydoc==1.11.0
+        psutil==7.2.2 threadpoolctl==3.8.0)
+pymissing=()
+for p in "${pypkgs[@]}"; do
+    "$py" -c 'import sys; from importlib.metadata import version
+n, v = sys.argv[1].split("=="); sys.exit(version(n) != v)' "$p" 2>/dev/null || pymissing+=("$p")
+done
+if [ ${#pymissing[@]} -eq 0 ]; then
+    echo "install-deps: all Python peers present"
+else
+    echo "install-deps: pip installing ${pymissing[*]}"
+    brk=""
+    "$py" -m pip install --help 2>/dev/null | grep -q -- --break-system-packages && brk=--break-system-packages
+    $sudo "$py" -m pip install -q --no-deps --no-warn-script-location $brk "${pymissing[@]}"
+fi
