@@ -1,11 +1,14 @@
-/* The commands over a tractogram (.tck) and an image, as MRtrix's with their defaults:
+/* The commands over a tractogram (.tck) and images:
  *   dimoc tdi         track-density image (tckmap -template, optionally -vox);
  *   dimoc connectome  streamline counts and mean lengths between parcels (tck2connectome);
- * both optionally with per-streamline weights (-tck_weights_in).
- * Engines: runtime/fodtrack/tdi.c and connectome.c. */
+ * both optionally with per-streamline weights (-tck_weights_in), as MRtrix's with their
+ * defaults; and
+ *   dimoc commit      a weight per streamline, fitted to the data (COMMIT).
+ * Engines: runtime/fodtrack/tdi.c and connectome.c, runtime/commit/commit_run.c. */
 #include "args.h"
 #include "cli.h"
 #include "provenance_args.h"
+#include "commit/commit_run.h"
 #include "fodtrack/connectome.h"
 #include "fodtrack/tdi.h"
 #include "util/error.h"
@@ -196,6 +199,169 @@ int dm_cmd_connectome(int argc, char **argv)
             printf("connectome: %d nodes; %ld streamlines assigned, %ld not; matrices in %s\n",
                    c.nodes, c.assigned, c.unassigned, o.out);
         dm_connectome_free(&c);
+    }
+    dm_args_free(&a);
+    return rc == 0 ? 0 : dm_report_error();
+}
+
+/* ---- dimoc commit ---- */
+
+static const dm_opt commit_opts[] = {
+    {"tractogram", "T.tck", NULL, "the streamlines to weigh (MRtrix .tck, world mm)"},
+    {"data", "DWI", NULL, "diffusion-weighted data (4D NIfTI)"},
+    {"mask", "WM", NULL,
+     "white-matter mask: segments outside it are left out (default: the whole image)"},
+    {"bvals", "FILE", NULL, "FSL b-values"},
+    {"bvecs", "FILE", NULL, "FSL gradient directions"},
+    {"peaks", "IMG", NULL,
+     "fibre directions per voxel for the extra-cellular zeppelins (sh2peaks' layout, or dimoc "
+     "peaks' peaks.nii.gz; NaN = no peak); default: the principal direction of a tensor fit"},
+    {"out", "DIR", NULL, "output folder (replaced whole when it holds an earlier run)"},
+    {"model", "NAME", "stick-zeppelin-ball", "the forward model (stick-zeppelin-ball)"},
+    {"d-par", "D", "1.7e-3", "parallel diffusivity of the stick and the zeppelin (mm^2/s)"},
+    {"d-perp", "D", "0.51e-3", "perpendicular diffusivity of the zeppelin (mm^2/s)"},
+    {"d-iso", "D[,D..]", "1.7e-3,3.0e-3", "diffusivities of the balls (mm^2/s), up to 8"},
+    {"fiber-shift", "S[,S,S]", "0",
+     "move the streamlines by this many voxels (the geometry is right at 0: COMMIT's "
+     "fiber_shift 0.5 for MRtrix tractograms)"},
+    {"min-seg-len", "MM", "1e-3", "pieces of segments shorter than this are left out"},
+    {"min-length", "MM", "0", "streamlines not longer than this inside the mask are left out"},
+    {"max-length", "MM", "250", "streamlines not shorter than this inside the mask are left out"},
+    {"vf-thr", "F", "0.1",
+     "a peak below this fraction of its voxel's largest gets no zeppelin (COMMIT's vf_THR)"},
+    {"ndirs", "N", "500", "directions of the response tables over the half sphere"},
+    {"tol", "F", "1e-3", "stop when the objective changes by less than this (relative)"},
+    {"tol-x", "F", "1e-6", "stop when the weights change by less than this (relative)"},
+    {"max-iter", "N", "100", "iterations at most"},
+    {"threads", "N", "all cores", "CPU threads"},
+    {NULL, NULL, NULL, NULL},
+};
+
+int dm_help_commit(FILE *out)
+{
+    dm_args_help(
+        out,
+        "dimoc commit --tractogram T.tck --data DWI --mask WM --bvals B --bvecs V [--peaks P]\n"
+        "             --out DIR [options]",
+        "Tractogram filtering as COMMIT (Daducci et al. 2015): each streamline gets the weight\n"
+        "that, through a stick-zeppelin-ball model, lets the tractogram explain the measured\n"
+        "signal.  A streamline is cut into segments per voxel (lengths and orientations, as\n"
+        "COMMIT's trk2dictionary); each voxel it reaches holds one zeppelin per peak and one\n"
+        "ball per --d-iso; the signal, divided by its mean b=0 value, is fitted by non-negative\n"
+        "least squares (FISTA, COMMIT's schedule and stopping tests).  Writes, with COMMIT's\n"
+        "names:\n"
+        "  streamline_weights.txt   one weight per streamline of T.tck, in its order (0: left\n"
+        "                           out or fitted to 0)\n"
+        "  compartment_IC.nii.gz    sum of weight x length of the streamlines in each voxel\n"
+        "  compartment_EC.nii.gz    the zeppelins' coefficients, summed per voxel\n"
+        "  compartment_ISO.nii.gz   the balls' coefficients, summed per voxel (all of them)\n"
+        "  fit_RMSE.nii.gz, fit_NRMSE.nii.gz   the fit's error per voxel (b=0 included)\n"
+        "  filtered.tck             the streamlines of weight > 0\n"
+        "and provenance.json with the time of each stage.",
+        commit_opts);
+    return 0;
+}
+
+/* A list of 1 or 3 numbers (--fiber-shift). */
+static int parse_shift(const char *text, double s[3])
+{
+    char *end;
+    for (int i = 0; i < 3; i++) {
+        s[i] = strtod(text, &end);
+        if (end == text || !isfinite(s[i]))
+            return dm_set_error("commit: --fiber-shift '%s' is not 1 or 3 numbers", text);
+        if (i == 0 && *end == 0) {
+            s[1] = s[2] = s[0];
+            return 0;
+        }
+        if (i < 2 && *end != ',')
+            return dm_set_error("commit: --fiber-shift '%s' is not 1 or 3 numbers", text);
+        text = end + 1;
+    }
+    if (*end) return dm_set_error("commit: --fiber-shift '%s' is not 1 or 3 numbers", text);
+    return 0;
+}
+
+static int parse_diso(const char *text, dm_commit_model *m)
+{
+    m->niso = 0;
+    for (const char *p = text; *p;) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !(v >= 0) || !isfinite(v) || m->niso == DM_COMMIT_MAX_ISO)
+            return dm_set_error("commit: --d-iso '%s' is not up to %d diffusivities >= 0", text,
+                                DM_COMMIT_MAX_ISO);
+        m->d_iso[m->niso++] = v;
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return dm_set_error("commit: --d-iso '%s' is not a list of numbers", text);
+        p = end;
+    }
+    return 0;
+}
+
+int dm_cmd_commit(int argc, char **argv)
+{
+    dm_args a;
+    if (dm_args_parse("commit", commit_opts, argc, argv, &a) != 0) return dm_report_error();
+    dm_commit_options o = {0};
+    int rc = 0;
+    if (a.npositional)
+        rc = dm_set_error("commit: unexpected '%s' (the tractogram is --tractogram; see 'dimoc "
+                          "help commit')",
+                          a.positional[0]);
+    static const char *const need[] = {"tractogram", "data", "bvals", "bvecs", "out", NULL};
+    for (int i = 0; rc == 0 && need[i]; i++) rc = required("commit", &a, commit_opts, need[i]);
+    long ndirs = 0, iters = 0;
+    if (rc == 0) rc = parse_threads(&a, commit_opts, &o.threads);
+    if (rc == 0) rc = dm_arg_long(&a, commit_opts, "ndirs", 1, 65535, &ndirs);
+    if (rc == 0) rc = dm_arg_long(&a, commit_opts, "max-iter", 1, 100000000, &iters);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "d-par", &o.model.d_par);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "d-perp", &o.model.d_perp);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "min-seg-len", &o.min_seg_len);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "min-length", &o.min_len);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "max-length", &o.max_len);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "vf-thr", &o.vf_thr);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol", &o.tol_fun);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol-x", &o.tol_x);
+    if (rc == 0) rc = parse_diso(dm_arg(&a, commit_opts, "d-iso"), &o.model);
+    if (rc == 0) rc = parse_shift(dm_arg(&a, commit_opts, "fiber-shift"), o.shift);
+    if (rc == 0 && !(o.model.d_par > 0 && o.model.d_perp >= 0 && o.model.d_perp <= o.model.d_par))
+        rc = dm_set_error("commit: --d-par must be > 0 and --d-perp in [0, d-par]");
+    if (rc == 0 && !(o.min_seg_len >= 0 && o.min_len >= 0 && o.max_len > o.min_len))
+        rc = dm_set_error("commit: lengths: --min-seg-len >= 0, 0 <= --min-length < --max-length");
+    if (rc == 0 && !(o.tol_fun >= 0 && o.tol_x >= 0 && o.vf_thr >= 0 && o.vf_thr <= 1))
+        rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
+    o.model_name = dm_arg(&a, commit_opts, "model");
+    if (rc == 0 && strcmp(o.model_name, "stick-zeppelin-ball") != 0)
+        rc = dm_set_error("commit: --model '%s' is not known (stick-zeppelin-ball; see 'dimoc "
+                          "help commit')",
+                          o.model_name);
+    if (rc == 0) {
+        o.model.ic_on = o.model.ec_on = 1;
+        o.ndirs = (int)ndirs;
+        o.max_iter = (int)iters;
+        o.tractogram = dm_arg(&a, commit_opts, "tractogram");
+        o.data = dm_arg(&a, commit_opts, "data");
+        o.mask = dm_arg(&a, commit_opts, "mask");
+        o.bvals = dm_arg(&a, commit_opts, "bvals");
+        o.bvecs = dm_arg(&a, commit_opts, "bvecs");
+        o.peaks = dm_arg(&a, commit_opts, "peaks");
+        o.out = dm_arg(&a, commit_opts, "out");
+        static const char *const inputs[] = {"tractogram", "data",  "mask", "bvals",
+                                             "bvecs",      "peaks", NULL};
+        dm_provenance prov;
+        dm_provenance_begin(&prov, "commit");
+        dm_provenance_args(&prov, &a, commit_opts, inputs);
+        dm_commit_summary sm;
+        rc = dm_commit_command(&o, &prov, &sm);
+        dm_provenance_free(&prov);
+        if (rc == 0)
+            printf("commit: %ld of %ld streamlines in the fit, %ld with weight > 0; %ld voxels; "
+                   "%ld iterations (%s), objective %.6g; %.2f s; results in %s\n",
+                   sm.kept, sm.streamlines, sm.nonzero, sm.voxels, sm.iterations, sm.stopped,
+                   sm.objective, sm.seconds, o.out);
     }
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();

@@ -42,6 +42,8 @@ const dm_command dm_commands[] = {
      "track-density image of a tractogram (tckmap's default)", dm_cmd_tdi, dm_help_tdi},
     {"connectome", NULL, "data", "connectome TRACKS --parc F",
      "streamline counts and mean lengths between parcels", dm_cmd_connectome, dm_help_connectome},
+    {"commit", NULL, "data", "commit --tractogram T.tck --data ..",
+     "tractogram filtering: a weight per streamline (COMMIT)", dm_cmd_commit, dm_help_commit},
     {"track", NULL, "data", "track --samples DIR --seed ..",
      "probabilistic tractography (probtrackx-style)", dm_cmd_track, dm_help_track},
     {"view", NULL, "data", "view MAP.nii.gz -o map.png",

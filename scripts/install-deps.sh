@@ -7,7 +7,7 @@ set -euo pipefail
 # dimoc's .tck files with MRtrix's tckinfo/tckstats (it brings Qt5 and Mesa: ~150-200 MB on a
 # bare system, ~57 MB where those are already installed).
 pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libpng-dev libgiftiio-dev libexpat1-dev clang
-      python3 python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3)
+      python3 python3-pip python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,7 +17,8 @@ from dmtest import check, finish
 
 ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
-SOURCE_DIRS = ["cli", "compiler", "compiler/front", "compiler/back", "templates", "templates/fodtrack"]
+SOURCE_DIRS = ["cli", "compiler", "compiler/front", "compiler/back", "templates", "templates/fodtrack",
+               "templates/commit"]
 INCLUDE_DIRS = ["compiler", "runtime", "templates"]
 EXT = (".c", ".h", ".cu", ".l", ".y")
 
@@ -26,6 +27,7 @@ ALLOWED = {
     "templates": set(),
     # the FOD tracker's GPU source takes the shared random numbers (philox.h)
     "templates/fodtrack": {"templates"},
+    "templates/commit": set(),
     "compiler": set(),
     "compiler/front": {"compiler", "templates"},
     "compiler/back": {"compiler", "compiler/front", "templates"},
@@ -46,9 +48,13 @@ ALLOWED = {
     "runtime/maps": {"runtime/io", "runtime/util"},
     "runtime/fodtrack": {"runtime/io", "runtime/util", "runtime/gpu", "runtime/sphere", "templates",
                          "templates/fodtrack"},
+    # COMMIT reads a DWI as CSD does (csd/dwi.h) and fits tensors where no peaks are given
+    "runtime/commit": {"runtime/csd", "runtime/dti", "runtime/io", "runtime/util", "runtime/gpu",
+                       "templates", "templates/commit"},
     "cli": {"runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
-            "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "compiler",
+            "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "runtime/commit",
+            "compiler",
             "templates"},
 }
 

@@ -1,0 +1,273 @@
+#include "commit/commit_dict.h"
+
+#include "util/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A segment before the voxels of the fit are known: its grid voxel. */
+typedef struct {
+    long vox;
+    unsigned short dir;
+    float len;
+} piece;
+
+typedef struct {
+    piece *p;
+    long n, cap;
+} pieces;
+
+static int pieces_add(pieces *a, long vox, unsigned short dir, double len)
+{
+    if (a->n == a->cap) {
+        long cap = a->cap ? 2 * a->cap : 256;
+        piece *p = realloc(a->p, (size_t)cap * sizeof *p);
+        if (!p) return -1;
+        a->p = p;
+        a->cap = cap;
+    }
+    a->p[a->n++] = (piece){vox, dir, (float)len};
+    return 0;
+}
+
+static int by_vox_dir(const void *x, const void *y)
+{
+    const piece *a = x, *b = y;
+    if (a->vox != b->vox) return a->vox < b->vox ? -1 : 1;
+    return (a->dir > b->dir) - (a->dir < b->dir);
+}
+
+static void to_voxel(const dm_commit_grid *g, const double shift[3], const float *p, double v[3])
+{
+    for (int i = 0; i < 3; i++)
+        v[i] = g->w2v[i][0] * p[0] + g->w2v[i][1] * p[1] + g->w2v[i][2] * p[2] + g->w2v[i][3] +
+               shift[i];
+}
+
+/* The grid voxel of voxel coordinates v, -1 outside the image or the mask. */
+static long voxel_of(const dm_commit_grid *g, const double v[3])
+{
+    long i = (long)floor(v[0] + 0.5), j = (long)floor(v[1] + 0.5), k = (long)floor(v[2] + 0.5);
+    if (i < 0 || j < 0 || k < 0 || i >= g->nx || j >= g->ny || k >= g->nz) return -1;
+    long idx = (k * g->ny + j) * g->nx + i;
+    return g->mask && !g->mask[idx] ? -1 : idx;
+}
+
+/* The pieces of the segment a -> b (voxel coordinates; world length wlen mm, world direction
+ * u): cut where it crosses a voxel boundary (half-integer coordinates), each piece in the voxel
+ * of its midpoint.  Adds the kept length to *len. */
+static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const double a[3],
+                const double b[3], double wlen, const double u[3], double min_seg, pieces *out,
+                double *len)
+{
+    double cut[64];
+    int nc = 0;
+    cut[nc++] = 0;
+    for (int ax = 0; ax < 3; ax++) {
+        double lo = fmin(a[ax], b[ax]), hi = fmax(a[ax], b[ax]), d = b[ax] - a[ax];
+        if (d == 0) continue;
+        for (double c = floor(lo + 0.5) + 0.5; c < hi && nc < 63; c += 1) {
+            double t = (c - a[ax]) / d;
+            if (t > 0 && t < 1) cut[nc++] = t;
+        }
+    }
+    cut[nc++] = 1;
+    /* a few cuts: insertion sort */
+    for (int i = 1; i < nc; i++)
+        for (int j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
+            double s = cut[j];
+            cut[j] = cut[j - 1];
+            cut[j - 1] = s;
+        }
+    const unsigned short dir = dm_commit_dirs_index(dirs, u);
+    for (int i = 0; i + 1 < nc; i++) {
+        double piece_len = (cut[i + 1] - cut[i]) * wlen;
+        if (piece_len <= min_seg) continue;
+        double t = 0.5 * (cut[i] + cut[i + 1]), m[3];
+        for (int ax = 0; ax < 3; ax++) m[ax] = a[ax] + t * (b[ax] - a[ax]);
+        long vox = voxel_of(g, m);
+        if (vox < 0) continue;
+        if (pieces_add(out, vox, dir, piece_len) != 0) return -1;
+        *len += piece_len;
+    }
+    return 0;
+}
+
+/* Streamline s's merged pieces (sorted by voxel, then direction) into out; its length and norm. */
+static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
+                             const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
+                             pieces *out, double *length, double *norm)
+{
+    out->n = 0;
+    *length = 0;
+    *norm = 0;
+    const float *p = t->xyz + 3 * t->start[s];
+    const long np = t->npoints[s];
+    for (long i = 0; i + 1 < np; i++) {
+        const float *pa = p + 3 * i, *pb = p + 3 * (i + 1);
+        double u[3] = {(double)pb[0] - pa[0], (double)pb[1] - pa[1], (double)pb[2] - pa[2]};
+        double wlen = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        if (!(wlen > 0)) continue;
+        double a[3], b[3];
+        to_voxel(g, o->shift, pa, a);
+        to_voxel(g, o->shift, pb, b);
+        /* a long segment is walked in parts of at most 16 voxels along any axis (room for the cuts) */
+        double span = fmax(fabs(b[0] - a[0]), fmax(fabs(b[1] - a[1]), fabs(b[2] - a[2])));
+        int parts = (int)ceil(span / 16.0);
+        if (parts < 1) parts = 1;
+        for (int q = 0; q < parts; q++) {
+            double a2[3], b2[3];
+            for (int ax = 0; ax < 3; ax++) {
+                a2[ax] = a[ax] + (b[ax] - a[ax]) * q / parts;
+                b2[ax] = a[ax] + (b[ax] - a[ax]) * (q + 1) / parts;
+            }
+            if (walk(g, dirs, a2, b2, wlen / parts, u, o->min_seg_len, out, length) != 0) return -1;
+        }
+    }
+    if (out->n == 0) return 0;
+    qsort(out->p, (size_t)out->n, sizeof *out->p, by_vox_dir);
+    long m = 0;
+    double in_vox = 0, sq = 0;
+    for (long i = 0; i < out->n; i++) {
+        if (m > 0 && out->p[m - 1].vox == out->p[i].vox && out->p[m - 1].dir == out->p[i].dir)
+            out->p[m - 1].len += out->p[i].len;
+        else
+            out->p[m++] = out->p[i];
+        in_vox += out->p[i].len;
+        if (i + 1 == out->n || out->p[i + 1].vox != out->p[i].vox) {
+            sq += in_vox * in_vox;
+            in_vox = 0;
+        }
+    }
+    out->n = m;
+    *norm = sqrt(sq);
+    return 0;
+}
+
+int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_commit_dirs *dirs,
+                         const dm_commit_dict_options *o, dm_commit_dict *d)
+{
+    memset(d, 0, sizeof *d);
+    const long n = t->count;
+    d->nstr = n;
+    d->kept = calloc((size_t)(n ? n : 1), 1);
+    d->length = calloc((size_t)(n ? n : 1), sizeof *d->length);
+    d->norm = calloc((size_t)(n ? n : 1), sizeof *d->norm);
+    d->column = malloc((size_t)(n ? n : 1) * sizeof *d->column);
+    long *count = calloc((size_t)n + 1, sizeof *count);
+    const size_t nvox_grid = (size_t)g->nx * g->ny * g->nz;
+    long *fit_index = NULL;
+    int failed = !d->kept || !d->length || !d->norm || !d->column || !count;
+    /* pass 1: each streamline's merged pieces, counted (threads take streamlines in chunks;
+     * pass 2 recomputes them into place, so that no thread holds more than one streamline) */
+#pragma omp parallel num_threads(o->threads > 0 ? o->threads : 1) reduction(| : failed)
+    {
+        pieces buf = {0};
+#pragma omp for schedule(dynamic, 64)
+        for (long s = 0; s < n; s++) {
+            if (failed) continue;
+            double len, norm;
+            if (streamline_pieces(t, s, g, dirs, o, &buf, &len, &norm) != 0) {
+                failed = 1;
+                continue;
+            }
+            if (buf.n > 0 && len > o->min_len && len < o->max_len) {
+                d->kept[s] = 1;
+                d->length[s] = (float)len;
+                d->norm[s] = (float)norm;
+                count[s] = buf.n;
+            }
+        }
+        free(buf.p);
+    }
+    if (failed) goto oom;
+    d->str_start = malloc((size_t)(n + 1) * sizeof *d->str_start);
+    if (!d->str_start) goto oom;
+    long nseg = 0, nk = 0;
+    for (long s = 0; s < n; s++) {
+        d->column[s] = d->kept[s] ? nk : -1;
+        if (d->kept[s]) {
+            d->str_start[nk++] = nseg;
+            nseg += count[s];
+        }
+    }
+    d->str_start[nk] = nseg;
+    d->nkept = nk;
+    d->nseg = nseg;
+    long *grid_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *grid_vox);
+    d->seg_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_vox);
+    d->seg_dir = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_dir);
+    d->seg_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_len);
+    if (!grid_vox || !d->seg_vox || !d->seg_dir || !d->seg_len) {
+        free(grid_vox);
+        goto oom;
+    }
+#pragma omp parallel num_threads(o->threads > 0 ? o->threads : 1) reduction(| : failed)
+    {
+        pieces buf = {0};
+#pragma omp for schedule(dynamic, 64)
+        for (long s = 0; s < n; s++) {
+            if (failed || !d->kept[s]) continue;
+            double len, norm;
+            if (streamline_pieces(t, s, g, dirs, o, &buf, &len, &norm) != 0) {
+                failed = 1;
+                continue;
+            }
+            long at = d->str_start[d->column[s]];
+            for (long i = 0; i < buf.n; i++) {
+                grid_vox[at + i] = buf.p[i].vox;
+                d->seg_dir[at + i] = buf.p[i].dir;
+                d->seg_len[at + i] = buf.p[i].len;
+            }
+        }
+        free(buf.p);
+    }
+    /* the voxels of the fit: those the kept segments reach, ascending */
+    fit_index = malloc(nvox_grid * sizeof *fit_index);
+    if (failed || !fit_index) {
+        free(grid_vox);
+        goto oom;
+    }
+    for (size_t v = 0; v < nvox_grid; v++) fit_index[v] = -1;
+    for (long k = 0; k < nseg; k++) fit_index[grid_vox[k]] = 0;
+    long nv = 0;
+    for (size_t v = 0; v < nvox_grid; v++)
+        if (fit_index[v] == 0) nv++;
+    d->vox = malloc((size_t)(nv ? nv : 1) * sizeof *d->vox);
+    if (!d->vox) {
+        free(grid_vox);
+        goto oom;
+    }
+    nv = 0;
+    for (size_t v = 0; v < nvox_grid; v++)
+        if (fit_index[v] == 0) {
+            fit_index[v] = nv;
+            d->vox[nv++] = (long)v;
+        }
+    d->nvox = nv;
+    for (long k = 0; k < nseg; k++) d->seg_vox[k] = (unsigned)fit_index[grid_vox[k]];
+    free(grid_vox);
+    free(fit_index);
+    free(count);
+    return 0;
+oom:
+    free(fit_index);
+    free(count);
+    dm_commit_dict_free(d);
+    return dm_set_error("commit: out of memory for the dictionary");
+}
+
+void dm_commit_dict_free(dm_commit_dict *d)
+{
+    free(d->kept);
+    free(d->length);
+    free(d->norm);
+    free(d->column);
+    free(d->str_start);
+    free(d->seg_vox);
+    free(d->seg_dir);
+    free(d->seg_len);
+    free(d->vox);
+    memset(d, 0, sizeof *d);
+}

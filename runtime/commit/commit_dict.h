@@ -1,0 +1,53 @@
+/* COMMIT's dictionary, as trk2dictionary builds it: each streamline cut into segments at the
+ * voxel boundaries, each segment in the voxel of its midpoint (inside the mask), its
+ * orientation taken to the nearest lookup-table direction, and the segments of one streamline
+ * with the same voxel and direction merged (their lengths summed).  A streamline is kept when
+ * it has a segment and its length inside the mask lies in (min_len, max_len); the voxels of
+ * the fit are those its kept segments reach (COMMIT's "dictionary_tdi").
+ *
+ * Geometry: .tck points are world mm; a voxel is the cube of one voxel size around its centre
+ * (MRtrix's and NIfTI's convention), so COMMIT's fiber_shift = 0.5 for MRtrix tractograms is
+ * shift 0 here; `shift` (voxel units) moves the streamlines by that much more. */
+#ifndef DIMOC_COMMIT_DICT_H
+#define DIMOC_COMMIT_DICT_H
+
+#include "commit/commit_dirs.h"
+#include "io/tck.h"
+
+typedef struct dm_commit_grid {
+    int nx, ny, nz;
+    double w2v[3][4];          /* world mm -> voxel coordinates (centres at integers) */
+    const unsigned char *mask; /* nx*ny*nz, x fastest; NULL: every voxel */
+} dm_commit_grid;
+
+typedef struct dm_commit_dict_options {
+    double shift[3];         /* voxel units */
+    double min_seg_len;      /* mm: shorter pieces are dropped (COMMIT: 1e-3) */
+    double min_len, max_len; /* mm: the kept streamlines' lengths in the mask (0, 250) */
+    int threads;
+} dm_commit_dict_options;
+
+typedef struct dm_commit_dict {
+    long nstr;           /* streamlines of the tractogram */
+    unsigned char *kept; /* nstr */
+    float *length;       /* nstr: length inside the mask (mm; 0 when not kept) */
+    float *norm;         /* nstr: sqrt of the sum over voxels of (length in the voxel)^2 */
+    long nkept;
+    long *column; /* nstr: the IC column of a kept streamline, -1 otherwise */
+    /* the kept streamlines' segments, column by column */
+    long nseg;
+    long *str_start;   /* nkept + 1 */
+    unsigned *seg_vox; /* voxel of the fit (index into vox) */
+    unsigned short *seg_dir;
+    float *seg_len; /* mm */
+    /* the voxels of the fit, ascending (x fastest) */
+    long nvox;
+    long *vox;
+} dm_commit_dict;
+
+/* 0, or -1 with the error set (out of memory; a streamline with a non-finite point). */
+int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_commit_dirs *dirs,
+                         const dm_commit_dict_options *o, dm_commit_dict *d);
+void dm_commit_dict_free(dm_commit_dict *d);
+
+#endif

@@ -1,0 +1,157 @@
+#include "commit/commit_operator.h"
+
+#include "util/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k,
+                             const dm_commit_dirs *dirs, const float *peaks, int npeaks,
+                             double vf_thr, int threads, dm_commit_operator *A)
+{
+    memset(A, 0, sizeof *A);
+    A->threads = threads > 0 ? threads : 1;
+    const long nv = d->nvox, nf = d->nkept, nseg = d->nseg;
+    A->vox_start = calloc((size_t)nv + 1, sizeof *A->vox_start);
+    A->vox_str = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->vox_str);
+    A->vox_dir = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->vox_dir);
+    A->vox_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->vox_len);
+    A->str_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_len);
+    A->ec_start = calloc((size_t)nv + 1, sizeof *A->ec_start);
+    if (!A->vox_start || !A->vox_str || !A->vox_dir || !A->vox_len || !A->str_len || !A->ec_start)
+        goto oom;
+    /* the norm of each kept streamline, by column */
+    float *col_norm = malloc((size_t)(nf ? nf : 1) * sizeof *col_norm);
+    if (!col_norm) goto oom;
+    for (long s = 0; s < d->nstr; s++)
+        if (d->column[s] >= 0) col_norm[d->column[s]] = d->norm[s];
+    for (long f = 0; f < nf; f++)
+        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++)
+            A->str_len[q] = d->seg_len[q] / col_norm[f];
+    /* the same segments by voxel (a counting sort, streamlines in order within a voxel) */
+    for (long q = 0; q < nseg; q++) A->vox_start[d->seg_vox[q] + 1]++;
+    for (long v = 0; v < nv; v++) A->vox_start[v + 1] += A->vox_start[v];
+    long *fill = malloc((size_t)(nv ? nv : 1) * sizeof *fill);
+    if (!fill) {
+        free(col_norm);
+        goto oom;
+    }
+    memcpy(fill, A->vox_start, (size_t)nv * sizeof *fill);
+    for (long f = 0; f < nf; f++)
+        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
+            long at = fill[d->seg_vox[q]]++;
+            A->vox_str[at] = (unsigned)f;
+            A->vox_dir[at] = d->seg_dir[q];
+            A->vox_len[at] = A->str_len[q];
+        }
+    free(fill);
+    /* EC: the peaks kept in each voxel, in their order */
+    long ne = 0;
+    if (peaks && k->ec) {
+        for (long v = 0; v < nv; v++) {
+            const float *p = peaks + (size_t)v * npeaks * 3;
+            double top = 0;
+            for (int i = 0; i < npeaks; i++)
+                top = fmax(top,
+                           sqrt((double)p[3 * i] * p[3 * i] + (double)p[3 * i + 1] * p[3 * i + 1] +
+                                (double)p[3 * i + 2] * p[3 * i + 2]));
+            for (int i = 0; i < npeaks; i++) {
+                double nrm =
+                    sqrt((double)p[3 * i] * p[3 * i] + (double)p[3 * i + 1] * p[3 * i + 1] +
+                         (double)p[3 * i + 2] * p[3 * i + 2]);
+                if (nrm > 0 && nrm >= vf_thr * top) ne++;
+            }
+            A->ec_start[v + 1] = ne;
+        }
+    }
+    A->ec_vox = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_vox);
+    A->ec_dir = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_dir);
+    if (!A->ec_vox || !A->ec_dir) {
+        free(col_norm);
+        goto oom;
+    }
+    for (long v = 0, e = 0; peaks && k->ec && v < nv; v++) {
+        const float *p = peaks + (size_t)v * npeaks * 3;
+        double top = 0;
+        for (int i = 0; i < npeaks; i++)
+            top = fmax(top, sqrt((double)p[3 * i] * p[3 * i] + (double)p[3 * i + 1] * p[3 * i + 1] +
+                                 (double)p[3 * i + 2] * p[3 * i + 2]));
+        for (int i = 0; i < npeaks; i++) {
+            double u[3] = {p[3 * i], p[3 * i + 1], p[3 * i + 2]},
+                   nrm = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+            if (!(nrm > 0 && nrm >= vf_thr * top)) continue;
+            A->ec_vox[e] = (unsigned)v;
+            A->ec_dir[e++] = dm_commit_dirs_index(dirs, u);
+        }
+    }
+    const long niso = k->niso;
+    A->ncols = nf + ne + niso * nv;
+    A->nrows = nv * k->ns;
+    A->scale = malloc((size_t)(A->ncols ? A->ncols : 1) * sizeof *A->scale);
+    if (!A->scale) {
+        free(col_norm);
+        goto oom;
+    }
+    for (long f = 0; f < nf; f++) A->scale[f] = k->ic_norm * col_norm[f];
+    for (long e = 0; e < ne; e++) A->scale[nf + e] = k->ec_norm;
+    for (long i = 0; i < niso; i++)
+        for (long v = 0; v < nv; v++) A->scale[nf + ne + i * nv + v] = k->iso_norm[i];
+    free(col_norm);
+    A->op = (dm_commit_op){.ns = k->ns,
+                           .niso = k->niso,
+                           .nv = nv,
+                           .nf = nf,
+                           .ne = ne,
+                           .vox_start = A->vox_start,
+                           .vox_str = A->vox_str,
+                           .vox_dir = A->vox_dir,
+                           .vox_len = A->vox_len,
+                           .str_start = d->str_start,
+                           .str_vox = d->seg_vox,
+                           .str_dir = d->seg_dir,
+                           .str_len = A->str_len,
+                           .ec_start = A->ec_start,
+                           .ec_vox = A->ec_vox,
+                           .ec_dir = A->ec_dir,
+                           .lut_ic = k->ic,
+                           .lut_ec = k->ec,
+                           .lut_iso = k->iso};
+    return 0;
+oom:
+    dm_commit_operator_free(A);
+    return dm_set_error("commit: out of memory for the operator");
+}
+
+void dm_commit_operator_free(dm_commit_operator *A)
+{
+    free(A->vox_start);
+    free(A->vox_str);
+    free(A->vox_dir);
+    free(A->vox_len);
+    free(A->str_len);
+    free(A->ec_start);
+    free(A->ec_vox);
+    free(A->ec_dir);
+    free(A->scale);
+    memset(A, 0, sizeof *A);
+}
+
+int dm_commit_ax_cpu(void *ctx, const double *x, double *y)
+{
+    const dm_commit_operator *A = ctx;
+    const long nv = A->op.nv;
+    const int ns = A->op.ns;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(A->threads)
+    for (long v = 0; v < nv; v++) dm_commit_ax_voxel(&A->op, x, v, y + v * ns);
+    return 0;
+}
+
+int dm_commit_aty_cpu(void *ctx, const double *r, double *g)
+{
+    const dm_commit_operator *A = ctx;
+    const long n = A->ncols;
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(A->threads)
+    for (long j = 0; j < n; j++) g[j] = dm_commit_aty_column(&A->op, r, j);
+    return 0;
+}

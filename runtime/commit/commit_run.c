@@ -1,0 +1,373 @@
+#include "commit/commit_run.h"
+
+#include "commit/commit_dict.h"
+#include "commit/commit_dirs.h"
+#include "commit/commit_operator.h"
+#include "commit/commit_solve.h"
+#include "csd/dwi.h"
+#include "dti/dti_fit.h"
+#include "io/space.h"
+#include "io/tck.h"
+#include "io/volume.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+#include "util/outdir.h"
+#include "util/fsutil.h"
+#include "util/progress.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The measured signal of the voxels of the fit, each divided by its mean b = 0 signal (COMMIT's
+ * doNormalizeSignal; a voxel whose b = 0 mean is not positive gets 0). */
+static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d)
+{
+    const int ns = w->nvol;
+    const size_t nvox = DM_NVOX(&w->data);
+    double *y = malloc((size_t)(d->nvox ? d->nvox : 1) * ns * sizeof *y);
+    if (!y) return NULL;
+#pragma omp parallel for schedule(static)
+    for (long v = 0; v < d->nvox; v++) {
+        double b0 = 0;
+        int n0 = 0;
+        for (int s = 0; s < ns; s++)
+            if (w->bval[s] <= DM_BZERO_MAX) {
+                b0 += w->data.data[(size_t)d->vox[v] + (size_t)s * nvox];
+                n0++;
+            }
+        b0 = n0 ? b0 / n0 : 0;
+        for (int s = 0; s < ns; s++) {
+            double S = w->data.data[(size_t)d->vox[v] + (size_t)s * nvox];
+            y[(size_t)v * ns + s] = b0 > 0 && isfinite(S) ? S / b0 : 0;
+        }
+    }
+    return y;
+}
+
+/* The peaks of the voxels of the fit (world directions, norms their amplitudes): from the
+ * --peaks image (sh2peaks' layout: 3 volumes a peak), or the principal direction of a tensor
+ * fit of the data.  *npeaks set. */
+static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_commit_dict *d,
+                        int *npeaks)
+{
+    float *out = NULL;
+    if (o->peaks) {
+        dm_volume p;
+        if (dm_volume_read(o->peaks, &p) != 0) return NULL;
+        if (dm_volume_check_same_grid(&p, o->peaks, &w->data, o->data) != 0) {
+            dm_volume_free(&p);
+            return NULL;
+        }
+        if (p.nt % 3 != 0) {
+            dm_set_error("%s: %d volumes is not a peaks image (3 volumes per peak: x, y, z)",
+                         o->peaks, p.nt);
+            dm_volume_free(&p);
+            return NULL;
+        }
+        *npeaks = p.nt / 3;
+        const size_t nvox = DM_NVOX(&p);
+        out = malloc((size_t)(d->nvox ? d->nvox : 1) * p.nt * sizeof *out);
+        for (long v = 0; out && v < d->nvox; v++)
+            for (int k = 0; k < p.nt; k++) {
+                double x = p.data[(size_t)d->vox[v] + (size_t)k * nvox];
+                out[(size_t)v * p.nt + k] = isfinite(x) ? (float)x : 0.0f;
+            }
+        dm_volume_free(&p);
+        if (!out) dm_set_error("commit: out of memory for the peaks");
+        return out;
+    }
+    dm_dti_protocol proto;
+    if (dm_dti_protocol_init(&proto, w->nvol, w->bval, w->dir) != 0) return NULL;
+    *npeaks = 1;
+    out = calloc((size_t)(d->nvox ? d->nvox : 1) * 3, sizeof *out);
+    const size_t nvox = DM_NVOX(&w->data);
+    int failed = !out;
+#pragma omp parallel if (!failed)
+    {
+        double *sig = malloc((size_t)w->nvol * sizeof *sig),
+               *work = malloc(2 * (size_t)w->nvol * sizeof *work);
+#pragma omp for schedule(dynamic, 256)
+        for (long v = 0; v < d->nvox; v++) {
+            if (!sig || !work) continue;
+            for (int s = 0; s < w->nvol; s++)
+                sig[s] = w->data.data[(size_t)d->vox[v] + (size_t)s * nvox];
+            dm_dti_result r;
+            int st = dm_dti_fit_voxel(&proto, sig, work, &r);
+            if (st == DM_DTI_FITTED || st == DM_DTI_OLS_ONLY)
+                for (int k = 0; k < 3; k++) out[3 * v + k] = (float)r.vec[0][k];
+        }
+        free(sig);
+        free(work);
+    }
+    dm_dti_protocol_free(&proto);
+    if (!out) dm_set_error("commit: out of memory for the peaks");
+    return out;
+}
+
+typedef struct {
+    dm_progress *bar;
+    int last;
+} solve_progress;
+
+static void on_iteration(void *arg, int iter, double objective)
+{
+    (void)objective;
+    solve_progress *p = arg;
+    dm_progress_add(p->bar, iter - p->last);
+    p->last = iter;
+}
+
+/* Writes one map of the voxels of the fit (value per voxel) on the data's grid. */
+static int write_map(const char *dir, const char *name, const dm_dwi *w, const dm_commit_dict *d,
+                     const double *value)
+{
+    const size_t nvox = DM_NVOX(&w->data);
+    double *img = calloc(nvox, sizeof *img);
+    if (!img) return dm_set_error("commit: out of memory for the maps");
+    for (long v = 0; v < d->nvox; v++) img[d->vox[v]] = value[v];
+    char *path = dm_path_join(dir, name);
+    int rc = path ? dm_volume_write(path, &w->data, 1, img, DM_OUT_FLOAT32) : -1;
+    free(path);
+    free(img);
+    return rc;
+}
+
+static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo)
+{
+    char *path = dm_path_join(dir, "streamline_weights.txt");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    int rc = 0;
+    if (!f) {
+        rc = dm_set_error("cannot write %s", path ? path : "streamline_weights.txt");
+    } else {
+        for (long s = 0; s < d->nstr; s++)
+            fprintf(f, "%.5e\n", d->column[s] >= 0 ? xo[d->column[s]] : 0.0);
+        if (fclose(f) != 0) rc = dm_set_error("cannot write %s", path);
+    }
+    free(path);
+    return rc;
+}
+
+/* filtered.tck: the streamlines of weight > 0, in their order. */
+static int write_filtered(const char *dir, const dm_tck *t, const dm_commit_dict *d,
+                          const double *xo, long *nonzero)
+{
+    char *path = dm_path_join(dir, "filtered.tck");
+    dm_tck_writer *w = path ? dm_tck_open(path, "source: dimoc commit\n") : NULL;
+    free(path);
+    if (!w) return -1;
+    long n = 0;
+    for (long s = 0; s < d->nstr; s++)
+        if (d->column[s] >= 0 && xo[d->column[s]] > 0) {
+            dm_tck_add(w, t->xyz + 3 * t->start[s], (int)t->npoints[s]);
+            n++;
+        }
+    *nonzero = n;
+    return dm_tck_close(w, (unsigned long long)n);
+}
+
+int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit_summary *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
+    double t0 = dm_now_seconds(), t_load, t_dict, t_kern, t_op, t_solve, t_write;
+    dm_dwi w;
+    dm_tck t;
+    memset(&t, 0, sizeof t);
+    dm_commit_dirs dirs = {0};
+    dm_commit_dict d = {0};
+    dm_commit_kernels k = {0};
+    dm_commit_operator A = {0};
+    float *peaks = NULL;
+    double *y = NULL, *x = NULL, *xo = NULL, *ic = NULL, *ec = NULL, *iso = NULL, *rmse = NULL,
+           *nrmse = NULL, *yhat = NULL;
+    unsigned char *mask = NULL;
+    int rc = -1, npeaks = 0;
+    if (dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
+    if (dm_tck_read(o->tractogram, &t) != 0) goto done;
+    if (t.count == 0) {
+        dm_set_error("%s: no streamlines", o->tractogram);
+        goto done;
+    }
+    t_load = dm_now_seconds() - t0;
+
+    /* the dictionary */
+    double t1 = dm_now_seconds();
+    dm_commit_grid g = {w.data.nx, w.data.ny, w.data.nz, {{0}}, NULL};
+    dm_affine v2w, w2v;
+    dm_volume_vox2world(&w.data, &v2w);
+    if (dm_affine_invert(&v2w, &w2v) != 0) {
+        dm_set_error("%s: the voxel -> world matrix is singular", o->data);
+        goto done;
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) g.w2v[i][j] = w2v.m[i][j];
+    if (w.mask.data) {
+        const size_t nvox = DM_NVOX(&w.data);
+        mask = malloc(nvox);
+        if (!mask) {
+            dm_set_error("commit: out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < nvox; i++) mask[i] = w.mask.data[i] > 0;
+        g.mask = mask;
+    }
+    if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
+    dm_commit_dict_options dopt = {{o->shift[0], o->shift[1], o->shift[2]},
+                                   o->min_seg_len,
+                                   o->min_len,
+                                   o->max_len,
+                                   o->threads};
+    if (dm_commit_dict_build(&t, &g, &dirs, &dopt, &d) != 0) goto done;
+    if (d.nkept == 0) {
+        dm_set_error("%s: no streamline passes through %s%s (is the tractogram in this image's "
+                     "space?)",
+                     o->tractogram, o->mask ? "the mask " : "the image ",
+                     o->mask ? o->mask : o->data);
+        goto done;
+    }
+    t_dict = dm_now_seconds() - t1;
+
+    /* the responses */
+    t1 = dm_now_seconds();
+    if (dm_commit_kernels_make(&o->model, &dirs, w.nvol, w.bval, w.dir, &k) != 0) goto done;
+    t_kern = dm_now_seconds() - t1;
+
+    /* the operator */
+    t1 = dm_now_seconds();
+    if (o->model.ec_on && !(peaks = fit_peaks(o, &w, &d, &npeaks))) goto done;
+    if (dm_commit_operator_build(&d, &k, &dirs, peaks, npeaks, o->vf_thr, o->threads, &A) != 0)
+        goto done;
+    if (!(y = signal_rows(&w, &d))) {
+        dm_set_error("commit: out of memory for the signal");
+        goto done;
+    }
+    t_op = dm_now_seconds() - t1;
+
+    /* the fit */
+    t1 = dm_now_seconds();
+    x = calloc((size_t)A.ncols, sizeof *x);
+    if (!x) {
+        dm_set_error("commit: out of memory for the coefficients");
+        goto done;
+    }
+    dm_commit_products P = {&A, A.nrows, A.ncols, dm_commit_ax_cpu, dm_commit_aty_cpu};
+    solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
+    dm_commit_fista_options fo = {o->tol_fun, o->tol_x, o->max_iter, on_iteration, &sp};
+    dm_commit_fista_result fr;
+    int solved = dm_commit_fista(&P, y, &fo, x, &fr);
+    dm_progress_finish(sp.bar, solved == 0 ? fr.stopped : "stopped");
+    if (solved != 0) goto done;
+    t_solve = dm_now_seconds() - t1;
+
+    /* the outputs: coefficients of the original problem, maps, errors */
+    t1 = dm_now_seconds();
+    const long nv = d.nvox, nf = d.nkept, ne = A.op.ne;
+    const int ns = w.nvol;
+    xo = malloc((size_t)A.ncols * sizeof *xo);
+    ic = calloc((size_t)nv, sizeof *ic);
+    ec = calloc((size_t)nv, sizeof *ec);
+    iso = calloc((size_t)nv, sizeof *iso);
+    rmse = malloc((size_t)nv * sizeof *rmse);
+    nrmse = malloc((size_t)nv * sizeof *nrmse);
+    yhat = malloc((size_t)A.nrows * sizeof *yhat);
+    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat) {
+        dm_set_error("commit: out of memory for the outputs");
+        goto done;
+    }
+    for (long j = 0; j < A.ncols; j++) xo[j] = x[j] / A.scale[j];
+    for (long f = 0; f < nf; f++)
+        for (long q = d.str_start[f]; q < d.str_start[f + 1]; q++)
+            ic[d.seg_vox[q]] += xo[f] * d.seg_len[q];
+    for (long e = 0; e < ne; e++) ec[A.ec_vox[e]] += xo[nf + e];
+    for (int i = 0; i < k.niso; i++)
+        for (long v = 0; v < nv; v++) iso[v] += xo[nf + ne + i * nv + v];
+    dm_commit_ax_cpu(&A, x, yhat);
+    double sq_all = 0;
+    for (long v = 0; v < nv; v++) {
+        double se = 0, sy = 0;
+        for (int s = 0; s < ns; s++) {
+            double r = (double)(float)y[v * ns + s] - (double)(float)yhat[v * ns + s];
+            se += r * r;
+            sy += y[v * ns + s] * y[v * ns + s];
+        }
+        sq_all += se;
+        rmse[v] = sqrt(se / ns);
+        nrmse[v] = sy < 1e-12 ? 0 : sqrt(se / sy);
+    }
+    long nonzero = 0;
+    dm_outdir od;
+    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
+    int wr = write_weights(od.path, &d, xo);
+    if (wr == 0) wr = write_map(od.path, "compartment_IC.nii.gz", &w, &d, ic);
+    if (wr == 0) wr = write_map(od.path, "compartment_EC.nii.gz", &w, &d, ec);
+    if (wr == 0) wr = write_map(od.path, "compartment_ISO.nii.gz", &w, &d, iso);
+    if (wr == 0) wr = write_map(od.path, "fit_RMSE.nii.gz", &w, &d, rmse);
+    if (wr == 0) wr = write_map(od.path, "fit_NRMSE.nii.gz", &w, &d, nrmse);
+    if (wr == 0) wr = write_filtered(od.path, &t, &d, xo, &nonzero);
+    t_write = dm_now_seconds() - t1;
+    if (wr == 0) {
+        dm_provenance_str(prov, DM_PROV_RESULT, "model", o->model_name);
+        dm_provenance_str(prov, DM_PROV_RESULT, "peaks",
+                          o->peaks ? o->peaks : "the principal direction of a tensor fit");
+        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)d.nstr);
+        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_kept", (double)nf);
+        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_nonzero", (double)nonzero);
+        dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)nv);
+        dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
+        dm_provenance_num(prov, DM_PROV_RESULT, "ec_compartments", (double)ne);
+        dm_provenance_num(prov, DM_PROV_RESULT, "iso_compartments", (double)k.niso * nv);
+        dm_provenance_num(prov, DM_PROV_RESULT, "lut_directions", (double)dirs.n);
+        dm_provenance_num(prov, DM_PROV_RESULT, "iterations", fr.iterations);
+        dm_provenance_str(prov, DM_PROV_RESULT, "stopped", fr.stopped);
+        dm_provenance_num(prov, DM_PROV_RESULT, "objective", fr.objective);
+        dm_provenance_num(prov, DM_PROV_RESULT, "objective_rel_change", fr.rel_objective);
+        dm_provenance_num(prov, DM_PROV_RESULT, "residual_sum_of_squares_float", sq_all);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_dictionary", t_dict);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_kernels", t_kern);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_operator", t_op);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_solve", t_solve);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", t_write);
+        char *path = dm_path_join(od.path, "provenance.json");
+        wr = path ? dm_provenance_write(prov, path) : -1;
+        free(path);
+    }
+    if (wr != 0) {
+        dm_outdir_abort(&od);
+        goto done;
+    }
+    if (dm_outdir_commit(&od) != 0) goto done;
+    sum->streamlines = d.nstr;
+    sum->kept = nf;
+    sum->nonzero = nonzero;
+    sum->voxels = nv;
+    sum->segments = d.nseg;
+    sum->ec_columns = ne;
+    sum->iterations = fr.iterations;
+    sum->objective = fr.objective;
+    sum->stopped = fr.stopped;
+    sum->seconds = dm_now_seconds() - t0;
+    rc = 0;
+done:
+    free(mask);
+    free(peaks);
+    free(y);
+    free(x);
+    free(xo);
+    free(ic);
+    free(ec);
+    free(iso);
+    free(rmse);
+    free(nrmse);
+    free(yhat);
+    dm_commit_operator_free(&A);
+    dm_commit_kernels_free(&k);
+    dm_commit_dict_free(&d);
+    dm_commit_dirs_free(&dirs);
+    dm_tck_free(&t);
+    dm_dwi_free(&w);
+    return rc;
+}

@@ -1,0 +1,32 @@
+/* dimoc commit: COMMIT's tractogram filtering end to end.  Stages (each timed in the
+ * provenance): load (data, mask, scheme, tractogram, peaks), dictionary (commit_dict.c),
+ * kernels (commit_kernels.c), operator (commit_operator.c), solve (commit_solve.c: FISTA with
+ * the products on host threads), write: COMMIT's outputs in --out. */
+#ifndef DIMOC_COMMIT_RUN_H
+#define DIMOC_COMMIT_RUN_H
+
+#include "commit/commit_kernels.h"
+#include "util/json.h"
+
+typedef struct dm_commit_options {
+    const char *tractogram, *data, *mask, *bvals, *bvecs, *peaks, *out;
+    const char *model_name; /* as given, for messages */
+    dm_commit_model model;
+    double shift[3]; /* --fiber-shift, voxel units */
+    double min_seg_len, min_len, max_len, vf_thr;
+    int ndirs;
+    double tol_fun, tol_x;
+    int max_iter;
+    int threads;
+} dm_commit_options;
+
+typedef struct dm_commit_summary {
+    long streamlines, kept, nonzero, voxels, segments, ec_columns, iterations;
+    double objective, seconds;
+    const char *stopped;
+} dm_commit_summary;
+
+/* 0, or -1 with one error line (a bad input names its file). */
+int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit_summary *s);
+
+#endif
