@@ -10,6 +10,7 @@
 #include "provenance_args.h"
 #include "commit/commit_run.h"
 #include "fodtrack/connectome.h"
+#include "gpu/gpu_device.h"
 #include "fodtrack/tdi.h"
 #include "util/error.h"
 
@@ -233,6 +234,9 @@ static const dm_opt commit_opts[] = {
     {"tol", "F", "1e-3", "stop when the objective changes by less than this (relative)"},
     {"tol-x", "F", "1e-6", "stop when the weights change by less than this (relative)"},
     {"max-iter", "N", "100", "iterations at most"},
+    {"device", "cpu|gpu|auto", "auto",
+     "where the solver runs (the dictionary is built on the CPU)"},
+    {"gpus", "LIST", "0", "which GPU (an ordinal)"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
 };
@@ -333,6 +337,9 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: lengths: --min-seg-len >= 0, 0 <= --min-length < --max-length");
     if (rc == 0 && !(o.tol_fun >= 0 && o.tol_x >= 0 && o.vf_thr >= 0 && o.vf_thr <= 1))
         rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
+    if (rc == 0)
+        rc = dm_gpu_resolve_device(dm_arg(&a, commit_opts, "device"), "commit", &o.use_gpu);
+    o.gpus = dm_arg(&a, commit_opts, "gpus");
     o.model_name = dm_arg(&a, commit_opts, "model");
     if (rc == 0 && strcmp(o.model_name, "stick-zeppelin-ball") != 0)
         rc = dm_set_error("commit: --model '%s' is not known (stick-zeppelin-ball; see 'dimoc "

@@ -6,6 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A segment while the voxel order is made: its direction, streamline and streamline-order place. */
+typedef struct {
+    unsigned short dir;
+    unsigned str;
+    unsigned long q;
+} seg_key;
+
+static int by_dir_str(const void *x, const void *y)
+{
+    const seg_key *a = x, *b = y;
+    if (a->dir != b->dir) return a->dir < b->dir ? -1 : 1;
+    return (a->str > b->str) - (a->str < b->str);
+}
+
 int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k,
                              const dm_commit_dirs *dirs, const float *peaks, int npeaks,
                              double vf_thr, int threads, dm_commit_operator *A)
@@ -18,8 +32,10 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     A->vox_dir = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->vox_dir);
     A->vox_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->vox_len);
     A->str_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_len);
+    A->str_seg = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_seg);
     A->ec_start = calloc((size_t)nv + 1, sizeof *A->ec_start);
-    if (!A->vox_start || !A->vox_str || !A->vox_dir || !A->vox_len || !A->str_len || !A->ec_start)
+    if (!A->vox_start || !A->vox_str || !A->vox_dir || !A->vox_len || !A->str_len || !A->str_seg ||
+        !A->ec_start)
         goto oom;
     /* the norm of each kept streamline, by column */
     float *col_norm = malloc((size_t)(nf ? nf : 1) * sizeof *col_norm);
@@ -29,23 +45,34 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     for (long f = 0; f < nf; f++)
         for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++)
             A->str_len[q] = d->seg_len[q] / col_norm[f];
-    /* the same segments by voxel (a counting sort, streamlines in order within a voxel) */
+    /* the same segments by voxel, within a voxel by direction then streamline (a counting sort
+     * by voxel, then each voxel's few sorted), each streamline-order segment told its place */
     for (long q = 0; q < nseg; q++) A->vox_start[d->seg_vox[q] + 1]++;
     for (long v = 0; v < nv; v++) A->vox_start[v + 1] += A->vox_start[v];
     long *fill = malloc((size_t)(nv ? nv : 1) * sizeof *fill);
-    if (!fill) {
+    seg_key *key = malloc((size_t)(nseg ? nseg : 1) * sizeof *key);
+    if (!fill || !key) {
+        free(fill);
+        free(key);
         free(col_norm);
         goto oom;
     }
     memcpy(fill, A->vox_start, (size_t)nv * sizeof *fill);
     for (long f = 0; f < nf; f++)
-        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
-            long at = fill[d->seg_vox[q]]++;
-            A->vox_str[at] = (unsigned)f;
-            A->vox_dir[at] = d->seg_dir[q];
-            A->vox_len[at] = A->str_len[q];
-        }
+        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++)
+            key[fill[d->seg_vox[q]]++] = (seg_key){d->seg_dir[q], (unsigned)f, (unsigned long)q};
     free(fill);
+#pragma omp parallel for schedule(dynamic, 256) num_threads(A->threads)
+    for (long v = 0; v < nv; v++)
+        qsort(key + A->vox_start[v], (size_t)(A->vox_start[v + 1] - A->vox_start[v]), sizeof *key,
+              by_dir_str);
+    for (long p = 0; p < nseg; p++) {
+        A->vox_str[p] = key[p].str;
+        A->vox_dir[p] = key[p].dir;
+        A->vox_len[p] = A->str_len[key[p].q];
+        A->str_seg[key[p].q] = (unsigned)p;
+    }
+    free(key);
     /* EC: the peaks kept in each voxel, in their order */
     long ne = 0;
     if (peaks && k->ec) {
@@ -87,6 +114,7 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     }
     const long niso = k->niso;
     A->ncols = nf + ne + niso * nv;
+    A->ndirs = k->ndirs;
     A->nrows = nv * k->ns;
     A->scale = malloc((size_t)(A->ncols ? A->ncols : 1) * sizeof *A->scale);
     if (!A->scale) {
@@ -108,11 +136,9 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                            .vox_dir = A->vox_dir,
                            .vox_len = A->vox_len,
                            .str_start = d->str_start,
-                           .str_vox = d->seg_vox,
-                           .str_dir = d->seg_dir,
+                           .str_seg = A->str_seg,
                            .str_len = A->str_len,
                            .ec_start = A->ec_start,
-                           .ec_vox = A->ec_vox,
                            .ec_dir = A->ec_dir,
                            .lut_ic = k->ic,
                            .lut_ec = k->ec,
@@ -130,28 +156,10 @@ void dm_commit_operator_free(dm_commit_operator *A)
     free(A->vox_dir);
     free(A->vox_len);
     free(A->str_len);
+    free(A->str_seg);
     free(A->ec_start);
     free(A->ec_vox);
     free(A->ec_dir);
     free(A->scale);
     memset(A, 0, sizeof *A);
-}
-
-int dm_commit_ax_cpu(void *ctx, const double *x, double *y)
-{
-    const dm_commit_operator *A = ctx;
-    const long nv = A->op.nv;
-    const int ns = A->op.ns;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(A->threads)
-    for (long v = 0; v < nv; v++) dm_commit_ax_voxel(&A->op, x, v, y + v * ns);
-    return 0;
-}
-
-int dm_commit_aty_cpu(void *ctx, const double *r, double *g)
-{
-    const dm_commit_operator *A = ctx;
-    const long n = A->ncols;
-#pragma omp parallel for schedule(dynamic, 1024) num_threads(A->threads)
-    for (long j = 0; j < n; j++) g[j] = dm_commit_aty_column(&A->op, r, j);
-    return 0;
 }

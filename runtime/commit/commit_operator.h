@@ -1,7 +1,6 @@
 /* COMMIT's operator A (templates/commit/commit_ops.h) built from the dictionary, the peaks and
  * the response tables, with COMMIT's preconditioning (a streamline's segment lengths divided by
- * its norm, the tables by their first row's norm: columns of comparable size), and its
- * products on host threads. */
+ * its norm, the tables by their first row's norm: columns of comparable size). */
 #ifndef DIMOC_COMMIT_OPERATOR_H
 #define DIMOC_COMMIT_OPERATOR_H
 
@@ -15,12 +14,14 @@
 typedef struct dm_commit_operator {
     dm_commit_op op; /* views into the arrays below and the dictionary's */
     long ncols, nrows;
+    int ndirs;       /* rows of the IC and EC tables */
     long *vox_start; /* IC segments by voxel */
     unsigned *vox_str;
     unsigned short *vox_dir;
     float *vox_len, *str_len; /* preconditioned lengths, by voxel and by streamline */
+    unsigned *str_seg;        /* each streamline-order segment's place in the voxel order */
     long *ec_start;
-    unsigned *ec_vox;
+    unsigned *ec_vox; /* each EC column's voxel (for the maps) */
     unsigned short *ec_dir;
     double *scale; /* ncols: a coefficient of the original problem is x / scale */
     int threads;
@@ -33,9 +34,5 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                              const dm_commit_dirs *dirs, const float *peaks, int npeaks,
                              double vf_thr, int threads, dm_commit_operator *A);
 void dm_commit_operator_free(dm_commit_operator *A);
-
-/* y = A x and g = A^T r on host threads (ctx: the dm_commit_operator). */
-int dm_commit_ax_cpu(void *ctx, const double *x, double *y);
-int dm_commit_aty_cpu(void *ctx, const double *r, double *g);
 
 #endif

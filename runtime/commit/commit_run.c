@@ -1,9 +1,10 @@
 #include "commit/commit_run.h"
 
 #include "commit/commit_dict.h"
+#include "commit/commit_cpu.h"
 #include "commit/commit_dirs.h"
+#include "commit/commit_gpu.h"
 #include "commit/commit_operator.h"
-#include "commit/commit_solve.h"
 #include "csd/dwi.h"
 #include "dti/dti_fit.h"
 #include "io/space.h"
@@ -172,7 +173,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
 {
     memset(sum, 0, sizeof *sum);
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
-    double t0 = dm_now_seconds(), t_load, t_dict, t_kern, t_op, t_solve, t_write;
+    double t0 = dm_now_seconds(), t_load, t_dict, t_kern, t_op, t_setup, t_solve, t_write;
+    dm_commit_cpu *cpu = NULL;
+    dm_commit_gpu *gpu = NULL;
     dm_dwi w;
     dm_tck t;
     memset(&t, 0, sizeof t);
@@ -253,11 +256,16 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_set_error("commit: out of memory for the coefficients");
         goto done;
     }
-    dm_commit_products P = {&A, A.nrows, A.ncols, dm_commit_ax_cpu, dm_commit_aty_cpu};
+    dm_commit_backend B;
+    if (o->use_gpu ? !(gpu = dm_commit_gpu_open(&A, y, o->gpus, &B))
+                   : !(cpu = dm_commit_cpu_open(&A, y, o->threads, &B)))
+        goto done;
+    t_setup = dm_now_seconds() - t1;
+    t1 = dm_now_seconds();
     solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
     dm_commit_fista_options fo = {o->tol_fun, o->tol_x, o->max_iter, on_iteration, &sp};
     dm_commit_fista_result fr;
-    int solved = dm_commit_fista(&P, y, &fo, x, &fr);
+    int solved = dm_commit_fista(&B, x, &fo, x, &fr);
     dm_progress_finish(sp.bar, solved == 0 ? fr.stopped : "stopped");
     if (solved != 0) goto done;
     t_solve = dm_now_seconds() - t1;
@@ -284,7 +292,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     for (long e = 0; e < ne; e++) ec[A.ec_vox[e]] += xo[nf + e];
     for (int i = 0; i < k.niso; i++)
         for (long v = 0; v < nv; v++) iso[v] += xo[nf + ne + i * nv + v];
-    dm_commit_ax_cpu(&A, x, yhat);
+    if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0 : (dm_commit_cpu_ax(&A, x, yhat, o->threads), 0))
+        goto done;
     double sq_all = 0;
     for (long v = 0; v < nv; v++) {
         double se = 0, sy = 0;
@@ -329,7 +338,10 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_dictionary", t_dict);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_kernels", t_kern);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_operator", t_op);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_solver_setup", t_setup);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_solve", t_solve);
+        dm_provenance_num(prov, DM_PROV_RESULT, "operator_products", fr.products);
+        dm_provenance_str(prov, DM_PROV_RESULT, "device", gpu ? dm_commit_gpu_device(gpu) : "cpu");
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", t_write);
         char *path = dm_path_join(od.path, "provenance.json");
         wr = path ? dm_provenance_write(prov, path) : -1;
@@ -352,6 +364,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
+    dm_commit_cpu_close(cpu);
+    dm_commit_gpu_close(gpu);
     free(mask);
     free(peaks);
     free(y);

@@ -18,6 +18,8 @@ typedef struct dm_commit_options {
     double tol_fun, tol_x;
     int max_iter;
     int threads;
+    int use_gpu;      /* the solver on a GPU (--device) */
+    const char *gpus; /* --gpus: which one (NULL: the first) */
 } dm_commit_options;
 
 typedef struct dm_commit_summary {

@@ -1,37 +1,54 @@
 /* The non-negative least-squares fit of COMMIT, min_x 0.5 ||A x - y||^2 subject to x >= 0, by
- * FISTA (Beck & Teboulle 2009) with COMMIT's schedule: the first step 1.9 / L with L estimated
- * from the first gradient, backtracking by 0.9 when the quadratic bound fails, and its stopping
- * tests (relative change of the objective below tol_fun, relative change of x below tol_x, or
- * max_iter iterations).  The products run wherever the backend runs them (host threads or a
- * GPU); the vectors' own arithmetic is here, on the host, with OpenMP. */
+ * FISTA (Beck & Teboulle 2009) with COMMIT's schedule: the first step 1.9 / L with L the
+ * curvature along the first gradient, (||A g|| / ||g||)^2, backtracking by 0.9 while the
+ * quadratic bound fails, and its stopping tests (relative change of the objective below
+ * tol_fun, relative change of x below tol_x, changes below machine precision, or max_iter).
+ *
+ * One implementation for every device: the loop is here, the vectors live where the backend
+ * keeps them (host threads: commit_cpu.c; the GPU: commit_gpu.c), and the backend does the
+ * few fused operations below on its own vectors X, XHAT, PREV, G (unknowns) and R, AG (rows). */
 #ifndef DIMOC_COMMIT_SOLVE_H
 #define DIMOC_COMMIT_SOLVE_H
 
-/* y = A x and g = A^T r; 0 or -1 (with dm_set_error). */
-typedef struct dm_commit_products {
+enum { DM_COMMIT_X, DM_COMMIT_XHAT }; /* which unknowns a residual is taken at */
+
+typedef struct dm_commit_backend {
     void *ctx;
-    long nrows, ncols;
-    int (*ax)(void *ctx, const double *x, double *y);
-    int (*aty)(void *ctx, const double *r, double *g);
-} dm_commit_products;
+    /* XHAT = PREV = max(0, x0) */
+    int (*start)(void *ctx, const double *x0);
+    /* R = A v - y (v: X or XHAT); *half_sq = 0.5 ||R||^2 */
+    int (*residual)(void *ctx, int v, double *half_sq);
+    /* G = A^T R */
+    int (*gradient)(void *ctx);
+    /* AG = A G; *agag = ||AG||^2, *gg = ||G||^2 */
+    int (*curvature)(void *ctx, double *agag, double *gg);
+    /* X = max(0, XHAT - step G); *lin = <X - XHAT, G>, *sq = ||X - XHAT||^2 */
+    int (*prox_step)(void *ctx, double step, double *lin, double *sq);
+    /* *dx2 = ||X - PREV||^2, *x2 = ||X||^2 */
+    int (*change)(void *ctx, double *dx2, double *x2);
+    /* XHAT = X + a (X - PREV), then PREV = X */
+    int (*advance)(void *ctx, double a);
+    /* X to the host */
+    int (*get_x)(void *ctx, double *x);
+} dm_commit_backend;
 
 typedef struct dm_commit_fista_options {
-    double tol_fun, tol_x; /* COMMIT's defaults: 1e-4 and 1e-6 */
-    int max_iter;          /* 1000 */
+    double tol_fun, tol_x; /* COMMIT's fit(): 1e-3 and 1e-6 */
+    int max_iter;          /* 100 */
     void (*progress)(void *arg, int iter, double objective);
     void *progress_arg;
 } dm_commit_fista_options;
 
 typedef struct dm_commit_fista_result {
-    int iterations;
-    double objective; /* 0.5 ||A x - y||^2 at the end */
+    int iterations, products; /* products: A x and A^T y computed */
+    double objective;         /* 0.5 ||A x - y||^2 at the end */
     double rel_objective, rel_x;
     const char *stopped; /* which test stopped it */
 } dm_commit_fista_result;
 
-/* x (ncols, in: the start, usually 0; out: the solution).  -1 with the error set when a
- * product fails or on SIGINT/SIGTERM (dm_stop_error). */
-int dm_commit_fista(const dm_commit_products *P, const double *y, const dm_commit_fista_options *o,
+/* x0 (the start, usually 0) in, the solution out in x (both ncols long, on the host).  -1 with
+ * the error set when the backend fails or on SIGINT/SIGTERM (dm_stop_error). */
+int dm_commit_fista(const dm_commit_backend *B, const double *x0, const dm_commit_fista_options *o,
                     double *x, dm_commit_fista_result *r);
 
 #endif

@@ -1,0 +1,165 @@
+#include "commit/commit_cpu.h"
+
+#include "util/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct dm_commit_cpu {
+    const dm_commit_operator *A;
+    const double *y;
+    double *x, *xhat, *prev, *g, *r, *ag, *dots;
+    int threads;
+};
+
+void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat, int threads)
+{
+    const long nv = A->op.nv;
+    const int ns = A->op.ns;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+    for (long v = 0; v < nv; v++) dm_commit_ax_block(&A->op, x, v, 0, 1, ns, yhat + v * ns);
+}
+
+static int start(void *ctx, const double *x0)
+{
+    dm_commit_cpu *c = ctx;
+    for (long j = 0; j < c->A->ncols; j++) c->xhat[j] = c->prev[j] = x0[j] > 0 ? x0[j] : 0;
+    return 0;
+}
+
+static int residual(void *ctx, int which, double *half_sq)
+{
+    dm_commit_cpu *c = ctx;
+    dm_commit_cpu_ax(c->A, which == DM_COMMIT_X ? c->x : c->xhat, c->r, c->threads);
+    const long n = c->A->nrows;
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(c->threads)
+    for (long i = 0; i < n; i++) {
+        c->r[i] -= c->y[i];
+        s += c->r[i] * c->r[i];
+    }
+    *half_sq = 0.5 * s;
+    return 0;
+}
+
+static int gradient(void *ctx)
+{
+    dm_commit_cpu *c = ctx;
+    const dm_commit_op *op = &c->A->op;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(c->threads)
+    for (long v = 0; v < op->nv; v++) dm_commit_aty_voxel(op, c->r, v, 0, 1, op->ns, c->dots, c->g);
+#pragma omp parallel for schedule(dynamic, 256) num_threads(c->threads)
+    for (long f = 0; f < op->nf; f++) c->g[f] = dm_commit_aty_streamline(op, c->dots, f);
+    return 0;
+}
+
+static int curvature(void *ctx, double *agag, double *gg)
+{
+    dm_commit_cpu *c = ctx;
+    dm_commit_cpu_ax(c->A, c->g, c->ag, c->threads);
+    double a = 0, b = 0;
+    const long m = c->A->nrows, n = c->A->ncols;
+#pragma omp parallel for reduction(+ : a) schedule(static) num_threads(c->threads)
+    for (long i = 0; i < m; i++) a += c->ag[i] * c->ag[i];
+#pragma omp parallel for reduction(+ : b) schedule(static) num_threads(c->threads)
+    for (long j = 0; j < n; j++) b += c->g[j] * c->g[j];
+    *agag = a;
+    *gg = b;
+    return 0;
+}
+
+static int prox_step(void *ctx, double step, double *lin, double *sq)
+{
+    dm_commit_cpu *c = ctx;
+    double l = 0, q = 0;
+    const long n = c->A->ncols;
+#pragma omp parallel for reduction(+ : l, q) schedule(static) num_threads(c->threads)
+    for (long j = 0; j < n; j++) {
+        double v = c->xhat[j] - step * c->g[j];
+        c->x[j] = v > 0 ? v : 0;
+        double d = c->x[j] - c->xhat[j];
+        l += d * c->g[j];
+        q += d * d;
+    }
+    *lin = l;
+    *sq = q;
+    return 0;
+}
+
+static int change(void *ctx, double *dx2, double *x2)
+{
+    dm_commit_cpu *c = ctx;
+    double a = 0, b = 0;
+    const long n = c->A->ncols;
+#pragma omp parallel for reduction(+ : a, b) schedule(static) num_threads(c->threads)
+    for (long j = 0; j < n; j++) {
+        double d = c->x[j] - c->prev[j];
+        a += d * d;
+        b += c->x[j] * c->x[j];
+    }
+    *dx2 = a;
+    *x2 = b;
+    return 0;
+}
+
+static int advance(void *ctx, double a)
+{
+    dm_commit_cpu *c = ctx;
+    const long n = c->A->ncols;
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (long j = 0; j < n; j++) {
+        c->xhat[j] = c->x[j] + a * (c->x[j] - c->prev[j]);
+        c->prev[j] = c->x[j];
+    }
+    return 0;
+}
+
+static int get_x(void *ctx, double *x)
+{
+    dm_commit_cpu *c = ctx;
+    memcpy(x, c->x, (size_t)c->A->ncols * sizeof *x);
+    return 0;
+}
+
+dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, int threads,
+                                  dm_commit_backend *B)
+{
+    dm_commit_cpu *c = calloc(1, sizeof *c);
+    if (!c) {
+        dm_set_error("commit: out of memory for the solver");
+        return NULL;
+    }
+    c->A = A;
+    c->y = y;
+    c->threads = threads > 0 ? threads : 1;
+    size_t n = (size_t)(A->ncols ? A->ncols : 1), m = (size_t)(A->nrows ? A->nrows : 1);
+    c->x = calloc(n, sizeof *c->x);
+    c->xhat = calloc(n, sizeof *c->xhat);
+    c->prev = calloc(n, sizeof *c->prev);
+    c->g = calloc(n, sizeof *c->g);
+    c->r = calloc(m, sizeof *c->r);
+    c->ag = calloc(m, sizeof *c->ag);
+    c->dots = calloc((size_t)(A->op.vox_start[A->op.nv] ? A->op.vox_start[A->op.nv] : 1),
+                     sizeof *c->dots);
+    if (!c->x || !c->xhat || !c->prev || !c->g || !c->r || !c->ag || !c->dots) {
+        dm_commit_cpu_close(c);
+        dm_set_error("commit: out of memory for the solver's vectors");
+        return NULL;
+    }
+    *B = (dm_commit_backend){c,         start,  residual, gradient, curvature,
+                             prox_step, change, advance,  get_x};
+    return c;
+}
+
+void dm_commit_cpu_close(dm_commit_cpu *c)
+{
+    if (!c) return;
+    free(c->x);
+    free(c->xhat);
+    free(c->prev);
+    free(c->g);
+    free(c->r);
+    free(c->ag);
+    free(c->dots);
+    free(c);
+}

@@ -1,0 +1,18 @@
+/* The solver's backend on host threads: its vectors in memory, the operator's products
+ * (templates/commit/commit_ops.h) and the vector operations of commit_solve.h with OpenMP. */
+#ifndef DIMOC_COMMIT_CPU_H
+#define DIMOC_COMMIT_CPU_H
+
+#include "commit/commit_operator.h"
+#include "commit/commit_solve.h"
+
+typedef struct dm_commit_cpu dm_commit_cpu;
+
+/* y: the measured rows (A->nrows), kept by pointer.  NULL with the error set (out of memory). */
+dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, int threads,
+                                  dm_commit_backend *B);
+void dm_commit_cpu_close(dm_commit_cpu *c);
+/* yhat = A x on host threads (x of the preconditioned problem). */
+void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat, int threads);
+
+#endif

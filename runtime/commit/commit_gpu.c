@@ -1,0 +1,271 @@
+#include "commit/commit_gpu.h"
+
+#include "gpu/gpu_compile.h"
+#include "gpu/gpu_device.h"
+#include "gpu/gpu_launch.h"
+#include "util/error.h"
+#include "util/progress.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK 256
+
+static const char *const commit_templates[] = {"commit/gpu_commit.cu", "commit/commit_ops.h", NULL};
+
+enum { K_AX, K_ATY_VOXEL, K_ATY_STREAMLINE, K_PROX, K_NORMS, K_ADVANCE, NK };
+static const char *const kernel_names[NK] = {
+    "dm_commit_ax_kernel",   "dm_commit_aty_voxel_kernel", "dm_commit_aty_streamline_kernel",
+    "dm_commit_prox_kernel", "dm_commit_norms_kernel",     "dm_commit_advance_kernel"};
+
+struct dm_commit_gpu {
+    dm_cuda *cu;
+    dm_gpu_set gs;
+    dm_gpu_program prog;
+    dm_gpu_kernel k[NK];
+    dm_commit_op op; /* device pointers */
+    long ncols, nrows;
+    CUdeviceptr arrays[20];
+    int narrays;
+    CUdeviceptr y, x, xhat, prev, g, r, ag, dots, part;
+    double *part_host;
+    int blocks; /* of every grid-stride launch */
+    double setup;
+};
+
+static int up(dm_commit_gpu *g, CUdeviceptr *d, const void *host, size_t bytes)
+{
+    if (dm_gpu_upload(g->cu, d, host, bytes ? bytes : 1, "COMMIT's operator") != 0) return -1;
+    g->arrays[g->narrays++] = *d;
+    return 0;
+}
+
+static int launch(dm_commit_gpu *g, int k, void **args)
+{
+    return dm_gpu_launch(g->cu, g->k[k].fn, (unsigned long long)g->blocks * BLOCK, BLOCK, 0, args,
+                         "a COMMIT kernel");
+}
+
+/* The sums of `per` values per block that the last launch left in part. */
+static int sums(dm_commit_gpu *g, int per, double *out)
+{
+    const dm_cuda *cu = g->cu;
+    CK(cu->cuMemcpyDtoHAsync(g->part_host, g->part, (size_t)g->blocks * per * sizeof(double), 0),
+       "copying from the GPU");
+    CK(cu->cuStreamSynchronize(0), "running a COMMIT kernel");
+    for (int k = 0; k < per; k++) out[k] = 0;
+    for (int b = 0; b < g->blocks; b++)
+        for (int k = 0; k < per; k++) out[k] += g->part_host[b * per + k];
+    return 0;
+fail:
+    return -1;
+}
+
+static int start(void *ctx, const double *x0)
+{
+    dm_commit_gpu *g = ctx;
+    const dm_cuda *cu = g->cu;
+    size_t bytes = (size_t)g->ncols * sizeof(double);
+    double *h = malloc(bytes ? bytes : 1);
+    if (!h) return dm_set_error("commit: out of memory");
+    for (long j = 0; j < g->ncols; j++) h[j] = x0[j] > 0 ? x0[j] : 0;
+    int rc = 0;
+    if (cu->cuMemcpyHtoDAsync(g->xhat, h, bytes, 0) != 0 ||
+        cu->cuMemcpyHtoDAsync(g->prev, h, bytes, 0) != 0 || cu->cuStreamSynchronize(0) != 0)
+        rc = dm_set_error("commit: copying the start to the GPU failed");
+    free(h);
+    return rc;
+}
+
+static int residual(void *ctx, int which, double *half_sq)
+{
+    dm_commit_gpu *g = ctx;
+    CUdeviceptr x = which == DM_COMMIT_X ? g->x : g->xhat;
+    void *args[] = {&g->op, &x, &g->y, &g->r, &g->part};
+    double s;
+    if (launch(g, K_AX, args) != 0 || sums(g, 1, &s) != 0) return -1;
+    *half_sq = 0.5 * s;
+    return 0;
+}
+
+static int gradient(void *ctx)
+{
+    dm_commit_gpu *g = ctx;
+    void *a1[] = {&g->op, &g->r, &g->dots, &g->g};
+    void *a2[] = {&g->op, &g->dots, &g->g};
+    return launch(g, K_ATY_VOXEL, a1) != 0 ? -1 : launch(g, K_ATY_STREAMLINE, a2);
+}
+
+static int curvature(void *ctx, double *agag, double *gg)
+{
+    dm_commit_gpu *g = ctx;
+    CUdeviceptr none = 0;
+    void *ax[] = {&g->op, &g->g, &none, &g->ag, &g->part};
+    if (launch(g, K_AX, ax) != 0 || sums(g, 1, agag) != 0) return -1;
+    void *nr[] = {&g->g, &none, &g->ncols, &g->part};
+    double s[2];
+    if (launch(g, K_NORMS, nr) != 0 || sums(g, 2, s) != 0) return -1;
+    *gg = s[1];
+    return 0;
+}
+
+static int prox_step(void *ctx, double step, double *lin, double *sq)
+{
+    dm_commit_gpu *g = ctx;
+    void *args[] = {&g->xhat, &g->g, &step, &g->x, &g->ncols, &g->part};
+    double s[2];
+    if (launch(g, K_PROX, args) != 0 || sums(g, 2, s) != 0) return -1;
+    *lin = s[0];
+    *sq = s[1];
+    return 0;
+}
+
+static int change(void *ctx, double *dx2, double *x2)
+{
+    dm_commit_gpu *g = ctx;
+    void *args[] = {&g->x, &g->prev, &g->ncols, &g->part};
+    double s[2];
+    if (launch(g, K_NORMS, args) != 0 || sums(g, 2, s) != 0) return -1;
+    *dx2 = s[0];
+    *x2 = s[1];
+    return 0;
+}
+
+static int advance(void *ctx, double a)
+{
+    dm_commit_gpu *g = ctx;
+    void *args[] = {&g->x, &g->prev, &g->xhat, &a, &g->ncols};
+    return launch(g, K_ADVANCE, args);
+}
+
+static int get_x(void *ctx, double *x)
+{
+    dm_commit_gpu *g = ctx;
+    const dm_cuda *cu = g->cu;
+    CK(cu->cuMemcpyDtoHAsync(x, g->x, (size_t)g->ncols * sizeof(double), 0),
+       "copying from the GPU");
+    CK(cu->cuStreamSynchronize(0), "copying from the GPU");
+    return 0;
+fail:
+    return -1;
+}
+
+int dm_commit_gpu_ax(dm_commit_gpu *g, double *yhat)
+{
+    const dm_cuda *cu = g->cu;
+    CUdeviceptr none = 0;
+    void *args[] = {&g->op, &g->x, &none, &g->ag, &g->part};
+    if (launch(g, K_AX, args) != 0) return -1;
+    CK(cu->cuMemcpyDtoHAsync(yhat, g->ag, (size_t)g->nrows * sizeof(double), 0),
+       "copying from the GPU");
+    CK(cu->cuStreamSynchronize(0), "copying from the GPU");
+    return 0;
+fail:
+    return -1;
+}
+
+dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, const char *gpus,
+                                  dm_commit_backend *B)
+{
+    double t0 = dm_now_seconds();
+    dm_commit_gpu *g = calloc(1, sizeof *g);
+    if (!g) {
+        dm_set_error("commit: out of memory");
+        return NULL;
+    }
+    g->cu = dm_cuda_open(1, 1);
+    if (!g->cu) goto fail;
+    const dm_cuda *cu = g->cu;
+    if (dm_gpu_select(cu, gpus ? gpus : "0", &g->gs) != 0) goto fail;
+    const dm_commit_op *h = &A->op;
+    char prologue[128];
+    snprintf(prologue, sizeof prologue,
+             "#define DM_COMMIT_K %d\n#include \"commit/gpu_commit.cu\"\n", (h->ns + 31) / 32);
+    static const char *const options[] = {"--fmad=false", NULL};
+    dm_gpu_source src = {.name = "commit",
+                         .what = "COMMIT's solver",
+                         .prologue = prologue,
+                         .templates = commit_templates,
+                         .options = options};
+    if (dm_gpu_compile_source(cu, &src, g->gs.arch, 1, &g->prog) != 0) goto fail;
+    for (int k = 0; k < NK; k++)
+        if (dm_gpu_kernel_open(cu, g->gs.ord[0], &g->prog, kernel_names[k], "COMMIT's solver",
+                               kernel_names[k], &g->k[k]) != 0)
+            goto fail;
+    g->ncols = A->ncols;
+    g->nrows = A->nrows;
+    const long nv = h->nv, nseg = h->vox_start[nv], ne = h->ne;
+    g->op = *h;
+    CUdeviceptr d;
+#define UP(field, count)                                                                           \
+    do {                                                                                           \
+        if (up(g, &d, h->field, (size_t)(count) * sizeof *h->field) != 0) goto fail;               \
+        g->op.field = (void *)(uintptr_t)d;                                                        \
+    } while (0)
+    UP(vox_start, nv + 1);
+    UP(vox_str, nseg);
+    UP(vox_dir, nseg);
+    UP(vox_len, nseg);
+    UP(str_start, h->nf + 1);
+    UP(str_seg, nseg);
+    UP(str_len, nseg);
+    UP(ec_start, nv + 1);
+    UP(ec_dir, ne);
+    UP(lut_ic, (size_t)A->ndirs * h->ns);
+    UP(lut_ec, (size_t)A->ndirs * h->ns);
+    UP(lut_iso, (size_t)h->niso * h->ns);
+#undef UP
+    if (up(g, &g->y, y, (size_t)g->nrows * sizeof *y) != 0) goto fail;
+    CUdeviceptr *vecs[] = {&g->x, &g->xhat, &g->prev, &g->g, &g->r, &g->ag, &g->dots};
+    for (int k = 0; k < 7; k++) {
+        size_t n = (size_t)(k < 4 ? g->ncols : k < 6 ? g->nrows : nseg) * sizeof(double);
+        CK(cu->cuMemAlloc(vecs[k], n ? n : 8), "allocating GPU memory for COMMIT's vectors");
+        CK(cu->cuMemsetD32Async(*vecs[k], 0, (n ? n : 8) / 4, 0), "clearing GPU memory");
+        g->arrays[g->narrays++] = *vecs[k];
+    }
+    int sms = 0;
+    CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, g->k[0].dev),
+       "reading the GPU's attributes");
+    g->blocks = 8 * (sms > 0 ? sms : 1);
+    CK(cu->cuMemAlloc(&g->part, (size_t)g->blocks * 2 * sizeof(double)), "allocating GPU memory");
+    g->arrays[g->narrays++] = g->part;
+    CK(cu->cuStreamSynchronize(0), "clearing GPU memory");
+    g->part_host = malloc((size_t)g->blocks * 2 * sizeof(double));
+    if (!g->part_host) {
+        dm_set_error("commit: out of memory");
+        goto fail;
+    }
+    *B = (dm_commit_backend){g,         start,  residual, gradient, curvature,
+                             prox_step, change, advance,  get_x};
+    g->setup = dm_now_seconds() - t0;
+    return g;
+fail:
+    dm_commit_gpu_close(g);
+    return NULL;
+}
+
+const char *dm_commit_gpu_device(const dm_commit_gpu *g)
+{
+    return g->gs.device;
+}
+
+double dm_commit_gpu_setup_seconds(const dm_commit_gpu *g)
+{
+    return g->setup;
+}
+
+void dm_commit_gpu_close(dm_commit_gpu *g)
+{
+    if (!g) return;
+    if (g->cu) {
+        for (int i = 0; i < g->narrays; i++)
+            if (g->arrays[i]) g->cu->cuMemFree(g->arrays[i]);
+        for (int k = 0; k < NK; k++) dm_gpu_kernel_close(g->cu, &g->k[k]);
+        dm_gpu_program_free(&g->prog);
+        dm_cuda_close(g->cu);
+    }
+    free(g->part_host);
+    free(g);
+}

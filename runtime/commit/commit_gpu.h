@@ -1,0 +1,22 @@
+/* The solver's backend on one GPU (templates/commit/gpu_commit.cu): the operator, the measured
+ * rows and FISTA's vectors on the device; each step of commit_solve.h a kernel, its sums
+ * reduced per block and added on the host in block order. */
+#ifndef DIMOC_COMMIT_GPU_H
+#define DIMOC_COMMIT_GPU_H
+
+#include "commit/commit_operator.h"
+#include "commit/commit_solve.h"
+
+typedef struct dm_commit_gpu dm_commit_gpu;
+
+/* y: the measured rows (A->nrows).  gpus: --gpus (NULL: the first).  NULL with the error set. */
+dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, const char *gpus,
+                                  dm_commit_backend *B);
+/* yhat = A x of the x the solver left (device to host). */
+int dm_commit_gpu_ax(dm_commit_gpu *g, double *yhat);
+/* "NVIDIA H100 80GB HBM3 x1 (sm_90)"; seconds spent compiling and uploading. */
+const char *dm_commit_gpu_device(const dm_commit_gpu *g);
+double dm_commit_gpu_setup_seconds(const dm_commit_gpu *g);
+void dm_commit_gpu_close(dm_commit_gpu *g);
+
+#endif

@@ -1,0 +1,137 @@
+/* The GPU build of COMMIT's solver backend (runtime/commit/commit_gpu.c compiles it with NVRTC,
+ * --fmad=false, so that A x rounds as on the host).  The prologue defines DM_COMMIT_K, the
+ * samples a lane holds (ceil(ns / 32)).
+ *
+ * A x: a warp per voxel, lane l summing samples l, l + 32, ... in registers over the voxel's
+ * segments (their records and the response rows read once per warp, coalesced); the same
+ * function as the host's (commit_ops.h), each sample's terms in the same order.
+ * A^T y: a warp per voxel for the dots of its direction runs and its EC and ISO entries (lanes
+ * as for A x, the dots summed by shuffles in a fixed order: the same result every run), then a
+ * thread per streamline over its segments' dots.
+ * The vector operations of FISTA (commit_solve.h) reduce per block into `part`, summed on the
+ * host in block order: deterministic. */
+#define DM_FN static __device__ __forceinline__
+
+/* a dot's lane shares summed, every lane getting the sum (the loops stay in step) */
+static __device__ __forceinline__ double dm_commit_warp_sum(double v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+#define DM_COMMIT_WARP_SUM(v) dm_commit_warp_sum(v)
+#define DM_COMMIT_LEADER ((threadIdx.x & 31) == 0)
+#include "commit/commit_ops.h"
+
+#define WARPS 8 /* per block of 256 threads */
+
+/* The block's sum of v (every thread's), a fixed tree; thread 0 holds it. */
+static __device__ double block_sum(double v, double *shared)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    double s = 0;
+    if (threadIdx.x == 0)
+        for (int w = 0; w < WARPS; w++) s += shared[w];
+    __syncthreads();
+    return s;
+}
+
+/* out = A x - y (y NULL: A x); part[block] = its share of ||out||^2. */
+extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, const double *y,
+                                               double *out, double *part)
+{
+    __shared__ double shared[WARPS];
+    const int lane = threadIdx.x & 31;
+    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long warps = ((long)gridDim.x * blockDim.x) >> 5;
+    double sq = 0;
+    for (long v = warp; v < A.nv; v += warps) {
+        double acc[DM_COMMIT_K];
+        dm_commit_ax_block(&A, x, v, lane, 32, DM_COMMIT_K, acc);
+#pragma unroll
+        for (int k = 0; k < DM_COMMIT_K; k++) {
+            const int s = lane + 32 * k;
+            if (s < A.ns) {
+                double r = acc[k] - (y ? y[v * A.ns + s] : 0.0);
+                out[v * A.ns + s] = r;
+                sq += r * r;
+            }
+        }
+    }
+    double b = block_sum(sq, shared);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+/* A^T r, first part: the dots of every voxel's direction runs, and the EC and ISO entries of g. */
+extern "C" __global__ void dm_commit_aty_voxel_kernel(dm_commit_op A, const double *r, double *dots,
+                                                      double *g)
+{
+    const int lane = threadIdx.x & 31;
+    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long warps = ((long)gridDim.x * blockDim.x) >> 5;
+    for (long v = warp; v < A.nv; v += warps)
+        dm_commit_aty_voxel(&A, r, v, lane, 32, DM_COMMIT_K, dots, g);
+}
+
+/* A^T r, second part: the IC entries, a thread per streamline. */
+extern "C" __global__ void dm_commit_aty_streamline_kernel(dm_commit_op A, const double *dots,
+                                                           double *g)
+{
+    for (long f = (long)blockIdx.x * blockDim.x + threadIdx.x; f < A.nf;
+         f += (long)gridDim.x * blockDim.x)
+        g[f] = dm_commit_aty_streamline(&A, dots, f);
+}
+
+/* x = max(0, xhat - step g); part[2 block + 0, 1] = shares of <x - xhat, g>, ||x - xhat||^2. */
+extern "C" __global__ void dm_commit_prox_kernel(const double *xhat, const double *g, double step,
+                                                 double *x, long n, double *part)
+{
+    __shared__ double shared[WARPS];
+    double lin = 0, sq = 0;
+    for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+         j += (long)gridDim.x * blockDim.x) {
+        double v = xhat[j] - step * g[j];
+        v = v > 0 ? v : 0;
+        x[j] = v;
+        double d = v - xhat[j];
+        lin += d * g[j];
+        sq += d * d;
+    }
+    double a = block_sum(lin, shared), b = block_sum(sq, shared);
+    if (threadIdx.x == 0) {
+        part[2 * blockIdx.x] = a;
+        part[2 * blockIdx.x + 1] = b;
+    }
+}
+
+/* part[2 block + 0, 1] = shares of ||a - b||^2 (b NULL: ||a||^2) and ||a||^2. */
+extern "C" __global__ void dm_commit_norms_kernel(const double *a, const double *b, long n,
+                                                  double *part)
+{
+    __shared__ double shared[WARPS];
+    double d2 = 0, a2 = 0;
+    for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+         j += (long)gridDim.x * blockDim.x) {
+        double d = a[j] - (b ? b[j] : 0.0);
+        d2 += d * d;
+        a2 += a[j] * a[j];
+    }
+    double s = block_sum(d2, shared), t = block_sum(a2, shared);
+    if (threadIdx.x == 0) {
+        part[2 * blockIdx.x] = s;
+        part[2 * blockIdx.x + 1] = t;
+    }
+}
+
+/* xhat = x + a (x - prev), then prev = x. */
+extern "C" __global__ void dm_commit_advance_kernel(const double *x, double *prev, double *xhat,
+                                                    double a, long n)
+{
+    for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+         j += (long)gridDim.x * blockDim.x) {
+        xhat[j] = x[j] + a * (x[j] - prev[j]);
+        prev[j] = x[j];
+    }
+}

@@ -1,0 +1,51 @@
+"""dimoc commit's solver on the GPU against the host's (make test-gpu), on commitpeer's phantom
+(three bundles, false streamlines, 2% noise): the same dictionary, operator and FISTA loop, A x
+summed in the same order (--fmad=false) and A^T y and the norms reduced in another, so the
+streamline weights agree to 1e-6 (relative to the largest, the issue's float bound), with the
+same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
+1e-6; the provenance names the GPU (no quiet fallback to the CPU).  Needs no COMMIT."""
+import json
+import os
+import sys
+
+import nibabel as nib
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "py"))
+import commitpeer as cp  # noqa: E402
+from dmtest import check, dimoc, finish, workdir  # noqa: E402
+
+
+def run(p, out, device, *extra):
+    dimoc("commit", "--tractogram", p["tck"], "--data", p["dwi"], "--mask", p["wm"], "--bvals",
+          p["bvals_file"], "--bvecs", p["bvecs_file"], "--peaks", p["peaks"], "--out", out,
+          "--device", device, *extra)
+    r = {k: np.asarray(nib.load(f"{out}/{k}.nii.gz").dataobj, float)
+         for k in ("compartment_IC", "compartment_EC", "compartment_ISO", "fit_NRMSE")}
+    r["w"] = np.loadtxt(f"{out}/streamline_weights.txt")
+    r["prov"] = json.load(open(f"{out}/provenance.json"))["results"]
+    return r
+
+
+def main():
+    d = workdir("commit_gpu")
+    p = cp.phantom(f"{d}/phantom", noise=0.02)
+    for label, extra in (("default", ()), ("converged", ("--tol", "1e-9", "--tol-x", "1e-12",
+                                                          "--max-iter", "3000"))):
+        c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
+        g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
+        check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"],
+              f"{g['prov']['device']}")
+        dw = np.abs(c["w"] - g["w"]).max() / np.abs(c["w"]).max()
+        check(f"commit_gpu_weights_{label}", dw < 1e-6 and c["prov"]["iterations"] == g["prov"]["iterations"],
+              f"largest difference {dw:.2e} of the largest weight; {c['prov']['iterations']} and "
+              f"{g['prov']['iterations']} iterations")
+        do = abs(c["prov"]["objective"] - g["prov"]["objective"]) / c["prov"]["objective"]
+        maps = ("compartment_IC", "compartment_EC", "compartment_ISO", "fit_NRMSE")
+        dm = max(np.abs(c[k] - g[k]).max() / max(np.abs(c[k]).max(), 1e-30) for k in maps)
+        check(f"commit_gpu_maps_{label}", do < 1e-9 and dm < 1e-6, f"objective {do:.1e}, maps {dm:.1e} (relative)")
+    finish()
+
+
+if __name__ == "__main__":
+    main()
