@@ -27,7 +27,7 @@ struct dm_commit_gpu {
     dm_gpu_kernel k[NK];
     dm_commit_op op; /* device pointers */
     long ncols, nrows;
-    CUdeviceptr arrays[20];
+    CUdeviceptr arrays[32]; /* everything allocated: the operator's 14 arrays, y, 7 vectors, part */
     int narrays;
     CUdeviceptr y, x, xhat, prev, g, r, ag, dots, part;
     double *part_host;
