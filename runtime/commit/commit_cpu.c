@@ -42,14 +42,20 @@ static int residual(void *ctx, int which, double *half_sq)
     return 0;
 }
 
+void dm_commit_cpu_aty(const dm_commit_operator *A, const double *r, double *g, double *dots,
+                       int threads)
+{
+    const dm_commit_op *op = &A->op;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+    for (long v = 0; v < op->nv; v++) dm_commit_aty_voxel(op, r, v, 0, 1, op->ns, dots, g);
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+    for (long f = 0; f < op->nf; f++) g[f] = dm_commit_aty_streamline(op, dots, f);
+}
+
 static int gradient(void *ctx)
 {
     dm_commit_cpu *c = ctx;
-    const dm_commit_op *op = &c->A->op;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(c->threads)
-    for (long v = 0; v < op->nv; v++) dm_commit_aty_voxel(op, c->r, v, 0, 1, op->ns, c->dots, c->g);
-#pragma omp parallel for schedule(dynamic, 256) num_threads(c->threads)
-    for (long f = 0; f < op->nf; f++) c->g[f] = dm_commit_aty_streamline(op, c->dots, f);
+    dm_commit_cpu_aty(c->A, c->r, c->g, c->dots, c->threads);
     return 0;
 }
 

@@ -12,7 +12,10 @@ typedef struct dm_commit_cpu dm_commit_cpu;
 dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, int threads,
                                   dm_commit_backend *B);
 void dm_commit_cpu_close(dm_commit_cpu *c);
-/* yhat = A x on host threads (x of the preconditioned problem). */
+/* yhat = A x and g = A^T r on host threads (the preconditioned problem's; dots: room for one
+ * double per segment). */
 void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat, int threads);
+void dm_commit_cpu_aty(const dm_commit_operator *A, const double *r, double *g, double *dots,
+                       int threads);
 
 #endif

@@ -15,6 +15,7 @@ import time
 import nibabel as nib
 import numpy as np
 
+import commitpeer
 import fodsim
 from dmtest import DIMOC, check, dimoc, finish, save, scheme, workdir
 
@@ -207,6 +208,18 @@ for sig in (signal.SIGINT, signal.SIGTERM):
               f"{n} streamlines read, header count {head['count']}, total_count {head['total_count']}, "
               f"provenance {prov['streamlines']} interrupted {prov['interrupted']}")
     check(f"fodtrack-{sig.name}-message", "interrupted by " + sig.name in err, err.strip()[-200:])
+
+# 5c. commit (COMMIT's filtering) on the CPU, stopped in its solve (run to 10^7 iterations): a
+# fit stopped midway is no result, so nothing is written (unlike tracking).
+cp_dir = f"{d}/commit_phantom"
+cpp = commitpeer.phantom(cp_dir)
+cm = ["commit", "--tractogram", cpp["tck"], "--data", cpp["dwi"], "--mask", cpp["wm"], "--bvals",
+      cpp["bvals_file"], "--bvecs", cpp["bvecs_file"], "--peaks", cpp["peaks"], "--tol", 0, "--tol-x", 0,
+      "--max-iter", 10000000, "--device", "cpu", "--threads", 1]
+for sig in (signal.SIGINT, signal.SIGTERM):
+    out = f"{d}/commit_{sig.name}"
+    rc, took, err = interrupt(cm + ["--out", out], sig, None, rng.uniform(0.3, 1.0))
+    expect_stopped(f"commit-{sig.name}", out, None, rc, took, err, sig)
 
 # 6. A pipeline: the signal reaches its script and the script's dimoc commands; nothing of it
 # remains, and no process of it lives on.

@@ -1,0 +1,246 @@
+/* Independent truths for dimoc commit's pieces (runtime/commit/): the direction table against a
+ * brute-force nearest direction; the dictionary's cut of a straight streamline against its
+ * exact lengths per voxel; the operator's adjoint against the operator (<A x, v> = <x, A^T v>
+ * for random x, v, whatever the segments' order); and FISTA against a plain projected-gradient
+ * solver run to convergence on a small problem (the same minimum of the non-negative
+ * least-squares objective). */
+#include "check.h"
+#include "commit/commit_cpu.h"
+#include "commit/commit_dict.h"
+#include "commit/commit_dirs.h"
+#include "commit/commit_kernels.h"
+#include "commit/commit_operator.h"
+#include "commit/commit_solve.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double urand(unsigned *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (*s >> 8) / 16777216.0;
+}
+
+static void random_dir(unsigned *s, double d[3])
+{
+    double z = 2 * urand(s) - 1, p = 2 * M_PI * urand(s), r = sqrt(1 - z * z);
+    d[0] = r * cos(p), d[1] = r * sin(p), d[2] = z;
+}
+
+static void test_dirs(void)
+{
+    dm_commit_dirs d;
+    int rc = dm_commit_dirs_make(500, &d);
+    unsigned s = 3;
+    double worst = 0;
+    for (int i = 0; rc == 0 && i < 3000; i++) {
+        double u[3];
+        random_dir(&s, u);
+        const double *a = d.dir + 3 * dm_commit_dirs_index(&d, u);
+        double best = 0;
+        for (int k = 0; k < d.n; k++) {
+            const double *b = d.dir + 3 * k;
+            best = fmax(best, fabs(u[0] * b[0] + u[1] * b[1] + u[2] * b[2]));
+        }
+        double got = fabs(u[0] * a[0] + u[1] * a[1] + u[2] * a[2]);
+        worst = fmax(worst, acos(fmin(1, got)) - acos(fmin(1, best)));
+    }
+    check(rc == 0 && worst * 180 / M_PI < 0.5, "commit-dirs-nearest",
+          "chosen direction up to %.3f degrees further than the nearest", worst * 180 / M_PI);
+    dm_commit_dirs_free(&d);
+}
+
+/* A tractogram of n random polylines inside a grid of g voxels (2 mm, world = 2 x voxel). */
+static void random_tracks(unsigned *s, int n, int g, dm_tck *t)
+{
+    memset(t, 0, sizeof *t);
+    t->count = n;
+    t->npoints = malloc(n * sizeof *t->npoints);
+    t->start = malloc((n + 1) * sizeof *t->start);
+    t->xyz = malloc((size_t)n * 40 * 3 * sizeof *t->xyz);
+    long at = 0;
+    for (int i = 0; i < n; i++) {
+        int np = 3 + (int)(urand(s) * 30);
+        double p[3], d[3];
+        for (int a = 0; a < 3; a++) p[a] = 2 * (0.5 + urand(s) * (g - 1));
+        random_dir(s, d);
+        t->start[i] = at;
+        t->npoints[i] = np;
+        for (int k = 0; k < np; k++) {
+            for (int a = 0; a < 3; a++) t->xyz[3 * (at + k) + a] = (float)p[a];
+            double e[3];
+            random_dir(s, e);
+            for (int a = 0; a < 3; a++) {
+                d[a] = d[a] + 0.3 * e[a];
+                p[a] += 0.8 * d[a] / sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            }
+        }
+        at += np;
+    }
+    t->start[n] = at;
+}
+
+static dm_commit_grid grid_of(int g)
+{
+    dm_commit_grid gr = {g, g, g, {{0.5, 0, 0, 0}, {0, 0.5, 0, 0}, {0, 0, 0.5, 0}}, NULL};
+    return gr;
+}
+
+static void test_straight_cut(void)
+{
+    /* along x at y = z = 4 mm (voxel 2), from voxel x 1.2 to 5.7: pieces at the faces x.5 */
+    float pts[6] = {2.4f, 4, 4, 11.4f, 4, 4};
+    long np = 2, start[2] = {0, 2};
+    dm_tck t = {pts, &np, start, 1, 1, NULL};
+    dm_commit_dirs dirs;
+    dm_commit_dirs_make(100, &dirs);
+    dm_commit_grid g = grid_of(8);
+    dm_commit_dict_options o = {{0, 0, 0}, 1e-3, 0, 250, 1};
+    dm_commit_dict d;
+    int rc = dm_commit_dict_build(&t, &g, &dirs, &o, &d);
+    /* voxel coordinates 1.2 .. 5.7: 0.3, 1, 1, 1, 1, 0.2 voxels in voxels 1..6, x 2 mm */
+    const double want[] = {0.6, 2, 2, 2, 2, 0.4};
+    double worst = rc == 0 && d.nseg == 6 ? 0 : 1;
+    for (long q = 0; worst < 1 && q < d.nseg; q++) {
+        long vx = d.vox[d.seg_vox[q]] % 8;
+        worst = fmax(worst, fabs(d.seg_len[q] - want[vx - 1]));
+    }
+    double norm = sqrt(0.36 + 4 * 4 + 0.16);
+    check(worst < 1e-5 && fabs(d.length[0] - 9) < 1e-5 && fabs(d.norm[0] - norm) < 1e-5,
+          "commit-dict-straight-cut",
+          "%ld pieces, largest error %.2g, length %.6f (9), norm %.6f (%.6f)", d.nseg, worst,
+          d.length[0], d.norm[0], norm);
+    dm_commit_dict_free(&d);
+    dm_commit_dirs_free(&dirs);
+}
+
+typedef struct {
+    dm_commit_dirs dirs;
+    dm_commit_dict d;
+    dm_commit_kernels k;
+    dm_commit_operator A;
+    dm_tck t;
+    float *peaks;
+} problem;
+
+static int make_problem(problem *p, int nstr, int g, unsigned seed)
+{
+    memset(p, 0, sizeof *p);
+    unsigned s = seed;
+    random_tracks(&s, nstr, g, &p->t);
+    dm_commit_dirs_make(300, &p->dirs);
+    dm_commit_grid gr = grid_of(g);
+    dm_commit_dict_options o = {{0, 0, 0}, 1e-3, 0, 250, 2};
+    if (dm_commit_dict_build(&p->t, &gr, &p->dirs, &o, &p->d) != 0) return -1;
+    /* 2 shells of 12 directions and 2 b=0 */
+    int ns = 26;
+    double b[26], gr3[78];
+    for (int i = 0; i < ns; i++) {
+        b[i] = i < 2 ? 0 : i < 14 ? 1000 : 2500;
+        random_dir(&s, gr3 + 3 * i);
+    }
+    dm_commit_model m = {1.7e-3, 0.5e-3, 2, {1.7e-3, 3e-3}, 1, 1};
+    if (dm_commit_kernels_make(&m, &p->dirs, ns, b, gr3, &p->k) != 0) return -1;
+    p->peaks = malloc((size_t)p->d.nvox * 6 * sizeof *p->peaks);
+    for (long v = 0; v < p->d.nvox * 6; v++) p->peaks[v] = (float)(urand(&s) - 0.5);
+    return dm_commit_operator_build(&p->d, &p->k, &p->dirs, p->peaks, 2, 0.1, 2, &p->A);
+}
+
+static void free_problem(problem *p)
+{
+    dm_commit_operator_free(&p->A);
+    dm_commit_kernels_free(&p->k);
+    dm_commit_dict_free(&p->d);
+    dm_commit_dirs_free(&p->dirs);
+    free(p->t.xyz);
+    free(p->t.npoints);
+    free(p->t.start);
+    free(p->peaks);
+}
+
+static void test_adjoint(void)
+{
+    problem p;
+    int rc = make_problem(&p, 60, 7, 11);
+    const dm_commit_operator *A = &p.A;
+    long n = A->ncols, m = A->nrows;
+    double *x = malloc(n * sizeof *x), *v = malloc(m * sizeof *v), *Ax = malloc(m * sizeof *Ax),
+           *g = malloc(n * sizeof *g), *ej = calloc(n, sizeof *ej), *col = malloc(m * sizeof *col),
+           *dots = malloc((A->op.vox_start[A->op.nv] + 1) * sizeof *dots);
+    unsigned s = 5;
+    for (long j = 0; j < n; j++) x[j] = urand(&s);
+    for (long i = 0; i < m; i++) v[i] = urand(&s) - 0.5;
+    dm_commit_cpu_ax(A, x, Ax, 2);
+    dm_commit_cpu_aty(A, v, g, dots, 2);
+    double lhs = 0, rhs = 0;
+    for (long i = 0; i < m; i++) lhs += Ax[i] * v[i];
+    for (long j = 0; j < n; j++) rhs += x[j] * g[j];
+    /* every column by its definition: A e_j . v is entry j of A^T v */
+    double worst = 0;
+    for (long j = 0; j < n; j++) {
+        ej[j] = 1;
+        dm_commit_cpu_ax(A, ej, col, 1);
+        ej[j] = 0;
+        double cj = 0;
+        for (long i = 0; i < m; i++) cj += col[i] * v[i];
+        worst = fmax(worst, fabs(cj - g[j]) / fmax(fabs(cj), 1e-3));
+    }
+    double rel = fabs(lhs - rhs) / fabs(lhs);
+    check(
+        rc == 0 && rel < 1e-12 && worst < 1e-12, "commit-adjoint",
+        "<Ax,v> %.15g, <x,A^T v> %.15g (%.1e); columns by definition: %.1e; %ld columns, %ld rows",
+        lhs, rhs, rel, worst, n, m);
+    free(x), free(v), free(Ax), free(g), free(ej), free(col), free(dots);
+    free_problem(&p);
+}
+
+/* FISTA run to convergence on a small problem meets the optimality (KKT) conditions of the
+ * non-negative least squares: g = A^T (A x - y) is >= 0 where x_j = 0 and 0 where x_j > 0. */
+static void test_fista_minimum(void)
+{
+    problem p;
+    int rc = make_problem(&p, 12, 4, 17);
+    const dm_commit_operator *A = &p.A;
+    long n = A->ncols, m = A->nrows;
+    double *y = malloc(m * sizeof *y), *x = calloc(n, sizeof *x), *x0 = calloc(n, sizeof *x0),
+           *truth = malloc(n * sizeof *truth), *r = malloc(m * sizeof *r),
+           *g = malloc(n * sizeof *g),
+           *dots = malloc((A->op.vox_start[A->op.nv] + 1) * sizeof *dots);
+    unsigned s = 9;
+    for (long j = 0; j < n; j++) truth[j] = urand(&s) < 0.5 ? 0 : urand(&s);
+    dm_commit_cpu_ax(A, truth, y, 1);
+    for (long i = 0; i < m; i++) y[i] += 0.05 * (urand(&s) - 0.5);
+    dm_commit_backend B;
+    dm_commit_cpu *c = dm_commit_cpu_open(A, y, 1, &B);
+    dm_commit_fista_options o = {0, 0, 20000, NULL, NULL};
+    dm_commit_fista_result res;
+    int frc = dm_commit_fista(&B, x0, &o, x, &res);
+    dm_commit_cpu_close(c);
+    dm_commit_cpu_ax(A, x, r, 1);
+    for (long i = 0; i < m; i++) r[i] -= y[i];
+    dm_commit_cpu_aty(A, r, g, dots, 1);
+    dm_commit_cpu_aty(A, y, truth, dots, 1); /* the scale: A^T y */
+    double scale = 0, worst = 0;
+    long active = 0;
+    for (long j = 0; j < n; j++) scale = fmax(scale, fabs(truth[j]));
+    for (long j = 0; j < n; j++) {
+        double viol = x[j] > 0 ? fabs(g[j]) : fmax(0, -g[j]);
+        worst = fmax(worst, viol / scale);
+        active += x[j] > 0;
+    }
+    check(rc == 0 && frc == 0 && worst < 1e-6, "commit-fista-kkt",
+          "largest violation %.1e of max |A^T y| after %d iterations (%s); %ld of %ld unknowns > 0",
+          worst, res.iterations, res.stopped ? res.stopped : "-", active, n);
+    free(y), free(x), free(x0), free(truth), free(r), free(g), free(dots);
+    free_problem(&p);
+}
+
+int main(void)
+{
+    test_dirs();
+    test_straight_cut();
+    test_adjoint();
+    test_fista_minimum();
+    return failures != 0;
+}
