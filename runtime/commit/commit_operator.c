@@ -20,6 +20,11 @@ static int by_dir_str(const void *x, const void *y)
     return (a->str > b->str) - (a->str < b->str);
 }
 
+static double peak_norm(const float *p)
+{
+    return sqrt((double)p[0] * p[0] + (double)p[1] * p[1] + (double)p[2] * p[2]);
+}
+
 int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k,
                              const dm_commit_dirs *dirs, const float *peaks, int npeaks,
                              double vf_thr, int threads, dm_commit_operator *A)
@@ -73,43 +78,33 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
         A->str_seg[key[p].q] = (unsigned)p;
     }
     free(key);
-    /* EC: the peaks kept in each voxel, in their order */
+    /* EC: the peaks kept in each voxel, in their order (counted, then listed) */
     long ne = 0;
-    if (peaks && k->ec) {
-        for (long v = 0; v < nv; v++) {
+    for (int pass = 0; pass < 2; pass++) {
+        ne = 0;
+        for (long v = 0; peaks && k->ec && v < nv; v++) {
             const float *p = peaks + (size_t)v * npeaks * 3;
             double top = 0;
-            for (int i = 0; i < npeaks; i++)
-                top = fmax(top,
-                           sqrt((double)p[3 * i] * p[3 * i] + (double)p[3 * i + 1] * p[3 * i + 1] +
-                                (double)p[3 * i + 2] * p[3 * i + 2]));
+            for (int i = 0; i < npeaks; i++) top = fmax(top, peak_norm(p + 3 * i));
             for (int i = 0; i < npeaks; i++) {
-                double nrm =
-                    sqrt((double)p[3 * i] * p[3 * i] + (double)p[3 * i + 1] * p[3 * i + 1] +
-                         (double)p[3 * i + 2] * p[3 * i + 2]);
-                if (nrm > 0 && nrm >= vf_thr * top) ne++;
+                double nrm = peak_norm(p + 3 * i);
+                if (!(nrm > 0 && nrm >= vf_thr * top)) continue;
+                if (pass == 1) {
+                    double u[3] = {p[3 * i], p[3 * i + 1], p[3 * i + 2]};
+                    A->ec_vox[ne] = (unsigned)v;
+                    A->ec_dir[ne] = dm_commit_dirs_index(dirs, u);
+                }
+                ne++;
             }
             A->ec_start[v + 1] = ne;
         }
-    }
-    A->ec_vox = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_vox);
-    A->ec_dir = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_dir);
-    if (!A->ec_vox || !A->ec_dir) {
-        free(col_norm);
-        goto oom;
-    }
-    for (long v = 0, e = 0; peaks && k->ec && v < nv; v++) {
-        const float *p = peaks + (size_t)v * npeaks * 3;
-        double top = 0;
-        for (int i = 0; i < npeaks; i++)
-            top = fmax(top, sqrt((double)p[3 * i] * p[3 * i] + (double)p[3 * i + 1] * p[3 * i + 1] +
-                                 (double)p[3 * i + 2] * p[3 * i + 2]));
-        for (int i = 0; i < npeaks; i++) {
-            double u[3] = {p[3 * i], p[3 * i + 1], p[3 * i + 2]},
-                   nrm = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-            if (!(nrm > 0 && nrm >= vf_thr * top)) continue;
-            A->ec_vox[e] = (unsigned)v;
-            A->ec_dir[e++] = dm_commit_dirs_index(dirs, u);
+        if (pass == 0) {
+            A->ec_vox = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_vox);
+            A->ec_dir = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_dir);
+            if (!A->ec_vox || !A->ec_dir) {
+                free(col_norm);
+                goto oom;
+            }
         }
     }
     const long niso = k->niso;
