@@ -17,19 +17,20 @@
 #include "util/progress.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The measured signal of the voxels of the fit, each divided by its mean b = 0 signal (COMMIT's
  * doNormalizeSignal; a voxel whose b = 0 mean is not positive gets 0). */
-static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d)
+static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d, int threads)
 {
     const int ns = w->nvol;
     const size_t nvox = DM_NVOX(&w->data);
     double *y = malloc((size_t)(d->nvox ? d->nvox : 1) * ns * sizeof *y);
     if (!y) return NULL;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (long v = 0; v < d->nvox; v++) {
         double b0 = 0;
         int n0 = 0;
@@ -51,7 +52,7 @@ static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d)
  * --peaks image (sh2peaks' layout: 3 volumes a peak), or the principal direction of a tensor
  * fit of the data.  *npeaks set. */
 static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_commit_dict *d,
-                        int *npeaks)
+                        int threads, int *npeaks)
 {
     float *out = NULL;
     if (o->peaks) {
@@ -85,7 +86,7 @@ static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_co
     out = calloc((size_t)(d->nvox ? d->nvox : 1) * 3, sizeof *out);
     const size_t nvox = DM_NVOX(&w->data);
     int failed = !out;
-#pragma omp parallel if (!failed)
+#pragma omp parallel if (!failed) num_threads(threads)
     {
         double *sig = malloc((size_t)w->nvol * sizeof *sig),
                *work = malloc(2 * (size_t)w->nvol * sizeof *work);
@@ -151,20 +152,31 @@ static int write_weights(const char *dir, const dm_commit_dict *d, const double 
     return rc;
 }
 
-/* filtered.tck: the streamlines of weight > 0, in their order. */
+/* filtered.tck: the streamlines of weight > 0, in their order (written by all threads). */
 static int write_filtered(const char *dir, const dm_tck *t, const dm_commit_dict *d,
-                          const double *xo, long *nonzero)
+                          const double *xo, int threads, long *nonzero)
 {
     char *path = dm_path_join(dir, "filtered.tck");
     dm_tck_writer *w = path ? dm_tck_open(path, "source: dimoc commit\n") : NULL;
     free(path);
     if (!w) return -1;
+    size_t *start = malloc((size_t)(d->nstr ? d->nstr : 1) * sizeof *start);
+    int *npts = malloc((size_t)(d->nstr ? d->nstr : 1) * sizeof *npts);
+    if (!start || !npts) {
+        free(start);
+        free(npts);
+        dm_tck_abort(w);
+        return dm_set_error("commit: out of memory for filtered.tck");
+    }
     long n = 0;
     for (long s = 0; s < d->nstr; s++)
         if (d->column[s] >= 0 && xo[d->column[s]] > 0) {
-            dm_tck_add(w, t->xyz + 3 * t->start[s], (int)t->npoints[s]);
-            n++;
+            start[n] = (size_t)t->start[s];
+            npts[n++] = (int)t->npoints[s];
         }
+    dm_tck_add_many(w, t->xyz, start, npts, n, threads > 0 ? threads : 1);
+    free(start);
+    free(npts);
     *nonzero = n;
     return dm_tck_close(w, (unsigned long long)n);
 }
@@ -173,6 +185,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
 {
     memset(sum, 0, sizeof *sum);
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
+    const int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
     double t0 = dm_now_seconds(), t_load, t_dict, t_kern, t_op, t_setup, t_solve, t_write;
     dm_commit_cpu *cpu = NULL;
     dm_commit_gpu *gpu = NULL;
@@ -222,7 +235,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                                    o->min_seg_len,
                                    o->min_len,
                                    o->max_len,
-                                   o->threads};
+                                   threads};
     if (dm_commit_dict_build(&t, &g, &dirs, &dopt, &d) != 0) goto done;
     if (d.nkept == 0) {
         dm_set_error("%s: no streamline passes through %s%s (is the tractogram in this image's "
@@ -240,10 +253,10 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
 
     /* the operator */
     t1 = dm_now_seconds();
-    if (o->model.ec_on && !(peaks = fit_peaks(o, &w, &d, &npeaks))) goto done;
-    if (dm_commit_operator_build(&d, &k, &dirs, peaks, npeaks, o->vf_thr, o->threads, &A) != 0)
+    if (o->model.ec_on && !(peaks = fit_peaks(o, &w, &d, threads, &npeaks))) goto done;
+    if (dm_commit_operator_build(&d, &k, &dirs, peaks, npeaks, o->vf_thr, threads, &A) != 0)
         goto done;
-    if (!(y = signal_rows(&w, &d))) {
+    if (!(y = signal_rows(&w, &d, threads))) {
         dm_set_error("commit: out of memory for the signal");
         goto done;
     }
@@ -258,7 +271,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     }
     dm_commit_backend B;
     if (o->use_gpu ? !(gpu = dm_commit_gpu_open(&A, y, o->gpus, &B))
-                   : !(cpu = dm_commit_cpu_open(&A, y, o->threads, &B)))
+                   : !(cpu = dm_commit_cpu_open(&A, y, threads, &B)))
         goto done;
     t_setup = dm_now_seconds() - t1;
     t1 = dm_now_seconds();
@@ -292,7 +305,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     for (long e = 0; e < ne; e++) ec[A.ec_vox[e]] += xo[nf + e];
     for (int i = 0; i < k.niso; i++)
         for (long v = 0; v < nv; v++) iso[v] += xo[nf + ne + i * nv + v];
-    if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0 : (dm_commit_cpu_ax(&A, x, yhat, o->threads), 0))
+    if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0 : (dm_commit_cpu_ax(&A, x, yhat, threads), 0))
         goto done;
     double sq_all = 0;
     for (long v = 0; v < nv; v++) {
@@ -315,7 +328,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (wr == 0) wr = write_map(od.path, "compartment_ISO.nii.gz", &w, &d, iso);
     if (wr == 0) wr = write_map(od.path, "fit_RMSE.nii.gz", &w, &d, rmse);
     if (wr == 0) wr = write_map(od.path, "fit_NRMSE.nii.gz", &w, &d, nrmse);
-    if (wr == 0) wr = write_filtered(od.path, &t, &d, xo, &nonzero);
+    if (wr == 0) wr = write_filtered(od.path, &t, &d, xo, threads, &nonzero);
     t_write = dm_now_seconds() - t1;
     if (wr == 0) {
         dm_provenance_str(prov, DM_PROV_RESULT, "model", o->model_name);
