@@ -3,6 +3,7 @@
 #include "util/error.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,13 +30,6 @@ static int pieces_add(pieces *a, long vox, unsigned short dir, double len)
     }
     a->p[a->n++] = (piece){vox, dir, (float)len};
     return 0;
-}
-
-static int by_vox_dir(const void *x, const void *y)
-{
-    const piece *a = x, *b = y;
-    if (a->vox != b->vox) return a->vox < b->vox ? -1 : 1;
-    return (a->dir > b->dir) - (a->dir < b->dir);
 }
 
 static void to_voxel(const dm_commit_grid *g, const double shift[3], const float *p, double v[3])
@@ -126,7 +120,25 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
         }
     }
     if (out->n == 0) return 0;
-    qsort(out->p, (size_t)out->n, sizeof *out->p, by_vox_dir);
+    /* most repeats of a (voxel, direction) are consecutive pieces: merge those first, then sort
+     * the few left by voxel and direction (insertion: a streamline holds tens of them) */
+    long c = 0;
+    for (long i = 0; i < out->n; i++) {
+        if (c > 0 && out->p[c - 1].vox == out->p[i].vox && out->p[c - 1].dir == out->p[i].dir)
+            out->p[c - 1].len += out->p[i].len;
+        else
+            out->p[c++] = out->p[i];
+    }
+    out->n = c;
+    for (long i = 1; i < out->n; i++) {
+        piece x = out->p[i];
+        long j = i;
+        for (; j > 0 && (out->p[j - 1].vox > x.vox ||
+                         (out->p[j - 1].vox == x.vox && out->p[j - 1].dir > x.dir));
+             j--)
+            out->p[j] = out->p[j - 1];
+        out->p[j] = x;
+    }
     long m = 0;
     double in_vox = 0, sq = 0;
     for (long i = 0; i < out->n; i++) {
@@ -159,10 +171,17 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
     const size_t nvox_grid = (size_t)g->nx * g->ny * g->nz;
     long *fit_index = NULL;
     int failed = !d->kept || !d->length || !d->norm || !d->column || !count;
-    /* pass 1: each streamline's merged pieces, counted (threads take streamlines in chunks;
-     * pass 2 recomputes them into place, so that no thread holds more than one streamline) */
-#pragma omp parallel num_threads(o->threads > 0 ? o->threads : 1) reduction(| : failed)
+    /* each streamline's merged pieces, appended to its thread's arena (which thread and where
+     * recorded per streamline), then copied into place in streamline order */
+    const int nt = o->threads > 0 ? o->threads : 1;
+    pieces *arena = calloc((size_t)nt, sizeof *arena);
+    long *at_arena = malloc((size_t)(n ? n : 1) * sizeof *at_arena);
+    int *in_arena = malloc((size_t)(n ? n : 1) * sizeof *in_arena);
+    long *grid_vox = NULL;
+    if (failed || !arena || !at_arena || !in_arena) goto oom_pieces;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
     {
+        const int me = omp_get_thread_num();
         pieces buf = {0};
 #pragma omp for schedule(dynamic, 64)
         for (long s = 0; s < n; s++) {
@@ -172,18 +191,21 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
                 failed = 1;
                 continue;
             }
-            if (buf.n > 0 && len > o->min_len && len < o->max_len) {
-                d->kept[s] = 1;
-                d->length[s] = (float)len;
-                d->norm[s] = (float)norm;
-                count[s] = buf.n;
-            }
+            if (!(buf.n > 0 && len > o->min_len && len < o->max_len)) continue;
+            d->kept[s] = 1;
+            d->length[s] = (float)len;
+            d->norm[s] = (float)norm;
+            count[s] = buf.n;
+            in_arena[s] = me;
+            at_arena[s] = arena[me].n;
+            for (long i = 0; i < buf.n && !failed; i++)
+                failed = pieces_add(&arena[me], buf.p[i].vox, buf.p[i].dir, buf.p[i].len) != 0;
         }
         free(buf.p);
     }
-    if (failed) goto oom;
+    if (failed) goto oom_pieces;
     d->str_start = malloc((size_t)(n + 1) * sizeof *d->str_start);
-    if (!d->str_start) goto oom;
+    if (!d->str_start) goto oom_pieces;
     long nseg = 0, nk = 0;
     for (long s = 0; s < n; s++) {
         d->column[s] = d->kept[s] ? nk : -1;
@@ -195,34 +217,29 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
     d->str_start[nk] = nseg;
     d->nkept = nk;
     d->nseg = nseg;
-    long *grid_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *grid_vox);
+    grid_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *grid_vox);
     d->seg_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_vox);
     d->seg_dir = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_dir);
     d->seg_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_len);
-    if (!grid_vox || !d->seg_vox || !d->seg_dir || !d->seg_len) {
-        free(grid_vox);
-        goto oom;
-    }
-#pragma omp parallel num_threads(o->threads > 0 ? o->threads : 1) reduction(| : failed)
-    {
-        pieces buf = {0};
-#pragma omp for schedule(dynamic, 64)
-        for (long s = 0; s < n; s++) {
-            if (failed || !d->kept[s]) continue;
-            double len, norm;
-            if (streamline_pieces(t, s, g, dirs, o, &buf, &len, &norm) != 0) {
-                failed = 1;
-                continue;
-            }
-            long at = d->str_start[d->column[s]];
-            for (long i = 0; i < buf.n; i++) {
-                grid_vox[at + i] = buf.p[i].vox;
-                d->seg_dir[at + i] = buf.p[i].dir;
-                d->seg_len[at + i] = buf.p[i].len;
-            }
+    if (!grid_vox || !d->seg_vox || !d->seg_dir || !d->seg_len) goto oom_pieces;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
+    for (long s = 0; s < n; s++) {
+        if (!d->kept[s]) continue;
+        const piece *src = arena[in_arena[s]].p + at_arena[s];
+        const long at = d->str_start[d->column[s]];
+        for (long i = 0; i < count[s]; i++) {
+            grid_vox[at + i] = src[i].vox;
+            d->seg_dir[at + i] = src[i].dir;
+            d->seg_len[at + i] = src[i].len;
         }
-        free(buf.p);
     }
+    for (int k = 0; k < nt; k++) free(arena[k].p);
+    free(arena);
+    free(at_arena);
+    free(in_arena);
+    arena = NULL;
+    at_arena = NULL;
+    in_arena = NULL;
     /* the voxels of the fit: those the kept segments reach, ascending */
     fit_index = malloc(nvox_grid * sizeof *fit_index);
     if (failed || !fit_index) {
@@ -246,11 +263,18 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
             d->vox[nv++] = (long)v;
         }
     d->nvox = nv;
+#pragma omp parallel for schedule(static) num_threads(nt)
     for (long k = 0; k < nseg; k++) d->seg_vox[k] = (unsigned)fit_index[grid_vox[k]];
     free(grid_vox);
     free(fit_index);
     free(count);
     return 0;
+oom_pieces:
+    for (int k = 0; arena && k < nt; k++) free(arena[k].p);
+    free(arena);
+    free(at_arena);
+    free(in_arena);
+    free(grid_vox);
 oom:
     free(fit_index);
     free(count);
