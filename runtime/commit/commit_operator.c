@@ -13,13 +13,6 @@ typedef struct {
     unsigned long q;
 } seg_key;
 
-static int by_dir_str(const void *x, const void *y)
-{
-    const seg_key *a = x, *b = y;
-    if (a->dir != b->dir) return a->dir < b->dir ? -1 : 1;
-    return (a->str > b->str) - (a->str < b->str);
-}
-
 static double peak_norm(const float *p)
 {
     return sqrt((double)p[0] * p[0] + (double)p[1] * p[1] + (double)p[2] * p[2]);
@@ -47,11 +40,13 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     if (!col_norm) goto oom;
     for (long s = 0; s < d->nstr; s++)
         if (d->column[s] >= 0) col_norm[d->column[s]] = d->norm[s];
+#pragma omp parallel for schedule(static) num_threads(A->threads)
     for (long f = 0; f < nf; f++)
         for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++)
             A->str_len[q] = d->seg_len[q] / col_norm[f];
-    /* the same segments by voxel, within a voxel by direction then streamline (a counting sort
-     * by voxel, then each voxel's few sorted), each streamline-order segment told its place */
+    /* the same segments by voxel, within a voxel by direction then streamline (counting sorts:
+     * by voxel, then within each voxel by direction), each streamline-order segment told its
+     * place */
     for (long q = 0; q < nseg; q++) A->vox_start[d->seg_vox[q] + 1]++;
     for (long v = 0; v < nv; v++) A->vox_start[v + 1] += A->vox_start[v];
     long *fill = malloc((size_t)(nv ? nv : 1) * sizeof *fill);
@@ -67,10 +62,41 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
         for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++)
             key[fill[d->seg_vox[q]]++] = (seg_key){d->seg_dir[q], (unsigned)f, (unsigned long)q};
     free(fill);
-#pragma omp parallel for schedule(dynamic, 256) num_threads(A->threads)
-    for (long v = 0; v < nv; v++)
-        qsort(key + A->vox_start[v], (size_t)(A->vox_start[v + 1] - A->vox_start[v]), sizeof *key,
-              by_dir_str);
+    /* within each voxel, a stable counting sort by direction (the streamlines stay in order) */
+    int failed = 0;
+#pragma omp parallel num_threads(A->threads) reduction(| : failed)
+    {
+        long *hist = malloc(((size_t)k->ndirs + 1) * sizeof *hist);
+        seg_key *tmp = NULL;
+        long tmp_cap = 0;
+#pragma omp for schedule(dynamic, 256)
+        for (long v = 0; v < nv; v++) {
+            const long b = A->vox_start[v], n = A->vox_start[v + 1] - b;
+            if (failed || n < 2) continue;
+            if (n > tmp_cap) {
+                free(tmp);
+                tmp_cap = 2 * n;
+                tmp = malloc((size_t)tmp_cap * sizeof *tmp);
+            }
+            if (!hist || !tmp) {
+                failed = 1;
+                continue;
+            }
+            memset(hist, 0, ((size_t)k->ndirs + 1) * sizeof *hist);
+            for (long i = 0; i < n; i++) hist[key[b + i].dir + 1]++;
+            for (int o = 0; o < k->ndirs; o++) hist[o + 1] += hist[o];
+            for (long i = 0; i < n; i++) tmp[hist[key[b + i].dir]++] = key[b + i];
+            memcpy(key + b, tmp, (size_t)n * sizeof *key);
+        }
+        free(hist);
+        free(tmp);
+    }
+    if (failed) {
+        free(key);
+        free(col_norm);
+        goto oom;
+    }
+#pragma omp parallel for schedule(static) num_threads(A->threads)
     for (long p = 0; p < nseg; p++) {
         A->vox_str[p] = key[p].str;
         A->vox_dir[p] = key[p].dir;

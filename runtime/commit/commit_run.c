@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,21 @@ static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_co
     dm_dti_protocol_free(&proto);
     if (!out) dm_set_error("commit: out of memory for the peaks");
     return out;
+}
+
+typedef struct {
+    const char *path;
+    dm_tck *t;
+    int rc;
+    char error[2048]; /* the reader's message (errors are per thread) */
+} tck_job;
+
+static void *read_tck(void *arg)
+{
+    tck_job *j = arg;
+    j->rc = dm_tck_read(j->path, j->t);
+    if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
+    return NULL;
 }
 
 typedef struct {
@@ -201,8 +217,18 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
            *nrmse = NULL, *yhat = NULL;
     unsigned char *mask = NULL;
     int rc = -1, npeaks = 0;
-    if (dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
-    if (dm_tck_read(o->tractogram, &t) != 0) goto done;
+    /* the tractogram (often a gigabyte) is read on a thread of its own while the data are */
+    tck_job tj = {o->tractogram, &t, 0, ""};
+    pthread_t reader;
+    int threaded = pthread_create(&reader, NULL, read_tck, &tj) == 0;
+    if (!threaded) read_tck(&tj);
+    int dwi_rc = dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
+    if (threaded) pthread_join(reader, NULL);
+    if (dwi_rc != 0) goto done;
+    if (tj.rc != 0) {
+        dm_set_error("%s", tj.error);
+        goto done;
+    }
     if (t.count == 0) {
         dm_set_error("%s: no streamlines", o->tractogram);
         goto done;
@@ -231,11 +257,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         g.mask = mask;
     }
     if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
-    dm_commit_dict_options dopt = {{o->shift[0], o->shift[1], o->shift[2]},
-                                   o->min_seg_len,
-                                   o->min_len,
-                                   o->max_len,
-                                   threads};
+    dm_commit_dict_options dopt = {
+        {o->shift[0], o->shift[1], o->shift[2]}, o->min_seg_len, o->min_len, o->max_len, threads};
     if (dm_commit_dict_build(&t, &g, &dirs, &dopt, &d) != 0) goto done;
     if (d.nkept == 0) {
         dm_set_error("%s: no streamline passes through %s%s (is the tractogram in this image's "
