@@ -8,16 +8,23 @@
 struct dm_commit_cpu {
     const dm_commit_operator *A;
     const double *y;
-    double *x, *xhat, *prev, *g, *r, *ag, *dots;
+    double *x, *xhat, *prev, *g, *r, *ag, *runs; /* runs: the runs' weights or dots */
     int threads;
 };
 
-void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat, int threads)
+void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat, double *runs,
+                      int threads)
 {
     const long nv = A->op.nv;
     const int ns = A->op.ns;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
-    for (long v = 0; v < nv; v++) dm_commit_ax_block(&A->op, x, v, 0, 1, ns, yhat + v * ns);
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(static)
+        for (long r = 0; r < A->nruns; r++) runs[r] = dm_commit_run_weight(&A->op, x, r);
+#pragma omp for schedule(dynamic, 64)
+        for (long v = 0; v < nv; v++)
+            dm_commit_ax_block(&A->op, x, runs, v, 0, 1, ns, yhat + v * ns);
+    }
 }
 
 static int start(void *ctx, const double *x0)
@@ -30,7 +37,7 @@ static int start(void *ctx, const double *x0)
 static int residual(void *ctx, int which, double *half_sq)
 {
     dm_commit_cpu *c = ctx;
-    dm_commit_cpu_ax(c->A, which == DM_COMMIT_X ? c->x : c->xhat, c->r, c->threads);
+    dm_commit_cpu_ax(c->A, which == DM_COMMIT_X ? c->x : c->xhat, c->r, c->runs, c->threads);
     const long n = c->A->nrows;
     double s = 0;
 #pragma omp parallel for reduction(+ : s) schedule(static) num_threads(c->threads)
@@ -42,27 +49,30 @@ static int residual(void *ctx, int which, double *half_sq)
     return 0;
 }
 
-void dm_commit_cpu_aty(const dm_commit_operator *A, const double *r, double *g, double *dots,
+void dm_commit_cpu_aty(const dm_commit_operator *A, const double *r, double *g, double *runs,
                        int threads)
 {
     const dm_commit_op *op = &A->op;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
-    for (long v = 0; v < op->nv; v++) dm_commit_aty_voxel(op, r, v, 0, 1, op->ns, dots, g);
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
-    for (long f = 0; f < op->nf; f++) g[f] = dm_commit_aty_streamline(op, dots, f);
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(dynamic, 64)
+        for (long v = 0; v < op->nv; v++) dm_commit_aty_voxel(op, r, v, 0, 1, op->ns, runs, g);
+#pragma omp for schedule(dynamic, 256)
+        for (long f = 0; f < op->nf; f++) g[f] = dm_commit_aty_streamline(op, runs, f);
+    }
 }
 
 static int gradient(void *ctx)
 {
     dm_commit_cpu *c = ctx;
-    dm_commit_cpu_aty(c->A, c->r, c->g, c->dots, c->threads);
+    dm_commit_cpu_aty(c->A, c->r, c->g, c->runs, c->threads);
     return 0;
 }
 
 static int curvature(void *ctx, double *agag, double *gg)
 {
     dm_commit_cpu *c = ctx;
-    dm_commit_cpu_ax(c->A, c->g, c->ag, c->threads);
+    dm_commit_cpu_ax(c->A, c->g, c->ag, c->runs, c->threads);
     double a = 0, b = 0;
     const long m = c->A->nrows, n = c->A->ncols;
 #pragma omp parallel for reduction(+ : a) schedule(static) num_threads(c->threads)
@@ -145,9 +155,8 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
     c->g = calloc(n, sizeof *c->g);
     c->r = calloc(m, sizeof *c->r);
     c->ag = calloc(m, sizeof *c->ag);
-    c->dots = calloc((size_t)(A->op.vox_start[A->op.nv] ? A->op.vox_start[A->op.nv] : 1),
-                     sizeof *c->dots);
-    if (!c->x || !c->xhat || !c->prev || !c->g || !c->r || !c->ag || !c->dots) {
+    c->runs = calloc((size_t)(A->nruns ? A->nruns : 1), sizeof *c->runs);
+    if (!c->x || !c->xhat || !c->prev || !c->g || !c->r || !c->ag || !c->runs) {
         dm_commit_cpu_close(c);
         dm_set_error("commit: out of memory for the solver's vectors");
         return NULL;
@@ -166,6 +175,6 @@ void dm_commit_cpu_close(dm_commit_cpu *c)
     free(c->g);
     free(c->r);
     free(c->ag);
-    free(c->dots);
+    free(c->runs);
     free(c);
 }

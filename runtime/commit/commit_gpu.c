@@ -15,10 +15,11 @@
 
 static const char *const commit_templates[] = {"commit/gpu_commit.cu", "commit/commit_ops.h", NULL};
 
-enum { K_AX, K_ATY_VOXEL, K_ATY_STREAMLINE, K_PROX, K_NORMS, K_ADVANCE, NK };
+enum { K_RUNS, K_AX, K_ATY_VOXEL, K_ATY_STREAMLINE, K_PROX, K_NORMS, K_ADVANCE, NK };
 static const char *const kernel_names[NK] = {
-    "dm_commit_ax_kernel",   "dm_commit_aty_voxel_kernel", "dm_commit_aty_streamline_kernel",
-    "dm_commit_prox_kernel", "dm_commit_norms_kernel",     "dm_commit_advance_kernel"};
+    "dm_commit_runs_kernel",           "dm_commit_ax_kernel",   "dm_commit_aty_voxel_kernel",
+    "dm_commit_aty_streamline_kernel", "dm_commit_prox_kernel", "dm_commit_norms_kernel",
+    "dm_commit_advance_kernel"};
 
 struct dm_commit_gpu {
     dm_cuda *cu;
@@ -26,10 +27,10 @@ struct dm_commit_gpu {
     dm_gpu_program prog;
     dm_gpu_kernel k[NK];
     dm_commit_op op; /* device pointers */
-    long ncols, nrows;
-    CUdeviceptr arrays[32]; /* everything allocated: the operator's 14 arrays, y, 7 vectors, part */
+    long ncols, nrows, nruns;
+    CUdeviceptr arrays[32]; /* everything allocated: the operator's 15 arrays, y, 7 vectors, part */
     int narrays;
-    CUdeviceptr y, x, xhat, prev, g, r, ag, dots, part;
+    CUdeviceptr y, x, xhat, prev, g, r, ag, runs, part; /* runs: the runs' weights or dots */
     double *part_host;
     int blocks; /* of every grid-stride launch */
     double setup;
@@ -63,6 +64,14 @@ fail:
     return -1;
 }
 
+/* out = A x - y (y 0: A x), its ||.||^2 shares in part. */
+static int ax(dm_commit_gpu *g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr out)
+{
+    void *a1[] = {&g->op, &x, &g->runs, &g->nruns};
+    void *a2[] = {&g->op, &x, &g->runs, &y, &out, &g->part};
+    return launch(g, K_RUNS, a1) != 0 ? -1 : launch(g, K_AX, a2);
+}
+
 static int start(void *ctx, const double *x0)
 {
     dm_commit_gpu *g = ctx;
@@ -83,9 +92,8 @@ static int residual(void *ctx, int which, double *half_sq)
 {
     dm_commit_gpu *g = ctx;
     CUdeviceptr x = which == DM_COMMIT_X ? g->x : g->xhat;
-    void *args[] = {&g->op, &x, &g->y, &g->r, &g->part};
     double s;
-    if (launch(g, K_AX, args) != 0 || sums(g, 1, &s) != 0) return -1;
+    if (ax(g, x, g->y, g->r) != 0 || sums(g, 1, &s) != 0) return -1;
     *half_sq = 0.5 * s;
     return 0;
 }
@@ -93,8 +101,8 @@ static int residual(void *ctx, int which, double *half_sq)
 static int gradient(void *ctx)
 {
     dm_commit_gpu *g = ctx;
-    void *a1[] = {&g->op, &g->r, &g->dots, &g->g};
-    void *a2[] = {&g->op, &g->dots, &g->g};
+    void *a1[] = {&g->op, &g->r, &g->runs, &g->g};
+    void *a2[] = {&g->op, &g->runs, &g->g};
     return launch(g, K_ATY_VOXEL, a1) != 0 ? -1 : launch(g, K_ATY_STREAMLINE, a2);
 }
 
@@ -102,8 +110,7 @@ static int curvature(void *ctx, double *agag, double *gg)
 {
     dm_commit_gpu *g = ctx;
     CUdeviceptr none = 0;
-    void *ax[] = {&g->op, &g->g, &none, &g->ag, &g->part};
-    if (launch(g, K_AX, ax) != 0 || sums(g, 1, agag) != 0) return -1;
+    if (ax(g, g->g, none, g->ag) != 0 || sums(g, 1, agag) != 0) return -1;
     void *nr[] = {&g->g, &none, &g->ncols, &g->part};
     double s[2];
     if (launch(g, K_NORMS, nr) != 0 || sums(g, 2, s) != 0) return -1;
@@ -155,9 +162,7 @@ fail:
 int dm_commit_gpu_ax(dm_commit_gpu *g, double *yhat)
 {
     const dm_cuda *cu = g->cu;
-    CUdeviceptr none = 0;
-    void *args[] = {&g->op, &g->x, &none, &g->ag, &g->part};
-    if (launch(g, K_AX, args) != 0) return -1;
+    if (ax(g, g->x, 0, g->ag) != 0) return -1;
     CK(cu->cuMemcpyDtoHAsync(yhat, g->ag, (size_t)g->nrows * sizeof(double), 0),
        "copying from the GPU");
     CK(cu->cuStreamSynchronize(0), "copying from the GPU");
@@ -196,7 +201,7 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
             goto fail;
     g->ncols = A->ncols;
     g->nrows = A->nrows;
-    const long nv = h->nv, nseg = h->vox_start[nv], ne = h->ne;
+    const long nv = h->nv, nseg = h->str_start[h->nf], ne = h->ne, nruns = A->nruns;
     g->op = *h;
     CUdeviceptr d;
 #define UP(field, count)                                                                           \
@@ -204,12 +209,13 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
         if (up(g, &d, h->field, (size_t)(count) * sizeof *h->field) != 0) goto fail;               \
         g->op.field = (void *)(uintptr_t)d;                                                        \
     } while (0)
-    UP(vox_start, nv + 1);
-    UP(vox_str, nseg);
-    UP(vox_dir, nseg);
-    UP(vox_len, nseg);
+    UP(run_start, nv + 1);
+    UP(run_first, nruns + 1);
+    UP(run_dir, nruns);
+    UP(seg_str, nseg);
+    UP(seg_len, nseg);
     UP(str_start, h->nf + 1);
-    UP(str_seg, nseg);
+    UP(str_run, nseg);
     UP(str_len, nseg);
     UP(ec_start, nv + 1);
     UP(ec_dir, ne);
@@ -218,9 +224,10 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
     UP(lut_iso, (size_t)h->niso * h->ns);
 #undef UP
     if (up(g, &g->y, y, (size_t)g->nrows * sizeof *y) != 0) goto fail;
-    CUdeviceptr *vecs[] = {&g->x, &g->xhat, &g->prev, &g->g, &g->r, &g->ag, &g->dots};
+    g->nruns = nruns;
+    CUdeviceptr *vecs[] = {&g->x, &g->xhat, &g->prev, &g->g, &g->r, &g->ag, &g->runs};
     for (int k = 0; k < 7; k++) {
-        size_t n = (size_t)(k < 4 ? g->ncols : k < 6 ? g->nrows : nseg) * sizeof(double);
+        size_t n = (size_t)(k < 4 ? g->ncols : k < 6 ? g->nrows : nruns) * sizeof(double);
         CK(cu->cuMemAlloc(vecs[k], n ? n : 8), "allocating GPU memory for COMMIT's vectors");
         CK(cu->cuMemsetD32Async(*vecs[k], 0, (n ? n : 8) / 4, 0), "clearing GPU memory");
         g->arrays[g->narrays++] = *vecs[k];

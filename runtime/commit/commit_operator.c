@@ -25,14 +25,14 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     memset(A, 0, sizeof *A);
     A->threads = threads > 0 ? threads : 1;
     const long nv = d->nvox, nf = d->nkept, nseg = d->nseg;
-    A->vox_start = calloc((size_t)nv + 1, sizeof *A->vox_start);
-    A->vox_str = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->vox_str);
-    A->vox_dir = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->vox_dir);
-    A->vox_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->vox_len);
+    long *vs = calloc((size_t)nv + 1, sizeof *vs); /* segments by voxel: [vs[v], vs[v + 1]) */
+    A->run_start = calloc((size_t)nv + 1, sizeof *A->run_start);
+    A->seg_str = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->seg_str);
+    A->seg_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->seg_len);
     A->str_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_len);
-    A->str_seg = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_seg);
+    A->str_run = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_run);
     A->ec_start = calloc((size_t)nv + 1, sizeof *A->ec_start);
-    if (!A->vox_start || !A->vox_str || !A->vox_dir || !A->vox_len || !A->str_len || !A->str_seg ||
+    if (!vs || !A->run_start || !A->seg_str || !A->seg_len || !A->str_len || !A->str_run ||
         !A->ec_start)
         goto oom;
     /* the norm of each kept streamline, by column */
@@ -47,8 +47,8 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     /* the same segments by voxel, within a voxel by direction then streamline (counting sorts:
      * by voxel, then within each voxel by direction), each streamline-order segment told its
      * place */
-    for (long q = 0; q < nseg; q++) A->vox_start[d->seg_vox[q] + 1]++;
-    for (long v = 0; v < nv; v++) A->vox_start[v + 1] += A->vox_start[v];
+    for (long q = 0; q < nseg; q++) vs[d->seg_vox[q] + 1]++;
+    for (long v = 0; v < nv; v++) vs[v + 1] += vs[v];
     long *fill = malloc((size_t)(nv ? nv : 1) * sizeof *fill);
     seg_key *key = malloc((size_t)(nseg ? nseg : 1) * sizeof *key);
     if (!fill || !key) {
@@ -57,7 +57,7 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
         free(col_norm);
         goto oom;
     }
-    memcpy(fill, A->vox_start, (size_t)nv * sizeof *fill);
+    memcpy(fill, vs, (size_t)nv * sizeof *fill);
     for (long f = 0; f < nf; f++)
         for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++)
             key[fill[d->seg_vox[q]]++] = (seg_key){d->seg_dir[q], (unsigned)f, (unsigned long)q};
@@ -71,7 +71,7 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
         long tmp_cap = 0;
 #pragma omp for schedule(dynamic, 256)
         for (long v = 0; v < nv; v++) {
-            const long b = A->vox_start[v], n = A->vox_start[v + 1] - b;
+            const long b = vs[v], n = vs[v + 1] - b;
             if (failed || n < 2) continue;
             if (n > tmp_cap) {
                 free(tmp);
@@ -96,13 +96,36 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
         free(col_norm);
         goto oom;
     }
+    /* the runs of one direction within each voxel */
 #pragma omp parallel for schedule(static) num_threads(A->threads)
-    for (long p = 0; p < nseg; p++) {
-        A->vox_str[p] = key[p].str;
-        A->vox_dir[p] = key[p].dir;
-        A->vox_len[p] = A->str_len[key[p].q];
-        A->str_seg[key[p].q] = (unsigned)p;
+    for (long v = 0; v < nv; v++) {
+        long n = 0;
+        for (long p = vs[v]; p < vs[v + 1]; p++) n += p == vs[v] || key[p].dir != key[p - 1].dir;
+        A->run_start[v + 1] = n;
     }
+    for (long v = 0; v < nv; v++) A->run_start[v + 1] += A->run_start[v];
+    A->nruns = A->run_start[nv];
+    A->run_first = malloc((size_t)(A->nruns + 1) * sizeof *A->run_first);
+    A->run_dir = malloc((size_t)(A->nruns ? A->nruns : 1) * sizeof *A->run_dir);
+    if (!A->run_first || !A->run_dir) {
+        free(key);
+        free(col_norm);
+        goto oom;
+    }
+#pragma omp parallel for schedule(static) num_threads(A->threads)
+    for (long v = 0; v < nv; v++) {
+        long r = A->run_start[v];
+        for (long p = vs[v]; p < vs[v + 1]; p++) {
+            if (p == vs[v] || key[p].dir != key[p - 1].dir) {
+                A->run_first[r] = p;
+                A->run_dir[r++] = key[p].dir;
+            }
+            A->seg_str[p] = key[p].str;
+            A->seg_len[p] = A->str_len[key[p].q];
+            A->str_run[key[p].q] = (unsigned)(r - 1);
+        }
+    }
+    A->run_first[A->nruns] = nseg;
     free(key);
     /* EC: the peaks kept in each voxel, in their order (counted, then listed) */
     long ne = 0;
@@ -152,32 +175,36 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                            .nv = nv,
                            .nf = nf,
                            .ne = ne,
-                           .vox_start = A->vox_start,
-                           .vox_str = A->vox_str,
-                           .vox_dir = A->vox_dir,
-                           .vox_len = A->vox_len,
+                           .run_start = A->run_start,
+                           .run_first = A->run_first,
+                           .run_dir = A->run_dir,
+                           .seg_str = A->seg_str,
+                           .seg_len = A->seg_len,
                            .str_start = d->str_start,
-                           .str_seg = A->str_seg,
+                           .str_run = A->str_run,
                            .str_len = A->str_len,
                            .ec_start = A->ec_start,
                            .ec_dir = A->ec_dir,
                            .lut_ic = k->ic,
                            .lut_ec = k->ec,
                            .lut_iso = k->iso};
+    free(vs);
     return 0;
 oom:
+    free(vs);
     dm_commit_operator_free(A);
     return dm_set_error("commit: out of memory for the operator");
 }
 
 void dm_commit_operator_free(dm_commit_operator *A)
 {
-    free(A->vox_start);
-    free(A->vox_str);
-    free(A->vox_dir);
-    free(A->vox_len);
+    free(A->run_start);
+    free(A->run_first);
+    free(A->run_dir);
+    free(A->seg_str);
+    free(A->seg_len);
     free(A->str_len);
-    free(A->str_seg);
+    free(A->str_run);
     free(A->ec_start);
     free(A->ec_vox);
     free(A->ec_dir);

@@ -14,12 +14,13 @@
 typedef struct dm_commit_operator {
     dm_commit_op op; /* views into the arrays below and the dictionary's */
     long ncols, nrows;
-    int ndirs;       /* rows of the IC and EC tables */
-    long *vox_start; /* IC segments by voxel */
-    unsigned *vox_str;
-    unsigned short *vox_dir;
-    float *vox_len, *str_len; /* preconditioned lengths, by voxel and by streamline */
-    unsigned *str_seg;        /* each streamline-order segment's place in the voxel order */
+    int ndirs;  /* rows of the IC and EC tables */
+    long nruns; /* runs of one direction within a voxel (templates/commit/commit_ops.h) */
+    long *run_start, *run_first;
+    unsigned short *run_dir;
+    unsigned *seg_str;        /* IC segments in voxel-and-run order: streamline, length */
+    float *seg_len, *str_len; /* preconditioned lengths, in that order and by streamline */
+    unsigned *str_run;        /* each streamline-order segment's run */
     long *ec_start;
     unsigned *ec_vox; /* each EC column's voxel (for the maps) */
     unsigned short *ec_dir;

@@ -214,7 +214,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     dm_commit_operator A = {0};
     float *peaks = NULL;
     double *y = NULL, *x = NULL, *xo = NULL, *ic = NULL, *ec = NULL, *iso = NULL, *rmse = NULL,
-           *nrmse = NULL, *yhat = NULL;
+           *nrmse = NULL, *yhat = NULL, *wruns = NULL;
     unsigned char *mask = NULL;
     int rc = -1, npeaks = 0;
     /* the tractogram (often a gigabyte) is read on a thread of its own while the data are */
@@ -317,7 +317,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     rmse = malloc((size_t)nv * sizeof *rmse);
     nrmse = malloc((size_t)nv * sizeof *nrmse);
     yhat = malloc((size_t)A.nrows * sizeof *yhat);
-    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat) {
+    wruns = malloc((size_t)(A.nruns ? A.nruns : 1) * sizeof *wruns);
+    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat || !wruns) {
         dm_set_error("commit: out of memory for the outputs");
         goto done;
     }
@@ -328,7 +329,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     for (long e = 0; e < ne; e++) ec[A.ec_vox[e]] += xo[nf + e];
     for (int i = 0; i < k.niso; i++)
         for (long v = 0; v < nv; v++) iso[v] += xo[nf + ne + i * nv + v];
-    if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0 : (dm_commit_cpu_ax(&A, x, yhat, threads), 0))
+    if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0 : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0))
         goto done;
     double sq_all = 0;
     for (long v = 0; v < nv; v++) {
@@ -413,6 +414,7 @@ done:
     free(rmse);
     free(nrmse);
     free(yhat);
+    free(wruns);
     dm_commit_operator_free(&A);
     dm_commit_kernels_free(&k);
     dm_commit_dict_free(&d);

@@ -2,9 +2,9 @@
  * --fmad=false, so that A x rounds as on the host).  The prologue defines DM_COMMIT_K, the
  * samples a lane holds (ceil(ns / 32)).
  *
- * A x: a warp per voxel, lane l summing samples l, l + 32, ... in registers over the voxel's
- * segments (their records and the response rows read once per warp, coalesced); the same
- * function as the host's (commit_ops.h), each sample's terms in the same order.
+ * A x: a thread per run for the runs' weights, then a warp per voxel, lane l summing samples l,
+ * l + 32, ... in registers over the voxel's runs (each response row read once, coalesced); the
+ * same functions as the host's (commit_ops.h), each sum's terms in the same order.
  * A^T y: a warp per voxel for the dots of its direction runs and its EC and ISO entries (lanes
  * as for A x, the dots summed by shuffles in a fixed order: the same result every run), then a
  * thread per streamline over its segments' dots.
@@ -38,9 +38,18 @@ static __device__ double block_sum(double v, double *shared)
     return s;
 }
 
-/* out = A x - y (y NULL: A x); part[block] = its share of ||out||^2. */
-extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, const double *y,
-                                               double *out, double *part)
+/* The runs' weights of A x. */
+extern "C" __global__ void dm_commit_runs_kernel(dm_commit_op A, const double *x, double *wrun,
+                                                 long nruns)
+{
+    for (long r = (long)blockIdx.x * blockDim.x + threadIdx.x; r < nruns;
+         r += (long)gridDim.x * blockDim.x)
+        wrun[r] = dm_commit_run_weight(&A, x, r);
+}
+
+/* out = A x - y (y NULL: A x) from the runs' weights; part[block] = its share of ||out||^2. */
+extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, const double *wrun,
+                                               const double *y, double *out, double *part)
 {
     __shared__ double shared[WARPS];
     const int lane = threadIdx.x & 31;
@@ -49,7 +58,7 @@ extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, 
     double sq = 0;
     for (long v = warp; v < A.nv; v += warps) {
         double acc[DM_COMMIT_K];
-        dm_commit_ax_block(&A, x, v, lane, 32, DM_COMMIT_K, acc);
+        dm_commit_ax_block(&A, x, wrun, v, lane, 32, DM_COMMIT_K, acc);
 #pragma unroll
         for (int k = 0; k < DM_COMMIT_K; k++) {
             const int s = lane + 32 * k;

@@ -167,11 +167,11 @@ static void test_adjoint(void)
     long n = A->ncols, m = A->nrows;
     double *x = malloc(n * sizeof *x), *v = malloc(m * sizeof *v), *Ax = malloc(m * sizeof *Ax),
            *g = malloc(n * sizeof *g), *ej = calloc(n, sizeof *ej), *col = malloc(m * sizeof *col),
-           *dots = malloc((A->op.vox_start[A->op.nv] + 1) * sizeof *dots);
+           *dots = malloc((A->nruns + 1) * sizeof *dots);
     unsigned s = 5;
     for (long j = 0; j < n; j++) x[j] = urand(&s);
     for (long i = 0; i < m; i++) v[i] = urand(&s) - 0.5;
-    dm_commit_cpu_ax(A, x, Ax, 2);
+    dm_commit_cpu_ax(A, x, Ax, dots, 2);
     dm_commit_cpu_aty(A, v, g, dots, 2);
     double lhs = 0, rhs = 0;
     for (long i = 0; i < m; i++) lhs += Ax[i] * v[i];
@@ -180,7 +180,7 @@ static void test_adjoint(void)
     double worst = 0;
     for (long j = 0; j < n; j++) {
         ej[j] = 1;
-        dm_commit_cpu_ax(A, ej, col, 1);
+        dm_commit_cpu_ax(A, ej, col, dots, 1);
         ej[j] = 0;
         double cj = 0;
         for (long i = 0; i < m; i++) cj += col[i] * v[i];
@@ -206,10 +206,10 @@ static void test_fista_minimum(void)
     double *y = malloc(m * sizeof *y), *x = calloc(n, sizeof *x), *x0 = calloc(n, sizeof *x0),
            *truth = malloc(n * sizeof *truth), *r = malloc(m * sizeof *r),
            *g = malloc(n * sizeof *g),
-           *dots = malloc((A->op.vox_start[A->op.nv] + 1) * sizeof *dots);
+           *dots = malloc((A->nruns + 1) * sizeof *dots);
     unsigned s = 9;
     for (long j = 0; j < n; j++) truth[j] = urand(&s) < 0.5 ? 0 : urand(&s);
-    dm_commit_cpu_ax(A, truth, y, 1);
+    dm_commit_cpu_ax(A, truth, y, dots, 1);
     for (long i = 0; i < m; i++) y[i] += 0.05 * (urand(&s) - 0.5);
     dm_commit_backend B;
     dm_commit_cpu *c = dm_commit_cpu_open(A, y, 1, &B);
@@ -217,7 +217,7 @@ static void test_fista_minimum(void)
     dm_commit_fista_result res;
     int frc = dm_commit_fista(&B, x0, &o, x, &res);
     dm_commit_cpu_close(c);
-    dm_commit_cpu_ax(A, x, r, 1);
+    dm_commit_cpu_ax(A, x, r, dots, 1);
     for (long i = 0; i < m; i++) r[i] -= y[i];
     dm_commit_cpu_aty(A, r, g, dots, 1);
     dm_commit_cpu_aty(A, y, truth, dots, 1); /* the scale: A^T y */
