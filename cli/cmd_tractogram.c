@@ -212,13 +212,16 @@ static const dm_opt commit_opts[] = {
     {"data", "DWI", NULL, "diffusion-weighted data (4D NIfTI)"},
     {"mask", "WM", NULL,
      "white-matter mask: segments outside it are left out (default: the whole image)"},
-    {"bvals", "FILE", NULL, "FSL b-values"},
-    {"bvecs", "FILE", NULL, "FSL gradient directions"},
+    {"bvals", "FILE", NULL, "FSL b-values (stick-zeppelin-ball)"},
+    {"bvecs", "FILE", NULL, "FSL gradient directions (stick-zeppelin-ball)"},
     {"peaks", "IMG", NULL,
      "fibre directions per voxel for the extra-cellular zeppelins (sh2peaks' layout, or dimoc "
      "peaks' peaks.nii.gz; NaN = no peak); default: the principal direction of a tensor fit"},
     {"out", "DIR", NULL, "output folder (replaced whole when it holds an earlier run)"},
-    {"model", "NAME", "stick-zeppelin-ball", "the forward model (stick-zeppelin-ball)"},
+    {"model", "NAME", "stick-zeppelin-ball",
+     "the forward model: stick-zeppelin-ball, or volume-fractions (COMMIT's ScalarMap: --data is a "
+     "3D map that the streamlines explain as the sum of weight x length in each voxel; no "
+     "--bvals, --bvecs, --peaks or diffusivities)"},
     {"d-par", "D", "1.7e-3", "parallel diffusivity of the stick and the zeppelin (mm^2/s)"},
     {"d-perp", "D", "0.51e-3", "perpendicular diffusivity of the zeppelin (mm^2/s)"},
     {"d-iso", "D[,D..]", "1.7e-3,3.0e-3", "diffusivities of the balls (mm^2/s), up to 8"},
@@ -315,8 +318,23 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: unexpected '%s' (the tractogram is --tractogram; see 'dimoc "
                           "help commit')",
                           a.positional[0]);
-    static const char *const need[] = {"tractogram", "data", "bvals", "bvecs", "out", NULL};
-    for (int i = 0; rc == 0 && need[i]; i++) rc = required("commit", &a, commit_opts, need[i]);
+    const char *model = dm_arg(&a, commit_opts, "model");
+    const int scalar = strcmp(model, "volume-fractions") == 0;
+    if (rc == 0 && !scalar && strcmp(model, "stick-zeppelin-ball") != 0)
+        rc = dm_set_error("commit: --model '%s' is not known (stick-zeppelin-ball or "
+                          "volume-fractions; see 'dimoc help commit')",
+                          model);
+    static const char *const need[] = {"tractogram", "data", "out", "bvals", "bvecs", NULL};
+    for (int i = 0; rc == 0 && need[i] && (!scalar || i < 3); i++)
+        rc = required("commit", &a, commit_opts, need[i]);
+    /* a scalar map has no acquisition, no peaks and no diffusivities */
+    static const char *const not_scalar[] = {"bvals", "bvecs",  "peaks", "d-par", "d-perp",
+                                             "d-iso", "vf-thr", "ndirs", NULL};
+    for (int i = 0; rc == 0 && scalar && not_scalar[i]; i++)
+        if (dm_arg_given(&a, commit_opts, not_scalar[i]))
+            rc = dm_set_error("commit: --%s is not used by --model volume-fractions (a scalar map; "
+                              "see 'dimoc help commit')",
+                              not_scalar[i]);
     long ndirs = 0, iters = 0;
     if (rc == 0) rc = parse_threads(&a, commit_opts, &o.threads);
     if (rc == 0) rc = dm_arg_long(&a, commit_opts, "ndirs", 1, 65535, &ndirs);
@@ -340,14 +358,13 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0)
         rc = dm_gpu_resolve_device(dm_arg(&a, commit_opts, "device"), "commit", &o.use_gpu);
     o.gpus = dm_arg(&a, commit_opts, "gpus");
-    o.model_name = dm_arg(&a, commit_opts, "model");
-    if (rc == 0 && strcmp(o.model_name, "stick-zeppelin-ball") != 0)
-        rc = dm_set_error("commit: --model '%s' is not known (stick-zeppelin-ball; see 'dimoc "
-                          "help commit')",
-                          o.model_name);
+    o.model_name = model;
     if (rc == 0) {
-        o.model.ic_on = o.model.ec_on = 1;
-        o.ndirs = (int)ndirs;
+        o.model.ic_on = 1;
+        o.model.ec_on = !scalar;
+        o.model.scalar = scalar;
+        if (scalar) o.model.niso = 0; /* COMMIT's ScalarMap: streamlines alone, one direction */
+        o.ndirs = scalar ? 1 : (int)ndirs;
         o.max_iter = (int)iters;
         o.tractogram = dm_arg(&a, commit_opts, "tractogram");
         o.data = dm_arg(&a, commit_opts, "data");

@@ -34,7 +34,8 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
         for (int s = 0; s < ns; s++) {
             const double *g = grad + 3 * s;
             double b = bval[s], c = b > 0 ? g[0] * d[0] + g[1] * d[1] + g[2] * d[2] : 0;
-            if (k->ic) k->ic[(size_t)o * ns + s] = (float)exp(-b * m->d_par * c * c);
+            if (k->ic)
+                k->ic[(size_t)o * ns + s] = m->scalar ? 1.0f : (float)exp(-b * m->d_par * c * c);
             if (k->ec)
                 k->ec[(size_t)o * ns + s] =
                     (float)exp(-b * (m->d_perp + (m->d_par - m->d_perp) * c * c));

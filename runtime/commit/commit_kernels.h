@@ -4,7 +4,8 @@
  *   IC   stick                 exp(-b d_par (g.d)^2)
  *   EC   zeppelin              exp(-b (d_perp + (d_par - d_perp) (g.d)^2))
  *   ISO  ball, per d_iso       exp(-b d_iso)
- * (b = 0 measurements: 1), computed exactly at each direction (COMMIT resamples
+ * (b = 0 measurements: 1), or for COMMIT's volume-fractions (ScalarMap) model an IC response of
+ * 1 on every sample of a scalar map; computed exactly at each direction (COMMIT resamples
  * AMICO's rotated responses through spherical harmonics of degree 12).  As COMMIT with
  * doNormalizeKernels, each compartment's table is divided by the norm of its first row, a
  * preconditioning undone when the coefficients are reported. */
@@ -19,7 +20,8 @@ typedef struct dm_commit_model {
     double d_par, d_perp; /* mm^2/s */
     int niso;
     double d_iso[DM_COMMIT_MAX_ISO];
-    int ic_on, ec_on; /* volume-fractions: IC only, of value 1 */
+    int ic_on, ec_on;
+    int scalar; /* volume-fractions (COMMIT's ScalarMap): the IC response is 1 on every sample */
 } dm_commit_model;
 
 typedef struct dm_commit_kernels {

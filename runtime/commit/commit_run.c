@@ -24,7 +24,8 @@
 #include <string.h>
 
 /* The measured signal of the voxels of the fit, each divided by its mean b = 0 signal (COMMIT's
- * doNormalizeSignal; a voxel whose b = 0 mean is not positive gets 0). */
+ * doNormalizeSignal; a voxel whose b = 0 mean is not positive gets 0; without any b = 0
+ * measurement, as COMMIT, the signal as it is). */
 static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d, int threads)
 {
     const int ns = w->nvol;
@@ -41,9 +42,9 @@ static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d, int threads
                 n0++;
             }
         b0 = n0 ? b0 / n0 : 0;
-        for (int s = 0; s < ns; s++) {
+        for (int s = 0; s < ns; s++) { /* without b = 0 measurements (a scalar map) as it is */
             double S = w->data.data[(size_t)d->vox[v] + (size_t)s * nvox];
-            y[(size_t)v * ns + s] = b0 > 0 && isfinite(S) ? S / b0 : 0;
+            y[(size_t)v * ns + s] = !isfinite(S) ? 0 : n0 == 0 ? S : b0 > 0 ? S / b0 : 0;
         }
     }
     return y;
@@ -107,6 +108,34 @@ static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_co
     dm_dti_protocol_free(&proto);
     if (!out) dm_set_error("commit: out of memory for the peaks");
     return out;
+}
+
+/* volume-fractions: a 3D map and the mask, as a one-sample "DWI" of no b = 0 (b 1000, as
+ * COMMIT's scheme for scalar data; no gradient: the response is 1 whatever the direction). */
+static int scalar_map_read(const dm_commit_options *o, dm_dwi *w)
+{
+    memset(w, 0, sizeof *w);
+    w->data_path = o->data;
+    w->mask_path = o->mask;
+    if (dm_volume_read(o->data, &w->data) != 0) return -1;
+    if (w->data.nt != 1)
+        return dm_set_error("%s: %d volumes; --model volume-fractions takes a 3D map", o->data,
+                            w->data.nt);
+    if (o->mask) {
+        if (dm_volume_read(o->mask, &w->mask) != 0) return -1;
+        if (w->mask.nt > 1) return dm_set_error("%s: a 4D image; a mask is 3D", o->mask);
+        if (dm_volume_check_same_grid(&w->mask, o->mask, &w->data, o->data) != 0) return -1;
+    }
+    w->nvol = 1;
+    w->bval = malloc(sizeof *w->bval);
+    w->dir = calloc(3, sizeof *w->dir);
+    w->shell_of = calloc(1, sizeof *w->shell_of);
+    if (!w->bval || !w->dir || !w->shell_of) return dm_set_error("commit: out of memory");
+    w->bval[0] = 1000;
+    w->nshell = 1;
+    w->shell_b[0] = 1000;
+    w->shell_count[0] = 1;
+    return 0;
 }
 
 typedef struct {
@@ -222,7 +251,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     pthread_t reader;
     int threaded = pthread_create(&reader, NULL, read_tck, &tj) == 0;
     if (!threaded) read_tck(&tj);
-    int dwi_rc = dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
+    int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
+                                 : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
     if (threaded) pthread_join(reader, NULL);
     if (dwi_rc != 0) goto done;
     if (tj.rc != 0) {
@@ -357,7 +387,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (wr == 0) {
         dm_provenance_str(prov, DM_PROV_RESULT, "model", o->model_name);
         dm_provenance_str(prov, DM_PROV_RESULT, "peaks",
-                          o->peaks ? o->peaks : "the principal direction of a tensor fit");
+                          !o->model.ec_on ? "none (no extra-cellular compartment)"
+                          : o->peaks      ? o->peaks
+                                          : "the principal direction of a tensor fit");
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)d.nstr);
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_kept", (double)nf);
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_nonzero", (double)nonzero);

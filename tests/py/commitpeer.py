@@ -393,12 +393,16 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(work)
     os.makedirs(CACHE, exist_ok=True)
-    b, g = load_fsl(bvals, bvecs)
-    aff = nib.load(dwi).affine
-    gs = fsl_to_voxel(aff, g) if bvecs_frame == "voxel" else g
-    scheme = write_scheme(os.path.join(work, "dwi.scheme"), b, gs)
+    if model == "ScalarMap":  # a 3D map, no scheme, no peaks, one direction (COMMIT forces it)
+        scheme, peaks, ndirs = None, None, 1
+    else:
+        b, g = load_fsl(bvals, bvecs)
+        aff = nib.load(dwi).affine
+        gs = fsl_to_voxel(aff, g) if bvecs_frame == "voxel" else g
+        scheme = write_scheme(os.path.join(work, "dwi.scheme"), b, gs)
     cfg = dict(cache=CACHE, work=os.path.abspath(work), tck=os.path.abspath(tck), peaks=os.path.abspath(peaks) if peaks else None,
-               mask=os.path.abspath(mask) if mask else None, dwi=os.path.abspath(dwi), scheme=os.path.abspath(scheme),
+               mask=os.path.abspath(mask) if mask else None, dwi=os.path.abspath(dwi),
+               scheme=os.path.abspath(scheme) if scheme else None,
                fiber_shift=fiber_shift, peaks_use_affine=peaks_use_affine, vf_THR=vf_THR,
                min_seg_len=min_seg_len, min_fiber_len=min_fiber_len, max_fiber_len=max_fiber_len,
                ndirs=ndirs, lmax=lmax, tol_fun=tol_fun, tol_x=tol_x, max_iter=max_iter, b0_thr=b0_thr,

@@ -14,6 +14,7 @@ defaults (tol_fun 1e-3, 100 iterations):
 and, independent of COMMIT: compartment_IC is sum(weight x length in the voxel) with the lengths
 cut anew here (commitpeer.voxel_lengths), filtered.tck holds exactly the streamlines of weight
 > 0, and without --peaks the tensor's principal direction is used (said in the provenance).
+--model volume-fractions (COMMIT's ScalarMap) against COMMIT on the phantom's intra-axonal map.
 Bad inputs get one line each: a tractogram outside the image, a .tck whose header count is
 wrong, no streamline in the mask, an unknown option, a missing required option."""
 import json
@@ -126,6 +127,29 @@ def independent(d, p, me):
           f"{nop['prov']['voxels']} voxels, mean NRMSE {nop['nrmse'][nop['ic'] != 0].mean():.4f}")
 
 
+def volume_fractions(d, p):
+    """--model volume-fractions against COMMIT's ScalarMap on the phantom's intra-axonal map: the
+    streamlines' weight x length explain a 3D map.  Same fit voxels, IC map r > 0.99, weights r >
+    0.95, objective no worse than COMMIT's (1e-3); bvals/peaks refused for this model."""
+    peer = cp.run_commit(f"{d}/peer_vf", p["ic_true"], None, None, p["tck"], p["wm"], None, model="ScalarMap")
+    out = f"{d}/dimoc_vf"
+    dimoc("commit", "--model", "volume-fractions", "--tractogram", p["tck"], "--data", p["ic_true"],
+          "--mask", p["wm"], "--out", out)
+    me = read(out)
+    m = peer["fit_mask"]
+    r_ic = np.corrcoef(peer["ic"][m], me["ic"][m])[0, 1]
+    r_w = np.corrcoef(peer["weights"], me["weights"])[0, 1]
+    o_me, o_peer = me["prov"]["objective"], peer["objective"]
+    check("commit_volume_fractions_vs_commit",
+          me["prov"]["voxels"] == m.sum() and r_ic > 0.99 and r_w > 0.95 and o_me <= o_peer * (1 + 1e-3),
+          f"{me['prov']['voxels']} voxels (COMMIT {m.sum()}), IC map r = {r_ic:.5f}, weights r = {r_w:.4f}, "
+          f"objective {o_me:.6g} (COMMIT {o_peer:.6g}), {me['prov']['iterations']} iterations")
+    rc, _, err = dimoc("commit", "--model", "volume-fractions", "--tractogram", p["tck"], "--data",
+                       p["ic_true"], "--bvals", p["bvals_file"], "--out", f"{d}/vf_bad", expect_ok=False)
+    check("commit_volume_fractions_refuses_bvals", rc != 0 and "--bvals" in err and
+          len(err.strip().splitlines()) == 1, err.strip())
+
+
 def one_error_line(name, p, out, extra, must, tck=None, peaks=True):
     q = dict(p)
     if tck:
@@ -162,6 +186,7 @@ def main():
     p = cp.phantom(f"{d}/phantom", noise=0.02)
     me = against_commit(d, p)
     independent(d, p, me)
+    volume_fractions(d, p)
     bad_inputs(d, p)
     finish()
 
