@@ -458,7 +458,7 @@ def run_dimoc(case, tck, out, threads, device):
         return None, f"dimoc commit ({device}) failed (exit {rc}): {tail(log)}"
     r = json.load(open(f"{out}/provenance.json"))["results"]
     st = {k: float(r.get(f"seconds_{k}", float("nan"))) for k in
-          ("load", "dictionary", "kernels", "operator", "solve", "write")}
+          ("load", "dictionary", "kernels", "operator", "solver_setup", "solve", "write")}
     return {"stages": st, "whole": wall, "rss": rss, "iterations": int(r["iterations"]),
             "objective": float(r["objective"]), "kept": int(r["streamlines_kept"]), "voxels": int(r["voxels"]),
             "segments": int(r["segments"]), "ec": int(r.get("ec_compartments", 0)),
@@ -548,6 +548,7 @@ def run_commit(py, case, tck, work, threads):
         return None, f"dmri-commit failed (exit {rc}): {tail(work + '/peer.log')}"
     r = json.load(open(f"{work}/peer.json"))
     st = {k: r["seconds"][k] for k in ("load", "dictionary", "kernels", "operator", "solve", "write")}
+    st["solver_setup"] = 0.0  # COMMIT has no such stage (its solver needs no device)
     return {"stages": st, "whole": wall, "rss": rss, "iterations": r["iterations"], "objective": r["objective"],
             "kept": r["kept"], "voxels": r["voxels"], "segments": r["segments"], "ec": r["ec"], "ndirs": NDIRS,
             "weights": f"{r['results']}/streamline_weights.txt", "ic": f"{r['results']}/compartment_IC.nii.gz",
@@ -654,15 +655,17 @@ def main():
     print(f"## bench_commit: {shape[0]} x {shape[1]} x {shape[2]}, {n:,} streamlines, {nvol} volumes, "
           f"host {ncores} cores")
     print()
-    print("| tool | where | streamlines kept | voxels | load | dictionary | kernels | operator | solve | write | whole "
+    print("| tool | where | streamlines kept | voxels | load | dictionary | kernels | operator | solver setup | solve | "
+          "write | whole "
           "| iterations | objective | peak GB | x COMMIT (whole) | x COMMIT (solve) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for tool, where, dev, r in rows:
         st = r["stages"]
         xw = f"{peer['whole'] / r['whole']:.1f}x" if peer else "-"
         xs = f"{peer['stages']['solve'] / st['solve']:.1f}x" if peer and st["solve"] > 0 else "-"
         print(f"| {tool} | {where} | {r['kept']:,} | {r['voxels']:,} | " +
-              " | ".join(f"{st[k]:.2f}" for k in ("load", "dictionary", "kernels", "operator", "solve", "write")) +
+              " | ".join(f"{st[k]:.2f}" for k in ("load", "dictionary", "kernels", "operator", "solver_setup",
+                                                  "solve", "write")) +
               f" | {r['whole']:.2f} | {r['iterations']} | {r['objective']:.6g} | {gb(r['rss'])} | {xw} | {xs} |")
     print()
     cpu_gbs = host_copy_gbs(max(a.threads, a.peer_threads))
