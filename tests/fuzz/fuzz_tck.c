@@ -1,5 +1,4 @@
-/* libFuzzer target over the .tck writer (runtime/io/tck.c; its strict reader dm_tck_read and
- * the weights reader have no target yet): the input
+/* libFuzzer target over the .tck writer (runtime/io/tck.c; the readers: fuzz_tckread.c): the input
  * gives the header's extra lines (up to the first NUL byte) and streamlines (a length byte,
  * then that many points of 3 floats), and the file written is checked as MRtrix reads it: the
  * "file: . OFFSET" line, the count, every streamline ended by NaNs, the file by Infs.  Built
