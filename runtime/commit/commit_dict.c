@@ -106,7 +106,7 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
         double a[3], b[3];
         to_voxel(g, o->shift, pa, a);
         to_voxel(g, o->shift, pb, b);
-        /* a long segment is walked in parts of at most 16 voxels along any axis (room for the cuts) */
+        /* a long segment is walked in parts of at most 16 voxels on any axis (room for cuts) */
         double span = fmax(fabs(b[0] - a[0]), fmax(fabs(b[1] - a[1]), fabs(b[2] - a[2])));
         int parts = (int)ceil(span / 16.0);
         if (parts < 1) parts = 1;
