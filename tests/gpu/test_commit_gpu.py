@@ -3,7 +3,8 @@
 summed in the same order (--fmad=false) and A^T y and the norms reduced in another, so the
 streamline weights agree to 1e-6 (relative to the largest, the issue's float bound), with the
 same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
-1e-6; the provenance names the GPU (no quiet fallback to the CPU).  Needs no COMMIT."""
+1e-6; the provenance names the GPU (no quiet fallback to the CPU); and the same for --model
+volume-fractions (no zeppelins, no balls).  Needs no COMMIT."""
 import json
 import os
 import sys
@@ -17,9 +18,13 @@ from dmtest import check, dimoc, finish, workdir  # noqa: E402
 
 
 def run(p, out, device, *extra):
-    dimoc("commit", "--tractogram", p["tck"], "--data", p["dwi"], "--mask", p["wm"], "--bvals",
-          p["bvals_file"], "--bvecs", p["bvecs_file"], "--peaks", p["peaks"], "--out", out,
-          "--device", device, *extra)
+    if "volume-fractions" in extra:  # a 3D map: no scheme, no peaks
+        dimoc("commit", "--tractogram", p["tck"], "--data", p["ic_true"], "--mask", p["wm"], "--out", out,
+              "--device", device, *extra)
+    else:
+        dimoc("commit", "--tractogram", p["tck"], "--data", p["dwi"], "--mask", p["wm"], "--bvals",
+              p["bvals_file"], "--bvecs", p["bvecs_file"], "--peaks", p["peaks"], "--out", out,
+              "--device", device, *extra)
     r = {k: np.asarray(nib.load(f"{out}/{k}.nii.gz").dataobj, float)
          for k in ("compartment_IC", "compartment_EC", "compartment_ISO", "fit_NRMSE")}
     r["w"] = np.loadtxt(f"{out}/streamline_weights.txt")
@@ -31,7 +36,8 @@ def main():
     d = workdir("commit_gpu")
     p = cp.phantom(f"{d}/phantom", noise=0.02)
     for label, extra in (("default", ()), ("converged", ("--tol", "1e-9", "--tol-x", "1e-12",
-                                                          "--max-iter", "3000"))):
+                                                          "--max-iter", "3000")),
+                         ("volume_fractions", ("--model", "volume-fractions"))):
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
         check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"],
