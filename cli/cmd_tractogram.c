@@ -237,6 +237,10 @@ static const dm_opt commit_opts[] = {
     {"tol", "F", "1e-3", "stop when the objective changes by less than this (relative)"},
     {"tol-x", "F", "1e-6", "stop when the weights change by less than this (relative)"},
     {"max-iter", "N", "100", "iterations at most"},
+    {"lambda", "F", "0",
+     "the lasso on the streamlines' weights, as COMMIT's set_regularisation(('lasso', None, "
+     "None), (F, ...)): lambda = F x max |A^T y| over them (0: plain non-negative least "
+     "squares; CPU only for now)"},
     {"device", "cpu|gpu|auto", "auto",
      "where the solver runs (the dictionary is built on the CPU)"},
     {"gpus", "LIST", "0", "which GPU (an ordinal)"},
@@ -347,6 +351,9 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "vf-thr", &o.vf_thr);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol", &o.tol_fun);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol-x", &o.tol_x);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda", &o.lambda_frac);
+    if (rc == 0 && !(o.lambda_frac >= 0 && o.lambda_frac <= 1))
+        rc = dm_set_error("commit: --lambda must be in [0, 1] (a fraction of lambda_max)");
     if (rc == 0) rc = parse_diso(dm_arg(&a, commit_opts, "d-iso"), &o.model);
     if (rc == 0) rc = parse_shift(dm_arg(&a, commit_opts, "fiber-shift"), o.shift);
     if (rc == 0 && !(o.model.d_par > 0 && o.model.d_perp >= 0 && o.model.d_perp <= o.model.d_par))
@@ -357,6 +364,12 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
     if (rc == 0)
         rc = dm_gpu_resolve_device(dm_arg(&a, commit_opts, "device"), "commit", &o.use_gpu);
+    if (rc == 0 && o.lambda_frac > 0 && o.use_gpu) { /* the lasso is on the CPU only, for now */
+        if (strcmp(dm_arg(&a, commit_opts, "device"), "gpu") == 0)
+            rc = dm_set_error("commit: --lambda is not available with --device gpu yet (use "
+                              "--device cpu or auto)");
+        o.use_gpu = 0;
+    }
     o.gpus = dm_arg(&a, commit_opts, "gpus");
     o.model_name = model;
     if (rc == 0) {

@@ -2,6 +2,7 @@
 
 #include "util/error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,35 @@ static int prox_step(void *ctx, double step, double *lin, double *sq)
     return 0;
 }
 
+static int prox_step_l1(void *ctx, double step, double lambda, double *lin, double *sq, double *l1)
+{
+    dm_commit_cpu *c = ctx;
+    double l = 0, q = 0, a = 0;
+    const long n = c->A->ncols, nf = c->A->op.nf;
+#pragma omp parallel for reduction(+ : l, q, a) schedule(static) num_threads(c->threads)
+    for (long j = 0; j < n; j++) {
+        double v = c->xhat[j] - step * c->g[j] - (j < nf ? step * lambda : 0);
+        c->x[j] = v > 0 ? v : 0;
+        double d = c->x[j] - c->xhat[j];
+        l += d * c->g[j];
+        q += d * d;
+        if (j < nf) a += c->x[j];
+    }
+    *lin = l;
+    *sq = q;
+    *l1 = a;
+    return 0;
+}
+
+static int grad_max_ic(void *ctx, double *m)
+{
+    dm_commit_cpu *c = ctx;
+    double best = 0;
+    for (long j = 0; j < c->A->op.nf; j++) best = fmax(best, fabs(c->g[j]));
+    *m = best;
+    return 0;
+}
+
 static int change(void *ctx, double *dx2, double *x2)
 {
     dm_commit_cpu *c = ctx;
@@ -161,8 +191,8 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
         dm_set_error("commit: out of memory for the solver's vectors");
         return NULL;
     }
-    *B = (dm_commit_backend){c,         start,  residual, gradient, curvature,
-                             prox_step, change, advance,  get_x};
+    *B = (dm_commit_backend){c,      start,   residual, gradient,     curvature,  prox_step,
+                             change, advance, get_x,    prox_step_l1, grad_max_ic};
     return c;
 }
 

@@ -244,8 +244,8 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
         dm_set_error("commit: out of memory");
         goto fail;
     }
-    *B = (dm_commit_backend){g,         start,  residual, gradient, curvature,
-                             prox_step, change, advance,  get_x};
+    *B = (dm_commit_backend){g,      start,   residual, gradient, curvature, prox_step,
+                             change, advance, get_x,    NULL,     NULL};
     g->setup = dm_now_seconds() - t0;
     return g;
 fail:

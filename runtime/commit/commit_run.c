@@ -329,7 +329,12 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     t_setup = dm_now_seconds() - t1;
     t1 = dm_now_seconds();
     solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
-    dm_commit_fista_options fo = {o->tol_fun, o->tol_x, o->max_iter, on_iteration, &sp};
+    dm_commit_fista_options fo = {.tol_fun = o->tol_fun,
+                                  .tol_x = o->tol_x,
+                                  .lambda_frac = o->lambda_frac,
+                                  .max_iter = o->max_iter,
+                                  .progress = on_iteration,
+                                  .progress_arg = &sp};
     dm_commit_fista_result fr;
     int solved = dm_commit_fista(&B, x, &fo, x, &fr);
     dm_progress_finish(sp.bar, solved == 0 ? fr.stopped : "stopped");
@@ -401,6 +406,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "iterations", fr.iterations);
         dm_provenance_str(prov, DM_PROV_RESULT, "stopped", fr.stopped);
         dm_provenance_num(prov, DM_PROV_RESULT, "objective", fr.objective);
+        dm_provenance_num(prov, DM_PROV_RESULT, "lasso_lambda", fr.lambda);
         dm_provenance_num(prov, DM_PROV_RESULT, "objective_rel_change", fr.rel_objective);
         dm_provenance_num(prov, DM_PROV_RESULT, "residual_sum_of_squares_float", sq_all);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);

@@ -16,6 +16,7 @@ typedef struct dm_commit_options {
     double min_seg_len, min_len, max_len, vf_thr;
     int ndirs;
     double tol_fun, tol_x;
+    double lambda_frac; /* --lambda: the lasso on the streamlines' weights (0: plain NNLS) */
     int max_iter;
     int threads;
     int use_gpu;      /* the solver on a GPU (--device) */

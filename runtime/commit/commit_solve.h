@@ -1,5 +1,6 @@
 /* The non-negative least-squares fit of COMMIT, min_x 0.5 ||A x - y||^2 subject to x >= 0, by
- * FISTA (Beck & Teboulle 2009) with COMMIT's schedule: the first step 1.9 / L with L the
+ * FISTA (Beck & Teboulle 2009), optionally with COMMIT's lasso on the streamlines' weights, with
+ * COMMIT's schedule: the first step 1.9 / L with L the
  * curvature along the first gradient, (||A g|| / ||g||)^2, backtracking by 0.9 while the
  * quadratic bound fails, and its stopping tests (relative change of the objective below
  * tol_fun, relative change of x below tol_x, changes below machine precision, or max_iter).
@@ -30,10 +31,18 @@ typedef struct dm_commit_backend {
     int (*advance)(void *ctx, double a);
     /* X to the host */
     int (*get_x)(void *ctx, double *x);
+    /* for the lasso on the IC block (NULL where the backend has none yet): the prox step with
+     * the soft threshold, X = max(0, XHAT - step G - step lambda) on the IC columns (as
+     * prox_step elsewhere), also *l1 = sum of X over the IC columns; and max |G| over them */
+    int (*prox_step_l1)(void *ctx, double step, double lambda, double *lin, double *sq, double *l1);
+    int (*grad_max_ic)(void *ctx, double *m);
 } dm_commit_backend;
 
 typedef struct dm_commit_fista_options {
     double tol_fun, tol_x; /* COMMIT's fit(): 1e-3 and 1e-6 */
+    double lambda_frac;    /* the lasso on the IC block, as COMMIT's set_regularisation(('lasso',
+                              None, None), (lambda_frac, ...)): lambda = lambda_frac x max |A^T y|
+                              over the IC columns; 0: plain NNLS */
     int max_iter;          /* 100 */
     void (*progress)(void *arg, int iter, double objective);
     void *progress_arg;
@@ -41,7 +50,8 @@ typedef struct dm_commit_fista_options {
 
 typedef struct dm_commit_fista_result {
     int iterations, products; /* products: A x and A^T y computed */
-    double objective;         /* 0.5 ||A x - y||^2 at the end */
+    double objective;         /* 0.5 ||A x - y||^2 (+ lambda ||x_IC||_1) at the end */
+    double lambda;            /* the lasso's lambda used (0: none) */
     double rel_objective, rel_x;
     const char *stopped; /* which test stopped it */
 } dm_commit_fista_result;

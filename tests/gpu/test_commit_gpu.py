@@ -50,6 +50,14 @@ def main():
         maps = ("compartment_IC", "compartment_EC", "compartment_ISO", "fit_NRMSE")
         dm = max(np.abs(c[k] - g[k]).max() / max(np.abs(c[k]).max(), 1e-30) for k in maps)
         check(f"commit_gpu_maps_{label}", do < 1e-9 and dm < 1e-6, f"objective {do:.1e}, maps {dm:.1e} (relative)")
+    # the lasso runs on the CPU only, for now: --device gpu refuses it in one line, auto takes the CPU
+    rc, _, err = dimoc("commit", "--tractogram", p["tck"], "--data", p["dwi"], "--mask", p["wm"], "--bvals",
+                       p["bvals_file"], "--bvecs", p["bvecs_file"], "--peaks", p["peaks"], "--out",
+                       f"{d}/lasso_gpu", "--lambda", "0.05", "--device", "gpu", expect_ok=False)
+    check("commit_gpu_lasso_refused", rc != 0 and "--lambda" in err and len(err.strip().splitlines()) == 1,
+          err.strip())
+    r = run(p, f"{d}/lasso_auto", "auto", "--lambda", "0.05")
+    check("commit_gpu_lasso_auto_on_cpu", r["prov"]["device"] == "cpu", r["prov"]["device"])
     finish()
 
 

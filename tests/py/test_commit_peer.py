@@ -14,7 +14,7 @@ defaults (tol_fun 1e-3, 100 iterations):
 and, independent of COMMIT: compartment_IC is sum(weight x length in the voxel) with the lengths
 cut anew here (commitpeer.voxel_lengths), filtered.tck holds exactly the streamlines of weight
 > 0, and without --peaks the tensor's principal direction is used (said in the provenance).
---model volume-fractions (COMMIT's ScalarMap) against COMMIT on the phantom's intra-axonal map.
+--lambda (the lasso) against COMMIT's, and --model volume-fractions (COMMIT's ScalarMap) against COMMIT on the phantom's intra-axonal map.
 Bad inputs get one line each: a tractogram outside the image, a .tck whose header count is
 wrong, no streamline in the mask, an unknown option, a missing required option."""
 import json
@@ -127,6 +127,27 @@ def independent(d, p, me):
           f"{nop['prov']['voxels']} voxels, mean NRMSE {nop['nrmse'][nop['ic'] != 0].mean():.4f}")
 
 
+def lasso(d, p):
+    """--lambda 0.05 (the lasso on the streamlines' weights) against COMMIT's
+    set_regularisation(('lasso', None, None), (0.05, None, None)): objective with the penalty no
+    worse (1e-3), weights r > 0.95, more weights at 0 than without it, fewer on the false
+    streamlines (--device gpu refuses it: tests/gpu/test_commit_gpu.py)."""
+    peer = cp.run_on_phantom(f"{d}/peer_lasso", p, lasso=0.05)
+    run(p, f"{d}/dimoc_lasso", "--lambda", "0.05", "--device", "cpu")
+    me = read(f"{d}/dimoc_lasso")
+    r_w = np.corrcoef(peer["weights"], me["weights"])[0, 1]
+    o_me, o_peer = me["prov"]["objective"], peer["objective"]
+    plain = read(f"{d}/dimoc")
+    zeros, zeros_plain = int((me["weights"] == 0).sum()), int((plain["weights"] == 0).sum())
+    false = me["weights"][p["is_false"]].sum() / me["weights"].sum()
+    false_plain = plain["weights"][p["is_false"]].sum() / plain["weights"].sum()
+    check("commit_lasso_vs_commit", o_me <= o_peer * (1 + 1e-3) and r_w > 0.95 and zeros > zeros_plain
+          and false < false_plain,
+          f"objective {o_me:.5f} (COMMIT {o_peer:.5f}), lambda {me['prov']['lasso_lambda']:.4g}, weights r = "
+          f"{r_w:.4f}, {zeros} weights at 0 (without the lasso {zeros_plain}), false share {100 * false:.2f}% "
+          f"({100 * false_plain:.2f}%)")
+
+
 def volume_fractions(d, p):
     """--model volume-fractions against COMMIT's ScalarMap on the phantom's intra-axonal map: the
     streamlines' weight x length explain a 3D map.  Same fit voxels, IC map r > 0.99, weights r >
@@ -186,6 +207,7 @@ def main():
     p = cp.phantom(f"{d}/phantom", noise=0.02)
     me = against_commit(d, p)
     independent(d, p, me)
+    lasso(d, p)
     volume_fractions(d, p)
     bad_inputs(d, p)
     finish()

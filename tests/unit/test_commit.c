@@ -205,15 +205,14 @@ static void test_fista_minimum(void)
     long n = A->ncols, m = A->nrows;
     double *y = malloc(m * sizeof *y), *x = calloc(n, sizeof *x), *x0 = calloc(n, sizeof *x0),
            *truth = malloc(n * sizeof *truth), *r = malloc(m * sizeof *r),
-           *g = malloc(n * sizeof *g),
-           *dots = malloc((A->nruns + 1) * sizeof *dots);
+           *g = malloc(n * sizeof *g), *dots = malloc((A->nruns + 1) * sizeof *dots);
     unsigned s = 9;
     for (long j = 0; j < n; j++) truth[j] = urand(&s) < 0.5 ? 0 : urand(&s);
     dm_commit_cpu_ax(A, truth, y, dots, 1);
     for (long i = 0; i < m; i++) y[i] += 0.05 * (urand(&s) - 0.5);
     dm_commit_backend B;
     dm_commit_cpu *c = dm_commit_cpu_open(A, y, 1, &B);
-    dm_commit_fista_options o = {0, 0, 20000, NULL, NULL};
+    dm_commit_fista_options o = {.tol_fun = 0, .tol_x = 0, .max_iter = 20000};
     dm_commit_fista_result res;
     int frc = dm_commit_fista(&B, x0, &o, x, &res);
     dm_commit_cpu_close(c);
