@@ -241,6 +241,13 @@ static const dm_opt commit_opts[] = {
      "the lasso on the streamlines' weights, as COMMIT's set_regularisation(('lasso', None, "
      "None), (F, ...)): lambda = F x max |A^T y| over them (0: plain non-negative least "
      "squares; CPU only for now)"},
+    {"lambda-group", "F", "0",
+     "COMMIT2's group lasso over --groups (CPU only for now): lambda = F x max over groups of "
+     "||(A^T y)_g|| / w_g, with COMMIT2's weights w_g = sqrt(|g|) / ||x_g|| from a fit without "
+     "it first"},
+    {"groups", "FILE", NULL,
+     "one group label (an integer >= 0) per streamline of the tractogram, in its order: the "
+     "bundles of --lambda-group (e.g. the node pair of each streamline)"},
     {"device", "cpu|gpu|auto", "auto",
      "where the solver runs (the dictionary is built on the CPU)"},
     {"gpus", "LIST", "0", "which GPU (an ordinal)"},
@@ -352,8 +359,15 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol", &o.tol_fun);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol-x", &o.tol_x);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda", &o.lambda_frac);
-    if (rc == 0 && !(o.lambda_frac >= 0 && o.lambda_frac <= 1))
-        rc = dm_set_error("commit: --lambda must be in [0, 1] (a fraction of lambda_max)");
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda-group", &o.group_frac);
+    if (rc == 0 &&
+        !(o.lambda_frac >= 0 && o.lambda_frac <= 1 && o.group_frac >= 0 && o.group_frac <= 1))
+        rc = dm_set_error("commit: --lambda and --lambda-group must be in [0, 1] (fractions of "
+                          "lambda_max)");
+    o.groups = dm_arg(&a, commit_opts, "groups");
+    if (rc == 0 && (o.group_frac > 0) != (o.groups != NULL))
+        rc = dm_set_error("commit: --lambda-group and --groups go together (see 'dimoc help "
+                          "commit')");
     if (rc == 0) rc = parse_diso(dm_arg(&a, commit_opts, "d-iso"), &o.model);
     if (rc == 0) rc = parse_shift(dm_arg(&a, commit_opts, "fiber-shift"), o.shift);
     if (rc == 0 && !(o.model.d_par > 0 && o.model.d_perp >= 0 && o.model.d_perp <= o.model.d_par))
@@ -364,10 +378,11 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
     if (rc == 0)
         rc = dm_gpu_resolve_device(dm_arg(&a, commit_opts, "device"), "commit", &o.use_gpu);
-    if (rc == 0 && o.lambda_frac > 0 && o.use_gpu) { /* the lasso is on the CPU only, for now */
+    if (rc == 0 && (o.lambda_frac > 0 || o.group_frac > 0) && o.use_gpu) {
+        /* the regularisations run on the CPU only, for now */
         if (strcmp(dm_arg(&a, commit_opts, "device"), "gpu") == 0)
-            rc = dm_set_error("commit: --lambda is not available with --device gpu yet (use "
-                              "--device cpu or auto)");
+            rc = dm_set_error("commit: --lambda and --lambda-group are not available with --device "
+                              "gpu yet (use --device cpu or auto)");
         o.use_gpu = 0;
     }
     o.gpus = dm_arg(&a, commit_opts, "gpus");
@@ -386,8 +401,8 @@ int dm_cmd_commit(int argc, char **argv)
         o.bvecs = dm_arg(&a, commit_opts, "bvecs");
         o.peaks = dm_arg(&a, commit_opts, "peaks");
         o.out = dm_arg(&a, commit_opts, "out");
-        static const char *const inputs[] = {"tractogram", "data",  "mask", "bvals",
-                                             "bvecs",      "peaks", NULL};
+        static const char *const inputs[] = {"tractogram", "data",  "mask",   "bvals",
+                                             "bvecs",      "peaks", "groups", NULL};
         dm_provenance prov;
         dm_provenance_begin(&prov, "commit");
         dm_provenance_args(&prov, &a, commit_opts, inputs);

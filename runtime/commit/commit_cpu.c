@@ -103,32 +103,50 @@ static int prox_step(void *ctx, double step, double *lin, double *sq)
     return 0;
 }
 
-static int prox_step_l1(void *ctx, double step, double lambda, double *lin, double *sq, double *l1)
+/* The prox step with a regularisation of the IC columns (commit_solve.h: dm_commit_reg). */
+static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, double *lin, double *sq,
+                         double *omega)
 {
     dm_commit_cpu *c = ctx;
-    double l = 0, q = 0, a = 0;
-    const long n = c->A->ncols, nf = c->A->op.nf;
-#pragma omp parallel for reduction(+ : l, q, a) schedule(static) num_threads(c->threads)
+    const long n = c->A->ncols, nf = reg->nf;
+    const double shift = step * reg->lambda; /* the lasso's soft threshold */
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (long j = 0; j < n; j++) c->x[j] = c->xhat[j] - step * c->g[j] - (j < nf ? shift : 0);
+    double om = 0;
+    if (reg->lambda_group > 0) { /* each group shrunk towards 0 by its weight */
+#pragma omp parallel for reduction(+ : om) schedule(dynamic, 64) num_threads(c->threads)
+        for (long k = 0; k < reg->ngroups; k++) {
+            double n2 = 0, wl = step * reg->lambda_group * reg->group_w[k];
+            for (long i = reg->group_start[k]; i < reg->group_start[k + 1]; i++)
+                n2 += c->x[reg->group_cols[i]] * c->x[reg->group_cols[i]];
+            double nrm = sqrt(n2), f = nrm <= wl ? 0 : (nrm - wl) / nrm, m2 = 0;
+            for (long i = reg->group_start[k]; i < reg->group_start[k + 1]; i++) {
+                double *v = &c->x[reg->group_cols[i]];
+                *v = *v * f > 0 ? *v * f : 0;
+                m2 += *v * *v;
+            }
+            om += reg->group_w[k] * sqrt(m2);
+        }
+    }
+    double l = 0, q = 0, l1 = 0;
+#pragma omp parallel for reduction(+ : l, q, l1) schedule(static) num_threads(c->threads)
     for (long j = 0; j < n; j++) {
-        double v = c->xhat[j] - step * c->g[j] - (j < nf ? step * lambda : 0);
-        c->x[j] = v > 0 ? v : 0;
+        if (c->x[j] < 0) c->x[j] = 0;
         double d = c->x[j] - c->xhat[j];
         l += d * c->g[j];
         q += d * d;
-        if (j < nf) a += c->x[j];
+        if (j < nf) l1 += c->x[j];
     }
     *lin = l;
     *sq = q;
-    *l1 = a;
+    *omega = reg->lambda * l1 + reg->lambda_group * om;
     return 0;
 }
 
-static int grad_max_ic(void *ctx, double *m)
+static int get_g_ic(void *ctx, double *g)
 {
     dm_commit_cpu *c = ctx;
-    double best = 0;
-    for (long j = 0; j < c->A->op.nf; j++) best = fmax(best, fabs(c->g[j]));
-    *m = best;
+    memcpy(g, c->g, (size_t)c->A->op.nf * sizeof *g);
     return 0;
 }
 
@@ -191,8 +209,8 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
         dm_set_error("commit: out of memory for the solver's vectors");
         return NULL;
     }
-    *B = (dm_commit_backend){c,      start,   residual, gradient,     curvature,  prox_step,
-                             change, advance, get_x,    prox_step_l1, grad_max_ic};
+    *B = (dm_commit_backend){c,      start,   residual, gradient,      curvature, prox_step,
+                             change, advance, get_x,    prox_step_reg, get_g_ic};
     return c;
 }
 

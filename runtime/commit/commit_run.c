@@ -226,6 +226,64 @@ static int write_filtered(const char *dir, const dm_tck *t, const dm_commit_dict
     return dm_tck_close(w, (unsigned long long)n);
 }
 
+/* The groups of --groups: one label per streamline of the tractogram (a non-negative integer),
+ * a group per label over the streamlines in the fit (groups left empty dropped). */
+typedef struct {
+    long n;
+    long *start, *cols;
+    double *w;
+} dm_commit_groups;
+
+static void dm_commit_groups_free(dm_commit_groups *g)
+{
+    free(g->start);
+    free(g->cols);
+    free(g->w);
+    memset(g, 0, sizeof *g);
+}
+
+static int read_groups(const dm_commit_options *o, const dm_tck *t, const dm_commit_dict *d,
+                       dm_commit_groups *g)
+{
+    float *label = NULL;
+    if (dm_tck_weights_read(o->groups, t->count, o->tractogram, &label) != 0) return -1;
+    long top = -1;
+    for (long s = 0; s < t->count; s++) {
+        if (label[s] != floorf(label[s]) || label[s] > 1e9f) {
+            free(label);
+            return dm_set_error("%s: line %ld: '%g' is not a group label (an integer >= 0)",
+                                o->groups, s + 1, (double)label[s]);
+        }
+        if (d->column[s] >= 0 && (long)label[s] > top) top = (long)label[s];
+    }
+    long *count = calloc((size_t)(top + 2), sizeof *count);
+    g->start = calloc((size_t)(top + 2), sizeof *g->start);
+    g->cols = malloc((size_t)(d->nkept ? d->nkept : 1) * sizeof *g->cols);
+    g->w = malloc((size_t)(top + 2) * sizeof *g->w);
+    if (!count || !g->start || !g->cols || !g->w) {
+        free(count);
+        free(label);
+        dm_commit_groups_free(g);
+        return dm_set_error("commit: out of memory for the groups");
+    }
+    for (long s = 0; s < t->count; s++)
+        if (d->column[s] >= 0) count[(long)label[s]]++;
+    long n = 0, at = 0;
+    for (long l = 0; l <= top; l++) /* the labels in order, empty ones dropped */
+        if (count[l]) {
+            g->start[n++] = at;
+            at += count[l];
+            count[l] = g->start[n - 1]; /* now the fill position of label l */
+        }
+    g->start[n] = at;
+    g->n = n;
+    for (long s = 0; s < t->count; s++)
+        if (d->column[s] >= 0) g->cols[count[(long)label[s]]++] = d->column[s];
+    free(count);
+    free(label);
+    return 0;
+}
+
 int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
@@ -328,15 +386,48 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         goto done;
     t_setup = dm_now_seconds() - t1;
     t1 = dm_now_seconds();
+    /* a regularisation: the lasso needs its lambda only; the group lasso, as COMMIT2, the
+     * groups' weights sqrt(|g|) / ||x_nnls[g]|| from a fit without it first */
+    dm_commit_groups groups = {0};
+    dm_commit_reg reg = {.nf = d.nkept};
+    const int regularised = o->lambda_frac > 0 || o->group_frac > 0;
+    int nnls_iterations = 0;
+    if (o->group_frac > 0) {
+        if (read_groups(o, &t, &d, &groups) != 0) goto done;
+        dm_commit_fista_options fo = {
+            .tol_fun = o->tol_fun, .tol_x = o->tol_x, .max_iter = o->max_iter};
+        dm_commit_fista_result fr0;
+        if (dm_commit_fista(&B, x, &fo, x, &fr0) != 0) {
+            dm_commit_groups_free(&groups);
+            goto done;
+        }
+        nnls_iterations = fr0.iterations;
+        for (long k = 0; k < groups.n; k++) {
+            double n2 = 0;
+            for (long i = groups.start[k]; i < groups.start[k + 1]; i++)
+                n2 += x[groups.cols[i]] * x[groups.cols[i]];
+            groups.w[k] =
+                sqrt((double)(groups.start[k + 1] - groups.start[k])) / (sqrt(n2) + 1e-12);
+        }
+        memset(x, 0,
+               (size_t)A.ncols * sizeof *x); /* the regularised fit starts at 0, as COMMIT's */
+        reg.ngroups = groups.n;
+        reg.group_start = groups.start;
+        reg.group_cols = groups.cols;
+        reg.group_w = groups.w;
+    }
     solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
     dm_commit_fista_options fo = {.tol_fun = o->tol_fun,
                                   .tol_x = o->tol_x,
+                                  .reg = regularised ? &reg : NULL,
                                   .lambda_frac = o->lambda_frac,
+                                  .group_frac = o->group_frac,
                                   .max_iter = o->max_iter,
                                   .progress = on_iteration,
                                   .progress_arg = &sp};
     dm_commit_fista_result fr;
     int solved = dm_commit_fista(&B, x, &fo, x, &fr);
+    dm_commit_groups_free(&groups);
     dm_progress_finish(sp.bar, solved == 0 ? fr.stopped : "stopped");
     if (solved != 0) goto done;
     t_solve = dm_now_seconds() - t1;
@@ -407,6 +498,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_str(prov, DM_PROV_RESULT, "stopped", fr.stopped);
         dm_provenance_num(prov, DM_PROV_RESULT, "objective", fr.objective);
         dm_provenance_num(prov, DM_PROV_RESULT, "lasso_lambda", fr.lambda);
+        dm_provenance_num(prov, DM_PROV_RESULT, "group_lasso_lambda", fr.lambda_group);
+        dm_provenance_num(prov, DM_PROV_RESULT, "iterations_without_regularisation",
+                          nnls_iterations);
         dm_provenance_num(prov, DM_PROV_RESULT, "objective_rel_change", fr.rel_objective);
         dm_provenance_num(prov, DM_PROV_RESULT, "residual_sum_of_squares_float", sq_all);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);

@@ -5,16 +5,42 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* x = prox(xhat - step g): the projection on x >= 0, with the lasso's soft threshold on the IC
- * columns when lambda > 0 (*l1: the IC columns' sum then, else 0). */
-static int prox(const dm_commit_backend *B, double step, double lambda, double *lin, double *sq,
-                double *l1)
+/* x = prox(xhat - step g): the projection on x >= 0, with the regularisation's shrinking when
+ * there is one (*omega: its Omega(x), else 0). */
+static int prox(const dm_commit_backend *B, const dm_commit_reg *reg, double step, double *lin,
+                double *sq, double *omega)
 {
-    *l1 = 0;
-    return lambda > 0 ? B->prox_step_l1(B->ctx, step, lambda, lin, sq, l1)
-                      : B->prox_step(B->ctx, step, lin, sq);
+    *omega = 0;
+    return reg ? B->prox_step_reg(B->ctx, step, reg, lin, sq, omega)
+               : B->prox_step(B->ctx, step, lin, sq);
+}
+
+/* The lambdas from their fractions of lambda_max, A^T y being -G at x = 0 (COMMIT's
+ * compute_lambda_max_lasso / _group). */
+static int set_lambdas(const dm_commit_backend *B, const dm_commit_fista_options *o,
+                       dm_commit_reg *reg)
+{
+    double *g = malloc((size_t)(reg->nf ? reg->nf : 1) * sizeof *g);
+    if (!g) return dm_set_error("commit: out of memory");
+    if (B->get_g_ic(B->ctx, g) != 0) {
+        free(g);
+        return -1;
+    }
+    double m = 0, mg = 0;
+    for (long j = 0; j < reg->nf; j++) m = fmax(m, fabs(g[j]));
+    for (long k = 0; k < reg->ngroups; k++) {
+        double n2 = 0;
+        for (long i = reg->group_start[k]; i < reg->group_start[k + 1]; i++)
+            n2 += g[reg->group_cols[i]] * g[reg->group_cols[i]];
+        mg = fmax(mg, sqrt(n2) / reg->group_w[k]);
+    }
+    free(g);
+    reg->lambda = o->lambda_frac * m;
+    reg->lambda_group = o->group_frac * mg;
+    return 0;
 }
 
 int dm_commit_fista(const dm_commit_backend *B, const double *x0, const dm_commit_fista_options *o,
@@ -23,20 +49,21 @@ int dm_commit_fista(const dm_commit_backend *B, const double *x0, const dm_commi
     const double eps = DBL_EPSILON;
     void *c = B->ctx;
     memset(out, 0, sizeof *out);
-    double lambda = 0;
-    if (o->lambda_frac > 0 && (!B->prox_step_l1 || !B->grad_max_ic))
-        return dm_set_error("commit: --lambda (the lasso) is not available on this device yet; "
-                            "use --device cpu");
+    if (o->reg && (!B->prox_step_reg || !B->get_g_ic))
+        return dm_set_error("commit: --lambda and --lambda-group are not available on this device "
+                            "yet; use --device cpu");
+    dm_commit_reg reg_used;
+    const dm_commit_reg *reg = NULL;
     double prev_obj, qfval, curr_obj = 0;
     if (B->start(c, x0) != 0 || B->residual(c, DM_COMMIT_XHAT, &prev_obj) != 0 ||
         B->gradient(c) != 0)
         return -1;
     out->products = 2;
     qfval = prev_obj;
-    if (o->lambda_frac > 0) { /* lambda_max from A^T y: the gradient at x = 0 is -A^T y */
-        double m;
-        if (B->grad_max_ic(c, &m) != 0) return -1;
-        lambda = o->lambda_frac * m;
+    if (o->reg) {
+        reg_used = *o->reg;
+        if (set_lambdas(B, o, &reg_used) != 0) return -1;
+        reg = &reg_used;
     }
     double agag, gg, step = 1;
     if (B->curvature(c, &agag, &gg) != 0) return -1;
@@ -45,20 +72,20 @@ int dm_commit_fista(const dm_commit_backend *B, const double *x0, const dm_commi
     double told = 1, rel_obj = 0, rel_x = 0;
     int iter = 1;
     for (;;) {
-        double lin, sq, l1 = 0;
-        /* x = prox(xhat - step g), and the objective there (with the lasso's term) */
-        if (prox(B, step, lambda, &lin, &sq, &l1) != 0 ||
+        double lin, sq, omega = 0;
+        /* x = prox(xhat - step g), and the objective there (with the regularisation's term) */
+        if (prox(B, reg, step, &lin, &sq, &omega) != 0 ||
             B->residual(c, DM_COMMIT_X, &curr_obj) != 0)
             return -1;
         out->products++;
-        curr_obj += lambda * l1;
-        while (curr_obj > qfval + lin + 0.5 / step * sq + lambda * l1) { /* backtracking */
+        curr_obj += omega;
+        while (curr_obj > qfval + lin + 0.5 / step * sq + omega) { /* backtracking */
             step *= 0.9;
-            if (prox(B, step, lambda, &lin, &sq, &l1) != 0 ||
+            if (prox(B, reg, step, &lin, &sq, &omega) != 0 ||
                 B->residual(c, DM_COMMIT_X, &curr_obj) != 0)
                 return -1;
             out->products++;
-            curr_obj += lambda * l1;
+            curr_obj += omega;
         }
         double dx2, x2;
         if (B->change(c, &dx2, &x2) != 0) return -1;
@@ -97,6 +124,7 @@ int dm_commit_fista(const dm_commit_backend *B, const double *x0, const dm_commi
     out->objective = curr_obj;
     out->rel_objective = rel_obj;
     out->rel_x = rel_x;
-    out->lambda = lambda;
+    out->lambda = reg ? reg->lambda : 0;
+    out->lambda_group = reg ? reg->lambda_group : 0;
     return B->get_x(c, x);
 }

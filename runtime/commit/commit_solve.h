@@ -13,6 +13,22 @@
 
 enum { DM_COMMIT_X, DM_COMMIT_XHAT }; /* which unknowns a residual is taken at */
 
+/* COMMIT's regularisations of the IC block (the streamlines' weights, columns [0, nf)), each
+ * with the non-negativity kept, Omega added to the objective:
+ *   lasso        Omega = lambda sum_j x_j; prox: the soft threshold (x - step lambda)
+ *   group lasso  Omega = lambda_g sum_k w_k ||x_{g_k}||; prox: each group shrunk by
+ *                max(0, 1 - step lambda_g w_k / ||v_{g_k}||), then the negatives set to 0
+ *                (COMMIT2; groups given as column lists, w_k their weights).
+ * The lambdas are set by dm_commit_fista from fractions of their lambda_max. */
+typedef struct dm_commit_reg {
+    long nf;
+    double lambda, lambda_group;
+    long ngroups;
+    const long *group_start; /* ngroups + 1 */
+    const long *group_cols;  /* the IC columns of group k: [group_start[k], group_start[k+1]) */
+    const double *group_w;
+} dm_commit_reg;
+
 typedef struct dm_commit_backend {
     void *ctx;
     /* XHAT = PREV = max(0, x0) */
@@ -31,27 +47,30 @@ typedef struct dm_commit_backend {
     int (*advance)(void *ctx, double a);
     /* X to the host */
     int (*get_x)(void *ctx, double *x);
-    /* for the lasso on the IC block (NULL where the backend has none yet): the prox step with
-     * the soft threshold, X = max(0, XHAT - step G - step lambda) on the IC columns (as
-     * prox_step elsewhere), also *l1 = sum of X over the IC columns; and max |G| over them */
-    int (*prox_step_l1)(void *ctx, double step, double lambda, double *lin, double *sq, double *l1);
-    int (*grad_max_ic)(void *ctx, double *m);
+    /* with a regularisation of the IC block (NULL where the backend has none yet): the prox
+     * step of dm_commit_reg (as prox_step, and *omega = Omega(X)), and G's IC entries to the
+     * host */
+    int (*prox_step_reg)(void *ctx, double step, const struct dm_commit_reg *reg, double *lin,
+                         double *sq, double *omega);
+    int (*get_g_ic)(void *ctx, double *g);
 } dm_commit_backend;
 
 typedef struct dm_commit_fista_options {
     double tol_fun, tol_x; /* COMMIT's fit(): 1e-3 and 1e-6 */
-    double lambda_frac;    /* the lasso on the IC block, as COMMIT's set_regularisation(('lasso',
-                              None, None), (lambda_frac, ...)): lambda = lambda_frac x max |A^T y|
-                              over the IC columns; 0: plain NNLS */
-    int max_iter;          /* 100 */
+    /* the regularisation (NULL: plain NNLS) and its fractions, as COMMIT's
+     * set_regularisation(..., lambdas=(F, ...)): lasso lambda = lambda_frac x max_j |A^T y|_j,
+     * group lambda = group_frac x max_k ||(A^T y)_{g_k}|| / w_k over the IC columns */
+    const dm_commit_reg *reg;
+    double lambda_frac, group_frac;
+    int max_iter; /* 100 */
     void (*progress)(void *arg, int iter, double objective);
     void *progress_arg;
 } dm_commit_fista_options;
 
 typedef struct dm_commit_fista_result {
-    int iterations, products; /* products: A x and A^T y computed */
-    double objective;         /* 0.5 ||A x - y||^2 (+ lambda ||x_IC||_1) at the end */
-    double lambda;            /* the lasso's lambda used (0: none) */
+    int iterations, products;    /* products: A x and A^T y computed */
+    double objective;            /* 0.5 ||A x - y||^2 + Omega(x) at the end */
+    double lambda, lambda_group; /* the lambdas used (0: none) */
     double rel_objective, rel_x;
     const char *stopped; /* which test stopped it */
 } dm_commit_fista_result;

@@ -332,6 +332,15 @@ mit.build_operator()
 T["operator"] = time.time() - t
 if cfg.get("lasso"):
     mit.set_regularisation(regularisers=("lasso", None, None), lambdas=(cfg["lasso"], None, None))
+if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the adaptive weights)
+    mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"])
+    labels = np.array(cfg["groups"])
+    idx = np.empty(len(np.unique(labels)), dtype=np.object_)
+    for k, l in enumerate(np.unique(labels)):
+        idx[k] = np.flatnonzero(labels == l).astype(np.int32)
+    mit.set_regularisation(regularisers=("group_lasso", None, None), lambdas=(cfg["group_lasso"], None, None),
+                           params=({"group_idx": idx, "group_weights_cardinality": True,
+                                    "group_weights_adaptive": True}, None, None))
 t = time.time()
 mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"])
 T["fit"] = time.time() - t
@@ -378,7 +387,8 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                model="StickZeppelinBall", fiber_shift=0.5, peaks_use_affine=True, vf_THR=0.1,
                min_seg_len=1e-3, min_fiber_len=0.0, max_fiber_len=250.0, ndirs=500, lmax=12, tol_fun=1e-3,
                tol_x=1e-6, max_iter=100, b0_thr=0.0, b0_min_signal=0.0, threads=1, bvecs_frame="voxel",
-               config=None, model_extra=None, t2d_extra=None, verbose=2, timeout=600, lasso=0.0):
+               config=None, model_extra=None, t2d_extra=None, verbose=2, timeout=600, lasso=0.0,
+               group_lasso=0.0, groups=None):
     """Runs COMMIT (dmri-commit) in a child python on these inputs, in the fresh folder `work`; returns a
     dict: 'weights' (streamline_weights.txt, one per streamline of the .tck), 'ic', 'ec', 'iso',
     'nrmse', 'rmse' (the maps, arrays), 'objective' (the solver's final 0.5||Ax-y||^2 + Omega, in its
@@ -393,7 +403,8 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     affine); 'fsl': the FSL bvecs as they are (a mirror in x where det(affine) > 0).
     config: Evaluation.set_config keys (doNormalizeSignal, doMergeB0, doNormalizeKernels, ...).
     lasso: COMMIT's lasso on the IC block, set_regularisation(('lasso', None, None), (lasso, ...))
-    (0: none)."""
+    (0: none); group_lasso with groups (a label per streamline): COMMIT2's group lasso, after a
+    fit without it (its adaptive weights), cardinality and adaptive weights on."""
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(work)
     os.makedirs(CACHE, exist_ok=True)
@@ -412,7 +423,8 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                ndirs=ndirs, lmax=lmax, tol_fun=tol_fun, tol_x=tol_x, max_iter=max_iter, b0_thr=b0_thr,
                b0_min_signal=b0_min_signal, threads=threads, model=model, d_par=d_par, d_perps=list(d_perps),
                d_isos=list(d_isos), config=config or {}, model_extra=model_extra or {},
-               t2d_extra=t2d_extra or {}, verbose=verbose, lasso=lasso)
+               t2d_extra=t2d_extra or {}, verbose=verbose, lasso=lasso, group_lasso=group_lasso,
+               groups=[int(v) for v in groups] if groups is not None else None)
     cfg_path = os.path.join(work, "peer_config.json")
     json.dump(cfg, open(cfg_path, "w"), indent=1)
     script = os.path.join(work, "peer_run.py")

@@ -14,7 +14,7 @@ defaults (tol_fun 1e-3, 100 iterations):
 and, independent of COMMIT: compartment_IC is sum(weight x length in the voxel) with the lengths
 cut anew here (commitpeer.voxel_lengths), filtered.tck holds exactly the streamlines of weight
 > 0, and without --peaks the tensor's principal direction is used (said in the provenance).
---lambda (the lasso) against COMMIT's, and --model volume-fractions (COMMIT's ScalarMap) against COMMIT on the phantom's intra-axonal map.
+--lambda (the lasso) against COMMIT's, --lambda-group (the group lasso) against COMMIT2's, and --model volume-fractions (COMMIT's ScalarMap) against COMMIT on the phantom's intra-axonal map.
 Bad inputs get one line each: a tractogram outside the image, a .tck whose header count is
 wrong, no streamline in the mask, an unknown option, a missing required option."""
 import json
@@ -148,6 +148,27 @@ def lasso(d, p):
           f"({100 * false_plain:.2f}%)")
 
 
+def group_lasso(d, p):
+    """--lambda-group 0.1 with --groups (the phantom's five bundles: three true, two false) against
+    COMMIT2's group lasso (after its fit without it, cardinality and adaptive weights): objective
+    no worse (1e-3), weights r > 0.95, the false bundles' share of the weight no larger than
+    COMMIT2's and below 1%."""
+    names = sorted(set(p["label"]))
+    labels = np.array([names.index(n) for n in p["label"]])
+    np.savetxt(f"{d}/groups.txt", labels, fmt="%d")
+    peer = cp.run_on_phantom(f"{d}/peer_group", p, group_lasso=0.1, groups=labels)
+    run(p, f"{d}/dimoc_group", "--lambda-group", "0.1", "--groups", f"{d}/groups.txt", "--device", "cpu")
+    me = read(f"{d}/dimoc_group")
+    r_w = np.corrcoef(peer["weights"], me["weights"])[0, 1]
+    o_me, o_peer = me["prov"]["objective"], peer["objective"]
+    false = me["weights"][p["is_false"]].sum() / me["weights"].sum()
+    false_peer = peer["weights"][p["is_false"]].sum() / peer["weights"].sum()
+    check("commit_group_lasso_vs_commit2", o_me <= o_peer * (1 + 1e-3) and r_w > 0.95 and
+          false <= max(false_peer, 1e-12) * 1.05 + 1e-9 and false < 0.01,
+          f"objective {o_me:.5f} (COMMIT2 {o_peer:.5f}), lambda {me['prov']['group_lasso_lambda']:.4g}, "
+          f"weights r = {r_w:.4f}, false bundles {100 * false:.3f}% of the weight (COMMIT2 {100 * false_peer:.3f}%)")
+
+
 def volume_fractions(d, p):
     """--model volume-fractions against COMMIT's ScalarMap on the phantom's intra-axonal map: the
     streamlines' weight x length explain a 3D map.  Same fit voxels, IC map r > 0.99, weights r >
@@ -208,6 +229,7 @@ def main():
     me = against_commit(d, p)
     independent(d, p, me)
     lasso(d, p)
+    group_lasso(d, p)
     volume_fractions(d, p)
     bad_inputs(d, p)
     finish()
