@@ -140,7 +140,12 @@ static int make_problem(problem *p, int nstr, int g, unsigned seed)
         b[i] = i < 2 ? 0 : i < 14 ? 1000 : 2500;
         random_dir(&s, gr3 + 3 * i);
     }
-    dm_commit_model m = {1.7e-3, 0.5e-3, 2, {1.7e-3, 3e-3}, 1, 1};
+    dm_commit_model m = {.d_par = 1.7e-3,
+                         .d_perp = 0.5e-3,
+                         .niso = 2,
+                         .d_iso = {1.7e-3, 3e-3},
+                         .ic_on = 1,
+                         .ec_on = 1};
     if (dm_commit_kernels_make(&m, &p->dirs, ns, b, gr3, &p->k) != 0) return -1;
     p->peaks = malloc((size_t)p->d.nvox * 6 * sizeof *p->peaks);
     for (long v = 0; v < p->d.nvox * 6; v++) p->peaks[v] = (float)(urand(&s) - 0.5);
