@@ -44,14 +44,17 @@ fit grid --method grid --init-from "$stages/angles" --fixed th,ph,psi --out-type
 fit oriented --method lm --init-from "$stages/grid" --fixed th,ph --out-type float64
 fit final "${last[@]}" --init-from "$stages/oriented"
 
-final=$stages/final
-link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-for m in fiso d kappa1 kappa2 ODItot DA dyads1 fanning S0 BIC AIC; do
-    if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
-done
-for m in fiso d ODItot DA; do
-    $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
-done
-$dimoc view --rgb-from "$out/dyads1.nii.gz" -o "$out/dyads1.png"
-$dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" -o "$out/fanning.png"
-echo "ball_1_racket.sh: maps and PNGs in $out, every stage in $stages"
+finish() { # the links and pictures, after every stage (lib/flags.bash)
+    final=$stages/final
+    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+    for m in fiso d kappa1 kappa2 ODItot DA dyads1 fanning S0 BIC AIC; do
+        if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
+    done
+    for m in fiso d ODItot DA; do
+        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+    done
+    $dimoc view --rgb-from "$out/dyads1.nii.gz" -o "$out/dyads1.png"
+    $dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" -o "$out/fanning.png"
+    echo "ball_1_racket.sh: maps and PNGs in $out, every stage in $stages"
+}
+pipeline_finish finish

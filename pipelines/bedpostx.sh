@@ -53,23 +53,26 @@ for ((n = 1; n <= nfibres; n++)); do
     prev=$model
 done
 
-# FSL's names for the last stage's outputs.
-fit=$fitdir/$prev
-link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-for ((n = 1; n <= nfibres; n++)); do
-    for p in th ph f; do
-        link "$fit/$p${n}_samples.nii.gz" "$out/merged_$p${n}samples.nii.gz"
-        link "$fit/$p$n.nii.gz" "$out/mean_$p${n}samples.nii.gz"
+finish() { # the links and pictures, after every stage (lib/flags.bash)
+    # FSL's names for the last stage's outputs.
+    fit=$fitdir/$prev
+    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+    for ((n = 1; n <= nfibres; n++)); do
+        for p in th ph f; do
+            link "$fit/$p${n}_samples.nii.gz" "$out/merged_$p${n}samples.nii.gz"
+            link "$fit/$p$n.nii.gz" "$out/mean_$p${n}samples.nii.gz"
+        done
+        link "$fit/dyads$n.nii.gz" "$out/dyads$n.nii.gz"
+        link "$fit/dyads${n}_dispersion.nii.gz" "$out/dyads${n}_dispersion.nii.gz"
     done
-    link "$fit/dyads$n.nii.gz" "$out/dyads$n.nii.gz"
-    link "$fit/dyads${n}_dispersion.nii.gz" "$out/dyads${n}_dispersion.nii.gz"
-done
-link "$fit/d.nii.gz" "$out/mean_dsamples.nii.gz"
-link "$fit/S0.nii.gz" "$out/mean_S0samples.nii.gz"
-case "$mask" in
-*.nii.gz) cp -f "$mask" "$out/nodif_brain_mask.nii.gz" ;;
-*) cp -f "$mask" "$out/nodif_brain_mask.${mask##*.}" ;;
-esac
-cp -f "$bvals" "$out/bvals"
-cp -f "$bvecs" "$out/bvecs"
-echo "bedpostx.sh: $nfibres fibre(s); FSL's names in $out, dimoc's outputs in $fitdir"
+    link "$fit/d.nii.gz" "$out/mean_dsamples.nii.gz"
+    link "$fit/S0.nii.gz" "$out/mean_S0samples.nii.gz"
+    case "$mask" in
+    *.nii.gz) cp -f "$mask" "$out/nodif_brain_mask.nii.gz" ;;
+    *) cp -f "$mask" "$out/nodif_brain_mask.${mask##*.}" ;;
+    esac
+    cp -f "$bvals" "$out/bvals"
+    cp -f "$bvecs" "$out/bvecs"
+    echo "bedpostx.sh: $nfibres fibre(s); FSL's names in $out, dimoc's outputs in $fitdir"
+}
+pipeline_finish finish

@@ -36,6 +36,9 @@ for model in "${list[@]}"; do
     names+=("$name")
 done
 
-IFS=,
-$dimoc select "${bics[@]}" --names "${names[*]}" --mask "$mask" --out "$out/best_BIC.nii.gz" \
-    | tee "$out/best_BIC.txt"
+finish() { # the map of the winners and its table, after every fit (lib/flags.bash)
+    IFS=,
+    $dimoc select "${bics[@]}" --names "${names[*]}" --mask "$mask" --out "$out/best_BIC.nii.gz" \
+        | tee "$out/best_BIC.txt"
+}
+pipeline_finish finish

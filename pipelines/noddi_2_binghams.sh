@@ -61,15 +61,18 @@ fit noddi_2_binghams oriented --method lm --init-from "$stages/grid" --fixed th1
     --out-type float64
 fit noddi_2_binghams final "${last[@]}" --init-from "$stages/oriented"
 
-final=$stages/final
-link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-for m in fiso ffan2 fintra1 fintra2 kappa11 kappa12 kappa21 kappa22 ODItot1 DA1 ODItot2 DA2 \
-         dyads1 dyads2 fanning1 fanning2 S0 BIC AIC; do
-    if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
-done
-for m in fiso ffan2 ODItot1 ODItot2; do
-    $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
-done
-$dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra1.nii.gz" -o "$out/dyads1.png"
-$dimoc view --rgb-from "$out/dyads2.nii.gz" --weight "$out/ffan2.nii.gz" -o "$out/dyads2.png"
-echo "noddi_2_binghams.sh: maps and PNGs in $out, NODDI-Bingham in $out/noddi_bingham, every stage in $stages"
+finish() { # the links and pictures, after every stage (lib/flags.bash)
+    final=$stages/final
+    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+    for m in fiso ffan2 fintra1 fintra2 kappa11 kappa12 kappa21 kappa22 ODItot1 DA1 ODItot2 DA2 \
+             dyads1 dyads2 fanning1 fanning2 S0 BIC AIC; do
+        if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
+    done
+    for m in fiso ffan2 ODItot1 ODItot2; do
+        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+    done
+    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra1.nii.gz" -o "$out/dyads1.png"
+    $dimoc view --rgb-from "$out/dyads2.nii.gz" --weight "$out/ffan2.nii.gz" -o "$out/dyads2.png"
+    echo "noddi_2_binghams.sh: maps and PNGs in $out, NODDI-Bingham in $out/noddi_bingham, every stage in $stages"
+}
+pipeline_finish finish

@@ -47,14 +47,17 @@ fit grid --method grid --init-from "$watson/final" --init psi="$watson/angles/ps
 fit dispersion --method lm --init-from "$stages/grid" --fixed S0,fintra,fiso,th,ph --out-type float64
 fit final "${last[@]}" --init-from "$stages/dispersion"
 
-final=$stages/final
-link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-for m in fiso fintra kappa1 kappa2 ODIp ODIs ODItot DA dyads1 fanning S0 BIC AIC; do
-    if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
-done
-for m in fiso fintra ODItot DA; do
-    $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
-done
-$dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" -o "$out/dyads1.png"
-$dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" -o "$out/fanning.png"
-echo "noddi_bingham.sh: maps and PNGs in $out, NODDI-Watson in $out/noddi_watson, every stage in $stages"
+finish() { # the links and pictures, after every stage (lib/flags.bash)
+    final=$stages/final
+    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+    for m in fiso fintra kappa1 kappa2 ODIp ODIs ODItot DA dyads1 fanning S0 BIC AIC; do
+        if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
+    done
+    for m in fiso fintra ODItot DA; do
+        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+    done
+    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" -o "$out/dyads1.png"
+    $dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" -o "$out/fanning.png"
+    echo "noddi_bingham.sh: maps and PNGs in $out, NODDI-Watson in $out/noddi_watson, every stage in $stages"
+}
+pipeline_finish finish

@@ -42,13 +42,16 @@ fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type flo
 fit fractions --method lm --init-from "$stages/grid" --fixed S0,kappa,th,ph --out-type float64
 fit final "${last[@]}" --init-from "$stages/fractions"
 
-final=$stages/final
-link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-for m in fiso fintra kappa OD dyads1 S0 BIC AIC; do
-    if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
-done
-for m in fiso fintra OD; do
-    $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
-done
-$dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" -o "$out/dyads1.png"
-echo "noddi_watson.sh: maps and PNGs in $out, every stage in $stages"
+finish() { # the links and pictures, after every stage (lib/flags.bash)
+    final=$stages/final
+    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+    for m in fiso fintra kappa OD dyads1 S0 BIC AIC; do
+        if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
+    done
+    for m in fiso fintra OD; do
+        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+    done
+    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" -o "$out/dyads1.png"
+    echo "noddi_watson.sh: maps and PNGs in $out, every stage in $stages"
+}
+pipeline_finish finish

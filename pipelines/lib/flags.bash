@@ -4,7 +4,24 @@
 # used, 0 when the word is not one of its flags), and collects the rest in the array fitopts,
 # the options passed on to every `dimoc fit` of the cascade.  Without the five inputs it
 # prints the script's usage line and exits 2.  It also sets $dimoc, the program to run.
+#
+# A script runs its stages as `$dimoc CMD ...` and hands the plain shell work that follows
+# them (links, pictures) to `pipeline_finish FUNCTION`.  `dimoc pipeline NAME --slurm` runs
+# the script in phases (DIMOC_PIPELINE_PHASE, set by cli/cmd_pipeline.c; the real program in
+# DIMOC_PROGRAM):
+#   (none)  every command runs, then FUNCTION: the script as it reads;
+#   plan    `$dimoc CMD ...` runs nothing: it appends the command to the file $DIMOC_PLAN, one
+#           line "stage NAME CMD OUT PRE POST" (tab-separated; OUT the value of --out, PRE and
+#           POST the words before and after "--out OUT", each printf %q-quoted); a pipeline
+#           that another one runs (noddi_bingham runs noddi_watson) records its FUNCTION as a
+#           line "finish NAME DEPTH SCRIPT ARGS", a job of its own;
+#   finish  the stages' commands are no-ops; FUNCTION runs, with the real program, in the
+#           script at depth DIMOC_FINISH_DEPTH only (0: the pipeline named on the command line,
+#           1: one it runs, ...).
 pipeline_flags() {
+    _pipeline_args=("$@")
+    _pipeline_depth=${DIMOC_PIPELINE_DEPTH:-0}
+    export DIMOC_PIPELINE_DEPTH=$((_pipeline_depth + 1))
     data= mask= bvals= bvecs= out=
     fitopts=()
     while [ $# -gt 0 ]; do
@@ -24,5 +41,53 @@ pipeline_flags() {
         sed -n 's/^# usage: //p' "$0" >&2
         exit 2
     fi
-    dimoc=${DIMOC:-dimoc}
+    case ${DIMOC_PIPELINE_PHASE:-} in
+    plan) dimoc=_pipeline_plan ;;
+    finish) dimoc=_pipeline_skip ;;
+    *) dimoc=${DIMOC:-dimoc} ;;
+    esac
+}
+
+# Runs the script's closing shell work, or records it (see above).
+pipeline_finish() { # function
+    case ${DIMOC_PIPELINE_PHASE:-} in
+    plan)
+        if [ "$_pipeline_depth" -gt 0 ]; then
+            local script q
+            script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+            q=$(printf ' %q' "${_pipeline_args[@]}")
+            printf 'finish\t%s\t%s\t%q\t%s\n' "$(basename "$0" .sh)" "$_pipeline_depth" \
+                "$script" "${q# }" >>"$DIMOC_PLAN"
+        fi ;;
+    finish)
+        if [ "$_pipeline_depth" -eq "${DIMOC_FINISH_DEPTH:-0}" ]; then
+            dimoc=$DIMOC_PROGRAM
+            "$1"
+        fi ;;
+    *) "$1" ;;
+    esac
+}
+
+_pipeline_skip() { :; }
+
+# `$dimoc CMD ... --out OUT ...` in the plan phase: one line of the plan.
+_pipeline_plan() {
+    local pre=() post=() o="" seen=0 name
+    while [ $# -gt 0 ]; do
+        if [ $seen -eq 0 ] && [ "$1" = --out ] && [ $# -gt 1 ]; then
+            o=$2; seen=1; shift 2; continue
+        fi
+        if [ $seen -eq 0 ] && [ "${1#--out=}" != "$1" ]; then
+            o=${1#--out=}; seen=1; shift; continue
+        fi
+        if [ $seen -eq 0 ]; then pre+=("$1"); else post+=("$1"); fi
+        shift
+    done
+    name=${o%/}; name=${name##*/}; name=${name%%.*}
+    [ -n "$name" ] || name=${pre[0]}
+    local qp qa
+    qp=$(printf ' %q' "${pre[@]}"); qa=""
+    [ ${#post[@]} -eq 0 ] || qa=$(printf ' %q' "${post[@]}")
+    printf 'stage\t%s\t%s\t%s\t%s\t%s\n' "$(printf %s "$name" | tr -c 'A-Za-z0-9_-' _)" \
+        "${pre[0]}" "$([ -n "$o" ] && printf %q "$o")" "${qp# }" "${qa# }" >>"$DIMOC_PLAN"
 }
