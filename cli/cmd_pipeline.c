@@ -15,9 +15,18 @@
  * (an option's name and placeholder, then two spaces or more, then its help).  This file
  * parses that block into an option table, checks the command line against it (unknown,
  * repeated or valueless options, missing or unreadable inputs) before the script starts, and
- * hands the script the options one word each ("--name" then its value). */
+ * hands the script the options one word each ("--name" then its value).
+ *
+ * With --slurm the script runs first in its plan phase (pipelines/lib/flags.bash records its
+ * dimoc commands instead of running them, into the work folder .OUT.slurm beside --out);
+ * runtime/cluster/slurm.c turns the plan into sbatch jobs, the last of which runs this
+ * command again in the finish phase (DIMOC_PIPELINE_PHASE=finish): the script's closing shell
+ * work in the work folder, which is then put in place as --out.  `dimoc pipeline
+ * --slurm-status OUT` and `--slurm-resubmit OUT` follow such a run and restart what failed. */
 #include "args.h"
 #include "cli.h"
+#include "cluster/slurm.h"
+#include "util/cmdline.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -43,7 +52,20 @@ static const dm_opt common_opts[] = {
     {"bvecs", "FILE", NULL, "FSL gradient directions (3 rows or 3 columns)"},
     {"out", "DIR", NULL, "output folder: the pipeline writes nothing outside it"},
 };
-enum { NCOMMON = 5, MAX_OWN = 16 };
+/* The options of a run on SLURM (runtime/cluster/slurm.h), the script never sees them. */
+static const dm_opt slurm_opts[] = {
+    {"slurm", NULL, NULL, "submit the stages as SLURM jobs (sbatch) instead of running them"},
+    {"parts", "N", "1", "with --slurm: split every fit, csd and track into N array jobs"},
+    {"partition", "P", NULL, "with --slurm: the partition of every job"},
+    {"time", "T", NULL, "with --slurm: the time limit of every job (sbatch --time)"},
+    {"account", "A", NULL, "with --slurm: the account every job is charged to"},
+    {"gpus-per-task", "N", NULL, "with --slurm: GPUs of each fit, csd, track and commit job"},
+    {"slurm-setup", "FILE", NULL,
+     "with --slurm: shell lines every job sources first (module "
+     "load ...)"},
+    {"dry-run", NULL, NULL, "with --slurm: print the job scripts, submit nothing"},
+};
+enum { NCOMMON = 5, NSLURM = 8, MAX_OWN = 16 };
 
 typedef struct pipeline {
     char *name;
@@ -179,13 +201,15 @@ static int pipeline_table(pipeline *p)
     for (int i = 0; i < NCOMMON; i++) p->table[n++] = common_opts[i];
     for (int i = 0; i < p->nown; i++)
         p->table[n++] = (dm_opt){p->own_names[i], p->own_args[i], p->own_defs[i], p->own_help[i]};
+    for (int i = 0; i < NSLURM; i++) p->table[n++] = slurm_opts[i];
     const dm_opt *fit = dm_fit_options();
     for (int i = 0; p->fit_options && fit[i].name; i++) {
         char word[140];
         snprintf(word, sizeof word, " --%s ", fit[i].name);
         int taken = 0;
         for (int j = 0; j < n; j++) taken |= !strcmp(p->table[j].name, fit[i].name);
-        if (taken || strstr(p->excluded, word)) continue;
+        /* --part: a pipeline splits its fits itself (--slurm --parts N) */
+        if (taken || strstr(p->excluded, word) || !strcmp(fit[i].name, "part")) continue;
         if (n >= DM_MAX_OPTS - 1) return dm_set_error("%s: too many options", p->script);
         p->table[n++] = fit[i];
         p->nfit++;
@@ -289,9 +313,13 @@ static void print_help(FILE *out, const pipeline *p)
     fprintf(out, "usage: %s\n\n%s", p->usage, p->text);
     fprintf(out, "\noptions (--data, --mask, --bvals, --bvecs and --out are required):\n");
     for (int i = 0; i < NCOMMON + p->nown; i++) dm_args_help_line(out, &p->table[i]);
+    fprintf(out, "\ncluster options (docs/cluster.md):\n");
+    for (int i = NCOMMON + p->nown; i < NCOMMON + p->nown + NSLURM; i++)
+        dm_args_help_line(out, &p->table[i]);
     if (!p->fit_options) return;
     fprintf(out, "\nfit options, passed on to every 'dimoc fit' (see 'dimoc help fit'):\n");
-    for (int i = NCOMMON + p->nown; p->table[i].name; i++) dm_args_help_line(out, &p->table[i]);
+    for (int i = NCOMMON + p->nown + NSLURM; p->table[i].name; i++)
+        dm_args_help_line(out, &p->table[i]);
 }
 
 static int valid_name(const char *name)
@@ -327,9 +355,19 @@ static int check_input(const char *cmd, const char *opt, const char *path)
     return 0;
 }
 
+static int is_slurm_opt(const char *name, size_t len)
+{
+    for (int i = 0; i < NSLURM; i++)
+        if (strlen(slurm_opts[i].name) == len && !strncmp(slurm_opts[i].name, name, len)) return 1;
+    return 0;
+}
+
 /* The words the script gets: every option as "--name" and, when it takes one, its value,
- * in the order given.  argv was accepted by dm_args_parse with the same table. */
-static char **script_words(const pipeline *p, const char *script, int argc, char **argv)
+ * in the order given, but the cluster options; with `absolute`, the four inputs and --out as
+ * absolute paths (jobs run elsewhere).  argv was accepted by dm_args_parse with the same
+ * table. */
+static char **script_words(const pipeline *p, const char *script, int argc, char **argv,
+                           int absolute)
 {
     char **w = calloc((size_t)2 * argc + 3, sizeof *w);
     int n = 0;
@@ -339,15 +377,164 @@ static char **script_words(const pipeline *p, const char *script, int argc, char
         const char *s = argv[k], *name = s + (s[1] == '-' ? 2 : 1), *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const dm_opt *o = NULL;
+        int at = 0;
         for (int i = 0; p->table[i].name && !o; i++)
             if (strlen(p->table[i].name) == len && !strncmp(p->table[i].name, name, len))
-                o = &p->table[i];
+                o = &p->table[i], at = i;
+        const char *value = o && o->arg ? (eq ? eq + 1 : argv[++k]) : NULL;
+        if (is_slurm_opt(name, len)) continue;
         size_t m = len + 3;
         w[n] = malloc(m);
         snprintf(w[n++], m, "--%.*s", (int)len, name);
-        if (o && o->arg) w[n++] = strdup(eq ? eq + 1 : argv[++k]);
+        if (value) w[n++] = absolute && at < NCOMMON ? dm_slurm_abs_path(value) : strdup(value);
     }
     return w;
+}
+
+static void free_words(char **words)
+{
+    for (char **w = words; *w; w++) free(*w);
+    free(words);
+}
+
+/* The index of --out's value among the script's words (--out is required: it is there). */
+static int out_at(char **words)
+{
+    int at = 2;
+    while (words[at] && strcmp(words[at], "--out")) at++;
+    return at + 1;
+}
+
+/* The last job of a run on SLURM (DIMOC_PIPELINE_PHASE=finish): the script's closing shell
+ * work in the work folder, a provenance.json, and the work folder put in place as --out. */
+static int finish_slurm(const char *name, char **args, int at)
+{
+    char *out = args[at], *work = dm_slurm_work_dir(out);
+    struct stat st;
+    if (!work) return dm_report_error();
+    if (stat(work, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        dm_set_error("pipeline %s: the SLURM run's work folder %s is missing", name, work);
+        free(work);
+        return dm_report_error();
+    }
+    args[at] = work;
+    int status = dm_run_child(args, NULL);
+    args[at] = out;
+    if (status != 0) {
+        free(work);
+        return status > 0 ? status : dm_report_error();
+    }
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "pipeline");
+    dm_provenance_str(&prov, DM_PROV_OPTION, "pipeline", name);
+    dm_provenance_str(&prov, DM_PROV_OPTION, "executor", "slurm");
+    dm_provenance_str(&prov, DM_PROV_INPUT, "script", args[1]);
+    dm_provenance_num(&prov, DM_PROV_RESULT, "exit_status", 0);
+    char *path = dm_path_join(work, "provenance.json");
+    int rc = dm_provenance_write(&prov, path);
+    free(path);
+    dm_provenance_free(&prov);
+    /* The work folder takes the place of the empty temporary one, which commit puts in place
+     * (replacing an earlier --out whole). */
+    dm_outdir od;
+    if (rc == 0) rc = dm_outdir_begin(&od, out, DM_OUTDIR_REPLACE);
+    if (rc == 0 && (rmdir(od.path) != 0 || rename(work, od.path) != 0)) {
+        rc = dm_set_error("pipeline %s: %s -> %s: %s", name, work, od.path, strerror(errno));
+        mkdir(od.path, 0755);
+        dm_outdir_abort(&od);
+    } else if (rc == 0) {
+        rc = dm_outdir_commit(&od);
+    }
+    free(work);
+    return rc == 0 ? 0 : dm_report_error();
+}
+
+/* dimoc pipeline NAME ... --slurm: the plan, then the jobs (runtime/cluster/slurm.h). */
+static int submit_slurm(const pipeline *p, const dm_args *a, char **words, const char *self)
+{
+    const char *name = p->name;
+    int at = out_at(words);
+    char *out = words[at], *work = dm_slurm_work_dir(out);
+    dm_slurm_opts o = {dm_arg(a, p->table, "partition"),
+                       dm_arg(a, p->table, "time"),
+                       dm_arg(a, p->table, "account"),
+                       dm_arg(a, p->table, "gpus-per-task"),
+                       NULL,
+                       1,
+                       dm_arg_given(a, p->table, "dry-run")};
+    long parts = 1;
+    struct stat st;
+    int rc = work ? 0 : -1;
+    char *setup = NULL;
+    if (rc == 0) rc = dm_arg_long(a, p->table, "parts", 1, 1000, &parts);
+    o.parts = (int)parts;
+    if (rc == 0 && dm_arg_given(a, p->table, "slurm-setup")) {
+        rc = check_input("pipeline --slurm", "slurm-setup", dm_arg(a, p->table, "slurm-setup"));
+        o.setup = setup = dm_slurm_abs_path(dm_arg(a, p->table, "slurm-setup"));
+    }
+    if (rc == 0) rc = dm_outdir_check(out, DM_OUTDIR_REPLACE);
+    if (rc == 0 && lstat(work, &st) == 0)
+        rc = dm_set_error("pipeline %s --slurm: %s exists: an earlier SLURM run of this --out is "
+                          "under way or failed (see 'dimoc pipeline --slurm-status %s'); remove "
+                          "it to start again",
+                          name, work, out);
+    char *slurm_dir = rc == 0 ? dm_path_join(work, "slurm") : NULL;
+    char *plan = rc == 0 ? dm_path_join(slurm_dir, "plan.tsv") : NULL;
+    if (rc == 0) rc = dm_mkdir_p(slurm_dir);
+    if (rc != 0) {
+        free(work), free(setup);
+        return dm_report_error();
+    }
+    /* The plan: the script with its dimoc commands recorded, writing under the work folder. */
+    setenv("DIMOC_PIPELINE_PHASE", "plan", 1);
+    setenv("DIMOC_PLAN", plan, 1);
+    words[at] = work;
+    int status = dm_run_child(words, NULL);
+    words[at] = out;
+    unsetenv("DIMOC_PIPELINE_PHASE");
+    unsetenv("DIMOC_PLAN");
+    if (status != 0) {
+        rc = status > 0 ? status : dm_report_error();
+    } else {
+        /* The last job: this command again, in its finish phase. */
+        int nw = 0;
+        while (words[nw]) nw++;
+        char **fw = calloc((size_t)nw + 2, sizeof *fw);
+        fw[0] = (char *)self;
+        fw[1] = "pipeline";
+        fw[2] = (char *)name;
+        for (int i = 2; i < nw; i++) fw[i + 1] = words[i];
+        char *finish = dm_shell_quote_argv(nw + 1, fw);
+        free(fw);
+        rc = dm_slurm_submit(plan, work, out, self, name, finish, &o, stdout);
+        free(finish);
+        if (rc != 0) rc = dm_report_error();
+    }
+    if (rc != 0 || o.dry_run) {
+        dm_remove_tree(work);
+    } else {
+        printf("pipeline %s: submitted; 'dimoc pipeline --slurm-status %s' follows the jobs, and "
+               "%s appears when the last one ends\n",
+               name, out, out);
+    }
+    free(plan), free(slurm_dir), free(work), free(setup);
+    return rc;
+}
+
+/* dimoc pipeline --slurm-status|--slurm-resubmit OUT */
+static int slurm_command(int argc, char **argv)
+{
+    if (argc != 2) {
+        dm_set_error("pipeline %s: one output folder, the --out of a run with --slurm (see "
+                     "'dimoc help pipeline')",
+                     argv[0]);
+        return dm_report_error();
+    }
+    if (!strcmp(argv[0], "--slurm-status")) {
+        int rc = dm_slurm_status(argv[1], stdout);
+        return rc < 0 ? dm_report_error() : rc;
+    }
+    return dm_slurm_resubmit(argv[1], stdout) == 0 ? 0 : dm_report_error();
 }
 
 int dm_cmd_pipeline(int argc, char **argv)
@@ -358,6 +545,8 @@ int dm_cmd_pipeline(int argc, char **argv)
     }
     const char *name = argv[0];
     if (!strcmp(name, "--help") || !strcmp(name, "-h")) return dm_help_pipeline(stdout);
+    if (!strcmp(name, "--slurm-status") || !strcmp(name, "--slurm-resubmit"))
+        return slurm_command(argc, argv);
     /* A plain name: no path can lead the lookup out of the pipelines folder. */
     if (!valid_name(name)) {
         dm_set_error("pipeline: '%s' is not a pipeline name (letters, digits, '_' and '-'; see "
@@ -382,6 +571,11 @@ int dm_cmd_pipeline(int argc, char **argv)
         rc = dm_set_error("%s: unexpected argument '%s'; the inputs are options now: --data, "
                           "--mask, --bvals, --bvecs, --out (see 'dimoc help %s')",
                           cmd, a.positional[0], cmd);
+    int slurm = rc == 0 && dm_arg_given(&a, p.table, "slurm");
+    for (int i = 1; rc == 0 && !slurm && i < NSLURM; i++)
+        if (dm_arg_given(&a, p.table, slurm_opts[i].name))
+            rc = dm_set_error("%s: --%s is only valid with --slurm (see 'dimoc help %s')", cmd,
+                              slurm_opts[i].name, cmd);
     for (int i = 0; rc == 0 && i < NCOMMON; i++)
         if (!dm_arg_given(&a, p.table, common_opts[i].name))
             rc = dm_set_error("%s: --%s is required (see 'dimoc help %s')", cmd,
@@ -399,14 +593,19 @@ int dm_cmd_pipeline(int argc, char **argv)
     if (n > 0) {
         self[n] = 0;
         setenv("DIMOC", self, 1);
+        setenv("DIMOC_PROGRAM", self, 1);
     }
-    char **words = script_words(&p, p.script, argc - 1, argv + 1);
+    const char *phase = getenv("DIMOC_PIPELINE_PHASE");
+    int finishing = phase && !strcmp(phase, "finish");
+    char **words = script_words(&p, p.script, argc - 1, argv + 1, slurm || finishing);
+    if (slurm)
+        rc = submit_slurm(&p, &a, words, self);
+    else if (finishing)
+        rc = finish_slurm(name, words, out_at(words));
+    else
+        rc = run_all_or_nothing(name, words, out_at(words));
     dm_args_free(&a);
     pipeline_free(&p);
-    int at = 2;
-    while (words[at] && strcmp(words[at], "--out")) at++; /* --out is required: it is there */
-    rc = run_all_or_nothing(name, words, at + 1);
-    for (char **w = words; *w; w++) free(*w);
-    free(words);
+    free_words(words);
     return rc;
 }
