@@ -278,11 +278,9 @@ static char *job_script(const job *j, const char *name, const char *work, const 
     if (o->time) sb_printf(&b, "#SBATCH --time=%s\n", o->time);
     if (o->account) sb_printf(&b, "#SBATCH --account=%s\n", o->account);
     if (o->gpus_per_task && j->gpu) sb_printf(&b, "#SBATCH --gpus-per-task=%s\n", o->gpus_per_task);
-    sb_printf(&b,
-              "# Stage %s of `dimoc pipeline %s --slurm`%s, written by dimoc.  Its exit\n"
-              "# status goes to slurm/state/%s_TASK.rc, which `dimoc pipeline --slurm-status "
-              "OUT` reads.\n",
-              j->id, name, j->ntasks ? " (part $SLURM_ARRAY_TASK_ID of the array)" : "", j->id);
+    sb_printf(&b, "# Stage %s of `dimoc pipeline %s --slurm`%s, written by dimoc.\n", j->id, name,
+              j->ntasks ? ", part $SLURM_ARRAY_TASK_ID" : "");
+    sb_printf(&b, "# Its exit status goes to slurm/state/%s_TASK.rc for --slurm-status.\n", j->id);
     sb_printf(&b,
               "unset DIMOC_PIPELINE_PHASE DIMOC_PLAN DIMOC_PIPELINE_DEPTH DIMOC_FINISH_DEPTH\n");
     sb_printf(&b, "export DIMOC=%s DIMOC_PROGRAM=%s\n", qprog, qprog);
