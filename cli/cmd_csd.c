@@ -5,7 +5,6 @@
  *   dimoc peaks     the peaks of an FOD image (MRtrix's sh2peaks, and FSL-style dyads). */
 #include "args.h"
 #include "cli.h"
-#include "provenance_args.h"
 #include "csd/csd_run.h"
 #include "csd/peaks_image.h"
 #include "gpu/gpu_device.h"

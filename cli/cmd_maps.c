@@ -9,7 +9,6 @@
  *                  (maps/select.c). */
 #include "args.h"
 #include "cli.h"
-#include "provenance_args.h"
 #include "maps/angles.h"
 #include "maps/compare.h"
 #include "maps/select.h"
