@@ -75,9 +75,7 @@ static int parse_words(const char *cmd, const dm_opt *opts, int argc, char **arg
     for (int k = 0; k < argc; k++) {
         const char *s = argv[k];
         if (!looks_like_option(s)) {
-            if (a->npositional >= 16)
-                return dm_set_error("%s: too many arguments (see 'dimoc help %s')", cmd, cmd);
-            a->positional[a->npositional++] = s;
+            a->positional[a->npositional++] = argv[k];
             continue;
         }
         const char *name = s + (s[1] == '-' ? 2 : 1);
@@ -110,6 +108,7 @@ int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm
 {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
+    a->positional = calloc((size_t)argc + 1, sizeof *a->positional);
     if (parse_words(cmd, opts, argc, argv, a) == 0) return 0;
     dm_args_free(a); /* the values read before the mistake: the caller has nothing to free */
     return -1;
@@ -167,6 +166,7 @@ int dm_arg_double(const dm_args *a, const dm_opt *opts, const char *name, double
 void dm_args_free(dm_args *a)
 {
     for (int i = 0; i < DM_MAX_OPTS; i++) free(a->value[i]);
+    free(a->positional);
     memset(a, 0, sizeof *a);
 }
 

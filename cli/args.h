@@ -23,7 +23,7 @@ typedef struct dm_opt {
 typedef struct dm_args {
     char *value[DM_MAX_OPTS]; /* malloc'd; a repeatable option's values are joined with ',' */
     int given[DM_MAX_OPTS];
-    const char *positional[16];
+    char **positional; /* the words that are no option, in argv (malloc'd array) */
     int npositional;
     const char *cmd; /* the command, for messages */
 } dm_args;
