@@ -279,19 +279,6 @@ static int set_fixed(dm_problem *p, const char *list)
     return rc;
 }
 
-/* --part K/N: keeps the K-th share of the voxels in index order.  The part owns the linear
- * indices from its first voxel to the next part's first (from 0 for the first part, to the end
- * for the last), so that the parts' ranges tile the image. */
-static void select_part(dm_problem *p, const dm_part *part)
-{
-    size_t first, end;
-    dm_part_range(part, p->nfit, &first, &end);
-    p->own_first = part->k <= 1 ? 0 : first < p->nfit ? p->index[first] : p->nvox;
-    p->own_end = part->k == part->n ? p->nvox : end < p->nfit ? p->index[end] : p->nvox;
-    memmove(p->index, p->index + first, (end - first) * sizeof *p->index);
-    p->nfit = end - first;
-}
-
 /* Reads a 3D map on the data's grid into dst[v * stride + offset] for the masked voxels. */
 static int read_map_into(dm_problem *p, const char *path, int width, double *dst, int stride,
                          int offset)
@@ -489,7 +476,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     } else {
         for (size_t i = 0; i < p->nvox; i++) p->index[p->nfit++] = i;
     }
-    select_part(p, &r->part);
+    dm_part_select_voxels(&r->part, p->index, &p->nfit, p->nvox, &p->own_first, &p->own_end);
 
     size_t M = p->M;
     p->y = malloc(p->nfit * M * sizeof *p->y);

@@ -46,6 +46,17 @@ void dm_part_range(const dm_part *p, size_t total, size_t *first, size_t *end)
     *end = (size_t)(t * (unsigned)p->k / (unsigned)p->n);
 }
 
+void dm_part_select_voxels(const dm_part *p, size_t *index, size_t *count, size_t nvox,
+                           size_t *own_first, size_t *own_end)
+{
+    size_t first, end, n = *count;
+    dm_part_range(p, n, &first, &end);
+    *own_first = p->k <= 1 ? 0 : first < n ? index[first] : nvox;
+    *own_end = p->k == p->n ? nvox : end < n ? index[end] : nvox;
+    memmove(index, index + first, (end - first) * sizeof *index);
+    *count = end - first;
+}
+
 static const char *const merge_names[] = {NULL, "voxels", "sum", "same", "tck", "lines"};
 enum { NMERGE = sizeof merge_names / sizeof *merge_names };
 

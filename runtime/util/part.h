@@ -21,6 +21,13 @@ int dm_part_parse(const char *text, dm_part *p);
 /* The share [*first, *end) of `total` items in order (the whole [0, total) when p->n == 0). */
 void dm_part_range(const dm_part *p, size_t total, size_t *first, size_t *end);
 
+/* Keeps the share of a list of `*count` ascending voxel indices (of an image of nvox voxels) in
+ * place, and gives the linear indices whose outputs the part owns: from its first voxel to the
+ * next part's first (from 0 for the first part, to nvox for the last), so that the parts' ranges
+ * tile the image, voxels outside the list included. */
+void dm_part_select_voxels(const dm_part *p, size_t *index, size_t *count, size_t nvox,
+                           size_t *own_first, size_t *own_end);
+
 /* How `dimoc merge` joins a file of the parts. */
 enum {
     DM_MERGE_VOXELS = 1, /* NIfTI: each voxel from the part whose voxel range holds it */
