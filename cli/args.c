@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,9 +75,7 @@ static int parse_words(const char *cmd, const dm_opt *opts, int argc, char **arg
     for (int k = 0; k < argc; k++) {
         const char *s = argv[k];
         if (!looks_like_option(s)) {
-            if (a->npositional >= 16)
-                return dm_set_error("%s: too many arguments (see 'dimoc help %s')", cmd, cmd);
-            a->positional[a->npositional++] = s;
+            a->positional[a->npositional++] = argv[k];
             continue;
         }
         const char *name = s + (s[1] == '-' ? 2 : 1);
@@ -109,6 +108,7 @@ int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm
 {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
+    a->positional = calloc((size_t)argc + 1, sizeof *a->positional);
     if (parse_words(cmd, opts, argc, argv, a) == 0) return 0;
     dm_args_free(a); /* the values read before the mistake: the caller has nothing to free */
     return -1;
@@ -166,6 +166,7 @@ int dm_arg_double(const dm_args *a, const dm_opt *opts, const char *name, double
 void dm_args_free(dm_args *a)
 {
     for (int i = 0; i < DM_MAX_OPTS; i++) free(a->value[i]);
+    free(a->positional);
     memset(a, 0, sizeof *a);
 }
 
@@ -185,4 +186,28 @@ void dm_args_help(FILE *out, const char *usage, const char *summary, const dm_op
     if (!opts || !opts[0].name) return;
     fprintf(out, "\noptions:\n");
     for (int i = 0; opts[i].name; i++) dm_args_help_line(out, &opts[i]);
+}
+
+/* A command's options in its provenance record: the files it reads as inputs, every other
+ * option that has a value (given or by default) as an option. */
+void dm_provenance_args(dm_provenance *p, const dm_args *a, const dm_opt *opts,
+                        const char *const inputs[])
+{
+    for (int i = 0; opts[i].name; i++) {
+        const char *v = dm_arg(a, opts, opts[i].name);
+        if (!strcmp(opts[i].name, "out")) continue;
+        if (!opts[i].arg) { /* a flag */
+            if (dm_arg_given(a, opts, opts[i].name))
+                dm_provenance_str(p, DM_PROV_OPTION, opts[i].name, "yes");
+            continue;
+        }
+        int input = 0;
+        for (int k = 0; inputs && inputs[k]; k++) input |= !strcmp(inputs[k], opts[i].name);
+        dm_provenance_str(p, input ? DM_PROV_INPUT : DM_PROV_OPTION, opts[i].name, v);
+    }
+    for (int k = 0; k < a->npositional; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "argument%d", k + 1);
+        dm_provenance_str(p, DM_PROV_INPUT, key, a->positional[k]);
+    }
 }

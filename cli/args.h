@@ -3,6 +3,8 @@
 #ifndef DIMOC_ARGS_H
 #define DIMOC_ARGS_H
 
+#include "util/json.h"
+
 #include <stdio.h>
 
 #define DM_MAX_OPTS 64
@@ -21,7 +23,7 @@ typedef struct dm_opt {
 typedef struct dm_args {
     char *value[DM_MAX_OPTS]; /* malloc'd; a repeatable option's values are joined with ',' */
     int given[DM_MAX_OPTS];
-    const char *positional[16];
+    char **positional; /* the words that are no option, in argv (malloc'd array) */
     int npositional;
     const char *cmd; /* the command, for messages */
 } dm_args;
@@ -43,5 +45,11 @@ void dm_args_free(dm_args *a);
 void dm_args_help(FILE *out, const char *usage, const char *summary, const dm_opt *opts);
 /* Prints one option's line of the help text. */
 void dm_args_help_line(FILE *out, const dm_opt *opt);
+
+/* The options in a provenance record: those named in `inputs` (NULL-ended) go to "inputs", the
+ * others with a value to "options", positional arguments to "inputs" as argument1, argument2,
+ * ...; --out is left out (the file's own place says it). */
+void dm_provenance_args(dm_provenance *p, const dm_args *a, const dm_opt *opts,
+                        const char *const inputs[]);
 
 #endif

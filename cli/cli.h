@@ -25,6 +25,7 @@ int dm_cmd_peaks(int argc, char **argv);
 int dm_cmd_tdi(int argc, char **argv);
 int dm_cmd_connectome(int argc, char **argv);
 int dm_cmd_commit(int argc, char **argv);
+int dm_cmd_merge(int argc, char **argv);
 
 /* `dimoc help CMD` text of the commands that take options; 0 when CMD is known. */
 int dm_help_check(FILE *out);
@@ -47,6 +48,7 @@ int dm_help_peaks(FILE *out);
 int dm_help_tdi(FILE *out);
 int dm_help_connectome(FILE *out);
 int dm_help_commit(FILE *out);
+int dm_help_merge(FILE *out);
 /* `dimoc help pipeline NAME`: the pipeline's usage and options; 1 (error printed) when there
  * is no pipeline NAME. */
 int dm_help_pipeline_named(FILE *out, const char *name);

@@ -5,7 +5,6 @@
  *   dimoc peaks     the peaks of an FOD image (MRtrix's sh2peaks, and FSL-style dyads). */
 #include "args.h"
 #include "cli.h"
-#include "provenance_args.h"
 #include "csd/csd_run.h"
 #include "csd/peaks_image.h"
 #include "gpu/gpu_device.h"
@@ -56,6 +55,8 @@ static const dm_opt csd_opts[] = {
      "floating-point precision of single-shell CSD (multi-tissue CSD always solves in double)"},
     {"threads", "N", "all cores", "CPU threads"},
     {"max-iter", "N", "50 (single-shell) or 10 x unknowns", "active-set steps per voxel at most"},
+    {"part", "K/N", NULL,
+     "deconvolve only the K-th of N shares of the mask's voxels (`dimoc merge` joins them)"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -178,6 +179,10 @@ int dm_cmd_csd(int argc, char **argv)
     if (rc == 0 && o.algorithm) rc = check_algorithm("csd", o.algorithm);
     if (rc == 0 && o.algorithm && dm_arg_given(&a, csd_opts, "response"))
         rc = dm_set_error("csd: --algorithm estimates responses; it cannot go with --response");
+    if (rc == 0) rc = dm_part_parse(dm_arg(&a, csd_opts, "part"), &o.part);
+    if (rc == 0 && o.part.n > 0 && dm_arg_given(&a, csd_opts, "normalise"))
+        rc = dm_set_error("csd: --normalise cannot go with --part: it scales every voxel by a "
+                          "field fitted to the whole mask's FODs");
     if (rc == 0) rc = dm_gpu_resolve_device(dm_arg(&a, csd_opts, "device"), "csd", &o.use_gpu);
     if (rc != 0) {
         dm_args_free(&a);
@@ -195,7 +200,11 @@ int dm_cmd_csd(int argc, char **argv)
     o.use_double = !strcmp(precision, "double");
     o.threads = (int)threads;
     o.max_iter = (int)max_iter;
-    char *history = dm_command_line();
+    /* The response files' history leaves out --out and --part: a part's files are then the
+     * same bytes as a whole run's, wherever each writes. */
+    char *args = dm_part_command(), *history = malloc(strlen(args) + 8);
+    sprintf(history, "dimoc %s", args);
+    free(args);
     o.history = history;
     dm_provenance prov;
     dm_provenance_begin(&prov, "csd");

@@ -2,7 +2,6 @@
  * maps named as FSL's dtifit names them. */
 #include "args.h"
 #include "cli.h"
-#include "provenance_args.h"
 #include "dti/dti_maps.h"
 #include "util/error.h"
 

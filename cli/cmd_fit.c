@@ -41,6 +41,7 @@ static const dm_opt fit_opts[] = {
     {"gpu-memory", "MB", "70% of free", "cap on the device memory each GPU's batches use"},
     {"lanes", "N", "auto",
      "GPU lanes per voxel: 1, 2, 4, 8, 16 or 32 (auto: from the measurement count)"},
+    {"part", "K/N", NULL, "fit only the K-th of N shares of the voxels (`dimoc merge` joins them)"},
     {"quiet", NULL, NULL, "no progress line"},
     {NULL, NULL, NULL, NULL},
 };
@@ -118,6 +119,7 @@ int dm_cmd_fit(int argc, char **argv)
     if (dm_arg_given(&a, fit_opts, "threads"))
         rc |= dm_arg_long(&a, fit_opts, "threads", 1, 4096, &r.threads);
     r.seed = (unsigned long long)seed;
+    if (rc == 0) rc = dm_part_parse(dm_arg(&a, fit_opts, "part"), &r.part);
     char *cmdline = dm_command_line();
     r.command_line = cmdline;
     if (rc == 0) rc = dm_fit_run(&r);

@@ -9,7 +9,6 @@
  *                  (maps/select.c). */
 #include "args.h"
 #include "cli.h"
-#include "provenance_args.h"
 #include "maps/angles.h"
 #include "maps/compare.h"
 #include "maps/select.h"
@@ -136,7 +135,7 @@ int dm_cmd_select(int argc, char **argv)
     dm_provenance_begin(&prov, "select");
     dm_provenance_args(&prov, &a, select_opts, inputs);
     dm_select_settings s = {
-        .maps = a.positional,
+        .maps = (const char *const *)a.positional,
         .nmaps = a.npositional,
         .names = dm_arg(&a, select_opts, "names"),
         .mask = dm_arg(&a, select_opts, "mask"),

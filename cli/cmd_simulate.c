@@ -2,7 +2,6 @@
  * (runtime/simulate/simulate.c). */
 #include "args.h"
 #include "cli.h"
-#include "provenance_args.h"
 #include "simulate/simulate.h"
 #include "util/error.h"
 

@@ -6,7 +6,6 @@
  *                  runtime/fodtrack/). */
 #include "args.h"
 #include "cli.h"
-#include "provenance_args.h"
 #include "util/outdir.h"
 #include "util/error.h"
 #include "gpu/gpu_device.h"

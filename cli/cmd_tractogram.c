@@ -7,7 +7,6 @@
  * Engines: runtime/fodtrack/tdi.c and connectome.c, runtime/commit/commit_run.c. */
 #include "args.h"
 #include "cli.h"
-#include "provenance_args.h"
 #include "commit/commit_run.h"
 #include "fodtrack/connectome.h"
 #include "gpu/gpu_device.h"

@@ -50,6 +50,8 @@ const dm_command dm_commands[] = {
      "quick-look picture of the three mid-slices", dm_cmd_view, dm_help_view},
     {"select", NULL, "data", "select BIC1 BIC2 .. --out F",
      "per voxel, the model with the lowest BIC (or AIC)", dm_cmd_select, dm_help_select},
+    {"merge", NULL, "data", "merge PART_DIR.. --out DIR",
+     "join the outputs of a run split by --part K/N", dm_cmd_merge, dm_help_merge},
     {"pipeline", NULL, "data", "pipeline NAME --data .. ..",
      "run a shipped pipeline (pipelines/NAME.sh), e.g. bedpostx", dm_cmd_pipeline,
      dm_help_pipeline},

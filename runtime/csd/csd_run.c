@@ -225,13 +225,16 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         goto done;
     }
     t_resp = dm_now_seconds() - t0;
+    /* --part: the responses above came from the whole mask, the same in every part */
+    size_t own_first = 0, own_end = DM_NVOX(&d.data);
+    dm_part_select_voxels(&o->part, d.vox, &d.nvox, DM_NVOX(&d.data), &own_first, &own_end);
 
     if (dm_csd_plan_build(&d, nresp, resp, map, o->lmax, &plan) != 0) goto done;
     if (check_lmax(o->lmax, &d, &plan) != 0) goto done;
-    Y = malloc(d.nvox * (size_t)plan.m * sizeof *Y);
-    X = malloc(d.nvox * (size_t)plan.n * sizeof *X);
-    status = malloc(d.nvox);
-    iters = malloc(d.nvox * sizeof *iters);
+    Y = malloc((d.nvox + 1) * (size_t)plan.m * sizeof *Y); /* + 1: a part may have none */
+    X = malloc((d.nvox + 1) * (size_t)plan.n * sizeof *X);
+    status = malloc(d.nvox + 1);
+    iters = malloc((d.nvox + 1) * sizeof *iters);
     if (!Y || !X || !status || !iters) {
         dm_set_error("out of memory for %zu voxels", d.nvox);
         goto done;
@@ -249,7 +252,9 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     int use_double = o->use_double || !plan.soft;
     dm_provenance_str(prov, DM_PROV_RESULT, "precision", use_double ? "double" : "float");
     t0 = dm_now_seconds();
-    if (o->use_gpu) {
+    if (d.nvox == 0) {
+        /* a part without voxels: nothing to solve */
+    } else if (o->use_gpu) {
         if (dm_csd_gpu_run(&warm, &plan, Y, d.nvox, use_double, max_iter, X, status, iters, &gt) !=
             0)
             goto done;
@@ -324,6 +329,20 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         char *path = dm_path_join(od.path, "provenance.json");
         int bad = !path || dm_provenance_write(prov, path) != 0;
         free(path);
+        if (bad) goto done;
+    }
+    if (o->part.n > 0) {
+        /* the responses and the voxels they came from are the whole mask's, in every part */
+        static const dm_part_rule rules[] = {{"*_voxels.nii.gz", DM_MERGE_SAME},
+                                             {"*_response.txt", DM_MERGE_SAME},
+                                             {"*.nii.gz", DM_MERGE_VOXELS}};
+        char *command = dm_part_command();
+        dm_part_info info = {.command = command,
+                             .voxel_first = own_first,
+                             .voxel_end = own_end,
+                             .nvox = DM_NVOX(&d.data)};
+        int bad = dm_part_write(od.path, &o->part, &info, rules, 3) != 0;
+        free(command);
         if (bad) goto done;
     }
     if (dm_outdir_commit(&od) != 0) goto done;

@@ -5,6 +5,7 @@
 #define DIMOC_CSD_RUN_H
 
 #include "util/json.h"
+#include "util/part.h"
 
 typedef struct dm_csd_options {
     const char *data, *bvals, *bvecs, *mask, *out;
@@ -19,6 +20,7 @@ typedef struct dm_csd_options {
     int threads;         /* 0: all cores */
     int max_iter;        /* 0: the default */
     const char *history; /* the command line, for the response files' comments */
+    dm_part part;        /* --part K/N: deconvolve only the K-th share of the mask's voxels */
 } dm_csd_options;
 
 /* Runs the deconvolution; provenance records the inputs, options, counts and the seconds of

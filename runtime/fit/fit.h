@@ -7,6 +7,7 @@
 #include "fit_api.h"
 #include "model/model_info.h"
 #include "io/volume.h"
+#include "util/part.h"
 
 typedef struct dm_fit_request {
     const char *model, *data, *mask, *bvals, *bvecs, *out;
@@ -28,6 +29,7 @@ typedef struct dm_fit_request {
     int save_samples, predicted, ic, quiet;
     int out_float64;          /* maps as float64 (default float32) */
     const char *command_line; /* for provenance */
+    dm_part part;             /* --part K/N: fit only the K-th share of the mask's voxels */
 } dm_fit_request;
 
 /* Default values of every field (the command line's defaults). */
@@ -46,6 +48,8 @@ typedef struct dm_problem {
     size_t nvox;           /* voxels in the grid */
     size_t nfit;           /* voxels in the mask */
     size_t *index;         /* nfit linear indices into the grid */
+    size_t own_first;      /* --part: the linear voxel indices whose outputs this part owns */
+    size_t own_end;        /* (every voxel without --part) */
     double *y;             /* nfit x M */
     double *voxin;         /* nfit x mi.voxel_width */
     double *start;         /* nfit x P starting values */

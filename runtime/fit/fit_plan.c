@@ -476,6 +476,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     } else {
         for (size_t i = 0; i < p->nvox; i++) p->index[p->nfit++] = i;
     }
+    dm_part_select_voxels(&r->part, p->index, &p->nfit, p->nvox, &p->own_first, &p->own_end);
 
     size_t M = p->M;
     p->y = malloc(p->nfit * M * sizeof *p->y);

@@ -169,6 +169,14 @@ int dm_fit_run(const dm_fit_request *r)
     timing.write = dm_now_seconds() - t_write;
     timing.total = dm_now_seconds() - t_start;
     if (rc == 0) rc = dm_fit_write_provenance(r, od.path, &p, device, real_size, &timing);
+    if (rc == 0 && r->part.n > 0) {
+        static const dm_part_rule rules[] = {{"*.nii.gz", DM_MERGE_VOXELS}};
+        char *command = dm_part_command();
+        dm_part_info info = {
+            .command = command, .voxel_first = p.own_first, .voxel_end = p.own_end, .nvox = p.nvox};
+        rc = dm_part_write(od.path, &r->part, &info, rules, 1);
+        free(command);
+    }
     if (rc == 0)
         rc = dm_outdir_commit(&od);
     else

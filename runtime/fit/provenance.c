@@ -73,6 +73,11 @@ int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_p
     dm_json_bool(&j, "ic", r->ic);
     dm_json_str(&j, "precision", real_size == 4 ? "float" : "double");
     dm_json_int(&j, "threads", r->threads);
+    if (r->part.n > 0) {
+        char part[32];
+        snprintf(part, sizeof part, "%d/%d", r->part.k, r->part.n);
+        dm_json_str(&j, "part", part);
+    }
     dm_json_close(&j);
     dm_json_str(&j, "device", device);
     dm_json_key_object(&j, "timings_seconds");

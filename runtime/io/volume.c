@@ -371,6 +371,62 @@ static int make_header(const char *path, nifti_image *nim, unsigned char *hdr, s
     return 0;
 }
 
+/* Writes the header and then `total` values to a temporary beside path, renamed into place
+ * when whole: converted from data to `type`, or the bytes raw[] as they are. */
+static int write_stream(const char *path, int gz, const unsigned char *hdr, size_t hdr_len,
+                        size_t total, size_t bytes_per, const double *data, int type,
+                        const unsigned char *raw)
+{
+    /* The temporary keeps the .nii/.nii.gz ending so that a leftover is still recognisable. */
+    char *tmp = dm_temp_sibling_ext(path, gz ? ".nii.gz" : ".nii");
+    if (!tmp) return -1;
+    /* Level 1: float maps compress barely better at higher levels, and much more slowly. */
+    znzFile f = znzopen(tmp, gz ? "wb1" : "wb", gz);
+    if (znz_isnull(f)) {
+        dm_set_error("cannot write %s: %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    int ok = znzwrite(hdr, 1, hdr_len, f) == hdr_len;
+    size_t chunk = 1 << 18;
+    void *buf = ok && !raw ? malloc(chunk * bytes_per) : NULL;
+    ok = ok && (buf || raw);
+    int stopped = 0;
+    for (size_t start = 0; ok && start < total; start += chunk) {
+        if ((stopped = dm_stop_requested() != 0)) { /* a signal: stop, remove the temporary */
+            ok = 0;
+            break;
+        }
+        size_t n = total - start < chunk ? total - start : chunk;
+        if (raw) {
+            ok = znzwrite((void *)(raw + start * bytes_per), bytes_per, n, f) == n;
+        } else {
+            convert_chunk(data + start, n, type, buf);
+            ok = znzwrite(buf, bytes_per, n, f) == n;
+        }
+    }
+    free(buf);
+    int saved_errno = errno;
+    if (znzclose(f) != 0 && ok) {
+        ok = 0;
+        saved_errno = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        saved_errno = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        if (stopped)
+            dm_stop_error();
+        else
+            dm_set_error("cannot write %s: %s", path,
+                         saved_errno ? strerror(saved_errno) : "write failed");
+    }
+    free(tmp);
+    return ok ? 0 : -1;
+}
+
 static int write_image(const char *path, const nifti_image *geometry, double voxel_mm, int nx,
                        int ny, int nz, int nt, const double *data, int type)
 {
@@ -405,51 +461,11 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     nifti_image_free(nim);
     if (status != 0) return -1;
 
-    /* The temporary keeps the .nii/.nii.gz ending so that a leftover is still recognisable. */
-    char *tmp = dm_temp_sibling_ext(path, gz ? ".nii.gz" : ".nii");
-    if (!tmp) return -1;
-    /* Level 1: float maps compress barely better at higher levels, and much more slowly. */
-    znzFile f = znzopen(tmp, gz ? "wb1" : "wb", gz);
-    if (znz_isnull(f)) {
-        dm_set_error("cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    int ok = znzwrite(hdr, 1, hdr_len, f) == hdr_len;
-    size_t total = (size_t)nx * ny * nz * nt, chunk = 1 << 18;
-    size_t bytes_per = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT64 ? 8 : 4;
-    void *buf = ok ? malloc(chunk * bytes_per) : NULL;
-    ok = ok && buf;
-    int stopped = 0;
-    for (size_t start = 0; ok && start < total; start += chunk) {
-        if ((stopped = dm_stop_requested() != 0)) { /* a signal: stop, remove the temporary */
-            ok = 0;
-            break;
-        }
-        size_t n = total - start < chunk ? total - start : chunk;
-        convert_chunk(data + start, n, type, buf);
-        ok = znzwrite(buf, bytes_per, n, f) == n;
-    }
-    free(buf);
-    int saved_errno = errno;
-    if (znzclose(f) != 0 && ok) {
-        ok = 0;
-        saved_errno = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        saved_errno = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        if (stopped)
-            dm_stop_error();
-        else
-            dm_set_error("cannot write %s: %s", path,
-                         saved_errno ? strerror(saved_errno) : "write failed");
-    }
-    free(tmp);
-    return ok ? 0 : -1;
+    return write_stream(path, gz, hdr, hdr_len, (size_t)nx * ny * nz * nt,
+                        type == DM_OUT_UINT8     ? 1
+                        : type == DM_OUT_FLOAT64 ? 8
+                                                 : 4,
+                        data, type, NULL);
 }
 
 char *dm_volume_temp_name(const char *path)
@@ -513,4 +529,55 @@ int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double
 {
     if (!(voxel_mm > 0)) return dm_set_error("%s: voxel size must be positive", path);
     return write_image(path, NULL, voxel_mm, nx, ny, nz, nt, data, 0);
+}
+
+int dm_volume_bytes_read(const char *path, dm_volume_bytes *b)
+{
+    memset(b, 0, sizeof *b);
+    pthread_once(&quiet_once, quiet_niftilib);
+    nifti_image *nim = nifti_image_read(path, 0);
+    if (!nim) return dm_set_error("%s: cannot read (missing, or not NIfTI)", path);
+    int rc = 0;
+    if (nim->iname && strcmp(nim->iname, path))
+        rc = dm_set_error("%s: a two-file image (.hdr/.img); give a .nii or .nii.gz", path);
+    if (rc == 0) rc = check_data_size(path, nim);
+    if (rc == 0) {
+        b->nvox = (size_t)nim->nx * nim->ny * nim->nz;
+        b->nt = (size_t)nim->nvox / (b->nvox ? b->nvox : 1);
+        b->datatype = nim->datatype;
+        b->bytes_per = nim->nbyper;
+        b->swapped = nim->byteorder != nifti_short_order() && nim->swapsize > 1;
+        b->header_len = (size_t)nim->iname_offset;
+        size_t nbytes = (size_t)nim->nvox * (size_t)nim->nbyper;
+        b->header = malloc(b->header_len ? b->header_len : 1);
+        b->values = malloc(nbytes ? nbytes : 1);
+        znzFile f = znzopen(path, "rb", nifti_is_gzfile(path));
+        if (znz_isnull(f) || !b->header || !b->values) {
+            rc = load_error(path, nim);
+        } else {
+            if (znzread(b->header, 1, b->header_len, f) != b->header_len ||
+                znzread(b->values, 1, nbytes, f) != nbytes)
+                rc = load_error(path, nim);
+        }
+        if (!znz_isnull(f)) znzclose(f);
+    }
+    nifti_image_free(nim);
+    if (rc != 0) dm_volume_bytes_free(b);
+    return rc;
+}
+
+int dm_volume_bytes_write(const char *path, const dm_volume_bytes *b)
+{
+    int gz = has_ending(path, ".nii.gz");
+    if (!gz && !has_ending(path, ".nii"))
+        return dm_set_error("%s: output names must end in .nii or .nii.gz", path);
+    return write_stream(path, gz, b->header, b->header_len, b->nvox * b->nt, (size_t)b->bytes_per,
+                        NULL, 0, b->values);
+}
+
+void dm_volume_bytes_free(dm_volume_bytes *b)
+{
+    free(b->header);
+    free(b->values);
+    memset(b, 0, sizeof *b);
 }

@@ -43,4 +43,23 @@ int dm_volume_write_affine(const char *path, int nx, int ny, int nz, const doubl
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
                         const double *data);
 
+/* A NIfTI file as bytes, for tools that join images without converting their values
+ * (`dimoc merge`): the header (with its extensions) and the values as stored. */
+typedef struct dm_volume_bytes {
+    unsigned char *header; /* the bytes before the values */
+    size_t header_len;
+    unsigned char *values; /* nvox * nt values of bytes_per bytes, in the file's byte order */
+    size_t nvox, nt;       /* voxels per volume, volumes */
+    int datatype;          /* NIfTI's DT_ code */
+    int bytes_per;
+    int swapped;           /* the file's byte order is not the host's */
+} dm_volume_bytes;
+
+/* Reads a single-file NIfTI (.nii or .nii.gz); 0 or -1 with dm_last_error() naming the file. */
+int dm_volume_bytes_read(const char *path, dm_volume_bytes *b);
+/* Writes header and values as dm_volume_write would (compressed when path ends in .nii.gz,
+ * through a temporary renamed into place); 0 or -1 with dm_last_error(). */
+int dm_volume_bytes_write(const char *path, const dm_volume_bytes *b);
+void dm_volume_bytes_free(dm_volume_bytes *b);
+
 #endif

@@ -43,3 +43,9 @@ char *dm_command_line(void)
 {
     return dm_shell_quote_argv(g_argc, g_argv);
 }
+
+char **dm_command_argv(int *argc)
+{
+    *argc = g_argc;
+    return g_argv;
+}

@@ -12,5 +12,7 @@ char *dm_shell_quote_argv(int argc, char *const *argv);
 void dm_set_command_line(int argc, char **argv);
 /* The recorded command line, quoted by dm_shell_quote_argv (malloc'd; "" when none). */
 char *dm_command_line(void);
+/* The recorded arguments themselves (argv[0] the program); *argc 0 when none were recorded. */
+char **dm_command_argv(int *argc);
 
 #endif

@@ -51,9 +51,10 @@ ALLOWED = {
     # COMMIT reads a DWI as CSD does (csd/dwi.h) and fits tensors where no peaks are given
     "runtime/commit": {"runtime/csd", "runtime/dti", "runtime/io", "runtime/util", "runtime/gpu",
                        "templates", "templates/commit"},
-    # a pipeline on SLURM: job scripts, sbatch/squeue/sacct through util's child processes
-    "runtime/cluster": {"runtime/util"},
-    "cli": {"runtime/util", "runtime/cluster", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
+    # joining the parts of a run (NIfTI bytes, .tck files); a pipeline on SLURM (job scripts,
+    # sbatch/squeue/sacct through util's child processes)
+    "runtime/cluster": {"runtime/io", "runtime/util"},
+    "cli": {"runtime/cluster", "runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
             "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "runtime/commit",
             "compiler",
