@@ -203,11 +203,14 @@ static int read_run(const char *dir, stage_run **out)
             task_state(dir, sr[i].st.id, k, &sr[i].t[k]);
             any[sr[i].t[k].state]++;
         }
-        sr[i].state = any[T_FAILED]    ? T_FAILED
-                      : any[T_RUNNING] ? T_RUNNING
-                      : any[T_PENDING] ? T_PENDING
-                      : any[T_BLOCKED] ? T_BLOCKED
-                                       : T_DONE;
+        /* A stage has failed once its last job has ended: until then it runs, and its
+         * failed parts are shown already. */
+        sr[i].state = any[T_RUNNING]                    ? T_RUNNING
+                      : any[T_PENDING] && any[T_FAILED] ? T_RUNNING
+                      : any[T_FAILED]                   ? T_FAILED
+                      : any[T_PENDING]                  ? T_PENDING
+                      : any[T_BLOCKED]                  ? T_BLOCKED
+                                                        : T_DONE;
     }
     *out = sr;
     return n;
@@ -238,14 +241,18 @@ int dm_slurm_status(const char *out, FILE *to)
         task *t0 = &s->t[first_task(s)];
         fprintf(to, "  %-24s %-8s job %s", s->st.id, state_name[s->state], t0->jobid);
         if (s->st.ntasks) {
-            int ok = 0;
-            for (int k = 1; k <= s->st.ntasks; k++) ok += s->t[k].state == T_DONE;
+            int ok = 0, bad = 0;
+            for (int k = 1; k <= s->st.ntasks; k++) {
+                ok += s->t[k].state == T_DONE;
+                bad += s->t[k].state == T_FAILED;
+            }
             fprintf(to, ", %d parts: %d done", s->st.ntasks, ok);
+            if (bad) fprintf(to, ", %d failed", bad);
         } else if (s->state != T_DONE && *t0->word) {
             fprintf(to, " (%s)", t0->word);
         }
         fputc('\n', to);
-        for (int k = first_task(s); s->state == T_FAILED && k <= last_task(s); k++) {
+        for (int k = first_task(s); k <= last_task(s); k++) {
             if (s->t[k].state != T_FAILED) continue;
             char rel[200];
             snprintf(rel, sizeof rel, k ? "slurm/logs/%s_%d.log" : "slurm/logs/%s.log", s->st.id,
@@ -304,8 +311,8 @@ int dm_slurm_resubmit(const char *out, FILE *to)
         stage_run *s = &sr[first];
         for (int k = first_task(s); k <= last_task(s) && rc == 0; k++)
             if (s->t[k].state == T_RUNNING || s->t[k].state == T_PENDING)
-                rc = dm_set_error("pipeline --slurm-resubmit: %s: stage %s is %s (job %s): "
-                                  "nothing has failed before it",
+                rc = dm_set_error("pipeline --slurm-resubmit: %s: stage %s is still %s (job %s): "
+                                  "resubmit once it has ended",
                                   out, s->st.id, state_name[s->t[k].state], s->t[k].jobid);
     }
     /* The earlier jobs of the stages to resubmit go (those still waiting on a failure). */

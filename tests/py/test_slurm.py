@@ -1,0 +1,303 @@
+"""`dimoc pipeline NAME --slurm` on a real one-node SLURM cluster (Debian's slurm-wlm and munge).
+
+The test starts its own munged, slurmctld and slurmd (a private key, sockets, spool and state
+under a temporary folder, ports nobody else uses, ProctrackType=proctrack/linuxproc) and stops
+them at the end, also when a check fails or the test is interrupted; it skips, saying why, only
+when they cannot start (not root, the packages missing).
+
+On a 2 x 10 phantom the model_selection pipeline (three fits: ball & 1, 2, 3 sticks, then
+`dimoc select`) runs once in one process and once as SLURM jobs with --parts 4: each fit an
+array of 4 parts, a merge job after it, the finish job last.  Part 2 of the second fit fails
+(a --slurm-setup file that exits 3 for it while a flag file exists): --slurm-status must name
+it with its log, the merge must not run and no output folder appear; after the flag goes,
+--slurm-resubmit runs part 2 and everything after it, and every NIfTI map and the table must be
+byte-identical (cmp) to the single run's.  Also: --dry-run prints the scripts and submits
+nothing; cluster options without --slurm, unknown options and a bad --parts are refused."""
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from dmtest import DIMOC, check, dimoc, finish, save, scheme, workdir
+
+started = []  # (name, Popen) of the daemons this test started
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def our_stepds(root):
+    """slurmstepd processes of our slurmd (they hold files under our folder open)."""
+    pids = []
+    for p in glob.glob("/proc/[0-9]*"):
+        try:
+            if open(os.path.join(p, "comm")).read().strip() != "slurmstepd":
+                continue
+            fds = [os.readlink(os.path.join(p, "fd", f)) for f in os.listdir(os.path.join(p, "fd"))]
+        except OSError:
+            continue
+        if any(f.startswith(root) for f in fds):
+            pids.append(int(os.path.basename(p)))
+    return pids
+
+
+def stop_all(root):
+    """Cancels our cluster's jobs, stops the daemons we started and any job step of ours."""
+    if os.environ.get("SLURM_CONF", "").startswith(root):  # our controller only
+        subprocess.run(["scancel", "--full", "--user", str(os.getuid())], capture_output=True)
+        subprocess.run(["scancel", "--user", str(os.getuid())], capture_output=True)
+        time.sleep(1)
+    for name, proc in reversed(started):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for name, proc in reversed(started):
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for pid in our_stepds(root):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def skip(why):
+    print(f"SKIP test_slurm: {why}")
+    sys.exit(0)
+
+
+def start_cluster(root):
+    """Starts munged, slurmctld, slurmd under root; SLURM_CONF set.  Returns None, or why not."""
+    for tool in ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo"):
+        if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):
+            return f"{tool} not installed (scripts/install-deps.sh installs slurm-wlm and munge)"
+    if os.getuid() != 0:
+        return "slurmd must run as root here (it does in CI)"
+    for d in ("run", "log", "state", "spool"):
+        os.makedirs(os.path.join(root, d))
+    key = os.path.join(root, "munge.key")
+    with open(key, "wb") as f:
+        f.write(os.urandom(1024))
+    os.chmod(key, 0o600)
+    sock = os.path.join(root, "run", "munge.socket")
+    sbin = lambda t: shutil.which(t) or f"/usr/sbin/{t}"
+    log = open(os.path.join(root, "log", "daemons.out"), "w")
+    started.append(("munged", subprocess.Popen(
+        [sbin("munged"), "-F", "--key-file", key, "--socket", sock,
+         "--pid-file", os.path.join(root, "run", "munged.pid"),
+         "--log-file", os.path.join(root, "log", "munged.log"),
+         "--seed-file", os.path.join(root, "run", "munge.seed")], stdout=log, stderr=log)))
+    for _ in range(50):
+        if os.path.exists(sock) or started[-1][1].poll() is not None:
+            break
+        time.sleep(0.1)
+    if not os.path.exists(sock):
+        return "munged did not start: " + open(os.path.join(root, "log", "daemons.out")).read()[-300:]
+    conf = os.path.join(root, "slurm.conf")
+    cpus = os.cpu_count() or 1
+    with open(conf, "w") as f:
+        f.write(f"""ClusterName=dimoctest
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={sock}
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmdPidFile={root}/run/slurmd.pid
+SlurmctldLogFile={root}/log/slurmctld.log
+SlurmdLogFile={root}/log/slurmd.log
+PlugStackConfig={root}/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+MinJobAge=600
+KillWait=5
+NodeName=localhost CPUs={cpus} State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+""")
+    open(os.path.join(root, "plugstack.conf"), "w").close()
+    os.environ["SLURM_CONF"] = conf
+    started.append(("slurmctld", subprocess.Popen([sbin("slurmctld"), "-D", "-i", "-f", conf],
+                                                  stdout=log, stderr=log)))
+    started.append(("slurmd", subprocess.Popen([sbin("slurmd"), "-D", "-N", "localhost", "-f", conf],
+                                               stdout=log, stderr=log)))
+    for _ in range(100):
+        p = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+        if p.stdout.strip() == "idle":
+            return None
+        if any(proc.poll() is not None for _, proc in started):
+            break
+        time.sleep(0.2)
+    tail = ""
+    for n in ("slurmctld.log", "slurmd.log", "daemons.out"):
+        path = os.path.join(root, "log", n)
+        if os.path.exists(path):
+            tail += f"{n}: " + " | ".join(open(path).read().strip().splitlines()[-3:]) + "; "
+    return "the one-node cluster did not come up: " + tail
+
+
+def status(out):
+    p = subprocess.run([DIMOC, "pipeline", "--slurm-status", out], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def wait_status(out, want, timeout):
+    """Polls --slurm-status until its exit status is in want; the last (status, text)."""
+    t0 = time.time()
+    while True:
+        rc, text = status(out)
+        if rc in want or time.time() - t0 > timeout:
+            return rc, text
+        time.sleep(1)
+
+
+def phantom(d):
+    rng = np.random.default_rng(7)
+    n = 10
+    maps = {k: np.zeros((2, n, 1)) for k in ["S0", "d", "f1", "th1", "ph1", "f2", "th2", "ph2"]}
+    for r in range(2):
+        for y in range(n):
+            u = rng.normal(size=3)
+            u /= np.linalg.norm(u)
+            w = np.cross(u, rng.normal(size=3))
+            w /= np.linalg.norm(w)
+            vals = {"S0": 1000, "d": 1.5e-3, "f1": 0.6 if r == 0 else 0.3, "f2": 0.0 if r == 0 else 0.3}
+            for i, v in ((1, u), (2, w)):
+                v = v if v[2] >= 0 else -v
+                vals[f"th{i}"] = np.arccos(min(1.0, v[2]))
+                vals[f"ph{i}"] = np.mod(np.arctan2(v[1], v[0]), 2 * np.pi)
+            for k, x in vals.items():
+                maps[k][r, y, 0] = x
+    bvals, bvecs = scheme(d, "6x0,32x1000,32x2000")
+    params = ",".join(f"{k}={save(os.path.join(d, 'true_' + k + '.nii.gz'), m)}" for k, m in maps.items())
+    data = os.path.join(d, "dwi.nii.gz")
+    dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params", params,
+          "--noise", "rician", "--snr", 30, "--seed", 11, "--out", data)
+    mask = save(os.path.join(d, "mask.nii.gz"), np.ones((2, n, 1)))
+    return ["--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs]
+
+
+def run_tests(d):
+    inputs = phantom(d)
+    one, out = os.path.join(d, "one"), os.path.join(d, "sel")
+    work = os.path.join(d, ".sel.slurm")
+    dimoc("pipeline", "model_selection", *inputs, "--out", one)
+
+    # Options: checked before any work.
+    rc, _, err = dimoc("pipeline", "model_selection", *inputs, "--out", out, "--partition", "gpu",
+                       expect_ok=False)
+    check("slurm-option-needs-slurm", rc != 0 and "--partition is only valid with --slurm" in err,
+          err.strip())
+    rc, _, err = dimoc("pipeline", "model_selection", *inputs, "--out", out, "--slurm", "--bogus",
+                       expect_ok=False)
+    check("slurm-unknown-option", rc != 0 and "--bogus" in err and "help pipeline" in err, err.strip())
+    rc, _, err = dimoc("pipeline", "model_selection", *inputs, "--out", out, "--slurm", "--parts", "0",
+                       expect_ok=False)
+    check("slurm-bad-parts", rc != 0 and "--parts" in err and not os.path.exists(work), err.strip())
+    rc, _, err = dimoc("help", "pipeline", "model_selection")
+    check("slurm-help", all(o in _ for o in ("--slurm", "--parts N", "--partition P", "--dry-run")))
+
+    # --dry-run: the scripts, nothing submitted, nothing left.
+    rc, text, err = dimoc("pipeline", "model_selection", *inputs, "--out", out, "--slurm", "--parts", "4",
+                          "--dry-run", "--partition", "debug", "--time", "10:00")
+    heads = [l for l in text.splitlines() if l.startswith("==> ")]
+    q = subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
+    check("slurm-dry-run", len(heads) == 7 and text.count("#SBATCH --array=1-4") == 3
+          and text.count("#SBATCH --partition=debug") == 7 and "--part \"$task\"/4" in text
+          and " merge " in text and q == "" and not os.path.exists(work) and not os.path.exists(out),
+          f"{len(heads)} scripts, queue '{q}'")
+
+    # The run: part 2 of the second fit fails while the flag file exists.
+    flag = os.path.join(d, "fail-part-2")
+    open(flag, "w").close()
+    setup = os.path.join(d, "setup.sh")
+    with open(setup, "w") as f:
+        f.write(f'if [ "${{SLURM_ARRAY_TASK_ID:-}}" = 2 ] && [ -e {flag} ]; then\n'
+                f'    case $SLURM_JOB_NAME in *-03) echo "setup: part 2 fails on purpose" >&2; exit 3 ;; esac\n'
+                f'fi\n')
+    t0 = time.time()
+    rc, text, err = dimoc("pipeline", "model_selection", *inputs, "--out", out, "--slurm",
+                          "--parts", "4", "--slurm-setup", setup, expect_ok=False)
+    check("slurm-submitted", rc == 0 and "07-finish: job" in text, (text + err).strip()[-400:])
+    if rc != 0:
+        return
+    rc, text = wait_status(out, (0, 1), 90)
+    log = os.path.join(work, "slurm", "logs", "03-ball_2_sticks_2.log")
+    lines = text.splitlines()
+    failed_line = [l for l in lines if "part 2:" in l]
+    check("slurm-status-names-failed-part",
+          rc == 1 and failed_line and "exit 3" in failed_line[0] and log in failed_line[0]
+          and os.path.exists(log) and "fails on purpose" in open(log).read(), text)
+    merge_line = [l for l in lines if l.strip().startswith("04-ball_2_sticks-merge")]
+    check("slurm-merge-did-not-run",
+          merge_line and " done " not in merge_line[0] and not os.path.exists(out)
+          and not os.path.exists(os.path.join(work, "ball_2_sticks"))
+          and os.path.isdir(os.path.join(work, "ball_1_stick")), text)
+
+    # Resubmit the failed part and everything after it.
+    os.unlink(flag)
+    rc, text, err = dimoc("pipeline", "--slurm-resubmit", out, expect_ok=False)
+    check("slurm-resubmit", rc == 0 and "03-ball_2_sticks: job" in text and "(parts 2)" in text
+          and "07-finish: job" in text and "01-" not in text, (text + err).strip())
+    rc, text = wait_status(out, (0, 1), 120)
+    check("slurm-complete", rc == 0 and "complete" in text and os.path.isdir(out)
+          and not os.path.exists(work), f"{time.time() - t0:.0f}s: {text}")
+    if rc != 0:
+        return
+    maps = sorted(os.path.relpath(p, one) for p in glob.glob(os.path.join(one, "**", "*.nii.gz"),
+                                                               recursive=True))
+    diff = [m for m in maps + ["best_BIC.txt"]
+            if subprocess.run(["cmp", "-s", os.path.join(one, m), os.path.join(out, m)]).returncode]
+    check("slurm-byte-identical", len(maps) >= 40 and not diff,
+          f"{len(maps)} maps and the table, different: {diff[:5]}")
+    check("slurm-parts-cleaned", not os.path.exists(os.path.join(out, "slurm", "parts"))
+          and os.path.exists(os.path.join(out, "slurm", "jobs.tsv"))
+          and os.path.exists(os.path.join(out, "provenance.json")),
+          str(os.listdir(os.path.join(out, "slurm"))))
+    rc, text, err = dimoc("pipeline", "--slurm-resubmit", out, expect_ok=False)
+    check("slurm-resubmit-nothing", rc != 0 and "nothing to resubmit" in err, err.strip())
+
+
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally below still runs
+d = workdir("slurm")
+root = tempfile.mkdtemp(prefix="dimoc-slurm-")  # short: the sockets' paths are limited
+os.chmod(root, 0o755)  # munged wants its socket's folders open to all
+try:
+    why = start_cluster(root)
+    if why:
+        stop_all(root)
+        skip(why)
+    run_tests(d)
+finally:
+    stop_all(root)
+    alive = [n for n, p in started if p.poll() is None] + [f"slurmstepd {p}" for p in our_stepds(root)]
+    if started:
+        check("slurm-daemons-stopped", not alive, ", ".join(alive))
+    shutil.rmtree(root, ignore_errors=True)
+finish()
