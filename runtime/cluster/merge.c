@@ -9,7 +9,7 @@
 #include "util/interrupt.h"
 #include "util/json.h"
 #include "util/outdir.h"
-#include "util/part.h"
+#include "cluster/part.h"
 #include "util/progress.h"
 
 #include <errno.h>
