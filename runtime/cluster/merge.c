@@ -9,7 +9,7 @@
 #include "util/interrupt.h"
 #include "util/json.h"
 #include "util/outdir.h"
-#include "util/part.h"
+#include "cluster/part.h"
 #include "util/progress.h"
 
 #include <errno.h>
@@ -219,14 +219,16 @@ static int tck_open(const dm_part_manifest *m, const char *name, tck_part *t)
 
 static int copy_span(FILE *from, long at, long long len, FILE *to)
 {
-    static _Thread_local char buf[1 << 20];
-    if (fseek(from, at, SEEK_SET) != 0) return -1;
-    while (len > 0) {
-        size_t want = len < (long long)sizeof buf ? (size_t)len : sizeof buf;
-        if (fread(buf, 1, want, from) != want || fwrite(buf, 1, want, to) != want) return -1;
+    enum { CHUNK = 1 << 20 };
+    char *buf = malloc(CHUNK);
+    int rc = buf && fseek(from, at, SEEK_SET) == 0 ? 0 : -1;
+    while (rc == 0 && len > 0) {
+        size_t want = len < CHUNK ? (size_t)len : CHUNK;
+        if (fread(buf, 1, want, from) != want || fwrite(buf, 1, want, to) != want) rc = -1;
         len -= (long long)want;
     }
-    return 0;
+    free(buf);
+    return rc;
 }
 
 /* The streamlines of part 1, then part 2, ...; the header's counts the sums of the parts'. */
@@ -360,23 +362,37 @@ int dm_merge_parts(char *const dirs[], int ndirs, const char *out, int quiet)
     if (rc == 0) rc = dm_outdir_begin(&od, out, DM_OUTDIR_REPLACE);
     int n = m[0].n, began = rc == 0;
     dm_progress *prog = rc == 0 && !quiet ? dm_progress_start("merge", m[0].nfiles, "files") : 0;
-    for (int i = 0; rc == 0 && i < m[0].nfiles; i++) {
-        if (dm_stop_requested()) {
-            rc = dm_stop_error();
-            break;
-        }
+    /* Files in parallel (each is read from every part, decompressed, joined, compressed); the
+     * first failure in file order is the one reported. */
+    int nfiles = rc == 0 ? m[0].nfiles : 0, failed = nfiles;
+    char message[1024] = "";
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < nfiles; i++) {
+        if (dm_stop_requested()) continue;
         const dm_part_file *f = &m[0].files[i];
         char *to = dm_path_join(od.path, f->name);
+        int frc = 0;
         switch (f->how) {
-        case DM_MERGE_VOXELS: rc = merge_voxels(parts, n, f->name, to); break;
-        case DM_MERGE_SUM: rc = merge_sum(parts, n, f->name, to); break;
-        case DM_MERGE_SAME: rc = merge_same(parts, n, f->name, to); break;
-        case DM_MERGE_TCK: rc = merge_tck(parts, n, f->name, to); break;
-        case DM_MERGE_LINES: rc = merge_lines(parts, n, f->name, to); break;
+        case DM_MERGE_VOXELS: frc = merge_voxels(parts, n, f->name, to); break;
+        case DM_MERGE_SUM: frc = merge_sum(parts, n, f->name, to); break;
+        case DM_MERGE_SAME: frc = merge_same(parts, n, f->name, to); break;
+        case DM_MERGE_TCK: frc = merge_tck(parts, n, f->name, to); break;
+        case DM_MERGE_LINES: frc = merge_lines(parts, n, f->name, to); break;
         }
         free(to);
+        if (frc != 0) {
+#pragma omp critical(merge_error)
+            if (i < failed) {
+                failed = i;
+                snprintf(message, sizeof message, "%s", dm_last_error());
+            }
+        }
         if (prog) dm_progress_add(prog, 1);
     }
+    if (failed < nfiles)
+        rc = dm_set_error("%s", message);
+    else if (rc == 0 && dm_stop_requested())
+        rc = dm_stop_error();
     if (prog) dm_progress_finish(prog, NULL);
     if (rc == 0) rc = write_provenance(parts, n, od.path);
     if (began) {

@@ -4,7 +4,7 @@
 #include "cluster/part_manifest.h"
 #include "util/error.h"
 #include "util/fsutil.h"
-#include "util/part.h"
+#include "cluster/part.h"
 
 #include <ctype.h>
 #include <errno.h>

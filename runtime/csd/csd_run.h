@@ -5,7 +5,7 @@
 #define DIMOC_CSD_RUN_H
 
 #include "util/json.h"
-#include "util/part.h"
+#include "cluster/part.h"
 
 typedef struct dm_csd_options {
     const char *data, *bvals, *bvecs, *mask, *out;

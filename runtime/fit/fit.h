@@ -7,7 +7,7 @@
 #include "fit_api.h"
 #include "model/model_info.h"
 #include "io/volume.h"
-#include "util/part.h"
+#include "cluster/part.h"
 
 typedef struct dm_fit_request {
     const char *model, *data, *mask, *bvals, *bvecs, *out;

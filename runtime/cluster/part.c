@@ -1,5 +1,5 @@
 /* --part K/N: the share of a job and the manifest that `dimoc merge` reads (part.h). */
-#include "util/part.h"
+#include "cluster/part.h"
 #include "util/cmdline.h"
 #include "util/error.h"
 #include "util/fsutil.h"
