@@ -57,6 +57,9 @@ static const dm_opt slurm_opts[] = {
     {"slurm", NULL, NULL, "submit the stages as SLURM jobs (sbatch) instead of running them"},
     {"parts", "N", "1", "with --slurm: split every fit, csd and track into N array jobs"},
     {"partition", "P", NULL, "with --slurm: the partition of every job"},
+    {"cpu-partition", "P", NULL,
+     "with --slurm: the partition of the jobs that use no GPU (dti, "
+     "merges, ...) [default: --partition]"},
     {"time", "T", NULL, "with --slurm: the time limit of every job (sbatch --time)"},
     {"account", "A", NULL, "with --slurm: the account every job is charged to"},
     {"gpus-per-task", "N", NULL, "with --slurm: GPUs of each fit, csd, track and commit job"},
@@ -65,7 +68,7 @@ static const dm_opt slurm_opts[] = {
      "load ...)"},
     {"dry-run", NULL, NULL, "with --slurm: print the job scripts, submit nothing"},
 };
-enum { NCOMMON = 5, NSLURM = 8, MAX_OWN = 16 };
+enum { NCOMMON = 5, NSLURM = 9, MAX_OWN = 16 };
 
 typedef struct pipeline {
     char *name;
@@ -455,13 +458,13 @@ static int submit_slurm(const pipeline *p, const dm_args *a, char **words, const
     const char *name = p->name;
     int at = out_at(words);
     char *out = words[at], *work = dm_slurm_work_dir(out);
-    dm_slurm_opts o = {dm_arg(a, p->table, "partition"),
-                       dm_arg(a, p->table, "time"),
-                       dm_arg(a, p->table, "account"),
-                       dm_arg(a, p->table, "gpus-per-task"),
-                       NULL,
-                       1,
-                       dm_arg_given(a, p->table, "dry-run")};
+    dm_slurm_opts o = {.partition = dm_arg(a, p->table, "partition"),
+                       .time = dm_arg(a, p->table, "time"),
+                       .account = dm_arg(a, p->table, "account"),
+                       .gpus_per_task = dm_arg(a, p->table, "gpus-per-task"),
+                       .cpu_partition = dm_arg(a, p->table, "cpu-partition"),
+                       .parts = 1,
+                       .dry_run = dm_arg_given(a, p->table, "dry-run")};
     long parts = 1;
     struct stat st;
     int rc = work ? 0 : -1;

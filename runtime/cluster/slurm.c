@@ -274,7 +274,8 @@ static char *job_script(const job *j, const char *name, const char *work, const 
     sb_printf(&b, "#SBATCH --output=%s/slurm/logs/%s%s.log\n", work, j->id, j->ntasks ? "_%a" : "");
     sb_printf(&b, "#SBATCH --chdir=%s\n", cwd);
     if (j->ntasks) sb_printf(&b, "#SBATCH --array=1-%d\n", j->ntasks);
-    if (o->partition) sb_printf(&b, "#SBATCH --partition=%s\n", o->partition);
+    const char *part = !j->gpu && o->cpu_partition ? o->cpu_partition : o->partition;
+    if (part) sb_printf(&b, "#SBATCH --partition=%s\n", part);
     if (o->time) sb_printf(&b, "#SBATCH --time=%s\n", o->time);
     if (o->account) sb_printf(&b, "#SBATCH --account=%s\n", o->account);
     if (o->gpus_per_task && j->gpu) sb_printf(&b, "#SBATCH --gpus-per-task=%s\n", o->gpus_per_task);
@@ -329,7 +330,8 @@ int dm_slurm_submit(const char *plan_path, const char *work, const char *out, co
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd)) return dm_set_error("the current folder: %s", strerror(errno));
     if (plain_value("partition", o->partition) || plain_value("time", o->time) ||
-        plain_value("account", o->account) || plain_value("gpus-per-task", o->gpus_per_task))
+        plain_value("cpu-partition", o->cpu_partition) || plain_value("account", o->account) ||
+        plain_value("gpus-per-task", o->gpus_per_task))
         return -1;
     if (strpbrk(work, " \t\n\r%") || strpbrk(cwd, " \t\n\r%"))
         return dm_set_error("pipeline --slurm: '%s' holds a space or '%%', which SLURM's "

@@ -103,6 +103,14 @@ static int queue_state(const char *jobid, int k, task *t)
     char *out = NULL;
     char *sq[] = {"squeue", "-h", "-r", "-j", (char *)jobid, "-o", "%K|%T|%r", NULL};
     int rc = dm_slurm_capture(sq, &out);
+    if (rc != 0 && (!out || !strstr(out, "Invalid job id"))) {
+        /* not "no such job": no answer at all (no controller, another cluster's config) */
+        const char *nl = out ? strrchr(out, '\n') : NULL;
+        dm_set_error("squeue -j %s: %s (is this the cluster the jobs went to?)", jobid,
+                     out && *out ? (nl ? nl + 1 : out) : "cannot run it");
+        free(out);
+        return -1;
+    }
     int found = 0;
     char *save = NULL;
     for (char *l = rc == 0 ? strtok_r(out, "\n", &save) : NULL; l && !found;
@@ -154,7 +162,7 @@ static int queue_state(const char *jobid, int k, task *t)
     return found;
 }
 
-static void task_state(const char *dir, const char *id, int k, task *t)
+static int task_state(const char *dir, const char *id, int k, task *t)
 {
     char rel[200];
     snprintf(rel, sizeof rel, "slurm/state/%s_%d.rc", id, k);
@@ -167,17 +175,20 @@ static void task_state(const char *dir, const char *id, int k, task *t)
         free(text);
         t->state = rc == 0 ? T_DONE : T_FAILED;
         snprintf(t->word, sizeof t->word, "exit %d", rc);
-        return;
+        return 0;
     }
+    int q = *t->jobid ? queue_state(t->jobid, k, t) : 0;
+    if (q < 0) return -1;
     if (!*t->jobid) {
         t->state = T_FAILED;
         snprintf(t->word, sizeof t->word, "never submitted");
-    } else if (!queue_state(t->jobid, k, t)) {
+    } else if (!q) {
         t->state = T_FAILED;
         snprintf(t->word, sizeof t->word, "ended without a result");
     } else if (t->state == T_FAILED && !strcmp(t->word, "COMPLETED")) {
         snprintf(t->word, sizeof t->word, "COMPLETED without a result");
     }
+    return 0;
 }
 
 /* Reads the run: its stages and the state of every task.  The count, or -1. */
@@ -200,7 +211,11 @@ static int read_run(const char *dir, stage_run **out)
     for (int i = 0; i < n; i++) {
         int any[5] = {0};
         for (int k = first_task(&sr[i]); k <= last_task(&sr[i]); k++) {
-            task_state(dir, sr[i].st.id, k, &sr[i].t[k]);
+            if (task_state(dir, sr[i].st.id, k, &sr[i].t[k]) != 0) {
+                for (int j = 0; j < n; j++) free(sr[j].t);
+                free(sr);
+                return -1;
+            }
             any[sr[i].t[k].state]++;
         }
         /* A stage has failed once its last job has ended: until then it runs, and its
