@@ -63,12 +63,13 @@ static const dm_opt slurm_opts[] = {
     {"time", "T", NULL, "with --slurm: the time limit of every job (sbatch --time)"},
     {"account", "A", NULL, "with --slurm: the account every job is charged to"},
     {"gpus-per-task", "N", NULL, "with --slurm: GPUs of each fit, csd, track and commit job"},
+    {"cpus-per-task", "N", NULL, "with --slurm: CPUs of every job (give fits as many --threads)"},
     {"slurm-setup", "FILE", NULL,
      "with --slurm: shell lines every job sources first (module "
      "load ...)"},
     {"dry-run", NULL, NULL, "with --slurm: print the job scripts, submit nothing"},
 };
-enum { NCOMMON = 5, NSLURM = 9, MAX_OWN = 16 };
+enum { NCOMMON = 5, NSLURM = 10, MAX_OWN = 16 };
 
 typedef struct pipeline {
     char *name;
@@ -260,15 +261,23 @@ static void list_pipelines(FILE *out)
 
 int dm_help_pipeline(FILE *out)
 {
-    fprintf(out,
-            "usage: dimoc pipeline NAME --data FILE --mask FILE --bvals FILE --bvecs FILE "
-            "--out DIR [options]\n\n"
-            "Runs the shipped pipeline NAME (pipelines/NAME.sh, a bash script of dimoc commands\n"
-            "that you can copy and change).  Every pipeline takes the five inputs above, its\n"
-            "own options and options of 'dimoc fit' that it passes on; it checks them all\n"
-            "before it starts and writes only under --out.  'dimoc help pipeline NAME' lists\n"
-            "them.\n\n"
-            "pipelines:\n");
+    fprintf(
+        out,
+        "usage: dimoc pipeline NAME --data FILE --mask FILE --bvals FILE --bvecs FILE "
+        "--out DIR [options]\n\n"
+        "Runs the shipped pipeline NAME (pipelines/NAME.sh, a bash script of dimoc commands\n"
+        "that you can copy and change).  Every pipeline takes the five inputs above, its\n"
+        "own options and options of 'dimoc fit' that it passes on; it checks them all\n"
+        "before it starts and writes only under --out.  'dimoc help pipeline NAME' lists\n"
+        "them.\n\n"
+        "With --slurm the pipeline's stages are submitted as SLURM jobs instead (job\n"
+        "arrays of --parts N for every fit, csd and track, a merge job after each, the\n"
+        "closing work last; docs/cluster.md).  Following such a run:\n"
+        "  dimoc pipeline --slurm-status OUT     one line per stage, each failed part with\n"
+        "                                        its log; exit 0 complete, 1 failed, 3 under way\n"
+        "  dimoc pipeline --slurm-resubmit OUT   the failed parts again, and every stage after\n"
+        "\n"
+        "pipelines:\n");
     list_pipelines(out);
     return 0;
 }
@@ -463,6 +472,7 @@ static int submit_slurm(const pipeline *p, const dm_args *a, char **words, const
                        .account = dm_arg(a, p->table, "account"),
                        .gpus_per_task = dm_arg(a, p->table, "gpus-per-task"),
                        .cpu_partition = dm_arg(a, p->table, "cpu-partition"),
+                       .cpus_per_task = dm_arg(a, p->table, "cpus-per-task"),
                        .parts = 1,
                        .dry_run = dm_arg_given(a, p->table, "dry-run")};
     long parts = 1;

@@ -278,6 +278,7 @@ static char *job_script(const job *j, const char *name, const char *work, const 
     if (part) sb_printf(&b, "#SBATCH --partition=%s\n", part);
     if (o->time) sb_printf(&b, "#SBATCH --time=%s\n", o->time);
     if (o->account) sb_printf(&b, "#SBATCH --account=%s\n", o->account);
+    if (o->cpus_per_task) sb_printf(&b, "#SBATCH --cpus-per-task=%s\n", o->cpus_per_task);
     if (o->gpus_per_task && j->gpu) sb_printf(&b, "#SBATCH --gpus-per-task=%s\n", o->gpus_per_task);
     sb_printf(&b, "# Stage %s of `dimoc pipeline %s --slurm`%s, written by dimoc.\n", j->id, name,
               j->ntasks ? ", part $SLURM_ARRAY_TASK_ID" : "");
@@ -330,7 +331,8 @@ int dm_slurm_submit(const char *plan_path, const char *work, const char *out, co
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd)) return dm_set_error("the current folder: %s", strerror(errno));
     if (plain_value("partition", o->partition) || plain_value("time", o->time) ||
-        plain_value("cpu-partition", o->cpu_partition) || plain_value("account", o->account) ||
+        plain_value("cpu-partition", o->cpu_partition) ||
+        plain_value("cpus-per-task", o->cpus_per_task) || plain_value("account", o->account) ||
         plain_value("gpus-per-task", o->gpus_per_task))
         return -1;
     if (strpbrk(work, " \t\n\r%") || strpbrk(cwd, " \t\n\r%"))

@@ -20,6 +20,7 @@
 typedef struct dm_slurm_opts {
     const char *partition, *time, *account, *gpus_per_task; /* NULL: not given */
     const char *cpu_partition; /* the jobs that use no GPU (NULL: partition's) */
+    const char *cpus_per_task; /* every job's (NULL: the site's default) */
     const char *setup;         /* a file of shell lines every job sources first (NULL: none) */
     int parts;                 /* parts per array (1: no arrays, no merges) */
     int dry_run;               /* print the scripts, submit nothing */
