@@ -225,11 +225,13 @@ def run_tests(d):
 
     # --dry-run: the scripts, nothing submitted, nothing left.
     rc, text, err = dimoc("pipeline", "model_selection", *inputs, "--out", out, "--slurm", "--parts", "4",
-                          "--dry-run", "--partition", "debug", "--time", "10:00")
+                          "--dry-run", "--partition", "debug", "--cpu-partition", "cpux", "--time",
+                          "10:00", "--cpus-per-task", "2")
     heads = [l for l in text.splitlines() if l.startswith("==> ")]
     q = subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
     check("slurm-dry-run", len(heads) == 7 and text.count("#SBATCH --array=1-4") == 3
-          and text.count("#SBATCH --partition=debug") == 7 and "--part \"$task\"/4" in text
+          and text.count("#SBATCH --partition=debug") == 3 and text.count("#SBATCH --partition=cpux") == 4
+          and text.count("#SBATCH --cpus-per-task=2") == 7 and "--part \"$task\"/4" in text
           and " merge " in text and q == "" and not os.path.exists(work) and not os.path.exists(out),
           f"{len(heads)} scripts, queue '{q}'")
 
