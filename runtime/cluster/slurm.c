@@ -70,9 +70,11 @@ char *dm_slurm_work_dir(const char *out)
 
 int dm_slurm_capture(char *const argv[], char **output)
 {
-    char path[] = "/tmp/dimoc-slurm.XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/dimoc-slurm.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     int fd = mkstemp(path);
-    if (fd < 0) return dm_set_error("a temporary file in /tmp: %s", strerror(errno));
+    if (fd < 0) return dm_set_error("a temporary file %s: %s", path, strerror(errno));
     close(fd);
     int status = dm_run_child(argv, path);
     size_t len = 0;
@@ -101,16 +103,15 @@ int dm_slurm_sbatch(const char *script, const char *after, const char *tasks, ch
     char *text = NULL;
     int status = dm_slurm_capture(argv, &text);
     if (status < 0) return dm_set_error("sbatch %s: %s", script, dm_last_error());
-    /* "123" or "123;cluster" */
-    size_t n = strspn(text, "0123456789");
-    if (status != 0 || n == 0 || n > 30 || (text[n] && text[n] != ';')) {
-        const char *nl = strrchr(text, '\n');
-        dm_set_error("sbatch %s failed (exit %d): %s", script, status,
-                     *text ? (nl ? nl + 1 : text) : "no message");
+    /* The last line: "123" or "123;cluster" (warnings may come before it). */
+    const char *nl = strrchr(text, '\n'), *last = nl ? nl + 1 : text;
+    size_t n = strspn(last, "0123456789");
+    if (status != 0 || n == 0 || n > 30 || (last[n] && last[n] != ';')) {
+        dm_set_error("sbatch %s failed (exit %d): %s", script, status, *last ? last : "no message");
         free(text);
         return -1;
     }
-    memcpy(jobid, text, n);
+    memcpy(jobid, last, n);
     jobid[n] = 0;
     free(text);
     return 0;

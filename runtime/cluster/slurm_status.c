@@ -254,7 +254,21 @@ int dm_slurm_status(const char *out, FILE *to)
     for (int i = 0; i < n; i++) {
         stage_run *s = &sr[i];
         task *t0 = &s->t[first_task(s)];
-        fprintf(to, "  %-24s %-8s job %s", s->st.id, state_name[s->state], t0->jobid);
+        /* the jobs of its tasks: one, or more after a resubmission of some parts */
+        char ids[256] = "";
+        size_t used = 0;
+        int nids = 0;
+        for (int k = first_task(s); k <= last_task(s); k++) {
+            const char *j = s->t[k].jobid;
+            int seen = 0;
+            for (int m = first_task(s); m < k; m++) seen |= !strcmp(s->t[m].jobid, j);
+            if (!seen && *j && used + strlen(j) + 2 < sizeof ids) {
+                used += (size_t)snprintf(ids + used, sizeof ids - used, "%s%s", nids ? "," : "", j);
+                nids++;
+            }
+        }
+        fprintf(to, "  %-24s %-8s job%s %s", s->st.id, state_name[s->state], nids > 1 ? "s" : "",
+                ids);
         if (s->st.ntasks) {
             int ok = 0, bad = 0;
             for (int k = 1; k <= s->st.ntasks; k++) {

@@ -268,8 +268,10 @@ def run_tests(d):
     check("slurm-resubmit", rc == 0 and "03-ball_2_sticks: job" in text and "(parts 2)" in text
           and "07-finish: job" in text and "01-" not in text, (text + err).strip())
     rc, text = wait_status(out, (0, 1), 120)
+    resubmitted = [l for l in text.splitlines() if l.strip().startswith("03-ball_2_sticks")]
     check("slurm-complete", rc == 0 and "complete" in text and os.path.isdir(out)
-          and not os.path.exists(work), f"{time.time() - t0:.0f}s: {text}")
+          and not os.path.exists(work) and resubmitted and " jobs " in resubmitted[0],
+          f"{time.time() - t0:.0f}s: {text}")
     if rc != 0:
         return
     maps = sorted(os.path.relpath(p, one) for p in glob.glob(os.path.join(one, "**", "*.nii.gz"),
