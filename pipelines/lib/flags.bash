@@ -6,7 +6,8 @@
 # prints the script's usage line and exits 2.  It also sets $dimoc, the program to run.
 #
 # A script runs its stages as `$dimoc CMD ...` and hands the plain shell work that follows
-# them (links, pictures) to `pipeline_finish FUNCTION`.  `dimoc pipeline NAME --slurm` runs
+# them (links, pictures, and any dimoc command whose output the script itself reads, such as
+# `$dimoc select ... | tee`) to `pipeline_finish FUNCTION`.  `dimoc pipeline NAME --slurm` runs
 # the script in phases (DIMOC_PIPELINE_PHASE, set by cli/cmd_pipeline.c; the real program in
 # DIMOC_PROGRAM):
 #   (none)  every command runs, then FUNCTION: the script as it reads;
