@@ -284,6 +284,8 @@ def run_tests(d):
           and os.path.exists(os.path.join(out, "slurm", "jobs.tsv"))
           and os.path.exists(os.path.join(out, "provenance.json")),
           str(os.listdir(os.path.join(out, "slurm"))))
+    q = subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
+    check("slurm-old-jobs-cancelled", q == "", f"still queued: {q}")
     rc, text, err = dimoc("pipeline", "--slurm-resubmit", out, expect_ok=False)
     check("slurm-resubmit-nothing", rc != 0 and "nothing to resubmit" in err, err.strip())
 
