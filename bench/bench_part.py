@@ -6,6 +6,7 @@ single run against the parts, the merge's bytes and rate, and checks that every 
 byte-identical to the single run's.  Not a test.
 
   bench/bench_part.py [--parts 4] [--device gpu] [--method lm,mcmc] [--grid 104,104,72]
+  DIMOC_BENCH_BIN=path/to/dimoc bench/bench_part.py ...   another build (a version to compare)
 
 The data: a UKB-like protocol (5 b=0, 50 b=1000, 50 b=2000) on a 104 x 104 x 72 grid with an
 ellipsoidal mask of about 200k voxels, ball & 2 sticks simulated at SNR 30; the fit writes
@@ -22,7 +23,7 @@ import nibabel as nib
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIMOC = os.path.join(ROOT, "bin", "dimoc")
+DIMOC = os.environ.get("DIMOC_BENCH_BIN", os.path.join(ROOT, "bin", "dimoc"))
 
 
 def run(*args):
