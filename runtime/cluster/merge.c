@@ -320,14 +320,15 @@ static int write_provenance(dm_part_manifest *const parts[], int n, const char *
 {
     dm_provenance p;
     dm_provenance_begin(&p, "merge");
-    for (int k = 0; k < n; k++) {
+    dm_provenance_str(&p, DM_PROV_OPTION, "parts_command", parts[0]->command);
+    dm_provenance_num(&p, DM_PROV_RESULT, "parts", n);
+    dm_provenance_num(&p, DM_PROV_RESULT, "files", parts[0]->nfiles);
+    /* the folders, as many as the record holds (every part's own record is kept below) */
+    for (int k = 0; k < n && k < DM_PROV_MAX - 8; k++) {
         char key[32];
         snprintf(key, sizeof key, "part%d", k + 1);
         dm_provenance_str(&p, DM_PROV_INPUT, key, parts[k]->dir);
     }
-    dm_provenance_str(&p, DM_PROV_OPTION, "parts_command", parts[0]->command);
-    dm_provenance_num(&p, DM_PROV_RESULT, "parts", n);
-    dm_provenance_num(&p, DM_PROV_RESULT, "files", parts[0]->nfiles);
     char *path = dm_path_join(dir, "provenance.json");
     int rc = dm_provenance_write(&p, path);
     free(path);

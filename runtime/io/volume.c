@@ -10,6 +10,7 @@
  * cannot report a full disk; here every write and the final close are checked, the file is
  * written under a temporary name and renamed into place only when whole. */
 #include "io/volume.h"
+#include "io/gz_blocks.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -104,6 +105,36 @@ static int load_error(const char *path, const nifti_image *nim)
     return dm_set_error("%s: cannot read the image data", path);
 }
 
+/* A .nii.gz that dimoc wrote (io/gz_blocks.h), inflated on all cores: its first `need` bytes
+ * into a malloc'd *raw.  1 when done, 0 when the file is not one (read it as any gzip file), -1
+ * when it is damaged. */
+static int read_blocked(const char *file, size_t need, unsigned char **raw)
+{
+    *raw = NULL;
+    FILE *f = fopen(file, "rb");
+    if (!f) return 0;
+    unsigned char head[32];
+    size_t got = fread(head, 1, sizeof head, f);
+    long long size = file_size(file);
+    if (!dm_gz_is_blocked(head, got) || size <= 0) {
+        fclose(f);
+        return 0;
+    }
+    unsigned char *gz = malloc((size_t)size);
+    *raw = malloc(need ? need : 1);
+    int ok = gz && *raw && fseek(f, 0, SEEK_SET) == 0 &&
+             fread(gz, 1, (size_t)size, f) == (size_t)size &&
+             dm_gz_read_blocks(gz, (size_t)size, *raw, need) == 0;
+    fclose(f);
+    free(gz);
+    if (!ok) {
+        free(*raw);
+        *raw = NULL;
+        return -1;
+    }
+    return 1;
+}
+
 /* Reads the image's values as stored (NaN and Inf kept) from the file niftilib names in
  * nim->iname at nim->iname_offset, swapping bytes when the file's byte order is not the host's,
  * and converts them to doubles in data (nim->nvox values).  Reads in chunks so that only one
@@ -115,6 +146,23 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
         return dm_set_error("%s: the header's data offset is negative (%lld)", path,
                             (long long)nim->iname_offset);
     size_t total = (size_t)nim->nvox, bytes_per = (size_t)nim->nbyper;
+    int swap = nim->byteorder != nifti_short_order() && nim->swapsize > 1;
+    if (nifti_is_gzfile(data_file)) {
+        unsigned char *raw;
+        size_t offset = (size_t)nim->iname_offset;
+        int r = read_blocked(data_file, offset + total * bytes_per, &raw);
+        if (r < 0) return load_error(path, nim);
+        if (r == 1) {
+            if (swap) nifti_swap_Nbytes((int64_t)total, nim->swapsize, raw + offset);
+            const size_t step = 1 << 16;
+#pragma omp parallel for schedule(static)
+            for (size_t start = 0; start < total; start += step)
+                convert_to_double(raw + offset + start * bytes_per, nim->datatype,
+                                  total - start < step ? total - start : step, data + start);
+            free(raw);
+            return 0;
+        }
+    }
     size_t chunk = total < (1 << 18) ? total : (1 << 18);
     void *buf = malloc(chunk * bytes_per);
     if (!buf) return dm_set_error("%s: out of memory reading the image data", path);
@@ -123,7 +171,6 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
         free(buf);
         return load_error(path, nim);
     }
-    int swap = nim->byteorder != nifti_short_order() && nim->swapsize > 1;
     int ok = znzseek(f, (znz_off_t)nim->iname_offset, SEEK_SET) >= 0;
     for (size_t start = 0; ok && start < total; start += chunk) {
         if (dm_stop_requested()) {
@@ -372,51 +419,46 @@ static int make_header(const char *path, nifti_image *nim, unsigned char *hdr, s
 }
 
 /* Writes the header and then `total` values to a temporary beside path, renamed into place
- * when whole: converted from data to `type`, or the bytes raw[] as they are. */
+ * when whole: converted from data to `type`, or the bytes raw[] as they are.  The file's bytes
+ * are laid out in memory first, then compressed in blocks on all cores (io/gz_blocks.h: level
+ * 1, as float maps compress barely better at higher levels, and much more slowly). */
 static int write_stream(const char *path, int gz, const unsigned char *hdr, size_t hdr_len,
                         size_t total, size_t bytes_per, const double *data, int type,
                         const unsigned char *raw)
 {
+    size_t nbytes = hdr_len + total * bytes_per;
+    unsigned char *img = malloc(nbytes);
+    if (!img) return dm_set_error("cannot write %s: out of memory (%zu bytes)", path, nbytes);
+    memcpy(img, hdr, hdr_len);
+    if (raw) {
+        memcpy(img + hdr_len, raw, total * bytes_per);
+    } else {
+        const size_t chunk = 1 << 16;
+#pragma omp parallel for schedule(static)
+        for (size_t start = 0; start < total; start += chunk) {
+            size_t n = total - start < chunk ? total - start : chunk;
+            convert_chunk(data + start, n, type, img + hdr_len + start * bytes_per);
+        }
+    }
     /* The temporary keeps the .nii/.nii.gz ending so that a leftover is still recognisable. */
     char *tmp = dm_temp_sibling_ext(path, gz ? ".nii.gz" : ".nii");
-    if (!tmp) return -1;
-    /* Level 1: float maps compress barely better at higher levels, and much more slowly. */
-    znzFile f = znzopen(tmp, gz ? "wb1" : "wb", gz);
-    if (znz_isnull(f)) {
-        dm_set_error("cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    int ok = znzwrite(hdr, 1, hdr_len, f) == hdr_len;
-    size_t chunk = 1 << 18;
-    void *buf = ok && !raw ? malloc(chunk * bytes_per) : NULL;
-    ok = ok && (buf || raw);
-    int stopped = 0;
-    for (size_t start = 0; ok && start < total; start += chunk) {
-        if ((stopped = dm_stop_requested() != 0)) { /* a signal: stop, remove the temporary */
-            ok = 0;
-            break;
-        }
-        size_t n = total - start < chunk ? total - start : chunk;
-        if (raw) {
-            ok = znzwrite((void *)(raw + start * bytes_per), bytes_per, n, f) == n;
-        } else {
-            convert_chunk(data + start, n, type, buf);
-            ok = znzwrite(buf, bytes_per, n, f) == n;
-        }
-    }
-    free(buf);
-    int saved_errno = errno;
-    if (znzclose(f) != 0 && ok) {
+    FILE *f = tmp ? fopen(tmp, "wb") : NULL;
+    int ok = f != NULL, stopped = 0, saved_errno = errno;
+    if (ok && (stopped = dm_stop_requested() != 0)) ok = 0; /* a signal: stop, remove it */
+    if (ok)
+        ok = gz ? dm_gz_write_blocks(f, img, nbytes, 1) == 0 : fwrite(img, 1, nbytes, f) == nbytes;
+    if (!ok) saved_errno = errno;
+    if (f && fclose(f) != 0 && ok) {
         ok = 0;
         saved_errno = errno;
     }
+    free(img);
     if (ok && rename(tmp, path) != 0) {
         ok = 0;
         saved_errno = errno;
     }
     if (!ok) {
-        unlink(tmp);
+        if (tmp) unlink(tmp);
         if (stopped)
             dm_stop_error();
         else
@@ -550,6 +592,20 @@ int dm_volume_bytes_read(const char *path, dm_volume_bytes *b)
         b->header_len = (size_t)nim->iname_offset;
         size_t nbytes = (size_t)nim->nvox * (size_t)nim->nbyper;
         b->header = malloc(b->header_len ? b->header_len : 1);
+        unsigned char *raw = NULL;
+        int r = nifti_is_gzfile(path) ? read_blocked(path, b->header_len + nbytes, &raw) : 0;
+        if (r == 1) { /* dimoc's own .nii.gz, inflated on all cores */
+            memcpy(b->header, raw, b->header_len);
+            b->values = malloc(nbytes ? nbytes : 1);
+            if (b->values) memcpy(b->values, raw + b->header_len, nbytes);
+            free(raw);
+        }
+        if (r != 0) {
+            if (r < 0 || !b->values) rc = load_error(path, nim);
+            nifti_image_free(nim);
+            if (rc != 0) dm_volume_bytes_free(b);
+            return rc;
+        }
         b->values = malloc(nbytes ? nbytes : 1);
         znzFile f = znzopen(path, "rb", nifti_is_gzfile(path));
         if (znz_isnull(f) || !b->header || !b->values) {

@@ -90,9 +90,9 @@ def build_driver():
         f.write(DRIVER_C)
     runtime = os.path.join(ROOT, "runtime")
     sources = [os.path.join(runtime, s) for s in
-               ("io/volume.c", "util/error.c", "util/fsutil.c", "util/interrupt.c", "util/outdir.c",
+               ("io/volume.c", "io/gz_blocks.c", "util/error.c", "util/fsutil.c", "util/interrupt.c", "util/outdir.c",
                 "simulate/scheme.c", "io/textio.c")]
-    cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-Wall", "-Wextra", "-I" + runtime,
+    cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-Wall", "-Wextra", "-fopenmp", "-I" + runtime,
            "-I/usr/include/nifti", "-o", exe, src] + sources + [
            "-Wl,-Bstatic", "-lnifti2", "-lznz", "-Wl,-Bdynamic", "-lz", "-lm", "-lpthread"]
     r = subprocess.run(cmd, capture_output=True, text=True)
