@@ -254,9 +254,10 @@ static const char *facts_differ(const dm_commit_dict_facts *got, const dm_commit
         snprintf(why, len, "it was made on another image grid (%dx%dx%d) than --data's (%dx%dx%d)",
                  got->nx, got->ny, got->nz, want->nx, want->ny, want->nz);
     else if (got->has_mask != want->has_mask || got->mask_hash != want->mask_hash)
-        snprintf(why, len, "it was made %s, this run has %s",
-                 got->has_mask ? "with another --mask" : "without --mask",
-                 want->has_mask ? "--mask" : "none");
+        snprintf(why, len, "%s",
+                 !got->has_mask    ? "it was made without --mask, this run has one"
+                 : !want->has_mask ? "it was made with a --mask, this run has none"
+                                   : "it was made with another --mask than this run's");
     else if (memcmp(got->shift, want->shift, sizeof got->shift))
         snprintf(why, len, "it was made with --fiber-shift %g,%g,%g, this run has %g,%g,%g",
                  got->shift[0], got->shift[1], got->shift[2], want->shift[0], want->shift[1],
