@@ -3,6 +3,7 @@
 
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
 
 #include <errno.h>
 #include <math.h>
@@ -192,6 +193,8 @@ static int write_header(const char *dir, const dm_commit_dict_facts *f)
 int dm_commit_dict_save(const char *dir, const dm_commit_dict_facts *f, const dm_commit_dict *d,
                         long first, long end)
 {
+    if (end > (long)UINT32_MAX)
+        return dm_set_error("commit: a saved dictionary holds at most %u streamlines", UINT32_MAX);
     if (write_header(dir, f) != 0) return -1;
     char *path = dm_path_join(dir, DM_COMMIT_DICT_RECORDS);
     FILE *out = fopen(path, "wb");
@@ -204,7 +207,9 @@ int dm_commit_dict_save(const char *dir, const dm_commit_dict_facts *f, const dm
     size_t cap = 4096;
     unsigned char *buf = malloc(cap);
     int bad = !buf;
+    int stopped = 0;
     for (long s = first; s < end && !bad; s++) {
+        if ((s & 0xffff) == 0 && (stopped = dm_stop_requested())) break;
         const long c = d->column[s];
         const long a = c >= 0 ? d->str_start[c] : 0, nseg = c >= 0 ? d->str_start[c + 1] - a : 0;
         const size_t need = STR_BYTES + (size_t)nseg * SEG_BYTES;
@@ -228,7 +233,9 @@ int dm_commit_dict_save(const char *dir, const dm_commit_dict_facts *f, const dm
     free(buf);
     bad |= fclose(out) != 0;
     int rc = 0;
-    if (oom)
+    if (stopped)
+        rc = dm_stop_error();
+    else if (oom)
         rc = dm_set_error("commit: out of memory writing %s", path);
     else if (bad)
         rc = dm_set_error("cannot write %s: disk full?", path);
@@ -366,6 +373,10 @@ int dm_commit_dict_load(const char *dir, const dm_commit_dict_facts *want, const
     }
     long at = 0, nk = 0;
     for (long s = 0; s < n && rc == 0; s++) {
+        if ((s & 0xffff) == 0 && dm_stop_requested()) {
+            rc = dm_stop_error();
+            break;
+        }
         const unsigned char *p = buf;
         if (fread(buf, 1, STR_BYTES, in) != STR_BYTES) {
             rc = dm_set_error("commit: --dictionary %s: %s ends at streamline %ld of %ld", dir,
