@@ -20,7 +20,8 @@ int dm_help_merge(FILE *out)
                  "every file but provenance.json, which lists the parts (their own records go\n"
                  "to DIR/parts/).  Refuses, writing nothing, when a part is missing or did not\n"
                  "finish (a killed part leaves no part.json), or when the folders are parts of\n"
-                 "different runs.",
+                 "different runs.  (commit's dictionary stage, --stage dictionary --part K/N,\n"
+                 "joins so too: its records one part after another.)",
                  merge_opts);
     return 0;
 }

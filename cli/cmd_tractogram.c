@@ -251,6 +251,15 @@ static const dm_opt commit_opts[] = {
      "where the solver runs (the dictionary is built on the CPU)"},
     {"gpus", "LIST", "0", "which GPU (an ordinal)"},
     {"threads", "N", "all cores", "CPU threads"},
+    {"stage", "all|dictionary", "all",
+     "dictionary: only build the dictionary (of the --part share) and save it in --out (needs "
+     "--tractogram and --data, with --mask and the dictionary's options as the later run's)"},
+    {"part", "K/N", NULL,
+     "with --stage dictionary: the K-th of N shares of the streamlines (`dimoc merge` joins "
+     "them)"},
+    {"dictionary", "DIR", NULL,
+     "take the dictionary saved in DIR (--stage dictionary, or its parts merged) instead of "
+     "building it; refused unless made from the same tractogram, grid, mask and options"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -274,7 +283,14 @@ int dm_help_commit(FILE *out)
         "  compartment_ISO.nii.gz   the balls' coefficients, summed per voxel (all of them)\n"
         "  fit_RMSE.nii.gz, fit_NRMSE.nii.gz   the fit's error per voxel (b=0 included)\n"
         "  filtered.tck             the streamlines of weight > 0\n"
-        "and provenance.json with the time of each stage.",
+        "and provenance.json with the time of each stage.\n"
+        "\n"
+        "The dictionary stage alone, over a share of the streamlines (a cluster job each):\n"
+        "  dimoc commit --tractogram T.tck --data DWI --mask WM --stage dictionary --part K/N \\\n"
+        "               --out partK            (K = 1..N; dictionary.bin, its header, part.json)\n"
+        "  dimoc merge part1 ... partN --out dict    (or one run without --part)\n"
+        "  dimoc commit ... --dictionary dict --out DIR   (the outputs of a plain run, byte\n"
+        "               for byte; see docs/commit.md, \"The dictionary in parts\")",
         commit_opts);
     return 0;
 }
@@ -334,8 +350,19 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: --model '%s' is not known (stick-zeppelin-ball or "
                           "volume-fractions; see 'dimoc help commit')",
                           model);
+    const char *stage = dm_arg(&a, commit_opts, "stage");
+    o.stage_dictionary = strcmp(stage, "dictionary") == 0;
+    if (rc == 0 && !o.stage_dictionary && strcmp(stage, "all") != 0)
+        rc = dm_set_error("commit: --stage '%s' is not known (all or dictionary)", stage);
+    if (rc == 0) rc = dm_part_parse(dm_arg(&a, commit_opts, "part"), &o.part);
+    if (rc == 0 && o.part.n > 0 && !o.stage_dictionary)
+        rc = dm_set_error("commit: --part splits the dictionary stage only (add --stage "
+                          "dictionary; then --dictionary takes the merged parts)");
+    o.dictionary = dm_arg(&a, commit_opts, "dictionary");
+    if (rc == 0 && o.dictionary && o.stage_dictionary)
+        rc = dm_set_error("commit: --dictionary and --stage dictionary do not go together");
     static const char *const need[] = {"tractogram", "data", "out", "bvals", "bvecs", NULL};
-    for (int i = 0; rc == 0 && need[i] && (!scalar || i < 3); i++)
+    for (int i = 0; rc == 0 && need[i] && (!(scalar || o.stage_dictionary) || i < 3); i++)
         rc = required("commit", &a, commit_opts, need[i]);
     /* a scalar map has no acquisition, no peaks and no diffusivities */
     static const char *const not_scalar[] = {"bvals", "bvecs",  "peaks", "d-par", "d-perp",
@@ -375,7 +402,7 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: lengths: --min-seg-len >= 0, 0 <= --min-length < --max-length");
     if (rc == 0 && !(o.tol_fun >= 0 && o.tol_x >= 0 && o.vf_thr >= 0 && o.vf_thr <= 1))
         rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
-    if (rc == 0)
+    if (rc == 0 && !o.stage_dictionary) /* the dictionary is built on the CPU */
         rc = dm_gpu_resolve_device(dm_arg(&a, commit_opts, "device"), "commit", &o.use_gpu);
     if (rc == 0 && (o.lambda_frac > 0 || o.group_frac > 0) && o.use_gpu) {
         /* the regularisations run on the CPU only, for now */
@@ -400,15 +427,19 @@ int dm_cmd_commit(int argc, char **argv)
         o.bvecs = dm_arg(&a, commit_opts, "bvecs");
         o.peaks = dm_arg(&a, commit_opts, "peaks");
         o.out = dm_arg(&a, commit_opts, "out");
-        static const char *const inputs[] = {"tractogram", "data",  "mask",   "bvals",
-                                             "bvecs",      "peaks", "groups", NULL};
+        static const char *const inputs[] = {"tractogram", "data",   "mask",       "bvals", "bvecs",
+                                             "peaks",      "groups", "dictionary", NULL};
         dm_provenance prov;
         dm_provenance_begin(&prov, "commit");
         dm_provenance_args(&prov, &a, commit_opts, inputs);
         dm_commit_summary sm;
         rc = dm_commit_command(&o, &prov, &sm);
         dm_provenance_free(&prov);
-        if (rc == 0)
+        if (rc == 0 && o.stage_dictionary)
+            printf("commit: dictionary of streamlines [%ld, %ld) of %ld: %ld kept, %ld segments; "
+                   "%.2f s; saved in %s\n",
+                   sm.first, sm.end, sm.streamlines, sm.kept, sm.segments, sm.seconds, o.out);
+        else if (rc == 0)
             printf("commit: %ld of %ld streamlines in the fit, %ld with weight > 0; %ld voxels; "
                    "%ld iterations (%s), objective %.6g; %.2f s; results in %s\n",
                    sm.kept, sm.streamlines, sm.nonzero, sm.voxels, sm.iterations, sm.stopped,

@@ -1,6 +1,6 @@
 /* dimoc merge: the part folders checked against each other, then each file joined by the
- * rule its manifest names (util/part.h): NIfTI voxels from their owning part, NIfTI sums,
- * identical files, .tck files and text lines one part after another. */
+ * rule its manifest names (cluster/part.h): NIfTI voxels from their owning part, NIfTI sums,
+ * identical files, .tck files, text lines and bytes one part after another. */
 #include "cluster/merge.h"
 #include "cluster/part_manifest.h"
 #include "io/volume.h"
@@ -165,6 +165,29 @@ static int merge_lines(dm_part_manifest *const parts[], int n, const char *name,
         if (len && fwrite(text, 1, len, f) != len) rc = dm_set_error("cannot write %s", out);
         if (rc == 0 && len && text[len - 1] != '\n' && k < n - 1) fputc('\n', f);
         free(text);
+    }
+    if (fclose(f) != 0 && rc == 0) rc = dm_set_error("cannot write %s: disk full?", out);
+    return rc;
+}
+
+/* The bytes of part 1, then part 2, ... (streamed: a dictionary may be gigabytes). */
+static int merge_concat(dm_part_manifest *const parts[], int n, const char *name, const char *out)
+{
+    FILE *f = fopen(out, "wb");
+    if (!f) return dm_set_error("cannot write %s: %s", out, strerror(errno));
+    static _Thread_local char buf[1 << 20];
+    int rc = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
+        char *path = dm_path_join(parts[k]->dir, name);
+        FILE *in = fopen(path, "rb");
+        size_t got;
+        if (!in) rc = dm_set_error("%s: cannot open: %s", path, strerror(errno));
+        while (in && (got = fread(buf, 1, sizeof buf, in)) > 0 && rc == 0)
+            if (fwrite(buf, 1, got, f) != got)
+                rc = dm_set_error("cannot write %s: disk full?", out);
+        if (in && ferror(in) && rc == 0) rc = dm_set_error("%s: read error", path);
+        if (in) fclose(in);
+        free(path);
     }
     if (fclose(f) != 0 && rc == 0) rc = dm_set_error("cannot write %s: disk full?", out);
     return rc;
@@ -379,6 +402,7 @@ int dm_merge_parts(char *const dirs[], int ndirs, const char *out, int quiet)
         case DM_MERGE_SAME: frc = merge_same(parts, n, f->name, to); break;
         case DM_MERGE_TCK: frc = merge_tck(parts, n, f->name, to); break;
         case DM_MERGE_LINES: frc = merge_lines(parts, n, f->name, to); break;
+        case DM_MERGE_CONCAT: frc = merge_concat(parts, n, f->name, to); break;
         }
         free(to);
         if (frc != 0) {

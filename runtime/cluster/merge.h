@@ -1,5 +1,5 @@
 /* `dimoc merge`: joins the output folders of the N parts of one command (each run with
- * --part K/N, each holding a part.json manifest: util/part.h) into the folder one process would
+ * --part K/N, each holding a part.json manifest: cluster/part.h) into the folder one process would
  * have written, byte for byte but for provenance.json. */
 #ifndef DIMOC_MERGE_H
 #define DIMOC_MERGE_H

@@ -57,7 +57,7 @@ void dm_part_select_voxels(const dm_part *p, size_t *index, size_t *count, size_
     *count = end - first;
 }
 
-static const char *const merge_names[] = {NULL, "voxels", "sum", "same", "tck", "lines"};
+static const char *const merge_names[] = {NULL, "voxels", "sum", "same", "tck", "lines", "concat"};
 enum { NMERGE = sizeof merge_names / sizeof *merge_names };
 
 const char *dm_part_merge_name(int how)

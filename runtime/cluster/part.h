@@ -35,6 +35,7 @@ enum {
     DM_MERGE_SAME,       /* identical in every part (a response computed from the whole data) */
     DM_MERGE_TCK,        /* .tck: the streamlines of part 1, then part 2, ...; counts summed */
     DM_MERGE_LINES,      /* text: the lines of part 1, then part 2, ... */
+    DM_MERGE_CONCAT,     /* any file: the bytes of part 1, then part 2, ... (commit's dictionary) */
 };
 
 /* A rule: files whose name matches `pattern` (fnmatch) merge by `how`; the first match wins. */

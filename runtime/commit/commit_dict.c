@@ -2,6 +2,7 @@
 
 #include "util/error.h"
 
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -157,19 +158,20 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
     return 0;
 }
 
-int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_commit_dirs *dirs,
-                         const dm_commit_dict_options *o, dm_commit_dict *d)
+int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_grid *g,
+                       const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
+                       dm_commit_dict *d)
 {
     memset(d, 0, sizeof *d);
     const long n = t->count;
+    if ((size_t)g->nx * g->ny * g->nz > UINT_MAX)
+        return dm_set_error("commit: an image of more than %u voxels is not supported", UINT_MAX);
     d->nstr = n;
     d->kept = calloc((size_t)(n ? n : 1), 1);
     d->length = calloc((size_t)(n ? n : 1), sizeof *d->length);
     d->norm = calloc((size_t)(n ? n : 1), sizeof *d->norm);
     d->column = malloc((size_t)(n ? n : 1) * sizeof *d->column);
     long *count = calloc((size_t)n + 1, sizeof *count);
-    const size_t nvox_grid = (size_t)g->nx * g->ny * g->nz;
-    long *fit_index = NULL;
     int failed = !d->kept || !d->length || !d->norm || !d->column || !count;
     /* each streamline's merged pieces, appended to its thread's arena (which thread and where
      * recorded per streamline), then copied into place in streamline order */
@@ -177,14 +179,13 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
     pieces *arena = calloc((size_t)nt, sizeof *arena);
     long *at_arena = malloc((size_t)(n ? n : 1) * sizeof *at_arena);
     int *in_arena = malloc((size_t)(n ? n : 1) * sizeof *in_arena);
-    long *grid_vox = NULL;
-    if (failed || !arena || !at_arena || !in_arena) goto oom_pieces;
+    if (failed || !arena || !at_arena || !in_arena) goto oom;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
         const int me = omp_get_thread_num();
         pieces buf = {0};
 #pragma omp for schedule(dynamic, 64)
-        for (long s = 0; s < n; s++) {
+        for (long s = first; s < end; s++) {
             if (failed) continue;
             double len, norm;
             if (streamline_pieces(t, s, g, dirs, o, &buf, &len, &norm) != 0) {
@@ -203,9 +204,9 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
         }
         free(buf.p);
     }
-    if (failed) goto oom_pieces;
+    if (failed) goto oom;
     d->str_start = malloc((size_t)(n + 1) * sizeof *d->str_start);
-    if (!d->str_start) goto oom_pieces;
+    if (!d->str_start) goto oom;
     long nseg = 0, nk = 0;
     for (long s = 0; s < n; s++) {
         d->column[s] = d->kept[s] ? nk : -1;
@@ -217,18 +218,17 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
     d->str_start[nk] = nseg;
     d->nkept = nk;
     d->nseg = nseg;
-    grid_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *grid_vox);
     d->seg_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_vox);
     d->seg_dir = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_dir);
     d->seg_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_len);
-    if (!grid_vox || !d->seg_vox || !d->seg_dir || !d->seg_len) goto oom_pieces;
+    if (!d->seg_vox || !d->seg_dir || !d->seg_len) goto oom;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
-    for (long s = 0; s < n; s++) {
+    for (long s = first; s < end; s++) {
         if (!d->kept[s]) continue;
         const piece *src = arena[in_arena[s]].p + at_arena[s];
         const long at = d->str_start[d->column[s]];
         for (long i = 0; i < count[s]; i++) {
-            grid_vox[at + i] = src[i].vox;
+            d->seg_vox[at + i] = (unsigned)src[i].vox;
             d->seg_dir[at + i] = src[i].dir;
             d->seg_len[at + i] = src[i].len;
         }
@@ -237,24 +237,34 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
     free(arena);
     free(at_arena);
     free(in_arena);
-    arena = NULL;
-    at_arena = NULL;
-    in_arena = NULL;
-    /* the voxels of the fit: those the kept segments reach, ascending */
-    fit_index = malloc(nvox_grid * sizeof *fit_index);
-    if (failed || !fit_index) {
-        free(grid_vox);
-        goto oom;
-    }
+    free(count);
+    return 0;
+oom:
+    for (int k = 0; arena && k < nt; k++) free(arena[k].p);
+    free(arena);
+    free(at_arena);
+    free(in_arena);
+    free(count);
+    dm_commit_dict_free(d);
+    return dm_set_error("commit: out of memory for the dictionary");
+}
+
+int dm_commit_dict_index(dm_commit_dict *d, size_t nvox_grid, int threads)
+{
+    const long nseg = d->nseg;
+    const int nt = threads > 0 ? threads : 1;
+    long *fit_index = malloc((nvox_grid ? nvox_grid : 1) * sizeof *fit_index);
+    if (!fit_index) return dm_set_error("commit: out of memory for the dictionary");
     for (size_t v = 0; v < nvox_grid; v++) fit_index[v] = -1;
-    for (long k = 0; k < nseg; k++) fit_index[grid_vox[k]] = 0;
+    for (long k = 0; k < nseg; k++) fit_index[d->seg_vox[k]] = 0;
     long nv = 0;
     for (size_t v = 0; v < nvox_grid; v++)
         if (fit_index[v] == 0) nv++;
+    free(d->vox);
     d->vox = malloc((size_t)(nv ? nv : 1) * sizeof *d->vox);
     if (!d->vox) {
-        free(grid_vox);
-        goto oom;
+        free(fit_index);
+        return dm_set_error("commit: out of memory for the dictionary");
     }
     nv = 0;
     for (size_t v = 0; v < nvox_grid; v++)
@@ -264,22 +274,18 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
         }
     d->nvox = nv;
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (long k = 0; k < nseg; k++) d->seg_vox[k] = (unsigned)fit_index[grid_vox[k]];
-    free(grid_vox);
+    for (long k = 0; k < nseg; k++) d->seg_vox[k] = (unsigned)fit_index[d->seg_vox[k]];
     free(fit_index);
-    free(count);
     return 0;
-oom_pieces:
-    for (int k = 0; arena && k < nt; k++) free(arena[k].p);
-    free(arena);
-    free(at_arena);
-    free(in_arena);
-    free(grid_vox);
-oom:
-    free(fit_index);
-    free(count);
+}
+
+int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_commit_dirs *dirs,
+                         const dm_commit_dict_options *o, dm_commit_dict *d)
+{
+    if (dm_commit_dict_cut(t, 0, t->count, g, dirs, o, d) != 0) return -1;
+    if (dm_commit_dict_index(d, (size_t)g->nx * g->ny * g->nz, o->threads) == 0) return 0;
     dm_commit_dict_free(d);
-    return dm_set_error("commit: out of memory for the dictionary");
+    return -1;
 }
 
 void dm_commit_dict_free(dm_commit_dict *d)

@@ -45,9 +45,21 @@ typedef struct dm_commit_dict {
     long *vox;
 } dm_commit_dict;
 
-/* 0, or -1 with the error set (out of memory; a streamline with a non-finite point). */
+/* The whole dictionary: dm_commit_dict_cut over every streamline, then dm_commit_dict_index.
+ * 0, or -1 with the error set (out of memory). */
 int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_commit_dirs *dirs,
                          const dm_commit_dict_options *o, dm_commit_dict *d);
+/* The first half of the build, for streamlines [first, end) of t (ids stay t's; the others are
+ * not kept): d then holds grid voxels (x fastest) in seg_vox and no voxels of the fit (nvox 0,
+ * vox NULL).  Each streamline's segments depend on it alone, whatever the range or the threads.
+ * 0, or -1 with the error set (out of memory; an image of more than UINT_MAX voxels). */
+int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_grid *g,
+                       const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
+                       dm_commit_dict *d);
+/* The second half: the voxels of the fit, those the segments reach (of a grid of nvox_grid
+ * voxels), ascending; seg_vox turned from grid voxels into indices of vox.  0, or -1 with the
+ * error set (out of memory; d is left as it was). */
+int dm_commit_dict_index(dm_commit_dict *d, size_t nvox_grid, int threads);
 void dm_commit_dict_free(dm_commit_dict *d);
 
 #endif

@@ -1,6 +1,7 @@
 #include "commit/commit_run.h"
 
 #include "commit/commit_dict.h"
+#include "commit/commit_dictfile.h"
 #include "commit/commit_cpu.h"
 #include "commit/commit_dirs.h"
 #include "commit/commit_gpu.h"
@@ -284,11 +285,148 @@ static int read_groups(const dm_commit_options *o, const dm_tck *t, const dm_com
     return 0;
 }
 
+/* The dictionary's grid: the data's world -> voxel matrix and the mask binarised (> 0) into
+ * *mask (malloc'd; NULL without a mask).  `data` may be a header alone. */
+static int make_grid(const dm_volume *data, const char *data_path, const dm_volume *maskvol,
+                     dm_commit_grid *g, unsigned char **mask)
+{
+    *g = (dm_commit_grid){data->nx, data->ny, data->nz, {{0}}, NULL};
+    *mask = NULL;
+    dm_affine v2w, w2v;
+    dm_volume_vox2world(data, &v2w);
+    if (dm_affine_invert(&v2w, &w2v) != 0)
+        return dm_set_error("%s: the voxel -> world matrix is singular", data_path);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) g->w2v[i][j] = w2v.m[i][j];
+    if (maskvol && maskvol->data) {
+        const size_t nvox = DM_NVOX(data);
+        if (!(*mask = malloc(nvox))) return dm_set_error("commit: out of memory");
+        for (size_t i = 0; i < nvox; i++) (*mask)[i] = maskvol->data[i] > 0;
+        g->mask = *mask;
+    }
+    return 0;
+}
+
+static dm_commit_dict_options dict_options(const dm_commit_options *o, int threads)
+{
+    return (dm_commit_dict_options){
+        {o->shift[0], o->shift[1], o->shift[2]}, o->min_seg_len, o->min_len, o->max_len, threads};
+}
+
+static int nothing_kept(const dm_commit_options *o)
+{
+    return dm_set_error("%s: no streamline passes through %s%s (is the tractogram in this image's "
+                        "space?)",
+                        o->tractogram, o->mask ? "the mask " : "the image ",
+                        o->mask ? o->mask : o->data);
+}
+
+/* --stage dictionary [--part K/N]: the tractogram, the header of --data and --mask read; the
+ * dictionary of the share cut and saved into --out (with part.json for a part). */
+static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenance *prov,
+                            dm_commit_summary *sum)
+{
+    double t0 = dm_now_seconds();
+    dm_tck t;
+    memset(&t, 0, sizeof t);
+    dm_volume data = {0}, maskvol = {0};
+    unsigned char *mask = NULL;
+    dm_commit_dirs dirs = {0};
+    dm_commit_dict d = {0};
+    int rc = -1;
+    tck_job tj = {o->tractogram, &t, 0, ""};
+    pthread_t reader;
+    int threaded = pthread_create(&reader, NULL, read_tck, &tj) == 0;
+    if (!threaded) read_tck(&tj);
+    /* the mask as dm_dwi_read (or the scalar map's reader) checks it */
+    int vrc = dm_volume_read_header(o->data, &data);
+    if (vrc == 0 && o->mask) vrc = dm_volume_read(o->mask, &maskvol);
+    if (vrc == 0 && o->mask && maskvol.nt > 1)
+        vrc = dm_set_error("%s: a 4D image; a mask is 3D", o->mask);
+    if (vrc == 0 && o->mask)
+        vrc = o->model.scalar ? dm_volume_check_same_grid(&maskvol, o->mask, &data, o->data)
+                              : dm_volume_check_same_space(&maskvol, o->mask, &data, o->data);
+    if (threaded) pthread_join(reader, NULL);
+    if (vrc != 0) goto done;
+    if (tj.rc != 0) {
+        dm_set_error("%s", tj.error);
+        goto done;
+    }
+    if (t.count == 0) {
+        dm_set_error("%s: no streamlines", o->tractogram);
+        goto done;
+    }
+    const double t_load = dm_now_seconds() - t0;
+    double t1 = dm_now_seconds();
+    dm_commit_grid g;
+    if (make_grid(&data, o->data, &maskvol, &g, &mask) != 0) goto done;
+    if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
+    size_t first, end;
+    dm_part_range(&o->part, (size_t)t.count, &first, &end);
+    dm_commit_dict_options dopt = dict_options(o, threads);
+    if (dm_commit_dict_cut(&t, (long)first, (long)end, &g, &dirs, &dopt, &d) != 0) goto done;
+    if (d.nkept == 0 && o->part.n == 0) { /* a part's share may well miss the mask */
+        nothing_kept(o);
+        goto done;
+    }
+    dm_commit_dict_facts facts;
+    dm_commit_dict_facts_make(&t, &g, (unsigned)dirs.n, &dopt, threads, &facts);
+    const double t_dict = dm_now_seconds() - t1;
+    t1 = dm_now_seconds();
+    dm_outdir od;
+    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
+    int wr = dm_commit_dict_save(od.path, &facts, &d, (long)first, (long)end);
+    if (wr == 0) {
+        dm_provenance_str(prov, DM_PROV_RESULT, "stage", "dictionary");
+        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)t.count);
+        dm_provenance_num(prov, DM_PROV_RESULT, "streamline_first", (double)first);
+        dm_provenance_num(prov, DM_PROV_RESULT, "streamline_end", (double)end);
+        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_kept", (double)d.nkept);
+        dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
+        dm_provenance_num(prov, DM_PROV_RESULT, "lut_directions", (double)dirs.n);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_dictionary", t_dict);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", dm_now_seconds() - t1);
+        char *path = dm_path_join(od.path, "provenance.json");
+        wr = dm_provenance_write(prov, path);
+        free(path);
+    }
+    if (wr == 0 && o->part.n > 0) { /* last: a part stopped before this leaves no manifest */
+        static const dm_part_rule rules[] = {{DM_COMMIT_DICT_RECORDS, DM_MERGE_CONCAT},
+                                             {DM_COMMIT_DICT_HEADER, DM_MERGE_SAME}};
+        char *command = dm_part_command();
+        dm_part_info info = {.command = command};
+        wr = dm_part_write(od.path, &o->part, &info, rules, 2);
+        free(command);
+    }
+    if (wr != 0) {
+        dm_outdir_abort(&od);
+        goto done;
+    }
+    if (dm_outdir_commit(&od) != 0) goto done;
+    sum->streamlines = t.count;
+    sum->first = (long)first;
+    sum->end = (long)end;
+    sum->kept = d.nkept;
+    sum->segments = d.nseg;
+    sum->seconds = dm_now_seconds() - t0;
+    rc = 0;
+done:
+    free(mask);
+    dm_commit_dict_free(&d);
+    dm_commit_dirs_free(&dirs);
+    dm_volume_free(&maskvol);
+    dm_volume_free(&data);
+    dm_tck_free(&t);
+    return rc;
+}
+
 int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     const int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    if (o->stage_dictionary) return dictionary_stage(o, threads, prov, sum);
     double t0 = dm_now_seconds(), t_load, t_dict, t_kern, t_op, t_setup, t_solve, t_write;
     dm_commit_cpu *cpu = NULL;
     dm_commit_gpu *gpu = NULL;
@@ -323,36 +461,22 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     }
     t_load = dm_now_seconds() - t0;
 
-    /* the dictionary */
+    /* the dictionary: built, or read from --dictionary after checking what it was made of */
     double t1 = dm_now_seconds();
-    dm_commit_grid g = {w.data.nx, w.data.ny, w.data.nz, {{0}}, NULL};
-    dm_affine v2w, w2v;
-    dm_volume_vox2world(&w.data, &v2w);
-    if (dm_affine_invert(&v2w, &w2v) != 0) {
-        dm_set_error("%s: the voxel -> world matrix is singular", o->data);
+    dm_commit_grid g;
+    if (make_grid(&w.data, o->data, &w.mask, &g, &mask) != 0) goto done;
+    if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
+    dm_commit_dict_options dopt = dict_options(o, threads);
+    if (o->dictionary) {
+        dm_commit_dict_facts facts;
+        dm_commit_dict_facts_make(&t, &g, (unsigned)dirs.n, &dopt, threads, &facts);
+        if (dm_commit_dict_load(o->dictionary, &facts, &g, &d) != 0) goto done;
+        if (dm_commit_dict_index(&d, DM_NVOX(&w.data), threads) != 0) goto done;
+    } else if (dm_commit_dict_build(&t, &g, &dirs, &dopt, &d) != 0) {
         goto done;
     }
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 4; j++) g.w2v[i][j] = w2v.m[i][j];
-    if (w.mask.data) {
-        const size_t nvox = DM_NVOX(&w.data);
-        mask = malloc(nvox);
-        if (!mask) {
-            dm_set_error("commit: out of memory");
-            goto done;
-        }
-        for (size_t i = 0; i < nvox; i++) mask[i] = w.mask.data[i] > 0;
-        g.mask = mask;
-    }
-    if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
-    dm_commit_dict_options dopt = {
-        {o->shift[0], o->shift[1], o->shift[2]}, o->min_seg_len, o->min_len, o->max_len, threads};
-    if (dm_commit_dict_build(&t, &g, &dirs, &dopt, &d) != 0) goto done;
     if (d.nkept == 0) {
-        dm_set_error("%s: no streamline passes through %s%s (is the tractogram in this image's "
-                     "space?)",
-                     o->tractogram, o->mask ? "the mask " : "the image ",
-                     o->mask ? o->mask : o->data);
+        nothing_kept(o);
         goto done;
     }
     t_dict = dm_now_seconds() - t1;
@@ -482,6 +606,10 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     t_write = dm_now_seconds() - t1;
     if (wr == 0) {
         dm_provenance_str(prov, DM_PROV_RESULT, "model", o->model_name);
+        char from[4200];
+        snprintf(from, sizeof from, "read from %.4096s (dimoc commit --stage dictionary)",
+                 o->dictionary ? o->dictionary : "");
+        dm_provenance_str(prov, DM_PROV_RESULT, "dictionary", o->dictionary ? from : "built");
         dm_provenance_str(prov, DM_PROV_RESULT, "peaks",
                           !o->model.ec_on ? "none (no extra-cellular compartment)"
                           : o->peaks      ? o->peaks

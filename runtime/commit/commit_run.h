@@ -1,12 +1,14 @@
 /* dimoc commit: COMMIT's tractogram filtering end to end.  Stages (each timed in the
  * provenance): load (data, mask, scheme, tractogram, peaks), dictionary (commit_dict.c),
  * kernels (commit_kernels.c), operator (commit_operator.c), solve (commit_solve.c: FISTA with
- * the products on host threads), write: COMMIT's outputs in --out. */
+ * the products on host threads), write: COMMIT's outputs in --out.  The dictionary may run
+ * alone, in parts, and be saved (commit_dictfile.h), and a later run take it from its folder. */
 #ifndef DIMOC_COMMIT_RUN_H
 #define DIMOC_COMMIT_RUN_H
 
 #include "commit/commit_kernels.h"
 #include "util/json.h"
+#include "cluster/part.h"
 
 typedef struct dm_commit_options {
     const char *tractogram, *data, *mask, *bvals, *bvecs, *peaks, *out;
@@ -23,10 +25,15 @@ typedef struct dm_commit_options {
     int threads;
     int use_gpu;      /* the solver on a GPU (--device) */
     const char *gpus; /* --gpus: which one (NULL: the first) */
+    /* the dictionary apart (docs/commit.md, "The dictionary in parts") */
+    int stage_dictionary;   /* --stage dictionary: only the dictionary, saved into --out */
+    dm_part part;           /* with it, --part K/N: the K-th share of the streamlines */
+    const char *dictionary; /* --dictionary DIR: the dictionary saved so, instead of building it */
 } dm_commit_options;
 
 typedef struct dm_commit_summary {
     long streamlines, kept, nonzero, voxels, segments, ec_columns, iterations;
+    long first, end; /* --stage dictionary: the streamlines of the share */
     double objective, seconds;
     const char *stopped;
 } dm_commit_summary;

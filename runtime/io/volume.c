@@ -213,7 +213,8 @@ static int check_data_size(const char *path, const nifti_image *nim)
     return 0;
 }
 
-int dm_volume_read(const char *path, dm_volume *vol)
+/* dm_volume_read, or its header alone (values == 0: vol->data NULL). */
+static int read_volume(const char *path, dm_volume *vol, int values)
 {
     memset(vol, 0, sizeof *vol);
     pthread_once(&quiet_once, quiet_niftilib);
@@ -271,6 +272,14 @@ int dm_volume_read(const char *path, dm_volume *vol)
         return -1;
     }
 
+    if (!values) {
+        vol->nx = (int)nim->nx;
+        vol->ny = (int)nim->ny;
+        vol->nz = (int)nim->nz;
+        vol->nt = (int)nim->nt;
+        vol->geometry = nim;
+        return 0;
+    }
     if (check_data_size(path, nim) != 0) {
         nifti_image_free(nim);
         return -1;
@@ -301,6 +310,16 @@ int dm_volume_read(const char *path, dm_volume *vol)
     vol->data = data;
     vol->geometry = nim;
     return 0;
+}
+
+int dm_volume_read(const char *path, dm_volume *vol)
+{
+    return read_volume(path, vol, 1);
+}
+
+int dm_volume_read_header(const char *path, dm_volume *vol)
+{
+    return read_volume(path, vol, 0);
 }
 
 int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,

@@ -17,6 +17,8 @@ typedef struct dm_volume {
  * and what is wrong (unreadable, truncated, not NIfTI, more than 4 dimensions).  NaN and Inf
  * values are kept as they are in the file. */
 int dm_volume_read(const char *path, dm_volume *vol);
+/* The header alone: sizes and geometry, vol->data NULL (the values are not read or checked). */
+int dm_volume_read_header(const char *path, dm_volume *vol);
 /* Same spatial grid (nx, ny, nz) as ref, else -1 naming `path` and both shapes. */
 int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,
                               const char *ref_path);
@@ -52,7 +54,7 @@ typedef struct dm_volume_bytes {
     size_t nvox, nt;       /* voxels per volume, volumes */
     int datatype;          /* NIfTI's DT_ code */
     int bytes_per;
-    int swapped;           /* the file's byte order is not the host's */
+    int swapped; /* the file's byte order is not the host's */
 } dm_volume_bytes;
 
 /* Reads a single-file NIfTI (.nii or .nii.gz); 0 or -1 with dm_last_error() naming the file. */
