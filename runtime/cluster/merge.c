@@ -97,13 +97,20 @@ static int merge_sum(dm_part_manifest *const parts[], int n, const char *name, c
         rc = dm_set_error("%s/%s: summing needs a native-order image of a plain numeric type",
                           parts[0]->dir, name);
     double *sum = rc == 0 ? malloc(total * sizeof *sum) : NULL;
-    for (size_t i = 0; sum && i < total; i++) sum[i] = value_at(&base, i);
+    if (sum) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < total; i++) sum[i] = value_at(&base, i);
+    }
     for (int k = 1; k < n && rc == 0; k++) {
         if ((rc = read_part_image(parts[k], name, &b, &base)) != 0) break;
+#pragma omp parallel for schedule(static)
         for (size_t i = 0; i < total; i++) sum[i] += value_at(&b, i);
         dm_volume_bytes_free(&b);
     }
-    for (size_t i = 0; rc == 0 && i < total; i++) store_at(&base, i, sum[i]);
+    if (rc == 0) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < total; i++) store_at(&base, i, sum[i]);
+    }
     if (rc == 0) rc = dm_volume_bytes_write(out, &base);
     free(sum);
     dm_volume_bytes_free(&base);
@@ -386,38 +393,27 @@ int dm_merge_parts(char *const dirs[], int ndirs, const char *out, int quiet)
     if (rc == 0) rc = dm_outdir_begin(&od, out, DM_OUTDIR_REPLACE);
     int n = m[0].n, began = rc == 0;
     dm_progress *prog = rc == 0 && !quiet ? dm_progress_start("merge", m[0].nfiles, "files") : 0;
-    /* Files in parallel (each is read from every part, decompressed, joined, compressed); the
-     * first failure in file order is the one reported. */
-    int nfiles = rc == 0 ? m[0].nfiles : 0, failed = nfiles;
-    char message[1024] = "";
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int i = 0; i < nfiles; i++) {
-        if (dm_stop_requested()) continue;
+    /* One file after another: the reads and writes of each are spread over all cores by the
+     * blocks of its gzip members (io/gz_blocks.h), which keeps every core busy on the large
+     * 4D files where parallel files would leave a few threads with most of the work. */
+    for (int i = 0; rc == 0 && i < m[0].nfiles; i++) {
+        if (dm_stop_requested()) {
+            rc = dm_stop_error();
+            break;
+        }
         const dm_part_file *f = &m[0].files[i];
         char *to = dm_path_join(od.path, f->name);
-        int frc = 0;
         switch (f->how) {
-        case DM_MERGE_VOXELS: frc = merge_voxels(parts, n, f->name, to); break;
-        case DM_MERGE_SUM: frc = merge_sum(parts, n, f->name, to); break;
-        case DM_MERGE_SAME: frc = merge_same(parts, n, f->name, to); break;
-        case DM_MERGE_TCK: frc = merge_tck(parts, n, f->name, to); break;
-        case DM_MERGE_LINES: frc = merge_lines(parts, n, f->name, to); break;
-        case DM_MERGE_CONCAT: frc = merge_concat(parts, n, f->name, to); break;
+        case DM_MERGE_VOXELS: rc = merge_voxels(parts, n, f->name, to); break;
+        case DM_MERGE_SUM: rc = merge_sum(parts, n, f->name, to); break;
+        case DM_MERGE_SAME: rc = merge_same(parts, n, f->name, to); break;
+        case DM_MERGE_TCK: rc = merge_tck(parts, n, f->name, to); break;
+        case DM_MERGE_LINES: rc = merge_lines(parts, n, f->name, to); break;
+        case DM_MERGE_CONCAT: rc = merge_concat(parts, n, f->name, to); break;
         }
         free(to);
-        if (frc != 0) {
-#pragma omp critical(merge_error)
-            if (i < failed) {
-                failed = i;
-                snprintf(message, sizeof message, "%s", dm_last_error());
-            }
-        }
         if (prog) dm_progress_add(prog, 1);
     }
-    if (failed < nfiles)
-        rc = dm_set_error("%s", message);
-    else if (rc == 0 && dm_stop_requested())
-        rc = dm_stop_error();
     if (prog) dm_progress_finish(prog, NULL);
     if (rc == 0) rc = write_provenance(parts, n, od.path);
     if (began) {

@@ -16,6 +16,7 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
 {
     double *vol = calloc(p->nvox * (size_t)nt, sizeof *vol);
     if (!vol) return dm_set_error("%s: out of memory for output '%s'", dir, name);
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < p->nfit; i++) {
         int st = p->status[p->index[i]];
         if (!DM_STATUS_HAS_ESTIMATE(st)) continue;
@@ -70,7 +71,9 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
      * SSE and log L for the information criteria); the samples give the sd. */
     const double *est = res->params;
     double *sd = ns ? malloc(n * P * sizeof *sd) : NULL;
-    for (size_t i = 0; ns && i < n; i++) {
+    /* Voxel by voxel, independent: every loop over voxels below runs on all cores. */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < (ns ? n : 0); i++) {
         for (int k = 0; k < P; k++) {
             const dm_param_info *x = &mi->params[k];
             const double *smp = res->samples + i * ns * P + k;
@@ -85,14 +88,17 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
     double *col = malloc(n * (ns > 1 ? ns : 1) * sizeof *col);
     for (int k = 0; k < P && rc == 0; k++) {
         char name[128];
+#pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++) col[i] = est[i * P + k];
         rc = write_map(dir, mi->params[k].name, p, 1, col, map_type);
         if (rc == 0 && ns) {
+#pragma omp parallel for schedule(static)
             for (size_t i = 0; i < n; i++) col[i] = sd[i * P + k];
             snprintf(name, sizeof name, "%s_std", mi->params[k].name);
             rc = write_map(dir, name, p, 1, col, map_type);
         }
         if (rc == 0 && ns && r->save_samples) {
+#pragma omp parallel for schedule(static)
             for (size_t i = 0; i < n; i++)
                 for (int s = 0; s < ns; s++) col[i * ns + s] = res->samples[(i * ns + s) * P + k];
             snprintf(name, sizeof name, "%s_samples", mi->params[k].name);
@@ -106,12 +112,16 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
         int W = mi->output_width;
         double *out = calloc(n * W, sizeof *out);
         double *disp = calloc(n * mi->noutputs, sizeof *disp);
-        double *work = malloc((size_t)(ns ? ns : 1) * W * sizeof *work);
-        for (size_t i = 0; i < n; i++)
-            derive_voxel(mi, f, est + i * P, ns ? res->samples + i * ns * P : NULL, ns,
-                         p->voxin + i * mi->voxel_width, out + i * W, disp + i * mi->noutputs,
-                         work);
-        free(work);
+#pragma omp parallel
+        {
+            double *work = malloc((size_t)(ns ? ns : 1) * W * sizeof *work);
+#pragma omp for schedule(static)
+            for (size_t i = 0; i < n; i++)
+                derive_voxel(mi, f, est + i * P, ns ? res->samples + i * ns * P : NULL, ns,
+                             p->voxin + i * mi->voxel_width, out + i * W, disp + i * mi->noutputs,
+                             work);
+            free(work);
+        }
         double *buf = malloc(n * 3 * sizeof *buf);
         for (int o = 0; o < mi->noutputs && rc == 0; o++) {
             const dm_output_info *x = &mi->outputs[o];
@@ -149,6 +159,7 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
     }
     if (rc == 0 && r->predicted) {
         double *pred = malloc(n * p->M * sizeof *pred);
+#pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++)
             f->predict(est + i * P, p->meas, p->M, p->voxin + i * mi->voxel_width, pred + i * p->M);
         rc = write_map(dir, "predicted", p, p->M, pred, map_type);
