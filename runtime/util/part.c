@@ -46,7 +46,8 @@ void dm_part_range(const dm_part *p, size_t total, size_t *first, size_t *end)
     *end = (size_t)(t * (unsigned)p->k / (unsigned)p->n);
 }
 
-static const char *const merge_names[] = {NULL, "voxels", "sum", "same", "tck", "lines"};
+static const char *const merge_names[] = {NULL,     "voxels", "sum",  "same",     "tck",
+                                          "lines",  "counts", "dot", "mean", "part-only"};
 enum { NMERGE = sizeof merge_names / sizeof *merge_names };
 
 const char *dm_part_merge_name(int how)
@@ -75,6 +76,33 @@ char *dm_part_command(void)
         }
         if (!strncmp(a, "--part=", 7) || !strncmp(a, "--out=", 6)) continue;
         kept[n++] = argv[i];
+    }
+    char *s = dm_shell_quote_argv(n, kept);
+    free(kept);
+    return s;
+}
+
+char *dm_part_history(const dm_part *p)
+{
+    int argc;
+    char **argv = dm_command_argv(&argc);
+    if (p->n <= 0) return dm_shell_quote_argv(argc, argv);
+    char **kept = malloc(((size_t)argc + 1) * sizeof *kept);
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (i > 0 && !strcmp(a, "--part")) {
+            i++;
+            continue;
+        }
+        if (i > 0 && !strncmp(a, "--part=", 7)) continue;
+        if (i > 0 && !strcmp(a, "--out") && i + 1 < argc) {
+            kept[n++] = argv[i];
+            kept[n++] = DM_PART_OUT_MARK;
+            i++;
+            continue;
+        }
+        kept[n++] = i > 0 && !strncmp(a, "--out=", 6) ? DM_PART_OUT_EQ_MARK : argv[i];
     }
     char *s = dm_shell_quote_argv(n, kept);
     free(kept);
