@@ -62,12 +62,27 @@ int dm_part_merge_kind(const char *name)
     return 0;
 }
 
+/* The value of --out on the command line (NULL when none). */
+static const char *out_value(int argc, char **argv)
+{
+    const char *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
+    }
+    return out;
+}
+
 char *dm_part_command(void)
 {
     int argc;
     char **argv = dm_command_argv(&argc);
     char **kept = malloc(((size_t)argc + 1) * sizeof *kept);
-    int n = 0;
+    char **made = calloc((size_t)argc + 1, sizeof *made);
+    const char *out = out_value(argc, argv);
+    size_t lo = out ? strlen(out) : 0;
+    while (lo > 1 && out[lo - 1] == '/') lo--;
+    int n = 0, nmade = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--part") || !strcmp(a, "--out")) {
@@ -75,9 +90,18 @@ char *dm_part_command(void)
             continue;
         }
         if (!strncmp(a, "--part=", 7) || !strncmp(a, "--out=", 6)) continue;
+        if (out && !strncmp(a, out, lo) && a[lo] == '/') {
+            /* a file inside --out (track --save-streamlines OUT/x.tck): the same in every part */
+            char *w = malloc(strlen(a) + 8);
+            sprintf(w, "{out}%s", a + lo);
+            kept[n++] = made[nmade++] = w;
+            continue;
+        }
         kept[n++] = argv[i];
     }
     char *s = dm_shell_quote_argv(n, kept);
+    for (int i = 0; i < nmade; i++) free(made[i]);
+    free(made);
     free(kept);
     return s;
 }

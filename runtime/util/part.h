@@ -57,8 +57,8 @@ typedef struct dm_part_info {
 int dm_part_write(const char *dir, const dm_part *p, const dm_part_info *info,
                   const dm_part_rule *rules, int nrules);
 
-/* The command line of this run without its --part and --out options and their values (malloc'd),
- * for dm_part_info.command. */
+/* The command line of this run without its --part and --out options and their values, a path
+ * inside --out written as "{out}/..." (malloc'd), for dm_part_info.command. */
 char *dm_part_command(void);
 
 /* The command line of this run as one run without --part writes it into a file (a .tck
