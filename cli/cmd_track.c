@@ -483,8 +483,8 @@ int dm_cmd_track(int argc, char **argv)
     if ((rc = dm_track_masks_load(&mp, &seeds, &masks)) != 0) goto done;
     if (o.network && (rc = dm_track_masks_network(&seeds, &masks)) != 0) goto done;
     dm_track_id_range(&seeds, &o);
-    if (o.part.n > 0 && (rc = check_part_tck(&o, &seeds, out,
-                                             dm_arg(&a, track_opts, "save-streamlines"))) != 0)
+    if (o.part.n > 0 &&
+        (rc = check_part_tck(&o, &seeds, out, dm_arg(&a, track_opts, "save-streamlines"))) != 0)
         goto done;
     rc = o.use_gpu ? dm_track_run_gpu(&field, &seeds, &masks, &o, &result)
                    : dm_track_run(&field, &seeds, &masks, &o, &result);

@@ -349,7 +349,8 @@ static int merge_counts(dm_part_manifest *const parts[], int n, const char *name
     for (int k = 0; k < n && rc == 0; k++) {
         size_t len;
         text[k] = read_part_file(parts[k], name, &len);
-        if (!text[k]) rc = -1;
+        if (!text[k])
+            rc = -1;
         else if (strlen(text[k]) != len)
             rc = dm_set_error("%s/%s: not a text of whole numbers", parts[k]->dir, name);
     }

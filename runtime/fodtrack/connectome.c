@@ -266,7 +266,8 @@ int dm_connectome_write_sums(const dm_connectome *c, const char *path)
     fprintf(f, "nodes %d\n", c->nodes);
     char buf[48];
     for (size_t e = 0; e < n; e++)
-        fprintf(f, "%llu %s\n", (unsigned long long)c->count[e], u128_text(c->length_fixed[e], buf));
+        fprintf(f, "%llu %s\n", (unsigned long long)c->count[e],
+                u128_text(c->length_fixed[e], buf));
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) return dm_set_error("cannot write %s: %s", path, strerror(errno));
     return 0;

@@ -54,8 +54,8 @@ typedef struct dm_connectome {
                                         the order or grouping of the additions (batches, parts
                                         of a run); length_sum is it times 2^-64.  NULL with
                                         weights (their sums are made in double, in file order) */
-    long assigned;      /* streamlines counted in an edge */
-    long unassigned;    /* streamlines with an endpoint that found no node (or no points) */
+    long assigned;                   /* streamlines counted in an edge */
+    long unassigned; /* streamlines with an endpoint that found no node (or no points) */
 } dm_connectome;
 
 /* Assigns every streamline (threads: 0 = all cores; the sums are made in streamline order,

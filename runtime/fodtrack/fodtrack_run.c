@@ -48,7 +48,7 @@ static long next_batch(const dm_ft_plan *p, const progress_state *st, unsigned l
     double want = (double)most;
     if (p->select) {
         unsigned long long done = st->next_id - p->id_first;
-    double rate = done ? (double)st->kept / (double)done : 0;
+        double rate = done ? (double)st->kept / (double)done : 0;
         double left = (double)(p->select - st->kept);
         if (rate > 0) {
             left -= 0.9 * rate * (double)ahead;
@@ -337,7 +337,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     if (!w) goto done;
 
     st.next_id = plan.id_first;
-    bar = dm_progress_start("track", (long)(plan.select ? plan.select : plan.id_end - plan.id_first),
+    unsigned long long nseeds = plan.id_end - plan.id_first; /* this run's (--part: share) */
+    bar = dm_progress_start("track", (long)(plan.select ? plan.select : nseeds),
                             plan.select ? "streamlines" : "seeds");
     double t_track = dm_now_seconds(), t_kernel = 0;
     /* GPU batches of 2-4 streamlines per resident thread: small enough that the last batch's
@@ -390,8 +391,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     if (bar) {
         char note[160];
         snprintf(note, sizeof note, "%llu streamlines from %llu seeds%s", st.kept,
-                 st.next_id - plan.id_first,
-                 interrupted ? " (interrupted)" : "");
+                 st.next_id - plan.id_first, interrupted ? " (interrupted)" : "");
         dm_progress_finish(bar, note);
         bar = NULL;
     }

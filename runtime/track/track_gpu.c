@@ -48,11 +48,11 @@ typedef struct track_job {
     const dm_track_seeds *s;
     const dm_track_masks *m;
     const dm_track_options *o;
-    dm_track_ctx ctx; /* host pointers; each GPU swaps in its own */
+    dm_track_ctx ctx;         /* host pointers; each GPU swaps in its own */
     unsigned long long total; /* the end of the streamline ids tracked (--part: of its share) */
     atomic_ullong next;       /* first streamline of the next chunk */
-    int mats[3];            /* matrices asked for */
-    int nslots, persistent; /* launches in flight per GPU; scheduling (see gpu_tracker.cu) */
+    int mats[3];              /* matrices asked for */
+    int nslots, persistent;   /* launches in flight per GPU; scheduling (see gpu_tracker.cu) */
     dm_progress *progress;
 } track_job;
 

@@ -46,8 +46,8 @@ void dm_part_range(const dm_part *p, size_t total, size_t *first, size_t *end)
     *end = (size_t)(t * (unsigned)p->k / (unsigned)p->n);
 }
 
-static const char *const merge_names[] = {NULL,     "voxels", "sum",  "same",     "tck",
-                                          "lines",  "counts", "dot", "mean", "part-only"};
+static const char *const merge_names[] = {NULL,    "voxels", "sum", "same", "tck",
+                                          "lines", "counts", "dot", "mean", "part-only"};
 enum { NMERGE = sizeof merge_names / sizeof *merge_names };
 
 const char *dm_part_merge_name(int how)
@@ -67,8 +67,10 @@ static const char *out_value(int argc, char **argv)
 {
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
+        if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strncmp(argv[i], "--out=", 6))
+            out = argv[i] + 6;
     }
     return out;
 }
