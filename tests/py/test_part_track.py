@@ -24,7 +24,6 @@ import numpy as np
 import fodsim as fs
 from dmtest import DIMOC, check, dimoc, finish, save, workdir
 
-ROOT = workdir("part_track")
 PARTS = (1, 3, 7)
 
 
@@ -58,12 +57,12 @@ def split_and_merge(tag, d, run, n):
     return rc, err
 
 
-def whole_and_parts(tag, d, run):
+def whole_and_parts(tag, d, run, parts=PARTS):
     shutil.rmtree(f"{d}/x", ignore_errors=True)
     run(f"{d}/x")
     whole = f"{d}/{tag}_whole"
     os.rename(f"{d}/x", whole)
-    for n in PARTS:
+    for n in parts:
         rc, err = split_and_merge(tag, d, run, n)
         if rc:
             check(f"{tag}-{n}-parts-merge", False, err.strip())
@@ -80,20 +79,28 @@ def parcellation(d, p):
     return fs.save(f"{d}/parc.nii.gz", labels, p["affine"], np.int16)
 
 
-def fod_tests():
-    d = f"{ROOT}/fod"
-    os.makedirs(d)
+def fod_parts(d, device="cpu", precision="float", parts=PARTS, seeds=(400, 600)):
+    """iFOD2 and SD_STREAM with a TDI, a connectome and weights: the single run against its
+    parts merged (on the device given; tests/gpu/test_fodtrack_gpu.py runs it on the GPU)."""
+    os.makedirs(d, exist_ok=True)
     p = fs.phantom(d)
     parc = parcellation(d, p)
-    for alg, seeds in (("ifod2", 400), ("sd_stream", 600)):
-        def run(out, *extra, alg=alg, seeds=seeds):
+    for alg, n in zip(("ifod2", "sd_stream"), seeds):
+        def run(out, *extra, alg=alg, n=n):
             dimoc("track", "--fod", p["fod"], "--seed", p["wm"], "--out", out, "--algorithm", alg,
-                  "--seeds", seeds, "--rseed", 7, "--threads", 2, "--device", "cpu", "--tdi",
-                  "tdi.nii.gz", "--connectome", parc, "--weights", "weights.txt", *extra)
-        whole = whole_and_parts(alg, d, run)
+                  "--seeds", n, "--rseed", 7, "--threads", 2, "--device", device, "--precision",
+                  precision, "--tdi", "tdi.nii.gz", "--connectome", parc, "--weights", "weights.txt",
+                  *extra)
+        whole = whole_and_parts(f"{alg}-{device}", d, run, parts)
         hdr = fs.tck_header(f"{whole}/tracks.tck")
-        check(f"{alg}-single-run-sane", 0 < int(hdr["count"]) <= int(hdr["total_count"]) <= seeds,
+        check(f"{alg}-{device}-single-run-sane", 0 < int(hdr["count"]) <= int(hdr["total_count"]) <= n,
               f"count {hdr['count']}, total_count {hdr['total_count']}")
+    return p
+
+
+def fod_tests(root):
+    d = f"{root}/fod"
+    p = fod_parts(d)
     # --seed-random-per-voxel fixes the seeds too
     def run_spv(out, *extra):
         dimoc("track", "--fod", p["fod"], "--seed", p["straight"], "--out", out, "--seed-random-per-voxel", 2,
@@ -157,8 +164,9 @@ def mask(d, name, aff, shape, where):
     return save(f"{d}/{name}.nii.gz", m, aff)
 
 
-def samples_tests():
-    d = f"{ROOT}/samples"
+def samples_parts(d, device="cpu", parts=PARTS):
+    """The probtrackx-style engine with every matrix and map, and --network: the single run
+    against its parts merged (tests/gpu/test_track_gpu.py runs it on the GPU)."""
     bp = f"{d}/bp"
     aff, shape = write_bedpost(bp)
     seed = mask(d, "seed", aff, shape, np.s_[10:13, 3:6, 3:5])
@@ -171,13 +179,15 @@ def samples_tests():
 
     def run(out, *extra):
         dimoc("track", "--samples", bp, "--seed", seed, "--out", out, "-P", 40, "--rseed", 5, "--threads", 2,
-              "--device", "cpu", "--opd", "--os2t", "--targetmasks", f"{d}/targets.txt", "--omatrix1",
+              "--device", device, "--opd", "--os2t", "--targetmasks", f"{d}/targets.txt", "--omatrix1",
               "--omatrix2", "--target2", target2, "--omatrix3", "--target3", target3, "--loopcheck",
-              "--save-streamlines", f"{out}/kept.tck", "--save-max", 100000, *extra)
-    whole = whole_and_parts("samples", d, run)
+              "--distthresh", 25, "--randfib", 2, "--save-streamlines", f"{out}/kept.tck", "--save-max", 100000, *extra)
+    whole = whole_and_parts(f"samples-{device}", d, run, parts)
     want = {"waytotal", "fdt_paths.nii.gz", "seeds_to_t1.nii.gz", "fdt_matrix1.dot", "fdt_matrix2.dot",
             "fdt_matrix3.dot", "kept.tck"}
-    check("samples-single-run-writes-all", want <= set(outputs(whole)), f"{outputs(whole)}")
+    kept = int(open(f"{whole}/waytotal").read()) if os.path.exists(f"{whole}/waytotal") else -1
+    check(f"samples-{device}-single-run-writes-all", want <= set(outputs(whole)) and 0 < kept < 720,
+          f"{outputs(whole)}; waytotal {kept} of 720 (--distthresh rejects some)")
 
     net = [mask(d, f"net{i}", aff, shape, np.s_[4 + 7 * i:6 + 7 * i, 3:6, 3:5]) for i in range(3)]
     with open(f"{d}/net.txt", "w") as f:
@@ -185,8 +195,14 @@ def samples_tests():
 
     def run_net(out, *extra):
         dimoc("track", "--samples", bp, "--seed", f"{d}/net.txt", "--network", "--out", out, "-P", 30,
-              "--rseed", 9, "--threads", 2, "--device", "cpu", "--opd", *extra)
-    whole_and_parts("network", d, run_net)
+              "--rseed", 9, "--threads", 2, "--device", device, "--opd", *extra)
+    whole_and_parts(f"network-{device}", d, run_net, parts)
+    return bp, seed
+
+
+def samples_tests(root):
+    d = f"{root}/samples"
+    bp, seed = samples_parts(d)
 
     rc, _, err = dimoc("track", "--samples", bp, "--seed", seed, "--out", f"{d}/refused", "-P", 40,
                        "--save-streamlines", f"{d}/refused/kept.tck", "--save-max", 10, "--part", "1/2",
@@ -196,6 +212,8 @@ def samples_tests():
           and not os.path.exists(f"{d}/refused"), err.strip())
 
 
-fod_tests()
-samples_tests()
-finish()
+if __name__ == "__main__":
+    root = workdir("part_track")
+    fod_tests(root)
+    samples_tests(root)
+    finish()
