@@ -253,12 +253,12 @@ static int cmd_fodtrack(int argc, char **argv)
     const char *weights = dm_arg(&a, fod_opts, "weights");
     if (rc == 0 && weights) {
         /* a plain file name in --out, none of the other outputs' */
-        static const char *const taken[] = {"tracks.tck", "provenance.json", "connectome.csv",
-                                            "mean_length.csv", NULL};
+        static const char *const taken[] = {"tracks.tck", "provenance.json", "part.json",
+                                            "connectome.csv", "mean_length.csv", NULL};
         int clash = !*weights || strchr(weights, '/') || !strcmp(weights, ".") ||
                     !strcmp(weights, "..") || (o.tdi && !strcmp(weights, o.tdi));
         for (int i = 0; taken[i] && !clash; i++)
-            clash = !strcmp(weights, taken[i]) && (i < 2 || o.connectome);
+            clash = !strcmp(weights, taken[i]) && (i < 3 || o.connectome);
         if (clash)
             rc = dm_set_error("track: --weights takes a file name for --out, not a path or the "
                               "name of another output (not '%s')",

@@ -2,6 +2,7 @@
 
 #include "util/error.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,7 +277,7 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
         if (p->select == 0 && p->max_seeds == 0)
             return dm_set_error("track: --select 0 needs --seeds N (or the run would not end)");
     }
-    p->id_end = p->max_seeds;
+    p->id_end = p->max_seeds ? p->max_seeds : ULLONG_MAX;
     if (o->part.n > 0) {
         /* a share of the seed ids: each streamline's random stream is keyed by its id, so the
          * parts trace the whole run's streamlines; --select depends on every earlier seed's

@@ -46,7 +46,7 @@ typedef struct dm_ft_plan {
     unsigned long long max_seeds; /* seeds to try at most (0: no limit) */
     unsigned long long select;    /* streamlines to keep (0: no limit) */
     unsigned long long id_first;  /* --part: the seed ids [id_first, id_end) this run tracks; */
-    unsigned long long id_end;    /* the whole run: [0, max_seeds) (id_end 0: no limit) */
+    unsigned long long id_end;    /* the whole run: [0, max_seeds) (ULLONG_MAX: no limit) */
     int buf_points;               /* the per-streamline point buffer a tracer needs */
     const char *method;           /* "iFOD2", "iFOD1", "SD_STREAM" */
     char *roi_lines;              /* "roi: include PATH" lines for the .tck header */

@@ -62,7 +62,7 @@ static long next_batch(const dm_ft_plan *p, const progress_state *st, unsigned l
         }
     }
     long n = want < least ? least : want > most ? most : (long)want;
-    if (p->id_end && from + (unsigned long long)n > p->id_end)
+    if (from + (unsigned long long)n > p->id_end)
         n = from < p->id_end ? (long)(p->id_end - from) : 0;
     return n;
 }
@@ -104,7 +104,7 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, progress_state 
     st->next_id = b->first + (unsigned long long)upto;
     st->truncations += b->truncations; /* of the whole batch: statistics only */
     st->evals += b->evals;
-    return (p->select && st->kept == p->select) || (p->id_end && st->next_id >= p->id_end);
+    return (p->select && st->kept == p->select) || st->next_id >= p->id_end;
 }
 
 /* Appends a batch's first `taken` streamlines to tracks.tck on a thread of its own, so that the

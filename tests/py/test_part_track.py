@@ -106,6 +106,11 @@ def fod_tests(root):
         dimoc("track", "--fod", p["fod"], "--seed", p["straight"], "--out", out, "--seed-random-per-voxel", 2,
               "--rseed", 3, "--threads", 2, "--device", "cpu", "--tdi", "t.nii", *extra)
     whole_and_parts("ifod2-per-voxel", d, run_spv)
+    # more parts than seeds: parts with no seed at all (empty tracks.tck, zero maps)
+    def run_tiny(out, *extra):
+        dimoc("track", "--fod", p["fod"], "--seed", p["wm"], "--out", out, "--seeds", 3, "--rseed", 3,
+              "--threads", 2, "--device", "cpu", "--tdi", "t.nii.gz", "--connectome", f"{d}/parc.nii.gz", *extra)
+    whole_and_parts("ifod2-empty-parts", d, run_tiny, parts=(7,))
 
     # refusals: one line each, no folder
     for opts, what in ((["--select", 100, "--seeds", 1000], "--select"), ([], "--seeds")):
