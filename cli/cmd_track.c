@@ -253,7 +253,7 @@ static int cmd_fodtrack(int argc, char **argv)
     const char *weights = dm_arg(&a, fod_opts, "weights");
     if (rc == 0 && weights) {
         /* a plain file name in --out, none of the other outputs' */
-        static const char *const taken[] = {"tracks.tck", "provenance.json", "part.json",
+        static const char *const taken[] = {"tracks.tck",     "provenance.json", "part.json",
                                             "connectome.csv", "mean_length.csv", NULL};
         int clash = !*weights || strchr(weights, '/') || !strcmp(weights, ".") ||
                     !strcmp(weights, "..") || (o.tdi && !strcmp(weights, o.tdi));
