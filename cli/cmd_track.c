@@ -482,7 +482,6 @@ int dm_cmd_track(int argc, char **argv)
     };
     if ((rc = dm_track_masks_load(&mp, &seeds, &masks)) != 0) goto done;
     if (o.network && (rc = dm_track_masks_network(&seeds, &masks)) != 0) goto done;
-    dm_track_id_range(&seeds, &o);
     if (o.part.n > 0 &&
         (rc = check_part_tck(&o, &seeds, out, dm_arg(&a, track_opts, "save-streamlines"))) != 0)
         goto done;

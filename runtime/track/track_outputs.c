@@ -195,8 +195,10 @@ int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
         if (o->part.n > 0) {
             dm_provenance_num(prov, DM_PROV_RESULT, "part", o->part.k);
             dm_provenance_num(prov, DM_PROV_RESULT, "parts", o->part.n);
-            dm_provenance_num(prov, DM_PROV_RESULT, "streamline_id_first", (double)o->id_first);
-            dm_provenance_num(prov, DM_PROV_RESULT, "streamline_id_end", (double)o->id_end);
+            unsigned long long first, end;
+            dm_track_id_range(s, o, &first, &end);
+            dm_provenance_num(prov, DM_PROV_RESULT, "streamline_id_first", (double)first);
+            dm_provenance_num(prov, DM_PROV_RESULT, "streamline_id_end", (double)end);
         }
         char *path = dm_path_join(od.path, "provenance.json");
         rc = path ? dm_provenance_write(prov, path) : dm_set_error("out of memory");

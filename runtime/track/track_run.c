@@ -260,12 +260,13 @@ static int gather_saved(worker *w, int nw, long tck_max, unsigned long long firs
     return 0;
 }
 
-void dm_track_id_range(const dm_track_seeds *s, dm_track_options *o)
+void dm_track_id_range(const dm_track_seeds *s, const dm_track_options *o,
+                       unsigned long long *first, unsigned long long *end)
 {
-    size_t first, end;
-    dm_part_range(&o->part, (size_t)s->n * (size_t)o->per_seed, &first, &end);
-    o->id_first = first;
-    o->id_end = end;
+    size_t a, b;
+    dm_part_range(&o->part, (size_t)s->n * (size_t)o->per_seed, &a, &b);
+    *first = a;
+    *end = b;
 }
 
 void dm_track_ctx_init(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
@@ -330,10 +331,11 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
     plain.opd = 0; /* the worker needs no count arrays here */
     worker w;
     int rc = worker_init(&w, &c, m, &plain);
-    unsigned long long total = o->id_end - o->id_first;
-    for (unsigned long long id = o->id_first;
-         rc == 0 && id < o->id_end && w.nsaved < o->tck_max && !w.failed && !dm_stop_requested();
-         id++) {
+    unsigned long long first, end;
+    dm_track_id_range(s, o, &first, &end);
+    unsigned long long total = end - first;
+    for (unsigned long long id = first;
+         rc == 0 && id < end && w.nsaved < o->tck_max && !w.failed && !dm_stop_requested(); id++) {
         long k = (long)(id / o->per_seed);
         int halves = dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop,
                                          c.network ? 1u << s->group[k] : 0u);
@@ -341,7 +343,7 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
     }
     if (rc != 0 || w.failed) rc = dm_set_error("track: out of memory for the saved streamlines");
     if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
-    if (rc == 0) rc = gather_saved(&w, 1, o->tck_max, o->id_first, total, r);
+    if (rc == 0) rc = gather_saved(&w, 1, o->tck_max, first, total, r);
     worker_free(&w);
     return rc;
 }
@@ -368,7 +370,9 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
 
     int nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
     worker *w = calloc(nthreads, sizeof *w);
-    unsigned long long total = o->id_end - o->id_first;
+    unsigned long long first, end;
+    dm_track_id_range(s, o, &first, &end);
+    unsigned long long total = end - first;
     dm_progress *prog = dm_progress_start("track", (long)total, "streamlines");
     double t0 = dm_now_seconds();
     int failed = 0;
@@ -378,7 +382,7 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
         if (worker_init(me, &c, m, o) != 0) failed = 1;
         long pending = 0;
 #pragma omp for schedule(dynamic, 32)
-        for (long long id = (long long)o->id_first; id < (long long)o->id_end; id++) {
+        for (long long id = (long long)first; id < (long long)end; id++) {
             if (failed || dm_stop_requested()) continue;
             long k = (long)(id / o->per_seed);
             int halves = dm_track_streamline(&c, s->pos + 3 * k, (unsigned long long)id, me->half,
@@ -421,7 +425,7 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
         dm_sparse_merge(&r->m3, &w[t].m3);
     }
     if (rc == 0 && o->tck_max > 0)
-        rc = gather_saved(w, nthreads, o->tck_max, o->id_first, r->generated, r);
+        rc = gather_saved(w, nthreads, o->tck_max, first, r->generated, r);
     for (int t = 0; t < nthreads; t++) worker_free(&w[t]);
     free(w);
     return rc;
