@@ -17,6 +17,7 @@
 #include "track/track_seeds.h"
 #include "fodtrack/fodtrack_run.h"
 #include "util/cmdline.h"
+#include "cluster/part.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -89,6 +90,9 @@ static const dm_opt track_opts[] = {
     {"gpus", "all|0,1,..", "all",
      "GPUs to use; each takes chunks of streamlines from a shared queue"},
     {"gpu-memory", "MB", "70% of free", "cap on the device memory each GPU's launches use"},
+    {"part", "K/N", NULL,
+     "track only the K-th of N shares of the streamlines (seeds x P, in id order); `dimoc "
+     "merge` joins the parts' folders into this run's files, byte for byte"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -150,6 +154,10 @@ static const dm_opt fod_opts[] = {
     {"gpu-memory", "MB", "70% of free", "cap on the device memory used"},
     {"precision", "float|double", "float",
      "floating point of the tracking (double: CPU and GPU trace the same points)"},
+    {"part", "K/N", NULL,
+     "track only the K-th of N shares of the seed ids (needs --seeds N or "
+     "--seed-random-per-voxel, no --select); `dimoc merge` joins the parts' folders into this "
+     "run's files, byte for byte"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -245,12 +253,12 @@ static int cmd_fodtrack(int argc, char **argv)
     const char *weights = dm_arg(&a, fod_opts, "weights");
     if (rc == 0 && weights) {
         /* a plain file name in --out, none of the other outputs' */
-        static const char *const taken[] = {"tracks.tck", "provenance.json", "connectome.csv",
-                                            "mean_length.csv", NULL};
+        static const char *const taken[] = {"tracks.tck",     "provenance.json", "part.json",
+                                            "connectome.csv", "mean_length.csv", NULL};
         int clash = !*weights || strchr(weights, '/') || !strcmp(weights, ".") ||
                     !strcmp(weights, "..") || (o.tdi && !strcmp(weights, o.tdi));
         for (int i = 0; taken[i] && !clash; i++)
-            clash = !strcmp(weights, taken[i]) && (i < 2 || o.connectome);
+            clash = !strcmp(weights, taken[i]) && (i < 3 || o.connectome);
         if (clash)
             rc = dm_set_error("track: --weights takes a file name for --out, not a path or the "
                               "name of another output (not '%s')",
@@ -271,6 +279,14 @@ static int cmd_fodtrack(int argc, char **argv)
         rc = dm_set_error("track: --seed-random-per-voxel fixes the seeds; it cannot go with "
                           "--select or --seeds");
     if (rc == 0) rc = dm_gpu_resolve_device(dm_arg(&a, fod_opts, "device"), "track", &o.use_gpu);
+    if (rc == 0) rc = dm_part_parse(dm_arg(&a, fod_opts, "part"), &o.part);
+    if (rc == 0 && o.part.n > 0 && o.seeds_per_voxel <= 0 &&
+        (dm_arg_given(&a, fod_opts, "select") && o.select != 0))
+        rc = dm_set_error("track: --select cannot go with --part (which streamlines are kept "
+                          "depends on every earlier seed): give --seeds N instead");
+    if (rc == 0 && o.part.n > 0 && o.seeds_per_voxel <= 0 && o.seeds <= 0)
+        rc = dm_set_error("track: --part needs a fixed seed count: --seeds N (or "
+                          "--seed-random-per-voxel)");
     if (rc != 0) {
         dm_args_free(&a);
         return dm_report_error();
@@ -291,7 +307,7 @@ static int cmd_fodtrack(int argc, char **argv)
     o.threads = (int)threads;
     o.use_double = !strcmp(precision, "double");
     o.gpus = dm_arg(&a, fod_opts, "gpus");
-    char *history = dm_command_line();
+    char *history = dm_part_history(&o.part);
     o.history = history;
     dm_provenance prov;
     dm_provenance_begin(&prov, "track");
@@ -370,6 +386,7 @@ static int parse_options(dm_args *a, dm_track_options *o)
     if (o->matrix3 && !dm_arg(a, track_opts, "target3"))
         return dm_set_error("track: --omatrix3 needs --target3");
     o->gpus = dm_arg(a, track_opts, "gpus");
+    if (dm_part_parse(dm_arg(a, track_opts, "part"), &o->part) != 0) return -1;
     if (dm_arg_given(a, track_opts, "gpu-memory") &&
         dm_arg_long(a, track_opts, "gpu-memory", 1, 1L << 30, &o->gpu_memory_mb))
         return -1;
@@ -392,6 +409,28 @@ static char *diffusion_mask_path(const char *dir)
         free(p);
     }
     return NULL;
+}
+
+/* --part with --save-streamlines: the .tck must be a part's file (a plain name in --out), and
+ * its first --save-max streamlines of the whole run must not depend on the earlier parts (the
+ * cap can bind only past every streamline). */
+static int check_part_tck(const dm_track_options *o, const dm_track_seeds *s, const char *out,
+                          const char *tck)
+{
+    if (!tck) return 0;
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/') n--;
+    if (strncmp(tck, out, n) || tck[n] != '/' || strchr(tck + n + 1, '/'))
+        return dm_set_error("track: with --part, --save-streamlines must name a file in --out "
+                            "(%s/NAME.tck), which `dimoc merge` joins",
+                            out);
+    unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
+    if ((unsigned long long)o->tck_max < total)
+        return dm_set_error("track: --save-streamlines with --part needs --save-max N of at least "
+                            "every streamline (%llu: seeds x P), as the first N of the whole run "
+                            "depend on every earlier part",
+                            total);
+    return 0;
 }
 
 int dm_cmd_track(int argc, char **argv)
@@ -443,6 +482,9 @@ int dm_cmd_track(int argc, char **argv)
     };
     if ((rc = dm_track_masks_load(&mp, &seeds, &masks)) != 0) goto done;
     if (o.network && (rc = dm_track_masks_network(&seeds, &masks)) != 0) goto done;
+    if (o.part.n > 0 &&
+        (rc = check_part_tck(&o, &seeds, out, dm_arg(&a, track_opts, "save-streamlines"))) != 0)
+        goto done;
     rc = o.use_gpu ? dm_track_run_gpu(&field, &seeds, &masks, &o, &result)
                    : dm_track_run(&field, &seeds, &masks, &o, &result);
     if (rc != 0) goto done;

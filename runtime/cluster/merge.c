@@ -1,9 +1,12 @@
 /* dimoc merge: the part folders checked against each other, then each file joined by the
  * rule its manifest names (cluster/part.h): NIfTI voxels from their owning part, NIfTI sums,
- * identical files, .tck files, text lines and bytes one part after another. */
+ * identical files, .tck files, text lines and bytes one part after another, texts of counts
+ * summed number by number, sparse matrices summed per entry, means from the parts' sums. */
 #include "cluster/merge.h"
 #include "cluster/part_manifest.h"
+#include "io/tck.h"
 #include "io/volume.h"
+#include "util/cmdline.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -261,8 +264,61 @@ static int copy_span(FILE *from, long at, long long len, FILE *to)
     return rc;
 }
 
+/* `text` with every `mark` replaced by `by` (malloc'd). */
+static char *replace_all(const char *text, const char *mark, const char *by)
+{
+    size_t n = 0, lm = strlen(mark), lb = strlen(by);
+    for (const char *p = strstr(text, mark); p; p = strstr(p + lm, mark)) n++;
+    char *s = malloc(strlen(text) + n * lb + 1), *o = s;
+    for (const char *p = text;;) {
+        const char *hit = strstr(p, mark);
+        size_t k = hit ? (size_t)(hit - p) : strlen(p);
+        memcpy(o, p, k);
+        o += k;
+        if (!hit) break;
+        memcpy(o, by, lb);
+        o += lb;
+        p = hit + lm;
+    }
+    *o = 0;
+    return s;
+}
+
+/* The header one run with --out `out` writes: the parts' lines with dm_part_history's marks
+ * replaced by `out` (as the shell quoting of the command line writes it), laid out again by
+ * io/tck.c (the "file:" offset follows the header's length), with the counts filled in. */
+static char *merged_tck_header(const char *part_header, const char *out, unsigned long long count,
+                               unsigned long long total, size_t *len)
+{
+    const char *info = strstr(part_header, "\ndatatype: ");
+    info = info ? strchr(info + 1, '\n') + 1 : part_header;
+    const char *cnt = strstr(info - 1, "\ncount: ");
+    char *lines = strndup(info, cnt ? (size_t)(cnt + 1 - info) : 0);
+    char *eq = malloc(strlen(out) + 8);
+    sprintf(eq, "--out=%s", out);
+    char *words[2] = {(char *)out, eq};
+    char *q_out = dm_shell_quote_argv(1, &words[0]), *q_eq = dm_shell_quote_argv(1, &words[1]);
+    char *a = replace_all(lines, DM_PART_OUT_MARK, q_out);
+    char *b = replace_all(a, DM_PART_OUT_EQ_MARK, q_eq);
+    long count_at;
+    char *head = dm_tck_header(b, len, &count_at);
+    if (head) {
+        char num[64];
+        int n = snprintf(num, sizeof num, "%012llu\ntotal_count: %012llu", count, total);
+        memcpy(head + count_at, num, (size_t)n);
+    }
+    free(lines);
+    free(eq);
+    free(q_out);
+    free(q_eq);
+    free(a);
+    free(b);
+    return head;
+}
+
 /* The streamlines of part 1, then part 2, ...; the header's counts the sums of the parts'. */
-static int merge_tck(dm_part_manifest *const parts[], int n, const char *name, const char *out)
+static int merge_tck(dm_part_manifest *const parts[], int n, const char *name, const char *out,
+                     const char *out_dir)
 {
     tck_part *t = calloc((size_t)n, sizeof *t);
     unsigned long long count = 0, total = 0;
@@ -275,29 +331,231 @@ static int merge_tck(dm_part_manifest *const parts[], int n, const char *name, c
         count += t[k].count;
         total += t[k].total;
     }
+    size_t hlen = 0;
+    char *head = rc == 0 ? merged_tck_header(t[0].header, out_dir, count, total, &hlen) : NULL;
+    if (rc == 0 && !head) rc = -1;
     FILE *f = rc == 0 ? fopen(out, "wb") : NULL;
     if (rc == 0 && !f) rc = dm_set_error("cannot write %s: %s", out, strerror(errno));
     if (f) {
-        /* part 1's header with the sums in its fixed-width fields */
-        char *head = t[0].header;
-        char *cnt = strstr(head, "\ncount: ") + 8, *tot = strstr(head, "\ntotal_count: ") + 14;
-        char num[32];
-        snprintf(num, sizeof num, "%012llu", count);
-        memcpy(cnt, num, 12);
-        snprintf(num, sizeof num, "%012llu", total);
-        memcpy(tot, num, 12);
-        if (fwrite(head, 1, (size_t)t[0].offset, f) != (size_t)t[0].offset) rc = -1;
+        if (fwrite(head, 1, hlen, f) != hlen) rc = -1;
         for (int k = 0; k < n && rc == 0; k++) rc = copy_span(t[k].f, t[k].offset, t[k].body, f);
         const float inf[3] = {INFINITY, INFINITY, INFINITY};
         if (rc == 0 && fwrite(inf, 4, 3, f) != 3) rc = -1;
         if ((fclose(f) != 0 || rc != 0) && rc == 0) rc = -1;
         if (rc != 0) rc = dm_set_error("cannot write %s: disk full?", out);
     }
+    free(head);
     for (int k = 0; k < n; k++) {
         if (t[k].f) fclose(t[k].f);
         free(t[k].header);
     }
     free(t);
+    return rc;
+}
+
+/* ---- text of whole numbers ---- */
+
+/* The next piece of `p`: a run of digits (*is_num 1; no leading 0 but "0" itself, as printf's
+ * %u writes them) or a run of separators (' ', '\t', '\n', ','). */
+static const char *next_piece(const char *p, int *is_num, int *bad)
+{
+    const char *q = p;
+    *is_num = *p >= '0' && *p <= '9';
+    if (*is_num) {
+        while (*q >= '0' && *q <= '9') q++;
+        if (*p == '0' && q - p > 1) *bad = 1;
+    } else {
+        while (*q && strchr(" \t\n,", *q)) q++;
+        if (q == p) *bad = 1; /* anything else */
+    }
+    return q;
+}
+
+/* Number by number, the parts' values added; the text between them as in part 1, which every
+ * part must share (a text of counts laid out the same: waytotal, fdt_network_matrix,
+ * connectome.csv). */
+static int merge_counts(dm_part_manifest *const parts[], int n, const char *name, const char *out)
+{
+    char **text = calloc((size_t)n, sizeof *text);
+    int rc = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
+        size_t len;
+        text[k] = read_part_file(parts[k], name, &len);
+        if (!text[k])
+            rc = -1;
+        else if (strlen(text[k]) != len)
+            rc = dm_set_error("%s/%s: not a text of whole numbers", parts[k]->dir, name);
+    }
+    FILE *f = rc == 0 ? fopen(out, "wb") : NULL;
+    if (rc == 0 && !f) rc = dm_set_error("cannot write %s: %s", out, strerror(errno));
+    const char **at = calloc((size_t)n, sizeof *at);
+    for (int k = 0; k < n && rc == 0; k++) at[k] = text[k];
+    while (rc == 0 && *at[0]) {
+        int num = 0, bad = 0, num_k;
+        const char *start0 = at[0], *end0 = next_piece(start0, &num, &bad);
+        size_t len0 = (size_t)(end0 - start0);
+        unsigned long long sum = 0;
+        for (int k = 0; k < n && !bad; k++) {
+            const char *end = *at[k] ? next_piece(at[k], &num_k, &bad) : at[k];
+            if (!*at[k] || num_k != num ||
+                (!num && ((size_t)(end - at[k]) != len0 || memcmp(at[k], start0, len0))))
+                bad = 2;
+            if (num && !bad) {
+                errno = 0;
+                unsigned long long v = strtoull(at[k], NULL, 10);
+                if (errno || sum + v < sum) bad = 1;
+                sum += v;
+            }
+            at[k] = end;
+        }
+        if (bad)
+            rc = dm_set_error(bad == 2 ? "%s: the parts' %s are not laid out alike: not parts of "
+                                         "one run"
+                                       : "%s: %s is not a text of whole numbers",
+                              parts[0]->dir, name);
+        else if (num)
+            fprintf(f, "%llu", sum);
+        else
+            fwrite(start0, 1, len0, f);
+    }
+    for (int k = 1; k < n && rc == 0; k++)
+        if (*at[k]) rc = dm_set_error("%s/%s is longer than part 1's", parts[k]->dir, name);
+    if (f && (fclose(f) != 0) && rc == 0) rc = dm_set_error("cannot write %s: disk full?", out);
+    for (int k = 0; k < n; k++) free(text[k]);
+    free(text);
+    free(at);
+    return rc;
+}
+/* ---- sparse matrices ---- */
+
+typedef struct dot_entry {
+    unsigned long long key; /* row << 32 | col, both 1-based */
+    unsigned long long count;
+} dot_entry;
+
+static int cmp_entry(const void *a, const void *b)
+{
+    unsigned long long x = ((const dot_entry *)a)->key, y = ((const dot_entry *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* "row col count" lines as track/track_sparse.c writes them (sorted by row, then column; the
+ * last line "rows cols N", with N 0 where that entry is empty): the entries of every part
+ * summed per (row, col) and written the same way. */
+static int merge_dot(dm_part_manifest *const parts[], int n, const char *name, const char *out)
+{
+    size_t cap = 1024, count = 0;
+    dot_entry *e = malloc(cap * sizeof *e);
+    unsigned long long last = 0;
+    int rc = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
+        size_t len;
+        char *text = read_part_file(parts[k], name, &len), *p = text;
+        if (!text) rc = -1;
+        unsigned long long part_last = 0;
+        while (rc == 0 && *p) {
+            unsigned int r, c;
+            unsigned long long v;
+            int used = 0;
+            if (sscanf(p, "%u %u %llu\n%n", &r, &c, &v, &used) != 3 || !used || p[used - 1] != '\n')
+                rc = dm_set_error("%s/%s: not a sparse matrix of \"row col count\" lines",
+                                  parts[k]->dir, name);
+            p += used;
+            part_last = (unsigned long long)r << 32 | c;
+            if (rc == 0 && v) {
+                if (count == cap) e = realloc(e, (cap *= 2) * sizeof *e);
+                e[count++] = (dot_entry){part_last, v};
+            }
+        }
+        if (rc == 0 && k > 0 && part_last != last)
+            rc = dm_set_error("%s/%s: its size differs from part 1's: not parts of one run",
+                              parts[k]->dir, name);
+        last = part_last;
+        free(text);
+    }
+    if (rc == 0 && !last) rc = dm_set_error("%s/%s: an empty matrix file", parts[0]->dir, name);
+    qsort(e, count, sizeof *e, cmp_entry);
+    FILE *f = rc == 0 ? fopen(out, "wb") : NULL;
+    if (rc == 0 && !f) rc = dm_set_error("cannot write %s: %s", out, strerror(errno));
+    for (size_t i = 0; rc == 0 && i < count;) {
+        unsigned long long key = e[i].key, sum = 0;
+        for (; i < count && e[i].key == key; i++) sum += e[i].count;
+        fprintf(f, "%u %u %llu\n", (unsigned)(key >> 32), (unsigned)key, sum);
+    }
+    if (rc == 0 && (!count || e[count - 1].key != last))
+        fprintf(f, "%u %u 0\n", (unsigned)(last >> 32), (unsigned)last);
+    if (f && fclose(f) != 0 && rc == 0) rc = dm_set_error("cannot write %s: disk full?", out);
+    free(e);
+    return rc;
+}
+
+/* ---- means ---- */
+
+static int parse_u128(const char **p, unsigned __int128 *v)
+{
+    const char *q = *p;
+    unsigned __int128 x = 0;
+    if (*q < '0' || *q > '9') return -1;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        unsigned __int128 y = x * 10 + (unsigned)(*q - '0');
+        if (y / 10 != x) return -1; /* overflow */
+        x = y;
+    }
+    *p = q;
+    *v = x;
+    return 0;
+}
+
+/* NAME of means (mean_length.csv) from each part's ".NAME.sums": a line "nodes N", then N x N
+ * lines "count sum" (sum: the exact sum of the values as whole multiples of 2^-64, see
+ * fodtrack/connectome.h).  Counts and sums added, then written as dm_connectome_write_csv
+ * writes the means: the upper triangle with the diagonal, 0 below and where the count is 0,
+ * "%.15g" separated by ',' in rows. */
+static int merge_mean(dm_part_manifest *const parts[], int n, const char *name, const char *out)
+{
+    char sums_name[512];
+    snprintf(sums_name, sizeof sums_name, ".%s.sums", name);
+    int nodes = -1, rc = 0;
+    unsigned long long *count = NULL;
+    unsigned __int128 *sum = NULL;
+    for (int k = 0; k < n && rc == 0; k++) {
+        size_t len;
+        char *text = read_part_file(parts[k], sums_name, &len);
+        const char *p = text;
+        int nk = -1, used = 0;
+        if (!text || sscanf(p, "nodes %d\n%n", &nk, &used) != 1 || !used || nk < 0 ||
+            (k > 0 && nk != nodes))
+            rc = text ? dm_set_error("%s/%s: not the sums of %s's means of one run", parts[k]->dir,
+                                     sums_name, name)
+                      : -1;
+        if (rc == 0 && k == 0) {
+            nodes = nk;
+            count = calloc((size_t)nodes * nodes + 1, sizeof *count);
+            sum = calloc((size_t)nodes * nodes + 1, sizeof *sum);
+        }
+        p += used;
+        for (size_t e = 0; rc == 0 && e < (size_t)nodes * nodes; e++) {
+            unsigned __int128 c = 0, v = 0;
+            if (parse_u128(&p, &c) != 0 || *p++ != ' ' || parse_u128(&p, &v) != 0 || *p++ != '\n')
+                rc = dm_set_error("%s/%s: line %zu is not \"count sum\"", parts[k]->dir, sums_name,
+                                  e + 2);
+            count[e] += (unsigned long long)c;
+            sum[e] += v;
+        }
+        free(text);
+    }
+    FILE *f = rc == 0 ? fopen(out, "wb") : NULL;
+    if (rc == 0 && !f) rc = dm_set_error("cannot write %s: %s", out, strerror(errno));
+    for (int i = 0; rc == 0 && i < nodes; i++)
+        for (int j = 0; j < nodes; j++) {
+            size_t e = (size_t)i * nodes + j;
+            double x = 0;
+            if (j >= i && count[e] > 0) x = (double)sum[e] * 0x1p-64 / (double)count[e];
+            fprintf(f, "%.15g%c", x, j + 1 < nodes ? ',' : '\n');
+        }
+    if (f && fclose(f) != 0 && rc == 0) rc = dm_set_error("cannot write %s: disk full?", out);
+    free(count);
+    free(sum);
     return rc;
 }
 
@@ -407,9 +665,13 @@ int dm_merge_parts(char *const dirs[], int ndirs, const char *out, int quiet)
         case DM_MERGE_VOXELS: rc = merge_voxels(parts, n, f->name, to); break;
         case DM_MERGE_SUM: rc = merge_sum(parts, n, f->name, to); break;
         case DM_MERGE_SAME: rc = merge_same(parts, n, f->name, to); break;
-        case DM_MERGE_TCK: rc = merge_tck(parts, n, f->name, to); break;
+        case DM_MERGE_TCK: rc = merge_tck(parts, n, f->name, to, out); break;
         case DM_MERGE_LINES: rc = merge_lines(parts, n, f->name, to); break;
         case DM_MERGE_CONCAT: rc = merge_concat(parts, n, f->name, to); break;
+        case DM_MERGE_COUNTS: rc = merge_counts(parts, n, f->name, to); break;
+        case DM_MERGE_DOT: rc = merge_dot(parts, n, f->name, to); break;
+        case DM_MERGE_MEAN: rc = merge_mean(parts, n, f->name, to); break;
+        case DM_MERGE_PART: break; /* read by another file's merge */
         }
         free(to);
         if (prog) dm_progress_add(prog, 1);

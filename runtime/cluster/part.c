@@ -57,7 +57,8 @@ void dm_part_select_voxels(const dm_part *p, size_t *index, size_t *count, size_
     *count = end - first;
 }
 
-static const char *const merge_names[] = {NULL, "voxels", "sum", "same", "tck", "lines", "concat"};
+static const char *const merge_names[] = {NULL,     "voxels", "sum", "same", "tck",      "lines",
+                                          "concat", "counts", "dot", "mean", "part-only"};
 enum { NMERGE = sizeof merge_names / sizeof *merge_names };
 
 const char *dm_part_merge_name(int how)
@@ -72,12 +73,29 @@ int dm_part_merge_kind(const char *name)
     return 0;
 }
 
+/* The value of --out on the command line (NULL when none). */
+static const char *out_value(int argc, char **argv)
+{
+    const char *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strncmp(argv[i], "--out=", 6))
+            out = argv[i] + 6;
+    }
+    return out;
+}
+
 char *dm_part_command(void)
 {
     int argc;
     char **argv = dm_command_argv(&argc);
     char **kept = malloc(((size_t)argc + 1) * sizeof *kept);
-    int n = 0;
+    char **made = calloc((size_t)argc + 1, sizeof *made);
+    const char *out = out_value(argc, argv);
+    size_t lo = out ? strlen(out) : 0;
+    while (lo > 1 && out[lo - 1] == '/') lo--;
+    int n = 0, nmade = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--part") || !strcmp(a, "--out")) {
@@ -85,7 +103,43 @@ char *dm_part_command(void)
             continue;
         }
         if (!strncmp(a, "--part=", 7) || !strncmp(a, "--out=", 6)) continue;
+        if (out && !strncmp(a, out, lo) && a[lo] == '/') {
+            /* a file inside --out (track --save-streamlines OUT/x.tck): the same in every part */
+            char *w = malloc(strlen(a) + 8);
+            sprintf(w, "{out}%s", a + lo);
+            kept[n++] = made[nmade++] = w;
+            continue;
+        }
         kept[n++] = argv[i];
+    }
+    char *s = dm_shell_quote_argv(n, kept);
+    for (int i = 0; i < nmade; i++) free(made[i]);
+    free(made);
+    free(kept);
+    return s;
+}
+
+char *dm_part_history(const dm_part *p)
+{
+    int argc;
+    char **argv = dm_command_argv(&argc);
+    if (p->n <= 0) return dm_shell_quote_argv(argc, argv);
+    char **kept = malloc(((size_t)argc + 1) * sizeof *kept);
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (i > 0 && !strcmp(a, "--part")) {
+            i++;
+            continue;
+        }
+        if (i > 0 && !strncmp(a, "--part=", 7)) continue;
+        if (i > 0 && !strcmp(a, "--out") && i + 1 < argc) {
+            kept[n++] = argv[i];
+            kept[n++] = DM_PART_OUT_MARK;
+            i++;
+            continue;
+        }
+        kept[n++] = i > 0 && !strncmp(a, "--out=", 6) ? DM_PART_OUT_EQ_MARK : argv[i];
     }
     char *s = dm_shell_quote_argv(n, kept);
     free(kept);

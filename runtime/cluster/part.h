@@ -36,6 +36,13 @@ enum {
     DM_MERGE_TCK,        /* .tck: the streamlines of part 1, then part 2, ...; counts summed */
     DM_MERGE_LINES,      /* text: the lines of part 1, then part 2, ... */
     DM_MERGE_CONCAT,     /* any file: the bytes of part 1, then part 2, ... (commit's dictionary) */
+    DM_MERGE_COUNTS,     /* text of whole numbers (waytotal, counts .csv): summed number by
+                            number; the text between them the same in every part */
+    DM_MERGE_DOT,        /* sparse "row col count" lines (fdt_matrix*.dot): counts summed per
+                            (row, col), sorted, the "rows cols 0" last line where no entry is */
+    DM_MERGE_MEAN,       /* a .csv of means (mean_length.csv): from each part's DM_MERGE_PART
+                            file "." NAME ".sums" (counts and exact sums per entry) */
+    DM_MERGE_PART,       /* a part's own file that another file's merge reads: not copied */
 };
 
 /* A rule: files whose name matches `pattern` (fnmatch) merge by `how`; the first match wins. */
@@ -58,9 +65,18 @@ typedef struct dm_part_info {
 int dm_part_write(const char *dir, const dm_part *p, const dm_part_info *info,
                   const dm_part_rule *rules, int nrules);
 
-/* The command line of this run without its --part and --out options and their values (malloc'd),
- * for dm_part_info.command. */
+/* The command line of this run without its --part and --out options and their values, a path
+ * inside --out written as "{out}/..." (malloc'd), for dm_part_info.command. */
 char *dm_part_command(void);
+
+/* The command line of this run as one run without --part writes it into a file (a .tck
+ * header's command_history): --part and its value left out, and --out's value (or the whole
+ * "--out=DIR" word) replaced by DM_PART_OUT_MARK, which `dimoc merge` replaces by its own --out
+ * (the word as dm_shell_quote_argv quotes it).  Without --part, the command line as it is.
+ * malloc'd. */
+#define DM_PART_OUT_MARK "{dimoc-merge-out}"
+#define DM_PART_OUT_EQ_MARK "{dimoc-merge-out=}"
+char *dm_part_history(const dm_part *p);
 
 /* The merge's name of a DM_MERGE_ value ("voxels", ...), and back (0 when unknown). */
 const char *dm_part_merge_name(int how);

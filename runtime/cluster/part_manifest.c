@@ -152,7 +152,10 @@ int dm_part_manifest_read(const char *dir, dm_part_manifest *m)
 {
     memset(m, 0, sizeof *m);
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return dm_set_error("%s: no such folder", dir);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return dm_set_error("%s: no such folder: not the output of a finished --part run (a part "
+                            "that failed or was killed leaves none; run it again)",
+                            dir);
     char *path = dm_path_join(dir, "part.json");
     size_t len;
     char *text = dm_read_file(path, &len);

@@ -185,7 +185,10 @@ int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *
     c->nodes = (int)n_nodes;
     c->count = calloc(n_nodes * n_nodes + 1, sizeof *c->count);
     c->length_sum = calloc(n_nodes * n_nodes + 1, sizeof *c->length_sum);
-    int rc = ends && length && c->count && c->length_sum ? 0 : dm_set_error("out of memory");
+    if (!weight) c->length_fixed = calloc(n_nodes * n_nodes + 1, sizeof *c->length_fixed);
+    int rc = ends && length && c->count && c->length_sum && (weight || c->length_fixed)
+                 ? 0
+                 : dm_set_error("out of memory");
     int stopped = 0;
     long n_run = rc == 0 ? (long)ns : 0;
     /* Each streamline's nodes and length in parallel; the sums after, in file order. */
@@ -216,13 +219,18 @@ int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *
         size_t ab = (a - 1) * n_nodes + (b - 1), ba = (b - 1) * n_nodes + (a - 1);
         double w = weight ? weight[s] : 1;
         c->count[ab] += w;
-        c->length_sum[ab] += w * length[s];
-        if (ab != ba) {
-            c->count[ba] += w;
-            c->length_sum[ba] += w * length[s];
+        if (ab != ba) c->count[ba] += w;
+        if (weight) {
+            c->length_sum[ab] += w * length[s];
+            if (ab != ba) c->length_sum[ba] += w * length[s];
+        } else {
+            unsigned __int128 fx = dm_length_fixed(length[s]);
+            c->length_fixed[ab] += fx;
+            if (ab != ba) c->length_fixed[ba] += fx;
         }
         c->assigned++;
     }
+    if (rc == 0 && !weight) dm_connectome_finish(c);
     free(ends);
     free(length);
     dm_node_search_free(&search);
@@ -230,11 +238,47 @@ int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *
     return rc;
 }
 
+void dm_connectome_finish(dm_connectome *c)
+{
+    size_t n = (size_t)c->nodes * c->nodes;
+    for (size_t e = 0; c->length_fixed && e < n; e++)
+        c->length_sum[e] = (double)c->length_fixed[e] * 0x1p-64;
+}
+
+/* A whole number of up to 39 digits in decimal, into buf (40 bytes at least). */
+static const char *u128_text(unsigned __int128 v, char *buf)
+{
+    char *p = buf + 40;
+    *--p = 0;
+    do {
+        *--p = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    return p;
+}
+
+int dm_connectome_write_sums(const dm_connectome *c, const char *path)
+{
+    if (!c->length_fixed) return dm_set_error("%s: no exact sums (a weighted connectome)", path);
+    FILE *f = fopen(path, "w");
+    if (!f) return dm_set_error("cannot write %s: %s", path, strerror(errno));
+    size_t n = (size_t)c->nodes * c->nodes;
+    fprintf(f, "nodes %d\n", c->nodes);
+    char buf[48];
+    for (size_t e = 0; e < n; e++)
+        fprintf(f, "%llu %s\n", (unsigned long long)c->count[e],
+                u128_text(c->length_fixed[e], buf));
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return dm_set_error("cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
 void dm_connectome_free(dm_connectome *c)
 {
     if (!c) return;
     free(c->count);
     free(c->length_sum);
+    free(c->length_fixed);
     memset(c, 0, sizeof *c);
 }
 

@@ -48,8 +48,14 @@ typedef struct dm_connectome {
     double *count;      /* streamlines per edge (with weights: the sum of their weights) */
     double *length_sum; /* the sum of their lengths (mm): sum of segment lengths (each times
                            its streamline's weight) */
-    long assigned;      /* streamlines counted in an edge */
-    long unassigned;    /* streamlines with an endpoint that found no node (or no points) */
+    unsigned __int128 *length_fixed; /* unweighted: the sum exactly, each length truncated to a
+                                        whole multiple of 2^-64 mm (exact above 2^-12 mm) and
+                                        added as an integer, so that the sum does not depend on
+                                        the order or grouping of the additions (batches, parts
+                                        of a run); length_sum is it times 2^-64.  NULL with
+                                        weights (their sums are made in double, in file order) */
+    long assigned;                   /* streamlines counted in an edge */
+    long unassigned; /* streamlines with an endpoint that found no node (or no points) */
 } dm_connectome;
 
 /* Assigns every streamline (threads: 0 = all cores; the sums are made in streamline order,
@@ -63,6 +69,18 @@ void dm_connectome_free(dm_connectome *c);
  * of `values` is divided by the edge's count (0 where there is none).  To path directly. */
 int dm_connectome_write_csv(const dm_connectome *c, const double *values, int mean,
                             const char *path);
+
+/* A length (mm) as a whole multiple of 2^-64 mm, for dm_connectome.length_fixed. */
+static inline unsigned __int128 dm_length_fixed(double mm)
+{
+    return (unsigned __int128)(mm * 0x1p64);
+}
+/* length_sum from length_fixed (after summing connectomes' counts and length_fixed). */
+void dm_connectome_finish(dm_connectome *c);
+/* The counts and exact length sums of every entry, for `dimoc merge` (cluster/merge.c's
+ * DM_MERGE_MEAN, which writes mean_length.csv from them): a line "nodes N", then N x N lines
+ * "count sum" (sum: length_fixed in decimal).  Unweighted connectomes only. */
+int dm_connectome_write_sums(const dm_connectome *c, const char *path);
 
 typedef struct dm_connectome_options {
     const char *tracks, *parc, *out;

@@ -2,6 +2,7 @@
 
 #include "util/error.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,6 +276,19 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
             o->seeds >= 0 ? (unsigned long long)o->seeds : 1000ULL * (unsigned long long)select;
         if (p->select == 0 && p->max_seeds == 0)
             return dm_set_error("track: --select 0 needs --seeds N (or the run would not end)");
+    }
+    p->id_end = p->max_seeds ? p->max_seeds : ULLONG_MAX;
+    if (o->part.n > 0) {
+        /* a share of the seed ids: each streamline's random stream is keyed by its id, so the
+         * parts trace the whole run's streamlines; --select depends on every earlier seed's
+         * verdict, so a part needs a count of seeds fixed in advance */
+        if (o->seeds_per_voxel <= 0 && (o->select > 0 || o->seeds <= 0))
+            return dm_set_error("track: --part needs a fixed seed count: --seeds N (or "
+                                "--seed-random-per-voxel), and no --select");
+        size_t first, end;
+        dm_part_range(&o->part, (size_t)p->max_seeds, &first, &end);
+        p->id_first = first;
+        p->id_end = end;
     }
     c->rseed = o->rseed;
     /* the buffer holds every point before downsampling, and the one the second half may add

@@ -7,6 +7,7 @@
 
 #include "fodtrack/calibrate.h"
 #include "fodtrack/fod_image.h"
+#include "cluster/part.h"
 
 /* The user's choices; NaN / -1 / NULL where tckgen's default applies. */
 typedef struct dm_fodtrack_options {
@@ -27,7 +28,9 @@ typedef struct dm_fodtrack_options {
     int threads, use_gpu, use_double;
     const char *gpus;
     long gpu_memory_mb;
-    const char *history; /* the command line, for the .tck header */
+    const char *history; /* the command line, for the .tck header (with --part: as the whole
+                            run writes it, dm_part_history) */
+    dm_part part;        /* --part K/N: the K-th share of the seed ids (needs a fixed seed count) */
 } dm_fodtrack_options;
 
 typedef struct dm_ft_plan {
@@ -42,6 +45,8 @@ typedef struct dm_ft_plan {
     double vox;                   /* tckgen's voxel size: the cube root of the voxel volume */
     unsigned long long max_seeds; /* seeds to try at most (0: no limit) */
     unsigned long long select;    /* streamlines to keep (0: no limit) */
+    unsigned long long id_first;  /* --part: the seed ids [id_first, id_end) this run tracks; */
+    unsigned long long id_end;    /* the whole run: [0, max_seeds) (ULLONG_MAX: no limit) */
     int buf_points;               /* the per-streamline point buffer a tracer needs */
     const char *method;           /* "iFOD2", "iFOD1", "SD_STREAM" */
     char *roi_lines;              /* "roi: include PATH" lines for the .tck header */

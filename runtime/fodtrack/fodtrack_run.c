@@ -47,7 +47,8 @@ static long next_batch(const dm_ft_plan *p, const progress_state *st, unsigned l
 {
     double want = (double)most;
     if (p->select) {
-        double rate = st->next_id ? (double)st->kept / (double)st->next_id : 0;
+        unsigned long long done = st->next_id - p->id_first;
+        double rate = done ? (double)st->kept / (double)done : 0;
         double left = (double)(p->select - st->kept);
         if (rate > 0) {
             left -= 0.9 * rate * (double)ahead;
@@ -61,8 +62,8 @@ static long next_batch(const dm_ft_plan *p, const progress_state *st, unsigned l
         }
     }
     long n = want < least ? least : want > most ? most : (long)want;
-    if (p->max_seeds && from + (unsigned long long)n > p->max_seeds)
-        n = from < p->max_seeds ? (long)(p->max_seeds - from) : 0;
+    if (from + (unsigned long long)n > p->id_end)
+        n = from < p->id_end ? (long)(p->id_end - from) : 0;
     return n;
 }
 
@@ -103,7 +104,7 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, progress_state 
     st->next_id = b->first + (unsigned long long)upto;
     st->truncations += b->truncations; /* of the whole batch: statistics only */
     st->evals += b->evals;
-    return (p->select && st->kept == p->select) || (p->max_seeds && st->next_id >= p->max_seeds);
+    return (p->select && st->kept == p->select) || st->next_id >= p->id_end;
 }
 
 /* Appends a batch's first `taken` streamlines to tracks.tck on a thread of its own, so that the
@@ -196,6 +197,7 @@ static int sinks_open(const dm_fodtrack_options *o, const dm_ft_plan *p, dm_ft_g
         k->conn.nodes = (int)n;
         k->conn.count = calloc(n * n + 1, sizeof *k->conn.count);
         k->conn.length_sum = calloc(n * n + 1, sizeof *k->conn.length_sum);
+        k->conn.length_fixed = calloc(n * n + 1, sizeof *k->conn.length_fixed);
     }
     return 0;
 }
@@ -223,7 +225,7 @@ static int sinks_add(sinks *k, const dm_ft_batch *b, long taken, dm_ft_gpu *gpu,
             size_t n = (size_t)k->conn.nodes * k->conn.nodes + 1;
             for (size_t e = 0; e < n; e++) {
                 k->conn.count[e] += part.count[e];
-                k->conn.length_sum[e] += part.length_sum[e];
+                k->conn.length_fixed[e] += part.length_fixed[e]; /* exact: any grouping */
             }
             k->conn.assigned += part.assigned;
             k->conn.unassigned += part.unassigned;
@@ -239,6 +241,7 @@ static int sinks_add(sinks *k, const dm_ft_batch *b, long taken, dm_ft_gpu *gpu,
 static int sinks_write(sinks *k, const dm_fodtrack_options *o, const char *dir, dm_ft_gpu *gpu,
                        dm_provenance *prov)
 {
+    if (k->conn_on) dm_connectome_finish(&k->conn);
     int rc = 0;
     if (k->tdi_on) {
         if (gpu) rc = dm_ft_gpu_tdi_finish(gpu, &k->tdi);
@@ -256,6 +259,10 @@ static int sinks_write(sinks *k, const dm_fodtrack_options *o, const char *dir, 
         path = dm_path_join(dir, "mean_length.csv");
         if (rc == 0) rc = dm_connectome_write_csv(&k->conn, k->conn.length_sum, 1, path);
         free(path);
+        /* a part: the counts and exact sums that `dimoc merge` makes mean_length.csv from */
+        path = dm_path_join(dir, ".mean_length.csv.sums");
+        if (rc == 0 && o->part.n > 0) rc = dm_connectome_write_sums(&k->conn, path);
+        free(path);
         dm_provenance_num(prov, DM_PROV_RESULT, "connectome_nodes", k->conn.nodes);
         dm_provenance_num(prov, DM_PROV_RESULT, "connectome_assigned", (double)k->conn.assigned);
         dm_provenance_num(prov, DM_PROV_RESULT, "connectome_unassigned",
@@ -272,6 +279,26 @@ static void sinks_free(sinks *k)
         dm_connectome_free(&k->conn);
     }
     memset(k, 0, sizeof *k);
+}
+
+/* --part: part.json, how `dimoc merge` joins each output with the other parts'. */
+static int write_part(const dm_fodtrack_options *o, const char *weights, const char *dir)
+{
+    dm_part_rule rules[8];
+    int n = 0;
+    rules[n++] = (dm_part_rule){"tracks.tck", DM_MERGE_TCK};
+    if (o->tdi) rules[n++] = (dm_part_rule){o->tdi, DM_MERGE_SUM};
+    if (o->connectome) {
+        rules[n++] = (dm_part_rule){"connectome.csv", DM_MERGE_COUNTS};
+        rules[n++] = (dm_part_rule){"mean_length.csv", DM_MERGE_MEAN};
+        rules[n++] = (dm_part_rule){".mean_length.csv.sums", DM_MERGE_PART};
+    }
+    if (weights) rules[n++] = (dm_part_rule){weights, DM_MERGE_LINES};
+    char *command = dm_part_command();
+    dm_part_info info = {.command = command};
+    int rc = dm_part_write(dir, &o->part, &info, rules, n);
+    free(command);
+    return rc;
 }
 
 int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_provenance *prov)
@@ -309,7 +336,9 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     w = dm_tck_open(tck_path, header);
     if (!w) goto done;
 
-    bar = dm_progress_start("track", (long)(plan.select ? plan.select : plan.max_seeds),
+    st.next_id = plan.id_first;
+    unsigned long long nseeds = plan.id_end - plan.id_first; /* this run's (--part: share) */
+    bar = dm_progress_start("track", (long)(plan.select ? plan.select : nseeds),
                             plan.select ? "streamlines" : "seeds");
     double t_track = dm_now_seconds(), t_kernel = 0;
     /* GPU batches of 2-4 streamlines per resident thread: small enough that the last batch's
@@ -320,7 +349,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     if (gpu && most > dm_ft_gpu_max_batch(gpu)) most = dm_ft_gpu_max_batch(gpu);
     if (least > most) least = most;
     int interrupted = 0;
-    unsigned long long planned = 0; /* ids handed to the GPU */
+    unsigned long long planned = plan.id_first; /* ids handed to the GPU */
     for (int complete = 0; !complete; cur ^= 1) {
         dm_ft_batch *batch = &batches[cur];
         tck_job_join(&jobs[cur], &st); /* its batch's points are about to be replaced */
@@ -361,8 +390,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     t_track = dm_now_seconds() - t_track;
     if (bar) {
         char note[160];
-        snprintf(note, sizeof note, "%llu streamlines from %llu seeds%s", st.kept, st.next_id,
-                 interrupted ? " (interrupted)" : "");
+        snprintf(note, sizeof note, "%llu streamlines from %llu seeds%s", st.kept,
+                 st.next_id - plan.id_first, interrupted ? " (interrupted)" : "");
         dm_progress_finish(bar, note);
         bar = NULL;
     }
@@ -393,7 +422,13 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     dm_provenance_num(prov, DM_PROV_RESULT, "calibration_directions", plan.ctx.ncalib);
     dm_provenance_num(prov, DM_PROV_RESULT, "calibration_ratio", plan.ctx.calib_ratio);
     dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)st.kept);
-    dm_provenance_num(prov, DM_PROV_RESULT, "seeds", (double)st.next_id);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seeds", (double)(st.next_id - plan.id_first));
+    if (o->part.n > 0) {
+        dm_provenance_num(prov, DM_PROV_RESULT, "part", o->part.k);
+        dm_provenance_num(prov, DM_PROV_RESULT, "parts", o->part.n);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seed_id_first", (double)plan.id_first);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seed_id_end", (double)plan.id_end);
+    }
     dm_provenance_num(prov, DM_PROV_RESULT, "total_count", (double)st.total_count);
     dm_provenance_num(prov, DM_PROV_RESULT, "mean_length_mm",
                       st.kept ? st.length_sum / (double)st.kept : 0);
@@ -430,6 +465,9 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
         free(path);
         if (bad) goto done;
     }
+    /* a part's manifest last: an interrupted part (it kept what it tracked) has none, so that
+     * `dimoc merge` refuses it */
+    if (o->part.n > 0 && !interrupted && write_part(o, weights, od.path) != 0) goto done;
     if (dm_outdir_commit(&od) != 0) goto done;
     rc = interrupted ? dm_stop_error() : 0;
 done:

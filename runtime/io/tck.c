@@ -35,32 +35,15 @@ static void put_f32(FILE *fp, float x)
     fwrite(b, 1, 4, fp);
 }
 
-dm_tck_writer *dm_tck_open(const char *path, const char *info)
+char *dm_tck_header(const char *info, size_t *len_out, long *count_at)
 {
-    dm_tck_writer *w = calloc(1, sizeof *w);
-    w->path = strdup(path);
-    w->tmp = dm_temp_sibling(path);
-    w->fp = fopen(w->tmp, "wb");
-    if (w->fp) setvbuf(w->fp, NULL, _IOFBF, 1 << 22); /* large writes: a file of gigabytes */
-    if (!w->fp) {
-        dm_set_error("%s: cannot write", path);
-        free(w->path);
-        free(w->tmp);
-        free(w);
-        return NULL;
-    }
     /* The header is written with a fixed-width count and an offset computed so that the
      * "file:" line's own length is included.  Of `info`, only "key: value" lines whose key
      * the format does not reserve are kept (a stray "file:" or "END" would mislead readers). */
     size_t cap = 256 + (info ? 2 * strlen(info) : 0);
     char *head = malloc(cap);
     if (!head) {
-        fclose(w->fp);
-        remove(w->tmp);
         dm_set_error("out of memory");
-        free(w->path);
-        free(w->tmp);
-        free(w);
         return NULL;
     }
     size_t len = (size_t)snprintf(head, cap, "mrtrix tracks\ndatatype: Float32LE\n");
@@ -79,13 +62,36 @@ dm_tck_writer *dm_tck_open(const char *path, const char *info)
         }
         line += n + (line[n] == '\n');
     }
-    long count_at = (long)len + (long)strlen("count: ");
+    *count_at = (long)len + (long)strlen("count: ");
     len += (size_t)snprintf(head + len, cap - len, "count: %012ld\ntotal_count: %012ld\n", 0L, 0L);
     long offset = (long)len + 32; /* "file: . NNN\nEND\n" fits in 32 bytes with padding */
     len += (size_t)snprintf(head + len, cap - len, "file: . %ld\nEND\n", offset);
+    for (; (long)len < offset; len++) head[len] = ' '; /* padding before the data */
+    *len_out = len;
+    return head;
+}
+
+dm_tck_writer *dm_tck_open(const char *path, const char *info)
+{
+    size_t len;
+    long count_at;
+    char *head = dm_tck_header(info, &len, &count_at);
+    if (!head) return NULL;
+    dm_tck_writer *w = calloc(1, sizeof *w);
+    w->path = strdup(path);
+    w->tmp = dm_temp_sibling(path);
+    w->fp = fopen(w->tmp, "wb");
+    if (w->fp) setvbuf(w->fp, NULL, _IOFBF, 1 << 22); /* large writes: a file of gigabytes */
+    if (!w->fp) {
+        dm_set_error("%s: cannot write", path);
+        free(head);
+        free(w->path);
+        free(w->tmp);
+        free(w);
+        return NULL;
+    }
     fwrite(head, 1, len, w->fp);
     free(head);
-    for (long i = (long)len; i < offset; i++) fputc(' ', w->fp); /* padding before the data */
     w->count_at = count_at;
     return w;
 }

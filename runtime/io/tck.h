@@ -9,6 +9,10 @@
 
 typedef struct dm_tck_writer dm_tck_writer;
 
+/* The bytes of a header as dm_tck_open writes it, up to where the points start (padding
+ * included), with zero counts: "count: " + 12 digits at byte *count_at, then "\ntotal_count: "
+ * + 12 digits.  malloc'd, *len its length; NULL with dm_last_error(). */
+char *dm_tck_header(const char *info, size_t *len, long *count_at);
 /* Opens a temporary sibling of path; NULL with dm_last_error(). `info` lines ("key: value";
  * other lines, and the keys file, count, total_count and datatype, are left out)
  * are added to the header (may be NULL). */

@@ -48,11 +48,11 @@ typedef struct track_job {
     const dm_track_seeds *s;
     const dm_track_masks *m;
     const dm_track_options *o;
-    dm_track_ctx ctx; /* host pointers; each GPU swaps in its own */
-    unsigned long long total;
-    atomic_ullong next;     /* first streamline of the next chunk */
-    int mats[3];            /* matrices asked for */
-    int nslots, persistent; /* launches in flight per GPU; scheduling (see gpu_tracker.cu) */
+    dm_track_ctx ctx;         /* host pointers; each GPU swaps in its own */
+    unsigned long long total; /* the end of the streamline ids tracked (--part: of its share) */
+    atomic_ullong next;       /* first streamline of the next chunk */
+    int mats[3];              /* matrices asked for */
+    int nslots, persistent;   /* launches in flight per GPU; scheduling (see gpu_tracker.cu) */
     dm_progress *progress;
 } track_job;
 
@@ -516,8 +516,9 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
     j.m = m;
     j.o = o;
     dm_track_ctx_init(f, s, m, o, &j.ctx);
-    j.total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
-    atomic_init(&j.next, 0);
+    unsigned long long first;
+    dm_track_id_range(s, o, &first, &j.total); /* the ids [first, j.total) */
+    atomic_init(&j.next, first);
     j.mats[0] = o->matrix1 && m->seed_col;
     j.mats[1] = o->matrix2 && m->t2_col;
     j.mats[2] = o->matrix3 && m->t3_node;
@@ -542,7 +543,7 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
         dm_cuda_close(cu);
         return dm_set_error("track: out of memory for the outputs");
     }
-    j.progress = dm_progress_start("track", (long)j.total, "streamlines");
+    j.progress = dm_progress_start("track", (long)(j.total - first), "streamlines");
     double t0 = dm_now_seconds();
     pthread_t th[DM_GPU_MAX];
     for (int g = 0; g < ngpu; g++) {
@@ -553,7 +554,7 @@ int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_
     }
     for (int g = 0; g < ngpu; g++) pthread_join(th[g], NULL);
     dm_progress_end(j.progress);
-    r->generated = j.total;
+    r->generated = j.total - first;
     r->threads = 0;
     size_t npaths = o->opd ? m->nvox : 0, ns2t = targets ? (size_t)m->ntargets * m->nvox : 0;
     for (int g = 0; g < ngpu; g++) {

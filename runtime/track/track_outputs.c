@@ -146,6 +146,28 @@ int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_tra
     return dm_tck_close(w, r->tck_tracked);
 }
 
+/* --part: part.json, how `dimoc merge` joins each output with the other parts' (last, so that
+ * a part that fails before leaves none). */
+static int write_part(const char *dir, const char *tck_name, const dm_track_options *o)
+{
+    const dm_part_rule rules[] = {
+        {tck_name ? tck_name : "", DM_MERGE_TCK},
+        {"waytotal", DM_MERGE_COUNTS},
+        {"fdt_network_matrix", DM_MERGE_COUNTS},
+        {"fdt_paths.nii.gz", DM_MERGE_SUM},
+        {"seeds_to_*.nii.gz", DM_MERGE_SUM},
+        {"fdt_matrix*.dot", DM_MERGE_DOT},
+        {"coords_for_fdt_matrix*", DM_MERGE_SAME},
+        {"tract_space_coords_for_fdt_matrix2", DM_MERGE_SAME},
+        {"lookup_tractspace_fdt_matrix2.nii.gz", DM_MERGE_SAME},
+    };
+    char *command = dm_part_command();
+    dm_part_info info = {.command = command};
+    int rc = dm_part_write(dir, &o->part, &info, rules, (int)(sizeof rules / sizeof *rules));
+    free(command);
+    return rc;
+}
+
 int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
                   const dm_track_masks *m, const dm_track_options *o, const dm_track_result *r,
                   dm_provenance *prov)
@@ -170,10 +192,19 @@ int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
         dm_provenance_num(prov, DM_PROV_RESULT, "saved_streamlines", (double)r->ntck);
         dm_provenance_num(prov, DM_PROV_RESULT, "tracking_seconds", r->seconds);
         dm_provenance_str(prov, DM_PROV_RESULT, "device", o->use_gpu ? r->device : "cpu");
+        if (o->part.n > 0) {
+            dm_provenance_num(prov, DM_PROV_RESULT, "part", o->part.k);
+            dm_provenance_num(prov, DM_PROV_RESULT, "parts", o->part.n);
+            unsigned long long first, end;
+            dm_track_id_range(s, o, &first, &end);
+            dm_provenance_num(prov, DM_PROV_RESULT, "streamline_id_first", (double)first);
+            dm_provenance_num(prov, DM_PROV_RESULT, "streamline_id_end", (double)end);
+        }
         char *path = dm_path_join(od.path, "provenance.json");
         rc = path ? dm_provenance_write(prov, path) : dm_set_error("out of memory");
         free(path);
     }
+    if (rc == 0 && o->part.n > 0) rc = write_part(od.path, inside ? tck + n + 1 : NULL, o);
     if (rc != 0) {
         dm_outdir_abort(&od);
         if (tck_tmp) unlink(tck_tmp);

@@ -209,8 +209,8 @@ static void save_streamline(worker *w, unsigned long long id, int halves, float 
 /* The first tck_max saved streamlines over all threads, by id (each thread's list is
  * increasing: OpenMP hands out dynamic chunks in increasing order), and how many streamlines
  * were tracked to find them (all `generated`, unless the cap was reached first). */
-static int gather_saved(worker *w, int nw, long tck_max, unsigned long long generated,
-                        dm_track_result *r)
+static int gather_saved(worker *w, int nw, long tck_max, unsigned long long first_id,
+                        unsigned long long generated, dm_track_result *r)
 {
     long total = 0;
     size_t total_xyz = 0;
@@ -230,7 +230,7 @@ static int gather_saved(worker *w, int nw, long tck_max, unsigned long long gene
                     best = t;
             if (best < 0) break;
             long len = w[best].saved_len[next[best]];
-            if (n + 1 == tck_max) r->tck_tracked = w[best].saved_id[next[best]] + 1;
+            if (n + 1 == tck_max) r->tck_tracked = w[best].saved_id[next[best]] + 1 - first_id;
             if (pass == 1) {
                 r->tck_len[n] = len;
                 memcpy(r->tck_xyz + nx, w[best].saved_xyz + next_xyz[best],
@@ -258,6 +258,15 @@ static int gather_saved(worker *w, int nw, long tck_max, unsigned long long gene
     free(next);
     free(next_xyz);
     return 0;
+}
+
+void dm_track_id_range(const dm_track_seeds *s, const dm_track_options *o,
+                       unsigned long long *first, unsigned long long *end)
+{
+    size_t a, b;
+    dm_part_range(&o->part, (size_t)s->n * (size_t)o->per_seed, &a, &b);
+    *first = a;
+    *end = b;
 }
 
 void dm_track_ctx_init(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
@@ -322,10 +331,11 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
     plain.opd = 0; /* the worker needs no count arrays here */
     worker w;
     int rc = worker_init(&w, &c, m, &plain);
-    unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
-    for (unsigned long long id = 0;
-         rc == 0 && id < total && w.nsaved < o->tck_max && !w.failed && !dm_stop_requested();
-         id++) {
+    unsigned long long first, end;
+    dm_track_id_range(s, o, &first, &end);
+    unsigned long long total = end - first;
+    for (unsigned long long id = first;
+         rc == 0 && id < end && w.nsaved < o->tck_max && !w.failed && !dm_stop_requested(); id++) {
         long k = (long)(id / o->per_seed);
         int halves = dm_track_streamline(&c, s->pos + 3 * k, id, w.half, &w.loop,
                                          c.network ? 1u << s->group[k] : 0u);
@@ -333,7 +343,7 @@ int dm_track_trace_saved(const dm_track_field *f, const dm_track_seeds *s, const
     }
     if (rc != 0 || w.failed) rc = dm_set_error("track: out of memory for the saved streamlines");
     if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
-    if (rc == 0) rc = gather_saved(&w, 1, o->tck_max, total, r);
+    if (rc == 0) rc = gather_saved(&w, 1, o->tck_max, first, total, r);
     worker_free(&w);
     return rc;
 }
@@ -360,7 +370,9 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
 
     int nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
     worker *w = calloc(nthreads, sizeof *w);
-    unsigned long long total = (unsigned long long)s->n * (unsigned long long)o->per_seed;
+    unsigned long long first, end;
+    dm_track_id_range(s, o, &first, &end);
+    unsigned long long total = end - first;
     dm_progress *prog = dm_progress_start("track", (long)total, "streamlines");
     double t0 = dm_now_seconds();
     int failed = 0;
@@ -370,7 +382,7 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
         if (worker_init(me, &c, m, o) != 0) failed = 1;
         long pending = 0;
 #pragma omp for schedule(dynamic, 32)
-        for (long long id = 0; id < (long long)total; id++) {
+        for (long long id = (long long)first; id < (long long)end; id++) {
             if (failed || dm_stop_requested()) continue;
             long k = (long)(id / o->per_seed);
             int halves = dm_track_streamline(&c, s->pos + 3 * k, (unsigned long long)id, me->half,
@@ -412,7 +424,8 @@ int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_trac
         dm_sparse_merge(&r->m2, &w[t].m2);
         dm_sparse_merge(&r->m3, &w[t].m3);
     }
-    if (rc == 0 && o->tck_max > 0) rc = gather_saved(w, nthreads, o->tck_max, r->generated, r);
+    if (rc == 0 && o->tck_max > 0)
+        rc = gather_saved(w, nthreads, o->tck_max, first, r->generated, r);
     for (int t = 0; t < nthreads; t++) worker_free(&w[t]);
     free(w);
     return rc;

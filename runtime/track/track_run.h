@@ -10,6 +10,7 @@
 #include "track/track_masks.h"
 #include "track/track_seeds.h"
 #include "track/track_sparse.h"
+#include "cluster/part.h"
 
 typedef struct dm_track_options {
     long per_seed; /* -P */
@@ -28,6 +29,7 @@ typedef struct dm_track_options {
     int use_gpu;        /* dm_track_run_gpu (track_gpu.h) instead of dm_track_run */
     const char *gpus;   /* "all" or a comma list of device ordinals */
     long gpu_memory_mb; /* cap on the device memory of each GPU (0: 70% of free) */
+    dm_part part;       /* --part K/N: only its share of the ids (n 0: the whole run) */
 } dm_track_options;
 
 typedef struct dm_track_result {
@@ -50,6 +52,11 @@ typedef struct dm_track_result {
     int threads;
     char device[256]; /* GPU runs: "NVIDIA H100 ... x1 (sm_90)", else "" */
 } dm_track_result;
+
+/* The streamline ids a run tracks, [*first, *end): every id of the seeds (id = seed x P +
+ * sample, each its own random stream), or o->part's share of them. */
+void dm_track_id_range(const dm_track_seeds *s, const dm_track_options *o,
+                       unsigned long long *first, unsigned long long *end);
 
 int dm_track_run(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,
                  const dm_track_options *o, dm_track_result *r);

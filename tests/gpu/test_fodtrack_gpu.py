@@ -7,7 +7,10 @@ iFOD1 and SD_STREAM: the same kernel source and the same Philox stream per strea
     distribution: the same count, total_count within 5 binomial standard deviations, TDIs
     (dimoc's --tdi on the FOD grid; without it, the points' own densities) correlated with
     r > 0.999 for 50000 streamlines.
-The TDI made during tracking equals `dimoc tdi` of the written tracks on either device.  The
+The TDI made during tracking equals `dimoc tdi` of the written tracks on either device.
+--part K/N on the GPU (double): iFOD2 and SD_STREAM runs split into 3 and 7 parts and merged by
+`dimoc merge` give the single GPU run's files byte for byte (tracks.tck, TDI, connectome, mean
+lengths, weights: tests/py/test_part_track.py's check, there on the CPU).  The
 provenance must say the run was on the GPU (no quiet fallback to the CPU).  Needs no MRtrix
 (the device has none): the phantom is fodsim's, the TDIs dimoc's own."""
 import json
@@ -18,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "py"))
 import fodsim as fs  # noqa: E402
+import test_part_track as tp  # noqa: E402
 import nibabel as nib  # noqa: E402
 from dmtest import check, dimoc, finish, load, workdir  # noqa: E402
 
@@ -149,6 +153,8 @@ def main():
         double_parity(p, alg, tdi)
         float_agreement(p, alg, tdi)
         act_parity(p, alg, five_tt)
+    # --part on the GPU: parts merged = the single run, byte for byte
+    tp.fod_parts(f"{ROOT}/parts", device="gpu", precision="double", parts=(3, 7), seeds=(20000, 20000))
     finish()
 
 

@@ -2,9 +2,12 @@
 the same Philox streams, float arithmetic without fused multiply-adds, so the same streamlines;
 the thesis' criteria (section 6.5): fdt_paths correlation GPU vs CPU >= 0.998 and run-to-rerun
 (another --rseed) >= 0.999 on each device, for 10^6 streamlines; a GIFTI --avoid gives the
-CPU's outputs exactly; the phantom tests of tests/py/test_track.py pass on the GPU too."""
+CPU's outputs exactly; the phantom tests of tests/py/test_track.py pass on the GPU too; --part
+K/N on the GPU: 3 and 7 parts merged by `dimoc merge` give the single GPU run's files byte for
+byte (every matrix and map, --network; tests/py/test_part_track.py's check, there on the CPU)."""
 import numpy as np
 
+import test_part_track as tp
 import test_track as tt
 import test_track_gifti as tg
 from dmtest import check, dimoc, finish, load, save, workdir
@@ -232,4 +235,5 @@ if __name__ == "__main__":
     test_surface_roles()
     test_options_vs_cpu()
     test_phantoms_on_gpu()
+    tp.samples_parts(f"{ROOT}/parts", device="gpu", parts=(3, 7))  # --part: merged = one run
     finish()
