@@ -446,12 +446,14 @@ static int write_stream(const char *path, int gz, const unsigned char *hdr, size
                         const unsigned char *raw)
 {
     size_t nbytes = hdr_len + total * bytes_per;
-    unsigned char *img = malloc(nbytes);
+    /* raw right after the header (dm_volume_bytes): the file's bytes are there already */
+    int in_place = raw && raw == hdr + hdr_len;
+    unsigned char *img = in_place ? (unsigned char *)hdr : malloc(nbytes);
     if (!img) return dm_set_error("cannot write %s: out of memory (%zu bytes)", path, nbytes);
-    memcpy(img, hdr, hdr_len);
-    if (raw) {
+    if (!in_place) memcpy(img, hdr, hdr_len);
+    if (raw && !in_place) {
         memcpy(img + hdr_len, raw, total * bytes_per);
-    } else {
+    } else if (!raw) {
         const size_t chunk = 1 << 16;
 #pragma omp parallel for schedule(static)
         for (size_t start = 0; start < total; start += chunk) {
@@ -471,7 +473,7 @@ static int write_stream(const char *path, int gz, const unsigned char *hdr, size
         ok = 0;
         saved_errno = errno;
     }
-    free(img);
+    if (!in_place) free(img);
     if (ok && rename(tmp, path) != 0) {
         ok = 0;
         saved_errno = errno;
@@ -610,28 +612,23 @@ int dm_volume_bytes_read(const char *path, dm_volume_bytes *b)
         b->swapped = nim->byteorder != nifti_short_order() && nim->swapsize > 1;
         b->header_len = (size_t)nim->iname_offset;
         size_t nbytes = (size_t)nim->nvox * (size_t)nim->nbyper;
-        b->header = malloc(b->header_len ? b->header_len : 1);
         unsigned char *raw = NULL;
         int r = nifti_is_gzfile(path) ? read_blocked(path, b->header_len + nbytes, &raw) : 0;
-        if (r == 1) { /* dimoc's own .nii.gz, inflated on all cores */
-            memcpy(b->header, raw, b->header_len);
-            b->values = malloc(nbytes ? nbytes : 1);
-            if (b->values) memcpy(b->values, raw + b->header_len, nbytes);
-            free(raw);
-        }
-        if (r != 0) {
-            if (r < 0 || !b->values) rc = load_error(path, nim);
+        if (r != 0) { /* dimoc's own .nii.gz, inflated on all cores */
+            if (r < 0) rc = load_error(path, nim);
+            b->header = raw;
+            b->values = raw ? raw + b->header_len : NULL;
             nifti_image_free(nim);
             if (rc != 0) dm_volume_bytes_free(b);
             return rc;
         }
-        b->values = malloc(nbytes ? nbytes : 1);
+        b->header = malloc(b->header_len + nbytes + 1);
+        b->values = b->header ? b->header + b->header_len : NULL;
         znzFile f = znzopen(path, "rb", nifti_is_gzfile(path));
-        if (znz_isnull(f) || !b->header || !b->values) {
+        if (znz_isnull(f) || !b->header) {
             rc = load_error(path, nim);
         } else {
-            if (znzread(b->header, 1, b->header_len, f) != b->header_len ||
-                znzread(b->values, 1, nbytes, f) != nbytes)
+            if (znzread(b->header, 1, b->header_len + nbytes, f) != b->header_len + nbytes)
                 rc = load_error(path, nim);
         }
         if (!znz_isnull(f)) znzclose(f);
@@ -652,7 +649,6 @@ int dm_volume_bytes_write(const char *path, const dm_volume_bytes *b)
 
 void dm_volume_bytes_free(dm_volume_bytes *b)
 {
-    free(b->header);
-    free(b->values);
+    free(b->header); /* the values follow it in the same block */
     memset(b, 0, sizeof *b);
 }

@@ -48,9 +48,10 @@ int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double
 /* A NIfTI file as bytes, for tools that join images without converting their values
  * (`dimoc merge`): the header (with its extensions) and the values as stored. */
 typedef struct dm_volume_bytes {
-    unsigned char *header; /* the bytes before the values */
+    unsigned char *header; /* the bytes before the values, then the values: one block */
     size_t header_len;
-    unsigned char *values; /* nvox * nt values of bytes_per bytes, in the file's byte order */
+    unsigned char *values; /* header + header_len: nvox * nt values of bytes_per bytes, in the
+                            * file's byte order */
     size_t nvox, nt;       /* voxels per volume, volumes */
     int datatype;          /* NIfTI's DT_ code */
     int bytes_per;
