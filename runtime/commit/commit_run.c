@@ -139,11 +139,14 @@ static int scalar_map_read(const dm_commit_options *o, dm_dwi *w)
     return 0;
 }
 
+/* The tractogram (often a gigabyte) is read on a thread of its own while the data are. */
 typedef struct {
     const char *path;
     dm_tck *t;
     int rc;
     char error[2048]; /* the reader's message (errors are per thread) */
+    pthread_t thread;
+    int threaded;
 } tck_job;
 
 static void *read_tck(void *arg)
@@ -152,6 +155,23 @@ static void *read_tck(void *arg)
     j->rc = dm_tck_read(j->path, j->t);
     if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
     return NULL;
+}
+
+static void tck_read_start(tck_job *j, const char *path, dm_tck *t)
+{
+    *j = (tck_job){.path = path, .t = t};
+    j->threaded = pthread_create(&j->thread, NULL, read_tck, j) == 0;
+    if (!j->threaded) read_tck(j);
+}
+
+/* Waits for the reader; other_rc is the result of what ran meanwhile (its error stands). */
+static int tck_read_end(tck_job *j, int other_rc)
+{
+    if (j->threaded) pthread_join(j->thread, NULL);
+    if (other_rc != 0) return -1;
+    if (j->rc != 0) return dm_set_error("%s", j->error);
+    if (j->t->count == 0) return dm_set_error("%s: no streamlines", j->path);
+    return 0;
 }
 
 typedef struct {
@@ -334,10 +354,8 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     dm_commit_dirs dirs = {0};
     dm_commit_dict d = {0};
     int rc = -1;
-    tck_job tj = {o->tractogram, &t, 0, ""};
-    pthread_t reader;
-    int threaded = pthread_create(&reader, NULL, read_tck, &tj) == 0;
-    if (!threaded) read_tck(&tj);
+    tck_job tj;
+    tck_read_start(&tj, o->tractogram, &t);
     /* the mask as dm_dwi_read (or the scalar map's reader) checks it */
     int vrc = dm_volume_read_header(o->data, &data);
     if (vrc == 0 && o->mask) vrc = dm_volume_read(o->mask, &maskvol);
@@ -346,16 +364,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     if (vrc == 0 && o->mask)
         vrc = o->model.scalar ? dm_volume_check_same_grid(&maskvol, o->mask, &data, o->data)
                               : dm_volume_check_same_space(&maskvol, o->mask, &data, o->data);
-    if (threaded) pthread_join(reader, NULL);
-    if (vrc != 0) goto done;
-    if (tj.rc != 0) {
-        dm_set_error("%s", tj.error);
-        goto done;
-    }
-    if (t.count == 0) {
-        dm_set_error("%s: no streamlines", o->tractogram);
-        goto done;
-    }
+    if (tck_read_end(&tj, vrc) != 0) goto done;
     const double t_load = dm_now_seconds() - t0;
     double t1 = dm_now_seconds();
     dm_commit_grid g;
@@ -442,23 +451,11 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
            *nrmse = NULL, *yhat = NULL, *wruns = NULL;
     unsigned char *mask = NULL;
     int rc = -1, npeaks = 0;
-    /* the tractogram (often a gigabyte) is read on a thread of its own while the data are */
-    tck_job tj = {o->tractogram, &t, 0, ""};
-    pthread_t reader;
-    int threaded = pthread_create(&reader, NULL, read_tck, &tj) == 0;
-    if (!threaded) read_tck(&tj);
+    tck_job tj;
+    tck_read_start(&tj, o->tractogram, &t);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
                                  : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
-    if (threaded) pthread_join(reader, NULL);
-    if (dwi_rc != 0) goto done;
-    if (tj.rc != 0) {
-        dm_set_error("%s", tj.error);
-        goto done;
-    }
-    if (t.count == 0) {
-        dm_set_error("%s: no streamlines", o->tractogram);
-        goto done;
-    }
+    if (tck_read_end(&tj, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
 
     /* the dictionary: built, or read from --dictionary after checking what it was made of */
