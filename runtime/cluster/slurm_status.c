@@ -237,18 +237,27 @@ static void free_run(stage_run *sr, int n)
     free(sr);
 }
 
+/* The run's folder (malloc'd) and its stages with their states; the count, or -1. */
+static int open_run(const char *out, char **dir, stage_run **sr)
+{
+    *dir = run_dir(out);
+    if (!*dir) return -1;
+    int n = read_run(*dir, sr);
+    if (n < 0) {
+        free(*dir);
+        *dir = NULL;
+    }
+    return n;
+}
+
 static const char *state_name[] = {"done", "failed", "running", "pending", "blocked"};
 
 int dm_slurm_status(const char *out, FILE *to)
 {
-    char *dir = run_dir(out);
-    if (!dir) return -1;
+    char *dir;
     stage_run *sr;
-    int n = read_run(dir, &sr);
-    if (n < 0) {
-        free(dir);
-        return -1;
-    }
+    int n = open_run(out, &dir, &sr);
+    if (n < 0) return -1;
     fprintf(to, "%s: SLURM run in %s\n", out, dir);
     int failed = 0, done = 0;
     for (int i = 0; i < n; i++) {
@@ -322,14 +331,10 @@ static void cancel_job(const char *jobid)
 
 int dm_slurm_resubmit(const char *out, FILE *to)
 {
-    char *dir = run_dir(out);
-    if (!dir) return -1;
+    char *dir;
     stage_run *sr;
-    int n = read_run(dir, &sr);
-    if (n < 0) {
-        free(dir);
-        return -1;
-    }
+    int n = open_run(out, &dir, &sr);
+    if (n < 0) return -1;
     int first = 0, rc = 0;
     while (first < n && sr[first].state == T_DONE) first++;
     if (first == n) {

@@ -119,5 +119,34 @@ def read_png(path):
     return out.reshape(height, width, ch) if ch == 3 else out, ctype
 
 
+
+def one_and_two_fibres(d, n, shells, seed=7):
+    """ball_2_sticks data of n one-fibre voxels (f1 = 0.6) beside n crossings at 90 degrees
+    (f1 = f2 = 0.3) in a 2 x n x 1 image, Rician noise at SNR 30; returns (data, bvals, bvecs)
+    with the truth maps saved as d/true_NAME.nii.gz."""
+    rng = np.random.default_rng(seed)
+    maps = {k: np.zeros((2, n, 1)) for k in ["S0", "d", "f1", "th1", "ph1", "f2", "th2", "ph2"]}
+    for r in range(2):
+        for y in range(n):
+            u = rng.normal(size=3)
+            u /= np.linalg.norm(u)
+            w = np.cross(u, rng.normal(size=3))
+            w /= np.linalg.norm(w)
+            f1, f2 = (0.6, 0.0) if r == 0 else (0.3, 0.3)
+            vals = {"S0": 1000, "d": 1.5e-3, "f1": f1, "f2": f2}
+            for i, v in ((1, u), (2, w)):
+                v = v if v[2] >= 0 else -v
+                vals[f"th{i}"] = np.arccos(min(1.0, v[2]))
+                vals[f"ph{i}"] = np.mod(np.arctan2(v[1], v[0]), 2 * np.pi)
+            for k, x in vals.items():
+                maps[k][r, y, 0] = x
+    bvals, bvecs = scheme(d, shells)
+    params = ",".join(f"{k}={save(os.path.join(d, 'true_' + k + '.nii.gz'), m)}"
+                      for k, m in maps.items())
+    data = os.path.join(d, "dwi.nii.gz")
+    dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params", params,
+          "--noise", "rician", "--snr", 30, "--seed", 11, "--out", data)
+    return data, bvals, bvecs
+
 def finish():
     sys.exit(1 if failures else 0)

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from dmtest import check, dimoc, finish, load, save, scheme, workdir
+from dmtest import check, dimoc, finish, load, one_and_two_fibres, save, workdir
 
 d = workdir("model_selection")
 
@@ -33,28 +33,8 @@ for args, frag in [((paths[0],), "give 2 to 15 maps"),
     check(f"select-error-{frag.split()[0].split('.')[0]}", rc != 0 and frag in err, err.strip())
 
 # The pipeline: 40 one-fibre voxels (f1 = 0.6) and 40 crossings at 90 degrees (f1 = f2 = 0.3).
-rng = np.random.default_rng(7)
 n = 40
-maps = {k: np.zeros((2, n, 1)) for k in ["S0", "d", "f1", "th1", "ph1", "f2", "th2", "ph2"]}
-for r in range(2):
-    for y in range(n):
-        u = rng.normal(size=3)
-        u /= np.linalg.norm(u)
-        w = np.cross(u, rng.normal(size=3))
-        w /= np.linalg.norm(w)
-        f1, f2 = (0.6, 0.0) if r == 0 else (0.3, 0.3)
-        vals = {"S0": 1000, "d": 1.5e-3, "f1": f1, "f2": f2}
-        for i, v in ((1, u), (2, w)):
-            v = v if v[2] >= 0 else -v
-            vals[f"th{i}"] = np.arccos(min(1.0, v[2]))
-            vals[f"ph{i}"] = np.mod(np.arctan2(v[1], v[0]), 2 * np.pi)
-        for k, x in vals.items():
-            maps[k][r, y, 0] = x
-bvals, bvecs = scheme(d, "6x0,64x1000,64x2000")
-params = ",".join(f"{k}={save(os.path.join(d, 'true_' + k + '.nii.gz'), m)}" for k, m in maps.items())
-data = os.path.join(d, "dwi.nii.gz")
-dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params", params,
-      "--noise", "rician", "--snr", 30, "--seed", 11, "--out", data)
+data, bvals, bvecs = one_and_two_fibres(d, n, "6x0,64x1000,64x2000")
 pmask = save(os.path.join(d, "pmask.nii.gz"), np.ones((2, n, 1)))
 extra = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
 outdir = os.path.join(d, "sel")

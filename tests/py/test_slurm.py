@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from dmtest import DIMOC, check, dimoc, finish, save, scheme, workdir
+from dmtest import DIMOC, check, dimoc, finish, one_and_two_fibres, save, workdir
 
 started = []  # (name, Popen) of the daemons this test started
 
@@ -178,27 +178,8 @@ def wait_status(out, want, timeout):
 
 
 def phantom(d):
-    rng = np.random.default_rng(7)
     n = 10
-    maps = {k: np.zeros((2, n, 1)) for k in ["S0", "d", "f1", "th1", "ph1", "f2", "th2", "ph2"]}
-    for r in range(2):
-        for y in range(n):
-            u = rng.normal(size=3)
-            u /= np.linalg.norm(u)
-            w = np.cross(u, rng.normal(size=3))
-            w /= np.linalg.norm(w)
-            vals = {"S0": 1000, "d": 1.5e-3, "f1": 0.6 if r == 0 else 0.3, "f2": 0.0 if r == 0 else 0.3}
-            for i, v in ((1, u), (2, w)):
-                v = v if v[2] >= 0 else -v
-                vals[f"th{i}"] = np.arccos(min(1.0, v[2]))
-                vals[f"ph{i}"] = np.mod(np.arctan2(v[1], v[0]), 2 * np.pi)
-            for k, x in vals.items():
-                maps[k][r, y, 0] = x
-    bvals, bvecs = scheme(d, "6x0,32x1000,32x2000")
-    params = ",".join(f"{k}={save(os.path.join(d, 'true_' + k + '.nii.gz'), m)}" for k, m in maps.items())
-    data = os.path.join(d, "dwi.nii.gz")
-    dimoc("simulate", "ball_2_sticks", "--bvals", bvals, "--bvecs", bvecs, "--params", params,
-          "--noise", "rician", "--snr", 30, "--seed", 11, "--out", data)
+    data, bvals, bvecs = one_and_two_fibres(d, n, "6x0,32x1000,32x2000")
     mask = save(os.path.join(d, "mask.nii.gz"), np.ones((2, n, 1)))
     return ["--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs]
 
