@@ -22,7 +22,7 @@ CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti -I/
 # niftilib, znzlib, libpng, giftiio and expat are linked statically so that the binary runs
 # where only libz exists (the GPU machine has no niftilib, no giftiio).  giftiio needs only
 # nifti_datatype_to_string from a niftilib, which libnifti2 provides.
-LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -Wl,-Bdynamic -lz -lm -ldl -lpthread
+LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -Wl,-Bdynamic -lz -lm -ldl -lpthread
 OMPFLAGS := -fopenmp
 
 COMPILER_SRC := $(filter-out compiler/front/fuzz_front.c,$(wildcard compiler/*/*.c))
@@ -126,7 +126,7 @@ FUZZ_IO := nifti text tck tckread
 bin/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_io.h $(FUZZ_IO_SRC)
 	@mkdir -p bin
 	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_IO_SRC) \
-	    -Wl,-Bstatic -lnifti2 -lznz -Wl,-Bdynamic -lz -lm -lpthread
+	    -Wl,-Bstatic -lnifti2 -lznz -ldeflate -Wl,-Bdynamic -lz -lm -lpthread
 fuzz: bin/fuzz-front $(FUZZ_IO:%=bin/fuzz-%)
 	mkdir -p fuzz-corpus && cp -n models/*.model tests/compiler/bad/*.model fuzz-corpus/ 2>/dev/null; \
 	bin/fuzz-front -max_total_time=$(FUZZ_SECONDS) -timeout=5 fuzz-corpus tests/compiler/fuzz-regressions

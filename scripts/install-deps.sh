@@ -3,11 +3,14 @@
 # The CUDA toolkit (NVRTC, headers) is used from $CUDA_HOME (default /usr/local/cuda) when it
 # is there; otherwise Debian's nvidia-cuda-toolkit is installed if the archive offers it.
 set -euo pipefail
-# libgiftiio-dev and libexpat1-dev: GIFTI surfaces (linked statically); mrtrix3: the tests read
+# libdeflate-dev: whole-buffer (de)compression of .nii.gz, about twice zlib's speed (linked
+# statically, so the program needs no libdeflate where it runs); libgiftiio-dev and
+# libexpat1-dev: GIFTI surfaces (linked statically); mrtrix3: the tests read
 # dimoc's .tck files with MRtrix's tckinfo/tckstats (it brings Qt5 and Mesa: ~150-200 MB on a
 # bare system, ~57 MB where those are already installed).  slurm-wlm and munge: the test of
 # `dimoc pipeline --slurm` (tests/py/test_slurm.py) runs its own one-node SLURM.
-pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libpng-dev libgiftiio-dev libexpat1-dev clang
+pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev
+      libexpat1-dev clang
       python3 python3-pip python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3
       slurm-wlm munge)
 missing=()

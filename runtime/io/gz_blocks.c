@@ -1,16 +1,17 @@
-/* gzip members of 1 MiB marked with their sizes (gz_blocks.h). */
+/* gzip members of 1 MiB marked with their sizes, and whole-buffer inflating (gz_blocks.h). */
 #include "io/gz_blocks.h"
 
 #include <errno.h>
+#include <libdeflate.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 enum {
     BLOCK = 1 << 20,    /* uncompressed bytes per member */
     HEAD = 10 + 2 + 12, /* fixed header, XLEN, the "Dm" subfield (4 + 8 bytes) */
     TAIL = 8,           /* CRC32, ISIZE */
+    ROUND = 64,         /* members compressed at once (memory: ROUND x ~1 MiB) */
 };
 
 static void put32(unsigned char *p, uint32_t v)
@@ -27,31 +28,18 @@ static uint32_t get32(const unsigned char *p)
 }
 
 /* One member: header with the sizes, raw deflate, trailer.  Returns its length, 0 on failure. */
-static size_t pack_member(const unsigned char *in, size_t n, int level, unsigned char *out,
-                          size_t cap)
+static size_t pack_member(struct libdeflate_compressor *c, const unsigned char *in, size_t n,
+                          unsigned char *out, size_t cap)
 {
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return 0;
-    z.next_in = (unsigned char *)in;
-    z.avail_in = (uInt)n;
-    z.next_out = out + HEAD;
-    z.avail_out = (uInt)(cap - HEAD - TAIL);
-    int ok = deflate(&z, Z_FINISH) == Z_STREAM_END;
-    size_t body = z.total_out;
-    deflateEnd(&z);
-    if (!ok) return 0;
-    static const unsigned char fixed[12] = {0x1f, 0x8b, 8, 4 /* FEXTRA */, 0, 0, 0, 0, 0,
-                                            255,  12,   0 /* XLEN */};
+    size_t body = libdeflate_deflate_compress(c, in, n, out + HEAD, cap - HEAD - TAIL);
+    if (body == 0) return 0;
+    static const unsigned char fixed[16] = {0x1f, 0x8b, 8,  4 /* FEXTRA */, 0,   0,   0, 0,
+                                            0,    255,  12, 0 /* XLEN */,   'D', 'm', 8, 0};
     memcpy(out, fixed, sizeof fixed);
-    out[12] = 'D';
-    out[13] = 'm';
-    out[14] = 8;
-    out[15] = 0;
     size_t total = HEAD + body + TAIL;
     put32(out + 16, (uint32_t)total);
     put32(out + 20, (uint32_t)n);
-    put32(out + HEAD + body, (uint32_t)crc32(0L, in, (uInt)n));
+    put32(out + HEAD + body, libdeflate_crc32(0, in, n));
     put32(out + HEAD + body + 4, (uint32_t)n);
     return total;
 }
@@ -59,23 +47,23 @@ static size_t pack_member(const unsigned char *in, size_t n, int level, unsigned
 int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level)
 {
     size_t nblocks = len ? (len + BLOCK - 1) / BLOCK : 1;
-    size_t cap = HEAD + TAIL + compressBound(BLOCK);
-    int failed = 0;
-    /* rounds of as many blocks as threads x 4, so that memory stays bounded */
-    enum { ROUND = 64 };
+    size_t cap = HEAD + TAIL + BLOCK + BLOCK / 8 + 1024; /* above deflate's bound for 1 MiB */
     unsigned char *buf = malloc(ROUND * cap);
     size_t len_of[ROUND];
-    if (!buf) {
-        errno = ENOMEM;
-        return -1;
-    }
+    int failed = !buf;
     for (size_t b0 = 0; b0 < nblocks && !failed; b0 += ROUND) {
         size_t nb = nblocks - b0 < ROUND ? nblocks - b0 : ROUND;
-#pragma omp parallel for schedule(dynamic, 1)
-        for (size_t i = 0; i < nb; i++) {
-            size_t at = (b0 + i) * BLOCK, n = len - at < BLOCK ? len - at : BLOCK;
-            len_of[i] = pack_member((const unsigned char *)data + at, len ? n : 0, level,
-                                    buf + i * cap, cap);
+#pragma omp parallel
+        {
+            struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
+#pragma omp for schedule(dynamic, 1)
+            for (size_t i = 0; i < nb; i++) {
+                size_t at = (b0 + i) * BLOCK, n = len - at < BLOCK ? len - at : BLOCK;
+                len_of[i] = c ? pack_member(c, (const unsigned char *)data + at, len ? n : 0,
+                                            buf + i * cap, cap)
+                              : 0;
+            }
+            libdeflate_free_compressor(c);
         }
         for (size_t i = 0; i < nb && !failed; i++) {
             if (!len_of[i]) {
@@ -86,6 +74,7 @@ int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level)
             }
         }
     }
+    if (!buf) errno = ENOMEM;
     free(buf);
     return failed ? -1 : 0;
 }
@@ -96,26 +85,23 @@ int dm_gz_is_blocked(const unsigned char *p, size_t n)
            p[11] == 0 && p[12] == 'D' && p[13] == 'm' && p[14] == 8 && p[15] == 0;
 }
 
-static int unpack_member(const unsigned char *m, size_t mlen, unsigned char *out, size_t n,
-                         size_t want)
+/* A member's n bytes; the first `want` of them into out (a scratch copy when want < n). */
+static int unpack_member(struct libdeflate_decompressor *d, const unsigned char *m, size_t mlen,
+                         unsigned char *out, size_t n, size_t want)
 {
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (inflateInit2(&z, -15) != Z_OK) return -1;
     unsigned char *tmp = want < n ? malloc(n) : NULL;
-    z.next_in = (unsigned char *)m + HEAD;
-    z.avail_in = (uInt)(mlen - HEAD - TAIL);
-    z.next_out = tmp ? tmp : out;
-    z.avail_out = (uInt)n;
-    int ok = (want == n || tmp) && inflate(&z, Z_FINISH) == Z_STREAM_END && z.total_out == n;
-    inflateEnd(&z);
-    ok = ok && crc32(0L, tmp ? tmp : out, (uInt)n) == get32(m + mlen - TAIL);
+    unsigned char *to = tmp ? tmp : out;
+    int ok = (want == n || tmp) &&
+             libdeflate_deflate_decompress(d, m + HEAD, mlen - HEAD - TAIL, to, n, NULL) ==
+                 LIBDEFLATE_SUCCESS &&
+             libdeflate_crc32(0, to, n) == get32(m + mlen - TAIL);
     if (ok && tmp) memcpy(out, tmp, want);
     free(tmp);
     return ok ? 0 : -1;
 }
 
-int dm_gz_read_blocks(const unsigned char *gz, size_t gz_len, unsigned char *out, size_t out_len)
+static int inflate_blocked(const unsigned char *gz, size_t gz_len, unsigned char *out,
+                           size_t out_len)
 {
     /* the members' places first (a walk over their headers), then the inflating in parallel */
     size_t cap = 64, count = 0, have = 0, at = 0;
@@ -128,15 +114,16 @@ int dm_gz_read_blocks(const unsigned char *gz, size_t gz_len, unsigned char *out
         }
         size_t mlen = get32(gz + at + 16), n = get32(gz + at + 20);
         if (mlen < HEAD + TAIL || mlen > gz_len - at || n > BLOCK ||
-            get32(gz + at + mlen - 4) != n) {
+            get32(gz + at + mlen - 4) != n || (n == 0 && have < out_len)) {
             bad = 1;
             break;
         }
         if (count == cap) {
             cap *= 2;
-            pos = realloc(pos, cap * sizeof *pos);
-            dst = realloc(dst, cap * sizeof *dst);
-            if (!pos || !dst) {
+            size_t *p2 = realloc(pos, cap * sizeof *pos), *d2 = realloc(dst, cap * sizeof *dst);
+            if (p2) pos = p2;
+            if (d2) dst = d2;
+            if (!p2 || !d2) {
                 bad = 1;
                 break;
             }
@@ -145,19 +132,72 @@ int dm_gz_read_blocks(const unsigned char *gz, size_t gz_len, unsigned char *out
         dst[count++] = have;
         have += n;
         at += mlen;
-        if (n == 0 && have < out_len) bad = 1; /* an empty member ends the data */
     }
     size_t todo = bad ? 0 : count;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (size_t i = 0; i < todo; i++) {
-        const unsigned char *m = gz + pos[i];
-        size_t n = get32(m + 20), want = out_len - dst[i] < n ? out_len - dst[i] : n;
-        if (unpack_member(m, get32(m + 16), out + dst[i], n, want) != 0) {
+#pragma omp parallel
+    {
+        struct libdeflate_decompressor *d = todo ? libdeflate_alloc_decompressor() : NULL;
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < todo; i++) {
+            const unsigned char *m = gz + pos[i];
+            size_t n = get32(m + 20), want = out_len - dst[i] < n ? out_len - dst[i] : n;
+            if (!d || unpack_member(d, m, get32(m + 16), out + dst[i], n, want) != 0) {
 #pragma omp atomic write
-            bad = 1;
+                bad = 1;
+            }
         }
+        libdeflate_free_decompressor(d);
     }
     free(pos);
     free(dst);
     return bad ? -1 : 0;
+}
+
+/* Any gzip file, member after member, until out_len bytes are out.  libdeflate inflates whole
+ * members only: a member that holds more than is wanted goes through a scratch buffer as large
+ * as its ISIZE says. */
+static int inflate_members(const unsigned char *gz, size_t gz_len, unsigned char *out,
+                           size_t out_len)
+{
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    size_t have = 0, at = 0;
+    int rc = d ? 0 : -1;
+    while (rc == 0 && have < out_len) {
+        if (gz_len - at < 18) {
+            rc = -1;
+            break;
+        }
+        size_t in_used = 0, got = 0, room = out_len - have;
+        uint32_t isize = get32(gz + gz_len - 4); /* the last member's; a hint only */
+        enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, gz + at, gz_len - at,
+                                                                 out + have, room, &in_used, &got);
+        if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+            /* the member holds more than is wanted: into scratch, keep the wanted part */
+            size_t big = room + (isize > room ? isize : room) + BLOCK;
+            for (int tries = 0; tries < 6 && r == LIBDEFLATE_INSUFFICIENT_SPACE; tries++) {
+                unsigned char *tmp = malloc(big);
+                if (!tmp) break;
+                r = libdeflate_gzip_decompress_ex(d, gz + at, gz_len - at, tmp, big, &in_used,
+                                                  &got);
+                if (r == LIBDEFLATE_SUCCESS) memcpy(out + have, tmp, got < room ? got : room);
+                free(tmp);
+                big *= 4;
+            }
+            if (r == LIBDEFLATE_SUCCESS && got > room) got = room;
+        }
+        if (r != LIBDEFLATE_SUCCESS || in_used == 0) {
+            rc = -1;
+            break;
+        }
+        have += got;
+        at += in_used;
+    }
+    libdeflate_free_decompressor(d);
+    return rc;
+}
+
+int dm_gz_inflate(const unsigned char *gz, size_t gz_len, unsigned char *out, size_t out_len)
+{
+    if (dm_gz_is_blocked(gz, gz_len)) return inflate_blocked(gz, gz_len, out, out_len);
+    return inflate_members(gz, gz_len, out, out_len);
 }

@@ -105,26 +105,22 @@ static int load_error(const char *path, const nifti_image *nim)
     return dm_set_error("%s: cannot read the image data", path);
 }
 
-/* A .nii.gz that dimoc wrote (io/gz_blocks.h), inflated on all cores: its first `need` bytes
- * into a malloc'd *raw.  1 when done, 0 when the file is not one (read it as any gzip file), -1
- * when it is damaged. */
-static int read_blocked(const char *file, size_t need, unsigned char **raw)
+/* A .nii.gz read whole and inflated in memory (io/gz_blocks.h: dimoc's own files on all
+ * cores, others by libdeflate in one thread, both faster than zlib's stream): its first `need`
+ * bytes into a malloc'd *raw.  1 when done; 0 when the file should rather be streamed (over
+ * 4 GiB of data: the whole compressed file and the raw bytes would be held beside the doubles);
+ * -1 when it is damaged or short. */
+static int read_gz_whole(const char *file, size_t need, unsigned char **raw)
 {
     *raw = NULL;
+    long long size = file_size(file);
+    if (size <= 0 || need > ((size_t)4 << 30)) return 0;
     FILE *f = fopen(file, "rb");
     if (!f) return 0;
-    unsigned char head[32];
-    size_t got = fread(head, 1, sizeof head, f);
-    long long size = file_size(file);
-    if (!dm_gz_is_blocked(head, got) || size <= 0) {
-        fclose(f);
-        return 0;
-    }
     unsigned char *gz = malloc((size_t)size);
     *raw = malloc(need ? need : 1);
-    int ok = gz && *raw && fseek(f, 0, SEEK_SET) == 0 &&
-             fread(gz, 1, (size_t)size, f) == (size_t)size &&
-             dm_gz_read_blocks(gz, (size_t)size, *raw, need) == 0;
+    int ok = gz && *raw && fread(gz, 1, (size_t)size, f) == (size_t)size &&
+             dm_gz_inflate(gz, (size_t)size, *raw, need) == 0;
     fclose(f);
     free(gz);
     if (!ok) {
@@ -150,7 +146,7 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
     if (nifti_is_gzfile(data_file)) {
         unsigned char *raw;
         size_t offset = (size_t)nim->iname_offset;
-        int r = read_blocked(data_file, offset + total * bytes_per, &raw);
+        int r = read_gz_whole(data_file, offset + total * bytes_per, &raw);
         if (r < 0) return load_error(path, nim);
         if (r == 1) {
             if (swap) nifti_swap_Nbytes((int64_t)total, nim->swapsize, raw + offset);
@@ -613,8 +609,8 @@ int dm_volume_bytes_read(const char *path, dm_volume_bytes *b)
         b->header_len = (size_t)nim->iname_offset;
         size_t nbytes = (size_t)nim->nvox * (size_t)nim->nbyper;
         unsigned char *raw = NULL;
-        int r = nifti_is_gzfile(path) ? read_blocked(path, b->header_len + nbytes, &raw) : 0;
-        if (r != 0) { /* dimoc's own .nii.gz, inflated on all cores */
+        int r = nifti_is_gzfile(path) ? read_gz_whole(path, b->header_len + nbytes, &raw) : 0;
+        if (r != 0) { /* inflated whole */
             if (r < 0) rc = load_error(path, nim);
             b->header = raw;
             b->values = raw ? raw + b->header_len : NULL;
