@@ -379,6 +379,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
         unsigned long long before = plan.select ? st.kept : st.next_id;
         long taken = 0;
         complete = take_batch(&plan, batch, &st, &taken);
+        /* the batch before must be in the file first: one writer at a time, in batch order */
+        tck_job_join(&jobs[cur ^ 1], &st);
         tck_job_start(&jobs[cur], w, batch, taken, gpu ? threads : 1);
         if (sinks_add(&out, batch, taken, gpu, threads) != 0) goto done;
         dm_progress_add(bar, (long)((plan.select ? st.kept : st.next_id) - before));
