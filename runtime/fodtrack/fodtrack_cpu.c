@@ -120,7 +120,8 @@ int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned
     dm_ft_batch_room(b, npoints ? npoints : 1);
     for (int k = 0; k < nt; k++) {
         thread_out *t = &outs[k];
-        memcpy(b->xyz + 3 * b->npoints, t->xyz, 3 * t->npoints * sizeof *t->xyz);
+        if (t->npoints) /* a thread that traced nothing has no buffer */
+            memcpy(b->xyz + 3 * b->npoints, t->xyz, 3 * t->npoints * sizeof *t->xyz);
         for (long i = 0; i < t->count; i++) {
             b->id[b->count] = t->id[i];
             b->npts[b->count] = t->npts[i];
