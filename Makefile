@@ -135,6 +135,8 @@ fuzz: bin/fuzz-front $(FUZZ_IO:%=bin/fuzz-%)
 	        fuzz-corpus-$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; done
 
 # examples/demo.sh runs from the build tree only, so it is not installed.
+# WARM=1: also compile every shipped model's fitters into the installing user's cache
+# (`dimoc warm`: the host compiler's, and NVRTC's where a GPU is usable).
 install: bin/dimoc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dimoc/models \
 	    $(DESTDIR)$(PREFIX)/share/dimoc/templates $(DESTDIR)$(PREFIX)/share/dimoc/pipelines \
@@ -149,6 +151,7 @@ install: bin/dimoc
 	install -d $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack
 	install -m 644 templates/fodtrack/*.h $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/
+	$(if $(WARM),$(DESTDIR)$(PREFIX)/bin/dimoc warm --quiet)
 
 clean:
 	rm -rf build build-asan bin

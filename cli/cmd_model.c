@@ -6,8 +6,9 @@
 #include "util/paths.h"
 #include "util/fsutil.h"
 #include "model/model_info.h"
+#include "fit/fit.h"
+#include "gpu/gpu_device.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,37 +134,17 @@ static void print_number(double x)
 
 static void list_models(void)
 {
-    char *probe = dm_shipped_model_path("ball_1_stick");
+    char **names;
+    int n = dm_shipped_models(&names);
     printf("shipped models:\n");
-    if (!probe) {
-        printf("  (none found beside the program)\n");
-        return;
-    }
-    *strrchr(probe, '/') = 0;
-    DIR *d = opendir(probe);
-    struct dirent *e;
-    char *names[128];
-    int n = 0;
-    while (d && (e = readdir(d)) && n < 128) {
-        size_t len = strlen(e->d_name);
-        if (len > 6 && !strcmp(e->d_name + len - 6, ".model"))
-            names[n++] = strndup(e->d_name, len - 6);
-    }
-    if (d) closedir(d);
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if (strcmp(names[i], names[j]) > 0) {
-                char *t = names[i];
-                names[i] = names[j];
-                names[j] = t;
-            }
+    if (n == 0) printf("  (none found beside the program)\n");
     for (int i = 0; i < n; i++) {
         dm_model_info mi;
         if (dm_model_load(names[i], &mi) == 0) printf("  %-22s %s\n", names[i], mi.description);
         dm_model_info_free(&mi);
         free(names[i]);
     }
-    free(probe);
+    free(names);
 }
 
 int dm_cmd_info(int argc, char **argv)
@@ -233,4 +214,73 @@ int dm_cmd_info(int argc, char **argv)
         mi.flops_prepare, mi.flops_gradient_prepare);
     dm_model_info_free(&mi);
     return 0;
+}
+
+/* ---- dimoc warm ---- */
+
+static const dm_opt warm_opts[] = {
+    {"device", "cpu|gpu|auto", "auto",
+     "which fitters: the host compiler's, NVRTC's for the GPUs here, or both (auto: the GPU's "
+     "where one is usable)"},
+    {"precision", "LIST", "float,double", "the precisions to compile (comma list)"},
+    {"measurements", "M", "105", "the protocol size the GPU's lanes per voxel are chosen for"},
+    {"lanes", "N", "auto", "GPU lanes per voxel instead (1, 2, 4, 8, 16 or 32)"},
+    {"quiet", NULL, NULL, "no line per fitter"},
+    {NULL, NULL, NULL, NULL},
+};
+
+int dm_help_warm(FILE *out)
+{
+    dm_args_help(out, "dimoc warm [MODEL...] [options]",
+                 "Compiles the fitters of the models (shipped names or .model files; none: every\n"
+                 "shipped model) into the caches a fit reads ($XDG_CACHE_HOME/dimoc), so that\n"
+                 "the first fit of each starts at once.  A fit on the GPU compiles for its lanes\n"
+                 "per voxel, which it chooses from the measurement count: warm that count's\n"
+                 "(--measurements) or give --lanes.  `make install WARM=1` runs it for the\n"
+                 "installed models.",
+                 warm_opts);
+    return 0;
+}
+
+int dm_cmd_warm(int argc, char **argv)
+{
+    dm_args a;
+    if (dm_args_parse("warm", warm_opts, argc, argv, &a) != 0) return dm_report_error();
+    dm_warm_request r = {.models = a.npositional ? a.positional : NULL,
+                         .nmodels = a.npositional,
+                         .quiet = dm_arg_given(&a, warm_opts, "quiet")};
+    long m = 105, lanes = 0;
+    int rc = dm_arg_long(&a, warm_opts, "measurements", 1, 100000, &m);
+    if (rc == 0 && dm_arg_given(&a, warm_opts, "lanes")) {
+        rc = dm_arg_long(&a, warm_opts, "lanes", 1, 32, &lanes);
+        if (rc == 0 && (lanes & (lanes - 1)))
+            rc = dm_set_error("--lanes: %ld is not a power of two", lanes);
+    }
+    const char *prec = dm_arg(&a, warm_opts, "precision");
+    for (const char *p = prec; rc == 0 && *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 5 && !strncmp(p, "float", 5))
+            r.real_size[0] = 4;
+        else if (n == 6 && !strncmp(p, "double", 6))
+            r.real_size[1] = 8;
+        else
+            rc = dm_set_error("--precision: '%.*s' is neither float nor double", (int)n, p);
+        p += n + (p[n] == ',');
+    }
+    const char *device = dm_arg(&a, warm_opts, "device");
+    if (rc == 0) {
+        if (!strcmp(device, "cpu")) {
+            r.cpu = 1;
+        } else if (!strcmp(device, "gpu") || !strcmp(device, "auto")) {
+            r.cpu = !strcmp(device, "auto");
+            rc = dm_gpu_resolve_device(device, "warm", &r.gpu);
+        } else {
+            rc = dm_set_error("--device: '%s' is none of cpu, gpu, auto", device);
+        }
+    }
+    r.measurements = (int)m;
+    r.lanes = (int)lanes;
+    if (rc == 0) rc = dm_fit_warm(&r);
+    dm_args_free(&a);
+    return rc == 0 ? 0 : dm_report_error();
 }

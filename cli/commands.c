@@ -18,6 +18,8 @@ const dm_command dm_commands[] = {
      "write its generated source (model.h) and metadata", dm_cmd_compile, dm_help_compile},
     {"info", NULL, "model design", "info [MODEL]",
      "describe a shipped or file model (no MODEL: list them)", dm_cmd_info, dm_help_info},
+    {"warm", NULL, "model design", "warm [MODEL...]",
+     "compile fitters into the cache before the first fit", dm_cmd_warm, dm_help_warm},
     {"fit", NULL, "data", "fit MODEL --data .. --out ..",
      "fit a model voxel by voxel (grid, LM, MCMC)", dm_cmd_fit, dm_help_fit},
     {"simulate", NULL, "data", "simulate MODEL ..",

@@ -67,4 +67,21 @@ void dm_problem_free(dm_problem *p);
 int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
                           const char *measure_spec, int nvol, double **meas, double **bvals_out);
 
+/* `dimoc warm`: the fitters of some models compiled ahead of their first fit, into the same
+ * caches a fit reads (the host compiler's shared objects; NVRTC's GPU code for the GPUs
+ * here), so that a fit finds them and starts at once. */
+typedef struct dm_warm_request {
+    char **models;    /* names or .model files; NULL: every shipped model */
+    int nmodels;
+    int cpu, gpu;     /* which fitters */
+    int real_size[2]; /* the precisions: 4 (float) and/or 8 (double); 0 for none */
+    int lanes;        /* GPU lanes per voxel (0: dm_fit's choice for `measurements`) */
+    int measurements; /* the protocol's size that choice is made for */
+    int quiet;
+} dm_warm_request;
+
+/* Compiles what r asks for, one line each on stdout unless quiet ("ball_2_sticks cpu double
+ * 2.1 s" or "... cached").  0, or -1 with dm_last_error() at the first model that fails. */
+int dm_fit_warm(const dm_warm_request *r);
+
 #endif

@@ -5,6 +5,7 @@
 #include "util/fsutil.h"
 #include "util/paths.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
 
 int dm_model_load(const char *model, dm_model_info *mi)
 {
+    memset(mi, 0, sizeof *mi); /* dm_model_info_free is safe after a failure */
     char *path;
     size_t len = strlen(model);
     if (strchr(model, '/') || (len > 6 && !strcmp(model + len - 6, ".model"))) {
@@ -180,4 +182,37 @@ const char *dm_start_rule_text(const dm_param_info *x, char *buf, int size)
     default: snprintf(buf, size, "%s", ""); break;
     }
     return buf;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int dm_shipped_models(char ***names)
+{
+    *names = NULL;
+    char *probe = dm_shipped_model_path("ball_1_stick");
+    if (!probe) return 0;
+    *strrchr(probe, '/') = 0;
+    DIR *d = opendir(probe);
+    free(probe);
+    if (!d) return 0;
+    int n = 0, cap = 32;
+    char **list = malloc((size_t)cap * sizeof *list);
+    struct dirent *e;
+    while (list && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len <= 6 || strcmp(e->d_name + len - 6, ".model")) continue;
+        if (n == cap) {
+            char **more = realloc(list, (size_t)(cap *= 2) * sizeof *list);
+            if (!more) break;
+            list = more;
+        }
+        list[n++] = strndup(e->d_name, len - 6);
+    }
+    closedir(d);
+    if (list) qsort(list, (size_t)n, sizeof *list, cmp_names);
+    *names = list;
+    return list ? n : 0;
 }

@@ -21,3 +21,14 @@ fi
     && pass installed-files || fail installed-files "templates or docs missing"
 case "$("$inst" help pipeline 2>&1)" in *bedpostx*model_selection*) pass installed-pipelines ;;
     *) fail installed-pipelines "$("$inst" help pipeline 2>&1 | tail -3)" ;; esac
+# WARM=1: the installed program compiles every shipped model's fitters into the installer's cache.
+wprefix="$T/prefix-warm"
+if XDG_CACHE_HOME="$T/cache-install" make -s -C "$ROOT" install PREFIX="$wprefix" WARM=1 \
+        >"$T/install-warm.log" 2>&1; then
+    nso=$(ls "$T/cache-install/dimoc/"*.so 2>/dev/null | wc -l)
+    nmodels=$(ls "$ROOT"/models/*.model | wc -l)
+    [ "$nso" -ge "$((2 * nmodels))" ] && pass install-warm || fail install-warm "$nso fitters for $nmodels models"
+else
+    fail install-warm "$(tail -3 "$T/install-warm.log")"
+fi
+

@@ -1,0 +1,86 @@
+"""dimoc warm: the fitters compiled ahead of a fit land where the fit looks for them.  In a fresh
+cache, `warm ball_1_stick --device cpu --precision double` compiles one fitter; a fit of that model
+then reports no compile (provenance: compile 0 s, the fitter from the cache) and gives the same
+maps as a fit in another fresh cache that compiles for itself; a second warm finds it cached; a
+fit in float still compiles (only double was warmed).  Every shipped model warms without error.
+A misspelt model, a bad precision and --device gpu without a GPU are refused in one line before
+anything is compiled.  `make install WARM=1` warms the installed program's models."""
+import filecmp
+import json
+import os
+import subprocess
+
+from dmtest import DIMOC, check, dimoc, finish, workdir
+
+D = workdir("warm")
+ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def run(cache, *args):
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    return subprocess.run([DIMOC, *map(str, args)], capture_output=True, text=True, env=env)
+
+
+def cached_fitters(cache):
+    d = os.path.join(cache, "dimoc")
+    return sorted(f for f in os.listdir(d) if f.endswith(".so")) if os.path.isdir(d) else []
+
+
+bvals, bvecs = f"{D}/bvals", f"{D}/bvecs"
+dimoc("scheme", "--shells", "3x0,20x1000,20x2000", "--bvals", bvals, "--bvecs", bvecs)
+dimoc("simulate", "ball_1_stick", "--bvals", bvals, "--bvecs", bvecs, "--voxels", 50,
+      "--params", "S0=1000,d=1.5e-3,f1=0.5,th1=1,ph1=2", "--noise", "rician", "--snr", 30,
+      "--out", f"{D}/sim.nii.gz")
+fit = ["fit", "ball_1_stick", "--data", f"{D}/sim.nii.gz", "--bvals", bvals, "--bvecs", bvecs,
+       "--device", "cpu", "--quiet"]
+
+warm, cold = f"{D}/cache-warm", f"{D}/cache-cold"
+p = run(warm, "warm", "ball_1_stick", "--device", "cpu", "--precision", "double")
+check("warm-compiles", p.returncode == 0 and "compiled" in p.stdout
+      and len(cached_fitters(warm)) == 1, p.stdout + p.stderr + str(cached_fitters(warm)))
+p = run(warm, "warm", "ball_1_stick", "--device", "cpu", "--precision", "double")
+check("warm-again-finds-it", p.returncode == 0 and "in the cache" in p.stdout, p.stdout + p.stderr)
+
+p = run(warm, *fit, "--precision", "double", "--out", f"{D}/fit-warm")
+prov = json.load(open(f"{D}/fit-warm/provenance.json")) if p.returncode == 0 else {}
+comp = prov.get("timings_seconds", {}).get("compile")
+check("fit-after-warm-compiles-nothing", p.returncode == 0 and comp == 0,
+      f"compile {comp} s; {p.stderr.strip()}")
+p = run(cold, *fit, "--precision", "double", "--out", f"{D}/fit-cold")
+prov = json.load(open(f"{D}/fit-cold/provenance.json")) if p.returncode == 0 else {}
+comp_cold = prov.get("timings_seconds", {}).get("compile", 0)
+maps = [f for f in sorted(os.listdir(f"{D}/fit-cold")) if f.endswith(".nii.gz")]
+same = maps and all(filecmp.cmp(f"{D}/fit-warm/{f}", f"{D}/fit-cold/{f}", shallow=False)
+                    for f in maps)
+check("warmed-fitter-gives-the-cold-fits-maps", p.returncode == 0 and comp_cold > 0 and same,
+      f"{len(maps)} maps identical; the cold fit compiled for {comp_cold:.2f} s")
+p = run(warm, *fit, "--precision", "float", "--out", f"{D}/fit-float")
+prov = json.load(open(f"{D}/fit-float/provenance.json")) if p.returncode == 0 else {}
+check("only-the-warmed-precision", p.returncode == 0
+      and prov.get("timings_seconds", {}).get("compile", 0) > 0, p.stderr.strip())
+
+every = f"{D}/cache-all"
+p = run(every, "warm", "--device", "cpu", "--quiet")
+shipped = [m[:-6] for m in os.listdir(os.path.join(ROOT, "models")) if m.endswith(".model")]
+check("warm-every-shipped-model", p.returncode == 0 and p.stdout == ""
+      and len(cached_fitters(every)) == 2 * len(shipped),
+      f"{len(cached_fitters(every))} fitters for {len(shipped)} models; {p.stderr.strip()}")
+
+bad = f"{D}/cache-bad"
+for args, frag in [(["ball_1_stick", "no_such_model"], "unknown model 'no_such_model'"),
+                   (["--precision", "half"], "'half' is neither float nor double"),
+                   (["--device", "tpu"], "'tpu'"),
+                   (["--lanes", "3"], "not a power of two"),
+                   (["--bogus"], "unknown option")]:
+    p = run(bad, "warm", "--device", "cpu", *args) if "--device" not in args else run(bad, "warm", *args)
+    check(f"warm-refuses-{frag.split()[0].strip(chr(39))}", p.returncode != 0
+          and frag in p.stderr and p.stderr.count("\n") == 1 and not cached_fitters(bad),
+          p.stderr.strip())
+p = run(bad, "warm", "ball_1_stick", "--device", "gpu", "--precision", "float")
+if p.returncode == 0:  # a GPU is here: its fitter compiled (and no host one)
+    check("warm-gpu-compiles-for-the-gpu", "gpu sm_" in p.stdout and not cached_fitters(bad),
+          p.stdout.strip())
+else:
+    check("warm-gpu-without-gpu-refused", "no usable GPU" in p.stderr
+          and p.stderr.count("\n") == 1 and not cached_fitters(bad), p.stderr.strip())
+finish()
