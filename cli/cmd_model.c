@@ -220,8 +220,9 @@ int dm_cmd_info(int argc, char **argv)
 
 static const dm_opt warm_opts[] = {
     {"device", "cpu|gpu|auto", "auto",
-     "which fitters: the host compiler's, NVRTC's for the GPUs here, or both (auto: the GPU's "
-     "where one is usable)"},
+     "the fitters of CPU fits (the host compiler's) or of GPU fits (NVRTC's for the GPUs here, "
+     "and the host one a GPU fit uses for its outputs); auto: a GPU fit's where a GPU is "
+     "usable, else a CPU fit's"},
     {"precision", "LIST", "float,double", "the precisions to compile (comma list)"},
     {"measurements", "M", "105", "the protocol size the GPU's lanes per voxel are chosen for"},
     {"lanes", "N", "auto", "GPU lanes per voxel instead (1, 2, 4, 8, 16 or 32)"},
@@ -272,7 +273,7 @@ int dm_cmd_warm(int argc, char **argv)
         if (!strcmp(device, "cpu")) {
             r.cpu = 1;
         } else if (!strcmp(device, "gpu") || !strcmp(device, "auto")) {
-            r.cpu = !strcmp(device, "auto");
+            r.cpu = 1; /* a GPU fit too loads the host fitter (derived outputs, predictions) */
             rc = dm_gpu_resolve_device(device, "warm", &r.gpu);
         } else {
             rc = dm_set_error("--device: '%s' is none of cpu, gpu, auto", device);
