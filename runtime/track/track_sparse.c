@@ -234,7 +234,7 @@ int dm_sparse_write_dot(const dm_sparse *m, const char *path, unsigned int nrows
         dm_sparse_init(&t);
         if (reserve(&t, m->n) != 0) return dm_set_error("%s: out of memory", path);
         for (size_t i = 0; i < m->n; i++) t.keys[i] = swap_key(m->keys[i]);
-        qsort(t.keys, m->n, sizeof *t.keys, cmp_u64);
+        if (m->n) qsort(t.keys, m->n, sizeof *t.keys, cmp_u64); /* none: no array */
         /* counts follow their keys: look each one up in m (sorted) */
         for (size_t i = 0; i < m->n; i++) {
             unsigned long long k = swap_key(t.keys[i]);
