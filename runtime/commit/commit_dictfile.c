@@ -304,15 +304,25 @@ static const char *facts_differ(const dm_commit_dict_facts *got, const dm_commit
                  "it was made with --min-length %g --max-length %g, this run has %g and %g",
                  got->min_len, got->max_len, want->min_len, want->max_len);
     else if (got->blur_core != want->blur_core || got->blur_gauss != want->blur_gauss ||
-             got->blur_spacing != want->blur_spacing || got->blur_gauss_min != want->blur_gauss_min)
-        snprintf(why, len, "%s",
-                 !facts_blur(got) ? "it was made without blur, this run has --blur-core-extent or "
-                                    "--blur-gauss-extent"
-                 : !facts_blur(want)
-                     ? "it was made with blur (--blur-*), this run has none"
-                     : "it was made with other --blur-core-extent, --blur-gauss-extent, "
-                       "--blur-spacing or --blur-gauss-min than this run's");
-    else if (got->ndirs != want->ndirs)
+             got->blur_spacing != want->blur_spacing ||
+             got->blur_gauss_min != want->blur_gauss_min) {
+        if (!facts_blur(got))
+            snprintf(why, len,
+                     "it was made without blur, this run has --blur-core-extent %g "
+                     "--blur-gauss-extent %g",
+                     want->blur_core, want->blur_gauss);
+        else if (!facts_blur(want))
+            snprintf(why, len,
+                     "it was made with blur (--blur-core-extent %g --blur-gauss-extent "
+                     "%g), this run has none",
+                     got->blur_core, got->blur_gauss);
+        else
+            snprintf(why, len,
+                     "it was made with --blur-core-extent %g --blur-gauss-extent %g "
+                     "--blur-spacing %g --blur-gauss-min %g, this run has %g, %g, %g and %g",
+                     got->blur_core, got->blur_gauss, got->blur_spacing, got->blur_gauss_min,
+                     want->blur_core, want->blur_gauss, want->blur_spacing, want->blur_gauss_min);
+    } else if (got->ndirs != want->ndirs)
         snprintf(why, len,
                  "it was made with %u lookup directions (--ndirs; 1 for volume-fractions), this "
                  "run has %u",
