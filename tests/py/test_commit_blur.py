@@ -38,7 +38,8 @@ BLUR = ["--blur-core-extent", str(CORE), "--blur-gauss-extent", str(GAUSS)]
 
 
 def base(p, tck=None, mask=True):
-    return ["--tractogram", tck or p["tck"], "--data", p["dwi"]] + (["--mask", p["wm"]] if mask else [])
+    args = ["--tractogram", tck or p["tck"], "--data", p["dwi"]]
+    return args + (["--mask", p["wm"]] if mask else [])
 
 
 def full(p, out, *extra, expect_ok=True):
@@ -111,8 +112,9 @@ def against_commit(d, p):
     tdi = np.zeros(grid)
     for r in recs:
         np.add.at(tdi, r[2]["v"].astype(np.int64), r[2]["l"].astype(float))
+    # (COMMIT's load_dictionary divides its segment lengths by the streamline's norm)
     tdi_p = np.bincount(z["ic_vox"].astype(np.int64),
-                        weights=z["ic_len"] * z["trk_norm"][z["ic_str"]])  # COMMIT divides by the norm
+                        weights=z["ic_len"] * z["trk_norm"][z["ic_str"]])
     fit = peer["fit_mask"].ravel(order="F")
     same_vox = np.array_equal(tdi > 0, fit)
     tdi_rel = np.abs(tdi[fit] - tdi_p).max() / tdi_p.max() if same_vox else np.inf
