@@ -230,6 +230,14 @@ static const dm_opt commit_opts[] = {
     {"min-seg-len", "MM", "1e-3", "pieces of segments shorter than this are left out"},
     {"min-length", "MM", "0", "streamlines not longer than this inside the mask are left out"},
     {"max-length", "MM", "250", "streamlines not shorter than this inside the mask are left out"},
+    {"blur-core-extent", "MM", "0",
+     "blur (trk2dictionary's blur_core_extent): each streamline also counts as parallel copies "
+     "around it, of weight 1 out to this radius (0 with --blur-gauss-extent 0: no blur)"},
+    {"blur-gauss-extent", "MM", "0",
+     "blur beyond the core: copies out to this much further, weighted by a Gaussian that falls "
+     "to --blur-gauss-min at the rim"},
+    {"blur-spacing", "MM", "0.25", "blur: the spacing of the square grid of the copies"},
+    {"blur-gauss-min", "W", "0.1", "blur: the Gaussian's weight at the rim, in (0, 1)"},
     {"vf-thr", "F", "0.1",
      "a peak below this fraction of its voxel's largest gets no zeppelin (COMMIT's vf_THR)"},
     {"ndirs", "N", "500", "directions of the response tables over the half sphere"},
@@ -284,6 +292,9 @@ int dm_help_commit(FILE *out)
         "  fit_RMSE.nii.gz, fit_NRMSE.nii.gz   the fit's error per voxel (b=0 included)\n"
         "  filtered.tck             the streamlines of weight > 0\n"
         "and provenance.json with the time of each stage.\n"
+        "\n"
+        "With --blur-core-extent or --blur-gauss-extent > 0 each streamline stands for a tube:\n"
+        "parallel copies around it, weighted (trk2dictionary's blur; docs/commit.md, \"Blur\").\n"
         "\n"
         "The dictionary stage alone, over a share of the streamlines (a cluster job each):\n"
         "  dimoc commit --tractogram T.tck --data DWI --mask WM --stage dictionary --part K/N \\\n"
@@ -382,6 +393,18 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "min-length", &o.min_len);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "max-length", &o.max_len);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "vf-thr", &o.vf_thr);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-core-extent", &o.blur_core);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-gauss-extent", &o.blur_gauss);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-spacing", &o.blur_spacing);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-gauss-min", &o.blur_gauss_min);
+    if (rc == 0 &&
+        !(o.blur_core >= 0 && o.blur_gauss >= 0 && isfinite(o.blur_core) && isfinite(o.blur_gauss)))
+        rc = dm_set_error("commit: --blur-core-extent and --blur-gauss-extent must be >= 0");
+    if (rc == 0 && (o.blur_core > 0 || o.blur_gauss > 0) &&
+        !(o.blur_spacing > 0 && isfinite(o.blur_spacing) && o.blur_gauss_min > 0 &&
+          o.blur_gauss_min < 1))
+        rc = dm_set_error("commit: blur: --blur-spacing must be > 0 and --blur-gauss-min in (0, "
+                          "1)");
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol", &o.tol_fun);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol-x", &o.tol_x);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda", &o.lambda_frac);

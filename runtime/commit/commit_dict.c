@@ -51,10 +51,11 @@ static long voxel_of(const dm_commit_grid *g, const double v[3])
 
 /* The pieces of the segment a -> b (voxel coordinates; world length wlen mm, world direction
  * u): cut where it crosses a voxel boundary (half-integer coordinates), each piece in the voxel
- * of its midpoint.  Adds the kept length to *len. */
+ * of its midpoint, counted weight x its length and dropped when that is not above min_seg (a
+ * blur copy's weight; 1 otherwise).  Adds the kept pieces' length to *len. */
 static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const double a[3],
-                const double b[3], double wlen, const double u[3], double min_seg, pieces *out,
-                double *len)
+                const double b[3], double wlen, const double u[3], double weight, double min_seg,
+                pieces *out, double *len)
 {
     double cut[64];
     int nc = 0;
@@ -77,7 +78,7 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
         }
     const unsigned short dir = dm_commit_dirs_index(dirs, u);
     for (int i = 0; i + 1 < nc; i++) {
-        double piece_len = (cut[i + 1] - cut[i]) * wlen;
+        double piece_len = weight * ((cut[i + 1] - cut[i]) * wlen);
         if (piece_len <= min_seg) continue;
         double t = 0.5 * (cut[i] + cut[i + 1]), m[3];
         for (int ax = 0; ax < 3; ax++) m[ax] = a[ax] + t * (b[ax] - a[ax]);
@@ -89,38 +90,245 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
     return 0;
 }
 
-/* Streamline s's merged pieces (sorted by voxel, then direction) into out; its length and norm. */
-static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
-                             const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
-                             pieces *out, double *length, double *norm)
+/* The segment a -> b (voxel coordinates) walked in parts of at most 16 voxels on any axis (room
+ * for the cuts of walk). */
+static int step_pieces(const dm_commit_grid *g, const dm_commit_dirs *dirs, const double a[3],
+                       const double b[3], double wlen, const double u[3], double weight,
+                       double min_seg, pieces *out, double *len)
 {
-    out->n = 0;
-    *length = 0;
-    *norm = 0;
+    double span = fmax(fabs(b[0] - a[0]), fmax(fabs(b[1] - a[1]), fabs(b[2] - a[2])));
+    int parts = (int)ceil(span / 16.0);
+    if (parts < 1) parts = 1;
+    for (int q = 0; q < parts; q++) {
+        double a2[3], b2[3];
+        for (int ax = 0; ax < 3; ax++) {
+            a2[ax] = a[ax] + (b[ax] - a[ax]) * q / parts;
+            b2[ax] = a[ax] + (b[ax] - a[ax]) * (q + 1) / parts;
+        }
+        if (walk(g, dirs, a2, b2, wlen / parts, u, weight, min_seg, out, len) != 0) return -1;
+    }
+    return 0;
+}
+
+/* ---- blur ---- */
+
+int dm_commit_blur_on(const dm_commit_dict_options *o)
+{
+    return o->blur_core > 0 || o->blur_gauss > 0;
+}
+
+long dm_commit_blur_copies(const dm_commit_dict_options *o, double *rho, double *angle,
+                           double *weight)
+{
+    if (!dm_commit_blur_on(o)) {
+        if (rho) rho[0] = angle[0] = 0, weight[0] = 1;
+        return 1;
+    }
+    /* COMMIT: tmp = arange(0, R + 1e-6, spacing), then its negatives (-tmp[1:] reversed) after
+     * it; the grid meshgrid(tmp, tmp) row by row (y outer, x inner), the points of r <= R */
+    const double R = o->blur_core + o->blur_gauss, h = o->blur_spacing;
+    const double nt = ceil((R + 1e-6) / h);
+    if (!(nt >= 1) || (2 * nt - 1) * (2 * nt - 1) > 100000)
+        return dm_set_error("commit: a blur of extent %g mm on a grid of %g mm has too many copies "
+                            "(over 100000 grid points): a coarser --blur-spacing",
+                            R, h);
+    const long n = (long)nt, m = 2 * n - 1;
+    double sigma = 0;
+    if (o->blur_gauss > 0) /* COMMIT keeps sigma in single precision (a cdef float) */
+        sigma = (float)(o->blur_gauss / sqrt(-2.0 * log(o->blur_gauss_min)));
+    long k = 0;
+    for (long iy = 0; iy < m; iy++)
+        for (long ix = 0; ix < m; ix++) {
+            double y = iy < n ? iy * h : -((m - iy) * h), x = ix < n ? ix * h : -((m - ix) * h);
+            double r = sqrt(x * x + y * y);
+            if (!(r <= R)) continue;
+            double w = 1;
+            if (o->blur_gauss > 0 && r > o->blur_core)
+                w = exp(-(r - o->blur_core) * (r - o->blur_core) / (2.0 * sigma * sigma));
+            if (w < 1e-3) continue; /* COMMIT skips them as it carries the copies along */
+            if (rho) rho[k] = r, angle[k] = atan2(y, x), weight[k] = w;
+            k++;
+        }
+    return k;
+}
+
+/* The blur's copies and the frame they are placed in. */
+typedef struct {
+    long n;                  /* copies, the central one (rho 0) first */
+    double *rho, *angle, *w; /* n each */
+    double v2w[3][3];        /* voxel -> world, the linear part */
+    double pix[3];           /* voxel sizes: the columns' norms of v2w */
+} blur_table;
+
+static void cross(const double a[3], const double b[3], double c[3])
+{
+    c[0] = a[1] * b[2] - a[2] * b[1];
+    c[1] = a[2] * b[0] - a[0] * b[2];
+    c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static double normalise(double v[3])
+{
+    double n = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    if (n > 0)
+        for (int i = 0; i < 3; i++) v[i] /= n;
+    return n;
+}
+
+static void world_to_voxel(const dm_commit_grid *g, const double shift[3], const double p[3],
+                           double v[3])
+{
+    for (int i = 0; i < 3; i++)
+        v[i] = g->w2v[i][0] * p[0] + g->w2v[i][1] * p[1] + g->w2v[i][2] * p[2] + g->w2v[i][3] +
+               shift[i];
+}
+
+/* The copies of streamline s other than the central one, their pieces appended to out (weight
+ * x length each).  As COMMIT: each copy starts at its grid point in the plane through the first
+ * point perpendicular to the first step, the grid's axes from COMMIT's frame (the voxel axes
+ * scaled to mm: n = (d_y - d_z, d_z - d_x, d_x - d_y) of the first step d there, turned by the
+ * copy's angle about d); at each point P_i the copies move along the step P_i - P_{i-1} up to
+ * the plane through P_i that bisects that step and the next (the last point: perpendicular to
+ * its step), a copy that would move backwards staying where it is.  The world frame, so lengths
+ * and planes are the world's (COMMIT's frame is the same for an affine without shear). */
+static int blur_pieces(const dm_tck *t, long s, const dm_commit_grid *g, const dm_commit_dirs *dirs,
+                       const dm_commit_dict_options *o, const blur_table *bl, pieces *out)
+{
     const float *p = t->xyz + 3 * t->start[s];
-    const long np = t->npoints[s];
-    for (long i = 0; i + 1 < np; i++) {
-        const float *pa = p + 3 * i, *pb = p + 3 * (i + 1);
-        double u[3] = {(double)pb[0] - pa[0], (double)pb[1] - pa[1], (double)pb[2] - pa[2]};
-        double wlen = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-        if (!(wlen > 0)) continue;
-        double a[3], b[3];
-        to_voxel(g, o->shift, pa, a);
-        to_voxel(g, o->shift, pb, b);
-        /* a long segment is walked in parts of at most 16 voxels on any axis (room for cuts) */
-        double span = fmax(fabs(b[0] - a[0]), fmax(fabs(b[1] - a[1]), fabs(b[2] - a[2])));
-        int parts = (int)ceil(span / 16.0);
-        if (parts < 1) parts = 1;
-        for (int q = 0; q < parts; q++) {
-            double a2[3], b2[3];
-            for (int ax = 0; ax < 3; ax++) {
-                a2[ax] = a[ax] + (b[ax] - a[ax]) * q / parts;
-                b2[ax] = a[ax] + (b[ax] - a[ax]) * (q + 1) / parts;
-            }
-            if (walk(g, dirs, a2, b2, wlen / parts, u, o->min_seg_len, out, length) != 0) return -1;
+    const long np = t->npoints[s], nc = bl->n - 1;
+    if (np < 2 || nc < 1) return 0;
+    long i0 = 0; /* the first step of nonzero length */
+    double d[3] = {0, 0, 0};
+    for (; i0 + 1 < np; i0++) {
+        for (int a = 0; a < 3; a++) d[a] = (double)p[3 * (i0 + 1) + a] - p[3 * i0 + a];
+        if (normalise(d) > 0) break;
+    }
+    if (i0 + 1 >= np) return 0;
+    /* the first step in COMMIT's frame: dc = diag(pix) W d; its normal n there */
+    double dc[3], nc_[3], m[3];
+    for (int i = 0; i < 3; i++)
+        dc[i] = bl->pix[i] * (g->w2v[i][0] * d[0] + g->w2v[i][1] * d[1] + g->w2v[i][2] * d[2]);
+    normalise(dc);
+    nc_[0] = dc[1] - dc[2];
+    nc_[1] = dc[2] - dc[0];
+    nc_[2] = dc[0] - dc[1];
+    if (!(normalise(nc_) > 1e-12)) { /* d along (1, 1, 1): COMMIT's n is 0 (all copies on the
+                                        streamline); any normal here */
+        const double ex[3] = {1, 0, 0};
+        cross(dc, ex, nc_);
+        normalise(nc_);
+    }
+    cross(dc, nc_, m);
+    double *pos = malloc((size_t)nc * 3 * sizeof *pos);
+    if (!pos) return -1;
+    for (long k = 0; k < nc; k++) {
+        const double ca = cos(bl->angle[k + 1]), sa = sin(bl->angle[k + 1]);
+        double rc[3], rw[3];
+        for (int i = 0; i < 3; i++) rc[i] = (ca * nc_[i] + sa * m[i]) / bl->pix[i];
+        for (int i = 0; i < 3; i++)
+            rw[i] = bl->v2w[i][0] * rc[0] + bl->v2w[i][1] * rc[1] + bl->v2w[i][2] * rc[2];
+        normalise(rw);
+        for (int i = 0; i < 3; i++) pos[3 * k + i] = (double)p[3 * i0 + i] + bl->rho[k + 1] * rw[i];
+    }
+    double dummy = 0;
+    int rc = 0;
+    for (long i = i0 + 1; i < np && rc == 0; i++) {
+        double d1[3], d2[3], nn[3], S[3];
+        for (int a = 0; a < 3; a++) {
+            S[a] = p[3 * i + a];
+            d1[a] = S[a] - p[3 * (i - 1) + a];
+        }
+        if (!(normalise(d1) > 0)) continue;
+        for (int a = 0; a < 3; a++) d2[a] = i + 1 < np ? (double)p[3 * (i + 1) + a] - S[a] : 0;
+        if (!(normalise(d2) > 0)) memcpy(d2, d1, sizeof d2);
+        for (int a = 0; a < 3; a++) nn[a] = 0.5 * (d1[a] + d2[a]);
+        double dot = d1[0] * nn[0] + d1[1] * nn[1] + d1[2] * nn[2];
+        if (dot > 1e-9)
+            for (int a = 0; a < 3; a++) nn[a] /= dot;
+        else /* a full turn back: the plane perpendicular to the step */
+            memcpy(nn, d1, sizeof nn);
+        for (long k = 0; k < nc && rc == 0; k++) {
+            double *P = pos + 3 * k, Q[3], va[3], vb[3];
+            double len = (S[0] - P[0]) * nn[0] + (S[1] - P[1]) * nn[1] + (S[2] - P[2]) * nn[2];
+            if (!(len > 0)) continue;
+            for (int a = 0; a < 3; a++) Q[a] = P[a] + d1[a] * len;
+            world_to_voxel(g, o->shift, P, va);
+            world_to_voxel(g, o->shift, Q, vb);
+            rc = step_pieces(g, dirs, va, vb, len, d1, bl->w[k + 1], o->min_seg_len, out, &dummy);
+            memcpy(P, Q, sizeof Q);
         }
     }
-    if (out->n == 0) return 0;
+    free(pos);
+    return rc;
+}
+
+static void blur_table_free(blur_table *b)
+{
+    free(b->rho);
+    free(b->angle);
+    free(b->w);
+    memset(b, 0, sizeof *b);
+}
+
+/* The copies of o's blur and the grid's voxel -> world matrix and voxel sizes.  0, or -1 with
+ * the error set. */
+static int blur_table_make(const dm_commit_grid *g, const dm_commit_dict_options *o, blur_table *b)
+{
+    memset(b, 0, sizeof *b);
+    long n = dm_commit_blur_copies(o, NULL, NULL, NULL);
+    if (n < 0) return -1;
+    b->rho = malloc((size_t)n * sizeof *b->rho);
+    b->angle = malloc((size_t)n * sizeof *b->angle);
+    b->w = malloc((size_t)n * sizeof *b->w);
+    if (!b->rho || !b->angle || !b->w) {
+        blur_table_free(b);
+        return dm_set_error("commit: out of memory for the blur");
+    }
+    b->n = dm_commit_blur_copies(o, b->rho, b->angle, b->w);
+    /* the inverse of w2v's linear part, by cofactors */
+    const double(*W)[4] = g->w2v;
+    double det = W[0][0] * (W[1][1] * W[2][2] - W[1][2] * W[2][1]) -
+                 W[0][1] * (W[1][0] * W[2][2] - W[1][2] * W[2][0]) +
+                 W[0][2] * (W[1][0] * W[2][1] - W[1][1] * W[2][0]);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            const int j1 = (j + 1) % 3, j2 = (j + 2) % 3, i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+            b->v2w[i][j] = (W[j1][i1] * W[j2][i2] - W[j1][i2] * W[j2][i1]) / det;
+        }
+    for (int j = 0; j < 3; j++)
+        b->pix[j] = sqrt(b->v2w[0][j] * b->v2w[0][j] + b->v2w[1][j] * b->v2w[1][j] +
+                         b->v2w[2][j] * b->v2w[2][j]);
+    return 0;
+}
+
+static int piece_order(const void *x, const void *y)
+{
+    const piece *a = x, *b = y;
+    if (a->vox != b->vox) return a->vox < b->vox ? -1 : 1;
+    if (a->dir != b->dir) return a->dir < b->dir ? -1 : 1;
+    return 0;
+}
+
+/* The pieces sorted by voxel and direction, those of one (voxel, direction) summed. */
+static void merge_sorted(pieces *out)
+{
+    qsort(out->p, (size_t)out->n, sizeof *out->p, piece_order);
+    long m = 0;
+    for (long i = 0; i < out->n;) {
+        double sum = 0;
+        long j = i;
+        for (; j < out->n && piece_order(&out->p[i], &out->p[j]) == 0; j++) sum += out->p[j].len;
+        out->p[m] = out->p[i];
+        out->p[m++].len = (float)sum;
+        i = j;
+    }
+    out->n = m;
+}
+
+/* The pieces sorted by voxel and direction, those of one (voxel, direction) summed in the order
+ * they came (a streamline without blur: few of them). */
+static void merge_few(pieces *out)
+{
     /* most repeats of a (voxel, direction) are consecutive pieces: merge those first, then sort
      * the few left by voxel and direction (insertion: a streamline holds tens of them) */
     long c = 0;
@@ -140,6 +348,35 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
             out->p[j] = out->p[j - 1];
         out->p[j] = x;
     }
+}
+
+/* Streamline s's merged pieces (sorted by voxel, then direction) into out; its length and norm
+ * (with bl: its blur's copies too; the length stays the central copy's). */
+static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
+                             const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
+                             const blur_table *bl, pieces *out, double *length, double *norm)
+{
+    out->n = 0;
+    *length = 0;
+    *norm = 0;
+    const float *p = t->xyz + 3 * t->start[s];
+    const long np = t->npoints[s];
+    for (long i = 0; i + 1 < np; i++) {
+        const float *pa = p + 3 * i, *pb = p + 3 * (i + 1);
+        double u[3] = {(double)pb[0] - pa[0], (double)pb[1] - pa[1], (double)pb[2] - pa[2]};
+        double wlen = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        if (!(wlen > 0)) continue;
+        double a[3], b[3];
+        to_voxel(g, o->shift, pa, a);
+        to_voxel(g, o->shift, pb, b);
+        if (step_pieces(g, dirs, a, b, wlen, u, 1.0, o->min_seg_len, out, length) != 0) return -1;
+    }
+    if (bl) {
+        if (blur_pieces(t, s, g, dirs, o, bl, out) != 0) return -1;
+        if (out->n > 0) merge_sorted(out);
+    }
+    if (out->n == 0) return 0;
+    if (!bl) merge_few(out);
     long m = 0;
     double in_vox = 0, sq = 0;
     for (long i = 0; i < out->n; i++) {
@@ -166,6 +403,12 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
     const long n = t->count;
     if ((size_t)g->nx * g->ny * g->nz > UINT_MAX)
         return dm_set_error("commit: an image of more than %u voxels is not supported", UINT_MAX);
+    blur_table bt, *blur = NULL;
+    memset(&bt, 0, sizeof bt);
+    if (dm_commit_blur_on(o)) {
+        if (blur_table_make(g, o, &bt) != 0) return -1;
+        blur = &bt;
+    }
     d->nstr = n;
     d->kept = calloc((size_t)(n ? n : 1), 1);
     d->length = calloc((size_t)(n ? n : 1), sizeof *d->length);
@@ -188,7 +431,7 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
         for (long s = first; s < end; s++) {
             if (failed) continue;
             double len, norm;
-            if (streamline_pieces(t, s, g, dirs, o, &buf, &len, &norm) != 0) {
+            if (streamline_pieces(t, s, g, dirs, o, blur, &buf, &len, &norm) != 0) {
                 failed = 1;
                 continue;
             }
@@ -238,6 +481,7 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
     free(at_arena);
     free(in_arena);
     free(count);
+    blur_table_free(&bt);
     return 0;
 oom:
     for (int k = 0; arena && k < nt; k++) free(arena[k].p);
@@ -245,6 +489,7 @@ oom:
     free(at_arena);
     free(in_arena);
     free(count);
+    blur_table_free(&bt);
     dm_commit_dict_free(d);
     return dm_set_error("commit: out of memory for the dictionary");
 }

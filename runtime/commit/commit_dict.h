@@ -7,7 +7,16 @@
  *
  * Geometry: .tck points are world mm; a voxel is the cube of one voxel size around its centre
  * (MRtrix's and NIfTI's convention), so COMMIT's fiber_shift = 0.5 for MRtrix tractograms is
- * shift 0 here; `shift` (voxel units) moves the streamlines by that much more. */
+ * shift 0 here; `shift` (voxel units) moves the streamlines by that much more.
+ *
+ * Blur (trk2dictionary's blur_core_extent, blur_gauss_extent, blur_spacing, blur_gauss_min):
+ * each streamline is replicated as parallel copies, started on a square grid of spacing
+ * `blur_spacing` in the plane perpendicular to its first step, out to radius core + gauss, and
+ * carried along from each step's bisecting plane to the next; a copy's pieces count weight x
+ * length (weight 1 within the core, a Gaussian beyond it that falls to blur_gauss_min at the
+ * rim; copies of weight < 1e-3 dropped).  The streamline's length (`length`) is the central
+ * copy's alone; its norm is that of all copies' weighted lengths per voxel.
+ * docs/commit-facts.md, section 2, says what COMMIT 2.4.2 computes. */
 #ifndef DIMOC_COMMIT_DICT_H
 #define DIMOC_COMMIT_DICT_H
 
@@ -25,7 +34,20 @@ typedef struct dm_commit_dict_options {
     double min_seg_len;      /* mm: shorter pieces are dropped (COMMIT: 1e-3) */
     double min_len, max_len; /* mm: the kept streamlines' lengths in the mask (0, 250) */
     int threads;
+    /* blur: off when both extents are 0 (then the other two are not read) */
+    double blur_core, blur_gauss; /* mm: the core's radius, the Gaussian's extent beyond it */
+    double blur_spacing;          /* mm: the grid of the copies (COMMIT: 0.25) */
+    double blur_gauss_min;        /* the weight at the rim, in (0, 1) (COMMIT: 0.1) */
 } dm_commit_dict_options;
+
+/* Blur on: an extent > 0. */
+int dm_commit_blur_on(const dm_commit_dict_options *o);
+/* The copies of the blur (COMMIT's grid, order and weights), the central one first: n, and with
+ * rho, angle, weight non-NULL (room for n) their radius (mm), angle (radians) and weight; copies
+ * of weight < 1e-3 are left out.  -1 with the error set when there would be more than 100000
+ * grid points (a spacing too fine for the extents). */
+long dm_commit_blur_copies(const dm_commit_dict_options *o, double *rho, double *angle,
+                           double *weight);
 
 typedef struct dm_commit_dict {
     long nstr;           /* streamlines of the tractogram */

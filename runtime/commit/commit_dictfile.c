@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 
 static const char MAGIC[8] = {'D', 'M', 'C', 'O', 'M', 'D', 'I', 'C'};
-enum { VERSION = 1, HEADER_BYTES = 200, STR_BYTES = 16, SEG_BYTES = 10 };
+/* format 1: no blur, 200 bytes; format 2: blur, its four numbers after format 1's fields */
+enum { VERSION = 1, VERSION_BLUR = 2, HEADER_BYTES = 200, HEADER_BLUR_BYTES = 232 };
+enum { STR_BYTES = 16, SEG_BYTES = 10 };
 
 /* ---- the checksums ---- */
 
@@ -79,6 +81,17 @@ void dm_commit_dict_facts_make(const dm_tck *t, const dm_commit_grid *g, unsigne
     f->min_seg_len = o->min_seg_len;
     f->min_len = o->min_len;
     f->max_len = o->max_len;
+    if (dm_commit_blur_on(o)) {
+        f->blur_core = o->blur_core;
+        f->blur_gauss = o->blur_gauss;
+        f->blur_spacing = o->blur_spacing;
+        f->blur_gauss_min = o->blur_gauss_min;
+    }
+}
+
+static int facts_blur(const dm_commit_dict_facts *f)
+{
+    return f->blur_core > 0 || f->blur_gauss > 0;
 }
 
 /* ---- little-endian fields ---- */
@@ -128,12 +141,13 @@ static double get_f64(const unsigned char **p)
 }
 
 /* The header: magic, u32 version, u32 ndirs, u64 streamlines, u64 tractogram hash, i32 nx, ny,
- * nz, u32 has_mask, u64 mask hash, f64 w2v[3][4], shift[3], min_seg_len, min_len, max_len. */
-static void header_encode(const dm_commit_dict_facts *f, unsigned char *b)
+ * nz, u32 has_mask, u64 mask hash, f64 w2v[3][4], shift[3], min_seg_len, min_len, max_len; with
+ * blur (format 2) f64 blur core, gauss extent, spacing, gauss min.  Its size in bytes. */
+static size_t header_encode(const dm_commit_dict_facts *f, unsigned char *b)
 {
     memcpy(b, MAGIC, 8);
     unsigned char *p = b + 8;
-    p = put_u(p, VERSION, 4);
+    p = put_u(p, facts_blur(f) ? VERSION_BLUR : VERSION, 4);
     p = put_u(p, f->ndirs, 4);
     p = put_u(p, f->nstr, 8);
     p = put_u(p, f->tck_hash, 8);
@@ -147,7 +161,13 @@ static void header_encode(const dm_commit_dict_facts *f, unsigned char *b)
     for (int i = 0; i < 3; i++) p = put_f64(p, f->shift[i]);
     p = put_f64(p, f->min_seg_len);
     p = put_f64(p, f->min_len);
-    put_f64(p, f->max_len);
+    p = put_f64(p, f->max_len);
+    if (!facts_blur(f)) return HEADER_BYTES;
+    p = put_f64(p, f->blur_core);
+    p = put_f64(p, f->blur_gauss);
+    p = put_f64(p, f->blur_spacing);
+    put_f64(p, f->blur_gauss_min);
+    return HEADER_BLUR_BYTES;
 }
 
 static unsigned header_decode(const unsigned char *b, dm_commit_dict_facts *f)
@@ -168,6 +188,13 @@ static unsigned header_decode(const unsigned char *b, dm_commit_dict_facts *f)
     f->min_seg_len = get_f64(&p);
     f->min_len = get_f64(&p);
     f->max_len = get_f64(&p);
+    f->blur_core = f->blur_gauss = f->blur_spacing = f->blur_gauss_min = 0;
+    if (version == VERSION_BLUR) {
+        f->blur_core = get_f64(&p);
+        f->blur_gauss = get_f64(&p);
+        f->blur_spacing = get_f64(&p);
+        f->blur_gauss_min = get_f64(&p);
+    }
     return version;
 }
 
@@ -175,15 +202,15 @@ static unsigned header_decode(const unsigned char *b, dm_commit_dict_facts *f)
 
 static int write_header(const char *dir, const dm_commit_dict_facts *f)
 {
-    unsigned char b[HEADER_BYTES];
-    header_encode(f, b);
+    unsigned char b[HEADER_BLUR_BYTES];
+    const size_t nb = header_encode(f, b);
     char *path = dm_path_join(dir, DM_COMMIT_DICT_HEADER);
     FILE *out = fopen(path, "wb");
     int rc = 0;
     if (!out) {
         rc = dm_set_error("cannot write %s: %s", path, strerror(errno));
     } else {
-        int bad = fwrite(b, 1, sizeof b, out) != sizeof b;
+        int bad = fwrite(b, 1, nb, out) != nb;
         if ((fclose(out) != 0) | bad) rc = dm_set_error("cannot write %s: disk full?", path);
     }
     free(path);
@@ -276,7 +303,26 @@ static const char *facts_differ(const dm_commit_dict_facts *got, const dm_commit
         snprintf(why, len,
                  "it was made with --min-length %g --max-length %g, this run has %g and %g",
                  got->min_len, got->max_len, want->min_len, want->max_len);
-    else if (got->ndirs != want->ndirs)
+    else if (got->blur_core != want->blur_core || got->blur_gauss != want->blur_gauss ||
+             got->blur_spacing != want->blur_spacing ||
+             got->blur_gauss_min != want->blur_gauss_min) {
+        if (!facts_blur(got))
+            snprintf(why, len,
+                     "it was made without blur, this run has --blur-core-extent %g "
+                     "--blur-gauss-extent %g",
+                     want->blur_core, want->blur_gauss);
+        else if (!facts_blur(want))
+            snprintf(why, len,
+                     "it was made with blur (--blur-core-extent %g --blur-gauss-extent "
+                     "%g), this run has none",
+                     got->blur_core, got->blur_gauss);
+        else
+            snprintf(why, len,
+                     "it was made with --blur-core-extent %g --blur-gauss-extent %g "
+                     "--blur-spacing %g --blur-gauss-min %g, this run has %g, %g, %g and %g",
+                     got->blur_core, got->blur_gauss, got->blur_spacing, got->blur_gauss_min,
+                     want->blur_core, want->blur_gauss, want->blur_spacing, want->blur_gauss_min);
+    } else if (got->ndirs != want->ndirs)
         snprintf(why, len,
                  "it was made with %u lookup directions (--ndirs; 1 for volume-fractions), this "
                  "run has %u",
@@ -298,17 +344,23 @@ static int read_header(const char *dir, const dm_commit_dict_facts *want)
         rc = dm_set_error("commit: --dictionary %s: no %s: not a folder written by dimoc commit "
                           "--stage dictionary (or dimoc merge of its parts)",
                           dir, DM_COMMIT_DICT_HEADER);
-    } else if (len != HEADER_BYTES || memcmp(text, MAGIC, 8)) {
+    } else if ((len != HEADER_BYTES && len != HEADER_BLUR_BYTES) || memcmp(text, MAGIC, 8)) {
         rc = dm_set_error("commit: --dictionary %s: %s is not a dictionary header of dimoc "
                           "commit",
                           dir, DM_COMMIT_DICT_HEADER);
     } else {
-        unsigned version = header_decode((const unsigned char *)text, &got);
-        if (version != VERSION)
-            rc = dm_set_error("commit: --dictionary %s: format %u; this dimoc reads format %d "
-                              "(make the dictionary again)",
-                              dir, version, VERSION);
-        else if (facts_differ(&got, want, why, sizeof why))
+        const unsigned char *q = (const unsigned char *)text + 8;
+        unsigned version = (unsigned)get_u(&q, 4);
+        if (version != VERSION && version != VERSION_BLUR)
+            rc = dm_set_error("commit: --dictionary %s: format %u; this dimoc reads formats %d "
+                              "and %d (make the dictionary again)",
+                              dir, version, VERSION, VERSION_BLUR);
+        else if (len != (version == VERSION ? HEADER_BYTES : HEADER_BLUR_BYTES))
+            rc = dm_set_error("commit: --dictionary %s: %s is not a dictionary header of dimoc "
+                              "commit (format %u of %zu bytes)",
+                              dir, DM_COMMIT_DICT_HEADER, version, len);
+        else if (header_decode((const unsigned char *)text, &got),
+                 facts_differ(&got, want, why, sizeof why))
             rc = dm_set_error("commit: --dictionary %s was not made from this run's inputs and "
                               "options: %s (make it again, or run without --dictionary)",
                               dir, why);

@@ -2,8 +2,9 @@
  * dictionary [--part K/N]`) and a later run take it (`--dictionary DIR`).  Two files, all
  * numbers little-endian, no padding (docs/commit.md, "The dictionary in parts"):
  *
- *   dictionary_header.bin  200 bytes: the facts of the inputs and options the dictionary was
- *                          made from (dm_commit_dict_facts below), the same in every part
+ *   dictionary_header.bin  200 bytes (format 1; 232 with blur, format 2): the facts of the
+ *                          inputs and options the dictionary was made from
+ *                          (dm_commit_dict_facts below), the same in every part
  *   dictionary.bin         one record per streamline of the share, in streamline order:
  *                            u32 id, u32 nseg (0: not kept), f32 length in the mask, f32 norm,
  *                            nseg x (u32 grid voxel (x fastest), u16 direction, f32 length mm)
@@ -31,6 +32,9 @@ typedef struct dm_commit_dict_facts {
     uint64_t mask_hash; /* of the binarised mask (0 without one) */
     unsigned ndirs;
     double w2v[3][4], shift[3], min_seg_len, min_len, max_len;
+    /* the blur (all 0 without it: then the header is format 1, of 200 bytes; with it format 2,
+     * the four appended as f64) */
+    double blur_core, blur_gauss, blur_spacing, blur_gauss_min;
 } dm_commit_dict_facts;
 
 /* The facts of this run's inputs (the hashes on `threads` threads; the same whatever their

@@ -202,7 +202,9 @@ static int write_map(const char *dir, const char *name, const dm_dwi *w, const d
     return rc;
 }
 
-static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo)
+/* With blur, as COMMIT, a weight is written times the streamline's blurred length (its
+ * copies' weight x length, the sum of its segments) over its own length in the mask. */
+static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo, int blur)
 {
     char *path = dm_path_join(dir, "streamline_weights.txt");
     FILE *f = path ? fopen(path, "w") : NULL;
@@ -210,8 +212,16 @@ static int write_weights(const char *dir, const dm_commit_dict *d, const double 
     if (!f) {
         rc = dm_set_error("cannot write %s", path ? path : "streamline_weights.txt");
     } else {
-        for (long s = 0; s < d->nstr; s++)
-            fprintf(f, "%.5e\n", d->column[s] >= 0 ? xo[d->column[s]] : 0.0);
+        for (long s = 0; s < d->nstr; s++) {
+            const long c = d->column[s];
+            double x = c >= 0 ? xo[c] : 0.0;
+            if (c >= 0 && blur) {
+                double tot = 0;
+                for (long q = d->str_start[c]; q < d->str_start[c + 1]; q++) tot += d->seg_len[q];
+                x *= tot / d->length[s];
+            }
+            fprintf(f, "%.5e\n", x);
+        }
         if (fclose(f) != 0) rc = dm_set_error("cannot write %s", path);
     }
     free(path);
@@ -329,8 +339,15 @@ static int make_grid(const dm_volume *data, const char *data_path, const dm_volu
 
 static dm_commit_dict_options dict_options(const dm_commit_options *o, int threads)
 {
-    return (dm_commit_dict_options){
-        {o->shift[0], o->shift[1], o->shift[2]}, o->min_seg_len, o->min_len, o->max_len, threads};
+    return (dm_commit_dict_options){.shift = {o->shift[0], o->shift[1], o->shift[2]},
+                                    .min_seg_len = o->min_seg_len,
+                                    .min_len = o->min_len,
+                                    .max_len = o->max_len,
+                                    .threads = threads,
+                                    .blur_core = o->blur_core,
+                                    .blur_gauss = o->blur_gauss,
+                                    .blur_spacing = o->blur_spacing,
+                                    .blur_gauss_min = o->blur_gauss_min};
 }
 
 static int nothing_kept(const dm_commit_options *o)
@@ -393,6 +410,9 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_kept", (double)d.nkept);
         dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
         dm_provenance_num(prov, DM_PROV_RESULT, "lut_directions", (double)dirs.n);
+        if (dm_commit_blur_on(&dopt))
+            dm_provenance_num(prov, DM_PROV_RESULT, "blur_copies",
+                              (double)dm_commit_blur_copies(&dopt, NULL, NULL, NULL));
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_dictionary", t_dict);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", dm_now_seconds() - t1);
@@ -593,7 +613,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     long nonzero = 0;
     dm_outdir od;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    int wr = write_weights(od.path, &d, xo);
+    int wr = write_weights(od.path, &d, xo, dm_commit_blur_on(&dopt));
     if (wr == 0) wr = write_map(od.path, "compartment_IC.nii.gz", &w, &d, ic);
     if (wr == 0) wr = write_map(od.path, "compartment_EC.nii.gz", &w, &d, ec);
     if (wr == 0) wr = write_map(od.path, "compartment_ISO.nii.gz", &w, &d, iso);
@@ -619,6 +639,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "ec_compartments", (double)ne);
         dm_provenance_num(prov, DM_PROV_RESULT, "iso_compartments", (double)k.niso * nv);
         dm_provenance_num(prov, DM_PROV_RESULT, "lut_directions", (double)dirs.n);
+        if (dm_commit_blur_on(&dopt))
+            dm_provenance_num(prov, DM_PROV_RESULT, "blur_copies",
+                              (double)dm_commit_blur_copies(&dopt, NULL, NULL, NULL));
         dm_provenance_num(prov, DM_PROV_RESULT, "iterations", fr.iterations);
         dm_provenance_str(prov, DM_PROV_RESULT, "stopped", fr.stopped);
         dm_provenance_num(prov, DM_PROV_RESULT, "objective", fr.objective);

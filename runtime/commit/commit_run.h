@@ -16,6 +16,7 @@ typedef struct dm_commit_options {
     dm_commit_model model;
     double shift[3]; /* --fiber-shift, voxel units */
     double min_seg_len, min_len, max_len, vf_thr;
+    double blur_core, blur_gauss, blur_spacing, blur_gauss_min; /* --blur-*: trk2dictionary's */
     int ndirs;
     double tol_fun, tol_x;
     double lambda_frac; /* --lambda: the lasso on the streamlines' weights (0: plain NNLS) */
