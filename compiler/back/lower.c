@@ -663,6 +663,20 @@ int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3])
     }
     case DM_E_CALL: return lower_call(P, e, out);
     case DM_E_INDEX: return lower_index(P, e, out);
+    case DM_E_SUM: { /* unrolled: the checker made one term per value of the variable */
+        int w = -1;
+        for (int i = 0; i < e->nargs; i++) {
+            int t[3];
+            int wi = dm_lower_expr(P, e->args[i], t);
+            if (wi < 0) return -1;
+            if (w >= 0 && wi != w)
+                return fail(P, e->loc, "terms of different widths%s (in %s)", NULL);
+            for (int j = 0; j < wi; j++) out[j] = w < 0 ? t[j] : add(P, out[j], t[j]);
+            w = wi;
+        }
+        if (w < 0) return fail(P, e->loc, "a sum without terms%s (in %s)", NULL);
+        return w;
+    }
     }
     return fail(P, e->loc, "cannot lower this expression%s (in %s)", NULL);
 }
