@@ -233,7 +233,7 @@ DM_LIB_FN void dm_bessel_pq_(real x, real mu, real *p, real *q)
 }
 
 /* J0(x) and J1(x) / x for x >= 0 (J1 / x is finite at 0, where J1'(0) = 1/2 needs it). */
-DM_LIB_FN void dm_bessel_j01_(real x, real *j0, real *j1_over_x)
+DM_LIB_BIG_FN void dm_bessel_j01_(real x, real *j0, real *j1_over_x)
 {
     const real large = sizeof(real) == sizeof(float) ? 10 : 20;
     if (!(x < large)) {

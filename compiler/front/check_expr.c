@@ -355,6 +355,10 @@ static dm_type check_sum(checker *c, expr_ctx *x, dm_expr *e)
                 break;
             }
     }
+    if (c->nsum_vars >= DM_MAX_EXPR_DEPTH) {
+        dm_error(c->d, e->loc, "sums nested too deeply (more than %d levels)", DM_MAX_EXPR_DEPTH);
+        return DM_T_UNKNOWN;
+    }
     double lo = 0, hi = 0;
     int bounds = sum_bound(c, e->a, "lower", &lo);
     bounds &= sum_bound(c, e->b, "upper", &hi);
