@@ -139,8 +139,10 @@ DM_LIB_FN real dm_log_i0_deriv(real x)
 
 /* ---- Bessel functions of the first kind, J0 and J1, and the roots that cylinder and sphere
  * models need.  Built from + - * / and sqrt only (no libm or CUDA sin, cos, exp), like
- * templates/fodtrack/det_math.h: with FMA contraction off (NVRTC's --fmad=false) the host and
- * the GPU round every operation alike and return the same bits.
+ * templates/fodtrack/det_math.h: with FMA contraction off (NVRTC's --fmad=false, the host's
+ * -ffp-contract=off) the host and the GPU round every operation alike and return the same
+ * bits (every sqrt is stored in a `real` before use, so that C's double sqrt of a float and
+ * CUDA's sqrtf agree; not under fast math, whose sqrtf is approximate).
  *
  *   |x| < 1:           the power series J0 = sum (-q)^k / (k!)^2, J1 = x/2 sum (-q)^k /
  *                      (k! (k+1)!), q = x^2/4 (terms fall by 4x or more: no cancellation);
@@ -248,7 +250,8 @@ DM_LIB_BIG_FN void dm_bessel_j01_(real x, real *j0, real *j1_over_x)
         dm_bessel_pq_(x, 4, &p1, &q1);
         /* cos(x - pi/4) = (c + s)/sqrt 2, sin(x - pi/4) = (s - c)/sqrt 2, and for J1
          * cos(x - 3pi/4) = (s - c)/sqrt 2, sin(x - 3pi/4) = -(s + c)/sqrt 2. */
-        real amp = 1 / sqrt(DM_PI * x);
+        real root = sqrt(DM_PI * x); /* rounded to real first: C's float sqrt is double's */
+        real amp = 1 / root;
         *j0 = amp * (p0 * (c + s) - q0 * (s - c));
         *j1_over_x = amp * (p1 * (s - c) + q1 * (s + c)) / x;
         return;
@@ -268,8 +271,9 @@ DM_LIB_BIG_FN void dm_bessel_j01_(real x, real *j0, real *j1_over_x)
     }
     /* Miller: the start N (even) grows with x past the turning point n = x; the values are
      * rescaled when they grow large, which leaves the normalised ratios unchanged. */
-    int n_start =
-        2 * (int)((x + (sizeof(real) == sizeof(float) ? 10 + 2 * sqrt(x) : 20 + 3 * sqrt(x))) / 2);
+    real rx = sqrt(x); /* a real, so that C (double sqrt) and CUDA (sqrtf) agree in float */
+    real extra = sizeof(real) == sizeof(float) ? 10 + 2 * rx : 20 + 3 * rx;
+    int n_start = 2 * (int)((x + extra) / 2);
     real jp = 0, jn = (real)1e-30, norm = 0, j1 = 0;
     for (int n = n_start; n >= 1; n--) {
         real jm = (2 * n) / x * jn - jp; /* J_(n-1) */

@@ -469,7 +469,8 @@ static const char *sum_model =
     "let c = -sum(k in 1 .. 2) k / d\n"
     "let e = d ^ sum(k in 1..2) k * 2\n"
     "let f = sum(j in 1..3) sum(i in j..3) (i + j) * legendre(i, d)\n"
-    "signal exp(-b * d) * r + a + c + e + f\n";
+    "let g = sum(j in 1..3) sum(i in 1..j) i * d\n"
+    "signal exp(-b * d) * r + a + c + e + f + g\n";
 
 static char *print_lets(dm_model *m)
 {
@@ -506,6 +507,11 @@ static void test_sums(void)
     for (int j = 0; j < fe->nargs; j++) inner += fe->args[j]->nargs;
     check(fe->kind == DM_E_SUM && fe->nargs == 3 && inner == 6, "sum-expansion",
           "%d outer terms, %d inner", fe->nargs, inner);
+    dm_expr *ge = let(m, "g")->value;
+    inner = 0;
+    for (int j = 0; j < ge->nargs; j++) inner += ge->args[j]->nargs; /* the body: i * d */
+    check(ge->kind == DM_E_SUM && ge->nargs == 3 && inner == 6, "sum-bound-from-outer-variable",
+          "%d outer terms, %d inner", ge->nargs, inner);
     dm_expr *ce = let(m, "c")->value;
     check(ce->kind == DM_E_UNARY && ce->a->kind == DM_E_SUM && ce->a->nargs == 2,
           "sum-spaced-range", "c is not -(sum of 2 terms)");
