@@ -28,6 +28,9 @@ typedef enum dm_expr_kind {
     DM_E_TERNARY, /* a ? b : c */
     DM_E_CALL,    /* name(args...); resolved to fn by the checker */
     DM_E_INDEX,   /* a[b], b a constant expression */
+    DM_E_SUM,     /* sum(name in a..b) c: name the variable (at var_loc), a and b constant
+                   * integers, c the body as written; the checker expands it into args[0..nargs),
+                   * one copy of c per value with the variable replaced by the number */
 } dm_expr_kind;
 
 enum { DM_OP_LE = 256, DM_OP_GE, DM_OP_EQ, DM_OP_NE, DM_OP_AND, DM_OP_OR };
@@ -44,7 +47,8 @@ typedef struct dm_expr {
     struct dm_expr *a, *b, *c;
     struct dm_expr **args;
     int nargs;
-    int depth; /* parser: height of this subtree (nesting is capped) */
+    int depth;      /* parser: height of this subtree (nesting is capped) */
+    dm_loc var_loc; /* DM_E_SUM: where its variable is named */
     /* Filled by the checker. */
     dm_type type;
     int width;                   /* 1 scalar, 3 vec3, n array */

@@ -137,6 +137,237 @@ DM_LIB_FN real dm_log_i0_deriv(real x)
     return dm_bessel_i1_i0(x);
 }
 
+/* ---- Bessel functions of the first kind, J0 and J1, and the roots that cylinder and sphere
+ * models need.  Built from + - * / and sqrt only (no libm or CUDA sin, cos, exp), like
+ * templates/fodtrack/det_math.h: with FMA contraction off (NVRTC's --fmad=false, the host's
+ * -ffp-contract=off) the host and the GPU round every operation alike and return the same
+ * bits (every sqrt is stored in a `real` before use, so that C's double sqrt of a float and
+ * CUDA's sqrtf agree; not under fast math, whose sqrtf is approximate).
+ *
+ *   |x| < 1:           the power series J0 = sum (-q)^k / (k!)^2, J1 = x/2 sum (-q)^k /
+ *                      (k! (k+1)!), q = x^2/4 (terms fall by 4x or more: no cancellation);
+ *   1 <= |x| < 20:     Miller's backward recurrence J_(n-1) = (2n/x) J_n - J_(n+1) from a
+ *                      start N beyond the turning point, normalised by
+ *                      J0 + 2 (J2 + J4 + ...) = 1 (|x| < 10 in float);
+ *   |x| >= 20:         Hankel's asymptotic expansion J_nu = sqrt(2/(pi x)) (P cos chi -
+ *                      Q sin chi), chi = x - (2 nu + 1) pi/4, whose smallest term (k ~ 2x)
+ *                      is below the precision there; sin x and cos x by a three-part
+ *                      reduction modulo pi/2 (exact products k * c1 for |x| < 1.6e6, 6400 in
+ *                      float) and Taylor series on |r| <= pi/4.
+ * Error (tests/unit/test_bessel.c, against 120- to 500-digit series): at most ~5 units of the
+ * precision's epsilon times max(|J|, the local amplitude min(1, sqrt(2/(pi x)))) for
+ * |x| <= 1000 in double (largest in Miller's range; 1.5 in Hankel's), ~4 in float; so a few
+ * ulp away from the zeros, and a few ulp of the amplitude next to them. */
+
+/* sin and cos of r, |r| <= pi/4 + a little: Taylor series to r^17 and r^16. */
+DM_LIB_FN void dm_sincos_small_(real r, real *s, real *c)
+{
+    real r2 = r * r;
+    *s = r *
+         (1 -
+          r2 / 6 *
+              (1 -
+               r2 / 20 *
+                   (1 - r2 / 42 *
+                            (1 - r2 / 72 *
+                                     (1 - r2 / 110 *
+                                              (1 - r2 / 156 * (1 - r2 / 210 * (1 - r2 / 272))))))));
+    *c = 1 -
+         r2 / 2 *
+             (1 -
+              r2 / 12 *
+                  (1 -
+                   r2 / 30 *
+                       (1 - r2 / 56 *
+                                (1 - r2 / 90 * (1 - r2 / 132 * (1 - r2 / 182 * (1 - r2 / 240)))))));
+}
+
+/* sin x and cos x: x = k pi/2 + r with pi/2 = c1 + c2 + c3 (c1, c2 with few bits, so that
+ * k c1 and k c2 are exact for |k| < 2^20, 2^12 in float), then the quadrant. */
+DM_LIB_FN void dm_sincos_(real x, real *s, real *c)
+{
+    const int dbl = sizeof(real) == sizeof(double);
+    const real c1 = dbl ? (real)1.5707963267341256 : (real)1.57080078125;
+    const real c2 = dbl ? (real)6.077100506303966e-11 : (real)-4.453584551811218e-06;
+    const real c3 = dbl ? (real)2.0222662487959506e-21 : (real)-8.705515752716053e-10;
+    real k = floor(x * (real)0.6366197723675814 + (real)0.5);
+    real r = ((x - k * c1) - k * c2) - k * c3, sr, cr;
+    dm_sincos_small_(r, &sr, &cr);
+    real quadrant = k - 4 * floor(k * (real)0.25);
+    if (quadrant == 0) {
+        *s = sr;
+        *c = cr;
+    } else if (quadrant == 1) {
+        *s = cr;
+        *c = -sr;
+    } else if (quadrant == 2) {
+        *s = -sr;
+        *c = -cr;
+    } else {
+        *s = -cr;
+        *c = sr;
+    }
+}
+
+/* Hankel's P and Q for mu = 4 nu^2 at x >= 20 (10 in float):
+ * P = sum (-1)^k a_2k / x^2k, Q = sum (-1)^k a_(2k+1) / x^(2k+1),
+ * a_k = a_(k-1) (mu - (2k-1)^2) / (8k), a_0 = 1. */
+DM_LIB_FN void dm_bessel_pq_(real x, real mu, real *p, real *q)
+{
+    real term = 1, sp = 1, sq = 0;
+    for (int k = 1; k < 80; k++) {
+        real next = term * (mu - (real)((2 * k - 1) * (2 * k - 1))) / (8 * k * x);
+        if (fabs(next) >= fabs(term)) break; /* the smallest term: beyond, it diverges */
+        term = next;
+        int m = k & 3;
+        if (m == 0)
+            sp += term;
+        else if (m == 1)
+            sq += term;
+        else if (m == 2)
+            sp -= term;
+        else
+            sq -= term;
+        if (fabs(term) < DM_REAL_EPS * (real)0.125) break;
+    }
+    *p = sp;
+    *q = sq;
+}
+
+/* J0(x) and J1(x) / x for x >= 0 (J1 / x is finite at 0, where J1'(0) = 1/2 needs it). */
+DM_LIB_BIG_FN void dm_bessel_j01_(real x, real *j0, real *j1_over_x)
+{
+    const real large = sizeof(real) == sizeof(float) ? 10 : 20;
+    if (!(x < large)) {
+        if (!(x - x == 0)) { /* inf: 0; NaN stays NaN */
+            *j0 = x == x ? (real)0 : x;
+            *j1_over_x = *j0;
+            return;
+        }
+        real s, c, p0, q0, p1, q1;
+        dm_sincos_(x, &s, &c);
+        dm_bessel_pq_(x, 0, &p0, &q0);
+        dm_bessel_pq_(x, 4, &p1, &q1);
+        /* cos(x - pi/4) = (c + s)/sqrt 2, sin(x - pi/4) = (s - c)/sqrt 2, and for J1
+         * cos(x - 3pi/4) = (s - c)/sqrt 2, sin(x - 3pi/4) = -(s + c)/sqrt 2. */
+        real root = sqrt(DM_PI * x); /* rounded to real first: C's float sqrt is double's */
+        real amp = 1 / root;
+        *j0 = amp * (p0 * (c + s) - q0 * (s - c));
+        *j1_over_x = amp * (p1 * (s - c) + q1 * (s + c)) / x;
+        return;
+    }
+    if (x < 1) {
+        real q = x * x / 4, t0 = 1, t1 = 1, s0 = 1, s1 = 1;
+        for (int k = 1; k < 30; k++) {
+            t0 *= -q / ((real)k * k);
+            t1 *= -q / ((real)k * (k + 1));
+            s0 += t0;
+            s1 += t1;
+            if (fabs(t0) < DM_REAL_EPS * (real)0.125) break;
+        }
+        *j0 = s0;
+        *j1_over_x = s1 / 2;
+        return;
+    }
+    /* Miller: the start N (even) grows with x past the turning point n = x; the values are
+     * rescaled when they grow large, which leaves the normalised ratios unchanged. */
+    real rx = sqrt(x); /* a real, so that C (double sqrt) and CUDA (sqrtf) agree in float */
+    real extra = sizeof(real) == sizeof(float) ? 10 + 2 * rx : 20 + 3 * rx;
+    int n_start = 2 * (int)((x + extra) / 2);
+    real jp = 0, jn = (real)1e-30, norm = 0, j1 = 0;
+    for (int n = n_start; n >= 1; n--) {
+        real jm = (2 * n) / x * jn - jp; /* J_(n-1) */
+        jp = jn;
+        jn = jm;
+        if (n - 1 >= 2 && !((n - 1) & 1)) norm += 2 * jm;
+        if (n - 1 == 1) j1 = jm;
+        if (fabs(jn) > (real)1e20) {
+            jn *= (real)1e-20;
+            jp *= (real)1e-20;
+            norm *= (real)1e-20;
+            j1 *= (real)1e-20;
+        }
+    }
+    norm += jn; /* + J0 */
+    *j0 = jn / norm;
+    *j1_over_x = j1 / norm / x;
+}
+
+/* J0(x), even in x. */
+DM_LIB_FN real dm_bessel_j0(real x)
+{
+    real j0, j1x;
+    dm_bessel_j01_(fabs(x), &j0, &j1x);
+    return j0;
+}
+
+/* J1(x), odd in x. */
+DM_LIB_FN real dm_bessel_j1(real x)
+{
+    real j0, j1x;
+    dm_bessel_j01_(fabs(x), &j0, &j1x);
+    return x - x == 0 ? x * j1x : j1x; /* J1(+-inf) = 0, not inf * 0 */
+}
+
+/* J1'(x) = J0(x) - J1(x)/x, 1/2 at x = 0; even in x.  (J0' = -J1 needs no helper.) */
+DM_LIB_FN real dm_bessel_j1_deriv(real x)
+{
+    real j0, j1x;
+    dm_bessel_j01_(fabs(x), &j0, &j1x);
+    return j0 - j1x;
+}
+
+/* The n-th positive root (n >= 1) of J1'(x) = 0 (a cylinder's radial eigenvalues): Newton
+ * from McMahon's expansion beta - 7/(8 beta) - 1724/(1536 beta^3), beta = (n - 1/4) pi,
+ * with J1'' = -J1'/x - (1 - 1/x^2) J1 (Bessel's equation).  0 for n < 1. */
+DM_LIB_FN real dm_bessel_j1p_root(int n)
+{
+    if (n < 1) return 0;
+    real beta = (n - (real)0.25) * DM_PI,
+         x = beta - 7 / (8 * beta) - 1724 / (1536 * beta * beta * beta);
+    for (int it = 0; it < 60; it++) {
+        real j0, j1x;
+        dm_bessel_j01_(x, &j0, &j1x);
+        real f = j0 - j1x, j1 = x * j1x;
+        real df = -f / x - (1 - 1 / (x * x)) * j1;
+        real step = f / df;
+        if (step > (real)0.5) step = (real)0.5; /* stay near the starting root */
+        if (step < (real)-0.5) step = (real)-0.5;
+        x -= step;
+        if (fabs(step) <= 2 * DM_REAL_EPS * x) break;
+    }
+    return x;
+}
+
+/* The n-th positive root (n >= 1) of the spherical Bessel function's derivative j1'(x), i.e.
+ * of x J_(3/2)'(x) - J_(3/2)(x)/2 = 0 (a sphere's radial eigenvalues in the Gaussian phase
+ * approximation): with x^3 j1'(x) = g(x) = (x^2 - 2) sin x + 2 x cos x and g' = x^2 cos x,
+ * the root lies in [n pi - pi/2, n pi] (g changes sign there); Newton, kept inside the
+ * bracket by bisection.  0 for n < 1. */
+DM_LIB_FN real dm_bessel_sj1p_root(int n)
+{
+    if (n < 1) return 0;
+    real lo = n * DM_PI - DM_PI / 2, hi = n * DM_PI, s, c;
+    dm_sincos_(lo, &s, &c);
+    real g_lo = (lo * lo - 2) * s + 2 * lo * c;
+    real x = hi - 2 / hi;
+    if (x <= lo) x = (lo + hi) / 2;
+    for (int it = 0; it < 100; it++) {
+        dm_sincos_(x, &s, &c);
+        real g = (x * x - 2) * s + 2 * x * c, dg = x * x * c;
+        if ((g < 0) == (g_lo < 0))
+            lo = x;
+        else
+            hi = x;
+        real next = x - g / dg;
+        if (!(next > lo && next < hi)) next = (lo + hi) / 2;
+        real step = next - x;
+        x = next;
+        if (fabs(step) <= 2 * DM_REAL_EPS * x || hi - lo <= 2 * DM_REAL_EPS * x) break;
+    }
+    return x;
+}
+
 /* Legendre polynomial P_n(x) by the three-term recurrence
  * (k+1) P_(k+1) = (2k+1) x P_k - k P_(k-1).  n < 0 gives 0. */
 DM_LIB_FN real dm_legendre(int n, real x)

@@ -132,6 +132,9 @@ static int call_rule(dm_prog *P, int self, int which)
         return bin(P, DM_IR_SUB, konst(P, 1),
                    bin(P, DM_IR_MUL, bin(P, DM_IR_MUL, konst(P, 2), a), self));
     case DM_MF_LOG_I0: return call1(P, DM_MF_BESSEL_I1_I0, 0, a);
+    case DM_MF_BESSEL_J0: return neg(P, call1(P, DM_MF_BESSEL_J1, 0, a)); /* J0' = -J1 */
+    case DM_MF_BESSEL_J1: /* J1' = J0 - J1/x, 1/2 at x = 0 */
+        return call1(P, DM_MF_BESSEL_J1_DERIV, 0, a);
     case DM_MF_LEGENDRE: return call1(P, DM_MF_LEGENDRE_DERIV, x.index, a);
     case DM_MF_STICK_SH: /* J_l' = -integral u^2 e^(-x u^2) P_l = -(A J_(l+2) + B J_l + C J_(l-2)) */
     case DM_MF_WATSON_SH: { /* W_l' = <u^2 P_l> - W_l <u^2> = A W_(l+2) + B W_l + C W_(l-2) - W_l <u^2> */

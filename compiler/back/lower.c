@@ -508,13 +508,27 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
             return fail(P, e->args[i]->loc, "wrong argument type for '%s' (in %s)", fn->name);
     }
     static const dm_mathfn direct[DM_FN_COUNT] = {
-        [DM_FN_EXP] = DM_MF_EXP,       [DM_FN_LOG] = DM_MF_LOG,       [DM_FN_SQRT] = DM_MF_SQRT,
-        [DM_FN_LOG1P] = DM_MF_LOG1P,   [DM_FN_SIN] = DM_MF_SIN,       [DM_FN_COS] = DM_MF_COS,
-        [DM_FN_TAN] = DM_MF_TAN,       [DM_FN_ASIN] = DM_MF_ASIN,     [DM_FN_ACOS] = DM_MF_ACOS,
-        [DM_FN_ATAN] = DM_MF_ATAN,     [DM_FN_ATAN2] = DM_MF_ATAN2,   [DM_FN_SINH] = DM_MF_SINH,
-        [DM_FN_COSH] = DM_MF_COSH,     [DM_FN_TANH] = DM_MF_TANH,     [DM_FN_ABS] = DM_MF_FABS,
-        [DM_FN_ERF] = DM_MF_ERF,       [DM_FN_DAWSON] = DM_MF_DAWSON, [DM_FN_LGAMMA] = DM_MF_LGAMMA,
+        [DM_FN_EXP] = DM_MF_EXP,
+        [DM_FN_LOG] = DM_MF_LOG,
+        [DM_FN_SQRT] = DM_MF_SQRT,
+        [DM_FN_LOG1P] = DM_MF_LOG1P,
+        [DM_FN_SIN] = DM_MF_SIN,
+        [DM_FN_COS] = DM_MF_COS,
+        [DM_FN_TAN] = DM_MF_TAN,
+        [DM_FN_ASIN] = DM_MF_ASIN,
+        [DM_FN_ACOS] = DM_MF_ACOS,
+        [DM_FN_ATAN] = DM_MF_ATAN,
+        [DM_FN_ATAN2] = DM_MF_ATAN2,
+        [DM_FN_SINH] = DM_MF_SINH,
+        [DM_FN_COSH] = DM_MF_COSH,
+        [DM_FN_TANH] = DM_MF_TANH,
+        [DM_FN_ABS] = DM_MF_FABS,
+        [DM_FN_ERF] = DM_MF_ERF,
+        [DM_FN_DAWSON] = DM_MF_DAWSON,
+        [DM_FN_LGAMMA] = DM_MF_LGAMMA,
         [DM_FN_LOG_I0] = DM_MF_LOG_I0,
+        [DM_FN_BESSEL_J0] = DM_MF_BESSEL_J0,
+        [DM_FN_BESSEL_J1] = DM_MF_BESSEL_J1,
     };
     switch (fn->id) {
     case DM_FN_POW: out[0] = power(P, arg[0][0], arg[1][0]); return 1;
@@ -539,6 +553,15 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
         if (!dm_ir_const_value(P, arg[0][0], &n)) n = e->args[0]->num;
         out[0] = sh_call(P, fn->id == DM_FN_WATSON_SH ? DM_MF_WATSON_SH : DM_MF_STICK_SH, (int)n,
                          arg[1][0]);
+        return 1;
+    }
+    case DM_FN_BESSEL_J1P_ROOT:
+    case DM_FN_BESSEL_SJ1P_ROOT: { /* constants: folded through the math library */
+        double n;
+        if (!dm_ir_const_value(P, arg[0][0], &n)) n = e->args[0]->num;
+        dm_mathfn root =
+            fn->id == DM_FN_BESSEL_J1P_ROOT ? DM_MF_BESSEL_J1P_ROOT : DM_MF_BESSEL_SJ1P_ROOT;
+        out[0] = dm_ir_call(P, root, (int)n, NULL);
         return 1;
     }
     case DM_FN_WATSON_STICK: out[0] = watson_stick(P, arg[0][0], arg[1][0], arg[2][0]); return 1;
@@ -640,6 +663,20 @@ int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3])
     }
     case DM_E_CALL: return lower_call(P, e, out);
     case DM_E_INDEX: return lower_index(P, e, out);
+    case DM_E_SUM: { /* unrolled: the checker made one term per value of the variable */
+        int w = -1;
+        for (int i = 0; i < e->nargs; i++) {
+            int t[3];
+            int wi = dm_lower_expr(P, e->args[i], t);
+            if (wi < 0) return -1;
+            if (w >= 0 && wi != w)
+                return fail(P, e->loc, "terms of different widths%s (in %s)", NULL);
+            for (int j = 0; j < wi; j++) out[j] = w < 0 ? t[j] : add(P, out[j], t[j]);
+            w = wi;
+        }
+        if (w < 0) return fail(P, e->loc, "a sum without terms%s (in %s)", NULL);
+        return w;
+    }
     }
     return fail(P, e->loc, "cannot lower this expression%s (in %s)", NULL);
 }

@@ -64,9 +64,14 @@ typedef enum dm_mathfn {
     DM_MF_WATSON_SH,      /* dm_watson_sh(l, kappa): Watson coefficient l */
     DM_MF_LOG_HYP1F1_DEP, /* dm_log_hyp1f1_dep(which, c1, c0): Bingham 1F1 and partials */
     DM_MF_BINGHAM_MOMENT, /* dm_bingham_moment(i, a0, a1, a2): <n_i^2> of a Bingham */
+    DM_MF_BESSEL_J0,
+    DM_MF_BESSEL_J1,
+    DM_MF_BESSEL_J1P_ROOT,  /* no arguments, the order n: always folded to a constant */
+    DM_MF_BESSEL_SJ1P_ROOT, /* likewise */
     /* helpers that only derivative code calls */
     DM_MF_BESSEL_I1_I0,
     DM_MF_LEGENDRE_DERIV,
+    DM_MF_BESSEL_J1_DERIV,
     DM_MF_FD_STEP,
     DM_MF_COUNT
 } dm_mathfn;

@@ -38,6 +38,19 @@ FOLD1(fold_lgamma, lgamma(a[0]))
 FOLD1(fold_log_i0, dm_log_i0(a[0]))
 FOLD1(fold_i1_i0, dm_bessel_i1_i0(a[0]))
 FOLD1(fold_fd_step, dm_fd_step(a[0]))
+FOLD1(fold_bessel_j0, dm_bessel_j0(a[0]))
+FOLD1(fold_bessel_j1, dm_bessel_j1(a[0]))
+FOLD1(fold_bessel_j1_deriv, dm_bessel_j1_deriv(a[0]))
+static double fold_bessel_j1p_root(const double *a, int order)
+{
+    (void)a;
+    return dm_bessel_j1p_root(order);
+}
+static double fold_bessel_sj1p_root(const double *a, int order)
+{
+    (void)a;
+    return dm_bessel_sj1p_root(order);
+}
 static double fold_legendre(const double *a, int order)
 {
     return dm_legendre(order, a[0]);
@@ -91,6 +104,11 @@ static const dm_mathfn_info mathfns[DM_MF_COUNT] = {
     [DM_MF_WATSON_SH] = {"dm_watson_sh", 1, 1, fold_watson_sh, 1},
     [DM_MF_LOG_HYP1F1_DEP] = {"dm_log_hyp1f1_dep", 2, 1, fold_log_hyp1f1_dep, 1},
     [DM_MF_BINGHAM_MOMENT] = {"dm_bingham_moment", 3, 1, fold_bingham_moment, 1},
+    [DM_MF_BESSEL_J0] = {"dm_bessel_j0", 1, 1, fold_bessel_j0},
+    [DM_MF_BESSEL_J1] = {"dm_bessel_j1", 1, 1, fold_bessel_j1},
+    [DM_MF_BESSEL_J1P_ROOT] = {"dm_bessel_j1p_root", 0, 0, fold_bessel_j1p_root, 1},
+    [DM_MF_BESSEL_SJ1P_ROOT] = {"dm_bessel_sj1p_root", 0, 0, fold_bessel_sj1p_root, 1},
+    [DM_MF_BESSEL_J1_DERIV] = {"dm_bessel_j1_deriv", 1, 1, fold_bessel_j1_deriv},
     [DM_MF_BESSEL_I1_I0] = {"dm_bessel_i1_i0", 1, 1, fold_i1_i0},
     [DM_MF_LEGENDRE_DERIV] = {"dm_legendre_deriv", 1, 0, fold_legendre_deriv, 1},
     [DM_MF_FD_STEP] = {"dm_fd_step", 1, 0, fold_fd_step},

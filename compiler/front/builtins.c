@@ -4,6 +4,29 @@
 #include <math.h>
 #include <string.h>
 
+/* The Bessel functions and their roots are evaluated on constants by the math library of the
+ * generated code itself (in double), so that a folded value is the value the model computes. */
+typedef double real;
+#define DM_FN static inline __attribute__((unused))
+#include "mathlib.h"
+
+static double bessel_j0(double x)
+{
+    return dm_bessel_j0(x);
+}
+static double bessel_j1(double x)
+{
+    return dm_bessel_j1(x);
+}
+static double bessel_j1p_root(double n)
+{
+    return dm_bessel_j1p_root((int)n);
+}
+static double bessel_sj1p_root(double n)
+{
+    return dm_bessel_sj1p_root((int)n);
+}
+
 #define S DM_T_SCALAR
 #define V DM_T_VEC3
 
@@ -175,6 +198,52 @@ const dm_builtin dm_builtins[DM_FN_COUNT] = {
      NULL,
      "bingham_stick(x, q, k1, k2): stick signal averaged over the Bingham distribution "
      "exp(-k1 n1^2 - k2 n2^2), q the gradient in its frame"},
+    {"bessel_j0",
+     DM_FN_BESSEL_J0,
+     1,
+     {S},
+     S,
+     0,
+     0,
+     0,
+     bessel_j0,
+     NULL,
+     "Bessel function of the first kind of order 0, J0(x)"},
+    {"bessel_j1",
+     DM_FN_BESSEL_J1,
+     1,
+     {S},
+     S,
+     0,
+     0,
+     0,
+     bessel_j1,
+     NULL,
+     "Bessel function of the first kind of order 1, J1(x)"},
+    {"bessel_j1p_root",
+     DM_FN_BESSEL_J1P_ROOT,
+     1,
+     {S},
+     S,
+     1u << 0,
+     1,
+     1000,
+     bessel_j1p_root,
+     NULL,
+     "bessel_j1p_root(n): the n-th positive root of J1'(x) (cylinders), n a constant integer "
+     "1..1000"},
+    {"bessel_sj1p_root",
+     DM_FN_BESSEL_SJ1P_ROOT,
+     1,
+     {S},
+     S,
+     1u << 0,
+     1,
+     1000,
+     bessel_sj1p_root,
+     NULL,
+     "bessel_sj1p_root(n): the n-th positive root of the spherical j1'(x), i.e. of "
+     "x J_3/2'(x) - J_3/2(x)/2 (spheres), n a constant integer 1..1000"},
 };
 
 const dm_builtin *dm_builtin_find(const char *name)

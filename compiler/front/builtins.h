@@ -45,6 +45,10 @@ typedef enum dm_builtin_id {
     DM_FN_LOG_HYP1F1_BINGHAM, /* log 1F1(1/2; 3/2; diag(a1, a2, a3)), saddle point */
     DM_FN_BINGHAM_MOMENTS,    /* bingham_moments(a1, a2, a3) -> vec3 of <n_i^2> */
     DM_FN_BINGHAM_STICK,      /* bingham_stick(x, q, k1, k2): Bingham-averaged stick */
+    DM_FN_BESSEL_J0,          /* Bessel function of the first kind J0(x) */
+    DM_FN_BESSEL_J1,          /* Bessel function of the first kind J1(x) */
+    DM_FN_BESSEL_J1P_ROOT,    /* bessel_j1p_root(n): n-th positive root of J1'(x) */
+    DM_FN_BESSEL_SJ1P_ROOT,   /* bessel_sj1p_root(n): n-th positive root of j1'(x), spherical */
     DM_FN_COUNT
 } dm_builtin_id;
 

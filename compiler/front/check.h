@@ -23,11 +23,19 @@ typedef struct let_info {
     int any_param;
 } let_info;
 
+/* Bounded sums (check_expr.c): at most DM_MAX_SUM_TERMS terms each (B - A <= 200), and at
+ * most DM_MAX_SUM_NODES syntax nodes copied in all, which bounds nested sums. */
+#define DM_MAX_SUM_TERMS 201
+#define DM_MAX_SUM_NODES 200000
+
 typedef struct checker {
     dm_model *m;
     dm_diag *d;
     let_info *lets;
     int nparams;
+    const char *sum_vars[DM_MAX_EXPR_DEPTH + 1]; /* variables of the sums being expanded */
+    int nsum_vars;
+    long sum_nodes; /* nodes copied by sum expansion so far */
 } checker;
 
 /* One expression's context and what it was found to use. */

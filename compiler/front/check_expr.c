@@ -282,6 +282,125 @@ static dm_type check_binary(checker *c, expr_ctx *x, dm_expr *e)
     }
 }
 
+/* --- Bounded sums ---------------------------------------------------------------------- */
+
+static long count_nodes(const dm_expr *e)
+{
+    if (!e) return 0;
+    long n = 1 + count_nodes(e->a) + count_nodes(e->b) + count_nodes(e->c);
+    for (int i = 0; i < e->nargs; i++) n += count_nodes(e->args[i]);
+    return n;
+}
+
+/* A copy of E with every name VAR replaced by the number VALUE (a sum's body is only ever
+ * checked through such copies, so its inner sums are still unexpanded here). */
+static dm_expr *copy_with(checker *c, const dm_expr *e, const char *var, double value)
+{
+    if (!e) return NULL;
+    dm_expr *n = dm_arena_alloc(c->m, sizeof *n);
+    *n = *e;
+    if (e->kind == DM_E_NAME && strcmp(e->name, var) == 0) {
+        n->kind = DM_E_NUM;
+        n->num = value;
+        n->name = NULL;
+        return n;
+    }
+    n->a = copy_with(c, e->a, var, value);
+    n->b = copy_with(c, e->b, var, value);
+    n->c = copy_with(c, e->c, var, value);
+    if (e->nargs > 0) {
+        n->args = dm_arena_alloc(c->m, sizeof *n->args * (size_t)e->nargs);
+        for (int i = 0; i < e->nargs; i++) n->args[i] = copy_with(c, e->args[i], var, value);
+    }
+    return n;
+}
+
+/* One bound of a sum: a constant integer. */
+static int sum_bound(checker *c, dm_expr *e, const char *which, double *out)
+{
+    char what[64];
+    snprintf(what, sizeof what, "the %s bound of 'sum'", which);
+    if (!dm_const_value(c, e, what, out)) return 0;
+    if (!(*out == floor(*out) && fabs(*out) <= 1e9)) {
+        dm_error(c->d, dm_expr_start(e), "%s must be an integer, not %g", what, *out);
+        return 0;
+    }
+    return 1;
+}
+
+/* sum(k in A..B) body: the variable must be a new name, A and B constant integers with
+ * A <= B and B - A <= 200; the body is checked once per value of k, as a copy with k
+ * replaced by the number (so that k may stand where a constant is needed: legendre(k, x),
+ * bessel_j1p_root(k), q[k], the bounds of an inner sum), and the copies are the terms. */
+static dm_type check_sum(checker *c, expr_ctx *x, dm_expr *e)
+{
+    const char *var = e->name;
+    dm_symbol *s = dm_model_lookup(c->m, var);
+    int ok = 1;
+    if (s) {
+        dm_error(c->d, e->var_loc,
+                 "the sum's variable '%s' would hide %s of that name; choose "
+                 "another name",
+                 var, dm_kind_words(s->kind));
+        ok = 0;
+    } else if (dm_builtin_find(var)) {
+        dm_error(c->d, e->var_loc, "the sum's variable '%s' is the name of a built-in function",
+                 var);
+        ok = 0;
+    } else {
+        for (int i = 0; i < c->nsum_vars; i++)
+            if (strcmp(c->sum_vars[i], var) == 0) {
+                dm_error(c->d, e->var_loc, "'%s' is already the variable of an enclosing sum", var);
+                ok = 0;
+                break;
+            }
+    }
+    if (c->nsum_vars >= DM_MAX_EXPR_DEPTH) {
+        dm_error(c->d, e->loc, "sums nested too deeply (more than %d levels)", DM_MAX_EXPR_DEPTH);
+        return DM_T_UNKNOWN;
+    }
+    double lo = 0, hi = 0;
+    int bounds = sum_bound(c, e->a, "lower", &lo);
+    bounds &= sum_bound(c, e->b, "upper", &hi);
+    if (!ok || !bounds) return DM_T_UNKNOWN;
+    if (hi < lo) {
+        dm_error(c->d, dm_expr_start(e->b),
+                 "the sum's range %g..%g is empty (the upper bound is "
+                 "below the lower)",
+                 lo, hi);
+        return DM_T_UNKNOWN;
+    }
+    if (hi - lo + 1 > DM_MAX_SUM_TERMS) {
+        dm_error(c->d, dm_expr_start(e->b), "the sum %g..%g has %g terms; at most %d (B - A <= %d)",
+                 lo, hi, hi - lo + 1, DM_MAX_SUM_TERMS, DM_MAX_SUM_TERMS - 1);
+        return DM_T_UNKNOWN;
+    }
+    int n = (int)(hi - lo) + 1;
+    long size = count_nodes(e->c);
+    if (c->sum_nodes + size * n > DM_MAX_SUM_NODES) {
+        dm_error(c->d, e->loc, "the sums expand to more than %d terms and operations in all",
+                 DM_MAX_SUM_NODES);
+        return DM_T_UNKNOWN;
+    }
+    c->sum_nodes += size * n;
+    e->args = dm_arena_alloc(c->m, sizeof *e->args * (size_t)n);
+    e->nargs = 0;
+    c->sum_vars[c->nsum_vars++] = var;
+    dm_type t = DM_T_UNKNOWN;
+    for (int i = 0; i < n; i++) {
+        dm_expr *term = copy_with(c, e->c, var, lo + i);
+        t = dm_check_expr(c, x, term); /* one report of a mistake, for the first term */
+        if (t == DM_T_UNKNOWN || dm_reject_array(c, term)) {
+            t = DM_T_UNKNOWN;
+            break;
+        }
+        e->args[e->nargs++] = term;
+    }
+    c->nsum_vars--;
+    if (t == DM_T_UNKNOWN) e->nargs = 0;
+    return t == DM_T_UNKNOWN ? DM_T_UNKNOWN : set_type(e, t, 1);
+}
+
 dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e)
 {
     e->type = DM_T_UNKNOWN;
@@ -291,6 +410,7 @@ dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e)
     case DM_E_CALL: return check_call(c, x, e);
     case DM_E_INDEX: return check_index(c, x, e);
     case DM_E_BINARY: return check_binary(c, x, e);
+    case DM_E_SUM: return check_sum(c, x, e);
     case DM_E_UNARY: {
         dm_type t = dm_check_expr(c, x, e->a);
         if (t == DM_T_UNKNOWN || dm_reject_array(c, e->a)) return DM_T_UNKNOWN;
@@ -342,6 +462,11 @@ static double eval_const(const dm_expr *e)
         if (e->fn->eval1) return e->fn->eval1(eval_const(e->args[0]));
         return e->fn->eval2(eval_const(e->args[0]), eval_const(e->args[1]));
     case DM_E_INDEX: return NAN; /* a constant expression holds no vectors */
+    case DM_E_SUM: {
+        double s = 0;
+        for (int i = 0; i < e->nargs; i++) s += eval_const(e->args[i]);
+        return s;
+    }
     case DM_E_BINARY: break;
     }
     double a = eval_const(e->a), b = eval_const(e->b);

@@ -38,6 +38,8 @@ static dm_expr *new_num(dm_parse_ctx *ctx, dm_loc loc, double num);
 static dm_expr *new_name(dm_parse_ctx *ctx, dm_loc loc, const char *name);
 static dm_expr *new_op(dm_parse_ctx *ctx, dm_loc loc, int op, dm_expr *a, dm_expr *b);
 static dm_expr *new_call(dm_parse_ctx *ctx, dm_loc loc, const char *name, dm_expr_list *args);
+static dm_expr *new_sum(dm_parse_ctx *ctx, dm_loc loc, const char *fn, const char *var,
+                        dm_loc var_loc, dm_expr *lo, dm_expr *hi, dm_expr *body);
 static dm_expr_list *new_list(dm_parse_ctx *ctx);
 static void begin_statement(dm_parse_ctx *ctx);
 static void model_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name, const char *desc);
@@ -78,6 +80,12 @@ static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,
 %token KW_STEP "'step'" KW_LET "'let'" KW_CONSTRAINT "'constraint'" KW_SIGNAL "'signal'"
 %token KW_DERIVATIVE "'derivative'" KW_MULTISTART "'multistart'" KW_OUTPUT "'output'"
 %token LE "'<='" GE "'>='" EQ "'=='" NE "'!='" AND "'&&'" OR "'||'"
+%token DOTDOT "'..'"
+
+/* A sum's body is a product: `sum(k in 1..3) k * x` sums k * x; a '*' or '/' after the body
+ * continues it (shift), a '+' or '-' ends it. */
+%precedence SUM_BODY
+%precedence '*' '/'
 
 %type <expr> expr ternary or and equality relation sum product unary power postfix primary
 %type <list> args
@@ -314,6 +322,10 @@ unary
     : power
     | '-' unary { $$ = new_expr(ctx, DM_E_UNARY, @1, $2, NULL, NULL); $$->op = '-'; }
     | '!' unary { $$ = new_expr(ctx, DM_E_UNARY, @1, $2, NULL, NULL); $$->op = '!'; }
+    | IDENT '(' IDENT KW_IN expr DOTDOT expr ')' product %prec SUM_BODY
+        {
+            $$ = new_sum(ctx, @1, $1, $3, @3, $5, $7, $9);
+        }
     ;
 
 power
@@ -559,6 +571,19 @@ static dm_expr *new_call(dm_parse_ctx *ctx, dm_loc loc, const char *name, dm_exp
             dm_error(ctx->diag, loc, "expression nested too deeply (more than %d levels)",
                      DM_MAX_EXPR_DEPTH);
     }
+    return e;
+}
+
+/* sum(VAR in LO..HI) BODY; any other name before the parenthesis is a mistake. */
+static dm_expr *new_sum(dm_parse_ctx *ctx, dm_loc loc, const char *fn, const char *var,
+                        dm_loc var_loc, dm_expr *lo, dm_expr *hi, dm_expr *body)
+{
+    if (strcmp(fn, "sum") != 0)
+        dm_error(ctx->diag, loc, "'%s(%s in ...)' is not an expression; a bounded series is "
+                 "written sum(%s in A..B) EXPR", fn, var, var);
+    dm_expr *e = new_expr(ctx, DM_E_SUM, loc, lo, hi, body);
+    e->name = var;
+    e->var_loc = var_loc;
     return e;
 }
 

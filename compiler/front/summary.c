@@ -24,7 +24,8 @@ static int precedence(const dm_expr *e)
 {
     switch (e->kind) {
     case DM_E_TERNARY: return P_TERNARY;
-    case DM_E_UNARY: return P_UNARY;
+    case DM_E_UNARY:
+    case DM_E_SUM: return P_UNARY;
     case DM_E_INDEX: return P_POSTFIX;
     case DM_E_BINARY:
         switch (e->op) {
@@ -78,6 +79,18 @@ static const char *binary_op(int op)
     }
 }
 
+/* Whether E, printed, ends in a sum's body: a '*' or '/' written after it would continue
+ * that body, so E needs parentheses as the left operand of one. */
+static int ends_in_sum(const dm_expr *e)
+{
+    switch (e->kind) {
+    case DM_E_SUM: return 1;
+    case DM_E_UNARY: return ends_in_sum(e->a);
+    case DM_E_BINARY: return ends_in_sum(e->b);
+    default: return 0;
+    }
+}
+
 static void print_at(const dm_expr *e, int min_prec, FILE *out)
 {
     int prec = precedence(e);
@@ -98,6 +111,7 @@ static void print_at(const dm_expr *e, int min_prec, FILE *out)
             left = P_POSTFIX;
             right = P_UNARY;
         }
+        if ((e->op == '*' || e->op == '/') && ends_in_sum(e->a)) left = P_PRIMARY;
         print_at(e->a, left, out);
         fputs(binary_op(e->op), out);
         print_at(e->b, right, out);
@@ -117,6 +131,14 @@ static void print_at(const dm_expr *e, int min_prec, FILE *out)
             print_at(e->args[i], P_TERNARY, out);
         }
         fputc(')', out);
+        break;
+    case DM_E_SUM:
+        fprintf(out, "sum(%s in ", e->name);
+        print_at(e->a, P_TERNARY, out);
+        fputs("..", out);
+        print_at(e->b, P_TERNARY, out);
+        fputs(") ", out);
+        print_at(e->c, P_PRODUCT, out);
         break;
     case DM_E_INDEX:
         print_at(e->a, P_POSTFIX, out);

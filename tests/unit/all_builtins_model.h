@@ -32,7 +32,9 @@ static const char *const all_builtins_model =
     "  + (c > 0 ? a^3 : k^-1) + q[2] * T1 + u * u + w / a + z^0.5 + (-v / 2)[1] * c + r * c\n"
     "  + log1p(a * 0.1) + watson_sh(4, k) + stick_sh(6, a * b * 1e-3) + watson_stick(a, x, k)\n"
     "  + log_hyp1f1_bingham(-k, c, -a) + bingham_moments(-k, -a, c)[1]\n"
-    "  + bingham_stick(b * 1e-3 * a, vec(x, dot(g, n), c * 0.3), k, a))\n"
+    "  + bingham_stick(b * 1e-3 * a, vec(x, dot(g, n), c * 0.3), k, a)\n"
+    "  + bessel_j0(k * a) + bessel_j1(c * 3) * bessel_j1p_root(2)\n"
+    "  + sum(m in 1..4) legendre(m, x) * bessel_j1(a * bessel_sj1p_root(m)) / m)\n"
     "derivative z = s * 0.5 / sqrt(z)\n"
     "output OD = 2 / pi * atan(1 / k)\n"
     "output n1 vector = n\n";

@@ -458,6 +458,85 @@ static void test_repeated_runs(void)
     check(ok, "repeated-runs", "a run differed");
 }
 
+/* Bounded sums and the Bessel constants: expansion, constant values, `1..N` without spaces,
+ * and the summary's printing, which must read back as the same expression. */
+static const char *sum_model =
+    "model s \"sums\"\n"
+    "measure b = bvals\n"
+    "param d in (0, 1) init sum(k in 1..4) 1 / 2^k\n"
+    "param r in (0, bessel_j1p_root(1)) init bessel_j0(0) step bessel_sj1p_root(1)\n"
+    "let a = (sum(k in 1..3) k * d) * d\n"
+    "let c = -sum(k in 1 .. 2) k / d\n"
+    "let e = d ^ sum(k in 1..2) k * 2\n"
+    "let f = sum(j in 1..3) sum(i in j..3) (i + j) * legendre(i, d)\n"
+    "let g = sum(j in 1..3) sum(i in 1..j) i * d\n"
+    "signal exp(-b * d) * r + a + c + e + f + g\n";
+
+static char *print_lets(dm_model *m)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    for (int i = 0; i < m->lets.n; i++) {
+        fprintf(f, "let %s = ", m->lets.items[i]->name);
+        dm_print_expr(m->lets.items[i]->value, f);
+        fputc('\n', f);
+    }
+    fclose(f);
+    return text;
+}
+
+static void test_sums(void)
+{
+    char *diag;
+    int nerr, nwarn;
+    dm_model *m = front(sum_model, &diag, &nerr, &nwarn);
+    check(m && nerr == 0, "sum-model-checks", "%d errors: %s", nerr, diag);
+    if (!m || nerr) {
+        free(diag);
+        dm_model_free(m);
+        return;
+    }
+    dm_param *d = param(m, "d"), *r = param(m, "r");
+    check(d->init == 0.9375, "sum-constant-init", "%.17g", d->init);
+    check(fabs(r->hi - 1.8411837813406593) < 1e-15 && r->init == 1 &&
+              fabs(r->step - 2.0815759778181007) < 1e-15,
+          "bessel-constants", "hi %.17g init %.17g step %.17g", r->hi, r->init, r->step);
+    dm_expr *fe = let(m, "f")->value;
+    int inner = 0;
+    for (int j = 0; j < fe->nargs; j++) inner += fe->args[j]->nargs;
+    check(fe->kind == DM_E_SUM && fe->nargs == 3 && inner == 6, "sum-expansion",
+          "%d outer terms, %d inner", fe->nargs, inner);
+    dm_expr *ge = let(m, "g")->value;
+    inner = 0;
+    for (int j = 0; j < ge->nargs; j++) inner += ge->args[j]->nargs; /* the body: i * d */
+    check(ge->kind == DM_E_SUM && ge->nargs == 3 && inner == 6, "sum-bound-from-outer-variable",
+          "%d outer terms, %d inner", ge->nargs, inner);
+    dm_expr *ce = let(m, "c")->value;
+    check(ce->kind == DM_E_UNARY && ce->a->kind == DM_E_SUM && ce->a->nargs == 2,
+          "sum-spaced-range", "c is not -(sum of 2 terms)");
+    /* print, read back, print again: the same text */
+    char *first = print_lets(m);
+    size_t n = strlen(first) + 256;
+    char *again = malloc(n);
+    snprintf(again, n,
+             "model s \"x\"\nmeasure b = bvals\nparam d in (0, 1) init 0.5\n%s"
+             "signal exp(-b * d) + a + c + e + f\n",
+             first);
+    char *diag2;
+    dm_model *m2 = front(again, &diag2, &nerr, &nwarn);
+    char *second = m2 && nerr == 0 ? print_lets(m2) : NULL;
+    check(second && !strcmp(first, second), "sum-summary-reads-back", "%s\nvs\n%s%s", first,
+          second ? second : "", diag2);
+    free(second);
+    free(diag2);
+    dm_model_free(m2);
+    free(again);
+    free(first);
+    free(diag);
+    dm_model_free(m);
+}
+
 int main(void)
 {
     test_builtins_table();
@@ -469,5 +548,6 @@ int main(void)
     test_bad_cases();
     test_fuzz_regressions();
     test_repeated_runs();
+    test_sums();
     return failures ? 1 : 0;
 }
