@@ -96,7 +96,7 @@ static void test_straight_cut(void)
     dm_commit_dirs dirs;
     dm_commit_dirs_make(100, &dirs);
     dm_commit_grid g = grid_of(8);
-    dm_commit_dict_options o = {{0, 0, 0}, 1e-3, 0, 250, 1};
+    dm_commit_dict_options o = {.min_seg_len = 1e-3, .max_len = 250, .threads = 1};
     dm_commit_dict d;
     int rc = dm_commit_dict_build(&t, &g, &dirs, &o, &d);
     /* voxel coordinates 1.2 .. 5.7: 0.3, 1, 1, 1, 1, 0.2 voxels in voxels 1..6, x 2 mm */
@@ -131,7 +131,7 @@ static int make_problem(problem *p, int nstr, int g, unsigned seed)
     random_tracks(&s, nstr, g, &p->t);
     dm_commit_dirs_make(300, &p->dirs);
     dm_commit_grid gr = grid_of(g);
-    dm_commit_dict_options o = {{0, 0, 0}, 1e-3, 0, 250, 2};
+    dm_commit_dict_options o = {.min_seg_len = 1e-3, .max_len = 250, .threads = 2};
     if (dm_commit_dict_build(&p->t, &gr, &p->dirs, &o, &p->d) != 0) return -1;
     /* 2 shells of 12 directions and 2 b=0 */
     int ns = 26;
