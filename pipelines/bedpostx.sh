@@ -56,7 +56,6 @@ done
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     # FSL's names for the last stage's outputs.
     fit=$fitdir/$prev
-    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
     for ((n = 1; n <= nfibres; n++)); do
         for p in th ph f; do
             link "$fit/$p${n}_samples.nii.gz" "$out/merged_$p${n}samples.nii.gz"

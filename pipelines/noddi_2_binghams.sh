@@ -63,11 +63,8 @@ fit noddi_2_binghams final "${last[@]}" --init-from "$stages/oriented"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
-    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-    for m in fiso ffan2 fintra1 fintra2 kappa11 kappa12 kappa21 kappa22 ODItot1 DA1 ODItot2 DA2 \
-             dyads1 dyads2 fanning1 fanning2 S0 BIC AIC; do
-        if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
-    done
+    link_maps "$final" "$out" fiso ffan2 fintra1 fintra2 kappa11 kappa12 kappa21 kappa22 ODItot1 \
+        DA1 ODItot2 DA2 dyads1 dyads2 fanning1 fanning2 S0 BIC AIC
     for m in fiso ffan2 ODItot1 ODItot2; do
         $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done

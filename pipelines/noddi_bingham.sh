@@ -49,10 +49,8 @@ fit final "${last[@]}" --init-from "$stages/dispersion"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
-    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-    for m in fiso fintra kappa1 kappa2 ODIp ODIs ODItot DA dyads1 fanning S0 BIC AIC; do
-        if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
-    done
+    link_maps "$final" "$out" fiso fintra kappa1 kappa2 ODIp ODIs ODItot DA dyads1 fanning S0 \
+        BIC AIC
     for m in fiso fintra ODItot DA; do
         $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done

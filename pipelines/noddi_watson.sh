@@ -44,10 +44,7 @@ fit final "${last[@]}" --init-from "$stages/fractions"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
-    link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-    for m in fiso fintra kappa OD dyads1 S0 BIC AIC; do
-        if [ -f "$final/$m.nii.gz" ]; then link "$final/$m.nii.gz" "$out/$m.nii.gz"; fi
-    done
+    link_maps "$final" "$out" fiso fintra kappa OD dyads1 S0 BIC AIC
     for m in fiso fintra OD; do
         $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done

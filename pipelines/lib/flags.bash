@@ -92,3 +92,14 @@ _pipeline_plan() {
     printf 'stage\t%s\t%s\t%s\t%s\t%s\n' "$(printf %s "$name" | tr -c 'A-Za-z0-9_-' _)" \
         "${pre[0]}" "$([ -n "$o" ] && printf %q "$o")" "${qp# }" "${qa# }" >>"$DIMOC_PLAN"
 }
+
+# link FROM TO: a hard link, or a copy where links are impossible (another file system).
+link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+# link_maps FROM_DIR TO_DIR NAME...: NAME.nii.gz of FROM_DIR linked into TO_DIR, where it exists.
+link_maps() {
+    local from=$1 to=$2 m
+    shift 2
+    for m in "$@"; do
+        if [ -f "$from/$m.nii.gz" ]; then link "$from/$m.nii.gz" "$to/$m.nii.gz"; fi
+    done
+}
