@@ -226,6 +226,9 @@ static const dm_opt warm_opts[] = {
     {"precision", "LIST", "float,double", "the precisions to compile (comma list)"},
     {"measurements", "M", "105", "the protocol size the GPU's lanes per voxel are chosen for"},
     {"lanes", "N", "auto", "GPU lanes per voxel instead (1, 2, 4, 8, 16 or 32)"},
+    {"method", "LIST", "grid; lm; lm,mcmc",
+     "the methods a GPU fitter holds, as a fit's --method (a GPU fitter is built for the "
+     "methods of its run); by default one fitter for each of the three sets"},
     {"quiet", NULL, NULL, "no line per fitter"},
     {NULL, NULL, NULL, NULL},
 };
@@ -281,6 +284,8 @@ int dm_cmd_warm(int argc, char **argv)
     }
     r.measurements = (int)m;
     r.lanes = (int)lanes;
+    if (rc == 0 && dm_arg_given(&a, warm_opts, "method"))
+        rc = dm_fit_parse_methods(dm_arg(&a, warm_opts, "method"), &r.methods);
     if (rc == 0) rc = dm_fit_warm(&r);
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();

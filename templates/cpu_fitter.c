@@ -18,6 +18,7 @@
 
 typedef DM_REAL real;
 #define DM_FN static inline
+#define DM_FN_ONCE static
 #define DM_EXPORT __attribute__((visibility("default")))
 
 #include "mathlib.h"

@@ -6,7 +6,8 @@
  * cancels catastrophically in float).  Energies are compared by their difference, never
  * exponentiated whole.
  *
- * Before including: real, DM_FN, mathlib.h, the generated model, fit_api.h, lanes.h. */
+ * Before including: real, DM_FN, DM_FN_ONCE (how a function that holds a copy of the signal
+ * is declared), mathlib.h, the generated model, fit_api.h, lanes.h. */
 #ifndef DIMOC_FIT_COMMON_H
 #define DIMOC_FIT_COMMON_H
 
@@ -45,8 +46,9 @@ DM_FN int dm_params_valid(const real *p, const real *vox)
 }
 
 /* Sum of squared residuals sum_m (y_m - S_m(p))^2.  Every lane prepares the invariant part
- * of the signal (the same values) once, then evaluates its measurements from it. */
-DM_FN real dm_sse(const dm_voxel_data *d, const real *p)
+ * of the signal (the same values) once, then evaluates its measurements from it.  Inlined
+ * only in MCMC's proposals, the hot loop; everything else calls dm_sse. */
+DM_FN real dm_sse_inline(const dm_voxel_data *d, const real *p)
 {
     real pre[DM_PRE_WIDTH];
     dm_signal_prepare(p, d->vox, pre);
@@ -56,6 +58,11 @@ DM_FN real dm_sse(const dm_voxel_data *d, const real *p)
         partial += r * r;
     }
     return dm_lane_sum(partial);
+}
+
+DM_FN_ONCE real dm_sse(const dm_voxel_data *d, const real *p)
+{
+    return dm_sse_inline(d, p);
 }
 
 /* Sum of squares of the measurements (the scale that LM's round-off floor is relative to). */
@@ -83,7 +90,7 @@ DM_FN real dm_gaussian_loglik(int nmeas, real sse)
  * = sum_m tau (Y - S)^2 / 2 + (z - log I0(z)),  z = tau S Y.
  * The second form keeps every term O(1) + O(log z): the first one subtracts two sums of size
  * tau Y^2 M, which loses all precision in float for high-SNR data. */
-DM_FN real dm_rician_data_energy(const dm_voxel_data *d, const real *p, real tau)
+DM_FN_ONCE real dm_rician_data_energy(const dm_voxel_data *d, const real *p, real tau)
 {
     real pre[DM_PRE_WIDTH];
     dm_signal_prepare(p, d->vox, pre);
@@ -106,7 +113,7 @@ DM_FN real dm_rician_energy(const dm_voxel_data *d, const real *p, real tau)
 
 /* Rician log-likelihood: sum_m log Y + log tau - tau (Y^2 + S^2)/2 + log I0(tau S Y).
  * A measurement Y <= 0 has density 0, so the result is -inf then. */
-DM_FN real dm_rician_loglik(const dm_voxel_data *d, const real *p, real tau)
+DM_FN_ONCE real dm_rician_loglik(const dm_voxel_data *d, const real *p, real tau)
 {
     real partial = 0;
     for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES)

@@ -21,6 +21,14 @@
 #ifndef DIMOC_FIT_VOXEL_H
 #define DIMOC_FIT_VOXEL_H
 
+/* The methods this build of the fitter holds (DM_METHOD_* bits).  A GPU fitter is built for the
+ * methods of its run only: NVRTC's and ptxas's time grows with the code they are given, and
+ * every method inlines the model's signal and gradient again. */
+#ifndef DM_COMPILED_METHODS
+#define DM_COMPILED_METHODS (DM_METHOD_GRID | DM_METHOD_LM | DM_METHOD_MCMC)
+#endif
+#define DM_RUNS(cfg, m) ((DM_COMPILED_METHODS & (m)) && ((cfg)->methods & (m)))
+
 /* params: in: the start; out: the estimate.  samples: DM_NSAMPLES(cfg) rows, row s at
  * samples + s * sample_stride (MCMC only; may be NULL otherwise).  stats: DM_NSTATS. */
 DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
@@ -33,23 +41,23 @@ DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
 
     int status = DM_STATUS_FITTED, iterations = 0;
     real sse = 0, accept_rate = 0, tau_mean = 0;
-    if (cfg->methods & DM_METHOD_GRID) {
+    if (DM_RUNS(cfg, DM_METHOD_GRID)) {
         if (!dm_grid_search(cfg, grid_values, d, p, &sse) && cfg->methods == DM_METHOD_GRID)
             status = DM_STATUS_FAILED;
     }
-    if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_LM)) {
+    if (status != DM_STATUS_FAILED && DM_RUNS(cfg, DM_METHOD_LM)) {
         status = dm_lm_multistart(cfg, d, p, &iterations, &sse);
-        if (!(cfg->methods & DM_METHOD_MCMC)) status = dm_bound_status(cfg, p, status);
+        if (!DM_RUNS(cfg, DM_METHOD_MCMC)) status = dm_bound_status(cfg, p, status);
     }
-    if (status != DM_STATUS_FAILED && (cfg->methods & DM_METHOD_MCMC))
+    if (status != DM_STATUS_FAILED && DM_RUNS(cfg, DM_METHOD_MCMC))
         status =
             dm_mcmc_run(cfg, d, voxel_index, p, samples, sample_stride, &accept_rate, &tau_mean);
 
     sse = dm_sse(d, p);
-    real loglik = (cfg->methods & DM_METHOD_MCMC) && cfg->noise == DM_NOISE_RICIAN &&
-                          status != DM_STATUS_FAILED
-                      ? dm_rician_loglik(d, p, tau_mean)
-                      : dm_gaussian_loglik(d->nmeas, sse);
+    real loglik =
+        DM_RUNS(cfg, DM_METHOD_MCMC) && cfg->noise == DM_NOISE_RICIAN && status != DM_STATUS_FAILED
+            ? dm_rician_loglik(d, p, tau_mean)
+            : dm_gaussian_loglik(d->nmeas, sse);
     if (status != DM_STATUS_FAILED && !dm_finite(sse)) status = DM_STATUS_FAILED;
 
     if (DM_LANE_LEADER) {

@@ -84,8 +84,8 @@ DM_FN void dm_lm_params(const dm_fit_config *cfg, const real *x, const real *fix
 
 /* J^T J (upper triangle, n x n over the free parameters) and J^T r at p, summed over the
  * lanes. */
-DM_FN void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, const real *dpdx, int n,
-                                  const int *free_k, real *jtj, real *jtr)
+DM_FN_ONCE void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, const real *dpdx,
+                                       int n, const int *free_k, real *jtj, real *jtr)
 {
     real ds[DM_NPARAMS], jrow[DM_NPARAMS], preg[DM_PREG_WIDTH];
     for (int i = 0; i < n; i++) {
@@ -112,8 +112,8 @@ DM_FN void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, const r
  * DM_STATUS_NOT_CONVERGED, or DM_STATUS_FAILED when the start is invalid (outside the bounds,
  * a constraint broken, or a non-finite cost).  *iterations: trial steps taken; *sse_out: the
  * final cost. */
-DM_FN int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, int *iterations,
-                    real *sse_out)
+DM_FN_ONCE int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real *p, int *iterations,
+                         real *sse_out)
 {
     *iterations = 0;
     dm_wrap_periodic(p);

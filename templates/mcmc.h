@@ -37,7 +37,7 @@ DM_FN real dm_mcmc_energy(const dm_fit_config *cfg, const dm_voxel_data *d, cons
     for (int k = 0; k < DM_NPARAMS; k++) q[k] = p[k];
     dm_wrap_periodic(q);
     real e = cfg->noise == DM_NOISE_RICIAN ? dm_rician_energy(d, q, tau)
-                                           : dm_gaussian_energy(d->nmeas, dm_sse(d, q));
+                                           : dm_gaussian_energy(d->nmeas, dm_sse_inline(d, q));
     return e + dm_prior_energy(q, d->vox);
 }
 

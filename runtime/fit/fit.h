@@ -70,13 +70,17 @@ int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char
 /* `dimoc warm`: the fitters of some models compiled ahead of their first fit, into the same
  * caches a fit reads (the host compiler's shared objects; NVRTC's GPU code for the GPUs
  * here), so that a fit finds them and starts at once. */
+/* "grid,lm,mcmc"-style method list -> DM_METHOD_* bits; -1 with a message for a bad one. */
+int dm_fit_parse_methods(const char *s, int *methods);
+
 typedef struct dm_warm_request {
-    char **models;    /* names or .model files; NULL: every shipped model */
+    char **models; /* names or .model files; NULL: every shipped model */
     int nmodels;
     int cpu, gpu;     /* which fitters */
     int real_size[2]; /* the precisions: 4 (float) and/or 8 (double); 0 for none */
     int lanes;        /* GPU lanes per voxel (0: dm_fit's choice for `measurements`) */
     int measurements; /* the protocol's size that choice is made for */
+    int methods;      /* the GPU fitter's methods (DM_METHOD_* bits); 0: grid, lm and lm+mcmc */
     int quiet;
 } dm_warm_request;
 

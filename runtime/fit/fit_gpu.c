@@ -47,18 +47,20 @@ typedef struct slot {
 } slot;
 
 static const char *const fitter_templates[] = {
-    "gpu_fitter.cu", "mathlib.h", "model_api.h", "fit_api.h", "lanes.h",     "philox.h",
-    "fit_common.h",  "grid.h",    "lm.h",        "mcmc.h",    "fit_voxel.h", NULL};
+    "gpu_fitter.cu", "mathlib.h",    "model_api.h", "fit_api.h", "lanes.h",
+    "philox.h",      "fit_common.h", "grid.h",      "lm.h",      "mcmc.h",
+    "multistart.h",  "fit_voxel.h",  NULL};
 
 int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
-                       int lanes, int use_cache, dm_gpu_program *out)
+                       int lanes, int methods, int use_cache, dm_gpu_program *out)
 {
     char prologue[512], name[300];
     snprintf(prologue, sizeof prologue,
-             "#define DM_NLANES %d\ntypedef %s real;\n#include \"gpu_fitter.cu\"\n", lanes,
-             real_size == 4 ? "float" : "double");
-    snprintf(name, sizeof name, "%s-gpu-%s-%dl", mi->name, real_size == 4 ? "float" : "double",
-             lanes);
+             "#define DM_NLANES %d\n#define DM_COMPILED_METHODS %d\ntypedef %s real;\n"
+             "#include \"gpu_fitter.cu\"\n",
+             lanes, methods, real_size == 4 ? "float" : "double");
+    snprintf(name, sizeof name, "%s-gpu-%s-%dl-m%d", mi->name, real_size == 4 ? "float" : "double",
+             lanes, methods);
     dm_gpu_source src = {.name = name,
                          .what = "the fitter",
                          .prologue = prologue,
@@ -259,7 +261,7 @@ int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm
     rep->lanes = lanes;
     rep->ngpus = ngpu;
     dm_gpu_program prog;
-    if (dm_fit_gpu_compile(cu, &p->mi, gs.arch, real_size, lanes, 1, &prog) != 0) {
+    if (dm_fit_gpu_compile(cu, &p->mi, gs.arch, real_size, lanes, p->cfg.methods, 1, &prog) != 0) {
         dm_cuda_close(cu);
         return -1;
     }

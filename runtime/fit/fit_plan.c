@@ -189,7 +189,7 @@ fail:
     return -1;
 }
 
-static int parse_methods(const char *s, int *methods)
+int dm_fit_parse_methods(const char *s, int *methods)
 {
     *methods = 0;
     char *copy = strdup(s), *save = NULL;
@@ -525,7 +525,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
 
     dm_fit_config *cfg = &p->cfg;
     cfg->nmeas = p->M;
-    if (parse_methods(r->methods, &cfg->methods) != 0) return -1;
+    if (dm_fit_parse_methods(r->methods, &cfg->methods) != 0) return -1;
     dm_fit_multistart_config(p, ic.given);
     struct grid_ctx gc = {p, 0};
     if (for_each_item(r->grid, "--grid", add_grid, &gc) != 0) return -1;

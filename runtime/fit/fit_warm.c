@@ -30,6 +30,13 @@ static void report(const dm_warm_request *r, const char *model, const char *wher
     fflush(stdout);
 }
 
+static const char *method_names(int methods)
+{
+    static const char *const names[8] = {"",     "grid",      "lm",      "grid,lm",
+                                         "mcmc", "grid,mcmc", "lm,mcmc", "grid,lm,mcmc"};
+    return names[methods & 7];
+}
+
 static int warm_model(const dm_warm_request *r, const char *name, const dm_cuda *cu,
                       const dm_gpu_set *gs)
 {
@@ -50,13 +57,18 @@ static int warm_model(const dm_warm_request *r, const char *name, const dm_cuda 
                 report(r, mi.name, "cpu", rs, 0, dm_now_seconds() - t0, f.compile_seconds == 0);
             dm_cpu_fitter_close(&f);
         }
-        if (rc == 0 && cu) {
+        /* A GPU fitter holds the methods of its run: by default those of the pipelines'
+         * stages (a grid, LM, LM then MCMC). */
+        const int sets[] = {DM_METHOD_GRID, DM_METHOD_LM, DM_METHOD_LM | DM_METHOD_MCMC};
+        for (int s = 0; s < 3 && rc == 0 && cu; s++) {
+            int methods = r->methods ? r->methods : sets[s];
+            if (r->methods && s > 0) break;
             int lanes = r->lanes > 0 ? r->lanes : dm_fit_gpu_auto_lanes(r->measurements, rs);
             dm_gpu_program prog;
-            rc = dm_fit_gpu_compile(cu, &mi, gs->arch, rs, lanes, 1, &prog);
+            rc = dm_fit_gpu_compile(cu, &mi, gs->arch, rs, lanes, methods, 1, &prog);
             if (rc == 0) {
-                char where[48];
-                snprintf(where, sizeof where, "gpu sm_%d", gs->arch);
+                char where[80];
+                snprintf(where, sizeof where, "gpu sm_%d %s", gs->arch, method_names(methods));
                 report(r, mi.name, where, rs, lanes, prog.compile_seconds, prog.cached);
                 dm_gpu_program_free(&prog);
             }
