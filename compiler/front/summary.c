@@ -165,7 +165,7 @@ static void print_definitions_used(const dm_model *m, FILE *out)
         const dm_definition *d = m->definitions.items[i];
         if (!d->used) continue;
         const char *file = d->loc.file < m->sources.n ? m->sources.items[d->loc.file]->path : "";
-        fprintf(out, "  %-12s %-11s %s:%d\n", d->name,
+        fprintf(out, "  %-16s %-11s %s:%d\n", d->name,
                 d->is_compartment ? "compartment" : "function", file, d->loc.line);
     }
 }
