@@ -58,6 +58,8 @@ typedef struct dm_expr {
     /* The root of an inlined function or compartment call: the call as written (its
      * arguments checked), for messages and `dimoc check`; the node itself holds the body. */
     const struct dm_expr *call;
+    int as_argument; /* the root of an argument put in place of its name in an inlined body:
+                      * loc is where the body names it, for messages about its use there */
 } dm_expr;
 
 typedef enum dm_prior_kind {

@@ -343,7 +343,13 @@ static dm_expr *substitute(checker *c, const dm_expr *e, void *env)
                 return n;
             }
         for (int i = in->nnames - 1; i >= 0; i--)
-            if (strcmp(in->names[i], e->name) == 0) return copy_plain(c, in->values[i]);
+            if (strcmp(in->names[i], e->name) == 0) {
+                /* A mistake in the use of an argument is the body's: point there. */
+                dm_expr *arg = copy_plain(c, in->values[i]);
+                arg->loc = e->loc;
+                arg->as_argument = 1;
+                return arg;
+            }
         dm_symbol *s = dm_model_lookup(c->m, e->name);
         if (!free_name_allowed(in->def, s)) {
             report_free_name(c, in->def, e, s);

@@ -61,6 +61,7 @@ static dm_expr *new_num(checker *c, dm_loc loc, double value)
 dm_loc dm_expr_start(const dm_expr *e)
 {
     if (e->call) return e->call->loc; /* an inlined call starts where it is written */
+    if (e->as_argument) return e->loc;
     while (e->kind == DM_E_BINARY || e->kind == DM_E_TERNARY || e->kind == DM_E_INDEX) e = e->a;
     return e->loc;
 }
