@@ -18,7 +18,8 @@ unsigned long long dm_hash64(const void *data, size_t len, unsigned long long se
 
 unsigned long long dm_model_source_hash(const dm_model *m)
 {
-    unsigned long long h = dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0);
+    unsigned long long h =
+        dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0);
     for (int i = 1; i < m->sources.n; i++)
         h = dm_hash64(m->sources.items[i]->text, m->sources.items[i]->len, h);
     return h;

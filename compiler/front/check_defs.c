@@ -43,8 +43,7 @@ void dm_unknown_call(checker *c, dm_loc loc, const char *name)
     /* Prefer a definition when both are near: the library's names are the likelier aim. */
     if (near_def) {
         const dm_definition *def = dm_definition_find(m, near_def);
-        dm_error(c->d, loc, "unknown %s '%s'; did you mean '%s'?", kind_word(def), name,
-                 near_def);
+        dm_error(c->d, loc, "unknown %s '%s'; did you mean '%s'?", kind_word(def), name, near_def);
     } else if (near_fn) {
         dm_error(c->d, loc, "unknown function '%s'; did you mean '%s'?", name, near_fn);
     } else {
@@ -210,7 +209,8 @@ static void walk_call(walk *w, const dm_expr *e)
         snprintf(chain, sizeof chain, "'%s' calls", callee->name);
         for (int i = from + 1; i <= w->npath; i++) {
             size_t len = strlen(chain);
-            snprintf(chain + len, sizeof chain - len, "%s '%s'", i > from + 1 ? ", which calls" : "",
+            snprintf(chain + len, sizeof chain - len, "%s '%s'",
+                     i > from + 1 ? ", which calls" : "",
                      i < w->npath ? w->path[i]->name : callee->name);
         }
         if (callee == w->def)
@@ -237,9 +237,7 @@ static void walk_expr(walk *w, const dm_expr *e)
                 report_free_name(c, w->def, e, s);
         }
         return;
-    case DM_E_CALL:
-        walk_call(w, e);
-        break;
+    case DM_E_CALL: walk_call(w, e); break;
     case DM_E_SUM:
         walk_expr(w, e->a);
         walk_expr(w, e->b);
@@ -274,8 +272,8 @@ static void walk_definition(walk *w, int index)
         const dm_expr *f = def->formals[i];
         valid_name(c, f->name, f->loc);
         if (in_scope(&w->scope, f->name))
-            dm_error(c->d, f->loc, "'%s' names two arguments of %s '%s'", f->name,
-                     kind_word(def), def->name);
+            dm_error(c->d, f->loc, "'%s' names two arguments of %s '%s'", f->name, kind_word(def),
+                     def->name);
         else
             w->scope.names[w->scope.n++] = f->name;
     }
@@ -320,7 +318,7 @@ typedef struct inliner {
     const char **names; /* arguments, then locals */
     dm_expr **values;   /* what each stands for: checked arguments, substituted locals */
     int nnames;
-    const char *vars[DM_MAX_EXPR_DEPTH + 1]; /* sum variables around, as written ... */
+    const char *vars[DM_MAX_EXPR_DEPTH + 1];    /* sum variables around, as written ... */
     const char *renamed[DM_MAX_EXPR_DEPTH + 1]; /* ... and as renamed in the copy */
     int nvars;
     int ok;
@@ -417,12 +415,11 @@ dm_type dm_inline_call(checker *c, expr_ctx *x, dm_expr *e, dm_definition *def)
         char list[256] = "";
         for (int i = 0; i < def->nformals; i++) {
             size_t len = strlen(list);
-            snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
-                     def->formals[i]->name);
+            snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", def->formals[i]->name);
         }
-        dm_error(c->d, e->loc, "%s '%s' takes %d argument%s (%s), but %d %s given",
-                 kind_word(def), def->name, def->nformals, def->nformals == 1 ? "" : "s", list,
-                 e->nargs, e->nargs == 1 ? "is" : "are");
+        dm_error(c->d, e->loc, "%s '%s' takes %d argument%s (%s), but %d %s given", kind_word(def),
+                 def->name, def->nformals, def->nformals == 1 ? "" : "s", list, e->nargs,
+                 e->nargs == 1 ? "is" : "are");
         return DM_T_UNKNOWN;
     }
     int ok = 1;
@@ -444,8 +441,10 @@ dm_type dm_inline_call(checker *c, expr_ctx *x, dm_expr *e, dm_definition *def)
                      "and operations in all",
                      DM_MAX_INLINED_NODES);
         } else if (body->depth > DM_MAX_INLINED_DEPTH) {
-            dm_error(c->d, e->loc, "this call expands to an expression nested too deeply "
-                     "(more than %d levels)", DM_MAX_INLINED_DEPTH);
+            dm_error(c->d, e->loc,
+                     "this call expands to an expression nested too deeply "
+                     "(more than %d levels)",
+                     DM_MAX_INLINED_DEPTH);
         } else {
             c->ninlined++;
             t = dm_check_expr(c, x, body);

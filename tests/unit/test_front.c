@@ -162,7 +162,7 @@ static void test_other_models(void)
               &diag, &ne, &nw);
     ok = m && ne == 0 && m->definitions.n == 3;
     if (ok) {
-        const dm_expr *call = m->signal->b; /* S0 * decay(d) */
+        const dm_expr *call = m->signal->b;                                   /* S0 * decay(d) */
         const dm_expr *r = call->kind == DM_E_CALL ? call->args[0]->b : NULL; /* -b * r */
         ok = call->call && strcmp(call->call->name, "decay") == 0 && call->fn &&
              strcmp(call->fn->name, "exp") == 0 && r && r->kind == DM_E_BINARY && r->op == '*' &&
