@@ -67,6 +67,8 @@ dm_loc dm_expr_start(const dm_expr *e);
  * that node's copy. */
 typedef dm_expr *(*dm_copy_hook)(checker *c, const dm_expr *e, void *env);
 dm_expr *dm_copy_expr(checker *c, const dm_expr *e, dm_copy_hook hook, void *env);
+/* The number of nodes of E (sum terms and call arguments included). */
+long dm_count_nodes(const dm_expr *e);
 
 /* Functions and compartments (check_defs.c).  dm_check_definitions checks the definitions
  * themselves (after the model's names are declared); dm_inline_call replaces the call E by

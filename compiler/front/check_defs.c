@@ -255,6 +255,17 @@ static void walk_expr(walk *w, const dm_expr *e)
     for (int i = 0; i < e->nargs; i++) walk_expr(w, e->args[i]);
 }
 
+/* An argument or local of the definition being walked: a new name in it. */
+static void add_to_scope(walk *w, const char *name, dm_loc loc)
+{
+    valid_name(w->c, name, loc);
+    if (in_scope(&w->scope, name))
+        dm_error(w->c->d, loc, "'%s' is already a name in %s '%s'", name, kind_word(w->def),
+                 w->def->name);
+    else
+        w->scope.names[w->scope.n++] = name;
+}
+
 /* Names, then the body (locals first, each seeing the ones before). */
 static void walk_definition(walk *w, int index)
 {
@@ -268,24 +279,11 @@ static void walk_definition(walk *w, int index)
     w->scope.n = 0;
     w->scope.cap = def->nformals + def->nlocals + DM_MAX_EXPR_DEPTH + 1;
     w->scope.names = dm_arena_alloc(c->m, (size_t)w->scope.cap * sizeof *w->scope.names);
-    for (int i = 0; i < def->nformals; i++) {
-        const dm_expr *f = def->formals[i];
-        valid_name(c, f->name, f->loc);
-        if (in_scope(&w->scope, f->name))
-            dm_error(c->d, f->loc, "'%s' names two arguments of %s '%s'", f->name, kind_word(def),
-                     def->name);
-        else
-            w->scope.names[w->scope.n++] = f->name;
-    }
+    for (int i = 0; i < def->nformals; i++)
+        add_to_scope(w, def->formals[i]->name, def->formals[i]->loc);
     for (int i = 0; i < def->nlocals; i++) {
-        const dm_let *l = def->locals[i];
-        walk_expr(w, l->value);
-        valid_name(c, l->name, l->loc);
-        if (in_scope(&w->scope, l->name))
-            dm_error(c->d, l->loc, "'%s' is already a name in %s '%s'", l->name, kind_word(def),
-                     def->name);
-        else
-            w->scope.names[w->scope.n++] = l->name;
+        walk_expr(w, def->locals[i]->value);
+        add_to_scope(w, def->locals[i]->name, def->locals[i]->loc);
     }
     walk_expr(w, def->body);
     w->def = outer_def;
@@ -376,14 +374,6 @@ static dm_expr *substitute(checker *c, const dm_expr *e, void *env)
     return NULL;
 }
 
-static long count_nodes(const dm_expr *e)
-{
-    if (!e) return 0;
-    long n = 1 + count_nodes(e->a) + count_nodes(e->b) + count_nodes(e->c);
-    for (int i = 0; i < e->nargs; i++) n += count_nodes(e->args[i]);
-    return n;
-}
-
 /* The body of DEF with the call's arguments in place, or NULL after reporting. */
 static dm_expr *copy_body(checker *c, const dm_definition *def, dm_expr **args)
 {
@@ -434,7 +424,7 @@ dm_type dm_inline_call(checker *c, expr_ctx *x, dm_expr *e, dm_definition *def)
     dm_type t = DM_T_UNKNOWN;
     dm_expr *body = copy_body(c, def, e->args);
     if (body) {
-        c->inlined_nodes += count_nodes(body);
+        c->inlined_nodes += dm_count_nodes(body);
         if (c->inlined_nodes > DM_MAX_INLINED_NODES) {
             dm_error(c->d, e->loc,
                      "the calls of functions and compartments expand to more than %d terms "

@@ -289,11 +289,11 @@ static dm_type check_binary(checker *c, expr_ctx *x, dm_expr *e)
 
 /* --- Bounded sums ---------------------------------------------------------------------- */
 
-static long count_nodes(const dm_expr *e)
+long dm_count_nodes(const dm_expr *e)
 {
     if (!e) return 0;
-    long n = 1 + count_nodes(e->a) + count_nodes(e->b) + count_nodes(e->c);
-    for (int i = 0; i < e->nargs; i++) n += count_nodes(e->args[i]);
+    long n = 1 + dm_count_nodes(e->a) + dm_count_nodes(e->b) + dm_count_nodes(e->c);
+    for (int i = 0; i < e->nargs; i++) n += dm_count_nodes(e->args[i]);
     return n;
 }
 
@@ -405,7 +405,7 @@ static dm_type check_sum(checker *c, expr_ctx *x, dm_expr *e)
         return DM_T_UNKNOWN;
     }
     int n = (int)(hi - lo) + 1;
-    long size = count_nodes(e->c);
+    long size = dm_count_nodes(e->c);
     if (c->sum_nodes + size * n > DM_MAX_SUM_NODES) {
         dm_error(c->d, e->loc, "the sums expand to more than %d terms and operations in all",
                  DM_MAX_SUM_NODES);
