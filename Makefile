@@ -146,6 +146,8 @@ install: bin/dimoc
 	install -d $(DESTDIR)$(PREFIX)/share/dimoc/pipelines/lib
 	install -m 644 pipelines/lib/*.bash $(DESTDIR)$(PREFIX)/share/dimoc/pipelines/lib/
 	install -m 644 models/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/
+	install -d $(DESTDIR)$(PREFIX)/share/dimoc/models/lib
+	install -m 644 models/lib/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/lib/
 	install -m 644 $(wildcard templates/*.h templates/*.c templates/*.cu) \
 	    $(DESTDIR)$(PREFIX)/share/dimoc/templates/
 	install -d $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack

@@ -9,6 +9,7 @@
 
 typedef struct dm_loc {
     int line, col; /* 1-based */
+    int file;      /* index into dm_model.sources: 0 the model file, >0 an imported file */
 } dm_loc;
 
 /* Value types of expressions.  ARRAY is a per-measurement or per-voxel input whose width
@@ -54,6 +55,11 @@ typedef struct dm_expr {
     int width;                   /* 1 scalar, 3 vec3, n array */
     struct dm_symbol *sym;       /* DM_E_NAME */
     const struct dm_builtin *fn; /* DM_E_CALL */
+    /* The root of an inlined function or compartment call: the call as written (its
+     * arguments checked), for messages and `dimoc check`; the node itself holds the body. */
+    const struct dm_expr *call;
+    int as_argument; /* the root of an argument put in place of its name in an inlined body:
+                      * loc is where the body names it, for messages about its use there */
 } dm_expr;
 
 typedef enum dm_prior_kind {
@@ -168,6 +174,37 @@ typedef struct dm_symbol {
     double value; /* DM_SYM_CONST */
 } dm_symbol;
 
+/* One source file: the model file (index 0) or a file it imports, for diagnostics and the
+ * source hash. */
+typedef struct dm_source {
+    const char *path; /* as opened (relative to the working folder, or absolute) */
+    const char *text; /* NUL-terminated */
+    size_t len;
+    const char *real; /* canonical path, to import each file once (NULL: unknown) */
+} dm_source;
+
+/* `import "PATH"` as parsed: PATH relative to the folder of the file that holds it. */
+typedef struct dm_import {
+    const char *path;
+    dm_loc loc;
+} dm_import;
+
+/* `function NAME(a, b) = EXPR` or `compartment NAME(a, b) { let t = ...  = EXPR }`: a
+ * definition that the checker inlines at every call (check_defs.c). */
+typedef struct dm_definition {
+    const char *name;
+    dm_loc loc;
+    int is_compartment;      /* a compartment may also name the model's measures */
+    struct dm_expr **formals; /* DM_E_NAME nodes: the argument names and where they stand */
+    int nformals;
+    struct dm_let **locals; /* block form: local lets, in order */
+    int nlocals;
+    struct dm_expr *body;
+    /* Filled by the checker. */
+    int used;   /* called (directly or through another definition) by the model */
+    int broken; /* part of a circular definition: calls fail silently */
+} dm_definition;
+
 /* A dynamic array of pointers to T, grown by the parser. */
 #define DM_VEC(T)                                                                                  \
     struct {                                                                                       \
@@ -194,6 +231,9 @@ typedef struct dm_model {
     /* `derivative NAME = expr` statements as parsed (name, its location, expr); the checker
      * attaches each to its parameter's `derivative`. */
     DM_VEC(dm_let) derivatives;
+    DM_VEC(dm_source) sources; /* [0] is file/source; then the imported files, in order */
+    DM_VEC(dm_import) imports; /* every `import`, of every file (front.c reads them) */
+    DM_VEC(dm_definition) definitions;
     /* Filled by the checker. */
     DM_VEC(dm_symbol) symbols;
     int measure_width; /* columns of a packed per-measurement row */

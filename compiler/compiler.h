@@ -51,6 +51,11 @@ int dm_emit_dir(const dm_model *m, const char *dir, FILE *err);
 /* 64-bit FNV-1a of a byte string, printed as 16 hex digits in metadata and cache keys. */
 unsigned long long dm_hash64(const void *data, size_t len, unsigned long long seed);
 
+/* The hash of a model's source: its file, then every file it imports, in order (the same as
+ * the file's own hash when it imports nothing), so that editing a library changes it, and
+ * with it the generated code and every cache key. */
+unsigned long long dm_model_source_hash(const dm_model *m);
+
 /* `dimoc check`: the one-screen summary of a clean model (front/summary.c). */
 /* Name, description, inputs with their columns, parameters with bounds, init, prior, step
  * and periodicity, lets with their types, constraints and outputs. */

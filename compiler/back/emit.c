@@ -645,7 +645,7 @@ static int pre_width(const dm_split *S)
 /* The header comment: what the file is and how the two builds include it. */
 static void emit_prologue(dm_buf *b, const dm_model *m)
 {
-    unsigned long long h = m->source ? dm_hash64(m->source, strlen(m->source), 0) : 0;
+    unsigned long long h = dm_model_source_hash(m);
     dm_buf_printf(b, "/* Model %s: \"", m->name);
     for (const char *d = m->description ? m->description : ""; *d; d++) /* no early "*\/" */
         dm_buf_printf(b, "%c%s", *d, d[0] == '*' && d[1] == '/' ? " " : "");

@@ -15,6 +15,7 @@ int dm_generate(const dm_model *m, dm_generated *out, FILE *err)
     dm_diag diag;
     dm_diag_init(&diag, err ? err : stderr, m->file ? m->file : "<model>",
                  m->source ? m->source : "", m->source ? strlen(m->source) : 0);
+    diag.model = m; /* locations inside imported definitions name their own file */
     dm_programs G;
     int rc = dm_programs_build(&G, m, &diag);
     if (rc == 0) {

@@ -3,6 +3,8 @@
  * several buffers can be hashed as one. */
 #include "compiler.h"
 
+#include <string.h>
+
 unsigned long long dm_hash64(const void *data, size_t len, unsigned long long seed)
 {
     const unsigned char *bytes = data;
@@ -11,5 +13,14 @@ unsigned long long dm_hash64(const void *data, size_t len, unsigned long long se
         h ^= bytes[i];
         h *= 0x100000001b3ULL; /* FNV prime */
     }
+    return h;
+}
+
+unsigned long long dm_model_source_hash(const dm_model *m)
+{
+    unsigned long long h =
+        dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0);
+    for (int i = 1; i < m->sources.n; i++)
+        h = dm_hash64(m->sources.items[i]->text, m->sources.items[i]->len, h);
     return h;
 }

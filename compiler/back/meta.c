@@ -29,7 +29,7 @@ char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source)
     dm_buf_printf(&b, "model %s\n", m->name);
     dm_buf_printf(&b, "description %s\n", m->description ? m->description : "");
     dm_buf_printf(&b, "source_hash %016llx\n",
-                  dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0));
+                  dm_model_source_hash(m));
     dm_buf_printf(&b, "code_hash %016llx\n", dm_hash64(source, strlen(source), 0));
     dm_buf_printf(&b, "flops_signal %ld\n", flops->signal);
     dm_buf_printf(&b, "flops_signal_transcendental %ld\n", flops->signal_transc);

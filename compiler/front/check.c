@@ -422,7 +422,7 @@ static void check_signal(checker *c)
 {
     dm_model *m = c->m;
     if (m->nsignals == 0) {
-        dm_loc at = m->name ? m->name_loc : (dm_loc){1, 1};
+        dm_loc at = m->name ? m->name_loc : (dm_loc){1, 1, 0};
         dm_error(c->d, at, "missing 'signal' statement: the model must define its signal");
         return;
     }
@@ -553,14 +553,15 @@ int dm_check(dm_model *m, dm_diag *diag)
     int before = diag->nerrors;
     checker c = {.m = m, .d = diag, .nparams = m->params.n};
     if (!m->name)
-        dm_error(diag, (dm_loc){1, 1},
+        dm_error(diag, (dm_loc){1, 1, 0},
                  "missing 'model NAME \"description\"' statement at the "
                  "start of the file");
     c.lets = dm_arena_alloc(m, (size_t)(m->lets.n + 1) * sizeof *c.lets);
 
     declare_names(&c);
+    dm_check_definitions(&c);
     if (m->params.n == 0)
-        dm_error(diag, m->name ? m->name_loc : (dm_loc){1, 1},
+        dm_error(diag, m->name ? m->name_loc : (dm_loc){1, 1, 0},
                  "the model has no parameters (declare them with 'param NAME ...')");
     if (m->params.n > DM_MAX_PARAMS)
         dm_error(diag, m->params.items[DM_MAX_PARAMS]->loc,

@@ -36,6 +36,9 @@ typedef struct checker {
     const char *sum_vars[DM_MAX_EXPR_DEPTH + 1]; /* variables of the sums being expanded */
     int nsum_vars;
     long sum_nodes; /* nodes copied by sum expansion so far */
+    int ninlined;   /* definitions being inlined, one inside another (check_defs.c) */
+    long inlined_nodes;
+    int renamed_vars; /* sum variables of inlined bodies renamed so far */
 } checker;
 
 /* One expression's context and what it was found to use. */
@@ -59,6 +62,22 @@ int dm_const_value(checker *c, dm_expr *e, const char *what, double *out);
 
 /* Where E begins in the source (a binary node's own location is its operator). */
 dm_loc dm_expr_start(const dm_expr *e);
+
+/* A deep copy of E.  HOOK (may be NULL) sees every node first: a non-NULL result stands for
+ * that node's copy. */
+typedef dm_expr *(*dm_copy_hook)(checker *c, const dm_expr *e, void *env);
+dm_expr *dm_copy_expr(checker *c, const dm_expr *e, dm_copy_hook hook, void *env);
+/* The number of nodes of E (sum terms and call arguments included). */
+long dm_count_nodes(const dm_expr *e);
+
+/* Functions and compartments (check_defs.c).  dm_check_definitions checks the definitions
+ * themselves (after the model's names are declared); dm_inline_call replaces the call E by
+ * a checked copy of DEF's body, its arguments in place. */
+dm_definition *dm_definition_find(const dm_model *m, const char *name);
+void dm_check_definitions(checker *c);
+dm_type dm_inline_call(checker *c, expr_ctx *x, dm_expr *e, dm_definition *def);
+/* "unknown function 'x'" (or compartment), with the nearest built-in or definition. */
+void dm_unknown_call(checker *c, dm_loc loc, const char *name);
 
 /* The data-driven starts and `multistart` (check_starts.c); after the measures' checks. */
 void dm_check_starts(checker *c);

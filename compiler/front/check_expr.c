@@ -60,6 +60,8 @@ static dm_expr *new_num(checker *c, dm_loc loc, double value)
 
 dm_loc dm_expr_start(const dm_expr *e)
 {
+    if (e->call) return e->call->loc; /* an inlined call starts where it is written */
+    if (e->as_argument) return e->loc;
     while (e->kind == DM_E_BINARY || e->kind == DM_E_TERNARY || e->kind == DM_E_INDEX) e = e->a;
     return e->loc;
 }
@@ -114,8 +116,12 @@ static dm_type check_name(checker *c, expr_ctx *x, dm_expr *e)
 {
     dm_symbol *s = dm_model_lookup(c->m, e->name);
     if (!s) {
+        const dm_definition *def = dm_definition_find(c->m, e->name);
         if (dm_builtin_find(e->name))
             dm_error(c->d, e->loc, "'%s' is a function; call it as %s(...)", e->name, e->name);
+        else if (def)
+            dm_error(c->d, e->loc, "'%s' is a %s; call it as %s(...)", e->name,
+                     def->is_compartment ? "compartment" : "function", e->name);
         else if (is_output_name(c->m, e->name))
             dm_error(c->d, e->loc, "'%s' is an output; outputs cannot be used in expressions",
                      e->name);
@@ -181,14 +187,13 @@ static dm_type check_call(checker *c, expr_ctx *x, dm_expr *e)
 {
     const dm_builtin *fn = dm_builtin_find(e->name);
     if (!fn) {
+        dm_definition *def = dm_definition_find(c->m, e->name);
+        if (def) return dm_inline_call(c, x, e, def);
         dm_symbol *s = dm_model_lookup(c->m, e->name);
-        const char *near = dm_builtin_nearest(e->name);
         if (s)
             dm_error(c->d, e->loc, "'%s' is %s, not a function", e->name, dm_kind_words(s->kind));
-        else if (near)
-            dm_error(c->d, e->loc, "unknown function '%s'; did you mean '%s'?", e->name, near);
         else
-            dm_error(c->d, e->loc, "unknown function '%s'", e->name);
+            dm_unknown_call(c, e->loc, e->name);
         for (int i = 0; i < e->nargs; i++) /* still report mistakes inside */
             dm_check_expr(c, x, e->args[i]);
         return DM_T_UNKNOWN;
@@ -284,35 +289,59 @@ static dm_type check_binary(checker *c, expr_ctx *x, dm_expr *e)
 
 /* --- Bounded sums ---------------------------------------------------------------------- */
 
-static long count_nodes(const dm_expr *e)
+long dm_count_nodes(const dm_expr *e)
 {
     if (!e) return 0;
-    long n = 1 + count_nodes(e->a) + count_nodes(e->b) + count_nodes(e->c);
-    for (int i = 0; i < e->nargs; i++) n += count_nodes(e->args[i]);
+    long n = 1 + dm_count_nodes(e->a) + dm_count_nodes(e->b) + dm_count_nodes(e->c);
+    for (int i = 0; i < e->nargs; i++) n += dm_count_nodes(e->args[i]);
     return n;
+}
+
+dm_expr *dm_copy_expr(checker *c, const dm_expr *e, dm_copy_hook hook, void *env)
+{
+    if (!e) return NULL;
+    if (hook) {
+        dm_expr *r = hook(c, e, env);
+        if (r) return r;
+    }
+    dm_expr *n = dm_arena_alloc(c->m, sizeof *n);
+    *n = *e;
+    n->a = dm_copy_expr(c, e->a, hook, env);
+    n->b = dm_copy_expr(c, e->b, hook, env);
+    n->c = dm_copy_expr(c, e->c, hook, env);
+    int depth = 0;
+    if (n->a && n->a->depth > depth) depth = n->a->depth;
+    if (n->b && n->b->depth > depth) depth = n->b->depth;
+    if (n->c && n->c->depth > depth) depth = n->c->depth;
+    if (e->nargs > 0) {
+        n->args = dm_arena_alloc(c->m, sizeof *n->args * (size_t)e->nargs);
+        for (int i = 0; i < e->nargs; i++) {
+            n->args[i] = dm_copy_expr(c, e->args[i], hook, env);
+            if (n->args[i]->depth > depth) depth = n->args[i]->depth;
+        }
+    }
+    n->depth = depth + 1;
+    return n;
+}
+
+typedef struct sum_value {
+    const char *var;
+    double value;
+} sum_value;
+
+static dm_expr *replace_sum_variable(checker *c, const dm_expr *e, void *env)
+{
+    const sum_value *sv = env;
+    if (e->kind != DM_E_NAME || strcmp(e->name, sv->var) != 0) return NULL;
+    return new_num(c, e->loc, sv->value);
 }
 
 /* A copy of E with every name VAR replaced by the number VALUE (a sum's body is only ever
  * checked through such copies, so its inner sums are still unexpanded here). */
 static dm_expr *copy_with(checker *c, const dm_expr *e, const char *var, double value)
 {
-    if (!e) return NULL;
-    dm_expr *n = dm_arena_alloc(c->m, sizeof *n);
-    *n = *e;
-    if (e->kind == DM_E_NAME && strcmp(e->name, var) == 0) {
-        n->kind = DM_E_NUM;
-        n->num = value;
-        n->name = NULL;
-        return n;
-    }
-    n->a = copy_with(c, e->a, var, value);
-    n->b = copy_with(c, e->b, var, value);
-    n->c = copy_with(c, e->c, var, value);
-    if (e->nargs > 0) {
-        n->args = dm_arena_alloc(c->m, sizeof *n->args * (size_t)e->nargs);
-        for (int i = 0; i < e->nargs; i++) n->args[i] = copy_with(c, e->args[i], var, value);
-    }
-    return n;
+    sum_value sv = {var, value};
+    return dm_copy_expr(c, e, replace_sum_variable, &sv);
 }
 
 /* One bound of a sum: a constant integer. */
@@ -376,7 +405,7 @@ static dm_type check_sum(checker *c, expr_ctx *x, dm_expr *e)
         return DM_T_UNKNOWN;
     }
     int n = (int)(hi - lo) + 1;
-    long size = count_nodes(e->c);
+    long size = dm_count_nodes(e->c);
     if (c->sum_nodes + size * n > DM_MAX_SUM_NODES) {
         dm_error(c->d, e->loc, "the sums expand to more than %d terms and operations in all",
                  DM_MAX_SUM_NODES);

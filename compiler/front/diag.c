@@ -5,11 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct dm_diag_note {
+    struct dm_diag_note *next;
+    dm_loc loc;
+    char text[];
+} dm_diag_note;
+
 struct dm_diag_msg {
     dm_loc loc;
     int is_error;
     int seq; /* report order, to keep the sort stable */
     char *text;
+    dm_diag_note *notes; /* in the order added */
 };
 
 void dm_diag_init(dm_diag *d, FILE *out, const char *file, const char *source, size_t len)
@@ -38,6 +45,18 @@ static void add(dm_diag *d, dm_loc loc, int is_error, const char *fmt, va_list a
     }
     char buf[512];
     vsnprintf(buf, sizeof buf, fmt, ap);
+    /* The same mistake reached twice (a definition inlined at two calls): said once. */
+    for (int i = 0; i < d->nmsgs; i++) {
+        const dm_diag_msg *o = &d->msgs[i];
+        if (o->loc.file == loc.file && o->loc.line == loc.line && o->loc.col == loc.col &&
+            o->is_error == is_error && strcmp(o->text, buf) == 0) {
+            if (is_error)
+                d->nerrors--;
+            else
+                d->nwarnings--;
+            return;
+        }
+    }
     dm_diag_msg *m = &d->msgs[d->nmsgs];
     size_t len = strlen(buf) + 1;
     m->text = malloc(len);
@@ -45,7 +64,33 @@ static void add(dm_diag *d, dm_loc loc, int is_error, const char *fmt, va_list a
     memcpy(m->text, buf, len);
     m->loc = loc;
     m->is_error = is_error;
+    m->notes = NULL;
     m->seq = d->nmsgs++;
+}
+
+int dm_diag_mark(const dm_diag *d)
+{
+    return d->nmsgs;
+}
+
+void dm_note_since(dm_diag *d, int mark, dm_loc loc, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (int i = mark; i < d->nmsgs; i++) {
+        dm_diag_msg *m = &d->msgs[i];
+        dm_diag_note *n = malloc(sizeof *n + strlen(buf) + 1);
+        if (!n) abort();
+        n->next = NULL;
+        n->loc = loc;
+        strcpy(n->text, buf);
+        dm_diag_note **end = &m->notes;
+        while (*end) end = &(*end)->next;
+        *end = n;
+    }
 }
 
 void dm_error(dm_diag *d, dm_loc loc, const char *fmt, ...)
@@ -72,16 +117,32 @@ int dm_diag_full(const dm_diag *d)
 static int by_position(const void *pa, const void *pb)
 {
     const dm_diag_msg *a = pa, *b = pb;
+    if (a->loc.file != b->loc.file) return a->loc.file < b->loc.file ? -1 : 1;
     if (a->loc.line != b->loc.line) return a->loc.line < b->loc.line ? -1 : 1;
     if (a->loc.col != b->loc.col) return a->loc.col < b->loc.col ? -1 : 1;
     return a->seq - b->seq;
 }
 
-/* The source line LINE (1-based) and its length, or NULL past the end. */
-static const char *find_line(const dm_diag *d, int line, size_t *len)
+/* The name of the file that LOC points into. */
+static const char *file_name(const dm_diag *d, dm_loc loc)
 {
-    if (!d->source || line < 1) return NULL;
-    const char *p = d->source, *end = d->source + d->source_len;
+    if (loc.file > 0 && d->model && loc.file < d->model->sources.n)
+        return d->model->sources.items[loc.file]->path;
+    return d->file;
+}
+
+/* The source line of LOC and its length, or NULL past the end. */
+static const char *find_line(const dm_diag *d, dm_loc loc, size_t *len)
+{
+    const char *source = d->source;
+    size_t source_len = d->source_len;
+    if (loc.file > 0 && d->model && loc.file < d->model->sources.n) {
+        source = d->model->sources.items[loc.file]->text;
+        source_len = d->model->sources.items[loc.file]->len;
+    }
+    int line = loc.line;
+    if (!source || line < 1) return NULL;
+    const char *p = source, *end = source + source_len;
     for (int l = 1; l < line; l++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl) return NULL;
@@ -114,6 +175,15 @@ static void print_caret(FILE *out, const char *line, size_t len, int col)
     fputs("^\n", out);
 }
 
+/* "file:line:col: KIND: text", the line and a caret. */
+static void print_message(const dm_diag *d, dm_loc loc, const char *kind, const char *text)
+{
+    fprintf(d->out, "%s:%d:%d: %s: %s\n", file_name(d, loc), loc.line, loc.col, kind, text);
+    size_t len;
+    const char *line = find_line(d, loc, &len);
+    if (line) print_caret(d->out, line, len, loc.col);
+}
+
 void dm_diag_flush(dm_diag *d)
 {
     if (d->nmsgs > 1) qsort(d->msgs, (size_t)d->nmsgs, sizeof *d->msgs, by_position);
@@ -122,16 +192,20 @@ void dm_diag_flush(dm_diag *d)
         dm_diag_msg *m = &d->msgs[i];
         if (m->is_error && shown_errors == DM_MAX_ERRORS) continue;
         shown_errors += m->is_error;
-        fprintf(d->out, "%s:%d:%d: %s: %s\n", d->file, m->loc.line, m->loc.col,
-                m->is_error ? "error" : "warning", m->text);
-        size_t len;
-        const char *line = find_line(d, m->loc.line, &len);
-        if (line) print_caret(d->out, line, len, m->loc.col);
+        print_message(d, m->loc, m->is_error ? "error" : "warning", m->text);
+        for (const dm_diag_note *n = m->notes; n; n = n->next)
+            print_message(d, n->loc, "note", n->text);
     }
     if (d->nerrors >= DM_MAX_ERRORS)
         fprintf(d->out, "%s: too many errors: stopped after the first %d\n", d->file,
                 DM_MAX_ERRORS);
-    for (int i = 0; i < d->nmsgs; i++) free(d->msgs[i].text);
+    for (int i = 0; i < d->nmsgs; i++) {
+        free(d->msgs[i].text);
+        for (dm_diag_note *n = d->msgs[i].notes, *next; n; n = next) {
+            next = n->next;
+            free(n);
+        }
+    }
     free(d->msgs);
     d->msgs = NULL;
     d->nmsgs = d->cap = 0;

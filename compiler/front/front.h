@@ -29,11 +29,14 @@ typedef struct dm_parse_ctx {
     char prev_token[32];
     int bad_char_pending;     /* the scanner skipped a bad character since the last token */
     int token_after_bad_char; /* the latest token follows a skipped bad character */
+    int file;                 /* index of the file in m->sources: 0 the model, >0 imported */
+    int statement_was_error;  /* the latest statement was a syntax error (skipped) */
 } dm_parse_ctx;
 
-/* Parse TEXT (LEN bytes; NUL bytes are reported as invalid characters) into M.
+/* Parse TEXT (LEN bytes; NUL bytes are reported as invalid characters), the source FILE of M
+ * (0 the model file; an imported file may hold only definitions and imports), into M.
  * Returns the number of errors reported. */
-int dm_parse(dm_model *m, dm_diag *diag, const char *text, size_t len);
+int dm_parse(dm_model *m, dm_diag *diag, const char *text, size_t len, int file);
 
 /* Resolve names, compute types, widths, columns and constant values; report semantic
  * errors and warnings.  Returns the number of errors reported. */

@@ -12,6 +12,7 @@
 typedef void *yyscan_t;
 #endif
 typedef DM_VEC(dm_expr) dm_expr_list;
+typedef DM_VEC(dm_let) dm_let_list;
 }
 
 %code provides {
@@ -52,6 +53,14 @@ static void set_prior(dm_parse_ctx *ctx, dm_param *p, dm_loc loc, const char *na
 static dm_param *init_from(dm_parse_ctx *ctx, dm_param *p, dm_loc loc, dm_expr *rule);
 static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,
                              const char *kind, dm_loc kind_loc, dm_expr *value);
+static void library_statement(dm_parse_ctx *ctx, dm_loc loc);
+static dm_definition *new_definition(dm_parse_ctx *ctx, int is_compartment, dm_loc loc,
+                                     const char *name, dm_expr_list *formals);
+static void end_definition(dm_parse_ctx *ctx, dm_definition *def, dm_let_list *locals,
+                           dm_expr *body);
+static dm_let_list *add_local(dm_parse_ctx *ctx, dm_let_list *list, dm_loc loc,
+                              const char *name, dm_expr *value);
+static void import_statement(dm_parse_ctx *ctx, dm_loc loc, const char *path);
 }
 
 %define api.pure full
@@ -69,6 +78,8 @@ static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,
     dm_expr *expr;
     dm_expr_list *list;
     dm_param *param;
+    dm_definition *def;
+    dm_let_list *lets;
 }
 
 %token END 0 "end of file"
@@ -81,6 +92,7 @@ static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,
 %token KW_DERIVATIVE "'derivative'" KW_MULTISTART "'multistart'" KW_OUTPUT "'output'"
 %token LE "'<='" GE "'>='" EQ "'=='" NE "'!='" AND "'&&'" OR "'||'"
 %token DOTDOT "'..'"
+%token KW_FUNCTION "'function'" KW_COMPARTMENT "'compartment'" KW_IMPORT "'import'"
 
 /* A sum's body is a product: `sum(k in 1..3) k * x` sums k * x; a '*' or '/' after the body
  * continues it (shift), a '+' or '-' ends it. */
@@ -92,12 +104,17 @@ static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,
 %type <ival> width open close
 %type <str> source
 %type <param> clauses
+%type <def> definition_head
+%type <lets> locals
+%type <list> formals
+%type <ival> definition_kind
 
 %%
 
 file
     : %empty
-    | file statement
+    | file statement { library_statement(ctx, @2); }
+    | file definition
     ;
 
 statement
@@ -184,6 +201,7 @@ statement
     | error
         {
             /* Tokens are skipped up to the next statement keyword. */
+            ctx->statement_was_error = 1;
             if (dm_diag_full(ctx->diag))
                 YYABORT;
         }
@@ -346,6 +364,34 @@ primary
     | '(' expr ')' { $$ = $2; }
     ;
 
+/* Functions, compartments and imports: the statements an imported file may hold. */
+definition
+    : definition_head '=' expr { end_definition(ctx, $1, NULL, $3); }
+    | definition_head '{' locals '=' expr '}' { end_definition(ctx, $1, $3, $5); }
+    | KW_IMPORT STRING { import_statement(ctx, @2, $2); }
+    ;
+
+definition_head
+    : definition_kind IDENT '(' formals ')' { $$ = new_definition(ctx, $1, @2, $2, $4); }
+    | definition_kind IDENT '(' ')' { $$ = new_definition(ctx, $1, @2, $2, NULL); }
+    ;
+
+definition_kind
+    : KW_FUNCTION { $$ = 0; }
+    | KW_COMPARTMENT { $$ = 1; }
+    ;
+
+formals
+    : IDENT { $$ = new_list(ctx); dm_vec_push(ctx->m, *$$, new_name(ctx, @1, $1)); }
+    | formals ',' IDENT { $$ = $1; dm_vec_push(ctx->m, *$$, new_name(ctx, @3, $3)); }
+    ;
+
+/* The local lets of a block, each one visible to the next and to the value. */
+locals
+    : %empty { $$ = NULL; }
+    | locals KW_LET IDENT '=' expr { $$ = add_local(ctx, $1, @3, $3, $5); }
+    ;
+
 %%
 
 static void yyerror(YYLTYPE *loc, yyscan_t scanner, dm_parse_ctx *ctx, const char *msg)
@@ -363,12 +409,14 @@ static const yysymbol_kind_t statement_keywords[] = {
     YYSYMBOL_KW_MODEL, YYSYMBOL_KW_MEASURE, YYSYMBOL_KW_VOXEL, YYSYMBOL_KW_PARAM,
     YYSYMBOL_KW_LET, YYSYMBOL_KW_CONSTRAINT, YYSYMBOL_KW_SIGNAL, YYSYMBOL_KW_DERIVATIVE,
     YYSYMBOL_KW_MULTISTART, YYSYMBOL_KW_OUTPUT,
+    YYSYMBOL_KW_FUNCTION, YYSYMBOL_KW_COMPARTMENT, YYSYMBOL_KW_IMPORT,
 };
 #define NSTATEMENT_KEYWORDS (int)(sizeof statement_keywords / sizeof statement_keywords[0])
 
 static int is_keyword(yysymbol_kind_t k)
 {
-    return k >= YYSYMBOL_KW_MODEL && k <= YYSYMBOL_KW_OUTPUT;
+    return (k >= YYSYMBOL_KW_MODEL && k <= YYSYMBOL_KW_OUTPUT) || k == YYSYMBOL_KW_FUNCTION ||
+           k == YYSYMBOL_KW_COMPARTMENT || k == YYSYMBOL_KW_IMPORT;
 }
 
 static int is_statement_keyword(yysymbol_kind_t k)
@@ -459,7 +507,8 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, yyscan_t scanner, dm_
         if (statement_expected && !expression_expected) {
             dm_error(ctx->diag, loc,
                      "'%s' does not begin a statement; a statement begins with model, measure, "
-                     "voxel, param, let, constraint, signal, derivative or output",
+                     "voxel, param, let, constraint, signal, derivative, output, function, "
+                     "compartment or import",
                      ctx->last_token);
             return 0;
         }
@@ -691,4 +740,61 @@ static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,
         }
     }
     dm_vec_push(ctx->m, ctx->m->outputs, out);
+}
+
+/* --- Definitions and imports ---------------------------------------------------------- */
+
+/* A model statement (not a definition nor an import) in an imported file. */
+static void library_statement(dm_parse_ctx *ctx, dm_loc loc)
+{
+    if (ctx->file > 0 && !ctx->statement_was_error)
+        dm_error(ctx->diag, loc, "an imported file holds only function, compartment and import "
+                 "statements");
+    ctx->statement_was_error = 0;
+}
+
+static dm_definition *new_definition(dm_parse_ctx *ctx, int is_compartment, dm_loc loc,
+                                     const char *name, dm_expr_list *formals)
+{
+    dm_definition *def = dm_arena_alloc(ctx->m, sizeof *def);
+    def->name = name;
+    def->loc = loc;
+    def->is_compartment = is_compartment;
+    if (formals) {
+        def->formals = formals->items;
+        def->nformals = formals->n;
+    }
+    return def;
+}
+
+static void end_definition(dm_parse_ctx *ctx, dm_definition *def, dm_let_list *locals,
+                           dm_expr *body)
+{
+    if (locals) {
+        def->locals = locals->items;
+        def->nlocals = locals->n;
+    }
+    def->body = body;
+    dm_vec_push(ctx->m, ctx->m->definitions, def);
+}
+
+static dm_let_list *add_local(dm_parse_ctx *ctx, dm_let_list *list, dm_loc loc,
+                              const char *name, dm_expr *value)
+{
+    if (!list)
+        list = dm_arena_alloc(ctx->m, sizeof *list);
+    dm_let *let = dm_arena_alloc(ctx->m, sizeof *let);
+    let->name = name;
+    let->loc = loc;
+    let->value = value;
+    dm_vec_push(ctx->m, *list, let);
+    return list;
+}
+
+static void import_statement(dm_parse_ctx *ctx, dm_loc loc, const char *path)
+{
+    dm_import *im = dm_arena_alloc(ctx->m, sizeof *im);
+    im->path = path;
+    im->loc = loc;
+    dm_vec_push(ctx->m, ctx->m->imports, im);
 }

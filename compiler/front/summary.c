@@ -93,6 +93,10 @@ static int ends_in_sum(const dm_expr *e)
 
 static void print_at(const dm_expr *e, int min_prec, FILE *out)
 {
+    if (e->call) { /* an inlined function or compartment: shown as written */
+        print_at(e->call, min_prec, out);
+        return;
+    }
     int prec = precedence(e);
     int parens = prec < min_prec;
     if (parens) fputc('(', out);
@@ -148,6 +152,22 @@ static void print_at(const dm_expr *e, int min_prec, FILE *out)
         break;
     }
     if (parens) fputc(')', out);
+}
+
+/* The functions and compartments the model calls, and where each is defined. */
+static void print_definitions_used(const dm_model *m, FILE *out)
+{
+    int n = 0;
+    for (int i = 0; i < m->definitions.n; i++) n += m->definitions.items[i]->used;
+    if (n == 0) return;
+    fputs("functions and compartments used:\n", out);
+    for (int i = 0; i < m->definitions.n; i++) {
+        const dm_definition *d = m->definitions.items[i];
+        if (!d->used) continue;
+        const char *file = d->loc.file < m->sources.n ? m->sources.items[d->loc.file]->path : "";
+        fprintf(out, "  %-16s %-11s %s:%d\n", d->name,
+                d->is_compartment ? "compartment" : "function", file, d->loc.line);
+    }
 }
 
 void dm_print_expr(const dm_expr *e, FILE *out)
@@ -282,4 +302,5 @@ void dm_print_summary(const dm_model *m, FILE *out)
     fputs("signal = ", out);
     dm_print_expr(m->signal, out);
     fputc('\n', out);
+    print_definitions_used(m, out);
 }

@@ -48,7 +48,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     snprintf(mi->description, sizeof mi->description, "%s", m->description ? m->description : "");
     mi->multistart = m->multistart > 0 ? m->multistart : 1;
     snprintf(mi->source_hash, sizeof mi->source_hash, "%016llx",
-             dm_hash64(m->source ? m->source : "", m->source ? strlen(m->source) : 0, 0));
+             dm_model_source_hash(m));
     snprintf(mi->code_hash, sizeof mi->code_hash, "%016llx", dm_hash64(source, strlen(source), 0));
     mi->flops_signal = flops->signal;
     mi->flops_signal_transc = flops->signal_transc;

@@ -61,6 +61,18 @@ expect_all() {
 expect_all several-semantic-errors tests/compiler/multi_errors.model 6:15 7:30 11:73 12:14
 expect_all several-syntax-errors tests/compiler/multi_syntax_errors.model 4:1 5:22 7:1 8:1
 
+# A mistake inside an imported definition: the error names the library file, line and column,
+# and a note points at the call in the model.
+L=tests/compiler/error_in_library.model
+err=$("$DIMOC" check "$L" 2>&1 >/dev/null); rc=$?
+if [ $rc -eq 1 ] && [ "$(grep -c ': error: ' <<<"$err")" -eq 1 ] \
+        && grep -qF "tests/compiler/lib/broken.model:4:38: error: argument 1 of 'dot' must be a 3-vector" <<<"$err" \
+        && grep -qF "$L:7:13: note: in this call of compartment 'broken'" <<<"$err"; then
+    pass error-in-imported-file
+else
+    fail error-in-imported-file "rc=$rc: $err"
+fi
+
 # A warning alone: exit 0, the warning on stderr, the summary on stdout.
 W=tests/compiler/warn_unused.model
 out=$("$DIMOC" check "$W" 2>"$T/warn.err"); rc=$?

@@ -141,7 +141,7 @@ static void test_other_models(void)
     free(diag);
 
     m = front_file("models/watson_zeppelin.model", &diag, &ne, &nw);
-    int ok = m && nw == 0 && m->params.n == 5 && m->lets.n == 5 && m->output_width == 4;
+    int ok = m && nw == 0 && m->params.n == 5 && m->lets.n == 2 && m->output_width == 4;
     if (ok) {
         dm_output *od = m->outputs.items[0], *dy = m->outputs.items[1];
         ok = od->kind == DM_OUT_SCALAR && od->column == 0 && od->width == 1 &&
@@ -150,6 +150,27 @@ static void test_other_models(void)
              let(m, "v")->value->type == DM_T_VEC3;
     }
     check(ok, "watson_zeppelin", "%s", diag);
+    dm_model_free(m);
+    free(diag);
+
+    /* A function and a block compartment inlined: the signal is their bodies, built-ins
+     * only, with the arguments in place; the unused definition stays unused. */
+    m = front("model m \"x\"\nmeasure b = bvals\nparam S0\nparam d in (0, 1)\n"
+              "function sq(x) = x * x\nfunction unused(y) = y\n"
+              "compartment decay(k) {\n let r = sq(k)\n = exp(-b * r)\n}\n"
+              "signal S0 * decay(d)\n",
+              &diag, &ne, &nw);
+    ok = m && ne == 0 && m->definitions.n == 3;
+    if (ok) {
+        const dm_expr *call = m->signal->b;                                   /* S0 * decay(d) */
+        const dm_expr *r = call->kind == DM_E_CALL ? call->args[0]->b : NULL; /* -b * r */
+        ok = call->call && strcmp(call->call->name, "decay") == 0 && call->fn &&
+             strcmp(call->fn->name, "exp") == 0 && r && r->kind == DM_E_BINARY && r->op == '*' &&
+             r->a->kind == DM_E_NAME && strcmp(r->a->name, "d") == 0 &&
+             m->definitions.items[0]->used && !m->definitions.items[1]->used &&
+             m->definitions.items[2]->used;
+    }
+    check(ok, "inline-function-compartment", "%s", diag);
     dm_model_free(m);
     free(diag);
 }
