@@ -39,23 +39,37 @@ static int add_name(const char *path, int line, dm_scheme *s, const char *name, 
     return 0;
 }
 
-/* The header: the first line that is not blank.  *header_line: its number. */
+/* The header.  Lines before the first row of numbers are blank, '#' lines or Camino's
+ * `VERSION:` line: with a VERSION line, the '#' lines are comments; without one, the first '#'
+ * line names the columns.  *header_line: the last line of the header. */
 static int read_header(const char *path, const char *text, dm_scheme *s, int *header_line)
 {
-    int line = 1;
-    const char *p = text;
-    while (*p) {
+    const char *p = text, *first_hash = NULL;
+    int line = 1, hash_line = 0;
+    for (; *p; line++) {
         const char *end = strchr(p, '\n');
         if (!end) end = p + strlen(p);
         const char *q = p;
         while (q < end && isspace((unsigned char)*q)) q++;
-        if (q < end) break;
+        if (q < end && *q != '#') {
+            p = q;
+            break;
+        }
+        if (q < end && !first_hash) {
+            first_hash = q;
+            hash_line = line;
+        }
         p = *end ? end + 1 : end;
-        line++;
     }
-    *header_line = line;
     const char *end = strchr(p, '\n');
     if (!end) end = p + strlen(p);
+    if (strncmp(p, "VERSION:", 8) != 0 && first_hash) { /* the first '#' line is the header */
+        p = first_hash;
+        line = hash_line;
+        end = strchr(p, '\n');
+        if (!end) end = p + strlen(p);
+    }
+    *header_line = line;
     while (p < end && isspace((unsigned char)*p)) p++;
     if (strncmp(p, "VERSION:", 8) == 0) {
         const char *v = p + 8;
