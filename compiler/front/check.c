@@ -2,7 +2,8 @@
  * ast.h and reports every mistake with its own message (docs/model-language.md lists them).
  *
  * Order: expand `fractions` sets (check_fractions.c), declare every name (one namespace), then
- * check parameters (constant clauses and priors), inputs, lets in order, the signal, derivatives, constraints and outputs. */
+ * check parameters (constant clauses and priors) and their sets' sums, inputs, lets in order,
+ * the signal, derivatives, constraints and outputs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
