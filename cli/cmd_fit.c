@@ -22,6 +22,8 @@ static const dm_opt fit_opts[] = {
     {"voxel", "NAME=MAP|VALUE", NULL, "a per-voxel input of the model" DM_REPEATABLE},
     {"measure", "NAME=FILE", NULL,
      "a per-measurement input of the model (one row per volume)" DM_REPEATABLE},
+    {"scheme", "FILE", NULL,
+     "acquisition scheme: named columns, one row per volume (measure NAME = scheme COLUMN)"},
     {"noise", "MODEL", "gaussian",
      "MCMC noise model: gaussian (variance integrated out) or rician"},
     {"burnin", "N", "1000", "MCMC jumps discarded before sampling"},
@@ -90,6 +92,7 @@ int dm_cmd_fit(int argc, char **argv)
     r.init_from = dm_arg(&a, fit_opts, "init-from");
     r.voxel = dm_arg(&a, fit_opts, "voxel");
     r.measure = dm_arg(&a, fit_opts, "measure");
+    r.scheme = dm_arg(&a, fit_opts, "scheme");
     r.noise = dm_arg(&a, fit_opts, "noise");
     r.precision = dm_arg(&a, fit_opts, "precision");
     r.device = dm_arg(&a, fit_opts, "device");

@@ -16,6 +16,7 @@ static const dm_opt sim_opts[] = {
     {"voxel", "NAME=VALUE|MAP,..", NULL,
      "per-voxel inputs (their defaults otherwise)" DM_REPEATABLE},
     {"measure", "NAME=FILE", NULL, "per-measurement inputs of the model" DM_REPEATABLE},
+    {"scheme", "FILE", NULL, "acquisition scheme: named columns, one row per volume"},
     {"noise", "none|gaussian|rician", "none", "noise added to the signal"},
     {"snr", "N", "30", "signal-to-noise ratio: sigma = (noise-free mean b=0 signal) / N"},
     {"seed", "N", "1", "random seed of the noise (Philox, keyed by seed and voxel)"},
@@ -77,8 +78,9 @@ int dm_cmd_simulate(int argc, char **argv)
     s.bvals = dm_arg(&a, sim_opts, "bvals");
     s.bvecs = dm_arg(&a, sim_opts, "bvecs");
     s.measure = dm_arg(&a, sim_opts, "measure");
+    s.scheme = dm_arg(&a, sim_opts, "scheme");
     s.mask_out = dm_arg(&a, sim_opts, "mask-out");
-    static const char *const inputs[] = {"bvals", "bvecs", "measure", NULL};
+    static const char *const inputs[] = {"bvals", "bvecs", "measure", "scheme", NULL};
     dm_provenance prov;
     dm_provenance_begin(&prov, "simulate");
     dm_provenance_args(&prov, &a, sim_opts, inputs);

@@ -124,8 +124,12 @@ typedef struct dm_input {
     const char *name;
     dm_loc loc;
     int width;          /* 1, 3, or n */
-    const char *source; /* measure: bvals | bvecs | NULL (a --measure NAME=file) */
-    int has_default;    /* voxel: `= value` */
+    const char *source; /* measure: bvals | bvecs | scheme | NULL (a --measure NAME=file) */
+    dm_loc source_loc;  /* where the source is named */
+    /* `= scheme COLUMN`: the column of the --scheme file (parser: NULL when not written;
+     * checker: the measure's own name then). */
+    const char *scheme_column;
+    int has_default; /* voxel: `= value` */
     dm_expr *default_expr;
     double default_value;
     int column; /* first column of this input in the packed row (checker) */
@@ -153,9 +157,25 @@ typedef struct dm_output {
     dm_loc loc;
     dm_output_kind kind;
     dm_expr *value;
-    int width;  /* checker: 1 or 3 */
-    int column; /* checker: first slot in the packed output row */
+    int width;   /* checker: 1 or 3 */
+    int column;  /* checker: first slot in the packed output row */
+    int implied; /* the implied member of a `fractions` set: named by its let, not declared */
 } dm_output;
+
+/* `fractions A, B, ..., Z [init a, b, ...]`: volume fractions that sum to one, Z = 1 - the
+ * others.  The checker expands it (check_fractions.c) into a parameter in [0, 1] for each free
+ * member that no `param` line declares, a let Z, the constraint A + B + ... <= 1 and an output
+ * Z. */
+typedef struct dm_fractions {
+    dm_loc loc;               /* the keyword */
+    struct dm_expr **members; /* DM_E_NAME nodes, in order; the last is the implied one */
+    int nmembers;
+    struct dm_expr **inits; /* `init` values of the free members, or NULL */
+    int ninits;
+    dm_loc init_loc;
+    int params_before; /* parameters declared above the statement: where its own go */
+    int expanded;      /* checker: the set was valid and expanded */
+} dm_fractions;
 
 typedef enum dm_symbol_kind {
     DM_SYM_PARAM,
@@ -224,6 +244,7 @@ typedef struct dm_model {
     DM_VEC(dm_let) lets;
     DM_VEC(dm_constraint) constraints;
     DM_VEC(dm_output) outputs;
+    DM_VEC(dm_fractions) fractions;
     dm_expr *signal;
     dm_loc signal_loc;
     int nsignals;            /* >1 is an error reported by the checker */

@@ -43,8 +43,10 @@ char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source)
     dm_buf_printf(&b, "multistart %d\n", m->multistart > 0 ? m->multistart : 1);
     for (int i = 0; i < m->measures.n; i++) {
         const dm_input *in = m->measures.items[i];
-        dm_buf_printf(&b, "measure %s %d %s %d\n", in->name, in->width,
+        dm_buf_printf(&b, "measure %s %d %s %d", in->name, in->width,
                       in->source ? in->source : "file", in->column);
+        if (in->scheme_column) dm_buf_printf(&b, " %s", in->scheme_column);
+        dm_buf_printf(&b, "\n");
     }
     for (int i = 0; i < m->voxels.n; i++) {
         const dm_input *in = m->voxels.items[i];

@@ -1,8 +1,9 @@
 /* Semantic checks: names, types, constant values, columns.  Fills the checker fields of
  * ast.h and reports every mistake with its own message (docs/model-language.md lists them).
  *
- * Order: declare every name (one namespace), then check parameters (constant clauses and
- * priors), inputs, lets in order, the signal, derivatives, constraints and outputs. */
+ * Order: expand `fractions` sets (check_fractions.c), declare every name (one namespace), then
+ * check parameters (constant clauses and priors) and their sets' sums, inputs, lets in order,
+ * the signal, derivatives, constraints and outputs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +74,10 @@ static void declare_names(checker *c)
     for (int i = 0; i < m->lets.n; i++)
         all[k++] = (decl){m->lets.items[i]->name, m->lets.items[i]->loc, DM_SYM_LET, i, 1};
     for (int i = 0; i < m->outputs.n; i++)
-        all[k++] =
-            (decl){m->outputs.items[i]->name, m->outputs.items[i]->loc, (dm_symbol_kind)-1, i, 1};
+        if (!m->outputs.items[i]->implied) /* its let declares the name */
+            all[k++] = (decl){m->outputs.items[i]->name, m->outputs.items[i]->loc,
+                              (dm_symbol_kind)-1, i, 1};
+    n = k;
     qsort(all, (size_t)n, sizeof *all, decl_by_position);
 
     for (int i = 0; i < n; i++) {
@@ -337,7 +340,16 @@ static void check_measures(checker *c)
         in->column = column;
         column += in->width;
         if (!in->source) continue;
-        static const char *const sources[] = {"bvals", "bvecs", NULL};
+        static const char *const sources[] = {"bvals", "bvecs", "scheme", NULL};
+        if (strcmp(in->source, "scheme") == 0) { /* a column of --scheme FILE */
+            if (!in->scheme_column) in->scheme_column = in->name;
+            if (in->width != 1)
+                dm_error(c->d, in->loc,
+                         "a measure read from a scheme column must have width 1, but '%s' has "
+                         "width %d (read each component from its own column)",
+                         in->name, in->width);
+            continue;
+        }
         const dm_input **seen = NULL;
         int need = 0;
         if (strcmp(in->source, "bvals") == 0) {
@@ -352,7 +364,8 @@ static void check_measures(checker *c)
                 dm_error(c->d, in->loc, "unknown measure source '%s'; did you mean '%s'?",
                          in->source, near);
             else
-                dm_error(c->d, in->loc, "unknown measure source '%s'; expected bvals or bvecs",
+                dm_error(c->d, in->loc,
+                         "unknown measure source '%s'; expected bvals, bvecs or scheme",
                          in->source);
             continue;
         }
@@ -551,11 +564,13 @@ static void check_outputs(checker *c)
 int dm_check(dm_model *m, dm_diag *diag)
 {
     int before = diag->nerrors;
-    checker c = {.m = m, .d = diag, .nparams = m->params.n};
+    checker c = {.m = m, .d = diag};
     if (!m->name)
         dm_error(diag, (dm_loc){1, 1, 0},
                  "missing 'model NAME \"description\"' statement at the "
                  "start of the file");
+    dm_expand_fractions(&c);
+    c.nparams = m->params.n;
     c.lets = dm_arena_alloc(m, (size_t)(m->lets.n + 1) * sizeof *c.lets);
 
     declare_names(&c);
@@ -567,6 +582,7 @@ int dm_check(dm_model *m, dm_diag *diag)
         dm_error(diag, m->params.items[DM_MAX_PARAMS]->loc,
                  "too many parameters (%d): at most %d are supported", m->params.n, DM_MAX_PARAMS);
     for (int i = 0; i < m->params.n; i++) check_param(&c, m->params.items[i]);
+    dm_check_fractions(&c);
     check_measures(&c);
     dm_check_starts(&c);
     check_voxels(&c);

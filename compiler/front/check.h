@@ -82,6 +82,11 @@ void dm_unknown_call(checker *c, dm_loc loc, const char *name);
 /* The data-driven starts and `multistart` (check_starts.c); after the measures' checks. */
 void dm_check_starts(checker *c);
 
+/* `fractions` sets (check_fractions.c): expanded into parameters, a let, a constraint and an
+ * output before names are declared; checked to be able to sum to one after the parameters. */
+void dm_expand_fractions(checker *c);
+void dm_check_fractions(checker *c);
+
 void dm_undefined_name(checker *c, dm_loc loc, const char *name);
 const char *dm_kind_words(dm_symbol_kind k);
 const char *dm_type_words(dm_type t, int width);

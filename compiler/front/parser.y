@@ -61,6 +61,8 @@ static void end_definition(dm_parse_ctx *ctx, dm_definition *def, dm_let_list *l
 static dm_let_list *add_local(dm_parse_ctx *ctx, dm_let_list *list, dm_loc loc,
                               const char *name, dm_expr *value);
 static void import_statement(dm_parse_ctx *ctx, dm_loc loc, const char *path);
+static void fractions_statement(dm_parse_ctx *ctx, dm_loc loc, dm_expr_list *members,
+                                dm_expr_list *inits, dm_loc init_loc);
 }
 
 %define api.pure full
@@ -93,6 +95,7 @@ static void import_statement(dm_parse_ctx *ctx, dm_loc loc, const char *path);
 %token LE "'<='" GE "'>='" EQ "'=='" NE "'!='" AND "'&&'" OR "'||'"
 %token DOTDOT "'..'"
 %token KW_FUNCTION "'function'" KW_COMPARTMENT "'compartment'" KW_IMPORT "'import'"
+%token KW_FRACTIONS "'fractions'"
 
 /* A sum's body is a product: `sum(k in 1..3) k * x` sums k * x; a '*' or '/' after the body
  * continues it (shift), a '+' or '-' ends it. */
@@ -100,9 +103,10 @@ static void import_statement(dm_parse_ctx *ctx, dm_loc loc, const char *path);
 %precedence '*' '/'
 
 %type <expr> expr ternary or and equality relation sum product unary power postfix primary
-%type <list> args
+%type <list> args names
 %type <ival> width open close
 %type <str> source
+%type <expr> scheme_column
 %type <param> clauses
 %type <def> definition_head
 %type <lets> locals
@@ -119,11 +123,17 @@ file
 
 statement
     : KW_MODEL IDENT STRING { model_statement(ctx, @2, $2, $3); }
-    | KW_MEASURE IDENT width source
+    | KW_MEASURE IDENT width source scheme_column
         {
             begin_statement(ctx);
             dm_input *in = new_input(ctx, @2, $2, $3);
             in->source = $4;
+            in->source_loc = @4;
+            if ($5) {
+                in->scheme_column = $5->name;
+                if (!$4 || strcmp($4, "scheme") != 0)
+                    dm_error(ctx->diag, $5->loc, "only a 'scheme' source takes a column name");
+            }
             dm_vec_push(ctx->m, ctx->m->measures, in);
         }
     | KW_VOXEL IDENT width
@@ -196,6 +206,8 @@ statement
                 ctx->m->multistart_loc = @1;
             }
         }
+    | KW_FRACTIONS names { fractions_statement(ctx, @1, $2, NULL, @1); }
+    | KW_FRACTIONS names KW_INIT args { fractions_statement(ctx, @1, $2, $4, @3); }
     | KW_OUTPUT IDENT '=' expr { output_statement(ctx, @2, $2, NULL, @2, $4); }
     | KW_OUTPUT IDENT IDENT '=' expr { output_statement(ctx, @2, $2, $3, @3, $5); }
     | error
@@ -221,9 +233,22 @@ width
         }
     ;
 
+/* The source's location is that of its name (YYLLOC_DEFAULT would give the '='). */
 source
     : %empty { $$ = NULL; }
-    | '=' IDENT { $$ = $2; }
+    | '=' IDENT { $$ = $2; @$ = @2; }
+    ;
+
+/* `measure NAME = scheme COLUMN`: the column's name (a name node, for its location). */
+scheme_column
+    : %empty { $$ = NULL; }
+    | IDENT { $$ = new_name(ctx, @1, $1); }
+    ;
+
+/* The members of a `fractions` set, as name nodes. */
+names
+    : IDENT { $$ = new_list(ctx); dm_vec_push(ctx->m, *$$, new_name(ctx, @1, $1)); }
+    | names ',' IDENT { $$ = $1; dm_vec_push(ctx->m, *$$, new_name(ctx, @3, $3)); }
     ;
 
 /* Parameter clauses, in any order, each at most once. */
@@ -408,15 +433,15 @@ static void yyerror(YYLTYPE *loc, yyscan_t scanner, dm_parse_ctx *ctx, const cha
 static const yysymbol_kind_t statement_keywords[] = {
     YYSYMBOL_KW_MODEL, YYSYMBOL_KW_MEASURE, YYSYMBOL_KW_VOXEL, YYSYMBOL_KW_PARAM,
     YYSYMBOL_KW_LET, YYSYMBOL_KW_CONSTRAINT, YYSYMBOL_KW_SIGNAL, YYSYMBOL_KW_DERIVATIVE,
-    YYSYMBOL_KW_MULTISTART, YYSYMBOL_KW_OUTPUT,
+    YYSYMBOL_KW_MULTISTART, YYSYMBOL_KW_OUTPUT, YYSYMBOL_KW_FRACTIONS,
     YYSYMBOL_KW_FUNCTION, YYSYMBOL_KW_COMPARTMENT, YYSYMBOL_KW_IMPORT,
 };
 #define NSTATEMENT_KEYWORDS (int)(sizeof statement_keywords / sizeof statement_keywords[0])
 
 static int is_keyword(yysymbol_kind_t k)
 {
-    return (k >= YYSYMBOL_KW_MODEL && k <= YYSYMBOL_KW_OUTPUT) || k == YYSYMBOL_KW_FUNCTION ||
-           k == YYSYMBOL_KW_COMPARTMENT || k == YYSYMBOL_KW_IMPORT;
+    return (k >= YYSYMBOL_KW_MODEL && k <= YYSYMBOL_KW_OUTPUT) || k == YYSYMBOL_KW_FRACTIONS ||
+           k == YYSYMBOL_KW_FUNCTION || k == YYSYMBOL_KW_COMPARTMENT || k == YYSYMBOL_KW_IMPORT;
 }
 
 static int is_statement_keyword(yysymbol_kind_t k)
@@ -507,8 +532,8 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, yyscan_t scanner, dm_
         if (statement_expected && !expression_expected) {
             dm_error(ctx->diag, loc,
                      "'%s' does not begin a statement; a statement begins with model, measure, "
-                     "voxel, param, let, constraint, signal, derivative, output, function, "
-                     "compartment or import",
+                     "voxel, param, fractions, let, constraint, signal, derivative, output, "
+                     "function, compartment or import",
                      ctx->last_token);
             return 0;
         }
@@ -712,6 +737,23 @@ static void set_prior(dm_parse_ctx *ctx, dm_param *p, dm_loc loc, const char *na
     p->prior.nargs = args ? args->n : 0;
     for (int i = 0; i < p->prior.nargs && i < 2; i++)
         p->prior.args[i] = args->items[i];
+}
+
+static void fractions_statement(dm_parse_ctx *ctx, dm_loc loc, dm_expr_list *members,
+                                dm_expr_list *inits, dm_loc init_loc)
+{
+    begin_statement(ctx);
+    dm_fractions *f = dm_arena_alloc(ctx->m, sizeof *f);
+    f->loc = loc;
+    f->members = members->items;
+    f->nmembers = members->n;
+    if (inits) {
+        f->inits = inits->items;
+        f->ninits = inits->n;
+    }
+    f->init_loc = init_loc;
+    f->params_before = ctx->m->params.n;
+    dm_vec_push(ctx->m, ctx->m->fractions, f);
 }
 
 static void output_statement(dm_parse_ctx *ctx, dm_loc loc, const char *name,

@@ -18,6 +18,7 @@ typedef struct dm_fit_request {
     const char *init_from; /* folder of an earlier fit */
     const char *voxel;     /* "T1=t1.nii.gz" */
     const char *measure;   /* "TE=te.txt" */
+    const char *scheme;    /* --scheme: a file of named columns per volume, or NULL */
     const char *noise;     /* gaussian | rician */
     const char *precision; /* float | double */
     const char *device;    /* cpu | gpu | auto */
@@ -65,7 +66,8 @@ void dm_problem_free(dm_problem *p);
 /* Builds the per-measurement rows of a model from bvals/bvecs and NAME=file inputs.
  * bvals_out (optional) receives a copy of the b-values when the model reads bvals. */
 int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
-                          const char *measure_spec, int nvol, double **meas, double **bvals_out);
+                          const char *measure_spec, const char *scheme, int nvol, double **meas,
+                          double **bvals_out);
 
 /* `dimoc warm`: the fitters of some models compiled ahead of their first fit, into the same
  * caches a fit reads (the host compiler's shared objects; NVRTC's GPU code for the GPUs

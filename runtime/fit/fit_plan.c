@@ -4,6 +4,7 @@
 #include "fit/fit_starts.h"
 #include "util/fsutil.h"
 #include "io/space.h"
+#include "io/scheme_file.h"
 #include "io/textio.h"
 
 #include <math.h>
@@ -93,7 +94,9 @@ static int known_measure(void *ctx, const char *name, const char *values)
         if (mi->measures[i].source == DM_SRC_FILE) return 0;
         return dm_set_error("--measure %s: model '%s' reads '%s' from %s, not from --measure", name,
                             mi->name, name,
-                            mi->measures[i].source == DM_SRC_BVALS ? "--bvals" : "--bvecs");
+                            mi->measures[i].source == DM_SRC_BVALS   ? "--bvals"
+                            : mi->measures[i].source == DM_SRC_BVECS ? "--bvecs"
+                                                                     : "--scheme");
     }
     return dm_set_error("--measure: model '%s' has no per-measurement input '%s'", mi->name, name);
 }
@@ -119,8 +122,50 @@ static int check_weighting(const char *bvals, const char *bvecs, const double *b
     return 0;
 }
 
+/* The measures read from scheme columns into meas (nvol rows of stride values).  Every such
+ * measure is checked before the file is read, so that a missing --scheme is reported as such;
+ * a file the model does not need is not read. */
+static int read_scheme_measures(const dm_model_info *mi, const char *scheme, int nvol, double *meas,
+                                int stride)
+{
+    int needed = 0;
+    for (int i = 0; i < mi->nmeasures; i++) {
+        const dm_measure_info *x = &mi->measures[i];
+        if (x->source != DM_SRC_SCHEME) continue;
+        needed = 1;
+        if (!scheme)
+            return dm_set_error("%s:%d:%d: measure '%s' reads column '%s' of a scheme file: give "
+                                "--scheme FILE",
+                                mi->file, x->line, x->col, x->name, x->scheme_column);
+    }
+    if (!needed) return 0;
+    dm_scheme sch;
+    if (dm_scheme_read(scheme, &sch) != 0) return -1;
+    int rc = 0;
+    if (sch.rows != nvol)
+        rc = dm_set_error("%s: %d row%s, but the data have %d volume%s (one row per volume)",
+                          scheme, sch.rows, sch.rows == 1 ? "" : "s", nvol, nvol == 1 ? "" : "s");
+    for (int i = 0; i < mi->nmeasures && rc == 0; i++) {
+        const dm_measure_info *x = &mi->measures[i];
+        if (x->source != DM_SRC_SCHEME) continue;
+        int c = dm_scheme_column(&sch, x->scheme_column);
+        if (c < 0) {
+            char names[512];
+            dm_scheme_names(&sch, names, sizeof names);
+            rc = dm_set_error("%s:%d:%d: the scheme file '%s' has no column '%s' (it has: %s)",
+                              mi->file, x->line, x->col, scheme, x->scheme_column, names);
+            break;
+        }
+        for (int j = 0; j < nvol; j++)
+            meas[(size_t)j * stride + x->column] = sch.values[(size_t)j * sch.cols + c];
+    }
+    dm_scheme_free(&sch);
+    return rc;
+}
+
 int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
-                          const char *measure_spec, int nvol, double **meas_out, double **bvals_out)
+                          const char *measure_spec, const char *scheme, int nvol, double **meas_out,
+                          double **bvals_out)
 {
     if (for_each_item(measure_spec, "--measure", known_measure, (void *)mi) != 0) return -1;
     int W = mi->measure_width;
@@ -128,7 +173,12 @@ int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char
     double *b = NULL, *g = NULL;
     int need_bv = 0;
     for (int i = 0; i < mi->nmeasures; i++)
-        if (mi->measures[i].source != DM_SRC_FILE) need_bv = 1;
+        if (mi->measures[i].source == DM_SRC_BVALS || mi->measures[i].source == DM_SRC_BVECS)
+            need_bv = 1;
+    if (read_scheme_measures(mi, scheme, nvol, meas, W) != 0) {
+        free(meas);
+        return -1;
+    }
     if (bvals_out) *bvals_out = NULL;
     if (need_bv) {
         if (!bvals || !bvecs) {
@@ -163,7 +213,7 @@ int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char
             for (int j = 0; j < nvol; j++)
                 for (int c = 0; c < w; c++)
                     meas[(size_t)j * W + x->column + c] = from_vecs ? g[3 * j + c] : b[j];
-        } else {
+        } else if (x->source == DM_SRC_FILE) {
             struct lookup_ctx lc = {.name = x->name};
             if (for_each_item(measure_spec, "--measure", lookup_item, &lc) != 0) goto fail;
             if (!lc.found) {
@@ -453,7 +503,8 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
                             r->data, p->data.nx, p->data.ny, p->data.nz);
     p->M = p->data.nt;
     p->nvox = DM_NVOX(&p->data);
-    if (dm_build_measurements(mi, r->bvals, r->bvecs, r->measure, p->M, &p->meas, &p->bvals) != 0)
+    if (dm_build_measurements(mi, r->bvals, r->bvecs, r->measure, r->scheme, p->M, &p->meas,
+                              &p->bvals) != 0)
         return -1;
 
     /* The voxels to fit: the mask's non-zero voxels, or every voxel. */

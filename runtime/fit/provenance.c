@@ -61,6 +61,7 @@ int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_p
     dm_json_str(&j, "init_from", r->init_from ? r->init_from : "");
     dm_json_str(&j, "voxel", r->voxel ? r->voxel : "");
     dm_json_str(&j, "measure", r->measure ? r->measure : "");
+    dm_json_str(&j, "scheme", r->scheme ? r->scheme : "");
     dm_json_str(&j, "noise", r->noise);
     dm_json_int(&j, "burnin", r->burnin);
     dm_json_int(&j, "jumps", r->jumps);

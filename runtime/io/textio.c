@@ -24,7 +24,9 @@ static long binary_offset(const char *text, size_t len)
     return -1;
 }
 
-static int read_matrix(const char *path, int *rows, int *cols, double **data, int allow_nan)
+/* skip: lines 1..skip are not read (a header the caller reads). */
+static int read_matrix(const char *path, int *rows, int *cols, double **data, int allow_nan,
+                       int skip)
 {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -50,6 +52,7 @@ static int read_matrix(const char *path, int *rows, int *cols, double **data, in
         lineno++;
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
+        if (lineno <= skip) *line = '\0';
         int in_row = 0;
         char *p = line;
         for (;;) {
@@ -104,7 +107,12 @@ static int read_matrix(const char *path, int *rows, int *cols, double **data, in
 
 int dm_read_matrix(const char *path, int *rows, int *cols, double **data)
 {
-    return read_matrix(path, rows, cols, data, 0);
+    return read_matrix(path, rows, cols, data, 0, 0);
+}
+
+int dm_read_matrix_after(const char *path, int skip, int *rows, int *cols, double **data)
+{
+    return read_matrix(path, rows, cols, data, 0, skip);
 }
 
 /* bvals: one row or one column. */
@@ -128,7 +136,7 @@ static int read_bvecs(const char *path, int *count, double **g)
 {
     int r, c;
     double *m;
-    if (read_matrix(path, &r, &c, &m, 1) != 0) return -1;
+    if (read_matrix(path, &r, &c, &m, 1, 0) != 0) return -1;
     if (r == 3) {
         double *t = malloc((size_t)c * 3 * sizeof *t);
         if (!t) {

@@ -6,6 +6,8 @@
  * row the same length).  Returns 0, or -1 naming the file and the line of a non-numeric token,
  * a ragged row, or an empty file. */
 int dm_read_matrix(const char *path, int *rows, int *cols, double **data);
+/* The same, ignoring the file's first `skip` lines (a header read by the caller). */
+int dm_read_matrix_after(const char *path, int skip, int *rows, int *cols, double **data);
 
 /* Reads FSL bvals (one row or one column) and bvecs (3 rows or 3 columns), checks that both
  * have nvol entries (nvol <= 0: take the count from bvals), normalises bvecs of non-zero b that

@@ -46,6 +46,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     /* The model name and the description are cut to fit, as they always were. */
     snprintf(mi->name, sizeof mi->name, "%s", m->name);
     snprintf(mi->description, sizeof mi->description, "%s", m->description ? m->description : "");
+    snprintf(mi->file, sizeof mi->file, "%s", what);
     mi->multistart = m->multistart > 0 ? m->multistart : 1;
     snprintf(mi->source_hash, sizeof mi->source_hash, "%016llx",
              dm_model_source_hash(m));
@@ -63,10 +64,16 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
         if (copy_name(x->name, sizeof x->name, in->name, what) != 0) return -1;
         x->width = in->width;
         x->column = in->column;
-        x->source = !in->source                    ? DM_SRC_FILE
-                    : !strcmp(in->source, "bvals") ? DM_SRC_BVALS
-                    : !strcmp(in->source, "bvecs") ? DM_SRC_BVECS
-                                                   : DM_SRC_FILE;
+        x->source = !in->source                     ? DM_SRC_FILE
+                    : !strcmp(in->source, "bvals")  ? DM_SRC_BVALS
+                    : !strcmp(in->source, "bvecs")  ? DM_SRC_BVECS
+                    : !strcmp(in->source, "scheme") ? DM_SRC_SCHEME
+                                                    : DM_SRC_FILE;
+        if (in->scheme_column &&
+            copy_name(x->scheme_column, sizeof x->scheme_column, in->scheme_column, what) != 0)
+            return -1;
+        x->line = in->source_loc.line;
+        x->col = in->source_loc.col;
         mi->measure_width += in->width;
     }
     for (int i = 0; i < m->voxels.n; i++) {

@@ -7,12 +7,14 @@
 
 #define DM_NAME_MAX 64
 
-typedef enum { DM_SRC_BVALS, DM_SRC_BVECS, DM_SRC_FILE } dm_measure_source;
+typedef enum { DM_SRC_BVALS, DM_SRC_BVECS, DM_SRC_FILE, DM_SRC_SCHEME } dm_measure_source;
 
 typedef struct dm_measure_info {
     char name[DM_NAME_MAX];
     int width, column;
     dm_measure_source source;
+    char scheme_column[DM_NAME_MAX]; /* DM_SRC_SCHEME: the column of --scheme it reads */
+    int line, col;                   /* where the model declares its source, for messages */
 } dm_measure_info;
 
 typedef struct dm_voxel_info {
@@ -54,6 +56,7 @@ typedef struct dm_output_info {
 typedef struct dm_model_info {
     char name[DM_NAME_MAX];
     char description[256];
+    char file[1024]; /* the .model file it was compiled from (for file:line:col messages) */
     char source_hash[17], code_hash[17];
     /* Per measurement (the part that scales with M), and once per evaluation of all of them. */
     long flops_signal, flops_signal_transc, flops_gradient, flops_gradient_transc;

@@ -2,6 +2,7 @@
 #include "simulate/simulate.h"
 #include "fit/cpu_backend.h"
 #include "fit/fit.h"
+#include "io/scheme_file.h"
 #include "io/textio.h"
 #include "io/volume.h"
 #include "simulate/noise.h"
@@ -83,8 +84,8 @@ static double source_at(const source *s, size_t v, size_t nvox, int c)
     return s->map.data ? s->map.data[v + (size_t)c * nvox] : s->value;
 }
 
-/* The protocol's length: the number of b-values, else the length of the first measure file
- * (its longer side). */
+/* The protocol's length: the number of b-values, else the scheme file's rows, else the length
+ * of the first measure file (its longer side). */
 static int protocol_length(const dm_simulate_settings *s, int *M)
 {
     int r, c;
@@ -95,10 +96,17 @@ static int protocol_length(const dm_simulate_settings *s, int *M)
         free(tmp);
         return 0;
     }
+    if (s->scheme) {
+        dm_scheme sch;
+        if (dm_scheme_read(s->scheme, &sch) != 0) return -1;
+        *M = sch.rows;
+        dm_scheme_free(&sch);
+        return 0;
+    }
     const char *eq = s->measure ? strchr(s->measure, '=') : NULL;
     if (!eq)
         return dm_set_error(
-            "simulate: give --bvals (or --measure NAME=FILE) to define the protocol");
+            "simulate: give --bvals, --scheme or --measure NAME=FILE to define the protocol");
     char path[4096];
     snprintf(path, sizeof path, "%s", eq + 1);
     char *comma = strchr(path, ',');
@@ -171,7 +179,8 @@ int dm_simulate_run(const dm_simulate_settings *s, dm_provenance *prov)
     int nx = grid ? grid->nx : (int)s->voxels, ny = grid ? grid->ny : 1, nz = grid ? grid->nz : 1;
     size_t nvox = (size_t)nx * ny * nz;
     if ((rc = protocol_length(s, &M)) != 0) goto done;
-    if ((rc = dm_build_measurements(&mi, s->bvals, s->bvecs, s->measure, M, &meas, &bvals)) != 0)
+    if ((rc = dm_build_measurements(&mi, s->bvals, s->bvecs, s->measure, s->scheme, M, &meas,
+                                    &bvals)) != 0)
         goto done;
     if ((rc = dm_cpu_fitter_load(&mi, 8, &fitter)) != 0) goto done;
 

@@ -27,6 +27,8 @@ static const char *const edge_model =
     "measure b = bvals\n"
     "measure g[3] = bvecs\n"
     "measure t[2]\n"
+    "measure Delta = scheme\n"
+    "measure TE = scheme echo_time\n"
     "voxel T2\n"
     "voxel o[3] = -0.25\n"
     "param S0 in (0, inf) init b0\n"
@@ -35,8 +37,9 @@ static const char *const edge_model =
     "param lo in [-1, inf) init 0 step 2.5e-3\n"
     "param th in [0, pi] init 1 periodic prior sphere\n"
     "param ph in [0, 2*pi] init 1 periodic\n"
+    "fractions fa, fb init 0.25\n"
     "signal S0 * exp(-b * 1e-3 * (1 + x * x)) * (1 - f + f * dot(g, dir(th, ph))^2)\n"
-    "  + lo * t[1] * T2 + o[0] * t[0]\n"
+    "  + lo * t[1] * T2 + o[0] * t[0] + Delta * TE * fb\n"
     "output dir1 axis = dir(th, ph)\n"
     "output vec1 vector = o\n"
     "output sc = f * 2\n";
@@ -141,7 +144,7 @@ static int parse_line(char *line, dm_model_info *mi)
         mi->multistart = (int)v;
         return ok;
     }
-    if (!strcmp(f[0], "measure") && n == 5 && mi->nmeasures < 16) {
+    if (!strcmp(f[0], "measure") && (n == 5 || n == 6) && mi->nmeasures < 16) {
         dm_measure_info *x = &mi->measures[mi->nmeasures++];
         long w = 0, c = 0;
         ok = name(x->name, f[1]) && integer(f[2], &w) && integer(f[4], &c);
@@ -153,8 +156,12 @@ static int parse_line(char *line, dm_model_info *mi)
             x->source = DM_SRC_BVECS;
         else if (!strcmp(f[3], "file"))
             x->source = DM_SRC_FILE;
+        else if (!strcmp(f[3], "scheme") && n == 6)
+            x->source = DM_SRC_SCHEME;
         else
             ok = 0;
+        ok &= (n == 6) == (x->source == DM_SRC_SCHEME);
+        if (n == 6) ok &= name(x->scheme_column, f[5]);
         mi->measure_width += x->width;
         return ok;
     }
@@ -269,7 +276,7 @@ static int differ(const dm_model_info *a, const dm_model_info *b, char *why, siz
     for (int i = 0; i < a->nmeasures; i++) {
         const dm_measure_info *x = &a->measures[i], *y = &b->measures[i];
         if (strcmp(x->name, y->name) || x->width != y->width || x->column != y->column ||
-            x->source != y->source)
+            x->source != y->source || strcmp(x->scheme_column, y->scheme_column))
             return DIFF("measure %d: %s %d %d %d != %s %d %d %d", i, x->name, x->width, x->column,
                         (int)x->source, y->name, y->width, y->column, (int)y->source);
     }
