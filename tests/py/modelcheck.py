@@ -48,3 +48,10 @@ def within(name, est, truth, limit, relative=False):
     kind = "relative" if relative else "absolute"
     check(name, a < limit, f"median {kind} error {a:.4g} (limit {limit:g})")
     return a
+
+
+def pipeline(name, *args):
+    """`dimoc pipeline NAME ARGS`, on the GPU when DIMOC_FIT_DEVICE says so (dmtest.dimoc adds
+    --device to `dimoc fit` only; a pipeline passes it on to each of its fits)."""
+    device = os.environ.get("DIMOC_FIT_DEVICE")
+    return dimoc("pipeline", name, *args, *(["--device", device] if device else []))

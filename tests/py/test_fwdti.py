@@ -15,7 +15,7 @@ from dipy.core.gradients import gradient_table
 from dipy.reconst.fwdti import FreeWaterTensorModel
 
 from dmtest import check, dimoc, finish, random_directions, scheme, workdir
-from modelcheck import maps, no_worse, simulate, within
+from modelcheck import maps, no_worse, simulate, within, pipeline
 
 rng = np.random.default_rng(23)
 d = workdir("fwdti")
@@ -43,7 +43,7 @@ data, mask, y = simulate(d, "fwdti", truth, bvals, bvecs)
 common = ["--data", data, "--bvals", bvals, "--bvecs", bvecs, "--mask", mask]
 
 t0 = time.time()
-dimoc("pipeline", "fwdti", *common, "--out", f"{d}/pipe", "--quiet")
+pipeline("fwdti", *common, "--out", f"{d}/pipe", "--quiet")
 t_pipe = time.time() - t0
 t0 = time.time()
 dimoc("fit", "fwdti", *common, "--out", f"{d}/direct", "--quiet")

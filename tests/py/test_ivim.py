@@ -16,7 +16,7 @@ from dipy.core.gradients import gradient_table
 from dipy.reconst.ivim import IvimModel
 
 from dmtest import check, dimoc, finish, scheme, workdir
-from modelcheck import maps, no_worse, simulate, within
+from modelcheck import maps, no_worse, simulate, within, pipeline
 
 rng = np.random.default_rng(17)
 d = workdir("ivim")
@@ -33,7 +33,7 @@ t0 = time.time()
 dimoc("fit", "ivim", *common, "--out", f"{d}/direct", "--quiet")
 t_direct = time.time() - t0
 t0 = time.time()
-dimoc("pipeline", "ivim", *common, "--out", f"{d}/pipe", "--quiet")
+pipeline("ivim", *common, "--out", f"{d}/pipe", "--quiet")
 t_pipe = time.time() - t0
 names = ["S0", "f", "D", "Dstar"]
 direct, pipe = maps(f"{d}/direct", names), maps(f"{d}/pipe", names)
