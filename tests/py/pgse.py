@@ -55,3 +55,25 @@ def gpa_log_signal(shape, R, D, G, delta, Delta, terms=400):
     bracket = 2 * dl / x - (2 + np.exp(-x * (DL - dl)) - 2 * np.exp(-x * dl)
                             - 2 * np.exp(-x * DL) + np.exp(-x * (DL + dl))) / x ** 2
     return -2 * GAMMA ** 2 * np.asarray(G, float) ** 2 * np.sum(bracket / (a2 * (a2 * R * R - c)), axis=1)
+
+
+def simulate_and_run_pipeline(d, model, truth, bvals, bvecs, timing, seed, snr=50):
+    """Simulates model on a len x 1 x 1 image of the truth maps (dict of arrays) with Rician
+    noise (none with snr=None), runs `dimoc pipeline model` on it (every voxel in the mask; DIMOC_FIT_DEVICE is
+    passed on as --device), and returns the truth as stored (float32) and a reader of the
+    pipeline's output maps."""
+    from dmtest import dimoc, load, save  # noqa: E402 (dmtest also imports this module's users)
+    n = len(next(iter(truth.values())))
+    paths = {k: save(os.path.join(d, "true_" + k + ".nii"), np.reshape(x, (-1, 1, 1)))
+             for k, x in truth.items()}
+    data = os.path.join(d, "dwi.nii")
+    dimoc("simulate", model, "--bvals", bvals, "--bvecs", bvecs, *timing, "--params",
+          ",".join(f"{k}={p}" for k, p in paths.items()), "--seed", seed, "--out", data,
+          *(["--noise", "rician", "--snr", snr] if snr else []))
+    mask = save(os.path.join(d, "mask.nii"), np.ones((n, 1, 1)))
+    out = os.path.join(d, f"out{seed}")
+    device = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
+    dimoc("pipeline", model, "--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs,
+          "--out", out, *timing, "--quiet", *device)
+    stored = {k: load(p)[:, 0, 0] for k, p in paths.items()}
+    return stored, lambda name: load(os.path.join(out, name + ".nii.gz"))[:, 0, 0]
