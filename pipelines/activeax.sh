@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# ActiveAx with dimoc (models/activeax.model): axon diameter from multi-shell, multi-timing data.
+#
+# usage: dimoc pipeline activeax --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --measure Delta=FILE --measure delta=FILE [--mcmc] [fit options]
+# options:
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+# fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type;
+#   the timing files, --measure Delta=FILE --measure delta=FILE (seconds, one per volume), are
+#   needed: they pass on to every fit.
+#
+#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
+#   2. a grid search over f_ic, f_iso and the radius R, the orientation held, S0 the mean b=0
+#      signal;
+#   3. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
+# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final f_ic, f_iso, R,
+# diameter (2 R, micrometres), dyads1 and S0 as hard links, BIC and AIC when --ic is among the
+# fit options, and quick-look PNGs.
+set -euo pipefail
+last=(--method lm)
+own_flag() { # this pipeline's own flags (lib/flags.bash)
+    case $1 in
+    --mcmc) last=(--method lm,mcmc); taken=1 ;;
+    esac
+}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
+pipeline_flags "$@"
+stages=$out/dimoc
+mkdir -p "$stages"
+common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+fit() { # stage-name, dimoc fit arguments...
+    local name=$1; shift
+    echo "activeax.sh: $name"
+    $dimoc fit activeax "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
+}
+
+$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
+$dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
+fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+    --grid f_ic=0.2:0.1:0.9 --grid f_iso=0,0.1,0.3 --grid R=0.5,1,1.5,2,2.5,3,4,5,6,8
+fit final "${last[@]}" --init-from "$stages/grid"
+
+finish() { # the links and pictures, after every stage (lib/flags.bash)
+    final=$stages/final
+    link_maps "$final" "$out" f_ic f_iso R diameter dyads1 S0 BIC AIC
+    for m in f_ic f_iso diameter; do
+        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+    done
+    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_ic.nii.gz" -o "$out/dyads1.png"
+    echo "activeax.sh: maps and PNGs in $out, every stage in $stages"
+}
+pipeline_finish finish

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# CHARMED with dimoc (models/charmed.model): hindered and restricted water of one fibre population.
+#
+# usage: dimoc pipeline charmed --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --measure Delta=FILE --measure delta=FILE [--mcmc] [fit options]
+# options:
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+# fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type;
+#   the timing files, --measure Delta=FILE --measure delta=FILE (seconds, one per volume), are
+#   needed: they pass on to every fit (and --voxel R=MAP|VALUE, the axon radius in um).
+#
+#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
+#   2. a grid search over f_r and the three diffusivities, the orientation held, S0 the mean
+#      b=0 signal;
+#   3. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
+# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final f_r, d_h_par, d_h_perp,
+# d_r, dyads1 and S0 as hard links, BIC and AIC when --ic is among the fit options, and
+# quick-look PNGs.
+set -euo pipefail
+last=(--method lm)
+own_flag() { # this pipeline's own flags (lib/flags.bash)
+    case $1 in
+    --mcmc) last=(--method lm,mcmc); taken=1 ;;
+    esac
+}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
+pipeline_flags "$@"
+stages=$out/dimoc
+mkdir -p "$stages"
+common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+fit() { # stage-name, dimoc fit arguments...
+    local name=$1; shift
+    echo "charmed.sh: $name"
+    $dimoc fit charmed "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
+}
+
+$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
+$dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
+fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+    --grid f_r=0.1:0.1:0.9 --grid d_h_par=1e-3,1.5e-3,2e-3 --grid d_h_perp=3e-4,6e-4,9e-4 \
+    --grid d_r=1e-3,1.5e-3,2e-3
+fit final "${last[@]}" --init-from "$stages/grid"
+
+finish() { # the links and pictures, after every stage (lib/flags.bash)
+    final=$stages/final
+    link_maps "$final" "$out" f_r d_h_par d_h_perp d_r dyads1 S0 BIC AIC
+    for m in f_r d_h_perp d_r; do
+        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+    done
+    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_r.nii.gz" -o "$out/dyads1.png"
+    echo "charmed.sh: maps and PNGs in $out, every stage in $stages"
+}
+pipeline_finish finish

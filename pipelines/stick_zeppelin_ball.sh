@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Stick, zeppelin and ball with dimoc (models/stick_zeppelin_ball.model), tortuous zeppelin.
+#
+# usage: dimoc pipeline stick_zeppelin_ball --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc] [fit options]
+# options:
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+# fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
+#
+#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
+#   2. a grid search over f_ic, f_iso and d_par, the orientation held, S0 the mean b=0 signal;
+#   3. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
+# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final f_ic, f_iso, f_ec, d_par,
+# d_perp (the zeppelin's, by tortuosity), dyads1 and S0 as hard links, BIC and AIC when --ic
+# is among the fit options, and quick-look PNGs.
+set -euo pipefail
+last=(--method lm)
+own_flag() { # this pipeline's own flags (lib/flags.bash)
+    case $1 in
+    --mcmc) last=(--method lm,mcmc); taken=1 ;;
+    esac
+}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
+pipeline_flags "$@"
+stages=$out/dimoc
+mkdir -p "$stages"
+common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+fit() { # stage-name, dimoc fit arguments...
+    local name=$1; shift
+    echo "stick_zeppelin_ball.sh: $name"
+    $dimoc fit stick_zeppelin_ball "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
+}
+
+$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
+$dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
+fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+    --grid f_ic=0.1:0.1:0.9 --grid f_iso=0,0.1,0.2,0.4,0.7 --grid d_par=1.1e-3,1.5e-3,1.9e-3,2.4e-3
+fit final "${last[@]}" --init-from "$stages/grid"
+
+finish() { # the links and pictures, after every stage (lib/flags.bash)
+    final=$stages/final
+    link_maps "$final" "$out" f_ic f_iso f_ec d_par d_perp dyads1 S0 BIC AIC
+    for m in f_ic f_iso d_par; do
+        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+    done
+    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_ic.nii.gz" -o "$out/dyads1.png"
+    echo "stick_zeppelin_ball.sh: maps and PNGs in $out, every stage in $stages"
+}
+pipeline_finish finish
