@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # ActiveAx with dimoc (models/activeax.model): axon diameter from multi-shell, multi-timing data.
 #
-# usage: dimoc pipeline activeax --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --measure Delta=FILE --measure delta=FILE [--mcmc] [fit options]
+# usage: dimoc pipeline activeax --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --scheme FILE [--mcmc] [fit options]
 # options:
 #   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type;
-#   the timing files, --measure Delta=FILE --measure delta=FILE (seconds, one per volume), are
-#   needed: they pass on to every fit.
+#   the scheme, --scheme FILE (columns G in T/m, Delta and delta in s, one row per volume;
+#   docs/fitting.md), is needed: it passes on to every fit.
 #
 #   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
 #   2. a grid search over f_ic, f_iso and the radius R, the orientation held, S0 the mean b=0
 #      signal;
 #   3. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
-# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final f_ic, f_iso, R,
-# diameter (2 R, micrometres), dyads1 and S0 as hard links, BIC and AIC when --ic is among the
-# fit options, and quick-look PNGs.
+# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final f_ic, f_ec, f_iso,
+# f_tissue, R, diameter (2 R, micrometres), dyads1 and S0 as hard links, BIC and AIC when --ic
+# is among the fit options, and quick-look PNGs.
 set -euo pipefail
 last=(--method lm)
 own_flag() { # this pipeline's own flags (lib/flags.bash)
@@ -41,7 +41,7 @@ fit final "${last[@]}" --init-from "$stages/grid"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
-    link_maps "$final" "$out" f_ic f_iso R diameter dyads1 S0 BIC AIC
+    link_maps "$final" "$out" f_ic f_ec f_iso f_tissue R diameter dyads1 S0 BIC AIC
     for m in f_ic f_iso diameter; do
         $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done

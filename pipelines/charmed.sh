@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # CHARMED with dimoc (models/charmed.model): hindered and restricted water of one fibre population.
 #
-# usage: dimoc pipeline charmed --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --measure Delta=FILE --measure delta=FILE [--mcmc] [fit options]
+# usage: dimoc pipeline charmed --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --scheme FILE [--mcmc] [fit options]
 # options:
 #   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type;
-#   the timing files, --measure Delta=FILE --measure delta=FILE (seconds, one per volume), are
-#   needed: they pass on to every fit (and --voxel R=MAP|VALUE, the axon radius in um).
+#   the scheme, --scheme FILE (columns G in T/m, Delta and delta in s, one row per volume;
+#   docs/fitting.md), is needed: it passes on to every fit (and --voxel R=MAP|VALUE, the axon
+#   radius in um).
 #
 #   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
 #   2. a grid search over f_r and the three diffusivities, the orientation held, S0 the mean
 #      b=0 signal;
 #   3. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
-# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final f_r, d_h_par, d_h_perp,
-# d_r, dyads1 and S0 as hard links, BIC and AIC when --ic is among the fit options, and
-# quick-look PNGs.
+# dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final f_r, f_h, d_h_par,
+# d_h_perp, d_r, dyads1 and S0 as hard links, BIC and AIC when --ic is among the fit options,
+# and quick-look PNGs.
 set -euo pipefail
 last=(--method lm)
 own_flag() { # this pipeline's own flags (lib/flags.bash)
@@ -42,7 +43,7 @@ fit final "${last[@]}" --init-from "$stages/grid"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
-    link_maps "$final" "$out" f_r d_h_par d_h_perp d_r dyads1 S0 BIC AIC
+    link_maps "$final" "$out" f_r f_h d_h_par d_h_perp d_r dyads1 S0 BIC AIC
     for m in f_r d_h_perp d_r; do
         $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SANDI with dimoc (models/sandi.model): soma and neurite density from multi-shell powder signals.
 #
-# usage: dimoc pipeline sandi --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --measure Delta=FILE --measure delta=FILE [--mcmc] [fit options]
+# usage: dimoc pipeline sandi --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --scheme FILE [--mcmc] [fit options]
 # options:
 #   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type;
-#   the timing files, --measure Delta=FILE --measure delta=FILE (seconds, one per volume), are
-#   needed: they pass on to every fit.
+#   the scheme, --scheme FILE (columns G in T/m, Delta and delta in s, one row per volume;
+#   docs/fitting.md), is needed: it passes on to every fit.
 #
 # SANDI's model is isotropic (direction-averaged compartments), so the data are fitted as they
 # are, every direction of a shell predicted alike: the same estimates as a fit to the shell

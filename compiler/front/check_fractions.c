@@ -134,9 +134,12 @@ static int repair(checker *c, int which)
     return 1;
 }
 
-/* The free members: a new parameter each, or the `param` line's, given the set's start. */
+/* The free members: a new parameter each, or the `param` line's, given the set's start.  The
+ * new ones go where the statement stands: after the f->params_before parameters declared above
+ * it and the *inserted ones that earlier sets added there or above. */
 static void add_free_members(checker *c, dm_fractions *f, int *inserted)
 {
+    int at = f->params_before + *inserted;
     dm_model *m = c->m;
     int k = f->nmembers;
     for (int i = 0; i < k - 1; i++) {
@@ -160,7 +163,8 @@ static void add_free_members(checker *c, dm_fractions *f, int *inserted)
         p->lo_expr = number(m, member->loc, 0);
         p->hi_expr = number(m, member->loc, 1);
         p->init_expr = init ? init : number(m, member->loc, 1.0 / k);
-        VEC_INSERT(m, m->params, f->params_before + *inserted, p);
+        VEC_INSERT(m, m->params, at, p);
+        at++;
         (*inserted)++;
     }
 }
@@ -200,7 +204,6 @@ void dm_expand_fractions(checker *c)
     for (int s = 0; s < m->fractions.n; s++) {
         dm_fractions *f = m->fractions.items[s];
         int implied = repair(c, s);
-        f->params_before += inserted;
         add_free_members(c, f, &inserted);
         if (implied) add_implied_member(c, f, lets++);
         f->expanded = f->nmembers >= 2;

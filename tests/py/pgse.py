@@ -1,6 +1,6 @@
 """Pulsed-gradient protocols and restricted-diffusion signals for the tests of the models with
-gradient timing (activeax, charmed, sandi): FSL bvals/bvecs plus Delta and delta files (one
-number per volume, seconds), and the Gaussian phase approximation of the cylinder (Van
+gradient timing (activeax, charmed, sandi): FSL bvals/bvecs plus a scheme file of G (T/m),
+Delta and delta (s) per volume (`--scheme`), and the Gaussian phase approximation of the cylinder (Van
 Gelderen et al. 1994) and the sphere (Murday and Cotts 1968) in numpy, with scipy's roots, as
 the independent reference of the models' sums."""
 import os
@@ -18,20 +18,29 @@ def b_value(G, delta, Delta):
     return (GAMMA * G * delta) ** 2 * (Delta - delta / 3) * 1e-6
 
 
+def write_scheme(path, G, Delta, delta):
+    """A header scheme file (docs/fitting.md) with the columns the timing models read:
+    G (T/m), Delta and delta (s), one row per volume."""
+    with open(path, "w") as f:
+        f.write("# G Delta delta\n")
+        for row in zip(np.ravel(G), np.ravel(Delta), np.ravel(delta)):
+            f.write(" ".join(repr(float(x)) for x in row) + "\n")
+    return path
+
+
 def protocol(d, shells, b0=6):
     """shells: (directions, G T/m, delta s, Delta s) each; b0 volumes get the first shell's
-    timing.  Writes bvals, bvecs, Delta.txt, delta.txt under d; returns their paths and the
+    timing and G = 0.  Writes bvals, bvecs and protocol.scheme (columns G, Delta, delta) under
+    d; returns the bvals and bvecs paths, the fit options that pass the scheme, and the
     b-values, Delta and delta arrays."""
     spec = [f"{b0}x0"] + [f"{n}x{b_value(G, dl, DL):.6f}" for n, G, dl, DL in shells]
     bvals, bvecs = scheme(d, ",".join(spec))
+    G = np.concatenate([[0.0] * b0] + [[G] * n for n, G, _, _ in shells])
     Delta = np.concatenate([[shells[0][3]] * b0] + [[DL] * n for n, _, _, DL in shells])
     delta = np.concatenate([[shells[0][2]] * b0] + [[dl] * n for n, _, dl, _ in shells])
-    paths = {"Delta": os.path.join(d, "Delta.txt"), "delta": os.path.join(d, "delta.txt")}
-    np.savetxt(paths["Delta"], Delta, fmt="%.9g")
-    np.savetxt(paths["delta"], delta, fmt="%.9g")
+    path = write_scheme(os.path.join(d, "protocol.scheme"), G, Delta, delta)
     bv = np.loadtxt(bvals).ravel()
-    return bvals, bvecs, ["--measure", f"Delta={paths['Delta']}", "--measure",
-                          f"delta={paths['delta']}"], bv, Delta, delta
+    return bvals, bvecs, ["--scheme", path], bv, Delta, delta
 
 
 def sphere_roots(n):

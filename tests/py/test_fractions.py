@@ -99,4 +99,20 @@ check("same-maps-as-by-hand", worst < 1e-6, f"max relative difference {worst:.2e
 _, out, _ = dimoc("check", frac)
 check("check-shows-expansion", "f_ball     scalar    = 1 - f1 - f2" in out
       and "f1 + f2 <= 1" in out and "f_ball       scalar" in out, out[-300:])
+
+# Two sets with a parameter between them (as models/activeax.model nests its fractions): each
+# set's free members take the place of its statement, so the parameters keep the file's order.
+nested = write(os.path.join(d, "nested.model"), """model nested "two fraction sets"
+measure b = bvals
+param S0 in (0, inf) init b0
+fractions f_ic, f_ec init 0.6
+param d in (0, 0.01) init 1e-3
+fractions f_iso, f_tissue init 0.1
+param d2 in (0, 0.01) init 2e-3
+signal S0 * (f_iso * exp(-b * 3e-3) + f_tissue * (f_ic * exp(-b * d) + f_ec * exp(-b * d2)))
+""")
+_, out, _ = dimoc("check", nested)
+order = [ln.split()[0] for ln in out.split("parameters")[1].split("lets:")[0].splitlines()[2:]
+         if ln.strip()]
+check("two-sets-keep-file-order", order == ["S0", "f_ic", "d", "f_iso", "d2"], f"{order}")
 finish()

@@ -8,7 +8,8 @@
 - library compartments simulated by dimoc against the same formulas in numpy: the
   Van Gelderen cylinder (Gaussian phase approximation, scipy's roots of J1'), its Neuman
   long-pulse limit against the closed form -(7/48) gamma^2 G_perp^2 delta R^4 / d, the
-  Watson-dispersed zeppelin (scipy's Dawson integral) and the tensor;
+  Watson-dispersed zeppelin (scipy's Dawson integral), the tensor, the Cholesky tensor
+  (numpy's L L') and the powder-averaged stick (quadrature over the orientations);
 - a stick + zeppelin + ball model written with the library recovers its parameters.
 """
 import glob
@@ -69,6 +70,7 @@ for old in sorted(glob.glob(os.path.join(ROOT, "tests", "models_before_lib", "*.
 rng = np.random.default_rng(3)
 nvol = 40
 b = rng.uniform(0, 3000, nvol)
+b[0] = 0                                       # the b = 0 limits (stick_powder's series)
 gdir = rng.normal(size=(nvol, 3))
 gdir /= np.linalg.norm(gdir, axis=1, keepdims=True)
 G = rng.uniform(0.01, 0.3, nvol)               # T/m
@@ -98,11 +100,17 @@ dperp_avg = dpar - (dpar - dperp) * (1 + tau) / 2
 zw = np.exp(-b * (dperp_avg + (dpar_avg - dperp_avg) * t ** 2))
 n1 = np.array([np.cos(th) * np.cos(ph), np.cos(th) * np.sin(ph), -np.sin(th)])  # perp_axis(th, ph, 0)
 tensor = np.exp(-b * (2e-3 * t ** 2 + 1e-3 * (gdir @ n1) ** 2 + 0.3e-3 * (gdir @ np.cross(v, n1)) ** 2))
+chol = np.array([[1.2, 0, 0], [0.3, 0.9, 0], [-0.4, 0.2, 0.6]])   # L, sqrt(1e-3 mm^2/s)
+tensor_chol = np.exp(-b * np.einsum("ij,jk,ik->i", gdir, 1e-3 * chol @ chol.T, gdir))
+u = np.linspace(0, 1, 20001)                   # the stick's cosine to an isotropic axis
+powder = np.array([np.trapz(np.exp(-bb * dd * u ** 2), u) for bb in b])
 cases = {
     "cylinder_gpd": ("cylinder_gpd(d, R, v)", vg, 1e-6),
     "cylinder_neuman": ("cylinder_neuman(d, R, v)", neuman, 1e-5),
     "zeppelin_watson": ("zeppelin_watson(2e-3, 0.6e-3, v, kappa)", zw, 1e-6),
     "tensor": ("tensor(2e-3, 1e-3, 0.3e-3, v, perp_axis(th, ph, 0))", tensor, 1e-6),
+    "tensor_cholesky": ("tensor_cholesky(1.2, 0.3, 0.9, -0.4, 0.2, 0.6)", tensor_chol, 1e-6),
+    "stick_powder": ("stick_powder(d)", powder, 1e-6),
 }
 for name, (expr, want, tol) in cases.items():
     model = write(f"{d}/{name}.model", f"""model lib_{name} "one library compartment"

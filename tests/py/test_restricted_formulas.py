@@ -1,11 +1,12 @@
-"""Issue 17: the restricted-diffusion signals of the shipped models with gradient timing,
-through `dimoc simulate`, against independent numpy/scipy implementations (pgse.py):
+"""Issue 17: the restricted-diffusion signals of the shipped models with gradient timing (G,
+Delta and delta from a scheme file, `--scheme`), through `dimoc simulate`, against independent
+numpy/scipy implementations (pgse.py):
 
-- activeax's cylinder (Van Gelderen's GPA, 12 roots of J1' from the compiler) against the
-  same formula with 400 roots from scipy.special.jnp_zeros, for 5 radii x 24 gradients of
-  varied G, delta, Delta and direction: 1e-6 relative;
-- sandi's sphere (Murday-Cotts GPA, 12 roots of j1' from the compiler) against 400 roots
-  found by scipy's brentq: 1e-6 relative;
+- activeax's cylinder (the library's cylinder_gpd: Van Gelderen's GPA, 20 roots of J1' from
+  the compiler) against the same formula with 400 roots from scipy.special.jnp_zeros, for 5
+  radii x 24 gradients of varied G, delta, Delta and direction: 1e-6 relative;
+- sandi's sphere (the library's sphere_gpd: Murday-Cotts GPA, 20 roots of j1' from the
+  compiler) against 400 roots found by scipy's brentq: 1e-6 relative;
 - the limits: R -> 0 gives 1; a radius far beyond the diffusion length gives free diffusion
   along the gradient, exp(-b D) (cylinder: exp(-b D (1 - (g.v)^2)) across);
 - charmed's Neuman long-pulse signal against its formula in numpy (1e-6), and against the
@@ -18,7 +19,7 @@ import re
 import numpy as np
 
 from dmtest import check, dimoc, finish, load, save, workdir
-from pgse import GAMMA, b_value, gpa_log_signal
+from pgse import GAMMA, b_value, gpa_log_signal, write_scheme
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 d = workdir("restricted_formulas")
@@ -35,13 +36,9 @@ g /= np.linalg.norm(g, axis=0)
 b = b_value(G, delta, Delta)
 np.savetxt(f"{d}/bvals", b[None, :], fmt="%.17g")
 np.savetxt(f"{d}/bvecs", g, fmt="%.17g")
-np.savetxt(f"{d}/Delta.txt", Delta, fmt="%.17g")
-np.savetxt(f"{d}/delta.txt", delta, fmt="%.17g")
-timing = ["--bvals", f"{d}/bvals", "--bvecs", f"{d}/bvecs", "--measure", f"Delta={d}/Delta.txt",
-          "--measure", f"delta={d}/delta.txt"]
+timing = ["--bvals", f"{d}/bvals", "--bvecs", f"{d}/bvecs", "--scheme",
+          write_scheme(f"{d}/protocol.scheme", G, Delta, delta)]
 b_rounded = np.loadtxt(f"{d}/bvals")  # what dimoc reads
-# G back from the b-values as written, as the models derive it
-G = np.sqrt(b_rounded * 1e6 / (delta ** 2 * (Delta - delta / 3))) / GAMMA
 
 
 def maps(name, values):
@@ -67,12 +64,17 @@ def series_error(y, ref):
 
 
 def widened(model, terms, rmax):
-    """The shipped model's text with more terms and a larger radius bound: the free-diffusion
-    limit needs radii far beyond the shipped bounds, and then many more roots."""
+    """The shipped model's text with a larger radius bound, beside a copy of the compartment
+    library whose sums have more terms: the free-diffusion limit needs radii far beyond the
+    shipped bounds, and then many more roots."""
+    lib = open(os.path.join(ROOT, "models", "lib", "compartments.model")).read()
+    wide_lib = lib.replace("sum(m in 1..20)", f"sum(m in 1..{terms})")
+    assert wide_lib.count(f"1..{terms}") == lib.count("1..20") == 3
+    os.makedirs(os.path.join(d, "lib"), exist_ok=True)
+    open(os.path.join(d, "lib", "compartments.model"), "w").write(wide_lib)
     text = open(os.path.join(ROOT, "models", model + ".model")).read()
-    text = text.replace("sum(m in 1..12)", f"sum(m in 1..{terms})")
     text = re.sub(r"(param (R|R_soma) +in [\[(])[0-9.]+, [0-9.]+[\])]", rf"\g<1>0.1, {rmax})", text)
-    assert f"1..{terms}" in text and f"0.1, {rmax})" in text
+    assert f"0.1, {rmax})" in text and 'import "lib/compartments.model"' in text
     path = os.path.join(d, model + "_wide.model")
     open(path, "w").write(text)
     return path
@@ -103,14 +105,12 @@ def free_limit(model, params, radius_name, radii):
     axis (g = x): 1 for free diffusion; it approaches 1 as sqrt(D t) / R (Mitra et al. 1992)."""
     global timing
     saved = timing
-    short = os.path.join(d, "short.txt")
-    np.savetxt(short, [0.002] * 4)
-    np.savetxt(os.path.join(d, "short_Delta.txt"), [0.003] * 4)
-    bs = b_value(np.array([0.0, 0.1, 0.2, 0.3]), 0.002, 0.003)
+    Gs = np.array([0.0, 0.1, 0.2, 0.3])
+    bs = b_value(Gs, 0.002, 0.003)
     np.savetxt(os.path.join(d, "bshort"), bs[None, :], fmt="%.17g")
     np.savetxt(os.path.join(d, "gshort"), np.tile([[1.0], [0.0], [0.0]], 4))
-    timing = ["--bvals", f"{d}/bshort", "--bvecs", f"{d}/gshort", "--measure",
-              f"Delta={d}/short_Delta.txt", "--measure", f"delta={short}"]
+    timing = ["--bvals", f"{d}/bshort", "--bvecs", f"{d}/gshort", "--scheme",
+              write_scheme(f"{d}/short.scheme", Gs, [0.003] * 4, [0.002] * 4)]
     y = simulate(model, f"{params},{radius_name}={maps(radius_name, radii)}")
     timing = saved
     bs = np.loadtxt(f"{d}/bshort")
@@ -159,14 +159,13 @@ rel = np.max(np.abs(y[0] / ref - 1))
 check("charmed-neuman-vs-numpy", rel < 1e-6 and ref.min() < 0.9, f"max rel diff {rel:.2e}")
 # long pulses (delta = Delta = 60 ms, R^2 / (D delta) = 0.044): Neuman ~ the full GPA
 long_dl = np.full(n + 1, 0.06)
-np.savetxt(f"{d}/long.txt", long_dl)
 Glong = np.linspace(0, 0.15, n + 1)
 np.savetxt(f"{d}/bvals", b_value(Glong, long_dl, long_dl)[None, :], fmt="%.17g")
 gx = np.zeros((3, n + 1))
 gx[0] = 1
 np.savetxt(f"{d}/bvecs", gx)
-timing = ["--bvals", f"{d}/bvals", "--bvecs", f"{d}/bvecs", "--measure", f"Delta={d}/long.txt",
-          "--measure", f"delta={d}/long.txt"]
+timing = ["--bvals", f"{d}/bvals", "--bvecs", f"{d}/bvecs", "--scheme",
+          write_scheme(f"{d}/long.scheme", Glong, long_dl, long_dl)]
 y = simulate("charmed", f"S0=1,f_r=1,d_h_par=1e-3,d_h_perp=5e-4,d_r={d_r},th=0,ph=0")
 gpa = gpa_log_signal("cylinder", R * 1e-6, d_r * 1e-6, Glong, long_dl, long_dl)
 rel = np.max(np.abs(np.log(y[0][1:]) / gpa[1:] - 1))
