@@ -519,8 +519,8 @@ static int dm_dict_estimate(const dm_dict *d, const double *x, double *params)
  * dictionary; then the atoms on the grid by a non-negative elastic net on the data less the
  * shared atoms' part, which keeps few of them; then NNLS again over those and the shared
  * atoms.  The penalties are the spec's (AMICO's lambda1 = 0.5, lambda2 = 1e-3 by default, on
- * atoms of unit norm and data divided by S0), here scaled to the raw data: l1_j = lambda1 S0 |a_j|, l2_j = lambda2
- * |a_j|^2, S0 the first step's sum of weights.  x: N; work: dm_nnls_work_size(N) + 3 N. */
+ * atoms of unit norm and data divided by S0), here scaled to the raw data:
+ * l1_j = lambda1 S0 |a_j|, l2_j = lambda2 |a_j|^2, S0 the first step's sum of weights.  x: N; work: dm_nnls_work_size(N) + 3 N. */
 static void dm_dict_solve(const dm_dict *d, const double *A, const double *y, double *x,
                           double *work)
 {
