@@ -3,15 +3,12 @@
 #include "fit/fit_dictionary.h"
 #include "util/error.h"
 #include "util/interrupt.h"
+#include "util/progress.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* AMICO 2's NODDI penalties (its set_solver defaults); docs/fitting.md. */
-#define DM_DICT_LAMBDA1 0.5
-#define DM_DICT_LAMBDA2 1e-3
 
 /* Which parameters may be the fractions (free, not gridded, bounds within [0, 1]) and the
  * scale (free, not gridded, (0, inf)); the orientation (one theta, phi pair of the tensor's
@@ -20,7 +17,7 @@ static dm_dict_spec dictionary_spec(const dm_problem *p)
 {
     const dm_model_info *mi = &p->mi;
     const dm_fit_config *cfg = &p->cfg;
-    dm_dict_spec s = {0, 0, -1, -1, -1, 0, DM_DICT_LAMBDA1, DM_DICT_LAMBDA2};
+    dm_dict_spec s = {0, 0, -1, -1, -1, 0, p->dict_lambda[0], p->dict_lambda[1]};
     for (int k = 0; k < mi->nparams; k++) {
         const dm_param_info *x = &mi->params[k];
         if (x->periodic) s.periodic_mask |= 1u << k;
@@ -62,8 +59,8 @@ static int build_error(const dm_problem *p, const dm_dict_report *rep)
     }
 }
 
-int dm_fit_dictionary_run(dm_problem *p, const dm_cpu_fitter *f, dm_fit_results *res,
-                          dm_progress *prog, char *note, size_t size)
+int dm_fit_dictionary_run(dm_problem *p, const dm_cpu_fitter *f, dm_fit_results *res, int quiet,
+                          char *note, size_t size)
 {
     const int P = p->mi.nparams, W = p->mi.voxel_width;
     const size_t M = p->M;
@@ -83,6 +80,7 @@ int dm_fit_dictionary_run(dm_problem *p, const dm_cpu_fitter *f, dm_fit_results 
                  rep.atoms, rep.shells, rep.table_error);
     else
         snprintf(note, size, "dictionary of %d atoms, evaluated per voxel", rep.atoms);
+    dm_progress *prog = quiet ? NULL : dm_progress_start("dictionary", (long)p->nfit, "voxels");
 #pragma omp parallel for schedule(dynamic, 16)
     for (size_t i = 0; i < p->nfit; i++) {
         if (dm_stop_requested()) continue;
@@ -93,5 +91,12 @@ int dm_fit_dictionary_run(dm_problem *p, const dm_cpu_fitter *f, dm_fit_results 
         if (prog) dm_progress_add(prog, 1);
     }
     f->dict_free(dict);
+    if (prog) {
+        size_t fitted = 0;
+        for (size_t i = 0; i < p->nfit; i++) fitted += p->status[p->index[i]] == DM_STATUS_FITTED;
+        char line[96];
+        snprintf(line, sizeof line, "%zu fitted, %zu skipped or failed", fitted, p->nfit - fitted);
+        dm_progress_finish(prog, dm_stop_requested() ? NULL : line);
+    }
     return dm_stop_requested() ? dm_stop_error() : 0;
 }

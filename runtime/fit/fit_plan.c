@@ -589,6 +589,16 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     if ((cfg->methods & DM_METHOD_DICT) && p->ngrid_values == 0)
         return dm_set_error("--method dictionary needs --grid NAME=VALUES for the model's "
                             "non-linear parameters (the fractions are solved for)");
+    p->dict_lambda[0] = 0.5; /* AMICO 2's NODDI penalties (its set_solver's defaults) */
+    p->dict_lambda[1] = 1e-3;
+    if (r->dictionary_penalty) {
+        char tail;
+        if (sscanf(r->dictionary_penalty, "%lf,%lf%c", &p->dict_lambda[0], &p->dict_lambda[1],
+                   &tail) != 2 ||
+            !(p->dict_lambda[0] >= 0) || !(p->dict_lambda[1] >= 0))
+            return dm_set_error("--dictionary-penalty: '%s' is not L1,L2 (two numbers >= 0)",
+                                r->dictionary_penalty);
+    }
     if (!(cfg->methods & (DM_METHOD_GRID | DM_METHOD_DICT)) && p->ngrid_values > 0)
         cfg->methods |= DM_METHOD_GRID; /* a grid given means a grid search */
     if (!strcmp(r->noise, "gaussian"))

@@ -154,10 +154,7 @@ int dm_fit_run(const dm_fit_request *r)
     } else {
         char dict_note[160] = "";
         if (p.cfg.methods & DM_METHOD_DICT) {
-            dm_progress *prog =
-                r->quiet ? NULL : dm_progress_start("dictionary", (long)p.nfit, "voxels");
-            rc = dm_fit_dictionary_run(&p, &fitter, &res, prog, dict_note, sizeof dict_note);
-            if (prog) dm_progress_finish(prog, rc == 0 ? summary(&p, note, sizeof note) : NULL);
+            rc = dm_fit_dictionary_run(&p, &fitter, &res, r->quiet, dict_note, sizeof dict_note);
             p.cfg.methods &= ~DM_METHOD_DICT; /* the later methods start from its estimates */
         }
         snprintf(device, sizeof device, "cpu: %d threads%s%s", omp_get_max_threads(),
