@@ -25,7 +25,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Hash of every file in the templates folder, in name order. */
+/* Hash of every file in the templates folder and its subfolders, in name order. */
 static unsigned long long hash_templates(const char *dir, unsigned long long h)
 {
     DIR *d = opendir(dir);
@@ -40,9 +40,12 @@ static unsigned long long hash_templates(const char *dir, unsigned long long h)
     for (int i = 0; i < n; i++) {
         char *path = dm_path_join(dir, names[i]);
         size_t len = 0;
-        char *text = dm_read_file(path, &len);
+        struct stat st;
+        int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        char *text = is_dir ? NULL : dm_read_file(path, &len);
         h = dm_hash64(names[i], strlen(names[i]), h);
         if (text) h = dm_hash64(text, len, h);
+        if (is_dir) h = hash_templates(path, h);
         free(text);
         free(path);
         free(names[i]);

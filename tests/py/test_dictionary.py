@@ -136,7 +136,8 @@ else:
 
 # --- 3. dictionary,lm against lm from the default start ---------------------------------------
 angles = os.path.join(d, "fast", "dimoc", "angles")
-kappas = "0.0157093,0.174528,0.342377,0.529473,0.750821,1.03192,1.42286,2.04125,3.25055,7.02637,10.5789,21.2049"
+kappas = ("0.0157093,0.174528,0.342377,0.529473,0.750821,1.03192,1.42286,2.04125,3.25055,"
+          "7.02637,10.5789,21.2049")
 dimoc("fit", "noddi_watson", *common, "--method", "lm", "--init-from", angles, "--fixed", "th,ph",
       "--threads", "2", "--out", os.path.join(d, "lm"))
 dimoc("fit", "noddi_watson", *common, "--method", "dictionary,lm", "--init-from", angles, "--fixed",
