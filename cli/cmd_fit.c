@@ -14,7 +14,10 @@ static const dm_opt fit_opts[] = {
     {"bvals", "FILE", NULL, "FSL b-values (one row or column; s/mm^2)"},
     {"bvecs", "FILE", NULL, "FSL gradient directions (3 rows or 3 columns)"},
     {"out", "DIR", NULL, "output folder (created if needed)"},
-    {"method", "LIST", "lm", "comma list of grid, lm, mcmc, run in that order, each from the last"},
+    {"method", "LIST", "lm",
+     "comma list of grid or dictionary, lm, mcmc, run in that order, each from the last"},
+    {"dictionary-penalty", "L1,L2", "0.5,1e-3",
+     "--method dictionary: the elastic net's penalties (AMICO's; 0,0: plain NNLS)"},
     {"grid", "NAME=VALUES", NULL, "grid-search values, v1,v2,.. or lo:step:hi" DM_REPEATABLE},
     {"fixed", "NAMES", NULL, "parameters held at their initial values (comma list)" DM_REPEATABLE},
     {"init", "NAME=VALUE|MAP", NULL, "initial value or map of a parameter" DM_REPEATABLE},
@@ -87,6 +90,7 @@ int dm_cmd_fit(int argc, char **argv)
     r.out = dm_arg(&a, fit_opts, "out");
     r.methods = dm_arg(&a, fit_opts, "method");
     r.grid = dm_arg(&a, fit_opts, "grid");
+    r.dictionary_penalty = dm_arg(&a, fit_opts, "dictionary-penalty");
     r.fixed = dm_arg(&a, fit_opts, "fixed");
     r.init = dm_arg(&a, fit_opts, "init");
     r.init_from = dm_arg(&a, fit_opts, "init-from");

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # NODDI-Watson with dimoc, the cascade of the NODDI toolbox (thesis section 5.5.1).
 #
-# usage: dimoc pipeline noddi_watson --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc] [fit options]
+# usage: dimoc pipeline noddi_watson --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc | --fast] [fit options]
 # options:
 #   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+#   --fast                AMICO's route instead of stages 2-4: the dictionary fit (--method dictionary)
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
 #   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
 #   2. a grid search over fiso, fintra and kappa, the orientation held, S0 the mean b=0 signal;
 #   3. Levenberg-Marquardt on the fractions fiso and fintra only;
 #   4. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
+# With --fast, stages 2-4 are one dictionary fit (docs/fitting.md), AMICO's NODDI on the CPU:
+# atoms over AMICO's grid of 12 orientation dispersions (as kappa) and 12 fintra values, fiso
+# and S0 solved for linearly, the orientation held from stage 1.
 # Each stage starts from the previous one's maps (--init-from); the intermediate maps are
 # written as float64 so that values at a bound (kappa near 64) stay inside it.  dimoc's outputs
 # stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, fintra, kappa, OD (orientation
@@ -17,9 +21,11 @@
 # are impossible), BIC and AIC when --ic is among the fit options, and quick-look PNGs.
 set -euo pipefail
 last=(--method lm)
+fast=0
 own_flag() { # this pipeline's own flags (lib/flags.bash)
     case $1 in
-    --mcmc) last=(--method lm,mcmc); taken=1 ;;
+    --mcmc) last=(--method lm,mcmc); mcmc=1; taken=1 ;;
+    --fast) fast=1; taken=1 ;;
     esac
 }
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
@@ -36,11 +42,23 @@ fit() { # stage-name, dimoc fit arguments...
 # 1. The orientation (and the tensor's second axis as psi, for the Bingham pipelines).
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
 $dimoc angles "$stages/dti/V1.nii.gz" --fanning "$stages/dti/V2.nii.gz" --out "$stages/angles"
-# 2-4. The grid, the fractions, everything.
-fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
-    --grid fiso=0,0.1,0.2,0.35,0.6,1 --grid fintra=0.1:0.1:0.9 --grid kappa=0.5,1,2,4,8,16,32
-fit fractions --method lm --init-from "$stages/grid" --fixed S0,kappa,th,ph --out-type float64
-fit final "${last[@]}" --init-from "$stages/fractions"
+if [ "$fast" = 1 ]; then
+    if [ "${mcmc:-0}" = 1 ]; then
+        echo "noddi_watson.sh: --fast and --mcmc exclude each other" >&2
+        exit 2
+    fi
+    # AMICO's grid: OD 0.03, 0.06, 0.09..0.99 (kappa = 1/tan(OD pi/2)), fintra 0.1..0.99.
+    kappas=0.0157093,0.174528,0.342377,0.529473,0.750821,1.03192,1.42286,2.04125,3.25055
+    kappas=$kappas,7.02637,10.5789,21.2049
+    fit final --method dictionary --init-from "$stages/angles" --fixed th,ph \
+        --grid kappa=$kappas --grid fintra=0.1:0.0809090909:0.99
+else
+    # 2-4. The grid, the fractions, everything.
+    fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+        --grid fiso=0,0.1,0.2,0.35,0.6,1 --grid fintra=0.1:0.1:0.9 --grid kappa=0.5,1,2,4,8,16,32
+    fit fractions --method lm --init-from "$stages/grid" --fixed S0,kappa,th,ph --out-type float64
+    fit final "${last[@]}" --init-from "$stages/fractions"
+fi
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final

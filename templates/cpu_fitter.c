@@ -33,6 +33,7 @@ typedef DM_REAL real;
 #include "multistart.h"
 #include "mcmc.h"
 #include "fit_voxel.h"
+#include "dictionary.h"
 
 DM_EXPORT int dm_fitter_abi(void)
 {

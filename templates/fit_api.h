@@ -8,7 +8,9 @@
 
 #define DM_FITTER_ABI 2
 
-enum dm_method { DM_METHOD_GRID = 1, DM_METHOD_LM = 2, DM_METHOD_MCMC = 4 };
+/* DM_METHOD_DICT, the dictionary fit (templates/dictionary.h), runs first, on the CPU only,
+ * through its own entry points; the per-voxel driver (fit_voxel.h) ignores it. */
+enum dm_method { DM_METHOD_GRID = 1, DM_METHOD_LM = 2, DM_METHOD_MCMC = 4, DM_METHOD_DICT = 8 };
 enum dm_noise { DM_NOISE_GAUSSIAN = 0, DM_NOISE_RICIAN = 1 };
 
 /* Per-voxel status, as written to the status map. */
@@ -83,6 +85,53 @@ enum {
  *   void dm_derived(const double *params, const double *vox, double *out);
  *                                        DM_OUTPUT_WIDTH derived-output slots
  */
+/* The dictionary fit (templates/dictionary.h; host builds only):
+ *
+ *   void *dm_dict_build(const dm_dict_spec *spec, const dm_fit_config *cfg,
+ *                       const double *grid_values, const double *meas, int M,
+ *                       const double *params, const double *vox, dm_dict_report *rep);
+ *        the atoms, from the grid of cfg and a reference voxel's start and inputs; NULL with
+ *        rep->error set when the model or the request does not allow one.
+ *   int  dm_dict_fit_voxel(const void *dict, const double *y, const double *vox,
+ *                          double *params, double *stats);
+ *        (the measurements are those given to dm_dict_build)
+ *        params: in: the start (held parameters, orientation); out: the estimate.  Returns
+ *        FITTED, or FAILED when no atom has a positive weight.
+ *   void dm_dict_free(void *dict);
+ */
+typedef struct dm_dict_spec {
+    unsigned linear_mask;   /* candidate volume fractions: free, not gridded, bounds within [0,1] */
+    unsigned scale_mask;    /* candidate scales (S0): free, not gridded, bounds (0, inf) */
+    int theta, phi;         /* the orientation (parameter indices) held per voxel, or -1 */
+    int g_column;           /* first column of the gradient direction in a measurement row, or -1 */
+    unsigned periodic_mask; /* periodic parameters (a gridded one is not averaged) */
+    double lambda1, lambda2; /* the elastic net's penalties (templates/dictionary.h) */
+} dm_dict_spec;
+
+enum dm_dict_error {
+    DM_DICT_OK = 0,
+    DM_DICT_NO_MEMORY,
+    DM_DICT_NOT_AFFINE,  /* rep->param: a candidate fraction the signal is not affine in */
+    DM_DICT_NO_FRACTION, /* no candidate fraction passed */
+    DM_DICT_TOO_MANY,    /* over DM_DICT_MAX_ATOMS atoms */
+    DM_DICT_NO_ATOM,     /* no grid point within the bounds and constraints */
+};
+#define DM_DICT_MAX_ATOMS 20000
+
+typedef struct dm_dict_report {
+    int error, param;      /* dm_dict_error, and the parameter it names (or -1) */
+    int atoms, fractions;  /* atoms after deduplication; volume fractions found */
+    int scale;             /* the scale parameter found, or -1 */
+    int tabulated, shells; /* 1: atoms interpolated from per-shell tables of dot(g, v) */
+    double table_error;    /* the largest interpolation error seen in the check */
+} dm_dict_report;
+
+typedef void *(*dm_dict_build_fn)(const dm_dict_spec *, const dm_fit_config *, const double *,
+                                  const double *, int, const double *, const double *,
+                                  dm_dict_report *);
+typedef int (*dm_dict_fit_fn)(const void *, const double *, const double *, double *, double *);
+typedef void (*dm_dict_free_fn)(void *);
+
 typedef int (*dm_fit_voxel_fn)(const dm_fit_config *, const double *, const double *,
                                const double *, const double *, unsigned long long, double *,
                                double *, double *);

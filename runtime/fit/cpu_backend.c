@@ -25,7 +25,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Hash of every file in the templates folder, in name order. */
+/* Hash of every file in the templates folder and its subfolders, in name order. */
 static unsigned long long hash_templates(const char *dir, unsigned long long h)
 {
     DIR *d = opendir(dir);
@@ -40,9 +40,12 @@ static unsigned long long hash_templates(const char *dir, unsigned long long h)
     for (int i = 0; i < n; i++) {
         char *path = dm_path_join(dir, names[i]);
         size_t len = 0;
-        char *text = dm_read_file(path, &len);
+        struct stat st;
+        int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        char *text = is_dir ? NULL : dm_read_file(path, &len);
         h = dm_hash64(names[i], strlen(names[i]), h);
         if (text) h = dm_hash64(text, len, h);
+        if (is_dir) h = hash_templates(path, h);
         free(text);
         free(path);
         free(names[i]);
@@ -156,7 +159,11 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
     f->fit_voxel = (dm_fit_voxel_fn)dlsym(f->handle, "dm_fit_voxel");
     f->predict = (dm_predict_fn)dlsym(f->handle, "dm_predict");
     f->derived = (dm_derived_fn)dlsym(f->handle, "dm_derived");
-    if (!abi || abi() != DM_FITTER_ABI || !f->fit_voxel || !f->predict || !f->derived) {
+    f->dict_build = (dm_dict_build_fn)dlsym(f->handle, "dm_dict_build");
+    f->dict_fit = (dm_dict_fit_fn)dlsym(f->handle, "dm_dict_fit_voxel");
+    f->dict_free = (dm_dict_free_fn)dlsym(f->handle, "dm_dict_free");
+    if (!abi || abi() != DM_FITTER_ABI || !f->fit_voxel || !f->predict || !f->derived ||
+        !f->dict_build || !f->dict_fit || !f->dict_free) {
         dm_cpu_fitter_close(f);
         return dm_set_error("%s: not a dimoc fitter of this version (delete the cache)",
                             f->so_path);

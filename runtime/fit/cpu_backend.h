@@ -11,6 +11,9 @@ typedef struct dm_cpu_fitter {
     dm_fit_voxel_fn fit_voxel;
     dm_predict_fn predict;
     dm_derived_fn derived;
+    dm_dict_build_fn dict_build; /* the dictionary fit (templates/dictionary.h) */
+    dm_dict_fit_fn dict_fit;
+    dm_dict_free_fn dict_free;
     int real_size;          /* 4 (float) or 8 (double) */
     double compile_seconds; /* 0 when found in the cache */
     char so_path[4096];

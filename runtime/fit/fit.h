@@ -11,20 +11,21 @@
 
 typedef struct dm_fit_request {
     const char *model, *data, *mask, *bvals, *bvecs, *out;
-    const char *methods;   /* "lm", "grid,lm,mcmc", ... */
-    const char *grid;      /* "f1=0,0.5,1;kappa=0:4:32" (';' or repeated) */
-    const char *fixed;     /* "S0,d" */
-    const char *init;      /* "d=1.7e-3,S0=s0.nii.gz" */
-    const char *init_from; /* folder of an earlier fit */
-    const char *voxel;     /* "T1=t1.nii.gz" */
-    const char *measure;   /* "TE=te.txt" */
-    const char *scheme;    /* --scheme: a file of named columns per volume, or NULL */
-    const char *noise;     /* gaussian | rician */
-    const char *precision; /* float | double */
-    const char *device;    /* cpu | gpu | auto */
-    const char *gpus;      /* all | 0,1,.. */
-    long gpu_memory_mb;    /* cap per GPU (0: 70% of free memory) */
-    long lanes;            /* GPU lanes per voxel (0: auto) */
+    const char *methods;            /* "lm", "grid,lm,mcmc", ... */
+    const char *grid;               /* "f1=0,0.5,1;kappa=0:4:32" (';' or repeated) */
+    const char *fixed;              /* "S0,d" */
+    const char *dictionary_penalty; /* "L1,L2" of --method dictionary (NULL: AMICO's) */
+    const char *init;               /* "d=1.7e-3,S0=s0.nii.gz" */
+    const char *init_from;          /* folder of an earlier fit */
+    const char *voxel;              /* "T1=t1.nii.gz" */
+    const char *measure;            /* "TE=te.txt" */
+    const char *scheme;             /* --scheme: a file of named columns per volume, or NULL */
+    const char *noise;              /* gaussian | rician */
+    const char *precision;          /* float | double */
+    const char *device;             /* cpu | gpu | auto */
+    const char *gpus;               /* all | 0,1,.. */
+    long gpu_memory_mb;             /* cap per GPU (0: 70% of free memory) */
+    long lanes;                     /* GPU lanes per voxel (0: auto) */
     long burnin, jumps, sample_every, update_every, lm_iterations, threads;
     unsigned long long seed;
     int save_samples, predicted, ic, quiet;
@@ -56,6 +57,7 @@ typedef struct dm_problem {
     double *start;         /* nfit x P starting values */
     unsigned char *status; /* nvox, dm_status */
     dm_fit_config cfg;
+    double dict_lambda[2]; /* --method dictionary's penalties (--dictionary-penalty) */
     double *grid_values;
     int ngrid_values;
 } dm_problem;

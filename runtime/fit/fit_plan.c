@@ -251,11 +251,15 @@ int dm_fit_parse_methods(const char *s, int *methods)
             *methods |= DM_METHOD_LM;
         else if (!strcmp(t, "mcmc"))
             *methods |= DM_METHOD_MCMC;
+        else if (!strcmp(t, "dictionary"))
+            *methods |= DM_METHOD_DICT;
         else
-            rc = dm_set_error("--method: unknown method '%s' (grid, lm, mcmc)", t);
+            rc = dm_set_error("--method: unknown method '%s' (grid, dictionary, lm, mcmc)", t);
     }
     free(copy);
     if (rc == 0 && !*methods) rc = dm_set_error("--method: no method given");
+    if (rc == 0 && (*methods & DM_METHOD_DICT) && (*methods & DM_METHOD_GRID))
+        rc = dm_set_error("--method: dictionary and grid both search the grid; give one of them");
     return rc;
 }
 
@@ -582,7 +586,20 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     if (for_each_item(r->grid, "--grid", add_grid, &gc) != 0) return -1;
     if ((cfg->methods & DM_METHOD_GRID) && p->ngrid_values == 0)
         return dm_set_error("--method grid needs at least one --grid NAME=VALUES");
-    if (!(cfg->methods & DM_METHOD_GRID) && p->ngrid_values > 0)
+    if ((cfg->methods & DM_METHOD_DICT) && p->ngrid_values == 0)
+        return dm_set_error("--method dictionary needs --grid NAME=VALUES for the model's "
+                            "non-linear parameters (the fractions are solved for)");
+    p->dict_lambda[0] = 0.5; /* AMICO 2's NODDI penalties (its set_solver's defaults) */
+    p->dict_lambda[1] = 1e-3;
+    if (r->dictionary_penalty) {
+        char tail;
+        if (sscanf(r->dictionary_penalty, "%lf,%lf%c", &p->dict_lambda[0], &p->dict_lambda[1],
+                   &tail) != 2 ||
+            !(p->dict_lambda[0] >= 0) || !(p->dict_lambda[1] >= 0))
+            return dm_set_error("--dictionary-penalty: '%s' is not L1,L2 (two numbers >= 0)",
+                                r->dictionary_penalty);
+    }
+    if (!(cfg->methods & (DM_METHOD_GRID | DM_METHOD_DICT)) && p->ngrid_values > 0)
         cfg->methods |= DM_METHOD_GRID; /* a grid given means a grid search */
     if (!strcmp(r->noise, "gaussian"))
         cfg->noise = DM_NOISE_GAUSSIAN;

@@ -4,6 +4,7 @@
 #include "util/linalg.h"
 #include "fit/fit.h"
 #include "fit/fit_outputs.h"
+#include "fit/fit_dictionary.h"
 #include "util/fsutil.h"
 #include "fit/fit_gpu.h"
 #include "gpu/gpu_device.h"
@@ -123,8 +124,15 @@ int dm_fit_run(const dm_fit_request *r)
 {
     double t_start = dm_now_seconds();
     dm_fit_timing timing = {0};
-    int use_gpu;
+    int use_gpu, methods;
+    if (dm_fit_parse_methods(r->methods, &methods) != 0) return -1;
     if (dm_gpu_resolve_device(r->device, NULL, &use_gpu) != 0) return -1;
+    if (use_gpu && (methods & DM_METHOD_DICT)) { /* the dictionary fit is CPU only */
+        if (!strcmp(r->device, "gpu"))
+            dm_warn("--method dictionary runs on the CPU (its later methods too): --device gpu "
+                    "is not used");
+        use_gpu = 0;
+    }
     int real_size;
     if (!strcmp(r->precision, "double"))
         real_size = 8;
@@ -188,11 +196,19 @@ int dm_fit_run(const dm_fit_request *r)
                  rep.device, rep.lanes, rep.batches, rep.batch_voxels,
                  rep.compile_cached ? ", fitter from cache" : "");
     } else {
-        snprintf(device, sizeof device, "cpu: %d threads", omp_get_max_threads());
-        dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
+        char dict_note[160] = "";
+        if (p.cfg.methods & DM_METHOD_DICT) {
+            rc = dm_fit_dictionary_run(&p, &fitter, &res, r->quiet, dict_note, sizeof dict_note);
+            p.cfg.methods &= ~DM_METHOD_DICT; /* the later methods start from its estimates */
+        }
+        snprintf(device, sizeof device, "cpu: %d threads%s%s", omp_get_max_threads(),
+                 dict_note[0] ? ", " : "", dict_note);
+        dm_progress *prog = r->quiet || rc != 0 || !p.cfg.methods
+                                ? NULL
+                                : dm_progress_start("fit", (long)p.nfit, "voxels");
 #pragma omp parallel for schedule(dynamic, 16)
         for (size_t i = 0; i < p.nfit; i++) {
-            if (dm_stop_requested()) continue; /* the other iterations pass through at once */
+            if (dm_stop_requested() || rc != 0 || !p.cfg.methods) continue;
             unsigned char *st = &p.status[p.index[i]];
             if (*st == DM_STATUS_FITTED) {
                 *st = (unsigned char)fitter.fit_voxel(
