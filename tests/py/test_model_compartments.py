@@ -20,6 +20,8 @@ from scipy import special
 
 from dmtest import check, dimoc, finish, load, save, scheme, workdir
 
+trapezoid = getattr(np, "trapezoid", None) or np.trapz  # numpy 2 renamed trapz
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 LIB = os.path.join(ROOT, "models", "lib", "compartments.model")
 d = workdir("model_compartments")
@@ -103,7 +105,7 @@ tensor = np.exp(-b * (2e-3 * t ** 2 + 1e-3 * (gdir @ n1) ** 2 + 0.3e-3 * (gdir @
 chol = np.array([[1.2, 0, 0], [0.3, 0.9, 0], [-0.4, 0.2, 0.6]])   # L, sqrt(1e-3 mm^2/s)
 tensor_chol = np.exp(-b * np.einsum("ij,jk,ik->i", gdir, 1e-3 * chol @ chol.T, gdir))
 u = np.linspace(0, 1, 20001)                   # the stick's cosine to an isotropic axis
-powder = np.array([np.trapz(np.exp(-bb * dd * u ** 2), u) for bb in b])
+powder = np.array([trapezoid(np.exp(-bb * dd * u ** 2), u) for bb in b])
 cases = {
     "cylinder_gpd": ("cylinder_gpd(d, R, v)", vg, 1e-6),
     "cylinder_neuman": ("cylinder_neuman(d, R, v)", neuman, 1e-5),
