@@ -127,12 +127,9 @@ int dm_fit_run(const dm_fit_request *r)
     int use_gpu, methods;
     if (dm_fit_parse_methods(r->methods, &methods) != 0) return -1;
     if (dm_gpu_resolve_device(r->device, NULL, &use_gpu) != 0) return -1;
-    if (use_gpu && (methods & DM_METHOD_DICT)) { /* the dictionary fit is CPU only */
-        if (!strcmp(r->device, "gpu"))
-            dm_warn("--method dictionary runs on the CPU (its later methods too): --device gpu "
-                    "is not used");
-        use_gpu = 0;
-    }
+    /* The dictionary fit is CPU only (said once the plan is known to be good). */
+    int gpu_declined = use_gpu && (methods & DM_METHOD_DICT) && !strcmp(r->device, "gpu");
+    if (methods & DM_METHOD_DICT) use_gpu = 0;
     int real_size;
     if (!strcmp(r->precision, "double"))
         real_size = 8;
@@ -146,6 +143,9 @@ int dm_fit_run(const dm_fit_request *r)
         dm_problem_free(&p);
         return -1;
     }
+    if (gpu_declined)
+        dm_warn("--method dictionary runs on the CPU (its later methods too): --device gpu is "
+                "not used");
     /* Everything is written into a temporary folder beside --out, put in place at the end. */
     dm_outdir od;
     if (dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) {

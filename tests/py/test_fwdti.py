@@ -54,9 +54,16 @@ b, g = np.loadtxt(bvals), np.loadtxt(bvecs).T
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     t0 = time.time()
-    fit = FreeWaterTensorModel(gradient_table(b, g), "NLS").fit(y)
+    try:
+        fit = FreeWaterTensorModel(gradient_table(b, g), "NLS").fit(y)
+        dipy = {"f": fit.f, "FA": fit.fa, "MD": fit.md}
+    except ValueError as e:
+        # dipy 1.12 with numpy 2 (the GPU machine's wheels) fails inside wls_iter ("dot not
+        # available for this type"); Debian's dipy, which CI runs, does not.  Then only the
+        # fixed limits below are checked, and the line says so.
+        print(f"DIPY's FreeWaterTensorModel failed here ({e}); fixed limits only")
+        dipy = None
     t_dipy = time.time() - t0
-dipy = {"f": fit.f, "FA": fit.fa, "MD": fit.md}
 print(f"times: dimoc pipeline {t_pipe:.1f} s, dimoc fit from its defaults {t_direct:.1f} s, "
       f"DIPY NLS {t_dipy:.1f} s")
 
@@ -64,9 +71,10 @@ status = maps(f"{d}/pipe/dimoc/final", ["status"])["status"]
 check("fwdti-pipeline-status", np.all((status == 1) | (status == 6)),
       f"status values {sorted(set(status.tolist()))} (6: f at 0 where the truth is near 0)")
 true = {"f": truth["f"], "FA": true_fa, "MD": true_md}
-no_worse("fwdti-f-vs-dipy", pipe["f"], dipy["f"], true["f"], slack=0.002)
-no_worse("fwdti-FA-vs-dipy", pipe["FA"], dipy["FA"], true["FA"], slack=0.002)
-no_worse("fwdti-MD-vs-dipy", pipe["MD"], dipy["MD"], true["MD"], relative=True, slack=0.002)
+if dipy is not None:
+    no_worse("fwdti-f-vs-dipy", pipe["f"], dipy["f"], true["f"], slack=0.002)
+    no_worse("fwdti-FA-vs-dipy", pipe["FA"], dipy["FA"], true["FA"], slack=0.002)
+    no_worse("fwdti-MD-vs-dipy", pipe["MD"], dipy["MD"], true["MD"], relative=True, slack=0.002)
 within("fwdti-f-accuracy", pipe["f"], true["f"], 0.03)
 within("fwdti-FA-accuracy", pipe["FA"], true["FA"], 0.03)
 within("fwdti-MD-accuracy", pipe["MD"], true["MD"], 0.05, relative=True)
