@@ -127,7 +127,7 @@ int dm_fit_run(const dm_fit_request *r)
     int use_gpu, methods;
     if (dm_fit_parse_methods(r->methods, &methods) != 0) return -1;
     if (dm_gpu_resolve_device(r->device, NULL, &use_gpu) != 0) return -1;
-    /* The dictionary fit is CPU only (said once the plan is known to be good). */
+    /* The dictionary fit is CPU only (said after the fit, so that an error stays one line). */
     int gpu_declined = use_gpu && (methods & DM_METHOD_DICT) && !strcmp(r->device, "gpu");
     if (methods & DM_METHOD_DICT) use_gpu = 0;
     int real_size;
@@ -143,9 +143,6 @@ int dm_fit_run(const dm_fit_request *r)
         dm_problem_free(&p);
         return -1;
     }
-    if (gpu_declined)
-        dm_warn("--method dictionary runs on the CPU (its later methods too): --device gpu is "
-                "not used");
     /* Everything is written into a temporary folder beside --out, put in place at the end. */
     dm_outdir od;
     if (dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) {
@@ -226,6 +223,9 @@ int dm_fit_run(const dm_fit_request *r)
 
     double t_write = dm_now_seconds();
     if (rc == 0) rc = dm_fit_write_outputs(r, od.path, &p, &fitter, &res);
+    if (rc == 0 && gpu_declined)
+        dm_warn("--method dictionary ran on the CPU (its later methods too): --device gpu was "
+                "not used");
     timing.write = dm_now_seconds() - t_write;
     timing.total = dm_now_seconds() - t_start;
     if (rc == 0) rc = dm_fit_write_provenance(r, od.path, &p, device, real_size, &timing);

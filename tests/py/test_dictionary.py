@@ -65,7 +65,7 @@ rc, _, err = dimoc("fit", "ball_1_stick", *common1, "--method", "dictionary", "-
                    "--dictionary-penalty", "0,0",
                    "--out", os.path.join(d, "bs_fit"))
 if on_gpu:
-    check("gpu-runs-on-cpu", "--method dictionary runs on the CPU" in err, err.strip())
+    check("gpu-runs-on-cpu", "--method dictionary ran on the CPU" in err, err.strip())
 fit = {k: load(os.path.join(d, "bs_fit", f"{k}.nii.gz")).ravel() for k in ("S0", "d", "f1")}
 status = load(os.path.join(d, "bs_fit", "status.nii.gz")).ravel()
 check("exact-fractions", np.max(np.abs(fit["f1"] - f1)) < 1e-4 and np.all(status == 1),

@@ -104,7 +104,13 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     for method in ("WLS", "NLS"):
         t0 = time.time()
-        fit = dki.DiffusionKurtosisModel(gtab, fit_method=method).fit(y)
+        try:
+            fit = dki.DiffusionKurtosisModel(gtab, fit_method=method).fit(y)
+        except Exception as e:  # noqa: BLE001 -- whatever DIPY raises, said below
+            # dipy 1.12 (the GPU machine's wheels) builds a constrained solver that needs
+            # cvxpy; Debian's dipy, which CI runs, does not.  Then only the fixed limits.
+            print(f"DIPY {method} failed here ({type(e).__name__}: {e}); fixed limits only")
+            continue
         theirs[method] = {"MD": fit.md, "FA": fit.fa, "MK": fit.mk(None, None),
                           "AK": fit.ak(None, None), "RK": fit.rk(None, None),
                           "MKT": fit.mkt(None, None)}
@@ -115,9 +121,10 @@ limits = {"MD": 0.03, "FA": 0.025, "MK": 0.08, "AK": 0.11, "RK": 0.2, "MKT": 0.0
 for m in MAPS:
     rel = m == "MD"
     slack = 0 if rel else 0.002
-    best = min(("WLS", "NLS"), key=lambda k: np.median(np.abs(theirs[k][m] - true_maps[m])))
-    no_worse(f"dki-{m}-vs-dipy-{best}", pipe[m], theirs[best][m], true_maps[m], relative=rel,
-             slack=slack, label=f"DIPY {best}")
+    if theirs:
+        best = min(theirs, key=lambda k: np.median(np.abs(theirs[k][m] - true_maps[m])))
+        no_worse(f"dki-{m}-vs-dipy-{best}", pipe[m], theirs[best][m], true_maps[m],
+                 relative=rel, slack=slack, label=f"DIPY {best}")
     within(f"dki-{m}-accuracy", pipe[m], true_maps[m], limits[m], relative=rel)
     no_worse(f"dki-{m}-pipeline-vs-direct", pipe[m], direct[m], true_maps[m], relative=rel,
              slack=slack, label="direct LM")
