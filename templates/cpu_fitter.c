@@ -44,16 +44,16 @@ DM_EXPORT int dm_fitter_real_size(void)
     return (int)sizeof(real);
 }
 
-/* A real copy of n doubles (n may be 0: a one-slot buffer, so the result is never NULL).
- * With real == double the input itself is used.  Returns NULL when out of memory. */
+/* A real copy of n doubles (zeros where src is NULL; n may be 0: a one-slot buffer, so the
+ * result is never NULL).  With real == double the input itself is used.  Returns NULL when
+ * out of memory. */
 static real *to_real(const double *src, size_t n, real **owned)
 {
     *owned = NULL;
     if (sizeof(real) == sizeof(double) && src) return (real *)src;
-    real *dst = malloc((n > 0 ? n : 1) * sizeof(real));
+    real *dst = calloc(n > 0 ? n : 1, sizeof(real));
     if (!dst) return NULL;
-    for (size_t i = 0; i < n; i++) dst[i] = (real)src[i];
-    if (n == 0) dst[0] = 0;
+    for (size_t i = 0; src && i < n; i++) dst[i] = (real)src[i];
     *owned = dst;
     return dst;
 }

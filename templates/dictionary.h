@@ -388,7 +388,8 @@ static int dm_dict_tabulate(dm_dict *d, double *A, double *B, double *error)
     if (dm_dict_shells(d) != 0) return 0;
     d->table = malloc(sizeof(double) * (size_t)d->nshells * T * N);
     if (!d->table) return 0;
-    real row[DM_MEASURE_SLOTS], v[DM_VOXEL_SLOTS], p[DM_NPARAMS], pre[DM_PRE_WIDTH];
+    /* row: 3 spare slots, so that a model without bvecs (gcol < 0: never tabulated) compiles */
+    real row[DM_MEASURE_SLOTS + 3], v[DM_VOXEL_SLOTS], p[DM_NPARAMS], pre[DM_PRE_WIDTH];
     for (int j = 0; j < DM_VOXEL_SLOTS; j++) v[j] = (real)d->ref_vox[j];
     for (int a = 0; a < N; a++) {
         for (int k = 0; k < DM_NPARAMS; k++)
@@ -476,7 +477,7 @@ static int dm_dict_vertex_atoms(dm_dict *d, const dm_fit_config *cfg, const doub
                                 const int *gridded, int ngrid, long points, int vertex, int cap,
                                 double *work)
 {
-    double p[DM_NPARAMS], first[DM_NPARAMS], *s0 = work;
+    double p[DM_NPARAMS], first[DM_NPARAMS] = {0}, *s0 = work; /* first: read once found */
     int found = 0, on_grid = 0;
     for (long point = 0; point < points && !on_grid; point++) {
         dm_dict_point(cfg, grid_values, gridded, ngrid, point, d, vertex, d->ref_params, p);
