@@ -17,22 +17,10 @@
 # d_h_perp, d_r, dyads1 and S0 as hard links, BIC and AIC when --ic is among the fit options,
 # and quick-look PNGs.
 set -euo pipefail
-last=(--method lm)
-own_flag() { # this pipeline's own flags (lib/flags.bash)
-    case $1 in
-    --mcmc) last=(--method lm,mcmc); taken=1 ;;
-    esac
-}
+own_flag() { mcmc_flag "$1"; } # this pipeline's own flag, --mcmc (lib/flags.bash)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
-fit() { # stage-name, dimoc fit arguments...
-    local name=$1; shift
-    echo "charmed.sh: $name"
-    $dimoc fit charmed "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
-}
+pipeline_stages charmed
 
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
 $dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"

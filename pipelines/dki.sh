@@ -25,9 +25,7 @@ own_flag() { # this pipeline's own flags (lib/flags.bash)
 }
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+pipeline_stages dki
 echo "dki.sh: tensor"
 $dimoc fit dti "${common[@]}" --out "$stages/dti" --method lm --out-type float64 "${fitopts[@]}"
 echo "dki.sh: kurtosis"

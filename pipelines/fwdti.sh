@@ -15,9 +15,7 @@ set -euo pipefail
 own_flag() { :; } # no flags of its own (lib/flags.bash)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+pipeline_stages fwdti
 echo "fwdti.sh: tensor"
 $dimoc fit dti "${common[@]}" --out "$stages/dti" --method lm --out-type float64 "${fitopts[@]}"
 echo "fwdti.sh: grid"

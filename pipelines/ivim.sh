@@ -16,9 +16,7 @@ set -euo pipefail
 own_flag() { :; } # no flags of its own (lib/flags.bash)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+pipeline_stages ivim
 echo "ivim.sh: grid"
 $dimoc fit ivim "${common[@]}" --out "$stages/grid" --method grid --out-type float64 \
     --grid f=0.01,0.03,0.06,0.1,0.15,0.2,0.25,0.3,0.38 \

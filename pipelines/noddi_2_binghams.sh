@@ -22,18 +22,11 @@
 # fanning1, fanning2 and S0 as hard links (copies where links are impossible), BIC and AIC
 # when --ic is among the fit options, and quick-look PNGs.
 set -euo pipefail
-last=(--method lm)
-own_flag() { # this pipeline's own flags (lib/flags.bash)
-    case $1 in
-    --mcmc) last=(--method lm,mcmc); taken=1 ;;
-    esac
-}
+own_flag() { mcmc_flag "$1"; } # this pipeline's own flag, --mcmc (lib/flags.bash)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
 here=$(dirname "$0")
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+pipeline_stages noddi_2_binghams
 fit() { # model, stage-name, dimoc fit arguments...
     local model=$1 name=$2; shift 2
     echo "noddi_2_binghams.sh: $name"

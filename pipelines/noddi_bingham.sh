@@ -19,23 +19,11 @@
 # direction) and S0 as hard links (copies where links are impossible), BIC and AIC when --ic
 # is among the fit options, and quick-look PNGs.
 set -euo pipefail
-last=(--method lm)
-own_flag() { # this pipeline's own flags (lib/flags.bash)
-    case $1 in
-    --mcmc) last=(--method lm,mcmc); taken=1 ;;
-    esac
-}
+own_flag() { mcmc_flag "$1"; } # this pipeline's own flag, --mcmc (lib/flags.bash)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
 here=$(dirname "$0")
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
-fit() { # stage-name, dimoc fit arguments...
-    local name=$1; shift
-    echo "noddi_bingham.sh: $name"
-    $dimoc fit noddi_bingham "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
-}
+pipeline_stages noddi_bingham
 
 # 1. NODDI-Watson (without MCMC: it only starts this fit).
 DIMOC=$dimoc bash "$here/noddi_watson.sh" "${common[@]}" --out "$out/noddi_watson" "${fitopts[@]}"

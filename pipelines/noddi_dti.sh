@@ -14,9 +14,7 @@ set -euo pipefail
 own_flag() { :; } # no flags of its own (lib/flags.bash)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+pipeline_stages noddi_dti
 echo "noddi_dti.sh: tensor"
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
 $dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"

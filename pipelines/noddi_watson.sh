@@ -30,14 +30,7 @@ own_flag() { # this pipeline's own flags (lib/flags.bash)
 }
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
-fit() { # stage-name, dimoc fit arguments...
-    local name=$1; shift
-    echo "noddi_watson.sh: $name"
-    $dimoc fit noddi_watson "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
-}
+pipeline_stages noddi_watson
 
 # 1. The orientation (and the tensor's second axis as psi, for the Bingham pipelines).
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null

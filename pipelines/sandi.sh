@@ -20,22 +20,10 @@
 # R_soma (um), D_in, D_ec and S0 as hard links, BIC and AIC when --ic is among the fit options,
 # and quick-look PNGs.
 set -euo pipefail
-last=(--method lm)
-own_flag() { # this pipeline's own flags (lib/flags.bash)
-    case $1 in
-    --mcmc) last=(--method lm,mcmc); taken=1 ;;
-    esac
-}
+own_flag() { mcmc_flag "$1"; } # this pipeline's own flag, --mcmc (lib/flags.bash)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
-stages=$out/dimoc
-mkdir -p "$stages"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
-fit() { # stage-name, dimoc fit arguments...
-    local name=$1; shift
-    echo "sandi.sh: $name"
-    $dimoc fit sandi "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
-}
+pipeline_stages sandi
 
 fit grid --method grid --out-type float64 --grid f_neurite=0.1:0.1:0.8 \
     --grid f_soma=0.05,0.15,0.3,0.5 --grid R_soma=2,4,6,8,10,12 --grid D_in=1e-3,1.75e-3,2.5e-3 \

@@ -93,6 +93,32 @@ _pipeline_plan() {
         "${pre[0]}" "$([ -n "$o" ] && printf %q "$o")" "${qp# }" "${qa# }" >>"$DIMOC_PLAN"
 }
 
+# --mcmc, the flag of a cascade whose last stage may sample: `own_flag() { mcmc_flag "$1"; }`;
+# $last is that stage's --method.
+last=(--method lm)
+mcmc_flag() {
+    if [ "$1" = --mcmc ]; then
+        last=(--method lm,mcmc)
+        taken=1
+    fi
+}
+
+# The stages of a cascade that fits MODEL (`pipeline_stages MODEL`, after pipeline_flags): $stages
+# (OUTDIR/dimoc, made), $common (the four data flags), and `fit STAGE ARGS...`, which runs
+# `dimoc fit MODEL` into $stages/STAGE with ARGS and the user's fit options.
+pipeline_stages() { # model
+    _pipeline_model=$1
+    stages=$out/dimoc
+    mkdir -p "$stages"
+    common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+}
+fit() { # stage-name, dimoc fit arguments...
+    local name=$1
+    shift
+    echo "$(basename "$0"): $name"
+    $dimoc fit "$_pipeline_model" "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
+}
+
 # link FROM TO: a hard link, or a copy where links are impossible (another file system).
 link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
 # link_maps FROM_DIR TO_DIR NAME...: NAME.nii.gz of FROM_DIR linked into TO_DIR, where it exists.
