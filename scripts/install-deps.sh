@@ -40,9 +40,13 @@ fi
 # (with 2.x, which Debian's scipy and dipy are not built for) and nibabel under every other test;
 # COMMIT runs as it is with Debian's numpy 1.24.2 and nibabel 5.0.0.  Pinned: the tests' facts
 # (docs/commit-facts.md) are those of this version.
+# dmipy 1.0.5 (tests/py/test_dmipy_peer.py) is pure Python; --no-deps matters even more there:
+# its metadata pins scipy==1.4.1 (no wheel for Python 3.11, and it would replace Debian's scipy).
+# It runs with Debian's numpy/scipy as they are (without numba and pathos, which it only
+# suggests: its brute2fine fit of the test's 100 voxels takes ~1.5 s without them).
 py=${PYTHON:-/usr/bin/python3}
 pypkgs=(dmri-commit==2.4.2 dmri-amico==2.1.1 dmri-dicelib==1.3.0 cython==3.0.12 numpydoc==1.11.0
-        psutil==7.2.2 threadpoolctl==3.8.0)
+        psutil==7.2.2 threadpoolctl==3.8.0 dmipy==1.0.5)
 pymissing=()
 for p in "${pypkgs[@]}"; do
     "$py" -c 'import sys; from importlib.metadata import version
