@@ -8,14 +8,15 @@ import numpy as np
 from dmtest import check, dimoc, load, save
 
 
-def simulate(d, model, truth, bvals, bvecs, snr=50, noise="rician", seed=11):
-    """truth: NAME -> 1D array of n voxels (an n x 1 x 1 image).  Writes d/dwi.nii.gz and a mask
-    of ones; returns (data path, mask path, the signal as an n x volumes array)."""
+def simulate(d, model, truth, bvals, bvecs, snr=50, noise="rician", seed=11, timing=()):
+    """truth: NAME -> 1D array of n voxels (an n x 1 x 1 image); timing: extra options such as
+    ["--scheme", FILE].  Writes d/dwi.nii.gz and a mask of ones; returns (data path, mask path,
+    the signal as an n x volumes array)."""
     n = len(next(iter(truth.values())))
     params = ",".join(f"{k}={save(os.path.join(d, 'true_' + k + '.nii.gz'), np.reshape(v, (n, 1, 1)))}"
                       for k, v in truth.items())
     data = os.path.join(d, "dwi.nii.gz")
-    dimoc("simulate", model, "--bvals", bvals, "--bvecs", bvecs, "--params", params,
+    dimoc("simulate", model, "--bvals", bvals, "--bvecs", bvecs, *timing, "--params", params,
           "--noise", noise, "--snr", snr, "--seed", seed, "--out", data)
     mask = save(os.path.join(d, "mask.nii.gz"), np.ones((n, 1, 1)))
     return data, mask, load(data)[:, 0, 0, :]

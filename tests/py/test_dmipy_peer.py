@@ -14,90 +14,24 @@ parameter (fractions, diffusivities, ODI, the orientation's angle) must be at mo
 dmipy's + a small slack.  Units: dimoc b s/mm^2 and mm^2/s, dmipy SI (s/m^2, m^2/s); both read
 the same b-vectors, so their directions live in the same frame.  About 6 s.
 """
-import os
-import sys
 import warnings
 
 import numpy as np
 
-from dmtest import angle_deg, check, finish, random_directions, scheme, workdir
-from modelcheck import no_worse, simulate
+from dmipypeer import (MM2_TO_M2, compare_angles, direction, dmipy_fit, dmipy_scheme, mu,
+                       same_signal, share_tortuosity, use_documented_tortuosity)
+from dmtest import finish, random_directions, scheme, workdir
+from modelcheck import no_worse
 from pgse import simulate_and_run_pipeline
 
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from dmipy.core.acquisition_scheme import acquisition_scheme_from_bvalues
-        from dmipy.core.modeling_framework import MultiCompartmentModel
-        from dmipy.distributions.distribute_models import SD1WatsonDistributed
-        from dmipy.signal_models.cylinder_models import C1Stick
-        from dmipy.signal_models.gaussian_models import G1Ball, G2Zeppelin
-except ImportError as e:
-    check("dmipy-installed", False, f"{e} (scripts/install-deps.sh installs dmipy==1.0.5)")
-    finish()
-    sys.exit(1)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from dmipy.core.modeling_framework import MultiCompartmentModel
+    from dmipy.distributions.distribute_models import SD1WatsonDistributed
+    from dmipy.signal_models.cylinder_models import C1Stick
+    from dmipy.signal_models.gaussian_models import G1Ball, G2Zeppelin
 
-MM2_TO_M2 = 1e-6   # mm^2/s -> m^2/s
-B_TO_SI = 1e6      # s/mm^2 -> s/m^2
 N = 100
-
-
-def dmipy_scheme(bvals, bvecs):
-    """dmipy's acquisition scheme of dimoc's FSL bvals/bvecs (delta, Delta: placeholders, the
-    Gaussian compartments do not read them)."""
-    b = np.loadtxt(bvals).ravel() * B_TO_SI
-    g = np.loadtxt(bvecs).reshape(3, -1).T.copy()
-    g[b == 0] = [1, 0, 0]  # dmipy wants unit vectors everywhere
-    return acquisition_scheme_from_bvalues(b, g, 0.01, 0.03)
-
-
-def dmipy_fit(model, bvals, bvecs, d):
-    """dmipy's brute2fine fit of the voxels dimoc simulated (d/dwi.nii, N x 1 x 1)."""
-    from dmtest import load
-    data = load(os.path.join(d, "dwi.nii"))[:, 0, 0, :]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = model.fit(dmipy_scheme(bvals, bvecs), data, use_parallel_processing=False)
-    return fit.fitted_parameters
-
-
-def same_signal(name, model, dmipy_params, dimoc_model, truth, bvals, bvecs, d, limit):
-    """The two models agree: dimoc's noise-free simulation at the truth against dmipy's signal
-    at the same parameters (times S0), largest difference relative to S0."""
-    sub = os.path.join(d, "noise_free")
-    os.makedirs(sub)
-    _, _, ours = simulate(sub, dimoc_model, truth, bvals, bvecs, noise="none")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        vec = model.parameters_to_parameter_vector(**dmipy_params)
-        theirs = model.simulate_signal(dmipy_scheme(bvals, bvecs), vec) * truth["S0"][:, None]
-    worst = np.max(np.abs(ours - theirs) / truth["S0"][:, None])
-    check(name, worst < limit, f"largest |dimoc - dmipy| / S0 {worst:.2e} (limit {limit:g})")
-
-
-def share_tortuosity(lambda_par, vf_intra, vf_extra):
-    """d_perp = d_par (1 - f_ic / (f_ic + f_ec)), the formula dmipy's T1_tortuosity documents.
-    dmipy 1.0.5's own normalises f_ic by f_ic + f_ec but leaves f_ec as it is, which is the same
-    only without a ball (f_ic + f_ec = 1): with f_iso = 0.1 its signal differs from the
-    documented model's by up to 2% of S0 (checked by szb-same-signal when it is left in)."""
-    return (1 - vf_intra / np.maximum(vf_intra + vf_extra, 1e-12)) * lambda_par
-
-
-def mu(th, ph):
-    return np.stack([th, ph], -1)
-
-
-def direction(mu):
-    """Unit vectors of dmipy's (theta, phi) pairs."""
-    th, ph = mu[:, 0], mu[:, 1]
-    return np.stack([np.sin(th) * np.cos(ph), np.sin(th) * np.sin(ph), np.cos(th)], -1)
-
-
-def compare_angles(name, ours, theirs, v, slack):
-    a, b = np.median(angle_deg(ours, v)), np.median(angle_deg(theirs, v))
-    check(name, a <= 1.05 * b + slack,
-          f"median angle error dimoc {a:.3f} deg, dmipy {b:.3f} deg "
-          f"(limit 1.05 x dmipy + {slack:g})")
 
 
 # --- stick, zeppelin and ball
@@ -115,9 +49,7 @@ szb = MultiCompartmentModel(models=[G1Ball(), C1Stick(), G2Zeppelin()])
 szb.set_tortuous_parameter("G2Zeppelin_1_lambda_perp", "C1Stick_1_lambda_par",
                            "partial_volume_1", "partial_volume_2")
 szb.set_equal_parameter("G2Zeppelin_1_lambda_par", "C1Stick_1_lambda_par")
-for link in szb.parameter_links:
-    if link[1] == "lambda_perp":
-        link[2] = share_tortuosity
+use_documented_tortuosity(szb)
 szb.set_equal_parameter("C1Stick_1_mu", "G2Zeppelin_1_mu")
 szb.set_fixed_parameter("G1Ball_1_lambda_iso", 3e-3 * MM2_TO_M2)
 same_signal("szb-same-signal", szb,
@@ -125,8 +57,8 @@ same_signal("szb-same-signal", szb,
              "G2Zeppelin_1_lambda_par": truth["d_par"] * MM2_TO_M2,
              "partial_volume_0": truth["f_iso"], "partial_volume_1": truth["f_ic"],
              "partial_volume_2": 1 - truth["f_ic"] - truth["f_iso"]},
-            "stick_zeppelin_ball", truth, bvals, bvecs, d, 1e-5)
-fp = dmipy_fit(szb, bvals, bvecs, d)
+            "stick_zeppelin_ball", truth, bvals, bvecs, dmipy_scheme(bvals, bvecs), d, 1e-5)
+fp = dmipy_fit(szb, dmipy_scheme(bvals, bvecs), d)
 theirs = {"f_ic": fp["partial_volume_1"], "f_iso": fp["partial_volume_0"],
           "d_par": fp["G2Zeppelin_1_lambda_par"] / MM2_TO_M2}
 true_perp = truth["d_par"] * (1 - truth["f_ic"] / (1 - truth["f_iso"]))
@@ -166,8 +98,8 @@ same_signal("noddi-same-signal", noddi,
             {WATSON + "mu": mu(truth["th"], truth["ph"]), WATSON + "odi": true_od,
              "partial_volume_0": truth["fiso"], "partial_volume_1": 1 - truth["fiso"],
              "SD1WatsonDistributed_1_partial_volume_0": np.ones(N)},
-            "noddi_watson", neurites, bvals, bvecs, d, 1e-3)
-fp = dmipy_fit(noddi, bvals, bvecs, d)
+            "noddi_watson", neurites, bvals, bvecs, dmipy_scheme(bvals, bvecs), d, 1e-3)
+fp = dmipy_fit(noddi, dmipy_scheme(bvals, bvecs), d)
 # partial_volume_0 ball, _1 the bundle; the bundle's partial_volume_0 its stick share (fintra);
 # dmipy's odi is 2/pi atan(1/kappa), dimoc's OD
 theirs = {"fiso": fp["partial_volume_0"], "fintra": fp["SD1WatsonDistributed_1_partial_volume_0"],
