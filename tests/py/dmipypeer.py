@@ -1,8 +1,8 @@
 """Helpers of the comparisons with dmipy 1.0.5 (tests/py/test_dmipy_peer.py,
-tests/py/test_dmipy_activeax.py): its acquisition scheme of dimoc's FSL files, its fit of the
-voxels dimoc simulated, the same-signal check at the truth, and the conversions between the
-two packages (dimoc: b s/mm^2, mm^2/s; dmipy: SI; both read the same b-vectors, so their
-directions live in the same frame)."""
+tests/py/test_dmipy_activeax.py, tests/py/test_dmipy_sandi.py): its acquisition scheme of
+dimoc's FSL files, its fit of the voxels dimoc simulated, the same-signal check at the truth,
+and the conversions between the two packages (dimoc: b s/mm^2, mm^2/s; dmipy: SI; both read the
+same b-vectors, so their directions live in the same frame)."""
 import os
 import sys
 import warnings
@@ -16,12 +16,15 @@ try:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from dmipy.core.acquisition_scheme import acquisition_scheme_from_bvalues
+        from dmipy.utils.utils import cart2sphere
+        from dipy.reconst.shm import real_sym_sh_mrtrix
 except ImportError as e:
     check("dmipy-installed", False, f"{e} (scripts/install-deps.sh installs dmipy==1.0.5)")
     finish()
     sys.exit(1)
 
 MM2_TO_M2 = 1e-6   # mm^2/s -> m^2/s
+UM_TO_M = 1e-6     # um -> m
 B_TO_SI = 1e6      # s/mm^2 -> s/m^2
 
 
@@ -35,6 +38,22 @@ def dmipy_scheme(bvals, bvecs, delta=0.01, Delta=0.03):
     return acquisition_scheme_from_bvalues(b, g, delta, Delta)
 
 
+def determined_sh_orders(acquisition):
+    """Caps the spherical-harmonic order of each shell of acquisition at the highest even order
+    its directions determine.  dmipy's spherical-mean models estimate a shell's mean as the c00
+    of a least-squares SH fit whose order follows from b alone (up to 14, 120 coefficients);
+    with fewer directions than coefficients that fit is underdetermined and its c00 is not the
+    mean (20 directions of a constant 0.19 at b 4000 give 0.05)."""
+    for k in acquisition.unique_dwi_indices:
+        shell = acquisition.shell_indices == k
+        order = acquisition.shell_sh_orders[k]
+        while (order + 1) * (order + 2) // 2 > np.sum(shell):
+            order -= 2
+        _, theta, phi = cart2sphere(acquisition.gradient_directions[shell]).T
+        acquisition.shell_sh_orders[k] = order
+        acquisition.shell_sh_matrices[k] = real_sym_sh_mrtrix(order, theta, phi)[0]
+
+
 def dmipy_fit(model, acquisition, d):
     """dmipy's brute2fine fit of the voxels dimoc simulated (d/dwi.nii, N x 1 x 1)."""
     data = load(os.path.join(d, "dwi.nii"))[:, 0, 0, :]
@@ -45,12 +64,17 @@ def dmipy_fit(model, acquisition, d):
 
 
 def same_signal(name, model, dmipy_params, dimoc_model, truth, bvals, bvecs, acquisition, d,
-                limit, timing=()):
+                limit, timing=(), shell_means=False):
     """The two models agree: dimoc's noise-free simulation at the truth against dmipy's signal
-    at the same parameters (times S0), largest difference relative to S0."""
+    at the same parameters (times S0), largest difference relative to S0.  shell_means: dmipy's
+    model is a spherical-mean one (one value per shell of acquisition), so dimoc's signal is
+    averaged over each shell's volumes first."""
     sub = os.path.join(d, "noise_free")
     os.makedirs(sub)
     _, _, ours = simulate(sub, dimoc_model, truth, bvals, bvecs, noise="none", timing=timing)
+    if shell_means:
+        shell = acquisition.shell_indices
+        ours = np.stack([ours[:, shell == k].mean(1) for k in range(shell.max() + 1)], -1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         vec = model.parameters_to_parameter_vector(**dmipy_params)

@@ -20,8 +20,8 @@ import warnings
 
 import numpy as np
 
-from dmipypeer import (MM2_TO_M2, compare_angles, direction, dmipy_fit, dmipy_scheme, mu,
-                       same_signal, use_documented_tortuosity)
+from dmipypeer import (MM2_TO_M2, UM_TO_M, compare_angles, direction, dmipy_fit, dmipy_scheme,
+                       mu, same_signal, use_documented_tortuosity)
 from dmtest import finish, random_directions, workdir
 from modelcheck import no_worse
 from pgse import protocol, simulate_and_run_pipeline
@@ -33,7 +33,6 @@ with warnings.catch_warnings():
     from dmipy.signal_models.gaussian_models import G1Ball, G2Zeppelin
 
 N = 200
-UM_TO_M = 1e-6
 
 d = workdir("dmipy_activeax")
 rng = np.random.default_rng(2010)

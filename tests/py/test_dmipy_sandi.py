@@ -1,0 +1,78 @@
+"""Issue 17: dimoc's SANDI (models/sandi.model, pipelines/sandi.sh) against dmipy 1.0.5's
+spherical-mean framework on the same simulated data: MultiCompartmentSphericalMeanModel of
+S4SphereGaussianPhaseApproximation (Murday-Cotts Gaussian phase approximation, as dimoc's
+sphere_gpd; diffusivity 3e-3 mm^2/s inside, dimoc's fixed D_soma) + C1Stick (its spherical
+mean: dimoc's stick_powder) + G1Ball.  Both get the same per-direction data: dmipy estimates
+each shell's mean itself (its SH orders capped at what 20 directions determine, see
+dmipypeer.determined_sh_orders) and fits the means, dimoc fits the directions (the same least
+squares up to a constant; docs/pipelines.md).  dmipy sums the sphere's series over 100 roots,
+dimoc over 20; sandi-same-signal checks dmipy's spherical mean at the truth against dimoc's
+noise-free signal averaged over each shell.  Protocol and truths of tests/py/test_sandi.py (7
+shells of 20 directions, delta 10 ms, Delta 20 ms, G 0.065..0.29 T/m; f_neurite 0.3..0.55,
+f_soma 0.15..0.4, soma radii 6..11 um, D_in 1.5..2.5e-3, D_ec 0.8..1.5e-3 mm^2/s), 200
+voxels, Rician noise SNR 100.  dmipy's sphere diameter range (up to 20 um) is widened to
+dimoc's R_soma range (1..12 um).  dimoc's median absolute errors of f_soma, R_soma, D_in and
+D_ec must be at most 1.05 x dmipy's (brute2fine) + a small slack.  f_neurite is only printed:
+dmipy's is better there (measured 0.061 against dimoc's 0.073; docs/pipelines.md).  About 45 s.
+"""
+import warnings
+
+import numpy as np
+
+from dmipypeer import (MM2_TO_M2, UM_TO_M, determined_sh_orders, dmipy_fit, dmipy_scheme,
+                       same_signal)
+from dmtest import finish, workdir
+from modelcheck import median_error, no_worse
+from pgse import protocol, simulate_and_run_pipeline
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from dmipy.core.modeling_framework import MultiCompartmentSphericalMeanModel
+    from dmipy.signal_models.cylinder_models import C1Stick
+    from dmipy.signal_models.gaussian_models import G1Ball
+    from dmipy.signal_models.sphere_models import S4SphereGaussianPhaseApproximation
+
+N = 200
+
+d = workdir("dmipy_sandi")
+rng = np.random.default_rng(2020)
+shells = [(20, G, 0.010, 0.020) for G in (0.065, 0.092, 0.145, 0.183, 0.224, 0.259, 0.29)]
+bvals, bvecs, timing, _, Delta, delta = protocol(d, shells, b0=4)
+truth = {"S0": rng.uniform(800, 1200, N), "f_neurite": rng.uniform(0.3, 0.55, N),
+         "f_soma": rng.uniform(0.15, 0.4, N), "R_soma": rng.uniform(6, 11, N),
+         "D_in": rng.uniform(1.5e-3, 2.5e-3, N), "D_ec": rng.uniform(0.8e-3, 1.5e-3, N)}
+truth, result = simulate_and_run_pipeline(d, "sandi", truth, bvals, bvecs, timing, 5, snr=100)
+acquisition = dmipy_scheme(bvals, bvecs, delta, Delta)
+# dmipy 1.0.5's sphere reads shell_delta and shell_Delta, which its spherical-mean scheme lacks
+# (AttributeError); that scheme has one row per shell, so its own delta and Delta are those
+mean_scheme = acquisition.spherical_mean_scheme
+mean_scheme.shell_delta, mean_scheme.shell_Delta = mean_scheme.delta, mean_scheme.Delta
+# 20 directions a shell determine SH up to order 4, not the orders dmipy picks from b (up to 14)
+determined_sh_orders(acquisition)
+
+SPHERE = "S4SphereGaussianPhaseApproximation_1_"
+sandi = MultiCompartmentSphericalMeanModel(
+    models=[S4SphereGaussianPhaseApproximation(diffusion_constant=3e-3 * MM2_TO_M2), C1Stick(),
+            G1Ball()])
+sandi.set_parameter_optimization_bounds(SPHERE + "diameter", [2 * UM_TO_M, 24 * UM_TO_M])
+# partial_volume_0 sphere (f_soma), _1 stick (f_neurite), _2 ball (f_ec)
+same_signal("sandi-same-signal", sandi,
+            {SPHERE + "diameter": 2 * truth["R_soma"] * UM_TO_M,
+             "C1Stick_1_lambda_par": truth["D_in"] * MM2_TO_M2,
+             "G1Ball_1_lambda_iso": truth["D_ec"] * MM2_TO_M2,
+             "partial_volume_0": truth["f_soma"], "partial_volume_1": truth["f_neurite"],
+             "partial_volume_2": 1 - truth["f_soma"] - truth["f_neurite"]},
+            "sandi", truth, bvals, bvecs, acquisition, d, 1e-6, timing, shell_means=True)
+fp = dmipy_fit(sandi, acquisition, d)
+theirs = {"f_soma": fp["partial_volume_0"], "f_neurite": fp["partial_volume_1"],
+          "R_soma": fp[SPHERE + "diameter"] / UM_TO_M / 2,
+          "D_in": fp["C1Stick_1_lambda_par"] / MM2_TO_M2,
+          "D_ec": fp["G1Ball_1_lambda_iso"] / MM2_TO_M2}
+slack = {"f_soma": 0.005, "R_soma": 0.05, "D_in": 2e-5, "D_ec": 2e-5}
+for k, s in slack.items():
+    no_worse(f"sandi-{k}", result(k), theirs[k], truth[k], slack=s, label="dmipy")
+# a known gap, reported rather than asserted (docs/pipelines.md)
+print("sandi-f_neurite (not asserted): median absolute error dimoc %.4g, dmipy %.4g"
+      % (median_error(result("f_neurite"), truth["f_neurite"]),
+         median_error(theirs["f_neurite"], truth["f_neurite"])))
+finish()
