@@ -3,14 +3,7 @@
 # this build and, when BASELINE_BIN names another build, with it too (the same GPU, in turn).
 #   scripts/dev_cluster.sh [tests,bench]      logs under $OUT
 set -u
-OUT=${OUT:-/tmp/dimoc-out}
-mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site
-fi
-export PYTHON=python3 PYTHONUNBUFFERED=1
-nvidia-smi -L
+. "$(dirname "$0")/device_env.sh"
 what=${1:-tests,bench}
 case "$what" in *tests*)
     bash tests/run.sh --gpu part 2>&1 | tee "$OUT/gpu-part-tests.log" ;;

@@ -3,14 +3,7 @@
 # fitting, the new models, the compartments, fractions and scheme columns, each timed.
 #   scripts/dev_models_gpu.sh [PATTERN...]     one line per test; logs under $OUT
 set -u
-OUT=${OUT:-/tmp/dimoc-out}
-mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site
-fi
-export PYTHON=python3 PYTHONUNBUFFERED=1
-nvidia-smi -L
+. "$(dirname "$0")/device_env.sh"
 tests=${*:-"recovery_on_gpu heldout_accuracy_on_gpu gpu_parity part_fit_csd_on_gpu
     interrupt_on_gpu bessel_parity model_compartments_on_gpu fractions_on_gpu scheme_on_gpu
     models_dwi_on_gpu restricted_models_on_gpu"}

@@ -8,14 +8,7 @@
 #                                                   to compare two versions on the same GPU
 #   FIT_ARGS=..., TRACK_ARGS=...                    extra arguments of bench_fit.py, bench_track.py
 set -u
-OUT=${OUT:-/tmp/dimoc-out}
-mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site
-fi
-export PYTHON=python3 PYTHONUNBUFFERED=1
-nvidia-smi -L
+. "$(dirname "$0")/device_env.sh"
 what=${1:-tests,fit,track}
 trees=(.)
 [ -n "${BASELINE:-}" ] && trees=("$BASELINE" . "$BASELINE" .)

@@ -59,10 +59,11 @@ static int warm_model(const dm_warm_request *r, const char *name, const dm_cuda 
         }
         /* A GPU fitter holds the methods of its run: by default those of the pipelines'
          * stages (a grid, LM, LM then MCMC). */
-        const int sets[] = {DM_METHOD_GRID, DM_METHOD_LM, DM_METHOD_LM | DM_METHOD_MCMC};
-        for (int s = 0; s < 3 && rc == 0 && cu; s++) {
-            int methods = r->methods ? r->methods : sets[s];
-            if (r->methods && s > 0) break;
+        const int usual[] = {DM_METHOD_GRID, DM_METHOD_LM, DM_METHOD_LM | DM_METHOD_MCMC};
+        const int *sets = r->methods ? &r->methods : usual;
+        const int nsets = r->methods ? 1 : 3;
+        for (int s = 0; s < nsets && rc == 0 && cu; s++) {
+            int methods = sets[s];
             int lanes = r->lanes > 0 ? r->lanes : dm_fit_gpu_auto_lanes(r->measurements, rs);
             dm_gpu_program prog;
             rc = dm_fit_gpu_compile(cu, &mi, gs->arch, rs, lanes, methods, 1, &prog);
