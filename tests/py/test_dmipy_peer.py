@@ -7,12 +7,12 @@ G2Zeppelin) with tortuosity, equal and fixed d_par 1.7e-3 and d_iso 3e-3 mm^2/s)
 First the two agree on the model: dimoc's noise-free simulation at the truth against dmipy's
 simulate_signal (szb-same-signal, noddi-same-signal; see share_tortuosity and the NODDI note
 for where dmipy differs and what is done about it).  Then dimoc simulates each model with
-Rician noise (SNR 50 at b = 0) on 100 voxels of varied truths, fits with `dimoc pipeline`, and
+Rician noise (SNR 50 at b = 0) on 400 (stick-zeppelin-ball) and 100 (NODDI) voxels of varied truths, fits with `dimoc pipeline`, and
 dmipy fits the same signals with its default brute2fine solver (dmipy divides by the mean of
 the b = 0 volumes itself).  dimoc's median absolute error against the truth of each main
 parameter (fractions, diffusivities, ODI, the orientation's angle) must be at most 1.05 x
 dmipy's + a small slack.  Units: dimoc b s/mm^2 and mm^2/s, dmipy SI (s/m^2, m^2/s); both read
-the same b-vectors, so their directions live in the same frame.  About 6 s.
+the same b-vectors, so their directions live in the same frame.  About 30 s.
 """
 import warnings
 
@@ -32,15 +32,18 @@ with warnings.catch_warnings():
     from dmipy.signal_models.gaussian_models import G1Ball, G2Zeppelin
 
 N = 100
+# stick-zeppelin-ball: both fits are least squares of one model, so they agree to ~1% at 400
+# voxels; at 100 the medians still differed by up to 10% (d_perp), by sample
+N_SZB = 400
 
 
 # --- stick, zeppelin and ball
 d = workdir("dmipy_peer_szb")
 rng = np.random.default_rng(2019)
 bvals, bvecs = scheme(d, "6x0,30x1000,30x2000,30x3000")
-v, th, ph = random_directions(rng, N)
-truth = {"S0": rng.uniform(800, 1200, N), "f_ic": rng.uniform(0.3, 0.7, N),
-         "f_iso": rng.uniform(0, 0.25, N), "d_par": rng.uniform(1.5e-3, 2.2e-3, N),
+v, th, ph = random_directions(rng, N_SZB)
+truth = {"S0": rng.uniform(800, 1200, N_SZB), "f_ic": rng.uniform(0.3, 0.7, N_SZB),
+         "f_iso": rng.uniform(0, 0.25, N_SZB), "d_par": rng.uniform(1.5e-3, 2.2e-3, N_SZB),
          "th": th, "ph": ph}
 truth, result = simulate_and_run_pipeline(d, "stick_zeppelin_ball", truth, bvals, bvecs, [], 3)
 

@@ -10,19 +10,26 @@ dimoc over 20; sandi-same-signal checks dmipy's spherical mean at the truth agai
 noise-free signal averaged over each shell.  Protocol and truths of tests/py/test_sandi.py (7
 shells of 20 directions, delta 10 ms, Delta 20 ms, G 0.065..0.29 T/m; f_neurite 0.3..0.55,
 f_soma 0.15..0.4, soma radii 6..11 um, D_in 1.5..2.5e-3, D_ec 0.8..1.5e-3 mm^2/s), 200
-voxels, Rician noise SNR 100.  dmipy's sphere diameter range (up to 20 um) is widened to
-dimoc's R_soma range (1..12 um).  dimoc's median absolute errors of f_soma, R_soma, D_in and
-D_ec must be at most 1.05 x dmipy's (brute2fine) + a small slack.  f_neurite is only printed:
-dmipy's is better there (measured 0.061 against dimoc's 0.073; docs/pipelines.md).  About 45 s.
+voxels, Rician noise at the issue's SNR 50.  dmipy's sphere diameter range (up to 20 um) is
+widened to dimoc's R_soma range (1..12 um).
+At SNR 50 SANDI's five parameters are poorly conditioned and least squares overfits: dimoc's
+LM finds lower residuals than dmipy's brute2fine in most voxels (dmipy stops above the truth's
+residual in 18 of 200, dimoc in 1) yet its f_neurite and D_in errors are the larger.  So dimoc runs as a
+user is told to at this SNR, `dimoc pipeline sandi --mcmc` (posterior means; docs/pipelines.md),
+and its median absolute error of every parameter must be at most 1.05 x dmipy's + a small
+slack.  sandi-lm-residual checks the first claim: dimoc's LM from the pipeline's grid fits the
+shell means at least as closely as dmipy in most voxels, and closer on average.  About 4 minutes on
+2 threads (the MCMC).
 """
+import os
 import warnings
 
 import numpy as np
 
 from dmipypeer import (MM2_TO_M2, UM_TO_M, determined_sh_orders, dmipy_fit, dmipy_scheme,
                        same_signal)
-from dmtest import finish, workdir
-from modelcheck import median_error, no_worse
+from dmtest import check, dimoc, finish, load, workdir
+from modelcheck import no_worse
 from pgse import protocol, simulate_and_run_pipeline
 
 with warnings.catch_warnings():
@@ -41,7 +48,8 @@ bvals, bvecs, timing, _, Delta, delta = protocol(d, shells, b0=4)
 truth = {"S0": rng.uniform(800, 1200, N), "f_neurite": rng.uniform(0.3, 0.55, N),
          "f_soma": rng.uniform(0.15, 0.4, N), "R_soma": rng.uniform(6, 11, N),
          "D_in": rng.uniform(1.5e-3, 2.5e-3, N), "D_ec": rng.uniform(0.8e-3, 1.5e-3, N)}
-truth, result = simulate_and_run_pipeline(d, "sandi", truth, bvals, bvecs, timing, 5, snr=100)
+truth, result = simulate_and_run_pipeline(d, "sandi", truth, bvals, bvecs, timing, 5, snr=50,
+                                          options=["--mcmc"])
 acquisition = dmipy_scheme(bvals, bvecs, delta, Delta)
 # dmipy 1.0.5's sphere reads shell_delta and shell_Delta, which its spherical-mean scheme lacks
 # (AttributeError); that scheme has one row per shell, so its own delta and Delta are those
@@ -68,11 +76,40 @@ theirs = {"f_soma": fp["partial_volume_0"], "f_neurite": fp["partial_volume_1"],
           "R_soma": fp[SPHERE + "diameter"] / UM_TO_M / 2,
           "D_in": fp["C1Stick_1_lambda_par"] / MM2_TO_M2,
           "D_ec": fp["G1Ball_1_lambda_iso"] / MM2_TO_M2}
-slack = {"f_soma": 0.005, "R_soma": 0.05, "D_in": 2e-5, "D_ec": 2e-5}
+slack = {"f_neurite": 0.005, "f_soma": 0.005, "R_soma": 0.05, "D_in": 2e-5, "D_ec": 2e-5}
 for k, s in slack.items():
     no_worse(f"sandi-{k}", result(k), theirs[k], truth[k], slack=s, label="dmipy")
-# a known gap, reported rather than asserted (docs/pipelines.md)
-print("sandi-f_neurite (not asserted): median absolute error dimoc %.4g, dmipy %.4g"
-      % (median_error(result("f_neurite"), truth["f_neurite"]),
-         median_error(theirs["f_neurite"], truth["f_neurite"])))
+
+
+def shell_mismatch(p):
+    """Each voxel's sum of squared differences between the shells' mean signals (over S0) and
+    dmipy's spherical mean at the parameters p (dmipy's names, SI units)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = sandi.simulate_signal(acquisition, sandi.parameters_to_parameter_vector(**p))
+    return ((model - means) ** 2).sum(1)
+
+
+def dmipy_names(est):
+    return {SPHERE + "diameter": 2 * est["R_soma"] * UM_TO_M,
+            "C1Stick_1_lambda_par": est["D_in"] * MM2_TO_M2,
+            "G1Ball_1_lambda_iso": est["D_ec"] * MM2_TO_M2, "partial_volume_0": est["f_soma"],
+            "partial_volume_1": est["f_neurite"],
+            "partial_volume_2": 1 - est["f_soma"] - est["f_neurite"]}
+
+
+data = load(os.path.join(d, "dwi.nii"))[:, 0, 0, :]
+shell = acquisition.shell_indices
+means = np.stack([data[:, shell == k].mean(1) for k in range(shell.max() + 1)], -1)
+means /= data[:, acquisition.b0_mask].mean(1)[:, None]
+lm_dir = os.path.join(d, "lm")  # the pipeline's LM stage again, without MCMC after it
+dimoc("fit", "sandi", "--data", os.path.join(d, "dwi.nii"), "--mask", os.path.join(d, "mask.nii"),
+      "--bvals", bvals, "--bvecs", bvecs, *timing, "--method", "lm", "--init-from",
+      os.path.join(d, "out5", "dimoc", "grid"), "--out", lm_dir, "--quiet")
+lm = {k: load(os.path.join(lm_dir, k + ".nii.gz"))[:, 0, 0] for k in slack}
+ours, peer = shell_mismatch(dmipy_names(lm)), shell_mismatch({k: fp[k] for k in dmipy_names(lm)})
+wins = int((ours <= peer * (1 + 1e-6)).sum())
+check("sandi-lm-residual", wins > N / 2 and ours.mean() < peer.mean(), f"dimoc's LM fits the shell means at least as "
+      f"closely as dmipy in {wins} of {N} voxels (mean mismatch {ours.mean():.3g} against "
+      f"{peer.mean():.3g})")
 finish()
