@@ -653,6 +653,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_nonzero", (double)nonzero);
         dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)nv);
         dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
+        dm_provenance_num(prov, DM_PROV_RESULT, "ic_responses", (double)k.nic);
         dm_provenance_num(prov, DM_PROV_RESULT, "ec_compartments", (double)ne);
         dm_provenance_num(prov, DM_PROV_RESULT, "iso_compartments", (double)k.niso * nv);
         dm_provenance_num(prov, DM_PROV_RESULT, "lut_directions", (double)dirs.n);
