@@ -259,9 +259,9 @@ static const dm_opt commit_opts[] = {
     {"lambda", "F", "0",
      "the lasso on the streamlines' weights, as COMMIT's set_regularisation(('lasso', None, "
      "None), (F, ...)): lambda = F x max |A^T y| over them (0: plain non-negative least "
-     "squares; CPU only for now)"},
+     "squares)"},
     {"lambda-group", "F", "0",
-     "COMMIT2's group lasso over --groups (CPU only for now): lambda = F x max over groups of "
+     "COMMIT2's group lasso over --groups: lambda = F x max over groups of "
      "||(A^T y)_g|| / w_g, with COMMIT2's weights w_g = sqrt(|g|) / ||x_g|| from a fit without "
      "it first"},
     {"groups", "FILE", NULL,
@@ -489,13 +489,6 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
     if (rc == 0 && !o.stage_dictionary) /* the dictionary is built on the CPU */
         rc = dm_gpu_resolve_device(dm_arg(&a, commit_opts, "device"), "commit", &o.use_gpu);
-    if (rc == 0 && (o.lambda_frac > 0 || o.group_frac > 0) && o.use_gpu) {
-        /* the regularisations run on the CPU only, for now */
-        if (strcmp(dm_arg(&a, commit_opts, "device"), "gpu") == 0)
-            rc = dm_set_error("commit: --lambda and --lambda-group are not available with --device "
-                              "gpu yet (use --device cpu or auto)");
-        o.use_gpu = 0;
-    }
     o.gpus = dm_arg(&a, commit_opts, "gpus");
     o.model_name = model;
     if (rc == 0) {

@@ -110,9 +110,12 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
 {
     dm_commit_cpu *c = ctx;
     const long n = c->A->ncols, nf = reg->nf;
-    const double shift = step * reg->lambda; /* the lasso's soft threshold */
+    const double shift = step * reg->lambda;
 #pragma omp parallel for schedule(static) num_threads(c->threads)
-    for (long j = 0; j < n; j++) c->x[j] = c->xhat[j] - step * c->g[j] - (j < nf ? shift : 0);
+    for (long j = 0; j < n; j++) {
+        double v = c->xhat[j] - step * c->g[j];
+        c->x[j] = j < nf ? dm_commit_soft_threshold(v, shift) : v;
+    }
     double om = 0;
     if (reg->lambda_group > 0) { /* each group shrunk towards 0 by its weight */
 #pragma omp parallel for reduction(+ : om) schedule(dynamic, 64) num_threads(c->threads)

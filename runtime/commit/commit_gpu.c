@@ -15,11 +15,22 @@
 
 static const char *const commit_templates[] = {"commit/gpu_commit.cu", "commit/commit_ops.h", NULL};
 
-enum { K_RUNS, K_AX, K_ATY_VOXEL, K_ATY_STREAMLINE, K_PROX, K_NORMS, K_ADVANCE, NK };
+enum {
+    K_RUNS,
+    K_AX,
+    K_ATY_VOXEL,
+    K_ATY_STREAMLINE,
+    K_PROX,
+    K_GROUP,
+    K_PROX_SUMS,
+    K_NORMS,
+    K_ADVANCE,
+    NK
+};
 static const char *const kernel_names[NK] = {
-    "dm_commit_runs_kernel",           "dm_commit_ax_kernel",   "dm_commit_aty_voxel_kernel",
-    "dm_commit_aty_streamline_kernel", "dm_commit_prox_kernel", "dm_commit_norms_kernel",
-    "dm_commit_advance_kernel"};
+    "dm_commit_runs_kernel",           "dm_commit_ax_kernel",    "dm_commit_aty_voxel_kernel",
+    "dm_commit_aty_streamline_kernel", "dm_commit_prox_kernel",  "dm_commit_group_kernel",
+    "dm_commit_prox_sums_kernel",      "dm_commit_norms_kernel", "dm_commit_advance_kernel"};
 
 struct dm_commit_gpu {
     dm_cuda *cu;
@@ -28,9 +39,12 @@ struct dm_commit_gpu {
     dm_gpu_kernel k[NK];
     dm_commit_op op; /* device pointers */
     long ncols, nrows, nruns;
-    CUdeviceptr arrays[32]; /* everything allocated: the operator's 15 arrays, y, 7 vectors, part */
+    CUdeviceptr arrays[40]; /* everything allocated: the operator's arrays, y, 7 vectors, part,
+                             * the groups' 3 arrays */
     int narrays;
     CUdeviceptr y, x, xhat, prev, g, r, ag, runs, part; /* runs: the runs' weights or dots */
+    const long *groups_of;                              /* the group_start of the groups uploaded */
+    CUdeviceptr group_start, group_cols, group_w;
     double *part_host;
     int blocks; /* of every grid-stride launch */
     double setup;
@@ -118,15 +132,63 @@ static int curvature(void *ctx, double *agag, double *gg)
     return 0;
 }
 
-static int prox_step(void *ctx, double step, double *lin, double *sq)
+/* The prox step: the lasso's shift on the IC columns (0 without one), the group lasso's shrink
+ * when reg has one; *omega = Omega(X) (commit_solve.h). */
+static int prox(dm_commit_gpu *g, double step, const dm_commit_reg *reg, double *lin, double *sq,
+                double *omega)
 {
-    dm_commit_gpu *g = ctx;
-    void *args[] = {&g->xhat, &g->g, &step, &g->x, &g->ncols, &g->part};
-    double s[2];
-    if (launch(g, K_PROX, args) != 0 || sums(g, 2, s) != 0) return -1;
+    double shift = reg ? step * reg->lambda : 0, s[3], om = 0;
+    long nf = g->op.nf;
+    int grouped = reg && reg->lambda_group > 0, clamp = !grouped;
+    void *args[] = {&g->xhat, &g->g, &step, &shift, &nf, &clamp, &g->x, &g->ncols, &g->part};
+    if (launch(g, K_PROX, args) != 0) return -1;
+    if (grouped) {
+        if (g->groups_of !=
+            reg->group_start) { /* the same groups for the whole fit: uploaded once */
+            long ng = reg->ngroups, nc = reg->group_start[ng];
+            if (up(g, &g->group_start, reg->group_start, (size_t)(ng + 1) * sizeof(long)) != 0 ||
+                up(g, &g->group_cols, reg->group_cols, (size_t)nc * sizeof(long)) != 0 ||
+                up(g, &g->group_w, reg->group_w, (size_t)ng * sizeof(double)) != 0)
+                return -1;
+            g->groups_of = reg->group_start;
+        }
+        double sl = step * reg->lambda_group;
+        long ng = reg->ngroups;
+        void *ga[] = {&g->x, &g->group_start, &g->group_cols, &g->group_w, &ng, &sl, &g->part};
+        void *sa[] = {&g->xhat, &g->g, &g->x, &nf, &g->ncols, &g->part};
+        if (launch(g, K_GROUP, ga) != 0 || sums(g, 1, &om) != 0 || launch(g, K_PROX_SUMS, sa) != 0)
+            return -1;
+    }
+    if (sums(g, 3, s) != 0) return -1;
     *lin = s[0];
     *sq = s[1];
+    *omega = reg ? reg->lambda * s[2] + reg->lambda_group * om : 0;
     return 0;
+}
+
+static int prox_step(void *ctx, double step, double *lin, double *sq)
+{
+    double omega;
+    return prox(ctx, step, NULL, lin, sq, &omega);
+}
+
+static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, double *lin, double *sq,
+                         double *omega)
+{
+    return prox(ctx, step, reg, lin, sq, omega);
+}
+
+/* G's IC entries to the host (for the lambdas' scale). */
+static int get_g_ic(void *ctx, double *gh)
+{
+    dm_commit_gpu *g = ctx;
+    const dm_cuda *cu = g->cu;
+    CK(cu->cuMemcpyDtoHAsync(gh, g->g, (size_t)g->op.nf * sizeof(double), 0),
+       "copying from the GPU");
+    CK(cu->cuStreamSynchronize(0), "copying from the GPU");
+    return 0;
+fail:
+    return -1;
 }
 
 static int change(void *ctx, double *dx2, double *x2)
@@ -236,16 +298,16 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
     CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, g->k[0].dev),
        "reading the GPU's attributes");
     g->blocks = 8 * (sms > 0 ? sms : 1);
-    CK(cu->cuMemAlloc(&g->part, (size_t)g->blocks * 2 * sizeof(double)), "allocating GPU memory");
+    CK(cu->cuMemAlloc(&g->part, (size_t)g->blocks * 3 * sizeof(double)), "allocating GPU memory");
     g->arrays[g->narrays++] = g->part;
     CK(cu->cuStreamSynchronize(0), "clearing GPU memory");
-    g->part_host = malloc((size_t)g->blocks * 2 * sizeof(double));
+    g->part_host = malloc((size_t)g->blocks * 3 * sizeof(double));
     if (!g->part_host) {
         dm_set_error("commit: out of memory");
         goto fail;
     }
-    *B = (dm_commit_backend){g,      start,   residual, gradient, curvature, prox_step,
-                             change, advance, get_x,    NULL,     NULL};
+    *B = (dm_commit_backend){g,      start,   residual, gradient,      curvature, prox_step,
+                             change, advance, get_x,    prox_step_reg, get_g_ic};
     g->setup = dm_now_seconds() - t0;
     return g;
 fail:

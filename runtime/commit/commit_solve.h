@@ -15,7 +15,8 @@ enum { DM_COMMIT_X, DM_COMMIT_XHAT }; /* which unknowns a residual is taken at *
 
 /* COMMIT's regularisations of the IC block (the streamlines' weights, columns [0, nf)), each
  * with the non-negativity kept, Omega added to the objective:
- *   lasso        Omega = lambda sum_j x_j; prox: the soft threshold (x - step lambda)
+ *   lasso        Omega = lambda sum_j x_j; prox: the soft threshold by step lambda (signed,
+ *                as COMMIT's), then the negatives set to 0
  *   group lasso  Omega = lambda_g sum_k w_k ||x_{g_k}||; prox: each group shrunk by
  *                max(0, 1 - step lambda_g w_k / ||v_{g_k}||), then the negatives set to 0
  *                (COMMIT2; groups given as column lists, w_k their weights).

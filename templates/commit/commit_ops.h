@@ -149,3 +149,10 @@ DM_FN void dm_commit_aty_streamline(const dm_commit_op *A, const double *dots, l
         g[(long)k * A->nf + f] = sum;
     }
 }
+
+/* The lasso's soft threshold, signed as COMMIT's (a negative entry moves up towards 0): a group
+ * lasso after it sees the negative entries' norms as COMMIT's does. */
+DM_FN double dm_commit_soft_threshold(double v, double t)
+{
+    return v > t ? v - t : v < -t ? v + t : 0;
+}

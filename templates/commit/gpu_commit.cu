@@ -93,25 +93,86 @@ extern "C" __global__ void dm_commit_aty_streamline_kernel(dm_commit_op A, const
         dm_commit_aty_streamline(&A, dots, f, g);
 }
 
-/* x = max(0, xhat - step g); part[2 block + 0, 1] = shares of <x - xhat, g>, ||x - xhat||^2. */
+/* x = xhat - step g, soft-thresholded by `shift` on the IC columns [0, nf) (the lasso), then
+ * with `clamp` max(0, x); part[3 block + 0, 1, 2] = shares of <x - xhat, g>, ||x - xhat||^2 and
+ * sum_{j < nf} x_j.  Without clamp (a group lasso shrinks the groups next) part is left alone. */
 extern "C" __global__ void dm_commit_prox_kernel(const double *xhat, const double *g, double step,
-                                                 double *x, long n, double *part)
+                                                 double shift, long nf, int clamp, double *x,
+                                                 long n, double *part)
 {
     __shared__ double shared[WARPS];
-    double lin = 0, sq = 0;
+    double lin = 0, sq = 0, l1 = 0;
     for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
          j += (long)gridDim.x * blockDim.x) {
         double v = xhat[j] - step * g[j];
+        if (j < nf) v = dm_commit_soft_threshold(v, shift);
+        if (!clamp) {
+            x[j] = v;
+            continue;
+        }
         v = v > 0 ? v : 0;
         x[j] = v;
         double d = v - xhat[j];
         lin += d * g[j];
         sq += d * d;
+        if (j < nf) l1 += v;
     }
-    double a = block_sum(lin, shared), b = block_sum(sq, shared);
+    if (!clamp) return;
+    double a = block_sum(lin, shared), b = block_sum(sq, shared), c = block_sum(l1, shared);
     if (threadIdx.x == 0) {
-        part[2 * blockIdx.x] = a;
-        part[2 * blockIdx.x + 1] = b;
+        part[3 * blockIdx.x] = a;
+        part[3 * blockIdx.x + 1] = b;
+        part[3 * blockIdx.x + 2] = c;
+    }
+}
+
+/* The group lasso's shrink (commit_solve.h), a thread per group: the group's entries of x
+ * scaled by max(0, 1 - wl / ||x_g||) (wl = step lambda_g w_k), the negatives set to 0;
+ * part[block] = the block's share of sum_k w_k ||x_{g_k}|| after it. */
+extern "C" __global__ void dm_commit_group_kernel(double *x, const long *group_start,
+                                                  const long *group_cols, const double *group_w,
+                                                  long ngroups, double step_lambda, double *part)
+{
+    __shared__ double shared[WARPS];
+    double om = 0;
+    for (long k = (long)blockIdx.x * blockDim.x + threadIdx.x; k < ngroups;
+         k += (long)gridDim.x * blockDim.x) {
+        double n2 = 0, m2 = 0, wl = step_lambda * group_w[k];
+        for (long i = group_start[k]; i < group_start[k + 1]; i++)
+            n2 += x[group_cols[i]] * x[group_cols[i]];
+        double nrm = sqrt(n2), f = nrm <= wl ? 0 : (nrm - wl) / nrm;
+        for (long i = group_start[k]; i < group_start[k + 1]; i++) {
+            double v = x[group_cols[i]] * f;
+            v = v > 0 ? v : 0;
+            x[group_cols[i]] = v;
+            m2 += v * v;
+        }
+        om += group_w[k] * sqrt(m2);
+    }
+    double b = block_sum(om, shared);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+/* After the group shrink: x = max(0, x) and part[3 block + 0, 1, 2] as dm_commit_prox_kernel's. */
+extern "C" __global__ void dm_commit_prox_sums_kernel(const double *xhat, const double *g,
+                                                      double *x, long nf, long n, double *part)
+{
+    __shared__ double shared[WARPS];
+    double lin = 0, sq = 0, l1 = 0;
+    for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+         j += (long)gridDim.x * blockDim.x) {
+        double v = x[j] > 0 ? x[j] : 0;
+        x[j] = v;
+        double d = v - xhat[j];
+        lin += d * g[j];
+        sq += d * d;
+        if (j < nf) l1 += v;
+    }
+    double a = block_sum(lin, shared), b = block_sum(sq, shared), c = block_sum(l1, shared);
+    if (threadIdx.x == 0) {
+        part[3 * blockIdx.x] = a;
+        part[3 * blockIdx.x + 1] = b;
+        part[3 * blockIdx.x + 2] = c;
     }
 }
 

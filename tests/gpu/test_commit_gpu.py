@@ -4,8 +4,9 @@ summed in the same order (--fmad=false) and A^T y and the norms reduced in anoth
 streamline weights agree to 1e-6 (relative to the largest, the issue's float bound), with the
 same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
 1e-6; the provenance names the GPU (no quiet fallback to the CPU); and the same for --model
-volume-fractions (no zeppelins, no balls) and --model cylinder-zeppelin-ball (4 radii: 4 IC
-columns per streamline).  Needs no COMMIT."""
+volume-fractions (no zeppelins, no balls), for --model cylinder-zeppelin-ball (4 radii: 4 IC
+columns per streamline) and for the regularisations (--lambda, --lambda-group with --groups, and
+both).  Needs no COMMIT."""
 import json
 import os
 import sys
@@ -55,14 +56,23 @@ def main():
         maps = ("compartment_IC", "compartment_EC", "compartment_ISO", "fit_NRMSE")
         dm = max(np.abs(c[k] - g[k]).max() / max(np.abs(c[k]).max(), 1e-30) for k in maps)
         check(f"commit_gpu_maps_{label}", do < 1e-9 and dm < 1e-6, f"objective {do:.1e}, maps {dm:.1e} (relative)")
-    # the lasso runs on the CPU only, for now: --device gpu refuses it in one line, auto takes the CPU
-    rc, _, err = dimoc("commit", "--tractogram", p["tck"], "--data", p["dwi"], "--mask", p["wm"], "--bvals",
-                       p["bvals_file"], "--bvecs", p["bvecs_file"], "--peaks", p["peaks"], "--out",
-                       f"{d}/lasso_gpu", "--lambda", "0.05", "--device", "gpu", expect_ok=False)
-    check("commit_gpu_lasso_refused", rc != 0 and "--lambda" in err and len(err.strip().splitlines()) == 1,
-          err.strip())
-    r = run(p, f"{d}/lasso_auto", "auto", "--lambda", "0.05")
-    check("commit_gpu_lasso_auto_on_cpu", r["prov"]["device"] == "cpu", r["prov"]["device"])
+    # the regularisations: the lasso, COMMIT2's group lasso over the phantom's five bundles, and
+    # both (the sparse group lasso), the same on both devices
+    names = sorted(set(p["label"]))
+    np.savetxt(f"{d}/groups.txt", [names.index(n) for n in p["label"]], fmt="%d")
+    groups = ("--groups", f"{d}/groups.txt")
+    for label, extra in (("lasso", ("--lambda", "0.05")),
+                         ("group_lasso", ("--lambda-group", "0.1", *groups)),
+                         ("sparse_group_lasso", ("--lambda", "0.02", "--lambda-group", "0.05",
+                                                 *groups))):
+        c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
+        g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
+        dw = np.abs(c["w"] - g["w"]).max() / np.abs(c["w"]).max()
+        do = abs(c["prov"]["objective"] - g["prov"]["objective"]) / c["prov"]["objective"]
+        check(f"commit_gpu_{label}", "sm_" in g["prov"]["device"] and dw < 1e-6 and do < 1e-9
+              and c["prov"]["iterations"] == g["prov"]["iterations"],
+              f"{g['prov']['device']}: weights {dw:.2e} of the largest, objective {do:.1e} "
+              f"(relative), {c['prov']['iterations']} and {g['prov']['iterations']} iterations")
     finish()
 
 

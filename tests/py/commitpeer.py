@@ -336,7 +336,7 @@ mit.load_dictionary()
 mit.set_threads(cfg["threads"])
 mit.build_operator()
 T["operator"] = time.time() - t
-if cfg.get("lasso"):
+if cfg.get("lasso") and not cfg.get("group_lasso"):
     mit.set_regularisation(regularisers=("lasso", None, None), lambdas=(cfg["lasso"], None, None))
 if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the adaptive weights)
     mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"])
@@ -344,7 +344,10 @@ if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the a
     idx = np.empty(len(np.unique(labels)), dtype=np.object_)
     for k, l in enumerate(np.unique(labels)):
         idx[k] = np.flatnonzero(labels == l).astype(np.int32)
-    mit.set_regularisation(regularisers=("group_lasso", None, None), lambdas=(cfg["group_lasso"], None, None),
+    # both lambdas: COMMIT2's sparse group lasso (the lasso's soft threshold, then the groups')
+    reg, lam = (("sparse_group_lasso", (cfg["lasso"], cfg["group_lasso"])) if cfg.get("lasso")
+                else ("group_lasso", cfg["group_lasso"]))
+    mit.set_regularisation(regularisers=(reg, None, None), lambdas=(lam, None, None),
                            params=({"group_idx": idx, "group_weights_cardinality": True,
                                     "group_weights_adaptive": True}, None, None))
 t = time.time()
@@ -424,7 +427,8 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     affine); 'fsl': the FSL bvecs as they are (a mirror in x where det(affine) > 0).
     config: Evaluation.set_config keys (doNormalizeSignal, doMergeB0, doNormalizeKernels, ...).
     lasso: COMMIT's lasso on the IC block, set_regularisation(('lasso', None, None), (lasso, ...))
-    (0: none); group_lasso with groups (a label per streamline): COMMIT2's group lasso, after a
+    (0: none); group_lasso with groups (a label per streamline): COMMIT2's group lasso (with lasso
+    too: its sparse group lasso), after a
     fit without it (its adaptive weights), cardinality and adaptive weights on.
     pulses (Delta, delta) in s: a STEJSKALTANNER scheme (G from each b by AMICO's gamma), for
     model 'CylinderZeppelinBall' (its radii in metres: model_extra={'Rs': [...]})."""

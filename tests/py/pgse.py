@@ -66,10 +66,10 @@ def gpa_log_signal(shape, R, D, G, delta, Delta, terms=400):
     return -2 * GAMMA ** 2 * np.asarray(G, float) ** 2 * np.sum(bracket / (a2 * (a2 * R * R - c)), axis=1)
 
 
-def simulate_and_run_pipeline(d, model, truth, bvals, bvecs, timing, seed, snr=50):
+def simulate_and_run_pipeline(d, model, truth, bvals, bvecs, timing, seed, snr=50, options=()):
     """Simulates model on a len x 1 x 1 image of the truth maps (dict of arrays) with Rician
-    noise (none with snr=None), runs `dimoc pipeline model` on it (every voxel in the mask; DIMOC_FIT_DEVICE is
-    passed on as --device), and returns the truth as stored (float32) and a reader of the
+    noise (none with snr=None), runs `dimoc pipeline model [options]` on it (every voxel in the
+    mask; DIMOC_FIT_DEVICE is passed on as --device), and returns the truth as stored (float32) and a reader of the
     pipeline's output maps."""
     from dmtest import dimoc, load, save  # noqa: E402 (dmtest also imports this module's users)
     n = len(next(iter(truth.values())))
@@ -83,6 +83,6 @@ def simulate_and_run_pipeline(d, model, truth, bvals, bvecs, timing, seed, snr=5
     out = os.path.join(d, f"out{seed}")
     device = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
     dimoc("pipeline", model, "--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs,
-          "--out", out, *timing, "--quiet", *device)
+          "--out", out, *timing, "--quiet", *device, *options)
     stored = {k: load(p)[:, 0, 0] for k, p in paths.items()}
     return stored, lambda name: load(os.path.join(out, name + ".nii.gz"))[:, 0, 0]
