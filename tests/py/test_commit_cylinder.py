@@ -25,7 +25,7 @@ from scipy.special import jnp_zeros
 sys.path.insert(0, os.path.dirname(__file__))
 import commitpeer as cp  # noqa: E402
 from dmtest import check, dimoc, finish, workdir  # noqa: E402
-from test_commit_peer import read  # noqa: E402
+from test_commit_peer import read, same_fit  # noqa: E402
 
 DELTA, SMALL = 0.03, 0.01  # s
 D_PAR, D_PERP, D_ISO = 0.6e-3, 0.51e-3, 2.0e-3  # mm^2/s
@@ -79,20 +79,10 @@ def against_commit(d, p):
     check("commit_cylinder_fit_voxels", me["prov"]["voxels"] == m.sum() and np.array_equal(mine, m) and
           me["prov"]["ic_responses"] == len(RADII),
           f"{me['prov']['voxels']} voxels (COMMIT {m.sum()}), {me['prov']['ic_responses']} IC responses")
-    for k in ("ic", "ec", "iso"):
-        r = np.corrcoef(peer[k][m], me[k][m])[0, 1]
-        check(f"commit_cylinder_map_{k}_vs_commit", r > 0.99,
-              f"r = {r:.5f}; means {peer[k][m].mean():.4f} (COMMIT) {me[k][m].mean():.4f}")
-    n_peer, n_me = peer["nrmse"][m].mean(), me["nrmse"][m].mean()
-    check("commit_cylinder_nrmse_no_worse", n_me <= 1.02 * n_peer, f"mean NRMSE {n_me:.5f}, COMMIT {n_peer:.5f}")
-    o_peer, o_me = peer["objective"], me["prov"]["objective"]
-    check("commit_cylinder_objective_no_worse", o_me <= o_peer * (1 + 1e-3),
-          f"{o_me:.5f}, COMMIT {o_peer:.5f} ({peer['fit_details']['iterations']} iterations; dimoc "
-          f"{me['prov']['iterations']})")
-    rw = np.corrcoef(peer["weights"], me["weights"])[0, 1]
-    check("commit_cylinder_weights_vs_commit", rw > 0.95,
-          f"r = {rw:.4f} over {me['weights'].size} streamlines; false share {100 * me['weights'][p['is_false']].sum() / me['weights'].sum():.2f}% "
-          f"(COMMIT {100 * peer['weights'][p['is_false']].sum() / peer['weights'].sum():.2f}%)")
+    same_fit("commit_cylinder", peer, me, peer)
+    o_me = me["prov"]["objective"]
+    share = [100 * r["weights"][p["is_false"]].sum() / r["weights"].sum() for r in (me, peer)]
+    print(f"# false streamlines' share of the weight: {share[0]:.2f}% (COMMIT {share[1]:.2f}%)")
     # dimoc's defaults: COMMIT's 21 radii, all in the fit (COMMIT's operator drops them all)
     run(p, f"{d}/dimoc21", scheme)
     me21 = read(f"{d}/dimoc21")
