@@ -48,6 +48,8 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
                            dm_commit_kernels *k)
 {
     memset(k, 0, sizeof *k);
+    if (m->nradii > 0 && !(pulses && pulses->G && pulses->Delta && pulses->delta))
+        return dm_set_error("commit: the cylinder model needs the pulses' timing (--scheme)");
     k->ns = ns;
     k->ndirs = dirs->n;
     k->niso = m->niso;

@@ -74,7 +74,7 @@ DM_FN void dm_commit_run_weights(const dm_commit_op *A, const double *x, long r,
 }
 
 /* Samples s0, s0 + ds, ... (K of them, those below ns) of voxel v's rows of A x, into acc[0 .. K),
- * from the runs' weights (dm_commit_run_weight). */
+ * from the runs' weights (dm_commit_run_weights). */
 DM_FN void dm_commit_ax_block(const dm_commit_op *A, const double *x, const double *wrun, long v,
                               int s0, int ds, int K, double *acc)
 {
