@@ -211,19 +211,31 @@ static const dm_opt commit_opts[] = {
     {"data", "DWI", NULL, "diffusion-weighted data (4D NIfTI)"},
     {"mask", "WM", NULL,
      "white-matter mask: segments outside it are left out (default: the whole image)"},
-    {"bvals", "FILE", NULL, "FSL b-values (stick-zeppelin-ball)"},
-    {"bvecs", "FILE", NULL, "FSL gradient directions (stick-zeppelin-ball)"},
+    {"bvals", "FILE", NULL, "FSL b-values (stick- and cylinder-zeppelin-ball)"},
+    {"bvecs", "FILE", NULL, "FSL gradient directions (stick- and cylinder-zeppelin-ball)"},
+    {"scheme", "FILE", NULL,
+     "cylinder-zeppelin-ball: each volume's gradient strength G (T/m), separation Delta and "
+     "duration delta (s), one row per volume: a Camino STEJSKALTANNER scheme (gx gy gz G Delta "
+     "delta TE) or a header naming the columns (docs/fitting.md); its b must agree with --bvals"},
     {"peaks", "IMG", NULL,
      "fibre directions per voxel for the extra-cellular zeppelins (sh2peaks' layout, or dimoc "
      "peaks' peaks.nii.gz; NaN = no peak); default: the principal direction of a tensor fit"},
     {"out", "DIR", NULL, "output folder (replaced whole when it holds an earlier run)"},
     {"model", "NAME", "stick-zeppelin-ball",
-     "the forward model: stick-zeppelin-ball, or volume-fractions (COMMIT's ScalarMap: --data is a "
-     "3D map that the streamlines explain as the sum of weight x length in each voxel; no "
-     "--bvals, --bvecs, --peaks or diffusivities)"},
-    {"d-par", "D", "1.7e-3", "parallel diffusivity of the stick and the zeppelin (mm^2/s)"},
+     "the forward model: stick-zeppelin-ball; cylinder-zeppelin-ball (COMMIT's "
+     "CylinderZeppelinBall: one intra-axonal cylinder per --radii for each streamline, its weight "
+     "their sum; needs --scheme); or volume-fractions (COMMIT's ScalarMap: --data is a 3D map "
+     "that the streamlines explain as the sum of weight x length in each voxel; no --bvals, "
+     "--bvecs, --peaks or diffusivities)"},
+    {"d-par", "D", "1.7e-3",
+     "parallel diffusivity of the stick (or cylinders) and the zeppelin (mm^2/s; "
+     "cylinder-zeppelin-ball: 0.6e-3, COMMIT's)"},
     {"d-perp", "D", "0.51e-3", "perpendicular diffusivity of the zeppelin (mm^2/s)"},
-    {"d-iso", "D[,D..]", "1.7e-3,3.0e-3", "diffusivities of the balls (mm^2/s), up to 8"},
+    {"d-iso", "D[,D..]", "1.7e-3,3.0e-3",
+     "diffusivities of the balls (mm^2/s), up to 8 (cylinder-zeppelin-ball: 2.0e-3, COMMIT's)"},
+    {"radii", "R[,R..]", "COMMIT's 21",
+     "cylinder-zeppelin-ball: the cylinders' radii in micrometres, up to 64 (COMMIT's: 0.01, "
+     "then 20 evenly from 0.5 to 8)"},
     {"fiber-shift", "S[,S,S]", "0",
      "move the streamlines by this many voxels (the geometry is right at 0: COMMIT's "
      "fiber_shift 0.5 for MRtrix tractograms)"},
@@ -296,6 +308,10 @@ int dm_help_commit(FILE *out)
         "With --blur-core-extent or --blur-gauss-extent > 0 each streamline stands for a tube:\n"
         "parallel copies around it, weighted (trk2dictionary's blur; docs/commit.md, \"Blur\").\n"
         "\n"
+        "--model cylinder-zeppelin-ball (COMMIT's CylinderZeppelinBall) needs --scheme FILE, the\n"
+        "pulses' G, Delta, delta per volume; each streamline gets one coefficient per --radii,\n"
+        "its weight their sum.\n"
+        "\n"
         "The dictionary stage alone, over a share of the streamlines (a cluster job each):\n"
         "  dimoc commit --tractogram T.tck --data DWI --mask WM --stage dictionary --part K/N \\\n"
         "               --out partK            (K = 1..N; dictionary.bin, its header, part.json)\n"
@@ -323,6 +339,30 @@ static int parse_shift(const char *text, double s[3])
         text = end + 1;
     }
     if (*end) return dm_set_error("commit: --fiber-shift '%s' is not 1 or 3 numbers", text);
+    return 0;
+}
+
+/* --radii (micrometres) into m->radius (metres); NULL: COMMIT's CylinderZeppelinBall radii,
+ * 0.01 um then 20 evenly spaced from 0.5 to 8 um. */
+static int parse_radii(const char *text, dm_commit_model *m)
+{
+    m->nradii = 0;
+    if (!text) {
+        m->radius[m->nradii++] = 0.01e-6;
+        for (int i = 0; i < 20; i++) m->radius[m->nradii++] = (0.5 + 7.5 * i / 19.0) * 1e-6;
+        return 0;
+    }
+    for (const char *p = text; *p;) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !(v > 0) || !isfinite(v) || m->nradii == DM_COMMIT_MAX_RADII ||
+            (*end && *end != ','))
+            return dm_set_error("commit: --radii '%s' is not a list of up to %d radii > 0 "
+                                "(micrometres)",
+                                text, DM_COMMIT_MAX_RADII);
+        m->radius[m->nradii++] = v * 1e-6;
+        p = *end ? end + 1 : end;
+    }
     return 0;
 }
 
@@ -357,9 +397,10 @@ int dm_cmd_commit(int argc, char **argv)
                           a.positional[0]);
     const char *model = dm_arg(&a, commit_opts, "model");
     const int scalar = strcmp(model, "volume-fractions") == 0;
-    if (rc == 0 && !scalar && strcmp(model, "stick-zeppelin-ball") != 0)
-        rc = dm_set_error("commit: --model '%s' is not known (stick-zeppelin-ball or "
-                          "volume-fractions; see 'dimoc help commit')",
+    const int cylinder = strcmp(model, "cylinder-zeppelin-ball") == 0;
+    if (rc == 0 && !scalar && !cylinder && strcmp(model, "stick-zeppelin-ball") != 0)
+        rc = dm_set_error("commit: --model '%s' is not known (stick-zeppelin-ball, "
+                          "cylinder-zeppelin-ball or volume-fractions; see 'dimoc help commit')",
                           model);
     const char *stage = dm_arg(&a, commit_opts, "stage");
     o.stage_dictionary = strcmp(stage, "dictionary") == 0;
@@ -383,6 +424,18 @@ int dm_cmd_commit(int argc, char **argv)
             rc = dm_set_error("commit: --%s is not used by --model volume-fractions (a scalar map; "
                               "see 'dimoc help commit')",
                               not_scalar[i]);
+    if (rc == 0 && !cylinder)
+        for (int i = 0; rc == 0 && i < 2; i++)
+            if (dm_arg_given(&a, commit_opts, i ? "radii" : "scheme"))
+                rc = dm_set_error("commit: --%s is read by --model cylinder-zeppelin-ball only",
+                                  i ? "radii" : "scheme");
+    if (rc == 0 && cylinder && !o.stage_dictionary && !dm_arg_given(&a, commit_opts, "scheme"))
+        rc = dm_set_error("commit: --model cylinder-zeppelin-ball needs --scheme FILE (each "
+                          "volume's G, Delta and delta: a Camino STEJSKALTANNER scheme)");
+    if (rc == 0 && cylinder &&
+        (dm_arg_given(&a, commit_opts, "lambda") || dm_arg_given(&a, commit_opts, "lambda-group")))
+        rc = dm_set_error("commit: --lambda and --lambda-group are not built for "
+                          "--model cylinder-zeppelin-ball yet (several weights per streamline)");
     long ndirs = 0, iters = 0;
     if (rc == 0) rc = parse_threads(&a, commit_opts, &o.threads);
     if (rc == 0) rc = dm_arg_long(&a, commit_opts, "ndirs", 1, 65535, &ndirs);
@@ -417,7 +470,16 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0 && (o.group_frac > 0) != (o.groups != NULL))
         rc = dm_set_error("commit: --lambda-group and --groups go together (see 'dimoc help "
                           "commit')");
-    if (rc == 0) rc = parse_diso(dm_arg(&a, commit_opts, "d-iso"), &o.model);
+    if (rc == 0 && cylinder && !dm_arg_given(&a, commit_opts, "d-par")) o.model.d_par = 0.6e-3;
+    if (rc == 0)
+        rc = parse_diso(cylinder && !dm_arg_given(&a, commit_opts, "d-iso")
+                            ? "2.0e-3"
+                            : dm_arg(&a, commit_opts, "d-iso"),
+                        &o.model);
+    if (rc == 0 && cylinder)
+        rc = parse_radii(dm_arg_given(&a, commit_opts, "radii") ? dm_arg(&a, commit_opts, "radii")
+                                                                : NULL,
+                         &o.model);
     if (rc == 0) rc = parse_shift(dm_arg(&a, commit_opts, "fiber-shift"), o.shift);
     if (rc == 0 && !(o.model.d_par > 0 && o.model.d_perp >= 0 && o.model.d_perp <= o.model.d_par))
         rc = dm_set_error("commit: --d-par must be > 0 and --d-perp in [0, d-par]");
@@ -441,10 +503,12 @@ int dm_cmd_commit(int argc, char **argv)
         o.mask = dm_arg(&a, commit_opts, "mask");
         o.bvals = dm_arg(&a, commit_opts, "bvals");
         o.bvecs = dm_arg(&a, commit_opts, "bvecs");
+        o.scheme = dm_arg(&a, commit_opts, "scheme");
         o.peaks = dm_arg(&a, commit_opts, "peaks");
         o.out = dm_arg(&a, commit_opts, "out");
-        static const char *const inputs[] = {"tractogram", "data",   "mask",       "bvals", "bvecs",
-                                             "peaks",      "groups", "dictionary", NULL};
+        static const char *const inputs[] = {"tractogram", "data",  "mask",   "bvals",
+                                             "bvecs",      "peaks", "groups", "dictionary",
+                                             "scheme",     NULL};
         dm_provenance prov;
         dm_provenance_begin(&prov, "commit");
         dm_provenance_args(&prov, &a, commit_opts, inputs);

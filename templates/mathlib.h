@@ -368,6 +368,29 @@ DM_LIB_FN real dm_bessel_sj1p_root(int n)
     return x;
 }
 
+/* The sum of a cylinder's perpendicular attenuation in the Gaussian phase approximation (Van
+ * Gelderen et al. 1994), for diffusivity d inside a cylinder of radius R and a pulsed gradient
+ * of duration delta and separation Delta (any consistent units, e.g. m^2/s, m, s):
+ *   S = sum_m [2 r delta - 2 + 2 e^(-r delta) + 2 e^(-r Delta) - e^(-r (Delta - delta))
+ *              - e^(-r (Delta + delta))] / (d^2 a_m^6 (R^2 a_m^2 - 1)),   r = d a_m^2,
+ * a_m = j'_1m / R with j'_1m the m-th root of J1' (dm_bessel_j1p_root), so that
+ * ln E_perp = -2 gamma^2 G_perp^2 S.  The terms fall as m^-6 and stop below the precision of
+ * the sum, or after `terms`.  Used by dimoc commit's cylinder responses (runtime/commit); the
+ * model language writes the same formula with sum() (models/lib/compartments.model). */
+DM_LIB_BIG_FN real dm_cylinder_gpd_sum(real d, real R, real delta, real Delta, int terms)
+{
+    real sum = 0;
+    for (int m = 1; m <= terms; m++) {
+        real root = dm_bessel_j1p_root(m), a = root / R, a2 = a * a, r = d * a2;
+        real bracket = 2 * r * delta - 2 + 2 * exp(-r * delta) + 2 * exp(-r * Delta) -
+                       exp(-r * (Delta - delta)) - exp(-r * (Delta + delta));
+        real term = bracket / (d * d * a2 * a2 * a2 * (root * root - 1));
+        sum += term;
+        if (fabs(term) <= DM_REAL_EPS * fabs(sum)) break;
+    }
+    return sum;
+}
+
 /* Legendre polynomial P_n(x) by the three-term recurrence
  * (k+1) P_(k+1) = (2k+1) x P_k - k P_(k-1).  n < 0 gives 0. */
 DM_LIB_FN real dm_legendre(int n, real x)

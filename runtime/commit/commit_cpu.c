@@ -21,7 +21,8 @@ void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(static)
-        for (long r = 0; r < A->nruns; r++) runs[r] = dm_commit_run_weight(&A->op, x, r);
+        for (long r = 0; r < A->nruns; r++)
+            dm_commit_run_weights(&A->op, x, r, runs + r * A->op.nic);
 #pragma omp for schedule(dynamic, 64)
         for (long v = 0; v < nv; v++)
             dm_commit_ax_block(&A->op, x, runs, v, 0, 1, ns, yhat + v * ns);
@@ -59,7 +60,7 @@ void dm_commit_cpu_aty(const dm_commit_operator *A, const double *r, double *g, 
 #pragma omp for schedule(dynamic, 64)
         for (long v = 0; v < op->nv; v++) dm_commit_aty_voxel(op, r, v, 0, 1, op->ns, runs, g);
 #pragma omp for schedule(dynamic, 256)
-        for (long f = 0; f < op->nf; f++) g[f] = dm_commit_aty_streamline(op, runs, f);
+        for (long f = 0; f < op->nf; f++) dm_commit_aty_streamline(op, runs, f, g);
     }
 }
 
@@ -149,7 +150,7 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
 static int get_g_ic(void *ctx, double *g)
 {
     dm_commit_cpu *c = ctx;
-    memcpy(g, c->g, (size_t)c->A->op.nf * sizeof *g);
+    memcpy(g, c->g, (size_t)c->A->op.nf * c->A->op.nic * sizeof *g);
     return 0;
 }
 
@@ -206,7 +207,7 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
     c->g = calloc(n, sizeof *c->g);
     c->r = calloc(m, sizeof *c->r);
     c->ag = calloc(m, sizeof *c->ag);
-    c->runs = calloc((size_t)(A->nruns ? A->nruns : 1), sizeof *c->runs);
+    c->runs = calloc((size_t)(A->nruns ? A->nruns : 1) * A->op.nic, sizeof *c->runs);
     if (!c->x || !c->xhat || !c->prev || !c->g || !c->r || !c->ag || !c->runs) {
         dm_commit_cpu_close(c);
         dm_set_error("commit: out of memory for the solver's vectors");

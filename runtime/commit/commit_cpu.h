@@ -13,7 +13,7 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
                                   dm_commit_backend *B);
 void dm_commit_cpu_close(dm_commit_cpu *c);
 /* yhat = A x and g = A^T r on host threads (the preconditioned problem's; runs: room for a
- * double per run, A->nruns). */
+ * double per run and IC response, A->nruns x A->op.nic). */
 void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat, double *runs,
                       int threads);
 void dm_commit_cpu_aty(const dm_commit_operator *A, const double *r, double *g, double *runs,

@@ -281,7 +281,7 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
     UP(str_len, nseg);
     UP(ec_start, nv + 1);
     UP(ec_dir, ne);
-    UP(lut_ic, (size_t)A->ndirs * h->ns);
+    UP(lut_ic, (size_t)h->nic * A->ndirs * h->ns);
     UP(lut_ec, (size_t)A->ndirs * h->ns);
     UP(lut_iso, (size_t)h->niso * h->ns);
 #undef UP
@@ -289,7 +289,7 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
     g->nruns = nruns;
     CUdeviceptr *vecs[] = {&g->x, &g->xhat, &g->prev, &g->g, &g->r, &g->ag, &g->runs};
     for (int k = 0; k < 7; k++) {
-        size_t n = (size_t)(k < 4 ? g->ncols : k < 6 ? g->nrows : nruns) * sizeof(double);
+        size_t n = (size_t)(k < 4 ? g->ncols : k < 6 ? g->nrows : nruns * h->nic) * sizeof(double);
         CK(cu->cuMemAlloc(vecs[k], n ? n : 8), "allocating GPU memory for COMMIT's vectors");
         CK(cu->cuMemsetD32Async(*vecs[k], 0, (n ? n : 8) / 4, 0), "clearing GPU memory");
         g->arrays[g->narrays++] = *vecs[k];

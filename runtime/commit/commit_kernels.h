@@ -2,6 +2,10 @@
  * (commit_dirs.h): for each direction d and measurement s (b-value b, unit gradient g, in the
  * same frame as the streamlines: world)
  *   IC   stick                 exp(-b d_par (g.d)^2)
+ *        or cylinders (COMMIT's CylinderZeppelinBall), one table per radius R:
+ *                              exp(-b d_par (g.d)^2 - 2 gamma^2 G^2 (1 - (g.d)^2) S(d_par, R))
+ *        with S the Van Gelderen sum (templates/mathlib.h, dm_cylinder_gpd_sum) at the
+ *        measurement's pulse duration delta and separation Delta, gradient strength G;
  *   EC   zeppelin              exp(-b (d_perp + (d_par - d_perp) (g.d)^2))
  *   ISO  ball, per d_iso       exp(-b d_iso)
  * (b = 0 measurements: 1), or for COMMIT's volume-fractions (ScalarMap) model an IC response of
@@ -15,6 +19,10 @@
 #include "commit/commit_dirs.h"
 
 #define DM_COMMIT_MAX_ISO 8
+#define DM_COMMIT_MAX_RADII 64
+/* The gyromagnetic ratio (rad/(s T)) of AMICO's cylinder and 7-column schemes (the NODDI
+ * toolbox's value; amico/synthesis.py _GAMMA), kept so that dimoc's cylinders are COMMIT's. */
+#define DM_COMMIT_GAMMA 2.675987e8
 
 typedef struct dm_commit_model {
     double d_par, d_perp; /* mm^2/s */
@@ -22,19 +30,30 @@ typedef struct dm_commit_model {
     double d_iso[DM_COMMIT_MAX_ISO];
     int ic_on, ec_on;
     int scalar; /* volume-fractions (COMMIT's ScalarMap): the IC response is 1 on every sample */
+    int nradii; /* cylinder-zeppelin-ball: the IC cylinders' radii (m); 0: the stick */
+    double radius[DM_COMMIT_MAX_RADII];
 } dm_commit_model;
+
+/* Per measurement, the pulsed gradient of a cylinder model: strength (T/m), separation and
+ * duration (s). */
+typedef struct dm_commit_pulses {
+    const double *G, *Delta, *delta;
+} dm_commit_pulses;
 
 typedef struct dm_commit_kernels {
     int ns, ndirs, niso;
-    float *ic, *ec; /* ndirs x ns (NULL when the compartment is off) */
+    int nic;        /* IC tables: 1, or one per cylinder radius */
+    float *ic, *ec; /* nic x ndirs x ns, ndirs x ns (NULL when the compartment is off) */
     float *iso;     /* niso x ns */
-    double ic_norm, ec_norm, iso_norm[DM_COMMIT_MAX_ISO];
+    double ic_norm[DM_COMMIT_MAX_RADII], ec_norm, iso_norm[DM_COMMIT_MAX_ISO];
 } dm_commit_kernels;
 
 /* ns measurements: b-values (s/mm^2) and unit world gradient directions (3 each; ignored
- * where b = 0).  0, or -1 (out of memory) with the error set. */
+ * where b = 0); pulses: read by a cylinder model only (NULL otherwise).  0, or -1 (out of
+ * memory) with the error set. */
 int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs, int ns,
-                           const double *bval, const double *grad, dm_commit_kernels *k);
+                           const double *bval, const double *grad, const dm_commit_pulses *pulses,
+                           dm_commit_kernels *k);
 void dm_commit_kernels_free(dm_commit_kernels *k);
 
 #endif

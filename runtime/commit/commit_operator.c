@@ -156,8 +156,8 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
             }
         }
     }
-    const long niso = k->niso;
-    A->ncols = nf + ne + niso * nv;
+    const long niso = k->niso, nic = k->nic;
+    A->ncols = nic * nf + ne + niso * nv;
     A->ndirs = k->ndirs;
     A->nrows = nv * k->ns;
     A->scale = malloc((size_t)(A->ncols ? A->ncols : 1) * sizeof *A->scale);
@@ -165,13 +165,15 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
         free(col_norm);
         goto oom;
     }
-    for (long f = 0; f < nf; f++) A->scale[f] = k->ic_norm * col_norm[f];
-    for (long e = 0; e < ne; e++) A->scale[nf + e] = k->ec_norm;
+    for (long c = 0; c < nic; c++)
+        for (long f = 0; f < nf; f++) A->scale[c * nf + f] = k->ic_norm[c] * col_norm[f];
+    for (long e = 0; e < ne; e++) A->scale[nic * nf + e] = k->ec_norm;
     for (long i = 0; i < niso; i++)
-        for (long v = 0; v < nv; v++) A->scale[nf + ne + i * nv + v] = k->iso_norm[i];
+        for (long v = 0; v < nv; v++) A->scale[nic * nf + ne + i * nv + v] = k->iso_norm[i];
     free(col_norm);
     A->op = (dm_commit_op){.ns = k->ns,
                            .niso = k->niso,
+                           .nic = k->nic,
                            .nv = nv,
                            .nf = nf,
                            .ne = ne,
@@ -185,6 +187,7 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                            .str_len = A->str_len,
                            .ec_start = A->ec_start,
                            .ec_dir = A->ec_dir,
+                           .ic_stride = (long)k->ndirs * k->ns,
                            .lut_ic = k->ic,
                            .lut_ec = k->ec,
                            .lut_iso = k->iso};

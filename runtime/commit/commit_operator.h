@@ -25,6 +25,7 @@ typedef struct dm_commit_operator {
     unsigned *ec_vox; /* each EC column's voxel (for the maps) */
     unsigned short *ec_dir;
     double *scale; /* ncols: a coefficient of the original problem is x / scale */
+    /* ncols = nic nf + ne + niso nv (templates/commit/commit_ops.h) */
     int threads;
 } dm_commit_operator;
 

@@ -1,4 +1,5 @@
 #include "commit/commit_run.h"
+#include "commit/commit_pulses.h"
 
 #include "commit/commit_dict.h"
 #include "commit/commit_dictfile.h"
@@ -188,6 +189,17 @@ static void on_iteration(void *arg, int iter, double objective)
 }
 
 /* Writes one map of the voxels of the fit (value per voxel) on the data's grid. */
+/* Several IC columns per streamline (one per cylinder radius, column c nf + f): each
+ * streamline's weight is their sum, as COMMIT's streamline_weights.txt and compartment_IC; xo
+ * becomes [weights (nf) | EC | ISO]. */
+static void fold_ic(double *xo, long nf, int nic, long ncols)
+{
+    if (nic <= 1) return;
+    for (long f = 0; f < nf; f++)
+        for (int c = 1; c < nic; c++) xo[f] += xo[(long)c * nf + f];
+    memmove(xo + nf, xo + (long)nic * nf, (size_t)(ncols - (long)nic * nf) * sizeof *xo);
+}
+
 static int write_map(const char *dir, const char *name, const dm_dwi *w, const dm_commit_dict *d,
                      const double *value)
 {
@@ -465,6 +477,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     dm_commit_dirs dirs = {0};
     dm_commit_dict d = {0};
     dm_commit_kernels k = {0};
+    dm_commit_pulse_table pulses = {0};
     dm_commit_operator A = {0};
     float *peaks = NULL;
     double *y = NULL, *x = NULL, *xo = NULL, *ic = NULL, *ec = NULL, *iso = NULL, *rmse = NULL,
@@ -475,6 +488,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     tck_read_start(&tj, o->tractogram, &t);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
                                  : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
+    if (dwi_rc == 0 && o->model.nradii > 0)
+        dwi_rc = dm_commit_pulses_read(o->scheme, w.nvol, w.bval, &pulses);
     if (tck_read_end(&tj, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
 
@@ -500,7 +515,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
 
     /* the responses */
     t1 = dm_now_seconds();
-    if (dm_commit_kernels_make(&o->model, &dirs, w.nvol, w.bval, w.dir, &k) != 0) goto done;
+    if (dm_commit_kernels_make(&o->model, &dirs, w.nvol, w.bval, w.dir, &pulses.view, &k) != 0)
+        goto done;
     t_kern = dm_now_seconds() - t1;
 
     /* the operator */
@@ -584,12 +600,13 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     rmse = malloc((size_t)nv * sizeof *rmse);
     nrmse = malloc((size_t)nv * sizeof *nrmse);
     yhat = malloc((size_t)A.nrows * sizeof *yhat);
-    wruns = malloc((size_t)(A.nruns ? A.nruns : 1) * sizeof *wruns);
+    wruns = malloc((size_t)(A.nruns ? A.nruns : 1) * A.op.nic * sizeof *wruns);
     if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat || !wruns) {
         dm_set_error("commit: out of memory for the outputs");
         goto done;
     }
     for (long j = 0; j < A.ncols; j++) xo[j] = x[j] / A.scale[j];
+    fold_ic(xo, nf, A.op.nic, A.ncols);
     for (long f = 0; f < nf; f++)
         for (long q = d.str_start[f]; q < d.str_start[f + 1]; q++)
             ic[d.seg_vox[q]] += xo[f] * d.seg_len[q];
@@ -636,6 +653,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_nonzero", (double)nonzero);
         dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)nv);
         dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
+        dm_provenance_num(prov, DM_PROV_RESULT, "ic_responses", (double)k.nic);
         dm_provenance_num(prov, DM_PROV_RESULT, "ec_compartments", (double)ne);
         dm_provenance_num(prov, DM_PROV_RESULT, "iso_compartments", (double)k.niso * nv);
         dm_provenance_num(prov, DM_PROV_RESULT, "lut_directions", (double)dirs.n);
@@ -697,6 +715,7 @@ done:
     free(wruns);
     dm_commit_operator_free(&A);
     dm_commit_kernels_free(&k);
+    dm_commit_pulses_free(&pulses);
     dm_commit_dict_free(&d);
     dm_commit_dirs_free(&dirs);
     dm_tck_free(&t);

@@ -12,6 +12,7 @@
 
 typedef struct dm_commit_options {
     const char *tractogram, *data, *mask, *bvals, *bvecs, *peaks, *out;
+    const char *scheme;     /* the pulses' timing (cylinder model: model.nradii > 0) */
     const char *model_name; /* as given, for messages */
     dm_commit_model model;
     double shift[3]; /* --fiber-shift, voxel units */

@@ -3,20 +3,21 @@
  *
  * A maps the unknowns x to the signal of every voxel that a streamline crosses (ns samples a
  * voxel, row v * ns + s), as three blocks of columns, x = [IC | EC | ISO]:
- *   IC   one column per streamline f: its segments in voxel v (length l, direction index o)
- *        add l x_f R_IC[o] (the stick rotated onto the segment);
+ *   IC   nic columns per streamline f, response by response (column k nf + f, as COMMIT's
+ *        radii): its segments in voxel v (length l, direction index o) add l x_(k nf + f)
+ *        R_IC_k[o] (the stick, or the cylinder of the k-th radius, rotated onto the segment);
  *   EC   one column per (voxel, peak): x_e R_EC[o] (the zeppelin along the peak);
- *   ISO  niso columns per voxel, ordered response by response (column nf + ne + i nv + v):
+ *   ISO  niso columns per voxel, ordered response by response (column nic nf + ne + i nv + v):
  *        x R_ISO[i].
  * Each response is a row of ns floats of a lookup table (lut_*).
  *
  * The segments are listed by voxel and, within a voxel, in runs of one direction, so that a run
  * touches its response row once:
- *   A x:      each run's weight w_r = sum_{its segments} l x_f (a thread per run), then per
- *             voxel sum_r w_r R[o_r] with its zeppelins and balls;
- *   A^T y:    per voxel, d_r = R[o_r] . y_v once per run (dots[r]) with the voxel's EC and ISO
- *             entries; then per streamline, sum over its segments of l d_run
- *             (dm_commit_aty_streamline).
+ *   A x:      each run's weights w_rk = sum_{its segments} l x_(k nf + f) (a thread per run;
+ *             wrun[r nic + k]), then per voxel sum_rk w_rk R_k[o_r] with its zeppelins and balls;
+ *   A^T y:    per voxel, d_rk = R_k[o_r] . y_v once per run and response (dots[r nic + k]) with
+ *             the voxel's EC and ISO entries; then per streamline, sum over its segments of
+ *             l d_run,k (dm_commit_aty_streamline).
  * A segment record is read once per product and y_v once per voxel, never once per segment
  * (the memory floor of COMMIT's products: the segment records, x, y and the run values).
  *
@@ -36,6 +37,7 @@
 typedef struct dm_commit_op {
     int ns;   /* samples per voxel */
     int niso; /* isotropic responses per voxel */
+    int nic;  /* IC responses per streamline (1, or one per cylinder radius) */
     long nv;  /* voxels (rows: nv * ns) */
     long nf;  /* streamlines (IC columns) */
     long ne;  /* EC columns */
@@ -53,42 +55,49 @@ typedef struct dm_commit_op {
     /* EC columns by voxel: voxel v's are [ec_start[v], ec_start[v + 1]) */
     const long *ec_start;
     const unsigned short *ec_dir; /* each EC column's peak direction */
-    const float *lut_ic, *lut_ec; /* ndirs x ns */
+    long ic_stride;               /* ndirs x ns: lut_ic's k-th response is lut_ic + k ic_stride */
+    const float *lut_ic, *lut_ec; /* nic x ndirs x ns, ndirs x ns */
     const float *lut_iso;         /* niso x ns */
 } dm_commit_op;
 
-/* The weight of run r in A x: the sum over its segments of length x x_f, in their order. */
-DM_FN double dm_commit_run_weight(const dm_commit_op *A, const double *x, long r)
+/* The weights of run r in A x, one per IC response k into w[k]: the sum over its segments of
+ * length x x_(k nf + f), in their order. */
+DM_FN void dm_commit_run_weights(const dm_commit_op *A, const double *x, long r, double *w)
 {
-    double w = 0;
-    for (long q = A->run_first[r]; q < A->run_first[r + 1]; q++)
-        w += (double)A->seg_len[q] * x[A->seg_str[q]];
-    return w;
+    for (int k = 0; k < A->nic; k++) {
+        const double *xk = x + (long)k * A->nf;
+        double s = 0;
+        for (long q = A->run_first[r]; q < A->run_first[r + 1]; q++)
+            s += (double)A->seg_len[q] * xk[A->seg_str[q]];
+        w[k] = s;
+    }
 }
 
 /* Samples s0, s0 + ds, ... (K of them, those below ns) of voxel v's rows of A x, into acc[0 .. K),
- * from the runs' weights (dm_commit_run_weight). */
+ * from the runs' weights (dm_commit_run_weights). */
 DM_FN void dm_commit_ax_block(const dm_commit_op *A, const double *x, const double *wrun, long v,
                               int s0, int ds, int K, double *acc)
 {
     const int ns = A->ns;
+    const long ic_cols = (long)A->nic * A->nf;
     for (int k = 0; k < K; k++) acc[k] = 0;
-    for (long r = A->run_start[v]; r < A->run_start[v + 1]; r++) {
-        const double w = wrun[r];
-        if (w == 0) continue;
-        const float *row = A->lut_ic + (long)A->run_dir[r] * ns;
-        for (int k = 0; k < K; k++)
-            if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
-    }
+    for (long r = A->run_start[v]; r < A->run_start[v + 1]; r++)
+        for (int c = 0; c < A->nic; c++) {
+            const double w = wrun[r * A->nic + c];
+            if (w == 0) continue;
+            const float *row = A->lut_ic + c * A->ic_stride + (long)A->run_dir[r] * ns;
+            for (int k = 0; k < K; k++)
+                if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
+        }
     for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++) {
-        const double w = x[A->nf + e];
+        const double w = x[ic_cols + e];
         if (w == 0) continue;
         const float *row = A->lut_ec + (long)A->ec_dir[e] * ns;
         for (int k = 0; k < K; k++)
             if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
     }
     for (int i = 0; i < A->niso; i++) {
-        const double w = x[A->nf + A->ne + (long)i * A->nv + v];
+        const double w = x[ic_cols + A->ne + (long)i * A->nv + v];
         if (w == 0) continue;
         const float *row = A->lut_iso + (long)i * ns;
         for (int k = 0; k < K; k++)
@@ -111,28 +120,34 @@ DM_FN void dm_commit_aty_voxel(const dm_commit_op *A, const double *y, long v, i
                                int K, double *dots, double *g)
 {
     const int ns = A->ns;
+    const long ic_cols = (long)A->nic * A->nf;
     const double *yv = y + v * ns;
-    for (long r = A->run_start[v]; r < A->run_start[v + 1]; r++) {
-        const double d = dm_commit_dot(A->lut_ic + (long)A->run_dir[r] * ns, yv, ns, s0, ds, K);
-        if (DM_COMMIT_LEADER) dots[r] = d;
-    }
+    for (long r = A->run_start[v]; r < A->run_start[v + 1]; r++)
+        for (int c = 0; c < A->nic; c++) {
+            const float *row = A->lut_ic + c * A->ic_stride + (long)A->run_dir[r] * ns;
+            const double d = dm_commit_dot(row, yv, ns, s0, ds, K);
+            if (DM_COMMIT_LEADER) dots[r * A->nic + c] = d;
+        }
     for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++) {
         const double d = dm_commit_dot(A->lut_ec + (long)A->ec_dir[e] * ns, yv, ns, s0, ds, K);
-        if (DM_COMMIT_LEADER) g[A->nf + e] = d;
+        if (DM_COMMIT_LEADER) g[ic_cols + e] = d;
     }
     for (int i = 0; i < A->niso; i++) {
         const double d = dm_commit_dot(A->lut_iso + (long)i * ns, yv, ns, s0, ds, K);
-        if (DM_COMMIT_LEADER) g[A->nf + A->ne + (long)i * A->nv + v] = d;
+        if (DM_COMMIT_LEADER) g[ic_cols + A->ne + (long)i * A->nv + v] = d;
     }
 }
 
-/* Streamline f's entry of A^T y from the dots of its segments' runs. */
-DM_FN double dm_commit_aty_streamline(const dm_commit_op *A, const double *dots, long f)
+/* Streamline f's entries of A^T y (g[k nf + f], one per IC response) from the dots of its
+ * segments' runs. */
+DM_FN void dm_commit_aty_streamline(const dm_commit_op *A, const double *dots, long f, double *g)
 {
-    double sum = 0;
-    for (long q = A->str_start[f]; q < A->str_start[f + 1]; q++)
-        sum += (double)A->str_len[q] * dots[A->str_run[q]];
-    return sum;
+    for (int k = 0; k < A->nic; k++) {
+        double sum = 0;
+        for (long q = A->str_start[f]; q < A->str_start[f + 1]; q++)
+            sum += (double)A->str_len[q] * dots[(long)A->str_run[q] * A->nic + k];
+        g[(long)k * A->nf + f] = sum;
+    }
 }
 
 /* The lasso's soft threshold, signed as COMMIT's (a negative entry moves up towards 0): a group

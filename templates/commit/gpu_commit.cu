@@ -44,7 +44,7 @@ extern "C" __global__ void dm_commit_runs_kernel(dm_commit_op A, const double *x
 {
     for (long r = (long)blockIdx.x * blockDim.x + threadIdx.x; r < nruns;
          r += (long)gridDim.x * blockDim.x)
-        wrun[r] = dm_commit_run_weight(&A, x, r);
+        dm_commit_run_weights(&A, x, r, wrun + r * A.nic);
 }
 
 /* out = A x - y (y NULL: A x) from the runs' weights; part[block] = its share of ||out||^2. */
@@ -90,7 +90,7 @@ extern "C" __global__ void dm_commit_aty_streamline_kernel(dm_commit_op A, const
 {
     for (long f = (long)blockIdx.x * blockDim.x + threadIdx.x; f < A.nf;
          f += (long)gridDim.x * blockDim.x)
-        g[f] = dm_commit_aty_streamline(&A, dots, f);
+        dm_commit_aty_streamline(&A, dots, f, g);
 }
 
 /* x = xhat - step g, soft-thresholded by `shift` on the IC columns [0, nf) (the lasso), then

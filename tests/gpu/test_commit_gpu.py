@@ -4,8 +4,9 @@ summed in the same order (--fmad=false) and A^T y and the norms reduced in anoth
 streamline weights agree to 1e-6 (relative to the largest, the issue's float bound), with the
 same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
 1e-6; the provenance names the GPU (no quiet fallback to the CPU); and the same for --model
-volume-fractions (no zeppelins, no balls) and for the regularisations (--lambda, --lambda-group
-with --groups, and both).  Needs no COMMIT."""
+volume-fractions (no zeppelins, no balls), for --model cylinder-zeppelin-ball (4 radii: 4 IC
+columns per streamline) and for the regularisations (--lambda, --lambda-group with --groups, and
+both).  Needs no COMMIT."""
 import json
 import os
 import sys
@@ -36,9 +37,13 @@ def run(p, out, device, *extra):
 def main():
     d = workdir("commit_gpu")
     p = cp.phantom(f"{d}/phantom", noise=0.02)
+    # cylinders: several IC columns per streamline (one per radius), G from each b
+    scheme = cp.write_scheme_st(f"{d}/dwi.scheme", p["bvals"], p["g_world"], 0.03, 0.01)
+    cylinders = ("--model", "cylinder-zeppelin-ball", "--scheme", scheme, "--radii", "0.5,2,4,8")
     for label, extra in (("default", ()), ("converged", ("--tol", "1e-9", "--tol-x", "1e-12",
                                                           "--max-iter", "3000")),
-                         ("volume_fractions", ("--model", "volume-fractions"))):
+                         ("volume_fractions", ("--model", "volume-fractions")),
+                         ("cylinders", cylinders)):
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
         check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"],

@@ -67,6 +67,7 @@ FALSE = {
     "false_x": ("line", (np.array([0.0, 12.0, 0.0]), np.array([1.0, 0, 0])), 0.0, 3.0),
     "false_y": ("line", (np.array([-12.0, 0.0, 0.0]), np.array([0.0, 1, 0])), 0.0, 3.0),
 }
+GAMMA_AMICO = 2.675987e8  # rad/(s T): amico.synthesis._GAMMA (its 7-column schemes' b)
 PYTHON = os.environ.get("PYTHON", sys.executable)
 CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dimoc-commitpeer")
 
@@ -214,12 +215,13 @@ def sig_ball(b, d):
 # ---- the phantom ---------------------------------------------------------------------------
 
 def phantom(d, n_true=150, n_false=30, noise=0.0, seed=1, nan_peaks=False, shells=SHELLS, ndir=NDIR,
-            nb0=NB0, with_false=True):
+            nb0=NB0, with_false=True, fibre_signal=None, d_iso_true=D_ISO_TRUE):
     """Writes into d: dwi.nii.gz, bvals, bvecs (FSL), wm.nii.gz, peaks.nii.gz, tracks.tck
     (true streamlines first, then the false ones), ic_true.nii.gz (NU_IC x F).  noise: Rician
     sigma as a fraction of S0.  Returns a dict of paths plus 'affine', 'label' (per streamline:
     bundle name), 'is_false' (bool per streamline), 'fractions' (name -> f_b), 'bvals', 'g_world',
-    'streamlines' (world mm)."""
+    'streamlines' (world mm).  fibre_signal(b, c2): a fibre's signal instead of the stick-zeppelin
+    mixture above (c2 = (g.t)^2), with d_iso_true the ball's diffusivity."""
     os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(seed)
     aff = affine()
@@ -233,11 +235,12 @@ def phantom(d, n_true=150, n_false=30, noise=0.0, seed=1, nan_peaks=False, shell
         fr[name], tangents[name] = w, t @ R.T  # world tangents
     F = np.minimum(1.0, sum(fr.values()))
     scale = np.where(F > 0, F / np.maximum(sum(fr.values()), 1e-12), 0)
-    sig = (1 - F)[..., None] * sig_ball(bvals, D_ISO_TRUE)
+    sig = (1 - F)[..., None] * sig_ball(bvals, d_iso_true)
+    fibre = fibre_signal or (lambda b, c2: NU_IC * sig_stick(b, c2) + (1 - NU_IC) * sig_zeppelin(b, c2))
     for name in BUNDLES:
         f = fr[name] * scale
         c2 = np.einsum("...k,nk->...n", tangents[name], g) ** 2
-        sig = sig + f[..., None] * (NU_IC * sig_stick(bvals, c2) + (1 - NU_IC) * sig_zeppelin(bvals, c2))
+        sig = sig + f[..., None] * fibre(bvals, c2)
     sig = S0_VALUE * sig
     if noise > 0:
         sig = cs.add_noise(rng, sig, noise * S0_VALUE)
@@ -321,6 +324,9 @@ T["load_data"] = time.time() - t
 mit.set_model(cfg["model"])
 if cfg["model"] == "StickZeppelinBall":
     mit.model.set(d_par=cfg["d_par"], d_perps_zep=cfg["d_perps"], d_isos=cfg["d_isos"], **cfg["model_extra"])
+if cfg["model"] == "CylinderZeppelinBall":
+    mit.model.set(d_par=cfg["d_par"], Rs=cfg["model_extra"]["Rs"], d_perps=cfg["d_perps"], d_isos=cfg["d_isos"])
+    mit.model.isExvivo = False  # dmri-amico 2.1.1's get_params reads it, nothing sets it (docs/commit-facts.md)
 t = time.time()
 mit.generate_kernels(regenerate=True, lmax=cfg["lmax"], ndirs=cfg["ndirs"])
 mit.load_kernels()
@@ -380,6 +386,21 @@ def write_scheme(path, bvals, g):
     return path
 
 
+def pulse_strength(bvals, Delta, delta):
+    """G (T/m) that gives each b-value (s/mm^2) with these pulse timings (s), by AMICO's gamma."""
+    return np.sqrt(np.asarray(bvals, float) * 1e6 / (Delta - delta / 3)) / (GAMMA_AMICO * delta)
+
+
+def write_scheme_st(path, bvals, g, Delta, delta, TE=0.08):
+    """Camino's STEJSKALTANNER scheme (x y z G Delta delta TE), what COMMIT's cylinders need."""
+    G = pulse_strength(bvals, Delta, delta)
+    with open(path, "w") as f:
+        f.write("VERSION: STEJSKALTANNER\n")
+        for v, Gi in zip(np.asarray(g), G):
+            f.write(f"{v[0]:.8f} {v[1]:.8f} {v[2]:.8f} {Gi:.10g} {Delta:g} {delta:g} {TE:g}\n")
+    return path
+
+
 def load_fsl(bvals, bvecs):
     b = np.loadtxt(bvals).ravel()
     g = np.loadtxt(bvecs)
@@ -391,7 +412,7 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                min_seg_len=1e-3, min_fiber_len=0.0, max_fiber_len=250.0, ndirs=500, lmax=12, tol_fun=1e-3,
                tol_x=1e-6, max_iter=100, b0_thr=0.0, b0_min_signal=0.0, threads=1, bvecs_frame="voxel",
                config=None, model_extra=None, t2d_extra=None, verbose=2, timeout=600, lasso=0.0,
-               group_lasso=0.0, groups=None):
+               group_lasso=0.0, groups=None, pulses=None):
     """Runs COMMIT (dmri-commit) in a child python on these inputs, in the fresh folder `work`; returns a
     dict: 'weights' (streamline_weights.txt, one per streamline of the .tck), 'ic', 'ec', 'iso',
     'nrmse', 'rmse' (the maps, arrays), 'objective' (the solver's final 0.5||Ax-y||^2 + Omega, in its
@@ -408,7 +429,9 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     lasso: COMMIT's lasso on the IC block, set_regularisation(('lasso', None, None), (lasso, ...))
     (0: none); group_lasso with groups (a label per streamline): COMMIT2's group lasso (with lasso
     too: its sparse group lasso), after a
-    fit without it (its adaptive weights), cardinality and adaptive weights on."""
+    fit without it (its adaptive weights), cardinality and adaptive weights on.
+    pulses (Delta, delta) in s: a STEJSKALTANNER scheme (G from each b by AMICO's gamma), for
+    model 'CylinderZeppelinBall' (its radii in metres: model_extra={'Rs': [...]})."""
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(work)
     os.makedirs(CACHE, exist_ok=True)
@@ -418,7 +441,10 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
         b, g = load_fsl(bvals, bvecs)
         aff = nib.load(dwi).affine
         gs = fsl_to_voxel(aff, g) if bvecs_frame == "voxel" else g
-        scheme = write_scheme(os.path.join(work, "dwi.scheme"), b, gs)
+        if pulses:  # (Delta, delta): the 7-column scheme (CylinderZeppelinBall)
+            scheme = write_scheme_st(os.path.join(work, "dwi.scheme"), b, gs, *pulses)
+        else:
+            scheme = write_scheme(os.path.join(work, "dwi.scheme"), b, gs)
     cfg = dict(cache=CACHE, work=os.path.abspath(work), tck=os.path.abspath(tck), peaks=os.path.abspath(peaks) if peaks else None,
                mask=os.path.abspath(mask) if mask else None, dwi=os.path.abspath(dwi),
                scheme=os.path.abspath(scheme) if scheme else None,

@@ -60,6 +60,25 @@ def peer_iso_sum(r):
     return img
 
 
+def same_fit(prefix, peer, me, ref):
+    """dimoc's run `me` against COMMIT's `peer` over COMMIT's fit voxels: the maps of `ref` (COMMIT's
+    ic, ec, iso) r > 0.99, mean NRMSE within 2% and the objective within 1e-3 (relative) of COMMIT's
+    or better, weights r > 0.95."""
+    m = peer["fit_mask"]
+    for k in ("ic", "ec", "iso"):
+        r = np.corrcoef(ref[k][m], me[k][m])[0, 1]
+        check(f"{prefix}_map_{k}_vs_commit", r > 0.99,
+              f"r = {r:.5f}; means {ref[k][m].mean():.4f} (COMMIT) {me[k][m].mean():.4f}")
+    n_peer, n_me = peer["nrmse"][m].mean(), me["nrmse"][m].mean()
+    check(f"{prefix}_nrmse_no_worse", n_me <= 1.02 * n_peer, f"mean NRMSE {n_me:.5f}, COMMIT {n_peer:.5f}")
+    o_peer, o_me = peer["objective"], me["prov"]["objective"]
+    check(f"{prefix}_objective_no_worse", o_me <= o_peer * (1 + 1e-3),
+          f"0.5||Ax-y||^2 = {o_me:.5f}, COMMIT {o_peer:.5f} ({peer['fit_details']['iterations']} "
+          f"iterations; dimoc {me['prov']['iterations']})")
+    rw = np.corrcoef(peer["weights"], me["weights"])[0, 1]
+    check(f"{prefix}_weights_vs_commit", rw > 0.95, f"r = {rw:.4f} over {me['weights'].size} streamlines")
+
+
 def against_commit(d, p):
     peer = cp.run_on_phantom(f"{d}/peer", p)
     out = f"{d}/dimoc"
@@ -70,19 +89,7 @@ def against_commit(d, p):
     mine[me["ic"] != 0] = True
     check("commit_fit_voxels_as_commit", me["prov"]["voxels"] == m.sum() and np.array_equal(mine, m),
           f"{me['prov']['voxels']} voxels, COMMIT {m.sum()}")
-    ref = {"ic": peer["ic"], "ec": peer["ec"], "iso": peer_iso_sum(peer)}
-    for k in ("ic", "ec", "iso"):
-        r = np.corrcoef(ref[k][m], me[k][m])[0, 1]
-        check(f"commit_map_{k}_vs_commit", r > 0.99,
-              f"r = {r:.5f}; means {ref[k][m].mean():.4f} (COMMIT) {me[k][m].mean():.4f}")
-    n_peer, n_me = peer["nrmse"][m].mean(), me["nrmse"][m].mean()
-    check("commit_nrmse_no_worse", n_me <= 1.02 * n_peer, f"mean NRMSE {n_me:.5f}, COMMIT {n_peer:.5f}")
-    o_peer, o_me = peer["objective"], me["prov"]["objective"]
-    check("commit_objective_no_worse", o_me <= o_peer * (1 + 1e-3),
-          f"0.5||Ax-y||^2 = {o_me:.5f}, COMMIT {o_peer:.5f} ({peer['fit_details']['iterations']} "
-          f"iterations; dimoc {me['prov']['iterations']})")
-    rw = np.corrcoef(peer["weights"], me["weights"])[0, 1]
-    check("commit_weights_vs_commit", rw > 0.95, f"r = {rw:.4f} over {me['weights'].size} streamlines")
+    same_fit("commit", peer, me, {"ic": peer["ic"], "ec": peer["ec"], "iso": peer_iso_sum(peer)})
     share = me["weights"][p["is_false"]].sum() / me["weights"].sum()
     share_peer = peer["weights"][p["is_false"]].sum() / peer["weights"].sum()
     check("commit_false_streamlines_under_5pc", share < 0.05,

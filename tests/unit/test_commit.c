@@ -5,6 +5,7 @@
  * solver run to convergence on a small problem (the same minimum of the non-negative
  * least-squares objective). */
 #include "check.h"
+#include "commit_cylinder_ref.h"
 #include "commit/commit_cpu.h"
 #include "commit/commit_dict.h"
 #include "commit/commit_dirs.h"
@@ -124,7 +125,8 @@ typedef struct {
     float *peaks;
 } problem;
 
-static int make_problem(problem *p, int nstr, int g, unsigned seed)
+/* nradii > 0: COMMIT's cylinder-zeppelin-ball, that many IC columns per streamline */
+static int make_problem(problem *p, int nstr, int g, unsigned seed, int nradii)
 {
     memset(p, 0, sizeof *p);
     unsigned s = seed;
@@ -135,18 +137,23 @@ static int make_problem(problem *p, int nstr, int g, unsigned seed)
     if (dm_commit_dict_build(&p->t, &gr, &p->dirs, &o, &p->d) != 0) return -1;
     /* 2 shells of 12 directions and 2 b=0 */
     int ns = 26;
-    double b[26], gr3[78];
+    double b[26], gr3[78], G[26], Delta[26], delta[26];
     for (int i = 0; i < ns; i++) {
         b[i] = i < 2 ? 0 : i < 14 ? 1000 : 2500;
         random_dir(&s, gr3 + 3 * i);
+        Delta[i] = 0.03, delta[i] = 0.01;
+        G[i] = sqrt(b[i] * 1e6 / (Delta[i] - delta[i] / 3)) / (DM_COMMIT_GAMMA * delta[i]);
     }
     dm_commit_model m = {.d_par = 1.7e-3,
                          .d_perp = 0.5e-3,
                          .niso = 2,
                          .d_iso = {1.7e-3, 3e-3},
                          .ic_on = 1,
-                         .ec_on = 1};
-    if (dm_commit_kernels_make(&m, &p->dirs, ns, b, gr3, &p->k) != 0) return -1;
+                         .ec_on = 1,
+                         .nradii = nradii};
+    for (int r = 0; r < nradii; r++) m.radius[r] = (1 + 2 * r) * 1e-6;
+    dm_commit_pulses pulses = {G, Delta, delta};
+    if (dm_commit_kernels_make(&m, &p->dirs, ns, b, gr3, &pulses, &p->k) != 0) return -1;
     p->peaks = malloc((size_t)p->d.nvox * 6 * sizeof *p->peaks);
     for (long v = 0; v < p->d.nvox * 6; v++) p->peaks[v] = (float)(urand(&s) - 0.5);
     return dm_commit_operator_build(&p->d, &p->k, &p->dirs, p->peaks, 2, 0.1, 2, &p->A);
@@ -164,15 +171,15 @@ static void free_problem(problem *p)
     free(p->peaks);
 }
 
-static void test_adjoint(void)
+static void test_adjoint(int nradii)
 {
     problem p;
-    int rc = make_problem(&p, 60, 7, 11);
+    int rc = make_problem(&p, 60, 7, 11, nradii);
     const dm_commit_operator *A = &p.A;
     long n = A->ncols, m = A->nrows;
     double *x = malloc(n * sizeof *x), *v = malloc(m * sizeof *v), *Ax = malloc(m * sizeof *Ax),
            *g = malloc(n * sizeof *g), *ej = calloc(n, sizeof *ej), *col = malloc(m * sizeof *col),
-           *dots = malloc((A->nruns + 1) * sizeof *dots);
+           *dots = malloc((A->nruns + 1) * A->op.nic * sizeof *dots);
     unsigned s = 5;
     for (long j = 0; j < n; j++) x[j] = urand(&s);
     for (long i = 0; i < m; i++) v[i] = urand(&s) - 0.5;
@@ -192,25 +199,26 @@ static void test_adjoint(void)
         worst = fmax(worst, fabs(cj - g[j]) / fmax(fabs(cj), 1e-3));
     }
     double rel = fabs(lhs - rhs) / fabs(lhs);
-    check(
-        rc == 0 && rel < 1e-12 && worst < 1e-12, "commit-adjoint",
-        "<Ax,v> %.15g, <x,A^T v> %.15g (%.1e); columns by definition: %.1e; %ld columns, %ld rows",
-        lhs, rhs, rel, worst, n, m);
+    check(rc == 0 && rel < 1e-12 && worst < 1e-12 && A->op.nic == (nradii ? nradii : 1),
+          nradii ? "commit-adjoint-cylinders" : "commit-adjoint",
+          "<Ax,v> %.15g, <x,A^T v> %.15g (%.1e); columns by definition: %.1e; %ld columns, %ld "
+          "rows, %d IC responses",
+          lhs, rhs, rel, worst, n, m, A->op.nic);
     free(x), free(v), free(Ax), free(g), free(ej), free(col), free(dots);
     free_problem(&p);
 }
 
 /* FISTA run to convergence on a small problem meets the optimality (KKT) conditions of the
  * non-negative least squares: g = A^T (A x - y) is >= 0 where x_j = 0 and 0 where x_j > 0. */
-static void test_fista_minimum(void)
+static void test_fista_minimum(int nradii)
 {
     problem p;
-    int rc = make_problem(&p, 12, 4, 17);
+    int rc = make_problem(&p, 12, 4, 17, nradii);
     const dm_commit_operator *A = &p.A;
     long n = A->ncols, m = A->nrows;
     double *y = malloc(m * sizeof *y), *x = calloc(n, sizeof *x), *x0 = calloc(n, sizeof *x0),
            *truth = malloc(n * sizeof *truth), *r = malloc(m * sizeof *r),
-           *g = malloc(n * sizeof *g), *dots = malloc((A->nruns + 1) * sizeof *dots);
+           *g = malloc(n * sizeof *g), *dots = malloc((A->nruns + 1) * A->op.nic * sizeof *dots);
     unsigned s = 9;
     for (long j = 0; j < n; j++) truth[j] = urand(&s) < 0.5 ? 0 : urand(&s);
     dm_commit_cpu_ax(A, truth, y, dots, 1);
@@ -233,18 +241,55 @@ static void test_fista_minimum(void)
         worst = fmax(worst, viol / scale);
         active += x[j] > 0;
     }
-    check(rc == 0 && frc == 0 && worst < 1e-6, "commit-fista-kkt",
+    check(rc == 0 && frc == 0 && worst < 1e-6,
+          nradii ? "commit-fista-kkt-cylinders" : "commit-fista-kkt",
           "largest violation %.1e of max |A^T y| after %d iterations (%s); %ld of %ld unknowns > 0",
           worst, res.iterations, res.stopped ? res.stopped : "-", active, n);
     free(y), free(x), free(x0), free(truth), free(r), free(g), free(dots);
     free_problem(&p);
 }
 
+/* The cylinder responses (commit_kernels.c with mathlib.h's Van Gelderen sum) against numpy and
+ * scipy's roots of J1' (commit_cylinder_ref.h, tests/py/cylinder_ref.py): one measurement per
+ * reference row, at its angle to the one table direction. */
+static void test_cylinder_kernel(void)
+{
+    enum { N = sizeof commit_cylinder_ref / sizeof commit_cylinder_ref[0] };
+    dm_commit_dirs dirs;
+    int rc = dm_commit_dirs_make(1, &dirs), nbad = 0;
+    double worst = 0;
+    for (int i = 0; rc == 0 && i < N; i++) {
+        const double *ref = commit_cylinder_ref[i];
+        const double *a = dirs.dir, c = ref[4];
+        /* a unit vector u perpendicular to the axis a, and g = c a + sqrt(1 - c^2) u */
+        double u[3] = {a[1], -a[0], 0}, nu = hypot(u[0], u[1]), g[3];
+        for (int j = 0; j < 3; j++) g[j] = c * a[j] + sqrt(1 - c * c) * u[j] / nu;
+        double G = ref[1], Delta = ref[2], delta = ref[3], gd = DM_COMMIT_GAMMA * G * delta;
+        double b = gd * gd * (Delta - delta / 3) * 1e-6;
+        dm_commit_model m = {.d_par = 0.6e-3, .ic_on = 1, .nradii = 1, .radius = {ref[0] * 1e-6}};
+        dm_commit_pulses p = {&G, &Delta, &delta};
+        dm_commit_kernels k;
+        if ((rc = dm_commit_kernels_make(&m, &dirs, 1, &b, g, &p, &k)) != 0) break;
+        double v = k.ic[0] * k.ic_norm[0], err = fabs(v - ref[5]) / fmax(ref[5], 1e-3);
+        worst = fmax(worst, err);
+        nbad += !(err < 1e-6);
+        dm_commit_kernels_free(&k);
+    }
+    check(rc == 0 && nbad == 0, "commit-cylinder-kernel",
+          "%d responses (radii 0.01 to 8 um, 3 pulse timings, 4 angles): largest relative error "
+          "%.1e (against numpy and scipy's jnp_zeros)",
+          N, worst);
+    dm_commit_dirs_free(&dirs);
+}
+
 int main(void)
 {
     test_dirs();
     test_straight_cut();
-    test_adjoint();
-    test_fista_minimum();
+    test_adjoint(0);
+    test_adjoint(3);
+    test_fista_minimum(0);
+    test_fista_minimum(3);
+    test_cylinder_kernel();
     return failures != 0;
 }
