@@ -4,8 +4,9 @@ summed in the same order (--fmad=false) and A^T y and the norms reduced in anoth
 streamline weights agree to 1e-6 (relative to the largest, the issue's float bound), with the
 same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
 1e-6; the provenance names the GPU (no quiet fallback to the CPU); and the same for --model
-volume-fractions (no zeppelins, no balls) and for the regularisations (--lambda, --lambda-group
-with --groups, and both).  Needs no COMMIT."""
+volume-fractions (no zeppelins, no balls), for the regularisations (--lambda, --lambda-group
+with --groups, and both) and with --confidence-map and --iso-mask (rows weighted, balls in some
+voxels only).  Needs no COMMIT."""
 import json
 import os
 import sys
@@ -36,9 +37,17 @@ def run(p, out, device, *extra):
 def main():
     d = workdir("commit_gpu")
     p = cp.phantom(f"{d}/phantom", noise=0.02)
+    aff, shape4 = nib.load(p["dwi"]).affine, nib.load(p["dwi"]).shape
+    conf = np.random.default_rng(3).uniform(0.2, 1.0, shape4).astype(np.float32)
+    nib.save(nib.Nifti1Image(conf, aff), f"{d}/conf.nii.gz")
+    iso = np.zeros(shape4[:3], np.float32)
+    iso[: shape4[0] // 2] = 1
+    nib.save(nib.Nifti1Image(iso, aff), f"{d}/iso.nii.gz")
     for label, extra in (("default", ()), ("converged", ("--tol", "1e-9", "--tol-x", "1e-12",
                                                           "--max-iter", "3000")),
-                         ("volume_fractions", ("--model", "volume-fractions"))):
+                         ("volume_fractions", ("--model", "volume-fractions")),
+                         ("confidence_iso_mask", ("--confidence-map", f"{d}/conf.nii.gz",
+                                                  "--iso-mask", f"{d}/iso.nii.gz"))):
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
         check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"],

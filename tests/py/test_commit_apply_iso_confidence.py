@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import commitpeer as cp  # noqa: E402
-from dmtest import check, dimoc, finish, workdir  # noqa: E402
+from dmtest import check, check_refused, dimoc, finish, workdir  # noqa: E402
 
 BLUR = ["--blur-core-extent", "0.5", "--blur-gauss-extent", "1"]
 BLUR_T2D = dict(blur_core_extent=0.5, blur_gauss_extent=1.0)
@@ -191,16 +191,15 @@ def bad_inputs(d, p):
     ]
     for name, extra, words in cases:
         out = f"{d}/bad_{name}"
-        rc, _, err = run(p, out, *extra, expect_ok=False)
-        lines = [x for x in err.strip().splitlines() if x]
-        check(f"commit_bad_{name}", rc != 0 and len(lines) == 1 and words in err and
-              not os.path.exists(out), f"rc {rc}: {err.strip()}")
+        check_refused(f"commit_bad_{name}", run(p, out, *extra, expect_ok=False), words, out)
     # a negative map is fine once rescaled
     run(p, f"{d}/neg_rescaled", "--confidence-map", f"{d}/neg.nii.gz", "--confidence-map-rescale")
-    rc, _, err = dimoc("commit", "--model", "volume-fractions", "--tractogram", p["tck"], "--data",
-                       p["wm"], "--iso-mask", p["wm"], "--out", f"{d}/bad_lesion", expect_ok=False)
-    check("commit_bad_iso_mask_volume_fractions", rc != 0 and "not built" in err and
-          len(err.strip().splitlines()) == 1, f"rc {rc}: {err.strip()}")
+    said = json.load(open(f"{d}/neg_rescaled/provenance.json"))["results"].get("confidence_map")
+    check("commit_confidence_negative_rescaled", said == "used, rescaled to [0, 1]", f"{said}")
+    check_refused("commit_bad_iso_mask_volume_fractions",
+                  dimoc("commit", "--model", "volume-fractions", "--tractogram", p["tck"], "--data",
+                        p["wm"], "--iso-mask", p["wm"], "--out", f"{d}/bad_lesion",
+                        expect_ok=False), "not built", f"{d}/bad_lesion")
 
 
 def main():
