@@ -242,8 +242,8 @@ static const dm_opt commit_opts[] = {
      "blur only some streamlines: a text file of one 0 or 1 per streamline of the tractogram, "
      "in its order (1: blurred; 0: its line alone); COMMIT's blur_apply_to"},
     {"iso-mask", "IMG", NULL,
-     "balls only in the voxels where this image is nonzero (COMMIT's filename_iso_mask; "
-     "stick-zeppelin-ball)"},
+     "balls only in the voxels where this image is nonzero (COMMIT's filename_iso_mask); with "
+     "--model volume-fractions COMMIT's lesion model there (docs/commit.md)"},
     {"confidence-map", "IMG", NULL,
      "weights of the data term, 3D (per voxel) or 4D (per measurement), as COMMIT's fit("
      "confidence_map_filename): min 0.5 ||sqrt(W) (A x - y)||^2; adds "
@@ -427,9 +427,6 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0 && o.blur_apply_to && (o.stage_dictionary || o.dictionary))
         rc = dm_set_error("commit: --blur-apply-to is not available with --stage dictionary or "
                           "--dictionary yet (the saved dictionary does not record it)");
-    if (rc == 0 && o.iso_mask && scalar)
-        rc = dm_set_error("commit: --iso-mask with --model volume-fractions (COMMIT's lesion "
-                          "model) is not built; see docs/commit.md");
     if (rc == 0 && o.confidence_rescale && !o.confidence_map)
         rc = dm_set_error("commit: --confidence-map-rescale needs --confidence-map");
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol", &o.tol_fun);
@@ -460,7 +457,9 @@ int dm_cmd_commit(int argc, char **argv)
         o.model.ic_on = 1;
         o.model.ec_on = !scalar;
         o.model.scalar = scalar;
-        if (scalar) o.model.niso = 0; /* COMMIT's ScalarMap: streamlines alone, one direction */
+        /* COMMIT's ScalarMap: streamlines alone, one direction; with --iso-mask its lesion model
+         * (one ISO compartment of response -1 in the mask's voxels) */
+        if (scalar) o.model.niso = o.iso_mask ? 1 : 0;
         o.ndirs = scalar ? 1 : (int)ndirs;
         o.max_iter = (int)iters;
         o.tractogram = dm_arg(&a, commit_opts, "tractogram");

@@ -43,7 +43,8 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
     }
     for (int i = 0; i < m->niso; i++)
         for (int s = 0; s < ns; s++)
-            k->iso[(size_t)i * ns + s] = (float)exp(-bval[s] * m->d_iso[i]);
+            k->iso[(size_t)i * ns + s] = /* ScalarMap's lesion: it lowers the map */
+                m->scalar ? -1.0f : (float)exp(-bval[s] * m->d_iso[i]);
     /* the preconditioning: each table over the norm of its first row */
     k->ic_norm = k->ic ? row_norm(k->ic, ns) : 1;
     k->ec_norm = k->ec ? row_norm(k->ec, ns) : 1;

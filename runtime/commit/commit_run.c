@@ -228,6 +228,40 @@ static int write_weights(const char *dir, const dm_commit_dict *d, const double 
     return rc;
 }
 
+/* COMMIT's lesion model (volume-fractions with --iso-mask; models.pyx: ScalarMap._postprocess),
+ * after the fit: in each voxel of lesion coefficient L > 0 the factor R = (IC - L) / IC (of the
+ * maps in single precision; *rfac, 0 elsewhere), and each streamline's weight times the smallest
+ * R > 0 of its voxels (1 when none).  Returns the weights so scaled (nkept; NULL with the error
+ * set: out of memory); *nlesion the voxels of L > 0 (0: nothing scaled). */
+static double *lesion_weights(const dm_commit_dict *d, const double *ic, const double *lesion,
+                              const double *xo, double **rfac, long *nlesion)
+{
+    double *xw = malloc((size_t)(d->nkept ? d->nkept : 1) * sizeof *xw);
+    *rfac = calloc((size_t)(d->nvox ? d->nvox : 1), sizeof **rfac);
+    if (!xw || !*rfac) {
+        free(xw);
+        dm_set_error("commit: out of memory for the lesion model");
+        return NULL;
+    }
+    *nlesion = 0;
+    for (long v = 0; v < d->nvox; v++) {
+        const float L = (float)lesion[v], I = (float)ic[v];
+        if (L > 0) {
+            (*rfac)[v] = (double)((I - L) / I);
+            ++*nlesion;
+        }
+    }
+    for (long f = 0; f < d->nkept; f++) {
+        double r = 1;
+        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
+            const double rv = (*rfac)[d->seg_vox[q]];
+            if (rv > 0 && rv < r) r = rv;
+        }
+        xw[f] = xo[f] * r;
+    }
+    return xw;
+}
+
 /* filtered.tck: the streamlines of weight > 0, in their order (written by all threads). */
 static int write_filtered(const char *dir, const dm_tck *t, const dm_commit_dict *d,
                           const double *xo, int threads, long *nonzero)
@@ -561,7 +595,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     dm_commit_operator A = {0};
     float *peaks = NULL;
     double *y = NULL, *x = NULL, *xo = NULL, *ic = NULL, *ec = NULL, *iso = NULL, *rmse = NULL,
-           *nrmse = NULL, *yhat = NULL, *wruns = NULL, *rmse_adj = NULL, *nrmse_adj = NULL;
+           *nrmse = NULL, *yhat = NULL, *wruns = NULL, *rmse_adj = NULL, *nrmse_adj = NULL,
+           *xw = NULL, *rfac = NULL; /* the lesion model's weights and factors */
     unsigned char *mask = NULL, *blur_apply = NULL;
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
@@ -749,12 +784,23 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
             nrmse_adj[v] = csy < 1e-12 ? 0 : sqrt(cse / csy);
         }
     }
+    long nlesion = 0;
+    const int lesion_model = o->model.scalar && o->iso_mask;
+    if (lesion_model && !(xw = lesion_weights(&d, ic, iso, xo, &rfac, &nlesion))) goto done;
+    if (lesion_model && nlesion == 0)
+        dm_warn("%s: no lesion found (no voxel of the fit with a lesion coefficient > 0)",
+                o->iso_mask);
     long nonzero = 0;
     dm_outdir od;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    int wr = write_weights(od.path, &d, xo, dm_commit_blur_on(&dopt));
+    int wr = write_weights(od.path, &d, nlesion ? xw : xo, dm_commit_blur_on(&dopt));
     if (wr == 0) wr = write_map(od.path, "compartment_IC.nii.gz", &w, &d, ic);
     if (wr == 0) wr = write_map(od.path, "compartment_EC.nii.gz", &w, &d, ec);
+    if (wr == 0 && nlesion) { /* the lesion map and factors; compartment_ISO all 0, as COMMIT */
+        wr = write_map(od.path, "compartment_LESION.nii.gz", &w, &d, iso);
+        if (wr == 0) wr = write_map(od.path, "R_scaling_factor.nii.gz", &w, &d, rfac);
+        memset(iso, 0, (size_t)nv * sizeof *iso);
+    }
     if (wr == 0) wr = write_map(od.path, "compartment_ISO.nii.gz", &w, &d, iso);
     if (wr == 0) wr = write_map(od.path, "fit_RMSE.nii.gz", &w, &d, rmse);
     if (wr == 0) wr = write_map(od.path, "fit_NRMSE.nii.gz", &w, &d, nrmse);
@@ -780,6 +826,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
         dm_provenance_num(prov, DM_PROV_RESULT, "ec_compartments", (double)ne);
         dm_provenance_num(prov, DM_PROV_RESULT, "iso_compartments", (double)k.niso * A.op.niv);
+        if (lesion_model) dm_provenance_num(prov, DM_PROV_RESULT, "lesion_voxels", (double)nlesion);
         if (o->confidence_map)
             dm_provenance_str(prov, DM_PROV_RESULT, "confidence_map",
                               conf_used
@@ -845,6 +892,8 @@ done:
     free(iso);
     free(rmse);
     free(nrmse);
+    free(xw);
+    free(rfac);
     free(rmse_adj);
     free(nrmse_adj);
     free(blur_apply);

@@ -321,6 +321,8 @@ t = time.time()
 mit.load_data(cfg["dwi"], cfg["scheme"], b0_thr=cfg["b0_thr"], b0_min_signal=cfg["b0_min_signal"])
 T["load_data"] = time.time() - t
 mit.set_model(cfg["model"])
+for k, v in cfg["model_attrs"].items():  # e.g. ScalarMap's lesion_mask
+    setattr(mit.model, k, v)
 if cfg["model"] == "StickZeppelinBall":
     mit.model.set(d_par=cfg["d_par"], d_perps_zep=cfg["d_perps"], d_isos=cfg["d_isos"], **cfg["model_extra"])
 t = time.time()
@@ -393,7 +395,7 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                min_seg_len=1e-3, min_fiber_len=0.0, max_fiber_len=250.0, ndirs=500, lmax=12, tol_fun=1e-3,
                tol_x=1e-6, max_iter=100, b0_thr=0.0, b0_min_signal=0.0, threads=1, bvecs_frame="voxel",
                config=None, model_extra=None, t2d_extra=None, verbose=2, timeout=600, lasso=0.0,
-               group_lasso=0.0, groups=None, fit_extra=None):
+               group_lasso=0.0, groups=None, fit_extra=None, model_attrs=None):
     """Runs COMMIT (dmri-commit) in a child python on these inputs, in the fresh folder `work`; returns a
     dict: 'weights' (streamline_weights.txt, one per streamline of the .tck), 'ic', 'ec', 'iso',
     'nrmse', 'rmse' (the maps, arrays), 'objective' (the solver's final 0.5||Ax-y||^2 + Omega, in its
@@ -412,7 +414,8 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     too: its sparse group lasso), after a
     fit without it (its adaptive weights), cardinality and adaptive weights on.
     t2d_extra, fit_extra: more arguments of trk2dictionary.run and of the final fit()
-    (blur_apply_to given as a list is passed as a bool array)."""
+    (blur_apply_to given as a list is passed as a bool array); model_attrs: attributes set on
+    mit.model after set_model (ScalarMap's lesion_mask)."""
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(work)
     os.makedirs(CACHE, exist_ok=True)
@@ -433,7 +436,7 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                d_isos=list(d_isos), config=config or {}, model_extra=model_extra or {},
                t2d_extra=t2d_extra or {}, verbose=verbose, lasso=lasso, group_lasso=group_lasso,
                groups=[int(v) for v in groups] if groups is not None else None,
-               fit_extra=fit_extra or {})
+               fit_extra=fit_extra or {}, model_attrs=model_attrs or {})
     cfg_path = os.path.join(work, "peer_config.json")
     json.dump(cfg, open(cfg_path, "w"), indent=1)
     script = os.path.join(work, "peer_run.py")

@@ -7,7 +7,8 @@ compartment maps r > 0.99, mean NRMSE within 2% of COMMIT's, the objective withi
   - --blur-apply-to all 1 is the blurred run byte for byte, all 0 the run without blur (maps byte
     for byte, weights to the file's precision);
   - --iso-mask: balls in exactly COMMIT's ISO voxels (the mask's nonzero voxels of the fit), the
-    ISO map 0 elsewhere;
+    ISO map 0 elsewhere; with --model volume-fractions COMMIT's lesion model (lesion_mask = True):
+    compartment_LESION, R_scaling_factor and the rescaled weights;
   - --confidence-map (4D, and 3D with --confidence-map-rescale): COMMIT's weighted objective,
     fit_RMSE_adjusted and fit_NRMSE_adjusted (means within 2% of COMMIT's or lower, maps r > 0.95:
     error maps, where the two forward models' small differences show more than in the maps); a
@@ -134,6 +135,52 @@ def iso_mask(d, p):
           f"the mask; COMMIT {n_peer} voxels); ISO map outside the mask: {outside}")
 
 
+def lesion(d, p):
+    """--model volume-fractions with --iso-mask: COMMIT's ScalarMap with lesion_mask = True."""
+    aff = nib.load(p["dwi"]).affine
+    ic = load(p["ic_true"])
+    shape = ic.shape
+    box = np.zeros(shape, bool)
+    box[6:14, 6:14, 3:7] = True
+    les = np.where(box, 0.6, 1.0) * ic  # a lesion lowers the map in the box
+    nib.save(nib.Nifti1Image(les.astype(np.float32), aff), f"{d}/ic_lesion.nii.gz")
+    mask = np.zeros(shape, np.float32)
+    mask[4:16, 4:16, 2:8] = 1  # the lesion mask, larger than the lesion
+    nib.save(nib.Nifti1Image(mask, aff), f"{d}/lesion_mask.nii.gz")
+    peer = cp.run_commit(f"{d}/peer_lesion", f"{d}/ic_lesion.nii.gz", None, None, p["tck"], p["wm"],
+                         None, model="ScalarMap", model_attrs=dict(lesion_mask=True),
+                         t2d_extra=dict(filename_iso_mask=f"{d}/lesion_mask.nii.gz"))
+    out = f"{d}/lesion"
+    dimoc("commit", "--model", "volume-fractions", "--tractogram", p["tck"], "--data",
+          f"{d}/ic_lesion.nii.gz", "--mask", p["wm"], "--iso-mask", f"{d}/lesion_mask.nii.gz",
+          "--out", out)
+    m = peer["fit_mask"]
+    res = json.load(open(f"{out}/provenance.json"))["results"]
+    r = {}
+    for f in ("compartment_IC", "compartment_LESION", "R_scaling_factor"):
+        a, b = load(f"{peer['results']}/{f}.nii.gz")[m], load(f"{out}/{f}.nii.gz")[m]
+        r[f] = np.corrcoef(a, b)[0, 1]
+    iso0 = np.abs(load(f"{out}/compartment_ISO.nii.gz")).max()
+    w = np.loadtxt(f"{out}/streamline_weights.txt")
+    rw = np.corrcoef(peer["weights"], w)[0, 1]
+    o_me, o_peer = res["objective"], peer["objective"]
+    n_les = int((load(f"{peer['results']}/compartment_LESION.nii.gz") > 0).sum())
+    check("commit_lesion_vs_commit",
+          min(r.values()) > 0.99 and rw > 0.95 and o_me <= o_peer * (1 + 1e-3) and iso0 == 0,
+          ", ".join(f"{k} r = {v:.5f}" for k, v in r.items()) + f"; weights r = {rw:.4f}; "
+          f"objective {o_me:.6f} (COMMIT {o_peer:.6f}); lesion voxels {res['lesion_voxels']} "
+          f"(COMMIT {n_les}); compartment_ISO all 0: {iso0 == 0}")
+    # independent of COMMIT: R = (IC - LESION) / IC where LESION > 0, from dimoc's own maps
+    Rf = load(f"{out}/R_scaling_factor.nii.gz")
+    IC, LES = load(f"{out}/compartment_IC.nii.gz"), load(f"{out}/compartment_LESION.nii.gz")
+    lz = LES > 0
+    dr = np.abs(Rf[lz] - (IC[lz] - LES[lz]) / IC[lz]).max()
+    check("commit_lesion_factor_definition",
+          np.all(Rf[~lz] == 0) and dr < 1e-5 and lz.sum() == res["lesion_voxels"] > 0,
+          f"R = (IC - LESION) / IC within {dr:.1e} in the {lz.sum()} voxels of LESION > 0, 0 "
+          f"elsewhere; R in ({Rf[lz].min():.3f}, {Rf[lz].max():.3f})")
+
+
 def confidence(d, p):
     aff = nib.load(p["dwi"]).affine
     shape4 = nib.load(p["dwi"]).shape
@@ -196,10 +243,6 @@ def bad_inputs(d, p):
     run(p, f"{d}/neg_rescaled", "--confidence-map", f"{d}/neg.nii.gz", "--confidence-map-rescale")
     said = json.load(open(f"{d}/neg_rescaled/provenance.json"))["results"].get("confidence_map")
     check("commit_confidence_negative_rescaled", said == "used, rescaled to [0, 1]", f"{said}")
-    check_refused("commit_bad_iso_mask_volume_fractions",
-                  dimoc("commit", "--model", "volume-fractions", "--tractogram", p["tck"], "--data",
-                        p["wm"], "--iso-mask", p["wm"], "--out", f"{d}/bad_lesion",
-                        expect_ok=False), "not built", f"{d}/bad_lesion")
 
 
 def main():
@@ -207,6 +250,7 @@ def main():
     p = cp.phantom(f"{d}/phantom", noise=0.02)
     blur_apply_to(d, p)
     iso_mask(d, p)
+    lesion(d, p)
     confidence(d, p)
     bad_inputs(d, p)
     finish()
