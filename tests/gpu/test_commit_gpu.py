@@ -5,8 +5,8 @@ streamline weights agree to 1e-6 (relative to the largest, the issue's float bou
 same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
 1e-6; the provenance names the GPU (no quiet fallback to the CPU); and the same for --model
 volume-fractions (no zeppelins, no balls), for the regularisations (--lambda, --lambda-group
-with --groups, and both) and with --confidence-map and --iso-mask (rows weighted, balls in some
-voxels only).  Needs no COMMIT."""
+with --groups, and both), with --confidence-map and --iso-mask (rows weighted, balls in some
+voxels only) and the lesion model (volume-fractions with --iso-mask).  Needs no COMMIT."""
 import json
 import os
 import sys
@@ -47,7 +47,8 @@ def main():
                                                           "--max-iter", "3000")),
                          ("volume_fractions", ("--model", "volume-fractions")),
                          ("confidence_iso_mask", ("--confidence-map", f"{d}/conf.nii.gz",
-                                                  "--iso-mask", f"{d}/iso.nii.gz"))):
+                                                  "--iso-mask", f"{d}/iso.nii.gz")),
+                         ("lesion", ("--model", "volume-fractions", "--iso-mask", f"{d}/iso.nii.gz"))):
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
         check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"],
