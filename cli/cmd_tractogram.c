@@ -424,9 +424,6 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0 && o.blur_apply_to && !(o.blur_core > 0 || o.blur_gauss > 0))
         rc = dm_set_error("commit: --blur-apply-to needs a blur (--blur-core-extent or "
                           "--blur-gauss-extent > 0)");
-    if (rc == 0 && o.blur_apply_to && (o.stage_dictionary || o.dictionary))
-        rc = dm_set_error("commit: --blur-apply-to is not available with --stage dictionary or "
-                          "--dictionary yet (the saved dictionary does not record it)");
     if (rc == 0 && o.confidence_rescale && !o.confidence_map)
         rc = dm_set_error("commit: --confidence-map-rescale needs --confidence-map");
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol", &o.tol_fun);

@@ -494,7 +494,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     dm_tck t;
     memset(&t, 0, sizeof t);
     dm_volume data = {0}, maskvol = {0};
-    unsigned char *mask = NULL;
+    unsigned char *mask = NULL, *blur_apply = NULL;
     dm_commit_dirs dirs = {0};
     dm_commit_dict d = {0};
     int rc = -1;
@@ -509,6 +509,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
         vrc = o->model.scalar ? dm_volume_check_same_grid(&maskvol, o->mask, &data, o->data)
                               : dm_volume_check_same_space(&maskvol, o->mask, &data, o->data);
     if (tck_read_end(&tj, vrc) != 0) goto done;
+    if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t))) goto done;
     const double t_load = dm_now_seconds() - t0;
     double t1 = dm_now_seconds();
     dm_commit_grid g;
@@ -517,6 +518,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     size_t first, end;
     dm_part_range(&o->part, (size_t)t.count, &first, &end);
     dm_commit_dict_options dopt = dict_options(o, threads);
+    dopt.blur_apply = blur_apply;
     if (dm_commit_dict_cut(&t, (long)first, (long)end, &g, &dirs, &dopt, &d) != 0) goto done;
     if (d.nkept == 0 && o->part.n == 0) { /* a part's share may well miss the mask */
         nothing_kept(o);
@@ -568,6 +570,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
+    free(blur_apply);
     free(mask);
     dm_commit_dict_free(&d);
     dm_commit_dirs_free(&dirs);

@@ -5,7 +5,8 @@ on the phantom of tests/py/commitpeer.py, each against dmri-commit 2.4.2 on the 
 compartment maps r > 0.99, mean NRMSE within 2% of COMMIT's, the objective within 1e-3
 (relative) of it or better, streamline weights r > 0.95; and
   - --blur-apply-to all 1 is the blurred run byte for byte, all 0 the run without blur (maps byte
-    for byte, weights to the file's precision);
+    for byte, weights to the file's precision); with the dictionary in parts, merged, the plain
+    run's outputs byte for byte (header format 3), and a dictionary of other flags refused;
   - --iso-mask: balls in exactly COMMIT's ISO voxels (the mask's nonzero voxels of the fit), the
     ISO map 0 elsewhere; with --model volume-fractions COMMIT's lesion model (lesion_mask = True):
     compartment_LESION, R_scaling_factor and the rescaled weights;
@@ -110,6 +111,25 @@ def blur_apply_to(d, p):
     check("commit_blur_apply_to_all_or_none", ok1 and ok0 and dw < 1e-5,
           f"all 1 against the blurred run: {why1}; all 0 against the plain run: maps {why0}, "
           f"weights within {dw:.1e} of the largest")
+    # the dictionary in parts with it: merged, the plain run's outputs; the header records it
+    apply = ["--blur-apply-to", f"{d}/apply.txt"]
+    parts = []
+    for k in (1, 2, 3):
+        dimoc("commit", "--tractogram", p["tck"], "--data", p["dwi"], "--mask", p["wm"], "--stage",
+              "dictionary", "--part", f"{k}/3", "--out", f"{d}/part{k}", *BLUR, *apply)
+        parts.append(f"{d}/part{k}")
+    dimoc("merge", *parts, "--out", f"{d}/merged", "--quiet")
+    run(p, f"{d}/apply_from_parts", *BLUR, *apply, "--dictionary", f"{d}/merged")
+    ok, why = same(f"{d}/apply", f"{d}/apply_from_parts", MAPS + ["streamline_weights.txt"])
+    hb = open(f"{d}/merged/dictionary_header.bin", "rb").read()
+    check("commit_blur_apply_to_in_parts", ok and len(hb) == 240 and hb[8] == 3,
+          f"outputs {why}; header {len(hb)} bytes, format {hb[8]}")
+    for name, extra, words in (("other_flags", ["--blur-apply-to", f"{d}/all1.txt"], "another"),
+                               ("none", [], "this run has none")):
+        out = f"{d}/refused_apply_{name}"
+        check_refused(f"commit_blur_apply_to_dictionary_refused_{name}",
+                      run(p, out, *BLUR, *extra, "--dictionary", f"{d}/merged", expect_ok=False),
+                      words, out)
 
 
 def iso_mask(d, p):
