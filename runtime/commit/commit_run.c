@@ -599,7 +599,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *peaks = NULL;
     double *y = NULL, *x = NULL, *xo = NULL, *ic = NULL, *ec = NULL, *iso = NULL, *rmse = NULL,
            *nrmse = NULL, *yhat = NULL, *wruns = NULL, *rmse_adj = NULL, *nrmse_adj = NULL,
-           *xw = NULL, *rfac = NULL; /* the lesion model's weights and factors */
+           *xw = NULL, *rfac = NULL,          /* the lesion model's weights and factors */
+                           *aty_plain = NULL; /* with a confidence map and a regularisation */
     unsigned char *mask = NULL, *blur_apply = NULL;
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
@@ -712,11 +713,29 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         reg.group_cols = groups.cols;
         reg.group_w = groups.w;
     }
+    if (regularised && conf_used) { /* COMMIT's lambda_max: A^T y of the data unweighted */
+        dm_commit_operator plain = A;
+        plain.op.row_w = NULL;
+        double *g = malloc((size_t)A.ncols * sizeof *g),
+               *dots = malloc((size_t)(A.nruns ? A.nruns : 1) * sizeof *dots);
+        if (!g || !dots ||
+            !(aty_plain = malloc((size_t)(d.nkept ? d.nkept : 1) * sizeof *aty_plain))) {
+            free(g);
+            free(dots);
+            dm_set_error("commit: out of memory");
+            goto done;
+        }
+        dm_commit_cpu_aty(&plain, y0, g, dots, threads);
+        memcpy(aty_plain, g, (size_t)d.nkept * sizeof *g);
+        free(g);
+        free(dots);
+    }
     solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
     dm_commit_fista_options fo = {.tol_fun = o->tol_fun,
                                   .tol_x = o->tol_x,
                                   .reg = regularised ? &reg : NULL,
                                   .lambda_frac = o->lambda_frac,
+                                  .aty_ic = aty_plain,
                                   .group_frac = o->group_frac,
                                   .max_iter = o->max_iter,
                                   .progress = on_iteration,
@@ -897,6 +916,7 @@ done:
     free(nrmse);
     free(xw);
     free(rfac);
+    free(aty_plain);
     free(rmse_adj);
     free(nrmse_adj);
     free(blur_apply);

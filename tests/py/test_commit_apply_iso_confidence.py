@@ -10,10 +10,10 @@ compartment maps r > 0.99, mean NRMSE within 2% of COMMIT's, the objective withi
   - --iso-mask: balls in exactly COMMIT's ISO voxels (the mask's nonzero voxels of the fit), the
     ISO map 0 elsewhere; with --model volume-fractions COMMIT's lesion model (lesion_mask = True):
     compartment_LESION, R_scaling_factor and the rescaled weights;
-  - --confidence-map (4D, and 3D with --confidence-map-rescale): COMMIT's weighted objective,
-    fit_RMSE_adjusted and fit_NRMSE_adjusted (means within 2% of COMMIT's or lower, maps r > 0.95:
-    error maps, where the two forward models' small differences show more than in the maps); a
-    map of one value is not used (the plain run);
+  - --confidence-map (4D, 3D with --confidence-map-rescale, 4D with --lambda): COMMIT's weighted
+    objective, fit_RMSE_adjusted and fit_NRMSE_adjusted (means within 2% of COMMIT's or lower,
+    maps r > 0.95: error maps, where the two forward models' small differences show more than in
+    the compartment maps); a map of one value is not used (the plain run);
   - bad inputs refused in one line naming the file or the option."""
 import filecmp
 import json
@@ -226,6 +226,11 @@ def confidence(d, p):
         check(f"commit_confidence_{name}_adjusted_errors",
               all(r > 0.95 and mb <= 1.02 * ma for _, ma, mb, r in adj),
               "; ".join(f"{f}: mean {mb:.5f} (COMMIT {ma:.5f}), r = {r:.4f}" for f, ma, mb, r in adj))
+    # with the lasso: lambda from A^T y of the data unweighted, as COMMIT's set_regularisation
+    peer = cp.run_on_phantom(f"{d}/peer_conf_lasso", p, lasso=0.05,
+                             fit_extra=dict(confidence_map_filename=f"{d}/conf4.nii.gz"))
+    run(p, f"{d}/conf_lasso", "--confidence-map", f"{d}/conf4.nii.gz", "--lambda", "0.05")
+    compare("confidence_lasso", peer, f"{d}/conf_lasso")
     # one value everywhere: not used, the plain run
     nib.save(nib.Nifti1Image(np.full(shape4[:3], 0.7, np.float32), aff), f"{d}/const.nii.gz")
     run(p, f"{d}/plain_c")
