@@ -3,8 +3,8 @@
  * exact lengths per voxel; the operator's adjoint against the operator (<A x, v> = <x, A^T v>
  * for random x, v, whatever the segments' order), also with balls in some voxels only and
  * weighted rows (--iso-mask, --confidence-map: A x the weights times the plain A x); and FISTA
- * against a plain projected-gradient solver run to convergence on a small problem (the same minimum of the non-negative
- * least-squares objective). */
+ * against a plain projected-gradient solver run to convergence on a small problem (the same
+ * minimum of the non-negative least-squares objective). */
 #include "check.h"
 #include "commit/commit_cpu.h"
 #include "commit/commit_dict.h"
