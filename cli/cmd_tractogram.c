@@ -250,6 +250,18 @@ static const dm_opt commit_opts[] = {
      "to --blur-gauss-min at the rim"},
     {"blur-spacing", "MM", "0.25", "blur: the spacing of the square grid of the copies"},
     {"blur-gauss-min", "W", "0.1", "blur: the Gaussian's weight at the rim, in (0, 1)"},
+    {"blur-apply-to", "FILE", NULL,
+     "blur only some streamlines: a text file of one 0 or 1 per streamline of the tractogram, "
+     "in its order (1: blurred; 0: its line alone); COMMIT's blur_apply_to"},
+    {"iso-mask", "IMG", NULL,
+     "balls only in the voxels where this image is nonzero (COMMIT's filename_iso_mask); with "
+     "--model volume-fractions COMMIT's lesion model there (docs/commit.md)"},
+    {"confidence-map", "IMG", NULL,
+     "weights of the data term, 3D (per voxel) or 4D (per measurement), as COMMIT's fit("
+     "confidence_map_filename): min 0.5 ||sqrt(W) (A x - y)||^2; adds "
+     "fit_RMSE_adjusted.nii.gz and fit_NRMSE_adjusted.nii.gz"},
+    {"confidence-map-rescale", NULL, NULL,
+     "rescale the confidence map linearly to [0, 1] over the voxels of the fit"},
     {"vf-thr", "F", "0.1",
      "a peak below this fraction of its voxel's largest gets no zeppelin (COMMIT's vf_THR)"},
     {"ndirs", "N", "500", "directions of the response tables over the half sphere"},
@@ -458,6 +470,15 @@ int dm_cmd_commit(int argc, char **argv)
           o.blur_gauss_min < 1))
         rc = dm_set_error("commit: blur: --blur-spacing must be > 0 and --blur-gauss-min in (0, "
                           "1)");
+    o.blur_apply_to = dm_arg(&a, commit_opts, "blur-apply-to");
+    o.iso_mask = dm_arg(&a, commit_opts, "iso-mask");
+    o.confidence_map = dm_arg(&a, commit_opts, "confidence-map");
+    o.confidence_rescale = dm_arg_given(&a, commit_opts, "confidence-map-rescale");
+    if (rc == 0 && o.blur_apply_to && !(o.blur_core > 0 || o.blur_gauss > 0))
+        rc = dm_set_error("commit: --blur-apply-to needs a blur (--blur-core-extent or "
+                          "--blur-gauss-extent > 0)");
+    if (rc == 0 && o.confidence_rescale && !o.confidence_map)
+        rc = dm_set_error("commit: --confidence-map-rescale needs --confidence-map");
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol", &o.tol_fun);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol-x", &o.tol_x);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda", &o.lambda_frac);
@@ -495,7 +516,9 @@ int dm_cmd_commit(int argc, char **argv)
         o.model.ic_on = 1;
         o.model.ec_on = !scalar;
         o.model.scalar = scalar;
-        if (scalar) o.model.niso = 0; /* COMMIT's ScalarMap: streamlines alone, one direction */
+        /* COMMIT's ScalarMap: streamlines alone, one direction; with --iso-mask its lesion model
+         * (one ISO compartment of response -1 in the mask's voxels) */
+        if (scalar) o.model.niso = o.iso_mask ? 1 : 0;
         o.ndirs = scalar ? 1 : (int)ndirs;
         o.max_iter = (int)iters;
         o.tractogram = dm_arg(&a, commit_opts, "tractogram");
@@ -506,9 +529,10 @@ int dm_cmd_commit(int argc, char **argv)
         o.scheme = dm_arg(&a, commit_opts, "scheme");
         o.peaks = dm_arg(&a, commit_opts, "peaks");
         o.out = dm_arg(&a, commit_opts, "out");
-        static const char *const inputs[] = {"tractogram", "data",  "mask",   "bvals",
-                                             "bvecs",      "peaks", "groups", "dictionary",
-                                             "scheme",     NULL};
+        static const char *const inputs[] = {
+            "tractogram",     "data",   "mask",       "bvals",         "bvecs",
+            "peaks",          "groups", "dictionary", "blur-apply-to", "iso-mask",
+            "confidence-map", "scheme", NULL};
         dm_provenance prov;
         dm_provenance_begin(&prov, "commit");
         dm_provenance_args(&prov, &a, commit_opts, inputs);

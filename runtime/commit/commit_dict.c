@@ -431,7 +431,9 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
         for (long s = first; s < end; s++) {
             if (failed) continue;
             double len, norm;
-            if (streamline_pieces(t, s, g, dirs, o, blur, &buf, &len, &norm) != 0) {
+            /* COMMIT's blur_apply_to: a streamline left out of the blur is its line alone */
+            const blur_table *bl = o->blur_apply && !o->blur_apply[s] ? NULL : blur;
+            if (streamline_pieces(t, s, g, dirs, o, bl, &buf, &len, &norm) != 0) {
                 failed = 1;
                 continue;
             }

@@ -35,9 +35,10 @@ typedef struct dm_commit_dict_options {
     double min_len, max_len; /* mm: the kept streamlines' lengths in the mask (0, 250) */
     int threads;
     /* blur: off when both extents are 0 (then the other two are not read) */
-    double blur_core, blur_gauss; /* mm: the core's radius, the Gaussian's extent beyond it */
-    double blur_spacing;          /* mm: the grid of the copies (COMMIT: 0.25) */
-    double blur_gauss_min;        /* the weight at the rim, in (0, 1) (COMMIT: 0.1) */
+    double blur_core, blur_gauss;    /* mm: the core's radius, the Gaussian's extent beyond it */
+    double blur_spacing;             /* mm: the grid of the copies (COMMIT: 0.25) */
+    double blur_gauss_min;           /* the weight at the rim, in (0, 1) (COMMIT: 0.1) */
+    const unsigned char *blur_apply; /* per streamline: 0 = no copies (blur_apply_to); NULL: all */
 } dm_commit_dict_options;
 
 /* Blur on: an extent > 0. */

@@ -13,8 +13,25 @@
 #include <sys/stat.h>
 
 static const char MAGIC[8] = {'D', 'M', 'C', 'O', 'M', 'D', 'I', 'C'};
-/* format 1: no blur, 200 bytes; format 2: blur, its four numbers after format 1's fields */
-enum { VERSION = 1, VERSION_BLUR = 2, HEADER_BYTES = 200, HEADER_BLUR_BYTES = 232 };
+/* format 1: no blur, 200 bytes; format 2: blur, its four numbers after format 1's fields;
+ * format 3: blur of some streamlines only (--blur-apply-to), the flags' hash after format 2's */
+enum {
+    VERSION = 1,
+    VERSION_BLUR = 2,
+    VERSION_BLUR_SOME = 3,
+    HEADER_BYTES = 200,
+    HEADER_BLUR_BYTES = 232,
+    HEADER_BLUR_SOME_BYTES = 240
+};
+
+/* A format's header size (0: not a format this dimoc reads). */
+static size_t header_bytes(unsigned version)
+{
+    return version == VERSION             ? HEADER_BYTES
+           : version == VERSION_BLUR      ? HEADER_BLUR_BYTES
+           : version == VERSION_BLUR_SOME ? HEADER_BLUR_SOME_BYTES
+                                          : 0;
+}
 enum { STR_BYTES = 16, SEG_BYTES = 10 };
 
 /* ---- the checksums ---- */
@@ -86,6 +103,10 @@ void dm_commit_dict_facts_make(const dm_tck *t, const dm_commit_grid *g, unsigne
         f->blur_gauss = o->blur_gauss;
         f->blur_spacing = o->blur_spacing;
         f->blur_gauss_min = o->blur_gauss_min;
+        if (o->blur_apply) { /* never 0: 0 means every streamline blurred */
+            f->blur_apply_hash = hash_bytes(o->blur_apply, (size_t)t->count, 3, threads);
+            f->blur_apply_hash += f->blur_apply_hash == 0;
+        }
     }
 }
 
@@ -147,7 +168,11 @@ static size_t header_encode(const dm_commit_dict_facts *f, unsigned char *b)
 {
     memcpy(b, MAGIC, 8);
     unsigned char *p = b + 8;
-    p = put_u(p, facts_blur(f) ? VERSION_BLUR : VERSION, 4);
+    p = put_u(p,
+              !facts_blur(f)       ? VERSION
+              : f->blur_apply_hash ? VERSION_BLUR_SOME
+                                   : VERSION_BLUR,
+              4);
     p = put_u(p, f->ndirs, 4);
     p = put_u(p, f->nstr, 8);
     p = put_u(p, f->tck_hash, 8);
@@ -166,8 +191,10 @@ static size_t header_encode(const dm_commit_dict_facts *f, unsigned char *b)
     p = put_f64(p, f->blur_core);
     p = put_f64(p, f->blur_gauss);
     p = put_f64(p, f->blur_spacing);
-    put_f64(p, f->blur_gauss_min);
-    return HEADER_BLUR_BYTES;
+    p = put_f64(p, f->blur_gauss_min);
+    if (!f->blur_apply_hash) return HEADER_BLUR_BYTES;
+    put_u(p, f->blur_apply_hash, 8);
+    return HEADER_BLUR_SOME_BYTES;
 }
 
 static unsigned header_decode(const unsigned char *b, dm_commit_dict_facts *f)
@@ -189,12 +216,14 @@ static unsigned header_decode(const unsigned char *b, dm_commit_dict_facts *f)
     f->min_len = get_f64(&p);
     f->max_len = get_f64(&p);
     f->blur_core = f->blur_gauss = f->blur_spacing = f->blur_gauss_min = 0;
-    if (version == VERSION_BLUR) {
+    f->blur_apply_hash = 0;
+    if (version == VERSION_BLUR || version == VERSION_BLUR_SOME) {
         f->blur_core = get_f64(&p);
         f->blur_gauss = get_f64(&p);
         f->blur_spacing = get_f64(&p);
         f->blur_gauss_min = get_f64(&p);
     }
+    if (version == VERSION_BLUR_SOME) f->blur_apply_hash = get_u(&p, 8);
     return version;
 }
 
@@ -202,7 +231,7 @@ static unsigned header_decode(const unsigned char *b, dm_commit_dict_facts *f)
 
 static int write_header(const char *dir, const dm_commit_dict_facts *f)
 {
-    unsigned char b[HEADER_BLUR_BYTES];
+    unsigned char b[HEADER_BLUR_SOME_BYTES];
     const size_t nb = header_encode(f, b);
     char *path = dm_path_join(dir, DM_COMMIT_DICT_HEADER);
     FILE *out = fopen(path, "wb");
@@ -322,7 +351,13 @@ static const char *facts_differ(const dm_commit_dict_facts *got, const dm_commit
                      "--blur-spacing %g --blur-gauss-min %g, this run has %g, %g, %g and %g",
                      got->blur_core, got->blur_gauss, got->blur_spacing, got->blur_gauss_min,
                      want->blur_core, want->blur_gauss, want->blur_spacing, want->blur_gauss_min);
-    } else if (got->ndirs != want->ndirs)
+    } else if (got->blur_apply_hash != want->blur_apply_hash)
+        snprintf(why, len, "%s",
+                 !got->blur_apply_hash    ? "it was made without --blur-apply-to, this run has it"
+                 : !want->blur_apply_hash ? "it was made with --blur-apply-to, this run has none"
+                                          : "it was made with another --blur-apply-to file's "
+                                            "flags than this run's");
+    else if (got->ndirs != want->ndirs)
         snprintf(why, len,
                  "it was made with %u lookup directions (--ndirs; 1 for volume-fractions), this "
                  "run has %u",
@@ -344,18 +379,19 @@ static int read_header(const char *dir, const dm_commit_dict_facts *want)
         rc = dm_set_error("commit: --dictionary %s: no %s: not a folder written by dimoc commit "
                           "--stage dictionary (or dimoc merge of its parts)",
                           dir, DM_COMMIT_DICT_HEADER);
-    } else if ((len != HEADER_BYTES && len != HEADER_BLUR_BYTES) || memcmp(text, MAGIC, 8)) {
+    } else if ((len != HEADER_BYTES && len != HEADER_BLUR_BYTES && len != HEADER_BLUR_SOME_BYTES) ||
+               memcmp(text, MAGIC, 8)) {
         rc = dm_set_error("commit: --dictionary %s: %s is not a dictionary header of dimoc "
                           "commit",
                           dir, DM_COMMIT_DICT_HEADER);
     } else {
         const unsigned char *q = (const unsigned char *)text + 8;
         unsigned version = (unsigned)get_u(&q, 4);
-        if (version != VERSION && version != VERSION_BLUR)
+        if (!header_bytes(version))
             rc = dm_set_error("commit: --dictionary %s: format %u; this dimoc reads formats %d "
-                              "and %d (make the dictionary again)",
-                              dir, version, VERSION, VERSION_BLUR);
-        else if (len != (version == VERSION ? HEADER_BYTES : HEADER_BLUR_BYTES))
+                              "to %d (make the dictionary again)",
+                              dir, version, VERSION, VERSION_BLUR_SOME);
+        else if (len != header_bytes(version))
             rc = dm_set_error("commit: --dictionary %s: %s is not a dictionary header of dimoc "
                               "commit (format %u of %zu bytes)",
                               dir, DM_COMMIT_DICT_HEADER, version, len);

@@ -2,7 +2,8 @@
  * dictionary [--part K/N]`) and a later run take it (`--dictionary DIR`).  Two files, all
  * numbers little-endian, no padding (docs/commit.md, "The dictionary in parts"):
  *
- *   dictionary_header.bin  200 bytes (format 1; 232 with blur, format 2): the facts of the
+ *   dictionary_header.bin  200 bytes (format 1; 232 with blur, format 2; 240 with blur of some
+ *                          streamlines, format 3): the facts of the
  *                          inputs and options the dictionary was made from
  *                          (dm_commit_dict_facts below), the same in every part
  *   dictionary.bin         one record per streamline of the share, in streamline order:
@@ -33,8 +34,10 @@ typedef struct dm_commit_dict_facts {
     unsigned ndirs;
     double w2v[3][4], shift[3], min_seg_len, min_len, max_len;
     /* the blur (all 0 without it: then the header is format 1, of 200 bytes; with it format 2,
-     * the four appended as f64) */
+     * the four appended as f64; with --blur-apply-to format 3, 240 bytes, the hash of its flags
+     * appended as u64) */
     double blur_core, blur_gauss, blur_spacing, blur_gauss_min;
+    uint64_t blur_apply_hash; /* 0: every streamline blurred */
 } dm_commit_dict_facts;
 
 /* The facts of this run's inputs (the hashes on `threads` threads; the same whatever their

@@ -284,6 +284,8 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
     UP(lut_ic, (size_t)h->nic * A->ndirs * h->ns);
     UP(lut_ec, (size_t)A->ndirs * h->ns);
     UP(lut_iso, (size_t)h->niso * h->ns);
+    if (h->iso_index) UP(iso_index, nv);         /* --iso-mask */
+    if (h->row_w) UP(row_w, (size_t)nv * h->ns); /* --confidence-map */
 #undef UP
     if (up(g, &g->y, y, (size_t)g->nrows * sizeof *y) != 0) goto fail;
     g->nruns = nruns;

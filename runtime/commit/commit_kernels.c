@@ -85,7 +85,8 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
     free(cyl);
     for (int i = 0; i < m->niso; i++)
         for (int s = 0; s < ns; s++)
-            k->iso[(size_t)i * ns + s] = (float)exp(-bval[s] * m->d_iso[i]);
+            k->iso[(size_t)i * ns + s] = /* ScalarMap's lesion: it lowers the map */
+                m->scalar ? -1.0f : (float)exp(-bval[s] * m->d_iso[i]);
     /* the preconditioning: each table over the norm of its first row */
     for (int r = 0; r < k->nic; r++) {
         float *t = k->ic ? k->ic + r * tab : NULL;

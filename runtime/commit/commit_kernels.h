@@ -9,7 +9,8 @@
  *   EC   zeppelin              exp(-b (d_perp + (d_par - d_perp) (g.d)^2))
  *   ISO  ball, per d_iso       exp(-b d_iso)
  * (b = 0 measurements: 1), or for COMMIT's volume-fractions (ScalarMap) model an IC response of
- * 1 on every sample of a scalar map; computed exactly at each direction (COMMIT resamples
+ * 1 on every sample of a scalar map (and, with an ISO mask, its lesion model's ISO response of
+ * -1); computed exactly at each direction (COMMIT resamples
  * AMICO's rotated responses through spherical harmonics of degree 12).  As COMMIT with
  * doNormalizeKernels, each compartment's table is divided by the norm of its first row, a
  * preconditioning undone when the coefficients are reported. */

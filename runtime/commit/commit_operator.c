@@ -190,7 +190,8 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                            .ic_stride = (long)k->ndirs * k->ns,
                            .lut_ic = k->ic,
                            .lut_ec = k->ec,
-                           .lut_iso = k->iso};
+                           .lut_iso = k->iso,
+                           .niv = nv};
     free(vs);
     return 0;
 oom:
@@ -199,8 +200,27 @@ oom:
     return dm_set_error("commit: out of memory for the operator");
 }
 
+int dm_commit_operator_iso_mask(dm_commit_operator *A, const unsigned char *iso_on)
+{
+    const long nv = A->op.nv, niso = A->op.niso, first = A->op.nic * A->op.nf + A->op.ne;
+    long *index = malloc((size_t)(nv ? nv : 1) * sizeof *index);
+    if (!index) return dm_set_error("commit: out of memory for the operator");
+    long niv = 0;
+    for (long v = 0; v < nv; v++) index[v] = iso_on[v] ? niv++ : -1;
+    /* the balls' columns of the voxels kept, response by response; their scales as they were */
+    for (long i = 0; i < niso; i++)
+        for (long v = 0; v < nv; v++)
+            if (index[v] >= 0) A->scale[first + i * niv + index[v]] = A->scale[first + i * nv + v];
+    A->ncols = first + niso * niv;
+    A->iso_index = index;
+    A->op.iso_index = index;
+    A->op.niv = niv;
+    return 0;
+}
+
 void dm_commit_operator_free(dm_commit_operator *A)
 {
+    free(A->iso_index);
     free(A->run_start);
     free(A->run_first);
     free(A->run_dir);

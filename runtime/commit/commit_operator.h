@@ -24,8 +24,9 @@ typedef struct dm_commit_operator {
     long *ec_start;
     unsigned *ec_vox; /* each EC column's voxel (for the maps) */
     unsigned short *ec_dir;
-    double *scale; /* ncols: a coefficient of the original problem is x / scale */
-    /* ncols = nic nf + ne + niso nv (templates/commit/commit_ops.h) */
+    double *scale;   /* ncols: a coefficient of the original problem is x / scale */
+    long *iso_index; /* with an ISO mask: op.iso_index (NULL: balls in every voxel) */
+    /* ncols = nic nf + ne + niso niv (templates/commit/commit_ops.h) */
     int threads;
 } dm_commit_operator;
 
@@ -35,6 +36,9 @@ typedef struct dm_commit_operator {
 int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k,
                              const dm_commit_dirs *dirs, const float *peaks, int npeaks,
                              double vf_thr, int threads, dm_commit_operator *A);
+/* Balls only in the voxels of the fit where iso_on[v] (COMMIT's filename_iso_mask): the ISO
+ * columns of the others dropped (commit_ops.h: iso_index).  0, or -1 (out of memory). */
+int dm_commit_operator_iso_mask(dm_commit_operator *A, const unsigned char *iso_on);
 void dm_commit_operator_free(dm_commit_operator *A);
 
 #endif

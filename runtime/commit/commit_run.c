@@ -188,7 +188,6 @@ static void on_iteration(void *arg, int iter, double objective)
     p->last = iter;
 }
 
-/* Writes one map of the voxels of the fit (value per voxel) on the data's grid. */
 /* Several IC columns per streamline (one per cylinder radius, column c nf + f): each
  * streamline's weight is their sum, as COMMIT's streamline_weights.txt and compartment_IC; xo
  * becomes [weights (nf) | EC | ISO]. */
@@ -200,6 +199,7 @@ static void fold_ic(double *xo, long nf, int nic, long ncols)
     memmove(xo + nf, xo + (long)nic * nf, (size_t)(ncols - (long)nic * nf) * sizeof *xo);
 }
 
+/* Writes one map of the voxels of the fit (value per voxel) on the data's grid. */
 static int write_map(const char *dir, const char *name, const dm_dwi *w, const dm_commit_dict *d,
                      const double *value)
 {
@@ -238,6 +238,40 @@ static int write_weights(const char *dir, const dm_commit_dict *d, const double 
     }
     free(path);
     return rc;
+}
+
+/* COMMIT's lesion model (volume-fractions with --iso-mask; models.pyx: ScalarMap._postprocess),
+ * after the fit: in each voxel of lesion coefficient L > 0 the factor R = (IC - L) / IC (of the
+ * maps in single precision; *rfac, 0 elsewhere), and each streamline's weight times the smallest
+ * R > 0 of its voxels (1 when none).  Returns the weights so scaled (nkept; NULL with the error
+ * set: out of memory); *nlesion the voxels of L > 0 (0: nothing scaled). */
+static double *lesion_weights(const dm_commit_dict *d, const double *ic, const double *lesion,
+                              const double *xo, double **rfac, long *nlesion)
+{
+    double *xw = malloc((size_t)(d->nkept ? d->nkept : 1) * sizeof *xw);
+    *rfac = calloc((size_t)(d->nvox ? d->nvox : 1), sizeof **rfac);
+    if (!xw || !*rfac) {
+        free(xw);
+        dm_set_error("commit: out of memory for the lesion model");
+        return NULL;
+    }
+    *nlesion = 0;
+    for (long v = 0; v < d->nvox; v++) {
+        const float L = (float)lesion[v], I = (float)ic[v];
+        if (L > 0) {
+            (*rfac)[v] = (double)((I - L) / I);
+            ++*nlesion;
+        }
+    }
+    for (long f = 0; f < d->nkept; f++) {
+        double r = 1;
+        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
+            const double rv = (*rfac)[d->seg_vox[q]];
+            if (rv > 0 && rv < r) r = rv;
+        }
+        xw[f] = xo[f] * r;
+    }
+    return xw;
 }
 
 /* filtered.tck: the streamlines of weight > 0, in their order (written by all threads). */
@@ -327,6 +361,99 @@ static int read_groups(const dm_commit_options *o, const dm_tck *t, const dm_com
     return 0;
 }
 
+/* --blur-apply-to: one 0 or 1 per streamline of the tractogram (COMMIT's blur_apply_to). */
+static unsigned char *read_blur_apply(const dm_commit_options *o, const dm_tck *t)
+{
+    float *v = NULL;
+    if (dm_tck_weights_read(o->blur_apply_to, t->count, o->tractogram, &v) != 0) return NULL;
+    unsigned char *on = malloc((size_t)(t->count ? t->count : 1));
+    if (!on) {
+        free(v);
+        dm_set_error("commit: out of memory");
+        return NULL;
+    }
+    for (long s = 0; s < t->count; s++) {
+        if (v[s] != 0 && v[s] != 1) {
+            dm_set_error("%s: line %ld: '%g' is not 0 or 1 (blur this streamline or not)",
+                         o->blur_apply_to, s + 1, (double)v[s]);
+            free(on);
+            free(v);
+            return NULL;
+        }
+        on[s] = v[s] == 1;
+    }
+    free(v);
+    return on;
+}
+
+/* --iso-mask: the balls only in the voxels of the fit where the image is nonzero (COMMIT's
+ * filename_iso_mask: ISOcompartments tests ptrISO[v] == 0). */
+static int apply_iso_mask(const dm_commit_options *o, const dm_dwi *w, const dm_commit_dict *d,
+                          dm_commit_operator *A)
+{
+    dm_volume m;
+    if (dm_volume_read(o->iso_mask, &m) != 0) return -1;
+    int rc = m.nt > 1 ? dm_set_error("%s: a 4D image; --iso-mask is 3D", o->iso_mask)
+                      : dm_volume_check_same_grid(&m, o->iso_mask, &w->data, o->data);
+    unsigned char *on = rc == 0 ? malloc((size_t)(d->nvox ? d->nvox : 1)) : NULL;
+    if (rc == 0 && !on) rc = dm_set_error("commit: out of memory");
+    for (long v = 0; rc == 0 && v < d->nvox; v++) on[v] = m.data[d->vox[v]] != 0;
+    if (rc == 0) rc = dm_commit_operator_iso_mask(A, on);
+    free(on);
+    dm_volume_free(&m);
+    return rc;
+}
+
+/* --confidence-map: per row of the fit (voxel, measurement) its weight, as COMMIT's fit(): a 3D
+ * map repeated over the measurements or a 4D one of the data's volumes, NaN read as 0, rescaled
+ * to [0, 1] over the voxels of the fit with --confidence-map-rescale; one of a single value over
+ * them is not used (COMMIT's warning), *used 0.  NULL with the error set on a bad map. */
+static float *read_confidence(const dm_commit_options *o, const dm_dwi *w, const dm_commit_dict *d,
+                              int *used)
+{
+    dm_volume c;
+    *used = 0;
+    if (dm_volume_read(o->confidence_map, &c) != 0) return NULL;
+    const int ns = w->nvol;
+    if (dm_volume_check_same_grid(&c, o->confidence_map, &w->data, o->data) != 0 ||
+        (c.nt != 1 && c.nt != ns)) {
+        if (c.nt != 1 && c.nt != ns)
+            dm_set_error("%s: %d volumes; a confidence map has 1 or the data's %d",
+                         o->confidence_map, c.nt, ns);
+        dm_volume_free(&c);
+        return NULL;
+    }
+    const size_t nvox = DM_NVOX(&c);
+    float *r = malloc((size_t)(d->nvox ? d->nvox : 1) * ns * sizeof *r);
+    if (!r) {
+        dm_volume_free(&c);
+        dm_set_error("commit: out of memory for the confidence map");
+        return NULL;
+    }
+    float lo = INFINITY, hi = -INFINITY;
+    for (long v = 0; v < d->nvox; v++)
+        for (int s = 0; s < ns; s++) {
+            float x = (float)c.data[(size_t)d->vox[v] + (c.nt == 1 ? 0 : (size_t)s * nvox)];
+            x = isnan(x) ? 0.0f : x;
+            r[(size_t)v * ns + s] = x;
+            lo = fminf(lo, x);
+            hi = fmaxf(hi, x);
+        }
+    dm_volume_free(&c);
+    if (!(lo < hi)) return r; /* one value: not used */
+    if (!isfinite(lo) || !isfinite(hi) || (lo < 0 && !o->confidence_rescale)) {
+        dm_set_error("%s: a value %s in the voxels of the fit (confidences are finite and >= 0; "
+                     "--confidence-map-rescale maps them to [0, 1])",
+                     o->confidence_map, !isfinite(lo) || !isfinite(hi) ? "not finite" : "< 0");
+        free(r);
+        return NULL;
+    }
+    if (o->confidence_rescale)
+        for (size_t i = 0; i < (size_t)d->nvox * ns; i++) r[i] = (r[i] - lo) / (hi - lo);
+    *used = 1;
+    return r;
+}
+
 /* The dictionary's grid: the data's world -> voxel matrix and the mask binarised (> 0) into
  * *mask (malloc'd; NULL without a mask).  `data` may be a header alone. */
 static int make_grid(const dm_volume *data, const char *data_path, const dm_volume *maskvol,
@@ -379,7 +506,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     dm_tck t;
     memset(&t, 0, sizeof t);
     dm_volume data = {0}, maskvol = {0};
-    unsigned char *mask = NULL;
+    unsigned char *mask = NULL, *blur_apply = NULL;
     dm_commit_dirs dirs = {0};
     dm_commit_dict d = {0};
     int rc = -1;
@@ -394,6 +521,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
         vrc = o->model.scalar ? dm_volume_check_same_grid(&maskvol, o->mask, &data, o->data)
                               : dm_volume_check_same_space(&maskvol, o->mask, &data, o->data);
     if (tck_read_end(&tj, vrc) != 0) goto done;
+    if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t))) goto done;
     const double t_load = dm_now_seconds() - t0;
     double t1 = dm_now_seconds();
     dm_commit_grid g;
@@ -402,6 +530,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     size_t first, end;
     dm_part_range(&o->part, (size_t)t.count, &first, &end);
     dm_commit_dict_options dopt = dict_options(o, threads);
+    dopt.blur_apply = blur_apply;
     if (dm_commit_dict_cut(&t, (long)first, (long)end, &g, &dirs, &dopt, &d) != 0) goto done;
     if (d.nkept == 0 && o->part.n == 0) { /* a part's share may well miss the mask */
         nothing_kept(o);
@@ -453,6 +582,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
+    free(blur_apply);
     free(mask);
     dm_commit_dict_free(&d);
     dm_commit_dirs_free(&dirs);
@@ -481,9 +611,13 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     dm_commit_operator A = {0};
     float *peaks = NULL;
     double *y = NULL, *x = NULL, *xo = NULL, *ic = NULL, *ec = NULL, *iso = NULL, *rmse = NULL,
-           *nrmse = NULL, *yhat = NULL, *wruns = NULL;
-    unsigned char *mask = NULL;
-    int rc = -1, npeaks = 0;
+           *nrmse = NULL, *yhat = NULL, *wruns = NULL, *rmse_adj = NULL, *nrmse_adj = NULL,
+           *xw = NULL, *rfac = NULL,          /* the lesion model's weights and factors */
+                           *aty_plain = NULL; /* with a confidence map and a regularisation */
+    unsigned char *mask = NULL, *blur_apply = NULL;
+    float *conf = NULL, *row_w = NULL;
+    double *y0 = NULL; /* with a confidence map: the signal unweighted */
+    int rc = -1, npeaks = 0, conf_used = 0;
     tck_job tj;
     tck_read_start(&tj, o->tractogram, &t);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
@@ -499,6 +633,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (make_grid(&w.data, o->data, &w.mask, &g, &mask) != 0) goto done;
     if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
     dm_commit_dict_options dopt = dict_options(o, threads);
+    if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t))) goto done;
+    dopt.blur_apply = blur_apply;
     if (o->dictionary) {
         dm_commit_dict_facts facts;
         dm_commit_dict_facts_make(&t, &g, (unsigned)dirs.n, &dopt, threads, &facts);
@@ -527,6 +663,26 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (!(y = signal_rows(&w, &d, threads))) {
         dm_set_error("commit: out of memory for the signal");
         goto done;
+    }
+    if (o->iso_mask && apply_iso_mask(o, &w, &d, &A) != 0) goto done;
+    if (o->confidence_map) { /* COMMIT's 0.5 ||sqrt(W) (A x - y)||^2: rows and y times sqrt(W) */
+        if (!(conf = read_confidence(o, &w, &d, &conf_used))) goto done;
+        if (!conf_used)
+            dm_warn("%s holds one value over the voxels of the fit: not used (as COMMIT)",
+                    o->confidence_map);
+        const size_t nr = (size_t)A.nrows;
+        row_w = conf_used ? malloc((nr ? nr : 1) * sizeof *row_w) : NULL;
+        y0 = conf_used ? malloc((nr ? nr : 1) * sizeof *y0) : NULL;
+        if (conf_used && (!row_w || !y0)) {
+            dm_set_error("commit: out of memory for the confidence map");
+            goto done;
+        }
+        for (size_t i = 0; conf_used && i < nr; i++) {
+            row_w[i] = sqrtf(conf[i]); /* COMMIT: np.sqrt of the float32 map */
+            y0[i] = y[i];
+            y[i] *= (double)row_w[i];
+        }
+        A.op.row_w = row_w;
     }
     t_op = dm_now_seconds() - t1;
 
@@ -573,11 +729,29 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         reg.group_cols = groups.cols;
         reg.group_w = groups.w;
     }
+    if (regularised && conf_used) { /* COMMIT's lambda_max: A^T y of the data unweighted */
+        dm_commit_operator plain = A;
+        plain.op.row_w = NULL;
+        double *g = malloc((size_t)A.ncols * sizeof *g),
+               *dots = malloc((size_t)(A.nruns ? A.nruns : 1) * sizeof *dots);
+        if (!g || !dots ||
+            !(aty_plain = malloc((size_t)(d.nkept ? d.nkept : 1) * sizeof *aty_plain))) {
+            free(g);
+            free(dots);
+            dm_set_error("commit: out of memory");
+            goto done;
+        }
+        dm_commit_cpu_aty(&plain, y0, g, dots, threads);
+        memcpy(aty_plain, g, (size_t)d.nkept * sizeof *g);
+        free(g);
+        free(dots);
+    }
     solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
     dm_commit_fista_options fo = {.tol_fun = o->tol_fun,
                                   .tol_x = o->tol_x,
                                   .reg = regularised ? &reg : NULL,
                                   .lambda_frac = o->lambda_frac,
+                                  .aty_ic = aty_plain,
                                   .group_frac = o->group_frac,
                                   .max_iter = o->max_iter,
                                   .progress = on_iteration,
@@ -599,9 +773,12 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     iso = calloc((size_t)nv, sizeof *iso);
     rmse = malloc((size_t)nv * sizeof *rmse);
     nrmse = malloc((size_t)nv * sizeof *nrmse);
+    rmse_adj = calloc((size_t)nv, sizeof *rmse_adj);
+    nrmse_adj = calloc((size_t)nv, sizeof *nrmse_adj);
     yhat = malloc((size_t)A.nrows * sizeof *yhat);
     wruns = malloc((size_t)(A.nruns ? A.nruns : 1) * A.op.nic * sizeof *wruns);
-    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat || !wruns) {
+    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat || !wruns || !rmse_adj ||
+        !nrmse_adj) {
         dm_set_error("commit: out of memory for the outputs");
         goto done;
     }
@@ -611,31 +788,65 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         for (long q = d.str_start[f]; q < d.str_start[f + 1]; q++)
             ic[d.seg_vox[q]] += xo[f] * d.seg_len[q];
     for (long e = 0; e < ne; e++) ec[A.ec_vox[e]] += xo[nf + e];
-    for (int i = 0; i < k.niso; i++)
-        for (long v = 0; v < nv; v++) iso[v] += xo[nf + ne + i * nv + v];
-    if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0 : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0))
+    for (long v = 0; v < nv; v++) { /* xo is folded: its ISO block starts nic - 1 blocks sooner */
+        const long c0 = dm_commit_iso_col(&A.op, v);
+        for (int i = 0; i < k.niso && c0 >= 0; i++)
+            iso[v] += xo[c0 - (long)(A.op.nic - 1) * nf + i * A.op.niv];
+    }
+    if (conf_used) { /* the errors of the data unweighted (COMMIT's fit_RMSE, fit_NRMSE) */
+        dm_commit_operator plain = A;
+        plain.op.row_w = NULL;
+        dm_commit_cpu_ax(&plain, x, yhat, wruns, threads);
+    } else if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0
+                   : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0)) {
         goto done;
+    }
+    const double *ym = conf_used ? y0 : y;
     double sq_all = 0;
     for (long v = 0; v < nv; v++) {
-        double se = 0, sy = 0;
+        double se = 0, sy = 0, cse = 0, cs = 0, csy = 0;
         for (int s = 0; s < ns; s++) {
-            double r = (double)(float)y[v * ns + s] - (double)(float)yhat[v * ns + s];
+            double r = (double)(float)ym[v * ns + s] - (double)(float)yhat[v * ns + s];
             se += r * r;
-            sy += y[v * ns + s] * y[v * ns + s];
+            sy += ym[v * ns + s] * ym[v * ns + s];
+            if (conf_used) { /* COMMIT's fit_RMSE_adjusted, fit_NRMSE_adjusted */
+                const double c = conf[v * ns + s];
+                cse += c * r * r;
+                cs += c;
+                csy += c * ym[v * ns + s] * ym[v * ns + s];
+            }
         }
         sq_all += se;
         rmse[v] = sqrt(se / ns);
         nrmse[v] = sy < 1e-12 ? 0 : sqrt(se / sy);
+        if (conf_used) {
+            rmse_adj[v] = cs < 1e-12 ? 0 : sqrt(cse / cs);
+            nrmse_adj[v] = csy < 1e-12 ? 0 : sqrt(cse / csy);
+        }
     }
+    long nlesion = 0;
+    const int lesion_model = o->model.scalar && o->iso_mask;
+    if (lesion_model && !(xw = lesion_weights(&d, ic, iso, xo, &rfac, &nlesion))) goto done;
+    if (lesion_model && nlesion == 0)
+        dm_warn("%s: no lesion found (no voxel of the fit with a lesion coefficient > 0)",
+                o->iso_mask);
     long nonzero = 0;
     dm_outdir od;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    int wr = write_weights(od.path, &d, xo, dm_commit_blur_on(&dopt));
+    int wr = write_weights(od.path, &d, nlesion ? xw : xo, dm_commit_blur_on(&dopt));
     if (wr == 0) wr = write_map(od.path, "compartment_IC.nii.gz", &w, &d, ic);
     if (wr == 0) wr = write_map(od.path, "compartment_EC.nii.gz", &w, &d, ec);
+    if (wr == 0 && nlesion) { /* the lesion map and factors; compartment_ISO all 0, as COMMIT */
+        wr = write_map(od.path, "compartment_LESION.nii.gz", &w, &d, iso);
+        if (wr == 0) wr = write_map(od.path, "R_scaling_factor.nii.gz", &w, &d, rfac);
+        memset(iso, 0, (size_t)nv * sizeof *iso);
+    }
     if (wr == 0) wr = write_map(od.path, "compartment_ISO.nii.gz", &w, &d, iso);
     if (wr == 0) wr = write_map(od.path, "fit_RMSE.nii.gz", &w, &d, rmse);
     if (wr == 0) wr = write_map(od.path, "fit_NRMSE.nii.gz", &w, &d, nrmse);
+    if (wr == 0 && conf_used) wr = write_map(od.path, "fit_RMSE_adjusted.nii.gz", &w, &d, rmse_adj);
+    if (wr == 0 && conf_used)
+        wr = write_map(od.path, "fit_NRMSE_adjusted.nii.gz", &w, &d, nrmse_adj);
     if (wr == 0) wr = write_filtered(od.path, &t, &d, xo, threads, &nonzero);
     t_write = dm_now_seconds() - t1;
     if (wr == 0) {
@@ -655,11 +866,22 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
         dm_provenance_num(prov, DM_PROV_RESULT, "ic_responses", (double)k.nic);
         dm_provenance_num(prov, DM_PROV_RESULT, "ec_compartments", (double)ne);
-        dm_provenance_num(prov, DM_PROV_RESULT, "iso_compartments", (double)k.niso * nv);
+        dm_provenance_num(prov, DM_PROV_RESULT, "iso_compartments", (double)k.niso * A.op.niv);
+        if (lesion_model) dm_provenance_num(prov, DM_PROV_RESULT, "lesion_voxels", (double)nlesion);
+        if (o->confidence_map)
+            dm_provenance_str(prov, DM_PROV_RESULT, "confidence_map",
+                              conf_used
+                                  ? (o->confidence_rescale ? "used, rescaled to [0, 1]" : "used")
+                                  : "not used: one value over the voxels of the fit");
         dm_provenance_num(prov, DM_PROV_RESULT, "lut_directions", (double)dirs.n);
         if (dm_commit_blur_on(&dopt))
             dm_provenance_num(prov, DM_PROV_RESULT, "blur_copies",
                               (double)dm_commit_blur_copies(&dopt, NULL, NULL, NULL));
+        if (blur_apply) { /* --blur-apply-to: how many streamlines were blurred */
+            long nb = 0;
+            for (long s = 0; s < t.count; s++) nb += blur_apply[s];
+            dm_provenance_num(prov, DM_PROV_RESULT, "blur_streamlines", (double)nb);
+        }
         dm_provenance_num(prov, DM_PROV_RESULT, "iterations", fr.iterations);
         dm_provenance_str(prov, DM_PROV_RESULT, "stopped", fr.stopped);
         dm_provenance_num(prov, DM_PROV_RESULT, "objective", fr.objective);
@@ -711,6 +933,15 @@ done:
     free(iso);
     free(rmse);
     free(nrmse);
+    free(xw);
+    free(rfac);
+    free(aty_plain);
+    free(rmse_adj);
+    free(nrmse_adj);
+    free(blur_apply);
+    free(conf);
+    free(row_w);
+    free(y0);
     free(yhat);
     free(wruns);
     dm_commit_operator_free(&A);

@@ -31,6 +31,11 @@ typedef struct dm_commit_options {
     int stage_dictionary;   /* --stage dictionary: only the dictionary, saved into --out */
     dm_part part;           /* with it, --part K/N: the K-th share of the streamlines */
     const char *dictionary; /* --dictionary DIR: the dictionary saved so, instead of building it */
+    /* COMMIT's blur_apply_to, filename_iso_mask, fit(confidence_map_filename, _rescale) */
+    const char *blur_apply_to;  /* one 0/1 per streamline: blurred or not (NULL: all) */
+    const char *iso_mask;       /* balls only where this image is nonzero */
+    const char *confidence_map; /* 3D or 4D weights of the data term */
+    int confidence_rescale;     /* rescale them to [0, 1] over the voxels of the fit */
 } dm_commit_options;
 
 typedef struct dm_commit_summary {

@@ -25,7 +25,9 @@ static int set_lambdas(const dm_commit_backend *B, const dm_commit_fista_options
 {
     double *g = malloc((size_t)(reg->nf ? reg->nf : 1) * sizeof *g);
     if (!g) return dm_set_error("commit: out of memory");
-    if (B->get_g_ic(B->ctx, g) != 0) {
+    if (o->aty_ic)
+        memcpy(g, o->aty_ic, (size_t)reg->nf * sizeof *g);
+    else if (B->get_g_ic(B->ctx, g) != 0) {
         free(g);
         return -1;
     }

@@ -63,7 +63,9 @@ typedef struct dm_commit_fista_options {
      * group lambda = group_frac x max_k ||(A^T y)_{g_k}|| / w_k over the IC columns */
     const dm_commit_reg *reg;
     double lambda_frac, group_frac;
-    int max_iter; /* 100 */
+    const double *aty_ic; /* the IC entries of A^T y for the lambdas (NULL: the first gradient's;
+                           * COMMIT's are of the data unweighted by a confidence map) */
+    int max_iter;         /* 100 */
     void (*progress)(void *arg, int iter, double objective);
     void *progress_arg;
 } dm_commit_fista_options;

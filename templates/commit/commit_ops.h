@@ -10,6 +10,11 @@
  *   ISO  niso columns per voxel, ordered response by response (column nic nf + ne + i nv + v):
  *        x R_ISO[i].
  * Each response is a row of ns floats of a lookup table (lut_*).
+ * Two options, NULL when unused: iso_index restricts the balls to some voxels (COMMIT's
+ * filename_iso_mask: voxel v's balls are columns nic nf + ne + i niv + iso_index[v], none where
+ * it is -1); row_w weighs every row (the square roots of COMMIT's confidence map: A becomes
+ * diag(row_w) A, so that 0.5 ||A x - y||^2 with y weighted too is COMMIT's
+ * 0.5 ||sqrt(W) (A x - y)||^2).
  *
  * The segments are listed by voxel and, within a voxel, in runs of one direction, so that a run
  * touches its response row once:
@@ -58,7 +63,17 @@ typedef struct dm_commit_op {
     long ic_stride;               /* ndirs x ns: lut_ic's k-th response is lut_ic + k ic_stride */
     const float *lut_ic, *lut_ec; /* nic x ndirs x ns, ndirs x ns */
     const float *lut_iso;         /* niso x ns */
+    long niv;                     /* voxels with balls (nv without iso_index) */
+    const long *iso_index;        /* nv: a voxel's place among them, -1: none (NULL: v) */
+    const float *row_w;           /* nv x ns: each row's weight (NULL: 1) */
 } dm_commit_op;
+
+/* The first ISO column of voxel v (its i-th ball: + i niv), -1 when it has none. */
+DM_FN long dm_commit_iso_col(const dm_commit_op *A, long v)
+{
+    const long iv = A->iso_index ? A->iso_index[v] : v;
+    return iv < 0 ? -1 : (long)A->nic * A->nf + A->ne + iv;
+}
 
 /* The weights of run r in A x, one per IC response k into w[k]: the sum over its segments of
  * length x x_(k nf + f), in their order. */
@@ -96,21 +111,31 @@ DM_FN void dm_commit_ax_block(const dm_commit_op *A, const double *x, const doub
         for (int k = 0; k < K; k++)
             if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
     }
-    for (int i = 0; i < A->niso; i++) {
-        const double w = x[ic_cols + A->ne + (long)i * A->nv + v];
+    const long iso = dm_commit_iso_col(A, v);
+    for (int i = 0; i < A->niso && iso >= 0; i++) {
+        const double w = x[iso + (long)i * A->niv];
         if (w == 0) continue;
         const float *row = A->lut_iso + (long)i * ns;
         for (int k = 0; k < K; k++)
             if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
     }
+    if (A->row_w)
+        for (int k = 0; k < K; k++)
+            if (s0 + k * ds < ns) acc[k] *= (double)A->row_w[v * ns + s0 + k * ds];
 }
 
-/* r . y over this thread's samples, summed over the warp (the whole dot on the host). */
-DM_FN double dm_commit_dot(const float *r, const double *yv, int ns, int s0, int ds, int K)
+/* r . (w y) over this thread's samples (w NULL: 1), summed over the warp (the whole dot on the
+ * host). */
+DM_FN double dm_commit_dot(const float *r, const double *yv, const float *wv, int ns, int s0,
+                           int ds, int K)
 {
     double sum = 0;
     for (int k = 0; k < K; k++)
-        if (s0 + k * ds < ns) sum += (double)r[s0 + k * ds] * yv[s0 + k * ds];
+        if (s0 + k * ds < ns) {
+            double t = yv[s0 + k * ds];
+            if (wv) t *= (double)wv[s0 + k * ds];
+            sum += (double)r[s0 + k * ds] * t;
+        }
     return DM_COMMIT_WARP_SUM(sum);
 }
 
@@ -122,19 +147,21 @@ DM_FN void dm_commit_aty_voxel(const dm_commit_op *A, const double *y, long v, i
     const int ns = A->ns;
     const long ic_cols = (long)A->nic * A->nf;
     const double *yv = y + v * ns;
+    const float *wv = A->row_w ? A->row_w + v * ns : 0;
     for (long r = A->run_start[v]; r < A->run_start[v + 1]; r++)
         for (int c = 0; c < A->nic; c++) {
             const float *row = A->lut_ic + c * A->ic_stride + (long)A->run_dir[r] * ns;
-            const double d = dm_commit_dot(row, yv, ns, s0, ds, K);
+            const double d = dm_commit_dot(row, yv, wv, ns, s0, ds, K);
             if (DM_COMMIT_LEADER) dots[r * A->nic + c] = d;
         }
     for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++) {
-        const double d = dm_commit_dot(A->lut_ec + (long)A->ec_dir[e] * ns, yv, ns, s0, ds, K);
+        const double d = dm_commit_dot(A->lut_ec + (long)A->ec_dir[e] * ns, yv, wv, ns, s0, ds, K);
         if (DM_COMMIT_LEADER) g[ic_cols + e] = d;
     }
-    for (int i = 0; i < A->niso; i++) {
-        const double d = dm_commit_dot(A->lut_iso + (long)i * ns, yv, ns, s0, ds, K);
-        if (DM_COMMIT_LEADER) g[ic_cols + A->ne + (long)i * A->nv + v] = d;
+    const long iso = dm_commit_iso_col(A, v);
+    for (int i = 0; i < A->niso && iso >= 0; i++) {
+        const double d = dm_commit_dot(A->lut_iso + (long)i * ns, yv, wv, ns, s0, ds, K);
+        if (DM_COMMIT_LEADER) g[iso + (long)i * A->niv] = d;
     }
 }
 

@@ -5,8 +5,9 @@ streamline weights agree to 1e-6 (relative to the largest, the issue's float bou
 same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
 1e-6; the provenance names the GPU (no quiet fallback to the CPU); and the same for --model
 volume-fractions (no zeppelins, no balls), for --model cylinder-zeppelin-ball (4 radii: 4 IC
-columns per streamline) and for the regularisations (--lambda, --lambda-group with --groups, and
-both).  Needs no COMMIT."""
+columns per streamline), for the regularisations (--lambda, --lambda-group with --groups, and
+both), with --confidence-map and --iso-mask (rows weighted, balls in some voxels only) and the
+lesion model (volume-fractions with --iso-mask).  Needs no COMMIT."""
 import json
 import os
 import sys
@@ -40,10 +41,20 @@ def main():
     # cylinders: several IC columns per streamline (one per radius), G from each b
     scheme = cp.write_scheme_st(f"{d}/dwi.scheme", p["bvals"], p["g_world"], 0.03, 0.01)
     cylinders = ("--model", "cylinder-zeppelin-ball", "--scheme", scheme, "--radii", "0.5,2,4,8")
+    aff, shape4 = nib.load(p["dwi"]).affine, nib.load(p["dwi"]).shape
+    conf = np.random.default_rng(3).uniform(0.2, 1.0, shape4).astype(np.float32)
+    nib.save(nib.Nifti1Image(conf, aff), f"{d}/conf.nii.gz")
+    iso = np.zeros(shape4[:3], np.float32)
+    iso[: shape4[0] // 2] = 1
+    nib.save(nib.Nifti1Image(iso, aff), f"{d}/iso.nii.gz")
     for label, extra in (("default", ()), ("converged", ("--tol", "1e-9", "--tol-x", "1e-12",
                                                           "--max-iter", "3000")),
                          ("volume_fractions", ("--model", "volume-fractions")),
-                         ("cylinders", cylinders)):
+                         ("cylinders", cylinders),
+                         ("confidence_iso_mask", ("--confidence-map", f"{d}/conf.nii.gz",
+                                                  "--iso-mask", f"{d}/iso.nii.gz")),
+                         ("lesion", ("--model", "volume-fractions", "--iso-mask",
+                                     f"{d}/iso.nii.gz"))):
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
         check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"],

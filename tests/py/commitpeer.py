@@ -308,6 +308,8 @@ amico.lut.precompute_rotation_matrices(cfg["lmax"], cfg["ndirs"])   # what commi
 T["setup"] = time.time() - t
 work = cfg["work"]
 t = time.time()
+if "blur_apply_to" in cfg["t2d_extra"]:  # an array of bools (COMMIT reads its .size)
+    cfg["t2d_extra"]["blur_apply_to"] = np.array(cfg["t2d_extra"]["blur_apply_to"], dtype=bool)
 trk2dictionary.run(filename_tractogram=cfg["tck"], filename_peaks=cfg["peaks"], filename_mask=cfg["mask"],
                    path_out=os.path.join(work, "COMMIT"), fiber_shift=cfg["fiber_shift"],
                    peaks_use_affine=cfg["peaks_use_affine"], vf_THR=cfg["vf_THR"], min_seg_len=cfg["min_seg_len"],
@@ -322,6 +324,8 @@ t = time.time()
 mit.load_data(cfg["dwi"], cfg["scheme"], b0_thr=cfg["b0_thr"], b0_min_signal=cfg["b0_min_signal"])
 T["load_data"] = time.time() - t
 mit.set_model(cfg["model"])
+for k, v in cfg["model_attrs"].items():  # e.g. ScalarMap's lesion_mask
+    setattr(mit.model, k, v)
 if cfg["model"] == "StickZeppelinBall":
     mit.model.set(d_par=cfg["d_par"], d_perps_zep=cfg["d_perps"], d_isos=cfg["d_isos"], **cfg["model_extra"])
 if cfg["model"] == "CylinderZeppelinBall":
@@ -351,7 +355,7 @@ if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the a
                            params=({"group_idx": idx, "group_weights_cardinality": True,
                                     "group_weights_adaptive": True}, None, None))
 t = time.time()
-mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"])
+mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"], **cfg["fit_extra"])
 T["fit"] = time.time() - t
 t = time.time()
 mit.save_results()
@@ -412,7 +416,7 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                min_seg_len=1e-3, min_fiber_len=0.0, max_fiber_len=250.0, ndirs=500, lmax=12, tol_fun=1e-3,
                tol_x=1e-6, max_iter=100, b0_thr=0.0, b0_min_signal=0.0, threads=1, bvecs_frame="voxel",
                config=None, model_extra=None, t2d_extra=None, verbose=2, timeout=600, lasso=0.0,
-               group_lasso=0.0, groups=None, pulses=None):
+               group_lasso=0.0, groups=None, pulses=None, fit_extra=None, model_attrs=None):
     """Runs COMMIT (dmri-commit) in a child python on these inputs, in the fresh folder `work`; returns a
     dict: 'weights' (streamline_weights.txt, one per streamline of the .tck), 'ic', 'ec', 'iso',
     'nrmse', 'rmse' (the maps, arrays), 'objective' (the solver's final 0.5||Ax-y||^2 + Omega, in its
@@ -431,7 +435,10 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     too: its sparse group lasso), after a
     fit without it (its adaptive weights), cardinality and adaptive weights on.
     pulses (Delta, delta) in s: a STEJSKALTANNER scheme (G from each b by AMICO's gamma), for
-    model 'CylinderZeppelinBall' (its radii in metres: model_extra={'Rs': [...]})."""
+    model 'CylinderZeppelinBall' (its radii in metres: model_extra={'Rs': [...]}).
+    t2d_extra, fit_extra: more arguments of trk2dictionary.run and of the final fit()
+    (blur_apply_to given as a list is passed as a bool array); model_attrs: attributes set on
+    mit.model after set_model (ScalarMap's lesion_mask)."""
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(work)
     os.makedirs(CACHE, exist_ok=True)
@@ -454,7 +461,8 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                b0_min_signal=b0_min_signal, threads=threads, model=model, d_par=d_par, d_perps=list(d_perps),
                d_isos=list(d_isos), config=config or {}, model_extra=model_extra or {},
                t2d_extra=t2d_extra or {}, verbose=verbose, lasso=lasso, group_lasso=group_lasso,
-               groups=[int(v) for v in groups] if groups is not None else None)
+               groups=[int(v) for v in groups] if groups is not None else None,
+               fit_extra=fit_extra or {}, model_attrs=model_attrs or {})
     cfg_path = os.path.join(work, "peer_config.json")
     json.dump(cfg, open(cfg_path, "w"), indent=1)
     script = os.path.join(work, "peer_run.py")

@@ -42,6 +42,15 @@ def dimoc(*args, expect_ok=True):
     return p.returncode, p.stdout, p.stderr
 
 
+def check_refused(name, result, words, out):
+    """check() that a dimoc run (result: dimoc(..., expect_ok=False)) failed with one error line
+    holding `words` and left no `out`."""
+    rc, _, err = result
+    lines = [x for x in err.strip().splitlines() if x]
+    check(name, rc != 0 and len(lines) == 1 and words in err and not os.path.exists(out),
+          f"rc {rc}: {err.strip()}")
+
+
 def save(path, data, affine=None):
     nib.save(nib.Nifti1Image(np.asarray(data, dtype=np.float32), np.eye(4) if affine is None else affine), path)
     return path

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import commitpeer as cp  # noqa: E402
-from dmtest import check, dimoc, finish, workdir  # noqa: E402
+from dmtest import check, check_refused, dimoc, finish, workdir  # noqa: E402
 
 OUTPUTS = ["streamline_weights.txt", "compartment_IC.nii.gz", "compartment_EC.nii.gz",
            "compartment_ISO.nii.gz", "fit_RMSE.nii.gz", "fit_NRMSE.nii.gz", "filtered.tck"]
@@ -237,10 +237,7 @@ def bad_options(d, p):
              ("too_fine", ["--blur-core-extent", "2", "--blur-spacing", "0.001"], "--blur-spacing")]
     for name, extra, words in cases:
         out = f"{d}/bad_{name}"
-        rc, _, err = full(p, out, *extra, expect_ok=False)
-        lines = [x for x in err.strip().splitlines() if x]
-        check(f"commit_blur_bad_{name}", rc != 0 and len(lines) == 1 and words in err and
-              not os.path.exists(out), f"rc {rc}: {err.strip()}")
+        check_refused(f"commit_blur_bad_{name}", full(p, out, *extra, expect_ok=False), words, out)
 
 
 def main():

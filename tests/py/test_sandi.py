@@ -42,7 +42,7 @@ check("sandi-noise-free", err["f_neurite"] < 0.01 and err["f_soma"] < 0.01 and e
       and err["D_in"] < 2e-5 and err["D_ec"] < 2e-5, f"{err}")
 # With noise SANDI's five parameters are poorly conditioned (SANDI itself fits them with
 # machine learning on simulations); at SNR 50 per direction LM from the grid gives these median
-# errors (measured: MEASURED):
+# errors (measured: f_neurite 0.11, f_soma 0.11, R_soma 0.9 um, D_in 7.9e-4, D_ec 2.8e-4):
 err, corr = errors("SNR 50", *simulate_and_run_pipeline(d, "sandi", draw(200), bvals, bvecs,
                                                          timing, 5, snr=50))
 check("sandi-noisy", err["f_neurite"] < 0.14 and err["f_soma"] < 0.19 and err["R_soma"] < 1.5

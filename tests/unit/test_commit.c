@@ -1,9 +1,10 @@
 /* Independent truths for dimoc commit's pieces (runtime/commit/): the direction table against a
  * brute-force nearest direction; the dictionary's cut of a straight streamline against its
  * exact lengths per voxel; the operator's adjoint against the operator (<A x, v> = <x, A^T v>
- * for random x, v, whatever the segments' order); and FISTA against a plain projected-gradient
- * solver run to convergence on a small problem (the same minimum of the non-negative
- * least-squares objective). */
+ * for random x, v, whatever the segments' order), also with balls in some voxels only and
+ * weighted rows (--iso-mask, --confidence-map: A x the weights times the plain A x); and FISTA
+ * against a plain projected-gradient solver run to convergence on a small problem (the same
+ * minimum of the non-negative least-squares objective). */
 #include "check.h"
 #include "commit_cylinder_ref.h"
 #include "commit/commit_cpu.h"
@@ -171,11 +172,9 @@ static void free_problem(problem *p)
     free(p->peaks);
 }
 
-static void test_adjoint(int nradii)
+/* <A x, v> = <x, A^T v>, and every column of A^T v by its definition (A e_j . v). */
+static void check_adjoint(const dm_commit_operator *A, int rc, const char *name)
 {
-    problem p;
-    int rc = make_problem(&p, 60, 7, 11, nradii);
-    const dm_commit_operator *A = &p.A;
     long n = A->ncols, m = A->nrows;
     double *x = malloc(n * sizeof *x), *v = malloc(m * sizeof *v), *Ax = malloc(m * sizeof *Ax),
            *g = malloc(n * sizeof *g), *ej = calloc(n, sizeof *ej), *col = malloc(m * sizeof *col),
@@ -188,7 +187,6 @@ static void test_adjoint(int nradii)
     double lhs = 0, rhs = 0;
     for (long i = 0; i < m; i++) lhs += Ax[i] * v[i];
     for (long j = 0; j < n; j++) rhs += x[j] * g[j];
-    /* every column by its definition: A e_j . v is entry j of A^T v */
     double worst = 0;
     for (long j = 0; j < n; j++) {
         ej[j] = 1;
@@ -199,13 +197,62 @@ static void test_adjoint(int nradii)
         worst = fmax(worst, fabs(cj - g[j]) / fmax(fabs(cj), 1e-3));
     }
     double rel = fabs(lhs - rhs) / fabs(lhs);
-    check(rc == 0 && rel < 1e-12 && worst < 1e-12 && A->op.nic == (nradii ? nradii : 1),
-          nradii ? "commit-adjoint-cylinders" : "commit-adjoint",
+    check(rc == 0 && rel < 1e-12 && worst < 1e-12, name,
           "<Ax,v> %.15g, <x,A^T v> %.15g (%.1e); columns by definition: %.1e; %ld columns, %ld "
           "rows, %d IC responses",
           lhs, rhs, rel, worst, n, m, A->op.nic);
     free(x), free(v), free(Ax), free(g), free(ej), free(col), free(dots);
+}
+
+static void test_adjoint(int nradii)
+{
+    problem p;
+    int rc = make_problem(&p, 60, 7, 11, nradii);
+    check_adjoint(&p.A, rc || p.A.op.nic != (nradii ? nradii : 1),
+                  nradii ? "commit-adjoint-cylinders" : "commit-adjoint");
     free_problem(&p);
+}
+
+/* Balls in every other voxel (--iso-mask) and every row weighted (--confidence-map): the adjoint
+ * still holds, and A x is the row weights times the plain operator's A x with the dropped balls'
+ * coefficients 0. */
+static void test_weighted_iso_mask(void)
+{
+    problem p, q;
+    int rc = make_problem(&p, 60, 7, 11, 0) | make_problem(&q, 60, 7, 11, 0);
+    const long nv = p.A.op.nv, m = p.A.nrows, first = p.A.op.nf + p.A.op.ne;
+    unsigned char *on = malloc(nv);
+    float *w = malloc(m * sizeof *w);
+    unsigned s = 3;
+    for (long v = 0; v < nv; v++) on[v] = v % 2 == 0;
+    for (long i = 0; i < m; i++) w[i] = (float)(0.2 + urand(&s));
+    rc |= dm_commit_operator_iso_mask(&p.A, on);
+    p.A.op.row_w = w;
+    check_adjoint(&p.A, rc, "commit-adjoint-weighted-iso-mask");
+    const long n = p.A.ncols, nq = q.A.ncols;
+    double *x = malloc(n * sizeof *x), *xq = calloc(nq, sizeof *xq), *a = malloc(m * sizeof *a),
+           *b = malloc(m * sizeof *b), *dots = malloc((p.A.nruns + 1) * sizeof *dots);
+    for (long j = 0; j < n; j++) x[j] = urand(&s);
+    for (long j = 0; j < first; j++) xq[j] = x[j];
+    for (int i = 0; i < p.A.op.niso; i++)
+        for (long v = 0; v < nv; v++)
+            if (on[v]) xq[first + i * nv + v] = x[first + i * p.A.op.niv + v / 2];
+    dm_commit_cpu_ax(&p.A, x, a, dots, 2);
+    dm_commit_cpu_ax(&q.A, xq, b, dots, 2);
+    double worst = 0, top = 0;
+    for (long i = 0; i < m; i++) {
+        worst = fmax(worst, fabs(a[i] - (double)w[i] * b[i]));
+        top = fmax(top, fabs(a[i]));
+    }
+    check(rc == 0 && p.A.op.niv == (nv + 1) / 2 && n == nq - p.A.op.niso * (nv - p.A.op.niv) &&
+              worst <= 1e-12 * top,
+          "commit-weighted-iso-mask-definition",
+          "%ld of %ld voxels with balls, %ld columns (plain %ld); A x = w (A_plain x') within %.1e",
+          p.A.op.niv, nv, n, nq, worst / top);
+    p.A.op.row_w = NULL;
+    free(on), free(w), free(x), free(xq), free(a), free(b), free(dots);
+    free_problem(&p);
+    free_problem(&q);
 }
 
 /* FISTA run to convergence on a small problem meets the optimality (KKT) conditions of the
@@ -288,6 +335,7 @@ int main(void)
     test_straight_cut();
     test_adjoint(0);
     test_adjoint(3);
+    test_weighted_iso_mask();
     test_fista_minimum(0);
     test_fista_minimum(3);
     test_cylinder_kernel();
