@@ -55,7 +55,7 @@ DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
 
     sse = dm_sse(d, p);
     real loglik =
-        DM_RUNS(cfg, DM_METHOD_MCMC) && cfg->noise == DM_NOISE_RICIAN && status != DM_STATUS_FAILED
+        DM_RUNS(cfg, DM_METHOD_MCMC) && DM_MCMC_RICIAN(cfg) && status != DM_STATUS_FAILED
             ? dm_rician_loglik(d, p, tau_mean)
             : dm_gaussian_loglik(d->nmeas, sse);
     if (status != DM_STATUS_FAILED && !dm_finite(sse)) status = DM_STATUS_FAILED;

@@ -1,6 +1,7 @@
 /* The GPU build of a fitter: one generated model plus the fitting templates, compiled at run
  * time by NVRTC (runtime/fit/fit_gpu.c).  The runtime prepends
  *   #define DM_NLANES <lanes per voxel>      typedef float|double real;
+ *   #define DM_COMPILED_METHODS, DM_COMPILED_NOISE (the methods and MCMC's noise of the run)
  * and passes the generated model source (generated/<model>/model.h, the text the host build
  * includes too) as the in-memory header "dm_model.h".  A group of DM_NLANES
  * consecutive lanes of a warp fits one voxel: every lane runs the same algorithm, the loops
@@ -9,7 +10,9 @@
 /* The loops over measurements that hold a copy of the model's signal or gradient stay
  * functions: inlined at each of their call sites they multiplied the code that NVVM and ptxas
  * compile (a cold compile of NODDI-Watson's fitter took 21 s, 14 of them in ptxas). */
+#ifndef DM_FN_ONCE /* a tuning run may inline them again: DIMOC_NVRTC_OPTIONS=-DDM_FN_ONCE=... */
 #define DM_FN_ONCE static __device__ __noinline__
+#endif
 
 #include "mathlib.h"
 #include "model_api.h"

@@ -31,12 +31,27 @@
 
 /* Energy of the state p (unwrapped) with precision tau (Rician only); q receives p wrapped.
  * Non-finite when the energy is undefined (the acceptance test then rejects). */
+/* The noise models this build of the fitter holds: DM_COMPILED_NOISE 1 Gaussian only, 2 Rician
+ * only, 3 (default) both, chosen per run.  The GPU fitter is built for its run's model: the
+ * Rician energy is a called function (fit_common.h), and a call site in the loop, even one not
+ * taken, costs the Gaussian sweep its registers. */
+#ifndef DM_COMPILED_NOISE
+#define DM_COMPILED_NOISE 3
+#endif
+#if DM_COMPILED_NOISE == 1
+#define DM_MCMC_RICIAN(cfg) 0
+#elif DM_COMPILED_NOISE == 2
+#define DM_MCMC_RICIAN(cfg) 1
+#else
+#define DM_MCMC_RICIAN(cfg) ((cfg)->noise == DM_NOISE_RICIAN)
+#endif
+
 DM_FN real dm_mcmc_energy(const dm_fit_config *cfg, const dm_voxel_data *d, const real *p, real tau,
                           real *q)
 {
     for (int k = 0; k < DM_NPARAMS; k++) q[k] = p[k];
     dm_wrap_periodic(q);
-    real e = cfg->noise == DM_NOISE_RICIAN ? dm_rician_energy(d, q, tau)
+    real e = DM_MCMC_RICIAN(cfg) ? dm_rician_energy(d, q, tau)
                                            : dm_gaussian_energy(d->nmeas, dm_sse_inline(d, q));
     return e + dm_prior_energy(q, d->vox);
 }
@@ -87,7 +102,7 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
     dm_wrap_periodic(p);
     if (!dm_params_valid(p, d->vox)) return DM_STATUS_FAILED;
 
-    const int rician = cfg->noise == DM_NOISE_RICIAN;
+    const int rician = DM_MCMC_RICIAN(cfg);
     real q[DM_NPARAMS], sd[DM_NPARAMS];
     int free_k[DM_NPARAMS], n = 0;
     for (int k = 0; k < DM_NPARAMS; k++)

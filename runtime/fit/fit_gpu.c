@@ -52,15 +52,17 @@ static const char *const fitter_templates[] = {
     "multistart.h",  "fit_voxel.h",  NULL};
 
 int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
-                       int lanes, int methods, int use_cache, dm_gpu_program *out)
+                       int lanes, int methods, int noise, int use_cache, dm_gpu_program *out)
 {
+    /* templates/mcmc.h's DM_COMPILED_NOISE: 1 Gaussian, 2 Rician, 3 both; only MCMC reads it */
+    const int noises = !(methods & DM_METHOD_MCMC) || noise < 0 ? 3 : 1 << noise;
     char prologue[512], name[300];
     snprintf(prologue, sizeof prologue,
-             "#define DM_NLANES %d\n#define DM_COMPILED_METHODS %d\ntypedef %s real;\n"
-             "#include \"gpu_fitter.cu\"\n",
-             lanes, methods, real_size == 4 ? "float" : "double");
-    snprintf(name, sizeof name, "%s-gpu-%s-%dl-m%d", mi->name, real_size == 4 ? "float" : "double",
-             lanes, methods);
+             "#define DM_NLANES %d\n#define DM_COMPILED_METHODS %d\n#define DM_COMPILED_NOISE %d\n"
+             "typedef %s real;\n#include \"gpu_fitter.cu\"\n",
+             lanes, methods, noises, real_size == 4 ? "float" : "double");
+    snprintf(name, sizeof name, "%s-gpu-%s-%dl-m%d-n%d", mi->name,
+             real_size == 4 ? "float" : "double", lanes, methods, noises);
     dm_gpu_source src = {.name = name,
                          .what = "the fitter",
                          .prologue = prologue,
@@ -261,7 +263,8 @@ int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm
     rep->lanes = lanes;
     rep->ngpus = ngpu;
     dm_gpu_program prog;
-    if (dm_fit_gpu_compile(cu, &p->mi, gs.arch, real_size, lanes, p->cfg.methods, 1, &prog) != 0) {
+    if (dm_fit_gpu_compile(cu, &p->mi, gs.arch, real_size, lanes, p->cfg.methods, p->cfg.noise, 1,
+                           &prog) != 0) {
         dm_cuda_close(cu);
         return -1;
     }

@@ -25,11 +25,13 @@ typedef struct dm_fit_gpu_report {
 
 /* Compiles templates/gpu_fitter.cu with the model's CUDA source for compute capability
  * arch (e.g. 90), real_size 4 or 8, `lanes` lanes per voxel, holding only the fitting methods
- * `methods` (DM_METHOD_* bits: a smaller program compiles several times faster).  The cubin is cached under the
- * cache folder keyed by the sources, the options and the NVRTC version; use_cache 0 skips the
- * cache (tests).  0, or -1 with the first lines of the NVRTC log in dm_last_error(). */
+ * `methods` (DM_METHOD_* bits: a smaller program compiles several times faster) and MCMC's
+ * noise model `noise` (DM_NOISE_GAUSSIAN or DM_NOISE_RICIAN; -1: both, chosen per run).  The
+ * cubin is cached under the cache folder keyed by the sources, the options and the NVRTC
+ * version; use_cache 0 skips the cache (tests).  0, or -1 with the first lines of the NVRTC log
+ * in dm_last_error(). */
 int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
-                       int lanes, int methods, int use_cache, dm_gpu_program *out);
+                       int lanes, int methods, int noise, int use_cache, dm_gpu_program *out);
 /* Lanes per voxel chosen for M measurements and the precision (real_size 4 or 8). */
 int dm_fit_gpu_auto_lanes(int M, int real_size);
 /* Fits every voxel of p whose status is FITTED (updating p->status), results into res. */

@@ -66,7 +66,8 @@ static int warm_model(const dm_warm_request *r, const char *name, const dm_cuda 
             int methods = sets[s];
             int lanes = r->lanes > 0 ? r->lanes : dm_fit_gpu_auto_lanes(r->measurements, rs);
             dm_gpu_program prog;
-            rc = dm_fit_gpu_compile(cu, &mi, gs->arch, rs, lanes, methods, 1, &prog);
+            rc = dm_fit_gpu_compile(cu, &mi, gs->arch, rs, lanes, methods, DM_NOISE_GAUSSIAN, 1,
+                                    &prog); /* MCMC's default noise model */
             if (rc == 0) {
                 char where[80];
                 snprintf(where, sizeof where, "gpu sm_%d %s", gs->arch, method_names(methods));

@@ -34,7 +34,7 @@ int main(void)
             int archs[2] = {90, 80};
             for (int a = 0; a < (i == 0 ? 2 : 1); a++) {
                 dm_gpu_program prog;
-                int rc = dm_fit_gpu_compile(cu, &mi, archs[a], rs, 8, 7, 0, &prog);
+                int rc = dm_fit_gpu_compile(cu, &mi, archs[a], rs, 8, 7, -1, 0, &prog);
                 if (rc == 0 && prog.size > 1000)
                     printf("PASS nvrtc-%s-%s-sm%d (%zu byte cubin, %.1f s)\n", models[i],
                            rs == 4 ? "float" : "double", archs[a], prog.size, prog.compile_seconds);
