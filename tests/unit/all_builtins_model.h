@@ -3,8 +3,9 @@
 #ifndef DIMOC_TEST_ALL_BUILTINS_MODEL_H
 #define DIMOC_TEST_ALL_BUILTINS_MODEL_H
 
-/* Calls every built-in (the 3x3 matrices' ones too), a ternary, an array input, a voxel input, each prior kind, a
- * bound kind, a constraint and a user derivative (for z, equal to the automatic one). */
+/* Calls every built-in (the 3x3 matrices' ones too), a ternary, an array input, a voxel
+ * input, each prior kind, a bound kind, a constraint and a user derivative (for z, equal to
+ * the automatic one). */
 static const char *const all_builtins_model =
     "model all_builtins \"every built-in function, for the derivative rules\"\n"
     "measure g[3] = bvecs\n"
