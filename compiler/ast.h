@@ -13,13 +13,18 @@ typedef struct dm_loc {
 } dm_loc;
 
 /* Value types of expressions.  ARRAY is a per-measurement or per-voxel input whose width
- * is neither 1 nor 3: it can only be indexed with a constant. */
+ * is neither 1 nor 3: it can only be indexed with a constant.  MAT3 is a 3x3 matrix, 9
+ * values in row-major order (only expressions and lets have it: no input or output). */
 typedef enum dm_type {
     DM_T_UNKNOWN = 0,
     DM_T_SCALAR,
     DM_T_VEC3,
     DM_T_ARRAY,
+    DM_T_MAT3,
 } dm_type;
+
+/* The most values one expression holds (a 3x3 matrix). */
+#define DM_MAX_WIDTH 9
 
 typedef enum dm_expr_kind {
     DM_E_NUM,     /* num */
@@ -52,7 +57,7 @@ typedef struct dm_expr {
     dm_loc var_loc; /* DM_E_SUM: where its variable is named */
     /* Filled by the checker. */
     dm_type type;
-    int width;                   /* 1 scalar, 3 vec3, n array */
+    int width;                   /* 1 scalar, 3 vec3, 9 mat3, n array */
     struct dm_symbol *sym;       /* DM_E_NAME */
     const struct dm_builtin *fn; /* DM_E_CALL */
     /* The root of an inlined function or compartment call: the call as written (its
@@ -214,7 +219,7 @@ typedef struct dm_import {
 typedef struct dm_definition {
     const char *name;
     dm_loc loc;
-    int is_compartment;      /* a compartment may also name the model's measures */
+    int is_compartment;       /* a compartment may also name the model's measures */
     struct dm_expr **formals; /* DM_E_NAME nodes: the argument names and where they stand */
     int nformals;
     struct dm_let **locals; /* block form: local lets, in order */

@@ -140,7 +140,10 @@ static void emit_rhs(emitter *E, const dm_ins *x)
 /* The let a value is, as a comment, and the end of its line. */
 static void emit_note(dm_buf *b, const dm_ins *x)
 {
-    if (x->note && x->note_comp >= 0)
+    if (x->note && x->note_comp >= 3) /* a matrix entry */
+        dm_buf_printf(b, " /* let %s[%d][%d] */", x->note, (x->note_comp - 3) / 3,
+                      (x->note_comp - 3) % 3);
+    else if (x->note && x->note_comp >= 0)
         dm_buf_printf(b, " /* let %s, %c */", x->note, "xyz"[x->note_comp]);
     else if (x->note)
         dm_buf_printf(b, " /* let %s */", x->note);

@@ -26,9 +26,9 @@ void dm_prog_init(dm_prog *P, const dm_model *m, dm_diag *diag)
     P->diag = diag;
     P->allow_measures = 1;
     int nlets = m->lets.n;
-    P->let_val = xrealloc(NULL, sizeof(int) * 3 * (size_t)(nlets + 1));
+    P->let_val = xrealloc(NULL, sizeof(int) * DM_MAX_WIDTH * (size_t)(nlets + 1));
     P->let_width = xrealloc(NULL, sizeof(int) * (size_t)(nlets + 1));
-    for (int i = 0; i < 3 * nlets; i++) P->let_val[i] = -1;
+    for (int i = 0; i < DM_MAX_WIDTH * nlets; i++) P->let_val[i] = -1;
     for (int i = 0; i < nlets; i++) P->let_width[i] = 0;
 }
 
@@ -313,11 +313,11 @@ static int power(dm_prog *P, int x, int y)
     return dm_ir_call(P, DM_MF_POW, 0, args);
 }
 
-static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[3]);
+static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[DM_MAX_WIDTH]);
 
 /* The columns of an input: measures live in m[], voxel inputs in v[]. */
 static int lower_input(dm_prog *P, const dm_expr *e, const dm_symbol *sym, int first, int count,
-                       int out[3])
+                       int out[DM_MAX_WIDTH])
 {
     const dm_input *in = sym->kind == DM_SYM_MEASURE ? P->model->measures.items[sym->index]
                                                      : P->model->voxels.items[sym->index];
@@ -328,7 +328,7 @@ static int lower_input(dm_prog *P, const dm_expr *e, const dm_symbol *sym, int f
     return count;
 }
 
-static int lower_name(dm_prog *P, const dm_expr *e, int out[3])
+static int lower_name(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH])
 {
     const dm_symbol *sym = e->sym ? e->sym : dm_model_lookup((dm_model *)P->model, e->name);
     if (!sym) return fail(P, e->loc, "unknown name '%s' in %s", e->name);
@@ -345,40 +345,40 @@ static int lower_name(dm_prog *P, const dm_expr *e, int out[3])
     return fail(P, e->loc, "cannot lower name '%s' in %s", e->name);
 }
 
-static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[3])
+static int lower_let(dm_prog *P, const dm_expr *at, int index, int out[DM_MAX_WIDTH])
 {
     const dm_let *let = P->model->lets.items[index];
     int w = P->let_width[index];
     if (w < 0) return fail(P, at->loc, "let '%s' depends on itself (in %s)", let->name);
     if (w == 0) {
-        int vals[3];
+        int vals[DM_MAX_WIDTH];
         P->let_width[index] = -1;
         w = dm_lower_expr(P, let->value, vals);
         P->let_width[index] = w < 0 ? 0 : w;
         if (w < 0) return -1;
         for (int i = 0; i < w; i++) {
-            P->let_val[3 * index + i] = vals[i];
+            P->let_val[DM_MAX_WIDTH * index + i] = vals[i];
             dm_ins *x = &P->ins[vals[i]];
             if (!x->note && x->op > DM_IR_VOXEL) {
                 x->note = let->name;
-                x->note_comp = w == 3 ? i : -1;
+                x->note_comp = w == 3 ? i : w == 9 ? 3 + i : -1;
             }
         }
     }
-    for (int i = 0; i < w; i++) out[i] = P->let_val[3 * index + i];
+    for (int i = 0; i < w; i++) out[i] = P->let_val[DM_MAX_WIDTH * index + i];
     return w;
 }
 
-/* Both operands lowered; vectors combine component-wise, a scalar broadcasts over a vector
- * in * and /. */
-static int lower_binary(dm_prog *P, const dm_expr *e, int out[3])
+/* Both operands lowered; vectors and matrices combine component-wise, a scalar broadcasts
+ * over them in * and /. */
+static int lower_binary(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH])
 {
-    int a[3], b[3];
+    int a[DM_MAX_WIDTH], b[DM_MAX_WIDTH];
     int wa = dm_lower_expr(P, e->a, a);
     int wb = wa < 0 ? -1 : dm_lower_expr(P, e->b, b);
     if (wa < 0 || wb < 0) return -1;
     int op = e->op;
-    if (wa == 3 || wb == 3) {
+    if (wa > 1 || wb > 1) {
         dm_irop irop;
         switch (op) {
         case '+': irop = DM_IR_ADD; break;
@@ -389,9 +389,10 @@ static int lower_binary(dm_prog *P, const dm_expr *e, int out[3])
         }
         if (wa != wb && !((op == '*' && (wa == 1 || wb == 1)) || (op == '/' && wb == 1)))
             return fail(P, e->loc, "operands of different widths%s (in %s)", NULL);
-        for (int i = 0; i < 3; i++)
-            out[i] = dm_ir_binary(P, irop, a[wa == 3 ? i : 0], b[wb == 3 ? i : 0]);
-        return 3;
+        int w = wa > wb ? wa : wb;
+        for (int i = 0; i < w; i++)
+            out[i] = dm_ir_binary(P, irop, a[wa > 1 ? i : 0], b[wb > 1 ? i : 0]);
+        return w;
     }
     switch (op) {
     case '+': out[0] = dm_ir_binary(P, DM_IR_ADD, a[0], b[0]); break;
@@ -493,17 +494,89 @@ static int bingham_stick(dm_prog *P, int x, const int q[3], int k1, int k2)
     return call1(P, DM_MF_EXP, diff);
 }
 
-static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
+/* ---- 3x3 matrices: 9 values, row-major ---- */
+
+static int lower_matrix_call(dm_prog *P, dm_builtin_id id,
+                             const int arg[DM_BUILTIN_MAX_ARGS][DM_MAX_WIDTH], int *out)
+{
+    const int *A = arg[0], *B = arg[1];
+    switch (id) {
+    case DM_FN_MAT:
+        for (int i = 0; i < 9; i++) out[i] = arg[i][0];
+        return 9;
+    case DM_FN_SYM: { /* dxx dxy dxz dyy dyz dzz */
+        static const int entry[9] = {0, 1, 2, 1, 3, 4, 2, 4, 5};
+        for (int i = 0; i < 9; i++) out[i] = arg[entry[i]][0];
+        return 9;
+    }
+    case DM_FN_DIAG:
+        for (int i = 0; i < 9; i++) out[i] = i % 4 == 0 ? arg[i / 4][0] : dm_ir_const(P, 0);
+        return 9;
+    case DM_FN_OUTER:
+        for (int i = 0; i < 9; i++) out[i] = mul(P, A[i / 3], B[i % 3]);
+        return 9;
+    case DM_FN_MUL:
+        for (int i = 0; i < 9; i++) {
+            int r = i / 3, c = i % 3, col[3] = {B[c], B[3 + c], B[6 + c]};
+            out[i] = dot3(P, A + 3 * r, col);
+        }
+        return 9;
+    case DM_FN_MV:
+        for (int r = 0; r < 3; r++) out[r] = dot3(P, A + 3 * r, B);
+        return 3;
+    case DM_FN_QUAD: { /* v^T M v = sum_r v_r (M v)_r */
+        const int *v = A, *M = B;
+        int Mv[3];
+        for (int r = 0; r < 3; r++) Mv[r] = dot3(P, M + 3 * r, v);
+        out[0] = dot3(P, v, Mv);
+        return 1;
+    }
+    case DM_FN_TRANSPOSE:
+        for (int i = 0; i < 9; i++) out[i] = A[3 * (i % 3) + i / 3];
+        return 9;
+    case DM_FN_TRACE: out[0] = add(P, add(P, A[0], A[4]), A[8]); return 1;
+    case DM_FN_DET: { /* expansion along the first row: row 0 . (row 1 x row 2) */
+        int c[3];
+        for (int i = 0; i < 3; i++) {
+            int j = (i + 1) % 3, k = (i + 2) % 3;
+            c[i] = sub(P, mul(P, A[3 + j], A[6 + k]), mul(P, A[3 + k], A[6 + j]));
+        }
+        out[0] = dot3(P, A, c);
+        return 1;
+    }
+    case DM_FN_ROTATION: {
+        /* Columns: e1 = d dir / d theta and e2 = e3 x e1 (the unit vectors of theta and phi),
+         * turned by psi about e3 = dir(theta, phi); det = +1. */
+        int th = arg[0][0], ph = arg[1][0], psi = arg[2][0];
+        int st = call1(P, DM_MF_SIN, th), ct = call1(P, DM_MF_COS, th);
+        int sp = call1(P, DM_MF_SIN, ph), cp = call1(P, DM_MF_COS, ph);
+        int ss = call1(P, DM_MF_SIN, psi), cs = call1(P, DM_MF_COS, psi);
+        int e1[3] = {mul(P, ct, cp), mul(P, ct, sp), dm_ir_unary(P, DM_IR_NEG, st)};
+        int e2[3] = {dm_ir_unary(P, DM_IR_NEG, sp), cp, dm_ir_const(P, 0)};
+        int e3[3] = {mul(P, st, cp), mul(P, st, sp), ct};
+        for (int r = 0; r < 3; r++) {
+            out[3 * r] = add(P, mul(P, cs, e1[r]), mul(P, ss, e2[r]));
+            out[3 * r + 1] = sub(P, mul(P, cs, e2[r]), mul(P, ss, e1[r]));
+            out[3 * r + 2] = e3[r];
+        }
+        return 9;
+    }
+    default: return -1;
+    }
+}
+
+static int lower_call(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH])
 {
     const dm_builtin *fn = e->fn ? e->fn : dm_builtin_find(e->name);
     if (!fn) return fail(P, e->loc, "unknown function '%s' (in %s)", e->name);
     if (e->nargs > DM_BUILTIN_MAX_ARGS || e->nargs != fn->nargs)
         return fail(P, e->loc, "wrong number of arguments to '%s' (in %s)", fn->name);
-    int arg[DM_BUILTIN_MAX_ARGS][3], w[DM_BUILTIN_MAX_ARGS];
+    int arg[DM_BUILTIN_MAX_ARGS][DM_MAX_WIDTH], w[DM_BUILTIN_MAX_ARGS];
     for (int i = 0; i < e->nargs; i++) {
         w[i] = dm_lower_expr(P, e->args[i], arg[i]);
         if (w[i] < 0) return -1;
-        int want = fn->arg_types[i] == DM_T_VEC3 ? 3 : 1;
+        dm_type t = fn->arg_types[i];
+        int want = t == DM_T_VEC3 ? 3 : t == DM_T_MAT3 ? 9 : 1;
         if (w[i] != want)
             return fail(P, e->args[i]->loc, "wrong argument type for '%s' (in %s)", fn->name);
     }
@@ -600,6 +673,17 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
     case DM_FN_VEC:
         for (int i = 0; i < 3; i++) out[i] = arg[i][0];
         return 3;
+    case DM_FN_MAT:
+    case DM_FN_SYM:
+    case DM_FN_DIAG:
+    case DM_FN_OUTER:
+    case DM_FN_MUL:
+    case DM_FN_MV:
+    case DM_FN_QUAD:
+    case DM_FN_TRANSPOSE:
+    case DM_FN_TRACE:
+    case DM_FN_DET:
+    case DM_FN_ROTATION: return lower_matrix_call(P, fn->id, arg, out);
     default:
         if (fn->id < 0 || fn->id >= DM_FN_COUNT || (direct[fn->id] == 0 && fn->id != DM_FN_EXP))
             return fail(P, e->loc, "no code generation for function '%s' (in %s)", fn->name);
@@ -610,9 +694,9 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[3])
     }
 }
 
-static int lower_index(dm_prog *P, const dm_expr *e, int out[3])
+static int lower_index(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH])
 {
-    int idx_val[3];
+    int idx_val[DM_MAX_WIDTH];
     if (dm_lower_expr(P, e->b, idx_val) != 1)
         return P->failed ? -1 : fail(P, e->b->loc, "an index must be a scalar%s (in %s)", NULL);
     double k;
@@ -627,21 +711,26 @@ static int lower_index(dm_prog *P, const dm_expr *e, int out[3])
             return fail(P, e->b->loc, "index out of range for '%s' (in %s)", sym->name);
         return lower_input(P, e, sym, (int)k, 1, out);
     }
-    int v[3];
+    int v[DM_MAX_WIDTH];
     int w = dm_lower_expr(P, base, v);
     if (w < 0) return -1;
+    if (w == 9) { /* a matrix's row */
+        if (k < 0 || k > 2) return fail(P, e->b->loc, "row index out of range%s (in %s)", NULL);
+        for (int i = 0; i < 3; i++) out[i] = v[3 * (int)k + i];
+        return 3;
+    }
     if (k < 0 || k >= w) return fail(P, e->b->loc, "index out of range%s (in %s)", NULL);
     out[0] = v[(int)k];
     return 1;
 }
 
-int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3])
+int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH])
 {
     switch (e->kind) {
     case DM_E_NUM: out[0] = dm_ir_const(P, e->num); return 1;
     case DM_E_NAME: return lower_name(P, e, out);
     case DM_E_UNARY: {
-        int a[3];
+        int a[DM_MAX_WIDTH];
         int w = dm_lower_expr(P, e->a, a);
         if (w < 0) return -1;
         if (e->op == '!' && w != 1) return fail(P, e->loc, "'!' needs a scalar%s (in %s)", NULL);
@@ -651,7 +740,7 @@ int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3])
     }
     case DM_E_BINARY: return lower_binary(P, e, out);
     case DM_E_TERNARY: {
-        int c[3], a[3], b[3];
+        int c[DM_MAX_WIDTH], a[DM_MAX_WIDTH], b[DM_MAX_WIDTH];
         int wc = dm_lower_expr(P, e->a, c);
         int wa = wc < 0 ? -1 : dm_lower_expr(P, e->b, a);
         int wb = wa < 0 ? -1 : dm_lower_expr(P, e->c, b);
@@ -666,7 +755,7 @@ int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3])
     case DM_E_SUM: { /* unrolled: the checker made one term per value of the variable */
         int w = -1;
         for (int i = 0; i < e->nargs; i++) {
-            int t[3];
+            int t[DM_MAX_WIDTH];
             int wi = dm_lower_expr(P, e->args[i], t);
             if (wi < 0) return -1;
             if (w >= 0 && wi != w)

@@ -96,7 +96,7 @@ typedef struct dm_ins {
     int nargs;
     int arg[DM_IR_MAX_ARGS];
     /* The let this value is, for a comment in the generated code (NULL: none); note_comp is
-     * the vector component (0..2) or -1. */
+     * the vector component (0..2), 3 + the row-major index of a matrix entry, or -1. */
     const char *note;
     int note_comp;
 } dm_ins;
@@ -109,7 +109,7 @@ typedef struct dm_prog {
     int n, cap;
     int *table; /* open-addressing hash of instruction ids, for value numbering */
     int table_cap;
-    int *let_val;        /* 3 value ids per let, -1 until lowered */
+    int *let_val;        /* DM_MAX_WIDTH value ids per let, -1 until lowered */
     int *let_width;      /* 0 until lowered, -1 while being lowered */
     int allow_measures;  /* 0 in functions without a measurement row */
     const char *context; /* "output OD", ... for error messages */
@@ -133,9 +133,9 @@ int dm_ir_const_value(const dm_prog *P, int id, double *value);
 /* 1 when the value is an int (a comparison or logic result) in generated code. */
 int dm_ir_is_bool(const dm_prog *P, int id);
 
-/* Lowers a checked expression into out[0..width-1]; returns its width (1 or 3), or -1 after
+/* Lowers a checked expression into out[0..width-1]; returns its width (1, 3 or 9), or -1 after
  * reporting an error through P->diag. */
-int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[3]);
+int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH]);
 
 /* Forward mode (deriv.c): partial[k] receives the id of d(root)/d(p[k]) for k < nparams, or
  * -1 where it is identically zero.  Derivative instructions are added to P. */

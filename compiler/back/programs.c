@@ -8,7 +8,7 @@
 
 static int build_signal(dm_programs *G, const dm_model *m, dm_diag *diag)
 {
-    int v[3];
+    int v[DM_MAX_WIDTH];
     dm_prog_init(&G->signal, m, diag);
     G->signal.context = "the signal";
     if (!m->signal || dm_lower_expr(&G->signal, m->signal, v) != 1) {
@@ -51,7 +51,7 @@ static int build_constraints(dm_programs *G, const dm_model *m, dm_diag *diag)
     P->context = "a constraint";
     G->constraint_roots = calloc((size_t)m->constraints.n + 1, sizeof(int));
     for (int i = 0; i < m->constraints.n; i++) {
-        int v[3];
+        int v[DM_MAX_WIDTH];
         if (dm_lower_expr(P, m->constraints.items[i]->cond, v) != 1) {
             if (!P->failed)
                 dm_error(diag, m->constraints.items[i]->loc, "a constraint must be a condition");
@@ -73,7 +73,7 @@ static int build_prior(dm_programs *G, const dm_model *m, dm_diag *diag)
     for (int k = 0; k < m->params.n; k++) {
         const dm_param *par = m->params.items[k];
         const dm_prior *pr = &par->prior;
-        int x = dm_ir_leaf(P, DM_IR_PARAM, k), e = -1, v[3];
+        int x = dm_ir_leaf(P, DM_IR_PARAM, k), e = -1, v[DM_MAX_WIDTH];
         double a = pr->value[0], bb = pr->value[1];
         switch (pr->kind) {
         case DM_PRIOR_GAUSSIAN: { /* (x - mean)^2 / (2 sd^2) */
@@ -124,7 +124,7 @@ static int build_outputs(dm_programs *G, const dm_model *m, dm_diag *diag)
     for (int c = 0; c < m->output_width; c++) G->output_roots[c] = -1;
     for (int i = 0; i < m->outputs.n; i++) {
         const dm_output *o = m->outputs.items[i];
-        int v[3];
+        int v[DM_MAX_WIDTH];
         int w = dm_lower_expr(P, o->value, v);
         if (w < 0) return -1;
         if (o->column + w > m->output_width) {

@@ -29,6 +29,7 @@ static double bessel_sj1p_root(double n)
 
 #define S DM_T_SCALAR
 #define V DM_T_VEC3
+#define M DM_T_MAT3
 
 /* Rows are in dm_builtin_id order; builtins_table_ok() in the unit tests checks it. */
 const dm_builtin dm_builtins[DM_FN_COUNT] = {
@@ -244,6 +245,48 @@ const dm_builtin dm_builtins[DM_FN_COUNT] = {
      NULL,
      "bessel_sj1p_root(n): the n-th positive root of the spherical j1'(x), i.e. of "
      "x J_3/2'(x) - J_3/2(x)/2 (spheres), n a constant integer 1..1000"},
+    {"mat",
+     DM_FN_MAT,
+     9,
+     {S, S, S, S, S, S, S, S, S},
+     M,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
+     "mat(a11, a12, a13, a21, ..., a33): a 3x3 matrix, row by row"},
+    {"sym",
+     DM_FN_SYM,
+     6,
+     {S, S, S, S, S, S},
+     M,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
+     "sym(dxx, dxy, dxz, dyy, dyz, dzz): the symmetric 3x3 matrix of these entries"},
+    {"diag", DM_FN_DIAG, 3, {S, S, S}, M, 0, 0, 0, NULL, NULL, "diag(a, b, c): a diagonal matrix"},
+    {"outer", DM_FN_OUTER, 2, {V, V}, M, 0, 0, 0, NULL, NULL, "outer(u, v): the matrix u v^T"},
+    {"mul", DM_FN_MUL, 2, {M, M}, M, 0, 0, 0, NULL, NULL, "mul(A, B): the matrix product A B"},
+    {"mv", DM_FN_MV, 2, {M, V}, V, 0, 0, 0, NULL, NULL, "mv(A, v): the 3-vector A v"},
+    {"quad", DM_FN_QUAD, 2, {V, M}, S, 0, 0, 0, NULL, NULL, "quad(v, A): the scalar v^T A v"},
+    {"transpose", DM_FN_TRANSPOSE, 1, {M}, M, 0, 0, 0, NULL, NULL, "transpose of a matrix"},
+    {"trace", DM_FN_TRACE, 1, {M}, S, 0, 0, 0, NULL, NULL, "trace of a matrix"},
+    {"det", DM_FN_DET, 1, {M}, S, 0, 0, 0, NULL, NULL, "determinant of a matrix"},
+    {"rotation",
+     DM_FN_ROTATION,
+     3,
+     {S, S, S},
+     M,
+     0,
+     0,
+     0,
+     NULL,
+     NULL,
+     "rotation(theta, phi, psi): the rotation whose third column is dir(theta, phi), its first "
+     "two columns turned by psi about it"},
 };
 
 const dm_builtin *dm_builtin_find(const char *name)

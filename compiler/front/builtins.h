@@ -49,17 +49,28 @@ typedef enum dm_builtin_id {
     DM_FN_BESSEL_J1,          /* Bessel function of the first kind J1(x) */
     DM_FN_BESSEL_J1P_ROOT,    /* bessel_j1p_root(n): n-th positive root of J1'(x) */
     DM_FN_BESSEL_SJ1P_ROOT,   /* bessel_sj1p_root(n): n-th positive root of j1'(x), spherical */
+    DM_FN_MAT,                /* mat(a11, a12, ..., a33): a 3x3 matrix, row by row */
+    DM_FN_SYM,                /* sym(dxx, dxy, dxz, dyy, dyz, dzz): a symmetric matrix */
+    DM_FN_DIAG,               /* diag(a, b, c) */
+    DM_FN_OUTER,              /* outer(u, v) = u v^T */
+    DM_FN_MUL,                /* mul(M, N): matrix product */
+    DM_FN_MV,                 /* mv(M, v) = M v */
+    DM_FN_QUAD,               /* quad(v, M) = v^T M v */
+    DM_FN_TRANSPOSE,          /* transpose(M) */
+    DM_FN_TRACE,              /* trace(M) */
+    DM_FN_DET,                /* det(M) */
+    DM_FN_ROTATION,           /* rotation(theta, phi, psi): third column dir(theta, phi) */
     DM_FN_COUNT
 } dm_builtin_id;
 
-#define DM_BUILTIN_MAX_ARGS 4
+#define DM_BUILTIN_MAX_ARGS 9
 
 typedef struct dm_builtin {
     const char *name;
     dm_builtin_id id;
     int nargs;
-    dm_type arg_types[DM_BUILTIN_MAX_ARGS]; /* DM_T_SCALAR or DM_T_VEC3 */
-    dm_type result;                         /* DM_T_SCALAR or DM_T_VEC3 */
+    dm_type arg_types[DM_BUILTIN_MAX_ARGS]; /* DM_T_SCALAR, DM_T_VEC3 or DM_T_MAT3 */
+    dm_type result;                         /* DM_T_SCALAR, DM_T_VEC3 or DM_T_MAT3 */
     /* Bit k set: argument k must be a constant integer in [int_min, int_max]
      * (the checker replaces that argument by a DM_E_NUM node holding the value). */
     unsigned const_int_args;

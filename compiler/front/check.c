@@ -426,7 +426,7 @@ static void check_lets(checker *c)
         dm_symbol *s = dm_model_lookup(m, let->name);
         if (s && s->kind == DM_SYM_LET && s->index == i) {
             s->type = t;
-            s->width = t == DM_T_VEC3 ? 3 : 1;
+            s->width = t == DM_T_VEC3 ? 3 : t == DM_T_MAT3 ? 9 : 1;
         }
     }
 }
@@ -546,6 +546,11 @@ static void check_outputs(checker *c)
         o->width = 1;
         if (t == DM_T_ARRAY) {
             dm_reject_array(c, o->value);
+        } else if (t == DM_T_MAT3) {
+            dm_error(c->d, dm_expr_start(o->value),
+                     "output '%s' is a 3x3 matrix; an output is a scalar or a 3-vector, so "
+                     "write the entries you need, as in %s[0][0]",
+                     o->name, o->value->kind == DM_E_NAME ? o->value->name : "M");
         } else if (t == DM_T_SCALAR && o->kind != DM_OUT_SCALAR) {
             dm_error(c->d, dm_expr_start(o->value),
                      "output '%s' is declared %s, but its value is a "

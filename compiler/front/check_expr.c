@@ -24,6 +24,7 @@ const char *dm_type_words(dm_type t, int width)
     switch (t) {
     case DM_T_SCALAR: return "a scalar";
     case DM_T_VEC3: return "a 3-vector";
+    case DM_T_MAT3: return "a 3x3 matrix";
     case DM_T_ARRAY: snprintf(buf, sizeof buf, "an array of width %d", width); return buf;
     default: return "an unknown value";
     }
@@ -94,7 +95,7 @@ static int const_int(checker *c, dm_expr **slot, int lo, int hi, const char *wha
 static dm_type set_type(dm_expr *e, dm_type t, int width)
 {
     e->type = t;
-    e->width = t == DM_T_SCALAR ? 1 : t == DM_T_VEC3 ? 3 : width;
+    e->width = t == DM_T_SCALAR ? 1 : t == DM_T_VEC3 ? 3 : t == DM_T_MAT3 ? 9 : width;
     return t;
 }
 
@@ -239,6 +240,10 @@ static dm_type check_index(checker *c, expr_ctx *x, dm_expr *e)
         return DM_T_UNKNOWN;
     }
     char what[96];
+    if (t == DM_T_MAT3) { /* M[i] is row i, so M[i][j] is an entry */
+        if (!const_int(c, &e->b, 0, 2, "the row index of a 3x3 matrix")) return DM_T_UNKNOWN;
+        return set_type(e, DM_T_VEC3, 3);
+    }
     if (e->a->kind == DM_E_NAME)
         snprintf(what, sizeof what, "the index of '%s' (width %d)", e->a->name, e->a->width);
     else
@@ -259,18 +264,26 @@ static dm_type check_binary(checker *c, expr_ctx *x, dm_expr *e)
     case '+':
     case '-':
         if (ta == tb) return set_type(e, ta, 1);
-        dm_error(c->d, e->loc, "operator '%s' needs two scalars or two 3-vectors, not %s and %s",
+        dm_error(c->d, e->loc,
+                 "operator '%s' needs two values of one type (scalars, 3-vectors or 3x3 "
+                 "matrices), not %s and %s",
                  op, dm_type_words(ta, 1), dm_type_words(tb, 1));
         return DM_T_UNKNOWN;
     case '*':
-        if (sa || sb) return set_type(e, sa && sb ? DM_T_SCALAR : DM_T_VEC3, 1);
-        dm_error(c->d, e->loc,
-                 "cannot multiply two 3-vectors with '*'; use dot(u, v) or "
-                 "cross(u, v)");
+        if (sa || sb) return set_type(e, sa ? tb : ta, 1);
+        if (ta == DM_T_MAT3 || tb == DM_T_MAT3)
+            dm_error(c->d, e->loc,
+                     "cannot multiply %s and %s with '*'; use mul(A, B) for a matrix "
+                     "product, mv(A, v) for a matrix times a vector",
+                     dm_type_words(ta, 1), dm_type_words(tb, 1));
+        else
+            dm_error(c->d, e->loc,
+                     "cannot multiply two 3-vectors with '*'; use dot(u, v) or "
+                     "cross(u, v)");
         return DM_T_UNKNOWN;
     case '/':
         if (sb) return set_type(e, ta, 1);
-        dm_error(c->d, e->loc, "cannot divide by a 3-vector");
+        dm_error(c->d, e->loc, "cannot divide by %s", dm_type_words(tb, 1));
         return DM_T_UNKNOWN;
     case '^':
         if (sa && sb) return set_type(e, DM_T_SCALAR, 1);

@@ -177,7 +177,10 @@ void dm_print_expr(const dm_expr *e, FILE *out)
 
 static const char *type_name(dm_type t)
 {
-    return t == DM_T_SCALAR ? "scalar" : t == DM_T_VEC3 ? "3-vector" : "?";
+    return t == DM_T_SCALAR ? "scalar"
+           : t == DM_T_VEC3 ? "3-vector"
+           : t == DM_T_MAT3 ? "3x3 matrix"
+                            : "?";
 }
 
 static void print_prior(const dm_prior *p, FILE *out)
