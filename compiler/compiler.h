@@ -16,7 +16,7 @@ dm_model *dm_front_string(const char *file_name, const char *text, FILE *diag_ou
 /* Work counts from the lowered code.  signal and gradient are the per-measurement parts
  * (dm_signal_at, dm_signal_grad_at), the work that scales with the number of measurements;
  * prepare and gradient_prepare are the once-per-voxel parts (dm_signal_prepare,
- * dm_signal_grad_prepare). */
+ * dm_signal_grad_prepare); fix the parameter-free per-measurement part (dm_signal_fix). */
 typedef struct dm_flops {
     long signal;        /* arithmetic operations of dm_signal_at, transcendentals included */
     long signal_transc; /* of which exp/log/sin/cos/sqrt/... calls */
@@ -26,6 +26,9 @@ typedef struct dm_flops {
     long prepare_transc;
     long gradient_prepare; /* dm_signal_grad_prepare */
     long gradient_prepare_transc;
+    long fix; /* dm_signal_fix: once per voxel and measurement, before a fit */
+    long fix_transc;
+    int fix_width; /* DM_FIX_WIDTH: the fixed values that extend each measurement row */
 } dm_flops;
 
 /* What the back end makes of one model, as NUL-terminated strings owned by the caller (free

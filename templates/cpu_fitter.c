@@ -93,12 +93,24 @@ DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values, 
         real p[DM_NPARAMS], st[DM_NSTATS];
         for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
         dm_voxel_data d = {M, meas_r, y_r, vox_r};
+#if DM_FIX_WIDTH > 0
+        real *rows = malloc((size_t)M * DM_ROW_WIDTH * sizeof(real));
+        if (!rows) goto out;
+        dm_voxel_rows(meas_r, vox_r, M, rows);
+        d.meas = rows;
+#endif
         status = dm_fit_one_voxel(cfg, grid_r, &d, voxel_index, p, samples_r, DM_NPARAMS, st);
+#if DM_FIX_WIDTH > 0
+        free(rows);
+#endif
         for (int k = 0; k < DM_NPARAMS; k++) params[k] = (double)p[k];
         for (int i = 0; i < DM_NSTATS; i++) stats[i] = (double)st[i];
         if (own_samples && samples)
             for (size_t i = 0; i < nsamples * DM_NPARAMS; i++) samples[i] = (double)own_samples[i];
     }
+#if DM_FIX_WIDTH > 0
+out:
+#endif
     free(own_grid);
     free(own_meas);
     free(own_y);
@@ -110,13 +122,16 @@ DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values, 
 DM_EXPORT void dm_predict(const double *params, const double *meas, int M, const double *vox,
                           double *out)
 {
-    real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], row[DM_MEASURE_SLOTS], pre[DM_PRE_WIDTH];
+    real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], row[DM_ROW_SLOTS], pre[DM_PRE_WIDTH];
     for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
     for (int j = 0; j < DM_VOXEL_WIDTH; j++) v[j] = (real)vox[j];
     dm_signal_prepare(p, v, pre);
     for (int m = 0; m < M; m++) {
         for (int j = 0; j < DM_MEASURE_WIDTH; j++)
             row[j] = (real)meas[(size_t)m * DM_MEASURE_WIDTH + j];
+#if DM_FIX_WIDTH > 0
+        dm_signal_fix(row, v, row + DM_MEASURE_WIDTH);
+#endif
         out[m] = (double)dm_signal_at(pre, row, v);
     }
 }

@@ -217,8 +217,15 @@ static void dm_dict_eval(const double *params, const real *meas, int M, const do
     for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
     for (int j = 0; j < DM_VOXEL_SLOTS; j++) v[j] = (real)vox[j];
     dm_signal_prepare(p, v, pre);
-    for (int m = 0; m < M; m++)
-        out[(size_t)m * stride] = (double)dm_signal_at(pre, meas + (size_t)m * DM_MEASURE_WIDTH, v);
+    for (int m = 0; m < M; m++) {
+        const real *row = meas + (size_t)m * DM_MEASURE_WIDTH;
+#if DM_FIX_WIDTH > 0
+        real extended[DM_ROW_WIDTH];
+        dm_row_extend(row, v, extended);
+        row = extended;
+#endif
+        out[(size_t)m * stride] = (double)dm_signal_at(pre, row, v);
+    }
 }
 
 static int dm_dict_valid(const double *params, const double *vox)
@@ -389,7 +396,7 @@ static int dm_dict_tabulate(dm_dict *d, double *A, double *B, double *error)
     d->table = malloc(sizeof(double) * (size_t)d->nshells * T * N);
     if (!d->table) return 0;
     /* row: 3 spare slots, so that a model without bvecs (gcol < 0: never tabulated) compiles */
-    real row[DM_MEASURE_SLOTS + 3], v[DM_VOXEL_SLOTS], p[DM_NPARAMS], pre[DM_PRE_WIDTH];
+    real row[DM_ROW_SLOTS + 3], v[DM_VOXEL_SLOTS], p[DM_NPARAMS], pre[DM_PRE_WIDTH];
     for (int j = 0; j < DM_VOXEL_SLOTS; j++) v[j] = (real)d->ref_vox[j];
     for (int a = 0; a < N; a++) {
         for (int k = 0; k < DM_NPARAMS; k++)
@@ -405,6 +412,9 @@ static int dm_dict_tabulate(dm_dict *d, double *A, double *B, double *error)
                 row[d->gcol] = (real)sqrt(fmax(0.0, 1 - t * t));
                 row[d->gcol + 1] = 0;
                 row[d->gcol + 2] = (real)t;
+#if DM_FIX_WIDTH > 0
+                dm_signal_fix(row, v, row + DM_MEASURE_WIDTH);
+#endif
                 d->table[((size_t)s * T + i) * N + a] = (double)dm_signal_at(pre, row, v);
             }
         }
@@ -750,7 +760,19 @@ DM_EXPORT int dm_dict_fit_voxel(const void *handle, const double *y, const doubl
     for (int j = 0; j < DM_VOXEL_SLOTS; j++) v[j] = (real)vox[j];
     for (int m = 0; m < M; m++) yr[m] = (real)y[m];
     dm_voxel_data data = {M, d->meas, yr, v};
+#if DM_FIX_WIDTH > 0
+    real *rows = malloc(sizeof(real) * (size_t)M * DM_ROW_WIDTH);
+    if (!rows) {
+        status = DM_STATUS_FAILED;
+        goto done;
+    }
+    dm_voxel_rows(d->meas, v, M, rows);
+    data.meas = rows;
+#endif
     real sse = dm_sse(&data, p);
+#if DM_FIX_WIDTH > 0
+    free(rows);
+#endif
     for (int i = 0; i < DM_NSTATS; i++) stats[i] = 0;
     stats[DM_STAT_SSE] = (double)sse;
     stats[DM_STAT_LOGL] = (double)dm_gaussian_loglik(M, sse);

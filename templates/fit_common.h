@@ -15,19 +15,41 @@
 #error "the model has more parameters than DM_MAX_PARAMS"
 #endif
 
+#ifndef DM_FIX_WIDTH /* a model written by hand, without fixed values (model_api.h) */
+#define DM_FIX_WIDTH 0
+#define DM_ROW_WIDTH DM_MEASURE_WIDTH
+#endif
+
 /* Zero-width inputs still get one slot, so that arrays are never of size 0. */
 #define DM_MEASURE_SLOTS (DM_MEASURE_WIDTH > 0 ? DM_MEASURE_WIDTH : 1)
 #define DM_VOXEL_SLOTS (DM_VOXEL_WIDTH > 0 ? DM_VOXEL_WIDTH : 1)
+#define DM_ROW_SLOTS (DM_ROW_WIDTH > 0 ? DM_ROW_WIDTH : 1)
 
 /* The inputs of one voxel.  meas and vox must not be NULL even when their width is 0. */
 typedef struct dm_voxel_data {
     int nmeas;        /* M */
-    const real *meas; /* M rows of DM_MEASURE_WIDTH */
+    const real *meas; /* M rows of DM_ROW_WIDTH: the measurement's columns, its fixed values */
     const real *y;    /* M measurements */
     const real *vox;  /* DM_VOXEL_WIDTH values */
 } dm_voxel_data;
 
-#define DM_MEAS_ROW(d, m) ((d)->meas + (m)*DM_MEASURE_WIDTH)
+#define DM_MEAS_ROW(d, m) ((d)->meas + (m)*DM_ROW_WIDTH)
+
+/* A voxel's extended rows (model_api.h) from the M measurement rows: every lane fills the rows
+ * of its own measurements, the only ones it reads.  Without fixed values the measurement rows
+ * are the extended rows and nothing is done. */
+DM_FN void dm_voxel_rows(const real *meas, const real *vox, int M, real *rows)
+{
+#if DM_FIX_WIDTH > 0
+    for (int m = DM_LANE; m < M; m += DM_NLANES)
+        dm_row_extend(meas + (size_t)m * DM_MEASURE_WIDTH, vox, rows + (size_t)m * DM_ROW_WIDTH);
+#else
+    (void)meas;
+    (void)vox;
+    (void)M;
+    (void)rows;
+#endif
+}
 
 DM_FN int dm_is_fixed(const dm_fit_config *cfg, int k)
 {

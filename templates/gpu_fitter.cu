@@ -28,7 +28,9 @@
 #include "fit_voxel.h"
 
 /* One batch of voxels.  Arrays are packed per voxel: y (M), vox (DM_VOXEL_SLOTS), params (P),
- * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel.
+ * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel.  rows:
+ * with fixed values (DM_FIX_WIDTH > 0), room for each voxel's M extended rows, filled here
+ * before the fit (the fixed values depend on the voxel's inputs); unused otherwise.
  *
  * Launched in blocks of 128 threads (runtime/fit/fit_gpu.c).  At least 4 resident blocks per
  * SM caps the registers at 128 a thread: NODDI-Watson's fitter took 251 (12.5% occupancy) and
@@ -37,7 +39,7 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
                   const real *__restrict__ meas, const real *__restrict__ y,
                   const real *__restrict__ vox, const unsigned long long *__restrict__ voxel_index,
-                  real *params, real *samples, real *stats, int *status, int nvox)
+                  real *params, real *samples, real *stats, int *status, real *rows, int nvox)
 {
     const int voxel = (int)((blockIdx.x * blockDim.x + threadIdx.x) / DM_NLANES);
     if (voxel >= nvox) /* whole groups leave together: groups never straddle this test */
@@ -46,9 +48,16 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     const int ns = (cfg.methods & DM_METHOD_MCMC) ? DM_NSAMPLES(&cfg) : 0;
     dm_voxel_data d;
     d.nmeas = M;
-    d.meas = meas;
     d.y = y + (size_t)voxel * M;
     d.vox = vox + (size_t)voxel * DM_VOXEL_SLOTS;
+#if DM_FIX_WIDTH > 0
+    real *own = rows + (size_t)voxel * M * DM_ROW_WIDTH;
+    dm_voxel_rows(meas, d.vox, M, own);
+    d.meas = own;
+#else
+    (void)rows;
+    d.meas = meas;
+#endif
     int st = dm_fit_one_voxel(&cfg, grid_values, &d, voxel_index[voxel],
                               params + (size_t)voxel * DM_NPARAMS,
                               ns ? samples + (size_t)voxel * ns * DM_NPARAMS : 0, DM_NPARAMS,

@@ -17,6 +17,8 @@
  *   DM_OUTPUT_WIDTH   slots of one packed derived-output row (0 if none)
  *   DM_PRE_WIDTH      slots (>= 1) of dm_signal_prepare's array
  *   DM_PREG_WIDTH     slots (>= 1) of dm_signal_grad_prepare's array
+ *   DM_FIX_WIDTH      fixed values per measurement (0 if none; see below)
+ *   DM_ROW_WIDTH      DM_MEASURE_WIDTH + DM_FIX_WIDTH: the extended row the _at functions read
  *
  * and these functions (p: P parameters; m: one measurement row; v: the voxel row):
  *
@@ -43,6 +45,19 @@
  * once with prepare and then once per measurement with _at.  pre and preg depend on p and v
  * only; model.meta's flops_signal and flops_gradient count the _at parts, flops_prepare and
  * flops_gradient_prepare the prepare parts.
+ *
+ * The _at functions read m as an extended row of DM_ROW_WIDTH: the measurement's columns, then
+ * its DM_FIX_WIDTH fixed values, the costly per-measurement work that reads no parameter
+ * (NODDI's stick integrals J_l(b d_par), a ball's exp(-b d_iso)).  They are the same at every
+ * point a fit tries, so a fitter computes them once per voxel and measurement before it starts.
+ * Where DM_FIX_WIDTH > 0 the source also defines
+ *   void dm_signal_fix(const real *m, const real *v, real *fix);
+ *       fix[0 .. DM_FIX_WIDTH) of the measurement whose columns are m, in voxel v;
+ *   void dm_row_extend(const real *m, const real *v, real *row);
+ *       row[0 .. DM_ROW_WIDTH): m's columns, then dm_signal_fix's values;
+ * and dm_signal / dm_signal_grad extend the row themselves (they take m's columns only).
+ * With DM_FIX_WIDTH 0 the extended row is the measurement row.  model.meta's flops_fix counts
+ * dm_signal_fix.
  *   int  dm_in_bounds(const real *p);
  *       1 when every non-periodic parameter lies within its bounds (open ends exclusive).
  *   int  dm_constraints_ok(const real *p, const real *v);

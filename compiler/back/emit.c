@@ -153,9 +153,11 @@ static void emit_note(dm_buf *b, const dm_ins *x)
 /* Declares the inputs and temporaries of the instructions marked in code[], in dependency
  * order: inputs first, grouped (parameters, measurement columns, voxel columns, each in index
  * order), then one temporary per line.  With slot != NULL (a per-measurement function), the
- * invariant values with slot[i] >= 0 come before everything else, loaded from pre[slot[i]].
+ * invariant values with slot[i] >= 0 come before everything else, loaded from pre[slot[i]],
+ * and then the fixed values with fix_slot[i] >= 0, loaded from the extended row.
  * *uses receives which of p (or pre), m, v the code reads (bits 1, 2, 4). */
-static void emit_marked(emitter *E, const char *code, const int *slot, int *uses)
+static void emit_marked(emitter *E, const char *code, const int *slot, const int *fix_slot,
+                        int *uses)
 {
     const dm_prog *P = E->P;
     dm_buf *b = E->b;
@@ -165,6 +167,8 @@ static void emit_marked(emitter *E, const char *code, const int *slot, int *uses
     int next = 0;
     for (int i = 0; i < P->n; i++) /* loaded values are numbered first, in slot order */
         E->temp[i] = slot && slot[i] >= 0 && P->ins[i].op > DM_IR_VOXEL ? next++ : -1;
+    for (int i = 0; fix_slot && i < P->n; i++)
+        if (fix_slot[i] >= 0) E->temp[i] = next++;
     for (int i = 0; slot && i < P->n; i++) {
         const dm_ins *x = &P->ins[i];
         if (slot[i] < 0) continue;
@@ -179,6 +183,17 @@ static void emit_marked(emitter *E, const char *code, const int *slot, int *uses
             dm_buf_printf(b, "    const real t%d = pre[%d];", E->temp[i], slot[i]);
         }
         if (x->op > DM_IR_VOXEL) emit_note(b, x);
+    }
+    for (int i = 0; fix_slot && i < P->n; i++) {
+        if (fix_slot[i] < 0) continue;
+        *uses |= 2;
+        if (dm_ir_is_bool(P, i))
+            dm_buf_printf(b, "    const int t%d = m[DM_MEASURE_WIDTH + %d] != 0;", E->temp[i],
+                          fix_slot[i]);
+        else
+            dm_buf_printf(b, "    const real t%d = m[DM_MEASURE_WIDTH + %d];", E->temp[i],
+                          fix_slot[i]);
+        emit_note(b, &P->ins[i]);
     }
     for (int kind = DM_IR_PARAM; kind <= DM_IR_VOXEL; kind++) {
         int prev_index = -1; /* emitted in index order: repeatedly the next larger one */
@@ -213,7 +228,7 @@ static void emit_body(emitter *E, const int *roots, int nroots, int *uses)
     E->live = malloc((size_t)E->P->n + 1);
     if (!E->live) abort();
     dm_ir_live(E->P, roots, nroots, E->live);
-    emit_marked(E, E->live, NULL, uses);
+    emit_marked(E, E->live, NULL, NULL, uses);
 }
 
 static void emitter_done(emitter *E)
@@ -260,7 +275,7 @@ static void emit_prepare(dm_buf *b, const dm_model *m, const dm_prog *P, const d
     dm_buf body = {0};
     int uses;
     E.b = &body;
-    emit_marked(&E, S->prep_code, NULL, &uses);
+    emit_marked(&E, S->prep_code, NULL, NULL, &uses);
     E.b = b;
     emit_unused(b, uses, 5, pmv_names);
     if (body.s) dm_buf_puts(b, body.s);
@@ -282,7 +297,7 @@ static void emit_at_body(emitter *E, dm_buf *b, const dm_split *S)
     dm_buf body = {0};
     int uses;
     E->b = &body;
-    emit_marked(E, S->at_code, S->slot, &uses);
+    emit_marked(E, S->at_code, S->slot, S->fix_slot, &uses);
     E->b = b;
     emit_unused(b, uses, 7, pre_m_v_names);
     if (body.s) dm_buf_puts(b, body.s);
@@ -304,11 +319,52 @@ static void emit_signal(dm_buf *b, const dm_model *m, const dm_programs *G)
     dm_buf_puts(b, ";\n}\n\n");
     emitter_done(&E);
 
-    dm_buf_puts(b, "/* Predicted signal of one measurement. */\n"
+    if (G->signal_split.nfix == 0) {
+        dm_buf_puts(b, "/* Predicted signal of one measurement. */\n"
+                       "DM_FN real dm_signal(const real *p, const real *m, const real *v)\n{\n"
+                       "    real pre[DM_PRE_WIDTH];\n"
+                       "    dm_signal_prepare(p, v, pre);\n"
+                       "    return dm_signal_at(pre, m, v);\n}\n\n");
+        return;
+    }
+    dm_buf_puts(b, "/* Predicted signal of one measurement (m: its DM_MEASURE_WIDTH columns). */\n"
                    "DM_FN real dm_signal(const real *p, const real *m, const real *v)\n{\n"
-                   "    real pre[DM_PRE_WIDTH];\n"
+                   "    real pre[DM_PRE_WIDTH], row[DM_ROW_WIDTH];\n"
                    "    dm_signal_prepare(p, v, pre);\n"
-                   "    return dm_signal_at(pre, m, v);\n}\n\n");
+                   "    dm_row_extend(m, v, row);\n"
+                   "    return dm_signal_at(pre, row, v);\n}\n\n");
+}
+
+/* The fixed values of one measurement and the extended row (model_api.h), when there are
+ * any: the per-measurement work that reads no parameter. */
+static void emit_fixed(dm_buf *b, const dm_model *m, const dm_programs *G)
+{
+    const dm_split *S = &G->signal_split;
+    if (S->nfix == 0) return;
+    emitter E = {b, m, &G->signal, NULL, NULL};
+    dm_buf_puts(b, "/* The per-measurement values that read no parameter: fix[0 .. DM_FIX_WIDTH) "
+                   "of measurement\n * m (its DM_MEASURE_WIDTH columns) in voxel v. */\n"
+                   "DM_FN void dm_signal_fix(const real *m, const real *v, real *fix)\n{\n");
+    dm_buf body = {0};
+    int uses;
+    E.b = &body;
+    emit_marked(&E, S->fix_code, NULL, NULL, &uses);
+    E.b = b;
+    emit_unused(b, uses, 6, pmv_names);
+    if (body.s) dm_buf_puts(b, body.s);
+    free(body.s);
+    for (int k = 0; k < S->nfix; k++) {
+        dm_buf_printf(b, "    fix[%d] = ", k);
+        emit_operand(&E, S->fix_ins[k], 0);
+        dm_buf_puts(b, ";\n");
+    }
+    dm_buf_puts(b, "}\n\n");
+    emitter_done(&E);
+    dm_buf_puts(b, "/* The row the _at functions read: measurement m's columns, then its fixed "
+                   "values. */\n"
+                   "DM_FN void dm_row_extend(const real *m, const real *v, real *row)\n{\n"
+                   "    for (int c = 0; c < DM_MEASURE_WIDTH; c++) row[c] = m[c];\n"
+                   "    dm_signal_fix(m, v, row + DM_MEASURE_WIDTH);\n}\n\n");
 }
 
 static void emit_signal_grad(dm_buf *b, const dm_model *m, const dm_programs *G)
@@ -344,8 +400,14 @@ static void emit_signal_grad(dm_buf *b, const dm_model *m, const dm_programs *G)
                    "DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, "
                    "real *ds)\n{\n"
                    "    real pre[DM_PREG_WIDTH];\n"
-                   "    dm_signal_grad_prepare(p, v, pre);\n"
-                   "    return dm_signal_grad_at(pre, m, v, ds);\n}\n\n");
+                   "    dm_signal_grad_prepare(p, v, pre);\n");
+    if (G->signal_split.nfix == 0) {
+        dm_buf_puts(b, "    return dm_signal_grad_at(pre, m, v, ds);\n}\n\n");
+        return;
+    }
+    dm_buf_puts(b, "    real row[DM_ROW_WIDTH];\n"
+                   "    dm_row_extend(m, v, row);\n"
+                   "    return dm_signal_grad_at(pre, row, v, ds);\n}\n\n");
 }
 
 static double param_lo(const dm_param *par)
@@ -675,7 +737,10 @@ char *dm_emit_source(const dm_model *m, const dm_programs *G)
     dm_buf_printf(&b, "#define DM_VOXEL_WIDTH %d\n", m->voxel_width);
     dm_buf_printf(&b, "#define DM_OUTPUT_WIDTH %d\n", m->output_width);
     dm_buf_printf(&b, "#define DM_PRE_WIDTH %d\n", pre_width(&G->signal_split));
-    dm_buf_printf(&b, "#define DM_PREG_WIDTH %d\n\n", pre_width(&G->grad_split));
+    dm_buf_printf(&b, "#define DM_PREG_WIDTH %d\n", pre_width(&G->grad_split));
+    dm_buf_printf(&b, "#define DM_FIX_WIDTH %d\n", G->signal_split.nfix);
+    dm_buf_puts(&b, "#define DM_ROW_WIDTH (DM_MEASURE_WIDTH + DM_FIX_WIDTH)\n\n");
+    emit_fixed(&b, m, G);
     emit_signal(&b, m, G);
     emit_signal_grad(&b, m, G);
     emit_in_bounds(&b, m);

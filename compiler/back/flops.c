@@ -48,4 +48,6 @@ void dm_programs_flops(const dm_programs *G, dm_flops *f)
     f->prepare = dm_count_flops_marked(&G->signal, G->signal_split.prep_code, &f->prepare_transc);
     f->gradient_prepare =
         dm_count_flops_marked(&G->grad, G->grad_split.prep_code, &f->gradient_prepare_transc);
+    f->fix = dm_count_flops_marked(&G->signal, G->signal_split.fix_code, &f->fix_transc);
+    f->fix_width = G->signal_split.nfix;
 }

@@ -425,6 +425,25 @@ static int sub(dm_prog *P, int a, int b)
     return dm_ir_binary(P, DM_IR_SUB, a, b);
 }
 
+/* P_n(x) for a constant order n: the recurrence (k+1) P_(k+1) = (2k+1) x P_k - k P_(k-1)
+ * written out with its coefficients folded, so that the lower orders are values shared by
+ * every order a model uses (the Watson series needs all even orders to 12: 33 operations in
+ * all instead of a call per order, each with its own loop and divisions) and the derivative
+ * follows from the arithmetic.  Higher orders stay a call of dm_legendre. */
+static int legendre(dm_prog *P, int n, int x)
+{
+    if (n > 16) return dm_ir_call(P, DM_MF_LEGENDRE, n, &x);
+    if (n <= 0) return dm_ir_const(P, n == 0 ? 1 : 0);
+    int prev = dm_ir_const(P, 1), cur = x;
+    for (int k = 1; k < n; k++) {
+        int next = sub(P, mul(P, dm_ir_const(P, (2.0 * k + 1) / (k + 1)), mul(P, x, cur)),
+                       mul(P, dm_ir_const(P, (double)k / (k + 1)), prev));
+        prev = cur;
+        cur = next;
+    }
+    return cur;
+}
+
 /* watson_sh / stick_sh of order l at value a; the orders with a known value fold. */
 static int sh_call(dm_prog *P, dm_mathfn fn, int l, int a)
 {
@@ -440,7 +459,7 @@ static int watson_stick(dm_prog *P, int x, int t, int kappa)
     int sum = dm_ir_const(P, 0);
     for (int l = 0; l <= 12; l += 2) {
         int term = mul(P, sh_call(P, DM_MF_WATSON_SH, l, kappa), sh_call(P, DM_MF_STICK_SH, l, x));
-        if (l > 0) term = mul(P, term, dm_ir_call(P, DM_MF_LEGENDRE, l, &t));
+        if (l > 0) term = mul(P, term, legendre(P, l, t));
         sum = add(P, sum, mul(P, dm_ir_const(P, (2 * l + 1) / 2.0), term));
     }
     return sum;
@@ -616,8 +635,7 @@ static int lower_call(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH])
         double n;
         if (!dm_ir_const_value(P, arg[0][0], &n))
             n = e->args[0]->num; /* the checker's folded constant */
-        int x = arg[1][0];
-        out[0] = dm_ir_call(P, DM_MF_LEGENDRE, (int)n, &x);
+        out[0] = legendre(P, (int)n, arg[1][0]);
         return 1;
     }
     case DM_FN_WATSON_SH:

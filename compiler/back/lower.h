@@ -147,25 +147,37 @@ void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live);
 /* Hoisting (split.c): a function of (p, m, v) evaluated for every measurement of a voxel is
  * split into a part that depends on no measurement input, run once per voxel ("prepare"),
  * and the per-measurement rest ("at"), which reads the invariant values it needs from a
- * small array pre[].  Arrays of P->n entries (as of the split) indexed by instruction id:
+ * small array pre[].  A third class is the costly per-measurement work that depends on no
+ * parameter (a special function of b d_par with d_par a voxel input, the ball's exp(-b d_iso)):
+ * it is the same at every point a fit tries, so it is computed once per voxel and measurement
+ * before the fit ("fix") and read from the measurement row, extended by DM_FIX_WIDTH columns
+ * (templates/model_api.h).  Arrays of P->n entries (as of the split) indexed by instruction id:
  *   varying[i]    1: depends on a measurement column;
  *   at_code[i]    1: computed per measurement (a varying value the roots need), or a
  *                 measurement or voxel column read there (voxel columns are read from v
  *                 directly rather than copied into pre);
  *   slot[i]       index in pre[] of an invariant value the per-measurement part reads
  *                 (a parameter or a computed value; a root too when it is invariant), or -1;
- *   prep_code[i]  1: needed to fill pre[] (live for the slot values).
- * slot_ins[j] is the instruction of slot j, in ascending order.  Constants are literals and
- * never take a slot. */
+ *   prep_code[i]  1: needed to fill pre[] (live for the slot values);
+ *   fix_slot[i]   index among the fixed columns of a value the per-measurement part reads
+ *                 from the extended row, or -1;
+ *   fix_code[i]   1: needed to compute the fixed values from (m, v).
+ * slot_ins[j] is the instruction of slot j, fix_ins[k] that of fixed column k, each in
+ * ascending order.  Constants are literals and never take a slot. */
 typedef struct dm_split {
     int n;
-    char *varying, *at_code, *prep_code;
-    int *slot;
-    int *slot_ins;
-    int nslots;
+    char *varying, *at_code, *prep_code, *fix_code;
+    int *slot, *fix_slot;
+    int *slot_ins, *fix_ins;
+    int nslots, nfix;
 } dm_split;
 
-void dm_split_program(const dm_prog *P, const int *roots, int nroots, dm_split *S);
+/* fixed_from: NULL to choose the fixed values (the signal's split); else the split of the
+ * program fixed_prog whose fixed columns this split must read (the gradient reads the
+ * signal's columns: its program lowered the signal first, so the same instruction ids are the
+ * same values; a fixed value of fixed_prog that this program lacks is not read). */
+void dm_split_program(const dm_prog *P, const int *roots, int nroots, const dm_prog *fixed_prog,
+                      const dm_split *fixed_from, dm_split *S);
 void dm_split_free(dm_split *S);
 
 /* Operation counts (flops.c) of the live instructions for the given roots: + - * / and

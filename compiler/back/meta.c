@@ -25,11 +25,10 @@ static const char *output_kind_name(dm_output_kind k)
 char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source)
 {
     dm_buf b = {0};
-    dm_buf_puts(&b, "dimoc-meta 2\n");
+    dm_buf_puts(&b, "dimoc-meta 3\n");
     dm_buf_printf(&b, "model %s\n", m->name);
     dm_buf_printf(&b, "description %s\n", m->description ? m->description : "");
-    dm_buf_printf(&b, "source_hash %016llx\n",
-                  dm_model_source_hash(m));
+    dm_buf_printf(&b, "source_hash %016llx\n", dm_model_source_hash(m));
     dm_buf_printf(&b, "code_hash %016llx\n", dm_hash64(source, strlen(source), 0));
     dm_buf_printf(&b, "flops_signal %ld\n", flops->signal);
     dm_buf_printf(&b, "flops_signal_transcendental %ld\n", flops->signal_transc);
@@ -40,6 +39,9 @@ char *dm_meta_text(const dm_model *m, const dm_flops *flops, const char *source)
     dm_buf_printf(&b, "flops_gradient_prepare %ld\n", flops->gradient_prepare);
     dm_buf_printf(&b, "flops_gradient_prepare_transcendental %ld\n",
                   flops->gradient_prepare_transc);
+    dm_buf_printf(&b, "flops_fix %ld\n", flops->fix);
+    dm_buf_printf(&b, "flops_fix_transcendental %ld\n", flops->fix_transc);
+    dm_buf_printf(&b, "fix_width %d\n", flops->fix_width);
     dm_buf_printf(&b, "multistart %d\n", m->multistart > 0 ? m->multistart : 1);
     for (int i = 0; i < m->measures.n; i++) {
         const dm_input *in = m->measures.items[i];

@@ -38,8 +38,8 @@ static int build_signal(dm_programs *G, const dm_model *m, dm_diag *diag)
         }
         G->grad_roots[1 + k] = v[0];
     }
-    dm_split_program(&G->signal, &G->signal_root, 1, &G->signal_split);
-    dm_split_program(P, G->grad_roots, 1 + np, &G->grad_split);
+    dm_split_program(&G->signal, &G->signal_root, 1, NULL, NULL, &G->signal_split);
+    dm_split_program(P, G->grad_roots, 1 + np, &G->signal, &G->signal_split, &G->grad_split);
     return 0;
 }
 

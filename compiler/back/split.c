@@ -6,7 +6,8 @@
  * measurement and its operands are needed there in turn; an invariant value needed there is
  * where the walk stops: it becomes a slot of pre[], computed once by the prepare part.  So
  * pre[] holds exactly the invariant values the per-measurement code reads, not every
- * invariant temporary. */
+ * invariant temporary.  A varying value that reads no parameter and has a per-measurement call
+ * in its cone stops the walk the same way, as a fixed column of the extended row. */
 #include "lower.h"
 
 #include <stdlib.h>
@@ -19,7 +20,30 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-void dm_split_program(const dm_prog *P, const int *roots, int nroots, dm_split *S)
+/* Two instructions that compute the same value from the same operand ids. */
+static int same_instruction(const dm_ins *a, const dm_ins *b)
+{
+    if (a->op != b->op || a->fn != b->fn || a->index != b->index || a->nargs != b->nargs ||
+        memcmp(&a->num, &b->num, sizeof a->num) != 0)
+        return 0;
+    for (int j = 0; j < a->nargs; j++)
+        if (a->arg[j] != b->arg[j]) return 0;
+    return 1;
+}
+
+/* The fixed column of each instruction of P that fixed_prog's split fixed_from hoisted, when
+ * P begins with fixed_prog's instructions (else none). */
+static void inherit_fixed(const dm_prog *P, const dm_prog *fixed_prog, const dm_split *fixed_from,
+                          int *fix_slot)
+{
+    if (fixed_prog->n > P->n) return;
+    for (int i = 0; i < fixed_prog->n; i++)
+        if (!same_instruction(&P->ins[i], &fixed_prog->ins[i])) return;
+    for (int i = 0; i < fixed_prog->n; i++) fix_slot[i] = fixed_from->fix_slot[i];
+}
+
+void dm_split_program(const dm_prog *P, const int *roots, int nroots, const dm_prog *fixed_prog,
+                      const dm_split *fixed_from, dm_split *S)
 {
     int n = P->n;
     memset(S, 0, sizeof *S);
@@ -27,15 +51,28 @@ void dm_split_program(const dm_prog *P, const int *roots, int nroots, dm_split *
     S->varying = xcalloc((size_t)n, 1);
     S->at_code = xcalloc((size_t)n, 1);
     S->prep_code = xcalloc((size_t)n, 1);
+    S->fix_code = xcalloc((size_t)n, 1);
     S->slot = xcalloc((size_t)n, sizeof(int));
     S->slot_ins = xcalloc((size_t)n, sizeof(int));
+    S->fix_slot = xcalloc((size_t)n, sizeof(int));
+    S->fix_ins = xcalloc((size_t)n, sizeof(int));
+    /* param_dep: reads a parameter; costly: a per-measurement call in its operands' cone. */
+    char *param_dep = xcalloc((size_t)n, 1), *costly = xcalloc((size_t)n, 1);
     for (int i = 0; i < n; i++) {
         const dm_ins *x = &P->ins[i];
-        int v = x->op == DM_IR_MEASURE;
-        for (int j = 0; j < x->nargs; j++) v |= S->varying[x->arg[j]];
+        int v = x->op == DM_IR_MEASURE, pd = x->op == DM_IR_PARAM, c = 0;
+        for (int j = 0; j < x->nargs; j++) {
+            v |= S->varying[x->arg[j]];
+            pd |= param_dep[x->arg[j]];
+            c |= costly[x->arg[j]];
+        }
         S->varying[i] = (char)v;
+        param_dep[i] = (char)pd;
+        costly[i] = (char)(c || (v && x->op == DM_IR_CALL));
         S->slot[i] = -1;
+        S->fix_slot[i] = -1;
     }
+    if (fixed_from) inherit_fixed(P, fixed_prog, fixed_from, S->fix_slot);
 
     char *need = xcalloc((size_t)n, 1);
     for (int r = 0; r < nroots; r++)
@@ -43,7 +80,11 @@ void dm_split_program(const dm_prog *P, const int *roots, int nroots, dm_split *
     for (int i = n - 1; i >= 0; i--) {
         const dm_ins *x = &P->ins[i];
         if (!need[i] || x->op == DM_IR_CONST) continue;
-        if (S->varying[i]) {
+        if (S->varying[i] && !fixed_from && costly[i] && !param_dep[i]) {
+            S->fix_slot[i] = 1; /* numbered below, in ascending order */
+        } else if (S->varying[i] && S->fix_slot[i] >= 0) {
+            /* read from the extended row */
+        } else if (S->varying[i]) {
             S->at_code[i] = 1;
             for (int j = 0; j < x->nargs; j++) need[x->arg[j]] = 1;
         } else if (x->op == DM_IR_VOXEL) {
@@ -52,13 +93,26 @@ void dm_split_program(const dm_prog *P, const int *roots, int nroots, dm_split *
             S->slot[i] = 1; /* numbered below, in ascending order */
         }
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (S->slot[i] >= 0) {
             S->slot[i] = S->nslots;
             S->slot_ins[S->nslots++] = i;
         }
+        if (!fixed_from && S->fix_slot[i] >= 0) {
+            S->fix_slot[i] = S->nfix;
+            S->fix_ins[S->nfix++] = i;
+        }
+    }
+    if (fixed_from) { /* only the inherited columns this program reads */
+        for (int i = 0; i < n; i++)
+            if (S->fix_slot[i] >= 0 && !need[i]) S->fix_slot[i] = -1;
+        S->nfix = fixed_from->nfix;
+    }
     dm_ir_live(P, S->slot_ins, S->nslots, S->prep_code);
+    if (!fixed_from) dm_ir_live(P, S->fix_ins, S->nfix, S->fix_code);
     free(need);
+    free(param_dep);
+    free(costly);
 }
 
 void dm_split_free(dm_split *S)
@@ -68,5 +122,8 @@ void dm_split_free(dm_split *S)
     free(S->prep_code);
     free(S->slot);
     free(S->slot_ins);
+    free(S->fix_code);
+    free(S->fix_slot);
+    free(S->fix_ins);
     memset(S, 0, sizeof *S);
 }

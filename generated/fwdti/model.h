@@ -13,6 +13,27 @@
 #define DM_OUTPUT_WIDTH 8
 #define DM_PRE_WIDTH 9
 #define DM_PREG_WIDTH 9
+#define DM_FIX_WIDTH 1
+#define DM_ROW_WIDTH (DM_MEASURE_WIDTH + DM_FIX_WIDTH)
+
+/* The per-measurement values that read no parameter: fix[0 .. DM_FIX_WIDTH) of measurement
+ * m (its DM_MEASURE_WIDTH columns) in voxel v. */
+DM_FN void dm_signal_fix(const real *m, const real *v, real *fix)
+{
+    const real m_b = m[3];
+    const real v_d_iso = v[0];
+    const real t0 = -m_b;
+    const real t1 = t0 * v_d_iso;
+    const real t2 = exp(t1);
+    fix[0] = t2;
+}
+
+/* The row the _at functions read: measurement m's columns, then its fixed values. */
+DM_FN void dm_row_extend(const real *m, const real *v, real *row)
+{
+    for (int c = 0; c < DM_MEASURE_WIDTH; c++) row[c] = m[c];
+    dm_signal_fix(m, v, row + DM_MEASURE_WIDTH);
+}
 
 /* The part of the signal that depends on no measurement input: pre[0 .. DM_PRE_WIDTH). */
 DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
@@ -41,6 +62,7 @@ DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
 /* Predicted signal of one measurement, from dm_signal_prepare's pre. */
 DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
 {
+    (void)v;
     const real p_S0 = pre[0];
     const real p_f = pre[1];
     const real t0 = pre[2];
@@ -50,44 +72,43 @@ DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
     const real p_l22 = pre[6];
     const real p_l32 = pre[7];
     const real p_l33 = pre[8];
+    const real t1 = m[DM_MEASURE_WIDTH + 0];
     const real m_g_x = m[0];
     const real m_g_y = m[1];
     const real m_g_z = m[2];
     const real m_b = m[3];
-    const real v_d_iso = v[0];
-    const real t1 = -m_b;
-    const real t2 = t1 * (real)0.001;
-    const real t3 = p_l11 * m_g_x;
-    const real t4 = p_l21 * m_g_y;
-    const real t5 = t3 + t4;
-    const real t6 = p_l31 * m_g_z;
-    const real t7 = t5 + t6;
-    const real t8 = t7 * t7;
-    const real t9 = p_l22 * m_g_y;
-    const real t10 = p_l32 * m_g_z;
-    const real t11 = t9 + t10;
-    const real t12 = t11 * t11;
-    const real t13 = t8 + t12;
-    const real t14 = p_l33 * m_g_z;
-    const real t15 = t14 * t14;
-    const real t16 = t13 + t15;
-    const real t17 = t2 * t16;
-    const real t18 = exp(t17);
-    const real t19 = t0 * t18;
-    const real t20 = t1 * v_d_iso;
-    const real t21 = exp(t20);
-    const real t22 = p_f * t21;
-    const real t23 = t19 + t22;
-    const real t24 = p_S0 * t23;
-    return t24;
+    const real t2 = -m_b;
+    const real t3 = t2 * (real)0.001;
+    const real t4 = p_l11 * m_g_x;
+    const real t5 = p_l21 * m_g_y;
+    const real t6 = t4 + t5;
+    const real t7 = p_l31 * m_g_z;
+    const real t8 = t6 + t7;
+    const real t9 = t8 * t8;
+    const real t10 = p_l22 * m_g_y;
+    const real t11 = p_l32 * m_g_z;
+    const real t12 = t10 + t11;
+    const real t13 = t12 * t12;
+    const real t14 = t9 + t13;
+    const real t15 = p_l33 * m_g_z;
+    const real t16 = t15 * t15;
+    const real t17 = t14 + t16;
+    const real t18 = t3 * t17;
+    const real t19 = exp(t18);
+    const real t20 = t0 * t19;
+    const real t21 = p_f * t1;
+    const real t22 = t20 + t21;
+    const real t23 = p_S0 * t22;
+    return t23;
 }
 
-/* Predicted signal of one measurement. */
+/* Predicted signal of one measurement (m: its DM_MEASURE_WIDTH columns). */
 DM_FN real dm_signal(const real *p, const real *m, const real *v)
 {
-    real pre[DM_PRE_WIDTH];
+    real pre[DM_PRE_WIDTH], row[DM_ROW_WIDTH];
     dm_signal_prepare(p, v, pre);
-    return dm_signal_at(pre, m, v);
+    dm_row_extend(m, v, row);
+    return dm_signal_at(pre, row, v);
 }
 
 /* The invariant values and partials the gradient needs per measurement: pre[0 ..
@@ -119,6 +140,7 @@ DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
  * from dm_signal_grad_prepare's pre. */
 DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real *ds)
 {
+    (void)v;
     const real p_S0 = pre[0];
     const real p_f = pre[1];
     const real t0 = pre[2];
@@ -128,79 +150,77 @@ DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real
     const real p_l22 = pre[6];
     const real p_l32 = pre[7];
     const real p_l33 = pre[8];
+    const real t1 = m[DM_MEASURE_WIDTH + 0];
     const real m_g_x = m[0];
     const real m_g_y = m[1];
     const real m_g_z = m[2];
     const real m_b = m[3];
-    const real v_d_iso = v[0];
-    const real t1 = -m_b;
-    const real t2 = t1 * (real)0.001;
-    const real t3 = p_l11 * m_g_x;
-    const real t4 = p_l21 * m_g_y;
-    const real t5 = t3 + t4;
-    const real t6 = p_l31 * m_g_z;
-    const real t7 = t5 + t6;
-    const real t8 = t7 * t7;
-    const real t9 = p_l22 * m_g_y;
-    const real t10 = p_l32 * m_g_z;
-    const real t11 = t9 + t10;
-    const real t12 = t11 * t11;
-    const real t13 = t8 + t12;
-    const real t14 = p_l33 * m_g_z;
-    const real t15 = t14 * t14;
-    const real t16 = t13 + t15;
-    const real t17 = t2 * t16;
-    const real t18 = exp(t17);
-    const real t19 = t0 * t18;
-    const real t20 = t1 * v_d_iso;
-    const real t21 = exp(t20);
-    const real t22 = p_f * t21;
-    const real t23 = t19 + t22;
-    const real t24 = p_S0 * t23;
-    const real t25 = t7 + t7;
-    const real t26 = m_g_x * t25;
-    const real t27 = m_g_y * t25;
-    const real t28 = m_g_z * t25;
-    const real t29 = t11 + t11;
-    const real t30 = m_g_y * t29;
-    const real t31 = m_g_z * t29;
-    const real t32 = t14 + t14;
-    const real t33 = m_g_z * t32;
-    const real t34 = t26 * t2;
-    const real t35 = t27 * t2;
-    const real t36 = t30 * t2;
-    const real t37 = t28 * t2;
-    const real t38 = t31 * t2;
-    const real t39 = t33 * t2;
-    const real t40 = t34 * t18;
-    const real t41 = t35 * t18;
-    const real t42 = t36 * t18;
-    const real t43 = t37 * t18;
-    const real t44 = t38 * t18;
-    const real t45 = t39 * t18;
+    const real t2 = -m_b;
+    const real t3 = t2 * (real)0.001;
+    const real t4 = p_l11 * m_g_x;
+    const real t5 = p_l21 * m_g_y;
+    const real t6 = t4 + t5;
+    const real t7 = p_l31 * m_g_z;
+    const real t8 = t6 + t7;
+    const real t9 = t8 * t8;
+    const real t10 = p_l22 * m_g_y;
+    const real t11 = p_l32 * m_g_z;
+    const real t12 = t10 + t11;
+    const real t13 = t12 * t12;
+    const real t14 = t9 + t13;
+    const real t15 = p_l33 * m_g_z;
+    const real t16 = t15 * t15;
+    const real t17 = t14 + t16;
+    const real t18 = t3 * t17;
+    const real t19 = exp(t18);
+    const real t20 = t0 * t19;
+    const real t21 = p_f * t1;
+    const real t22 = t20 + t21;
+    const real t23 = p_S0 * t22;
+    const real t24 = t8 + t8;
+    const real t25 = m_g_x * t24;
+    const real t26 = m_g_y * t24;
+    const real t27 = m_g_z * t24;
+    const real t28 = t12 + t12;
+    const real t29 = m_g_y * t28;
+    const real t30 = m_g_z * t28;
+    const real t31 = t15 + t15;
+    const real t32 = m_g_z * t31;
+    const real t33 = t25 * t3;
+    const real t34 = t26 * t3;
+    const real t35 = t29 * t3;
+    const real t36 = t27 * t3;
+    const real t37 = t30 * t3;
+    const real t38 = t32 * t3;
+    const real t39 = t33 * t19;
+    const real t40 = t34 * t19;
+    const real t41 = t35 * t19;
+    const real t42 = t36 * t19;
+    const real t43 = t37 * t19;
+    const real t44 = t38 * t19;
+    const real t45 = t39 * t0;
     const real t46 = t40 * t0;
     const real t47 = t41 * t0;
     const real t48 = t42 * t0;
     const real t49 = t43 * t0;
     const real t50 = t44 * t0;
-    const real t51 = t45 * t0;
-    const real t52 = t21 - t18;
-    const real t53 = t52 * p_S0;
+    const real t51 = t1 - t19;
+    const real t52 = t51 * p_S0;
+    const real t53 = t45 * p_S0;
     const real t54 = t46 * p_S0;
     const real t55 = t47 * p_S0;
     const real t56 = t48 * p_S0;
     const real t57 = t49 * p_S0;
     const real t58 = t50 * p_S0;
-    const real t59 = t51 * p_S0;
-    ds[0] = t23; /* S0 */
-    ds[1] = t53; /* f */
-    ds[2] = t54; /* l11 */
-    ds[3] = t55; /* l21 */
-    ds[4] = t56; /* l22 */
-    ds[5] = t57; /* l31 */
-    ds[6] = t58; /* l32 */
-    ds[7] = t59; /* l33 */
-    return t24;
+    ds[0] = t22; /* S0 */
+    ds[1] = t52; /* f */
+    ds[2] = t53; /* l11 */
+    ds[3] = t54; /* l21 */
+    ds[4] = t55; /* l22 */
+    ds[5] = t56; /* l31 */
+    ds[6] = t57; /* l32 */
+    ds[7] = t58; /* l33 */
+    return t23;
 }
 
 /* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */
@@ -208,7 +228,9 @@ DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
 {
     real pre[DM_PREG_WIDTH];
     dm_signal_grad_prepare(p, v, pre);
-    return dm_signal_grad_at(pre, m, v, ds);
+    real row[DM_ROW_WIDTH];
+    dm_row_extend(m, v, row);
+    return dm_signal_grad_at(pre, row, v, ds);
 }
 
 /* 1 when every non-periodic parameter is within its bounds (and none is nan). */

@@ -13,6 +13,27 @@
 #define DM_OUTPUT_WIDTH 5
 #define DM_PRE_WIDTH 10
 #define DM_PREG_WIDTH 20
+#define DM_FIX_WIDTH 1
+#define DM_ROW_WIDTH (DM_MEASURE_WIDTH + DM_FIX_WIDTH)
+
+/* The per-measurement values that read no parameter: fix[0 .. DM_FIX_WIDTH) of measurement
+ * m (its DM_MEASURE_WIDTH columns) in voxel v. */
+DM_FN void dm_signal_fix(const real *m, const real *v, real *fix)
+{
+    const real m_b = m[3];
+    const real v_d_iso = v[0];
+    const real t0 = -m_b;
+    const real t1 = t0 * v_d_iso;
+    const real t2 = exp(t1);
+    fix[0] = t2;
+}
+
+/* The row the _at functions read: measurement m's columns, then its fixed values. */
+DM_FN void dm_row_extend(const real *m, const real *v, real *row)
+{
+    for (int c = 0; c < DM_MEASURE_WIDTH; c++) row[c] = m[c];
+    dm_signal_fix(m, v, row + DM_MEASURE_WIDTH);
+}
 
 /* The part of the signal that depends on no measurement input: pre[0 .. DM_PRE_WIDTH). */
 DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
@@ -54,6 +75,7 @@ DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
 /* Predicted signal of one measurement, from dm_signal_prepare's pre. */
 DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
 {
+    (void)v;
     const real p_S0 = pre[0];
     const real p_f_ic = pre[1];
     const real p_d_par = pre[2];
@@ -64,42 +86,41 @@ DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)
     const real t3 = pre[7]; /* let f_ec */
     const real t4 = pre[8]; /* let d_zep */
     const real t5 = pre[9];
+    const real t6 = m[DM_MEASURE_WIDTH + 0];
     const real m_g_x = m[0];
     const real m_g_y = m[1];
     const real m_g_z = m[2];
     const real m_b = m[3];
-    const real v_d_iso = v[0];
-    const real t6 = -m_b;
-    const real t7 = t6 * p_d_par;
-    const real t8 = m_g_z * t2;
-    const real t9 = m_g_y * t1;
-    const real t10 = m_g_x * t0;
-    const real t11 = t10 + t9;
-    const real t12 = t11 + t8;
-    const real t13 = t12 * t12;
-    const real t14 = t7 * t13;
-    const real t15 = exp(t14);
-    const real t16 = p_f_ic * t15;
-    const real t17 = t5 * t13;
-    const real t18 = t4 + t17;
-    const real t19 = t6 * t18;
-    const real t20 = exp(t19);
-    const real t21 = t3 * t20;
-    const real t22 = t16 + t21;
-    const real t23 = t6 * v_d_iso;
-    const real t24 = exp(t23);
-    const real t25 = p_f_iso * t24;
-    const real t26 = t22 + t25;
-    const real t27 = p_S0 * t26;
-    return t27;
+    const real t7 = -m_b;
+    const real t8 = t7 * p_d_par;
+    const real t9 = m_g_z * t2;
+    const real t10 = m_g_y * t1;
+    const real t11 = m_g_x * t0;
+    const real t12 = t11 + t10;
+    const real t13 = t12 + t9;
+    const real t14 = t13 * t13;
+    const real t15 = t8 * t14;
+    const real t16 = exp(t15);
+    const real t17 = p_f_ic * t16;
+    const real t18 = t5 * t14;
+    const real t19 = t4 + t18;
+    const real t20 = t7 * t19;
+    const real t21 = exp(t20);
+    const real t22 = t3 * t21;
+    const real t23 = t17 + t22;
+    const real t24 = p_f_iso * t6;
+    const real t25 = t23 + t24;
+    const real t26 = p_S0 * t25;
+    return t26;
 }
 
-/* Predicted signal of one measurement. */
+/* Predicted signal of one measurement (m: its DM_MEASURE_WIDTH columns). */
 DM_FN real dm_signal(const real *p, const real *m, const real *v)
 {
-    real pre[DM_PRE_WIDTH];
+    real pre[DM_PRE_WIDTH], row[DM_ROW_WIDTH];
     dm_signal_prepare(p, v, pre);
-    return dm_signal_at(pre, m, v);
+    dm_row_extend(m, v, row);
+    return dm_signal_at(pre, row, v);
 }
 
 /* The invariant values and partials the gradient needs per measurement: pre[0 ..
@@ -172,6 +193,7 @@ DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
  * from dm_signal_grad_prepare's pre. */
 DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real *ds)
 {
+    (void)v;
     const real p_S0 = pre[0];
     const real p_f_ic = pre[1];
     const real p_d_par = pre[2];
@@ -192,95 +214,93 @@ DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real
     const real t13 = pre[17];
     const real t14 = pre[18];
     const real t15 = pre[19];
+    const real t16 = m[DM_MEASURE_WIDTH + 0];
     const real m_g_x = m[0];
     const real m_g_y = m[1];
     const real m_g_z = m[2];
     const real m_b = m[3];
-    const real v_d_iso = v[0];
-    const real t16 = -m_b;
-    const real t17 = t16 * p_d_par;
-    const real t18 = m_g_z * t2;
-    const real t19 = m_g_y * t1;
-    const real t20 = m_g_x * t0;
-    const real t21 = t20 + t19;
-    const real t22 = t21 + t18;
-    const real t23 = t22 * t22;
-    const real t24 = t17 * t23;
-    const real t25 = exp(t24);
-    const real t26 = p_f_ic * t25;
-    const real t27 = t6 * t23;
-    const real t28 = t5 + t27;
-    const real t29 = t16 * t28;
-    const real t30 = exp(t29);
-    const real t31 = t3 * t30;
-    const real t32 = t26 + t31;
-    const real t33 = t16 * v_d_iso;
-    const real t34 = exp(t33);
-    const real t35 = p_f_iso * t34;
-    const real t36 = t32 + t35;
-    const real t37 = p_S0 * t36;
-    const real t38 = t10 * m_g_z;
-    const real t39 = t9 * m_g_y;
-    const real t40 = t0 * m_g_y;
-    const real t41 = t7 * m_g_x;
-    const real t42 = t8 * m_g_x;
+    const real t17 = -m_b;
+    const real t18 = t17 * p_d_par;
+    const real t19 = m_g_z * t2;
+    const real t20 = m_g_y * t1;
+    const real t21 = m_g_x * t0;
+    const real t22 = t21 + t20;
+    const real t23 = t22 + t19;
+    const real t24 = t23 * t23;
+    const real t25 = t18 * t24;
+    const real t26 = exp(t25);
+    const real t27 = p_f_ic * t26;
+    const real t28 = t6 * t24;
+    const real t29 = t5 + t28;
+    const real t30 = t17 * t29;
+    const real t31 = exp(t30);
+    const real t32 = t3 * t31;
+    const real t33 = t27 + t32;
+    const real t34 = p_f_iso * t16;
+    const real t35 = t33 + t34;
+    const real t36 = p_S0 * t35;
+    const real t37 = t10 * m_g_z;
+    const real t38 = t9 * m_g_y;
+    const real t39 = t0 * m_g_y;
+    const real t40 = t7 * m_g_x;
+    const real t41 = t8 * m_g_x;
+    const real t42 = t40 + t38;
     const real t43 = t41 + t39;
-    const real t44 = t42 + t40;
-    const real t45 = t43 + t38;
-    const real t46 = t22 + t22;
-    const real t47 = t45 * t46;
-    const real t48 = t44 * t46;
-    const real t49 = t16 * t23;
-    const real t50 = t47 * t17;
-    const real t51 = t48 * t17;
-    const real t52 = t49 * t25;
-    const real t53 = t50 * t25;
-    const real t54 = t51 * t25;
+    const real t44 = t42 + t37;
+    const real t45 = t23 + t23;
+    const real t46 = t44 * t45;
+    const real t47 = t43 * t45;
+    const real t48 = t17 * t24;
+    const real t49 = t46 * t18;
+    const real t50 = t47 * t18;
+    const real t51 = t48 * t26;
+    const real t52 = t49 * t26;
+    const real t53 = t50 * t26;
+    const real t54 = t51 * p_f_ic;
     const real t55 = t52 * p_f_ic;
     const real t56 = t53 * p_f_ic;
-    const real t57 = t54 * p_f_ic;
-    const real t58 = t13 * t23;
-    const real t59 = t14 * t23;
-    const real t60 = t15 * t23;
+    const real t57 = t13 * t24;
+    const real t58 = t14 * t24;
+    const real t59 = t15 * t24;
+    const real t60 = t46 * t6;
     const real t61 = t47 * t6;
-    const real t62 = t48 * t6;
-    const real t63 = t11 + t58;
-    const real t64 = t12 + t59;
-    const real t65 = t4 + t60;
-    const real t66 = t63 * t16;
-    const real t67 = t64 * t16;
-    const real t68 = t65 * t16;
-    const real t69 = t61 * t16;
-    const real t70 = t62 * t16;
-    const real t71 = t66 * t30;
-    const real t72 = t67 * t30;
-    const real t73 = t68 * t30;
-    const real t74 = t69 * t30;
-    const real t75 = t70 * t30;
-    const real t76 = t71 * t3;
-    const real t77 = t76 - t30;
-    const real t78 = t72 * t3;
-    const real t79 = t78 - t30;
+    const real t62 = t11 + t57;
+    const real t63 = t12 + t58;
+    const real t64 = t4 + t59;
+    const real t65 = t62 * t17;
+    const real t66 = t63 * t17;
+    const real t67 = t64 * t17;
+    const real t68 = t60 * t17;
+    const real t69 = t61 * t17;
+    const real t70 = t65 * t31;
+    const real t71 = t66 * t31;
+    const real t72 = t67 * t31;
+    const real t73 = t68 * t31;
+    const real t74 = t69 * t31;
+    const real t75 = t70 * t3;
+    const real t76 = t75 - t31;
+    const real t77 = t71 * t3;
+    const real t78 = t77 - t31;
+    const real t79 = t72 * t3;
     const real t80 = t73 * t3;
     const real t81 = t74 * t3;
-    const real t82 = t75 * t3;
-    const real t83 = t25 + t77;
+    const real t82 = t26 + t76;
+    const real t83 = t54 + t79;
     const real t84 = t55 + t80;
     const real t85 = t56 + t81;
-    const real t86 = t57 + t82;
-    const real t87 = t79 + t34;
-    const real t88 = t83 * p_S0;
-    const real t89 = t87 * p_S0;
+    const real t86 = t78 + t16;
+    const real t87 = t82 * p_S0;
+    const real t88 = t86 * p_S0;
+    const real t89 = t83 * p_S0;
     const real t90 = t84 * p_S0;
     const real t91 = t85 * p_S0;
-    const real t92 = t86 * p_S0;
-    ds[0] = t36; /* S0 */
-    ds[1] = t88; /* f_ic */
-    ds[2] = t89; /* f_iso */
-    ds[3] = t90; /* d_par */
-    ds[4] = t91; /* th */
-    ds[5] = t92; /* ph */
-    return t37;
+    ds[0] = t35; /* S0 */
+    ds[1] = t87; /* f_ic */
+    ds[2] = t88; /* f_iso */
+    ds[3] = t89; /* d_par */
+    ds[4] = t90; /* th */
+    ds[5] = t91; /* ph */
+    return t36;
 }
 
 /* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */
@@ -288,7 +308,9 @@ DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, real *ds)
 {
     real pre[DM_PREG_WIDTH];
     dm_signal_grad_prepare(p, v, pre);
-    return dm_signal_grad_at(pre, m, v, ds);
+    real row[DM_ROW_WIDTH];
+    dm_row_extend(m, v, row);
+    return dm_signal_grad_at(pre, row, v, ds);
 }
 
 /* 1 when every non-periodic parameter is within its bounds (and none is nan). */

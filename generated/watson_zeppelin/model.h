@@ -13,6 +13,8 @@
 #define DM_OUTPUT_WIDTH 4
 #define DM_PRE_WIDTH 6
 #define DM_PREG_WIDTH 14
+#define DM_FIX_WIDTH 0
+#define DM_ROW_WIDTH (DM_MEASURE_WIDTH + DM_FIX_WIDTH)
 
 /* The part of the signal that depends on no measurement input: pre[0 .. DM_PRE_WIDTH). */
 DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)

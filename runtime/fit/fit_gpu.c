@@ -37,10 +37,11 @@ typedef struct gpu_worker {
     char error[512];
 } gpu_worker;
 
-/* One buffer set: device arrays and their pinned host staging. */
+/* One buffer set: device arrays and their pinned host staging; rows (device only) holds the
+ * batch's extended measurement rows when the model has fixed values (templates/model_api.h). */
 typedef struct slot {
     CUstream stream;
-    CUdeviceptr y, vox, idx, params, samples, stats, status;
+    CUdeviceptr y, vox, idx, params, samples, stats, status, rows;
     void *hy, *hvox, *hidx, *hparams, *hsamples, *hstats, *hstatus;
     size_t first, n; /* batch in flight: todo[first .. first+n) */
     int busy;
@@ -98,7 +99,7 @@ static double get(const void *src, size_t i, int rs)
 }
 
 static int alloc_slot(const dm_cuda *cu, slot *s, size_t n, size_t M, size_t VS, size_t P,
-                      size_t ns, int rs)
+                      size_t ns, size_t row_width, int rs)
 {
     memset(s, 0, sizeof *s);
     size_t sizes[7] = {
@@ -112,6 +113,8 @@ static int alloc_slot(const dm_cuda *cu, slot *s, size_t n, size_t M, size_t VS,
         CK(cu->cuMemAlloc(dev[i], sizes[i]), "allocating device memory");
         CK(cu->cuMemAllocHost(host[i], sizes[i]), "allocating pinned host memory");
     }
+    CK(cu->cuMemAlloc(&s->rows, row_width ? n * M * row_width * rs : 1),
+       "allocating device memory");
     return 0;
 fail:
     return -1;
@@ -125,6 +128,7 @@ static void free_slot(const dm_cuda *cu, slot *s)
         if (dev[i]) cu->cuMemFree(dev[i]);
         if (host[i]) cu->cuMemFreeHost(host[i]);
     }
+    if (s->rows) cu->cuMemFree(s->rows);
     if (s->stream) cu->cuStreamDestroy(s->stream);
 }
 
@@ -154,6 +158,7 @@ static void *worker_main(void *arg)
     dm_problem *p = j->p;
     int rs = j->real_size, P = p->mi.nparams, ns = j->ns;
     size_t M = p->M, W = p->mi.measure_width, VW = p->mi.voxel_width, VS = VW ? VW : 1;
+    size_t fix_rows = p->mi.fix_width ? W + (size_t)p->mi.fix_width : 0; /* extended row width */
     dm_gpu_kernel kern;
     memset(&kern, 0, sizeof kern);
     CUdeviceptr d_meas = 0, d_grid = 0;
@@ -177,7 +182,7 @@ static void *worker_main(void *arg)
         if (up != 0) goto fail;
     }
     for (int s = 0; s < 2; s++)
-        if (alloc_slot(cu, &slots[s], j->batch, M, VS, P, ns, rs) != 0) goto fail;
+        if (alloc_slot(cu, &slots[s], j->batch, M, VS, P, ns, fix_rows, rs) != 0) goto fail;
 
     for (int iter = 0;; iter++) {
         slot *s = &slots[iter & 1];
@@ -218,8 +223,8 @@ static void *worker_main(void *arg)
            "copying to the GPU");
         CK(cu->cuMemcpyHtoDAsync(s->idx, s->hidx, n * 8, s->stream), "copying to the GPU");
         int nvox = (int)n;
-        void *args[] = {&p->cfg,    &d_grid,     &d_meas,   &s->y,      &s->vox, &s->idx,
-                        &s->params, &s->samples, &s->stats, &s->status, &nvox};
+        void *args[] = {&p->cfg,    &d_grid,     &d_meas,   &s->y,      &s->vox,  &s->idx,
+                        &s->params, &s->samples, &s->stats, &s->status, &s->rows, &nvox};
         if (dm_gpu_launch(cu, kern.fn, (unsigned long long)n * j->lanes, BLOCK_THREADS, s->stream,
                           args, "launching the fitting kernel") != 0)
             goto fail;
@@ -289,7 +294,9 @@ int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm
      * memory, or the cap), and no GPU should get fewer than two batches when there is work
      * enough, so that copies overlap compute. */
     size_t P = p->mi.nparams, M = p->M, VS = p->mi.voxel_width ? p->mi.voxel_width : 1;
-    size_t per_voxel = (M + VS + P + (size_t)j.ns * P + DM_NSTATS) * real_size + 8 + sizeof(int);
+    size_t rows = p->mi.fix_width ? M * (p->mi.measure_width + (size_t)p->mi.fix_width) : 0;
+    size_t per_voxel =
+        (M + VS + P + (size_t)j.ns * P + DM_NSTATS + rows) * real_size + 8 + sizeof(int);
     size_t allow = dm_gpu_memory_budget_min(cu, &gs, o->memory_mb);
     size_t batch = allow / (2 * per_voxel);
     size_t spread = (j.ntodo + 2 * ngpu - 1) / (2 * ngpu);

@@ -48,8 +48,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     snprintf(mi->description, sizeof mi->description, "%s", m->description ? m->description : "");
     snprintf(mi->file, sizeof mi->file, "%s", what);
     mi->multistart = m->multistart > 0 ? m->multistart : 1;
-    snprintf(mi->source_hash, sizeof mi->source_hash, "%016llx",
-             dm_model_source_hash(m));
+    snprintf(mi->source_hash, sizeof mi->source_hash, "%016llx", dm_model_source_hash(m));
     snprintf(mi->code_hash, sizeof mi->code_hash, "%016llx", dm_hash64(source, strlen(source), 0));
     mi->flops_signal = flops->signal;
     mi->flops_signal_transc = flops->signal_transc;
@@ -57,6 +56,7 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     mi->flops_gradient_transc = flops->gradient_transc;
     mi->flops_prepare = flops->prepare;
     mi->flops_gradient_prepare = flops->gradient_prepare;
+    mi->fix_width = flops->fix_width;
 
     for (int i = 0; i < m->measures.n; i++) {
         const dm_input *in = m->measures.items[i];

@@ -63,6 +63,7 @@ typedef struct dm_model_info {
     long flops_prepare, flops_gradient_prepare;
     int nparams, nmeasures, nvoxels, noutputs;
     int measure_width, voxel_width, output_width;
+    int fix_width;  /* DM_FIX_WIDTH: fixed values per measurement row, computed before a fit */
     int multistart; /* LM starts per voxel the model asks for (`multistart N`; 1 without) */
     dm_param_info params[DM_MAX_PARAMS];
     dm_measure_info measures[16];

@@ -121,12 +121,18 @@ static const char *harness =
     "    DM_OUTPUT_WIDTH, DM_PRE_WIDTH, DM_PREG_WIDTH}; return w[i]; }\n"
     "void h_prepare(const double *p, const double *v, double *pre)\n"
     "{ dm_signal_prepare(p, v, pre); }\n"
+    "#if DM_FIX_WIDTH > 0\n"
+    "#define EXTEND(m, v) double row[DM_ROW_WIDTH]; dm_row_extend(m, v, row); m = row\n"
+    "#else\n"
+    "#define EXTEND(m, v) (void)0\n"
+    "#endif\n"
     "double h_at(const double *pre, const double *m, const double *v)\n"
-    "{ return dm_signal_at(pre, m, v); }\n"
+    "{ EXTEND(m, v); return dm_signal_at(pre, m, v); }\n"
     "void h_grad_prepare(const double *p, const double *v, double *pre)\n"
     "{ dm_signal_grad_prepare(p, v, pre); }\n"
     "double h_grad_at(const double *pre, const double *m, const double *v, double *ds)\n"
-    "{ return dm_signal_grad_at(pre, m, v, ds); }\n";
+    "{ EXTEND(m, v); return dm_signal_grad_at(pre, m, v, ds); }\n"
+    "int h_fix_width(void) { return DM_FIX_WIDTH; }\n";
 
 static const char *float_harness =
     "#include <math.h>\n"
@@ -139,6 +145,9 @@ static const char *float_harness =
     "float h_split(const float *p, const float *m, const float *v, float *ds)\n"
     "{ float pre[DM_PRE_WIDTH], preg[DM_PREG_WIDTH];\n"
     "  dm_signal_prepare(p, v, pre); dm_signal_grad_prepare(p, v, preg);\n"
+    "#if DM_FIX_WIDTH > 0\n"
+    "  float row[DM_ROW_WIDTH]; dm_row_extend(m, v, row); m = row;\n"
+    "#endif\n"
     "  return dm_signal_at(pre, m, v) + dm_signal_grad_at(preg, m, v, ds); }\n";
 
 /* Runs a shell command; 1 when it succeeded and wrote nothing to log. */
@@ -314,28 +323,30 @@ static const char *repeated_subexpression(const char *src)
 }
 
 /* The per-measurement work of the shipped multi-compartment models, after hoisting: only the
- * exponentials that involve b stay in the loop (the angles' sin/cos, sqrt(kappa) and Dawson's
- * integral move to prepare). */
+ * exponentials that involve b and a parameter stay in the loop (the angles' sin/cos,
+ * sqrt(kappa) and Dawson's integral move to prepare; NODDI's stick integrals J_l(b d_par), l =
+ * 0..12, and its ball exp(-b d_iso) read no parameter and become the 8 fixed values of each
+ * measurement row). */
 static void check_hoisting(const char *name, const dm_flops *f)
 {
     static const struct {
         const char *model;
         long signal_transc, gradient_transc;
-    } expect[] = {{"exp_decay", 1, 1},
-                  {"ball_1_stick", 2, 2},
-                  {"ball_2_sticks", 3, 3},
-                  {"ball_3_sticks", 4, 4},
-                  {"watson_zeppelin", 1, 1}};
+        int fix_width;
+    } expect[] = {{"exp_decay", 1, 1, 0},       {"ball_1_stick", 2, 2, 0},
+                  {"ball_2_sticks", 3, 3, 0},   {"ball_3_sticks", 4, 4, 0},
+                  {"watson_zeppelin", 1, 1, 0}, {"noddi_watson", 1, 1, 8}};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         if (strcmp(name, expect[i].model) == 0) {
             int ok = f->signal_transc == expect[i].signal_transc &&
-                     f->gradient_transc == expect[i].gradient_transc;
+                     f->gradient_transc == expect[i].gradient_transc &&
+                     f->fix_width == expect[i].fix_width;
             check_model(ok, name, "hoisted-transcendentals",
-                        "per measurement %ld (signal) and %ld (gradient)", f->signal_transc,
-                        f->gradient_transc);
+                        "per measurement %ld (signal) and %ld (gradient), %d fixed values",
+                        f->signal_transc, f->gradient_transc, f->fix_width);
             if (!ok)
-                printf("     expected %ld and %ld\n", expect[i].signal_transc,
-                       expect[i].gradient_transc);
+                printf("     expected %ld, %ld and %d\n", expect[i].signal_transc,
+                       expect[i].gradient_transc, expect[i].fix_width);
         }
 }
 

@@ -107,7 +107,7 @@ static int start_rule(const char *s, dm_param_info *x)
 /* One line into *mi; 0 when it is malformed or its key unknown. */
 static int parse_line(char *line, dm_model_info *mi)
 {
-    if (!strcmp(line, "dimoc-meta 2") || !strcmp(line, "end")) return 1;
+    if (!strcmp(line, "dimoc-meta 3") || !strcmp(line, "end")) return 1;
     if (!strncmp(line, "description ", 12)) {
         snprintf(mi->description, sizeof mi->description, "%.*s", (int)sizeof mi->description - 1,
                  line + 12);
@@ -144,6 +144,14 @@ static int parse_line(char *line, dm_model_info *mi)
         mi->multistart = (int)v;
         return ok;
     }
+    if (!strcmp(f[0], "fix_width") && n == 2) {
+        ok = integer(f[1], &v);
+        mi->fix_width = (int)v;
+        return ok;
+    }
+    /* the runtime keeps no count of the fixed part's work */
+    if ((!strcmp(f[0], "flops_fix") || !strcmp(f[0], "flops_fix_transcendental")) && n == 2)
+        return integer(f[1], &v);
     if (!strcmp(f[0], "measure") && (n == 5 || n == 6) && mi->nmeasures < 16) {
         dm_measure_info *x = &mi->measures[mi->nmeasures++];
         long w = 0, c = 0;
@@ -212,8 +220,8 @@ static int parse_line(char *line, dm_model_info *mi)
 static int parse_meta(const char *text, dm_model_info *mi, char *why, size_t len)
 {
     memset(mi, 0, sizeof *mi);
-    if (strncmp(text, "dimoc-meta 2\n", 13) != 0) {
-        snprintf(why, len, "no 'dimoc-meta 2' header");
+    if (strncmp(text, "dimoc-meta 3\n", 13) != 0) {
+        snprintf(why, len, "no 'dimoc-meta 3' header");
         return -1;
     }
     int saw_end = 0;
@@ -265,6 +273,7 @@ static int differ(const dm_model_info *a, const dm_model_info *b, char *why, siz
         if (fa[i] != fb[i]) return DIFF("flops count %d: %ld != %ld", i, fa[i], fb[i]);
     if (a->multistart != b->multistart)
         return DIFF("multistart %d != %d", a->multistart, b->multistart);
+    if (a->fix_width != b->fix_width) return DIFF("fix_width %d != %d", a->fix_width, b->fix_width);
     if (a->nparams != b->nparams || a->nmeasures != b->nmeasures || a->nvoxels != b->nvoxels ||
         a->noutputs != b->noutputs)
         return DIFF("counts %d %d %d %d != %d %d %d %d", a->nparams, a->nmeasures, a->nvoxels,
