@@ -3,13 +3,13 @@
 # when .dbg/base holds an earlier build (bin/dimoc with its templates, models, pipelines and
 # bench), with that build on the same data in the same call; then each tree's final maps
 # against the simulation's truth (median |error|) and against each other.
-#   PIPELINE=noddi_watson VOXELS=200000 scripts/dev_pipeline_compare.sh
+#   PIPELINE=noddi_watson VOXELS=200000 [SKIP_BASE=1] scripts/dev_pipeline_compare.sh
 set -u
 . "$(dirname "$0")/device_env.sh"
 P=${PIPELINE:-noddi_watson}
 N=${VOXELS:-200000}
 trees=new
-[ -d .dbg/base ] && trees="base new"
+[ -d .dbg/base ] && [ -z "${SKIP_BASE:-}" ] && trees="base new"
 for tree in $trees; do
     b=.
     [ "$tree" = base ] && b=.dbg/base

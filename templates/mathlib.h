@@ -467,36 +467,39 @@ DM_LIB_BIG_FN real dm_stick_sh(int l, real x)
     return pref * sum * (x >= 0 ? exp(-x) : (real)1);
 }
 
-/* W_l(kappa): the mean of P_l(n.v) under the Watson distribution exp(kappa (n.v)^2) / norm,
- * = J_l(-kappa) / J_0(-kappa); W_0 = 1, 0 for odd l.  For kappa >= 0 the two positive series
- * of M(n+1/2, 2n+3/2, kappa) and M(1/2, 3/2, kappa) are summed together and rescaled as they
- * grow (they reach e^kappa), so the ratio never overflows.  Accurate to ~1e-15 relative in
- * double for kappa up to ~3000 (beyond, the series would need more than its 4000 terms). */
+/* W_l(kappa): the mean of P_l(n.v) under the Watson distribution exp(kappa (n.v)^2) / norm;
+ * W_0 = 1, 0 for odd l.
+ *
+ * For kappa > 0 from a three-term recurrence in l.  Legendre's equation integrated by parts
+ * against the density gives l(l+1) W_l = 2 kappa <u (1-u^2) P_l'(u)>, and expanding
+ * u (1-u^2) P_l' in P_(l+2), P_l, P_(l-2) turns that into
+ *     (l+2)(2l-1) W_(l+2) = ((2l+1) - (2l-1)(2l+1)(2l+3) / (2 kappa)) W_l + (l-1)(2l+3) W_(l-2).
+ * W_l is its minimal solution (it decays with l), so it is run downwards, as the ratios
+ * r_l = W_l / W_(l-2) = (l-1)(2l+3) / ((2l-1)(l+2) r_(l+2) - (2l+1)
+ *                                     + (2l-1)(2l+1)(2l+3) / (2 kappa))
+ * from r = 0 at an order L where W_L is below the precision (W_l ~ exp(-l^2 / 4 kappa) for
+ * large kappa: L = 2 ceil(12 + 4 sqrt(kappa))), and W_l is the product r_2 r_4 ... r_l.  One
+ * division per step, against four per term of each of the two Kummer series this replaced;
+ * against those series (kept below for kappa < 0) it agrees to 2e-15 relative in double for
+ * kappa up to 100 and 2e-14 up to 3000, and to 3e-7 absolute in float.
+ *
+ * For kappa < 0 (a girdle), J_l(-kappa) / J_0(-kappa) from the stick integrals. */
 DM_LIB_BIG_FN real dm_watson_sh(int l, real kappa)
 {
     if (l < 0 || (l & 1)) return 0;
     if (l == 0) return 1;
     if (kappa < 0) return dm_stick_sh(l, -kappa) / dm_stick_sh(0, -kappa);
-    int n = l / 2;
-    real pref = 1; /* kappa^n Gamma(n+1/2)/Gamma(2n+3/2) */
-    for (int j = 0; j <= n; j++) pref /= n + (real)0.5 + j;
-    for (int j = 0; j < n; j++) pref *= kappa;
-    real a = n + (real)0.5, b = 2 * n + (real)1.5;
-    real term = 1, sum = 1, term0 = 1, sum0 = 1;
-    for (int j = 0; j < 4000; j++) {
-        term *= (a + j) / (b + j) * kappa / (j + 1);
-        term0 *= ((real)0.5 + j) / ((real)1.5 + j) * kappa / (j + 1);
-        sum += term;
-        sum0 += term0;
-        if (sum0 > (real)1e30) {
-            term *= (real)1e-30;
-            sum *= (real)1e-30;
-            term0 *= (real)1e-30;
-            sum0 *= (real)1e-30;
-        }
-        if (term < sum * DM_REAL_EPS * (real)0.5 && term0 < sum0 * DM_REAL_EPS * (real)0.5) break;
+    if (kappa == 0) return 0;
+    const int top = 2 * (int)ceil(12 + 4 * sqrt((double)kappa));
+    const real half_inv = (real)0.5 / kappa;
+    real r = 0, w = 1;
+    for (int j = top - 2; j >= 2; j -= 2) {
+        r = (real)((j - 1) * (2 * j + 3)) /
+            ((real)((2 * j - 1) * (j + 2)) * r - (real)(2 * j + 1) +
+             (real)((2 * j - 1) * (2 * j + 1) * (2 * j + 3)) * half_inv);
+        if (j <= l) w *= r;
     }
-    return pref * sum / (2 * sum0);
+    return w;
 }
 
 /* ---- NODDI-Bingham: the confluent hypergeometric function of a 3x3 matrix argument,
