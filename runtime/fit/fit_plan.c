@@ -537,6 +537,9 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     p->y = malloc(p->nfit * M * sizeof *p->y);
     p->voxin = calloc(p->nfit * (mi->voxel_width ? mi->voxel_width : 1), sizeof *p->voxin);
     p->start = malloc(p->nfit * P * sizeof *p->start);
+    /* The image is stored volume by volume, so each voxel's M values lie nvox apart: a gather
+     * that misses the cache at every value, shared between the cores. */
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < p->nfit; i++) {
         double *y = p->y + i * M;
         int finite = 1, nonzero = 0;
