@@ -400,13 +400,43 @@ static int set_voxel(void *ctx, const char *name, const char *value)
     return dm_set_error("--voxel: model '%s' has no per-voxel input '%s'", mi->name, name);
 }
 
+/* The map of parameter k in an --init-from folder (malloc'd path). */
+static char *init_map_path(const dm_problem *p, const char *dir, int k)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s.nii.gz", p->mi.params[k].name);
+    return dm_path_join(dir, name);
+}
+
+static int note_init_name(void *ctx, const char *name, const char *value)
+{
+    (void)value;
+    struct init_ctx *ic = ctx;
+    int k = dm_model_param_index(&ic->p->mi, name);
+    if (k >= 0) ic->given |= 1u << k;
+    return 0; /* an unknown name is set_init's error, later */
+}
+
+/* The parameters whose starts --init or --init-from will set (bit k), so that the data-driven
+ * starts need not compute theirs: a cascade's later stages take the orientation from the maps
+ * before them, and the tensor fit per voxel would be thrown away. */
+static unsigned supplied_starts(dm_problem *p, const dm_fit_request *r)
+{
+    struct init_ctx ic = {p, 0};
+    for (int k = 0; r->init_from && k < p->mi.nparams; k++) {
+        char *path = init_map_path(p, r->init_from, k);
+        if (access(path, R_OK) == 0) ic.given |= 1u << k;
+        free(path);
+    }
+    for_each_item(r->init, "--init", note_init_name, &ic);
+    return ic.given;
+}
+
 static int init_from_dir(dm_problem *p, const char *dir, unsigned *given)
 {
     int found = 0;
     for (int k = 0; k < p->mi.nparams; k++) {
-        char name[128];
-        snprintf(name, sizeof name, "%s.nii.gz", p->mi.params[k].name);
-        char *path = dm_path_join(dir, name);
+        char *path = init_map_path(p, dir, k);
         if (access(path, R_OK) == 0) {
             int rc = read_map_into(p, path, 1, p->start, p->mi.nparams, k);
             free(path);
@@ -561,7 +591,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
         return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
                             "least one measurement per free parameter",
                             r->data, p->M, mi->name, nfree);
-    dm_fit_starts(p);
+    dm_fit_starts(p, supplied_starts(p, r));
     /* Per-voxel inputs: defaults, then --voxel maps. */
     for (int i = 0; i < mi->nvoxels; i++) {
         const dm_voxel_info *x = &mi->voxels[i];

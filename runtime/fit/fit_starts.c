@@ -63,11 +63,12 @@ static int tensor_start(const dm_param_info *x, const dm_dti_result *t, double *
     return 1;
 }
 
-void dm_fit_starts(dm_problem *p)
+void dm_fit_starts(dm_problem *p, unsigned supplied)
 {
     const dm_model_info *mi = &p->mi;
     int P = mi->nparams, need_tensor = 0;
-    for (int k = 0; k < P; k++) need_tensor |= mi->params[k].start >= DM_START_MD;
+    for (int k = 0; k < P; k++)
+        need_tensor |= mi->params[k].start >= DM_START_MD && !(supplied >> k & 1u);
     dm_dti_protocol proto;
     double *g = need_tensor ? directions(p) : NULL;
     if (need_tensor && (!g || !p->bvals || dm_dti_protocol_init(&proto, p->M, p->bvals, g) != 0)) {
