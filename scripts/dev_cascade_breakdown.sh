@@ -7,7 +7,7 @@ D=$PWD/bin/dimoc
 d=/tmp/bp-new/gpu
 s=/tmp/breakdown
 rm -rf $s && mkdir -p $s
-common=(--data $d/dwi.nii.gz --mask $d/mask.nii.gz --bvals $d/bvals --bvecs $d/bvecs --device gpu)
+common=(--data $d/dwi.nii.gz --mask $d/mask.nii.gz --bvals $d/bvals --bvecs $d/bvecs)
 step() { # label command...
     local label=$1 t0 t1
     shift
@@ -18,12 +18,12 @@ step() { # label command...
 }
 step dti $D dti "${common[@]}" --out $s/dti
 step angles $D angles $s/dti/V1.nii.gz --fanning $s/dti/V2.nii.gz --out $s/angles
-step grid $D fit noddi_watson "${common[@]}" --out $s/grid --quiet --method grid --init-from \
+step grid $D fit noddi_watson "${common[@]}" --device gpu --out $s/grid --quiet --method grid --init-from \
     $s/angles --fixed th,ph --out-type float64 --grid fiso=0,0.1,0.2,0.35,0.6,1 \
     --grid fintra=0.1:0.1:0.9 --grid kappa=0.5,1,2,4,8,16,32
-step fractions $D fit noddi_watson "${common[@]}" --out $s/fractions --quiet --method lm \
+step fractions $D fit noddi_watson "${common[@]}" --device gpu --out $s/fractions --quiet --method lm \
     --init-from $s/grid --fixed S0,kappa,th,ph --out-type float64
-step final $D fit noddi_watson "${common[@]}" --out $s/final --quiet --method lm \
+step final $D fit noddi_watson "${common[@]}" --device gpu --out $s/final --quiet --method lm \
     --init-from $s/fractions
 for m in fiso fintra OD; do step "view $m" $D view $s/final/$m.nii.gz -o $s/$m.png; done
 for st in grid fractions final; do
