@@ -266,25 +266,33 @@ static void emit_function_body(emitter *E, dm_buf *b, const int *roots, int nroo
 
 static const char *const pre_m_v_names[3] = {"pre", "m", "v"};
 
+/* The body of a function that fills array[0 .. n) with the values of the instructions ins[],
+ * computing the instructions code[] marks; mask: which of p, m, v it takes (bits 1, 2, 4). */
+static void emit_fill(emitter *E, dm_buf *b, const char *code, int mask, const char *array,
+                      const int *ins, int n)
+{
+    dm_buf body = {0};
+    int uses;
+    E->b = &body;
+    emit_marked(E, code, NULL, NULL, &uses);
+    E->b = b;
+    emit_unused(b, uses, mask, pmv_names);
+    if (body.s) dm_buf_puts(b, body.s);
+    free(body.s);
+    for (int j = 0; j < n; j++) {
+        dm_buf_printf(b, "    %s[%d] = ", array, j);
+        emit_operand(E, ins[j], 0);
+        dm_buf_puts(b, ";\n");
+    }
+}
+
 /* The once-per-voxel half of a split function: fills pre[] with its slot values. */
 static void emit_prepare(dm_buf *b, const dm_model *m, const dm_prog *P, const dm_split *S,
                          const char *name)
 {
     emitter E = {b, m, P, NULL, NULL};
     dm_buf_printf(b, "DM_FN void %s(const real *p, const real *v, real *pre)\n{\n", name);
-    dm_buf body = {0};
-    int uses;
-    E.b = &body;
-    emit_marked(&E, S->prep_code, NULL, NULL, &uses);
-    E.b = b;
-    emit_unused(b, uses, 5, pmv_names);
-    if (body.s) dm_buf_puts(b, body.s);
-    free(body.s);
-    for (int j = 0; j < S->nslots; j++) {
-        dm_buf_printf(b, "    pre[%d] = ", j);
-        emit_operand(&E, S->slot_ins[j], 0);
-        dm_buf_puts(b, ";\n");
-    }
+    emit_fill(&E, b, S->prep_code, 5, "pre", S->slot_ins, S->nslots);
     if (S->nslots == 0) dm_buf_puts(b, "    pre[0] = 0; /* nothing to prepare */\n");
     dm_buf_puts(b, "}\n\n");
     emitter_done(&E);
@@ -345,19 +353,7 @@ static void emit_fixed(dm_buf *b, const dm_model *m, const dm_programs *G)
     dm_buf_puts(b, "/* The per-measurement values that read no parameter: fix[0 .. DM_FIX_WIDTH) "
                    "of measurement\n * m (its DM_MEASURE_WIDTH columns) in voxel v. */\n"
                    "DM_FN void dm_signal_fix(const real *m, const real *v, real *fix)\n{\n");
-    dm_buf body = {0};
-    int uses;
-    E.b = &body;
-    emit_marked(&E, S->fix_code, NULL, NULL, &uses);
-    E.b = b;
-    emit_unused(b, uses, 6, pmv_names);
-    if (body.s) dm_buf_puts(b, body.s);
-    free(body.s);
-    for (int k = 0; k < S->nfix; k++) {
-        dm_buf_printf(b, "    fix[%d] = ", k);
-        emit_operand(&E, S->fix_ins[k], 0);
-        dm_buf_puts(b, ";\n");
-    }
+    emit_fill(&E, b, S->fix_code, 6, "fix", S->fix_ins, S->nfix);
     dm_buf_puts(b, "}\n\n");
     emitter_done(&E);
     dm_buf_puts(b, "/* The row the _at functions read: measurement m's columns, then its fixed "
