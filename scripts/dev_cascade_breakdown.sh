@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device session for issue 16: where the wall time of `dimoc pipeline noddi_watson` goes, each
 # command of the cascade (pipelines/noddi_watson.sh) run alone and timed, on the data that
-# scripts/dev_pipeline_compare.sh made (/tmp/bp-new/gpu), fitter cache warm.
+# scripts/dev_pipeline_compare.sh made (/tmp/bp-new/gpu), fitter cache warm; LANES="1 2 4" adds
+# the grid and the last LM with those lanes per voxel.
 set -u
 D=$PWD/bin/dimoc
 d=/tmp/bp-new/gpu
@@ -29,3 +30,20 @@ for m in fiso fintra OD; do step "view $m" $D view $s/final/$m.nii.gz -o $s/$m.p
 for st in grid fractions final; do
     python3 -c "import json,sys; t=json.load(open('$s/$st/provenance.json'))['timings_seconds']; print('$st', ' '.join(f'{k} {v:.2f}' for k, v in t.items()))"
 done
+# The lanes per voxel (dm_fit_gpu_auto_lanes picks 2 for M = 105), for the grid and the last LM.
+if [ -n "${LANES:-}" ]; then
+    for L in $LANES; do
+        for st in grid final; do
+            if [ $st = grid ]; then
+                args=(--method grid --init-from $s/angles --fixed th,ph --grid fiso=0,0.1,0.2,0.35,0.6,1
+                    --grid fintra=0.1:0.1:0.9 --grid kappa=0.5,1,2,4,8,16,32)
+            else
+                args=(--method lm --init-from $s/fractions)
+            fi
+            rm -rf $s/lanes
+            $D fit noddi_watson "${common[@]}" --device gpu --lanes $L --out $s/lanes --quiet \
+                "${args[@]}" >$s/log 2>&1 || tail -2 $s/log
+            python3 -c "import json; t=json.load(open('$s/lanes/provenance.json'))['timings_seconds']; print('lanes $L $st compile', round(t['compile'], 2), 'fit', round(t['fit'], 3))"
+        done
+    done
+fi
