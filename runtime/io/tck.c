@@ -340,33 +340,25 @@ static int read_header(const char *path, FILE *fp, tck_header *h)
     return 0;
 }
 
-static uint64_t load_u64(const unsigned char *b, int big_endian)
-{
-    uint64_t u = 0;
-    for (int k = 0; k < 8; k++) u |= (uint64_t)b[big_endian ? 7 - k : k] << (8 * k);
-    return u;
-}
-
-static uint32_t load_u32(const unsigned char *b, int big_endian)
-{
-    uint32_t u = 0;
-    for (int k = 0; k < 4; k++) u |= (uint32_t)b[big_endian ? 3 - k : k] << (8 * k);
-    return u;
-}
-
 /* The value k of the data (the file's type) as a float; *wide the double it was (a finite double
  * beyond float's range is an error: as a float it would read as the Inf that ends the file). */
 static inline __attribute__((always_inline)) float tck_value(const unsigned char *raw, size_t k,
                                                              int type, double *wide)
 {
+    /* a plain load, its bytes swapped when the file's order is not the host's */
+    const int swap = (type == TCK_F32BE || type == TCK_F64BE) == host_is_little_endian();
     float f;
     if (type == TCK_F32LE || type == TCK_F32BE) {
-        uint32_t u = load_u32(raw + 4 * k, type == TCK_F32BE);
+        uint32_t u;
+        memcpy(&u, raw + 4 * k, 4);
+        if (swap) u = __builtin_bswap32(u);
         memcpy(&f, &u, 4);
         *wide = f;
         return f;
     }
-    uint64_t u = load_u64(raw + 8 * k, type == TCK_F64BE);
+    uint64_t u;
+    memcpy(&u, raw + 8 * k, 8);
+    if (swap) u = __builtin_bswap64(u);
     memcpy(wide, &u, 8);
     return (float)*wide;
 }
