@@ -2,6 +2,7 @@
  * points) and the reader (the whole file in memory, checked strictly); the text file of
  * per-streamline weights that goes with one (MRtrix's -tck_weights_in). */
 #include "io/tck.h"
+#include "util/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -567,7 +568,7 @@ static int split_data(const char *path, const unsigned char *raw, int type, size
     t->count = count;
     t->npoints = malloc((size_t)(count ? count : 1) * sizeof *t->npoints);
     t->start = malloc((size_t)(count + 1) * sizeof *t->start);
-    t->xyz = malloc((kept ? kept : 1) * 3 * sizeof(float));
+    t->xyz = dm_big_alloc((kept ? kept : 1) * 3 * sizeof(float));
     if (!t->npoints || !t->start || !t->xyz) {
         free(c);
         free(nan_base);
