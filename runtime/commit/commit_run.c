@@ -12,6 +12,7 @@
 #include "io/space.h"
 #include "io/tck.h"
 #include "io/volume.h"
+#include "util/bigalloc.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/outdir.h"
@@ -32,21 +33,30 @@ static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d, int threads
 {
     const int ns = w->nvol;
     const size_t nvox = DM_NVOX(&w->data);
-    double *y = malloc((size_t)(d->nvox ? d->nvox : 1) * ns * sizeof *y);
+    double *y = dm_big_alloc((size_t)(d->nvox ? d->nvox : 1) * ns * sizeof *y);
     if (!y) return NULL;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (long v = 0; v < d->nvox; v++) {
-        double b0 = 0;
+    /* blocks of voxels, volume after volume: the image is read along its rows, not a volume
+     * apart for each value, and the block's rows of y stay in cache */
+    enum { BLOCK = 256 };
+    const long nblocks = (d->nvox + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+    for (long blk = 0; blk < nblocks; blk++) {
+        const long v0 = blk * BLOCK, v1 = v0 + BLOCK < d->nvox ? v0 + BLOCK : d->nvox;
+        double b0[BLOCK] = {0};
         int n0 = 0;
-        for (int s = 0; s < ns; s++)
-            if (w->bval[s] <= DM_BZERO_MAX) {
-                b0 += w->data.data[(size_t)d->vox[v] + (size_t)s * nvox];
-                n0++;
-            }
-        b0 = n0 ? b0 / n0 : 0;
+        for (int s = 0; s < ns; s++) {
+            if (w->bval[s] > DM_BZERO_MAX) continue;
+            const double *img = w->data.data + (size_t)s * nvox;
+            for (long v = v0; v < v1; v++) b0[v - v0] += img[d->vox[v]];
+            n0++;
+        }
+        for (long v = v0; v < v1; v++) b0[v - v0] = n0 ? b0[v - v0] / n0 : 0;
         for (int s = 0; s < ns; s++) { /* without b = 0 measurements (a scalar map) as it is */
-            double S = w->data.data[(size_t)d->vox[v] + (size_t)s * nvox];
-            y[(size_t)v * ns + s] = !isfinite(S) ? 0 : n0 == 0 ? S : b0 > 0 ? S / b0 : 0;
+            const double *img = w->data.data + (size_t)s * nvox;
+            for (long v = v0; v < v1; v++) {
+                const double S = img[d->vox[v]], m = b0[v - v0];
+                y[(size_t)v * ns + s] = !isfinite(S) ? 0 : n0 == 0 ? S : m > 0 ? S / m : 0;
+            }
         }
     }
     return y;
@@ -144,6 +154,7 @@ static int scalar_map_read(const dm_commit_options *o, dm_dwi *w)
 typedef struct {
     const char *path;
     dm_tck *t;
+    int threads;
     int rc;
     char error[2048]; /* the reader's message (errors are per thread) */
     pthread_t thread;
@@ -153,14 +164,14 @@ typedef struct {
 static void *read_tck(void *arg)
 {
     tck_job *j = arg;
-    j->rc = dm_tck_read(j->path, j->t);
+    j->rc = dm_tck_read_threads(j->path, j->t, j->threads);
     if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
     return NULL;
 }
 
-static void tck_read_start(tck_job *j, const char *path, dm_tck *t)
+static void tck_read_start(tck_job *j, const char *path, dm_tck *t, int threads)
 {
-    *j = (tck_job){.path = path, .t = t};
+    *j = (tck_job){.path = path, .t = t, .threads = threads};
     j->threaded = pthread_create(&j->thread, NULL, read_tck, j) == 0;
     if (!j->threaded) read_tck(j);
 }
@@ -199,6 +210,24 @@ static void fold_ic(double *xo, long nf, int nic, long ncols)
     memmove(xo + nf, xo + (long)nic * nf, (size_t)(ncols - (long)nic * nf) * sizeof *xo);
 }
 
+/* compartment_IC: each voxel's sum of weight x segment length, its segments taken in the
+ * dictionary's (streamline) order as one thread would.  Threads own ranges of voxels and each
+ * walks all segments for its own: the sums, and so the map, do not depend on the thread count. */
+static void ic_map(const dm_commit_dict *d, const double *xo, int threads, double *ic)
+{
+    const long nv = d->nvox, nf = d->nkept;
+    const int shares = threads > 0 ? threads : 1;
+#pragma omp parallel for schedule(static, 1) num_threads(shares)
+    for (int t = 0; t < shares; t++) {
+        const unsigned lo = (unsigned)(nv * t / shares), hi = (unsigned)(nv * (t + 1) / shares);
+        for (long f = 0; f < nf; f++)
+            for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
+                const unsigned v = d->seg_vox[q];
+                if (v >= lo && v < hi) ic[v] += xo[f] * d->seg_len[q];
+            }
+    }
+}
+
 /* Writes one map of the voxels of the fit (value per voxel) on the data's grid. */
 static int write_map(const char *dir, const char *name, const dm_dwi *w, const dm_commit_dict *d,
                      const double *value)
@@ -215,27 +244,47 @@ static int write_map(const char *dir, const char *name, const dm_dwi *w, const d
 }
 
 /* With blur, as COMMIT, a weight is written times the streamline's blurred length (its
- * copies' weight x length, the sum of its segments) over its own length in the mask. */
-static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo, int blur)
+ * copies' weight x length, the sum of its segments) over its own length in the mask.  The lines
+ * are formatted by all threads, a block of streamlines each, and written in order. */
+static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo, int blur,
+                         int threads)
 {
+    enum { LINES = 1 << 14, LINE_BYTES = 32 }; /* "%.5e\n" of a double: at most 14 bytes */
     char *path = dm_path_join(dir, "streamline_weights.txt");
     FILE *f = path ? fopen(path, "w") : NULL;
+    const long nblocks = (d->nstr + LINES - 1) / LINES;
+    char *text = malloc((size_t)(nblocks ? nblocks : 1) * LINES * LINE_BYTES);
+    size_t *len = malloc((size_t)(nblocks ? nblocks : 1) * sizeof *len);
     int rc = 0;
     if (!f) {
         rc = dm_set_error("cannot write %s", path ? path : "streamline_weights.txt");
+    } else if (!text || !len) {
+        fclose(f);
+        rc = dm_set_error("commit: out of memory for %s", path);
     } else {
-        for (long s = 0; s < d->nstr; s++) {
-            const long c = d->column[s];
-            double x = c >= 0 ? xo[c] : 0.0;
-            if (c >= 0 && blur) {
-                double tot = 0;
-                for (long q = d->str_start[c]; q < d->str_start[c + 1]; q++) tot += d->seg_len[q];
-                x *= tot / d->length[s];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (long b = 0; b < nblocks; b++) {
+            char *out = text + (size_t)b * LINES * LINE_BYTES;
+            size_t n = 0;
+            for (long s = b * LINES; s < d->nstr && s < (b + 1) * LINES; s++) {
+                const long c = d->column[s];
+                double x = c >= 0 ? xo[c] : 0.0;
+                if (c >= 0 && blur) {
+                    double tot = 0;
+                    for (long q = d->str_start[c]; q < d->str_start[c + 1]; q++)
+                        tot += d->seg_len[q];
+                    x *= tot / d->length[s];
+                }
+                n += (size_t)snprintf(out + n, LINE_BYTES, "%.5e\n", x);
             }
-            fprintf(f, "%.5e\n", x);
+            len[b] = n;
         }
-        if (fclose(f) != 0) rc = dm_set_error("cannot write %s", path);
+        for (long b = 0; b < nblocks; b++)
+            fwrite(text + (size_t)b * LINES * LINE_BYTES, 1, len[b], f);
+        if (ferror(f) | (fclose(f) != 0)) rc = dm_set_error("cannot write %s", path);
     }
+    free(text);
+    free(len);
     free(path);
     return rc;
 }
@@ -511,7 +560,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     dm_commit_dict d = {0};
     int rc = -1;
     tck_job tj;
-    tck_read_start(&tj, o->tractogram, &t);
+    tck_read_start(&tj, o->tractogram, &t, threads);
     /* the mask as dm_dwi_read (or the scalar map's reader) checks it */
     int vrc = dm_volume_read_header(o->data, &data);
     if (vrc == 0 && o->mask) vrc = dm_volume_read(o->mask, &maskvol);
@@ -612,14 +661,15 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *peaks = NULL;
     double *y = NULL, *x = NULL, *xo = NULL, *ic = NULL, *ec = NULL, *iso = NULL, *rmse = NULL,
            *nrmse = NULL, *yhat = NULL, *wruns = NULL, *rmse_adj = NULL, *nrmse_adj = NULL,
-           *xw = NULL, *rfac = NULL,          /* the lesion model's weights and factors */
-                           *aty_plain = NULL; /* with a confidence map and a regularisation */
+           *sq_v = NULL,                          /* each voxel's squared residual */
+               *xw = NULL, *rfac = NULL,          /* the lesion model's weights and factors */
+                               *aty_plain = NULL; /* with a confidence map and a regularisation */
     unsigned char *mask = NULL, *blur_apply = NULL;
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
     tck_job tj;
-    tck_read_start(&tj, o->tractogram, &t);
+    tck_read_start(&tj, o->tractogram, &t, threads);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
                                  : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
     if (dwi_rc == 0 && o->model.nradii > 0)
@@ -775,19 +825,20 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     nrmse = malloc((size_t)nv * sizeof *nrmse);
     rmse_adj = calloc((size_t)nv, sizeof *rmse_adj);
     nrmse_adj = calloc((size_t)nv, sizeof *nrmse_adj);
-    yhat = malloc((size_t)A.nrows * sizeof *yhat);
+    yhat = dm_big_alloc((size_t)A.nrows * sizeof *yhat);
+    sq_v = malloc((size_t)(nv ? nv : 1) * sizeof *sq_v);
     wruns = malloc((size_t)(A.nruns ? A.nruns : 1) * A.op.nic * sizeof *wruns);
     if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat || !wruns || !rmse_adj ||
-        !nrmse_adj) {
+        !nrmse_adj || !sq_v) {
         dm_set_error("commit: out of memory for the outputs");
         goto done;
     }
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (long j = 0; j < A.ncols; j++) xo[j] = x[j] / A.scale[j];
     fold_ic(xo, nf, A.op.nic, A.ncols);
-    for (long f = 0; f < nf; f++)
-        for (long q = d.str_start[f]; q < d.str_start[f + 1]; q++)
-            ic[d.seg_vox[q]] += xo[f] * d.seg_len[q];
+    ic_map(&d, xo, threads, ic);
     for (long e = 0; e < ne; e++) ec[A.ec_vox[e]] += xo[nf + e];
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (long v = 0; v < nv; v++) { /* xo is folded: its ISO block starts nic - 1 blocks sooner */
         const long c0 = dm_commit_iso_col(&A.op, v);
         for (int i = 0; i < k.niso && c0 >= 0; i++)
@@ -803,6 +854,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     }
     const double *ym = conf_used ? y0 : y;
     double sq_all = 0;
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (long v = 0; v < nv; v++) {
         double se = 0, sy = 0, cse = 0, cs = 0, csy = 0;
         for (int s = 0; s < ns; s++) {
@@ -816,7 +868,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                 csy += c * ym[v * ns + s] * ym[v * ns + s];
             }
         }
-        sq_all += se;
+        sq_v[v] = se;
         rmse[v] = sqrt(se / ns);
         nrmse[v] = sy < 1e-12 ? 0 : sqrt(se / sy);
         if (conf_used) {
@@ -824,6 +876,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
             nrmse_adj[v] = csy < 1e-12 ? 0 : sqrt(cse / csy);
         }
     }
+    for (long v = 0; v < nv; v++) sq_all += sq_v[v]; /* in voxel order, as one thread would */
     long nlesion = 0;
     const int lesion_model = o->model.scalar && o->iso_mask;
     if (lesion_model && !(xw = lesion_weights(&d, ic, iso, xo, &rfac, &nlesion))) goto done;
@@ -833,7 +886,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     long nonzero = 0;
     dm_outdir od;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    int wr = write_weights(od.path, &d, nlesion ? xw : xo, dm_commit_blur_on(&dopt));
+    int wr = write_weights(od.path, &d, nlesion ? xw : xo, dm_commit_blur_on(&dopt), threads);
     if (wr == 0) wr = write_map(od.path, "compartment_IC.nii.gz", &w, &d, ic);
     if (wr == 0) wr = write_map(od.path, "compartment_EC.nii.gz", &w, &d, ec);
     if (wr == 0 && nlesion) { /* the lesion map and factors; compartment_ISO all 0, as COMMIT */
@@ -943,6 +996,7 @@ done:
     free(row_w);
     free(y0);
     free(yhat);
+    free(sq_v);
     free(wruns);
     dm_commit_operator_free(&A);
     dm_commit_kernels_free(&k);
