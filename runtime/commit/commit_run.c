@@ -186,6 +186,48 @@ static int tck_read_end(tck_job *j, int other_rc)
     return 0;
 }
 
+/* The GPU's driver, program and kernels made ready on a thread of their own while the host
+ * builds the dictionary and the operator (commit_gpu.h: dm_commit_gpu_prepare). */
+typedef struct {
+    int ns;
+    const char *gpus;
+    dm_commit_gpu *g;
+    char error[2048]; /* the thread's message (errors are per thread) */
+    pthread_t thread;
+    int started;
+} gpu_job;
+
+static void *prepare_gpu(void *arg)
+{
+    gpu_job *j = arg;
+    j->g = dm_commit_gpu_prepare(j->ns, j->gpus);
+    if (!j->g) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
+    return NULL;
+}
+
+static void gpu_prepare_start(gpu_job *j, int ns, const char *gpus)
+{
+    *j = (gpu_job){.ns = ns, .gpus = gpus};
+    j->started = pthread_create(&j->thread, NULL, prepare_gpu, j) == 0;
+}
+
+/* Waits for the thread: what it prepared (NULL: it failed, j->error says why). */
+static dm_commit_gpu *gpu_prepare_join(gpu_job *j)
+{
+    pthread_join(j->thread, NULL);
+    j->started = 0;
+    return j->g;
+}
+
+/* The prepared GPU (prepared here when no thread could be started); NULL with the error set. */
+static dm_commit_gpu *gpu_prepare_end(gpu_job *j)
+{
+    if (!j->started) return dm_commit_gpu_prepare(j->ns, j->gpus);
+    dm_commit_gpu *g = gpu_prepare_join(j);
+    if (!g) dm_set_error("%s", j->error);
+    return g;
+}
+
 typedef struct {
     dm_progress *bar;
     int last;
@@ -668,6 +710,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
+    gpu_job gj = {0};
     tck_job tj;
     tck_read_start(&tj, o->tractogram, &t, threads);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
@@ -676,6 +719,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dwi_rc = dm_commit_pulses_read(o->scheme, w.nvol, w.bval, &pulses);
     if (tck_read_end(&tj, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
+    if (o->use_gpu) gpu_prepare_start(&gj, w.nvol, o->gpus);
 
     /* the dictionary: built, or read from --dictionary after checking what it was made of */
     double t1 = dm_now_seconds();
@@ -744,9 +788,11 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         goto done;
     }
     dm_commit_backend B;
-    if (o->use_gpu ? !(gpu = dm_commit_gpu_open(&A, y, o->gpus, &B))
-                   : !(cpu = dm_commit_cpu_open(&A, y, threads, &B)))
+    if (o->use_gpu) {
+        if (!(gpu = gpu_prepare_end(&gj)) || dm_commit_gpu_load(gpu, &A, y, &B) != 0) goto done;
+    } else if (!(cpu = dm_commit_cpu_open(&A, y, threads, &B))) {
         goto done;
+    }
     t_setup = dm_now_seconds() - t1;
     t1 = dm_now_seconds();
     /* a regularisation: the lasso needs its lambda only; the group lasso, as COMMIT2, the
@@ -974,6 +1020,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
+    if (gj.started) dm_commit_gpu_close(gpu_prepare_join(&gj)); /* an error came first */
     dm_commit_cpu_close(cpu);
     dm_commit_gpu_close(gpu);
     free(mask);
