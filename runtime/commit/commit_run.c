@@ -85,7 +85,8 @@ static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_co
         *npeaks = p.nt / 3;
         const size_t nvox = DM_NVOX(&p);
         out = malloc((size_t)(d->nvox ? d->nvox : 1) * p.nt * sizeof *out);
-        for (long v = 0; out && v < d->nvox; v++)
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (long v = 0; v < (out ? d->nvox : 0); v++)
             for (int k = 0; k < p.nt; k++) {
                 double x = p.data[(size_t)d->vox[v] + (size_t)k * nvox];
                 out[(size_t)v * p.nt + k] = isfinite(x) ? (float)x : 0.0f;
