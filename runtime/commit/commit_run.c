@@ -151,82 +151,72 @@ static int scalar_map_read(const dm_commit_options *o, dm_dwi *w)
     return 0;
 }
 
-/* The tractogram (often a gigabyte) is read on a thread of its own while the data are. */
+/* Work on a thread of its own while this one goes on: the tractogram (often a gigabyte) read
+ * while the data are; the GPU's driver, program and kernels made ready while the dictionary and
+ * the operator are built.  Without a thread, the work is done at once. */
 typedef struct {
-    const char *path;
-    dm_tck *t;
-    int threads;
+    int (*work)(void *arg); /* 0, or -1 with the error set */
+    void *arg;
     int rc;
-    char error[2048]; /* the reader's message (errors are per thread) */
+    char error[2048]; /* the work's message (errors are per thread) */
     pthread_t thread;
-    int threaded;
-} tck_job;
+    int running;
+} side_job;
 
-static void *read_tck(void *arg)
+static void *side_main(void *p)
 {
-    tck_job *j = arg;
-    j->rc = dm_tck_read_threads(j->path, j->t, j->threads);
+    side_job *j = p;
+    j->rc = j->work(j->arg);
     if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
     return NULL;
 }
 
-static void tck_read_start(tck_job *j, const char *path, dm_tck *t, int threads)
+static void side_start(side_job *j, int (*work)(void *), void *arg)
 {
-    *j = (tck_job){.path = path, .t = t, .threads = threads};
-    j->threaded = pthread_create(&j->thread, NULL, read_tck, j) == 0;
-    if (!j->threaded) read_tck(j);
+    *j = (side_job){.work = work, .arg = arg};
+    j->running = pthread_create(&j->thread, NULL, side_main, j) == 0;
+    if (!j->running) side_main(j);
+}
+
+/* Waits for the work: its result, its error set in this thread (set_error 0: left as it is,
+ * after an error here came first). */
+static int side_end(side_job *j, int set_error)
+{
+    if (j->running) pthread_join(j->thread, NULL);
+    j->running = 0;
+    return j->rc == 0 ? 0 : set_error ? dm_set_error("%s", j->error) : -1;
+}
+
+typedef struct {
+    const char *path;
+    dm_tck *t;
+    int threads;
+} tck_read;
+
+static int read_tck(void *arg)
+{
+    tck_read *r = arg;
+    return dm_tck_read_threads(r->path, r->t, r->threads);
 }
 
 /* Waits for the reader; other_rc is the result of what ran meanwhile (its error stands). */
-static int tck_read_end(tck_job *j, int other_rc)
+static int tck_read_end(side_job *j, const tck_read *r, int other_rc)
 {
-    if (j->threaded) pthread_join(j->thread, NULL);
-    if (other_rc != 0) return -1;
-    if (j->rc != 0) return dm_set_error("%s", j->error);
-    if (j->t->count == 0) return dm_set_error("%s: no streamlines", j->path);
+    if (side_end(j, other_rc == 0) != 0 || other_rc != 0) return -1;
+    if (r->t->count == 0) return dm_set_error("%s: no streamlines", r->path);
     return 0;
 }
 
-/* The GPU's driver, program and kernels made ready on a thread of their own while the host
- * builds the dictionary and the operator (commit_gpu.h: dm_commit_gpu_prepare). */
 typedef struct {
     int ns;
     const char *gpus;
     dm_commit_gpu *g;
-    char error[2048]; /* the thread's message (errors are per thread) */
-    pthread_t thread;
-    int started;
-} gpu_job;
+} gpu_prepare;
 
-static void *prepare_gpu(void *arg)
+static int prepare_gpu(void *arg)
 {
-    gpu_job *j = arg;
-    j->g = dm_commit_gpu_prepare(j->ns, j->gpus);
-    if (!j->g) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
-    return NULL;
-}
-
-static void gpu_prepare_start(gpu_job *j, int ns, const char *gpus)
-{
-    *j = (gpu_job){.ns = ns, .gpus = gpus};
-    j->started = pthread_create(&j->thread, NULL, prepare_gpu, j) == 0;
-}
-
-/* Waits for the thread: what it prepared (NULL: it failed, j->error says why). */
-static dm_commit_gpu *gpu_prepare_join(gpu_job *j)
-{
-    pthread_join(j->thread, NULL);
-    j->started = 0;
-    return j->g;
-}
-
-/* The prepared GPU (prepared here when no thread could be started); NULL with the error set. */
-static dm_commit_gpu *gpu_prepare_end(gpu_job *j)
-{
-    if (!j->started) return dm_commit_gpu_prepare(j->ns, j->gpus);
-    dm_commit_gpu *g = gpu_prepare_join(j);
-    if (!g) dm_set_error("%s", j->error);
-    return g;
+    gpu_prepare *p = arg;
+    return (p->g = dm_commit_gpu_prepare(p->ns, p->gpus)) ? 0 : -1;
 }
 
 typedef struct {
@@ -602,8 +592,9 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     dm_commit_dirs dirs = {0};
     dm_commit_dict d = {0};
     int rc = -1;
-    tck_job tj;
-    tck_read_start(&tj, o->tractogram, &t, threads);
+    side_job tj;
+    tck_read tr = {o->tractogram, &t, threads};
+    side_start(&tj, read_tck, &tr);
     /* the mask as dm_dwi_read (or the scalar map's reader) checks it */
     int vrc = dm_volume_read_header(o->data, &data);
     if (vrc == 0 && o->mask) vrc = dm_volume_read(o->mask, &maskvol);
@@ -612,7 +603,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     if (vrc == 0 && o->mask)
         vrc = o->model.scalar ? dm_volume_check_same_grid(&maskvol, o->mask, &data, o->data)
                               : dm_volume_check_same_space(&maskvol, o->mask, &data, o->data);
-    if (tck_read_end(&tj, vrc) != 0) goto done;
+    if (tck_read_end(&tj, &tr, vrc) != 0) goto done;
     if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t))) goto done;
     const double t_load = dm_now_seconds() - t0;
     double t1 = dm_now_seconds();
@@ -711,16 +702,21 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
-    gpu_job gj = {0};
-    tck_job tj;
-    tck_read_start(&tj, o->tractogram, &t, threads);
+    side_job gj = {0};
+    gpu_prepare gp = {0};
+    side_job tj;
+    tck_read tr = {o->tractogram, &t, threads};
+    side_start(&tj, read_tck, &tr);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
                                  : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
     if (dwi_rc == 0 && o->model.nradii > 0)
         dwi_rc = dm_commit_pulses_read(o->scheme, w.nvol, w.bval, &pulses);
-    if (tck_read_end(&tj, dwi_rc) != 0) goto done;
+    if (tck_read_end(&tj, &tr, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
-    if (o->use_gpu) gpu_prepare_start(&gj, w.nvol, o->gpus);
+    if (o->use_gpu) {
+        gp = (gpu_prepare){w.nvol, o->gpus, NULL};
+        side_start(&gj, prepare_gpu, &gp);
+    }
 
     /* the dictionary: built, or read from --dictionary after checking what it was made of */
     double t1 = dm_now_seconds();
@@ -790,7 +786,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     }
     dm_commit_backend B;
     if (o->use_gpu) {
-        if (!(gpu = gpu_prepare_end(&gj)) || dm_commit_gpu_load(gpu, &A, y, &B) != 0) goto done;
+        int ready = side_end(&gj, 1);
+        gpu = gp.g;
+        if (ready != 0 || dm_commit_gpu_load(gpu, &A, y, &B) != 0) goto done;
     } else if (!(cpu = dm_commit_cpu_open(&A, y, threads, &B))) {
         goto done;
     }
@@ -1021,7 +1019,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
-    if (gj.started) dm_commit_gpu_close(gpu_prepare_join(&gj)); /* an error came first */
+    if (gj.running) side_end(&gj, 0); /* an error came first */
+    if (gp.g != gpu) dm_commit_gpu_close(gp.g);
     dm_commit_cpu_close(cpu);
     dm_commit_gpu_close(gpu);
     free(mask);
