@@ -1,6 +1,6 @@
 #include "commit/commit_operator.h"
 
-#include "util/bigalloc.h"
+#include "io/bigalloc.h"
 #include "util/error.h"
 
 #include <math.h>

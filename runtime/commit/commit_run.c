@@ -12,7 +12,7 @@
 #include "io/space.h"
 #include "io/tck.h"
 #include "io/volume.h"
-#include "util/bigalloc.h"
+#include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/outdir.h"

@@ -2,7 +2,7 @@
  * points) and the reader (the whole file in memory, checked strictly); the text file of
  * per-streamline weights that goes with one (MRtrix's -tck_weights_in). */
 #include "io/tck.h"
-#include "util/bigalloc.h"
+#include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"

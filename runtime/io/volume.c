@@ -11,7 +11,7 @@
  * written under a temporary name and renamed into place only when whole. */
 #include "io/volume.h"
 #include "io/gz_blocks.h"
-#include "util/bigalloc.h"
+#include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"

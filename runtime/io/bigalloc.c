@@ -1,4 +1,4 @@
-#include "util/bigalloc.h"
+#include "io/bigalloc.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>

@@ -2,8 +2,8 @@
  * pages where the kernel offers them on request (transparent huge pages in "madvise" mode): the
  * first touch of each 4 KiB page is otherwise a page fault, and faults, not the copying, bound
  * how fast such a buffer is filled. */
-#ifndef DIMOC_UTIL_BIGALLOC_H
-#define DIMOC_UTIL_BIGALLOC_H
+#ifndef DIMOC_IO_BIGALLOC_H
+#define DIMOC_IO_BIGALLOC_H
 
 #include <stddef.h>
 
