@@ -47,6 +47,7 @@ struct dm_commit_gpu {
     CUdeviceptr group_start, group_cols, group_w;
     double *part_host;
     int blocks; /* of every grid-stride launch */
+    int ns;     /* the measurements the program was built for */
     double setup;
 };
 
@@ -233,8 +234,7 @@ fail:
     return -1;
 }
 
-dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, const char *gpus,
-                                  dm_commit_backend *B)
+dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus)
 {
     double t0 = dm_now_seconds();
     dm_commit_gpu *g = calloc(1, sizeof *g);
@@ -246,10 +246,9 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
     if (!g->cu) goto fail;
     const dm_cuda *cu = g->cu;
     if (dm_gpu_select(cu, gpus ? gpus : "0", &g->gs) != 0) goto fail;
-    const dm_commit_op *h = &A->op;
     char prologue[128];
     snprintf(prologue, sizeof prologue,
-             "#define DM_COMMIT_K %d\n#include \"commit/gpu_commit.cu\"\n", (h->ns + 31) / 32);
+             "#define DM_COMMIT_K %d\n#include \"commit/gpu_commit.cu\"\n", (ns + 31) / 32);
     static const char *const options[] = {"--fmad=false", NULL};
     dm_gpu_source src = {.name = "commit",
                          .what = "COMMIT's solver",
@@ -261,6 +260,36 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
         if (dm_gpu_kernel_open(cu, g->gs.ord[0], &g->prog, kernel_names[k], "COMMIT's solver",
                                kernel_names[k], &g->k[k]) != 0)
             goto fail;
+    int sms = 0;
+    CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, g->k[0].dev),
+       "reading the GPU's attributes");
+    g->blocks = 8 * (sms > 0 ? sms : 1);
+    CK(cu->cuMemAlloc(&g->part, (size_t)g->blocks * 3 * sizeof(double)), "allocating GPU memory");
+    g->arrays[g->narrays++] = g->part;
+    g->part_host = malloc((size_t)g->blocks * 3 * sizeof(double));
+    if (!g->part_host) {
+        dm_set_error("commit: out of memory");
+        goto fail;
+    }
+    g->ns = ns;
+    g->setup = dm_now_seconds() - t0;
+    return g;
+fail:
+    dm_commit_gpu_close(g);
+    return NULL;
+}
+
+int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const double *y,
+                       dm_commit_backend *B)
+{
+    double t0 = dm_now_seconds();
+    const dm_cuda *cu = g->cu;
+    const dm_commit_op *h = &A->op;
+    if (h->ns != g->ns)
+        return dm_set_error("commit: the GPU program was built for %d measurements, not %d", g->ns,
+                            h->ns);
+    /* the context is current in the thread that prepared it: made current in this one too */
+    CK(cu->cuCtxSetCurrent(g->k[0].ctx), "selecting the GPU context");
     g->ncols = A->ncols;
     g->nrows = A->nrows;
     const long nv = h->nv, nseg = h->str_start[h->nf], ne = h->ne, nruns = A->nruns;
@@ -268,7 +297,7 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
     CUdeviceptr d;
 #define UP(field, count)                                                                           \
     do {                                                                                           \
-        if (up(g, &d, h->field, (size_t)(count) * sizeof *h->field) != 0) goto fail;               \
+        if (up(g, &d, h->field, (size_t)(count) * sizeof *h->field) != 0) return -1;               \
         g->op.field = (void *)(uintptr_t)d;                                                        \
     } while (0)
     UP(run_start, nv + 1);
@@ -287,7 +316,7 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
     if (h->iso_index) UP(iso_index, nv);         /* --iso-mask */
     if (h->row_w) UP(row_w, (size_t)nv * h->ns); /* --confidence-map */
 #undef UP
-    if (up(g, &g->y, y, (size_t)g->nrows * sizeof *y) != 0) goto fail;
+    if (up(g, &g->y, y, (size_t)g->nrows * sizeof *y) != 0) return -1;
     g->nruns = nruns;
     CUdeviceptr *vecs[] = {&g->x, &g->xhat, &g->prev, &g->g, &g->r, &g->ag, &g->runs};
     for (int k = 0; k < 7; k++) {
@@ -296,25 +325,24 @@ dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, 
         CK(cu->cuMemsetD32Async(*vecs[k], 0, (n ? n : 8) / 4, 0), "clearing GPU memory");
         g->arrays[g->narrays++] = *vecs[k];
     }
-    int sms = 0;
-    CK(cu->cuDeviceGetAttribute(&sms, DM_CU_ATTR_MULTIPROCESSOR_COUNT, g->k[0].dev),
-       "reading the GPU's attributes");
-    g->blocks = 8 * (sms > 0 ? sms : 1);
-    CK(cu->cuMemAlloc(&g->part, (size_t)g->blocks * 3 * sizeof(double)), "allocating GPU memory");
-    g->arrays[g->narrays++] = g->part;
     CK(cu->cuStreamSynchronize(0), "clearing GPU memory");
-    g->part_host = malloc((size_t)g->blocks * 3 * sizeof(double));
-    if (!g->part_host) {
-        dm_set_error("commit: out of memory");
-        goto fail;
-    }
     *B = (dm_commit_backend){g,      start,   residual, gradient,      curvature, prox_step,
                              change, advance, get_x,    prox_step_reg, get_g_ic};
-    g->setup = dm_now_seconds() - t0;
-    return g;
+    g->setup += dm_now_seconds() - t0;
+    return 0;
 fail:
-    dm_commit_gpu_close(g);
-    return NULL;
+    return -1;
+}
+
+dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, const char *gpus,
+                                  dm_commit_backend *B)
+{
+    dm_commit_gpu *g = dm_commit_gpu_prepare(A->op.ns, gpus);
+    if (g && dm_commit_gpu_load(g, A, y, B) != 0) {
+        dm_commit_gpu_close(g);
+        return NULL;
+    }
+    return g;
 }
 
 const char *dm_commit_gpu_device(const dm_commit_gpu *g)
@@ -331,6 +359,7 @@ void dm_commit_gpu_close(dm_commit_gpu *g)
 {
     if (!g) return;
     if (g->cu) {
+        if (g->k[0].ctx) g->cu->cuCtxSetCurrent(g->k[0].ctx); /* prepared on another thread */
         for (int i = 0; i < g->narrays; i++)
             if (g->arrays[i]) g->cu->cuMemFree(g->arrays[i]);
         for (int k = 0; k < NK; k++) dm_gpu_kernel_close(g->cu, &g->k[k]);

@@ -1,5 +1,6 @@
 #include "commit/commit_operator.h"
 
+#include "io/bigalloc.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -18,6 +19,53 @@ static double peak_norm(const float *p)
     return sqrt((double)p[0] * p[0] + (double)p[1] * p[1] + (double)p[2] * p[2]);
 }
 
+/* The segments by voxel, in streamline order within each voxel (a stable counting sort): vs
+ * (nv + 1, zeroed) their starts, key the segments.  Counted and placed by up to MAX_SHARES
+ * threads, each over a range of streamlines whose segments follow the ranges before it in
+ * every voxel: the order of one thread.  0, or -1 out of memory. */
+#define MAX_SHARES 16
+static int by_voxel(const dm_commit_dict *d, int threads, long *vs, seg_key *key)
+{
+    const long nv = d->nvox, nf = d->nkept, nseg = d->nseg;
+    const int shares = threads < MAX_SHARES ? threads : MAX_SHARES;
+    long *cnt = calloc((size_t)shares * (nv ? nv : 1), sizeof *cnt), cut[MAX_SHARES + 1];
+    if (!cnt) return -1;
+    long f = 0;
+    cut[0] = 0; /* streamline ranges of about equal segments */
+    for (int t = 1; t <= shares; t++) {
+        const long want = nseg / shares * t + (t == shares ? nseg % shares : 0);
+        while (f < nf && d->str_start[f] < want) f++;
+        cut[t] = t == shares ? nf : f;
+    }
+#pragma omp parallel for schedule(static, 1) num_threads(shares)
+    for (int t = 0; t < shares; t++) {
+        long *c = cnt + (size_t)t * nv;
+        for (long q = d->str_start[cut[t]]; q < d->str_start[cut[t + 1]]; q++) c[d->seg_vox[q]]++;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long v = 0; v < nv; v++) { /* each share's first place in the voxel, from 0 */
+        long n = 0;
+        for (int t = 0; t < shares; t++) {
+            const long c = cnt[(size_t)t * nv + v];
+            cnt[(size_t)t * nv + v] = n;
+            n += c;
+        }
+        vs[v + 1] = n;
+    }
+    for (long v = 0; v < nv; v++) vs[v + 1] += vs[v];
+#pragma omp parallel for schedule(static, 1) num_threads(shares)
+    for (int t = 0; t < shares; t++) {
+        long *c = cnt + (size_t)t * nv;
+        for (long g = cut[t]; g < cut[t + 1]; g++)
+            for (long q = d->str_start[g]; q < d->str_start[g + 1]; q++) {
+                const unsigned v = d->seg_vox[q];
+                key[vs[v] + c[v]++] = (seg_key){d->seg_dir[q], (unsigned)g, (unsigned long)q};
+            }
+    }
+    free(cnt);
+    return 0;
+}
+
 int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k,
                              const dm_commit_dirs *dirs, const float *peaks, int npeaks,
                              double vf_thr, int threads, dm_commit_operator *A)
@@ -27,10 +75,10 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     const long nv = d->nvox, nf = d->nkept, nseg = d->nseg;
     long *vs = calloc((size_t)nv + 1, sizeof *vs); /* segments by voxel: [vs[v], vs[v + 1]) */
     A->run_start = calloc((size_t)nv + 1, sizeof *A->run_start);
-    A->seg_str = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->seg_str);
-    A->seg_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->seg_len);
-    A->str_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_len);
-    A->str_run = malloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_run);
+    A->seg_str = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *A->seg_str);
+    A->seg_len = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *A->seg_len);
+    A->str_len = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_len);
+    A->str_run = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *A->str_run);
     A->ec_start = calloc((size_t)nv + 1, sizeof *A->ec_start);
     if (!vs || !A->run_start || !A->seg_str || !A->seg_len || !A->str_len || !A->str_run ||
         !A->ec_start)
@@ -47,21 +95,12 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     /* the same segments by voxel, within a voxel by direction then streamline (counting sorts:
      * by voxel, then within each voxel by direction), each streamline-order segment told its
      * place */
-    for (long q = 0; q < nseg; q++) vs[d->seg_vox[q] + 1]++;
-    for (long v = 0; v < nv; v++) vs[v + 1] += vs[v];
-    long *fill = malloc((size_t)(nv ? nv : 1) * sizeof *fill);
-    seg_key *key = malloc((size_t)(nseg ? nseg : 1) * sizeof *key);
-    if (!fill || !key) {
-        free(fill);
+    seg_key *key = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *key);
+    if (!key || by_voxel(d, A->threads, vs, key) != 0) {
         free(key);
         free(col_norm);
         goto oom;
     }
-    memcpy(fill, vs, (size_t)nv * sizeof *fill);
-    for (long f = 0; f < nf; f++)
-        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++)
-            key[fill[d->seg_vox[q]]++] = (seg_key){d->seg_dir[q], (unsigned)f, (unsigned long)q};
-    free(fill);
     /* within each voxel, a stable counting sort by direction (the streamlines stay in order) */
     int failed = 0;
 #pragma omp parallel num_threads(A->threads) reduction(| : failed)

@@ -12,6 +12,7 @@
 #include "io/space.h"
 #include "io/tck.h"
 #include "io/volume.h"
+#include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/outdir.h"
@@ -32,21 +33,30 @@ static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d, int threads
 {
     const int ns = w->nvol;
     const size_t nvox = DM_NVOX(&w->data);
-    double *y = malloc((size_t)(d->nvox ? d->nvox : 1) * ns * sizeof *y);
+    double *y = dm_big_alloc((size_t)(d->nvox ? d->nvox : 1) * ns * sizeof *y);
     if (!y) return NULL;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (long v = 0; v < d->nvox; v++) {
-        double b0 = 0;
+    /* blocks of voxels, volume after volume: the image is read along its rows, not a volume
+     * apart for each value, and the block's rows of y stay in cache */
+    enum { BLOCK = 256 };
+    const long nblocks = (d->nvox + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+    for (long blk = 0; blk < nblocks; blk++) {
+        const long v0 = blk * BLOCK, v1 = v0 + BLOCK < d->nvox ? v0 + BLOCK : d->nvox;
+        double b0[BLOCK] = {0};
         int n0 = 0;
-        for (int s = 0; s < ns; s++)
-            if (w->bval[s] <= DM_BZERO_MAX) {
-                b0 += w->data.data[(size_t)d->vox[v] + (size_t)s * nvox];
-                n0++;
-            }
-        b0 = n0 ? b0 / n0 : 0;
+        for (int s = 0; s < ns; s++) {
+            if (w->bval[s] > DM_BZERO_MAX) continue;
+            const double *img = w->data.data + (size_t)s * nvox;
+            for (long v = v0; v < v1; v++) b0[v - v0] += img[d->vox[v]];
+            n0++;
+        }
+        for (long v = v0; v < v1; v++) b0[v - v0] = n0 ? b0[v - v0] / n0 : 0;
         for (int s = 0; s < ns; s++) { /* without b = 0 measurements (a scalar map) as it is */
-            double S = w->data.data[(size_t)d->vox[v] + (size_t)s * nvox];
-            y[(size_t)v * ns + s] = !isfinite(S) ? 0 : n0 == 0 ? S : b0 > 0 ? S / b0 : 0;
+            const double *img = w->data.data + (size_t)s * nvox;
+            for (long v = v0; v < v1; v++) {
+                const double S = img[d->vox[v]], m = b0[v - v0];
+                y[(size_t)v * ns + s] = !isfinite(S) ? 0 : n0 == 0 ? S : m > 0 ? S / m : 0;
+            }
         }
     }
     return y;
@@ -75,7 +85,8 @@ static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_co
         *npeaks = p.nt / 3;
         const size_t nvox = DM_NVOX(&p);
         out = malloc((size_t)(d->nvox ? d->nvox : 1) * p.nt * sizeof *out);
-        for (long v = 0; out && v < d->nvox; v++)
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (long v = 0; v < (out ? d->nvox : 0); v++)
             for (int k = 0; k < p.nt; k++) {
                 double x = p.data[(size_t)d->vox[v] + (size_t)k * nvox];
                 out[(size_t)v * p.nt + k] = isfinite(x) ? (float)x : 0.0f;
@@ -140,39 +151,72 @@ static int scalar_map_read(const dm_commit_options *o, dm_dwi *w)
     return 0;
 }
 
-/* The tractogram (often a gigabyte) is read on a thread of its own while the data are. */
+/* Work on a thread of its own while this one goes on: the tractogram (often a gigabyte) read
+ * while the data are; the GPU's driver, program and kernels made ready while the dictionary and
+ * the operator are built.  Without a thread, the work is done at once. */
 typedef struct {
-    const char *path;
-    dm_tck *t;
+    int (*work)(void *arg); /* 0, or -1 with the error set */
+    void *arg;
     int rc;
-    char error[2048]; /* the reader's message (errors are per thread) */
+    char error[2048]; /* the work's message (errors are per thread) */
     pthread_t thread;
-    int threaded;
-} tck_job;
+    int running;
+} side_job;
 
-static void *read_tck(void *arg)
+static void *side_main(void *p)
 {
-    tck_job *j = arg;
-    j->rc = dm_tck_read(j->path, j->t);
+    side_job *j = p;
+    j->rc = j->work(j->arg);
     if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
     return NULL;
 }
 
-static void tck_read_start(tck_job *j, const char *path, dm_tck *t)
+static void side_start(side_job *j, int (*work)(void *), void *arg)
 {
-    *j = (tck_job){.path = path, .t = t};
-    j->threaded = pthread_create(&j->thread, NULL, read_tck, j) == 0;
-    if (!j->threaded) read_tck(j);
+    *j = (side_job){.work = work, .arg = arg};
+    j->running = pthread_create(&j->thread, NULL, side_main, j) == 0;
+    if (!j->running) side_main(j);
+}
+
+/* Waits for the work: its result, its error set in this thread (set_error 0: left as it is,
+ * after an error here came first). */
+static int side_end(side_job *j, int set_error)
+{
+    if (j->running) pthread_join(j->thread, NULL);
+    j->running = 0;
+    return j->rc == 0 ? 0 : set_error ? dm_set_error("%s", j->error) : -1;
+}
+
+typedef struct {
+    const char *path;
+    dm_tck *t;
+    int threads;
+} tck_read;
+
+static int read_tck(void *arg)
+{
+    tck_read *r = arg;
+    return dm_tck_read_threads(r->path, r->t, r->threads);
 }
 
 /* Waits for the reader; other_rc is the result of what ran meanwhile (its error stands). */
-static int tck_read_end(tck_job *j, int other_rc)
+static int tck_read_end(side_job *j, const tck_read *r, int other_rc)
 {
-    if (j->threaded) pthread_join(j->thread, NULL);
-    if (other_rc != 0) return -1;
-    if (j->rc != 0) return dm_set_error("%s", j->error);
-    if (j->t->count == 0) return dm_set_error("%s: no streamlines", j->path);
+    if (side_end(j, other_rc == 0) != 0 || other_rc != 0) return -1;
+    if (r->t->count == 0) return dm_set_error("%s: no streamlines", r->path);
     return 0;
+}
+
+typedef struct {
+    int ns;
+    const char *gpus;
+    dm_commit_gpu *g;
+} gpu_prepare;
+
+static int prepare_gpu(void *arg)
+{
+    gpu_prepare *p = arg;
+    return (p->g = dm_commit_gpu_prepare(p->ns, p->gpus)) ? 0 : -1;
 }
 
 typedef struct {
@@ -199,6 +243,24 @@ static void fold_ic(double *xo, long nf, int nic, long ncols)
     memmove(xo + nf, xo + (long)nic * nf, (size_t)(ncols - (long)nic * nf) * sizeof *xo);
 }
 
+/* compartment_IC: each voxel's sum of weight x segment length, its segments taken in the
+ * dictionary's (streamline) order as one thread would.  Threads own ranges of voxels and each
+ * walks all segments for its own: the sums, and so the map, do not depend on the thread count. */
+static void ic_map(const dm_commit_dict *d, const double *xo, int threads, double *ic)
+{
+    const long nv = d->nvox, nf = d->nkept;
+    const int shares = threads > 0 ? threads : 1;
+#pragma omp parallel for schedule(static, 1) num_threads(shares)
+    for (int t = 0; t < shares; t++) {
+        const unsigned lo = (unsigned)(nv * t / shares), hi = (unsigned)(nv * (t + 1) / shares);
+        for (long f = 0; f < nf; f++)
+            for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
+                const unsigned v = d->seg_vox[q];
+                if (v >= lo && v < hi) ic[v] += xo[f] * d->seg_len[q];
+            }
+    }
+}
+
 /* Writes one map of the voxels of the fit (value per voxel) on the data's grid. */
 static int write_map(const char *dir, const char *name, const dm_dwi *w, const dm_commit_dict *d,
                      const double *value)
@@ -215,27 +277,47 @@ static int write_map(const char *dir, const char *name, const dm_dwi *w, const d
 }
 
 /* With blur, as COMMIT, a weight is written times the streamline's blurred length (its
- * copies' weight x length, the sum of its segments) over its own length in the mask. */
-static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo, int blur)
+ * copies' weight x length, the sum of its segments) over its own length in the mask.  The lines
+ * are formatted by all threads, a block of streamlines each, and written in order. */
+static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo, int blur,
+                         int threads)
 {
+    enum { LINES = 1 << 14, LINE_BYTES = 32 }; /* "%.5e\n" of a double: at most 14 bytes */
     char *path = dm_path_join(dir, "streamline_weights.txt");
     FILE *f = path ? fopen(path, "w") : NULL;
+    const long nblocks = (d->nstr + LINES - 1) / LINES;
+    char *text = malloc((size_t)(nblocks ? nblocks : 1) * LINES * LINE_BYTES);
+    size_t *len = malloc((size_t)(nblocks ? nblocks : 1) * sizeof *len);
     int rc = 0;
     if (!f) {
         rc = dm_set_error("cannot write %s", path ? path : "streamline_weights.txt");
+    } else if (!text || !len) {
+        fclose(f);
+        rc = dm_set_error("commit: out of memory for %s", path);
     } else {
-        for (long s = 0; s < d->nstr; s++) {
-            const long c = d->column[s];
-            double x = c >= 0 ? xo[c] : 0.0;
-            if (c >= 0 && blur) {
-                double tot = 0;
-                for (long q = d->str_start[c]; q < d->str_start[c + 1]; q++) tot += d->seg_len[q];
-                x *= tot / d->length[s];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (long b = 0; b < nblocks; b++) {
+            char *out = text + (size_t)b * LINES * LINE_BYTES;
+            size_t n = 0;
+            for (long s = b * LINES; s < d->nstr && s < (b + 1) * LINES; s++) {
+                const long c = d->column[s];
+                double x = c >= 0 ? xo[c] : 0.0;
+                if (c >= 0 && blur) {
+                    double tot = 0;
+                    for (long q = d->str_start[c]; q < d->str_start[c + 1]; q++)
+                        tot += d->seg_len[q];
+                    x *= tot / d->length[s];
+                }
+                n += (size_t)snprintf(out + n, LINE_BYTES, "%.5e\n", x);
             }
-            fprintf(f, "%.5e\n", x);
+            len[b] = n;
         }
-        if (fclose(f) != 0) rc = dm_set_error("cannot write %s", path);
+        for (long b = 0; b < nblocks; b++)
+            fwrite(text + (size_t)b * LINES * LINE_BYTES, 1, len[b], f);
+        if (ferror(f) | (fclose(f) != 0)) rc = dm_set_error("cannot write %s", path);
     }
+    free(text);
+    free(len);
     free(path);
     return rc;
 }
@@ -510,8 +592,9 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     dm_commit_dirs dirs = {0};
     dm_commit_dict d = {0};
     int rc = -1;
-    tck_job tj;
-    tck_read_start(&tj, o->tractogram, &t);
+    side_job tj;
+    tck_read tr = {o->tractogram, &t, threads};
+    side_start(&tj, read_tck, &tr);
     /* the mask as dm_dwi_read (or the scalar map's reader) checks it */
     int vrc = dm_volume_read_header(o->data, &data);
     if (vrc == 0 && o->mask) vrc = dm_volume_read(o->mask, &maskvol);
@@ -520,7 +603,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     if (vrc == 0 && o->mask)
         vrc = o->model.scalar ? dm_volume_check_same_grid(&maskvol, o->mask, &data, o->data)
                               : dm_volume_check_same_space(&maskvol, o->mask, &data, o->data);
-    if (tck_read_end(&tj, vrc) != 0) goto done;
+    if (tck_read_end(&tj, &tr, vrc) != 0) goto done;
     if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t))) goto done;
     const double t_load = dm_now_seconds() - t0;
     double t1 = dm_now_seconds();
@@ -612,20 +695,28 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *peaks = NULL;
     double *y = NULL, *x = NULL, *xo = NULL, *ic = NULL, *ec = NULL, *iso = NULL, *rmse = NULL,
            *nrmse = NULL, *yhat = NULL, *wruns = NULL, *rmse_adj = NULL, *nrmse_adj = NULL,
-           *xw = NULL, *rfac = NULL,          /* the lesion model's weights and factors */
-                           *aty_plain = NULL; /* with a confidence map and a regularisation */
+           *sq_v = NULL,                          /* each voxel's squared residual */
+               *xw = NULL, *rfac = NULL,          /* the lesion model's weights and factors */
+                               *aty_plain = NULL; /* with a confidence map and a regularisation */
     unsigned char *mask = NULL, *blur_apply = NULL;
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
-    tck_job tj;
-    tck_read_start(&tj, o->tractogram, &t);
+    side_job gj = {0};
+    gpu_prepare gp = {0};
+    side_job tj;
+    tck_read tr = {o->tractogram, &t, threads};
+    side_start(&tj, read_tck, &tr);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
                                  : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
     if (dwi_rc == 0 && o->model.nradii > 0)
         dwi_rc = dm_commit_pulses_read(o->scheme, w.nvol, w.bval, &pulses);
-    if (tck_read_end(&tj, dwi_rc) != 0) goto done;
+    if (tck_read_end(&tj, &tr, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
+    if (o->use_gpu) {
+        gp = (gpu_prepare){w.nvol, o->gpus, NULL};
+        side_start(&gj, prepare_gpu, &gp);
+    }
 
     /* the dictionary: built, or read from --dictionary after checking what it was made of */
     double t1 = dm_now_seconds();
@@ -694,9 +785,13 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         goto done;
     }
     dm_commit_backend B;
-    if (o->use_gpu ? !(gpu = dm_commit_gpu_open(&A, y, o->gpus, &B))
-                   : !(cpu = dm_commit_cpu_open(&A, y, threads, &B)))
+    if (o->use_gpu) {
+        int ready = side_end(&gj, 1);
+        gpu = gp.g;
+        if (ready != 0 || dm_commit_gpu_load(gpu, &A, y, &B) != 0) goto done;
+    } else if (!(cpu = dm_commit_cpu_open(&A, y, threads, &B))) {
         goto done;
+    }
     t_setup = dm_now_seconds() - t1;
     t1 = dm_now_seconds();
     /* a regularisation: the lasso needs its lambda only; the group lasso, as COMMIT2, the
@@ -775,19 +870,20 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     nrmse = malloc((size_t)nv * sizeof *nrmse);
     rmse_adj = calloc((size_t)nv, sizeof *rmse_adj);
     nrmse_adj = calloc((size_t)nv, sizeof *nrmse_adj);
-    yhat = malloc((size_t)A.nrows * sizeof *yhat);
+    yhat = dm_big_alloc((size_t)A.nrows * sizeof *yhat);
+    sq_v = malloc((size_t)(nv ? nv : 1) * sizeof *sq_v);
     wruns = malloc((size_t)(A.nruns ? A.nruns : 1) * A.op.nic * sizeof *wruns);
     if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat || !wruns || !rmse_adj ||
-        !nrmse_adj) {
+        !nrmse_adj || !sq_v) {
         dm_set_error("commit: out of memory for the outputs");
         goto done;
     }
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (long j = 0; j < A.ncols; j++) xo[j] = x[j] / A.scale[j];
     fold_ic(xo, nf, A.op.nic, A.ncols);
-    for (long f = 0; f < nf; f++)
-        for (long q = d.str_start[f]; q < d.str_start[f + 1]; q++)
-            ic[d.seg_vox[q]] += xo[f] * d.seg_len[q];
+    ic_map(&d, xo, threads, ic);
     for (long e = 0; e < ne; e++) ec[A.ec_vox[e]] += xo[nf + e];
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (long v = 0; v < nv; v++) { /* xo is folded: its ISO block starts nic - 1 blocks sooner */
         const long c0 = dm_commit_iso_col(&A.op, v);
         for (int i = 0; i < k.niso && c0 >= 0; i++)
@@ -803,6 +899,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     }
     const double *ym = conf_used ? y0 : y;
     double sq_all = 0;
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (long v = 0; v < nv; v++) {
         double se = 0, sy = 0, cse = 0, cs = 0, csy = 0;
         for (int s = 0; s < ns; s++) {
@@ -816,7 +913,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                 csy += c * ym[v * ns + s] * ym[v * ns + s];
             }
         }
-        sq_all += se;
+        sq_v[v] = se;
         rmse[v] = sqrt(se / ns);
         nrmse[v] = sy < 1e-12 ? 0 : sqrt(se / sy);
         if (conf_used) {
@@ -824,6 +921,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
             nrmse_adj[v] = csy < 1e-12 ? 0 : sqrt(cse / csy);
         }
     }
+    for (long v = 0; v < nv; v++) sq_all += sq_v[v]; /* in voxel order, as one thread would */
     long nlesion = 0;
     const int lesion_model = o->model.scalar && o->iso_mask;
     if (lesion_model && !(xw = lesion_weights(&d, ic, iso, xo, &rfac, &nlesion))) goto done;
@@ -833,7 +931,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     long nonzero = 0;
     dm_outdir od;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    int wr = write_weights(od.path, &d, nlesion ? xw : xo, dm_commit_blur_on(&dopt));
+    int wr = write_weights(od.path, &d, nlesion ? xw : xo, dm_commit_blur_on(&dopt), threads);
     if (wr == 0) wr = write_map(od.path, "compartment_IC.nii.gz", &w, &d, ic);
     if (wr == 0) wr = write_map(od.path, "compartment_EC.nii.gz", &w, &d, ec);
     if (wr == 0 && nlesion) { /* the lesion map and factors; compartment_ISO all 0, as COMMIT */
@@ -921,6 +1019,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
+    if (gj.running) side_end(&gj, 0); /* an error came first */
+    if (gp.g != gpu) dm_commit_gpu_close(gp.g);
     dm_commit_cpu_close(cpu);
     dm_commit_gpu_close(gpu);
     free(mask);
@@ -943,6 +1043,7 @@ done:
     free(row_w);
     free(y0);
     free(yhat);
+    free(sq_v);
     free(wruns);
     dm_commit_operator_free(&A);
     dm_commit_kernels_free(&k);

@@ -51,9 +51,6 @@ int dm_commit_fista(const dm_commit_backend *B, const double *x0, const dm_commi
     const double eps = DBL_EPSILON;
     void *c = B->ctx;
     memset(out, 0, sizeof *out);
-    if (o->reg && (!B->prox_step_reg || !B->get_g_ic))
-        return dm_set_error("commit: --lambda and --lambda-group are not available on this device "
-                            "yet; use --device cpu");
     dm_commit_reg reg_used;
     const dm_commit_reg *reg = NULL;
     double prev_obj, qfval, curr_obj = 0;

@@ -48,9 +48,9 @@ typedef struct dm_commit_backend {
     int (*advance)(void *ctx, double a);
     /* X to the host */
     int (*get_x)(void *ctx, double *x);
-    /* with a regularisation of the IC block (NULL where the backend has none yet): the prox
-     * step of dm_commit_reg (as prox_step, and *omega = Omega(X)), and G's IC entries to the
-     * host */
+    /* with a regularisation of the IC block (every backend has both; dm_commit_fista calls
+     * them only with one): the prox step of dm_commit_reg (as prox_step, and *omega =
+     * Omega(X)), and G's IC entries to the host */
     int (*prox_step_reg)(void *ctx, double step, const struct dm_commit_reg *reg, double *lin,
                          double *sq, double *omega);
     int (*get_g_ic)(void *ctx, double *g);

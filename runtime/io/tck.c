@@ -2,6 +2,7 @@
  * points) and the reader (the whole file in memory, checked strictly); the text file of
  * per-streamline weights that goes with one (MRtrix's -tck_weights_in). */
 #include "io/tck.h"
+#include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -338,123 +341,258 @@ static int read_header(const char *path, FILE *fp, tck_header *h)
     return 0;
 }
 
-static uint64_t load_u64(const unsigned char *b, int big_endian)
+/* The value k of the data (the file's type) as a float; *wide the double it was (a finite double
+ * beyond float's range is an error: as a float it would read as the Inf that ends the file). */
+static inline __attribute__((always_inline)) float tck_value(const unsigned char *raw, size_t k,
+                                                             int type, double *wide)
 {
-    uint64_t u = 0;
-    for (int k = 0; k < 8; k++) u |= (uint64_t)b[big_endian ? 7 - k : k] << (8 * k);
-    return u;
-}
-
-static uint32_t load_u32(const unsigned char *b, int big_endian)
-{
-    uint32_t u = 0;
-    for (int k = 0; k < 4; k++) u |= (uint32_t)b[big_endian ? 3 - k : k] << (8 * k);
-    return u;
-}
-
-/* n values of the file's type to floats.  A finite double beyond float's range is an error:
- * as a float it would read as the Inf that ends the file. */
-static int convert_values(const char *path, const unsigned char *raw, size_t n, int type,
-                          float *out)
-{
-    int big = type == TCK_F32BE || type == TCK_F64BE;
+    /* a plain load, its bytes swapped when the file's order is not the host's */
+    const int swap = (type == TCK_F32BE || type == TCK_F64BE) == host_is_little_endian();
+    float f;
     if (type == TCK_F32LE || type == TCK_F32BE) {
-        for (size_t i = 0; i < n; i++) {
-            uint32_t u = load_u32(raw + 4 * i, big);
-            memcpy(&out[i], &u, 4);
-        }
-        return 0;
+        uint32_t u;
+        memcpy(&u, raw + 4 * k, 4);
+        if (swap) u = __builtin_bswap32(u);
+        memcpy(&f, &u, 4);
+        *wide = f;
+        return f;
     }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t u = load_u64(raw + 8 * i, big);
-        double d;
-        memcpy(&d, &u, 8);
-        if (isfinite(d) && fabs(d) > FLT_MAX)
-            return dm_set_error("%s: coordinate %g is beyond single precision", path, d);
-        out[i] = (float)d;
-    }
-    return 0;
+    uint64_t u;
+    memcpy(&u, raw + 8 * k, 8);
+    if (swap) u = __builtin_bswap64(u);
+    memcpy(wide, &u, 8);
+    return (float)*wide;
 }
 
-/* Reads the n_triplets whole triplets at the data offset into xyz (3 floats each). */
-static int read_triplets(const char *path, FILE *fp, const tck_header *h, size_t n_triplets,
-                         float *xyz)
+static int beyond_float(double d)
 {
-    size_t value_bytes = h->datatype >= TCK_F64LE ? 8 : 4;
-    size_t chunk = 1 << 16; /* triplets per read */
-    unsigned char *raw = malloc(chunk * 3 * value_bytes);
-    if (!raw) return dm_set_error("%s: out of memory", path);
-    int rc = fseeko(fp, (off_t)h->offset, SEEK_SET) == 0
-                 ? 0
-                 : dm_set_error("%s: cannot seek to the data at byte %lld", path, h->offset);
-    for (size_t done = 0; rc == 0 && done < n_triplets; done += chunk) {
-        if (dm_stop_requested()) {
-            rc = dm_stop_error();
-            break;
-        }
-        size_t n = n_triplets - done < chunk ? n_triplets - done : chunk;
-        if (fread(raw, 3 * value_bytes, n, fp) != n)
-            rc = dm_set_error("%s: cannot read the streamline data", path);
-        else
-            rc = convert_values(path, raw, 3 * n, h->datatype, xyz + 3 * done);
-    }
-    free(raw);
-    return rc;
+    return isfinite(d) && fabs(d) > FLT_MAX;
 }
 
-/* Splits the triplets at the NaN markers, moving the points down over the markers, and stops
- * at the Inf marker.  Fills t's npoints/start/count; *ended tells whether the Inf was met,
- * *open_points how many points follow the last NaN when it was not. */
-static int split_streamlines(const char *path, float *xyz, size_t n_triplets, dm_tck *t, int *ended,
-                             long *open_points)
+/* The data are scanned and copied in chunks of this many triplets, one chunk a task. */
+#define TCK_CHUNK ((size_t)1 << 16)
+
+/* What a chunk of triplets holds, up to the first Inf marker in it (if any). */
+typedef struct tck_chunk {
+    size_t end;  /* the chunk's end, or its Inf marker's triplet */
+    size_t nans; /* NaN markers before end */
+    int bad;     /* a point before end is not finite */
+    int ended;   /* an Inf marker ends the chunk */
+} tck_chunk;
+
+static inline __attribute__((always_inline)) void scan_chunk_of(const unsigned char *raw, int type,
+                                                                size_t a, size_t b, tck_chunk *c)
 {
-    size_t cap = 1024, kept = 0, first = 0;
-    long count = 0;
-    long *npoints = malloc(cap * sizeof *npoints);
-    if (!npoints) return dm_set_error("%s: out of memory", path);
-    *ended = 0;
-    for (size_t i = 0; i < n_triplets; i++) {
-        const float *p = xyz + 3 * i;
-        if (isinf(p[0])) {
-            *ended = 1;
-            break;
+    *c = (tck_chunk){.end = b};
+    double w;
+    for (size_t i = a; i < b; i++) {
+        float x = tck_value(raw, 3 * i, type, &w);
+        if (isinf(x)) {
+            c->end = i;
+            c->ended = 1;
+            return;
         }
-        if (isnan(p[0])) {
-            if ((size_t)count == cap) {
-                long *grown = realloc(npoints, 2 * cap * sizeof *npoints);
-                if (!grown) {
-                    free(npoints);
-                    return dm_set_error("%s: out of memory", path);
-                }
-                npoints = grown;
-                cap *= 2;
-            }
-            npoints[count++] = (long)(kept - first);
-            first = kept;
+        if (isnan(x)) {
+            c->nans++;
+        } else if (!isfinite(tck_value(raw, 3 * i + 1, type, &w)) ||
+                   !isfinite(tck_value(raw, 3 * i + 2, type, &w))) {
+            c->bad = 1;
+        }
+    }
+}
+
+/* Triplets [a, b) (no Inf marker among them) to their places: the points from point `out` on,
+ * each NaN marker's streamline end into start[s + 1], s the streamlines before. */
+static inline __attribute__((always_inline)) void copy_chunk_of(const unsigned char *raw, int type,
+                                                                size_t a, size_t b, size_t s,
+                                                                size_t out, float *xyz, long *start)
+{
+    double w;
+    for (size_t i = a; i < b; i++) {
+        float x = tck_value(raw, 3 * i, type, &w);
+        if (isnan(x)) {
+            start[++s] = (long)out;
             continue;
         }
-        if (!isfinite(p[1]) || !isfinite(p[2])) {
-            free(npoints);
-            return dm_set_error("%s: streamline %ld, point %zu is not finite (%g %g %g)", path,
-                                count + 1, kept - first + 1, p[0], p[1], p[2]);
-        }
-        if (kept != i) memmove(xyz + 3 * kept, p, 3 * sizeof *p);
-        kept++;
+        float *p = xyz + 3 * out++;
+        p[0] = x;
+        p[1] = tck_value(raw, 3 * i + 1, type, &w);
+        p[2] = tck_value(raw, 3 * i + 2, type, &w);
     }
-    *open_points = (long)(kept - first);
+}
+
+/* The two above with the type a constant in each case (the common Float32LE a plain load). */
+static void scan_chunk(const unsigned char *raw, int type, size_t a, size_t b, tck_chunk *c)
+{
+    switch (type) {
+    case TCK_F32LE: scan_chunk_of(raw, TCK_F32LE, a, b, c); break;
+    case TCK_F32BE: scan_chunk_of(raw, TCK_F32BE, a, b, c); break;
+    case TCK_F64LE: scan_chunk_of(raw, TCK_F64LE, a, b, c); break;
+    default: scan_chunk_of(raw, TCK_F64BE, a, b, c); break;
+    }
+}
+
+static void copy_chunk(const unsigned char *raw, int type, size_t a, size_t b, size_t s, size_t out,
+                       float *xyz, long *start)
+{
+    switch (type) {
+    case TCK_F32LE: copy_chunk_of(raw, TCK_F32LE, a, b, s, out, xyz, start); break;
+    case TCK_F32BE: copy_chunk_of(raw, TCK_F32BE, a, b, s, out, xyz, start); break;
+    case TCK_F64LE: copy_chunk_of(raw, TCK_F64LE, a, b, s, out, xyz, start); break;
+    default: copy_chunk_of(raw, TCK_F64BE, a, b, s, out, xyz, start); break;
+    }
+}
+
+/* The message of the first point that is not finite (the data hold one before end): its
+ * streamline and place, found by walking the data from the start. */
+static int bad_point_error(const char *path, const unsigned char *raw, int type, size_t end)
+{
+    long count = 0, kept = 0, first = 0;
+    double w;
+    for (size_t i = 0; i < end; i++) {
+        float p[3];
+        for (int k = 0; k < 3; k++) p[k] = tck_value(raw, 3 * i + k, type, &w);
+        if (isnan(p[0])) {
+            count++;
+            first = kept;
+        } else if (!isfinite(p[1]) || !isfinite(p[2])) {
+            return dm_set_error("%s: streamline %ld, point %ld is not finite (%g %g %g)", path,
+                                count + 1, kept - first + 1, p[0], p[1], p[2]);
+        } else {
+            kept++;
+        }
+    }
+    return dm_set_error("%s: a point is not finite", path);
+}
+
+/* The raw data bytes (n_triplets whole triplets at the data offset): the file mapped (*map,
+ * *map_len to unmap), or, where it cannot be, read into a malloc'd *copy.  NULL with the error
+ * set. */
+static const unsigned char *data_bytes(const char *path, FILE *fp, const tck_header *h,
+                                       size_t bytes, void **map, size_t *map_len,
+                                       unsigned char **copy)
+{
+    *map = NULL;
+    *copy = NULL;
+    size_t len = (size_t)h->offset + bytes;
+    void *m = bytes ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fileno(fp), 0) : MAP_FAILED;
+    if (m != MAP_FAILED) {
+        madvise(m, len, MADV_SEQUENTIAL);
+        *map = m;
+        *map_len = len;
+        return (const unsigned char *)m + h->offset;
+    }
+    *copy = malloc(bytes ? bytes : 1);
+    if (!*copy) {
+        dm_set_error("%s: out of memory", path);
+        return NULL;
+    }
+    if (fseeko(fp, (off_t)h->offset, SEEK_SET) != 0) {
+        dm_set_error("%s: cannot seek to the data at byte %lld", path, h->offset);
+        return NULL;
+    }
+    for (size_t done = 0; done < bytes;) {
+        if (dm_stop_requested()) {
+            dm_stop_error();
+            return NULL;
+        }
+        size_t n = bytes - done < ((size_t)1 << 22) ? bytes - done : ((size_t)1 << 22);
+        if (fread(*copy + done, 1, n, fp) != n) {
+            dm_set_error("%s: cannot read the streamline data", path);
+            return NULL;
+        }
+        done += n;
+    }
+    return *copy;
+}
+
+/* The triplets split at the NaN markers up to the first Inf marker, in parallel: each chunk
+ * scanned (markers counted, points checked), then its points copied to their place.  Fills t;
+ * *ended tells whether the Inf was met, *open_points how many points follow the last NaN. */
+static int split_data(const char *path, const unsigned char *raw, int type, size_t n_triplets,
+                      int threads, dm_tck *t, int *ended, long *open_points)
+{
+    const size_t nchunks = (n_triplets + TCK_CHUNK - 1) / TCK_CHUNK;
+    tck_chunk *c = malloc((nchunks ? nchunks : 1) * sizeof *c);
+    if (!c) return dm_set_error("%s: out of memory", path);
+    int wide_bad = 0, stop = 0;
+    const int wide = type == TCK_F64LE || type == TCK_F64BE;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) reduction(| : wide_bad, stop)
+    for (size_t k = 0; k < nchunks; k++) {
+        const size_t a = k * TCK_CHUNK, b = a + TCK_CHUNK < n_triplets ? a + TCK_CHUNK : n_triplets;
+        if (dm_stop_requested()) {
+            stop = 1;
+            continue;
+        }
+        double w;
+        for (size_t i = 3 * a; wide && i < 3 * b; i++) /* every value, the Inf's after too */
+            if (tck_value(raw, i, type, &w), beyond_float(w)) wide_bad = 1;
+        scan_chunk(raw, type, a, b, &c[k]);
+    }
+    if (stop) {
+        free(c);
+        return dm_stop_error();
+    }
+    if (wide_bad) { /* the first such value, as a reader going through the file meets it */
+        double w = 0;
+        for (size_t i = 0; i < 3 * n_triplets; i++)
+            if (tck_value(raw, i, type, &w), beyond_float(w)) break;
+        free(c);
+        return dm_set_error("%s: coordinate %g is beyond single precision", path, w);
+    }
+    /* the chunks before the first Inf marker; their streamlines and points before each */
+    size_t used = 0, end = n_triplets;
+    *ended = 0;
+    int bad = 0;
+    while (used < nchunks) {
+        bad |= c[used].bad;
+        if (c[used++].ended) {
+            *ended = 1;
+            end = c[used - 1].end;
+            break;
+        }
+    }
+    if (bad) {
+        free(c);
+        return bad_point_error(path, raw, type, end);
+    }
+    size_t *nan_base = malloc((used + 1) * sizeof *nan_base);
+    if (!nan_base) {
+        free(c);
+        return dm_set_error("%s: out of memory", path);
+    }
+    nan_base[0] = 0;
+    for (size_t k = 0; k < used; k++) nan_base[k + 1] = nan_base[k] + c[k].nans;
+    const long count = (long)nan_base[used];
+    const size_t kept = end - (size_t)count;
     t->count = count;
-    t->npoints = npoints;
+    t->npoints = malloc((size_t)(count ? count : 1) * sizeof *t->npoints);
     t->start = malloc((size_t)(count + 1) * sizeof *t->start);
-    if (!t->start) return dm_set_error("%s: out of memory", path);
+    t->xyz = dm_big_alloc((kept ? kept : 1) * 3 * sizeof(float));
+    if (!t->npoints || !t->start || !t->xyz) {
+        free(c);
+        free(nan_base);
+        return dm_set_error("%s: out of memory for %zu points", path, kept);
+    }
     t->start[0] = 0;
-    for (long s = 0; s < count; s++) t->start[s + 1] = t->start[s] + npoints[s];
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+    for (size_t k = 0; k < used; k++) {
+        const size_t a = k * TCK_CHUNK, b = k + 1 == used ? end : a + TCK_CHUNK;
+        copy_chunk(raw, type, a, b, nan_base[k], a - nan_base[k], t->xyz, t->start);
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long s = 0; s < count; s++) t->npoints[s] = t->start[s + 1] - t->start[s];
+    *open_points = (long)(kept - (size_t)t->start[count]);
+    free(c);
+    free(nan_base);
     return 0;
 }
 
-int dm_tck_read(const char *path, dm_tck *t)
+int dm_tck_read_threads(const char *path, dm_tck *t, int threads)
 {
     memset(t, 0, sizeof *t);
     t->header_count = -1;
+    if (threads <= 0) threads = omp_get_max_threads();
     FILE *fp = fopen(path, "rb");
     if (!fp) return dm_set_error("cannot open %s: %s", path, strerror(errno));
     struct stat st;
@@ -471,13 +609,20 @@ int dm_tck_read(const char *path, dm_tck *t)
     size_t triplet_bytes = h.datatype >= TCK_F64LE ? 24 : 12;
     size_t n_triplets = rc == 0 ? (size_t)(size - h.offset) / triplet_bytes : 0;
     size_t extra = rc == 0 ? (size_t)(size - h.offset) % triplet_bytes : 0;
-    float *xyz = rc == 0 ? malloc((n_triplets ? n_triplets : 1) * 3 * sizeof(float)) : NULL;
-    if (rc == 0 && !xyz) rc = dm_set_error("%s: out of memory for %zu points", path, n_triplets);
-    if (rc == 0) rc = read_triplets(path, fp, &h, n_triplets, xyz);
-    fclose(fp);
+    void *map = NULL;
+    size_t map_len = 0;
+    unsigned char *copy = NULL;
+    const unsigned char *raw =
+        rc == 0 ? data_bytes(path, fp, &h, n_triplets * triplet_bytes, &map, &map_len, &copy)
+                : NULL;
+    if (rc == 0 && !raw) rc = -1;
     int ended = 0;
     long open_points = 0;
-    if (rc == 0) rc = split_streamlines(path, xyz, n_triplets, t, &ended, &open_points);
+    if (rc == 0)
+        rc = split_data(path, raw, h.datatype, n_triplets, threads, t, &ended, &open_points);
+    if (map) munmap(map, map_len);
+    free(copy);
+    fclose(fp);
     if (rc == 0 && !ended) {
         /* No Inf marker: whole only when the last streamline ended and the count agrees. */
         if (extra)
@@ -497,18 +642,19 @@ int dm_tck_read(const char *path, dm_tck *t)
         rc = dm_set_error("%s: the header's count is %ld but the file holds %ld streamlines%s",
                           path, h.count, t->count, ended ? "" : " (no end-of-file marker)");
     if (rc != 0) {
-        free(xyz);
         free(h.properties);
         dm_tck_free(t);
         t->header_count = -1;
         return -1;
     }
-    long total = t->start[t->count];
-    float *shrunk = realloc(xyz, (size_t)(total ? total : 1) * 3 * sizeof(float));
-    t->xyz = shrunk ? shrunk : xyz;
     t->header_count = h.count;
     t->properties = h.properties;
     return 0;
+}
+
+int dm_tck_read(const char *path, dm_tck *t)
+{
+    return dm_tck_read_threads(path, t, 0);
 }
 
 char *dm_tck_property(const dm_tck *t, const char *key)

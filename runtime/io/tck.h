@@ -52,6 +52,8 @@ typedef struct dm_tck {
  * reads a triplet by its x alone: NaN x ends the streamline, Inf x the file).  0, or -1 with
  * one dm_last_error() line naming the file and what is wrong; t is then empty. */
 int dm_tck_read(const char *path, dm_tck *t);
+/* The same on `threads` threads (0: OpenMP's default). */
+int dm_tck_read_threads(const char *path, dm_tck *t, int threads);
 /* The value of a header key ("step_size", say) as a malloc'd string; NULL when absent. */
 char *dm_tck_property(const dm_tck *t, const char *key);
 void dm_tck_free(dm_tck *t);

@@ -11,6 +11,7 @@
  * written under a temporary name and renamed into place only when whole. */
 #include "io/volume.h"
 #include "io/gz_blocks.h"
+#include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -18,6 +19,7 @@
 #include <nifti2_io.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -131,6 +133,46 @@ static int read_gz_whole(const char *file, size_t need, unsigned char **raw)
     return 1;
 }
 
+/* An uncompressed data file: chunks of `chunk` values read (pread) and converted on all
+ * threads, each into its place. */
+static int read_plain(const char *path, const nifti_image *nim, const char *data_file, int swap,
+                      size_t chunk, double *data)
+{
+    const size_t total = (size_t)nim->nvox, bytes_per = (size_t)nim->nbyper;
+    int fd = open(data_file, O_RDONLY);
+    if (fd < 0) return load_error(path, nim);
+    const size_t nchunks = (total + chunk - 1) / chunk;
+    int bad = 0, stop = 0;
+#pragma omp parallel reduction(| : bad, stop)
+    {
+        unsigned char *buf = malloc(chunk * bytes_per);
+        bad |= !buf;
+#pragma omp for schedule(dynamic, 1)
+        for (size_t k = 0; k < nchunks; k++) {
+            if (bad || stop || (stop = dm_stop_requested())) continue;
+            const size_t start = k * chunk, n = total - start < chunk ? total - start : chunk;
+            const off_t at = (off_t)nim->iname_offset + (off_t)(start * bytes_per);
+            size_t got = 0; /* counted in bytes: a short last value is a short file */
+            while (got < n * bytes_per) {
+                ssize_t r = pread(fd, buf + got, n * bytes_per - got, at + (off_t)got);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) break;
+                got += (size_t)r;
+            }
+            if (got != n * bytes_per) {
+                bad = 1;
+                continue;
+            }
+            if (swap) nifti_swap_Nbytes((int64_t)n, nim->swapsize, buf);
+            convert_to_double(buf, nim->datatype, n, data + start);
+        }
+        free(buf);
+    }
+    close(fd);
+    if (stop) return dm_stop_error();
+    return bad ? load_error(path, nim) : 0;
+}
+
 /* Reads the image's values as stored (NaN and Inf kept) from the file niftilib names in
  * nim->iname at nim->iname_offset, swapping bytes when the file's byte order is not the host's,
  * and converts them to doubles in data (nim->nvox values).  Reads in chunks so that only one
@@ -160,6 +202,7 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
         }
     }
     size_t chunk = total < (1 << 18) ? total : (1 << 18);
+    if (!nifti_is_gzfile(data_file)) return read_plain(path, nim, data_file, swap, chunk, data);
     void *buf = malloc(chunk * bytes_per);
     if (!buf) return dm_set_error("%s: out of memory reading the image data", path);
     znzFile f = znzopen(data_file, "rb", nifti_is_gzfile(data_file));
@@ -281,7 +324,7 @@ static int read_volume(const char *path, dm_volume *vol, int values)
         return -1;
     }
     size_t nvals = (size_t)nim->nvox;
-    double *data = malloc(nvals * sizeof *data);
+    double *data = dm_big_alloc(nvals * sizeof *data);
     if (!data) {
         dm_set_error("%s: out of memory for %zu values", path, nvals);
         nifti_image_free(nim);
