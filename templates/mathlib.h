@@ -490,7 +490,8 @@ DM_LIB_BIG_FN real dm_watson_sh(int l, real kappa)
     if (l == 0) return 1;
     if (kappa < 0) return dm_stick_sh(l, -kappa) / dm_stick_sh(0, -kappa);
     if (kappa == 0) return 0;
-    const int top = 2 * (int)ceil(12 + 4 * sqrt((double)kappa));
+    /* in real arithmetic: a float build of a fitter holds no double-precision instruction */
+    const int top = 2 * (int)ceil(12 + 4 * sqrt(kappa));
     const real half_inv = (real)0.5 / kappa;
     real r = 0, w = 1;
     for (int j = top - 2; j >= 2; j -= 2) {
