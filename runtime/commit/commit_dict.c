@@ -10,7 +10,7 @@
 
 /* A segment before the voxels of the fit are known: its grid voxel. */
 typedef struct {
-    long vox;
+    unsigned vox;
     unsigned short dir;
     float len;
 } piece;
@@ -20,17 +20,33 @@ typedef struct {
     long n, cap;
 } pieces;
 
-static int pieces_add(pieces *a, long vox, unsigned short dir, double len)
+/* Room in a for `more` pieces beyond its n. */
+static int pieces_reserve(pieces *a, long more)
 {
-    if (a->n == a->cap) {
-        long cap = a->cap ? 2 * a->cap : 256;
-        piece *p = realloc(a->p, (size_t)cap * sizeof *p);
-        if (!p) return -1;
-        a->p = p;
-        a->cap = cap;
-    }
+    if (a->n + more <= a->cap) return 0;
+    long cap = a->cap ? 2 * a->cap : 256;
+    while (cap < a->n + more) cap *= 2;
+    piece *p = realloc(a->p, (size_t)cap * sizeof *p);
+    if (!p) return -1;
+    a->p = p;
+    a->cap = cap;
+    return 0;
+}
+
+static int pieces_add(pieces *a, unsigned vox, unsigned short dir, double len)
+{
+    if (a->n == a->cap && pieces_reserve(a, 1) != 0) return -1;
     a->p[a->n++] = (piece){vox, dir, (float)len};
     return 0;
+}
+
+/* floor(x) for finite x, inline (without SSE4.1 the library's floor is a call); the sign of a
+ * zero result may differ, which no caller sees (each adds 0.5 or converts to an integer). */
+static inline double floor_inline(double x)
+{
+    if (!(fabs(x) < 4503599627370496.0)) return x; /* |x| >= 2^52: already an integer */
+    double f = (double)(long)x;
+    return f > x ? f - 1 : f;
 }
 
 static void to_voxel(const dm_commit_grid *g, const double shift[3], const float *p, double v[3])
@@ -43,7 +59,8 @@ static void to_voxel(const dm_commit_grid *g, const double shift[3], const float
 /* The grid voxel of voxel coordinates v, -1 outside the image or the mask. */
 static long voxel_of(const dm_commit_grid *g, const double v[3])
 {
-    long i = (long)floor(v[0] + 0.5), j = (long)floor(v[1] + 0.5), k = (long)floor(v[2] + 0.5);
+    long i = (long)floor_inline(v[0] + 0.5), j = (long)floor_inline(v[1] + 0.5),
+         k = (long)floor_inline(v[2] + 0.5);
     if (i < 0 || j < 0 || k < 0 || i >= g->nx || j >= g->ny || k >= g->nz) return -1;
     long idx = (k * g->ny + j) * g->nx + i;
     return g->mask && !g->mask[idx] ? -1 : idx;
@@ -61,9 +78,10 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
     int nc = 0;
     cut[nc++] = 0;
     for (int ax = 0; ax < 3; ax++) {
-        double lo = fmin(a[ax], b[ax]), hi = fmax(a[ax], b[ax]), d = b[ax] - a[ax];
+        const double d = b[ax] - a[ax];
         if (d == 0) continue;
-        for (double c = floor(lo + 0.5) + 0.5; c < hi && nc < 63; c += 1) {
+        const double lo = d > 0 ? a[ax] : b[ax], hi = d > 0 ? b[ax] : a[ax];
+        for (double c = floor_inline(lo + 0.5) + 0.5; c < hi && nc < 63; c += 1) {
             double t = (c - a[ax]) / d;
             if (t > 0 && t < 1) cut[nc++] = t;
         }
@@ -84,7 +102,7 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
         for (int ax = 0; ax < 3; ax++) m[ax] = a[ax] + t * (b[ax] - a[ax]);
         long vox = voxel_of(g, m);
         if (vox < 0) continue;
-        if (pieces_add(out, vox, dir, piece_len) != 0) return -1;
+        if (pieces_add(out, (unsigned)vox, dir, piece_len) != 0) return -1;
         *len += piece_len;
     }
     return 0;
@@ -96,8 +114,10 @@ static int step_pieces(const dm_commit_grid *g, const dm_commit_dirs *dirs, cons
                        const double b[3], double wlen, const double u[3], double weight,
                        double min_seg, pieces *out, double *len)
 {
-    double span = fmax(fabs(b[0] - a[0]), fmax(fabs(b[1] - a[1]), fabs(b[2] - a[2])));
-    int parts = (int)ceil(span / 16.0);
+    double span = fabs(b[0] - a[0]);
+    for (int ax = 1; ax < 3; ax++)
+        if (fabs(b[ax] - a[ax]) > span) span = fabs(b[ax] - a[ax]);
+    int parts = (int)-floor_inline(-(span / 16.0)); /* ceil */
     if (parts < 1) parts = 1;
     for (int q = 0; q < parts; q++) {
         double a2[3], b2[3];
@@ -361,15 +381,18 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
     *norm = 0;
     const float *p = t->xyz + 3 * t->start[s];
     const long np = t->npoints[s];
+    double a[3], b[3]; /* the step's ends in voxel coordinates, b carried on as the next a */
+    long at = -1;      /* the point a holds */
     for (long i = 0; i + 1 < np; i++) {
         const float *pa = p + 3 * i, *pb = p + 3 * (i + 1);
         double u[3] = {(double)pb[0] - pa[0], (double)pb[1] - pa[1], (double)pb[2] - pa[2]};
         double wlen = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
         if (!(wlen > 0)) continue;
-        double a[3], b[3];
-        to_voxel(g, o->shift, pa, a);
+        if (at != i) to_voxel(g, o->shift, pa, a);
         to_voxel(g, o->shift, pb, b);
         if (step_pieces(g, dirs, a, b, wlen, u, 1.0, o->min_seg_len, out, length) != 0) return -1;
+        memcpy(a, b, sizeof a);
+        at = i + 1;
     }
     if (bl) {
         if (blur_pieces(t, s, g, dirs, o, bl, out) != 0) return -1;
@@ -444,8 +467,12 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
             count[s] = buf.n;
             in_arena[s] = me;
             at_arena[s] = arena[me].n;
-            for (long i = 0; i < buf.n && !failed; i++)
-                failed = pieces_add(&arena[me], buf.p[i].vox, buf.p[i].dir, buf.p[i].len) != 0;
+            if (pieces_reserve(&arena[me], buf.n) != 0) {
+                failed = 1;
+                continue;
+            }
+            memcpy(arena[me].p + arena[me].n, buf.p, (size_t)buf.n * sizeof *buf.p);
+            arena[me].n += buf.n;
         }
         free(buf.p);
     }
@@ -473,7 +500,7 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
         const piece *src = arena[in_arena[s]].p + at_arena[s];
         const long at = d->str_start[d->column[s]];
         for (long i = 0; i < count[s]; i++) {
-            d->seg_vox[at + i] = (unsigned)src[i].vox;
+            d->seg_vox[at + i] = src[i].vox;
             d->seg_dir[at + i] = src[i].dir;
             d->seg_len[at + i] = src[i].len;
         }
@@ -500,28 +527,40 @@ int dm_commit_dict_index(dm_commit_dict *d, size_t nvox_grid, int threads)
 {
     const long nseg = d->nseg;
     const int nt = threads > 0 ? threads : 1;
-    long *fit_index = malloc((nvox_grid ? nvox_grid : 1) * sizeof *fit_index);
-    if (!fit_index) return dm_set_error("commit: out of memory for the dictionary");
-    for (size_t v = 0; v < nvox_grid; v++) fit_index[v] = -1;
-    for (long k = 0; k < nseg; k++) fit_index[d->seg_vox[k]] = 0;
+    const size_t ng = nvox_grid ? nvox_grid : 1;
+    /* the grid voxels the segments reach marked (by every thread: the same byte, so no
+     * merge), then numbered in grid order; seg_vox taken from grid voxels to those numbers */
+    unsigned char *reached = calloc(ng, 1);
+    unsigned *fit_index = malloc(ng * sizeof *fit_index);
+    if (!reached || !fit_index) {
+        free(reached);
+        free(fit_index);
+        return dm_set_error("commit: out of memory for the dictionary");
+    }
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (long k = 0; k < nseg; k++) {
+#pragma omp atomic write
+        reached[d->seg_vox[k]] = 1;
+    }
     long nv = 0;
-    for (size_t v = 0; v < nvox_grid; v++)
-        if (fit_index[v] == 0) nv++;
+    for (size_t v = 0; v < nvox_grid; v++) nv += reached[v];
     free(d->vox);
     d->vox = malloc((size_t)(nv ? nv : 1) * sizeof *d->vox);
     if (!d->vox) {
+        free(reached);
         free(fit_index);
         return dm_set_error("commit: out of memory for the dictionary");
     }
     nv = 0;
     for (size_t v = 0; v < nvox_grid; v++)
-        if (fit_index[v] == 0) {
-            fit_index[v] = nv;
+        if (reached[v]) {
+            fit_index[v] = (unsigned)nv;
             d->vox[nv++] = (long)v;
         }
     d->nvox = nv;
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (long k = 0; k < nseg; k++) d->seg_vox[k] = (unsigned)fit_index[d->seg_vox[k]];
+    for (long k = 0; k < nseg; k++) d->seg_vox[k] = fit_index[d->seg_vox[k]];
+    free(reached);
     free(fit_index);
     return 0;
 }
