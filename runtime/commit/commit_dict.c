@@ -66,13 +66,12 @@ static long voxel_of(const dm_commit_grid *g, const double v[3])
     return g->mask && !g->mask[idx] ? -1 : idx;
 }
 
-/* The pieces of the segment a -> b (voxel coordinates; world length wlen mm, world direction
- * u): cut where it crosses a voxel boundary (half-integer coordinates), each piece in the voxel
+/* The pieces of the segment a -> b (voxel coordinates; world length wlen mm, lookup-table
+ * direction dir): cut where it crosses a voxel boundary (half-integer coordinates), each piece in the voxel
  * of its midpoint, counted weight x its length and dropped when that is not above min_seg (a
  * blur copy's weight; 1 otherwise).  Adds the kept pieces' length to *len. */
-static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const double a[3],
-                const double b[3], double wlen, const double u[3], double weight, double min_seg,
-                pieces *out, double *len)
+static int walk(const dm_commit_grid *g, const double a[3], const double b[3], double wlen,
+                unsigned short dir, double weight, double min_seg, pieces *out, double *len)
 {
     double cut[64];
     int nc = 0;
@@ -94,7 +93,6 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
             cut[j] = cut[j - 1];
             cut[j - 1] = s;
         }
-    const unsigned short dir = dm_commit_dirs_index(dirs, u);
     for (int i = 0; i + 1 < nc; i++) {
         double piece_len = weight * ((cut[i + 1] - cut[i]) * wlen);
         if (piece_len <= min_seg) continue;
@@ -110,9 +108,8 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
 
 /* The segment a -> b (voxel coordinates) walked in parts of at most 16 voxels on any axis (room
  * for the cuts of walk). */
-static int step_pieces(const dm_commit_grid *g, const dm_commit_dirs *dirs, const double a[3],
-                       const double b[3], double wlen, const double u[3], double weight,
-                       double min_seg, pieces *out, double *len)
+static int step_pieces(const dm_commit_grid *g, const double a[3], const double b[3], double wlen,
+                       unsigned short dir, double weight, double min_seg, pieces *out, double *len)
 {
     double span = fabs(b[0] - a[0]);
     for (int ax = 1; ax < 3; ax++)
@@ -125,7 +122,7 @@ static int step_pieces(const dm_commit_grid *g, const dm_commit_dirs *dirs, cons
             a2[ax] = a[ax] + (b[ax] - a[ax]) * q / parts;
             b2[ax] = a[ax] + (b[ax] - a[ax]) * (q + 1) / parts;
         }
-        if (walk(g, dirs, a2, b2, wlen / parts, u, weight, min_seg, out, len) != 0) return -1;
+        if (walk(g, a2, b2, wlen / parts, dir, weight, min_seg, out, len) != 0) return -1;
     }
     return 0;
 }
@@ -267,6 +264,7 @@ static int blur_pieces(const dm_tck *t, long s, const dm_commit_grid *g, const d
             for (int a = 0; a < 3; a++) nn[a] /= dot;
         else /* a full turn back: the plane perpendicular to the step */
             memcpy(nn, d1, sizeof nn);
+        const unsigned short dir = dm_commit_dirs_index(dirs, d1); /* the same for every copy */
         for (long k = 0; k < nc && rc == 0; k++) {
             double *P = pos + 3 * k, Q[3], va[3], vb[3];
             double len = (S[0] - P[0]) * nn[0] + (S[1] - P[1]) * nn[1] + (S[2] - P[2]) * nn[2];
@@ -274,7 +272,7 @@ static int blur_pieces(const dm_tck *t, long s, const dm_commit_grid *g, const d
             for (int a = 0; a < 3; a++) Q[a] = P[a] + d1[a] * len;
             world_to_voxel(g, o->shift, P, va);
             world_to_voxel(g, o->shift, Q, vb);
-            rc = step_pieces(g, dirs, va, vb, len, d1, bl->w[k + 1], o->min_seg_len, out, &dummy);
+            rc = step_pieces(g, va, vb, len, dir, bl->w[k + 1], o->min_seg_len, out, &dummy);
             memcpy(P, Q, sizeof Q);
         }
     }
@@ -390,7 +388,8 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
         if (!(wlen > 0)) continue;
         if (at != i) to_voxel(g, o->shift, pa, a);
         to_voxel(g, o->shift, pb, b);
-        if (step_pieces(g, dirs, a, b, wlen, u, 1.0, o->min_seg_len, out, length) != 0) return -1;
+        const unsigned short dir = dm_commit_dirs_index(dirs, u);
+        if (step_pieces(g, a, b, wlen, dir, 1.0, o->min_seg_len, out, length) != 0) return -1;
         memcpy(a, b, sizeof a);
         at = i + 1;
     }
