@@ -343,12 +343,49 @@ static void merge_sorted(pieces *out)
     out->n = m;
 }
 
-/* The pieces sorted by voxel and direction, those of one (voxel, direction) summed in the order
- * they came (a streamline without blur: few of them). */
-static void merge_few(pieces *out)
+static int piece_less(const piece *a, const piece *b)
 {
-    /* most repeats of a (voxel, direction) are consecutive pieces: merge those first, then sort
-     * the few left by voxel and direction (insertion: a streamline holds tens of them) */
+    return a->vox < b->vox || (a->vox == b->vox && a->dir < b->dir);
+}
+
+/* p[0, n) sorted by voxel and direction, stably (pieces of one voxel and direction keep their
+ * order, so that their lengths are summed in it): insertion within runs of 8, then merges of
+ * runs through tmp (room for n). */
+static void sort_stable(piece *p, piece *tmp, long n)
+{
+    enum { RUN = 8 };
+    for (long s = 0; s < n; s += RUN) {
+        const long e = s + RUN < n ? s + RUN : n;
+        for (long i = s + 1; i < e; i++) {
+            piece x = p[i];
+            long j = i;
+            for (; j > s && piece_less(&x, &p[j - 1]); j--) p[j] = p[j - 1];
+            p[j] = x;
+        }
+    }
+    piece *from = p, *to = tmp;
+    for (long w = RUN; w < n; w *= 2) {
+        for (long s = 0; s < n; s += 2 * w) {
+            const long m = s + w < n ? s + w : n, e = s + 2 * w < n ? s + 2 * w : n;
+            long i = s, j = m, k = s;
+            if (m < e && piece_less(&from[m], &from[m - 1]))
+                while (i < m && j < e)
+                    to[k++] = piece_less(&from[j], &from[i]) ? from[j++] : from[i++];
+            memcpy(to + k, from + i, (size_t)(m - i) * sizeof *to);
+            k += m - i;
+            memcpy(to + k, from + j, (size_t)(e - j) * sizeof *to);
+        }
+        piece *x = from;
+        from = to, to = x;
+    }
+    if (from != p) memcpy(p, from, (size_t)n * sizeof *p);
+}
+
+/* The pieces sorted by voxel and direction, those of one (voxel, direction) summed in the order
+ * they came (a streamline without blur: few of them); tmp: scratch. */
+static int merge_few(pieces *out, pieces *tmp)
+{
+    /* most repeats of a (voxel, direction) are consecutive pieces: merge those first */
     long c = 0;
     for (long i = 0; i < out->n; i++) {
         if (c > 0 && out->p[c - 1].vox == out->p[i].vox && out->p[c - 1].dir == out->p[i].dir)
@@ -357,22 +394,18 @@ static void merge_few(pieces *out)
             out->p[c++] = out->p[i];
     }
     out->n = c;
-    for (long i = 1; i < out->n; i++) {
-        piece x = out->p[i];
-        long j = i;
-        for (; j > 0 && (out->p[j - 1].vox > x.vox ||
-                         (out->p[j - 1].vox == x.vox && out->p[j - 1].dir > x.dir));
-             j--)
-            out->p[j] = out->p[j - 1];
-        out->p[j] = x;
-    }
+    tmp->n = 0;
+    if (pieces_reserve(tmp, c) != 0) return -1;
+    sort_stable(out->p, tmp->p, c);
+    return 0;
 }
 
-/* Streamline s's merged pieces (sorted by voxel, then direction) into out; its length and norm
- * (with bl: its blur's copies too; the length stays the central copy's). */
+/* Streamline s's merged pieces (sorted by voxel, then direction) into out (tmp: scratch); its
+ * length and norm (with bl: its blur's copies too; the length stays the central copy's). */
 static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
                              const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
-                             const blur_table *bl, pieces *out, double *length, double *norm)
+                             const blur_table *bl, pieces *out, pieces *tmp, double *length,
+                             double *norm)
 {
     out->n = 0;
     *length = 0;
@@ -398,7 +431,7 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
         if (out->n > 0) merge_sorted(out);
     }
     if (out->n == 0) return 0;
-    if (!bl) merge_few(out);
+    if (!bl && merge_few(out, tmp) != 0) return -1;
     long m = 0;
     double in_vox = 0, sq = 0;
     for (long i = 0; i < out->n; i++) {
@@ -448,14 +481,14 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
         const int me = omp_get_thread_num();
-        pieces buf = {0};
+        pieces buf = {0}, tmp = {0};
 #pragma omp for schedule(dynamic, 64)
         for (long s = first; s < end; s++) {
             if (failed) continue;
             double len, norm;
             /* COMMIT's blur_apply_to: a streamline left out of the blur is its line alone */
             const blur_table *bl = o->blur_apply && !o->blur_apply[s] ? NULL : blur;
-            if (streamline_pieces(t, s, g, dirs, o, bl, &buf, &len, &norm) != 0) {
+            if (streamline_pieces(t, s, g, dirs, o, bl, &buf, &tmp, &len, &norm) != 0) {
                 failed = 1;
                 continue;
             }
@@ -474,6 +507,7 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
             arena[me].n += buf.n;
         }
         free(buf.p);
+        free(tmp.p);
     }
     if (failed) goto oom;
     d->str_start = malloc((size_t)(n + 1) * sizeof *d->str_start);
