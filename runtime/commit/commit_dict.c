@@ -1,5 +1,6 @@
 #include "commit/commit_dict.h"
 
+#include "io/bigalloc.h"
 #include "util/error.h"
 
 #include <limits.h>
@@ -115,7 +116,10 @@ static int step_pieces(const dm_commit_grid *g, const double a[3], const double 
     for (int ax = 1; ax < 3; ax++)
         if (fabs(b[ax] - a[ax]) > span) span = fabs(b[ax] - a[ax]);
     int parts = (int)-floor_inline(-(span / 16.0)); /* ceil */
-    if (parts < 1) parts = 1;
+    if (parts <= 1) { /* most steps: the one part's ends as the loop below computes them */
+        const double b1[3] = {a[0] + (b[0] - a[0]), a[1] + (b[1] - a[1]), a[2] + (b[2] - a[2])};
+        return walk(g, a, b1, wlen, dir, weight, min_seg, out, len);
+    }
     for (int q = 0; q < parts; q++) {
         double a2[3], b2[3];
         for (int ax = 0; ax < 3; ax++) {
@@ -478,6 +482,15 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
     long *at_arena = malloc((size_t)(n ? n : 1) * sizeof *at_arena);
     int *in_arena = malloc((size_t)(n ? n : 1) * sizeof *in_arena);
     if (failed || !arena || !at_arena || !in_arena) goto oom;
+    /* each arena sized for its share of the steps (most streamlines have fewer merged pieces
+     * than points), in huge pages: fewer page faults as it fills; it grows if that is short */
+    const long share = (t->start[end] - t->start[first]) / nt + 4096;
+    for (int k = 0; k < nt && !failed; k++) {
+        arena[k].p = dm_big_alloc((size_t)share * sizeof *arena[k].p);
+        arena[k].cap = share;
+        failed = !arena[k].p;
+    }
+    if (failed) goto oom;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
         const int me = omp_get_thread_num();
@@ -523,9 +536,9 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
     d->str_start[nk] = nseg;
     d->nkept = nk;
     d->nseg = nseg;
-    d->seg_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_vox);
-    d->seg_dir = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_dir);
-    d->seg_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_len);
+    d->seg_vox = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_vox);
+    d->seg_dir = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_dir);
+    d->seg_len = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_len);
     if (!d->seg_vox || !d->seg_dir || !d->seg_len) goto oom;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
     for (long s = first; s < end; s++) {

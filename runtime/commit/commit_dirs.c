@@ -40,23 +40,23 @@ int dm_commit_dirs_make(int n, dm_commit_dirs *d)
         const double e = (b + 0.5) / BINS_PER_RADIAN - pi;
         d->p_edge[2 * b] = cos(e), d->p_edge[2 * b + 1] = sin(e);
     }
-#pragma omp parallel for schedule(dynamic, 8)
-    for (int a = 0; a < d->nt; a++) {
-        double theta = a / BINS_PER_RADIAN, y = cos(theta), r = sin(theta);
-        for (int b = 0; b < d->np; b++) {
-            double phi = b / BINS_PER_RADIAN - pi, u[3] = {r * cos(phi), y, r * sin(phi)};
-            int best = 0;
-            double best_dot = -2;
-            for (int i = 0; i < n; i++) {
-                const double *v = d->dir + 3 * i;
-                double dot = fabs(u[0] * v[0] + u[1] * v[1] + u[2] * v[2]);
-                if (dot > best_dot) {
-                    best_dot = dot;
-                    best = i;
-                }
+    /* bin by bin over all threads (by rows of np bins, 181 rows leave threads idle) */
+#pragma omp parallel for schedule(static)
+    for (long ab = 0; ab < (long)d->nt * d->np; ab++) {
+        const int a = (int)(ab / d->np), b = (int)(ab % d->np);
+        const double theta = a / BINS_PER_RADIAN, y = cos(theta), r = sin(theta);
+        const double phi = b / BINS_PER_RADIAN - pi, u[3] = {r * cos(phi), y, r * sin(phi)};
+        int best = 0;
+        double best_dot = -2;
+        for (int i = 0; i < n; i++) {
+            const double *v = d->dir + 3 * i;
+            double dot = fabs(u[0] * v[0] + u[1] * v[1] + u[2] * v[2]);
+            if (dot > best_dot) {
+                best_dot = dot;
+                best = i;
             }
-            d->table[(size_t)a * d->np + b] = (unsigned short)best;
         }
+        d->table[ab] = (unsigned short)best;
     }
     return 0;
 }
@@ -72,7 +72,7 @@ void dm_commit_dirs_free(dm_commit_dirs *d)
 
 /* atan2(s, c) to about 1e-5 radian (a polynomial in the smaller ratio; Abramowitz and Stegun
  * 4.4.49), on the side of the branch cut that atan2 takes: a first guess of the bin. */
-static double atan2_guess(double s, double c)
+static inline double atan2_guess(double s, double c)
 {
     const double as = fabs(s), ac = fabs(c), mx = as > ac ? as : ac, mn = as > ac ? ac : as;
     if (!(mx > 0)) return 0;
