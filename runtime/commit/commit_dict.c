@@ -68,9 +68,9 @@ static long voxel_of(const dm_commit_grid *g, const double v[3])
 }
 
 /* The pieces of the segment a -> b (voxel coordinates; world length wlen mm, lookup-table
- * direction dir): cut where it crosses a voxel boundary (half-integer coordinates), each piece in the voxel
- * of its midpoint, counted weight x its length and dropped when that is not above min_seg (a
- * blur copy's weight; 1 otherwise).  Adds the kept pieces' length to *len. */
+ * direction dir): cut where it crosses a voxel boundary (half-integer coordinates), each piece
+ * in the voxel of its midpoint, counted weight x its length and dropped when that is not above
+ * min_seg (a blur copy's weight; 1 otherwise).  Adds the kept pieces' length to *len. */
 static int walk(const dm_commit_grid *g, const double a[3], const double b[3], double wlen,
                 unsigned short dir, double weight, double min_seg, pieces *out, double *len)
 {
