@@ -1,5 +1,6 @@
 #include "commit/commit_dict.h"
 
+#include "io/bigalloc.h"
 #include "util/error.h"
 
 #include <limits.h>
@@ -10,7 +11,7 @@
 
 /* A segment before the voxels of the fit are known: its grid voxel. */
 typedef struct {
-    long vox;
+    unsigned vox;
     unsigned short dir;
     float len;
 } piece;
@@ -20,17 +21,33 @@ typedef struct {
     long n, cap;
 } pieces;
 
-static int pieces_add(pieces *a, long vox, unsigned short dir, double len)
+/* Room in a for `more` pieces beyond its n. */
+static int pieces_reserve(pieces *a, long more)
 {
-    if (a->n == a->cap) {
-        long cap = a->cap ? 2 * a->cap : 256;
-        piece *p = realloc(a->p, (size_t)cap * sizeof *p);
-        if (!p) return -1;
-        a->p = p;
-        a->cap = cap;
-    }
+    if (a->n + more <= a->cap) return 0;
+    long cap = a->cap ? 2 * a->cap : 256;
+    while (cap < a->n + more) cap *= 2;
+    piece *p = realloc(a->p, (size_t)cap * sizeof *p);
+    if (!p) return -1;
+    a->p = p;
+    a->cap = cap;
+    return 0;
+}
+
+static int pieces_add(pieces *a, unsigned vox, unsigned short dir, double len)
+{
+    if (a->n == a->cap && pieces_reserve(a, 1) != 0) return -1;
     a->p[a->n++] = (piece){vox, dir, (float)len};
     return 0;
+}
+
+/* floor(x) for finite x, inline (without SSE4.1 the library's floor is a call); the sign of a
+ * zero result may differ, which no caller sees (each adds 0.5 or converts to an integer). */
+static inline double floor_inline(double x)
+{
+    if (!(fabs(x) < 4503599627370496.0)) return x; /* |x| >= 2^52: already an integer */
+    double f = (double)(long)x;
+    return f > x ? f - 1 : f;
 }
 
 static void to_voxel(const dm_commit_grid *g, const double shift[3], const float *p, double v[3])
@@ -43,27 +60,28 @@ static void to_voxel(const dm_commit_grid *g, const double shift[3], const float
 /* The grid voxel of voxel coordinates v, -1 outside the image or the mask. */
 static long voxel_of(const dm_commit_grid *g, const double v[3])
 {
-    long i = (long)floor(v[0] + 0.5), j = (long)floor(v[1] + 0.5), k = (long)floor(v[2] + 0.5);
+    long i = (long)floor_inline(v[0] + 0.5), j = (long)floor_inline(v[1] + 0.5),
+         k = (long)floor_inline(v[2] + 0.5);
     if (i < 0 || j < 0 || k < 0 || i >= g->nx || j >= g->ny || k >= g->nz) return -1;
     long idx = (k * g->ny + j) * g->nx + i;
     return g->mask && !g->mask[idx] ? -1 : idx;
 }
 
-/* The pieces of the segment a -> b (voxel coordinates; world length wlen mm, world direction
- * u): cut where it crosses a voxel boundary (half-integer coordinates), each piece in the voxel
- * of its midpoint, counted weight x its length and dropped when that is not above min_seg (a
- * blur copy's weight; 1 otherwise).  Adds the kept pieces' length to *len. */
-static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const double a[3],
-                const double b[3], double wlen, const double u[3], double weight, double min_seg,
-                pieces *out, double *len)
+/* The pieces of the segment a -> b (voxel coordinates; world length wlen mm, lookup-table
+ * direction dir): cut where it crosses a voxel boundary (half-integer coordinates), each piece
+ * in the voxel of its midpoint, counted weight x its length and dropped when that is not above
+ * min_seg (a blur copy's weight; 1 otherwise).  Adds the kept pieces' length to *len. */
+static int walk(const dm_commit_grid *g, const double a[3], const double b[3], double wlen,
+                unsigned short dir, double weight, double min_seg, pieces *out, double *len)
 {
     double cut[64];
     int nc = 0;
     cut[nc++] = 0;
     for (int ax = 0; ax < 3; ax++) {
-        double lo = fmin(a[ax], b[ax]), hi = fmax(a[ax], b[ax]), d = b[ax] - a[ax];
+        const double d = b[ax] - a[ax];
         if (d == 0) continue;
-        for (double c = floor(lo + 0.5) + 0.5; c < hi && nc < 63; c += 1) {
+        const double lo = d > 0 ? a[ax] : b[ax], hi = d > 0 ? b[ax] : a[ax];
+        for (double c = floor_inline(lo + 0.5) + 0.5; c < hi && nc < 63; c += 1) {
             double t = (c - a[ax]) / d;
             if (t > 0 && t < 1) cut[nc++] = t;
         }
@@ -76,7 +94,6 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
             cut[j] = cut[j - 1];
             cut[j - 1] = s;
         }
-    const unsigned short dir = dm_commit_dirs_index(dirs, u);
     for (int i = 0; i + 1 < nc; i++) {
         double piece_len = weight * ((cut[i + 1] - cut[i]) * wlen);
         if (piece_len <= min_seg) continue;
@@ -84,7 +101,7 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
         for (int ax = 0; ax < 3; ax++) m[ax] = a[ax] + t * (b[ax] - a[ax]);
         long vox = voxel_of(g, m);
         if (vox < 0) continue;
-        if (pieces_add(out, vox, dir, piece_len) != 0) return -1;
+        if (pieces_add(out, (unsigned)vox, dir, piece_len) != 0) return -1;
         *len += piece_len;
     }
     return 0;
@@ -92,20 +109,24 @@ static int walk(const dm_commit_grid *g, const dm_commit_dirs *dirs, const doubl
 
 /* The segment a -> b (voxel coordinates) walked in parts of at most 16 voxels on any axis (room
  * for the cuts of walk). */
-static int step_pieces(const dm_commit_grid *g, const dm_commit_dirs *dirs, const double a[3],
-                       const double b[3], double wlen, const double u[3], double weight,
-                       double min_seg, pieces *out, double *len)
+static int step_pieces(const dm_commit_grid *g, const double a[3], const double b[3], double wlen,
+                       unsigned short dir, double weight, double min_seg, pieces *out, double *len)
 {
-    double span = fmax(fabs(b[0] - a[0]), fmax(fabs(b[1] - a[1]), fabs(b[2] - a[2])));
-    int parts = (int)ceil(span / 16.0);
-    if (parts < 1) parts = 1;
+    double span = fabs(b[0] - a[0]);
+    for (int ax = 1; ax < 3; ax++)
+        if (fabs(b[ax] - a[ax]) > span) span = fabs(b[ax] - a[ax]);
+    int parts = (int)-floor_inline(-(span / 16.0)); /* ceil */
+    if (parts <= 1) { /* most steps: the one part's ends as the loop below computes them */
+        const double b1[3] = {a[0] + (b[0] - a[0]), a[1] + (b[1] - a[1]), a[2] + (b[2] - a[2])};
+        return walk(g, a, b1, wlen, dir, weight, min_seg, out, len);
+    }
     for (int q = 0; q < parts; q++) {
         double a2[3], b2[3];
         for (int ax = 0; ax < 3; ax++) {
             a2[ax] = a[ax] + (b[ax] - a[ax]) * q / parts;
             b2[ax] = a[ax] + (b[ax] - a[ax]) * (q + 1) / parts;
         }
-        if (walk(g, dirs, a2, b2, wlen / parts, u, weight, min_seg, out, len) != 0) return -1;
+        if (walk(g, a2, b2, wlen / parts, dir, weight, min_seg, out, len) != 0) return -1;
     }
     return 0;
 }
@@ -247,6 +268,7 @@ static int blur_pieces(const dm_tck *t, long s, const dm_commit_grid *g, const d
             for (int a = 0; a < 3; a++) nn[a] /= dot;
         else /* a full turn back: the plane perpendicular to the step */
             memcpy(nn, d1, sizeof nn);
+        const unsigned short dir = dm_commit_dirs_index(dirs, d1); /* the same for every copy */
         for (long k = 0; k < nc && rc == 0; k++) {
             double *P = pos + 3 * k, Q[3], va[3], vb[3];
             double len = (S[0] - P[0]) * nn[0] + (S[1] - P[1]) * nn[1] + (S[2] - P[2]) * nn[2];
@@ -254,7 +276,7 @@ static int blur_pieces(const dm_tck *t, long s, const dm_commit_grid *g, const d
             for (int a = 0; a < 3; a++) Q[a] = P[a] + d1[a] * len;
             world_to_voxel(g, o->shift, P, va);
             world_to_voxel(g, o->shift, Q, vb);
-            rc = step_pieces(g, dirs, va, vb, len, d1, bl->w[k + 1], o->min_seg_len, out, &dummy);
+            rc = step_pieces(g, va, vb, len, dir, bl->w[k + 1], o->min_seg_len, out, &dummy);
             memcpy(P, Q, sizeof Q);
         }
     }
@@ -325,12 +347,49 @@ static void merge_sorted(pieces *out)
     out->n = m;
 }
 
-/* The pieces sorted by voxel and direction, those of one (voxel, direction) summed in the order
- * they came (a streamline without blur: few of them). */
-static void merge_few(pieces *out)
+static int piece_less(const piece *a, const piece *b)
 {
-    /* most repeats of a (voxel, direction) are consecutive pieces: merge those first, then sort
-     * the few left by voxel and direction (insertion: a streamline holds tens of them) */
+    return a->vox < b->vox || (a->vox == b->vox && a->dir < b->dir);
+}
+
+/* p[0, n) sorted by voxel and direction, stably (pieces of one voxel and direction keep their
+ * order, so that their lengths are summed in it): insertion within runs of 8, then merges of
+ * runs through tmp (room for n). */
+static void sort_stable(piece *p, piece *tmp, long n)
+{
+    enum { RUN = 8 };
+    for (long s = 0; s < n; s += RUN) {
+        const long e = s + RUN < n ? s + RUN : n;
+        for (long i = s + 1; i < e; i++) {
+            piece x = p[i];
+            long j = i;
+            for (; j > s && piece_less(&x, &p[j - 1]); j--) p[j] = p[j - 1];
+            p[j] = x;
+        }
+    }
+    piece *from = p, *to = tmp;
+    for (long w = RUN; w < n; w *= 2) {
+        for (long s = 0; s < n; s += 2 * w) {
+            const long m = s + w < n ? s + w : n, e = s + 2 * w < n ? s + 2 * w : n;
+            long i = s, j = m, k = s;
+            if (m < e && piece_less(&from[m], &from[m - 1]))
+                while (i < m && j < e)
+                    to[k++] = piece_less(&from[j], &from[i]) ? from[j++] : from[i++];
+            memcpy(to + k, from + i, (size_t)(m - i) * sizeof *to);
+            k += m - i;
+            memcpy(to + k, from + j, (size_t)(e - j) * sizeof *to);
+        }
+        piece *x = from;
+        from = to, to = x;
+    }
+    if (from != p) memcpy(p, from, (size_t)n * sizeof *p);
+}
+
+/* The pieces sorted by voxel and direction, those of one (voxel, direction) summed in the order
+ * they came (a streamline without blur: few of them); tmp: scratch. */
+static int merge_few(pieces *out, pieces *tmp)
+{
+    /* most repeats of a (voxel, direction) are consecutive pieces: merge those first */
     long c = 0;
     for (long i = 0; i < out->n; i++) {
         if (c > 0 && out->p[c - 1].vox == out->p[i].vox && out->p[c - 1].dir == out->p[i].dir)
@@ -339,44 +398,44 @@ static void merge_few(pieces *out)
             out->p[c++] = out->p[i];
     }
     out->n = c;
-    for (long i = 1; i < out->n; i++) {
-        piece x = out->p[i];
-        long j = i;
-        for (; j > 0 && (out->p[j - 1].vox > x.vox ||
-                         (out->p[j - 1].vox == x.vox && out->p[j - 1].dir > x.dir));
-             j--)
-            out->p[j] = out->p[j - 1];
-        out->p[j] = x;
-    }
+    tmp->n = 0;
+    if (pieces_reserve(tmp, c) != 0) return -1;
+    sort_stable(out->p, tmp->p, c);
+    return 0;
 }
 
-/* Streamline s's merged pieces (sorted by voxel, then direction) into out; its length and norm
- * (with bl: its blur's copies too; the length stays the central copy's). */
+/* Streamline s's merged pieces (sorted by voxel, then direction) into out (tmp: scratch); its
+ * length and norm (with bl: its blur's copies too; the length stays the central copy's). */
 static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
                              const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
-                             const blur_table *bl, pieces *out, double *length, double *norm)
+                             const blur_table *bl, pieces *out, pieces *tmp, double *length,
+                             double *norm)
 {
     out->n = 0;
     *length = 0;
     *norm = 0;
     const float *p = t->xyz + 3 * t->start[s];
     const long np = t->npoints[s];
+    double a[3], b[3]; /* the step's ends in voxel coordinates, b carried on as the next a */
+    long at = -1;      /* the point a holds */
     for (long i = 0; i + 1 < np; i++) {
         const float *pa = p + 3 * i, *pb = p + 3 * (i + 1);
         double u[3] = {(double)pb[0] - pa[0], (double)pb[1] - pa[1], (double)pb[2] - pa[2]};
         double wlen = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
         if (!(wlen > 0)) continue;
-        double a[3], b[3];
-        to_voxel(g, o->shift, pa, a);
+        if (at != i) to_voxel(g, o->shift, pa, a);
         to_voxel(g, o->shift, pb, b);
-        if (step_pieces(g, dirs, a, b, wlen, u, 1.0, o->min_seg_len, out, length) != 0) return -1;
+        const unsigned short dir = dm_commit_dirs_index(dirs, u);
+        if (step_pieces(g, a, b, wlen, dir, 1.0, o->min_seg_len, out, length) != 0) return -1;
+        memcpy(a, b, sizeof a);
+        at = i + 1;
     }
     if (bl) {
         if (blur_pieces(t, s, g, dirs, o, bl, out) != 0) return -1;
         if (out->n > 0) merge_sorted(out);
     }
     if (out->n == 0) return 0;
-    if (!bl) merge_few(out);
+    if (!bl && merge_few(out, tmp) != 0) return -1;
     long m = 0;
     double in_vox = 0, sq = 0;
     for (long i = 0; i < out->n; i++) {
@@ -423,17 +482,26 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
     long *at_arena = malloc((size_t)(n ? n : 1) * sizeof *at_arena);
     int *in_arena = malloc((size_t)(n ? n : 1) * sizeof *in_arena);
     if (failed || !arena || !at_arena || !in_arena) goto oom;
+    /* each arena sized for its share of the steps (most streamlines have fewer merged pieces
+     * than points), in huge pages: fewer page faults as it fills; it grows if that is short */
+    const long share = (t->start[end] - t->start[first]) / nt + 4096;
+    for (int k = 0; k < nt && !failed; k++) {
+        arena[k].p = dm_big_alloc((size_t)share * sizeof *arena[k].p);
+        arena[k].cap = share;
+        failed = !arena[k].p;
+    }
+    if (failed) goto oom;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
         const int me = omp_get_thread_num();
-        pieces buf = {0};
+        pieces buf = {0}, tmp = {0};
 #pragma omp for schedule(dynamic, 64)
         for (long s = first; s < end; s++) {
             if (failed) continue;
             double len, norm;
             /* COMMIT's blur_apply_to: a streamline left out of the blur is its line alone */
             const blur_table *bl = o->blur_apply && !o->blur_apply[s] ? NULL : blur;
-            if (streamline_pieces(t, s, g, dirs, o, bl, &buf, &len, &norm) != 0) {
+            if (streamline_pieces(t, s, g, dirs, o, bl, &buf, &tmp, &len, &norm) != 0) {
                 failed = 1;
                 continue;
             }
@@ -444,10 +512,15 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
             count[s] = buf.n;
             in_arena[s] = me;
             at_arena[s] = arena[me].n;
-            for (long i = 0; i < buf.n && !failed; i++)
-                failed = pieces_add(&arena[me], buf.p[i].vox, buf.p[i].dir, buf.p[i].len) != 0;
+            if (pieces_reserve(&arena[me], buf.n) != 0) {
+                failed = 1;
+                continue;
+            }
+            memcpy(arena[me].p + arena[me].n, buf.p, (size_t)buf.n * sizeof *buf.p);
+            arena[me].n += buf.n;
         }
         free(buf.p);
+        free(tmp.p);
     }
     if (failed) goto oom;
     d->str_start = malloc((size_t)(n + 1) * sizeof *d->str_start);
@@ -463,9 +536,9 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
     d->str_start[nk] = nseg;
     d->nkept = nk;
     d->nseg = nseg;
-    d->seg_vox = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_vox);
-    d->seg_dir = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_dir);
-    d->seg_len = malloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_len);
+    d->seg_vox = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_vox);
+    d->seg_dir = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_dir);
+    d->seg_len = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_len);
     if (!d->seg_vox || !d->seg_dir || !d->seg_len) goto oom;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
     for (long s = first; s < end; s++) {
@@ -473,7 +546,7 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
         const piece *src = arena[in_arena[s]].p + at_arena[s];
         const long at = d->str_start[d->column[s]];
         for (long i = 0; i < count[s]; i++) {
-            d->seg_vox[at + i] = (unsigned)src[i].vox;
+            d->seg_vox[at + i] = src[i].vox;
             d->seg_dir[at + i] = src[i].dir;
             d->seg_len[at + i] = src[i].len;
         }
@@ -500,28 +573,40 @@ int dm_commit_dict_index(dm_commit_dict *d, size_t nvox_grid, int threads)
 {
     const long nseg = d->nseg;
     const int nt = threads > 0 ? threads : 1;
-    long *fit_index = malloc((nvox_grid ? nvox_grid : 1) * sizeof *fit_index);
-    if (!fit_index) return dm_set_error("commit: out of memory for the dictionary");
-    for (size_t v = 0; v < nvox_grid; v++) fit_index[v] = -1;
-    for (long k = 0; k < nseg; k++) fit_index[d->seg_vox[k]] = 0;
+    const size_t ng = nvox_grid ? nvox_grid : 1;
+    /* the grid voxels the segments reach marked (by every thread: the same byte, so no
+     * merge), then numbered in grid order; seg_vox taken from grid voxels to those numbers */
+    unsigned char *reached = calloc(ng, 1);
+    unsigned *fit_index = malloc(ng * sizeof *fit_index);
+    if (!reached || !fit_index) {
+        free(reached);
+        free(fit_index);
+        return dm_set_error("commit: out of memory for the dictionary");
+    }
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (long k = 0; k < nseg; k++) {
+#pragma omp atomic write
+        reached[d->seg_vox[k]] = 1;
+    }
     long nv = 0;
-    for (size_t v = 0; v < nvox_grid; v++)
-        if (fit_index[v] == 0) nv++;
+    for (size_t v = 0; v < nvox_grid; v++) nv += reached[v];
     free(d->vox);
     d->vox = malloc((size_t)(nv ? nv : 1) * sizeof *d->vox);
     if (!d->vox) {
+        free(reached);
         free(fit_index);
         return dm_set_error("commit: out of memory for the dictionary");
     }
     nv = 0;
     for (size_t v = 0; v < nvox_grid; v++)
-        if (fit_index[v] == 0) {
-            fit_index[v] = nv;
+        if (reached[v]) {
+            fit_index[v] = (unsigned)nv;
             d->vox[nv++] = (long)v;
         }
     d->nvox = nv;
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (long k = 0; k < nseg; k++) d->seg_vox[k] = (unsigned)fit_index[d->seg_vox[k]];
+    for (long k = 0; k < nseg; k++) d->seg_vox[k] = fit_index[d->seg_vox[k]];
+    free(reached);
     free(fit_index);
     return 0;
 }

@@ -50,6 +50,47 @@ static void test_dirs(void)
     }
     check(rc == 0 && worst * 180 / M_PI < 0.5, "commit-dirs-nearest",
           "chosen direction up to %.3f degrees further than the nearest", worst * 180 / M_PI);
+    /* the fast lookup against the definition (atan2 of both angles): random orientations, the
+     * bins' edges themselves and a hair either side of them, the axes, signed zeros, tiny and
+     * huge lengths */
+    long tried = 0, differ = 0;
+    const double bpr = 360.0 / M_PI, hair[] = {0, 1e-15, -1e-15, 1e-12, -1e-12, 1e-9, -1e-9};
+    for (int i = 0; rc == 0 && i < 200000; i++) {
+        double u[3];
+        random_dir(&s, u);
+        const double scale = i % 3 == 0 ? 1e-300 : i % 3 == 1 ? 1e300 : 1;
+        for (int k = 0; k < 3; k++) u[k] *= scale;
+        tried++;
+        differ += dm_commit_dirs_index(&d, u) != dm_commit_dirs_index_exact(&d, u);
+    }
+    for (int a = 0; rc == 0 && a <= 181; a++)
+        for (int b = -1; b <= 721; b += 3)
+            for (int h = 0; h < 7; h++) {
+                const double th = (a + 0.5) / bpr + hair[h], ph = (b + 0.5) / bpr - M_PI + hair[h];
+                double u[3] = {sin(th) * cos(ph), cos(th), sin(th) * sin(ph)};
+                for (int sg = 0; sg < 2; sg++) {
+                    if (sg) u[0] = -u[0], u[1] = -u[1], u[2] = -u[2];
+                    tried++;
+                    differ += dm_commit_dirs_index(&d, u) != dm_commit_dirs_index_exact(&d, u);
+                }
+            }
+    const double z = 0.0, axes[][3] = {{1, 0, 0},
+                                       {-1, 0, 0},
+                                       {0, 1, 0},
+                                       {0, -1, 0},
+                                       {0, 0, 1},
+                                       {0, 0, -1},
+                                       {-1, z, -z},
+                                       {-1, -z, z},
+                                       {-z, 1, -z},
+                                       {1, 1, 1},
+                                       {-1, 1e-300, -1e-310}};
+    for (int i = 0; rc == 0 && i < (int)(sizeof axes / sizeof axes[0]); i++) {
+        tried++;
+        differ += dm_commit_dirs_index(&d, axes[i]) != dm_commit_dirs_index_exact(&d, axes[i]);
+    }
+    check(rc == 0 && differ == 0, "commit-dirs-fast-exact",
+          "%ld of %ld orientations take another direction than atan2's bins", differ, tried);
     dm_commit_dirs_free(&d);
 }
 
