@@ -15,22 +15,11 @@
 
 static const char *const commit_templates[] = {"commit/gpu_commit.cu", "commit/commit_ops.h", NULL};
 
-enum {
-    K_RUNS,
-    K_AX,
-    K_ATY_VOXEL,
-    K_ATY_STREAMLINE,
-    K_PROX,
-    K_GROUP,
-    K_PROX_SUMS,
-    K_NORMS,
-    K_ADVANCE,
-    NK
-};
+enum { K_AX, K_ATY_VOXEL, K_ATY_STREAMLINE, K_PROX, K_GROUP, K_PROX_SUMS, K_NORMS, K_ADVANCE, NK };
 static const char *const kernel_names[NK] = {
-    "dm_commit_runs_kernel",           "dm_commit_ax_kernel",    "dm_commit_aty_voxel_kernel",
-    "dm_commit_aty_streamline_kernel", "dm_commit_prox_kernel",  "dm_commit_group_kernel",
-    "dm_commit_prox_sums_kernel",      "dm_commit_norms_kernel", "dm_commit_advance_kernel"};
+    "dm_commit_ax_kernel",    "dm_commit_aty_voxel_kernel", "dm_commit_aty_streamline_kernel",
+    "dm_commit_prox_kernel",  "dm_commit_group_kernel",     "dm_commit_prox_sums_kernel",
+    "dm_commit_norms_kernel", "dm_commit_advance_kernel"};
 
 struct dm_commit_gpu {
     dm_cuda *cu;
@@ -42,7 +31,7 @@ struct dm_commit_gpu {
     CUdeviceptr arrays[40]; /* everything allocated: the operator's arrays, y, 7 vectors, part,
                              * the groups' 3 arrays */
     int narrays;
-    CUdeviceptr y, x, xhat, prev, g, r, ag, runs, part; /* runs: the runs' weights or dots */
+    CUdeviceptr y, x, xhat, prev, g, r, ag, runs, part; /* runs: the runs' dots in A^T y */
     const long *groups_of;                              /* the group_start of the groups uploaded */
     CUdeviceptr group_start, group_cols, group_w;
     double *part_host;
@@ -58,10 +47,15 @@ static int up(dm_commit_gpu *g, CUdeviceptr *d, const void *host, size_t bytes)
     return 0;
 }
 
+static int launch_shared(dm_commit_gpu *g, int k, unsigned shared, void **args)
+{
+    return dm_gpu_launch_shared(g->cu, g->k[k].fn, (unsigned long long)g->blocks * BLOCK, BLOCK,
+                                shared, 0, args, "a COMMIT kernel");
+}
+
 static int launch(dm_commit_gpu *g, int k, void **args)
 {
-    return dm_gpu_launch(g->cu, g->k[k].fn, (unsigned long long)g->blocks * BLOCK, BLOCK, 0, args,
-                         "a COMMIT kernel");
+    return launch_shared(g, k, 0, args);
 }
 
 /* The sums of `per` values per block that the last launch left in part. */
@@ -82,9 +76,13 @@ fail:
 /* out = A x - y (y 0: A x), its ||.||^2 shares in part. */
 static int ax(dm_commit_gpu *g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr out)
 {
-    void *a1[] = {&g->op, &x, &g->runs, &g->nruns};
-    void *a2[] = {&g->op, &x, &g->runs, &y, &out, &g->part};
-    return launch(g, K_RUNS, a1) != 0 ? -1 : launch(g, K_AX, a2);
+    /* the runs a warp takes at a time (up to 32, one a lane) with their weights and directions
+     * in 6 KB a warp (gpu_commit.cu): 32 up to 23 cylinder radii */
+    const int per = (int)(g->op.nic * sizeof(double) + sizeof(short));
+    int runs = 6144 / per < 32 ? 6144 / per : 32;
+    const unsigned shared = (unsigned)((BLOCK / 32) * runs * per + 8);
+    void *args[] = {&g->op, &x, &y, &out, &g->part, &runs};
+    return launch_shared(g, K_AX, shared, args);
 }
 
 static int start(void *ctx, const double *x0)

@@ -88,22 +88,28 @@ DM_FN void dm_commit_run_weights(const dm_commit_op *A, const double *x, long r,
     }
 }
 
-/* Samples s0, s0 + ds, ... (K of them, those below ns) of voxel v's rows of A x, into acc[0 .. K),
- * from the runs' weights (dm_commit_run_weights). */
-DM_FN void dm_commit_ax_block(const dm_commit_op *A, const double *x, const double *wrun, long v,
-                              int s0, int ds, int K, double *acc)
+/* Adds n runs' IC terms to samples s0, s0 + ds, ... (K of them, those below ns) of one voxel's
+ * rows: run j of direction dir[j] with weights w[j nic + c] (dm_commit_run_weights), in order. */
+DM_FN void dm_commit_ax_runs(const dm_commit_op *A, const double *w, const unsigned short *dir,
+                             long n, int s0, int ds, int K, double *acc)
+{
+    const int ns = A->ns;
+    for (long j = 0; j < n; j++)
+        for (int c = 0; c < A->nic; c++) {
+            const double wj = w[j * A->nic + c];
+            if (wj == 0) continue;
+            const float *row = A->lut_ic + c * A->ic_stride + (long)dir[j] * ns;
+            for (int k = 0; k < K; k++)
+                if (s0 + k * ds < ns) acc[k] += wj * (double)row[s0 + k * ds];
+        }
+}
+
+/* Adds voxel v's EC and ISO terms to its samples (as dm_commit_ax_runs), then weighs the rows. */
+DM_FN void dm_commit_ax_rest(const dm_commit_op *A, const double *x, long v, int s0, int ds, int K,
+                             double *acc)
 {
     const int ns = A->ns;
     const long ic_cols = (long)A->nic * A->nf;
-    for (int k = 0; k < K; k++) acc[k] = 0;
-    for (long r = A->run_start[v]; r < A->run_start[v + 1]; r++)
-        for (int c = 0; c < A->nic; c++) {
-            const double w = wrun[r * A->nic + c];
-            if (w == 0) continue;
-            const float *row = A->lut_ic + c * A->ic_stride + (long)A->run_dir[r] * ns;
-            for (int k = 0; k < K; k++)
-                if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
-        }
     for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++) {
         const double w = x[ic_cols + e];
         if (w == 0) continue;
@@ -122,6 +128,18 @@ DM_FN void dm_commit_ax_block(const dm_commit_op *A, const double *x, const doub
     if (A->row_w)
         for (int k = 0; k < K; k++)
             if (s0 + k * ds < ns) acc[k] *= (double)A->row_w[v * ns + s0 + k * ds];
+}
+
+/* Samples s0, s0 + ds, ... (K of them, those below ns) of voxel v's rows of A x, into acc[0 .. K),
+ * from the runs' weights (dm_commit_run_weights). */
+DM_FN void dm_commit_ax_block(const dm_commit_op *A, const double *x, const double *wrun, long v,
+                              int s0, int ds, int K, double *acc)
+{
+    const long r0 = A->run_start[v];
+    for (int k = 0; k < K; k++) acc[k] = 0;
+    dm_commit_ax_runs(A, wrun + r0 * A->nic, A->run_dir + r0, A->run_start[v + 1] - r0, s0, ds, K,
+                      acc);
+    dm_commit_ax_rest(A, x, v, s0, ds, K, acc);
 }
 
 /* r . (w y) over this thread's samples (w NULL: 1), summed over the warp (the whole dot on the

@@ -2,9 +2,10 @@
  * --fmad=false, so that A x rounds as on the host).  The prologue defines DM_COMMIT_K, the
  * samples a lane holds (ceil(ns / 32)).
  *
- * A x: a thread per run for the runs' weights, then a warp per voxel, lane l summing samples l,
- * l + 32, ... in registers over the voxel's runs (each response row read once, coalesced); the
- * same functions as the host's (commit_ops.h), each sum's terms in the same order.
+ * A x: a warp per voxel, its runs taken up to 32 at a time: lane j sums run j's weights (one run
+ * per lane, into shared memory), then lane l adds samples l, l + 32, ... of every run's response row
+ * in registers (each row read once, coalesced): the runs' weights are never stored in global
+ * memory.  The same functions as the host's (commit_ops.h), each sum's terms in the same order.
  * A^T y: a warp per voxel for the dots of its direction runs and its EC and ISO entries (lanes
  * as for A x, the dots summed by shuffles in a fixed order: the same result every run), then a
  * thread per streamline over its segments' dots.
@@ -38,27 +39,35 @@ static __device__ double block_sum(double v, double *shared)
     return s;
 }
 
-/* The runs' weights of A x. */
-extern "C" __global__ void dm_commit_runs_kernel(dm_commit_op A, const double *x, double *wrun,
-                                                 long nruns)
+/* out = A x - y (y NULL: A x); part[block] = its share of ||out||^2.  Runs are taken `runs`
+ * (<= 32) at a time; dynamic shared memory holds their nic weights and direction a warp. */
+extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, const double *y,
+                                               double *out, double *part, int runs)
 {
-    for (long r = (long)blockIdx.x * blockDim.x + threadIdx.x; r < nruns;
-         r += (long)gridDim.x * blockDim.x)
-        dm_commit_run_weights(&A, x, r, wrun + r * A.nic);
-}
-
-/* out = A x - y (y NULL: A x) from the runs' weights; part[block] = its share of ||out||^2. */
-extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, const double *wrun,
-                                               const double *y, double *out, double *part)
-{
+    extern __shared__ double chunk[];
     __shared__ double shared[WARPS];
     const int lane = threadIdx.x & 31;
+    double *w = chunk + (threadIdx.x >> 5) * runs * A.nic;
+    unsigned short *dir =
+        (unsigned short *)(chunk + WARPS * runs * A.nic) + (threadIdx.x >> 5) * runs;
     const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long warps = ((long)gridDim.x * blockDim.x) >> 5;
     double sq = 0;
     for (long v = warp; v < A.nv; v += warps) {
         double acc[DM_COMMIT_K];
-        dm_commit_ax_block(&A, x, wrun, v, lane, 32, DM_COMMIT_K, acc);
+#pragma unroll
+        for (int k = 0; k < DM_COMMIT_K; k++) acc[k] = 0;
+        for (long r0 = A.run_start[v], r1 = A.run_start[v + 1]; r0 < r1; r0 += runs) {
+            const long n = r1 - r0 < runs ? r1 - r0 : runs;
+            if (lane < n) {
+                dm_commit_run_weights(&A, x, r0 + lane, w + lane * A.nic);
+                dir[lane] = A.run_dir[r0 + lane];
+            }
+            __syncwarp();
+            dm_commit_ax_runs(&A, w, dir, n, lane, 32, DM_COMMIT_K, acc);
+            __syncwarp(); /* before the next runs overwrite w and dir */
+        }
+        dm_commit_ax_rest(&A, x, v, lane, 32, DM_COMMIT_K, acc);
 #pragma unroll
         for (int k = 0; k < DM_COMMIT_K; k++) {
             const int s = lane + 32 * k;
