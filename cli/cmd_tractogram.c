@@ -508,8 +508,6 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0)
         rc = parse_diffusivities("d-perp", perps, DM_COMMIT_MAX_PERP, o.model.d_perp,
                                  &o.model.nperp);
-    if (rc == 0 && o.model.nperp == 0)
-        rc = dm_set_error("commit: --d-perp '%s' names no diffusivity", perps);
     if (rc == 0 && cylinder)
         rc = parse_radii(dm_arg_given(&a, commit_opts, "radii") ? dm_arg(&a, commit_opts, "radii")
                                                                 : NULL,
