@@ -60,7 +60,7 @@ typedef struct dm_commit_op {
     const long *str_start;
     const unsigned *str_run;
     const float *str_len;
-    /* EC columns by voxel: voxel v's are [ec_start[v], ec_start[v + 1]) */
+    /* EC entries by voxel: voxel v's are [ec_start[v], ec_start[v + 1]) */
     const long *ec_start;
     const unsigned short *ec_dir; /* each EC entry's peak direction */
     long lut_stride;              /* ndirs x ns: lut_ic's (lut_ec's) k-th response + k lut_stride */
