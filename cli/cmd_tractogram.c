@@ -230,7 +230,10 @@ static const dm_opt commit_opts[] = {
     {"d-par", "D", "1.7e-3",
      "parallel diffusivity of the stick (or cylinders) and the zeppelin (mm^2/s; "
      "cylinder-zeppelin-ball: 0.6e-3, COMMIT's)"},
-    {"d-perp", "D", "0.51e-3", "perpendicular diffusivity of the zeppelin (mm^2/s)"},
+    {"d-perp", "D[,D..]", "0.51e-3",
+     "perpendicular diffusivities of the zeppelins (mm^2/s), up to 20: one zeppelin per kept "
+     "peak for each, COMMIT's d_perps (cylinder-zeppelin-ball: COMMIT's four, "
+     "1.19e-3,0.85e-3,0.51e-3,0.17e-3)"},
     {"d-iso", "D[,D..]", "1.7e-3,3.0e-3",
      "diffusivities of the balls (mm^2/s), up to 8 (cylinder-zeppelin-ball: 2.0e-3, COMMIT's)"},
     {"radii", "R[,R..]", "COMMIT's 21",
@@ -378,20 +381,21 @@ static int parse_radii(const char *text, dm_commit_model *m)
     return 0;
 }
 
-static int parse_diso(const char *text, dm_commit_model *m)
+/* --d-iso, --d-perp: a comma list of at most max diffusivities >= 0 into v, *n of them. */
+static int parse_diffusivities(const char *opt, const char *text, int max, double *v, int *n)
 {
-    m->niso = 0;
+    *n = 0;
     for (const char *p = text; *p;) {
         char *end;
-        double v = strtod(p, &end);
-        if (end == p || !(v >= 0) || !isfinite(v) || m->niso == DM_COMMIT_MAX_ISO)
-            return dm_set_error("commit: --d-iso '%s' is not up to %d diffusivities >= 0", text,
-                                DM_COMMIT_MAX_ISO);
-        m->d_iso[m->niso++] = v;
+        double x = strtod(p, &end);
+        if (end == p || !(x >= 0) || !isfinite(x) || *n == max)
+            return dm_set_error("commit: --%s '%s' is not up to %d diffusivities >= 0", opt, text,
+                                max);
+        v[(*n)++] = x;
         if (*end == ',')
             end++;
         else if (*end)
-            return dm_set_error("commit: --d-iso '%s' is not a list of numbers", text);
+            return dm_set_error("commit: --%s '%s' is not a list of numbers", opt, text);
         p = end;
     }
     return 0;
@@ -453,7 +457,6 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0) rc = dm_arg_long(&a, commit_opts, "ndirs", 1, 65535, &ndirs);
     if (rc == 0) rc = dm_arg_long(&a, commit_opts, "max-iter", 1, 100000000, &iters);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "d-par", &o.model.d_par);
-    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "d-perp", &o.model.d_perp);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "min-seg-len", &o.min_seg_len);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "min-length", &o.min_len);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "max-length", &o.max_len);
@@ -493,17 +496,25 @@ int dm_cmd_commit(int argc, char **argv)
                           "commit')");
     if (rc == 0 && cylinder && !dm_arg_given(&a, commit_opts, "d-par")) o.model.d_par = 0.6e-3;
     if (rc == 0)
-        rc = parse_diso(cylinder && !dm_arg_given(&a, commit_opts, "d-iso")
-                            ? "2.0e-3"
-                            : dm_arg(&a, commit_opts, "d-iso"),
-                        &o.model);
+        rc = parse_diffusivities("d-iso",
+                                 cylinder && !dm_arg_given(&a, commit_opts, "d-iso")
+                                     ? "2.0e-3"
+                                     : dm_arg(&a, commit_opts, "d-iso"),
+                                 DM_COMMIT_MAX_ISO, o.model.d_iso, &o.model.niso);
+    /* cylinder-zeppelin-ball: COMMIT's model default, four zeppelins (docs/commit.md) */
+    const char *perps = cylinder && !dm_arg_given(&a, commit_opts, "d-perp")
+                            ? "1.19e-3,0.85e-3,0.51e-3,0.17e-3"
+                            : dm_arg(&a, commit_opts, "d-perp");
+    if (rc == 0)
+        rc = parse_diffusivities("d-perp", perps, DM_COMMIT_MAX_PERP, o.model.d_perp,
+                                 &o.model.nperp);
     if (rc == 0 && cylinder)
         rc = parse_radii(dm_arg_given(&a, commit_opts, "radii") ? dm_arg(&a, commit_opts, "radii")
                                                                 : NULL,
                          &o.model);
     if (rc == 0) rc = parse_shift(dm_arg(&a, commit_opts, "fiber-shift"), o.shift);
-    if (rc == 0 && !(o.model.d_par > 0 && o.model.d_perp >= 0 && o.model.d_perp <= o.model.d_par))
-        rc = dm_set_error("commit: --d-par must be > 0 and --d-perp in [0, d-par]");
+    if (rc == 0 && !(o.model.d_par > 0 && isfinite(o.model.d_par)))
+        rc = dm_set_error("commit: --d-par must be > 0");
     if (rc == 0 && !(o.min_seg_len >= 0 && o.min_len >= 0 && o.max_len > o.min_len))
         rc = dm_set_error("commit: lengths: --min-seg-len >= 0, 0 <= --min-length < --max-length");
     if (rc == 0 && !(o.tol_fun >= 0 && o.tol_x >= 0 && o.vf_thr >= 0 && o.vf_thr <= 1))

@@ -309,7 +309,7 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
     UP(ec_start, nv + 1);
     UP(ec_dir, ne);
     UP(lut_ic, (size_t)h->nic * A->ndirs * h->ns);
-    UP(lut_ec, (size_t)A->ndirs * h->ns);
+    UP(lut_ec, (size_t)h->nec * A->ndirs * h->ns);
     UP(lut_iso, (size_t)h->niso * h->ns);
     if (h->iso_index) UP(iso_index, nv);         /* --iso-mask */
     if (h->row_w) UP(row_w, (size_t)nv * h->ns); /* --confidence-map */

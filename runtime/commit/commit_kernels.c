@@ -54,10 +54,14 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
     k->ndirs = dirs->n;
     k->niso = m->niso;
     k->nic = m->nradii > 0 ? m->nradii : 1;
+    if (m->ec_on && !(m->nperp >= 1 && m->nperp <= DM_COMMIT_MAX_PERP))
+        return dm_set_error("commit: 1 to %d zeppelin diffusivities, not %d", DM_COMMIT_MAX_PERP,
+                            m->nperp);
+    k->nec = m->ec_on ? m->nperp : 0;
     size_t tab = (size_t)dirs->n * ns;
     double *cyl = NULL;
     if (m->ic_on) k->ic = malloc(tab * k->nic * sizeof *k->ic);
-    if (m->ec_on) k->ec = malloc(tab * sizeof *k->ec);
+    if (m->ec_on) k->ec = malloc(tab * k->nec * sizeof *k->ec);
     k->iso = malloc((size_t)(m->niso ? m->niso : 1) * ns * sizeof *k->iso);
     if (m->nradii > 0) cyl = cylinder_factors(m, ns, bval, pulses);
     if ((m->ic_on && !k->ic) || (m->ec_on && !k->ec) || !k->iso || (m->nradii > 0 && !cyl)) {
@@ -77,9 +81,11 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
                         (float)exp(-b * m->d_par * c * c - (1 - c * c) * cyl[(size_t)r * ns + s]);
             else if (k->ic)
                 k->ic[(size_t)o * ns + s] = m->scalar ? 1.0f : (float)exp(-b * m->d_par * c * c);
-            if (k->ec)
-                k->ec[(size_t)o * ns + s] =
-                    (float)exp(-b * (m->d_perp + (m->d_par - m->d_perp) * c * c));
+            for (int z = 0; k->ec && z < k->nec; z++) {
+                const double dp = m->d_perp[z];
+                k->ec[z * tab + (size_t)o * ns + s] =
+                    (float)exp(-b * (dp + (m->d_par - dp) * c * c));
+            }
         }
     }
     free(cyl);
@@ -93,8 +99,11 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
         k->ic_norm[r] = t ? row_norm(t, ns) : 1;
         for (size_t j = 0; t && j < tab; j++) t[j] = (float)(t[j] / k->ic_norm[r]);
     }
-    k->ec_norm = k->ec ? row_norm(k->ec, ns) : 1;
-    for (size_t j = 0; k->ec && j < tab; j++) k->ec[j] = (float)(k->ec[j] / k->ec_norm);
+    for (int z = 0; k->ec && z < k->nec; z++) {
+        float *t = k->ec + z * tab;
+        k->ec_norm[z] = row_norm(t, ns);
+        for (size_t j = 0; j < tab; j++) t[j] = (float)(t[j] / k->ec_norm[z]);
+    }
     for (int i = 0; i < m->niso; i++) {
         float *r = k->iso + (size_t)i * ns;
         k->iso_norm[i] = row_norm(r, ns);

@@ -6,7 +6,7 @@
  *                              exp(-b d_par (g.d)^2 - 2 gamma^2 G^2 (1 - (g.d)^2) S(d_par, R))
  *        with S the Van Gelderen sum (templates/mathlib.h, dm_cylinder_gpd_sum) at the
  *        measurement's pulse duration delta and separation Delta, gradient strength G;
- *   EC   zeppelin              exp(-b (d_perp + (d_par - d_perp) (g.d)^2))
+ *   EC   zeppelin, per d_perp   exp(-b (d_perp + (d_par - d_perp) (g.d)^2))
  *   ISO  ball, per d_iso       exp(-b d_iso)
  * (b = 0 measurements: 1), or for COMMIT's volume-fractions (ScalarMap) model an IC response of
  * 1 on every sample of a scalar map (and, with an ISO mask, its lesion model's ISO response of
@@ -20,13 +20,17 @@
 #include "commit/commit_dirs.h"
 
 #define DM_COMMIT_MAX_ISO 8
+/* Zeppelins per peak at most: COMMIT 2.4.2's operator takes up to 20 EC responses. */
+#define DM_COMMIT_MAX_PERP 20
 #define DM_COMMIT_MAX_RADII 64
 /* The gyromagnetic ratio (rad/(s T)) of AMICO's cylinder and 7-column schemes (the NODDI
  * toolbox's value; amico/synthesis.py _GAMMA), kept so that dimoc's cylinders are COMMIT's. */
 #define DM_COMMIT_GAMMA 2.675987e8
 
 typedef struct dm_commit_model {
-    double d_par, d_perp; /* mm^2/s */
+    double d_par; /* mm^2/s */
+    int nperp;    /* zeppelins per peak (COMMIT's d_perps), one EC column each */
+    double d_perp[DM_COMMIT_MAX_PERP];
     int niso;
     double d_iso[DM_COMMIT_MAX_ISO];
     int ic_on, ec_on;
@@ -44,9 +48,10 @@ typedef struct dm_commit_pulses {
 typedef struct dm_commit_kernels {
     int ns, ndirs, niso;
     int nic;        /* IC tables: 1, or one per cylinder radius */
-    float *ic, *ec; /* nic x ndirs x ns, ndirs x ns (NULL when the compartment is off) */
+    int nec;        /* EC tables: one per d_perp */
+    float *ic, *ec; /* nic x ndirs x ns, nec x ndirs x ns (NULL when the compartment is off) */
     float *iso;     /* niso x ns */
-    double ic_norm[DM_COMMIT_MAX_RADII], ec_norm, iso_norm[DM_COMMIT_MAX_ISO];
+    double ic_norm[DM_COMMIT_MAX_RADII], ec_norm[DM_COMMIT_MAX_PERP], iso_norm[DM_COMMIT_MAX_ISO];
 } dm_commit_kernels;
 
 /* ns measurements: b-values (s/mm^2) and unit world gradient directions (3 each; ignored

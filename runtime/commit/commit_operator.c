@@ -195,8 +195,8 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
             }
         }
     }
-    const long niso = k->niso, nic = k->nic;
-    A->ncols = nic * nf + ne + niso * nv;
+    const long niso = k->niso, nic = k->nic, nec = k->nec;
+    A->ncols = nic * nf + nec * ne + niso * nv;
     A->ndirs = k->ndirs;
     A->nrows = nv * k->ns;
     A->scale = malloc((size_t)(A->ncols ? A->ncols : 1) * sizeof *A->scale);
@@ -206,9 +206,10 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     }
     for (long c = 0; c < nic; c++)
         for (long f = 0; f < nf; f++) A->scale[c * nf + f] = k->ic_norm[c] * col_norm[f];
-    for (long e = 0; e < ne; e++) A->scale[nic * nf + e] = k->ec_norm;
+    for (long z = 0; z < nec; z++) /* the zeppelins' columns, d_perp by d_perp (COMMIT's order) */
+        for (long e = 0; e < ne; e++) A->scale[nic * nf + z * ne + e] = k->ec_norm[z];
     for (long i = 0; i < niso; i++)
-        for (long v = 0; v < nv; v++) A->scale[nic * nf + ne + i * nv + v] = k->iso_norm[i];
+        for (long v = 0; v < nv; v++) A->scale[nic * nf + nec * ne + i * nv + v] = k->iso_norm[i];
     free(col_norm);
     A->op = (dm_commit_op){.ns = k->ns,
                            .niso = k->niso,
@@ -216,6 +217,7 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                            .nv = nv,
                            .nf = nf,
                            .ne = ne,
+                           .nec = k->nec,
                            .run_start = A->run_start,
                            .run_first = A->run_first,
                            .run_dir = A->run_dir,
@@ -226,7 +228,7 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                            .str_len = A->str_len,
                            .ec_start = A->ec_start,
                            .ec_dir = A->ec_dir,
-                           .ic_stride = (long)k->ndirs * k->ns,
+                           .lut_stride = (long)k->ndirs * k->ns,
                            .lut_ic = k->ic,
                            .lut_ec = k->ec,
                            .lut_iso = k->iso,
@@ -241,7 +243,8 @@ oom:
 
 int dm_commit_operator_iso_mask(dm_commit_operator *A, const unsigned char *iso_on)
 {
-    const long nv = A->op.nv, niso = A->op.niso, first = A->op.nic * A->op.nf + A->op.ne;
+    const long nv = A->op.nv, niso = A->op.niso,
+               first = A->op.nic * A->op.nf + (long)A->op.nec * A->op.ne;
     long *index = malloc((size_t)(nv ? nv : 1) * sizeof *index);
     if (!index) return dm_set_error("commit: out of memory for the operator");
     long niv = 0;

@@ -21,12 +21,12 @@ typedef struct dm_commit_operator {
     unsigned *seg_str;        /* IC segments in voxel-and-run order: streamline, length */
     float *seg_len, *str_len; /* preconditioned lengths, in that order and by streamline */
     unsigned *str_run;        /* each streamline-order segment's run */
-    long *ec_start;
-    unsigned *ec_vox; /* each EC column's voxel (for the maps) */
+    long *ec_start;   /* EC entries (voxel, peak) by voxel; nec columns each (one per d_perp) */
+    unsigned *ec_vox; /* each EC entry's voxel (for the maps) */
     unsigned short *ec_dir;
     double *scale;   /* ncols: a coefficient of the original problem is x / scale */
     long *iso_index; /* with an ISO mask: op.iso_index (NULL: balls in every voxel) */
-    /* ncols = nic nf + ne + niso niv (templates/commit/commit_ops.h) */
+    /* ncols = nic nf + nec ne + niso niv (templates/commit/commit_ops.h) */
     int threads;
 } dm_commit_operator;
 

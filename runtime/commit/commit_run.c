@@ -882,7 +882,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     for (long j = 0; j < A.ncols; j++) xo[j] = x[j] / A.scale[j];
     fold_ic(xo, nf, A.op.nic, A.ncols);
     ic_map(&d, xo, threads, ic);
-    for (long e = 0; e < ne; e++) ec[A.ec_vox[e]] += xo[nf + e];
+    for (long e = 0; e < ne; e++) /* every zeppelin of the entry, as COMMIT's map */
+        for (int z = 0; z < A.op.nec; z++) ec[A.ec_vox[e]] += xo[nf + z * ne + e];
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long v = 0; v < nv; v++) { /* xo is folded: its ISO block starts nic - 1 blocks sooner */
         const long c0 = dm_commit_iso_col(&A.op, v);
@@ -963,7 +964,15 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)nv);
         dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
         dm_provenance_num(prov, DM_PROV_RESULT, "ic_responses", (double)k.nic);
-        dm_provenance_num(prov, DM_PROV_RESULT, "ec_compartments", (double)ne);
+        dm_provenance_num(prov, DM_PROV_RESULT, "ec_responses", (double)k.nec);
+        dm_provenance_num(prov, DM_PROV_RESULT, "ec_compartments", (double)ne * A.op.nec);
+        if (o->model.ec_on) { /* the zeppelins' d_perps, one EC column per peak each */
+            char list[32 * DM_COMMIT_MAX_PERP] = "";
+            for (int z = 0; z < o->model.nperp; z++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%.9g", z ? "," : "",
+                         o->model.d_perp[z]);
+            dm_provenance_str(prov, DM_PROV_RESULT, "d_perps", list);
+        }
         dm_provenance_num(prov, DM_PROV_RESULT, "iso_compartments", (double)k.niso * A.op.niv);
         if (lesion_model) dm_provenance_num(prov, DM_PROV_RESULT, "lesion_voxels", (double)nlesion);
         if (o->confidence_map)
@@ -1012,7 +1021,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     sum->nonzero = nonzero;
     sum->voxels = nv;
     sum->segments = d.nseg;
-    sum->ec_columns = ne;
+    sum->ec_columns = ne * A.op.nec;
     sum->iterations = fr.iterations;
     sum->objective = fr.objective;
     sum->stopped = fr.stopped;

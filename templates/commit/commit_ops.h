@@ -6,12 +6,13 @@
  *   IC   nic columns per streamline f, response by response (column k nf + f, as COMMIT's
  *        radii): its segments in voxel v (length l, direction index o) add l x_(k nf + f)
  *        R_IC_k[o] (the stick, or the cylinder of the k-th radius, rotated onto the segment);
- *   EC   one column per (voxel, peak): x_e R_EC[o] (the zeppelin along the peak);
- *   ISO  niso columns per voxel, ordered response by response (column nic nf + ne + i nv + v):
+ *   EC   nec columns per (voxel, peak) entry e, one per zeppelin's d_perp, response by response
+ *        as COMMIT's (column nic nf + z ne + e): x R_EC_z[o] (the z-th zeppelin along the peak);
+ *   ISO  niso columns per voxel, ordered response by response (column nic nf + nec ne + i nv + v):
  *        x R_ISO[i].
  * Each response is a row of ns floats of a lookup table (lut_*).
  * Two options, NULL when unused: iso_index restricts the balls to some voxels (COMMIT's
- * filename_iso_mask: voxel v's balls are columns nic nf + ne + i niv + iso_index[v], none where
+ * filename_iso_mask: voxel v's balls are columns nic nf + nec ne + i niv + iso_index[v], none where
  * it is -1); row_w weighs every row (the square roots of COMMIT's confidence map: A becomes
  * diag(row_w) A, so that 0.5 ||A x - y||^2 with y weighted too is COMMIT's
  * 0.5 ||sqrt(W) (A x - y)||^2).
@@ -19,7 +20,8 @@
  * The segments are listed by voxel and, within a voxel, in runs of one direction, so that a run
  * touches its response row once:
  *   A x:      each run's weights w_rk = sum_{its segments} l x_(k nf + f) (a thread per run;
- *             wrun[r nic + k]), then per voxel sum_rk w_rk R_k[o_r] with its zeppelins and balls;
+ *             wrun[r nic + k]), then per voxel sum_rk w_rk R_k[o_r] with its zeppelins and balls
+ *             (the zeppelins entry by entry, each entry's d_perps in order);
  *   A^T y:    per voxel, d_rk = R_k[o_r] . y_v once per run and response (dots[r nic + k]) with
  *             the voxel's EC and ISO entries; then per streamline, sum over its segments of
  *             l d_run,k (dm_commit_aty_streamline).
@@ -45,7 +47,8 @@ typedef struct dm_commit_op {
     int nic;  /* IC responses per streamline (1, or one per cylinder radius) */
     long nv;  /* voxels (rows: nv * ns) */
     long nf;  /* streamlines (IC columns) */
-    long ne;  /* EC columns */
+    long ne;  /* EC entries (voxel, peak): nec ne EC columns */
+    int nec;  /* EC responses per entry (one per d_perp; 0 without zeppelins) */
     /* IC segments by voxel and, within one, by direction, in runs of one direction: voxel v's
      * runs are [run_start[v], run_start[v+1]), run r's segments [run_first[r], run_first[r+1]) */
     const long *run_start, *run_first;
@@ -57,11 +60,11 @@ typedef struct dm_commit_op {
     const long *str_start;
     const unsigned *str_run;
     const float *str_len;
-    /* EC columns by voxel: voxel v's are [ec_start[v], ec_start[v + 1]) */
+    /* EC entries by voxel: voxel v's are [ec_start[v], ec_start[v + 1]) */
     const long *ec_start;
-    const unsigned short *ec_dir; /* each EC column's peak direction */
-    long ic_stride;               /* ndirs x ns: lut_ic's k-th response is lut_ic + k ic_stride */
-    const float *lut_ic, *lut_ec; /* nic x ndirs x ns, ndirs x ns */
+    const unsigned short *ec_dir; /* each EC entry's peak direction */
+    long lut_stride;              /* ndirs x ns: lut_ic's (lut_ec's) k-th response + k lut_stride */
+    const float *lut_ic, *lut_ec; /* nic x ndirs x ns, nec x ndirs x ns */
     const float *lut_iso;         /* niso x ns */
     long niv;                     /* voxels with balls (nv without iso_index) */
     const long *iso_index;        /* nv: a voxel's place among them, -1: none (NULL: v) */
@@ -72,7 +75,7 @@ typedef struct dm_commit_op {
 DM_FN long dm_commit_iso_col(const dm_commit_op *A, long v)
 {
     const long iv = A->iso_index ? A->iso_index[v] : v;
-    return iv < 0 ? -1 : (long)A->nic * A->nf + A->ne + iv;
+    return iv < 0 ? -1 : (long)A->nic * A->nf + (long)A->nec * A->ne + iv;
 }
 
 /* The weights of run r in A x, one per IC response k into w[k]: the sum over its segments of
@@ -98,7 +101,7 @@ DM_FN void dm_commit_ax_runs(const dm_commit_op *A, const double *w, const unsig
         for (int c = 0; c < A->nic; c++) {
             const double wj = w[j * A->nic + c];
             if (wj == 0) continue;
-            const float *row = A->lut_ic + c * A->ic_stride + (long)dir[j] * ns;
+            const float *row = A->lut_ic + c * A->lut_stride + (long)dir[j] * ns;
             for (int k = 0; k < K; k++)
                 if (s0 + k * ds < ns) acc[k] += wj * (double)row[s0 + k * ds];
         }
@@ -110,13 +113,14 @@ DM_FN void dm_commit_ax_rest(const dm_commit_op *A, const double *x, long v, int
 {
     const int ns = A->ns;
     const long ic_cols = (long)A->nic * A->nf;
-    for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++) {
-        const double w = x[ic_cols + e];
-        if (w == 0) continue;
-        const float *row = A->lut_ec + (long)A->ec_dir[e] * ns;
-        for (int k = 0; k < K; k++)
-            if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
-    }
+    for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++)
+        for (int z = 0; z < A->nec; z++) {
+            const double w = x[ic_cols + z * A->ne + e];
+            if (w == 0) continue;
+            const float *row = A->lut_ec + z * A->lut_stride + (long)A->ec_dir[e] * ns;
+            for (int k = 0; k < K; k++)
+                if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
+        }
     const long iso = dm_commit_iso_col(A, v);
     for (int i = 0; i < A->niso && iso >= 0; i++) {
         const double w = x[iso + (long)i * A->niv];
@@ -157,8 +161,8 @@ DM_FN double dm_commit_dot(const float *r, const double *yv, const float *wv, in
     return DM_COMMIT_WARP_SUM(sum);
 }
 
-/* Voxel v's part of A^T y: the dot of each run's response with y_v (dots[r]), and its EC and ISO
- * entries of g. */
+/* Voxel v's part of A^T y: the dot of each run's response with y_v (dots[r]), and its EC (each
+ * entry's d_perps in order) and ISO entries of g. */
 DM_FN void dm_commit_aty_voxel(const dm_commit_op *A, const double *y, long v, int s0, int ds,
                                int K, double *dots, double *g)
 {
@@ -168,14 +172,16 @@ DM_FN void dm_commit_aty_voxel(const dm_commit_op *A, const double *y, long v, i
     const float *wv = A->row_w ? A->row_w + v * ns : 0;
     for (long r = A->run_start[v]; r < A->run_start[v + 1]; r++)
         for (int c = 0; c < A->nic; c++) {
-            const float *row = A->lut_ic + c * A->ic_stride + (long)A->run_dir[r] * ns;
+            const float *row = A->lut_ic + c * A->lut_stride + (long)A->run_dir[r] * ns;
             const double d = dm_commit_dot(row, yv, wv, ns, s0, ds, K);
             if (DM_COMMIT_LEADER) dots[r * A->nic + c] = d;
         }
-    for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++) {
-        const double d = dm_commit_dot(A->lut_ec + (long)A->ec_dir[e] * ns, yv, wv, ns, s0, ds, K);
-        if (DM_COMMIT_LEADER) g[ic_cols + e] = d;
-    }
+    for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++)
+        for (int z = 0; z < A->nec; z++) {
+            const float *row = A->lut_ec + z * A->lut_stride + (long)A->ec_dir[e] * ns;
+            const double d = dm_commit_dot(row, yv, wv, ns, s0, ds, K);
+            if (DM_COMMIT_LEADER) g[ic_cols + z * A->ne + e] = d;
+        }
     const long iso = dm_commit_iso_col(A, v);
     for (int i = 0; i < A->niso && iso >= 0; i++) {
         const double d = dm_commit_dot(A->lut_iso + (long)i * ns, yv, wv, ns, s0, ds, K);

@@ -5,7 +5,9 @@ streamline weights agree to 1e-6 (relative to the largest, the issue's float bou
 same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
 1e-6; the provenance names the GPU (no quiet fallback to the CPU); and the same for --model
 volume-fractions (no zeppelins, no balls), for --model cylinder-zeppelin-ball (4 radii: 4 IC
-columns per streamline), for the regularisations (--lambda, --lambda-group with --groups, and
+columns per streamline; its default four zeppelins per peak, and two), for several zeppelins per
+peak with the stick (--d-perp with three values: three EC columns per peak), for the
+regularisations (--lambda, --lambda-group with --groups, and
 both), with --confidence-map and --iso-mask (rows weighted, balls in some voxels only) and the
 lesion model (volume-fractions with --iso-mask).  Needs no COMMIT."""
 import json
@@ -51,14 +53,17 @@ def main():
                                                           "--max-iter", "3000")),
                          ("volume_fractions", ("--model", "volume-fractions")),
                          ("cylinders", cylinders),
+                         ("cylinders_two_zeppelins", (*cylinders, "--d-perp", "0.51e-3,0.17e-3")),
+                         ("zeppelins", ("--d-perp", "0.85e-3,0.51e-3,0.17e-3")),
                          ("confidence_iso_mask", ("--confidence-map", f"{d}/conf.nii.gz",
                                                   "--iso-mask", f"{d}/iso.nii.gz")),
                          ("lesion", ("--model", "volume-fractions", "--iso-mask",
                                      f"{d}/iso.nii.gz"))):
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
-        check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"],
-              f"{g['prov']['device']}")
+        check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"]
+              and c["prov"].get("ec_responses") == g["prov"].get("ec_responses"),
+              f"{g['prov']['device']}; {g['prov'].get('ec_responses')} zeppelins per peak")
         dw = np.abs(c["w"] - g["w"]).max() / np.abs(c["w"]).max()
         check(f"commit_gpu_weights_{label}", dw < 1e-6 and c["prov"]["iterations"] == g["prov"]["iterations"],
               f"largest difference {dw:.2e} of the largest weight; {c['prov']['iterations']} and "

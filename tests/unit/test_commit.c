@@ -167,8 +167,10 @@ typedef struct {
     float *peaks;
 } problem;
 
-/* nradii > 0: COMMIT's cylinder-zeppelin-ball, that many IC columns per streamline */
-static int make_problem(problem *p, int nstr, int g, unsigned seed, int nradii)
+/* nradii > 0: COMMIT's cylinder-zeppelin-ball, that many IC columns per streamline; nperp
+ * zeppelins per peak, of d_perp 0.5e-3 - 0.15e-3 k for k = perp0 .. perp0 + nperp - 1 */
+static int make_problem_perps(problem *p, int nstr, int g, unsigned seed, int nradii, int nperp,
+                              int perp0)
 {
     memset(p, 0, sizeof *p);
     unsigned s = seed;
@@ -187,18 +189,24 @@ static int make_problem(problem *p, int nstr, int g, unsigned seed, int nradii)
         G[i] = sqrt(b[i] * 1e6 / (Delta[i] - delta[i] / 3)) / (DM_COMMIT_GAMMA * delta[i]);
     }
     dm_commit_model m = {.d_par = 1.7e-3,
-                         .d_perp = 0.5e-3,
+                         .nperp = nperp,
                          .niso = 2,
                          .d_iso = {1.7e-3, 3e-3},
                          .ic_on = 1,
                          .ec_on = 1,
                          .nradii = nradii};
     for (int r = 0; r < nradii; r++) m.radius[r] = (1 + 2 * r) * 1e-6;
+    for (int z = 0; z < nperp; z++) m.d_perp[z] = 0.5e-3 - 0.15e-3 * (perp0 + z);
     dm_commit_pulses pulses = {G, Delta, delta};
     if (dm_commit_kernels_make(&m, &p->dirs, ns, b, gr3, &pulses, &p->k) != 0) return -1;
     p->peaks = malloc((size_t)p->d.nvox * 6 * sizeof *p->peaks);
     for (long v = 0; v < p->d.nvox * 6; v++) p->peaks[v] = (float)(urand(&s) - 0.5);
     return dm_commit_operator_build(&p->d, &p->k, &p->dirs, p->peaks, 2, 0.1, 2, &p->A);
+}
+
+static int make_problem(problem *p, int nstr, int g, unsigned seed, int nradii)
+{
+    return make_problem_perps(p, nstr, g, seed, nradii, 1, 0);
 }
 
 static void free_problem(problem *p)
@@ -251,6 +259,52 @@ static void test_adjoint(int nradii)
     int rc = make_problem(&p, 60, 7, 11, nradii);
     check_adjoint(&p.A, rc || p.A.op.nic != (nradii ? nradii : 1),
                   nradii ? "commit-adjoint-cylinders" : "commit-adjoint");
+    free_problem(&p);
+}
+
+/* Three zeppelins per peak (COMMIT's d_perps): the adjoint holds, the EC columns come d_perp by
+ * d_perp (column nf + z ne + e), and the z-th block is the operator of that d_perp alone: A x
+ * with x on the IC, the z-th EC block and the balls equals the one-zeppelin operator's A x,
+ * bit for bit, with the same scales. */
+static void test_zeppelins(void)
+{
+    enum { NZ = 3 };
+    problem p, q[NZ];
+    memset(q, 0, sizeof q);
+    int rc = make_problem_perps(&p, 60, 7, 11, 0, NZ, 0);
+    check_adjoint(&p.A, rc || p.A.op.nec != NZ, "commit-adjoint-zeppelins");
+    const long nf = p.A.op.nf, ne = p.A.op.ne, m = p.A.nrows, n = p.A.ncols;
+    double *x = malloc(n * sizeof *x), *xq = malloc(n * sizeof *xq), *a = malloc(m * sizeof *a),
+           *b = malloc(m * sizeof *b), *dots = malloc((p.A.nruns + 1) * sizeof *dots);
+    unsigned s = 9;
+    double worst = 0, worst_scale = 0;
+    long nq = 0;
+    for (int z = 0; z < NZ; z++) {
+        rc |= make_problem_perps(&q[z], 60, 7, 11, 0, 1, z);
+        nq = q[z].A.ncols;
+        if (rc || q[z].A.op.ne != ne || nq != n - (NZ - 1) * ne) {
+            rc = -1;
+            break;
+        }
+        for (long j = 0; j < n; j++) x[j] = 0;
+        for (long j = 0; j < nq; j++) xq[j] = urand(&s);
+        for (long j = 0; j < nf; j++) x[j] = xq[j];
+        for (long e = 0; e < ne; e++) {
+            x[nf + z * ne + e] = xq[nf + e];
+            worst_scale =
+                fmax(worst_scale, fabs(p.A.scale[nf + z * ne + e] - q[z].A.scale[nf + e]));
+        }
+        for (long j = nf + ne; j < nq; j++) x[j + (NZ - 1) * ne] = xq[j];
+        dm_commit_cpu_ax(&p.A, x, a, dots, 2);
+        dm_commit_cpu_ax(&q[z].A, xq, b, dots, 2);
+        for (long i = 0; i < m; i++) worst = fmax(worst, fabs(a[i] - b[i]));
+    }
+    check(rc == 0 && worst == 0 && worst_scale == 0 && ne > 0, "commit-zeppelins-blocks",
+          "%d zeppelins x %ld peaks: A x differs from the one-zeppelin operators' by %.1e, scales "
+          "by %.1e; %ld columns (one zeppelin: %ld)",
+          NZ, ne, worst, worst_scale, n, nq);
+    free(x), free(xq), free(a), free(b), free(dots);
+    for (int z = 0; z < NZ; z++) free_problem(&q[z]);
     free_problem(&p);
 }
 
@@ -376,6 +430,7 @@ int main(void)
     test_straight_cut();
     test_adjoint(0);
     test_adjoint(3);
+    test_zeppelins();
     test_weighted_iso_mask();
     test_fista_minimum(0);
     test_fista_minimum(3);
