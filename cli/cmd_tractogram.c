@@ -270,12 +270,12 @@ static const dm_opt commit_opts[] = {
     {"max-iter", "N", "100", "iterations at most"},
     {"lambda", "F", "0",
      "the lasso on the streamlines' weights, as COMMIT's set_regularisation(('lasso', None, "
-     "None), (F, ...)): lambda = F x max |A^T y| over them (0: plain non-negative least "
-     "squares)"},
+     "None), (F, ...)): lambda = F x max |A^T y| over them, every radius's with "
+     "cylinder-zeppelin-ball (0: plain non-negative least squares)"},
     {"lambda-group", "F", "0",
      "COMMIT2's group lasso over --groups: lambda = F x max over groups of "
      "||(A^T y)_g|| / w_g, with COMMIT2's weights w_g = sqrt(|g|) / ||x_g|| from a fit without "
-     "it first"},
+     "it first (with cylinder-zeppelin-ball, as COMMIT2's, on the first radius's weights)"},
     {"lambda-ec", "F", "0",
      "the lasso on the extra-axonal (zeppelin) coefficients, as COMMIT's set_regularisation(("
      "..., 'lasso', ...), (..., F, ...)): lambda = F x max |A^T y| over them"},
