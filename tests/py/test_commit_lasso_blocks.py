@@ -2,7 +2,9 @@
 COMMIT's set_regularisation(regularisers=(IC, 'lasso', 'lasso'), lambdas=(.., F_EC, F_ISO))
 (dmri-commit 2.4.2, tests/py/commitpeer.py), on the phantom of test_commit_peer.py (three true
 bundles, false streamlines, 2% noise), each tool with COMMIT's defaults (tol_fun 1e-3, 100
-iterations).  For each case (the EC lasso, the ISO lasso, the three lassos together):
+iterations).  For each case (the EC lasso, the ISO lasso, the three lassos together, and the ISO
+lasso with a 4D --confidence-map, uniform in [0.2, 1]: COMMIT's lambda_max is of the data
+unweighted, the objective the weighted one):
   - compartment maps r > 0.99, mean NRMSE within 2% and the objective (with the penalties)
     within 1e-3 (relative) of COMMIT's or better, weights r > 0.95 (test_commit_peer.same_fit);
   - each block's lambda is COMMIT's (its fraction of max |A^T y| over the block) within 2%
@@ -14,6 +16,7 @@ import os
 import pickle
 import sys
 
+import nibabel as nib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -39,8 +42,14 @@ def main():
     p = cp.phantom(f"{d}/phantom", noise=0.02)
     run(p, f"{d}/plain", "--device", "cpu")
     plain = read(f"{d}/plain")
-    for tag, kw, args in CASES:
-        peer = cp.run_on_phantom(f"{d}/peer_{tag}", p, **kw)
+    shape4 = nib.load(p["dwi"]).shape
+    conf = np.random.default_rng(5).uniform(0.2, 1.0, shape4).astype(np.float32)
+    nib.save(nib.Nifti1Image(conf, nib.load(p["dwi"]).affine), f"{d}/conf4.nii.gz")
+    cases = CASES + (("lasso_iso_confidence", {"lasso_iso": 0.1},
+                      ("--lambda-iso", "0.1", "--confidence-map", f"{d}/conf4.nii.gz")),)
+    for tag, kw, args in cases:
+        extra = {"fit_extra": {"confidence_map_filename": f"{d}/conf4.nii.gz"}} if "confidence" in tag else {}
+        peer = cp.run_on_phantom(f"{d}/peer_{tag}", p, **kw, **extra)
         run(p, f"{d}/dimoc_{tag}", *args, "--device", "cpu")
         me = read(f"{d}/dimoc_{tag}")
         same_fit(f"commit_{tag}", peer, me, {"ic": peer["ic"], "ec": peer["ec"], "iso": peer_iso_sum(peer)})
