@@ -273,12 +273,18 @@ static const dm_opt commit_opts[] = {
     {"max-iter", "N", "100", "iterations at most"},
     {"lambda", "F", "0",
      "the lasso on the streamlines' weights, as COMMIT's set_regularisation(('lasso', None, "
-     "None), (F, ...)): lambda = F x max |A^T y| over them (0: plain non-negative least "
-     "squares)"},
+     "None), (F, ...)): lambda = F x max |A^T y| over them, every radius's with "
+     "cylinder-zeppelin-ball (0: plain non-negative least squares)"},
     {"lambda-group", "F", "0",
      "COMMIT2's group lasso over --groups: lambda = F x max over groups of "
      "||(A^T y)_g|| / w_g, with COMMIT2's weights w_g = sqrt(|g|) / ||x_g|| from a fit without "
-     "it first"},
+     "it first (with cylinder-zeppelin-ball, as COMMIT2's, on the first radius's weights)"},
+    {"lambda-ec", "F", "0",
+     "the lasso on the extra-axonal (zeppelin) coefficients, as COMMIT's set_regularisation(("
+     "..., 'lasso', ...), (..., F, ...)): lambda = F x max |A^T y| over them"},
+    {"lambda-iso", "F", "0",
+     "the lasso on the isotropic (ball) coefficients, as COMMIT's: lambda = F x max |A^T y| "
+     "over them"},
     {"groups", "FILE", NULL,
      "one group label (an integer >= 0) per streamline of the tractogram, in its order: the "
      "bundles of --lambda-group (e.g. the node pair of each streamline)"},
@@ -433,8 +439,8 @@ int dm_cmd_commit(int argc, char **argv)
     for (int i = 0; rc == 0 && need[i] && (!(scalar || o.stage_dictionary) || i < 3); i++)
         rc = required("commit", &a, commit_opts, need[i]);
     /* a scalar map has no acquisition, no peaks and no diffusivities */
-    static const char *const not_scalar[] = {"bvals", "bvecs",  "peaks", "d-par", "d-perp",
-                                             "d-iso", "vf-thr", "ndirs", NULL};
+    static const char *const not_scalar[] = {"bvals", "bvecs",  "peaks", "d-par",     "d-perp",
+                                             "d-iso", "vf-thr", "ndirs", "lambda-ec", NULL};
     for (int i = 0; rc == 0 && scalar && not_scalar[i]; i++)
         if (dm_arg_given(&a, commit_opts, not_scalar[i]))
             rc = dm_set_error("commit: --%s is not used by --model volume-fractions (a scalar map; "
@@ -448,10 +454,6 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0 && cylinder && !o.stage_dictionary && !dm_arg_given(&a, commit_opts, "scheme"))
         rc = dm_set_error("commit: --model cylinder-zeppelin-ball needs --scheme FILE (each "
                           "volume's G, Delta and delta: a Camino STEJSKALTANNER scheme)");
-    if (rc == 0 && cylinder &&
-        (dm_arg_given(&a, commit_opts, "lambda") || dm_arg_given(&a, commit_opts, "lambda-group")))
-        rc = dm_set_error("commit: --lambda and --lambda-group are not built for "
-                          "--model cylinder-zeppelin-ball yet (several weights per streamline)");
     long ndirs = 0, iters = 0;
     if (rc == 0) rc = parse_threads(&a, commit_opts, &o.threads);
     if (rc == 0) rc = dm_arg_long(&a, commit_opts, "ndirs", 1, 65535, &ndirs);
@@ -486,10 +488,13 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol-x", &o.tol_x);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda", &o.lambda_frac);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda-group", &o.group_frac);
-    if (rc == 0 &&
-        !(o.lambda_frac >= 0 && o.lambda_frac <= 1 && o.group_frac >= 0 && o.group_frac <= 1))
-        rc = dm_set_error("commit: --lambda and --lambda-group must be in [0, 1] (fractions of "
-                          "lambda_max)");
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda-ec", &o.lambda_ec_frac);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda-iso", &o.lambda_iso_frac);
+    if (rc == 0 && !(o.lambda_frac >= 0 && o.lambda_frac <= 1 && o.group_frac >= 0 &&
+                     o.group_frac <= 1 && o.lambda_ec_frac >= 0 && o.lambda_ec_frac <= 1 &&
+                     o.lambda_iso_frac >= 0 && o.lambda_iso_frac <= 1))
+        rc = dm_set_error("commit: --lambda, --lambda-group, --lambda-ec and --lambda-iso must be "
+                          "in [0, 1] (fractions of lambda_max)");
     o.groups = dm_arg(&a, commit_opts, "groups");
     if (rc == 0 && (o.group_frac > 0) != (o.groups != NULL))
         rc = dm_set_error("commit: --lambda-group and --groups go together (see 'dimoc help "

@@ -104,18 +104,22 @@ static int prox_step(void *ctx, double step, double *lin, double *sq)
     return 0;
 }
 
-/* The prox step with a regularisation of the IC columns (commit_solve.h: dm_commit_reg). */
+/* The lasso's lambda of column j (commit_ops.h). */
+static double lambda_of(const dm_commit_reg *reg, long j)
+{
+    return dm_commit_block_lambda(j, reg->nf, reg->ec_end, reg->lambda, reg->lambda_ec,
+                                  reg->lambda_iso);
+}
+
+/* The prox step with a regularisation (commit_solve.h: dm_commit_reg). */
 static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, double *lin, double *sq,
                          double *omega)
 {
     dm_commit_cpu *c = ctx;
-    const long n = c->A->ncols, nf = reg->nf;
-    const double shift = step * reg->lambda;
+    const long n = c->A->ncols;
 #pragma omp parallel for schedule(static) num_threads(c->threads)
-    for (long j = 0; j < n; j++) {
-        double v = c->xhat[j] - step * c->g[j];
-        c->x[j] = j < nf ? dm_commit_soft_threshold(v, shift) : v;
-    }
+    for (long j = 0; j < n; j++)
+        c->x[j] = dm_commit_soft_threshold(c->xhat[j] - step * c->g[j], step * lambda_of(reg, j));
     double om = 0;
     if (reg->lambda_group > 0) { /* each group shrunk towards 0 by its weight */
 #pragma omp parallel for reduction(+ : om) schedule(dynamic, 64) num_threads(c->threads)
@@ -139,18 +143,18 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
         double d = c->x[j] - c->xhat[j];
         l += d * c->g[j];
         q += d * d;
-        if (j < nf) l1 += c->x[j];
+        l1 += lambda_of(reg, j) * c->x[j];
     }
     *lin = l;
     *sq = q;
-    *omega = reg->lambda * l1 + reg->lambda_group * om;
+    *omega = l1 + reg->lambda_group * om;
     return 0;
 }
 
-static int get_g_ic(void *ctx, double *g)
+static int get_g(void *ctx, double *g)
 {
     dm_commit_cpu *c = ctx;
-    memcpy(g, c->g, (size_t)c->A->op.nf * c->A->op.nic * sizeof *g);
+    memcpy(g, c->g, (size_t)c->A->ncols * sizeof *g);
     return 0;
 }
 
@@ -214,7 +218,7 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
         return NULL;
     }
     *B = (dm_commit_backend){c,      start,   residual, gradient,      curvature, prox_step,
-                             change, advance, get_x,    prox_step_reg, get_g_ic};
+                             change, advance, get_x,    prox_step_reg, get_g};
     return c;
 }
 

@@ -131,15 +131,17 @@ static int curvature(void *ctx, double *agag, double *gg)
     return 0;
 }
 
-/* The prox step: the lasso's shift on the IC columns (0 without one), the group lasso's shrink
- * when reg has one; *omega = Omega(X) (commit_solve.h). */
+/* The prox step: each block's lasso (lambdas 0 without one), the group lasso's shrink when reg
+ * has one; *omega = Omega(X) (commit_solve.h). */
 static int prox(dm_commit_gpu *g, double step, const dm_commit_reg *reg, double *lin, double *sq,
                 double *omega)
 {
-    double shift = reg ? step * reg->lambda : 0, s[3], om = 0;
-    long nf = g->op.nf;
+    double l_ic = reg ? reg->lambda : 0, l_ec = reg ? reg->lambda_ec : 0,
+           l_iso = reg ? reg->lambda_iso : 0, s[3], om = 0;
+    long nf = reg ? reg->nf : 0, ec_end = reg ? reg->ec_end : 0;
     int grouped = reg && reg->lambda_group > 0, clamp = !grouped;
-    void *args[] = {&g->xhat, &g->g, &step, &shift, &nf, &clamp, &g->x, &g->ncols, &g->part};
+    void *args[] = {&g->xhat, &g->g,   &step,  &l_ic, &l_ec,     &l_iso,
+                    &nf,      &ec_end, &clamp, &g->x, &g->ncols, &g->part};
     if (launch(g, K_PROX, args) != 0) return -1;
     if (grouped) {
         if (g->groups_of !=
@@ -154,14 +156,15 @@ static int prox(dm_commit_gpu *g, double step, const dm_commit_reg *reg, double 
         double sl = step * reg->lambda_group;
         long ng = reg->ngroups;
         void *ga[] = {&g->x, &g->group_start, &g->group_cols, &g->group_w, &ng, &sl, &g->part};
-        void *sa[] = {&g->xhat, &g->g, &g->x, &nf, &g->ncols, &g->part};
+        void *sa[] = {&g->xhat, &g->g, &g->x,   &l_ic,     &l_ec,
+                      &l_iso,   &nf,   &ec_end, &g->ncols, &g->part};
         if (launch(g, K_GROUP, ga) != 0 || sums(g, 1, &om) != 0 || launch(g, K_PROX_SUMS, sa) != 0)
             return -1;
     }
     if (sums(g, 3, s) != 0) return -1;
     *lin = s[0];
     *sq = s[1];
-    *omega = reg ? reg->lambda * s[2] + reg->lambda_group * om : 0;
+    *omega = reg ? s[2] + reg->lambda_group * om : 0;
     return 0;
 }
 
@@ -177,12 +180,12 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
     return prox(ctx, step, reg, lin, sq, omega);
 }
 
-/* G's IC entries to the host (for the lambdas' scale). */
-static int get_g_ic(void *ctx, double *gh)
+/* G to the host (for the lambdas' scale). */
+static int get_g(void *ctx, double *gh)
 {
     dm_commit_gpu *g = ctx;
     const dm_cuda *cu = g->cu;
-    CK(cu->cuMemcpyDtoHAsync(gh, g->g, (size_t)g->op.nf * sizeof(double), 0),
+    CK(cu->cuMemcpyDtoHAsync(gh, g->g, (size_t)g->ncols * sizeof(double), 0),
        "copying from the GPU");
     CK(cu->cuStreamSynchronize(0), "copying from the GPU");
     return 0;
@@ -325,7 +328,7 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
     }
     CK(cu->cuStreamSynchronize(0), "clearing GPU memory");
     *B = (dm_commit_backend){g,      start,   residual, gradient,      curvature, prox_step,
-                             change, advance, get_x,    prox_step_reg, get_g_ic};
+                             change, advance, get_x,    prox_step_reg, get_g};
     g->setup += dm_now_seconds() - t0;
     return 0;
 fail:

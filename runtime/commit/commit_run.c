@@ -797,8 +797,18 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     /* a regularisation: the lasso needs its lambda only; the group lasso, as COMMIT2, the
      * groups' weights sqrt(|g|) / ||x_nnls[g]|| from a fit without it first */
     dm_commit_groups groups = {0};
-    dm_commit_reg reg = {.nf = d.nkept};
-    const int regularised = o->lambda_frac > 0 || o->group_frac > 0;
+    dm_commit_reg reg = {.nf = (long)A.op.nic * d.nkept, /* every radius's IC columns */
+                         .ec_end = (long)A.op.nic * d.nkept + (long)A.op.nec * A.op.ne,
+                         .ncols = A.ncols};
+    const int regularised =
+        o->lambda_frac > 0 || o->group_frac > 0 || o->lambda_ec_frac > 0 || o->lambda_iso_frac > 0;
+    if ((o->lambda_ec_frac > 0 && reg.ec_end == reg.nf) ||
+        (o->lambda_iso_frac > 0 && reg.ncols == reg.ec_end)) { /* as COMMIT's set_regularisation */
+        dm_set_error("commit: --lambda-%s: the fit has no %s compartment",
+                     o->lambda_ec_frac > 0 && reg.ec_end == reg.nf ? "ec" : "iso",
+                     o->lambda_ec_frac > 0 && reg.ec_end == reg.nf ? "extra-axonal" : "isotropic");
+        goto done;
+    }
     int nnls_iterations = 0;
     if (o->group_frac > 0) {
         if (read_groups(o, &t, &d, &groups) != 0) goto done;
@@ -827,18 +837,14 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (regularised && conf_used) { /* COMMIT's lambda_max: A^T y of the data unweighted */
         dm_commit_operator plain = A;
         plain.op.row_w = NULL;
-        double *g = malloc((size_t)A.ncols * sizeof *g),
-               *dots = malloc((size_t)(A.nruns ? A.nruns : 1) * sizeof *dots);
-        if (!g || !dots ||
-            !(aty_plain = malloc((size_t)(d.nkept ? d.nkept : 1) * sizeof *aty_plain))) {
-            free(g);
+        double *dots = malloc((size_t)(A.nruns ? A.nruns : 1) * A.op.nic * sizeof *dots);
+        aty_plain = malloc((size_t)(A.ncols ? A.ncols : 1) * sizeof *aty_plain);
+        if (!dots || !aty_plain) {
             free(dots);
             dm_set_error("commit: out of memory");
             goto done;
         }
-        dm_commit_cpu_aty(&plain, y0, g, dots, threads);
-        memcpy(aty_plain, g, (size_t)d.nkept * sizeof *g);
-        free(g);
+        dm_commit_cpu_aty(&plain, y0, aty_plain, dots, threads);
         free(dots);
     }
     solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
@@ -846,7 +852,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                                   .tol_x = o->tol_x,
                                   .reg = regularised ? &reg : NULL,
                                   .lambda_frac = o->lambda_frac,
-                                  .aty_ic = aty_plain,
+                                  .lambda_ec_frac = o->lambda_ec_frac,
+                                  .lambda_iso_frac = o->lambda_iso_frac,
+                                  .aty = aty_plain,
                                   .group_frac = o->group_frac,
                                   .max_iter = o->max_iter,
                                   .progress = on_iteration,
@@ -994,6 +1002,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "objective", fr.objective);
         dm_provenance_num(prov, DM_PROV_RESULT, "lasso_lambda", fr.lambda);
         dm_provenance_num(prov, DM_PROV_RESULT, "group_lasso_lambda", fr.lambda_group);
+        dm_provenance_num(prov, DM_PROV_RESULT, "lasso_lambda_ec", fr.lambda_ec);
+        dm_provenance_num(prov, DM_PROV_RESULT, "lasso_lambda_iso", fr.lambda_iso);
         dm_provenance_num(prov, DM_PROV_RESULT, "iterations_without_regularisation",
                           nnls_iterations);
         dm_provenance_num(prov, DM_PROV_RESULT, "objective_rel_change", fr.rel_objective);

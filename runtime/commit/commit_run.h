@@ -22,7 +22,8 @@ typedef struct dm_commit_options {
     double tol_fun, tol_x;
     double lambda_frac; /* --lambda: the lasso on the streamlines' weights (0: plain NNLS) */
     double group_frac;  /* --lambda-group: COMMIT2's group lasso over --groups */
-    const char *groups; /* one group label per streamline */
+    double lambda_ec_frac, lambda_iso_frac; /* --lambda-ec, --lambda-iso: the EC and ISO lassos */
+    const char *groups;                     /* one group label per streamline */
     int max_iter;
     int threads;
     int use_gpu;      /* the solver on a GPU (--device) */

@@ -18,30 +18,39 @@ static int prox(const dm_commit_backend *B, const dm_commit_reg *reg, double ste
                : B->prox_step(B->ctx, step, lin, sq);
 }
 
+/* max |g_j| over columns [a, b) */
+static double max_abs(const double *g, long a, long b)
+{
+    double m = 0;
+    for (long j = a; j < b; j++) m = fmax(m, fabs(g[j]));
+    return m;
+}
+
 /* The lambdas from their fractions of lambda_max, A^T y being -G at x = 0 (COMMIT's
- * compute_lambda_max_lasso / _group). */
+ * compute_lambda_max_lasso over each block / _group). */
 static int set_lambdas(const dm_commit_backend *B, const dm_commit_fista_options *o,
                        dm_commit_reg *reg)
 {
-    double *g = malloc((size_t)(reg->nf ? reg->nf : 1) * sizeof *g);
+    double *g = malloc((size_t)(reg->ncols ? reg->ncols : 1) * sizeof *g);
     if (!g) return dm_set_error("commit: out of memory");
-    if (o->aty_ic)
-        memcpy(g, o->aty_ic, (size_t)reg->nf * sizeof *g);
-    else if (B->get_g_ic(B->ctx, g) != 0) {
+    if (o->aty)
+        memcpy(g, o->aty, (size_t)reg->ncols * sizeof *g);
+    else if (B->get_g(B->ctx, g) != 0) {
         free(g);
         return -1;
     }
-    double m = 0, mg = 0;
-    for (long j = 0; j < reg->nf; j++) m = fmax(m, fabs(g[j]));
+    double mg = 0;
     for (long k = 0; k < reg->ngroups; k++) {
         double n2 = 0;
         for (long i = reg->group_start[k]; i < reg->group_start[k + 1]; i++)
             n2 += g[reg->group_cols[i]] * g[reg->group_cols[i]];
         mg = fmax(mg, sqrt(n2) / reg->group_w[k]);
     }
-    free(g);
-    reg->lambda = o->lambda_frac * m;
+    reg->lambda = o->lambda_frac * max_abs(g, 0, reg->nf);
+    reg->lambda_ec = o->lambda_ec_frac * max_abs(g, reg->nf, reg->ec_end);
+    reg->lambda_iso = o->lambda_iso_frac * max_abs(g, reg->ec_end, reg->ncols);
     reg->lambda_group = o->group_frac * mg;
+    free(g);
     return 0;
 }
 
@@ -124,6 +133,8 @@ int dm_commit_fista(const dm_commit_backend *B, const double *x0, const dm_commi
     out->rel_objective = rel_obj;
     out->rel_x = rel_x;
     out->lambda = reg ? reg->lambda : 0;
+    out->lambda_ec = reg ? reg->lambda_ec : 0;
+    out->lambda_iso = reg ? reg->lambda_iso : 0;
     out->lambda_group = reg ? reg->lambda_group : 0;
     return B->get_x(c, x);
 }

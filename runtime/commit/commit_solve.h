@@ -13,17 +13,18 @@
 
 enum { DM_COMMIT_X, DM_COMMIT_XHAT }; /* which unknowns a residual is taken at */
 
-/* COMMIT's regularisations of the IC block (the streamlines' weights, columns [0, nf)), each
- * with the non-negativity kept, Omega added to the objective:
- *   lasso        Omega = lambda sum_j x_j; prox: the soft threshold by step lambda (signed,
- *                as COMMIT's), then the negatives set to 0
- *   group lasso  Omega = lambda_g sum_k w_k ||x_{g_k}||; prox: each group shrunk by
+/* COMMIT's regularisations (set_regularisation), each with the non-negativity kept, Omega added
+ * to the objective; the blocks of columns: IC [0, nf) (every IC response's streamline columns),
+ * EC [nf, ec_end), ISO [ec_end, ncols):
+ *   lasso        per block b, Omega = lambda_b sum_{j in b} x_j; prox: the soft threshold by
+ *                step lambda_b (signed, as COMMIT's), then the negatives set to 0
+ *   group lasso  (IC only) Omega = lambda_g sum_k w_k ||x_{g_k}||; prox: each group shrunk by
  *                max(0, 1 - step lambda_g w_k / ||v_{g_k}||), then the negatives set to 0
  *                (COMMIT2; groups given as column lists, w_k their weights).
  * The lambdas are set by dm_commit_fista from fractions of their lambda_max. */
 typedef struct dm_commit_reg {
-    long nf;
-    double lambda, lambda_group;
+    long nf, ec_end, ncols;
+    double lambda, lambda_ec, lambda_iso, lambda_group;
     long ngroups;
     const long *group_start; /* ngroups + 1 */
     const long *group_cols;  /* the IC columns of group k: [group_start[k], group_start[k+1]) */
@@ -48,32 +49,33 @@ typedef struct dm_commit_backend {
     int (*advance)(void *ctx, double a);
     /* X to the host */
     int (*get_x)(void *ctx, double *x);
-    /* with a regularisation of the IC block (every backend has both; dm_commit_fista calls
-     * them only with one): the prox step of dm_commit_reg (as prox_step, and *omega =
-     * Omega(X)), and G's IC entries to the host */
+    /* with a regularisation (every backend has both; dm_commit_fista calls them only with
+     * one): the prox step of dm_commit_reg (as prox_step, and *omega = Omega(X)), and G to the
+     * host */
     int (*prox_step_reg)(void *ctx, double step, const struct dm_commit_reg *reg, double *lin,
                          double *sq, double *omega);
-    int (*get_g_ic)(void *ctx, double *g);
+    int (*get_g)(void *ctx, double *g);
 } dm_commit_backend;
 
 typedef struct dm_commit_fista_options {
     double tol_fun, tol_x; /* COMMIT's fit(): 1e-3 and 1e-6 */
     /* the regularisation (NULL: plain NNLS) and its fractions, as COMMIT's
-     * set_regularisation(..., lambdas=(F, ...)): lasso lambda = lambda_frac x max_j |A^T y|_j,
-     * group lambda = group_frac x max_k ||(A^T y)_{g_k}|| / w_k over the IC columns */
+     * set_regularisation(..., lambdas=(F_IC, F_EC, F_ISO)): a block's lasso lambda = its
+     * fraction x max_{j in block} |A^T y|_j, group lambda = group_frac x
+     * max_k ||(A^T y)_{g_k}|| / w_k over the IC columns */
     const dm_commit_reg *reg;
-    double lambda_frac, group_frac;
-    const double *aty_ic; /* the IC entries of A^T y for the lambdas (NULL: the first gradient's;
-                           * COMMIT's are of the data unweighted by a confidence map) */
-    int max_iter;         /* 100 */
+    double lambda_frac, lambda_ec_frac, lambda_iso_frac, group_frac;
+    const double *aty; /* A^T y (ncols) for the lambdas (NULL: the first gradient's; COMMIT's
+                        * is of the data unweighted by a confidence map) */
+    int max_iter;      /* 100 */
     void (*progress)(void *arg, int iter, double objective);
     void *progress_arg;
 } dm_commit_fista_options;
 
 typedef struct dm_commit_fista_result {
-    int iterations, products;    /* products: A x and A^T y computed */
-    double objective;            /* 0.5 ||A x - y||^2 + Omega(x) at the end */
-    double lambda, lambda_group; /* the lambdas used (0: none) */
+    int iterations, products; /* products: A x and A^T y computed */
+    double objective;         /* 0.5 ||A x - y||^2 + Omega(x) at the end */
+    double lambda, lambda_ec, lambda_iso, lambda_group; /* the lambdas used (0: none) */
     double rel_objective, rel_x;
     const char *stopped; /* which test stopped it */
 } dm_commit_fista_result;

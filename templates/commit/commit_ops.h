@@ -201,6 +201,14 @@ DM_FN void dm_commit_aty_streamline(const dm_commit_op *A, const double *dots, l
     }
 }
 
+/* The lasso's lambda of column j: COMMIT's set_regularisation gives each block its own, IC
+ * columns [0, nic_cols), EC [nic_cols, ec_end), ISO [ec_end, ...) (0: no lasso there). */
+DM_FN double dm_commit_block_lambda(long j, long nic_cols, long ec_end, double l_ic, double l_ec,
+                                    double l_iso)
+{
+    return j < nic_cols ? l_ic : j < ec_end ? l_ec : l_iso;
+}
+
 /* The lasso's soft threshold, signed as COMMIT's (a negative entry moves up towards 0): a group
  * lasso after it sees the negative entries' norms as COMMIT's does. */
 DM_FN double dm_commit_soft_threshold(double v, double t)

@@ -102,19 +102,21 @@ extern "C" __global__ void dm_commit_aty_streamline_kernel(dm_commit_op A, const
         dm_commit_aty_streamline(&A, dots, f, g);
 }
 
-/* x = xhat - step g, soft-thresholded by `shift` on the IC columns [0, nf) (the lasso), then
- * with `clamp` max(0, x); part[3 block + 0, 1, 2] = shares of <x - xhat, g>, ||x - xhat||^2 and
- * sum_{j < nf} x_j.  Without clamp (a group lasso shrinks the groups next) part is left alone. */
+/* x = xhat - step g, soft-thresholded by step x the lasso's lambda of its block (IC [0, nf) l_ic,
+ * EC [nf, ec_end) l_ec, ISO the rest l_iso; 0: none), then with `clamp` max(0, x);
+ * part[3 block + 0, 1, 2] = shares of <x - xhat, g>, ||x - xhat||^2 and sum_j lambda_j x_j.
+ * Without clamp (a group lasso shrinks the groups next) part is left alone. */
 extern "C" __global__ void dm_commit_prox_kernel(const double *xhat, const double *g, double step,
-                                                 double shift, long nf, int clamp, double *x,
-                                                 long n, double *part)
+                                                 double l_ic, double l_ec, double l_iso, long nf,
+                                                 long ec_end, int clamp, double *x, long n,
+                                                 double *part)
 {
     __shared__ double shared[WARPS];
     double lin = 0, sq = 0, l1 = 0;
     for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
          j += (long)gridDim.x * blockDim.x) {
-        double v = xhat[j] - step * g[j];
-        if (j < nf) v = dm_commit_soft_threshold(v, shift);
+        const double lam = dm_commit_block_lambda(j, nf, ec_end, l_ic, l_ec, l_iso);
+        double v = dm_commit_soft_threshold(xhat[j] - step * g[j], step * lam);
         if (!clamp) {
             x[j] = v;
             continue;
@@ -124,7 +126,7 @@ extern "C" __global__ void dm_commit_prox_kernel(const double *xhat, const doubl
         double d = v - xhat[j];
         lin += d * g[j];
         sq += d * d;
-        if (j < nf) l1 += v;
+        l1 += lam * v;
     }
     if (!clamp) return;
     double a = block_sum(lin, shared), b = block_sum(sq, shared), c = block_sum(l1, shared);
@@ -164,7 +166,9 @@ extern "C" __global__ void dm_commit_group_kernel(double *x, const long *group_s
 
 /* After the group shrink: x = max(0, x) and part[3 block + 0, 1, 2] as dm_commit_prox_kernel's. */
 extern "C" __global__ void dm_commit_prox_sums_kernel(const double *xhat, const double *g,
-                                                      double *x, long nf, long n, double *part)
+                                                      double *x, double l_ic, double l_ec,
+                                                      double l_iso, long nf, long ec_end, long n,
+                                                      double *part)
 {
     __shared__ double shared[WARPS];
     double lin = 0, sq = 0, l1 = 0;
@@ -175,7 +179,7 @@ extern "C" __global__ void dm_commit_prox_sums_kernel(const double *xhat, const 
         double d = v - xhat[j];
         lin += d * g[j];
         sq += d * d;
-        if (j < nf) l1 += v;
+        l1 += dm_commit_block_lambda(j, nf, ec_end, l_ic, l_ec, l_iso) * v;
     }
     double a = block_sum(lin, shared), b = block_sum(sq, shared), c = block_sum(l1, shared);
     if (threadIdx.x == 0) {

@@ -9,7 +9,9 @@ columns per streamline; its default four zeppelins per peak, and two), for sever
 peak with the stick (--d-perp with three values: three EC columns per peak), for the
 regularisations (--lambda, --lambda-group with --groups, and
 both), with --confidence-map and --iso-mask (rows weighted, balls in some voxels only) and the
-lesion model (volume-fractions with --iso-mask).  Needs no COMMIT."""
+lesion model (volume-fractions with --iso-mask); and the lassos on the EC and ISO blocks
+(--lambda-ec, --lambda-iso, all three lassos together) and the lasso and group lasso with the
+cylinders (4 IC columns per streamline).  Needs no COMMIT."""
 import json
 import os
 import sys
@@ -80,7 +82,16 @@ def main():
     for label, extra in (("lasso", ("--lambda", "0.05")),
                          ("group_lasso", ("--lambda-group", "0.1", *groups)),
                          ("sparse_group_lasso", ("--lambda", "0.02", "--lambda-group", "0.05",
-                                                 *groups))):
+                                                 *groups)),
+                         ("lasso_ec", ("--lambda-ec", "0.05")),
+                         ("lasso_iso", ("--lambda-iso", "0.05")),
+                         ("lasso_all_blocks", ("--lambda", "0.02", "--lambda-ec", "0.05",
+                                               "--lambda-iso", "0.05")),
+                         ("cylinders_lasso", (*cylinders, "--lambda", "0.05")),
+                         ("cylinders_group_lasso", (*cylinders, "--lambda-group", "0.1", *groups)),
+                         ("lasso_iso_confidence", ("--lambda-iso", "0.05", "--confidence-map",
+                                                   f"{d}/conf.nii.gz", "--iso-mask",
+                                                   f"{d}/iso.nii.gz"))):
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
         dw = np.abs(c["w"] - g["w"]).max() / np.abs(c["w"]).max()

@@ -340,8 +340,10 @@ mit.load_dictionary()
 mit.set_threads(cfg["threads"])
 mit.build_operator()
 T["operator"] = time.time() - t
-if cfg.get("lasso") and not cfg.get("group_lasso"):
-    mit.set_regularisation(regularisers=("lasso", None, None), lambdas=(cfg["lasso"], None, None))
+lassos = [cfg.get("lasso") if not cfg.get("group_lasso") else None, cfg.get("lasso_ec"), cfg.get("lasso_iso")]
+if any(lassos):  # COMMIT's lasso per block (IC, EC, ISO)
+    mit.set_regularisation(regularisers=tuple("lasso" if v else None for v in lassos),
+                           lambdas=tuple(v if v else None for v in lassos))
 if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the adaptive weights)
     mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"])
     labels = np.array(cfg["groups"])
@@ -416,7 +418,8 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                min_seg_len=1e-3, min_fiber_len=0.0, max_fiber_len=250.0, ndirs=500, lmax=12, tol_fun=1e-3,
                tol_x=1e-6, max_iter=100, b0_thr=0.0, b0_min_signal=0.0, threads=1, bvecs_frame="voxel",
                config=None, model_extra=None, t2d_extra=None, verbose=2, timeout=600, lasso=0.0,
-               group_lasso=0.0, groups=None, pulses=None, fit_extra=None, model_attrs=None):
+               group_lasso=0.0, groups=None, pulses=None, fit_extra=None, model_attrs=None, lasso_ec=0.0,
+               lasso_iso=0.0):
     """Runs COMMIT (dmri-commit) in a child python on these inputs, in the fresh folder `work`; returns a
     dict: 'weights' (streamline_weights.txt, one per streamline of the .tck), 'ic', 'ec', 'iso',
     'nrmse', 'rmse' (the maps, arrays), 'objective' (the solver's final 0.5||Ax-y||^2 + Omega, in its
@@ -434,6 +437,8 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     (0: none); group_lasso with groups (a label per streamline): COMMIT2's group lasso (with lasso
     too: its sparse group lasso), after a
     fit without it (its adaptive weights), cardinality and adaptive weights on.
+    lasso_ec, lasso_iso: COMMIT's lasso on the EC and ISO blocks (0: none), with lasso in one
+    set_regularisation(('lasso' or None, ...), (lasso, lasso_ec, lasso_iso)).
     pulses (Delta, delta) in s: a STEJSKALTANNER scheme (G from each b by AMICO's gamma), for
     model 'CylinderZeppelinBall' (its radii in metres: model_extra={'Rs': [...]}).
     t2d_extra, fit_extra: more arguments of trk2dictionary.run and of the final fit()
@@ -461,6 +466,7 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                b0_min_signal=b0_min_signal, threads=threads, model=model, d_par=d_par, d_perps=list(d_perps),
                d_isos=list(d_isos), config=config or {}, model_extra=model_extra or {},
                t2d_extra=t2d_extra or {}, verbose=verbose, lasso=lasso, group_lasso=group_lasso,
+               lasso_ec=lasso_ec, lasso_iso=lasso_iso,
                groups=[int(v) for v in groups] if groups is not None else None,
                fit_extra=fit_extra or {}, model_attrs=model_attrs or {})
     cfg_path = os.path.join(work, "peer_config.json")

@@ -13,9 +13,15 @@ same peaks and the same STEJSKALTANNER scheme, COMMIT's tolerances.
     100 iterations (COMMIT's operator leaves 21 out);
   - tests/py/cylinder_ref.py still writes tests/unit/commit_cylinder_ref.h (the reference of
     the kernel values, checked to 1e-6 by tests/unit/test_commit.c: commit-cylinder-kernel);
+  - the lasso (--lambda 0.05) and COMMIT2's group lasso (--lambda-group 0.1 over the five
+    bundles) against COMMIT's with the same radii, as same_fit above, and the lambda COMMIT's
+    within 2%: COMMIT's lasso covers every radius's IC columns (lambda_max over all of them);
+    its groups hold streamline indices, which are the columns of the first radius only (the
+    other radii keep the non-negativity alone), and so do dimoc's (docs/commit-facts.md §5);
   - bad inputs, one line each: no --scheme, a scheme with a row too few, a scheme in mT/m (its
     b disagrees with --bvals), --scheme with the stick model, bad --radii."""
 import os
+import pickle
 import subprocess
 import sys
 
@@ -94,6 +100,27 @@ def against_commit(d, p):
     return scheme
 
 
+def regularised(d, p, scheme):
+    names = sorted(set(p["label"]))
+    labels = np.array([names.index(n) for n in p["label"]])
+    np.savetxt(f"{d}/groups.txt", labels, fmt="%d")
+    radii = ",".join(f"{r * 1e6:.17g}" for r in RADII)
+    for tag, kw, args in (("lasso", {"lasso": 0.05}, ("--lambda", "0.05")),
+                          ("group_lasso", {"group_lasso": 0.1, "groups": labels},
+                           ("--lambda-group", "0.1", "--groups", f"{d}/groups.txt"))):
+        peer = cp.run_on_phantom(f"{d}/peer_{tag}", p, model="CylinderZeppelinBall", d_par=D_PAR,
+                                 d_perps=(D_PERP,), d_isos=(D_ISO,), model_extra={"Rs": list(RADII)},
+                                 pulses=(DELTA, SMALL), **kw)
+        run(p, f"{d}/dimoc_{tag}", scheme, "--radii", radii, *args, "--device", "cpu")
+        me = read(f"{d}/dimoc_{tag}")
+        same_fit(f"commit_cylinder_{tag}", peer, me, peer)
+        res = pickle.load(open(os.path.join(peer["results"], "results.pickle"), "rb"))
+        theirs = float(res[0]["optimization"]["regularisation"]["lambdaIC"])
+        mine = me["prov"]["lasso_lambda" if tag == "lasso" else "group_lasso_lambda"]
+        check(f"commit_cylinder_{tag}_lambda_as_commit", abs(mine - theirs) / theirs < 0.02,
+              f"lambda {mine:.5g}, COMMIT {theirs:.5g}")
+
+
 def reference_fresh():
     here = os.path.dirname(os.path.abspath(__file__))
     made = subprocess.run([sys.executable, os.path.join(here, "cylinder_ref.py")], capture_output=True,
@@ -135,6 +162,7 @@ def main():
     d = workdir("commit_cylinder")
     p = cp.phantom(f"{d}/phantom", noise=0.02, fibre_signal=fibre, d_iso_true=D_ISO)
     scheme = against_commit(d, p)
+    regularised(d, p, scheme)
     reference_fresh()
     bad_inputs(d, p, scheme)
     finish()
