@@ -129,6 +129,9 @@ for name, opts in zip(names, stages("float64", [])):
     opts = [o for o in opts if o != "--ic"]
     run("fit", "noddi_watson", *common, "--out", f"{old}/{name}", "--init-from", prev, *opts, "--ic")
     prev = f"{old}/{name}"
+prov = json.load(open(f"{out}/dimoc/final/provenance.json"))
+check("pipeline-one-cascade", prov.get("cascade", {}).get("stages") == 3 and "--then" in prov["command"]
+      and prov["options"]["ic"], json.dumps(prov.get("cascade")))
 for name in names:
     diff = same_files(f"{old}/{name}", f"{out}/dimoc/{name}")
     check(f"pipeline-{name}-as-separate-commands", not diff, f"differ: {diff}" if diff else "")
