@@ -49,7 +49,7 @@ static const dm_opt fit_opts[] = {
     {"part", "K/N", NULL, "fit only the K-th of N shares of the voxels (`dimoc merge` joins them)"},
     {"quiet", NULL, NULL, "no progress line"},
     {"then", NULL, NULL,
-     "start the next stage of a cascade, from this stage's maps as written (see below)"},
+     "start the next stage of a cascade, from this stage's maps as written (see above)"},
     {NULL, NULL, NULL, NULL},
 };
 
