@@ -13,7 +13,9 @@ and links as before."""
 import filecmp
 import json
 import os
+import signal
 import subprocess
+import time
 
 import numpy as np
 
@@ -115,6 +117,24 @@ for extra, words in ((["--data", data], "--data after --then"), (["--threads", "
 rc, _, err = run(*base, "--fixed", "nonsense")
 check("refuses-later-stage-before-work", rc == 1 and "no parameter 'nonsense'" in err
       and not os.path.exists(f"{d}/r1"), f"rc {rc}: {err.strip()}")
+
+# --- Ctrl-C in the second stage (long MCMC chains): the first stage stays written whole, the
+# second and third leave nothing (no folder, no temporary one), exit status 130.
+ci = f"{d}/interrupt"
+p = subprocess.Popen([DIMOC, "fit", "noddi_watson", *common, "--init-from", f"{d}/angles", "--out", f"{ci}/one",
+                      "--method", "lm", "--then", "--out", f"{ci}/two", "--method", "mcmc", "--burnin", "100000",
+                      "--jumps", "100000", "--then", "--out", f"{ci}/three"], stderr=subprocess.PIPE, text=True)
+t0 = time.time()
+while not os.path.exists(f"{ci}/one/provenance.json") and time.time() - t0 < 60 and p.poll() is None:
+    time.sleep(0.05)
+time.sleep(0.5)
+p.send_signal(signal.SIGINT)
+err = p.communicate(timeout=60)[1]
+left = sorted(os.listdir(ci)) if os.path.isdir(ci) else []
+check("interrupt-second-stage", p.returncode == 130 and left == ["one"], f"rc {p.returncode}, left {left}: {err.strip()[-200:]}")
+one = json.load(open(f"{ci}/one/provenance.json"))
+check("interrupt-first-stage-whole", one["cascade"] == {"stage": 1, "stages": 3, "started_from": ""}
+      and "status.nii.gz" in os.listdir(f"{ci}/one"))
 
 # --- The pipeline: its cascade against its stages as separate commands (the script before
 # issue 16), with --ic among the user's fit options (a per-stage option, in every stage).
