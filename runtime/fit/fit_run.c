@@ -165,11 +165,94 @@ static void written_estimates(const dm_fit_request *r, const dm_problem *p,
     }
 }
 
+/* A stage's outputs, provenance and part manifest written into its temporary folder, which is
+ * then put in place: on the stage's thread for the last stage, else on a thread of its own
+ * while the next stage fits.  snap is the stage's problem as its writers read it (the mask,
+ * the data's header, the per-voxel inputs, the configuration, the status). */
+typedef struct stage_writer {
+    const dm_fit_request *r;
+    dm_problem snap;
+    int own_status; /* snap.status is the writer's copy */
+    const dm_cpu_fitter *fitter;
+    dm_fit_results res;
+    dm_fit_timing timing;
+    double t_start;
+    char device[512];
+    int real_size, gpu_declined;
+    dm_fit_stage_info info;
+    dm_outdir od;
+    int rc, dir_done;
+    char error[2048]; /* dm_last_error() is per thread */
+    pthread_t thread;
+} stage_writer;
+
+static void stage_writer_write(stage_writer *w)
+{
+    const dm_fit_request *r = w->r;
+    dm_problem *p = &w->snap;
+    double t_write = dm_now_seconds();
+    int rc = dm_fit_write_outputs(r, w->od.path, p, w->fitter, &w->res);
+    if (rc == 0 && w->gpu_declined)
+        dm_warn("--method dictionary ran on the CPU (its later methods too): --device gpu was "
+                "not used");
+    w->timing.write = dm_now_seconds() - t_write;
+    w->timing.total = dm_now_seconds() - w->t_start;
+    if (rc == 0)
+        rc = dm_fit_write_provenance(r, w->od.path, p, w->device, w->real_size, &w->timing,
+                                     &w->info);
+    if (rc == 0 && r->part.n > 0) {
+        static const dm_part_rule rules[] = {{"*.nii.gz", DM_MERGE_VOXELS}};
+        char *command = dm_part_command();
+        dm_part_info pinfo = {.command = command,
+                              .voxel_first = p->own_first,
+                              .voxel_end = p->own_end,
+                              .nvox = p->nvox};
+        rc = dm_part_write(w->od.path, &r->part, &pinfo, rules, 1);
+        free(command);
+    }
+    if (rc == 0)
+        rc = dm_outdir_commit(&w->od);
+    else
+        dm_outdir_abort(&w->od);
+    w->dir_done = 1;
+    if (rc != 0) snprintf(w->error, sizeof w->error, "%s", dm_last_error());
+    w->rc = rc;
+}
+
+static void *stage_writer_main(void *arg)
+{
+    stage_writer *w = arg;
+    if (w->r->threads > 0) omp_set_num_threads((int)w->r->threads); /* a per-thread setting */
+    stage_writer_write(w);
+    return NULL;
+}
+
+/* Puts the folder in place (or removes it after an error) and frees the writer; its rc. */
+static int stage_writer_finish(stage_writer *w)
+{
+    if (!w->dir_done) dm_outdir_abort(&w->od); /* never written: the stage failed first */
+    int rc = w->rc;
+    if (rc != 0 && w->error[0]) dm_set_error("%s", w->error);
+    free(w->res.params);
+    free(w->res.stats);
+    free(w->res.samples);
+    if (w->own_status) free(w->snap.status);
+    free(w);
+    return rc;
+}
+
+/* Waits for a writer on its thread; its rc, its error in dm_last_error(). */
+static int stage_writer_join(stage_writer *w)
+{
+    pthread_join(w->thread, NULL);
+    return stage_writer_finish(w);
+}
+
 /* Plans, fits and writes stage `stage` of `nstages`; prev: the previous stage's written
  * estimates (NULL for the first), replaced by this stage's when a stage follows.  t_start: when
  * this stage's work began (the first stage's: the run's start, its load included). */
 static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem *p, fit_machine *m,
-                     double *prev, double t_start)
+                     double *prev, double t_start, stage_writer **pending)
 {
     dm_fit_timing timing = {0};
     int methods;
@@ -252,34 +335,46 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile : 0);
     count_work(p, &res, &timing);
 
-    double t_write = dm_now_seconds();
-    if (rc == 0) rc = dm_fit_write_outputs(r, od.path, p, &m->fitter, &res);
-    if (rc == 0 && gpu_declined)
-        dm_warn("--method dictionary ran on the CPU (its later methods too): --device gpu was "
-                "not used");
-    timing.write = dm_now_seconds() - t_write;
-    timing.total = dm_now_seconds() - t_start;
-    dm_fit_stage_info info = {stage, nstages, stage > 0 ? r[-1].out : NULL};
-    if (rc == 0) rc = dm_fit_write_provenance(r, od.path, p, device, m->real_size, &timing, &info);
-    if (rc == 0 && r->part.n > 0) {
-        static const dm_part_rule rules[] = {{"*.nii.gz", DM_MERGE_VOXELS}};
-        char *command = dm_part_command();
-        dm_part_info pinfo = {.command = command,
-                              .voxel_first = p->own_first,
-                              .voxel_end = p->own_end,
-                              .nvox = p->nvox};
-        rc = dm_part_write(od.path, &r->part, &pinfo, rules, 1);
-        free(command);
+    /* One write at a time, in stage order: the previous stage's is done (or failed) first. */
+    if (*pending) {
+        int wrc = stage_writer_join(*pending);
+        *pending = NULL;
+        if (rc == 0) rc = wrc;
     }
-    if (rc == 0)
-        rc = dm_outdir_commit(&od);
-    else
-        dm_outdir_abort(&od);
-    if (rc == 0 && stage + 1 < nstages) written_estimates(r, p, &res, prev);
-    free(res.params);
-    free(res.stats);
-    free(res.samples);
-    return rc;
+    stage_writer *w = calloc(1, sizeof *w);
+    *w = (stage_writer){.r = r,
+                        .snap = *p,
+                        .fitter = &m->fitter,
+                        .res = res,
+                        .timing = timing,
+                        .t_start = t_start,
+                        .real_size = m->real_size,
+                        .gpu_declined = gpu_declined,
+                        .od = od,
+                        .info = {stage, nstages, stage > 0 ? r[-1].out : NULL}};
+    snprintf(w->device, sizeof w->device, "%s", device);
+    if (rc != 0) {
+        w->rc = rc;
+        return stage_writer_finish(w);
+    }
+    if (stage + 1 == nstages) {
+        stage_writer_write(w);
+        return stage_writer_finish(w);
+    }
+    /* A stage follows: it starts from these maps as written, and fits while they are written
+     * (the writer holds its own copy of the status, which the next stage's planning resets). */
+    written_estimates(r, p, &res, prev);
+    w->snap.start = NULL; /* freed and remade by the next stage's planning: not the writers' */
+    w->snap.grid_values = NULL;
+    w->snap.status = malloc(p->nvox);
+    memcpy(w->snap.status, p->status, p->nvox);
+    w->own_status = 1;
+    if (pthread_create(&w->thread, NULL, stage_writer_main, w) != 0) {
+        stage_writer_write(w); /* no thread: written here */
+        return stage_writer_finish(w);
+    }
+    *pending = w;
+    return 0;
 }
 
 /* Every stage's own options are checked before the first fits: each later stage is planned on
@@ -341,8 +436,14 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
     }
     m.fitter_seconds = dm_now_seconds() - t_fitter;
     if (r->threads > 0) omp_set_num_threads((int)r->threads);
+    stage_writer *pending = NULL;
     for (int s = 0; s < n && rc == 0; s++)
-        rc = run_stage(&stages[s], s, n, &p, &m, prev, s == 0 ? t_start : dm_now_seconds());
+        rc = run_stage(&stages[s], s, n, &p, &m, prev, s == 0 ? t_start : dm_now_seconds(),
+                       &pending);
+    if (pending) { /* a stage that failed before its write leaves the previous one's */
+        int wrc = stage_writer_join(pending);
+        if (rc == 0) rc = wrc;
+    }
     double unused;
     if (machine_host_fitter(&m, &unused) != 0 && rc == 0) rc = -1;
     if (m.gpu_open) dm_fit_gpu_close(&m.gpu);
