@@ -227,7 +227,8 @@ static void *stage_writer_main(void *arg)
     return NULL;
 }
 
-/* Puts the folder in place (or removes it after an error) and frees the writer; its rc. */
+/* Removes the folder of a stage that failed before its write, and frees the writer; its rc
+ * (its error in dm_last_error()). */
 static int stage_writer_finish(stage_writer *w)
 {
     if (!w->dir_done) dm_outdir_abort(&w->od); /* never written: the stage failed first */
