@@ -48,7 +48,17 @@ static const dm_opt fit_opts[] = {
      "GPU lanes per voxel: 1, 2, 4, 8, 16 or 32 (auto: from the measurement count)"},
     {"part", "K/N", NULL, "fit only the K-th of N shares of the voxels (`dimoc merge` joins them)"},
     {"quiet", NULL, NULL, "no progress line"},
+    {"then", NULL, NULL,
+     "start the next stage of a cascade, from this stage's maps as written (see above)"},
     {NULL, NULL, NULL, NULL},
+};
+
+/* The options a stage after --then may give; the others (inputs, machine, --part, --quiet)
+ * are the first section's and hold for every stage.  --init-from is the previous stage. */
+static const char *const stage_opts[] = {
+    "out",          "method",        "grid",   "fixed", "init",         "dictionary-penalty",
+    "out-type",     "lm-iterations", "burnin", "jumps", "sample-every", "update-every",
+    "save-samples", "predicted",     "ic",     "noise", "seed",         NULL,
 };
 
 const dm_opt *dm_fit_options(void)
@@ -64,73 +74,154 @@ int dm_help_fit(FILE *out)
         "per parameter (the estimate, or the posterior mean after MCMC), NAME_std after\n"
         "MCMC, the model's derived outputs, status.nii.gz (0 outside the mask, 1 fitted,\n"
         "2 not converged, 3 skipped: NaN/Inf, 4 skipped: all zero, 5 failed, 6 at a\n"
-        "bound: LM ended with a parameter within a hair of a bound) and provenance.json.",
+        "bound: LM ended with a parameter within a hair of a bound) and provenance.json.\n"
+        "\n"
+        "A cascade in one run: ... --out S/a --method grid ... --then --out S/b --method lm\n"
+        "[--then ...].  Each stage after --then starts from the previous stage's maps as\n"
+        "written (rounded to its --out-type: the maps of the separate command with\n"
+        "--init-from S/a, byte for byte), then its own --init.  The inputs are read and the\n"
+        "GPUs opened once.  A stage after --then gives only its own options: --out, --method,\n"
+        "--grid, --fixed, --init, --dictionary-penalty, --out-type, --lm-iterations, --burnin,\n"
+        "--jumps, --sample-every, --update-every, --save-samples, --predicted, --ic, --noise,\n"
+        "--seed (those not given take their defaults, not the previous stage's).",
         fit_opts);
     return 0;
 }
 
+/* Whether option `name` may be given after --then. */
+static int stage_option(const char *name)
+{
+    for (int i = 0; stage_opts[i]; i++)
+        if (!strcmp(stage_opts[i], name)) return 1;
+    return 0;
+}
+
+/* A section after --then: only per-stage options.  0, or -1 with the one-line error. */
+static int check_stage_section(const dm_args *a)
+{
+    if (a->npositional > 0)
+        return dm_set_error("fit: '%s' after --then: a stage takes no MODEL or other word (see "
+                            "'dimoc help fit')",
+                            a->positional[0]);
+    for (int i = 0; fit_opts[i].name; i++) {
+        if (!a->given[i] || stage_option(fit_opts[i].name)) continue;
+        if (!strcmp(fit_opts[i].name, "init-from"))
+            return dm_set_error("fit: --init-from after --then: a later stage starts from the "
+                                "previous stage's maps (see 'dimoc help fit')");
+        return dm_set_error("fit: --%s after --then: the inputs and machine options go before "
+                            "the first --then and hold for every stage (see 'dimoc help fit')",
+                            fit_opts[i].name);
+    }
+    return 0;
+}
+
+/* The per-stage options of a section into r (their defaults where not given). */
+static int read_stage_options(const dm_args *a, dm_fit_request *r)
+{
+    int rc = 0;
+    long seed = 42;
+    r->out = dm_arg(a, fit_opts, "out");
+    r->methods = dm_arg(a, fit_opts, "method");
+    r->grid = dm_arg(a, fit_opts, "grid");
+    r->dictionary_penalty = dm_arg(a, fit_opts, "dictionary-penalty");
+    r->fixed = dm_arg(a, fit_opts, "fixed");
+    r->init = dm_arg(a, fit_opts, "init");
+    r->noise = dm_arg(a, fit_opts, "noise");
+    const char *ot = dm_arg(a, fit_opts, "out-type");
+    r->out_float64 = !strcmp(ot, "float64");
+    if (!r->out_float64 && strcmp(ot, "float32"))
+        rc = dm_set_error("--out-type: '%s' is neither float32 nor float64", ot);
+    r->save_samples = dm_arg_given(a, fit_opts, "save-samples");
+    r->predicted = dm_arg_given(a, fit_opts, "predicted");
+    r->ic = dm_arg_given(a, fit_opts, "ic");
+    rc |= dm_arg_long(a, fit_opts, "burnin", 0, 100000000, &r->burnin);
+    rc |= dm_arg_long(a, fit_opts, "jumps", 1, 100000000, &r->jumps);
+    rc |= dm_arg_long(a, fit_opts, "sample-every", 1, 100000000, &r->sample_every);
+    rc |= dm_arg_long(a, fit_opts, "update-every", 1, 100000000, &r->update_every);
+    rc |= dm_arg_long(a, fit_opts, "lm-iterations", 1, 100000000, &r->lm_iterations);
+    rc |= dm_arg_long(a, fit_opts, "seed", 0, 0x7fffffffffffffffL, &seed);
+    r->seed = (unsigned long long)seed;
+    return rc ? -1 : 0;
+}
+
+/* The first section's options: the inputs, the machine, --init-from, and its stage's own. */
+static int read_first_section(const dm_args *a, dm_fit_request *r)
+{
+    int rc = read_stage_options(a, r);
+    r->model = a->positional[0];
+    r->data = dm_arg(a, fit_opts, "data");
+    r->mask = dm_arg(a, fit_opts, "mask");
+    r->bvals = dm_arg(a, fit_opts, "bvals");
+    r->bvecs = dm_arg(a, fit_opts, "bvecs");
+    r->init_from = dm_arg(a, fit_opts, "init-from");
+    r->voxel = dm_arg(a, fit_opts, "voxel");
+    r->measure = dm_arg(a, fit_opts, "measure");
+    r->scheme = dm_arg(a, fit_opts, "scheme");
+    r->precision = dm_arg(a, fit_opts, "precision");
+    r->device = dm_arg(a, fit_opts, "device");
+    r->gpus = dm_arg(a, fit_opts, "gpus");
+    if (dm_arg_given(a, fit_opts, "gpu-memory"))
+        rc |= dm_arg_long(a, fit_opts, "gpu-memory", 1, 1L << 30, &r->gpu_memory_mb);
+    if (dm_arg_given(a, fit_opts, "lanes")) {
+        rc |= dm_arg_long(a, fit_opts, "lanes", 1, 32, &r->lanes);
+        if (rc == 0 && (r->lanes & (r->lanes - 1)))
+            rc = dm_set_error("--lanes: %ld is not a power of two", r->lanes);
+    }
+    r->quiet = dm_arg_given(a, fit_opts, "quiet");
+    if (dm_arg_given(a, fit_opts, "threads"))
+        rc |= dm_arg_long(a, fit_opts, "threads", 1, 4096, &r->threads);
+    if (rc == 0) rc = dm_part_parse(dm_arg(a, fit_opts, "part"), &r->part);
+    return rc ? -1 : 0;
+}
+
 int dm_cmd_fit(int argc, char **argv)
 {
-    dm_args a;
-    if (dm_args_parse("fit", fit_opts, argc, argv, &a) != 0) return dm_report_error();
-    if (a.npositional != 1) {
-        dm_args_free(&a);
-        fprintf(stderr, "dimoc: error: fit: give exactly one MODEL (see 'dimoc help fit')\n");
-        return 2;
+    /* Sections split at each --then: the first holds MODEL, the inputs and the machine; each
+     * later one a stage's own options, all checked before any work starts. */
+    int nstages = 1;
+    for (int i = 0; i < argc; i++) nstages += !strcmp(argv[i], "--then");
+    dm_args *a = calloc((size_t)nstages, sizeof *a);
+    dm_fit_request *r = calloc((size_t)nstages, sizeof *r);
+    int parsed = 0, rc = 0, usage = 0;
+    for (int s = 0, begin = 0; s < nstages && rc == 0; s++) {
+        int end = begin;
+        while (end < argc && strcmp(argv[end], "--then")) end++;
+        rc = dm_args_parse("fit", fit_opts, end - begin, argv + begin, &a[s]);
+        parsed += rc == 0;
+        begin = end + 1;
     }
-    dm_fit_request r;
-    dm_fit_request_defaults(&r);
-    long seed = 42;
-    int rc = 0;
-    r.model = a.positional[0];
-    r.data = dm_arg(&a, fit_opts, "data");
-    r.mask = dm_arg(&a, fit_opts, "mask");
-    r.bvals = dm_arg(&a, fit_opts, "bvals");
-    r.bvecs = dm_arg(&a, fit_opts, "bvecs");
-    r.out = dm_arg(&a, fit_opts, "out");
-    r.methods = dm_arg(&a, fit_opts, "method");
-    r.grid = dm_arg(&a, fit_opts, "grid");
-    r.dictionary_penalty = dm_arg(&a, fit_opts, "dictionary-penalty");
-    r.fixed = dm_arg(&a, fit_opts, "fixed");
-    r.init = dm_arg(&a, fit_opts, "init");
-    r.init_from = dm_arg(&a, fit_opts, "init-from");
-    r.voxel = dm_arg(&a, fit_opts, "voxel");
-    r.measure = dm_arg(&a, fit_opts, "measure");
-    r.scheme = dm_arg(&a, fit_opts, "scheme");
-    r.noise = dm_arg(&a, fit_opts, "noise");
-    r.precision = dm_arg(&a, fit_opts, "precision");
-    r.device = dm_arg(&a, fit_opts, "device");
-    r.gpus = dm_arg(&a, fit_opts, "gpus");
-    const char *ot = dm_arg(&a, fit_opts, "out-type");
-    if (!strcmp(ot, "float64"))
-        r.out_float64 = 1;
-    else if (strcmp(ot, "float32"))
-        rc = dm_set_error("--out-type: '%s' is neither float32 nor float64", ot);
-    if (dm_arg_given(&a, fit_opts, "gpu-memory"))
-        rc |= dm_arg_long(&a, fit_opts, "gpu-memory", 1, 1L << 30, &r.gpu_memory_mb);
-    if (dm_arg_given(&a, fit_opts, "lanes")) {
-        rc |= dm_arg_long(&a, fit_opts, "lanes", 1, 32, &r.lanes);
-        if (rc == 0 && (r.lanes & (r.lanes - 1)))
-            rc = dm_set_error("--lanes: %ld is not a power of two", r.lanes);
+    if (rc == 0 && a[0].npositional != 1) {
+        dm_set_error("fit: give exactly one MODEL (see 'dimoc help fit')");
+        rc = -1, usage = 1;
     }
-    r.save_samples = dm_arg_given(&a, fit_opts, "save-samples");
-    r.predicted = dm_arg_given(&a, fit_opts, "predicted");
-    r.ic = dm_arg_given(&a, fit_opts, "ic");
-    r.quiet = dm_arg_given(&a, fit_opts, "quiet");
-    rc |= dm_arg_long(&a, fit_opts, "burnin", 0, 100000000, &r.burnin);
-    rc |= dm_arg_long(&a, fit_opts, "jumps", 1, 100000000, &r.jumps);
-    rc |= dm_arg_long(&a, fit_opts, "sample-every", 1, 100000000, &r.sample_every);
-    rc |= dm_arg_long(&a, fit_opts, "update-every", 1, 100000000, &r.update_every);
-    rc |= dm_arg_long(&a, fit_opts, "lm-iterations", 1, 100000000, &r.lm_iterations);
-    rc |= dm_arg_long(&a, fit_opts, "seed", 0, 0x7fffffffffffffffL, &seed);
-    if (dm_arg_given(&a, fit_opts, "threads"))
-        rc |= dm_arg_long(&a, fit_opts, "threads", 1, 4096, &r.threads);
-    r.seed = (unsigned long long)seed;
-    if (rc == 0) rc = dm_part_parse(dm_arg(&a, fit_opts, "part"), &r.part);
+    for (int s = 1; s < nstages && rc == 0; s++) {
+        rc = check_stage_section(&a[s]);
+        usage = rc != 0;
+    }
     char *cmdline = dm_command_line();
-    r.command_line = cmdline;
-    if (rc == 0) rc = dm_fit_run(&r);
+    for (int s = 0; s < nstages && rc == 0; s++) {
+        dm_fit_request_defaults(&r[s]);
+        if (s == 0) {
+            rc = read_first_section(&a[0], &r[0]);
+        } else {
+            /* The inputs and the machine are the first section's; the rest this stage's. */
+            r[s] = r[0];
+            r[s].init_from = r[s - 1].out;
+            dm_fit_request defaults;
+            dm_fit_request_defaults(&defaults);
+            r[s].burnin = defaults.burnin, r[s].jumps = defaults.jumps;
+            r[s].sample_every = defaults.sample_every, r[s].update_every = defaults.update_every;
+            r[s].lm_iterations = defaults.lm_iterations, r[s].seed = defaults.seed;
+            rc = read_stage_options(&a[s], &r[s]);
+        }
+        r[s].command_line = cmdline;
+    }
+    if (rc == 0) rc = dm_fit_run_cascade(r, nstages);
     free(cmdline);
-    dm_args_free(&a);
-    return rc == 0 ? 0 : dm_report_error();
+    for (int s = 0; s < parsed; s++) dm_args_free(&a[s]);
+    free(a);
+    free(r);
+    if (rc == 0) return 0;
+    dm_report_error();
+    return usage ? 2 : 1;
 }

@@ -212,8 +212,11 @@ static int pipeline_table(pipeline *p)
         snprintf(word, sizeof word, " --%s ", fit[i].name);
         int taken = 0;
         for (int j = 0; j < n; j++) taken |= !strcmp(p->table[j].name, fit[i].name);
-        /* --part: a pipeline splits its fits itself (--slurm --parts N) */
-        if (taken || strstr(p->excluded, word) || !strcmp(fit[i].name, "part")) continue;
+        /* --part: a pipeline splits its fits itself (--slurm --parts N); --then: its cascades
+         * are its own */
+        if (taken || strstr(p->excluded, word) || !strcmp(fit[i].name, "part") ||
+            !strcmp(fit[i].name, "then"))
+            continue;
         if (n >= DM_MAX_OPTS - 1) return dm_set_error("%s: too many options", p->script);
         p->table[n++] = fit[i];
         p->nfit++;

@@ -23,17 +23,19 @@ pipeline_stages activeax
 
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
 $dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
-fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
-    --grid f_ic=0.2:0.1:0.9 --grid f_iso=0,0.1,0.3 --grid R=0.5,1,1.5,2,2.5,3,4,5,6,8
-fit final "${last[@]}" --init-from "$stages/grid"
+cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+    --grid f_ic=0.2:0.1:0.9 --grid f_iso=0,0.1,0.3 --grid R=0.5,1,1.5,2,2.5,3,4,5,6,8 \
+    --then final "${last[@]}"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" f_ic f_ec f_iso f_tissue R diameter dyads1 S0 BIC AIC
     for m in f_ic f_iso diameter; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
-    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_ic.nii.gz" -o "$out/dyads1.png"
+    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_ic.nii.gz" \
+        -o "$out/dyads1.png"
+    wait_background
     echo "activeax.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

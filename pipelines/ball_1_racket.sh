@@ -26,20 +26,22 @@ pipeline_stages ball_1_racket
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
 $dimoc angles "$stages/dti/V1.nii.gz" --fanning "$stages/dti/V2.nii.gz" --out "$stages/angles"
 # 2-4. The grid, the fit with the orientation held, everything.
-fit grid --method grid --init-from "$stages/angles" --fixed th,ph,psi --out-type float64 \
+cascade grid --method grid --init-from "$stages/angles" --fixed th,ph,psi --out-type float64 \
     --grid fiso=0,0.1,0.2,0.3,0.5,0.7 --grid d=0.8e-3,1.2e-3,1.7e-3,2.4e-3 \
-    --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56
-fit oriented --method lm --init-from "$stages/grid" --fixed th,ph --out-type float64
-fit final "${last[@]}" --init-from "$stages/oriented"
+    --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56 \
+    --then oriented --method lm --fixed th,ph --out-type float64 \
+    --then final "${last[@]}"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" fiso d kappa1 kappa2 ODItot DA dyads1 fanning S0 BIC AIC
     for m in fiso d ODItot DA; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
-    $dimoc view --rgb-from "$out/dyads1.nii.gz" -o "$out/dyads1.png"
-    $dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" -o "$out/fanning.png"
+    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" -o "$out/dyads1.png"
+    in_background $dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" \
+        -o "$out/fanning.png"
+    wait_background
     echo "ball_1_racket.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

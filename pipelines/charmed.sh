@@ -24,18 +24,20 @@ pipeline_stages charmed
 
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
 $dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
-fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
     --grid f_r=0.1:0.1:0.9 --grid d_h_par=1e-3,1.5e-3,2e-3 --grid d_h_perp=3e-4,6e-4,9e-4 \
-    --grid d_r=1e-3,1.5e-3,2e-3
-fit final "${last[@]}" --init-from "$stages/grid"
+    --grid d_r=1e-3,1.5e-3,2e-3 \
+    --then final "${last[@]}"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" f_r f_h d_h_par d_h_perp d_r dyads1 S0 BIC AIC
     for m in f_r d_h_perp d_r; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
-    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_r.nii.gz" -o "$out/dyads1.png"
+    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_r.nii.gz" \
+        -o "$out/dyads1.png"
+    wait_background
     echo "charmed.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

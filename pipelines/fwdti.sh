@@ -18,18 +18,15 @@ pipeline_flags "$@"
 pipeline_stages fwdti
 echo "fwdti.sh: tensor"
 $dimoc fit dti "${common[@]}" --out "$stages/dti" --method lm --out-type float64 "${fitopts[@]}"
-echo "fwdti.sh: grid"
-$dimoc fit fwdti "${common[@]}" --out "$stages/grid" --method grid --init-from "$stages/dti" \
-    --grid f=0:0.05:0.9 --out-type float64 "${fitopts[@]}"
-echo "fwdti.sh: final"
-$dimoc fit fwdti "${common[@]}" --out "$stages/final" --method lm --init-from "$stages/grid" \
-    "${fitopts[@]}"
+cascade grid --method grid --init-from "$stages/dti" --grid f=0:0.05:0.9 --out-type float64 \
+    --then final --method lm
 
 finish() { # the links and pictures, after the last stage (lib/flags.bash)
     link_maps "$stages/final" "$out" f FA MD Dxx Dxy Dxz Dyy Dyz Dzz S0 BIC AIC
     for m in f FA; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
+    wait_background
     echo "fwdti.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

@@ -17,20 +17,18 @@ own_flag() { :; } # no flags of its own (lib/flags.bash)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/flags.bash"
 pipeline_flags "$@"
 pipeline_stages ivim
-echo "ivim.sh: grid"
-$dimoc fit ivim "${common[@]}" --out "$stages/grid" --method grid --out-type float64 \
+cascade grid --method grid --out-type float64 \
     --grid f=0.01,0.03,0.06,0.1,0.15,0.2,0.25,0.3,0.38 \
     --grid D=0.2e-3:0.2e-3:2.4e-3 \
-    --grid Dstar=6e-3,9e-3,13e-3,18e-3,25e-3,35e-3,50e-3,80e-3,150e-3 "${fitopts[@]}"
-echo "ivim.sh: final"
-$dimoc fit ivim "${common[@]}" --out "$stages/final" --method lm --init-from "$stages/grid" \
-    "${fitopts[@]}"
+    --grid Dstar=6e-3,9e-3,13e-3,18e-3,25e-3,35e-3,50e-3,80e-3,150e-3 \
+    --then final --method lm
 
 finish() { # the links and pictures, after the last stage (lib/flags.bash)
     link_maps "$stages/final" "$out" S0 f D Dstar BIC AIC
     for m in f D; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
+    wait_background
     echo "ivim.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

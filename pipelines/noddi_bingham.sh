@@ -29,21 +29,24 @@ pipeline_stages noddi_bingham
 DIMOC=$dimoc bash "$here/noddi_watson.sh" "${common[@]}" --out "$out/noddi_watson" "${fitopts[@]}"
 watson=$out/noddi_watson/dimoc
 # 2-4. The grid over the concentrations, the dispersion, everything.
-fit grid --method grid --init-from "$watson/final" --init psi="$watson/angles/psi.nii.gz" \
+cascade grid --method grid --init-from "$watson/final" --init psi="$watson/angles/psi.nii.gz" \
     --fixed S0,fintra,fiso,th,ph,psi --out-type float64 \
-    --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56
-fit dispersion --method lm --init-from "$stages/grid" --fixed S0,fintra,fiso,th,ph --out-type float64
-fit final "${last[@]}" --init-from "$stages/dispersion"
+    --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56 \
+    --then dispersion --method lm --fixed S0,fintra,fiso,th,ph --out-type float64 \
+    --then final "${last[@]}"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" fiso fintra kappa1 kappa2 ODIp ODIs ODItot DA dyads1 fanning S0 \
         BIC AIC
     for m in fiso fintra ODItot DA; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
-    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" -o "$out/dyads1.png"
-    $dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" -o "$out/fanning.png"
+    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" \
+        -o "$out/dyads1.png"
+    in_background $dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" \
+        -o "$out/fanning.png"
+    wait_background
     echo "noddi_bingham.sh: maps and PNGs in $out, NODDI-Watson in $out/noddi_watson, every stage in $stages"
 }
 pipeline_finish finish

@@ -14,9 +14,10 @@
 # With --fast, stages 2-4 are one dictionary fit (docs/fitting.md), AMICO's NODDI on the CPU:
 # atoms over AMICO's grid of 12 orientation dispersions (as kappa) and 12 fintra values, fiso
 # and S0 solved for linearly, the orientation held from stage 1.
-# Each stage starts from the previous one's maps (--init-from); the intermediate maps are
-# written as float64 so that values at a bound (kappa near 64) stay inside it.  dimoc's outputs
-# stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, fintra, kappa, OD (orientation
+# Each stage starts from the previous one's maps (stages 2-4 are one `dimoc fit ... --then`:
+# the maps of separate commands with --init-from); the intermediate maps are written as
+# float64 so that values at a bound (kappa near 64) stay inside it.  dimoc's outputs stay in
+# OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, fintra, kappa, OD (orientation
 # dispersion index), dyads1 (the mean orientation) and S0 as hard links (copies where links
 # are impossible), BIC and AIC when --ic is among the fit options, and quick-look PNGs.
 set -euo pipefail
@@ -46,20 +47,22 @@ if [ "$fast" = 1 ]; then
     fit final --method dictionary --init-from "$stages/angles" --fixed th,ph \
         --grid kappa=$kappas --grid fintra=0.1:0.0809090909:0.99
 else
-    # 2-4. The grid, the fractions, everything.
-    fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
-        --grid fiso=0,0.1,0.2,0.35,0.6,1 --grid fintra=0.1:0.1:0.9 --grid kappa=0.5,1,2,4,8,16,32
-    fit fractions --method lm --init-from "$stages/grid" --fixed S0,kappa,th,ph --out-type float64
-    fit final "${last[@]}" --init-from "$stages/fractions"
+    # 2-4. The grid, the fractions, everything: one `dimoc fit` (lib/flags.bash).
+    cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+        --grid fiso=0,0.1,0.2,0.35,0.6,1 --grid fintra=0.1:0.1:0.9 --grid kappa=0.5,1,2,4,8,16,32 \
+        --then fractions --method lm --fixed S0,kappa,th,ph --out-type float64 \
+        --then final "${last[@]}"
 fi
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" fiso fintra kappa OD dyads1 S0 BIC AIC
     for m in fiso fintra OD; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
-    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" -o "$out/dyads1.png"
+    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" \
+        -o "$out/dyads1.png"
+    wait_background
     echo "noddi_watson.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

@@ -27,17 +27,18 @@ own_flag() { mcmc_flag "$1"; } # this pipeline's own flag, --mcmc (lib/flags.bas
 pipeline_flags "$@"
 pipeline_stages sandi
 
-fit grid --method grid --out-type float64 --grid f_neurite=0.1:0.1:0.8 \
+cascade grid --method grid --out-type float64 --grid f_neurite=0.1:0.1:0.8 \
     --grid f_soma=0.05,0.15,0.3,0.5 --grid R_soma=2,4,6,8,10,12 --grid D_in=1e-3,1.75e-3,2.5e-3 \
-    --grid D_ec=0.5e-3,1e-3,1.5e-3,2.2e-3
-fit final "${last[@]}" --init-from "$stages/grid"
+    --grid D_ec=0.5e-3,1e-3,1.5e-3,2.2e-3 \
+    --then final "${last[@]}"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" f_neurite f_soma f_ec R_soma D_in D_ec S0 BIC AIC
     for m in f_neurite f_soma R_soma; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
+    wait_background
     echo "sandi.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

@@ -20,17 +20,20 @@ pipeline_stages stick_zeppelin_ball
 
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
 $dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
-fit grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
-    --grid f_ic=0.1:0.1:0.9 --grid f_iso=0,0.1,0.2,0.4,0.7 --grid d_par=1.1e-3,1.5e-3,1.9e-3,2.4e-3
-fit final "${last[@]}" --init-from "$stages/grid"
+cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+    --grid f_ic=0.1:0.1:0.9 --grid f_iso=0,0.1,0.2,0.4,0.7 \
+    --grid d_par=1.1e-3,1.5e-3,1.9e-3,2.4e-3 \
+    --then final "${last[@]}"
 
 finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" f_ic f_iso f_ec d_par d_perp dyads1 S0 BIC AIC
     for m in f_ic f_iso d_par; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
     done
-    $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_ic.nii.gz" -o "$out/dyads1.png"
+    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/f_ic.nii.gz" \
+        -o "$out/dyads1.png"
+    wait_background
     echo "stick_zeppelin_ball.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

@@ -119,6 +119,77 @@ fit() { # stage-name, dimoc fit arguments...
     $dimoc fit "$_pipeline_model" "${common[@]}" --out "$stages/$name" "$@" "${fitopts[@]}"
 }
 
+# `cascade STAGE ARGS... --then STAGE ARGS... [--then ...]`: the stages of a cascade of
+# MODEL's fits (cascade_fit MODEL ...: of another model), each into $stages/STAGE, each after
+# the first from the one before it, run as ONE `dimoc fit ... --then ...` (the inputs read and
+# the GPU opened once; the maps are those of separate commands with --init-from, byte for
+# byte).  The user's fit options go to the first stage, their per-stage ones (those `dimoc fit`
+# takes after --then) to every stage.  Under --slurm (the plan phase) the stages stay separate
+# commands chained with --init-from: one job each, as before.
+cascade() { cascade_fit "$_pipeline_model" "$@"; }
+cascade_fit() { # model, stage-name, arguments... [--then stage-name arguments...]...
+    local model=$1 name prev="" argv=() names=() args chain
+    shift
+    _stage_fitopts
+    while [ $# -gt 0 ]; do
+        name=$1
+        shift
+        args=()
+        while [ $# -gt 0 ] && [ "$1" != --then ]; do args+=("$1"); shift; done
+        [ $# -eq 0 ] || shift
+        if [ "${DIMOC_PIPELINE_PHASE:-}" = plan ] || [ "${DIMOC_PIPELINE_PHASE:-}" = finish ]; then
+            chain=()
+            [ -z "$prev" ] || chain=(--init-from "$stages/$prev")
+            echo "$(basename "$0"): $name"
+            $dimoc fit "$model" "${common[@]}" --out "$stages/$name" "${args[@]}" "${chain[@]}" \
+                "${fitopts[@]}"
+        elif [ -z "$prev" ]; then
+            argv=("${common[@]}" --out "$stages/$name" "${args[@]}" "${fitopts[@]}")
+        else
+            argv+=(--then --out "$stages/$name" "${args[@]}" "${_stage_opts[@]}")
+        fi
+        names+=("$name")
+        prev=$name
+    done
+    if [ ${#argv[@]} -gt 0 ]; then
+        echo "$(basename "$0"): ${names[*]}"
+        $dimoc fit "$model" "${argv[@]}"
+    fi
+}
+# The per-stage options among the user's fit options, into _stage_opts.
+_stage_fitopts() {
+    _stage_opts=()
+    local i=0 w
+    while [ $i -lt ${#fitopts[@]} ]; do
+        w=${fitopts[i]}
+        case $w in
+        --save-samples | --predicted | --ic) _stage_opts+=("$w") ;;
+        --out=* | --method=* | --grid=* | --fixed=* | --init=* | --dictionary-penalty=* | \
+            --out-type=* | --lm-iterations=* | --burnin=* | --jumps=* | --sample-every=* | \
+            --update-every=* | --noise=* | --seed=*) _stage_opts+=("$w") ;;
+        --out | --method | --grid | --fixed | --init | --dictionary-penalty | --out-type | \
+            --lm-iterations | --burnin | --jumps | --sample-every | --update-every | --noise | --seed)
+            _stage_opts+=("$w" "${fitopts[i + 1]}")
+            i=$((i + 1)) ;;
+        esac
+        i=$((i + 1))
+    done
+}
+
+# `in_background CMD...` runs CMD in the background (the pictures of a finish function);
+# `wait_background` waits for every one and fails when any failed.
+_background=()
+in_background() {
+    "$@" &
+    _background+=($!)
+}
+wait_background() {
+    local pid rc=0
+    for pid in "${_background[@]}"; do wait "$pid" || rc=$?; done
+    _background=()
+    return $rc
+}
+
 # link FROM TO: a hard link, or a copy where links are impossible (another file system).
 link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
 # link_maps FROM_DIR TO_DIR NAME...: NAME.nii.gz of FROM_DIR linked into TO_DIR, where it exists.

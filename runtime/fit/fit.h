@@ -39,29 +39,44 @@ void dm_fit_request_defaults(dm_fit_request *r);
 /* Runs the whole fit; 0, or -1 with dm_last_error().  Voxels that cannot be fitted are
  * flagged in the status map, never fatal. */
 int dm_fit_run(const dm_fit_request *r);
+/* A cascade of n fits in one run (`dimoc fit ... --then ...`): the inputs are read, the fitter
+ * loaded and the GPUs opened once; stage s > 0 starts from stage s-1's estimates as written
+ * (rounded to its --out-type: what --init-from would read), then its own --init.  The inputs,
+ * machine options and --part are stages[0]'s; each stage writes its own --out whole.  Stops at
+ * the first stage that fails (the stages before it stay written).  dm_fit_run is a cascade of
+ * one. */
+int dm_fit_run_cascade(const dm_fit_request *stages, int n);
 
 /* The inputs of a fit, read and checked. */
 typedef struct dm_problem {
     dm_model_info mi;
     dm_volume data; /* nt = M */
     int M;
-    double *meas;          /* M x mi.measure_width */
-    double *bvals;         /* M, or NULL when the model has no bvals measure */
-    size_t nvox;           /* voxels in the grid */
-    size_t nfit;           /* voxels in the mask */
-    size_t *index;         /* nfit linear indices into the grid */
-    size_t own_first;      /* --part: the linear voxel indices whose outputs this part owns */
-    size_t own_end;        /* (every voxel without --part) */
-    double *y;             /* nfit x M */
-    double *voxin;         /* nfit x mi.voxel_width */
-    double *start;         /* nfit x P starting values */
-    unsigned char *status; /* nvox, dm_status */
+    double *meas;               /* M x mi.measure_width */
+    double *bvals;              /* M, or NULL when the model has no bvals measure */
+    size_t nvox;                /* voxels in the grid */
+    size_t nfit;                /* voxels in the mask */
+    size_t *index;              /* nfit linear indices into the grid */
+    size_t own_first;           /* --part: the linear voxel indices whose outputs this part owns */
+    size_t own_end;             /* (every voxel without --part) */
+    double *y;                  /* nfit x M */
+    double *voxin;              /* nfit x mi.voxel_width */
+    double *start;              /* nfit x P starting values */
+    unsigned char *status;      /* nvox, dm_status */
+    unsigned char *status_data; /* nvox: the status the data alone give (each stage's start) */
     dm_fit_config cfg;
     double dict_lambda[2]; /* --method dictionary's penalties (--dictionary-penalty) */
     double *grid_values;
     int ngrid_values;
 } dm_problem;
 
+/* Reads and checks the inputs shared by every stage of a cascade: the model, data, mask,
+ * measurements and per-voxel inputs. */
+int dm_problem_load(const dm_fit_request *r, dm_problem *p);
+/* Plans one stage on loaded inputs: its status, fixed parameters, starts and settings.  prev
+ * (nfit x P): the starts a previous stage left (instead of r->init_from), or NULL. */
+int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p);
+/* Both of the above. */
 int dm_problem_plan(const dm_fit_request *r, dm_problem *p);
 void dm_problem_free(dm_problem *p);
 

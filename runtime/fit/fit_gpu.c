@@ -251,17 +251,31 @@ fail:
     return NULL;
 }
 
-int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm_fit_results *res,
-                   dm_fit_gpu_report *rep)
+int dm_fit_gpu_open(const char *gpus, dm_fit_gpu_session *s)
 {
-    memset(rep, 0, sizeof *rep);
-    dm_cuda *cu = dm_cuda_open(1, 1);
-    if (!cu) return -1;
-    dm_gpu_set gs;
-    if (dm_gpu_select(cu, o->gpus, &gs) != 0) {
-        dm_cuda_close(cu);
+    memset(s, 0, sizeof *s);
+    s->cu = dm_cuda_open(1, 1);
+    if (!s->cu) return -1;
+    if (dm_gpu_select(s->cu, gpus, &s->gs) != 0) {
+        dm_cuda_close(s->cu);
+        s->cu = NULL;
         return -1;
     }
+    return 0;
+}
+
+void dm_fit_gpu_close(dm_fit_gpu_session *s)
+{
+    dm_cuda_close(s->cu);
+    s->cu = NULL;
+}
+
+int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
+                   const dm_fit_gpu_options *o, dm_fit_results *res, dm_fit_gpu_report *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    dm_cuda *cu = s->cu;
+    const dm_gpu_set gs = s->gs;
     snprintf(rep->device, sizeof rep->device, "%s", gs.device);
     int ngpu = gs.n;
     int lanes = o->lanes > 0 ? o->lanes : dm_fit_gpu_auto_lanes(p->M, real_size);
@@ -269,10 +283,8 @@ int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm
     rep->ngpus = ngpu;
     dm_gpu_program prog;
     if (dm_fit_gpu_compile(cu, &p->mi, gs.arch, real_size, lanes, p->cfg.methods, p->cfg.noise, 1,
-                           &prog) != 0) {
-        dm_cuda_close(cu);
+                           &prog) != 0)
         return -1;
-    }
     rep->compile_seconds = prog.compile_seconds;
     rep->compile_cached = prog.cached;
 
@@ -323,6 +335,5 @@ int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm
     rep->batches = atomic_load(&j.batches);
     free(j.todo);
     dm_gpu_program_free(&prog);
-    dm_cuda_close(cu);
     return rc;
 }

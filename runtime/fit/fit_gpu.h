@@ -7,6 +7,7 @@
 #include "fit/fit.h"
 #include "fit/fit_outputs.h"
 #include "gpu/gpu_compile.h"
+#include "gpu/gpu_device.h"
 
 typedef struct dm_fit_gpu_options {
     const char *gpus; /* "all" or a comma list of device ordinals */
@@ -34,8 +35,19 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
                        int lanes, int methods, int noise, int use_cache, dm_gpu_program *out);
 /* Lanes per voxel chosen for M measurements and the precision (real_size 4 or 8). */
 int dm_fit_gpu_auto_lanes(int M, int real_size);
-/* Fits every voxel of p whose status is FITTED (updating p->status), results into res. */
-int dm_fit_gpu_run(dm_problem *p, int real_size, const dm_fit_gpu_options *o, dm_fit_results *res,
-                   dm_fit_gpu_report *rep);
+/* The GPUs of a run, opened once and kept for every stage of a cascade. */
+typedef struct dm_fit_gpu_session {
+    dm_cuda *cu;
+    dm_gpu_set gs;
+} dm_fit_gpu_session;
+
+/* Opens the driver and NVRTC and selects the GPUs of --gpus `gpus`.  0, or -1 (nothing to
+ * close). */
+int dm_fit_gpu_open(const char *gpus, dm_fit_gpu_session *s);
+void dm_fit_gpu_close(dm_fit_gpu_session *s);
+/* Fits every voxel of p whose status is FITTED (updating p->status), results into res, on the
+ * session's GPUs (o->gpus is the session's already). */
+int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
+                   const dm_fit_gpu_options *o, dm_fit_results *res, dm_fit_gpu_report *rep);
 
 #endif

@@ -20,10 +20,18 @@ typedef struct dm_fit_timing {
     double signal_evals, gradient_evals, gflop;
 } dm_fit_timing;
 
+/* Where a fit stands in a cascade (`dimoc fit ... --then ...`): stage of nstages (0-based), and
+ * the folder of the stage it started from (NULL for the first). */
+typedef struct dm_fit_stage_info {
+    int stage, nstages;
+    const char *previous;
+} dm_fit_stage_info;
+
 /* Both write into dir (the run's temporary folder, util/outdir.h). */
 int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p,
                          const dm_cpu_fitter *f, dm_fit_results *res);
 int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_problem *p,
-                            const char *device, int real_size, const dm_fit_timing *t);
+                            const char *device, int real_size, const dm_fit_timing *t,
+                            const dm_fit_stage_info *stage);
 
 #endif

@@ -522,12 +522,11 @@ static void clamp_starts(dm_problem *p)
     }
 }
 
-int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
+int dm_problem_load(const dm_fit_request *r, dm_problem *p)
 {
     memset(p, 0, sizeof *p);
     if (dm_model_load(r->model, &p->mi) != 0) return -1;
     const dm_model_info *mi = &p->mi;
-    int P = mi->nparams;
     if (!r->data) return dm_set_error("--data is required");
     if (!r->out) return dm_set_error("--out is required");
     if (dm_volume_read(r->data, &p->data) != 0) return -1;
@@ -544,6 +543,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     /* The voxels to fit: the mask's non-zero voxels, or every voxel. */
     p->index = malloc(p->nvox * sizeof *p->index);
     p->status = calloc(p->nvox, 1);
+    p->status_data = calloc(p->nvox, 1);
     if (r->mask) {
         dm_volume m;
         if (dm_volume_read(r->mask, &m) != 0) return -1;
@@ -566,7 +566,6 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     size_t M = p->M;
     p->y = malloc(p->nfit * M * sizeof *p->y);
     p->voxin = calloc(p->nfit * (mi->voxel_width ? mi->voxel_width : 1), sizeof *p->voxin);
-    p->start = malloc(p->nfit * P * sizeof *p->start);
     /* The image is stored volume by volume, so each voxel's M values lie nvox apart: a gather
      * that misses the cache at every value, shared between the cores. */
 #pragma omp parallel for schedule(static)
@@ -578,20 +577,12 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
             if (!isfinite(y[j])) finite = 0;
             if (y[j] != 0) nonzero = 1;
         }
-        p->status[p->index[i]] = !finite    ? DM_STATUS_SKIPPED_NONFINITE
-                                 : !nonzero ? DM_STATUS_SKIPPED_ZERO
-                                            : DM_STATUS_FITTED;
+        p->status_data[p->index[i]] = !finite    ? DM_STATUS_SKIPPED_NONFINITE
+                                      : !nonzero ? DM_STATUS_SKIPPED_ZERO
+                                                 : DM_STATUS_FITTED;
     }
+    memcpy(p->status, p->status_data, p->nvox);
     if (p->bvals && check_b_scale(p, r->bvals) != 0) return -1;
-    /* The volume count against the free parameters, before the starts (which may warn). */
-    if (set_fixed(p, r->fixed) != 0) return -1;
-    int nfree = 0;
-    for (int k = 0; k < P; k++) nfree += !((p->cfg.fixed_mask >> k) & 1u);
-    if (p->M < nfree)
-        return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
-                            "least one measurement per free parameter",
-                            r->data, p->M, mi->name, nfree);
-    dm_fit_starts(p, supplied_starts(p, r));
     /* Per-voxel inputs: defaults, then --voxel maps. */
     for (int i = 0; i < mi->nvoxels; i++) {
         const dm_voxel_info *x = &mi->voxels[i];
@@ -606,8 +597,39 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     }
     struct voxel_ctx vc = {p};
     if (for_each_item(r->voxel, "--voxel", set_voxel, &vc) != 0) return -1;
+    return 0;
+}
+
+int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p)
+{
+    const dm_model_info *mi = &p->mi;
+    int P = mi->nparams;
+    unsigned every = P >= 32 ? ~0u : (1u << P) - 1;
+    if (!r->out) return dm_set_error("--out is required");
+    /* A stage starts afresh: the status from the data alone, no starts, no settings. */
+    memcpy(p->status, p->status_data, p->nvox);
+    memset(&p->cfg, 0, sizeof p->cfg);
+    free(p->grid_values);
+    p->grid_values = NULL;
+    p->ngrid_values = 0;
+    free(p->start);
+    p->start = malloc(p->nfit * P * sizeof *p->start);
+    /* The volume count against the free parameters, before the starts (which may warn). */
+    if (set_fixed(p, r->fixed) != 0) return -1;
+    int nfree = 0;
+    for (int k = 0; k < P; k++) nfree += !((p->cfg.fixed_mask >> k) & 1u);
+    if (p->M < nfree)
+        return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
+                            "least one measurement per free parameter",
+                            r->data, p->M, mi->name, nfree);
+    dm_fit_starts(p, prev ? every : supplied_starts(p, r));
     struct init_ctx ic = {p, 0};
-    if (r->init_from && init_from_dir(p, r->init_from, &ic.given) != 0) return -1;
+    if (prev) { /* the previous stage's maps, as --init-from would read them */
+        memcpy(p->start, prev, p->nfit * P * sizeof *p->start);
+        ic.given = every;
+    } else if (r->init_from && init_from_dir(p, r->init_from, &ic.given) != 0) {
+        return -1;
+    }
     if (for_each_item(r->init, "--init", set_init, &ic) != 0) return -1;
     clamp_starts(p);
 
@@ -652,6 +674,12 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     return 0;
 }
 
+int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
+{
+    if (dm_problem_load(r, p) != 0) return -1;
+    return dm_problem_stage(r, NULL, p);
+}
+
 void dm_problem_free(dm_problem *p)
 {
     dm_model_info_free(&p->mi);
@@ -663,6 +691,7 @@ void dm_problem_free(dm_problem *p)
     free(p->voxin);
     free(p->start);
     free(p->status);
+    free(p->status_data);
     free(p->grid_values);
     memset(p, 0, sizeof *p);
 }

@@ -120,131 +120,336 @@ static const char *summary(const dm_problem *p, char *note, size_t size)
     return note;
 }
 
-int dm_fit_run(const dm_fit_request *r)
-{
-    double t_start = dm_now_seconds();
-    dm_fit_timing timing = {0};
-    int use_gpu, methods;
-    if (dm_fit_parse_methods(r->methods, &methods) != 0) return -1;
-    if (dm_gpu_resolve_device(r->device, NULL, &use_gpu) != 0) return -1;
-    /* The dictionary fit is CPU only (said after the fit, so that an error stays one line). */
-    int gpu_declined = use_gpu && (methods & DM_METHOD_DICT) && !strcmp(r->device, "gpu");
-    if (methods & DM_METHOD_DICT) use_gpu = 0;
-    int real_size;
-    if (!strcmp(r->precision, "double"))
-        real_size = 8;
-    else if (!strcmp(r->precision, "float"))
-        real_size = 4;
-    else
-        return dm_set_error("--precision: '%s' is neither float nor double", r->precision);
+/* What the stages of a cascade share: the precision, the host fitter (loaded once, on a thread
+ * of its own while the GPU works) and the GPUs (opened at the first stage that fits there). */
+typedef struct fit_machine {
+    int use_gpu, real_size;
+    const char *device; /* --device, for the dictionary's note */
+    dm_cpu_fitter fitter;
+    host_fitter_job host;
+    int host_threaded;     /* the host fitter loads on its thread (a GPU fit) */
+    int host_pending;      /* the host fitter's thread not joined yet */
+    double fitter_seconds; /* the first stage's wait for a host fitter loaded at once */
+    dm_fit_gpu_session gpu;
+    int gpu_open;
+    dm_fit_gpu_options gpu_options;
+} fit_machine;
 
-    dm_problem p;
-    if (dm_problem_plan(r, &p) != 0) {
-        dm_problem_free(&p);
-        return -1;
+/* Waits for the host fitter if its thread still runs; the seconds waited in *waited. */
+static int machine_host_fitter(fit_machine *m, double *waited)
+{
+    double t = dm_now_seconds();
+    int rc = 0;
+    if (m->host_pending) {
+        m->host_pending = 0;
+        rc = host_fitter_join(&m->host, &m->fitter);
     }
+    *waited = dm_now_seconds() - t;
+    return rc;
+}
+
+/* The estimates as stage `r` wrote them (0 where a voxel has none, rounded to its --out-type):
+ * exactly what `--init-from r->out` reads, so a cascade's next stage matches a separate
+ * command's. */
+static void written_estimates(const dm_fit_request *r, const dm_problem *p,
+                              const dm_fit_results *res, double *out)
+{
+    int P = p->mi.nparams;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < p->nfit; i++) {
+        int has = DM_STATUS_HAS_ESTIMATE(p->status[p->index[i]]);
+        for (int k = 0; k < P; k++) {
+            double v = has ? res->params[i * P + k] : 0;
+            out[i * P + k] = r->out_float64 ? v : (double)(float)v;
+        }
+    }
+}
+
+/* A stage's outputs, provenance and part manifest written into its temporary folder, which is
+ * then put in place: on the stage's thread for the last stage, else on a thread of its own
+ * while the next stage fits.  snap is the stage's problem as its writers read it (the mask,
+ * the data's header, the per-voxel inputs, the configuration, the status). */
+typedef struct stage_writer {
+    const dm_fit_request *r;
+    dm_problem snap;
+    int own_status; /* snap.status is the writer's copy */
+    const dm_cpu_fitter *fitter;
+    dm_fit_results res;
+    dm_fit_timing timing;
+    double t_start;
+    char device[512];
+    int real_size, gpu_declined;
+    dm_fit_stage_info info;
+    dm_outdir od;
+    int rc, dir_done;
+    char error[2048]; /* dm_last_error() is per thread */
+    pthread_t thread;
+} stage_writer;
+
+static void stage_writer_write(stage_writer *w)
+{
+    const dm_fit_request *r = w->r;
+    dm_problem *p = &w->snap;
+    double t_write = dm_now_seconds();
+    int rc = dm_fit_write_outputs(r, w->od.path, p, w->fitter, &w->res);
+    if (rc == 0 && w->gpu_declined)
+        dm_warn("--method dictionary ran on the CPU (its later methods too): --device gpu was "
+                "not used");
+    w->timing.write = dm_now_seconds() - t_write;
+    w->timing.total = dm_now_seconds() - w->t_start;
+    if (rc == 0)
+        rc = dm_fit_write_provenance(r, w->od.path, p, w->device, w->real_size, &w->timing,
+                                     &w->info);
+    if (rc == 0 && r->part.n > 0) {
+        static const dm_part_rule rules[] = {{"*.nii.gz", DM_MERGE_VOXELS}};
+        char *command = dm_part_command();
+        dm_part_info pinfo = {.command = command,
+                              .voxel_first = p->own_first,
+                              .voxel_end = p->own_end,
+                              .nvox = p->nvox};
+        rc = dm_part_write(w->od.path, &r->part, &pinfo, rules, 1);
+        free(command);
+    }
+    if (rc == 0)
+        rc = dm_outdir_commit(&w->od);
+    else
+        dm_outdir_abort(&w->od);
+    w->dir_done = 1;
+    if (rc != 0) snprintf(w->error, sizeof w->error, "%s", dm_last_error());
+    w->rc = rc;
+}
+
+static void *stage_writer_main(void *arg)
+{
+    stage_writer *w = arg;
+    if (w->r->threads > 0) omp_set_num_threads((int)w->r->threads); /* a per-thread setting */
+    stage_writer_write(w);
+    return NULL;
+}
+
+/* Removes the folder of a stage that failed before its write, and frees the writer; its rc
+ * (its error in dm_last_error()). */
+static int stage_writer_finish(stage_writer *w)
+{
+    if (!w->dir_done) dm_outdir_abort(&w->od); /* never written: the stage failed first */
+    int rc = w->rc;
+    if (rc != 0 && w->error[0]) dm_set_error("%s", w->error);
+    free(w->res.params);
+    free(w->res.stats);
+    free(w->res.samples);
+    if (w->own_status) free(w->snap.status);
+    free(w);
+    return rc;
+}
+
+/* Waits for a writer on its thread; its rc, its error in dm_last_error(). */
+static int stage_writer_join(stage_writer *w)
+{
+    pthread_join(w->thread, NULL);
+    return stage_writer_finish(w);
+}
+
+/* Plans, fits and writes stage `stage` of `nstages`; prev: the previous stage's written
+ * estimates (NULL for the first), replaced by this stage's when a stage follows.  t_start: when
+ * this stage's work began (the first stage's: the run's start, its load included). */
+static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem *p, fit_machine *m,
+                     double *prev, double t_start, stage_writer **pending)
+{
+    dm_fit_timing timing = {0};
+    int methods;
+    if (dm_fit_parse_methods(r->methods, &methods) != 0) return -1;
+    /* The dictionary fit is CPU only (said after the fit, so that an error stays one line). */
+    int use_gpu = m->use_gpu && !(methods & DM_METHOD_DICT);
+    int gpu_declined = m->use_gpu && !use_gpu && !strcmp(m->device, "gpu");
+    if (dm_problem_stage(r, stage > 0 ? prev : NULL, p) != 0) return -1;
     /* Everything is written into a temporary folder beside --out, put in place at the end. */
     dm_outdir od;
-    if (dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) {
-        dm_problem_free(&p);
-        return -1;
-    }
-    timing.load = dm_now_seconds() - t_start;
+    if (dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) return -1;
+    timing.load = dm_now_seconds() - t_start - (stage == 0 ? m->fitter_seconds : 0);
 
-    dm_cpu_fitter fitter;
-    memset(&fitter, 0, sizeof fitter);
-    host_fitter_job host = {.mi = &p.mi, .real_size = real_size};
-    if (use_gpu ? host_fitter_start(&host) : dm_cpu_fitter_load(&p.mi, real_size, &fitter)) {
-        dm_outdir_abort(&od);
-        dm_problem_free(&p);
-        return -1;
-    }
-    timing.compile = use_gpu ? 0 : fitter.compile_seconds;
-
-    int P = p.mi.nparams;
-    size_t M = p.M;
-    int mcmc = (p.cfg.methods & DM_METHOD_MCMC) != 0;
-    int ns = mcmc ? DM_NSAMPLES(&p.cfg) : 0;
+    int P = p->mi.nparams;
+    size_t M = p->M;
+    int mcmc = (p->cfg.methods & DM_METHOD_MCMC) != 0;
+    int ns = mcmc ? DM_NSAMPLES(&p->cfg) : 0;
     dm_fit_results res = {0};
-    res.params = malloc(p.nfit * P * sizeof(double));
-    res.stats = calloc(p.nfit * DM_NSTATS, sizeof(double));
-    res.samples = mcmc ? malloc(p.nfit * (size_t)ns * P * sizeof(double)) : NULL;
+    res.params = malloc(p->nfit * P * sizeof(double));
+    res.stats = calloc(p->nfit * DM_NSTATS, sizeof(double));
+    res.samples = mcmc ? malloc(p->nfit * (size_t)ns * P * sizeof(double)) : NULL;
     res.nsamples = ns;
-    memcpy(res.params, p.start, p.nfit * P * sizeof(double));
+    memcpy(res.params, p->start, p->nfit * P * sizeof(double));
 
-    if (r->threads > 0) omp_set_num_threads((int)r->threads);
-    char device[512], note[128];
+    char device[512], note[128], label[64] = "fit";
+    if (nstages > 1) snprintf(label, sizeof label, "fit stage %d/%d", stage + 1, nstages);
     double t_fit = dm_now_seconds();
     int rc = 0;
     if (use_gpu) {
-        dm_progress *prog = r->quiet ? NULL : dm_progress_start("fit", (long)p.nfit, "voxels");
-        dm_fit_gpu_options go = {r->gpus, r->gpu_memory_mb, (int)r->lanes, prog};
-        dm_fit_gpu_report rep;
-        rc = dm_fit_gpu_run(&p, real_size, &go, &res, &rep);
-        if (prog) dm_progress_finish(prog, rc == 0 ? summary(&p, note, sizeof note) : NULL);
+        dm_progress *prog = r->quiet ? NULL : dm_progress_start(label, (long)p->nfit, "voxels");
+        dm_fit_gpu_report rep = {0};
+        if (!m->gpu_open) rc = dm_fit_gpu_open(m->gpu_options.gpus, &m->gpu);
+        m->gpu_open = rc == 0;
+        dm_fit_gpu_options go = m->gpu_options;
+        go.progress = prog;
+        if (rc == 0) rc = dm_fit_gpu_run(&m->gpu, p, m->real_size, &go, &res, &rep);
+        if (prog) dm_progress_finish(prog, rc == 0 ? summary(p, note, sizeof note) : NULL);
         /* The compile on the run's path: NVRTC's, and any wait for the host fitter after the
          * GPU is done. */
-        double t_join = dm_now_seconds();
-        int host_rc = host_fitter_join(&host, &fitter);
+        double waited;
+        int host_rc = machine_host_fitter(m, &waited);
         if (rc == 0) rc = host_rc;
-        timing.compile = rep.compile_seconds + (dm_now_seconds() - t_join);
-        t_fit += dm_now_seconds() - t_join;
+        timing.compile = rep.compile_seconds + waited;
+        t_fit += waited;
         snprintf(device, sizeof device, "gpu: %s, %d lanes/voxel, %d batches of up to %ld voxels%s",
                  rep.device, rep.lanes, rep.batches, rep.batch_voxels,
                  rep.compile_cached ? ", fitter from cache" : "");
     } else {
+        double waited;
+        rc = machine_host_fitter(m, &waited);
+        timing.compile = m->host_threaded ? waited : stage == 0 ? m->fitter.compile_seconds : 0;
+        t_fit += waited;
         char dict_note[160] = "";
-        if (p.cfg.methods & DM_METHOD_DICT) {
-            rc = dm_fit_dictionary_run(&p, &fitter, &res, r->quiet, dict_note, sizeof dict_note);
-            p.cfg.methods &= ~DM_METHOD_DICT; /* the later methods start from its estimates */
+        if (rc == 0 && (p->cfg.methods & DM_METHOD_DICT)) {
+            rc = dm_fit_dictionary_run(p, &m->fitter, &res, r->quiet, dict_note, sizeof dict_note);
+            p->cfg.methods &= ~DM_METHOD_DICT; /* the later methods start from its estimates */
         }
         snprintf(device, sizeof device, "cpu: %d threads%s%s", omp_get_max_threads(),
                  dict_note[0] ? ", " : "", dict_note);
-        dm_progress *prog = r->quiet || rc != 0 || !p.cfg.methods
+        dm_progress *prog = r->quiet || rc != 0 || !p->cfg.methods
                                 ? NULL
-                                : dm_progress_start("fit", (long)p.nfit, "voxels");
+                                : dm_progress_start(label, (long)p->nfit, "voxels");
+        const dm_cpu_fitter *fitter = &m->fitter;
 #pragma omp parallel for schedule(dynamic, 16)
-        for (size_t i = 0; i < p.nfit; i++) {
-            if (dm_stop_requested() || rc != 0 || !p.cfg.methods) continue;
-            unsigned char *st = &p.status[p.index[i]];
+        for (size_t i = 0; i < p->nfit; i++) {
+            if (dm_stop_requested() || rc != 0 || !p->cfg.methods) continue;
+            unsigned char *st = &p->status[p->index[i]];
             if (*st == DM_STATUS_FITTED) {
-                *st = (unsigned char)fitter.fit_voxel(
-                    &p.cfg, p.grid_values, p.meas, p.y + i * M, p.voxin + i * p.mi.voxel_width,
-                    (unsigned long long)p.index[i], res.params + i * P,
-                    mcmc ? res.samples + i * (size_t)ns * P : NULL, res.stats + i * DM_NSTATS);
+                *st = (unsigned char)fitter->fit_voxel(
+                    &p->cfg, p->grid_values, p->meas, p->y + i * M,
+                    p->voxin + i * p->mi.voxel_width, (unsigned long long)p->index[i],
+                    res.params + i * P, mcmc ? res.samples + i * (size_t)ns * P : NULL,
+                    res.stats + i * DM_NSTATS);
             }
             if (prog) dm_progress_add(prog, 1);
         }
-        if (prog) dm_progress_finish(prog, summary(&p, note, sizeof note));
+        if (prog) dm_progress_finish(prog, summary(p, note, sizeof note));
     }
     if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
     timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile : 0);
-    count_work(&p, &res, &timing);
+    count_work(p, &res, &timing);
 
-    double t_write = dm_now_seconds();
-    if (rc == 0) rc = dm_fit_write_outputs(r, od.path, &p, &fitter, &res);
-    if (rc == 0 && gpu_declined)
-        dm_warn("--method dictionary ran on the CPU (its later methods too): --device gpu was "
-                "not used");
-    timing.write = dm_now_seconds() - t_write;
-    timing.total = dm_now_seconds() - t_start;
-    if (rc == 0) rc = dm_fit_write_provenance(r, od.path, &p, device, real_size, &timing);
-    if (rc == 0 && r->part.n > 0) {
-        static const dm_part_rule rules[] = {{"*.nii.gz", DM_MERGE_VOXELS}};
-        char *command = dm_part_command();
-        dm_part_info info = {
-            .command = command, .voxel_first = p.own_first, .voxel_end = p.own_end, .nvox = p.nvox};
-        rc = dm_part_write(od.path, &r->part, &info, rules, 1);
-        free(command);
+    /* One write at a time, in stage order: the previous stage's is done (or failed) first. */
+    if (*pending) {
+        int wrc = stage_writer_join(*pending);
+        *pending = NULL;
+        if (rc == 0) rc = wrc;
     }
-    if (rc == 0)
-        rc = dm_outdir_commit(&od);
+    stage_writer *w = calloc(1, sizeof *w);
+    *w = (stage_writer){.r = r,
+                        .snap = *p,
+                        .fitter = &m->fitter,
+                        .res = res,
+                        .timing = timing,
+                        .t_start = t_start,
+                        .real_size = m->real_size,
+                        .gpu_declined = gpu_declined,
+                        .od = od,
+                        .info = {stage, nstages, stage > 0 ? r[-1].out : NULL}};
+    snprintf(w->device, sizeof w->device, "%s", device);
+    if (rc != 0) {
+        w->rc = rc;
+        return stage_writer_finish(w);
+    }
+    if (stage + 1 == nstages) {
+        stage_writer_write(w);
+        return stage_writer_finish(w);
+    }
+    /* A stage follows: it starts from these maps as written, and fits while they are written
+     * (the writer holds its own copy of the status, which the next stage's planning resets). */
+    written_estimates(r, p, &res, prev);
+    w->snap.start = NULL; /* freed and remade by the next stage's planning: not the writers' */
+    w->snap.grid_values = NULL;
+    w->snap.status = malloc(p->nvox);
+    memcpy(w->snap.status, p->status, p->nvox);
+    w->own_status = 1;
+    if (pthread_create(&w->thread, NULL, stage_writer_main, w) != 0) {
+        stage_writer_write(w); /* no thread: written here */
+        return stage_writer_finish(w);
+    }
+    *pending = w;
+    return 0;
+}
+
+/* Every stage's own options are checked before the first fits: each later stage is planned on
+ * the loaded inputs with stand-in starts, so that a mistake in the last stage costs no fit. */
+static int check_later_stages(const dm_fit_request *stages, int n, dm_problem *p, double *prev)
+{
+    for (int s = 1; s < n; s++)
+        if (dm_problem_stage(&stages[s], prev, p) != 0) return -1;
+    return 0;
+}
+
+int dm_fit_run(const dm_fit_request *r)
+{
+    return dm_fit_run_cascade(r, 1);
+}
+
+int dm_fit_run_cascade(const dm_fit_request *stages, int n)
+{
+    double t_start = dm_now_seconds();
+    const dm_fit_request *r = &stages[0];
+    fit_machine m;
+    memset(&m, 0, sizeof m);
+    m.device = r->device;
+    m.gpu_options = (dm_fit_gpu_options){r->gpus, r->gpu_memory_mb, (int)r->lanes, NULL};
+    int any_gpu = 0;
+    for (int s = 0; s < n; s++) {
+        int methods;
+        if (dm_fit_parse_methods(stages[s].methods, &methods) != 0) return -1;
+        any_gpu |= !(methods & DM_METHOD_DICT);
+    }
+    if (dm_gpu_resolve_device(r->device, NULL, &m.use_gpu) != 0) return -1;
+    if (!strcmp(r->precision, "double"))
+        m.real_size = 8;
+    else if (!strcmp(r->precision, "float"))
+        m.real_size = 4;
     else
-        dm_outdir_abort(&od);
-    free(res.params);
-    free(res.stats);
-    free(res.samples);
-    dm_cpu_fitter_close(&fitter);
+        return dm_set_error("--precision: '%s' is neither float nor double", r->precision);
+
+    dm_problem p;
+    double *prev = NULL;
+    int rc = dm_problem_load(r, &p);
+    if (rc == 0 && n > 1) {
+        prev = calloc(p.nfit * (size_t)p.mi.nparams, sizeof *prev);
+        rc = check_later_stages(stages, n, &p, prev);
+    }
+    if (rc != 0) {
+        free(prev);
+        dm_problem_free(&p);
+        return -1;
+    }
+    m.host = (host_fitter_job){.mi = &p.mi, .real_size = m.real_size};
+    double t_fitter = dm_now_seconds();
+    m.host_threaded = m.use_gpu && any_gpu;
+    if (m.host_threaded) {
+        rc = host_fitter_start(&m.host);
+        m.host_pending = rc == 0;
+    } else {
+        rc = dm_cpu_fitter_load(&p.mi, m.real_size, &m.fitter);
+    }
+    m.fitter_seconds = dm_now_seconds() - t_fitter;
+    if (r->threads > 0) omp_set_num_threads((int)r->threads);
+    stage_writer *pending = NULL;
+    for (int s = 0; s < n && rc == 0; s++)
+        rc = run_stage(&stages[s], s, n, &p, &m, prev, s == 0 ? t_start : dm_now_seconds(),
+                       &pending);
+    if (pending) { /* a stage that failed before its write leaves the previous one's */
+        int wrc = stage_writer_join(pending);
+        if (rc == 0) rc = wrc;
+    }
+    double unused;
+    if (machine_host_fitter(&m, &unused) != 0 && rc == 0) rc = -1;
+    if (m.gpu_open) dm_fit_gpu_close(&m.gpu);
+    free(prev);
+    dm_cpu_fitter_close(&m.fitter);
     dm_problem_free(&p);
     return rc;
 }

@@ -15,7 +15,8 @@
 #endif
 
 int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_problem *p,
-                            const char *device, int real_size, const dm_fit_timing *t)
+                            const char *device, int real_size, const dm_fit_timing *t,
+                            const dm_fit_stage_info *stage)
 {
     char *path = dm_path_join(dir, "provenance.json");
     char *tmp = dm_temp_sibling(path);
@@ -80,6 +81,15 @@ int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_p
         dm_json_str(&j, "part", part);
     }
     dm_json_close(&j);
+    if (stage->nstages > 1) {
+        /* One stage of a cascade: its own options and timings above; its inputs came in memory
+         * from the stage before (the same values as --init-from that folder would read). */
+        dm_json_key_object(&j, "cascade");
+        dm_json_int(&j, "stage", stage->stage + 1);
+        dm_json_int(&j, "stages", stage->nstages);
+        dm_json_str(&j, "started_from", stage->previous ? stage->previous : "");
+        dm_json_close(&j);
+    }
     dm_json_str(&j, "device", device);
     dm_json_key_object(&j, "timings_seconds");
     dm_json_num(&j, "load", t->load);
