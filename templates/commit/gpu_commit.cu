@@ -39,6 +39,36 @@ static __device__ double block_sum(double v, double *shared)
     return s;
 }
 
+/* dm_commit_ax_runs with one IC response (the stick): four runs' rows loaded before any is
+ * added, so that their loads are in flight together (the loop's time is their latency); the
+ * terms added in the same order, zero weights skipped, so the sums are the host's bit for bit. */
+static __device__ void ax_runs_one_response(const dm_commit_op *A, const double *w,
+                                            const unsigned short *dir, long n, int lane,
+                                            double *acc)
+{
+    const int ns = A->ns;
+    long j = 0;
+    for (; j + 4 <= n; j += 4) {
+        float v[4][DM_COMMIT_K];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const float *row = A->lut_ic + (long)dir[j + u] * ns;
+#pragma unroll
+            for (int k = 0; k < DM_COMMIT_K; k++)
+                v[u][k] = lane + 32 * k < ns ? row[lane + 32 * k] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const double wu = w[j + u];
+            if (wu == 0) continue;
+#pragma unroll
+            for (int k = 0; k < DM_COMMIT_K; k++)
+                if (lane + 32 * k < ns) acc[k] += wu * (double)v[u][k];
+        }
+    }
+    dm_commit_ax_runs(A, w + j, dir + j, n - j, lane, 32, DM_COMMIT_K, acc);
+}
+
 /* out = A x - y (y NULL: A x); part[block] = its share of ||out||^2.  Runs are taken `runs`
  * (<= 32) at a time; dynamic shared memory holds their nic weights and direction a warp. */
 extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, const double *y,
@@ -64,7 +94,10 @@ extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, 
                 dir[lane] = A.run_dir[r0 + lane];
             }
             __syncwarp();
-            dm_commit_ax_runs(&A, w, dir, n, lane, 32, DM_COMMIT_K, acc);
+            if (A.nic == 1)
+                ax_runs_one_response(&A, w, dir, n, lane, acc);
+            else
+                dm_commit_ax_runs(&A, w, dir, n, lane, 32, DM_COMMIT_K, acc);
             __syncwarp(); /* before the next runs overwrite w and dir */
         }
         dm_commit_ax_rest(&A, x, v, lane, 32, DM_COMMIT_K, acc);
