@@ -19,9 +19,11 @@
  *
  * The segments are listed by voxel and, within a voxel, in runs of one direction, so that a run
  * touches its response row once:
- *   A x:      each run's weights w_rk = sum_{its segments} l x_(k nf + f) (a thread per run;
- *             wrun[r nic + k]), then per voxel sum_rk w_rk R_k[o_r] with its zeppelins and balls
- *             (the zeppelins entry by entry, each entry's d_perps in order);
+ *   A x:      each run's weights w_rk = sum_{its segments} l x_(k nf + f) (on the host a pass
+ *             over the runs into wrun[r nic + k]; on the GPU a lane per run, into shared
+ *             memory), then per voxel sum_rk w_rk R_k[o_r] (dm_commit_ax_runs) with its
+ *             zeppelins and balls (dm_commit_ax_rest: the zeppelins entry by entry, each
+ *             entry's d_perps in order);
  *   A^T y:    per voxel, d_rk = R_k[o_r] . y_v once per run and response (dots[r nic + k]) with
  *             the voxel's EC and ISO entries; then per streamline, sum over its segments of
  *             l d_run,k (dm_commit_aty_streamline).
