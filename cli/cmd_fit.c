@@ -50,6 +50,8 @@ static const dm_opt fit_opts[] = {
     {"quiet", NULL, NULL, "no progress line"},
     {"then", NULL, NULL,
      "start the next stage of a cascade, from this stage's maps as written (see above)"},
+    {"stage-options", NULL, NULL,
+     "print the options a stage after --then takes, one per line (--NAME [ARG]), and exit"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -66,26 +68,56 @@ const dm_opt *dm_fit_options(void)
     return fit_opts;
 }
 
+/* The option `name` of fit_opts. */
+static const dm_opt *fit_option(const char *name)
+{
+    for (int i = 0; fit_opts[i].name; i++)
+        if (!strcmp(fit_opts[i].name, name)) return &fit_opts[i];
+    return NULL;
+}
+
 int dm_help_fit(FILE *out)
 {
-    dm_args_help(
-        out, "dimoc fit MODEL --data FILE --out DIR [options]",
-        "Fits MODEL (a shipped model name or a .model file) voxel by voxel.  Writes a map\n"
-        "per parameter (the estimate, or the posterior mean after MCMC), NAME_std after\n"
-        "MCMC, the model's derived outputs, status.nii.gz (0 outside the mask, 1 fitted,\n"
-        "2 not converged, 3 skipped: NaN/Inf, 4 skipped: all zero, 5 failed, 6 at a\n"
-        "bound: LM ended with a parameter within a hair of a bound) and provenance.json.\n"
-        "\n"
-        "A cascade in one run: ... --out S/a --method grid ... --then --out S/b --method lm\n"
-        "[--then ...].  Each stage after --then starts from the previous stage's maps as\n"
-        "written (rounded to its --out-type: the maps of the separate command with\n"
-        "--init-from S/a, byte for byte), then its own --init.  The inputs are read and the\n"
-        "GPUs opened once.  A stage after --then gives only its own options: --out, --method,\n"
-        "--grid, --fixed, --init, --dictionary-penalty, --out-type, --lm-iterations, --burnin,\n"
-        "--jumps, --sample-every, --update-every, --save-samples, --predicted, --ic, --noise,\n"
-        "--seed (those not given take their defaults, not the previous stage's).",
-        fit_opts);
+    /* The list of per-stage options is written from stage_opts, the one list of them. */
+    char summary[2048], *end = summary + sizeof summary;
+    char *w =
+        summary +
+        snprintf(
+            summary, sizeof summary, "%s",
+            "Fits MODEL (a shipped model name or a .model file) voxel by voxel.  Writes a map\n"
+            "per parameter (the estimate, or the posterior mean after MCMC), NAME_std after\n"
+            "MCMC, the model's derived outputs, status.nii.gz (0 outside the mask, 1 fitted,\n"
+            "2 not converged, 3 skipped: NaN/Inf, 4 skipped: all zero, 5 failed, 6 at a\n"
+            "bound: LM ended with a parameter within a hair of a bound) and provenance.json.\n"
+            "\n"
+            "A cascade in one run: ... --out S/a --method grid ... --then --out S/b --method lm\n"
+            "[--then ...].  Each stage after --then starts from the previous stage's maps as\n"
+            "written (rounded to its --out-type: the maps of the separate command with\n"
+            "--init-from S/a, byte for byte), then its own --init.  The inputs are read and the\n"
+            "GPUs opened once.  A stage after --then gives only its own options:");
+    int col = 65;
+    for (int i = 0; stage_opts[i] && w < end; i++) {
+        int len = (int)strlen(stage_opts[i]) + 4;
+        int wrap = col + len > 88;
+        w += snprintf(w, (size_t)(end - w), "%s--%s%s", wrap ? "\n" : " ", stage_opts[i],
+                      stage_opts[i + 1] ? "," : ".");
+        col = wrap ? len - 1 : col + len;
+    }
+    if (w < end)
+        snprintf(w, (size_t)(end - w), "%s",
+                 "\nThose not given take their defaults, not the previous stage's.");
+    dm_args_help(out, "dimoc fit MODEL --data FILE --out DIR [options]", summary, fit_opts);
     return 0;
+}
+
+/* --stage-options: the per-stage options, one line each, "--NAME" or "--NAME ARG" (read by
+ * pipelines/lib/flags.bash to pass a pipeline user's per-stage options to every stage). */
+static void print_stage_options(FILE *out)
+{
+    for (int i = 0; stage_opts[i]; i++) {
+        const dm_opt *o = fit_option(stage_opts[i]);
+        fprintf(out, "--%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    }
 }
 
 /* Whether option `name` may be given after --then. */
@@ -189,6 +221,13 @@ int dm_cmd_fit(int argc, char **argv)
         rc = dm_args_parse("fit", fit_opts, end - begin, argv + begin, &a[s]);
         parsed += rc == 0;
         begin = end + 1;
+    }
+    if (rc == 0 && dm_arg_given(&a[0], fit_opts, "stage-options")) {
+        print_stage_options(stdout);
+        for (int s = 0; s < parsed; s++) dm_args_free(&a[s]);
+        free(a);
+        free(r);
+        return 0;
     }
     if (rc == 0 && a[0].npositional != 1) {
         dm_set_error("fit: give exactly one MODEL (see 'dimoc help fit')");

@@ -130,7 +130,7 @@ cascade() { cascade_fit "$_pipeline_model" "$@"; }
 cascade_fit() { # model, stage-name, arguments... [--then stage-name arguments...]...
     local model=$1 name prev="" argv=() names=() args chain
     shift
-    _stage_fitopts
+    [ -n "${DIMOC_PIPELINE_PHASE:-}" ] || _stage_fitopts
     while [ $# -gt 0 ]; do
         name=$1
         shift
@@ -156,22 +156,25 @@ cascade_fit() { # model, stage-name, arguments... [--then stage-name arguments..
         $dimoc fit "$model" "${argv[@]}"
     fi
 }
-# The per-stage options among the user's fit options, into _stage_opts.
+# The per-stage options among the user's fit options, into _stage_opts.  Which options those
+# are, and which of them take a value, `dimoc fit --stage-options` says (one line each).
 _stage_fitopts() {
     _stage_opts=()
-    local i=0 w
+    local valued=" " flags=" " line i=0 w
+    while read -r line; do
+        case $line in
+        *" "*) valued+="${line%% *} " ;;
+        *) flags+="$line " ;;
+        esac
+    done < <($dimoc fit --stage-options)
     while [ $i -lt ${#fitopts[@]} ]; do
         w=${fitopts[i]}
-        case $w in
-        --save-samples | --predicted | --ic) _stage_opts+=("$w") ;;
-        --out=* | --method=* | --grid=* | --fixed=* | --init=* | --dictionary-penalty=* | \
-            --out-type=* | --lm-iterations=* | --burnin=* | --jumps=* | --sample-every=* | \
-            --update-every=* | --noise=* | --seed=*) _stage_opts+=("$w") ;;
-        --out | --method | --grid | --fixed | --init | --dictionary-penalty | --out-type | \
-            --lm-iterations | --burnin | --jumps | --sample-every | --update-every | --noise | --seed)
+        if [[ $flags == *" $w "* || $valued == *" ${w%%=*} "* && $w == *=* ]]; then
+            _stage_opts+=("$w")
+        elif [[ $valued == *" $w "* ]]; then
             _stage_opts+=("$w" "${fitopts[i + 1]}")
-            i=$((i + 1)) ;;
-        esac
+            i=$((i + 1))
+        fi
         i=$((i + 1))
     done
 }

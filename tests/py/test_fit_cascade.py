@@ -113,6 +113,27 @@ for extra, words in ((["--data", data], "--data after --then"), (["--threads", "
     check(f"refuses-{extra[0].lstrip('-')}", rc == 2 and len(lines) == 1 and words in err
           and "dimoc help fit" in err and not os.path.exists(f"{d}/r1") and not os.path.exists(f"{d}/r2"),
           f"rc {rc}: {err.strip()}")
+# `dimoc fit --stage-options` (what pipelines/lib/flags.bash reads) names exactly the options a
+# stage after --then takes: each of them passes the check (the run then stops at the missing
+# data file, exit 1), each other option of `dimoc help fit` is refused after --then (exit 2).
+rc, listed, _ = run("fit", "--stage-options")
+listed = {x.split()[0][2:]: len(x.split()) > 1 for x in listed.splitlines() if x.strip()}
+_, helptext, _ = run("help", "fit")
+options = {x[2:30].split()[0][2:]: len(x[2:30].split()) > 1  # the option's column: --NAME [ARG]
+           for x in helptext.split("\noptions:\n")[1].splitlines() if x.startswith("  --")}
+values = {"out": f"{d}/r3", "method": "lm", "grid": "fintra=0.5", "fixed": "fintra", "init": "fintra=0.5",
+          "dictionary-penalty": "0,0", "out-type": "float32", "noise": "gaussian"}
+gone = ["--data", f"{d}/no_such_data.nii.gz", "--bvals", bvals, "--bvecs", bvecs]
+wrong = []
+for name, valued in options.items():
+    if name in ("then", "stage-options") and name not in listed:
+        continue
+    extra = [f"--{name}"] + ([values.get(name, "10")] if valued else [])
+    rc, _, err = run("fit", "noddi_watson", *gone, "--out", f"{d}/r1", "--then", *extra)
+    if (name in listed) != (rc == 1 and "after --then" not in err and "no_such_data" in err):
+        wrong.append(f"--{name}: rc {rc}: {err.strip()}")
+check("stage-options-are-those-taken", rc is not None and len(listed) >= 10 and set(listed) <= set(options)
+      and all(listed[k] == options[k] for k in listed) and not wrong, "; ".join(wrong[:3]))
 # A later stage's own mistake (a parameter the model lacks) is found before the first stage fits.
 rc, _, err = run(*base, "--fixed", "nonsense")
 check("refuses-later-stage-before-work", rc == 1 and "no parameter 'nonsense'" in err
