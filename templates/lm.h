@@ -83,30 +83,47 @@ DM_FN void dm_lm_params(const dm_fit_config *cfg, const real *x, const real *fix
 }
 
 /* J^T J (upper triangle, n x n over the free parameters) and J^T r at p, summed over the
- * lanes. */
+ * lanes.  The sums run over every parameter, a loop of compile-time length whose accumulators
+ * stay in registers; the free parameters' entries are picked out after the sweep.  (Summing
+ * over the free_k list, a run-time length, put them in local memory: a load and a store per
+ * entry and measurement, most of the ball & sticks kernel's time.)  Each free entry sums the
+ * same products in the same order as over the free parameters alone. */
+#define DM_NTRI (DM_NPARAMS * (DM_NPARAMS + 1) / 2)
 DM_FN_ONCE void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, const real *dpdx,
                                        int n, const int *free_k, real *jtj, real *jtr)
 {
     real ds[DM_NPARAMS], jrow[DM_NPARAMS], preg[DM_PREG_WIDTH];
-    for (int i = 0; i < n; i++) {
-        jtr[i] = 0;
-        for (int j = i; j < n; j++) jtj[i * DM_NPARAMS + j] = 0;
-    }
+    real tri[DM_NTRI], rhs[DM_NPARAMS]; /* tri: row i holds (i, i) .. (i, P-1) */
+    for (int i = 0; i < DM_NTRI; i++) tri[i] = 0;
+    for (int i = 0; i < DM_NPARAMS; i++) rhs[i] = 0;
     dm_signal_grad_prepare(p, d->vox, preg);
     for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
         real s = dm_signal_grad_at(preg, DM_MEAS_ROW(d, m), d->vox, ds);
         real r = d->y[m] - s;
-        for (int i = 0; i < n; i++) jrow[i] = ds[free_k[i]] * dpdx[free_k[i]];
-        for (int i = 0; i < n; i++) {
-            jtr[i] += jrow[i] * r;
-            for (int j = i; j < n; j++) jtj[i * DM_NPARAMS + j] += jrow[i] * jrow[j];
+        for (int i = 0; i < DM_NPARAMS; i++) jrow[i] = ds[i] * dpdx[i];
+        for (int i = 0, t = 0; i < DM_NPARAMS; i++) {
+            rhs[i] += jrow[i] * r;
+            for (int j = i; j < DM_NPARAMS; j++, t++) tri[t] += jrow[i] * jrow[j];
         }
     }
-    for (int i = 0; i < n; i++) {
-        jtr[i] = dm_lane_sum(jtr[i]);
-        for (int j = i; j < n; j++) jtj[i * DM_NPARAMS + j] = dm_lane_sum(jtj[i * DM_NPARAMS + j]);
+    /* pos[k]: parameter k's place among the free ones, or -1; every index below is a
+     * compile-time one after unrolling, so tri and rhs stay in registers. */
+    int pos[DM_NPARAMS];
+    for (int k = 0; k < DM_NPARAMS; k++) {
+        pos[k] = -1;
+        for (int i = 0; i < n; i++)
+            if (free_k[i] == k) pos[k] = i;
+    }
+    for (int i = 0, t = 0; i < DM_NPARAMS; i++) {
+        const real sum_r = dm_lane_sum(rhs[i]);
+        if (pos[i] >= 0) jtr[pos[i]] = sum_r;
+        for (int j = i; j < DM_NPARAMS; j++, t++) {
+            const real sum = dm_lane_sum(tri[t]);
+            if (pos[i] >= 0 && pos[j] >= 0) jtj[pos[i] * DM_NPARAMS + pos[j]] = sum;
+        }
     }
 }
+#undef DM_NTRI
 
 /* Fits p (in: start, out: estimate, periodic parameters wrapped).  Returns DM_STATUS_FITTED,
  * DM_STATUS_NOT_CONVERGED, or DM_STATUS_FAILED when the start is invalid (outside the bounds,
