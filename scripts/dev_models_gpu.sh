@@ -12,4 +12,5 @@ for t in $tests; do
     bash tests/run.sh --gpu "$t" >"$OUT/$t.log" 2>&1
     echo "$t: $(tail -1 "$OUT/$t.log") ($(( $(date +%s) - s )) s)"
     grep "FAIL" "$OUT/$t.log" | head -5
+    cp tests/tmp/log.test_"$t".* "$OUT/" 2>/dev/null # each check's line, with its figures
 done
