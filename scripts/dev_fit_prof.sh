@@ -16,11 +16,11 @@ for round in $(seq "${REPEAT:-1}"); do
     if [ -n "${BASE:-}" ]; then
         echo "== round $round, baseline: $BASE"
         $PYTHON $BASE/bench/bench_fit.py --workloads ukb_b2s --voxels 200000 --no-cpu \
-            --precisions float --lanes 2 2>&1 | sed -n 2p
+            --precisions float --lanes 2 2>&1 | sed -n 2p | tee -a $OUT/bench.txt
     fi
     echo "== round $round, this tree"
     $PYTHON bench/bench_fit.py --workloads ukb_b2s --voxels 200000 --no-cpu --precisions float \
-        --lanes 2 ${VARIANTS:+--nvrtc-variants="$VARIANTS"} 2>&1 | sed -n '2,3p'
+        --lanes 2 ${VARIANTS:+--nvrtc-variants="$VARIANTS"} 2>&1 | grep "^ukb" | tee -a $OUT/bench.txt
 done
 W=/tmp/dimoc-bench/ukb_b2s
 in=(--data $W/dwi.nii.gz --bvals $W/bvals --bvecs $W/bvecs --precision float --lanes 2 --quiet)

@@ -70,13 +70,56 @@ DM_FN int dm_params_valid(const real *p, const real *vox)
 /* Sum of squared residuals sum_m (y_m - S_m(p))^2.  Every lane prepares the invariant part
  * of the signal (the same values) once, then evaluates its measurements from it.  Inlined
  * only in MCMC's proposals, the hot loop; everything else calls dm_sse. */
+/* On the GPU the loop is unrolled DM_MEAS_UNROLL times, so that the loads of several
+ * measurements' rows are in flight together (they, not the arithmetic, stalled the loop), and a
+ * row of a multiple of 4 floats (2 doubles) is read by 16-byte loads (DM_VEC_ROWS). */
+#ifndef DM_MEAS_UNROLL
+#define DM_MEAS_UNROLL 4
+#endif
+#ifndef DM_VEC_ROWS
+#define DM_VEC_ROWS 1
+#endif
+#define DM_PRAGMA_(x) _Pragma(#x)
+#define DM_UNROLL_(n) DM_PRAGMA_(unroll n)
+#ifdef __CUDACC_RTC__
+#define DM_MEAS_LOOP DM_UNROLL_(DM_MEAS_UNROLL)
+#else
+#define DM_MEAS_LOOP
+#endif
+
+/* Row m of the voxel's measurement rows into row[]; aligned rows of 16-byte multiples by
+ * vector loads on the GPU (the device arrays are 256-byte aligned and the rows packed). */
+DM_FN void dm_load_row(const dm_voxel_data *d, int m, real *row)
+{
+    const real *src = DM_MEAS_ROW(d, m);
+#ifdef __CUDACC_RTC__
+    const int vec = DM_VEC_ROWS && DM_ROW_WIDTH > 0 && (DM_ROW_SLOTS * sizeof(real)) % 16 == 0;
+#else
+    const int vec = 0;
+#endif
+    if (vec) {
+#ifdef __CUDACC_RTC__
+        const int4 *v = (const int4 *)src;
+        int4 *out = (int4 *)row;
+        for (int i = 0; i < (int)(DM_ROW_SLOTS * sizeof(real) / 16); i++) out[i] = v[i];
+#endif
+    } else {
+        for (int c = 0; c < DM_ROW_SLOTS; c++) row[c] = DM_ROW_WIDTH > 0 ? src[c] : 0;
+    }
+}
+
 DM_FN real dm_sse_inline(const dm_voxel_data *d, const real *p)
 {
     real pre[DM_PRE_WIDTH];
     dm_signal_prepare(p, d->vox, pre);
     real partial = 0;
-    for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
-        real r = d->y[m] - dm_signal_at(pre, DM_MEAS_ROW(d, m), d->vox);
+    const real *y = d->y, *vox = d->vox;
+    const int M = d->nmeas;
+    DM_MEAS_LOOP
+    for (int m = DM_LANE; m < M; m += DM_NLANES) {
+        real row[DM_ROW_SLOTS];
+        dm_load_row(d, m, row);
+        real r = y[m] - dm_signal_at(pre, row, vox);
         partial += r * r;
     }
     return dm_lane_sum(partial);
