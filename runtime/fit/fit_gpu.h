@@ -35,14 +35,18 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
                        int lanes, int methods, int noise, int use_cache, dm_gpu_program *out);
 /* Lanes per voxel chosen for M measurements and the precision (real_size 4 or 8). */
 int dm_fit_gpu_auto_lanes(int M, int real_size);
-/* The GPUs of a run, opened once and kept for every stage of a cascade. */
+/* The GPUs of a run, opened once and kept for every stage of a cascade.  Each GPU's primary
+ * context is held for the session: made once (0.1-0.2 s each), not again by every user that
+ * retains and releases it. */
 typedef struct dm_fit_gpu_session {
     dm_cuda *cu;
     dm_gpu_set gs;
+    int held; /* the contexts of gs.ord[0 .. held) are retained */
 } dm_fit_gpu_session;
 
-/* Opens the driver and NVRTC and selects the GPUs of --gpus `gpus`.  0, or -1 (nothing to
- * close). */
+/* Opens the driver and NVRTC, selects the GPUs of --gpus `gpus` and makes their contexts.
+ * 0, or -1 (nothing to close).  Safe to run on a thread of its own (fit_run.c opens the
+ * session while the inputs are read). */
 int dm_fit_gpu_open(const char *gpus, dm_fit_gpu_session *s);
 void dm_fit_gpu_close(dm_fit_gpu_session *s);
 /* Fits every voxel of p whose status is FITTED (updating p->status), results into res, on the
