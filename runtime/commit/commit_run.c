@@ -261,14 +261,14 @@ static void ic_map(const dm_commit_dict *d, const double *xo, int threads, doubl
     }
 }
 
-/* Writes one map of the voxels of the fit (value per voxel) on the data's grid. */
+/* Writes one map of the voxels of the fit (value per voxel; NULL: all 0) on the data's grid. */
 static int write_map(const char *dir, const char *name, const dm_dwi *w, const dm_commit_dict *d,
                      const double *value)
 {
     const size_t nvox = DM_NVOX(&w->data);
     double *img = calloc(nvox, sizeof *img);
     if (!img) return dm_set_error("commit: out of memory for the maps");
-    for (long v = 0; v < d->nvox; v++) img[d->vox[v]] = value[v];
+    for (long v = 0; value && v < d->nvox; v++) img[d->vox[v]] = value[v];
     char *path = dm_path_join(dir, name);
     int rc = path ? dm_volume_write(path, &w->data, 1, img, DM_OUT_FLOAT32) : -1;
     free(path);
@@ -383,6 +383,52 @@ static int write_filtered(const char *dir, const dm_tck *t, const dm_commit_dict
     free(npts);
     *nonzero = n;
     return dm_tck_close(w, (unsigned long long)n);
+}
+
+/* The outputs written on threads of their own (side_job) while this one computes the error
+ * maps: filtered.tck as soon as the weights are known, the weights' file and the compartment
+ * maps once those are summed.  On the CPU the one A x product of the error maps is most of the
+ * stage; on the GPU filtered.tck (about 0.9 GB for a million streamlines) is. */
+typedef struct {
+    const char *dir;
+    const dm_tck *t;
+    const dm_commit_dict *d;
+    const double *xo;
+    int threads;
+    long nonzero;
+} filtered_job;
+
+static int filtered_work(void *arg)
+{
+    filtered_job *j = arg;
+    return write_filtered(j->dir, j->t, j->d, j->xo, j->threads, &j->nonzero);
+}
+
+enum { MAX_COMPARTMENT_MAPS = 5 };
+
+typedef struct {
+    const char *dir;
+    const dm_dwi *w;
+    const dm_commit_dict *d;
+    const double *weights; /* xo, or the lesion model's */
+    int blur, threads, nmaps;
+    const char *name[MAX_COMPARTMENT_MAPS];
+    const double *value[MAX_COMPARTMENT_MAPS];
+} compartments_job;
+
+static void add_map(compartments_job *j, const char *name, const double *value)
+{
+    j->name[j->nmaps] = name;
+    j->value[j->nmaps++] = value;
+}
+
+static int compartments_work(void *arg)
+{
+    compartments_job *j = arg;
+    int rc = write_weights(j->dir, j->d, j->weights, j->blur, j->threads);
+    for (int m = 0; rc == 0 && m < j->nmaps; m++)
+        rc = write_map(j->dir, j->name[m], j->w, j->d, j->value[m]);
+    return rc;
 }
 
 /* The groups of --groups: one label per streamline of the tractogram (a non-negative integer),
@@ -889,6 +935,11 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long j = 0; j < A.ncols; j++) xo[j] = x[j] / A.scale[j];
     fold_ic(xo, nf, A.op.nic, A.ncols);
+    dm_outdir od;
+    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
+    side_job fj, cj = {0};
+    filtered_job fjob = {od.path, &t, &d, xo, threads, 0};
+    side_start(&fj, filtered_work, &fjob);
     ic_map(&d, xo, threads, ic);
     for (long e = 0; e < ne; e++) /* every zeppelin of the entry, as COMMIT's map */
         for (int z = 0; z < A.op.nec; z++) ec[A.ec_vox[e]] += xo[nf + z * ne + e];
@@ -898,18 +949,40 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         for (int i = 0; i < k.niso && c0 >= 0; i++)
             iso[v] += xo[c0 - (long)(A.op.nic - 1) * nf + i * A.op.niv];
     }
-    if (conf_used) { /* the errors of the data unweighted (COMMIT's fit_RMSE, fit_NRMSE) */
+    long nlesion = 0;
+    const int lesion_model = o->model.scalar && o->iso_mask;
+    /* an error before the first file was once written (no weights for the lesion model, A x
+     * on the GPU) comes before the writers' */
+    int early = lesion_model && !(xw = lesion_weights(&d, ic, iso, xo, &rfac, &nlesion)) ? -1 : 0;
+    if (early == 0 && lesion_model && nlesion == 0)
+        dm_warn("%s: no lesion found (no voxel of the fit with a lesion coefficient > 0)",
+                o->iso_mask);
+    compartments_job cjob = {.dir = od.path,
+                             .w = &w,
+                             .d = &d,
+                             .weights = nlesion ? xw : xo,
+                             .blur = dm_commit_blur_on(&dopt),
+                             .threads = threads};
+    add_map(&cjob, "compartment_IC.nii.gz", ic);
+    add_map(&cjob, "compartment_EC.nii.gz", ec);
+    if (nlesion) { /* the lesion map and factors; compartment_ISO all 0, as COMMIT */
+        add_map(&cjob, "compartment_LESION.nii.gz", iso);
+        add_map(&cjob, "R_scaling_factor.nii.gz", rfac);
+    }
+    add_map(&cjob, "compartment_ISO.nii.gz", nlesion ? NULL : iso);
+    if (early == 0) side_start(&cj, compartments_work, &cjob);
+    if (early == 0 && conf_used) { /* the errors of the data unweighted (COMMIT's fit_RMSE...) */
         dm_commit_operator plain = A;
         plain.op.row_w = NULL;
         dm_commit_cpu_ax(&plain, x, yhat, wruns, threads);
-    } else if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0
-                   : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0)) {
-        goto done;
+    } else if (early == 0 && (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0
+                                  : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0))) {
+        early = -1;
     }
     const double *ym = conf_used ? y0 : y;
     double sq_all = 0;
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (long v = 0; v < nv; v++) {
+    for (long v = 0; v < (early == 0 ? nv : 0); v++) {
         double se = 0, sy = 0, cse = 0, cs = 0, csy = 0;
         for (int s = 0; s < ns; s++) {
             double r = (double)(float)ym[v * ns + s] - (double)(float)yhat[v * ns + s];
@@ -930,31 +1003,18 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
             nrmse_adj[v] = csy < 1e-12 ? 0 : sqrt(cse / csy);
         }
     }
-    for (long v = 0; v < nv; v++) sq_all += sq_v[v]; /* in voxel order, as one thread would */
-    long nlesion = 0;
-    const int lesion_model = o->model.scalar && o->iso_mask;
-    if (lesion_model && !(xw = lesion_weights(&d, ic, iso, xo, &rfac, &nlesion))) goto done;
-    if (lesion_model && nlesion == 0)
-        dm_warn("%s: no lesion found (no voxel of the fit with a lesion coefficient > 0)",
-                o->iso_mask);
-    long nonzero = 0;
-    dm_outdir od;
-    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    int wr = write_weights(od.path, &d, nlesion ? xw : xo, dm_commit_blur_on(&dopt), threads);
-    if (wr == 0) wr = write_map(od.path, "compartment_IC.nii.gz", &w, &d, ic);
-    if (wr == 0) wr = write_map(od.path, "compartment_EC.nii.gz", &w, &d, ec);
-    if (wr == 0 && nlesion) { /* the lesion map and factors; compartment_ISO all 0, as COMMIT */
-        wr = write_map(od.path, "compartment_LESION.nii.gz", &w, &d, iso);
-        if (wr == 0) wr = write_map(od.path, "R_scaling_factor.nii.gz", &w, &d, rfac);
-        memset(iso, 0, (size_t)nv * sizeof *iso);
-    }
-    if (wr == 0) wr = write_map(od.path, "compartment_ISO.nii.gz", &w, &d, iso);
+    for (long v = 0; early == 0 && v < nv; v++) sq_all += sq_v[v]; /* in voxel order */
+    int wr = early;
     if (wr == 0) wr = write_map(od.path, "fit_RMSE.nii.gz", &w, &d, rmse);
     if (wr == 0) wr = write_map(od.path, "fit_NRMSE.nii.gz", &w, &d, nrmse);
     if (wr == 0 && conf_used) wr = write_map(od.path, "fit_RMSE_adjusted.nii.gz", &w, &d, rmse_adj);
     if (wr == 0 && conf_used)
         wr = write_map(od.path, "fit_NRMSE_adjusted.nii.gz", &w, &d, nrmse_adj);
-    if (wr == 0) wr = write_filtered(od.path, &t, &d, xo, threads, &nonzero);
+    /* the first error in the order the files were once written in, one after another: the
+     * weights and the compartment maps, the error maps, filtered.tck */
+    if (side_end(&cj, early == 0) != 0) wr = -1;
+    if (side_end(&fj, wr == 0) != 0) wr = -1;
+    const long nonzero = fjob.nonzero;
     t_write = dm_now_seconds() - t1;
     if (wr == 0) {
         dm_provenance_str(prov, DM_PROV_RESULT, "model", o->model_name);
