@@ -924,10 +924,12 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     nrmse = malloc((size_t)nv * sizeof *nrmse);
     rmse_adj = calloc((size_t)nv, sizeof *rmse_adj);
     nrmse_adj = calloc((size_t)nv, sizeof *nrmse_adj);
-    yhat = dm_big_alloc((size_t)A.nrows * sizeof *yhat);
+    /* the fitted signal A x: the solver's last product on the CPU (the same sums), else made */
+    const double *fitted = !conf_used ? dm_commit_cpu_fitted(cpu) : NULL;
+    yhat = fitted ? NULL : dm_big_alloc((size_t)A.nrows * sizeof *yhat);
     sq_v = malloc((size_t)(nv ? nv : 1) * sizeof *sq_v);
     wruns = malloc((size_t)(A.nruns ? A.nruns : 1) * A.op.nic * sizeof *wruns);
-    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat || !wruns || !rmse_adj ||
+    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || (!yhat && !fitted) || !wruns || !rmse_adj ||
         !nrmse_adj || !sq_v) {
         dm_set_error("commit: out of memory for the outputs");
         goto done;
@@ -975,17 +977,18 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_commit_operator plain = A;
         plain.op.row_w = NULL;
         dm_commit_cpu_ax(&plain, x, yhat, wruns, threads);
-    } else if (early == 0 && (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0
-                                  : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0))) {
+    } else if (early == 0 && !fitted &&
+               (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0
+                    : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0))) {
         early = -1;
     }
-    const double *ym = conf_used ? y0 : y;
+    const double *ym = conf_used ? y0 : y, *yf = fitted ? fitted : yhat;
     double sq_all = 0;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long v = 0; v < (early == 0 ? nv : 0); v++) {
         double se = 0, sy = 0, cse = 0, cs = 0, csy = 0;
         for (int s = 0; s < ns; s++) {
-            double r = (double)(float)ym[v * ns + s] - (double)(float)yhat[v * ns + s];
+            double r = (double)(float)ym[v * ns + s] - (double)(float)yf[v * ns + s];
             se += r * r;
             sy += ym[v * ns + s] * ym[v * ns + s];
             if (conf_used) { /* COMMIT's fit_RMSE_adjusted, fit_NRMSE_adjusted */
