@@ -19,6 +19,7 @@
 #include "util/fsutil.h"
 #include "util/progress.h"
 
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -245,20 +246,35 @@ static void fold_ic(double *xo, long nf, int nic, long ncols)
 
 /* compartment_IC: each voxel's sum of weight x segment length, its segments taken in the
  * dictionary's (streamline) order as one thread would.  Threads own ranges of voxels and each
- * walks all segments for its own: the sums, and so the map, do not depend on the thread count. */
+ * walks the segments for its own: the sums, and so the map, do not depend on the thread count.
+ * A streamline whose voxels (their lowest and highest index) miss a range is skipped there. */
 static void ic_map(const dm_commit_dict *d, const double *xo, int threads, double *ic)
 {
     const long nv = d->nvox, nf = d->nkept;
     const int shares = threads > 0 ? threads : 1;
+    unsigned *span = shares > 1 ? malloc((size_t)(nf ? nf : 1) * 2 * sizeof *span) : NULL;
+#pragma omp parallel for schedule(static) num_threads(shares) if (span)
+    for (long f = 0; f < (span ? nf : 0); f++) {
+        unsigned a = UINT_MAX, b = 0;
+        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
+            a = d->seg_vox[q] < a ? d->seg_vox[q] : a;
+            b = d->seg_vox[q] > b ? d->seg_vox[q] : b;
+        }
+        span[2 * f] = a;
+        span[2 * f + 1] = b;
+    }
 #pragma omp parallel for schedule(static, 1) num_threads(shares)
     for (int t = 0; t < shares; t++) {
         const unsigned lo = (unsigned)(nv * t / shares), hi = (unsigned)(nv * (t + 1) / shares);
-        for (long f = 0; f < nf; f++)
+        for (long f = 0; f < nf; f++) {
+            if (span && (span[2 * f + 1] < lo || span[2 * f] >= hi)) continue;
             for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
                 const unsigned v = d->seg_vox[q];
                 if (v >= lo && v < hi) ic[v] += xo[f] * d->seg_len[q];
             }
+        }
     }
+    free(span);
 }
 
 /* Writes one map of the voxels of the fit (value per voxel; NULL: all 0) on the data's grid. */
