@@ -63,36 +63,43 @@ static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d, int threads
     return y;
 }
 
+/* The --peaks image read and checked (sh2peaks' layout: 3 volumes a peak) on a thread of its
+ * own while the dictionary is built: it does not depend on it (side_job below). */
+typedef struct {
+    const dm_commit_options *o;
+    const dm_volume *data; /* the grid it must share */
+    dm_volume p;
+} peaks_read;
+
+static int read_peaks(void *arg)
+{
+    peaks_read *r = arg;
+    const dm_commit_options *o = r->o;
+    if (dm_volume_read(o->peaks, &r->p) != 0) return -1;
+    if (dm_volume_check_same_grid(&r->p, o->peaks, r->data, o->data) != 0) return -1;
+    if (r->p.nt % 3 != 0)
+        return dm_set_error("%s: %d volumes is not a peaks image (3 volumes per peak: x, y, z)",
+                            o->peaks, r->p.nt);
+    return 0;
+}
+
 /* The peaks of the voxels of the fit (world directions, norms their amplitudes): from the
- * --peaks image (sh2peaks' layout: 3 volumes a peak), or the principal direction of a tensor
- * fit of the data.  *npeaks set. */
-static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_commit_dict *d,
-                        int threads, int *npeaks)
+ * --peaks image (p, read by read_peaks), or the principal direction of a tensor fit of the
+ * data.  *npeaks set. */
+static float *fit_peaks(const dm_volume *p, const dm_dwi *w, const dm_commit_dict *d, int threads,
+                        int *npeaks)
 {
     float *out = NULL;
-    if (o->peaks) {
-        dm_volume p;
-        if (dm_volume_read(o->peaks, &p) != 0) return NULL;
-        if (dm_volume_check_same_grid(&p, o->peaks, &w->data, o->data) != 0) {
-            dm_volume_free(&p);
-            return NULL;
-        }
-        if (p.nt % 3 != 0) {
-            dm_set_error("%s: %d volumes is not a peaks image (3 volumes per peak: x, y, z)",
-                         o->peaks, p.nt);
-            dm_volume_free(&p);
-            return NULL;
-        }
-        *npeaks = p.nt / 3;
-        const size_t nvox = DM_NVOX(&p);
-        out = malloc((size_t)(d->nvox ? d->nvox : 1) * p.nt * sizeof *out);
+    if (p) {
+        *npeaks = p->nt / 3;
+        const size_t nvox = DM_NVOX(p);
+        out = malloc((size_t)(d->nvox ? d->nvox : 1) * p->nt * sizeof *out);
 #pragma omp parallel for schedule(static) num_threads(threads)
         for (long v = 0; v < (out ? d->nvox : 0); v++)
-            for (int k = 0; k < p.nt; k++) {
-                double x = p.data[(size_t)d->vox[v] + (size_t)k * nvox];
-                out[(size_t)v * p.nt + k] = isfinite(x) ? (float)x : 0.0f;
+            for (int k = 0; k < p->nt; k++) {
+                double x = p->data[(size_t)d->vox[v] + (size_t)k * nvox];
+                out[(size_t)v * p->nt + k] = isfinite(x) ? (float)x : 0.0f;
             }
-        dm_volume_free(&p);
         if (!out) dm_set_error("commit: out of memory for the peaks");
         return out;
     }
@@ -764,8 +771,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
-    side_job gj = {0};
+    side_job gj = {0}, pj = {0};
     gpu_prepare gp = {0};
+    peaks_read pr = {0};
     side_job tj;
     tck_read tr = {o->tractogram, &t, threads};
     side_start(&tj, read_tck, &tr);
@@ -778,6 +786,10 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (o->use_gpu) {
         gp = (gpu_prepare){w.nvol, o->gpus, NULL};
         side_start(&gj, prepare_gpu, &gp);
+    }
+    if (o->model.ec_on && o->peaks) {
+        pr = (peaks_read){o, &w.data, {0}};
+        side_start(&pj, read_peaks, &pr);
     }
 
     /* the dictionary: built, or read from --dictionary after checking what it was made of */
@@ -810,7 +822,10 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
 
     /* the operator */
     t1 = dm_now_seconds();
-    if (o->model.ec_on && !(peaks = fit_peaks(o, &w, &d, threads, &npeaks))) goto done;
+    if (o->model.ec_on && o->peaks && side_end(&pj, 1) != 0) goto done;
+    if (o->model.ec_on && !(peaks = fit_peaks(o->peaks ? &pr.p : NULL, &w, &d, threads, &npeaks)))
+        goto done;
+    dm_volume_free(&pr.p);
     if (dm_commit_operator_build(&d, &k, &dirs, peaks, npeaks, o->vf_thr, threads, &A) != 0)
         goto done;
     if (!(y = signal_rows(&w, &d, threads))) {
@@ -1118,6 +1133,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     rc = 0;
 done:
     if (gj.running) side_end(&gj, 0); /* an error came first */
+    if (pj.running) side_end(&pj, 0);
+    dm_volume_free(&pr.p);
     if (gp.g != gpu) dm_commit_gpu_close(gp.g);
     dm_commit_cpu_close(cpu);
     dm_commit_gpu_close(gpu);
