@@ -1,5 +1,6 @@
 #include "commit/commit_cpu.h"
 
+#include "io/bigalloc.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -10,6 +11,8 @@ struct dm_commit_cpu {
     const dm_commit_operator *A;
     const double *y;
     double *x, *xhat, *prev, *g, *r, *ag, *runs; /* runs: the runs' weights or dots */
+    double *ax;                                  /* the last residual's A v (r = ax - y) */
+    int ax_of_x; /* 1 while ax is A x of the current x (dm_commit_cpu_fitted) */
     int threads;
 };
 
@@ -33,18 +36,20 @@ static int start(void *ctx, const double *x0)
 {
     dm_commit_cpu *c = ctx;
     for (long j = 0; j < c->A->ncols; j++) c->xhat[j] = c->prev[j] = x0[j] > 0 ? x0[j] : 0;
+    c->ax_of_x = 0;
     return 0;
 }
 
 static int residual(void *ctx, int which, double *half_sq)
 {
     dm_commit_cpu *c = ctx;
-    dm_commit_cpu_ax(c->A, which == DM_COMMIT_X ? c->x : c->xhat, c->r, c->runs, c->threads);
+    dm_commit_cpu_ax(c->A, which == DM_COMMIT_X ? c->x : c->xhat, c->ax, c->runs, c->threads);
+    c->ax_of_x = which == DM_COMMIT_X;
     const long n = c->A->nrows;
     double s = 0;
 #pragma omp parallel for reduction(+ : s) schedule(static) num_threads(c->threads)
     for (long i = 0; i < n; i++) {
-        c->r[i] -= c->y[i];
+        c->r[i] = c->ax[i] - c->y[i];
         s += c->r[i] * c->r[i];
     }
     *half_sq = 0.5 * s;
@@ -91,6 +96,7 @@ static int prox_step(void *ctx, double step, double *lin, double *sq)
     dm_commit_cpu *c = ctx;
     double l = 0, q = 0;
     const long n = c->A->ncols;
+    c->ax_of_x = 0;
 #pragma omp parallel for reduction(+ : l, q) schedule(static) num_threads(c->threads)
     for (long j = 0; j < n; j++) {
         double v = c->xhat[j] - step * c->g[j];
@@ -117,6 +123,7 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
 {
     dm_commit_cpu *c = ctx;
     const long n = c->A->ncols;
+    c->ax_of_x = 0;
 #pragma omp parallel for schedule(static) num_threads(c->threads)
     for (long j = 0; j < n; j++)
         c->x[j] = dm_commit_soft_threshold(c->xhat[j] - step * c->g[j], step * lambda_of(reg, j));
@@ -186,6 +193,11 @@ static int advance(void *ctx, double a)
     return 0;
 }
 
+const double *dm_commit_cpu_fitted(const dm_commit_cpu *c)
+{
+    return c && c->ax_of_x ? c->ax : NULL;
+}
+
 static int get_x(void *ctx, double *x)
 {
     dm_commit_cpu *c = ctx;
@@ -210,9 +222,10 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
     c->prev = calloc(n, sizeof *c->prev);
     c->g = calloc(n, sizeof *c->g);
     c->r = calloc(m, sizeof *c->r);
+    c->ax = dm_big_alloc(m * sizeof *c->ax);
     c->ag = calloc(m, sizeof *c->ag);
     c->runs = calloc((size_t)(A->nruns ? A->nruns : 1) * A->op.nic, sizeof *c->runs);
-    if (!c->x || !c->xhat || !c->prev || !c->g || !c->r || !c->ag || !c->runs) {
+    if (!c->x || !c->xhat || !c->prev || !c->g || !c->r || !c->ag || !c->runs || !c->ax) {
         dm_commit_cpu_close(c);
         dm_set_error("commit: out of memory for the solver's vectors");
         return NULL;
@@ -230,6 +243,7 @@ void dm_commit_cpu_close(dm_commit_cpu *c)
     free(c->prev);
     free(c->g);
     free(c->r);
+    free(c->ax);
     free(c->ag);
     free(c->runs);
     free(c);

@@ -575,7 +575,9 @@ int dm_commit_dict_index(dm_commit_dict *d, size_t nvox_grid, int threads)
     const int nt = threads > 0 ? threads : 1;
     const size_t ng = nvox_grid ? nvox_grid : 1;
     /* the grid voxels the segments reach marked (by every thread: the same byte, so no
-     * merge), then numbered in grid order; seg_vox taken from grid voxels to those numbers */
+     * merge; written only when not yet marked, so that threads share the lines they read
+     * rather than pass them to each other at every write), then numbered in grid order;
+     * seg_vox taken from grid voxels to those numbers */
     unsigned char *reached = calloc(ng, 1);
     unsigned *fit_index = malloc(ng * sizeof *fit_index);
     if (!reached || !fit_index) {
@@ -585,8 +587,13 @@ int dm_commit_dict_index(dm_commit_dict *d, size_t nvox_grid, int threads)
     }
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (long k = 0; k < nseg; k++) {
+        unsigned char seen;
+#pragma omp atomic read
+        seen = reached[d->seg_vox[k]];
+        if (!seen) {
 #pragma omp atomic write
-        reached[d->seg_vox[k]] = 1;
+            reached[d->seg_vox[k]] = 1;
+        }
     }
     long nv = 0;
     for (size_t v = 0; v < nvox_grid; v++) nv += reached[v];

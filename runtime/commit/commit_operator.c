@@ -19,6 +19,27 @@ static double peak_norm(const float *p)
     return sqrt((double)p[0] * p[0] + (double)p[1] * p[1] + (double)p[2] * p[2]);
 }
 
+/* Voxel v's peaks p (npeaks) kept for the EC compartment: norm > 0 and at least vf_thr times
+ * the largest.  Returns how many; with dirs, each one's voxel and direction listed in order. */
+static long ec_peaks(const float *p, int npeaks, double vf_thr, const dm_commit_dirs *dirs,
+                     unsigned *vox, long v, unsigned short *dir)
+{
+    double top = 0;
+    for (int i = 0; i < npeaks; i++) top = fmax(top, peak_norm(p + 3 * i));
+    long n = 0;
+    for (int i = 0; i < npeaks; i++) {
+        double nrm = peak_norm(p + 3 * i);
+        if (!(nrm > 0 && nrm >= vf_thr * top)) continue;
+        if (dirs) {
+            double u[3] = {p[3 * i], p[3 * i + 1], p[3 * i + 2]};
+            vox[n] = (unsigned)v;
+            dir[n] = dm_commit_dirs_index(dirs, u);
+        }
+        n++;
+    }
+    return n;
+}
+
 /* The segments by voxel, in streamline order within each voxel (a stable counting sort): vs
  * (nv + 1, zeroed) their starts, key the segments.  Counted and placed by up to MAX_SHARES
  * threads, each over a range of streamlines whose segments follow the ranges before it in
@@ -166,34 +187,27 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     }
     A->run_first[A->nruns] = nseg;
     free(key);
-    /* EC: the peaks kept in each voxel, in their order (counted, then listed) */
-    long ne = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        ne = 0;
-        for (long v = 0; peaks && k->ec && v < nv; v++) {
-            const float *p = peaks + (size_t)v * npeaks * 3;
-            double top = 0;
-            for (int i = 0; i < npeaks; i++) top = fmax(top, peak_norm(p + 3 * i));
-            for (int i = 0; i < npeaks; i++) {
-                double nrm = peak_norm(p + 3 * i);
-                if (!(nrm > 0 && nrm >= vf_thr * top)) continue;
-                if (pass == 1) {
-                    double u[3] = {p[3 * i], p[3 * i + 1], p[3 * i + 2]};
-                    A->ec_vox[ne] = (unsigned)v;
-                    A->ec_dir[ne] = dm_commit_dirs_index(dirs, u);
-                }
-                ne++;
-            }
-            A->ec_start[v + 1] = ne;
-        }
-        if (pass == 0) {
-            A->ec_vox = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_vox);
-            A->ec_dir = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_dir);
-            if (!A->ec_vox || !A->ec_dir) {
-                free(col_norm);
-                goto oom;
-            }
-        }
+    /* EC: the peaks kept in each voxel, in their order (counted, then listed; voxels over all
+     * threads) */
+    const int ec_on = peaks && k->ec;
+#pragma omp parallel for schedule(static) num_threads(A->threads)
+    for (long v = 0; v < (ec_on ? nv : 0); v++) {
+        const float *p = peaks + (size_t)v * npeaks * 3;
+        A->ec_start[v + 1] = ec_peaks(p, npeaks, vf_thr, NULL, NULL, v, NULL);
+    }
+    for (long v = 0; v < nv; v++) A->ec_start[v + 1] += A->ec_start[v];
+    const long ne = A->ec_start[nv];
+    A->ec_vox = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_vox);
+    A->ec_dir = malloc((size_t)(ne ? ne : 1) * sizeof *A->ec_dir);
+    if (!A->ec_vox || !A->ec_dir) {
+        free(col_norm);
+        goto oom;
+    }
+#pragma omp parallel for schedule(static) num_threads(A->threads)
+    for (long v = 0; v < (ec_on ? nv : 0); v++) {
+        const long e = A->ec_start[v];
+        ec_peaks(peaks + (size_t)v * npeaks * 3, npeaks, vf_thr, dirs, A->ec_vox + e, v,
+                 A->ec_dir + e);
     }
     const long niso = k->niso, nic = k->nic, nec = k->nec;
     A->ncols = nic * nf + nec * ne + niso * nv;

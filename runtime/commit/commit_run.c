@@ -19,6 +19,7 @@
 #include "util/fsutil.h"
 #include "util/progress.h"
 
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -62,36 +63,43 @@ static double *signal_rows(const dm_dwi *w, const dm_commit_dict *d, int threads
     return y;
 }
 
+/* The --peaks image read and checked (sh2peaks' layout: 3 volumes a peak) on a thread of its
+ * own while the dictionary is built: it does not depend on it (side_job below). */
+typedef struct {
+    const dm_commit_options *o;
+    const dm_volume *data; /* the grid it must share */
+    dm_volume p;
+} peaks_read;
+
+static int read_peaks(void *arg)
+{
+    peaks_read *r = arg;
+    const dm_commit_options *o = r->o;
+    if (dm_volume_read(o->peaks, &r->p) != 0) return -1;
+    if (dm_volume_check_same_grid(&r->p, o->peaks, r->data, o->data) != 0) return -1;
+    if (r->p.nt % 3 != 0)
+        return dm_set_error("%s: %d volumes is not a peaks image (3 volumes per peak: x, y, z)",
+                            o->peaks, r->p.nt);
+    return 0;
+}
+
 /* The peaks of the voxels of the fit (world directions, norms their amplitudes): from the
- * --peaks image (sh2peaks' layout: 3 volumes a peak), or the principal direction of a tensor
- * fit of the data.  *npeaks set. */
-static float *fit_peaks(const dm_commit_options *o, const dm_dwi *w, const dm_commit_dict *d,
-                        int threads, int *npeaks)
+ * --peaks image (p, read by read_peaks), or the principal direction of a tensor fit of the
+ * data.  *npeaks set. */
+static float *fit_peaks(const dm_volume *p, const dm_dwi *w, const dm_commit_dict *d, int threads,
+                        int *npeaks)
 {
     float *out = NULL;
-    if (o->peaks) {
-        dm_volume p;
-        if (dm_volume_read(o->peaks, &p) != 0) return NULL;
-        if (dm_volume_check_same_grid(&p, o->peaks, &w->data, o->data) != 0) {
-            dm_volume_free(&p);
-            return NULL;
-        }
-        if (p.nt % 3 != 0) {
-            dm_set_error("%s: %d volumes is not a peaks image (3 volumes per peak: x, y, z)",
-                         o->peaks, p.nt);
-            dm_volume_free(&p);
-            return NULL;
-        }
-        *npeaks = p.nt / 3;
-        const size_t nvox = DM_NVOX(&p);
-        out = malloc((size_t)(d->nvox ? d->nvox : 1) * p.nt * sizeof *out);
+    if (p) {
+        *npeaks = p->nt / 3;
+        const size_t nvox = DM_NVOX(p);
+        out = malloc((size_t)(d->nvox ? d->nvox : 1) * p->nt * sizeof *out);
 #pragma omp parallel for schedule(static) num_threads(threads)
         for (long v = 0; v < (out ? d->nvox : 0); v++)
-            for (int k = 0; k < p.nt; k++) {
-                double x = p.data[(size_t)d->vox[v] + (size_t)k * nvox];
-                out[(size_t)v * p.nt + k] = isfinite(x) ? (float)x : 0.0f;
+            for (int k = 0; k < p->nt; k++) {
+                double x = p->data[(size_t)d->vox[v] + (size_t)k * nvox];
+                out[(size_t)v * p->nt + k] = isfinite(x) ? (float)x : 0.0f;
             }
-        dm_volume_free(&p);
         if (!out) dm_set_error("commit: out of memory for the peaks");
         return out;
     }
@@ -245,30 +253,45 @@ static void fold_ic(double *xo, long nf, int nic, long ncols)
 
 /* compartment_IC: each voxel's sum of weight x segment length, its segments taken in the
  * dictionary's (streamline) order as one thread would.  Threads own ranges of voxels and each
- * walks all segments for its own: the sums, and so the map, do not depend on the thread count. */
+ * walks the segments for its own: the sums, and so the map, do not depend on the thread count.
+ * A streamline whose voxels (their lowest and highest index) miss a range is skipped there. */
 static void ic_map(const dm_commit_dict *d, const double *xo, int threads, double *ic)
 {
     const long nv = d->nvox, nf = d->nkept;
     const int shares = threads > 0 ? threads : 1;
+    unsigned *span = shares > 1 ? malloc((size_t)(nf ? nf : 1) * 2 * sizeof *span) : NULL;
+#pragma omp parallel for schedule(static) num_threads(shares) if (span)
+    for (long f = 0; f < (span ? nf : 0); f++) {
+        unsigned a = UINT_MAX, b = 0;
+        for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
+            a = d->seg_vox[q] < a ? d->seg_vox[q] : a;
+            b = d->seg_vox[q] > b ? d->seg_vox[q] : b;
+        }
+        span[2 * f] = a;
+        span[2 * f + 1] = b;
+    }
 #pragma omp parallel for schedule(static, 1) num_threads(shares)
     for (int t = 0; t < shares; t++) {
         const unsigned lo = (unsigned)(nv * t / shares), hi = (unsigned)(nv * (t + 1) / shares);
-        for (long f = 0; f < nf; f++)
+        for (long f = 0; f < nf; f++) {
+            if (span && (span[2 * f + 1] < lo || span[2 * f] >= hi)) continue;
             for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
                 const unsigned v = d->seg_vox[q];
                 if (v >= lo && v < hi) ic[v] += xo[f] * d->seg_len[q];
             }
+        }
     }
+    free(span);
 }
 
-/* Writes one map of the voxels of the fit (value per voxel) on the data's grid. */
+/* Writes one map of the voxels of the fit (value per voxel; NULL: all 0) on the data's grid. */
 static int write_map(const char *dir, const char *name, const dm_dwi *w, const dm_commit_dict *d,
                      const double *value)
 {
     const size_t nvox = DM_NVOX(&w->data);
     double *img = calloc(nvox, sizeof *img);
     if (!img) return dm_set_error("commit: out of memory for the maps");
-    for (long v = 0; v < d->nvox; v++) img[d->vox[v]] = value[v];
+    for (long v = 0; value && v < d->nvox; v++) img[d->vox[v]] = value[v];
     char *path = dm_path_join(dir, name);
     int rc = path ? dm_volume_write(path, &w->data, 1, img, DM_OUT_FLOAT32) : -1;
     free(path);
@@ -383,6 +406,52 @@ static int write_filtered(const char *dir, const dm_tck *t, const dm_commit_dict
     free(npts);
     *nonzero = n;
     return dm_tck_close(w, (unsigned long long)n);
+}
+
+/* The outputs written on threads of their own (side_job) while this one computes the error
+ * maps: filtered.tck as soon as the weights are known, the weights' file and the compartment
+ * maps once those are summed.  On the CPU the one A x product of the error maps is most of the
+ * stage; on the GPU filtered.tck (about 0.9 GB for a million streamlines) is. */
+typedef struct {
+    const char *dir;
+    const dm_tck *t;
+    const dm_commit_dict *d;
+    const double *xo;
+    int threads;
+    long nonzero;
+} filtered_job;
+
+static int filtered_work(void *arg)
+{
+    filtered_job *j = arg;
+    return write_filtered(j->dir, j->t, j->d, j->xo, j->threads, &j->nonzero);
+}
+
+enum { MAX_COMPARTMENT_MAPS = 5 };
+
+typedef struct {
+    const char *dir;
+    const dm_dwi *w;
+    const dm_commit_dict *d;
+    const double *weights; /* xo, or the lesion model's */
+    int blur, threads, nmaps;
+    const char *name[MAX_COMPARTMENT_MAPS];
+    const double *value[MAX_COMPARTMENT_MAPS];
+} compartments_job;
+
+static void add_map(compartments_job *j, const char *name, const double *value)
+{
+    j->name[j->nmaps] = name;
+    j->value[j->nmaps++] = value;
+}
+
+static int compartments_work(void *arg)
+{
+    compartments_job *j = arg;
+    int rc = write_weights(j->dir, j->d, j->weights, j->blur, j->threads);
+    for (int m = 0; rc == 0 && m < j->nmaps; m++)
+        rc = write_map(j->dir, j->name[m], j->w, j->d, j->value[m]);
+    return rc;
 }
 
 /* The groups of --groups: one label per streamline of the tractogram (a non-negative integer),
@@ -702,8 +771,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
-    side_job gj = {0};
+    side_job gj = {0}, pj = {0};
     gpu_prepare gp = {0};
+    peaks_read pr = {0};
     side_job tj;
     tck_read tr = {o->tractogram, &t, threads};
     side_start(&tj, read_tck, &tr);
@@ -716,6 +786,10 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (o->use_gpu) {
         gp = (gpu_prepare){w.nvol, o->gpus, NULL};
         side_start(&gj, prepare_gpu, &gp);
+    }
+    if (o->model.ec_on && o->peaks) {
+        pr = (peaks_read){o, &w.data, {0}};
+        side_start(&pj, read_peaks, &pr);
     }
 
     /* the dictionary: built, or read from --dictionary after checking what it was made of */
@@ -748,7 +822,10 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
 
     /* the operator */
     t1 = dm_now_seconds();
-    if (o->model.ec_on && !(peaks = fit_peaks(o, &w, &d, threads, &npeaks))) goto done;
+    if (o->model.ec_on && o->peaks && side_end(&pj, 1) != 0) goto done;
+    if (o->model.ec_on && !(peaks = fit_peaks(o->peaks ? &pr.p : NULL, &w, &d, threads, &npeaks)))
+        goto done;
+    dm_volume_free(&pr.p);
     if (dm_commit_operator_build(&d, &k, &dirs, peaks, npeaks, o->vf_thr, threads, &A) != 0)
         goto done;
     if (!(y = signal_rows(&w, &d, threads))) {
@@ -878,10 +955,12 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     nrmse = malloc((size_t)nv * sizeof *nrmse);
     rmse_adj = calloc((size_t)nv, sizeof *rmse_adj);
     nrmse_adj = calloc((size_t)nv, sizeof *nrmse_adj);
-    yhat = dm_big_alloc((size_t)A.nrows * sizeof *yhat);
+    /* the fitted signal A x: the solver's last product on the CPU (the same sums), else made */
+    const double *fitted = !conf_used ? dm_commit_cpu_fitted(cpu) : NULL;
+    yhat = fitted ? NULL : dm_big_alloc((size_t)A.nrows * sizeof *yhat);
     sq_v = malloc((size_t)(nv ? nv : 1) * sizeof *sq_v);
     wruns = malloc((size_t)(A.nruns ? A.nruns : 1) * A.op.nic * sizeof *wruns);
-    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || !yhat || !wruns || !rmse_adj ||
+    if (!xo || !ic || !ec || !iso || !rmse || !nrmse || (!yhat && !fitted) || !wruns || !rmse_adj ||
         !nrmse_adj || !sq_v) {
         dm_set_error("commit: out of memory for the outputs");
         goto done;
@@ -889,6 +968,11 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long j = 0; j < A.ncols; j++) xo[j] = x[j] / A.scale[j];
     fold_ic(xo, nf, A.op.nic, A.ncols);
+    dm_outdir od;
+    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
+    side_job fj, cj = {0};
+    filtered_job fjob = {od.path, &t, &d, xo, threads, 0};
+    side_start(&fj, filtered_work, &fjob);
     ic_map(&d, xo, threads, ic);
     for (long e = 0; e < ne; e++) /* every zeppelin of the entry, as COMMIT's map */
         for (int z = 0; z < A.op.nec; z++) ec[A.ec_vox[e]] += xo[nf + z * ne + e];
@@ -898,21 +982,44 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         for (int i = 0; i < k.niso && c0 >= 0; i++)
             iso[v] += xo[c0 - (long)(A.op.nic - 1) * nf + i * A.op.niv];
     }
-    if (conf_used) { /* the errors of the data unweighted (COMMIT's fit_RMSE, fit_NRMSE) */
+    long nlesion = 0;
+    const int lesion_model = o->model.scalar && o->iso_mask;
+    /* an error before the first file was once written (no weights for the lesion model, A x
+     * on the GPU) comes before the writers' */
+    int early = lesion_model && !(xw = lesion_weights(&d, ic, iso, xo, &rfac, &nlesion)) ? -1 : 0;
+    if (early == 0 && lesion_model && nlesion == 0)
+        dm_warn("%s: no lesion found (no voxel of the fit with a lesion coefficient > 0)",
+                o->iso_mask);
+    compartments_job cjob = {.dir = od.path,
+                             .w = &w,
+                             .d = &d,
+                             .weights = nlesion ? xw : xo,
+                             .blur = dm_commit_blur_on(&dopt),
+                             .threads = threads};
+    add_map(&cjob, "compartment_IC.nii.gz", ic);
+    add_map(&cjob, "compartment_EC.nii.gz", ec);
+    if (nlesion) { /* the lesion map and factors; compartment_ISO all 0, as COMMIT */
+        add_map(&cjob, "compartment_LESION.nii.gz", iso);
+        add_map(&cjob, "R_scaling_factor.nii.gz", rfac);
+    }
+    add_map(&cjob, "compartment_ISO.nii.gz", nlesion ? NULL : iso);
+    if (early == 0) side_start(&cj, compartments_work, &cjob);
+    if (early == 0 && conf_used) { /* the errors of the data unweighted (COMMIT's fit_RMSE...) */
         dm_commit_operator plain = A;
         plain.op.row_w = NULL;
         dm_commit_cpu_ax(&plain, x, yhat, wruns, threads);
-    } else if (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0
-                   : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0)) {
-        goto done;
+    } else if (early == 0 && !fitted &&
+               (gpu ? dm_commit_gpu_ax(gpu, yhat) != 0
+                    : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0))) {
+        early = -1;
     }
-    const double *ym = conf_used ? y0 : y;
+    const double *ym = conf_used ? y0 : y, *yf = fitted ? fitted : yhat;
     double sq_all = 0;
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (long v = 0; v < nv; v++) {
+    for (long v = 0; v < (early == 0 ? nv : 0); v++) {
         double se = 0, sy = 0, cse = 0, cs = 0, csy = 0;
         for (int s = 0; s < ns; s++) {
-            double r = (double)(float)ym[v * ns + s] - (double)(float)yhat[v * ns + s];
+            double r = (double)(float)ym[v * ns + s] - (double)(float)yf[v * ns + s];
             se += r * r;
             sy += ym[v * ns + s] * ym[v * ns + s];
             if (conf_used) { /* COMMIT's fit_RMSE_adjusted, fit_NRMSE_adjusted */
@@ -930,31 +1037,18 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
             nrmse_adj[v] = csy < 1e-12 ? 0 : sqrt(cse / csy);
         }
     }
-    for (long v = 0; v < nv; v++) sq_all += sq_v[v]; /* in voxel order, as one thread would */
-    long nlesion = 0;
-    const int lesion_model = o->model.scalar && o->iso_mask;
-    if (lesion_model && !(xw = lesion_weights(&d, ic, iso, xo, &rfac, &nlesion))) goto done;
-    if (lesion_model && nlesion == 0)
-        dm_warn("%s: no lesion found (no voxel of the fit with a lesion coefficient > 0)",
-                o->iso_mask);
-    long nonzero = 0;
-    dm_outdir od;
-    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    int wr = write_weights(od.path, &d, nlesion ? xw : xo, dm_commit_blur_on(&dopt), threads);
-    if (wr == 0) wr = write_map(od.path, "compartment_IC.nii.gz", &w, &d, ic);
-    if (wr == 0) wr = write_map(od.path, "compartment_EC.nii.gz", &w, &d, ec);
-    if (wr == 0 && nlesion) { /* the lesion map and factors; compartment_ISO all 0, as COMMIT */
-        wr = write_map(od.path, "compartment_LESION.nii.gz", &w, &d, iso);
-        if (wr == 0) wr = write_map(od.path, "R_scaling_factor.nii.gz", &w, &d, rfac);
-        memset(iso, 0, (size_t)nv * sizeof *iso);
-    }
-    if (wr == 0) wr = write_map(od.path, "compartment_ISO.nii.gz", &w, &d, iso);
+    for (long v = 0; early == 0 && v < nv; v++) sq_all += sq_v[v]; /* in voxel order */
+    int wr = early;
     if (wr == 0) wr = write_map(od.path, "fit_RMSE.nii.gz", &w, &d, rmse);
     if (wr == 0) wr = write_map(od.path, "fit_NRMSE.nii.gz", &w, &d, nrmse);
     if (wr == 0 && conf_used) wr = write_map(od.path, "fit_RMSE_adjusted.nii.gz", &w, &d, rmse_adj);
     if (wr == 0 && conf_used)
         wr = write_map(od.path, "fit_NRMSE_adjusted.nii.gz", &w, &d, nrmse_adj);
-    if (wr == 0) wr = write_filtered(od.path, &t, &d, xo, threads, &nonzero);
+    /* the first error in the order the files were once written in, one after another: the
+     * weights and the compartment maps, the error maps, filtered.tck */
+    if (side_end(&cj, early == 0) != 0) wr = -1;
+    if (side_end(&fj, wr == 0) != 0) wr = -1;
+    const long nonzero = fjob.nonzero;
     t_write = dm_now_seconds() - t1;
     if (wr == 0) {
         dm_provenance_str(prov, DM_PROV_RESULT, "model", o->model_name);
@@ -1039,6 +1133,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     rc = 0;
 done:
     if (gj.running) side_end(&gj, 0); /* an error came first */
+    if (pj.running) side_end(&pj, 0);
+    dm_volume_free(&pr.p);
     if (gp.g != gpu) dm_commit_gpu_close(gp.g);
     dm_commit_cpu_close(cpu);
     dm_commit_gpu_close(gpu);
