@@ -67,9 +67,6 @@ DM_FN int dm_params_valid(const real *p, const real *vox)
     return dm_in_bounds(p) && dm_constraints_ok(p, vox);
 }
 
-/* Sum of squared residuals sum_m (y_m - S_m(p))^2.  Every lane prepares the invariant part
- * of the signal (the same values) once, then evaluates its measurements from it.  Inlined
- * only in MCMC's proposals, the hot loop; everything else calls dm_sse. */
 /* On the GPU the loop is unrolled DM_MEAS_UNROLL times, so that the loads of several
  * measurements' rows are in flight together (they, not the arithmetic, stalled the loop), and a
  * row of a multiple of 4 floats (2 doubles) is read by 16-byte loads (DM_VEC_ROWS). */
@@ -83,12 +80,15 @@ DM_FN int dm_params_valid(const real *p, const real *vox)
 #define DM_UNROLL_(n) DM_PRAGMA_(unroll n)
 #ifdef __CUDACC_RTC__
 #define DM_MEAS_LOOP DM_UNROLL_(DM_MEAS_UNROLL)
+#define DM_ROW_ALIGN __align__(16) /* dm_load_row's 16-byte stores */
 #else
 #define DM_MEAS_LOOP
+#define DM_ROW_ALIGN
 #endif
 
-/* Row m of the voxel's measurement rows into row[]; aligned rows of 16-byte multiples by
- * vector loads on the GPU (the device arrays are 256-byte aligned and the rows packed). */
+/* Row m of the voxel's measurement rows into row[] (declared DM_ROW_ALIGN); rows of 16-byte
+ * multiples by vector loads on the GPU (the device arrays are 256-byte aligned, the rows
+ * packed, so every such row starts on a 16-byte boundary). */
 DM_FN void dm_load_row(const dm_voxel_data *d, int m, real *row)
 {
     const real *src = DM_MEAS_ROW(d, m);
@@ -108,6 +108,9 @@ DM_FN void dm_load_row(const dm_voxel_data *d, int m, real *row)
     }
 }
 
+/* Sum of squared residuals sum_m (y_m - S_m(p))^2.  Every lane prepares the invariant part
+ * of the signal (the same values) once, then evaluates its measurements from it.  Inlined
+ * only in MCMC's proposals, the hot loop; everything else calls dm_sse. */
 DM_FN real dm_sse_inline(const dm_voxel_data *d, const real *p)
 {
     real pre[DM_PRE_WIDTH];
@@ -117,7 +120,7 @@ DM_FN real dm_sse_inline(const dm_voxel_data *d, const real *p)
     const int M = d->nmeas;
     DM_MEAS_LOOP
     for (int m = DM_LANE; m < M; m += DM_NLANES) {
-        real row[DM_ROW_SLOTS];
+        DM_ROW_ALIGN real row[DM_ROW_SLOTS];
         dm_load_row(d, m, row);
         real r = y[m] - dm_signal_at(pre, row, vox);
         partial += r * r;
