@@ -119,6 +119,12 @@ static int index_of(const dm_opt *opts, const char *name)
     return find_opt(opts, name, strlen(name));
 }
 
+const dm_opt *dm_opt_find(const dm_opt *opts, const char *name)
+{
+    int i = index_of(opts, name);
+    return i < 0 ? NULL : &opts[i];
+}
+
 const char *dm_arg(const dm_args *a, const dm_opt *opts, const char *name)
 {
     int i = index_of(opts, name);

@@ -34,6 +34,8 @@ typedef struct dm_args {
  * flag.  A word that starts with '-' and a digit or '.' is a value or positional (-1, -.5).
  * 0, or -1 with dm_last_error() and nothing left to free. */
 int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a);
+/* The option of the table named `name` (without "--"), or NULL. */
+const dm_opt *dm_opt_find(const dm_opt *opts, const char *name);
 /* The value given, else the default, else NULL. */
 const char *dm_arg(const dm_args *a, const dm_opt *opts, const char *name);
 int dm_arg_given(const dm_args *a, const dm_opt *opts, const char *name);

@@ -68,14 +68,6 @@ const dm_opt *dm_fit_options(void)
     return fit_opts;
 }
 
-/* The option `name` of fit_opts. */
-static const dm_opt *fit_option(const char *name)
-{
-    for (int i = 0; fit_opts[i].name; i++)
-        if (!strcmp(fit_opts[i].name, name)) return &fit_opts[i];
-    return NULL;
-}
-
 int dm_help_fit(FILE *out)
 {
     /* The list of per-stage options is written from stage_opts, the one list of them. */
@@ -115,7 +107,7 @@ int dm_help_fit(FILE *out)
 static void print_stage_options(FILE *out)
 {
     for (int i = 0; stage_opts[i]; i++) {
-        const dm_opt *o = fit_option(stage_opts[i]);
+        const dm_opt *o = dm_opt_find(fit_opts, stage_opts[i]);
         fprintf(out, "--%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
     }
 }
@@ -222,12 +214,10 @@ int dm_cmd_fit(int argc, char **argv)
         parsed += rc == 0;
         begin = end + 1;
     }
+    char *cmdline = NULL;
     if (rc == 0 && dm_arg_given(&a[0], fit_opts, "stage-options")) {
         print_stage_options(stdout);
-        for (int s = 0; s < parsed; s++) dm_args_free(&a[s]);
-        free(a);
-        free(r);
-        return 0;
+        goto done;
     }
     if (rc == 0 && a[0].npositional != 1) {
         dm_set_error("fit: give exactly one MODEL (see 'dimoc help fit')");
@@ -237,7 +227,7 @@ int dm_cmd_fit(int argc, char **argv)
         rc = check_stage_section(&a[s]);
         usage = rc != 0;
     }
-    char *cmdline = dm_command_line();
+    cmdline = dm_command_line();
     for (int s = 0; s < nstages && rc == 0; s++) {
         dm_fit_request_defaults(&r[s]);
         if (s == 0) {
@@ -256,6 +246,7 @@ int dm_cmd_fit(int argc, char **argv)
         r[s].command_line = cmdline;
     }
     if (rc == 0) rc = dm_fit_run_cascade(r, nstages);
+done:
     free(cmdline);
     for (int s = 0; s < parsed; s++) dm_args_free(&a[s]);
     free(a);
