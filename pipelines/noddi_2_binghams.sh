@@ -37,7 +37,7 @@ fit() { # model, stage-name, dimoc fit arguments...
 DIMOC=$dimoc bash "$here/noddi_bingham.sh" "${common[@]}" --out "$out/noddi_bingham" \
     "${fitopts[@]}"
 one=$out/noddi_bingham/dimoc/final
-dti=$out/noddi_bingham/noddi_watson/dimoc/dti
+dti=$out/noddi_bingham/dimoc/dti
 # 2. Two orientations: ball & two sticks from the tensor's first two axes.
 $dimoc angles "$dti/V1.nii.gz" --suffix 1 --out "$stages/axes"
 $dimoc angles "$dti/V2.nii.gz" --suffix 2 --out "$stages/axes"

@@ -7,8 +7,9 @@
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
 #   1. the NODDI-Watson pipeline (noddi_watson.sh) into OUTDIR/noddi_watson: S0, the
-#      fractions and the orientation th, ph start the Bingham fit; the tensor's second
-#      eigenvector, perpendicular to the orientation, starts the fanning direction (psi);
+#      fractions and the orientation th, ph start the Bingham fit; beside it, a tensor fit
+#      (dimoc dti, dimoc angles --fanning): its second eigenvector, perpendicular to the
+#      orientation, starts the fanning direction (psi);
 #   2. a grid search over kappa1 >= kappa2, everything else held (kappa2's values lie just
 #      below kappa1's: a start on kappa2 = kappa1 sits on the constraint, where LM's steps that
 #      break it are refused and it may never leave);
@@ -25,11 +26,21 @@ pipeline_flags "$@"
 here=$(dirname "$0")
 pipeline_stages noddi_bingham
 
-# 1. NODDI-Watson (without MCMC: it only starts this fit).
-DIMOC=$dimoc bash "$here/noddi_watson.sh" "${common[@]}" --out "$out/noddi_watson" "${fitopts[@]}"
+# 1. NODDI-Watson (without MCMC: it only starts this fit) and the tensor's axes beside it.
+fanning_start() {
+    $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
+    $dimoc angles "$stages/dti/V1.nii.gz" --fanning "$stages/dti/V2.nii.gz" --out "$stages/angles"
+}
+in_background fanning_start
+if ! DIMOC=$dimoc bash "$here/noddi_watson.sh" "${common[@]}" --out "$out/noddi_watson" \
+    "${fitopts[@]}"; then
+    wait_background || true # nothing left writing into OUTDIR
+    exit 1
+fi
+wait_background
 watson=$out/noddi_watson/dimoc
 # 2-4. The grid over the concentrations, the dispersion, everything.
-cascade grid --method grid --init-from "$watson/final" --init psi="$watson/angles/psi.nii.gz" \
+cascade grid --method grid --init-from "$watson/final" --init psi="$stages/angles/psi.nii.gz" \
     --fixed S0,fintra,fiso,th,ph,psi --out-type float64 \
     --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56 \
     --then dispersion --method lm --fixed S0,fintra,fiso,th,ph --out-type float64 \

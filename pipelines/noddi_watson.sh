@@ -7,13 +7,15 @@
 #   --fast                AMICO's route instead of stages 2-4: the dictionary fit (--method dictionary)
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
-#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
+#   1. the orientation: th, ph of the principal axis of a tensor fit of the voxel's signal
+#      (the model's `init from theta(1)` and `phi(1)`: dimoc dti's linear fit, made in the
+#      first stage's process, where the data are read once, instead of a separate command);
 #   2. a grid search over fiso, fintra and kappa, the orientation held, S0 the mean b=0 signal;
 #   3. Levenberg-Marquardt on the fractions fiso and fintra only;
 #   4. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
 # With --fast, stages 2-4 are one dictionary fit (docs/fitting.md), AMICO's NODDI on the CPU:
 # atoms over AMICO's grid of 12 orientation dispersions (as kappa) and 12 fintra values, fiso
-# and S0 solved for linearly, the orientation held from stage 1.
+# and S0 solved for linearly, the orientation held from the tensor.
 # Each stage starts from the previous one's maps (stages 2-4 are one `dimoc fit ... --then`:
 # the maps of separate commands with --init-from); the intermediate maps are written as
 # float64 so that values at a bound (kappa near 64) stay inside it.  dimoc's outputs stay in
@@ -33,9 +35,6 @@ own_flag() { # this pipeline's own flags (lib/flags.bash)
 pipeline_flags "$@"
 pipeline_stages noddi_watson
 
-# 1. The orientation (and the tensor's second axis as psi, for the Bingham pipelines).
-$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
-$dimoc angles "$stages/dti/V1.nii.gz" --fanning "$stages/dti/V2.nii.gz" --out "$stages/angles"
 if [ "$fast" = 1 ]; then
     if [ "${mcmc:-0}" = 1 ]; then
         echo "noddi_watson.sh: --fast and --mcmc exclude each other" >&2
@@ -44,11 +43,12 @@ if [ "$fast" = 1 ]; then
     # AMICO's grid: OD 0.03, 0.06, 0.09..0.99 (kappa = 1/tan(OD pi/2)), fintra 0.1..0.99.
     kappas=0.0157093,0.174528,0.342377,0.529473,0.750821,1.03192,1.42286,2.04125,3.25055
     kappas=$kappas,7.02637,10.5789,21.2049
-    fit final --method dictionary --init-from "$stages/angles" --fixed th,ph \
+    fit final --method dictionary --fixed th,ph \
         --grid kappa=$kappas --grid fintra=0.1:0.0809090909:0.99
 else
-    # 2-4. The grid, the fractions, everything: one `dimoc fit` (lib/flags.bash).
-    cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+    # 1-4. The tensor's orientation, the grid, the fractions, everything: one `dimoc fit`
+    # (lib/flags.bash).
+    cascade grid --method grid --fixed th,ph --out-type float64 \
         --grid fiso=0,0.1,0.2,0.35,0.6,1 --grid fintra=0.1:0.1:0.9 --grid kappa=0.5,1,2,4,8,16,32 \
         --then fractions --method lm --fixed S0,kappa,th,ph --out-type float64 \
         --then final "${last[@]}"

@@ -179,10 +179,15 @@ _stage_fitopts() {
     done
 }
 
-# `in_background CMD...` runs CMD in the background (the pictures of a finish function);
+# `in_background CMD...` runs CMD in the background (the pictures of a finish function, a step
+# beside a stage; in turn while a SLURM run is planned);
 # `wait_background` waits for every one and fails when any failed.
 _background=()
 in_background() {
+    if [ "${DIMOC_PIPELINE_PHASE:-}" = plan ]; then # a SLURM plan's stages keep their order
+        "$@"
+        return
+    fi
     "$@" &
     _background+=($!)
 }
