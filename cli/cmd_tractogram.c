@@ -524,8 +524,9 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: lengths: --min-seg-len >= 0, 0 <= --min-length < --max-length");
     if (rc == 0 && !(o.tol_fun >= 0 && o.tol_x >= 0 && o.vf_thr >= 0 && o.vf_thr <= 1))
         rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
-    if (rc == 0 && !o.stage_dictionary) /* the dictionary is built on the CPU */
-        rc = dm_gpu_resolve_device(dm_arg(&a, commit_opts, "device"), "commit", &o.use_gpu);
+    /* the dictionary is built on the CPU; a GPU is looked for while the inputs load */
+    o.device = o.stage_dictionary ? "cpu" : dm_arg(&a, commit_opts, "device");
+    if (rc == 0) rc = dm_gpu_device_check(o.device, "commit");
     o.gpus = dm_arg(&a, commit_opts, "gpus");
     o.model_name = model;
     if (rc == 0) {

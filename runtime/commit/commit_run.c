@@ -6,6 +6,7 @@
 #include "commit/commit_cpu.h"
 #include "commit/commit_dirs.h"
 #include "commit/commit_gpu.h"
+#include "gpu/gpu_device.h"
 #include "commit/commit_operator.h"
 #include "csd/dwi.h"
 #include "dti/dti_fit.h"
@@ -775,15 +776,19 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     gpu_prepare gp = {0};
     peaks_read pr = {0};
     side_job tj;
+    dm_gpu_probe probe; /* the driver starts while the inputs load */
+    int use_gpu = 0;
+    if (dm_gpu_probe_begin(&probe, o->device, "commit") != 0) return -1;
     tck_read tr = {o->tractogram, &t, threads};
     side_start(&tj, read_tck, &tr);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
                                  : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
     if (dwi_rc == 0 && o->model.nradii > 0)
         dwi_rc = dm_commit_pulses_read(o->scheme, w.nvol, w.bval, &pulses);
-    if (tck_read_end(&tj, &tr, dwi_rc) != 0) goto done;
+    int probe_rc = dm_gpu_probe_end(&probe, &use_gpu);
+    if (tck_read_end(&tj, &tr, dwi_rc) != 0 || probe_rc != 0) goto done;
     t_load = dm_now_seconds() - t0;
-    if (o->use_gpu) {
+    if (use_gpu) {
         gp = (gpu_prepare){w.nvol, o->gpus, NULL};
         side_start(&gj, prepare_gpu, &gp);
     }
@@ -862,7 +867,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         goto done;
     }
     dm_commit_backend B;
-    if (o->use_gpu) {
+    if (use_gpu) {
         int ready = side_end(&gj, 1);
         gpu = gp.g;
         if (ready != 0 || dm_commit_gpu_load(gpu, &A, y, &B) != 0) goto done;

@@ -26,8 +26,8 @@ typedef struct dm_commit_options {
     const char *groups;                     /* one group label per streamline */
     int max_iter;
     int threads;
-    int use_gpu;      /* the solver on a GPU (--device) */
-    const char *gpus; /* --gpus: which one (NULL: the first) */
+    const char *device; /* --device: cpu, gpu or auto (NULL: auto) */
+    const char *gpus;   /* --gpus: which one (NULL: the first) */
     /* the dictionary apart (docs/commit.md, "The dictionary in parts") */
     int stage_dictionary;   /* --stage dictionary: only the dictionary, saved into --out */
     dm_part part;           /* with it, --part K/N: the K-th share of the streamlines */

@@ -437,7 +437,6 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
         if (dm_fit_parse_methods(stages[s].methods, &methods) != 0) return -1;
         any_gpu |= !(methods & DM_METHOD_DICT);
     }
-    if (dm_gpu_resolve_device(r->device, NULL, &m.use_gpu) != 0) return -1;
     if (!strcmp(r->precision, "double"))
         m.real_size = 8;
     else if (!strcmp(r->precision, "float"))
@@ -445,20 +444,28 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
     else
         return dm_set_error("--precision: '%s' is neither float nor double", r->precision);
 
-    if (m.use_gpu && any_gpu) {
+    /* The driver starts, and the GPUs' contexts are made, on threads while the inputs load:
+     * the contexts on the chance that the probe finds a GPU. */
+    dm_gpu_probe probe;
+    if (dm_gpu_probe_begin(&probe, r->device, NULL) != 0) return -1;
+    if (strcmp(probe.device, "cpu") && any_gpu) {
         m.opener = (gpu_open_job){.gpus = r->gpus, .session = &m.gpu};
         m.opener_pending = pthread_create(&m.opener.thread, NULL, gpu_open_main, &m.opener) == 0;
     }
     dm_problem p;
     double *prev = NULL;
     int rc = dm_problem_load(r, &p);
+    if (dm_gpu_probe_end(&probe, &m.use_gpu) != 0 && rc == 0) rc = -1;
     if (rc == 0 && n > 1) {
         prev = calloc(p.nfit * (size_t)p.mi.nparams, sizeof *prev);
         rc = check_later_stages(stages, n, &p, prev);
     }
+    if (m.opener_pending && (rc != 0 || !m.use_gpu)) { /* no GPU after all, or an error */
+        pthread_join(m.opener.thread, NULL);
+        if (m.opener.rc == 0) dm_fit_gpu_close(&m.gpu);
+        m.opener_pending = 0;
+    }
     if (rc != 0) {
-        if (m.opener_pending) pthread_join(m.opener.thread, NULL);
-        if (m.opener_pending && m.opener.rc == 0) dm_fit_gpu_close(&m.gpu);
         free(prev);
         dm_problem_free(&p);
         return -1;

@@ -14,27 +14,54 @@ int dm_gpu_available(void)
     return 1;
 }
 
-int dm_gpu_resolve_device(const char *device, const char *command, int *use_gpu)
+static void *probe_main(void *arg)
 {
-    *use_gpu = 0;
-    if (!device || !strcmp(device, "auto")) {
-        *use_gpu = dm_gpu_available();
+    dm_gpu_probe *p = arg;
+    p->available = dm_gpu_available();
+    if (!p->available) snprintf(p->why, sizeof p->why, "%s", dm_last_error());
+    return NULL;
+}
+
+int dm_gpu_device_check(const char *device, const char *command)
+{
+    if (!device || !strcmp(device, "cpu") || !strcmp(device, "gpu") || !strcmp(device, "auto"))
         return 0;
-    }
-    if (!strcmp(device, "cpu")) return 0;
-    if (!strcmp(device, "gpu")) {
-        if (!dm_gpu_available()) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", dm_last_error());
-            return command ? dm_set_error("%s: --device gpu: no usable GPU: %s", command, why)
-                           : dm_set_error("--device gpu: no usable GPU: %s", why);
-        }
-        *use_gpu = 1;
-        return 0;
-    }
     return command
                ? dm_set_error("%s: --device must be cpu, gpu or auto, not '%s'", command, device)
                : dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
+}
+
+int dm_gpu_probe_begin(dm_gpu_probe *p, const char *device, const char *command)
+{
+    memset(p, 0, sizeof *p);
+    p->device = device ? device : "auto";
+    p->command = command;
+    if (dm_gpu_device_check(device, command) != 0) return -1;
+    if (!strcmp(p->device, "cpu")) return 0;
+    p->running = pthread_create(&p->thread, NULL, probe_main, p) == 0;
+    if (!p->running) probe_main(p); /* no thread: probed now */
+    return 0;
+}
+
+int dm_gpu_probe_end(dm_gpu_probe *p, int *use_gpu)
+{
+    *use_gpu = 0;
+    if (p->running) pthread_join(p->thread, NULL);
+    p->running = 0;
+    if (!strcmp(p->device, "cpu")) return 0;
+    if (!p->available && !strcmp(p->device, "gpu"))
+        return p->command ? dm_set_error("%s: --device gpu: no usable GPU: %s", p->command, p->why)
+                          : dm_set_error("--device gpu: no usable GPU: %s", p->why);
+    *use_gpu = p->available;
+    return 0;
+}
+
+int dm_gpu_resolve_device(const char *device, const char *command, int *use_gpu)
+{
+    dm_gpu_probe p;
+    *use_gpu = 0;
+    if (dm_gpu_probe_begin(&p, device, command) != 0) return -1;
+    return dm_gpu_probe_end(&p, use_gpu);
 }
 
 int dm_gpu_parse_list(const char *spec, int ndev, int *ord, int *n)

@@ -5,6 +5,7 @@
 
 #include "gpu/cuda_api.h"
 
+#include <pthread.h>
 #include <stddef.h>
 
 #define DM_GPU_MAX 64 /* GPUs one run may use */
@@ -27,6 +28,21 @@ int dm_gpu_available(void);
  * command name (dimoc track) gives "NAME: --device gpu: no usable GPU: WHY" and
  * "NAME: --device must be cpu, gpu or auto, not 'X'".  0, or -1. */
 int dm_gpu_resolve_device(const char *device, const char *command, int *use_gpu);
+
+/* The same, on a thread: begin validates --device at once (the same errors) and, unless it is
+ * cpu, starts the driver on a thread (cuInit and NVRTC's loading take about 0.1 s), so that it
+ * overlaps the reading of the inputs; end joins it and gives *use_gpu or the "no usable GPU"
+ * error.  Every begun probe is ended.  0, or -1. */
+typedef struct dm_gpu_probe {
+    const char *device, *command;
+    int running, available;
+    char why[512]; /* why no GPU is usable */
+    pthread_t thread;
+} dm_gpu_probe;
+int dm_gpu_probe_begin(dm_gpu_probe *p, const char *device, const char *command);
+/* Only the check of the --device value (its error as above): 0, or -1. */
+int dm_gpu_device_check(const char *device, const char *command);
+int dm_gpu_probe_end(dm_gpu_probe *p, int *use_gpu);
 
 /* --gpus: "all" (or NULL) or a comma list of ordinals below ndev, into ord (DM_GPU_MAX at
  * most). */
