@@ -31,6 +31,75 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
     return rc;
 }
 
+/* The small maps of a fit (a value or a vector per voxel), queued and then written at once,
+ * one per thread: a 200,000-voxel map is one compressed block, so one map at a time left all
+ * but one core idle.  vals holds nt values per fitted voxel; the status map (full_grid) one
+ * value per voxel of the grid. */
+typedef struct map_job {
+    char name[128];
+    int nt, full_grid;
+    double *vals;
+    int rc;
+    char error[512];
+} map_job;
+
+typedef struct map_queue {
+    map_job *job;
+    int n, cap;
+} map_queue;
+
+/* A new job's values (count doubles, zeroed), or NULL with the error. */
+static double *queue_map(map_queue *q, const char *name, int nt, size_t count)
+{
+    if (q->n == q->cap) {
+        int cap = q->cap ? 2 * q->cap : 32;
+        map_job *j = realloc(q->job, (size_t)cap * sizeof *j);
+        if (!j) return NULL;
+        q->job = j, q->cap = cap;
+    }
+    map_job *j = &q->job[q->n];
+    memset(j, 0, sizeof *j);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    j->nt = nt;
+    if (!(j->vals = calloc(count ? count : 1, sizeof *j->vals))) {
+        dm_set_error("out of memory for output '%s'", name);
+        return NULL;
+    }
+    q->n++;
+    return j->vals;
+}
+
+/* Writes every queued map, concurrently, the vector maps first (the longest jobs, so that no
+ * thread is left with one at the end); the first error in queue order.  Frees the queue. */
+static int write_queue(const char *dir, const dm_problem *p, map_queue *q, int type)
+{
+    int *order = malloc((size_t)(q->n ? q->n : 1) * sizeof *order), m = 0;
+    for (int pass = 0; order && pass < 2; pass++)
+        for (int i = 0; i < q->n; i++)
+            if ((q->job[i].nt > 1) == (pass == 0)) order[m++] = i;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int k = 0; k < m; k++) {
+        map_job *j = &q->job[order[k]];
+        if (j->full_grid) {
+            char *path = dm_path_join(dir, "status.nii.gz");
+            j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
+            free(path);
+        } else {
+            j->rc = write_map(dir, j->name, p, j->nt, j->vals, type);
+        }
+        if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
+    }
+    int rc = order ? 0 : dm_set_error("%s: out of memory for the outputs", dir);
+    free(order);
+    for (int i = 0; i < q->n; i++) {
+        if (rc == 0 && q->job[i].rc != 0) rc = dm_set_error("%s", q->job[i].error);
+        free(q->job[i].vals);
+    }
+    free(q->job);
+    memset(q, 0, sizeof *q);
+    return rc;
+}
+
 /* Derived outputs of one voxel: from the estimate, or averaged over its MCMC samples (scalars
  * and vectors by their mean, axes through the mean dyadic tensor).  disp receives, per
  * output, the dispersion 1 - lambda1 of an axis (0 otherwise).  work: ns x output_width. */
@@ -84,28 +153,41 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
                 dm_mean_std(smp, ns, P, &mean_unused, &sd[i * P + k]);
         }
     }
-    /* One map per parameter, and its posterior sd and samples after MCMC. */
-    double *col = malloc(n * (ns > 1 ? ns : 1) * sizeof *col);
+    /* One map per parameter and its posterior sd; the samples after MCMC, large, each written
+     * at once on all cores. */
+    map_queue q = {0};
     for (int k = 0; k < P && rc == 0; k++) {
-        char name[128];
+        char name[160];
+        double *col = queue_map(&q, mi->params[k].name, 1, n);
+        if (!col) {
+            rc = -1;
+            break;
+        }
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++) col[i] = est[i * P + k];
-        rc = write_map(dir, mi->params[k].name, p, 1, col, map_type);
-        if (rc == 0 && ns) {
+        if (ns) {
+            snprintf(name, sizeof name, "%s_std", mi->params[k].name);
+            if (!(col = queue_map(&q, name, 1, n))) {
+                rc = -1;
+                break;
+            }
 #pragma omp parallel for schedule(static)
             for (size_t i = 0; i < n; i++) col[i] = sd[i * P + k];
-            snprintf(name, sizeof name, "%s_std", mi->params[k].name);
-            rc = write_map(dir, name, p, 1, col, map_type);
         }
-        if (rc == 0 && ns && r->save_samples) {
+    }
+    if (rc == 0 && ns && r->save_samples) {
+        double *col = malloc(n * ns * sizeof *col);
+        if (!col) rc = dm_set_error("%s: out of memory for the samples", dir);
+        for (int k = 0; k < P && rc == 0; k++) {
+            char name[160];
 #pragma omp parallel for schedule(static)
             for (size_t i = 0; i < n; i++)
                 for (int s = 0; s < ns; s++) col[i * ns + s] = res->samples[(i * ns + s) * P + k];
             snprintf(name, sizeof name, "%s_samples", mi->params[k].name);
             rc = write_map(dir, name, p, ns, col, map_type);
         }
+        free(col);
     }
-    free(col);
 
     /* Derived outputs. */
     if (rc == 0 && mi->noutputs > 0) {
@@ -122,21 +204,26 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
                              work);
             free(work);
         }
-        double *buf = malloc(n * 3 * sizeof *buf);
         for (int o = 0; o < mi->noutputs && rc == 0; o++) {
             const dm_output_info *x = &mi->outputs[o];
+            double *buf = queue_map(&q, x->name, x->width, n * x->width);
+            if (!buf) {
+                rc = -1;
+                break;
+            }
             for (size_t i = 0; i < n; i++)
                 for (int c = 0; c < x->width; c++)
                     buf[i * x->width + c] = out[i * W + x->column + c];
-            rc = write_map(dir, x->name, p, x->width, buf, map_type);
-            if (rc == 0 && ns && x->kind == DM_OUTK_AXIS) {
-                char name[128];
+            if (ns && x->kind == DM_OUTK_AXIS) {
+                char name[160];
                 snprintf(name, sizeof name, "%s_dispersion", x->name);
+                if (!(buf = queue_map(&q, name, 1, n))) {
+                    rc = -1;
+                    break;
+                }
                 for (size_t i = 0; i < n; i++) buf[i] = disp[i * mi->noutputs + o];
-                rc = write_map(dir, name, p, 1, buf, map_type);
             }
         }
-        free(buf);
         free(out);
         free(disp);
     }
@@ -146,34 +233,32 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
         int free_params = 0;
         for (int k = 0; k < P; k++)
             if (!(p->cfg.fixed_mask >> k & 1)) free_params++;
-        double *bic = malloc(n * sizeof *bic), *aic = malloc(n * sizeof *aic);
-        for (size_t i = 0; i < n; i++) {
+        double *bic = queue_map(&q, "BIC", 1, n), *aic = bic ? queue_map(&q, "AIC", 1, n) : NULL;
+        if (!aic) rc = -1;
+        for (size_t i = 0; i < n && rc == 0; i++) {
             double logl = res->stats[i * DM_NSTATS + DM_STAT_LOGL];
             bic[i] = free_params * log((double)p->M) - 2 * logl;
             aic[i] = 2 * free_params - 2 * logl;
         }
-        rc = write_map(dir, "BIC", p, 1, bic, map_type);
-        if (rc == 0) rc = write_map(dir, "AIC", p, 1, aic, map_type);
-        free(bic);
-        free(aic);
     }
     if (rc == 0 && r->predicted) {
         double *pred = malloc(n * p->M * sizeof *pred);
+        if (!pred) rc = dm_set_error("%s: out of memory for the predicted signal", dir);
 #pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < (pred ? n : 0); i++)
             f->predict(est + i * P, p->meas, p->M, p->voxin + i * mi->voxel_width, pred + i * p->M);
-        rc = write_map(dir, "predicted", p, p->M, pred, map_type);
+        if (rc == 0) rc = write_map(dir, "predicted", p, p->M, pred, map_type);
         free(pred);
     }
     /* The status map covers every voxel of the grid (0 outside the mask). */
     if (rc == 0) {
-        double *st = malloc(p->nvox * sizeof *st);
-        for (size_t v = 0; v < p->nvox; v++) st[v] = p->status[v];
-        char *path = dm_path_join(dir, "status.nii.gz");
-        rc = dm_volume_write(path, &p->data, 1, st, DM_OUT_UINT8);
-        free(path);
-        free(st);
+        double *st = queue_map(&q, "status", 1, p->nvox);
+        if (!st) rc = -1;
+        for (size_t v = 0; st && v < p->nvox; v++) st[v] = p->status[v];
+        if (st) q.job[q.n - 1].full_grid = 1;
     }
+    int wrc = write_queue(dir, p, &q, map_type); /* frees the queue also after an error */
+    if (rc == 0) rc = wrc;
     free(sd);
     return rc;
 }
