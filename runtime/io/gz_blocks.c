@@ -53,7 +53,7 @@ int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level)
     int failed = !buf;
     for (size_t b0 = 0; b0 < nblocks && !failed; b0 += ROUND) {
         size_t nb = nblocks - b0 < ROUND ? nblocks - b0 : ROUND;
-#pragma omp parallel
+#pragma omp parallel if (nb > 1) /* one block: no team to wake (a small map's write) */
         {
             struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
 #pragma omp for schedule(dynamic, 1)
@@ -134,7 +134,7 @@ static int inflate_blocked(const unsigned char *gz, size_t gz_len, unsigned char
         at += mlen;
     }
     size_t todo = bad ? 0 : count;
-#pragma omp parallel
+#pragma omp parallel if (todo > 1)
     {
         struct libdeflate_decompressor *d = todo ? libdeflate_alloc_decompressor() : NULL;
 #pragma omp for schedule(dynamic, 1)

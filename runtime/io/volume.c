@@ -193,7 +193,7 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
         if (r == 1) {
             if (swap) nifti_swap_Nbytes((int64_t)total, nim->swapsize, raw + offset);
             const size_t step = 1 << 16;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (total > 16 * step) /* small: not worth a team */
             for (size_t start = 0; start < total; start += step)
                 convert_to_double(raw + offset + start * bytes_per, nim->datatype,
                                   total - start < step ? total - start : step, data + start);
@@ -494,7 +494,7 @@ static int write_stream(const char *path, int gz, const unsigned char *hdr, size
         memcpy(img + hdr_len, raw, total * bytes_per);
     } else if (!raw) {
         const size_t chunk = 1 << 16;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (total > 16 * chunk)
         for (size_t start = 0; start < total; start += chunk) {
             size_t n = total - start < chunk ? total - start : chunk;
             convert_chunk(data + start, n, type, img + hdr_len + start * bytes_per);
