@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NB 7 /* unknowns: log S0, Dxx, Dyy, Dzz, Dxy, Dxz, Dyz */
+#define NB 7                   /* unknowns: log S0, Dxx, Dyy, Dzz, Dxy, Dxz, Dyz */
+#define NT (NB * (NB + 1) / 2) /* entries of the lower triangle of XᵀWX */
 
 int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const double *g)
 {
@@ -59,6 +60,17 @@ int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const doubl
             for (int j = 0; j < M; j++) s += p->design[j * NB + r] * p->design[j * NB + c];
             p->ols[r * NB + c] = s;
         }
+    p->outer = malloc((size_t)M * NT * sizeof *p->outer);
+    if (!p->outer) {
+        dm_dti_protocol_free(p);
+        return dm_set_error("out of memory for the tensor design matrix");
+    }
+    for (int j = 0; j < M; j++) {
+        const double *x = p->design + (size_t)j * NB;
+        double *xx = p->outer + (size_t)j * NT;
+        for (int a = 0, t = 0; a < NB; a++)
+            for (int c = 0; c <= a; c++) xx[t++] = x[a] * x[c];
+    }
     /* The scaled XᵀX has a unit diagonal: a pivot below 1e-10 means condition ~1e10. */
     if (dm_cholesky(p->ols, NB, 1e-10) != 0) {
         dm_dti_protocol_free(p);
@@ -71,7 +83,8 @@ int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const doubl
 void dm_dti_protocol_free(dm_dti_protocol *p)
 {
     free(p->design);
-    p->design = NULL;
+    free(p->outer);
+    p->design = p->outer = NULL;
 }
 
 void dm_dti_scalars(const double lambda[3], double *FA, double *MD, double *MO)
@@ -121,7 +134,7 @@ int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *wor
     if (!nonzero) return DM_DTI_SKIPPED_ZERO;
 
     double *y = work, *eta = work + M;
-    for (int j = 0; j < M; j++) y[j] = log(fmax(signal[j], p->min_signal));
+    for (int j = 0; j < M; j++) y[j] = log(signal[j] > p->min_signal ? signal[j] : p->min_signal);
 
     /* OLS: (XᵀX) β = Xᵀy with the factor computed once for the protocol. */
     double beta[NB] = {0};
@@ -140,17 +153,18 @@ int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *wor
         double s = 0;
         for (int k = 0; k < NB; k++) s += p->design[j * NB + k] * beta[k];
         eta[j] = s;
-        top = fmax(top, s);
+        if (s > top) top = s;
     }
-    double A[NB * NB] = {0}, rhs[NB] = {0};
+    double sum[NT] = {0}, rhs[NB] = {0};
     for (int j = 0; j < M; j++) {
-        const double w = exp(2 * (eta[j] - top)), *x = p->design + (size_t)j * NB;
-        for (int a = 0; a < NB; a++) {
-            double wx = w * x[a];
-            rhs[a] += wx * y[j];
-            for (int c = 0; c <= a; c++) A[a * NB + c] += wx * x[c];
-        }
+        const double w = exp(2 * (eta[j] - top)), wy = w * y[j];
+        const double *x = p->design + (size_t)j * NB, *xx = p->outer + (size_t)j * NT;
+        for (int t = 0; t < NT; t++) sum[t] += w * xx[t];
+        for (int a = 0; a < NB; a++) rhs[a] += wy * x[a];
     }
+    double A[NB * NB] = {0};
+    for (int a = 0, t = 0; a < NB; a++)
+        for (int c = 0; c <= a; c++) A[a * NB + c] = sum[t++];
     if (dm_cholesky(A, NB, 1e-13) != 0) {
         finish(p, beta, r);
         return DM_DTI_OLS_ONLY;

@@ -13,6 +13,8 @@ typedef struct dm_dti_protocol {
                         * each column divided by scale[k] (equilibrated for the normal equations) */
     double scale[7];   /* column norms of the unscaled design */
     double ols[7 * 7]; /* Cholesky factor (lower) of the scaled XᵀX */
+    double *outer;     /* M x 28: each scaled row's products x_a x_c (c <= a), the terms of the
+                        * weighted XᵀWX summed as one contiguous (vectorised) run per measurement */
     int weighted;      /* 1: WLS after OLS (default); 0: OLS only */
     double min_signal; /* see DM_DTI_MIN_SIGNAL */
     double min_diffusivity; /* eigenvalues below it are raised to it (-inf: never) */
