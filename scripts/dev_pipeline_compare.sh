@@ -18,6 +18,7 @@ for tree in $trees; do
         --work "/tmp/bp-$tree" 2>&1 | tail -9
 done
 python3 - "$trees" <<'PY'
+import os
 import sys
 import nibabel as nib
 import numpy as np
@@ -25,6 +26,8 @@ trees = sys.argv[1].split()
 maps = {}
 for t in trees:
     for k in ("fintra", "fiso", "kappa"):
+        if not os.path.exists(f"/tmp/bp-{t}/gpu/out/{k}.nii.gz"):
+            continue  # NODDI-Bingham: kappa1, kappa2
         truth = nib.load(f"/tmp/bp-{t}/gpu/{k}.nii.gz").get_fdata().ravel()
         est = nib.load(f"/tmp/bp-{t}/gpu/out/{k}.nii.gz").get_fdata().ravel()
         maps[t, k] = est
@@ -35,6 +38,8 @@ for t in trees:
         print(f"{t:5} {k:7} median |error|{rel} {np.median(err):.5f}  mean {np.mean(err):.5f}")
 if len(trees) == 2:
     for k in ("fintra", "fiso", "kappa"):
+        if ("base", k) not in maps:
+            continue
         d = np.abs(maps["base", k] - maps["new", k])
         print(f"base vs new {k:7} max |diff| {d.max():.3g}  99th pct {np.percentile(d, 99):.3g}")
 PY
