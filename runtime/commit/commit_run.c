@@ -222,6 +222,12 @@ typedef struct {
     dm_commit_gpu *g;
 } gpu_prepare;
 
+static int release_gpu(void *g)
+{
+    dm_commit_gpu_close(g);
+    return 0;
+}
+
 static int prepare_gpu(void *arg)
 {
     gpu_prepare *p = arg;
@@ -772,7 +778,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
-    side_job gj = {0}, pj = {0};
+    side_job gj = {0}, pj = {0}, gc = {0}; /* gc: the GPU released while the maps are written */
+    char device[256] = "cpu";
     gpu_prepare gp = {0};
     peaks_read pr = {0};
     side_job tj;
@@ -1018,6 +1025,11 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                     : (dm_commit_cpu_ax(&A, x, yhat, wruns, threads), 0))) {
         early = -1;
     }
+    if (gpu) { /* its last use is behind: released (device memory, context) off the path */
+        snprintf(device, sizeof device, "%s", dm_commit_gpu_device(gpu));
+        side_start(&gc, release_gpu, gpu);
+        gp.g = gpu = NULL;
+    }
     const double *ym = conf_used ? y0 : y, *yf = fitted ? fitted : yhat;
     double sq_all = 0;
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -1114,7 +1126,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_solver_setup", t_setup);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_solve", t_solve);
         dm_provenance_num(prov, DM_PROV_RESULT, "operator_products", fr.products);
-        dm_provenance_str(prov, DM_PROV_RESULT, "device", gpu ? dm_commit_gpu_device(gpu) : "cpu");
+        dm_provenance_str(prov, DM_PROV_RESULT, "device", device);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", t_write);
         char *path = dm_path_join(od.path, "provenance.json");
         wr = path ? dm_provenance_write(prov, path) : -1;
@@ -1140,6 +1152,7 @@ done:
     if (gj.running) side_end(&gj, 0); /* an error came first */
     if (pj.running) side_end(&pj, 0);
     dm_volume_free(&pr.p);
+    side_end(&gc, 0);
     if (gp.g != gpu) dm_commit_gpu_close(gp.g);
     dm_commit_cpu_close(cpu);
     dm_commit_gpu_close(gpu);

@@ -152,6 +152,8 @@ typedef struct fit_machine {
     int gpu_open;
     gpu_open_job opener;
     int opener_pending; /* the session's thread not joined yet */
+    pthread_t closer;
+    int closer_pending; /* the session being released on a thread */
     dm_fit_gpu_options gpu_options;
 } fit_machine;
 
@@ -166,6 +168,21 @@ static int machine_gpu(fit_machine *m)
     }
     if (!m->gpu_open) m->gpu_open = dm_fit_gpu_open(m->gpu_options.gpus, &m->gpu) == 0;
     return m->gpu_open ? 0 : -1;
+}
+
+static void *gpu_close_main(void *session)
+{
+    dm_fit_gpu_close(session);
+    return NULL;
+}
+
+/* After the last stage's fit: the GPUs released on a thread while its maps are written. */
+static void machine_release_gpu(fit_machine *m)
+{
+    if (!m->gpu_open) return;
+    m->gpu_open = 0;
+    m->closer_pending = pthread_create(&m->closer, NULL, gpu_close_main, &m->gpu) == 0;
+    if (!m->closer_pending) dm_fit_gpu_close(&m->gpu);
 }
 
 /* Waits for the host fitter if its thread still runs; the seconds waited in *waited. */
@@ -390,6 +407,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         return stage_writer_finish(w);
     }
     if (stage + 1 == nstages) {
+        machine_release_gpu(m);
         stage_writer_write(w);
         return stage_writer_finish(w);
     }
@@ -495,6 +513,7 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
         pthread_join(m.opener.thread, NULL);
         m.gpu_open = m.opener.rc == 0;
     }
+    if (m.closer_pending) pthread_join(m.closer, NULL);
     if (m.gpu_open) dm_fit_gpu_close(&m.gpu);
     free(prev);
     dm_cpu_fitter_close(&m.fitter);
