@@ -792,8 +792,11 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                                  : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
     if (dwi_rc == 0 && o->model.nradii > 0)
         dwi_rc = dm_commit_pulses_read(o->scheme, w.nvol, w.bval, &pulses);
-    int probe_rc = dm_gpu_probe_end(&probe, &use_gpu);
-    if (tck_read_end(&tj, &tr, dwi_rc) != 0 || probe_rc != 0) goto done;
+    if (dwi_rc != 0)
+        dm_gpu_probe_end(&probe, NULL); /* the read's error is the one reported */
+    else
+        dwi_rc = dm_gpu_probe_end(&probe, &use_gpu);
+    if (tck_read_end(&tj, &tr, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
     if (use_gpu) {
         gp = (gpu_prepare){w.nvol, o->gpus, NULL};

@@ -473,7 +473,10 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
     dm_problem p;
     double *prev = NULL;
     int rc = dm_problem_load(r, &p);
-    if (dm_gpu_probe_end(&probe, &m.use_gpu) != 0 && rc == 0) rc = -1;
+    if (rc != 0)
+        dm_gpu_probe_end(&probe, NULL); /* the read's error is the one reported */
+    else
+        rc = dm_gpu_probe_end(&probe, &m.use_gpu);
     if (rc == 0 && n > 1) {
         prev = calloc(p.nfit * (size_t)p.mi.nparams, sizeof *prev);
         rc = check_later_stages(stages, n, &p, prev);

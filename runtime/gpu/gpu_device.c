@@ -45,9 +45,10 @@ int dm_gpu_probe_begin(dm_gpu_probe *p, const char *device, const char *command)
 
 int dm_gpu_probe_end(dm_gpu_probe *p, int *use_gpu)
 {
-    *use_gpu = 0;
     if (p->running) pthread_join(p->thread, NULL);
     p->running = 0;
+    if (!use_gpu) return 0;
+    *use_gpu = 0;
     if (!strcmp(p->device, "cpu")) return 0;
     if (!p->available && !strcmp(p->device, "gpu"))
         return p->command ? dm_set_error("%s: --device gpu: no usable GPU: %s", p->command, p->why)

@@ -32,7 +32,8 @@ int dm_gpu_resolve_device(const char *device, const char *command, int *use_gpu)
 /* The same, on a thread: begin validates --device at once (the same errors) and, unless it is
  * cpu, starts the driver on a thread (cuInit and NVRTC's loading take about 0.1 s), so that it
  * overlaps the reading of the inputs; end joins it and gives *use_gpu or the "no usable GPU"
- * error.  Every begun probe is ended.  0, or -1. */
+ * error (use_gpu NULL: only joins it, leaving an earlier error in place).  Every begun probe
+ * is ended.  0, or -1. */
 typedef struct dm_gpu_probe {
     const char *device, *command;
     int running, available;
