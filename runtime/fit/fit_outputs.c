@@ -54,7 +54,10 @@ static double *queue_map(map_queue *q, const char *name, int nt, size_t count)
     if (q->n == q->cap) {
         int cap = q->cap ? 2 * q->cap : 32;
         map_job *j = realloc(q->job, (size_t)cap * sizeof *j);
-        if (!j) return NULL;
+        if (!j) {
+            dm_set_error("out of memory for output '%s'", name);
+            return NULL;
+        }
         q->job = j, q->cap = cap;
     }
     map_job *j = &q->job[q->n];
@@ -69,12 +72,13 @@ static double *queue_map(map_queue *q, const char *name, int nt, size_t count)
     return j->vals;
 }
 
-/* Writes every queued map, concurrently, the vector maps first (the longest jobs, so that no
- * thread is left with one at the end); the first error in queue order.  Frees the queue. */
-static int write_queue(const char *dir, const dm_problem *p, map_queue *q, int type)
+/* Writes every queued map (none when write is 0: an error came first), concurrently, the
+ * vector maps first (the longest jobs, so that no thread is left with one at the end); the
+ * first error in queue order.  Frees the queue. */
+static int write_queue(const char *dir, const dm_problem *p, map_queue *q, int type, int write)
 {
     int *order = malloc((size_t)(q->n ? q->n : 1) * sizeof *order), m = 0;
-    for (int pass = 0; order && pass < 2; pass++)
+    for (int pass = 0; write && order && pass < 2; pass++)
         for (int i = 0; i < q->n; i++)
             if ((q->job[i].nt > 1) == (pass == 0)) order[m++] = i;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -89,7 +93,7 @@ static int write_queue(const char *dir, const dm_problem *p, map_queue *q, int t
         }
         if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
     }
-    int rc = order ? 0 : dm_set_error("%s: out of memory for the outputs", dir);
+    int rc = order || !write ? 0 : dm_set_error("%s: out of memory for the outputs", dir);
     free(order);
     for (int i = 0; i < q->n; i++) {
         if (rc == 0 && q->job[i].rc != 0) rc = dm_set_error("%s", q->job[i].error);
@@ -257,7 +261,7 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
         for (size_t v = 0; st && v < p->nvox; v++) st[v] = p->status[v];
         if (st) q.job[q.n - 1].full_grid = 1;
     }
-    int wrc = write_queue(dir, p, &q, map_type); /* frees the queue also after an error */
+    int wrc = write_queue(dir, p, &q, map_type, rc == 0); /* frees the queue in any case */
     if (rc == 0) rc = wrc;
     free(sd);
     return rc;
