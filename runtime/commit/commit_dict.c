@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@ typedef struct {
 typedef struct {
     piece *p;
     long n, cap;
+    int fold; /* a piece of the last one's voxel and direction added to it (lengths summed in
+                 the order they come) rather than appended */
 } pieces;
 
 /* Room in a for `more` pieces beyond its n. */
@@ -36,6 +39,10 @@ static int pieces_reserve(pieces *a, long more)
 
 static int pieces_add(pieces *a, unsigned vox, unsigned short dir, double len)
 {
+    if (a->fold && a->n > 0 && a->p[a->n - 1].vox == vox && a->p[a->n - 1].dir == dir) {
+        a->p[a->n - 1].len += (float)len;
+        return 0;
+    }
     if (a->n == a->cap && pieces_reserve(a, 1) != 0) return -1;
     a->p[a->n++] = (piece){vox, dir, (float)len};
     return 0;
@@ -347,9 +354,10 @@ static void merge_sorted(pieces *out)
     out->n = m;
 }
 
-static int piece_less(const piece *a, const piece *b)
+/* By voxel, then direction: one comparison of a key of both (no branch between them). */
+static inline int piece_less(const piece *a, const piece *b)
 {
-    return a->vox < b->vox || (a->vox == b->vox && a->dir < b->dir);
+    return ((uint64_t)a->vox << 16 | a->dir) < ((uint64_t)b->vox << 16 | b->dir);
 }
 
 /* p[0, n) sorted by voxel and direction, stably (pieces of one voxel and direction keep their
@@ -386,18 +394,11 @@ static void sort_stable(piece *p, piece *tmp, long n)
 }
 
 /* The pieces sorted by voxel and direction, those of one (voxel, direction) summed in the order
- * they came (a streamline without blur: few of them); tmp: scratch. */
+ * they came (a streamline without blur: few of them, added with out->fold on, so that most
+ * repeats of a (voxel, direction), consecutive pieces, are already merged); tmp: scratch. */
 static int merge_few(pieces *out, pieces *tmp)
 {
-    /* most repeats of a (voxel, direction) are consecutive pieces: merge those first */
-    long c = 0;
-    for (long i = 0; i < out->n; i++) {
-        if (c > 0 && out->p[c - 1].vox == out->p[i].vox && out->p[c - 1].dir == out->p[i].dir)
-            out->p[c - 1].len += out->p[i].len;
-        else
-            out->p[c++] = out->p[i];
-    }
-    out->n = c;
+    const long c = out->n;
     tmp->n = 0;
     if (pieces_reserve(tmp, c) != 0) return -1;
     sort_stable(out->p, tmp->p, c);
@@ -412,6 +413,7 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
                              double *norm)
 {
     out->n = 0;
+    out->fold = !bl; /* the blur's pieces are merged by merge_sorted, in its own order */
     *length = 0;
     *norm = 0;
     const float *p = t->xyz + 3 * t->start[s];
