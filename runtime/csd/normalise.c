@@ -17,6 +17,7 @@
  * positive by construction). */
 #include "csd/normalise.h"
 
+#include "util/key_sort.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 
@@ -78,34 +79,6 @@ static double dot(const double *a, const double *b, int n)
     return s;
 }
 
-/* The k-th smallest of the n finite values x (reordered): quickselect, Hoare's partition. */
-static double select_kth(double *x, size_t n, size_t k)
-{
-    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
-    while (lo < hi) {
-        double a = x[lo], b = x[lo + (hi - lo) / 2], c = x[hi];
-        double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-        ptrdiff_t i = lo, j = hi;
-        while (i <= j) {
-            while (x[i] < pivot) i++;
-            while (x[j] > pivot) j--;
-            if (i <= j) {
-                double t = x[i];
-                x[i++] = x[j];
-                x[j--] = t;
-            }
-        }
-        /* x[lo..j] <= pivot <= x[i..hi], and what lies between equals the pivot */
-        if (kk <= j)
-            hi = j;
-        else if (kk >= i)
-            lo = i;
-        else
-            return x[kk];
-    }
-    return x[kk];
-}
-
 /* Marks the inliers for the factors a and the current field; returns how many voxels changed. */
 static size_t detect_outliers(fit *f, const double *a, double range)
 {
@@ -117,8 +90,8 @@ static size_t detect_outliers(fit *f, const double *a, double range)
     }
     double lo = 0, hi = -1; /* no finite voxel: every voxel out */
     if (m > 0) {
-        double q1 = select_kth(f->work, m, (size_t)floor(0.25 * (double)(m - 1) + 0.5));
-        double q3 = select_kth(f->work, m, (size_t)floor(0.75 * (double)(m - 1) + 0.5));
+        double q1 = dm_select_kth(f->work, m, (size_t)floor(0.25 * (double)(m - 1) + 0.5));
+        double q3 = dm_select_kth(f->work, m, (size_t)floor(0.75 * (double)(m - 1) + 0.5));
         lo = q1 - range * (q3 - q1);
         hi = q3 + range * (q3 - q1);
     }

@@ -1,9 +1,9 @@
 /* The mid-slice renderer: RAS reorientation, grey windows from percentiles, panel drawing. */
 #include "render/slices.h"
 #include "util/error.h"
+#include "util/key_sort.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <nifti2_io.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,36 +62,6 @@ typedef struct panel {
     int width, height, x0, y0; /* in pixels, and its place in the picture */
 } panel;
 
-/* The k-th smallest of a[0..n) (0-based), by quickselect: a is reordered so that a[k] holds it
- * and every a[i] with i > k is >= a[k].  O(n) on average, where a sort would be O(n log n) (a
- * picture's window otherwise cost more than its drawing). */
-static double kth_smallest(double *a, ptrdiff_t n, ptrdiff_t k)
-{
-    ptrdiff_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        /* the median of the first, middle and last values as the pivot */
-        double x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
-        double pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-        ptrdiff_t i = lo, j = hi;
-        while (i <= j) { /* Hoare's partition: [lo, j] <= pivot <= [i, hi] */
-            while (a[i] < pivot) i++;
-            while (a[j] > pivot) j--;
-            if (i <= j) {
-                double t = a[i];
-                a[i++] = a[j];
-                a[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return a[k]; /* between the two parts: equal to the pivot */
-    }
-    return a[k];
-}
-
 /* Percentile p (0..100) of the finite non-zero values of volume t, with linear interpolation
  * between ranks (numpy's default); NAN when there is none. */
 static double percentile(const dm_volume *v, int t, double p, int absolute)
@@ -108,7 +78,7 @@ static double percentile(const dm_volume *v, int t, double p, int absolute)
     if (n) {
         double pos = p / 100 * (double)(n - 1);
         size_t lo = (size_t)floor(pos);
-        double below = kth_smallest(vals, (ptrdiff_t)n, (ptrdiff_t)lo), above = below;
+        double below = dm_select_kth(vals, n, lo), above = below; /* O(n), not a sort */
         if (lo + 1 < n) { /* the next rank: the least of those after it */
             above = vals[lo + 1];
             for (size_t i = lo + 2; i < n; i++)

@@ -29,3 +29,31 @@ void dm_key_sort(unsigned long long *keys, unsigned long long *scratch, size_t n
     }
     if (from != keys) memcpy(keys, from, n * sizeof *keys);
 }
+
+double dm_select_kth(double *x, size_t n, size_t k)
+{
+    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+    while (lo < hi) {
+        /* the median of the first, middle and last values as the pivot */
+        double a = x[lo], b = x[lo + (hi - lo) / 2], c = x[hi];
+        double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        ptrdiff_t i = lo, j = hi;
+        while (i <= j) {
+            while (x[i] < pivot) i++;
+            while (x[j] > pivot) j--;
+            if (i <= j) {
+                double t = x[i];
+                x[i++] = x[j];
+                x[j--] = t;
+            }
+        }
+        /* x[lo..j] <= pivot <= x[i..hi], and what lies between equals the pivot */
+        if (kk <= j)
+            hi = j;
+        else if (kk >= i)
+            lo = i;
+        else
+            return x[kk];
+    }
+    return x[kk];
+}

@@ -1,4 +1,5 @@
-/* Sorting of 64-bit keys (matrix entries row << 32 | col) by LSD radix sort: a byte per pass,
+/* Ordering numbers: the k-th smallest of an array without sorting it (quickselect); sorting of
+ * 64-bit keys (matrix entries row << 32 | col) by LSD radix sort: a byte per pass,
  * passes whose byte is the same in every key skipped, so keys with 15-bit rows and columns
  * take 4 passes.  Used where millions of keys come back from a GPU at once. */
 #ifndef DIMOC_KEY_SORT_H
@@ -8,5 +9,10 @@
 
 /* Sorts keys[0..n) ascending; scratch holds n keys (its contents are overwritten). */
 void dm_key_sort(unsigned long long *keys, unsigned long long *scratch, size_t n);
+
+/* The k-th smallest (0-based) of the n finite values x, by quickselect with Hoare's partition:
+ * x is reordered so that x[k] holds it and every x[i] with i > k is >= x[k].  O(n) on average,
+ * where a sort is O(n log n). */
+double dm_select_kth(double *x, size_t n, size_t k);
 
 #endif

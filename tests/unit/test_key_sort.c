@@ -40,6 +40,29 @@ static int sorts_like_qsort(const unsigned long long *keys, size_t n)
     return same;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* dm_select_kth against qsort: every rank of short arrays with many ties (values 0..span-1),
+ * and the order it leaves (nothing after rank k below it). */
+static int selects_like_qsort(void)
+{
+    double a[64], sorted[64];
+    for (int trial = 0; trial < 20000; trial++) {
+        size_t n = 1 + next_random() % 64, k = next_random() % n, span = 1 + next_random() % 12;
+        for (size_t i = 0; i < n; i++) a[i] = sorted[i] = (double)(next_random() % span);
+        qsort(sorted, n, sizeof *sorted, cmp_double);
+        double v = dm_select_kth(a, n, k);
+        if (v != sorted[k]) return 0;
+        for (size_t i = k + 1; i < n; i++)
+            if (a[i] < v) return 0;
+    }
+    return 1;
+}
+
 int main(void)
 {
     enum { N = 300000 };
@@ -126,5 +149,8 @@ int main(void)
     dm_sparse_free(&one);
     dm_sparse_free(&bulk);
     free(k);
-    return failed || !same;
+    int selects = selects_like_qsort();
+    printf("%s select_kth_matches_qsort (20000 arrays of 1-64 values with ties)\n",
+           selects ? "PASS" : "FAIL");
+    return failed || !same || !selects;
 }
