@@ -13,7 +13,7 @@ its whole process tree (resource.getrusage(RUSAGE_CHILDREN) before and after):
                BLAS threads as --threads, its kernels generated in a fresh folder: kernel
                generation (setup, generate_kernels, load_kernels) and fit timed apart inside
                the process, the total charged as above;
-  dimoc --fast `dimoc pipeline noddi_watson --fast --threads T` (tensor, angles, the dictionary
+  dimoc --fast `dimoc pipeline noddi_watson --fast --threads T` (the tensor start, the dictionary
                fit), its fitter compiled once beforehand (as AMICO caches its kernels: the
                first run is timed too and reported as "compile");
   dimoc        the normal cascade `dimoc pipeline noddi_watson --threads T`, for reference.
