@@ -99,7 +99,8 @@ DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values, 
         dm_voxel_rows(meas_r, vox_r, M, rows);
         d.meas = rows;
 #endif
-        status = dm_fit_one_voxel(cfg, grid_r, &d, voxel_index, p, samples_r, DM_NPARAMS, st);
+        status = dm_fit_one_voxel(cfg, grid_r, &d, voxel_index, p, samples_r, DM_NPARAMS, st,
+                                  DM_STATUS_FITTED);
 #if DM_FIX_WIDTH > 0
         free(rows);
 #endif

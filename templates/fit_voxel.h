@@ -28,18 +28,27 @@
 #define DM_COMPILED_METHODS (DM_METHOD_GRID | DM_METHOD_LM | DM_METHOD_MCMC)
 #endif
 #define DM_RUNS(cfg, m) ((DM_COMPILED_METHODS & (m)) && ((cfg)->methods & (m)))
+/* A GPU run of a grid search or LM followed by MCMC is two programs, compiled at once in about
+ * half the time of one holding every method (runtime/fit/fit_gpu.c): the MCMC build continues
+ * from the first kernel's estimate, status and LM iterations, left in device memory. */
+#define DM_CONTINUES(cfg)                                                                          \
+    (((cfg)->methods & (DM_METHOD_GRID | DM_METHOD_LM)) &&                                         \
+     !(DM_COMPILED_METHODS & (DM_METHOD_GRID | DM_METHOD_LM)))
 
 /* params: in: the start; out: the estimate.  samples: DM_NSAMPLES(cfg) rows, row s at
- * samples + s * sample_stride (MCMC only; may be NULL otherwise).  stats: DM_NSTATS. */
+ * samples + s * sample_stride (MCMC only; may be NULL otherwise).  stats: DM_NSTATS (in: LM's
+ * iterations when DM_CONTINUES).  status_in: DM_STATUS_FITTED, or the first kernel's status
+ * when DM_CONTINUES. */
 DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
                            const dm_voxel_data *d, unsigned long long voxel_index, real *params,
-                           real *samples, int sample_stride, real *stats)
+                           real *samples, int sample_stride, real *stats, int status_in)
 {
     real p[DM_NPARAMS];
     for (int k = 0; k < DM_NPARAMS; k++) p[k] = params[k];
     dm_wrap_periodic(p);
 
-    int status = DM_STATUS_FITTED, iterations = 0;
+    int status = status_in;
+    int iterations = DM_CONTINUES(cfg) ? (int)stats[DM_STAT_ITERATIONS] : 0;
     real sse = 0, accept_rate = 0, tau_mean = 0;
     if (DM_RUNS(cfg, DM_METHOD_GRID)) {
         if (!dm_grid_search(cfg, grid_values, d, p, &sse) && cfg->methods == DM_METHOD_GRID)
@@ -47,7 +56,7 @@ DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
     }
     if (status != DM_STATUS_FAILED && DM_RUNS(cfg, DM_METHOD_LM)) {
         status = dm_lm_multistart(cfg, d, p, &iterations, &sse);
-        if (!DM_RUNS(cfg, DM_METHOD_MCMC)) status = dm_bound_status(cfg, p, status);
+        if (!(cfg->methods & DM_METHOD_MCMC)) status = dm_bound_status(cfg, p, status);
     }
     if (status != DM_STATUS_FAILED && DM_RUNS(cfg, DM_METHOD_MCMC))
         status =

@@ -61,7 +61,8 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     int st = dm_fit_one_voxel(&cfg, grid_values, &d, voxel_index[voxel],
                               params + (size_t)voxel * DM_NPARAMS,
                               ns ? samples + (size_t)voxel * ns * DM_NPARAMS : 0, DM_NPARAMS,
-                              stats + (size_t)voxel * DM_NSTATS);
+                              stats + (size_t)voxel * DM_NSTATS,
+                              DM_CONTINUES(&cfg) ? status[voxel] : DM_STATUS_FITTED);
     if (DM_LANE_LEADER) status[voxel] = st;
 }
 

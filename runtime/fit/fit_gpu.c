@@ -22,7 +22,7 @@ typedef struct gpu_job {
     dm_problem *p;
     dm_fit_results *res;
     const dm_cuda *cu;
-    const dm_gpu_program *prog;
+    const dm_fit_gpu_programs *progs;
     int real_size, lanes, ns;
     size_t *todo, ntodo, batch;
     atomic_size_t next; /* next batch's first position in todo */
@@ -77,6 +77,71 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
                          .templates = fitter_templates,
                          .options = real_size == 4 ? float_options : NULL};
     return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
+}
+
+typedef struct part_compile {
+    const dm_cuda *cu;
+    const dm_model_info *mi;
+    int arch, real_size, lanes, methods, noise, use_cache, rc;
+    dm_gpu_program *out;
+    char error[512];
+} part_compile;
+
+static void *part_compile_main(void *arg)
+{
+    part_compile *c = arg;
+    c->rc = dm_fit_gpu_compile(c->cu, c->mi, c->arch, c->real_size, c->lanes, c->methods, c->noise,
+                               c->use_cache, c->out);
+    if (c->rc != 0) snprintf(c->error, sizeof c->error, "%s", dm_last_error());
+    return NULL;
+}
+
+int dm_fit_gpu_compile_parts(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
+                             int lanes, int methods, int noise, int use_cache,
+                             dm_fit_gpu_programs *out)
+{
+    memset(out, 0, sizeof *out);
+    const int first = DM_METHOD_GRID | DM_METHOD_LM;
+    int split = (methods & DM_METHOD_MCMC) && (methods & first);
+    out->n = split ? 2 : 1;
+    const int part_methods[2] = {split ? methods & first : methods, DM_METHOD_MCMC};
+    part_compile c[2];
+    for (int k = 0; k < out->n; k++)
+        c[k] = (part_compile){.cu = cu,
+                              .mi = mi,
+                              .arch = arch,
+                              .real_size = real_size,
+                              .lanes = lanes,
+                              .methods = part_methods[k],
+                              .noise = noise,
+                              .use_cache = use_cache,
+                              .out = &out->part[k]};
+    double t0 = dm_now_seconds();
+    pthread_t th;
+    int threaded = split && pthread_create(&th, NULL, part_compile_main, &c[1]) == 0;
+    part_compile_main(&c[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    else if (split)
+        part_compile_main(&c[1]);
+    out->cached = 1;
+    int compiled = 0;
+    for (int k = 0; k < out->n; k++) {
+        out->cached &= out->part[k].cached;
+        compiled |= c[k].rc == 0 && !out->part[k].cached;
+    }
+    out->compile_seconds = compiled ? dm_now_seconds() - t0 : 0;
+    for (int k = 0; k < out->n; k++)
+        if (c[k].rc != 0) {
+            dm_fit_gpu_programs_free(out);
+            return dm_set_error("%s", c[k].error);
+        }
+    return 0;
+}
+
+void dm_fit_gpu_programs_free(dm_fit_gpu_programs *progs)
+{
+    for (int k = 0; k < 2; k++) dm_gpu_program_free(&progs->part[k]);
 }
 
 int dm_fit_gpu_auto_lanes(int M, int real_size)
@@ -169,15 +234,16 @@ static void *worker_main(void *arg)
     int rs = j->real_size, P = p->mi.nparams, ns = j->ns;
     size_t M = p->M, W = p->mi.measure_width, VW = p->mi.voxel_width, VS = VW ? VW : 1;
     size_t fix_rows = p->mi.fix_width ? W + (size_t)p->mi.fix_width : 0; /* extended row width */
-    dm_gpu_kernel kern;
-    memset(&kern, 0, sizeof kern);
+    dm_gpu_kernel kern[2];
+    memset(kern, 0, sizeof kern);
     CUdeviceptr d_meas = 0, d_grid = 0;
     slot slots[2];
     memset(slots, 0, sizeof slots);
     w->rc = -1;
-    if (dm_gpu_kernel_open(cu, w->ordinal, j->prog, "dm_fit_kernel", "fitter", "fitting kernel",
-                           &kern) != 0)
-        goto fail;
+    for (int k = 0; k < j->progs->n; k++)
+        if (dm_gpu_kernel_open(cu, w->ordinal, &j->progs->part[k], "dm_fit_kernel", "fitter",
+                               "fitting kernel", &kern[k]) != 0)
+            goto fail;
     {
         /* Inputs shared by every voxel: the measurement rows and the grid values. */
         size_t nm = M * (W ? W : 1), ng = p->ngrid_values ? p->ngrid_values : 1;
@@ -239,9 +305,10 @@ static void *worker_main(void *arg)
         int nvox = (int)n;
         void *args[] = {&p->cfg,    &d_grid,     &d_meas,   &s->y,      &s->vox,  &s->idx,
                         &s->params, &s->samples, &s->stats, &s->status, &s->rows, &nvox};
-        if (dm_gpu_launch(cu, kern.fn, (unsigned long long)n * j->lanes, BLOCK_THREADS, s->stream,
-                          args, "launching the fitting kernel") != 0)
-            goto fail;
+        for (int k = 0; k < j->progs->n; k++) /* the parts in turn, on the batch's stream */
+            if (dm_gpu_launch(cu, kern[k].fn, (unsigned long long)n * j->lanes, BLOCK_THREADS,
+                              s->stream, args, "launching the fitting kernel") != 0)
+                goto fail;
         CK(cu->cuMemcpyDtoHAsync(s->hparams, s->params, n * P * rs, s->stream),
            "copying from the GPU");
         CK(cu->cuMemcpyDtoHAsync(s->hstats, s->stats, n * DM_NSTATS * rs, s->stream),
@@ -261,7 +328,7 @@ fail:
     for (int s = 0; s < 2; s++) free_slot(cu, &slots[s]);
     if (d_meas) cu->cuMemFree(d_meas);
     if (d_grid) cu->cuMemFree(d_grid);
-    dm_gpu_kernel_close(cu, &kern);
+    for (int k = 0; k < 2; k++) dm_gpu_kernel_close(cu, &kern[k]);
     return NULL;
 }
 
@@ -310,19 +377,19 @@ int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
     int lanes = o->lanes > 0 ? o->lanes : dm_fit_gpu_auto_lanes(p->M, real_size);
     rep->lanes = lanes;
     rep->ngpus = ngpu;
-    dm_gpu_program prog;
-    if (dm_fit_gpu_compile(cu, &p->mi, gs.arch, real_size, lanes, p->cfg.methods, p->cfg.noise, 1,
-                           &prog) != 0)
+    dm_fit_gpu_programs progs;
+    if (dm_fit_gpu_compile_parts(cu, &p->mi, gs.arch, real_size, lanes, p->cfg.methods,
+                                 p->cfg.noise, 1, &progs) != 0)
         return -1;
-    rep->compile_seconds = prog.compile_seconds;
-    rep->compile_cached = prog.cached;
+    rep->compile_seconds = progs.compile_seconds;
+    rep->compile_cached = progs.cached;
 
     gpu_job j;
     memset(&j, 0, sizeof j);
     j.p = p;
     j.res = res;
     j.cu = cu;
-    j.prog = &prog;
+    j.progs = &progs;
     j.real_size = real_size;
     j.lanes = lanes;
     j.ns = res->nsamples;
@@ -363,6 +430,6 @@ int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
     }
     rep->batches = atomic_load(&j.batches);
     free(j.todo);
-    dm_gpu_program_free(&prog);
+    dm_fit_gpu_programs_free(&progs);
     return rc;
 }

@@ -33,6 +33,24 @@ typedef struct dm_fit_gpu_report {
  * in dm_last_error(). */
 int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
                        int lanes, int methods, int noise, int use_cache, dm_gpu_program *out);
+/* The programs of a GPU fit, run in turn on every batch.  MCMC after a grid search or LM is a
+ * program of its own, continuing from the first's estimates in device memory
+ * (templates/fit_voxel.h: DM_CONTINUES): the two are compiled at once, on two threads, in about
+ * half the wall time of one program holding every method (NVRTC's and ptxas's time grows
+ * faster than the code: ball & 2 sticks in double, 3.6 s and 5.5 s apart against 10.8 s
+ * together, bench/NOTES.md).  Each part is cached on its own (the first is the LM-only
+ * program of the pipelines' earlier stages). */
+typedef struct dm_fit_gpu_programs {
+    int n; /* 1 or 2 */
+    dm_gpu_program part[2];
+    double compile_seconds; /* the compiles' wall time, 0 when every part was cached */
+    int cached;             /* every part came from the cache */
+} dm_fit_gpu_programs;
+/* As dm_fit_gpu_compile, for every part of a run of `methods`.  0, or -1 (nothing to free). */
+int dm_fit_gpu_compile_parts(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
+                             int lanes, int methods, int noise, int use_cache,
+                             dm_fit_gpu_programs *out);
+void dm_fit_gpu_programs_free(dm_fit_gpu_programs *progs);
 /* Lanes per voxel chosen for M measurements and the precision (real_size 4 or 8). */
 int dm_fit_gpu_auto_lanes(int M, int real_size);
 /* The GPUs of a run, opened once and kept for every stage of a cascade.  Each GPU's primary

@@ -622,8 +622,8 @@ int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p)
         return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
                             "least one measurement per free parameter",
                             r->data, p->M, mi->name, nfree);
-    dm_fit_starts(p, prev ? every : supplied_starts(p, r));
     struct init_ctx ic = {p, 0};
+    if (!prev) dm_fit_starts(p, supplied_starts(p, r)); /* prev overwrites every start */
     if (prev) { /* the previous stage's maps, as --init-from would read them */
         memcpy(p->start, prev, p->nfit * P * sizeof *p->start);
         ic.given = every;

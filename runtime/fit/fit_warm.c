@@ -65,14 +65,14 @@ static int warm_model(const dm_warm_request *r, const char *name, const dm_cuda 
         for (int s = 0; s < nsets && rc == 0 && cu; s++) {
             int methods = sets[s];
             int lanes = r->lanes > 0 ? r->lanes : dm_fit_gpu_auto_lanes(r->measurements, rs);
-            dm_gpu_program prog;
-            rc = dm_fit_gpu_compile(cu, &mi, gs->arch, rs, lanes, methods, DM_NOISE_GAUSSIAN, 1,
-                                    &prog); /* MCMC's default noise model */
+            dm_fit_gpu_programs progs;
+            rc = dm_fit_gpu_compile_parts(cu, &mi, gs->arch, rs, lanes, methods, DM_NOISE_GAUSSIAN,
+                                          1, &progs); /* MCMC's default */
             if (rc == 0) {
                 char where[80];
                 snprintf(where, sizeof where, "gpu sm_%d %s", gs->arch, method_names(methods));
-                report(r, mi.name, where, rs, lanes, prog.compile_seconds, prog.cached);
-                dm_gpu_program_free(&prog);
+                report(r, mi.name, where, rs, lanes, progs.compile_seconds, progs.cached);
+                dm_fit_gpu_programs_free(&progs);
             }
         }
         if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();

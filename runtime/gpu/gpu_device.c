@@ -31,16 +31,22 @@ int dm_gpu_device_check(const char *device, const char *command)
                : dm_set_error("--device: '%s' is not one of cpu, gpu, auto", device);
 }
 
-int dm_gpu_probe_begin(dm_gpu_probe *p, const char *device, const char *command)
+/* threaded 0: probed at once, on the caller's thread */
+static int probe_begin(dm_gpu_probe *p, const char *device, const char *command, int threaded)
 {
     memset(p, 0, sizeof *p);
     p->device = device ? device : "auto";
     p->command = command;
     if (dm_gpu_device_check(device, command) != 0) return -1;
     if (!strcmp(p->device, "cpu")) return 0;
-    p->running = pthread_create(&p->thread, NULL, probe_main, p) == 0;
+    p->running = threaded && pthread_create(&p->thread, NULL, probe_main, p) == 0;
     if (!p->running) probe_main(p); /* no thread: probed now */
     return 0;
+}
+
+int dm_gpu_probe_begin(dm_gpu_probe *p, const char *device, const char *command)
+{
+    return probe_begin(p, device, command, 1);
 }
 
 int dm_gpu_probe_end(dm_gpu_probe *p, int *use_gpu)
@@ -61,7 +67,7 @@ int dm_gpu_resolve_device(const char *device, const char *command, int *use_gpu)
 {
     dm_gpu_probe p;
     *use_gpu = 0;
-    if (dm_gpu_probe_begin(&p, device, command) != 0) return -1;
+    if (probe_begin(&p, device, command, 0) != 0) return -1;
     return dm_gpu_probe_end(&p, use_gpu);
 }
 

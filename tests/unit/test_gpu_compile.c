@@ -33,15 +33,18 @@ int main(void)
         for (int rs = 4; rs <= (i == 0 ? 8 : 4); rs += 4) {
             int archs[2] = {90, 80};
             for (int a = 0; a < (i == 0 ? 2 : 1); a++) {
-                dm_gpu_program prog;
-                int rc = dm_fit_gpu_compile(cu, &mi, archs[a], rs, 8, 7, -1, 0, &prog);
-                if (rc == 0 && prog.size > 1000)
-                    printf("PASS nvrtc-%s-%s-sm%d (%zu byte cubin, %.1f s)\n", models[i],
-                           rs == 4 ? "float" : "double", archs[a], prog.size, prog.compile_seconds);
+                /* every method: the grid and LM program, and MCMC's own */
+                dm_fit_gpu_programs progs;
+                int rc = dm_fit_gpu_compile_parts(cu, &mi, archs[a], rs, 8, 7, -1, 0, &progs);
+                if (rc == 0 && progs.n == 2 && progs.part[0].size > 1000 &&
+                    progs.part[1].size > 1000)
+                    printf("PASS nvrtc-%s-%s-sm%d (%zu + %zu byte cubins, %.1f s)\n", models[i],
+                           rs == 4 ? "float" : "double", archs[a], progs.part[0].size,
+                           progs.part[1].size, progs.compile_seconds);
                 else
                     printf("FAIL nvrtc-%s-%s-sm%d: %s\n", models[i], rs == 4 ? "float" : "double",
-                           archs[a], dm_last_error());
-                dm_gpu_program_free(&prog);
+                           archs[a], rc ? dm_last_error() : "not two programs");
+                if (rc == 0) dm_fit_gpu_programs_free(&progs);
             }
         }
         dm_model_info_free(&mi);
