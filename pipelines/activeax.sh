@@ -8,7 +8,9 @@
 #   the scheme, --scheme FILE (columns G in T/m, Delta and delta in s, one row per volume;
 #   docs/fitting.md), is needed: it passes on to every fit.
 #
-#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
+#   1. the orientation: th, ph of the principal axis of a tensor fit of the voxel's signal
+#      (the model's `init from theta(1)` and `phi(1)`: dimoc dti's linear fit, made in the
+#      first stage's process, where the data are read once, instead of a separate command);
 #   2. a grid search over f_ic, f_iso and the radius R, the orientation held, S0 the mean b=0
 #      signal;
 #   3. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
@@ -21,9 +23,8 @@ own_flag() { mcmc_flag "$1"; } # this pipeline's own flag, --mcmc (lib/flags.bas
 pipeline_flags "$@"
 pipeline_stages activeax
 
-$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
-$dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
-cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+# 1-3. The tensor's orientation, the grid, everything: one `dimoc fit` (lib/flags.bash).
+cascade grid --method grid --fixed th,ph --out-type float64 \
     --grid f_ic=0.2:0.1:0.9 --grid f_iso=0,0.1,0.3 --grid R=0.5,1,1.5,2,2.5,3,4,5,6,8 \
     --then final "${last[@]}"
 

@@ -7,7 +7,8 @@
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
 #   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph and its V2, perpendicular
-#      to V1, as the fanning direction psi (dimoc angles);
+#      to V1, as the fanning direction psi (dimoc angles; separate commands, as the model
+#      language has no tensor start for psi: `init from` knows b0, md, theta(K), phi(K));
 #   2. a grid search over fiso, d, kappa1 >= kappa2 (kappa2's values just below kappa1's, as
 #      in noddi_bingham.sh), the orientation held, S0 the mean b=0 signal;
 #   3. Levenberg-Marquardt with th and ph held;

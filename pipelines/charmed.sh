@@ -9,7 +9,9 @@
 #   docs/fitting.md), is needed: it passes on to every fit (and --voxel R=MAP|VALUE, the axon
 #   radius in um).
 #
-#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
+#   1. the orientation: th, ph of the principal axis of a tensor fit of the voxel's signal
+#      (the model's `init from theta(1)` and `phi(1)`: dimoc dti's linear fit, made in the
+#      first stage's process, where the data are read once, instead of a separate command);
 #   2. a grid search over f_r and the three diffusivities, the orientation held, S0 the mean
 #      b=0 signal;
 #   3. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
@@ -22,9 +24,8 @@ own_flag() { mcmc_flag "$1"; } # this pipeline's own flag, --mcmc (lib/flags.bas
 pipeline_flags "$@"
 pipeline_stages charmed
 
-$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
-$dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
-cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+# 1-3. The tensor's orientation, the grid, everything: one `dimoc fit` (lib/flags.bash).
+cascade grid --method grid --fixed th,ph --out-type float64 \
     --grid f_r=0.1:0.1:0.9 --grid d_h_par=1e-3,1.5e-3,2e-3 --grid d_h_perp=3e-4,6e-4,9e-4 \
     --grid d_r=1e-3,1.5e-3,2e-3 \
     --then final "${last[@]}"

@@ -6,7 +6,9 @@
 #   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
-#   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph (dimoc angles);
+#   1. the orientation: th, ph of the principal axis of a tensor fit of the voxel's signal
+#      (the model's `init from theta(1)` and `phi(1)`: dimoc dti's linear fit, made in the
+#      first stage's process, where the data are read once, instead of a separate command);
 #   2. a grid search over f_ic, f_iso and d_par, the orientation held, S0 the mean b=0 signal;
 #   3. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
 # dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final f_ic, f_iso, f_ec, d_par,
@@ -18,9 +20,8 @@ own_flag() { mcmc_flag "$1"; } # this pipeline's own flag, --mcmc (lib/flags.bas
 pipeline_flags "$@"
 pipeline_stages stick_zeppelin_ball
 
-$dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
-$dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
-cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
+# 1-3. The tensor's orientation, the grid, everything: one `dimoc fit` (lib/flags.bash).
+cascade grid --method grid --fixed th,ph --out-type float64 \
     --grid f_ic=0.1:0.1:0.9 --grid f_iso=0,0.1,0.2,0.4,0.7 \
     --grid d_par=1.1e-3,1.5e-3,1.9e-3,2.4e-3 \
     --then final "${last[@]}"

@@ -1,6 +1,6 @@
 """Issue 17: ActiveAx (models/activeax.model) through its pipeline (pipelines/activeax.sh:
-dti -> angles -> grid over f_ic, f_iso, R -> LM), on 200 voxels simulated with varied truths
-and Rician noise (SNR 50 at b = 0).
+the tensor's orientation inside the fit -> grid over f_ic, f_iso, R -> LM), on 200 voxels
+simulated with varied truths and Rician noise (SNR 50 at b = 0).
 
 Protocol (4 shells of 30 directions + 6 b = 0, a Connectom-like scanner, G up to 0.3 T/m):
   G 0.08 T/m, delta 8 ms, Delta 20 ms (b ~ 510 s/mm^2);  G 0.20, 8, 20 (b ~ 3180);

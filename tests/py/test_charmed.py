@@ -1,6 +1,6 @@
-"""Issue 17: CHARMED (models/charmed.model) through its pipeline (pipelines/charmed.sh: dti ->
-angles -> grid over f_r and the diffusivities -> LM), on 200 voxels simulated with varied
-truths and Rician noise (SNR 50 at b = 0).
+"""Issue 17: CHARMED (models/charmed.model) through its pipeline (pipelines/charmed.sh: the
+tensor's orientation inside the fit -> grid over f_r and the diffusivities -> LM), on 200
+voxels simulated with varied truths and Rician noise (SNR 50 at b = 0).
 
 Protocol (long pulses, high b, as CHARMED's): delta 30 ms, Delta 40 ms, 5 shells of 30
 directions, b 1000, 2500, 5000, 7500, 10000 s/mm^2 (G 0.023..0.072 T/m), + 6 b = 0; the axon

@@ -1,7 +1,8 @@
 """Issue 17: stick, zeppelin and ball (models/stick_zeppelin_ball.model) through its pipeline
-(pipelines/stick_zeppelin_ball.sh: dti -> angles -> grid over f_ic, f_iso, d_par -> LM), on
-300 voxels simulated with varied truths and Rician noise (SNR 50 at b = 0); 6 b = 0 and three
-shells of 30 directions at b 1000, 2000, 3000 s/mm^2 (no timing needed).
+(pipelines/stick_zeppelin_ball.sh: the tensor's orientation inside the fit -> grid over f_ic,
+f_iso, d_par -> LM), on 300 voxels simulated with varied truths and Rician noise (SNR 50 at
+b = 0); 6 b = 0 and three shells of 30 directions at b 1000, 2000, 3000 s/mm^2 (no timing
+needed).
 Truths: f_ic 0.3..0.7, f_iso 0..0.25, d_par 1.5..2.2e-3 mm^2/s, random orientations; the
 zeppelin's d_perp follows from them by tortuosity.  Checks: median absolute errors.
 """
