@@ -359,9 +359,11 @@ if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the a
     # both lambdas: COMMIT2's sparse group lasso (the lasso's soft threshold, then the groups')
     reg, lam = (("sparse_group_lasso", (cfg["lasso"], cfg["group_lasso"])) if cfg.get("lasso")
                 else ("group_lasso", cfg["group_lasso"]))
+    ic_params = {"group_idx": idx, "group_weights_cardinality": True, "group_weights_adaptive": True}
+    if cfg.get("ic_weights") is not None:  # the weighted sparse group lasso
+        ic_params["coeff_weights"] = np.array(cfg["ic_weights"], dtype=np.float64)
     mit.set_regularisation(regularisers=(reg, None, None), lambdas=(lam, None, None),
-                           params=({"group_idx": idx, "group_weights_cardinality": True,
-                                    "group_weights_adaptive": True}, None, None))
+                           params=(ic_params, None, None))
 t = time.time()
 mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"], **cfg["fit_extra"])
 T["fit"] = time.time() - t

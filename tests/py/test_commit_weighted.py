@@ -10,7 +10,9 @@ defaults (tol_fun 1e-3, 100 iterations).  For each case:
     a redundant tractogram are not determined by the data, docs/commit-facts.md); COMMIT's
     cost of the weighted ISO lasso leaves its penalty out (it sums x[startISO:sizeISO], an empty
     slice: docs/commit-facts.md), so its objective is taken with the penalty added from its x;
-  - a weighted lasso's lambda is COMMIT's (its fraction of max |A^T y|_j / w_j) within 2%;
+  - a weighted lasso's lambda is COMMIT's (its fraction of max |A^T y|_j / w_j) within 2%, also
+    in COMMIT2's sparse group lasso (run to convergence; COMMIT's cost sums the l1 term over all
+    of x, its EC and ISO part taken out here as in test_commit_peer.group_lasso);
   - the weights do what they are for: the streamlines (voxels) weighted up get less (the balls
     there less) than without the weights;
   - with --allow-negative the block holds negative values as COMMIT's does (and none with the
@@ -56,6 +58,9 @@ def main():
     heavy = p["label"] == sorted(set(p["label"][~p["is_false"]]))[0]
     w_ic = np.where(heavy, 3.0, rng.uniform(0.5, 1.5, n))
     np.savetxt(f"{d}/w_ic.txt", w_ic, fmt="%.9g")
+    names = sorted(set(p["label"]))
+    labels = np.array([names.index(x) for x in p["label"]])
+    np.savetxt(f"{d}/groups.txt", labels, fmt="%d")
     # the balls penalised more in one half of the image (set_wLasso_ISO wants weights >= 1)
     w_iso = np.ones(shape, np.float32)
     w_iso[: shape[0] // 2] = 4.0
@@ -65,6 +70,11 @@ def main():
     cases = (
         ("weighted_ic", {"lasso": 0.02, "ic_weights": w_ic},
          ("--lambda", "0.02", "--lambda-weights", f"{d}/w_ic.txt")),
+        # the sparse group lasso (COMMIT2) weighted, both run to convergence as in test_commit_peer
+        ("weighted_sparse_group", {"lasso": 0.005, "group_lasso": 0.05, "groups": labels, "ic_weights": w_ic,
+                                   "tol_fun": 1e-7, "max_iter": 3000},
+         ("--lambda", "0.005", "--lambda-group", "0.05", "--groups", f"{d}/groups.txt", "--lambda-weights",
+          f"{d}/w_ic.txt", "--tol", "1e-7", "--max-iter", "3000")),
         ("weighted_iso", {"lasso_iso": 0.1, "iso_weights_img": f"{d}/w_iso.nii.gz"},
          ("--lambda-iso", "0.1", "--lambda-iso-weights", f"{d}/w_iso.nii.gz")),
         ("negative_iso", {"lasso_iso": 0.05, "is_nonnegative": (True, True, False)},
@@ -88,6 +98,8 @@ def main():
             wv = w_iso[z["mask_ix"], z["mask_iy"], z["mask_iz"]][z["iso_vox"]]
             peer["objective"] = (peer["fit_details"]["residual"]
                                  + reg["lambdaISO"] * float(np.sum(np.tile(wv, nISO) * np.abs(x_iso))))
+        if tag == "weighted_sparse_group":  # COMMIT sums its l1 term over all of x (EC, ISO: w 1)
+            peer["objective"] -= reg["lambdaIC"][0] * peer["peer"]["x"][reg["sizeIC"]:].sum()
         if tag == "debias":  # the voxels both refits fit: COMMIT's y is 0 (NRMSE 0) elsewhere
             peer = dict(peer, fit_mask=peer["fit_mask"] & (peer["nrmse"] > 0) & (me["nrmse"] > 0))
         same_fit(f"commit_{tag}", peer, me, {"ic": peer["ic"], "ec": peer["ec"], "iso": peer_iso_sum(peer)},
@@ -102,6 +114,10 @@ def main():
     check("commit_weighted_ic_penalises_the_weighted", wf < pf and peer["weights"][heavy].sum() < pf,
           f"the bundle weighted 3: total weight {wf:.4g} (COMMIT {peer['weights'][heavy].sum():.4g}), "
           f"{pf:.4g} with the lasso unweighted")
+
+    peer, me, reg = results["weighted_sparse_group"]
+    a, b = me["prov"]["lasso_lambda"], float(reg["lambdaIC"][0])
+    check("commit_weighted_sparse_group_lambda_as_commit", abs(a - b) / b < 0.02, f"dimoc {a:.5g}, COMMIT {b:.5g}")
 
     peer, me, reg = results["weighted_iso"]
     a, b = me["prov"]["lasso_lambda_iso"], float(reg["lambdaISO"])
