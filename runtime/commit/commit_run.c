@@ -1073,6 +1073,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         fr.lambda_ec = fr_reg.lambda_ec;
         fr.lambda_iso = fr_reg.lambda_iso;
         fr.lambda_group = fr_reg.lambda_group;
+        fr.products += fr_reg.products + 1; /* and the support's A x */
     }
     t_solve = dm_now_seconds() - t1;
 
