@@ -362,7 +362,7 @@ if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the a
     ic_params = {"group_idx": idx, "group_weights_cardinality": True, "group_weights_adaptive": True}
     if cfg.get("ic_weights") is not None:  # the weighted sparse group lasso
         ic_params["coeff_weights"] = np.array(cfg["ic_weights"], dtype=np.float64)
-    mit.set_regularisation(regularisers=(reg, None, None), lambdas=(lam, None, None),
+    mit.set_regularisation(regularisers=(reg, None, None), lambdas=(lam, None, None), is_nonnegative=nonneg,
                            params=(ic_params, None, None))
 t = time.time()
 mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"], **cfg["fit_extra"])

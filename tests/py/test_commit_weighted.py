@@ -16,7 +16,8 @@ defaults (tol_fun 1e-3, 100 iterations).  For each case:
   - the weights do what they are for: the streamlines (voxels) weighted up get less (the balls
     there less) than without the weights;
   - with --allow-negative the block holds negative values as COMMIT's does (and none with the
-    constraint kept), and filtered.tck keeps the weights > 0 only;
+    constraint kept), and filtered.tck keeps the weights > 0 only; COMMIT2's group lasso with the
+    balls free: every bundle at 0 in both, the objective no worse, the EC map r > 0.99;
   - --debias: the maps compared over the voxels both refits fit (the signal is 0 where the kept
     streamlines predict none, and the supports differ by a few streamlines); the streamlines
     COMMIT's refit keeps (weight > 0) are dimoc's but for 5%, and the refit's objective is below
@@ -147,6 +148,21 @@ def main():
     check("commit_negative_ic_weights_and_filtered", neg_me > 0 and neg_peer > 0 and
           kept == np.count_nonzero(me["weights"] > 0) == me["prov"]["streamlines_nonzero"],
           f"negative weights: dimoc {neg_me}, COMMIT {neg_peer}; filtered.tck {kept} streamlines (weight > 0)")
+
+    # COMMIT2's group lasso with the balls free of x >= 0: negative balls and zeppelins explain
+    # the signal and every bundle goes to 0, in both
+    peer = cp.run_on_phantom(f"{d}/peer_group_negative_iso", p, group_lasso=0.1, groups=labels,
+                             is_nonnegative=(True, True, False))
+    run(p, f"{d}/dimoc_group_negative_iso", "--lambda-group", "0.1", "--groups", f"{d}/groups.txt",
+        "--allow-negative", "iso", "--device", "cpu")
+    me = read(f"{d}/dimoc_group_negative_iso")
+    m = peer["fit_mask"]
+    r_ec = np.corrcoef(peer["ec"][m], me["ec"][m])[0, 1]
+    o_me, o_peer = me["prov"]["objective"], peer["objective"]
+    check("commit_group_lasso_negative_iso_vs_commit2", o_me <= o_peer * (1 + 1e-3) and r_ec > 0.99 and
+          np.count_nonzero(me["weights"]) == np.count_nonzero(peer["weights"]) == 0 and (me["iso"][m] < 0).any(),
+          f"objective {o_me:.5f} (COMMIT2 {o_peer:.5f}), EC map r = {r_ec:.5f}, "
+          f"{np.count_nonzero(me['weights'])} and {np.count_nonzero(peer['weights'])} streamlines weighted")
 
     peer, me, reg = results["debias"]
     a_on, b_on = me["weights"] > 0, peer["weights"] > 0
