@@ -285,6 +285,20 @@ static const dm_opt commit_opts[] = {
     {"lambda-iso", "F", "0",
      "the lasso on the isotropic (ball) coefficients, as COMMIT's: lambda = F x max |A^T y| "
      "over them"},
+    {"lambda-weights", "FILE", NULL,
+     "a weight >= 0 per streamline of the tractogram, in its order, for the --lambda lasso "
+     "(COMMIT's coeff_weights): lambda sum w_f |x_f|, lambda_max = max |A^T y|_f / w_f over "
+     "w_f > 0 (0: that streamline is not penalised); with --lambda-group too"},
+    {"lambda-iso-weights", "IMG", NULL,
+     "a 3D image of weights >= 0 on the data's grid for the --lambda-iso lasso, read in the "
+     "voxels with balls (COMMIT's set_wLasso_ISO): lambda sum w_v |x_v|"},
+    {"allow-negative", "ic,ec,iso", NULL,
+     "drop the non-negativity of these blocks (COMMIT's is_nonnegative False): their lasso is "
+     "the plain soft threshold; weights and maps may be negative (filtered.tck keeps weight > 0)"},
+    {"debias", NULL, NULL,
+     "after a regularised fit, fit again without the regularisation on its support, as COMMIT's "
+     "fit(debias=True): only the streamlines' columns >= 1e-15 and every zeppelin and ball, the "
+     "signal set to 0 where those streamlines predict none"},
     {"groups", "FILE", NULL,
      "one group label (an integer >= 0) per streamline of the tractogram, in its order: the "
      "bundles of --lambda-group (e.g. the node pair of each streamline)"},
@@ -332,6 +346,12 @@ int dm_help_commit(FILE *out)
         "--model cylinder-zeppelin-ball (COMMIT's CylinderZeppelinBall) needs --scheme FILE, the\n"
         "pulses' G, Delta, delta per volume; each streamline gets one coefficient per --radii,\n"
         "its weight their sum.\n"
+        "\n"
+        "Regularisation as COMMIT's set_regularisation: --lambda (weighted per streamline with\n"
+        "--lambda-weights), --lambda-group with --groups, --lambda-ec, --lambda-iso (weighted per\n"
+        "voxel with --lambda-iso-weights); --allow-negative lifts x >= 0 from some blocks;\n"
+        "--debias refits on the regularised fit's support (docs/commit.md, \"Weighted lassos,\n"
+        "negative blocks, debias\").\n"
         "\n"
         "The dictionary stage alone, over a share of the streamlines (a cluster job each):\n"
         "  dimoc commit --tractogram T.tck --data DWI --mask WM --stage dictionary --part K/N \\\n"
@@ -403,6 +423,23 @@ static int parse_diffusivities(const char *opt, const char *text, int max, doubl
         else if (*end)
             return dm_set_error("commit: --%s '%s' is not a list of numbers", opt, text);
         p = end;
+    }
+    return 0;
+}
+
+/* --allow-negative: a comma list of ic, ec, iso into bits 0, 1, 2 (NULL: none). */
+static int parse_blocks(const char *text, unsigned *blocks)
+{
+    static const char *const names[] = {"ic", "ec", "iso"};
+    *blocks = 0;
+    for (const char *p = text; p && *p;) {
+        size_t n = strcspn(p, ",");
+        int b = 0;
+        while (b < 3 && !(strlen(names[b]) == n && strncmp(p, names[b], n) == 0)) b++;
+        if (b == 3)
+            return dm_set_error("commit: --allow-negative '%s' is not a list of ic, ec, iso", text);
+        *blocks |= 1u << b;
+        p += n + (p[n] == ',');
     }
     return 0;
 }
@@ -495,6 +532,20 @@ int dm_cmd_commit(int argc, char **argv)
                      o.lambda_iso_frac >= 0 && o.lambda_iso_frac <= 1))
         rc = dm_set_error("commit: --lambda, --lambda-group, --lambda-ec and --lambda-iso must be "
                           "in [0, 1] (fractions of lambda_max)");
+    o.lambda_weights = dm_arg(&a, commit_opts, "lambda-weights");
+    o.lambda_iso_weights = dm_arg(&a, commit_opts, "lambda-iso-weights");
+    o.debias = dm_arg_given(&a, commit_opts, "debias");
+    if (rc == 0 && o.lambda_weights && !(o.lambda_frac > 0))
+        rc = dm_set_error("commit: --lambda-weights weighs the lasso of --lambda: give --lambda F "
+                          "> 0 too");
+    if (rc == 0 && o.lambda_iso_weights && !(o.lambda_iso_frac > 0))
+        rc = dm_set_error("commit: --lambda-iso-weights weighs the lasso of --lambda-iso: give "
+                          "--lambda-iso F > 0 too");
+    if (rc == 0 && o.debias &&
+        !(o.lambda_frac > 0 || o.group_frac > 0 || o.lambda_ec_frac > 0 || o.lambda_iso_frac > 0))
+        rc = dm_set_error("commit: --debias refits a regularised fit: give --lambda, "
+                          "--lambda-group, --lambda-ec or --lambda-iso too");
+    if (rc == 0) rc = parse_blocks(dm_arg(&a, commit_opts, "allow-negative"), &o.free_blocks);
     o.groups = dm_arg(&a, commit_opts, "groups");
     if (rc == 0 && (o.group_frac > 0) != (o.groups != NULL))
         rc = dm_set_error("commit: --lambda-group and --groups go together (see 'dimoc help "
@@ -546,10 +597,21 @@ int dm_cmd_commit(int argc, char **argv)
         o.scheme = dm_arg(&a, commit_opts, "scheme");
         o.peaks = dm_arg(&a, commit_opts, "peaks");
         o.out = dm_arg(&a, commit_opts, "out");
-        static const char *const inputs[] = {
-            "tractogram",     "data",   "mask",       "bvals",         "bvecs",
-            "peaks",          "groups", "dictionary", "blur-apply-to", "iso-mask",
-            "confidence-map", "scheme", NULL};
+        static const char *const inputs[] = {"tractogram",
+                                             "data",
+                                             "mask",
+                                             "bvals",
+                                             "bvecs",
+                                             "peaks",
+                                             "groups",
+                                             "dictionary",
+                                             "blur-apply-to",
+                                             "iso-mask",
+                                             "confidence-map",
+                                             "scheme",
+                                             "lambda-weights",
+                                             "lambda-iso-weights",
+                                             NULL};
         dm_provenance prov;
         dm_provenance_begin(&prov, "commit");
         dm_provenance_args(&prov, &a, commit_opts, inputs);

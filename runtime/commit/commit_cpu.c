@@ -110,11 +110,11 @@ static int prox_step(void *ctx, double step, double *lin, double *sq)
     return 0;
 }
 
-/* The lasso's lambda of column j (commit_ops.h). */
+/* The lasso's threshold of column j per unit step (commit_ops.h). */
 static double lambda_of(const dm_commit_reg *reg, long j)
 {
-    return dm_commit_block_lambda(j, reg->nf, reg->ec_end, reg->lambda, reg->lambda_ec,
-                                  reg->lambda_iso);
+    return dm_commit_col_lambda(j, reg->nf, reg->ec_end, reg->lambda, reg->lambda_ec,
+                                reg->lambda_iso, reg->col_w);
 }
 
 /* The prox step with a regularisation (commit_solve.h: dm_commit_reg). */
@@ -123,6 +123,7 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
 {
     dm_commit_cpu *c = ctx;
     const long n = c->A->ncols;
+    const int ic_free = reg->free_blocks & 1u;
     c->ax_of_x = 0;
 #pragma omp parallel for schedule(static) num_threads(c->threads)
     for (long j = 0; j < n; j++)
@@ -137,7 +138,7 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
             double nrm = sqrt(n2), f = nrm <= wl ? 0 : (nrm - wl) / nrm, m2 = 0;
             for (long i = reg->group_start[k]; i < reg->group_start[k + 1]; i++) {
                 double *v = &c->x[reg->group_cols[i]];
-                *v = *v * f > 0 ? *v * f : 0;
+                *v = ic_free || *v * f > 0 ? *v * f : 0;
                 m2 += *v * *v;
             }
             om += reg->group_w[k] * sqrt(m2);
@@ -146,11 +147,11 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
     double l = 0, q = 0, l1 = 0;
 #pragma omp parallel for reduction(+ : l, q, l1) schedule(static) num_threads(c->threads)
     for (long j = 0; j < n; j++) {
-        if (c->x[j] < 0) c->x[j] = 0;
+        c->x[j] = dm_commit_project(c->x[j], j, reg->nf, reg->ec_end, reg->free_blocks);
         double d = c->x[j] - c->xhat[j];
         l += d * c->g[j];
         q += d * d;
-        l1 += lambda_of(reg, j) * c->x[j];
+        l1 += lambda_of(reg, j) * fabs(c->x[j]);
     }
     *lin = l;
     *sq = q;

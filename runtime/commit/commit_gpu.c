@@ -29,11 +29,14 @@ struct dm_commit_gpu {
     dm_commit_op op; /* device pointers */
     long ncols, nrows, nruns;
     CUdeviceptr arrays[40]; /* everything allocated: the operator's arrays, y, 7 vectors, part,
-                             * the groups' 3 arrays */
+                             * the groups' 3 arrays, the column weights, the IC mask */
     int narrays;
     CUdeviceptr y, x, xhat, prev, g, r, ag, runs, part; /* runs: the runs' dots in A^T y */
     const long *groups_of;                              /* the group_start of the groups uploaded */
     CUdeviceptr group_start, group_cols, group_w;
+    const double *weights_of; /* the lasso's column weights uploaded (dm_commit_reg.col_w) */
+    CUdeviceptr col_w;
+    CUdeviceptr ic_fixed; /* dm_commit_gpu_fix_ic's mask */
     double *part_host;
     int blocks; /* of every grid-stride launch */
     int ns;     /* the measurements the program was built for */
@@ -131,17 +134,27 @@ static int curvature(void *ctx, double *agag, double *gg)
     return 0;
 }
 
-/* The prox step: each block's lasso (lambdas 0 without one), the group lasso's shrink when reg
- * has one; *omega = Omega(X) (commit_solve.h). */
+/* The prox step: each block's lasso (lambdas 0 without one; the columns' weights when reg has
+ * them), the group lasso's shrink when reg has one, each block's constraint; *omega = Omega(X)
+ * (commit_solve.h). */
 static int prox(dm_commit_gpu *g, double step, const dm_commit_reg *reg, double *lin, double *sq,
                 double *omega)
 {
     double l_ic = reg ? reg->lambda : 0, l_ec = reg ? reg->lambda_ec : 0,
            l_iso = reg ? reg->lambda_iso : 0, s[3], om = 0;
     long nf = reg ? reg->nf : 0, ec_end = reg ? reg->ec_end : 0;
-    int grouped = reg && reg->lambda_group > 0, clamp = !grouped;
-    void *args[] = {&g->xhat, &g->g,   &step,  &l_ic, &l_ec,     &l_iso,
-                    &nf,      &ec_end, &clamp, &g->x, &g->ncols, &g->part};
+    unsigned free_blocks = reg ? reg->free_blocks : 0;
+    int grouped = reg && reg->lambda_group > 0, finish = !grouped, ic_free = free_blocks & 1u;
+    CUdeviceptr w = 0;
+    if (reg && reg->col_w) {
+        if (g->weights_of != reg->col_w) { /* the same weights for the whole fit: uploaded once */
+            if (up(g, &g->col_w, reg->col_w, (size_t)g->ncols * sizeof(double)) != 0) return -1;
+            g->weights_of = reg->col_w;
+        }
+        w = g->col_w;
+    }
+    void *args[] = {&g->xhat, &g->g, &step,        &l_ic,   &l_ec, &l_iso,    &nf,
+                    &ec_end,  &w,    &free_blocks, &finish, &g->x, &g->ncols, &g->part};
     if (launch(g, K_PROX, args) != 0) return -1;
     if (grouped) {
         if (g->groups_of !=
@@ -155,9 +168,10 @@ static int prox(dm_commit_gpu *g, double step, const dm_commit_reg *reg, double 
         }
         double sl = step * reg->lambda_group;
         long ng = reg->ngroups;
-        void *ga[] = {&g->x, &g->group_start, &g->group_cols, &g->group_w, &ng, &sl, &g->part};
-        void *sa[] = {&g->xhat, &g->g, &g->x,   &l_ic,     &l_ec,
-                      &l_iso,   &nf,   &ec_end, &g->ncols, &g->part};
+        void *ga[] = {&g->x, &g->group_start, &g->group_cols, &g->group_w, &ng,
+                      &sl,   &ic_free,        &g->part};
+        void *sa[] = {&g->xhat, &g->g,   &g->x, &l_ic,        &l_ec,     &l_iso,
+                      &nf,      &ec_end, &w,    &free_blocks, &g->ncols, &g->part};
         if (launch(g, K_GROUP, ga) != 0 || sums(g, 1, &om) != 0 || launch(g, K_PROX_SUMS, sa) != 0)
             return -1;
     }
@@ -218,6 +232,32 @@ static int get_x(void *ctx, double *x)
     CK(cu->cuMemcpyDtoHAsync(x, g->x, (size_t)g->ncols * sizeof(double), 0),
        "copying from the GPU");
     CK(cu->cuStreamSynchronize(0), "copying from the GPU");
+    return 0;
+fail:
+    return -1;
+}
+
+int dm_commit_gpu_set_y(dm_commit_gpu *g, const double *y)
+{
+    const dm_cuda *cu = g->cu;
+    CK(cu->cuMemcpyHtoDAsync(g->y, y, (size_t)g->nrows * sizeof *y, 0), "copying to the GPU");
+    CK(cu->cuStreamSynchronize(0), "copying to the GPU");
+    return 0;
+fail:
+    return -1;
+}
+
+int dm_commit_gpu_fix_ic(dm_commit_gpu *g, const unsigned char *fixed)
+{
+    const dm_cuda *cu = g->cu;
+    const size_t n = (size_t)g->op.nic * g->op.nf;
+    if (!g->ic_fixed) {
+        if (up(g, &g->ic_fixed, fixed, n) != 0) return -1;
+    } else {
+        CK(cu->cuMemcpyHtoDAsync(g->ic_fixed, fixed, n ? n : 1, 0), "copying to the GPU");
+        CK(cu->cuStreamSynchronize(0), "copying to the GPU");
+    }
+    g->op.ic_fixed = (const unsigned char *)(uintptr_t)g->ic_fixed;
     return 0;
 fail:
     return -1;
@@ -317,6 +357,7 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
     if (h->iso_index) UP(iso_index, nv);         /* --iso-mask */
     if (h->row_w) UP(row_w, (size_t)nv * h->ns); /* --confidence-map */
 #undef UP
+    g->op.ic_fixed = NULL; /* none at first; dm_commit_gpu_fix_ic uploads a mask */
     if (up(g, &g->y, y, (size_t)g->nrows * sizeof *y) != 0) return -1;
     g->nruns = nruns;
     CUdeviceptr *vecs[] = {&g->x, &g->xhat, &g->prev, &g->g, &g->r, &g->ag, &g->runs};

@@ -21,6 +21,11 @@ dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus);
  * error set; g is then still to be closed. */
 int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const double *y,
                        dm_commit_backend *B);
+/* For a refit (COMMIT's fit(debias=True)): new measured rows (A->nrows, host to device), and
+ * the IC columns left out of A^T (commit_ops.h: ic_fixed; nic x nf flags).  0, or -1 with the
+ * error set. */
+int dm_commit_gpu_set_y(dm_commit_gpu *g, const double *y);
+int dm_commit_gpu_fix_ic(dm_commit_gpu *g, const unsigned char *fixed);
 /* yhat = A x of the x the solver left (device to host). */
 int dm_commit_gpu_ax(dm_commit_gpu *g, double *yhat);
 /* "NVIDIA H100 80GB HBM3 x1 (sm_90)"; seconds spent compiling and uploading. */

@@ -544,6 +544,89 @@ static unsigned char *read_blur_apply(const dm_commit_options *o, const dm_tck *
     return on;
 }
 
+/* The lasso's weights per column (commit_solve.h: dm_commit_reg.col_w), 1 where none is given.
+ * --lambda-weights: one per streamline of the tractogram (COMMIT's dictIC_params['coeff_weights'],
+ * of which set_regularisation keeps the kept streamlines'), each IC response's column of a
+ * streamline the same; --lambda-iso-weights: an image on the data's grid read at the voxels with
+ * balls (COMMIT's set_wLasso_ISO), each ball of a voxel the same.  Weights are finite and >= 0.
+ * NULL with the error set. */
+static double *lasso_weights(const dm_commit_options *o, const dm_tck *t, const dm_commit_dict *d,
+                             const dm_dwi *w, const dm_commit_operator *A, int niso)
+{
+    double *cw = malloc((size_t)(A->ncols ? A->ncols : 1) * sizeof *cw);
+    if (!cw) {
+        dm_set_error("commit: out of memory for the lasso's weights");
+        return NULL;
+    }
+    for (long j = 0; j < A->ncols; j++) cw[j] = 1;
+    float *v = NULL;
+    if (o->lambda_weights) {
+        if (dm_tck_weights_read(o->lambda_weights, t->count, o->tractogram, &v) != 0) goto fail;
+        for (long s = 0; s < t->count; s++)
+            for (int k = 0; k < A->op.nic && d->column[s] >= 0; k++)
+                cw[(long)k * d->nkept + d->column[s]] = v[s];
+        free(v);
+    }
+    if (o->lambda_iso_weights) {
+        dm_volume m;
+        const char *path = o->lambda_iso_weights;
+        if (dm_volume_read(path, &m) != 0) goto fail;
+        int rc = m.nt > 1 ? dm_set_error("%s: a 4D image; --lambda-iso-weights is 3D", path)
+                          : dm_volume_check_same_grid(&m, path, &w->data, o->data);
+        for (long vx = 0; rc == 0 && vx < d->nvox; vx++) {
+            const long c0 = dm_commit_iso_col(&A->op, vx);
+            const size_t at = d->vox[vx];
+            const double x = m.data[at];
+            if (c0 < 0) continue;
+            if (!isfinite(x) || x < 0)
+                rc = dm_set_error("%s: voxel (%zu, %zu, %zu): %g is not a weight (finite and >= 0)",
+                                  path, at % (size_t)m.nx, at / (size_t)m.nx % (size_t)m.ny,
+                                  at / ((size_t)m.nx * m.ny), x);
+            for (int i = 0; i < niso; i++) cw[c0 + (long)i * A->op.niv] = x;
+        }
+        dm_volume_free(&m);
+        if (rc != 0) goto fail;
+    }
+    return cw;
+fail:
+    free(cw);
+    return NULL;
+}
+
+/* COMMIT's fit(debias=True) after a regularised fit x: the IC columns of x < 1e-15 left out of
+ * the operator (fixed, nic nf flags), the rows where the streamlines left in predict no signal
+ * (A x_s <= 0, x_s the IC part of x on that support, without row weights) set to 0 in y (and in
+ * y0, the unweighted rows, when given).  Returns the columns kept, or -1 (out of memory). */
+static long debias_support(const dm_commit_operator *A, long nic_cols, const double *x,
+                           unsigned char *fixed, double *y, double *y0, int threads)
+{
+    double *xs = calloc((size_t)(A->ncols ? A->ncols : 1), sizeof *xs);
+    double *ax = dm_big_alloc((size_t)(A->nrows ? A->nrows : 1) * sizeof *ax);
+    double *runs = malloc((size_t)(A->nruns ? A->nruns : 1) * A->op.nic * sizeof *runs);
+    long kept = -1;
+    if (xs && ax && runs) {
+        kept = 0;
+        for (long j = 0; j < nic_cols; j++) {
+            fixed[j] = !(x[j] >= 1e-15);
+            xs[j] = fixed[j] ? 0 : x[j];
+            kept += !fixed[j];
+        }
+        dm_commit_operator plain = *A;
+        plain.op.row_w = NULL;
+        dm_commit_cpu_ax(&plain, xs, ax, runs, threads);
+        for (long i = 0; i < A->nrows; i++)
+            if (!(ax[i] > 0)) {
+                y[i] = 0;
+                if (y0) y0[i] = 0;
+            }
+    }
+    if (kept < 0) dm_set_error("commit: out of memory for --debias");
+    free(xs);
+    free(ax);
+    free(runs);
+    return kept;
+}
+
 /* --iso-mask: the balls only in the voxels of the fit where the image is nonzero (COMMIT's
  * filename_iso_mask: ISOcompartments tests ptrISO[v] == 0). */
 static int apply_iso_mask(const dm_commit_options *o, const dm_dwi *w, const dm_commit_dict *d,
@@ -773,7 +856,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
            *nrmse = NULL, *yhat = NULL, *wruns = NULL, *rmse_adj = NULL, *nrmse_adj = NULL,
            *sq_v = NULL,                          /* each voxel's squared residual */
                *xw = NULL, *rfac = NULL,          /* the lesion model's weights and factors */
-                               *aty_plain = NULL; /* with a confidence map and a regularisation */
+                               *aty_plain = NULL, /* with a confidence map and a regularisation */
+                                   *col_w = NULL; /* the lasso's column weights */
+    unsigned char *ic_fixed = NULL;               /* --debias: the IC columns left out */
     unsigned char *mask = NULL, *blur_apply = NULL;
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
@@ -901,6 +986,11 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                      o->lambda_ec_frac > 0 && reg.ec_end == reg.nf ? "extra-axonal" : "isotropic");
         goto done;
     }
+    if ((o->lambda_weights || o->lambda_iso_weights) &&
+        !(col_w = lasso_weights(o, &t, &d, &w, &A, k.niso)))
+        goto done;
+    reg.col_w = col_w;
+    reg.free_blocks = o->free_blocks;
     int nnls_iterations = 0;
     if (o->group_frac > 0) {
         if (read_groups(o, &t, &d, &groups) != 0) goto done;
@@ -942,7 +1032,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
     dm_commit_fista_options fo = {.tol_fun = o->tol_fun,
                                   .tol_x = o->tol_x,
-                                  .reg = regularised ? &reg : NULL,
+                                  .reg = regularised || o->free_blocks ? &reg : NULL,
                                   .lambda_frac = o->lambda_frac,
                                   .lambda_ec_frac = o->lambda_ec_frac,
                                   .lambda_iso_frac = o->lambda_iso_frac,
@@ -951,11 +1041,40 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                                   .max_iter = o->max_iter,
                                   .progress = on_iteration,
                                   .progress_arg = &sp};
-    dm_commit_fista_result fr;
+    dm_commit_fista_result fr, fr_reg = {0};
     int solved = dm_commit_fista(&B, x, &fo, x, &fr);
     dm_commit_groups_free(&groups);
     dm_progress_finish(sp.bar, solved == 0 ? fr.stopped : "stopped");
     if (solved != 0) goto done;
+    long debias_columns = -1;
+    if (o->debias) { /* COMMIT's fit(debias=True): NNLS again, on the support, from 0 */
+        const size_t nic_cols = (size_t)reg.nf;
+        if (!(ic_fixed = malloc(nic_cols ? nic_cols : 1))) {
+            dm_set_error("commit: out of memory for --debias");
+            goto done;
+        }
+        debias_columns = debias_support(&A, reg.nf, x, ic_fixed, y, y0, threads);
+        if (debias_columns < 0) goto done;
+        A.op.ic_fixed = ic_fixed; /* the host's backend reads A and y where they are */
+        if (gpu && (dm_commit_gpu_fix_ic(gpu, ic_fixed) != 0 || dm_commit_gpu_set_y(gpu, y) != 0))
+            goto done;
+        memset(x, 0, (size_t)A.ncols * sizeof *x);
+        fr_reg = fr;
+        solve_progress dp = {dm_progress_start("commit debias", o->max_iter, "iterations"), 0};
+        dm_commit_fista_options fd = {.tol_fun = o->tol_fun,
+                                      .tol_x = o->tol_x,
+                                      .max_iter = o->max_iter,
+                                      .progress = on_iteration,
+                                      .progress_arg = &dp};
+        solved = dm_commit_fista(&B, x, &fd, x, &fr);
+        dm_progress_finish(dp.bar, solved == 0 ? fr.stopped : "stopped");
+        if (solved != 0) goto done;
+        fr.lambda = fr_reg.lambda; /* the regularised fit's, reported */
+        fr.lambda_ec = fr_reg.lambda_ec;
+        fr.lambda_iso = fr_reg.lambda_iso;
+        fr.lambda_group = fr_reg.lambda_group;
+        fr.products += fr_reg.products + 1; /* and the support's A x */
+    }
     t_solve = dm_now_seconds() - t1;
 
     /* the outputs: coefficients of the original problem, maps, errors */
@@ -1120,6 +1239,20 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "lasso_lambda_iso", fr.lambda_iso);
         dm_provenance_num(prov, DM_PROV_RESULT, "iterations_without_regularisation",
                           nnls_iterations);
+        if (o->free_blocks) {
+            char blocks[16] = "";
+            for (int b = 0; b < 3; b++)
+                if (o->free_blocks >> b & 1u)
+                    snprintf(blocks + strlen(blocks), sizeof blocks - strlen(blocks), "%s%s",
+                             *blocks ? "," : "", (const char *[]){"ic", "ec", "iso"}[b]);
+            dm_provenance_str(prov, DM_PROV_RESULT, "blocks_allowed_negative", blocks);
+        }
+        if (o->debias) { /* the regularised fit before the refit on its support */
+            dm_provenance_num(prov, DM_PROV_RESULT, "debias_ic_columns_kept",
+                              (double)debias_columns);
+            dm_provenance_num(prov, DM_PROV_RESULT, "iterations_regularised", fr_reg.iterations);
+            dm_provenance_num(prov, DM_PROV_RESULT, "objective_regularised", fr_reg.objective);
+        }
         dm_provenance_num(prov, DM_PROV_RESULT, "objective_rel_change", fr.rel_objective);
         dm_provenance_num(prov, DM_PROV_RESULT, "residual_sum_of_squares_float", sq_all);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
@@ -1172,6 +1305,8 @@ done:
     free(xw);
     free(rfac);
     free(aty_plain);
+    free(col_w);
+    free(ic_fixed);
     free(rmse_adj);
     free(nrmse_adj);
     free(blur_apply);

@@ -24,6 +24,11 @@ typedef struct dm_commit_options {
     double group_frac;  /* --lambda-group: COMMIT2's group lasso over --groups */
     double lambda_ec_frac, lambda_iso_frac; /* --lambda-ec, --lambda-iso: the EC and ISO lassos */
     const char *groups;                     /* one group label per streamline */
+    /* COMMIT's set_regularisation(params=({'coeff_weights'}, .., {'coeff_weights'})): */
+    const char *lambda_weights;     /* one weight per streamline for the --lambda lasso */
+    const char *lambda_iso_weights; /* an image: a weight per voxel for the --lambda-iso lasso */
+    unsigned free_blocks; /* --allow-negative: blocks without x >= 0 (1 IC, 2 EC, 4 ISO) */
+    int debias;           /* --debias: COMMIT's fit(debias=True), a refit on the support */
     int max_iter;
     int threads;
     const char *device; /* --device: cpu, gpu or auto (NULL: auto) */

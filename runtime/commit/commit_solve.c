@@ -18,11 +18,12 @@ static int prox(const dm_commit_backend *B, const dm_commit_reg *reg, double ste
                : B->prox_step(B->ctx, step, lin, sq);
 }
 
-/* max |g_j| over columns [a, b) */
-static double max_abs(const double *g, long a, long b)
+/* max |g_j| / w_j over columns [a, b) of w_j > 0 (w NULL: 1; COMMIT's compute_lambda_max_lasso) */
+static double max_abs(const double *g, const double *w, long a, long b)
 {
     double m = 0;
-    for (long j = a; j < b; j++) m = fmax(m, fabs(g[j]));
+    for (long j = a; j < b; j++)
+        if (!w || w[j] > 0) m = fmax(m, fabs(g[j]) / (w ? w[j] : 1.0));
     return m;
 }
 
@@ -46,9 +47,9 @@ static int set_lambdas(const dm_commit_backend *B, const dm_commit_fista_options
             n2 += g[reg->group_cols[i]] * g[reg->group_cols[i]];
         mg = fmax(mg, sqrt(n2) / reg->group_w[k]);
     }
-    reg->lambda = o->lambda_frac * max_abs(g, 0, reg->nf);
-    reg->lambda_ec = o->lambda_ec_frac * max_abs(g, reg->nf, reg->ec_end);
-    reg->lambda_iso = o->lambda_iso_frac * max_abs(g, reg->ec_end, reg->ncols);
+    reg->lambda = o->lambda_frac * max_abs(g, reg->col_w, 0, reg->nf);
+    reg->lambda_ec = o->lambda_ec_frac * max_abs(g, reg->col_w, reg->nf, reg->ec_end);
+    reg->lambda_iso = o->lambda_iso_frac * max_abs(g, reg->col_w, reg->ec_end, reg->ncols);
     reg->lambda_group = o->group_frac * mg;
     free(g);
     return 0;

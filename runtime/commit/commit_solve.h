@@ -21,9 +21,16 @@ enum { DM_COMMIT_X, DM_COMMIT_XHAT }; /* which unknowns a residual is taken at *
  *   group lasso  (IC only) Omega = lambda_g sum_k w_k ||x_{g_k}||; prox: each group shrunk by
  *                max(0, 1 - step lambda_g w_k / ||v_{g_k}||), then the negatives set to 0
  *                (COMMIT2; groups given as column lists, w_k their weights).
- * The lambdas are set by dm_commit_fista from fractions of their lambda_max. */
+ * The lambdas are set by dm_commit_fista from fractions of their lambda_max.
+ * Two options of COMMIT's set_regularisation: col_w, a weight per column (its coeff_weights:
+ * the lasso becomes lambda_b sum_j w_j |x_j|, its threshold step lambda_b w_j, and lambda_max
+ * max_j |A^T y|_j / w_j over the columns of w_j > 0; NULL: all 1); free_blocks, the blocks
+ * without the non-negativity (is_nonnegative False: bit 0 IC, 1 EC, 2 ISO; commit_ops.h:
+ * dm_commit_project), whose lasso is then the plain soft threshold and Omega sums |x_j|. */
 typedef struct dm_commit_reg {
     long nf, ec_end, ncols;
+    const double *col_w;
+    unsigned free_blocks;
     double lambda, lambda_ec, lambda_iso, lambda_group;
     long ngroups;
     const long *group_start; /* ngroups + 1 */

@@ -71,6 +71,9 @@ typedef struct dm_commit_op {
     long niv;                     /* voxels with balls (nv without iso_index) */
     const long *iso_index;        /* nv: a voxel's place among them, -1: none (NULL: v) */
     const float *row_w;           /* nv x ns: each row's weight (NULL: 1) */
+    /* IC columns left out of A^T (their entries of A^T r 0, so from 0 they stay 0: COMMIT's
+     * IC eval mask of fit(debias=True), the refit on the support; NULL: none) */
+    const unsigned char *ic_fixed;
 } dm_commit_op;
 
 /* The first ISO column of voxel v (its i-th ball: + i niv), -1 when it has none. */
@@ -199,7 +202,8 @@ DM_FN void dm_commit_aty_streamline(const dm_commit_op *A, const double *dots, l
         double sum = 0;
         for (long q = A->str_start[f]; q < A->str_start[f + 1]; q++)
             sum += (double)A->str_len[q] * dots[(long)A->str_run[q] * A->nic + k];
-        g[(long)k * A->nf + f] = sum;
+        const long j = (long)k * A->nf + f;
+        g[j] = A->ic_fixed && A->ic_fixed[j] ? 0.0 : sum;
     }
 }
 
@@ -209,6 +213,24 @@ DM_FN double dm_commit_block_lambda(long j, long nic_cols, long ec_end, double l
                                     double l_iso)
 {
     return j < nic_cols ? l_ic : j < ec_end ? l_ec : l_iso;
+}
+
+/* Column j's lasso threshold per unit step: its block's lambda times its weight (COMMIT's
+ * coeff_weights; w NULL: 1). */
+DM_FN double dm_commit_col_lambda(long j, long nic_cols, long ec_end, double l_ic, double l_ec,
+                                  double l_iso, const double *w)
+{
+    const double l = dm_commit_block_lambda(j, nic_cols, ec_end, l_ic, l_ec, l_iso);
+    return w && l != 0 ? l * w[j] : l;
+}
+
+/* Column j's value after its block's constraint (COMMIT's non_negativity: x <= 0 set to 0),
+ * unless the block is free of it (is_nonnegative False): bit 0 of free_blocks IC, bit 1 EC,
+ * bit 2 ISO. */
+DM_FN double dm_commit_project(double v, long j, long nic_cols, long ec_end, unsigned free_blocks)
+{
+    const int b = j < nic_cols ? 0 : j < ec_end ? 1 : 2;
+    return v <= 0 && !((free_blocks >> b) & 1u) ? 0.0 : v;
 }
 
 /* The lasso's soft threshold, signed as COMMIT's (a negative entry moves up towards 0): a group

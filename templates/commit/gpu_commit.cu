@@ -135,33 +135,35 @@ extern "C" __global__ void dm_commit_aty_streamline_kernel(dm_commit_op A, const
         dm_commit_aty_streamline(&A, dots, f, g);
 }
 
-/* x = xhat - step g, soft-thresholded by step x the lasso's lambda of its block (IC [0, nf) l_ic,
- * EC [nf, ec_end) l_ec, ISO the rest l_iso; 0: none), then with `clamp` max(0, x);
- * part[3 block + 0, 1, 2] = shares of <x - xhat, g>, ||x - xhat||^2 and sum_j lambda_j x_j.
- * Without clamp (a group lasso shrinks the groups next) part is left alone. */
+/* x = xhat - step g, soft-thresholded by step x column j's lasso threshold (its block's lambda,
+ * IC [0, nf) l_ic, EC [nf, ec_end) l_ec, ISO the rest l_iso, 0: none; times w[j], w NULL: 1),
+ * then with `finish` each block's constraint (dm_commit_project: free_blocks);
+ * part[3 block + 0, 1, 2] = shares of <x - xhat, g>, ||x - xhat||^2 and sum_j lambda_j |x_j|.
+ * Without finish (a group lasso shrinks the groups next) part is left alone. */
 extern "C" __global__ void dm_commit_prox_kernel(const double *xhat, const double *g, double step,
                                                  double l_ic, double l_ec, double l_iso, long nf,
-                                                 long ec_end, int clamp, double *x, long n,
-                                                 double *part)
+                                                 long ec_end, const double *w,
+                                                 unsigned free_blocks, int finish, double *x,
+                                                 long n, double *part)
 {
     __shared__ double shared[WARPS];
     double lin = 0, sq = 0, l1 = 0;
     for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
          j += (long)gridDim.x * blockDim.x) {
-        const double lam = dm_commit_block_lambda(j, nf, ec_end, l_ic, l_ec, l_iso);
+        const double lam = dm_commit_col_lambda(j, nf, ec_end, l_ic, l_ec, l_iso, w);
         double v = dm_commit_soft_threshold(xhat[j] - step * g[j], step * lam);
-        if (!clamp) {
+        if (!finish) {
             x[j] = v;
             continue;
         }
-        v = v > 0 ? v : 0;
+        v = dm_commit_project(v, j, nf, ec_end, free_blocks);
         x[j] = v;
         double d = v - xhat[j];
         lin += d * g[j];
         sq += d * d;
-        l1 += lam * v;
+        l1 += lam * fabs(v);
     }
-    if (!clamp) return;
+    if (!finish) return;
     double a = block_sum(lin, shared), b = block_sum(sq, shared), c = block_sum(l1, shared);
     if (threadIdx.x == 0) {
         part[3 * blockIdx.x] = a;
@@ -171,11 +173,13 @@ extern "C" __global__ void dm_commit_prox_kernel(const double *xhat, const doubl
 }
 
 /* The group lasso's shrink (commit_solve.h), a thread per group: the group's entries of x
- * scaled by max(0, 1 - wl / ||x_g||) (wl = step lambda_g w_k), the negatives set to 0;
- * part[block] = the block's share of sum_k w_k ||x_{g_k}|| after it. */
+ * scaled by max(0, 1 - wl / ||x_g||) (wl = step lambda_g w_k), the negatives set to 0 unless
+ * ic_free (the IC block without its non-negativity); part[block] = the block's share of
+ * sum_k w_k ||x_{g_k}|| after it. */
 extern "C" __global__ void dm_commit_group_kernel(double *x, const long *group_start,
                                                   const long *group_cols, const double *group_w,
-                                                  long ngroups, double step_lambda, double *part)
+                                                  long ngroups, double step_lambda, int ic_free,
+                                                  double *part)
 {
     __shared__ double shared[WARPS];
     double om = 0;
@@ -187,7 +191,7 @@ extern "C" __global__ void dm_commit_group_kernel(double *x, const long *group_s
         double nrm = sqrt(n2), f = nrm <= wl ? 0 : (nrm - wl) / nrm;
         for (long i = group_start[k]; i < group_start[k + 1]; i++) {
             double v = x[group_cols[i]] * f;
-            v = v > 0 ? v : 0;
+            v = ic_free || v > 0 ? v : 0;
             x[group_cols[i]] = v;
             m2 += v * v;
         }
@@ -197,22 +201,24 @@ extern "C" __global__ void dm_commit_group_kernel(double *x, const long *group_s
     if (threadIdx.x == 0) part[blockIdx.x] = b;
 }
 
-/* After the group shrink: x = max(0, x) and part[3 block + 0, 1, 2] as dm_commit_prox_kernel's. */
+/* After the group shrink: each block's constraint and part[3 block + 0, 1, 2] as
+ * dm_commit_prox_kernel's. */
 extern "C" __global__ void dm_commit_prox_sums_kernel(const double *xhat, const double *g,
                                                       double *x, double l_ic, double l_ec,
-                                                      double l_iso, long nf, long ec_end, long n,
-                                                      double *part)
+                                                      double l_iso, long nf, long ec_end,
+                                                      const double *w, unsigned free_blocks,
+                                                      long n, double *part)
 {
     __shared__ double shared[WARPS];
     double lin = 0, sq = 0, l1 = 0;
     for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < n;
          j += (long)gridDim.x * blockDim.x) {
-        double v = x[j] > 0 ? x[j] : 0;
+        double v = dm_commit_project(x[j], j, nf, ec_end, free_blocks);
         x[j] = v;
         double d = v - xhat[j];
         lin += d * g[j];
         sq += d * d;
-        l1 += dm_commit_block_lambda(j, nf, ec_end, l_ic, l_ec, l_iso) * v;
+        l1 += dm_commit_col_lambda(j, nf, ec_end, l_ic, l_ec, l_iso, w) * fabs(v);
     }
     double a = block_sum(lin, shared), b = block_sum(sq, shared), c = block_sum(l1, shared);
     if (threadIdx.x == 0) {

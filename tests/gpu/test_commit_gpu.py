@@ -11,7 +11,10 @@ regularisations (--lambda, --lambda-group with --groups, and
 both), with --confidence-map and --iso-mask (rows weighted, balls in some voxels only) and the
 lesion model (volume-fractions with --iso-mask); and the lassos on the EC and ISO blocks
 (--lambda-ec, --lambda-iso, all three lassos together) and the lasso and group lasso with the
-cylinders (4 IC columns per streamline).  Needs no COMMIT."""
+cylinders (4 IC columns per streamline); the weighted lassos (--lambda-weights, also with the
+sparse group lasso and the cylinders, --lambda-iso-weights), blocks without the non-negativity
+(--allow-negative, with the lasso and the group lasso) and the refit on the support (--debias,
+also with a confidence map: y re-uploaded, IC columns left out of A^T).  Needs no COMMIT."""
 import json
 import os
 import sys
@@ -79,6 +82,12 @@ def main():
     names = sorted(set(p["label"]))
     np.savetxt(f"{d}/groups.txt", [names.index(n) for n in p["label"]], fmt="%d")
     groups = ("--groups", f"{d}/groups.txt")
+    # the weighted lassos' weights: per streamline, and an image for the balls
+    np.savetxt(f"{d}/w_ic.txt", np.random.default_rng(4).uniform(0.5, 3.0, len(p["label"])), fmt="%.9g")
+    w_iso = np.ones(shape4[:3], np.float32)
+    w_iso[: shape4[0] // 2] = 4
+    nib.save(nib.Nifti1Image(w_iso, aff), f"{d}/w_iso.nii.gz")
+    w_ic = ("--lambda-weights", f"{d}/w_ic.txt")
     for label, extra in (("lasso", ("--lambda", "0.05")),
                          ("group_lasso", ("--lambda-group", "0.1", *groups)),
                          ("sparse_group_lasso", ("--lambda", "0.02", "--lambda-group", "0.05",
@@ -91,7 +100,19 @@ def main():
                          ("cylinders_group_lasso", (*cylinders, "--lambda-group", "0.1", *groups)),
                          ("lasso_iso_confidence", ("--lambda-iso", "0.05", "--confidence-map",
                                                    f"{d}/conf.nii.gz", "--iso-mask",
-                                                   f"{d}/iso.nii.gz"))):
+                                                   f"{d}/iso.nii.gz")),
+                         ("lasso_weighted", ("--lambda", "0.05", *w_ic)),
+                         ("lasso_iso_weighted", ("--lambda-iso", "0.05", "--lambda-iso-weights",
+                                                 f"{d}/w_iso.nii.gz")),
+                         ("sparse_group_lasso_weighted", ("--lambda", "0.02", "--lambda-group",
+                                                          "0.05", *groups, *w_ic)),
+                         ("cylinders_lasso_weighted", (*cylinders, "--lambda", "0.05", *w_ic)),
+                         ("negative_ec_iso", ("--lambda-iso", "0.05", "--allow-negative", "ec,iso")),
+                         ("negative_ic_group_lasso", ("--lambda-group", "0.1", *groups,
+                                                      "--allow-negative", "ic")),
+                         ("debias", ("--lambda", "0.05", "--debias")),
+                         ("debias_confidence", ("--lambda", "0.05", "--lambda-iso", "0.05", "--debias",
+                                                "--confidence-map", f"{d}/conf.nii.gz"))):
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
         dw = np.abs(c["w"] - g["w"]).max() / np.abs(c["w"]).max()

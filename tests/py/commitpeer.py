@@ -341,9 +341,15 @@ mit.set_threads(cfg["threads"])
 mit.build_operator()
 T["operator"] = time.time() - t
 lassos = [cfg.get("lasso") if not cfg.get("group_lasso") else None, cfg.get("lasso_ec"), cfg.get("lasso_iso")]
-if any(lassos):  # COMMIT's lasso per block (IC, EC, ISO)
+nonneg = tuple(cfg.get("is_nonnegative") or (True, True, True))
+if cfg.get("iso_weights_img"):  # the weighted ISO lasso from an image (its own set_regularisation)
+    mit.set_wLasso_ISO(cfg["iso_weights_img"], cfg["lasso_iso"])
+elif any(lassos) or not all(nonneg):  # COMMIT's lasso per block (IC, EC, ISO)
+    ic_params = ({"coeff_weights": np.array(cfg["ic_weights"], dtype=np.float64)}
+                 if cfg.get("ic_weights") is not None else None)
     mit.set_regularisation(regularisers=tuple("lasso" if v else None for v in lassos),
-                           lambdas=tuple(v if v else None for v in lassos))
+                           lambdas=tuple(v if v else None for v in lassos), is_nonnegative=nonneg,
+                           params=(ic_params, None, None))
 if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the adaptive weights)
     mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"])
     labels = np.array(cfg["groups"])
@@ -353,9 +359,11 @@ if cfg.get("group_lasso"):  # COMMIT2: a fit without regularisation first (the a
     # both lambdas: COMMIT2's sparse group lasso (the lasso's soft threshold, then the groups')
     reg, lam = (("sparse_group_lasso", (cfg["lasso"], cfg["group_lasso"])) if cfg.get("lasso")
                 else ("group_lasso", cfg["group_lasso"]))
-    mit.set_regularisation(regularisers=(reg, None, None), lambdas=(lam, None, None),
-                           params=({"group_idx": idx, "group_weights_cardinality": True,
-                                    "group_weights_adaptive": True}, None, None))
+    ic_params = {"group_idx": idx, "group_weights_cardinality": True, "group_weights_adaptive": True}
+    if cfg.get("ic_weights") is not None:  # the weighted sparse group lasso
+        ic_params["coeff_weights"] = np.array(cfg["ic_weights"], dtype=np.float64)
+    mit.set_regularisation(regularisers=(reg, None, None), lambdas=(lam, None, None), is_nonnegative=nonneg,
+                           params=(ic_params, None, None))
 t = time.time()
 mit.fit(tol_fun=cfg["tol_fun"], tol_x=cfg["tol_x"], max_iter=cfg["max_iter"], **cfg["fit_extra"])
 T["fit"] = time.time() - t
@@ -419,7 +427,7 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                tol_x=1e-6, max_iter=100, b0_thr=0.0, b0_min_signal=0.0, threads=1, bvecs_frame="voxel",
                config=None, model_extra=None, t2d_extra=None, verbose=2, timeout=600, lasso=0.0,
                group_lasso=0.0, groups=None, pulses=None, fit_extra=None, model_attrs=None, lasso_ec=0.0,
-               lasso_iso=0.0):
+               lasso_iso=0.0, ic_weights=None, iso_weights_img=None, is_nonnegative=None):
     """Runs COMMIT (dmri-commit) in a child python on these inputs, in the fresh folder `work`; returns a
     dict: 'weights' (streamline_weights.txt, one per streamline of the .tck), 'ic', 'ec', 'iso',
     'nrmse', 'rmse' (the maps, arrays), 'objective' (the solver's final 0.5||Ax-y||^2 + Omega, in its
@@ -439,6 +447,9 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     fit without it (its adaptive weights), cardinality and adaptive weights on.
     lasso_ec, lasso_iso: COMMIT's lasso on the EC and ISO blocks (0: none), with lasso in one
     set_regularisation(('lasso' or None, ...), (lasso, lasso_ec, lasso_iso)).
+    ic_weights: one weight per streamline, the IC lasso's coeff_weights; is_nonnegative: (IC, EC,
+    ISO) flags of set_regularisation; iso_weights_img: set_wLasso_ISO(image, lasso_iso) instead
+    (the ISO lasso weighted per voxel, weights >= 1).
     pulses (Delta, delta) in s: a STEJSKALTANNER scheme (G from each b by AMICO's gamma), for
     model 'CylinderZeppelinBall' (its radii in metres: model_extra={'Rs': [...]}).
     t2d_extra, fit_extra: more arguments of trk2dictionary.run and of the final fit()
@@ -467,6 +478,9 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
                d_isos=list(d_isos), config=config or {}, model_extra=model_extra or {},
                t2d_extra=t2d_extra or {}, verbose=verbose, lasso=lasso, group_lasso=group_lasso,
                lasso_ec=lasso_ec, lasso_iso=lasso_iso,
+               ic_weights=[float(v) for v in ic_weights] if ic_weights is not None else None,
+               iso_weights_img=os.path.abspath(iso_weights_img) if iso_weights_img else None,
+               is_nonnegative=list(is_nonnegative) if is_nonnegative is not None else None,
                groups=[int(v) for v in groups] if groups is not None else None,
                fit_extra=fit_extra or {}, model_attrs=model_attrs or {})
     cfg_path = os.path.join(work, "peer_config.json")
