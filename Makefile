@@ -59,6 +59,9 @@ $(BUILD)/parser.o $(BUILD)/lexer.o: CFLAGS += -Wno-unused-function -Wno-sign-com
 # The CSD solver's loops: -O3 vectorises its rank-one updates and four-way dot products (1.6x
 # faster, bit-identical results: no reassociation, no contraction into FMAs).
 $(BUILD)/runtime/csd/csd_cpu.o: CFLAGS += -O3
+# The tensor fit (dimoc dti, the models' tensor starts): -O3 vectorises its row-product sums,
+# 7.2 -> 5.1 us a voxel at 105 measurements, bit-identical results (no reassociation).
+$(BUILD)/runtime/dti/dti_fit.o: CFLAGS += -O3
 # tckmap's sampled TDI rounds single-precision sums as MRtrix's build does (no FMA): keep any
 # -march from contracting them.
 $(BUILD)/runtime/fodtrack/tdi.o: CFLAGS += -ffp-contract=off
