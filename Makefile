@@ -65,6 +65,8 @@ $(BUILD)/runtime/dti/dti_fit.o: CFLAGS += -O3
 # tckmap's sampled TDI rounds single-precision sums as MRtrix's build does (no FMA): keep any
 # -march from contracting them.
 $(BUILD)/runtime/fodtrack/tdi.o: CFLAGS += -ffp-contract=off
+# dicelib's clusters need its single-precision sums exactly: no fused multiply-adds either.
+$(BUILD)/runtime/streamline/cluster.o: CFLAGS += -O3 -ffp-contract=off
 $(BUILD)/%.o: $(BUILD)/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c -o $@ $<
 $(BUILD)/%.o: %.c $(BUILD)/parser.h

@@ -253,6 +253,10 @@ static const dm_opt commit_opts[] = {
      "to --blur-gauss-min at the rim"},
     {"blur-spacing", "MM", "0.25", "blur: the spacing of the square grid of the copies"},
     {"blur-gauss-min", "W", "0.1", "blur: the Gaussian's weight at the rim, in (0, 1)"},
+    {"blur-clust-thr", "MM", "0",
+     "cluster the streamlines first (trk2dictionary's blur_clust_thr, dicelib's clustering: "
+     "12 points, mean distance below MM) and fit one representative per cluster; the others "
+     "get weight 0 (0: no clustering)"},
     {"blur-apply-to", "FILE", NULL,
      "blur only some streamlines: a text file of one 0 or 1 per streamline of the tractogram, "
      "in its order (1: blurred; 0: its line alone); COMMIT's blur_apply_to"},
@@ -504,6 +508,9 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-gauss-extent", &o.blur_gauss);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-spacing", &o.blur_spacing);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-gauss-min", &o.blur_gauss_min);
+    if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-clust-thr", &o.blur_clust_thr);
+    if (rc == 0 && !(o.blur_clust_thr >= 0 && isfinite(o.blur_clust_thr)))
+        rc = dm_set_error("commit: --blur-clust-thr must be >= 0 (mm; 0: no clustering)");
     if (rc == 0 &&
         !(o.blur_core >= 0 && o.blur_gauss >= 0 && isfinite(o.blur_core) && isfinite(o.blur_gauss)))
         rc = dm_set_error("commit: --blur-core-extent and --blur-gauss-extent must be >= 0");

@@ -14,6 +14,7 @@
 #include "io/tck.h"
 #include "io/volume.h"
 #include "io/bigalloc.h"
+#include "streamline/cluster.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/outdir.h"
@@ -216,6 +217,69 @@ static int tck_read_end(side_job *j, const tck_read *r, int other_rc)
     return 0;
 }
 
+/* --blur-clust-thr (COMMIT's blur_clust_thr): t becomes its clusters' representatives, in the
+ * input's order; *input_of (malloc'd, per representative its input index) and *ninput the
+ * input's count, for the weights' file.  Without it *input_of stays NULL. */
+static int cluster_tractogram(const dm_commit_options *o, dm_tck *t, int threads, long **input_of,
+                              long *ninput, long **cluster_of)
+{
+    *input_of = NULL;
+    *cluster_of = NULL;
+    *ninput = t->count;
+    if (!(o->blur_clust_thr > 0)) return 0;
+    dm_streamline_clusters c;
+    if (dm_streamline_cluster(t->xyz, t->start, t->count, o->blur_clust_thr, 12, threads, &c) != 0)
+        return -1;
+    const long n = c.nclusters;
+    unsigned char *is_rep = calloc((size_t)(t->count ? t->count : 1), 1);
+    long *in = malloc((size_t)(n ? n : 1) * sizeof *in);
+    dm_tck r = {.count = n, .header_count = n, .properties = t->properties};
+    r.npoints = malloc((size_t)(n ? n : 1) * sizeof *r.npoints);
+    r.start = malloc((size_t)(n + 1) * sizeof *r.start);
+    if (is_rep && in && r.npoints && r.start) {
+        for (long k = 0; k < n; k++) is_rep[c.rep[k]] = 1;
+        long m = 0;
+        r.start[0] = 0;
+        for (long i = 0; i < t->count; i++)
+            if (is_rep[i]) {
+                in[m] = i;
+                r.npoints[m] = t->npoints[i];
+                r.start[m + 1] = r.start[m] + t->npoints[i];
+                m++;
+            }
+        r.xyz = malloc((size_t)(r.start[n] ? r.start[n] : 1) * 3 * sizeof *r.xyz);
+    }
+    *cluster_of = c.cluster; /* kept for streamline_clusters.txt */
+    c.cluster = NULL;
+    dm_streamline_clusters_free(&c);
+    free(is_rep);
+    if (!r.xyz) {
+        free(*cluster_of);
+        *cluster_of = NULL;
+        free(in);
+        free(r.npoints);
+        free(r.start);
+        return dm_set_error("commit: out of memory for the clusters' representatives");
+    }
+    for (long k = 0; k < n; k++)
+        memcpy(r.xyz + 3 * r.start[k], t->xyz + 3 * t->start[in[k]],
+               (size_t)r.npoints[k] * 3 * sizeof *r.xyz);
+    t->properties = NULL; /* now r's */
+    dm_tck_free(t);
+    *t = r;
+    *input_of = in;
+    return 0;
+}
+
+static void clustering_provenance(dm_provenance *prov, const dm_commit_options *o, long ninput,
+                                  long nclusters, double seconds)
+{
+    dm_provenance_num(prov, DM_PROV_RESULT, "blur_clust_thr", o->blur_clust_thr);
+    dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_input", (double)ninput);
+    dm_provenance_num(prov, DM_PROV_RESULT, "clusters", (double)nclusters);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_clustering", seconds);
+}
+
 typedef struct {
     int ns;
     const char *gpus;
@@ -310,12 +374,18 @@ static int write_map(const char *dir, const char *name, const dm_dwi *w, const d
  * copies' weight x length, the sum of its segments) over its own length in the mask.  The lines
  * are formatted by all threads, a block of streamlines each, and written in order. */
 static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo, int blur,
-                         int threads)
+                         const long *input_of, long ninput, int threads)
 {
+    /* with clusters: a line per input streamline, the representative's weight at its index */
+    const long nlines = input_of ? ninput : d->nstr;
+    long *fit_of = input_of ? malloc((size_t)(ninput ? ninput : 1) * sizeof *fit_of) : NULL;
+    if (input_of && !fit_of) return dm_set_error("commit: out of memory for the weights");
+    for (long i = 0; fit_of && i < ninput; i++) fit_of[i] = -1;
+    for (long m = 0; fit_of && m < d->nstr; m++) fit_of[input_of[m]] = m;
     enum { LINES = 1 << 14, LINE_BYTES = 32 }; /* "%.5e\n" of a double: at most 14 bytes */
     char *path = dm_path_join(dir, "streamline_weights.txt");
     FILE *f = path ? fopen(path, "w") : NULL;
-    const long nblocks = (d->nstr + LINES - 1) / LINES;
+    const long nblocks = (nlines + LINES - 1) / LINES;
     char *text = malloc((size_t)(nblocks ? nblocks : 1) * LINES * LINE_BYTES);
     size_t *len = malloc((size_t)(nblocks ? nblocks : 1) * sizeof *len);
     int rc = 0;
@@ -329,8 +399,9 @@ static int write_weights(const char *dir, const dm_commit_dict *d, const double 
         for (long b = 0; b < nblocks; b++) {
             char *out = text + (size_t)b * LINES * LINE_BYTES;
             size_t n = 0;
-            for (long s = b * LINES; s < d->nstr && s < (b + 1) * LINES; s++) {
-                const long c = d->column[s];
+            for (long i = b * LINES; i < nlines && i < (b + 1) * LINES; i++) {
+                const long s = fit_of ? fit_of[i] : i;
+                const long c = s >= 0 ? d->column[s] : -1;
                 double x = c >= 0 ? xo[c] : 0.0;
                 if (c >= 0 && blur) {
                     double tot = 0;
@@ -348,6 +419,29 @@ static int write_weights(const char *dir, const dm_commit_dict *d, const double 
     }
     free(text);
     free(len);
+    free(path);
+    free(fit_of);
+    return rc;
+}
+
+/* --blur-clust-thr: streamline_clusters.txt, per input streamline its cluster (numbered as
+ * dicelib's, in the order they were founded; -1: an empty streamline) and 1 when it is its
+ * cluster's representative (the streamline fitted), else 0. */
+static int write_clusters(const char *dir, const long *cluster_of, const long *input_of, long nfit,
+                          long ninput)
+{
+    char *path = dm_path_join(dir, "streamline_clusters.txt");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    unsigned char *rep = calloc((size_t)(ninput ? ninput : 1), 1);
+    int rc = 0;
+    if (!f || !rep) {
+        rc = dm_set_error("cannot write %s", path ? path : "streamline_clusters.txt");
+    } else {
+        for (long m = 0; m < nfit; m++) rep[input_of[m]] = 1;
+        for (long i = 0; i < ninput; i++) fprintf(f, "%ld %d\n", cluster_of[i], rep[i]);
+    }
+    if (f && (ferror(f) | (fclose(f) != 0)) && rc == 0) rc = dm_set_error("cannot write %s", path);
+    free(rep);
     free(path);
     return rc;
 }
@@ -440,7 +534,10 @@ typedef struct {
     const char *dir;
     const dm_dwi *w;
     const dm_commit_dict *d;
-    const double *weights; /* xo, or the lesion model's */
+    const double *weights;  /* xo, or the lesion model's */
+    const long *input_of;   /* --blur-clust-thr: per fitted streamline its input index */
+    const long *cluster_of; /* and per input streamline its cluster */
+    long ninput;
     int blur, threads, nmaps;
     const char *name[MAX_COMPARTMENT_MAPS];
     const double *value[MAX_COMPARTMENT_MAPS];
@@ -455,7 +552,9 @@ static void add_map(compartments_job *j, const char *name, const double *value)
 static int compartments_work(void *arg)
 {
     compartments_job *j = arg;
-    int rc = write_weights(j->dir, j->d, j->weights, j->blur, j->threads);
+    int rc = write_weights(j->dir, j->d, j->weights, j->blur, j->input_of, j->ninput, j->threads);
+    if (rc == 0 && j->cluster_of)
+        rc = write_clusters(j->dir, j->cluster_of, j->input_of, j->d->nstr, j->ninput);
     for (int m = 0; rc == 0 && m < j->nmaps; m++)
         rc = write_map(j->dir, j->name[m], j->w, j->d, j->value[m]);
     return rc;
@@ -748,6 +847,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     memset(&t, 0, sizeof t);
     dm_volume data = {0}, maskvol = {0};
     unsigned char *mask = NULL, *blur_apply = NULL;
+    long *input_of = NULL, ninput = 0, *cluster_of = NULL;
     dm_commit_dirs dirs = {0};
     dm_commit_dict d = {0};
     int rc = -1;
@@ -763,6 +863,9 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
         vrc = o->model.scalar ? dm_volume_check_same_grid(&maskvol, o->mask, &data, o->data)
                               : dm_volume_check_same_space(&maskvol, o->mask, &data, o->data);
     if (tck_read_end(&tj, &tr, vrc) != 0) goto done;
+    double t_clust = dm_now_seconds();
+    if (cluster_tractogram(o, &t, threads, &input_of, &ninput, &cluster_of) != 0) goto done;
+    t_clust = dm_now_seconds() - t_clust;
     if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t))) goto done;
     const double t_load = dm_now_seconds() - t0;
     double t1 = dm_now_seconds();
@@ -788,6 +891,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     if (wr == 0) {
         dm_provenance_str(prov, DM_PROV_RESULT, "stage", "dictionary");
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)t.count);
+        if (input_of) clustering_provenance(prov, o, ninput, t.count, t_clust);
         dm_provenance_num(prov, DM_PROV_RESULT, "streamline_first", (double)first);
         dm_provenance_num(prov, DM_PROV_RESULT, "streamline_end", (double)end);
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_kept", (double)d.nkept);
@@ -824,6 +928,8 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
+    free(input_of);
+    free(cluster_of);
     free(blur_apply);
     free(mask);
     dm_commit_dict_free(&d);
@@ -860,6 +966,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                                    *col_w = NULL; /* the lasso's column weights */
     unsigned char *ic_fixed = NULL;               /* --debias: the IC columns left out */
     unsigned char *mask = NULL, *blur_apply = NULL;
+    long *input_of = NULL, ninput = 0; /* --blur-clust-thr: the representatives' input indices */
+    long *cluster_of = NULL;           /* and each input streamline's cluster */
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
@@ -883,6 +991,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dwi_rc = dm_gpu_probe_end(&probe, &use_gpu);
     if (tck_read_end(&tj, &tr, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
+    double t_clust = dm_now_seconds();
+    if (cluster_tractogram(o, &t, threads, &input_of, &ninput, &cluster_of) != 0) goto done;
+    t_clust = dm_now_seconds() - t_clust;
     if (use_gpu) {
         gp = (gpu_prepare){w.nvol, o->gpus, NULL};
         side_start(&gj, prepare_gpu, &gp);
@@ -1129,6 +1240,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                              .d = &d,
                              .weights = nlesion ? xw : xo,
                              .blur = dm_commit_blur_on(&dopt),
+                             .input_of = input_of,
+                             .cluster_of = cluster_of,
+                             .ninput = ninput,
                              .threads = threads};
     add_map(&cjob, "compartment_IC.nii.gz", ic);
     add_map(&cjob, "compartment_EC.nii.gz", ec);
@@ -1200,6 +1314,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                           : o->peaks      ? o->peaks
                                           : "the principal direction of a tensor fit");
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)d.nstr);
+        if (input_of) clustering_provenance(prov, o, ninput, d.nstr, t_clust);
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_kept", (double)nf);
         dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_nonzero", (double)nonzero);
         dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)nv);

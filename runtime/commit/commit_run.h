@@ -18,6 +18,7 @@ typedef struct dm_commit_options {
     double shift[3]; /* --fiber-shift, voxel units */
     double min_seg_len, min_len, max_len, vf_thr;
     double blur_core, blur_gauss, blur_spacing, blur_gauss_min; /* --blur-*: trk2dictionary's */
+    double blur_clust_thr; /* --blur-clust-thr: cluster first, fit the representatives (0: off) */
     int ndirs;
     double tol_fun, tol_x;
     double lambda_frac; /* --lambda: the lasso on the streamlines' weights (0: plain NNLS) */

@@ -42,6 +42,8 @@ ALLOWED = {
     "runtime/simulate": {"runtime/fit", "runtime/model", "runtime/io", "runtime/util",
                          "templates"},
     "runtime/sphere": set(),
+    # geometry of streamlines, no files: clustering (COMMIT's blur_clust_thr)
+    "runtime/streamline": {"runtime/util"},
     "runtime/csd": {"runtime/cluster", "runtime/sphere", "runtime/gpu", "runtime/dti", "runtime/io", "runtime/util",
                     "templates"},
     "runtime/render": {"runtime/sphere", "runtime/io", "runtime/util"},
@@ -50,7 +52,7 @@ ALLOWED = {
                          "templates/fodtrack"},
     # COMMIT reads a DWI as CSD does (csd/dwi.h) and fits tensors where no peaks are given
     "runtime/commit": {"runtime/cluster", "runtime/csd", "runtime/dti", "runtime/io", "runtime/util", "runtime/gpu",
-                       "templates", "templates/commit"},
+                       "runtime/streamline", "templates", "templates/commit"},
     # a job's parts (--part K/N, the manifest the wings write) and joining them: NIfTI bytes,
     # .tck files; a pipeline on SLURM (job scripts, sbatch/squeue/sacct as child processes)
     "runtime/cluster": {"runtime/io", "runtime/util"},
