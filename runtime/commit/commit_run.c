@@ -228,7 +228,7 @@ static int cluster_tractogram(const dm_commit_options *o, dm_tck *t, int threads
     *ninput = t->count;
     if (!(o->blur_clust_thr > 0)) return 0;
     dm_streamline_clusters c;
-    if (dm_streamline_cluster(t->xyz, t->start, t->count, o->blur_clust_thr, 12, threads, &c) != 0)
+    if (dm_streamline_cluster(t->xyz, t->start, t->count, o->blur_clust_thr, threads, &c) != 0)
         return -1;
     const long n = c.nclusters;
     unsigned char *is_rep = calloc((size_t)(t->count ? t->count : 1), 1);

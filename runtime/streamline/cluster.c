@@ -7,6 +7,7 @@
 #include "streamline/cluster.h"
 #include "util/error.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,17 +68,27 @@ static float mean_dist(const float *c, const float *s, int npts, int *flip)
     return (dd < di ? dd : di) / (float)npts;
 }
 
-/* the hash grid of the centroids' barycentres */
+/* the hash grid of the centroids' barycentres; a cell holds its centroids' barycentres with
+ * them (scanned in memory order) and pos[] where each centroid sits in its cell */
+enum { NPTS = DM_STREAMLINE_CLUSTER_POINTS, NFOLD = NPTS / 2 };
+
+typedef struct {
+    float b[3];        /* barycentre */
+    float f[NFOLD][3]; /* folded curve: point j plus point NPTS-1-j */
+    int id;
+} entry;
+
 typedef struct {
     int64_t key; /* INT64_MIN: free */
-    long n, cap;
-    long *ids;
+    int n, cap;
+    entry *e;
 } cell;
 
 typedef struct {
     cell *cells;
     long cap, used;
     double h;
+    int *pos;
 } grid;
 
 static int64_t key_of(int64_t x, int64_t y, int64_t z)
@@ -85,7 +96,7 @@ static int64_t key_of(int64_t x, int64_t y, int64_t z)
     return ((x + 1048576) * 2097152 + y + 1048576) * 2097152 + z + 1048576;
 }
 
-static int64_t cell_key(const double b[3], double h)
+static int64_t cell_key(const float b[3], double h)
 {
     return key_of((int64_t)floor(b[0] / h), (int64_t)floor(b[1] / h), (int64_t)floor(b[2] / h));
 }
@@ -100,8 +111,9 @@ static long find_slot(const grid *g, int64_t key)
 
 static int grid_grow(grid *g)
 {
-    grid n = {calloc((size_t)g->cap * 2, sizeof(cell)), g->cap * 2, g->used, g->h};
-    if (!n.cells) return -1;
+    grid n = *g;
+    n.cap = g->cap * 2;
+    if (!(n.cells = calloc((size_t)n.cap, sizeof(cell)))) return -1;
     for (long s = 0; s < n.cap; s++) n.cells[s].key = INT64_MIN;
     for (long s = 0; s < g->cap; s++)
         if (g->cells[s].key != INT64_MIN) n.cells[find_slot(&n, g->cells[s].key)] = g->cells[s];
@@ -110,48 +122,76 @@ static int grid_grow(grid *g)
     return 0;
 }
 
-static int grid_add(grid *g, int64_t key, long id)
+static void fold(const float *c, float f[NFOLD][3])
+{
+    for (int j = 0; j < NFOLD; j++)
+        for (int a = 0; a < 3; a++) f[j][a] = c[3 * j + a] + c[3 * (NPTS - 1 - j) + a];
+}
+
+static int grid_add(grid *g, const float b[3], const float *cent, int id)
 {
     if (2 * (g->used + 1) > g->cap && grid_grow(g) != 0) return -1;
+    const int64_t key = cell_key(b, g->h);
     cell *c = &g->cells[find_slot(g, key)];
     if (c->key == INT64_MIN) {
         c->key = key;
         g->used++;
     }
     if (c->n == c->cap) {
-        long *ids = realloc(c->ids, (size_t)(c->cap ? 2 * c->cap : 4) * sizeof *ids);
-        if (!ids) return -1;
-        c->ids = ids;
+        entry *e = realloc(c->e, (size_t)(c->cap ? 2 * c->cap : 4) * sizeof *e);
+        if (!e) return -1;
+        c->e = e;
         c->cap = c->cap ? 2 * c->cap : 4;
     }
-    c->ids[c->n++] = id;
+    c->e[c->n] = (entry){{b[0], b[1], b[2]}, {{0}}, id};
+    fold(cent, c->e[c->n].f);
+    g->pos[id] = c->n++;
     return 0;
 }
 
-static void grid_remove(grid *g, int64_t key, long id)
+/* centroid id moved from barycentre old to b */
+static int grid_move(grid *g, const float old[3], const float b[3], const float *cent, int id)
 {
-    cell *c = &g->cells[find_slot(g, key)];
-    for (long i = 0; i < c->n; i++)
-        if (c->ids[i] == id) {
-            c->ids[i] = c->ids[--c->n];
-            return;
-        }
+    const int64_t was = cell_key(old, g->h);
+    cell *c = &g->cells[find_slot(g, was)];
+    if (cell_key(b, g->h) == was) {
+        memcpy(c->e[g->pos[id]].b, b, 3 * sizeof *b);
+        fold(cent, c->e[g->pos[id]].f);
+        return 0;
+    }
+    c->e[g->pos[id]] = c->e[--c->n];
+    g->pos[c->e[g->pos[id]].id] = g->pos[id];
+    return grid_add(g, b, cent, id);
 }
 
-static void barycentre(const float *s, int npts, double b[3])
+static void barycentre(const float *s, int npts, float b[3])
 {
-    b[0] = b[1] = b[2] = 0;
+    double m[3] = {0, 0, 0};
     for (int j = 0; j < npts; j++)
-        for (int a = 0; a < 3; a++) b[a] += s[3 * j + a];
-    for (int a = 0; a < 3; a++) b[a] /= npts;
+        for (int a = 0; a < 3; a++) m[a] += s[3 * j + a];
+    for (int a = 0; a < 3; a++) b[a] = (float)(m[a] / npts);
+}
+
+/* A lower bound of the mean distance in either orientation: the mean distance of the folded
+ * curves (point j and point NPTS-1-j averaged), which a reversal leaves as they are. */
+static float folded_bound(const float fc[NFOLD][3], const float fs[NFOLD][3])
+{
+    float sum = 0;
+    for (int j = 0; j < NFOLD; j++) {
+        const float x = fc[j][0] - fs[j][0], y = fc[j][1] - fs[j][1], z = fc[j][2] - fs[j][2];
+        sum += sqrtf(x * x + y * y + z * z);
+    }
+    return sum / (float)NPTS;
 }
 
 /* The nearest centroid to s below thr (its index, *flip its orientation), or -1. */
-static long nearest(const grid *g, const float *cent, const double *bc, const float *s, int npts,
-                    float thr, int *flip)
+static long nearest(const grid *g, const float *cent, const float *s, int npts, float thr,
+                    int *flip)
 {
-    double b[3];
+    float b[3], fs[NFOLD][3];
     barycentre(s, npts, b);
+    fold(s, fs);
+    const float h = (float)g->h, h2 = h * h;
     long best = -1;
     float bestd = 0;
     const int64_t x = (int64_t)floor(b[0] / g->h), y = (int64_t)floor(b[1] / g->h),
@@ -160,15 +200,16 @@ static long nearest(const grid *g, const float *cent, const double *bc, const fl
         for (int dy = -1; dy <= 1; dy++)
             for (int dz = -1; dz <= 1; dz++) {
                 const cell *c = &g->cells[find_slot(g, key_of(x + dx, y + dy, z + dz))];
-                for (long i = 0; i < c->n; i++) {
-                    const long k = c->ids[i];
-                    const double ex = bc[3 * k] - b[0], ey = bc[3 * k + 1] - b[1],
-                                 ez = bc[3 * k + 2] - b[2];
-                    if (ex * ex + ey * ey + ez * ez > g->h * g->h) continue;
+                for (int i = 0; i < c->n; i++) {
+                    const entry *e = &c->e[i];
+                    const float ex = e->b[0] - b[0], ey = e->b[1] - b[1], ez = e->b[2] - b[2];
+                    if (ex * ex + ey * ey + ez * ez > h2) continue;
+                    if (folded_bound(e->f, fs) > h) continue;
+                    const float *ck = cent + (size_t)e->id * 3 * npts;
                     int f;
-                    const float d = mean_dist(cent + (size_t)k * 3 * npts, s, npts, &f);
-                    if (best < 0 || d < bestd || (d == bestd && k < best)) {
-                        best = k;
+                    const float d = mean_dist(ck, s, npts, &f);
+                    if (best < 0 || d < bestd || (d == bestd && e->id < best)) {
+                        best = e->id;
                         bestd = d;
                         *flip = f;
                     }
@@ -177,23 +218,29 @@ static long nearest(const grid *g, const float *cent, const double *bc, const fl
     return best >= 0 && bestd < thr ? best : -1;
 }
 
-int dm_streamline_cluster(const float *xyz, const long *start, long count, double thr, int npts,
-                          int threads, dm_streamline_clusters *out)
+int dm_streamline_cluster(const float *xyz, const long *start, long count, double thr, int threads,
+                          dm_streamline_clusters *out)
 {
+    const int npts = NPTS;
     memset(out, 0, sizeof *out);
     const size_t row = (size_t)3 * npts;
     float *rs = malloc((count ? count : 1) * row * sizeof *rs);
     float *cent = malloc((count ? count : 1) * row * sizeof *cent);
-    double *bc = malloc((size_t)(count ? count : 1) * 3 * sizeof *bc);
+    float *bc = malloc((size_t)(count ? count : 1) * 3 * sizeof *bc);
     long *members = calloc((size_t)(count ? count : 1), sizeof *members);
     float *best = malloc((size_t)(count ? count : 1) * sizeof *best);
     out->cluster = malloc((size_t)(count ? count : 1) * sizeof *out->cluster);
-    grid g = {calloc(1024, sizeof(cell)), 1024, 0, 0};
+    grid g = {calloc(1024, sizeof(cell)), 1024, 0, 0,
+              malloc((size_t)(count ? count : 1) * sizeof(int))};
     long maxn = 2;
     for (long i = 0; i < count; i++)
         if (start[i + 1] - start[i] > maxn) maxn = start[i + 1] - start[i];
     int rc = -1;
-    if (!rs || !cent || !bc || !members || !best || !out->cluster || !g.cells) goto done;
+    if (count > INT_MAX) {
+        dm_set_error("clustering: more than %d streamlines", INT_MAX);
+        goto done;
+    }
+    if (!rs || !cent || !bc || !members || !best || !out->cluster || !g.cells || !g.pos) goto done;
     for (long s = 0; s < g.cap; s++) g.cells[s].key = INT64_MIN;
     int fail = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : 1)
@@ -212,19 +259,19 @@ int dm_streamline_cluster(const float *xyz, const long *start, long count, doubl
 
     /* the clusters, in the file's order (dicelib: thr as a float) */
     const float thr_f = (float)thr;
-    g.h = thr * (1 + 1e-4) + 1e-4; /* the bound with room for rounding */
+    g.h = thr * (1 + 1e-4) + 1e-3; /* the bounds with room for rounding */
     long nc = 0;
     for (long i = 0; i < count; i++) {
         out->cluster[i] = -1;
         if (start[i + 1] == start[i]) continue;
         const float *s = rs + i * row;
         int flip = 0;
-        const long k = nc ? nearest(&g, cent, bc, s, npts, thr_f, &flip) : -1;
+        const long k = nc ? nearest(&g, cent, s, npts, thr_f, &flip) : -1;
         if (k < 0) {
             memcpy(cent + nc * row, s, row * sizeof *cent);
             members[nc] = 1;
             barycentre(s, npts, bc + 3 * nc);
-            if (grid_add(&g, cell_key(bc + 3 * nc, g.h), nc) != 0) goto done;
+            if (grid_add(&g, bc + 3 * nc, cent + nc * row, (int)nc) != 0) goto done;
             out->cluster[i] = nc++;
             continue;
         }
@@ -235,13 +282,9 @@ int dm_streamline_cluster(const float *xyz, const long *start, long count, doubl
             for (int a = 0; a < 3; a++) c[3 * j + a] = (w * c[3 * j + a] + p[a]) / w1;
         }
         members[k]++;
-        const int64_t old = cell_key(bc + 3 * k, g.h);
+        float old[3] = {bc[3 * k], bc[3 * k + 1], bc[3 * k + 2]};
         barycentre(c, npts, bc + 3 * k);
-        const int64_t now = cell_key(bc + 3 * k, g.h);
-        if (now != old) {
-            grid_remove(&g, old, k);
-            if (grid_add(&g, now, k) != 0) goto done;
-        }
+        if (grid_move(&g, old, bc + 3 * k, c, (int)k) != 0) goto done;
         out->cluster[i] = k;
     }
 
@@ -276,9 +319,10 @@ int dm_streamline_cluster(const float *xyz, const long *start, long count, doubl
 done:
     if (rc != 0) {
         dm_streamline_clusters_free(out);
-        dm_set_error("clustering: out of memory for %ld streamlines", count);
+        if (count <= INT_MAX) dm_set_error("clustering: out of memory for %ld streamlines", count);
     }
-    for (long s = 0; g.cells && s < g.cap; s++) free(g.cells[s].ids);
+    for (long s = 0; g.cells && s < g.cap; s++) free(g.cells[s].e);
+    free(g.pos);
     free(g.cells);
     free(rs);
     free(cent);

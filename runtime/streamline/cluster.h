@@ -15,11 +15,13 @@ typedef struct {
     long *rep;     /* per cluster the input index of its representative */
 } dm_streamline_clusters;
 
-/* Streamline i is points start[i] .. start[i+1]-1 of xyz (3 floats each, mm); thr in mm (> 0);
- * npts >= 2 the points of the resampling (dicelib: 12).  Returns 0, or -1 with the error set
- * (out of memory). */
-int dm_streamline_cluster(const float *xyz, const long *start, long count, double thr, int npts,
-                          int threads, dm_streamline_clusters *out);
+/* the points of the resampling (dicelib's n_pts, 12 as COMMIT calls it) */
+#define DM_STREAMLINE_CLUSTER_POINTS 12
+
+/* Streamline i is points start[i] .. start[i+1]-1 of xyz (3 floats each, mm); thr in mm (> 0).
+ * Returns 0, or -1 with the error set (out of memory, more than INT_MAX streamlines). */
+int dm_streamline_cluster(const float *xyz, const long *start, long count, double thr, int threads,
+                          dm_streamline_clusters *out);
 void dm_streamline_clusters_free(dm_streamline_clusters *c);
 
 #endif
