@@ -81,8 +81,8 @@ def against_commit(d, p, tck, n, clustered, ref):
     w = np.loadtxt(f"{out}/streamline_weights.txt")
     res = json.load(open(f"{out}/provenance.json"))["results"]
     m = peer["fit_mask"]
-    # the ISO map from COMMIT's coefficients (x / the ball's norm), as test_commit_blur.py does:
-    # COMMIT's own compartment_ISO.nii.gz holds them otherwise scaled
+    # the ISO map: both balls' coefficients from COMMIT's solution, summed per voxel, as
+    # test_commit_peer.py (peer_iso_sum) and test_commit_blur.py compare it
     z = peer["peer"]
     nvox, niso = z["iso_vox"].size, z["iso_norm"].size
     v = np.zeros(nvox)
