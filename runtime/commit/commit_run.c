@@ -1422,6 +1422,8 @@ done:
     free(aty_plain);
     free(col_w);
     free(ic_fixed);
+    free(input_of);
+    free(cluster_of);
     free(rmse_adj);
     free(nrmse_adj);
     free(blur_apply);
