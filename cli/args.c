@@ -1,5 +1,6 @@
 /* Command-line options: the parser over a command's table, checked values, the help text. */
 #include "args.h"
+#include "commands.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -82,6 +83,12 @@ static int parse_words(const char *cmd, const dm_opt *opts, int argc, char **arg
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         int i = find_opt(opts, name, len);
+        const dm_command *c = dm_command_find(cmd);
+        if (i < 0 && (!strcmp(s, "--help") || !strcmp(s, "-h")) && c && c->help) {
+            /* as `dimoc help CMD`, before any work: the options are not read further */
+            fflush(stdout);
+            exit(c->help(stdout) == 0 ? 0 : 1);
+        }
         if (i < 0)
             return dm_set_error("%s: unknown option '%.*s' (see 'dimoc help %s')", cmd,
                                 (int)(len + (name - s)), s, cmd);

@@ -62,6 +62,8 @@ typedef struct dm_problem {
     double *y;                  /* nfit x M */
     double *voxin;              /* nfit x mi.voxel_width */
     double *start;              /* nfit x P starting values */
+    /* the starts still to come from each voxel's signal (fit_starts.h), or NULL */
+    struct dm_fit_starts_plan *starts;
     unsigned char *status;      /* nvox, dm_status */
     unsigned char *status_data; /* nvox: the status the data alone give (each stage's start) */
     dm_fit_config cfg;
@@ -74,7 +76,8 @@ typedef struct dm_problem {
  * measurements and per-voxel inputs. */
 int dm_problem_load(const dm_fit_request *r, dm_problem *p);
 /* Plans one stage on loaded inputs: its status, fixed parameters, starts and settings.  prev
- * (nfit x P): the starts a previous stage left (instead of r->init_from), or NULL. */
+ * (nfit x P): the starts a previous stage left (instead of r->init_from), or NULL.  Starts
+ * that come from each voxel's signal are left to dm_fit_starts_fill (fit_starts.h). */
 int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p);
 /* Both of the above. */
 int dm_problem_plan(const dm_fit_request *r, dm_problem *p);

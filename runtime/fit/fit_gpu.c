@@ -3,6 +3,7 @@
  * Results land at the batch's place in the host arrays, and every voxel's random stream is
  * keyed by its index, so outputs do not depend on the number of GPUs or the batch size. */
 #include "fit/fit_gpu.h"
+#include "fit/fit_starts.h"
 #include "gpu/cuda_api.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_launch.h"
@@ -25,7 +26,8 @@ typedef struct gpu_job {
     const dm_fit_gpu_programs *progs;
     int real_size, lanes, ns;
     size_t *todo, ntodo, batch;
-    atomic_size_t next; /* next batch's first position in todo */
+    size_t nsmall, small; /* the first nsmall batches of `small` voxels (0: none) */
+    atomic_size_t next;   /* the next batch's number */
     atomic_int batches;
     struct dm_progress *progress;
 } gpu_job;
@@ -225,6 +227,16 @@ static void unpack(gpu_job *j, slot *s)
     s->busy = 0;
 }
 
+/* Batch k's voxels: todo[*first .. *first + *n); 0 when it is past the work. */
+static int batch_range(const gpu_job *j, size_t k, size_t *first, size_t *n)
+{
+    const size_t size = k < j->nsmall ? j->small : j->batch;
+    *first = k < j->nsmall ? k * j->small : j->nsmall * j->small + (k - j->nsmall) * j->batch;
+    if (*first >= j->ntodo) return 0;
+    *n = j->ntodo - *first < size ? j->ntodo - *first : size;
+    return 1;
+}
+
 static void *worker_main(void *arg)
 {
     gpu_worker *w = arg;
@@ -274,8 +286,8 @@ static void *worker_main(void *arg)
             dm_stop_error();
             goto fail;
         }
-        size_t first = atomic_fetch_add(&j->next, j->batch);
-        if (first >= j->ntodo) {
+        size_t first, n;
+        if (!batch_range(j, atomic_fetch_add(&j->next, 1), &first, &n)) {
             /* No work left: collect the batch still in flight in the other buffer set. */
             free_slot(cu, s);
             slot *other = &slots[(iter + 1) & 1];
@@ -285,12 +297,14 @@ static void *worker_main(void *arg)
             }
             break;
         }
-        size_t n = j->ntodo - first < j->batch ? j->ntodo - first : j->batch;
         atomic_fetch_add(&j->batches, 1);
         if (!s->stream && alloc_slot(cu, s, j->batch, M, VS, P, ns, fix_rows, rs) != 0) goto fail;
+        /* the batch's starts from its signal, made while the GPU fits the batch before */
+        dm_fit_starts_fill(p, j->todo + first, n);
 #pragma omp parallel for schedule(static)
         for (size_t b = 0; b < n; b++) {
             size_t i = j->todo[first + b];
+            if (p->starts) memcpy(j->res->params + i * P, p->start + i * P, P * sizeof(double));
             for (size_t m = 0; m < M; m++) put(s->hy, b * M + m, p->y[i * M + m], rs);
             for (size_t c = 0; c < VS; c++)
                 put(s->hvox, b * VS + c, VW ? p->voxin[i * VW + c] : 0, rs);
@@ -412,6 +426,12 @@ int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
     if (batch > 1 << 22) batch = 1 << 22;
     if (batch < 1) batch = 1;
     j.batch = batch;
+    /* Starts still to be made (fit_starts.h): each GPU's first batch small, so that the
+     * starts of only an eighth of a batch come before the GPU has work. */
+    if (p->starts && batch >= 8192) {
+        j.nsmall = (size_t)ngpu;
+        j.small = batch / 8;
+    }
     rep->batch_voxels = (long)batch;
 
     int rc = 0;

@@ -508,18 +508,10 @@ static int check_b_scale(const dm_problem *p, const char *bvals)
 static void clamp_starts(dm_problem *p)
 {
     const dm_model_info *mi = &p->mi;
-    for (int k = 0; k < mi->nparams; k++) {
-        const dm_param_info *x = &mi->params[k];
-        if (x->periodic) continue;
-        double width = isfinite(x->hi - x->lo) ? x->hi - x->lo : 1;
-        for (size_t i = 0; i < p->nfit; i++) {
-            double *v = &p->start[i * mi->nparams + k];
-            if (isfinite(x->lo) && (*v < x->lo || (!x->lo_closed && *v == x->lo)))
-                *v = x->lo_closed ? x->lo : x->lo + 1e-6 * fmax(width, fabs(x->lo));
-            if (isfinite(x->hi) && (*v > x->hi || (!x->hi_closed && *v == x->hi)))
-                *v = x->hi_closed ? x->hi : x->hi - 1e-6 * fmax(width, fabs(x->hi));
-        }
-    }
+    for (int k = 0; k < mi->nparams; k++)
+        for (size_t i = 0; i < p->nfit; i++)
+            p->start[i * mi->nparams + k] =
+                dm_fit_clamp_start(&mi->params[k], p->start[i * mi->nparams + k]);
 }
 
 int dm_problem_load(const dm_fit_request *r, dm_problem *p)
@@ -612,6 +604,7 @@ int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p)
     free(p->grid_values);
     p->grid_values = NULL;
     p->ngrid_values = 0;
+    dm_fit_starts_finish(p);
     free(p->start);
     p->start = malloc(p->nfit * P * sizeof *p->start);
     /* The volume count against the free parameters, before the starts (which may warn). */
@@ -682,6 +675,7 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
 
 void dm_problem_free(dm_problem *p)
 {
+    dm_fit_starts_finish(p);
     dm_model_info_free(&p->mi);
     dm_volume_free(&p->data);
     free(p->meas);

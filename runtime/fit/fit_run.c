@@ -7,6 +7,7 @@
 #include "fit/fit_dictionary.h"
 #include "util/fsutil.h"
 #include "fit/fit_gpu.h"
+#include "fit/fit_starts.h"
 #include "gpu/gpu_device.h"
 #include "util/progress.h"
 #include "util/interrupt.h"
@@ -312,6 +313,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     int use_gpu = m->use_gpu && !(methods & DM_METHOD_DICT);
     int gpu_declined = m->use_gpu && !use_gpu && !strcmp(m->device, "gpu");
     if (dm_problem_stage(r, stage > 0 ? prev : NULL, p) != 0) return -1;
+    if (!use_gpu) dm_fit_starts_fill(p, NULL, p->nfit); /* the GPU's: batch by batch */
     /* Everything is written into a temporary folder beside --out, put in place at the end. */
     dm_outdir od;
     if (dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) return -1;
@@ -380,6 +382,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         }
         if (prog) dm_progress_finish(prog, summary(p, note, sizeof note));
     }
+    dm_fit_starts_finish(p);
     if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
     timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile : 0);
     count_work(p, &res, &timing);

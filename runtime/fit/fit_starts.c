@@ -1,13 +1,16 @@
 /* The model's data-driven starts (`init b0`, `init from b0 | md | theta(K) | phi(K)`, see
  * docs/model-language.md), voxel by voxel, and the multi-start settings of the fit config.
  * The tensor comes from runtime/dti's linear fit (OLS then WLS) of the voxel's own signal;
- * the same start values go to the CPU and the GPU fitters. */
+ * the same start values go to the CPU and the GPU fitters.  The starts are planned with the
+ * stage and made for the voxels as the fitter takes them: the GPU's batch by batch, while it
+ * fits the batch before (200,000 tensors take about 0.1 s of 16 cores). */
 #include "fit/fit_starts.h"
 
 #include "dti/dti_fit.h"
 #include "util/error.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,53 +66,104 @@ static int tensor_start(const dm_param_info *x, const dm_dti_result *t, double *
     return 1;
 }
 
+/* The starts still to be made from each voxel's signal (dm_problem.starts). */
+struct dm_fit_starts_plan {
+    unsigned pending; /* bit k: parameter k's start comes from the voxel's signal */
+    int need_tensor;
+    dm_dti_protocol proto;
+    atomic_int failures; /* voxels whose tensor fit failed */
+};
+
+double dm_fit_clamp_start(const dm_param_info *x, double v)
+{
+    if (x->periodic) return v;
+    double width = isfinite(x->hi - x->lo) ? x->hi - x->lo : 1;
+    if (isfinite(x->lo) && (v < x->lo || (!x->lo_closed && v == x->lo)))
+        v = x->lo_closed ? x->lo : x->lo + 1e-6 * fmax(width, fabs(x->lo));
+    if (isfinite(x->hi) && (v > x->hi || (!x->hi_closed && v == x->hi)))
+        v = x->hi_closed ? x->hi : x->hi - 1e-6 * fmax(width, fabs(x->hi));
+    return v;
+}
+
 void dm_fit_starts(dm_problem *p, unsigned supplied)
 {
     const dm_model_info *mi = &p->mi;
     int P = mi->nparams, need_tensor = 0;
-    for (int k = 0; k < P; k++)
-        need_tensor |= mi->params[k].start >= DM_START_MD && !(supplied >> k & 1u);
-    dm_dti_protocol proto;
+    unsigned pending = 0;
+    for (int k = 0; k < P; k++) {
+        const int rule = mi->params[k].start;
+        if (supplied >> k & 1u || (rule != DM_START_B0 && rule < DM_START_MD)) continue;
+        pending |= 1u << k;
+        need_tensor |= rule >= DM_START_MD;
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < p->nfit; i++)
+        for (int k = 0; k < P; k++) p->start[i * P + k] = mi->params[k].init;
+    if (!pending) return;
+    struct dm_fit_starts_plan *plan = calloc(1, sizeof *plan);
+    plan->pending = pending;
     double *g = need_tensor ? directions(p) : NULL;
-    if (need_tensor && (!g || !p->bvals || dm_dti_protocol_init(&proto, p->M, p->bvals, g) != 0)) {
+    if (need_tensor &&
+        (!g || !p->bvals || dm_dti_protocol_init(&plan->proto, p->M, p->bvals, g) != 0)) {
         dm_warn("model '%s': no tensor fit for its starts (%s); its constant starts are used",
                 mi->name, g && p->bvals ? dm_last_error() : "no b-values or directions");
         need_tensor = 0;
     }
     free(g);
+    plan->need_tensor = need_tensor;
+    p->starts = plan;
+}
 
+void dm_fit_starts_fill(dm_problem *p, const size_t *which, size_t n)
+{
+    struct dm_fit_starts_plan *plan = p->starts;
+    if (!plan) return;
+    const dm_model_info *mi = &p->mi;
+    const int P = mi->nparams, need_tensor = plan->need_tensor;
     int failures = 0;
 #pragma omp parallel reduction(+ : failures)
     {
         double *work = need_tensor ? malloc((size_t)p->M * 2 * sizeof *work) : NULL;
 #pragma omp for schedule(dynamic, 256)
-        for (size_t i = 0; i < p->nfit; i++) {
+        for (size_t w = 0; w < n; w++) {
+            const size_t i = which ? which[w] : w;
             double *start = p->start + i * P;
             const double *y = p->y + i * (size_t)p->M;
-            int usable = p->status[p->index[i]] == DM_STATUS_FITTED;
+            if (p->status[p->index[i]] != DM_STATUS_FITTED) continue; /* the constants stay */
             dm_dti_result t;
             int have_tensor = 0;
-            if (usable && need_tensor) {
-                int st = dm_dti_fit_voxel(&proto, y, work, &t);
+            if (need_tensor) {
+                int st = dm_dti_fit_voxel(&plan->proto, y, work, &t);
                 have_tensor = st == DM_DTI_FITTED || st == DM_DTI_OLS_ONLY;
                 failures += !have_tensor;
             }
             for (int k = 0; k < P; k++) {
+                if (!(plan->pending >> k & 1u)) continue;
                 const dm_param_info *x = &mi->params[k];
                 double v = x->init;
-                if (x->start == DM_START_B0 && usable)
+                if (x->start == DM_START_B0)
                     v = b0_estimate(p, y);
-                else if (x->start >= DM_START_MD && have_tensor && !tensor_start(x, &t, &v))
+                else if (have_tensor && !tensor_start(x, &t, &v))
                     v = x->init;
-                start[k] = v;
+                start[k] = dm_fit_clamp_start(x, v);
             }
         }
         free(work);
     }
-    if (need_tensor) dm_dti_protocol_free(&proto);
+    atomic_fetch_add(&plan->failures, failures);
+}
+
+void dm_fit_starts_finish(dm_problem *p)
+{
+    struct dm_fit_starts_plan *plan = p->starts;
+    if (!plan) return;
+    p->starts = NULL;
+    const int failures = atomic_load(&plan->failures);
     if (failures)
         dm_warn("model '%s': the tensor fit failed in %d voxel%s; their constant starts are used",
-                mi->name, failures, failures == 1 ? "" : "s");
+                p->mi.name, failures, failures == 1 ? "" : "s");
+    if (plan->need_tensor) dm_dti_protocol_free(&plan->proto);
+    free(plan);
 }
 
 void dm_fit_multistart_config(dm_problem *p, unsigned user_starts)

@@ -4,13 +4,25 @@
 
 #include "fit/fit.h"
 
-/* Fills p->start (nfit x P) by each parameter's rule: the constant, the mean b=0 signal, or a
- * value of the voxel's tensor fit (MD, an eigenvector's angles); the constant where a voxel
- * has no value for its rule (skipped voxels, a failed tensor fit: warned once).  Parameters
- * in `supplied` (bit k) are about to be set from --init or --init-from: they take their
- * constant, and no tensor is fitted for them alone.  Needs p->mi, M, meas, bvals, y, index
- * and status; it cannot fail. */
+/* Plans p->start (nfit x P) by each parameter's rule: the constant now; the mean b=0 signal
+ * or a value of the voxel's tensor fit (MD, an eigenvector's angles) left pending in
+ * p->starts for dm_fit_starts_fill.  Parameters in `supplied` (bit k) are about to be set from
+ * --init or --init-from: they take their constant, and no tensor is fitted for them alone.
+ * Needs p->mi, M, meas, bvals, y, index and status; it cannot fail. */
 void dm_fit_starts(dm_problem *p, unsigned supplied);
+
+/* Makes the pending starts of the n voxels which[0..n) (fit order; which NULL: 0..n-1), each
+ * clamped into its bounds; the constant where a voxel has no value for its rule (a skipped
+ * voxel, a failed tensor fit).  Threads may fill disjoint voxels at once.  Nothing when no
+ * start is pending. */
+void dm_fit_starts_fill(dm_problem *p, const size_t *which, size_t n);
+
+/* Ends the plan: warns once of failed tensor fits and frees it (voxels never filled keep
+ * their constants). */
+void dm_fit_starts_finish(dm_problem *p);
+
+/* v moved inside parameter x's bounds (an open bound by 1e-6 of the range). */
+double dm_fit_clamp_start(const dm_param_info *x, double v);
 
 /* Sets p->cfg.starts and the orientation pairs from the model's `multistart` and its
  * `init from theta(K) / phi(K)` pairs; one start when the user gave or fixed one of those

@@ -206,3 +206,17 @@ for p in $(ls pipelines/*.sh | xargs -n1 basename | sed 's/\.sh$//'); do
         fail "help-pipeline-$p" "$(head -2 <<<"$out")"
     fi
 done
+# `dimoc CMD --help` (or -h, anywhere among its options) prints `dimoc help CMD` on stdout, exit 0,
+# before any of its work; a command's own help flag, where it has one, keeps its meaning.
+for c in fit csd track commit dti response peaks tdi connectome merge select view; do
+    want=$("$DIMOC" help $c 2>&1)
+    for flag in --help -h; do
+        got=$("$DIMOC" $c --out "$T/help-$c" $flag --data "$T/nosuch.nii.gz" 2>/dev/null)
+        rc=$?
+        if [ $rc -eq 0 ] && [ "$got" = "$want" ] && [ ! -e "$T/help-$c" ]; then
+            pass "help-flag-$c$flag"
+        else
+            fail "help-flag-$c$flag" "exit $rc: $(head -2 <<<"$got")"
+        fi
+    done
+done
