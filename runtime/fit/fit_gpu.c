@@ -20,6 +20,7 @@
 #define BLOCK_THREADS 128 /* templates/gpu_fitter.cu: __launch_bounds__(128, 4) */
 
 typedef struct gpu_job {
+    dm_fit_gpu_session *session;
     dm_problem *p;
     dm_fit_results *res;
     const dm_cuda *cu;
@@ -34,7 +35,7 @@ typedef struct gpu_job {
 
 typedef struct gpu_worker {
     gpu_job *job;
-    int ordinal;
+    int index, ordinal; /* the GPU's place in the session, its device ordinal */
     int rc;
     char error[512];
 } gpu_worker;
@@ -47,7 +48,13 @@ typedef struct slot {
     void *hy, *hvox, *hidx, *hparams, *hsamples, *hstats, *hstatus;
     size_t first, n; /* batch in flight: todo[first .. first+n) */
     int busy;
+    size_t bytes[8]; /* each array's size as allocated (y .. status, rows) */
 } slot;
+
+/* A GPU's two buffer sets between the stages of a cascade (dm_fit_gpu_session.kept). */
+struct gpu_buffers {
+    slot set[2];
+};
 
 static const char *const fitter_templates[] = {
     "gpu_fitter.cu", "mathlib.h",    "model_api.h", "fit_api.h", "lanes.h",
@@ -171,23 +178,44 @@ static double get(const void *src, size_t i, int rs)
     return rs == 4 ? ((const float *)src)[i] : ((const double *)src)[i];
 }
 
-static int alloc_slot(const dm_cuda *cu, slot *s, size_t n, size_t M, size_t VS, size_t P,
-                      size_t ns, size_t row_width, int rs)
+/* The bytes of a buffer set's arrays for batches of n voxels: y, vox, idx, params, samples,
+ * stats, status, then rows (device only). */
+static void slot_bytes(size_t n, size_t M, size_t VS, size_t P, size_t ns, size_t row_width, int rs,
+                       size_t bytes[8])
+{
+    const size_t b[8] = {n * M * rs,
+                         n * VS * rs,
+                         n * 8,
+                         n * P * rs,
+                         (ns ? n * ns * P : 1) * rs,
+                         n * DM_NSTATS * rs,
+                         n * sizeof(int),
+                         row_width ? n * M * row_width * rs : 1};
+    memcpy(bytes, b, sizeof b);
+}
+
+/* 1 when the set holds arrays of at least these sizes (a set kept from an earlier stage). */
+static int slot_fits(const slot *s, const size_t bytes[8])
+{
+    if (!s->stream) return 0;
+    for (int i = 0; i < 8; i++)
+        if (s->bytes[i] < bytes[i]) return 0;
+    return 1;
+}
+
+static int alloc_slot(const dm_cuda *cu, slot *s, const size_t bytes[8])
 {
     memset(s, 0, sizeof *s);
-    size_t sizes[7] = {
-        n * M * rs,         n * VS * rs,    n * 8, n * P * rs, (ns ? n * ns * P : 1) * rs,
-        n * DM_NSTATS * rs, n * sizeof(int)};
     CUdeviceptr *dev[7] = {&s->y, &s->vox, &s->idx, &s->params, &s->samples, &s->stats, &s->status};
     void **host[7] = {&s->hy,       &s->hvox,   &s->hidx,   &s->hparams,
                       &s->hsamples, &s->hstats, &s->hstatus};
     CK(cu->cuStreamCreate(&s->stream, 1 /* non-blocking */), "creating a stream");
     for (int i = 0; i < 7; i++) {
-        CK(cu->cuMemAlloc(dev[i], sizes[i]), "allocating device memory");
-        CK(cu->cuMemAllocHost(host[i], sizes[i]), "allocating pinned host memory");
+        CK(cu->cuMemAlloc(dev[i], bytes[i]), "allocating device memory");
+        CK(cu->cuMemAllocHost(host[i], bytes[i]), "allocating pinned host memory");
     }
-    CK(cu->cuMemAlloc(&s->rows, row_width ? n * M * row_width * rs : 1),
-       "allocating device memory");
+    CK(cu->cuMemAlloc(&s->rows, bytes[7]), "allocating device memory");
+    memcpy(s->bytes, bytes, sizeof s->bytes);
     return 0;
 fail:
     return -1;
@@ -251,6 +279,14 @@ static void *worker_main(void *arg)
     CUdeviceptr d_meas = 0, d_grid = 0;
     slot slots[2];
     memset(slots, 0, sizeof slots);
+    struct gpu_buffers *kept = j->session->kept[w->index];
+    if (kept) { /* an earlier stage's, reused where large enough */
+        memcpy(slots, kept->set, sizeof slots);
+        free(kept);
+        j->session->kept[w->index] = NULL;
+    }
+    size_t bytes[8];
+    slot_bytes(j->batch, M, VS, P, ns, fix_rows, rs, bytes);
     w->rc = -1;
     for (int k = 0; k < j->progs->n; k++)
         if (dm_gpu_kernel_open(cu, w->ordinal, &j->progs->part[k], "dm_fit_kernel", "fitter",
@@ -270,8 +306,8 @@ static void *worker_main(void *arg)
         if (up != 0) goto fail;
     }
     /* A buffer set is allocated at its first batch (pinning host memory takes time: the
-     * second set's while the GPU fits the first batch) and freed once it has no more work
-     * (the first while the GPU fits the last batch). */
+     * second set's while the GPU fits the first batch), unless an earlier stage's is large
+     * enough, and kept for the next stage. */
 
     for (int iter = 0;; iter++) {
         slot *s = &slots[iter & 1];
@@ -289,7 +325,6 @@ static void *worker_main(void *arg)
         size_t first, n;
         if (!batch_range(j, atomic_fetch_add(&j->next, 1), &first, &n)) {
             /* No work left: collect the batch still in flight in the other buffer set. */
-            free_slot(cu, s);
             slot *other = &slots[(iter + 1) & 1];
             if (other->busy) {
                 CK(cu->cuStreamSynchronize(other->stream), "running the fitting kernel");
@@ -298,9 +333,12 @@ static void *worker_main(void *arg)
             break;
         }
         atomic_fetch_add(&j->batches, 1);
-        if (!s->stream && alloc_slot(cu, s, j->batch, M, VS, P, ns, fix_rows, rs) != 0) goto fail;
-        /* the batch's starts from its signal, made while the GPU fits the batch before */
-        dm_fit_starts_fill(p, j->todo + first, n);
+        if (!slot_fits(s, bytes)) {
+            free_slot(cu, s);
+            if (alloc_slot(cu, s, bytes) != 0) goto fail;
+        }
+        /* the batch's starts from the signal (fit_starts.h), made on their thread */
+        dm_fit_starts_wait(p, j->todo[first + n - 1] + 1);
 #pragma omp parallel for schedule(static)
         for (size_t b = 0; b < n; b++) {
             size_t i = j->todo[first + b];
@@ -339,7 +377,13 @@ static void *worker_main(void *arg)
     w->rc = 0;
 fail:
     if (w->rc != 0) snprintf(w->error, sizeof w->error, "GPU %d: %s", w->ordinal, dm_last_error());
-    for (int s = 0; s < 2; s++) free_slot(cu, &slots[s]);
+    kept = w->rc == 0 ? malloc(sizeof *kept) : NULL;
+    if (kept) {
+        memcpy(kept->set, slots, sizeof slots);
+        j->session->kept[w->index] = kept;
+    } else {
+        for (int s = 0; s < 2; s++) free_slot(cu, &slots[s]);
+    }
     if (d_meas) cu->cuMemFree(d_meas);
     if (d_grid) cu->cuMemFree(d_grid);
     for (int k = 0; k < 2; k++) dm_gpu_kernel_close(cu, &kern[k]);
@@ -373,15 +417,24 @@ void dm_fit_gpu_close(dm_fit_gpu_session *s)
 {
     for (int g = 0; s->cu && g < s->held; g++) {
         CUdevice dev;
-        if (s->cu->cuDeviceGet(&dev, s->gs.ord[g]) == 0) s->cu->cuDevicePrimaryCtxRelease(dev);
+        CUcontext ctx;
+        if (s->cu->cuDeviceGet(&dev, s->gs.ord[g]) != 0) continue;
+        if (s->kept[g] && s->cu->cuDevicePrimaryCtxRetain(&ctx, dev) == 0) {
+            if (s->cu->cuCtxSetCurrent(ctx) == 0)
+                for (int k = 0; k < 2; k++) free_slot(s->cu, &s->kept[g]->set[k]);
+            s->cu->cuDevicePrimaryCtxRelease(dev);
+        }
+        free(s->kept[g]);
+        s->kept[g] = NULL;
+        s->cu->cuDevicePrimaryCtxRelease(dev);
     }
     s->held = 0;
     dm_cuda_close(s->cu);
     s->cu = NULL;
 }
 
-int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
-                   const dm_fit_gpu_options *o, dm_fit_results *res, dm_fit_gpu_report *rep)
+int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm_fit_gpu_options *o,
+                   dm_fit_results *res, dm_fit_gpu_report *rep)
 {
     memset(rep, 0, sizeof *rep);
     dm_cuda *cu = s->cu;
@@ -400,6 +453,7 @@ int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
 
     gpu_job j;
     memset(&j, 0, sizeof j);
+    j.session = s;
     j.p = p;
     j.res = res;
     j.cu = cu;
@@ -426,8 +480,8 @@ int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
     if (batch > 1 << 22) batch = 1 << 22;
     if (batch < 1) batch = 1;
     j.batch = batch;
-    /* Starts still to be made (fit_starts.h): each GPU's first batch small, so that the
-     * starts of only an eighth of a batch come before the GPU has work. */
+    /* Starts still being made (fit_starts.h): each GPU's first batch small, so that it waits
+     * for the starts of an eighth of a batch only. */
     if (p->starts && batch >= 8192) {
         j.nsmall = (size_t)ngpu;
         j.small = batch / 8;
@@ -440,6 +494,7 @@ int dm_fit_gpu_run(const dm_fit_gpu_session *s, dm_problem *p, int real_size,
         pthread_t th[DM_GPU_MAX];
         for (int g = 0; g < ngpu; g++) {
             w[g].job = &j;
+            w[g].index = g;
             w[g].ordinal = gs.ord[g];
             w[g].rc = 0;
             pthread_create(&th[g], NULL, worker_main, &w[g]);

@@ -313,7 +313,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     int use_gpu = m->use_gpu && !(methods & DM_METHOD_DICT);
     int gpu_declined = m->use_gpu && !use_gpu && !strcmp(m->device, "gpu");
     if (dm_problem_stage(r, stage > 0 ? prev : NULL, p) != 0) return -1;
-    if (!use_gpu) dm_fit_starts_fill(p, NULL, p->nfit); /* the GPU's: batch by batch */
+    if (!use_gpu) dm_fit_starts_fill(p); /* the GPU's on a thread, below */
     /* Everything is written into a temporary folder beside --out, put in place at the end. */
     dm_outdir od;
     if (dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) return -1;
@@ -329,6 +329,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     res.samples = mcmc ? malloc(p->nfit * (size_t)ns * P * sizeof(double)) : NULL;
     res.nsamples = ns;
     memcpy(res.params, p->start, p->nfit * P * sizeof(double));
+    if (use_gpu) dm_fit_starts_begin(p); /* each batch copies its voxels' when they are made */
 
     char device[512], note[128], label[64] = "fit";
     if (nstages > 1) snprintf(label, sizeof label, "fit stage %d/%d", stage + 1, nstages);

@@ -2,14 +2,17 @@
  * docs/model-language.md), voxel by voxel, and the multi-start settings of the fit config.
  * The tensor comes from runtime/dti's linear fit (OLS then WLS) of the voxel's own signal;
  * the same start values go to the CPU and the GPU fitters.  The starts are planned with the
- * stage and made for the voxels as the fitter takes them: the GPU's batch by batch, while it
- * fits the batch before (200,000 tensors take about 0.1 s of 16 cores). */
+ * stage and made before a CPU fit, or for a GPU fit on a thread of their own while the GPU
+ * starts and fits, each batch waiting for its voxels' (200,000 tensors take about 0.1 s of 16
+ * cores, as long as making a GPU context). */
 #include "fit/fit_starts.h"
 
 #include "dti/dti_fit.h"
 #include "util/error.h"
 
 #include <math.h>
+#include <omp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,12 +69,19 @@ static int tensor_start(const dm_param_info *x, const dm_dti_result *t, double *
     return 1;
 }
 
-/* The starts still to be made from each voxel's signal (dm_problem.starts). */
+/* The starts still to be made from each voxel's signal (dm_problem.starts), and the thread
+ * that makes them in voxel order (dm_fit_starts_begin) while the GPU starts and fits. */
 struct dm_fit_starts_plan {
     unsigned pending; /* bit k: parameter k's start comes from the voxel's signal */
     int need_tensor;
     dm_dti_protocol proto;
-    atomic_int failures; /* voxels whose tensor fit failed */
+    int failures; /* voxels whose tensor fit failed */
+    pthread_t thread;
+    int threaded, threads; /* the filling thread started; its OpenMP threads */
+    pthread_mutex_t lock;
+    pthread_cond_t more;
+    size_t filled;   /* voxels [0, filled) made (all of them once the thread ends) */
+    atomic_int stop; /* the thread is asked to end early */
 };
 
 double dm_fit_clamp_start(const dm_param_info *x, double v)
@@ -114,10 +124,10 @@ void dm_fit_starts(dm_problem *p, unsigned supplied)
     p->starts = plan;
 }
 
-void dm_fit_starts_fill(dm_problem *p, const size_t *which, size_t n)
+/* The starts of voxels [first, first + n), on all threads; the tensor failures counted. */
+static void fill_range(dm_problem *p, size_t first, size_t n)
 {
     struct dm_fit_starts_plan *plan = p->starts;
-    if (!plan) return;
     const dm_model_info *mi = &p->mi;
     const int P = mi->nparams, need_tensor = plan->need_tensor;
     int failures = 0;
@@ -125,8 +135,7 @@ void dm_fit_starts_fill(dm_problem *p, const size_t *which, size_t n)
     {
         double *work = need_tensor ? malloc((size_t)p->M * 2 * sizeof *work) : NULL;
 #pragma omp for schedule(dynamic, 256)
-        for (size_t w = 0; w < n; w++) {
-            const size_t i = which ? which[w] : w;
+        for (size_t i = first; i < first + n; i++) {
             double *start = p->start + i * P;
             const double *y = p->y + i * (size_t)p->M;
             if (p->status[p->index[i]] != DM_STATUS_FITTED) continue; /* the constants stay */
@@ -150,15 +159,78 @@ void dm_fit_starts_fill(dm_problem *p, const size_t *which, size_t n)
         }
         free(work);
     }
-    atomic_fetch_add(&plan->failures, failures);
+    plan->failures += failures; /* one filling thread at a time */
+}
+
+void dm_fit_starts_fill(dm_problem *p)
+{
+    if (p->starts && !p->starts->threaded) {
+        fill_range(p, 0, p->nfit);
+        p->starts->filled = p->nfit;
+    }
+}
+
+/* Voxels in chunks: small enough that the first batch's wait is short, large enough that
+ * waking the threads is a small part of each. */
+enum { FILL_CHUNK = 4096 };
+
+static void *fill_main(void *arg)
+{
+    dm_problem *p = arg;
+    struct dm_fit_starts_plan *plan = p->starts;
+    omp_set_num_threads(plan->threads); /* the caller's setting (--threads) */
+    for (size_t a = 0; a < p->nfit && !atomic_load(&plan->stop);) {
+        const size_t n = p->nfit - a < FILL_CHUNK ? p->nfit - a : FILL_CHUNK;
+        fill_range(p, a, n);
+        a += n;
+        pthread_mutex_lock(&plan->lock);
+        plan->filled = a;
+        pthread_cond_broadcast(&plan->more);
+        pthread_mutex_unlock(&plan->lock);
+    }
+    pthread_mutex_lock(&plan->lock); /* stopped early: the waits end (the constants stay) */
+    plan->filled = p->nfit;
+    pthread_cond_broadcast(&plan->more);
+    pthread_mutex_unlock(&plan->lock);
+    return NULL;
+}
+
+void dm_fit_starts_begin(dm_problem *p)
+{
+    struct dm_fit_starts_plan *plan = p->starts;
+    if (!plan || plan->threaded || plan->filled == p->nfit) return;
+    plan->threads = omp_get_max_threads();
+    pthread_mutex_init(&plan->lock, NULL);
+    pthread_cond_init(&plan->more, NULL);
+    plan->threaded = pthread_create(&plan->thread, NULL, fill_main, p) == 0;
+    if (!plan->threaded) { /* no thread: made here */
+        pthread_mutex_destroy(&plan->lock);
+        pthread_cond_destroy(&plan->more);
+        dm_fit_starts_fill(p);
+    }
+}
+
+void dm_fit_starts_wait(dm_problem *p, size_t end)
+{
+    struct dm_fit_starts_plan *plan = p->starts;
+    if (!plan || !plan->threaded) return;
+    pthread_mutex_lock(&plan->lock);
+    while (plan->filled < end) pthread_cond_wait(&plan->more, &plan->lock);
+    pthread_mutex_unlock(&plan->lock);
 }
 
 void dm_fit_starts_finish(dm_problem *p)
 {
     struct dm_fit_starts_plan *plan = p->starts;
     if (!plan) return;
+    if (plan->threaded) {
+        atomic_store(&plan->stop, 1);
+        pthread_join(plan->thread, NULL);
+        pthread_mutex_destroy(&plan->lock);
+        pthread_cond_destroy(&plan->more);
+    }
     p->starts = NULL;
-    const int failures = atomic_load(&plan->failures);
+    const int failures = plan->failures;
     if (failures)
         dm_warn("model '%s': the tensor fit failed in %d voxel%s; their constant starts are used",
                 p->mi.name, failures, failures == 1 ? "" : "s");

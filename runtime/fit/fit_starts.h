@@ -11,14 +11,16 @@
  * Needs p->mi, M, meas, bvals, y, index and status; it cannot fail. */
 void dm_fit_starts(dm_problem *p, unsigned supplied);
 
-/* Makes the pending starts of the n voxels which[0..n) (fit order; which NULL: 0..n-1), each
- * clamped into its bounds; the constant where a voxel has no value for its rule (a skipped
- * voxel, a failed tensor fit).  Threads may fill disjoint voxels at once.  Nothing when no
- * start is pending. */
-void dm_fit_starts_fill(dm_problem *p, const size_t *which, size_t n);
+/* Makes the pending starts (each clamped into its bounds; the constant where a voxel has no
+ * value for its rule: a skipped voxel, a failed tensor fit), here on all threads. */
+void dm_fit_starts_fill(dm_problem *p);
+/* Makes them on a thread of its own, voxel after voxel in fit order; dm_fit_starts_wait(p, end)
+ * returns once voxels [0, end) have theirs.  Both return at once when nothing is pending. */
+void dm_fit_starts_begin(dm_problem *p);
+void dm_fit_starts_wait(dm_problem *p, size_t end);
 
-/* Ends the plan: warns once of failed tensor fits and frees it (voxels never filled keep
- * their constants). */
+/* Ends the plan (its thread stopped: voxels not reached keep their constants), warns once of
+ * failed tensor fits and frees it. */
 void dm_fit_starts_finish(dm_problem *p);
 
 /* v moved inside parameter x's bounds (an open bound by 1e-6 of the range). */
