@@ -11,6 +11,7 @@
 #include "util/error.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,9 @@ int dm_cmd_view(int argc, char **argv)
 {
     dm_args a;
     if (dm_args_parse("view", view_opts, argc, argv, &a) != 0) return dm_report_error();
+    /* One picture is little work, and pipelines draw theirs at once (four or more processes):
+     * a team of every core each only spins against the others. */
+    if (omp_get_max_threads() > 4) omp_set_num_threads(4);
     dm_volume map = {0}, dyads = {0}, weight = {0};
     dm_picture pic = {0};
     int rc = 0;

@@ -200,11 +200,14 @@ wait_background() {
 
 # link FROM TO: a hard link, or a copy where links are impossible (another file system).
 link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-# link_maps FROM_DIR TO_DIR NAME...: NAME.nii.gz of FROM_DIR linked into TO_DIR, where it exists.
+# link_maps FROM_DIR TO_DIR NAME...: NAME.nii.gz of FROM_DIR linked into TO_DIR, where it exists
+# (one `ln` for all of them: a process each took a few ms of the pipeline's last step).
 link_maps() {
-    local from=$1 to=$2 m
+    local from=$1 to=$2 m files=()
     shift 2
     for m in "$@"; do
-        if [ -f "$from/$m.nii.gz" ]; then link "$from/$m.nii.gz" "$to/$m.nii.gz"; fi
+        if [ -f "$from/$m.nii.gz" ]; then files+=("$from/$m.nii.gz"); fi
     done
+    [ ${#files[@]} -gt 0 ] || return 0
+    ln -f "${files[@]}" "$to/" 2>/dev/null || cp -f "${files[@]}" "$to/"
 }
