@@ -285,8 +285,9 @@ static void *worker_main(void *arg)
         free(kept);
         j->session->kept[w->index] = NULL;
     }
-    size_t bytes[8];
+    size_t bytes[8], small_bytes[8]; /* a set for any batch; for the small first ones */
     slot_bytes(j->batch, M, VS, P, ns, fix_rows, rs, bytes);
+    slot_bytes(j->nsmall ? j->small : j->batch, M, VS, P, ns, fix_rows, rs, small_bytes);
     w->rc = -1;
     for (int k = 0; k < j->progs->n; k++)
         if (dm_gpu_kernel_open(cu, w->ordinal, &j->progs->part[k], "dm_fit_kernel", "fitter",
@@ -333,9 +334,12 @@ static void *worker_main(void *arg)
             break;
         }
         atomic_fetch_add(&j->batches, 1);
-        if (!slot_fits(s, bytes)) {
+        /* a small first batch gets a small set (pinning 100 MB took 0.02-0.03 s before the
+         * GPU had work); the set grows at its next, full batch, while the GPU fits another */
+        const size_t *need = j->nsmall && n <= j->small ? small_bytes : bytes;
+        if (!slot_fits(s, need)) {
             free_slot(cu, s);
-            if (alloc_slot(cu, s, bytes) != 0) goto fail;
+            if (alloc_slot(cu, s, need) != 0) goto fail;
         }
         /* the batch's starts from the signal (fit_starts.h), made on their thread */
         dm_fit_starts_wait(p, j->todo[first + n - 1] + 1);
