@@ -6,10 +6,13 @@
  * cells around).  Ties go to the lower cluster index, as dicelib's first-found minimum. */
 #include "streamline/cluster.h"
 #include "util/error.h"
+#include "util/interrupt.h"
+#include "util/progress.h"
 
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,7 +238,8 @@ int dm_streamline_cluster(const float *xyz, const long *start, long count, doubl
     long maxn = 2;
     for (long i = 0; i < count; i++)
         if (start[i + 1] - start[i] > maxn) maxn = start[i + 1] - start[i];
-    int rc = -1;
+    int rc = -1, stopped = 0;
+    dm_progress *bar = NULL;
     if (count > INT_MAX) {
         dm_set_error("clustering: more than %d streamlines", INT_MAX);
         goto done;
@@ -261,7 +265,18 @@ int dm_streamline_cluster(const float *xyz, const long *start, long count, doubl
     const float thr_f = (float)thr;
     g.h = thr * (1 + 1e-4) + 1e-3; /* the bounds with room for rounding */
     long nc = 0;
+    /* one streamline after another (each may move a centroid the next one meets): seconds on
+     * millions of them, so shown, and stopped by a signal */
+    bar = dm_progress_start("clustering", count, "streamlines");
+    enum { STEP = 16384 };
     for (long i = 0; i < count; i++) {
+        if (i % STEP == 0 && i > 0) {
+            dm_progress_add(bar, STEP);
+            if (dm_stop_requested()) {
+                stopped = 1;
+                goto done;
+            }
+        }
         out->cluster[i] = -1;
         if (start[i + 1] == start[i]) continue;
         const float *s = rs + i * row;
@@ -287,6 +302,12 @@ int dm_streamline_cluster(const float *xyz, const long *start, long count, doubl
         if (grid_move(&g, old, bc + 3 * k, c, (int)k) != 0) goto done;
         out->cluster[i] = k;
     }
+
+    dm_progress_add(bar, count - (count > 0 ? (count - 1) / STEP * STEP : 0));
+    char note[64];
+    snprintf(note, sizeof note, "%ld clusters", nc);
+    dm_progress_finish(bar, note);
+    bar = NULL;
 
     /* the representatives: nearest the final centroid, the first on a tie (dicelib starts each
      * cluster's best at 1000 mm) */
@@ -317,9 +338,13 @@ int dm_streamline_cluster(const float *xyz, const long *start, long count, doubl
         if (out->cluster[i] >= 0 && out->rep[out->cluster[i]] < 0) out->rep[out->cluster[i]] = i;
     rc = 0;
 done:
+    if (bar) dm_progress_finish(bar, stopped ? "stopped" : "failed");
     if (rc != 0) {
         dm_streamline_clusters_free(out);
-        if (count <= INT_MAX) dm_set_error("clustering: out of memory for %ld streamlines", count);
+        if (stopped)
+            dm_stop_error();
+        else if (count <= INT_MAX)
+            dm_set_error("clustering: out of memory for %ld streamlines", count);
     }
     for (long s = 0; g.cells && s < g.cap; s++) free(g.cells[s].e);
     free(g.pos);
