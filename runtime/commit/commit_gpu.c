@@ -3,6 +3,7 @@
 #include "gpu/gpu_compile.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_launch.h"
+#include "gpu/gpu_stage.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #define BLOCK 256
+#define STAGE_BYTES ((size_t)32 << 20) /* each of the two pinned buffers of the upload */
 
 static const char *const commit_templates[] = {"commit/gpu_commit.cu", "commit/commit_ops.h", NULL};
 
@@ -38,14 +40,24 @@ struct dm_commit_gpu {
     CUdeviceptr col_w;
     CUdeviceptr ic_fixed; /* dm_commit_gpu_fix_ic's mask */
     double *part_host;
-    int blocks; /* of every grid-stride launch */
-    int ns;     /* the measurements the program was built for */
+    dm_gpu_stager *stage; /* the operator's upload, made ready with the context */
+    int blocks;           /* of every grid-stride launch */
+    int ns;               /* the measurements the program was built for */
     double setup;
 };
 
 static int up(dm_commit_gpu *g, CUdeviceptr *d, const void *host, size_t bytes)
 {
     if (dm_gpu_upload(g->cu, d, host, bytes ? bytes : 1, "COMMIT's operator") != 0) return -1;
+    g->arrays[g->narrays++] = *d;
+    return 0;
+}
+
+/* As up, through the pinned buffers: the copy may still run until dm_gpu_stager_wait. */
+static int up_staged(dm_commit_gpu *g, CUdeviceptr *d, const void *host, size_t bytes)
+{
+    if (dm_gpu_stager_put(g->stage, d, host, bytes ? bytes : 1, "COMMIT's operator") != 0)
+        return -1;
     g->arrays[g->narrays++] = *d;
     return 0;
 }
@@ -275,7 +287,7 @@ fail:
     return -1;
 }
 
-dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus)
+dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus, int threads)
 {
     double t0 = dm_now_seconds();
     dm_commit_gpu *g = calloc(1, sizeof *g);
@@ -312,6 +324,7 @@ dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus)
         dm_set_error("commit: out of memory");
         goto fail;
     }
+    if (!(g->stage = dm_gpu_stager_open(cu, STAGE_BYTES, threads))) goto fail;
     g->ns = ns;
     g->setup = dm_now_seconds() - t0;
     return g;
@@ -338,7 +351,7 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
     CUdeviceptr d;
 #define UP(field, count)                                                                           \
     do {                                                                                           \
-        if (up(g, &d, h->field, (size_t)(count) * sizeof *h->field) != 0) return -1;               \
+        if (up_staged(g, &d, h->field, (size_t)(count) * sizeof *h->field) != 0) return -1;        \
         g->op.field = (void *)(uintptr_t)d;                                                        \
     } while (0)
     UP(run_start, nv + 1);
@@ -358,7 +371,9 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
     if (h->row_w) UP(row_w, (size_t)nv * h->ns); /* --confidence-map */
 #undef UP
     g->op.ic_fixed = NULL; /* none at first; dm_commit_gpu_fix_ic uploads a mask */
-    if (up(g, &g->y, y, (size_t)g->nrows * sizeof *y) != 0) return -1;
+    if (up_staged(g, &g->y, y, (size_t)g->nrows * sizeof *y) != 0 ||
+        dm_gpu_stager_wait(g->stage) != 0)
+        return -1;
     g->nruns = nruns;
     CUdeviceptr *vecs[] = {&g->x, &g->xhat, &g->prev, &g->g, &g->r, &g->ag, &g->runs};
     for (int k = 0; k < 7; k++) {
@@ -377,9 +392,9 @@ fail:
 }
 
 dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, const char *gpus,
-                                  dm_commit_backend *B)
+                                  int threads, dm_commit_backend *B)
 {
-    dm_commit_gpu *g = dm_commit_gpu_prepare(A->op.ns, gpus);
+    dm_commit_gpu *g = dm_commit_gpu_prepare(A->op.ns, gpus, threads);
     if (g && dm_commit_gpu_load(g, A, y, B) != 0) {
         dm_commit_gpu_close(g);
         return NULL;
@@ -402,6 +417,7 @@ void dm_commit_gpu_close(dm_commit_gpu *g)
     if (!g) return;
     if (g->cu) {
         if (g->k[0].ctx) g->cu->cuCtxSetCurrent(g->k[0].ctx); /* prepared on another thread */
+        dm_gpu_stager_close(g->stage);
         for (int i = 0; i < g->narrays; i++)
             if (g->arrays[i]) g->cu->cuMemFree(g->arrays[i]);
         for (int k = 0; k < NK; k++) dm_gpu_kernel_close(g->cu, &g->k[k]);

@@ -12,11 +12,12 @@ typedef struct dm_commit_gpu dm_commit_gpu;
 /* y: the measured rows (A->nrows).  gpus: --gpus (NULL: the first).  NULL with the error set.
  * The same as dm_commit_gpu_prepare, then dm_commit_gpu_load. */
 dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, const char *gpus,
-                                  dm_commit_backend *B);
+                                  int threads, dm_commit_backend *B);
 /* The part that needs no operator, for a thread of its own while the host builds it: the
  * driver opened, the GPU chosen, the program for ns measurements compiled (or read from the
- * cache) and loaded.  NULL with the error set (in the calling thread). */
-dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus);
+ * cache) and loaded, the pinned buffers of the upload made (`threads` host threads fill
+ * them).  NULL with the error set (in the calling thread). */
+dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus, int threads);
 /* The operator and y uploaded, the vectors made, *B set (from any thread).  0, or -1 with the
  * error set; g is then still to be closed. */
 int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const double *y,

@@ -283,8 +283,28 @@ static void clustering_provenance(dm_provenance *prov, const dm_commit_options *
 typedef struct {
     int ns;
     const char *gpus;
+    int threads;
     dm_commit_gpu *g;
 } gpu_prepare;
+
+/* Arrays no later step reads, freed on a thread of their own while the solver runs: returning
+ * gigabytes of pages takes a tenth of a second, at the exit otherwise. */
+enum { MAX_DONE_WITH = 12 };
+
+typedef struct {
+    void *p[MAX_DONE_WITH];
+    int n;
+} done_with;
+
+/* The array `ptr` handed to the job, and NULL in its owner. */
+#define HAND_OVER(j, ptr) ((j)->p[(j)->n++] = (void *)(ptr), (ptr) = NULL)
+
+static int free_done_with(void *arg)
+{
+    done_with *j = arg;
+    for (int i = 0; i < j->n; i++) free(j->p[i]);
+    return 0;
+}
 
 static int release_gpu(void *g)
 {
@@ -295,7 +315,7 @@ static int release_gpu(void *g)
 static int prepare_gpu(void *arg)
 {
     gpu_prepare *p = arg;
-    return (p->g = dm_commit_gpu_prepare(p->ns, p->gpus)) ? 0 : -1;
+    return (p->g = dm_commit_gpu_prepare(p->ns, p->gpus, p->threads)) ? 0 : -1;
 }
 
 typedef struct {
@@ -972,6 +992,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
     side_job gj = {0}, pj = {0}, gc = {0}; /* gc: the GPU released while the maps are written */
+    side_job fw = {0};                     /* fw: freeing what the solve left behind */
+    done_with freed = {0};
     char device[256] = "cpu";
     gpu_prepare gp = {0};
     peaks_read pr = {0};
@@ -995,7 +1017,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (cluster_tractogram(o, &t, threads, &input_of, &ninput, &cluster_of) != 0) goto done;
     t_clust = dm_now_seconds() - t_clust;
     if (use_gpu) {
-        gp = (gpu_prepare){w.nvol, o->gpus, NULL};
+        gp = (gpu_prepare){w.nvol, o->gpus, threads, NULL};
         side_start(&gj, prepare_gpu, &gp);
     }
     if (o->model.ec_on && o->peaks) {
@@ -1081,6 +1103,22 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         goto done;
     }
     t_setup = dm_now_seconds() - t1;
+    /* the image as read (y holds the rows of the fit; the maps take only its header) and the
+     * segments' directions; on the GPU without --debias or a confidence map, the operator's
+     * host arrays that were uploaded (the error maps' A x is the GPU's) */
+    HAND_OVER(&freed, w.data.data);
+    HAND_OVER(&freed, d.seg_dir);
+    if (gpu && !o->debias && !conf_used) {
+        HAND_OVER(&freed, A.seg_str);
+        HAND_OVER(&freed, A.seg_len);
+        HAND_OVER(&freed, A.str_len);
+        HAND_OVER(&freed, A.str_run);
+        HAND_OVER(&freed, A.run_first);
+        HAND_OVER(&freed, A.run_dir);
+        A.op.seg_str = NULL, A.op.seg_len = NULL, A.op.str_len = NULL, A.op.str_run = NULL;
+        A.op.run_first = NULL, A.op.run_dir = NULL;
+    }
+    side_start(&fw, free_done_with, &freed);
     t1 = dm_now_seconds();
     /* a regularisation: the lasso needs its lambda only; the group lasso, as COMMIT2, the
      * groups' weights sqrt(|g|) / ||x_nnls[g]|| from a fit without it first */
@@ -1404,6 +1442,7 @@ done:
     if (pj.running) side_end(&pj, 0);
     dm_volume_free(&pr.p);
     side_end(&gc, 0);
+    side_end(&fw, 0);
     if (gp.g != gpu) dm_commit_gpu_close(gp.g);
     dm_commit_cpu_close(cpu);
     dm_commit_gpu_close(gpu);

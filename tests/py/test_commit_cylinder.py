@@ -22,6 +22,7 @@ same peaks and the same STEJSKALTANNER scheme, COMMIT's tolerances.
     b disagrees with --bvals), --scheme with the stick model, bad --radii."""
 import os
 import pickle
+import re
 import subprocess
 import sys
 
@@ -126,8 +127,17 @@ def reference_fresh():
     made = subprocess.run([sys.executable, os.path.join(here, "cylinder_ref.py")], capture_output=True,
                           text=True, check=True).stdout
     kept = open(os.path.join(here, "..", "unit", "commit_cylinder_ref.h")).read()
-    check("commit_cylinder_reference_fresh", made == kept,
-          f"{made.count('{') - 1} reference values from numpy and scipy.special.jnp_zeros")
+    # the same rows to rounding: numpy's exp and sums differ in the last bits between CPUs
+    # (its SIMD paths), far below the unit test's tolerance
+    def rows(text):
+        return [[float(v) for v in line.strip(" {},").split(",")]
+                for line in text.splitlines() if re.match(r"\s*\{[0-9]", line)]
+    a, b = rows(made), rows(kept)
+    worst = max((abs(x - y) / max(abs(y), 1e-300) for ra, rb in zip(a, b) for x, y in zip(ra, rb)),
+                default=float("inf"))
+    check("commit_cylinder_reference_fresh", len(a) == len(b) > 0 and worst < 1e-12,
+          f"{len(a)} reference rows from numpy and scipy.special.jnp_zeros against {len(b)} kept, "
+          f"largest relative difference {worst:.3g}")
 
 
 def one_line(name, p, out, scheme, extra, must):

@@ -1,0 +1,96 @@
+#include "gpu/gpu_stage.h"
+
+#include "util/error.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dm_gpu_stager {
+    const dm_cuda *cu;
+    size_t bytes;
+    int threads;
+    int next; /* the buffer the next part goes through */
+    void *buf[2];
+    CUstream stream[2]; /* buffer b's copies, so that refilling b waits for b's last copy only */
+};
+
+dm_gpu_stager *dm_gpu_stager_open(const dm_cuda *cu, size_t bytes, int threads)
+{
+    dm_gpu_stager *s = calloc(1, sizeof *s);
+    if (!s) {
+        dm_set_error("out of memory");
+        return NULL;
+    }
+    s->cu = cu;
+    s->bytes = bytes;
+    s->threads = threads > 0 ? threads : 1;
+    for (int b = 0; b < 2; b++) {
+        CK(cu->cuMemAllocHost(&s->buf[b], bytes), "allocating pinned host memory");
+        CK(cu->cuStreamCreate(&s->stream[b], 0), "creating a GPU stream");
+    }
+    return s;
+fail:
+    dm_gpu_stager_close(s);
+    return NULL;
+}
+
+/* dst = src over n bytes, on the stager's threads (one thread copies at about a third of the
+ * host's memory bandwidth). */
+static void copy_parallel(void *dst, const void *src, size_t n, int threads)
+{
+    enum { PIECE = 1 << 20 };
+    const long pieces = (long)((n + PIECE - 1) / PIECE);
+#pragma omp parallel for schedule(static) num_threads(threads) if (pieces > 1)
+    for (long i = 0; i < pieces; i++) {
+        const size_t at = (size_t)i * PIECE, len = n - at < PIECE ? n - at : PIECE;
+        memcpy((char *)dst + at, (const char *)src + at, len);
+    }
+}
+
+int dm_gpu_stager_put(dm_gpu_stager *s, CUdeviceptr *d, const void *host, size_t n,
+                      const char *what)
+{
+    const dm_cuda *cu = s->cu;
+    char alloc[200], copy[200];
+    snprintf(alloc, sizeof alloc, "allocating device memory%s%s", what ? " for " : "",
+             what ? what : "");
+    snprintf(copy, sizeof copy, "copying%s%s to the GPU", what ? " " : "", what ? what : "");
+    *d = 0;
+    if (!host || n == 0) return 0;
+    CK(cu->cuMemAlloc(d, n), alloc);
+    for (size_t at = 0; at < n; at += s->bytes) {
+        const size_t len = n - at < s->bytes ? n - at : s->bytes;
+        const int b = s->next;
+        s->next ^= 1;
+        CK(cu->cuStreamSynchronize(s->stream[b]), copy); /* b's last part has left */
+        copy_parallel(s->buf[b], (const char *)host + at, len, s->threads);
+        CK(cu->cuMemcpyHtoDAsync(*d + at, s->buf[b], len, s->stream[b]), copy);
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+int dm_gpu_stager_wait(dm_gpu_stager *s)
+{
+    const dm_cuda *cu = s->cu;
+    for (int b = 0; b < 2; b++) CK(cu->cuStreamSynchronize(s->stream[b]), "copying to the GPU");
+    return 0;
+fail:
+    return -1;
+}
+
+void dm_gpu_stager_close(dm_gpu_stager *s)
+{
+    if (!s) return;
+    for (int b = 0; b < 2; b++) {
+        if (s->stream[b]) {
+            s->cu->cuStreamSynchronize(s->stream[b]);
+            s->cu->cuStreamDestroy(s->stream[b]);
+        }
+        if (s->buf[b]) s->cu->cuMemFreeHost(s->buf[b]);
+    }
+    free(s);
+}

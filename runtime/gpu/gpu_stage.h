@@ -1,0 +1,27 @@
+/* Uploads of large arrays from ordinary (pageable) host memory at the speed of pinned memory:
+ * each array goes through two pinned staging buffers in turn, the host's threads copying the
+ * next part into one while the GPU copies the last part out of the other.  The driver's own
+ * copy from pageable memory runs at about a third of that. */
+#ifndef DIMOC_GPU_STAGE_H
+#define DIMOC_GPU_STAGE_H
+
+#include "gpu/cuda_api.h"
+
+#include <stddef.h>
+
+typedef struct dm_gpu_stager dm_gpu_stager;
+
+/* Two pinned buffers of `bytes` each and a stream for each, in the context current to the
+ * calling thread; `threads` host threads copy into them.  NULL with the error set. */
+dm_gpu_stager *dm_gpu_stager_open(const dm_cuda *cu, size_t bytes, int threads);
+/* Allocates n bytes on the GPU (*d; 0 for NULL or 0 bytes) and starts copying host there.  The
+ * copy may still run at the return: host must stay as it is until dm_gpu_stager_wait.  `what`
+ * names the data in messages, as dm_gpu_upload's.  0, or -1. */
+int dm_gpu_stager_put(dm_gpu_stager *s, CUdeviceptr *d, const void *host, size_t n,
+                      const char *what);
+/* Waits until every copy started has arrived.  0, or -1. */
+int dm_gpu_stager_wait(dm_gpu_stager *s);
+/* Frees the buffers and streams (the context current to the calling thread); NULL is nothing. */
+void dm_gpu_stager_close(dm_gpu_stager *s);
+
+#endif
