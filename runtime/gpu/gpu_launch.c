@@ -31,13 +31,18 @@ void dm_gpu_kernel_close(const dm_cuda *cu, dm_gpu_kernel *k)
     k->ctx = NULL;
 }
 
+void dm_gpu_upload_messages(const char *what, dm_gpu_upload_message *m)
+{
+    snprintf(m->alloc, sizeof m->alloc, "allocating device memory%s%s", what ? " for " : "",
+             what ? what : "");
+    snprintf(m->copy, sizeof m->copy, "copying%s%s to the GPU", what ? " " : "", what ? what : "");
+}
+
 int dm_gpu_upload(const dm_cuda *cu, CUdeviceptr *d, const void *host, size_t n, const char *what)
 {
-    char alloc[200], copy[200];
-    /* "allocating device memory for WHAT", "copying WHAT to the GPU", or without " WHAT" */
-    snprintf(alloc, sizeof alloc, "allocating device memory%s%s", what ? " for " : "",
-             what ? what : "");
-    snprintf(copy, sizeof copy, "copying%s%s to the GPU", what ? " " : "", what ? what : "");
+    dm_gpu_upload_message m;
+    dm_gpu_upload_messages(what, &m);
+    const char *alloc = m.alloc, *copy = m.copy;
     *d = 0;
     if (!host || n == 0) return 0;
     CK(cu->cuMemAlloc(d, n), alloc);

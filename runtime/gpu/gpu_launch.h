@@ -26,6 +26,12 @@ void dm_gpu_kernel_close(const dm_cuda *cu, dm_gpu_kernel *k);
  * nothing done for NULL or 0 bytes).  `what` names the data in messages ("allocating device
  * memory for WHAT", "copying WHAT to the GPU"); NULL leaves it out.  0, or -1. */
 int dm_gpu_upload(const dm_cuda *cu, CUdeviceptr *d, const void *host, size_t n, const char *what);
+/* An upload's messages: "allocating device memory for WHAT", "copying WHAT to the GPU" (without
+ * " WHAT" for NULL). */
+typedef struct {
+    char alloc[200], copy[200];
+} dm_gpu_upload_message;
+void dm_gpu_upload_messages(const char *what, dm_gpu_upload_message *m);
 
 /* Launches fn on `threads` threads, in blocks of `block` (the last one partly idle), on
  * stream; `what` for the message when it fails.  0, or -1. */

@@ -1,5 +1,6 @@
 #include "gpu/gpu_stage.h"
 
+#include "gpu/gpu_launch.h"
 #include "util/error.h"
 
 #include <omp.h>
@@ -53,10 +54,9 @@ int dm_gpu_stager_put(dm_gpu_stager *s, CUdeviceptr *d, const void *host, size_t
                       const char *what)
 {
     const dm_cuda *cu = s->cu;
-    char alloc[200], copy[200];
-    snprintf(alloc, sizeof alloc, "allocating device memory%s%s", what ? " for " : "",
-             what ? what : "");
-    snprintf(copy, sizeof copy, "copying%s%s to the GPU", what ? " " : "", what ? what : "");
+    dm_gpu_upload_message m;
+    dm_gpu_upload_messages(what, &m);
+    const char *alloc = m.alloc, *copy = m.copy;
     *d = 0;
     if (!host || n == 0) return 0;
     CK(cu->cuMemAlloc(d, n), alloc);
