@@ -71,6 +71,7 @@ static long voxel_of(const dm_commit_grid *g, const double v[3])
          k = (long)floor_inline(v[2] + 0.5);
     if (i < 0 || j < 0 || k < 0 || i >= g->nx || j >= g->ny || k >= g->nz) return -1;
     long idx = (k * g->ny + j) * g->nx + i;
+    if (g->mask_bits) return g->mask_bits[idx >> 6] >> (idx & 63) & 1 ? idx : -1;
     return g->mask && !g->mask[idx] ? -1 : idx;
 }
 
@@ -94,13 +95,14 @@ static int walk(const dm_commit_grid *g, const double a[3], const double b[3], d
         }
     }
     cut[nc++] = 1;
-    /* a few cuts: insertion sort */
-    for (int i = 1; i < nc; i++)
-        for (int j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
-            double s = cut[j];
-            cut[j] = cut[j - 1];
-            cut[j - 1] = s;
-        }
+    /* a few cuts: insertion sort (each one held while the larger ones before it move up: no
+     * pairwise swaps, whose overlapping loads and stores stall the store forwarding) */
+    for (int i = 1; i < nc; i++) {
+        const double x = cut[i];
+        int j = i;
+        for (; j > 0 && cut[j - 1] > x; j--) cut[j] = cut[j - 1];
+        cut[j] = x;
+    }
     for (int i = 0; i + 1 < nc; i++) {
         double piece_len = weight * ((cut[i + 1] - cut[i]) * wlen);
         if (piece_len <= min_seg) continue;
@@ -456,18 +458,42 @@ static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
     return 0;
 }
 
-int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_grid *g,
+/* The mask of g a bit a voxel (dm_commit_grid.mask_bits); NULL out of memory. */
+static unsigned long long *mask_bits(const dm_commit_grid *g, int threads)
+{
+    const long nvox = (long)g->nx * g->ny * g->nz, nw = nvox / 64 + 1;
+    unsigned long long *bits = malloc((size_t)nw * sizeof *bits);
+    if (!bits) return NULL;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long w = 0; w < nw; w++) {
+        unsigned long long b = 0;
+        for (long v = 64 * w; v < 64 * w + 64 && v < nvox; v++)
+            b |= (unsigned long long)(g->mask[v] != 0) << (v & 63);
+        bits[w] = b;
+    }
+    return bits;
+}
+
+int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_grid *g_in,
                        const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
                        dm_commit_dict *d)
 {
     memset(d, 0, sizeof *d);
     const long n = t->count;
-    if ((size_t)g->nx * g->ny * g->nz > UINT_MAX)
+    if ((size_t)g_in->nx * g_in->ny * g_in->nz > UINT_MAX)
         return dm_set_error("commit: an image of more than %u voxels is not supported", UINT_MAX);
+    dm_commit_grid grid = *g_in;
+    const dm_commit_grid *g = &grid;
+    unsigned long long *bits = g_in->mask ? mask_bits(g_in, o->threads > 0 ? o->threads : 1) : NULL;
+    if (g_in->mask && !bits) return dm_set_error("commit: out of memory for the dictionary");
+    grid.mask_bits = bits;
     blur_table bt, *blur = NULL;
     memset(&bt, 0, sizeof bt);
     if (dm_commit_blur_on(o)) {
-        if (blur_table_make(g, o, &bt) != 0) return -1;
+        if (blur_table_make(g, o, &bt) != 0) {
+            free(bits);
+            return -1;
+        }
         blur = &bt;
     }
     d->nstr = n;
@@ -559,6 +585,7 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
     free(in_arena);
     free(count);
     blur_table_free(&bt);
+    free(bits);
     return 0;
 oom:
     for (int k = 0; arena && k < nt; k++) free(arena[k].p);
@@ -567,6 +594,7 @@ oom:
     free(in_arena);
     free(count);
     blur_table_free(&bt);
+    free(bits);
     dm_commit_dict_free(d);
     return dm_set_error("commit: out of memory for the dictionary");
 }

@@ -27,6 +27,10 @@ typedef struct dm_commit_grid {
     int nx, ny, nz;
     double w2v[3][4];          /* world mm -> voxel coordinates (centres at integers) */
     const unsigned char *mask; /* nx*ny*nz, x fastest; NULL: every voxel */
+    /* the same mask a bit a voxel (bit v % 64 of word v / 64), 8 times smaller and so kept in
+     * the cores' caches while the streamlines are cut: made by the dictionary's own copy of the
+     * grid; NULL elsewhere */
+    const unsigned long long *mask_bits;
 } dm_commit_grid;
 
 typedef struct dm_commit_dict_options {

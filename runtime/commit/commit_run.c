@@ -819,7 +819,7 @@ static float *read_confidence(const dm_commit_options *o, const dm_dwi *w, const
 static int make_grid(const dm_volume *data, const char *data_path, const dm_volume *maskvol,
                      dm_commit_grid *g, unsigned char **mask)
 {
-    *g = (dm_commit_grid){data->nx, data->ny, data->nz, {{0}}, NULL};
+    *g = (dm_commit_grid){data->nx, data->ny, data->nz, {{0}}, NULL, NULL};
     *mask = NULL;
     dm_affine v2w, w2v;
     dm_volume_vox2world(data, &v2w);
