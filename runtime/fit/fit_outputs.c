@@ -72,27 +72,32 @@ static double *queue_map(map_queue *q, const char *name, int nt, size_t count)
     return j->vals;
 }
 
-/* Writes every queued map (none when write is 0: an error came first), concurrently, the
- * vector maps first (the longest jobs, so that no thread is left with one at the end); the
- * first error in queue order.  Frees the queue. */
+static void write_job(const char *dir, const dm_problem *p, map_job *j, int type)
+{
+    if (j->full_grid) {
+        char *path = dm_path_join(dir, "status.nii.gz");
+        j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
+        free(path);
+    } else {
+        j->rc = write_map(dir, j->name, p, j->nt, j->vals, type);
+    }
+    if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
+}
+
+/* Writes every queued map (none when write is 0: an error came first): the vector maps one
+ * after another, each compressed on all cores (a 200,000-voxel vector map is several blocks,
+ * which one thread would compress in turn while the others wait at the end), then the scalar
+ * maps concurrently, one per thread; the first error in queue order.  Frees the queue. */
 static int write_queue(const char *dir, const dm_problem *p, map_queue *q, int type, int write)
 {
     int *order = malloc((size_t)(q->n ? q->n : 1) * sizeof *order), m = 0;
-    for (int pass = 0; write && order && pass < 2; pass++)
-        for (int i = 0; i < q->n; i++)
-            if ((q->job[i].nt > 1) == (pass == 0)) order[m++] = i;
+    for (int i = 0; write && order && i < q->n; i++)
+        if (q->job[i].nt > 1)
+            write_job(dir, p, &q->job[i], type);
+        else
+            order[m++] = i;
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int k = 0; k < m; k++) {
-        map_job *j = &q->job[order[k]];
-        if (j->full_grid) {
-            char *path = dm_path_join(dir, "status.nii.gz");
-            j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
-            free(path);
-        } else {
-            j->rc = write_map(dir, j->name, p, j->nt, j->vals, type);
-        }
-        if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
-    }
+    for (int k = 0; k < m; k++) write_job(dir, p, &q->job[order[k]], type);
     int rc = order || !write ? 0 : dm_set_error("%s: out of memory for the outputs", dir);
     free(order);
     for (int i = 0; i < q->n; i++) {
