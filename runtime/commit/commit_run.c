@@ -1007,16 +1007,16 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                                  : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
     if (dwi_rc == 0 && o->model.nradii > 0)
         dwi_rc = dm_commit_pulses_read(o->scheme, w.nvol, w.bval, &pulses);
-    if (dwi_rc != 0)
-        dm_gpu_probe_end(&probe, NULL); /* the read's error is the one reported */
-    else
-        dwi_rc = dm_gpu_probe_end(&probe, &use_gpu);
     if (tck_read_end(&tj, &tr, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
     double t_clust = dm_now_seconds();
     if (cluster_tractogram(o, &t, threads, &input_of, &ninput, &cluster_of) != 0) goto done;
     t_clust = dm_now_seconds() - t_clust;
-    if (use_gpu) {
+    /* The GPU made ready on a thread on the chance that the probe finds one; a probe still
+     * starting the driver is waited for after the dictionary, not before it. */
+    if (dm_gpu_probe_ready(&probe) && dm_gpu_probe_end(&probe, &use_gpu) != 0) goto done;
+    const int maybe_gpu = strcmp(probe.device, "cpu") != 0 && (probe.running || use_gpu);
+    if (maybe_gpu) {
         gp = (gpu_prepare){w.nvol, o->gpus, threads, NULL};
         side_start(&gj, prepare_gpu, &gp);
     }
@@ -1046,6 +1046,12 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         goto done;
     }
     t_dict = dm_now_seconds() - t1;
+    if (dm_gpu_probe_end(&probe, &use_gpu) != 0) goto done;
+    if (maybe_gpu && !use_gpu) { /* no GPU after all: what was made ready for one let go */
+        side_end(&gj, 0);
+        dm_commit_gpu_close(gp.g);
+        gp.g = NULL;
+    }
 
     /* the responses */
     t1 = dm_now_seconds();
@@ -1438,6 +1444,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
+    dm_gpu_probe_end(&probe, NULL);   /* an error came first: the driver's start waited for */
     if (gj.running) side_end(&gj, 0); /* an error came first */
     if (pj.running) side_end(&pj, 0);
     dm_volume_free(&pr.p);

@@ -19,7 +19,13 @@ static void *probe_main(void *arg)
     dm_gpu_probe *p = arg;
     p->available = dm_gpu_available();
     if (!p->available) snprintf(p->why, sizeof p->why, "%s", dm_last_error());
+    __atomic_store_n(&p->finished, 1, __ATOMIC_RELEASE);
     return NULL;
+}
+
+int dm_gpu_probe_ready(const dm_gpu_probe *p)
+{
+    return !p->running || __atomic_load_n(&p->finished, __ATOMIC_ACQUIRE);
 }
 
 int dm_gpu_device_check(const char *device, const char *command)

@@ -37,6 +37,7 @@ int dm_gpu_resolve_device(const char *device, const char *command, int *use_gpu)
 typedef struct dm_gpu_probe {
     const char *device, *command;
     int running, available;
+    int finished;  /* the thread's work done (read atomically: dm_gpu_probe_ready) */
     char why[512]; /* why no GPU is usable */
     pthread_t thread;
 } dm_gpu_probe;
@@ -44,6 +45,9 @@ int dm_gpu_probe_begin(dm_gpu_probe *p, const char *device, const char *command)
 /* Only the check of the --device value (its error as above): 0, or -1. */
 int dm_gpu_device_check(const char *device, const char *command);
 int dm_gpu_probe_end(dm_gpu_probe *p, int *use_gpu);
+/* 1 when dm_gpu_probe_end would not wait (the driver's start is over), 0 while it runs: a
+ * caller with other work may end the probe after it instead.  Ending again gives the same. */
+int dm_gpu_probe_ready(const dm_gpu_probe *p);
 
 /* --gpus: "all" (or NULL) or a comma list of ordinals below ndev, into ord (DM_GPU_MAX at
  * most). */
