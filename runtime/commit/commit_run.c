@@ -345,34 +345,61 @@ static void fold_ic(double *xo, long nf, int nic, long ncols)
 /* compartment_IC: each voxel's sum of weight x segment length, its segments taken in the
  * dictionary's (streamline) order as one thread would.  Threads own ranges of voxels and each
  * walks the segments for its own: the sums, and so the map, do not depend on the thread count.
- * A streamline whose voxels (their lowest and highest index) miss a range is skipped there. */
+ * A streamline whose voxels (their lowest and highest index) miss a range is skipped there; one
+ * whose segments come in voxel order (the dictionary's own, cut or read) is entered at its
+ * first segment in the range, found by bisection, and left at the range's end, so that a
+ * streamline crossing many ranges is not read whole by every thread. */
 static void ic_map(const dm_commit_dict *d, const double *xo, int threads, double *ic)
 {
     const long nv = d->nvox, nf = d->nkept;
     const int shares = threads > 0 ? threads : 1;
     unsigned *span = shares > 1 ? malloc((size_t)(nf ? nf : 1) * 2 * sizeof *span) : NULL;
+    unsigned char *in_order = span ? malloc((size_t)(nf ? nf : 1)) : NULL;
+    if (!in_order) {
+        free(span);
+        span = NULL;
+    }
 #pragma omp parallel for schedule(static) num_threads(shares) if (span)
     for (long f = 0; f < (span ? nf : 0); f++) {
         unsigned a = UINT_MAX, b = 0;
+        int sorted = 1;
         for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
             a = d->seg_vox[q] < a ? d->seg_vox[q] : a;
             b = d->seg_vox[q] > b ? d->seg_vox[q] : b;
+            sorted &= q == d->str_start[f] || d->seg_vox[q] >= d->seg_vox[q - 1];
         }
         span[2 * f] = a;
         span[2 * f + 1] = b;
+        in_order[f] = (unsigned char)sorted;
     }
 #pragma omp parallel for schedule(static, 1) num_threads(shares)
     for (int t = 0; t < shares; t++) {
         const unsigned lo = (unsigned)(nv * t / shares), hi = (unsigned)(nv * (t + 1) / shares);
         for (long f = 0; f < nf; f++) {
             if (span && (span[2 * f + 1] < lo || span[2 * f] >= hi)) continue;
-            for (long q = d->str_start[f]; q < d->str_start[f + 1]; q++) {
+            long q = d->str_start[f];
+            const long end = d->str_start[f + 1];
+            if (span && in_order[f]) { /* the first segment at or after lo, then up to hi */
+                long a = q, b = end;
+                while (a < b) {
+                    const long m = a + (b - a) / 2;
+                    if (d->seg_vox[m] < lo)
+                        a = m + 1;
+                    else
+                        b = m;
+                }
+                for (q = a; q < end && d->seg_vox[q] < hi; q++)
+                    ic[d->seg_vox[q]] += xo[f] * d->seg_len[q];
+                continue;
+            }
+            for (; q < end; q++) {
                 const unsigned v = d->seg_vox[q];
                 if (v >= lo && v < hi) ic[v] += xo[f] * d->seg_len[q];
             }
         }
     }
     free(span);
+    free(in_order);
 }
 
 /* Writes one map of the voxels of the fit (value per voxel; NULL: all 0) on the data's grid. */
