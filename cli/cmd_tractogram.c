@@ -256,7 +256,8 @@ static const dm_opt commit_opts[] = {
     {"blur-clust-thr", "MM", "0",
      "cluster the streamlines first (trk2dictionary's blur_clust_thr, dicelib's clustering: "
      "12 points, mean distance below MM) and fit one representative per cluster; the others "
-     "get weight 0 (0: no clustering)"},
+     "get weight 0 (0: no clustering); the per-streamline files (--groups, --lambda-weights, "
+     "--blur-apply-to) then hold one value per streamline or, as COMMIT's, per representative"},
     {"blur-apply-to", "FILE", NULL,
      "blur only some streamlines: a text file of one 0 or 1 per streamline of the tractogram, "
      "in its order (1: blurred; 0: its line alone); COMMIT's blur_apply_to"},

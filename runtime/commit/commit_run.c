@@ -607,6 +607,36 @@ static int compartments_work(void *arg)
     return rc;
 }
 
+/* One value per streamline of the fit from a per-streamline file (--groups, --lambda-weights,
+ * --blur-apply-to): one a line of the tractogram, or with --blur-clust-thr either that (each
+ * representative takes the line of the input streamline it is; *by_input 1) or one per
+ * representative, in the input's order (COMMIT's form: one per cluster).  The file's line of
+ * value k: input_of[k] + 1 when *by_input, else k + 1.  NULL with the error set. */
+static float *per_streamline(const dm_commit_options *o, const char *path, const dm_tck *t,
+                             const long *input_of, long ninput, int *by_input)
+{
+    *by_input = 0;
+    if (!input_of || ninput == t->count) {
+        float *v = NULL;
+        return dm_tck_weights_read(path, t->count, o->tractogram, &v) == 0 ? v : NULL;
+    }
+    float *v = NULL;
+    long n = 0;
+    if (dm_tck_values_read(path, &v, &n) != 0) return NULL;
+    if (n == t->count) return v;
+    *by_input = 1;
+    float *rep = n == ninput ? malloc((size_t)(t->count ? t->count : 1) * sizeof *rep) : NULL;
+    for (long k = 0; rep && k < t->count; k++) rep[k] = v[input_of[k]];
+    free(v);
+    if (n == ninput && !rep) dm_set_error("commit: out of memory");
+    if (n != ninput)
+        dm_set_error("%s: %ld value%s, but %s holds %ld streamlines, %ld of them the clusters' "
+                     "representatives of --blur-clust-thr (one value per streamline, or per "
+                     "representative, in the tractogram's order)",
+                     path, n, n == 1 ? "" : "s", o->tractogram, ninput, t->count);
+    return rep;
+}
+
 /* The groups of --groups: one label per streamline of the tractogram (a non-negative integer),
  * a group per label over the streamlines in the fit (groups left empty dropped). */
 typedef struct {
@@ -623,17 +653,18 @@ static void dm_commit_groups_free(dm_commit_groups *g)
     memset(g, 0, sizeof *g);
 }
 
-static int read_groups(const dm_commit_options *o, const dm_tck *t, const dm_commit_dict *d,
-                       dm_commit_groups *g)
+static int read_groups(const dm_commit_options *o, const dm_tck *t, const long *input_of,
+                       long ninput, const dm_commit_dict *d, dm_commit_groups *g)
 {
-    float *label = NULL;
-    if (dm_tck_weights_read(o->groups, t->count, o->tractogram, &label) != 0) return -1;
+    int by_input;
+    float *label = per_streamline(o, o->groups, t, input_of, ninput, &by_input);
+    if (!label) return -1;
     long top = -1;
     for (long s = 0; s < t->count; s++) {
         if (label[s] != floorf(label[s]) || label[s] > 1e9f) {
             free(label);
             return dm_set_error("%s: line %ld: '%g' is not a group label (an integer >= 0)",
-                                o->groups, s + 1, (double)label[s]);
+                                o->groups, (by_input ? input_of[s] : s) + 1, (double)label[s]);
         }
         if (d->column[s] >= 0 && (long)label[s] > top) top = (long)label[s];
     }
@@ -666,10 +697,12 @@ static int read_groups(const dm_commit_options *o, const dm_tck *t, const dm_com
 }
 
 /* --blur-apply-to: one 0 or 1 per streamline of the tractogram (COMMIT's blur_apply_to). */
-static unsigned char *read_blur_apply(const dm_commit_options *o, const dm_tck *t)
+static unsigned char *read_blur_apply(const dm_commit_options *o, const dm_tck *t,
+                                      const long *input_of, long ninput)
 {
-    float *v = NULL;
-    if (dm_tck_weights_read(o->blur_apply_to, t->count, o->tractogram, &v) != 0) return NULL;
+    int by_input;
+    float *v = per_streamline(o, o->blur_apply_to, t, input_of, ninput, &by_input);
+    if (!v) return NULL;
     unsigned char *on = malloc((size_t)(t->count ? t->count : 1));
     if (!on) {
         free(v);
@@ -679,7 +712,7 @@ static unsigned char *read_blur_apply(const dm_commit_options *o, const dm_tck *
     for (long s = 0; s < t->count; s++) {
         if (v[s] != 0 && v[s] != 1) {
             dm_set_error("%s: line %ld: '%g' is not 0 or 1 (blur this streamline or not)",
-                         o->blur_apply_to, s + 1, (double)v[s]);
+                         o->blur_apply_to, (by_input ? input_of[s] : s) + 1, (double)v[s]);
             free(on);
             free(v);
             return NULL;
@@ -696,8 +729,9 @@ static unsigned char *read_blur_apply(const dm_commit_options *o, const dm_tck *
  * streamline the same; --lambda-iso-weights: an image on the data's grid read at the voxels with
  * balls (COMMIT's set_wLasso_ISO), each ball of a voxel the same.  Weights are finite and >= 0.
  * NULL with the error set. */
-static double *lasso_weights(const dm_commit_options *o, const dm_tck *t, const dm_commit_dict *d,
-                             const dm_dwi *w, const dm_commit_operator *A, int niso)
+static double *lasso_weights(const dm_commit_options *o, const dm_tck *t, const long *input_of,
+                             long ninput, const dm_commit_dict *d, const dm_dwi *w,
+                             const dm_commit_operator *A, int niso)
 {
     double *cw = malloc((size_t)(A->ncols ? A->ncols : 1) * sizeof *cw);
     if (!cw) {
@@ -707,7 +741,8 @@ static double *lasso_weights(const dm_commit_options *o, const dm_tck *t, const 
     for (long j = 0; j < A->ncols; j++) cw[j] = 1;
     float *v = NULL;
     if (o->lambda_weights) {
-        if (dm_tck_weights_read(o->lambda_weights, t->count, o->tractogram, &v) != 0) goto fail;
+        int by_input;
+        if (!(v = per_streamline(o, o->lambda_weights, t, input_of, ninput, &by_input))) goto fail;
         for (long s = 0; s < t->count; s++)
             for (int k = 0; k < A->op.nic && d->column[s] >= 0; k++)
                 cw[(long)k * d->nkept + d->column[s]] = v[s];
@@ -913,7 +948,7 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     double t_clust = dm_now_seconds();
     if (cluster_tractogram(o, &t, threads, &input_of, &ninput, &cluster_of) != 0) goto done;
     t_clust = dm_now_seconds() - t_clust;
-    if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t))) goto done;
+    if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t, input_of, ninput))) goto done;
     const double t_load = dm_now_seconds() - t0 - t_clust; /* the clustering timed apart */
     double t1 = dm_now_seconds();
     dm_commit_grid g;
@@ -1058,7 +1093,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (make_grid(&w.data, o->data, &w.mask, &g, &mask) != 0) goto done;
     if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
     dm_commit_dict_options dopt = dict_options(o, threads);
-    if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t))) goto done;
+    if (o->blur_apply_to && !(blur_apply = read_blur_apply(o, &t, input_of, ninput))) goto done;
     dopt.blur_apply = blur_apply;
     if (o->dictionary) {
         dm_commit_dict_facts facts;
@@ -1169,13 +1204,13 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         goto done;
     }
     if ((o->lambda_weights || o->lambda_iso_weights) &&
-        !(col_w = lasso_weights(o, &t, &d, &w, &A, k.niso)))
+        !(col_w = lasso_weights(o, &t, input_of, ninput, &d, &w, &A, k.niso)))
         goto done;
     reg.col_w = col_w;
     reg.free_blocks = o->free_blocks;
     int nnls_iterations = 0;
     if (o->group_frac > 0) {
-        if (read_groups(o, &t, &d, &groups) != 0) goto done;
+        if (read_groups(o, &t, input_of, ninput, &d, &groups) != 0) goto done;
         dm_commit_fista_options fo = {
             .tol_fun = o->tol_fun, .tol_x = o->tol_x, .max_iter = o->max_iter};
         dm_commit_fista_result fr0;

@@ -722,9 +722,10 @@ static int parse_weight(const char *path, const char *text, size_t len, long lin
     return 0;
 }
 
-int dm_tck_weights_read(const char *path, long count, const char *tck_path, float **weights)
+int dm_tck_values_read(const char *path, float **values, long *n)
 {
-    *weights = NULL;
+    *values = NULL;
+    *n = 0;
     FILE *probe = fopen(path, "rb");
     if (!probe) return dm_set_error("cannot read the weights file %s: %s", path, strerror(errno));
     struct stat st;
@@ -734,12 +735,8 @@ int dm_tck_weights_read(const char *path, long count, const char *tck_path, floa
     size_t len = 0;
     char *text = dm_read_file(path, &len); /* its error names the file */
     if (!text) return -1;
-    float *w = count > 0 ? malloc((size_t)count * sizeof *w) : NULL;
-    if (count > 0 && !w) {
-        free(text);
-        return dm_set_error("%s: out of memory for %ld weights", path, count);
-    }
-    long n = 0, line = 1;
+    float *w = NULL;
+    long count = 0, cap = 0, line = 1;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < len;) {
         char c = text[i];
@@ -752,23 +749,37 @@ int dm_tck_weights_read(const char *path, long count, const char *tck_path, floa
             size_t j = i;
             while (j < len && !weight_separator(text[j]) && text[j] != '#') j++;
             float v = 0;
-            rc = parse_weight(path, text + i, j - i, line, n + 1, &v);
-            if (rc == 0 && n < count) w[n] = v;
-            n++;
+            rc = parse_weight(path, text + i, j - i, line, count + 1, &v);
+            if (rc == 0 && count == cap) {
+                cap = cap ? 2 * cap : 4096;
+                float *grown = realloc(w, (size_t)cap * sizeof *w);
+                if (!grown) rc = dm_set_error("%s: out of memory for %ld weights", path, cap);
+                w = grown ? grown : w;
+            }
+            if (rc == 0) w[count++] = v;
             i = j;
         }
     }
     free(text);
-    if (rc == 0 && n != count)
-        rc = dm_set_error("%s: %ld weight%s, but %s holds %ld streamline%s (one weight per "
-                          "streamline, in its order)",
-                          path, n, n == 1 ? "" : "s", tck_path, count, count == 1 ? "" : "s");
     if (rc != 0) {
         free(w);
         return -1;
     }
-    *weights = w;
+    *values = w;
+    *n = count;
     return 0;
+}
+
+int dm_tck_weights_read(const char *path, long count, const char *tck_path, float **weights)
+{
+    long n;
+    if (dm_tck_values_read(path, weights, &n) != 0) return -1;
+    if (n == count) return 0;
+    free(*weights);
+    *weights = NULL;
+    return dm_set_error("%s: %ld weight%s, but %s holds %ld streamline%s (one weight per "
+                        "streamline, in its order)",
+                        path, n, n == 1 ? "" : "s", tck_path, count, count == 1 ? "" : "s");
 }
 
 int dm_tck_weights_write(const char *path, const float *weights, long count)

@@ -67,6 +67,9 @@ void dm_tck_free(dm_tck *t);
  * cannot be read, a value is not a number, is negative, is not finite (or beyond single
  * precision), or the file holds a number of values other than `count`. */
 int dm_tck_weights_read(const char *path, long count, const char *tck_path, float **weights);
+/* The same file's values however many there are: *values (malloc'd; NULL for none) and *n.  0,
+ * or -1 with the error as above (the count aside). */
+int dm_tck_values_read(const char *path, float **values, long *n);
 /* Writes `count` weights to path, one a line (%.9g: read back as the same floats); weights
  * NULL writes 1 for every streamline.  To path directly; 0 or -1. */
 int dm_tck_weights_write(const char *path, const float *weights, long count);

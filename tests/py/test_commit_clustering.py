@@ -11,6 +11,8 @@ tests/py/commitpeer.py with 40% of its streamlines reversed, jittered by 0.3 mm,
     dicelib's representatives: the objective within 1e-3 (relative) or lower, the compartment
     maps r > 0.99, the weights r > 0.95; one line per input streamline, 0 off the representatives;
     filtered.tck the representatives of weight > 0; the provenance's threshold and counts;
+  - --groups, --lambda-weights and --blur-apply-to with one value per input streamline: the same
+    weights as the files cut to the representatives; a file of neither count refused in one line;
   - a negative threshold is refused in one line."""
 import json
 import os
@@ -37,10 +39,10 @@ def tractogram(d, p):
     return cp.write_tck(f"{d}/tracks.tck", [np.asarray(s, np.float32) for s in sl]), len(sl)
 
 
-def run_dimoc(p, tck, out, thr, expect_ok=True):
+def run_dimoc(p, tck, out, thr, *extra, expect_ok=True):
     return dimoc("commit", "--tractogram", tck, "--data", p["dwi"], "--mask", p["wm"], "--bvals",
                  p["bvals_file"], "--bvecs", p["bvecs_file"], "--peaks", p["peaks"], "--out", out,
-                 "--blur-clust-thr", str(thr), expect_ok=expect_ok)
+                 "--blur-clust-thr", str(thr), *extra, expect_ok=expect_ok)
 
 
 def dicelib_clusters(d, tck, thr):
@@ -119,12 +121,50 @@ def against_commit(d, p, tck, n, clustered, ref):
           f"{res.get('clusters')}, input {res.get('streamlines_input')}")
 
 
+def per_streamline_files(d, p, tck, n):
+    """--groups, --lambda-weights and --blur-apply-to with one value per input streamline give
+    the fit of the same files cut to the representatives (COMMIT's form), weight for weight; a
+    file of neither count is refused in one line."""
+    reps = np.flatnonzero(np.loadtxt(f"{d}/dimoc_{PEER_THR:g}/streamline_clusters.txt",
+                                     dtype=np.int64)[:, 1] == 1)
+    i = np.arange(n)
+    cases = (("groups", i % 3, ["--lambda-group", "0.05"]),
+             ("lambda-weights", 0.5 + 0.5 * (i % 4), ["--lambda", "0.05"]),
+             ("blur-apply-to", (i % 2).astype(float), ["--blur-core-extent", "0.5"]))
+    for opt, values, extra in cases:
+        runs = {}
+        for form, v in (("input", values), ("representatives", values[reps])):
+            f = f"{d}/{opt}_{form}.txt"
+            np.savetxt(f, v, fmt="%.9g")
+            out = f"{d}/per_{opt}_{form}"
+            run_dimoc(p, tck, out, PEER_THR, f"--{opt}", f, *extra)
+            runs[form] = (np.loadtxt(f"{out}/streamline_weights.txt"),
+                          json.load(open(f"{out}/provenance.json"))["results"]["objective"])
+        (wa, oa), (wb, ob) = runs["input"], runs["representatives"]
+        check(f"commit_clustering_{opt}_per_input_streamline",
+              wa.shape == wb.shape == (n,) and np.array_equal(wa, wb) and oa == ob,
+              f"one value per input streamline ({n}) against one per representative "
+              f"({reps.size}): weights the same {np.array_equal(wa, wb)}, objectives {oa:.6f}, "
+              f"{ob:.6f}")
+    bad = f"{d}/groups_short.txt"
+    np.savetxt(bad, (i % 3)[:-1], fmt="%d")
+    out = f"{d}/per_bad"
+    rc, _, err = run_dimoc(p, tck, out, PEER_THR, "--groups", bad, "--lambda-group", "0.05",
+                           expect_ok=False)
+    errors = [x for x in err.splitlines() if "error" in x]  # after the clustering's summary line
+    check("commit_clustering_per_streamline_count",
+          rc != 0 and len(errors) == 1 and bad in errors[0] and
+          f"{n - 1} values, but {tck} holds {n} streamlines, {reps.size} of them" in errors[0] and
+          not os.path.exists(out), f"rc {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}")
+
+
 def main():
     d = workdir("commit_clustering")
     p = cp.phantom(f"{d}/phantom", noise=0.02)
     tck, n = tractogram(d, p)
     clustered, ref, _ = against_dicelib(d, p, tck, n)
     against_commit(d, p, tck, n, clustered, ref)
+    per_streamline_files(d, p, tck, n)
     out = f"{d}/bad_negative"
     check_refused("commit_clustering_bad_negative_threshold",
                   run_dimoc(p, tck, out, -1, expect_ok=False), "--blur-clust-thr", out)
