@@ -662,9 +662,10 @@ static int read_groups(const dm_commit_options *o, const dm_tck *t, const long *
     long top = -1;
     for (long s = 0; s < t->count; s++) {
         if (label[s] != floorf(label[s]) || label[s] > 1e9f) {
-            free(label);
-            return dm_set_error("%s: line %ld: '%g' is not a group label (an integer >= 0)",
-                                o->groups, (by_input ? input_of[s] : s) + 1, (double)label[s]);
+            dm_set_error("%s: line %ld: '%g' is not a group label (an integer >= 0)", o->groups,
+                         (by_input ? input_of[s] : s) + 1, (double)label[s]);
+            free(label); /* after the message, which prints it */
+            return -1;
         }
         if (d->column[s] >= 0 && (long)label[s] > top) top = (long)label[s];
     }
