@@ -391,17 +391,6 @@ fail:
     return -1;
 }
 
-dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, const char *gpus,
-                                  int threads, dm_commit_backend *B)
-{
-    dm_commit_gpu *g = dm_commit_gpu_prepare(A->op.ns, gpus, threads);
-    if (g && dm_commit_gpu_load(g, A, y, B) != 0) {
-        dm_commit_gpu_close(g);
-        return NULL;
-    }
-    return g;
-}
-
 const char *dm_commit_gpu_device(const dm_commit_gpu *g)
 {
     return g->gs.device;

@@ -9,10 +9,6 @@
 
 typedef struct dm_commit_gpu dm_commit_gpu;
 
-/* y: the measured rows (A->nrows).  gpus: --gpus (NULL: the first).  NULL with the error set.
- * The same as dm_commit_gpu_prepare, then dm_commit_gpu_load. */
-dm_commit_gpu *dm_commit_gpu_open(const dm_commit_operator *A, const double *y, const char *gpus,
-                                  int threads, dm_commit_backend *B);
 /* The part that needs no operator, for a thread of its own while the host builds it: the
  * driver opened, the GPU chosen, the program for ns measurements compiled (or read from the
  * cache) and loaded, the pinned buffers of the upload made (`threads` host threads fill
