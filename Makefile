@@ -157,6 +157,9 @@ install: bin/dimoc
 	    $(DESTDIR)$(PREFIX)/share/dimoc/templates/
 	install -d $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack
 	install -m 644 templates/fodtrack/*.h $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack/
+	install -d $(DESTDIR)$(PREFIX)/share/dimoc/templates/commit
+	install -m 644 templates/commit/*.h templates/commit/*.cu \
+	    $(DESTDIR)$(PREFIX)/share/dimoc/templates/commit/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/
 	$(if $(WARM),$(DESTDIR)$(PREFIX)/bin/dimoc warm --quiet)
 

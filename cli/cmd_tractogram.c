@@ -308,7 +308,7 @@ static const dm_opt commit_opts[] = {
      "one group label (an integer >= 0) per streamline of the tractogram, in its order: the "
      "bundles of --lambda-group (e.g. the node pair of each streamline)"},
     {"device", "cpu|gpu|auto", "auto",
-     "where the solver runs (the dictionary is built on the CPU)"},
+     "where the dictionary is cut and the solver runs (a --blur's copies are cut on the CPU)"},
     {"gpus", "LIST", "0", "which GPU (an ordinal)"},
     {"threads", "N", "all cores", "CPU threads"},
     {"stage", "all|dictionary", "all",
@@ -583,8 +583,8 @@ int dm_cmd_commit(int argc, char **argv)
         rc = dm_set_error("commit: lengths: --min-seg-len >= 0, 0 <= --min-length < --max-length");
     if (rc == 0 && !(o.tol_fun >= 0 && o.tol_x >= 0 && o.vf_thr >= 0 && o.vf_thr <= 1))
         rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
-    /* the dictionary is built on the CPU; a GPU is looked for while the inputs load */
-    o.device = o.stage_dictionary ? "cpu" : dm_arg(&a, commit_opts, "device");
+    /* a GPU is looked for while the inputs load */
+    o.device = dm_arg(&a, commit_opts, "device");
     if (rc == 0) rc = dm_gpu_device_check(o.device, "commit");
     o.gpus = dm_arg(&a, commit_opts, "gpus");
     o.model_name = model;

@@ -10,19 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A segment before the voxels of the fit are known: its grid voxel. */
-typedef struct {
-    unsigned vox;
-    unsigned short dir;
-    float len;
-} piece;
+struct dm_walk_sink;
+static int pieces_reserve(struct dm_walk_sink *a, long more);
+#define DM_FN static inline __attribute__((unused))
+#define DM_WALK_GROW(s, k) pieces_reserve((s), (k))
+#include "commit/commit_walk.h"
 
-typedef struct {
-    piece *p;
-    long n, cap;
-    int fold; /* a piece of the last one's voxel and direction added to it (lengths summed in
-                 the order they come) rather than appended */
-} pieces;
+/* A segment before the voxels of the fit are known (its grid voxel), and a growing list of
+ * them. */
+typedef dm_walk_piece piece;
+typedef dm_walk_sink pieces;
 
 /* Room in a for `more` pieces beyond its n. */
 static int pieces_reserve(pieces *a, long more)
@@ -34,109 +31,6 @@ static int pieces_reserve(pieces *a, long more)
     if (!p) return -1;
     a->p = p;
     a->cap = cap;
-    return 0;
-}
-
-static int pieces_add(pieces *a, unsigned vox, unsigned short dir, double len)
-{
-    if (a->fold && a->n > 0 && a->p[a->n - 1].vox == vox && a->p[a->n - 1].dir == dir) {
-        a->p[a->n - 1].len += (float)len;
-        return 0;
-    }
-    if (a->n == a->cap && pieces_reserve(a, 1) != 0) return -1;
-    a->p[a->n++] = (piece){vox, dir, (float)len};
-    return 0;
-}
-
-/* floor(x) for finite x, inline (without SSE4.1 the library's floor is a call); the sign of a
- * zero result may differ, which no caller sees (each adds 0.5 or converts to an integer). */
-static inline double floor_inline(double x)
-{
-    if (!(fabs(x) < 4503599627370496.0)) return x; /* |x| >= 2^52: already an integer */
-    double f = (double)(long)x;
-    return f > x ? f - 1 : f;
-}
-
-static void to_voxel(const dm_commit_grid *g, const double shift[3], const float *p, double v[3])
-{
-    for (int i = 0; i < 3; i++)
-        v[i] = g->w2v[i][0] * p[0] + g->w2v[i][1] * p[1] + g->w2v[i][2] * p[2] + g->w2v[i][3] +
-               shift[i];
-}
-
-/* The grid voxel of voxel coordinates v, -1 outside the image or the mask. */
-static long voxel_of(const dm_commit_grid *g, const double v[3])
-{
-    long i = (long)floor_inline(v[0] + 0.5), j = (long)floor_inline(v[1] + 0.5),
-         k = (long)floor_inline(v[2] + 0.5);
-    if (i < 0 || j < 0 || k < 0 || i >= g->nx || j >= g->ny || k >= g->nz) return -1;
-    long idx = (k * g->ny + j) * g->nx + i;
-    if (g->mask_bits) return g->mask_bits[idx >> 6] >> (idx & 63) & 1 ? idx : -1;
-    return g->mask && !g->mask[idx] ? -1 : idx;
-}
-
-/* The pieces of the segment a -> b (voxel coordinates; world length wlen mm, lookup-table
- * direction dir): cut where it crosses a voxel boundary (half-integer coordinates), each piece
- * in the voxel of its midpoint, counted weight x its length and dropped when that is not above
- * min_seg (a blur copy's weight; 1 otherwise).  Adds the kept pieces' length to *len. */
-static int walk(const dm_commit_grid *g, const double a[3], const double b[3], double wlen,
-                unsigned short dir, double weight, double min_seg, pieces *out, double *len)
-{
-    double cut[64];
-    int nc = 0;
-    cut[nc++] = 0;
-    for (int ax = 0; ax < 3; ax++) {
-        const double d = b[ax] - a[ax];
-        if (d == 0) continue;
-        const double lo = d > 0 ? a[ax] : b[ax], hi = d > 0 ? b[ax] : a[ax];
-        for (double c = floor_inline(lo + 0.5) + 0.5; c < hi && nc < 63; c += 1) {
-            double t = (c - a[ax]) / d;
-            if (t > 0 && t < 1) cut[nc++] = t;
-        }
-    }
-    cut[nc++] = 1;
-    /* a few cuts: insertion sort (each one held while the larger ones before it move up: no
-     * pairwise swaps, whose overlapping loads and stores stall the store forwarding) */
-    for (int i = 1; i < nc; i++) {
-        const double x = cut[i];
-        int j = i;
-        for (; j > 0 && cut[j - 1] > x; j--) cut[j] = cut[j - 1];
-        cut[j] = x;
-    }
-    for (int i = 0; i + 1 < nc; i++) {
-        double piece_len = weight * ((cut[i + 1] - cut[i]) * wlen);
-        if (piece_len <= min_seg) continue;
-        double t = 0.5 * (cut[i] + cut[i + 1]), m[3];
-        for (int ax = 0; ax < 3; ax++) m[ax] = a[ax] + t * (b[ax] - a[ax]);
-        long vox = voxel_of(g, m);
-        if (vox < 0) continue;
-        if (pieces_add(out, (unsigned)vox, dir, piece_len) != 0) return -1;
-        *len += piece_len;
-    }
-    return 0;
-}
-
-/* The segment a -> b (voxel coordinates) walked in parts of at most 16 voxels on any axis (room
- * for the cuts of walk). */
-static int step_pieces(const dm_commit_grid *g, const double a[3], const double b[3], double wlen,
-                       unsigned short dir, double weight, double min_seg, pieces *out, double *len)
-{
-    double span = fabs(b[0] - a[0]);
-    for (int ax = 1; ax < 3; ax++)
-        if (fabs(b[ax] - a[ax]) > span) span = fabs(b[ax] - a[ax]);
-    int parts = (int)-floor_inline(-(span / 16.0)); /* ceil */
-    if (parts <= 1) { /* most steps: the one part's ends as the loop below computes them */
-        const double b1[3] = {a[0] + (b[0] - a[0]), a[1] + (b[1] - a[1]), a[2] + (b[2] - a[2])};
-        return walk(g, a, b1, wlen, dir, weight, min_seg, out, len);
-    }
-    for (int q = 0; q < parts; q++) {
-        double a2[3], b2[3];
-        for (int ax = 0; ax < 3; ax++) {
-            a2[ax] = a[ax] + (b[ax] - a[ax]) * q / parts;
-            b2[ax] = a[ax] + (b[ax] - a[ax]) * (q + 1) / parts;
-        }
-        if (walk(g, a2, b2, wlen / parts, dir, weight, min_seg, out, len) != 0) return -1;
-    }
     return 0;
 }
 
@@ -205,12 +99,11 @@ static double normalise(double v[3])
     return n;
 }
 
-static void world_to_voxel(const dm_commit_grid *g, const double shift[3], const double p[3],
-                           double v[3])
+static void world_to_voxel(const dm_walk_geom *g, const double p[3], double v[3])
 {
     for (int i = 0; i < 3; i++)
         v[i] = g->w2v[i][0] * p[0] + g->w2v[i][1] * p[1] + g->w2v[i][2] * p[2] + g->w2v[i][3] +
-               shift[i];
+               g->shift[i];
 }
 
 /* The copies of streamline s other than the central one, their pieces appended to out (weight
@@ -221,8 +114,8 @@ static void world_to_voxel(const dm_commit_grid *g, const double shift[3], const
  * the plane through P_i that bisects that step and the next (the last point: perpendicular to
  * its step), a copy that would move backwards staying where it is.  The world frame, so lengths
  * and planes are the world's (COMMIT's frame is the same for an affine without shear). */
-static int blur_pieces(const dm_tck *t, long s, const dm_commit_grid *g, const dm_commit_dirs *dirs,
-                       const dm_commit_dict_options *o, const blur_table *bl, pieces *out)
+static int blur_pieces(const dm_tck *t, long s, const dm_walk_geom *g, const blur_table *bl,
+                       pieces *out)
 {
     const float *p = t->xyz + 3 * t->start[s];
     const long np = t->npoints[s], nc = bl->n - 1;
@@ -277,15 +170,15 @@ static int blur_pieces(const dm_tck *t, long s, const dm_commit_grid *g, const d
             for (int a = 0; a < 3; a++) nn[a] /= dot;
         else /* a full turn back: the plane perpendicular to the step */
             memcpy(nn, d1, sizeof nn);
-        const unsigned short dir = dm_commit_dirs_index(dirs, d1); /* the same for every copy */
+        const unsigned short dir = dm_walk_dir(&g->dirs, d1); /* the same for every copy */
         for (long k = 0; k < nc && rc == 0; k++) {
             double *P = pos + 3 * k, Q[3], va[3], vb[3];
             double len = (S[0] - P[0]) * nn[0] + (S[1] - P[1]) * nn[1] + (S[2] - P[2]) * nn[2];
             if (!(len > 0)) continue;
             for (int a = 0; a < 3; a++) Q[a] = P[a] + d1[a] * len;
-            world_to_voxel(g, o->shift, P, va);
-            world_to_voxel(g, o->shift, Q, vb);
-            rc = step_pieces(g, va, vb, len, dir, bl->w[k + 1], o->min_seg_len, out, &dummy);
+            world_to_voxel(g, P, va);
+            world_to_voxel(g, Q, vb);
+            rc = dm_walk_step(g, va, vb, len, dir, bl->w[k + 1], out, &dummy);
             memcpy(P, Q, sizeof Q);
         }
     }
@@ -356,160 +249,115 @@ static void merge_sorted(pieces *out)
     out->n = m;
 }
 
-/* By voxel, then direction: one comparison of a key of both (no branch between them). */
-static inline int piece_less(const piece *a, const piece *b)
-{
-    return ((uint64_t)a->vox << 16 | a->dir) < ((uint64_t)b->vox << 16 | b->dir);
-}
-
-/* p[0, n) sorted by voxel and direction, stably (pieces of one voxel and direction keep their
- * order, so that their lengths are summed in it): insertion within runs of 8, then merges of
- * runs through tmp (room for n). */
-static void sort_stable(piece *p, piece *tmp, long n)
-{
-    enum { RUN = 8 };
-    for (long s = 0; s < n; s += RUN) {
-        const long e = s + RUN < n ? s + RUN : n;
-        for (long i = s + 1; i < e; i++) {
-            piece x = p[i];
-            long j = i;
-            for (; j > s && piece_less(&x, &p[j - 1]); j--) p[j] = p[j - 1];
-            p[j] = x;
-        }
-    }
-    piece *from = p, *to = tmp;
-    for (long w = RUN; w < n; w *= 2) {
-        for (long s = 0; s < n; s += 2 * w) {
-            const long m = s + w < n ? s + w : n, e = s + 2 * w < n ? s + 2 * w : n;
-            long i = s, j = m, k = s;
-            if (m < e && piece_less(&from[m], &from[m - 1]))
-                while (i < m && j < e)
-                    to[k++] = piece_less(&from[j], &from[i]) ? from[j++] : from[i++];
-            memcpy(to + k, from + i, (size_t)(m - i) * sizeof *to);
-            k += m - i;
-            memcpy(to + k, from + j, (size_t)(e - j) * sizeof *to);
-        }
-        piece *x = from;
-        from = to, to = x;
-    }
-    if (from != p) memcpy(p, from, (size_t)n * sizeof *p);
-}
-
-/* The pieces sorted by voxel and direction, those of one (voxel, direction) summed in the order
- * they came (a streamline without blur: few of them, added with out->fold on, so that most
- * repeats of a (voxel, direction), consecutive pieces, are already merged); tmp: scratch. */
-static int merge_few(pieces *out, pieces *tmp)
-{
-    const long c = out->n;
-    tmp->n = 0;
-    if (pieces_reserve(tmp, c) != 0) return -1;
-    sort_stable(out->p, tmp->p, c);
-    return 0;
-}
-
 /* Streamline s's merged pieces (sorted by voxel, then direction) into out (tmp: scratch); its
  * length and norm (with bl: its blur's copies too; the length stays the central copy's). */
-static int streamline_pieces(const dm_tck *t, long s, const dm_commit_grid *g,
-                             const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
-                             const blur_table *bl, pieces *out, pieces *tmp, double *length,
-                             double *norm)
+static int streamline_pieces(const dm_tck *t, long s, const dm_walk_geom *g, const blur_table *bl,
+                             pieces *out, pieces *tmp, double *length, double *norm)
 {
     out->n = 0;
     out->fold = !bl; /* the blur's pieces are merged by merge_sorted, in its own order */
     *length = 0;
     *norm = 0;
-    const float *p = t->xyz + 3 * t->start[s];
-    const long np = t->npoints[s];
-    double a[3], b[3]; /* the step's ends in voxel coordinates, b carried on as the next a */
-    long at = -1;      /* the point a holds */
-    for (long i = 0; i + 1 < np; i++) {
-        const float *pa = p + 3 * i, *pb = p + 3 * (i + 1);
-        double u[3] = {(double)pb[0] - pa[0], (double)pb[1] - pa[1], (double)pb[2] - pa[2]};
-        double wlen = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-        if (!(wlen > 0)) continue;
-        if (at != i) to_voxel(g, o->shift, pa, a);
-        to_voxel(g, o->shift, pb, b);
-        const unsigned short dir = dm_commit_dirs_index(dirs, u);
-        if (step_pieces(g, a, b, wlen, dir, 1.0, o->min_seg_len, out, length) != 0) return -1;
-        memcpy(a, b, sizeof a);
-        at = i + 1;
-    }
+    if (dm_walk_line(g, t->xyz + 3 * t->start[s], t->npoints[s], out, length) != 0) return -1;
     if (bl) {
-        if (blur_pieces(t, s, g, dirs, o, bl, out) != 0) return -1;
+        if (blur_pieces(t, s, g, bl, out) != 0) return -1;
         if (out->n > 0) merge_sorted(out);
     }
     if (out->n == 0) return 0;
-    if (!bl && merge_few(out, tmp) != 0) return -1;
-    long m = 0;
-    double in_vox = 0, sq = 0;
-    for (long i = 0; i < out->n; i++) {
-        if (m > 0 && out->p[m - 1].vox == out->p[i].vox && out->p[m - 1].dir == out->p[i].dir)
-            out->p[m - 1].len += out->p[i].len;
-        else
-            out->p[m++] = out->p[i];
-        in_vox += out->p[i].len;
-        if (i + 1 == out->n || out->p[i + 1].vox != out->p[i].vox) {
-            sq += in_vox * in_vox;
-            in_vox = 0;
-        }
+    if (!bl) { /* a streamline without blur: few pieces, sorted stably */
+        tmp->n = 0;
+        if (pieces_reserve(tmp, out->n) != 0) return -1;
+        dm_walk_sort(out->p, tmp->p, out->n);
     }
-    out->n = m;
-    *norm = sqrt(sq);
+    out->n = dm_walk_merge(out->p, out->n, norm);
     return 0;
 }
 
-/* The mask of g a bit a voxel (dm_commit_grid.mask_bits); NULL out of memory. */
-static unsigned long long *mask_bits(const dm_commit_grid *g, int threads)
+unsigned long long *dm_commit_mask_bits(const dm_commit_grid *g, int threads)
 {
     const long nvox = (long)g->nx * g->ny * g->nz, nw = nvox / 64 + 1;
     unsigned long long *bits = malloc((size_t)nw * sizeof *bits);
     if (!bits) return NULL;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
     for (long w = 0; w < nw; w++) {
         unsigned long long b = 0;
         for (long v = 64 * w; v < 64 * w + 64 && v < nvox; v++)
-            b |= (unsigned long long)(g->mask[v] != 0) << (v & 63);
+            b |= (unsigned long long)(!g->mask || g->mask[v] != 0) << (v & 63);
         bits[w] = b;
     }
     return bits;
+}
+
+int dm_commit_dict_begin(dm_commit_dict *d, long nstr)
+{
+    memset(d, 0, sizeof *d);
+    const size_t n = (size_t)(nstr ? nstr : 1);
+    d->nstr = nstr;
+    d->kept = calloc(n, 1);
+    d->length = calloc(n, sizeof *d->length);
+    d->norm = calloc(n, sizeof *d->norm);
+    d->column = malloc(n * sizeof *d->column);
+    d->str_start = malloc((n + 1) * sizeof *d->str_start);
+    if (d->kept && d->length && d->norm && d->column && d->str_start) return 0;
+    dm_commit_dict_free(d);
+    return dm_set_error("commit: out of memory for the dictionary");
+}
+
+void dm_commit_dict_columns(dm_commit_dict *d, const long *count)
+{
+    long nseg = 0, nk = 0;
+    for (long s = 0; s < d->nstr; s++) {
+        d->column[s] = d->kept[s] ? nk : -1;
+        if (d->kept[s]) {
+            d->str_start[nk++] = nseg;
+            nseg += count[s];
+        }
+    }
+    d->str_start[nk] = nseg;
+    d->nkept = nk;
+    d->nseg = nseg;
+}
+
+/* The walk's view of the grid, the options and the directions (mask: the grid's in bits). */
+static dm_walk_geom walk_geom(const dm_commit_grid *g, const dm_commit_dirs *dirs,
+                              const dm_commit_dict_options *o, const unsigned long long *mask)
+{
+    dm_walk_geom w;
+    memset(&w, 0, sizeof w);
+    w.nx = g->nx, w.ny = g->ny, w.nz = g->nz;
+    memcpy(w.w2v, g->w2v, sizeof w.w2v);
+    memcpy(w.shift, o->shift, sizeof w.shift);
+    w.mask_bits = mask;
+    w.min_seg = o->min_seg_len;
+    w.dirs = (dm_walk_dirs){dirs->nt, dirs->np, dirs->table, dirs->t_edge, dirs->p_edge};
+    return w;
 }
 
 int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_grid *g_in,
                        const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
                        dm_commit_dict *d)
 {
-    memset(d, 0, sizeof *d);
     const long n = t->count;
     if ((size_t)g_in->nx * g_in->ny * g_in->nz > UINT_MAX)
         return dm_set_error("commit: an image of more than %u voxels is not supported", UINT_MAX);
-    dm_commit_grid grid = *g_in;
-    const dm_commit_grid *g = &grid;
-    unsigned long long *bits = g_in->mask ? mask_bits(g_in, o->threads > 0 ? o->threads : 1) : NULL;
-    if (g_in->mask && !bits) return dm_set_error("commit: out of memory for the dictionary");
-    grid.mask_bits = bits;
+    if (dm_commit_dict_begin(d, n) != 0) return -1;
+    const int nt = o->threads > 0 ? o->threads : 1;
+    unsigned long long *bits = g_in->mask ? dm_commit_mask_bits(g_in, nt) : NULL;
+    const dm_walk_geom geom = walk_geom(g_in, dirs, o, bits), *g = &geom;
     blur_table bt, *blur = NULL;
     memset(&bt, 0, sizeof bt);
-    if (dm_commit_blur_on(o)) {
-        if (blur_table_make(g, o, &bt) != 0) {
-            free(bits);
-            return -1;
-        }
-        blur = &bt;
-    }
-    d->nstr = n;
-    d->kept = calloc((size_t)(n ? n : 1), 1);
-    d->length = calloc((size_t)(n ? n : 1), sizeof *d->length);
-    d->norm = calloc((size_t)(n ? n : 1), sizeof *d->norm);
-    d->column = malloc((size_t)(n ? n : 1) * sizeof *d->column);
     long *count = calloc((size_t)n + 1, sizeof *count);
-    int failed = !d->kept || !d->length || !d->norm || !d->column || !count;
     /* each streamline's merged pieces, appended to its thread's arena (which thread and where
      * recorded per streamline), then copied into place in streamline order */
-    const int nt = o->threads > 0 ? o->threads : 1;
     pieces *arena = calloc((size_t)nt, sizeof *arena);
     long *at_arena = malloc((size_t)(n ? n : 1) * sizeof *at_arena);
     int *in_arena = malloc((size_t)(n ? n : 1) * sizeof *in_arena);
-    if (failed || !arena || !at_arena || !in_arena) goto oom;
+    int failed = (g_in->mask && !bits) || !count || !arena || !at_arena || !in_arena;
+    if (failed) goto oom;
+    if (dm_commit_blur_on(o)) {
+        if (blur_table_make(g_in, o, &bt) != 0) goto fail;
+        blur = &bt;
+    }
     /* each arena sized for its share of the steps (most streamlines have fewer merged pieces
      * than points), in huge pages: fewer page faults as it fills; it grows if that is short */
     const long share = (t->start[end] - t->start[first]) / nt + 4096;
@@ -529,7 +377,7 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
             double len, norm;
             /* COMMIT's blur_apply_to: a streamline left out of the blur is its line alone */
             const blur_table *bl = o->blur_apply && !o->blur_apply[s] ? NULL : blur;
-            if (streamline_pieces(t, s, g, dirs, o, bl, &buf, &tmp, &len, &norm) != 0) {
+            if (streamline_pieces(t, s, g, bl, &buf, &tmp, &len, &norm) != 0) {
                 failed = 1;
                 continue;
             }
@@ -551,19 +399,8 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
         free(tmp.p);
     }
     if (failed) goto oom;
-    d->str_start = malloc((size_t)(n + 1) * sizeof *d->str_start);
-    if (!d->str_start) goto oom;
-    long nseg = 0, nk = 0;
-    for (long s = 0; s < n; s++) {
-        d->column[s] = d->kept[s] ? nk : -1;
-        if (d->kept[s]) {
-            d->str_start[nk++] = nseg;
-            nseg += count[s];
-        }
-    }
-    d->str_start[nk] = nseg;
-    d->nkept = nk;
-    d->nseg = nseg;
+    dm_commit_dict_columns(d, count);
+    const long nseg = d->nseg;
     d->seg_vox = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_vox);
     d->seg_dir = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_dir);
     d->seg_len = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *d->seg_len);
@@ -588,6 +425,8 @@ int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_gr
     free(bits);
     return 0;
 oom:
+    dm_set_error("commit: out of memory for the dictionary");
+fail:
     for (int k = 0; arena && k < nt; k++) free(arena[k].p);
     free(arena);
     free(at_arena);
@@ -596,7 +435,7 @@ oom:
     blur_table_free(&bt);
     free(bits);
     dm_commit_dict_free(d);
-    return dm_set_error("commit: out of memory for the dictionary");
+    return -1;
 }
 
 int dm_commit_dict_index(dm_commit_dict *d, size_t nvox_grid, int threads)

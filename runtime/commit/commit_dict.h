@@ -27,11 +27,11 @@ typedef struct dm_commit_grid {
     int nx, ny, nz;
     double w2v[3][4];          /* world mm -> voxel coordinates (centres at integers) */
     const unsigned char *mask; /* nx*ny*nz, x fastest; NULL: every voxel */
-    /* the same mask a bit a voxel (bit v % 64 of word v / 64), 8 times smaller and so kept in
-     * the cores' caches while the streamlines are cut: made by the dictionary's own copy of the
-     * grid; NULL elsewhere */
-    const unsigned long long *mask_bits;
 } dm_commit_grid;
+
+/* The mask a bit a voxel (bit v % 64 of word v / 64; every bit set without a mask), 8 times
+ * smaller and so kept in the cores' caches while the streamlines are cut.  NULL out of memory. */
+unsigned long long *dm_commit_mask_bits(const dm_commit_grid *g, int threads);
 
 typedef struct dm_commit_dict_options {
     double shift[3];         /* voxel units */
@@ -83,6 +83,11 @@ int dm_commit_dict_build(const dm_tck *t, const dm_commit_grid *g, const dm_comm
 int dm_commit_dict_cut(const dm_tck *t, long first, long end, const dm_commit_grid *g,
                        const dm_commit_dirs *dirs, const dm_commit_dict_options *o,
                        dm_commit_dict *d);
+/* The start of a dictionary of nstr streamlines, none kept yet: kept, length, norm zeroed,
+ * column and str_start (room for nstr + 1) allocated.  0, or -1 with the error set. */
+int dm_commit_dict_begin(dm_commit_dict *d, long nstr);
+/* column, str_start, nkept and nseg from kept and count (each kept streamline's segments). */
+void dm_commit_dict_columns(dm_commit_dict *d, const long *count);
 /* The second half: the voxels of the fit, those the segments reach (of a grid of nvox_grid
  * voxels), ascending; seg_vox turned from grid voxels into indices of vox.  0, or -1 with the
  * error set (out of memory; d is left as it was). */

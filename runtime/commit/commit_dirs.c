@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bins of 0.5 degree: an orientation is taken to the direction nearest to its bin's centre,
- * at most 0.36 degree from the exact nearest one (COMMIT's table has 1-degree bins). */
-#define BINS_PER_RADIAN (360.0 / 3.14159265358979323846)
+#define DM_FN static inline __attribute__((unused))
+#define DM_WALK_GROW(s, k) (-1) /* no sink here */
+#include "commit/commit_walk.h"
 
 /* |u . direction i|, the one expression every comparison of nearest_dir uses. */
 static inline double abs_dot(const dm_commit_dirs *d, const double u[3], int i)
@@ -63,8 +63,8 @@ int dm_commit_dirs_make(int n, dm_commit_dirs *d)
     const double pi = 3.14159265358979323846, golden = pi * (3 - sqrt(5.0));
     d->n = n;
     d->dir = malloc(3 * (size_t)n * sizeof *d->dir);
-    d->nt = (int)ceil(0.5 * pi * BINS_PER_RADIAN) + 1;
-    d->np = (int)ceil(2 * pi * BINS_PER_RADIAN) + 1;
+    d->nt = (int)ceil(0.5 * pi * DM_WALK_BINS_PER_RADIAN) + 1;
+    d->np = (int)ceil(2 * pi * DM_WALK_BINS_PER_RADIAN) + 1;
     d->table = malloc((size_t)d->nt * d->np * sizeof *d->table);
     d->t_edge = malloc(2 * (size_t)d->nt * sizeof *d->t_edge);
     d->p_edge = malloc(2 * (size_t)d->np * sizeof *d->p_edge);
@@ -79,11 +79,11 @@ int dm_commit_dirs_make(int n, dm_commit_dirs *d)
         d->dir[3 * i + 2] = r * sin(phi);
     }
     for (int a = 0; a < d->nt; a++) {
-        const double e = (a + 0.5) / BINS_PER_RADIAN;
+        const double e = (a + 0.5) / DM_WALK_BINS_PER_RADIAN;
         d->t_edge[2 * a] = cos(e), d->t_edge[2 * a + 1] = sin(e);
     }
     for (int b = 0; b < d->np; b++) {
-        const double e = (b + 0.5) / BINS_PER_RADIAN - pi;
+        const double e = (b + 0.5) / DM_WALK_BINS_PER_RADIAN - pi;
         d->p_edge[2 * b] = cos(e), d->p_edge[2 * b + 1] = sin(e);
     }
     /* each bin's centre: the cos and sin of its row's polar angle and of its column's azimuth
@@ -97,11 +97,11 @@ int dm_commit_dirs_make(int n, dm_commit_dirs *d)
         return dm_set_error("commit: out of memory for the direction table");
     }
     for (int a = 0; a < d->nt; a++) {
-        const double theta = a / BINS_PER_RADIAN;
+        const double theta = a / DM_WALK_BINS_PER_RADIAN;
         row[2 * a] = cos(theta), row[2 * a + 1] = sin(theta);
     }
     for (int b = 0; b < d->np; b++) {
-        const double phi = b / BINS_PER_RADIAN - pi;
+        const double phi = b / DM_WALK_BINS_PER_RADIAN - pi;
         col[2 * b] = cos(phi), col[2 * b + 1] = sin(phi);
     }
     /* bin by bin over all threads (by rows of np bins, 181 rows leave threads idle) */
@@ -131,81 +131,21 @@ void dm_commit_dirs_free(dm_commit_dirs *d)
     memset(d, 0, sizeof *d);
 }
 
-/* atan2(s, c) to about 1e-5 radian (a polynomial in the smaller ratio; Abramowitz and Stegun
- * 4.4.49), on the side of the branch cut that atan2 takes: a first guess of the bin. */
-static inline double atan2_guess(double s, double c)
+/* The table as the walk reads it (templates/commit/commit_walk.h). */
+static dm_walk_dirs walk_dirs(const dm_commit_dirs *d)
 {
-    const double as = fabs(s), ac = fabs(c), mx = as > ac ? as : ac, mn = as > ac ? ac : as;
-    if (!(mx > 0)) return 0;
-    const double t = mn / mx, t2 = t * t;
-    double r =
-        t * (0.9998660 + t2 * (-0.3302995 + t2 * (0.1801410 + t2 * (-0.0851330 + t2 * 0.0208351))));
-    if (as > ac) r = 1.5707963267948966 - r;
-    if (c < 0) r = 3.141592653589793 - r;
-    return signbit(s) ? -r : r;
-}
-
-/* The bin of the angle of the vector (c, s) (of length at most `size`) among bins whose upper
- * edges are at the angles of edge[k] (cos, sin), bin k between edges k - 1 and k, searched from
- * bin g within [lo, hi] (lo's lower edge not tested when lo is 0): the side of an edge is the
- * sign of a cross product, trusted when it is above 1e-9 size (a billionth of a radian, far above
- * rounding, so atan2's bin is the same).  -1 near an edge or outside [lo, hi]. */
-static int bin_by_edges(const double *edge, double c, double s, double size, int g, int lo, int hi)
-{
-    const double tol = 1e-9 * size;
-    for (int step = 0; step < 4; step++) {
-        if (g < lo || g > hi) return -1;
-        if (g > 0) {
-            const double *e = edge + 2 * (g - 1), v = e[0] * s - e[1] * c; /* sin(angle - e) */
-            if (v < -tol) {
-                g--;
-                continue;
-            }
-            if (!(v > tol)) return -1;
-        }
-        const double *e = edge + 2 * g, v = e[0] * s - e[1] * c;
-        if (v > tol) {
-            g++;
-            continue;
-        }
-        return v < -tol ? g : -1;
-    }
-    return -1;
-}
-
-static unsigned short from_bins(const dm_commit_dirs *d, long a, long b)
-{
-    if (a >= d->nt) a = d->nt - 1;
-    if (b >= d->np) b = d->np - 1;
-    return d->table[(size_t)a * d->np + b];
+    dm_walk_dirs w = {d->nt, d->np, d->table, d->t_edge, d->p_edge};
+    return w;
 }
 
 unsigned short dm_commit_dirs_index_exact(const dm_commit_dirs *d, const double u[3])
 {
-    const double pi = 3.14159265358979323846;
-    double x = u[0], y = u[1], z = u[2];
-    if (y < 0) x = -x, y = -y, z = -z;
-    double theta = atan2(sqrt(x * x + z * z), y), phi = atan2(z, x);
-    return from_bins(d, lround(theta * BINS_PER_RADIAN), lround((phi + pi) * BINS_PER_RADIAN));
+    const dm_walk_dirs w = walk_dirs(d);
+    return dm_walk_dir_exact(&w, u);
 }
 
-/* The bins that dm_commit_dirs_index_exact finds (lround of the angle x BINS_PER_RADIAN), without
- * its atan2s where the angles are not within a billionth of a radian of a bin's edge: the bin
- * from a guess, checked against the edges either side.  The azimuth's first and last bins (at
- * the branch cut of atan2) are left to atan2. */
 unsigned short dm_commit_dirs_index(const dm_commit_dirs *d, const double u[3])
 {
-    const double pi = 3.14159265358979323846;
-    double x = u[0], y = u[1], z = u[2];
-    if (y < 0) x = -x, y = -y, z = -z;
-    const double rho = sqrt(x * x + z * z);
-    const int a = bin_by_edges(d->t_edge, y, rho, y + rho,
-                               (int)(atan2_guess(rho, y) * BINS_PER_RADIAN + 0.5), 0, d->nt - 1);
-    const int last = (int)(2 * pi * BINS_PER_RADIAN + 0.5) - 1; /* the bin below the cut's */
-    const int b = a < 0 ? -1
-                        : bin_by_edges(d->p_edge, x, z, fabs(x) + fabs(z),
-                                       (int)((atan2_guess(z, x) + pi) * BINS_PER_RADIAN + 0.5), 1,
-                                       last < d->np - 2 ? last : d->np - 2);
-    if (a < 0 || b < 0) return dm_commit_dirs_index_exact(d, u);
-    return from_bins(d, a, b);
+    const dm_walk_dirs w = walk_dirs(d);
+    return dm_walk_dir(&w, u);
 }

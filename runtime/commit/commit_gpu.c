@@ -15,13 +15,28 @@
 #define BLOCK 256
 #define STAGE_BYTES ((size_t)32 << 20) /* each of the two pinned buffers of the upload */
 
-static const char *const commit_templates[] = {"commit/gpu_commit.cu", "commit/commit_ops.h", NULL};
+static const char *const commit_templates[] = {"commit/gpu_commit.cu", "commit/commit_ops.h",
+                                               "commit/commit_walk.h", NULL};
 
-enum { K_AX, K_ATY_VOXEL, K_ATY_STREAMLINE, K_PROX, K_GROUP, K_PROX_SUMS, K_NORMS, K_ADVANCE, NK };
+enum {
+    K_AX,
+    K_ATY_VOXEL,
+    K_ATY_STREAMLINE,
+    K_PROX,
+    K_GROUP,
+    K_PROX_SUMS,
+    K_NORMS,
+    K_ADVANCE,
+    K_WALK_COUNT,
+    K_WALK_CUT,
+    K_WALK_PLACE,
+    NK
+};
 static const char *const kernel_names[NK] = {
-    "dm_commit_ax_kernel",    "dm_commit_aty_voxel_kernel", "dm_commit_aty_streamline_kernel",
-    "dm_commit_prox_kernel",  "dm_commit_group_kernel",     "dm_commit_prox_sums_kernel",
-    "dm_commit_norms_kernel", "dm_commit_advance_kernel"};
+    "dm_commit_ax_kernel",       "dm_commit_aty_voxel_kernel", "dm_commit_aty_streamline_kernel",
+    "dm_commit_prox_kernel",     "dm_commit_group_kernel",     "dm_commit_prox_sums_kernel",
+    "dm_commit_norms_kernel",    "dm_commit_advance_kernel",   "dm_commit_walk_count_kernel",
+    "dm_commit_walk_cut_kernel", "dm_commit_walk_place_kernel"};
 
 struct dm_commit_gpu {
     dm_cuda *cu;
@@ -331,6 +346,22 @@ dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus, int threads)
 fail:
     dm_commit_gpu_close(g);
     return NULL;
+}
+
+int dm_commit_gpu_walk_open(dm_commit_gpu *g, dm_commit_gpu_walk *w)
+{
+    const dm_cuda *cu = g->cu;
+    CK(cu->cuCtxSetCurrent(g->k[0].ctx), "selecting the GPU context");
+    *w = (dm_commit_gpu_walk){cu,
+                              g->k[K_WALK_COUNT].fn,
+                              g->k[K_WALK_CUT].fn,
+                              g->k[K_WALK_PLACE].fn,
+                              g->stage,
+                              (unsigned long long)g->blocks * BLOCK,
+                              BLOCK};
+    return 0;
+fail:
+    return -1;
 }
 
 int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const double *y,

@@ -6,6 +6,7 @@
 
 #include "commit/commit_operator.h"
 #include "commit/commit_solve.h"
+#include "gpu/cuda_api.h"
 
 typedef struct dm_commit_gpu dm_commit_gpu;
 
@@ -14,6 +15,18 @@ typedef struct dm_commit_gpu dm_commit_gpu;
  * cache) and loaded, the pinned buffers of the upload made (`threads` host threads fill
  * them).  NULL with the error set (in the calling thread). */
 dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus, int threads);
+/* What the dictionary's cut on the GPU (commit_dict_gpu.c) takes from the prepared program: the
+ * driver, the walk's kernels (templates/commit/gpu_commit.cu), the upload's pinned buffers and
+ * the threads of a grid-stride launch.  The GPU's context is made current for the calling
+ * thread.  0, or -1 with the error set. */
+typedef struct dm_commit_gpu_walk {
+    const dm_cuda *cu;
+    CUfunction count, cut, place;
+    struct dm_gpu_stager *stage;
+    unsigned long long threads;
+    unsigned block;
+} dm_commit_gpu_walk;
+int dm_commit_gpu_walk_open(dm_commit_gpu *g, dm_commit_gpu_walk *w);
 /* The operator and y uploaded, the vectors made, *B set (from any thread).  0, or -1 with the
  * error set; g is then still to be closed. */
 int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const double *y,

@@ -2,6 +2,7 @@
 #include "commit/commit_pulses.h"
 
 #include "commit/commit_dict.h"
+#include "commit/commit_dict_gpu.h"
 #include "commit/commit_dictfile.h"
 #include "commit/commit_cpu.h"
 #include "commit/commit_dirs.h"
@@ -882,7 +883,7 @@ static float *read_confidence(const dm_commit_options *o, const dm_dwi *w, const
 static int make_grid(const dm_volume *data, const char *data_path, const dm_volume *maskvol,
                      dm_commit_grid *g, unsigned char **mask)
 {
-    *g = (dm_commit_grid){data->nx, data->ny, data->nz, {{0}}, NULL, NULL};
+    *g = (dm_commit_grid){data->nx, data->ny, data->nz, {{0}}, NULL};
     *mask = NULL;
     dm_affine v2w, w2v;
     dm_volume_vox2world(data, &v2w);
@@ -933,7 +934,10 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     long *input_of = NULL, ninput = 0, *cluster_of = NULL;
     dm_commit_dirs dirs = {0};
     dm_commit_dict d = {0};
-    int rc = -1;
+    int rc = -1, use_gpu = 0;
+    dm_commit_gpu *gpu = NULL;
+    dm_gpu_probe probe; /* the driver starts while the inputs load */
+    if (dm_gpu_probe_begin(&probe, o->device, "commit") != 0) return -1;
     side_job tj;
     tck_read tr = {o->tractogram, &t, threads};
     side_start(&tj, read_tck, &tr);
@@ -959,7 +963,14 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     dm_part_range(&o->part, (size_t)t.count, &first, &end);
     dm_commit_dict_options dopt = dict_options(o, threads);
     dopt.blur_apply = blur_apply;
-    if (dm_commit_dict_cut(&t, (long)first, (long)end, &g, &dirs, &dopt, &d) != 0) goto done;
+    /* on the GPU when there is one, as in a whole run (the blur's copies on the host) */
+    if (dm_gpu_probe_end(&probe, &use_gpu) != 0) goto done;
+    use_gpu = use_gpu && !dm_commit_blur_on(&dopt);
+    if (use_gpu && !(gpu = dm_commit_gpu_prepare(data.nt > 0 ? data.nt : 1, o->gpus, threads)))
+        goto done;
+    if (use_gpu ? dm_commit_dict_cut_gpu(gpu, &t, (long)first, (long)end, &g, &dirs, &dopt, &d)
+                : dm_commit_dict_cut(&t, (long)first, (long)end, &g, &dirs, &dopt, &d))
+        goto done;
     if (d.nkept == 0 && o->part.n == 0) { /* a part's share may well miss the mask */
         nothing_kept(o);
         goto done;
@@ -985,6 +996,8 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
                               (double)dm_commit_blur_copies(&dopt, NULL, NULL, NULL));
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_dictionary", t_dict);
+        dm_provenance_str(prov, DM_PROV_RESULT, "dictionary_device", gpu ? "gpu" : "cpu");
+        dm_provenance_str(prov, DM_PROV_RESULT, "device", gpu ? dm_commit_gpu_device(gpu) : "cpu");
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", dm_now_seconds() - t1);
         char *path = dm_path_join(od.path, "provenance.json");
         wr = dm_provenance_write(prov, path);
@@ -1011,6 +1024,8 @@ static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenan
     sum->seconds = dm_now_seconds() - t0;
     rc = 0;
 done:
+    dm_gpu_probe_end(&probe, NULL); /* ended already, or an error came first */
+    dm_commit_gpu_close(gpu);
     free(input_of);
     free(cluster_of);
     free(blur_apply);
@@ -1054,6 +1069,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     float *conf = NULL, *row_w = NULL;
     double *y0 = NULL; /* with a confidence map: the signal unweighted */
     int rc = -1, npeaks = 0, conf_used = 0;
+    int dict_gpu = 0;                      /* the dictionary cut on the GPU */
     side_job gj = {0}, pj = {0}, gc = {0}; /* gc: the GPU released while the maps are written */
     side_job fw = {0};                     /* fw: freeing what the solve left behind */
     done_with freed = {0};
@@ -1064,6 +1080,20 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     dm_gpu_probe probe; /* the driver starts while the inputs load */
     int use_gpu = 0;
     if (dm_gpu_probe_begin(&probe, o->device, "commit") != 0) return -1;
+    /* The GPU made ready on a thread from the start, on the chance that the probe finds one
+     * (its context and program take as long as the driver's start, which the probe waits for):
+     * the program for the data's volumes, read from its header (a header that cannot be read
+     * is reported by the data's read below). */
+    const int maybe_gpu = strcmp(probe.device, "cpu") != 0;
+    if (maybe_gpu) {
+        dm_volume head = {0};
+        int ns = 1;
+        if (!o->model.scalar && dm_volume_read_header(o->data, &head) == 0 && head.nt > 0)
+            ns = head.nt;
+        dm_volume_free(&head);
+        gp = (gpu_prepare){ns, o->gpus, threads, NULL};
+        side_start(&gj, prepare_gpu, &gp);
+    }
     tck_read tr = {o->tractogram, &t, threads};
     side_start(&tj, read_tck, &tr);
     int dwi_rc = o->model.scalar ? scalar_map_read(o, &w)
@@ -1075,14 +1105,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     double t_clust = dm_now_seconds();
     if (cluster_tractogram(o, &t, threads, &input_of, &ninput, &cluster_of) != 0) goto done;
     t_clust = dm_now_seconds() - t_clust;
-    /* The GPU made ready on a thread on the chance that the probe finds one; a probe still
-     * starting the driver is waited for after the dictionary, not before it. */
+    /* A probe still starting the driver is waited for when the dictionary needs it. */
     if (dm_gpu_probe_ready(&probe) && dm_gpu_probe_end(&probe, &use_gpu) != 0) goto done;
-    const int maybe_gpu = strcmp(probe.device, "cpu") != 0 && (probe.running || use_gpu);
-    if (maybe_gpu) {
-        gp = (gpu_prepare){w.nvol, o->gpus, threads, NULL};
-        side_start(&gj, prepare_gpu, &gp);
-    }
     if (o->model.ec_on && o->peaks) {
         pr = (peaks_read){o, &w.data, {0}};
         side_start(&pj, read_peaks, &pr);
@@ -1101,8 +1125,21 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_commit_dict_facts_make(&t, &g, (unsigned)dirs.n, &dopt, threads, &facts);
         if (dm_commit_dict_load(o->dictionary, &facts, &g, &d) != 0) goto done;
         if (dm_commit_dict_index(&d, DM_NVOX(&w.data), threads) != 0) goto done;
-    } else if (dm_commit_dict_build(&t, &g, &dirs, &dopt, &d) != 0) {
-        goto done;
+    } else {
+        /* on the GPU when there is one (the blur's copies on the host): the driver's start and
+         * the program waited for, as the walk on the host threads would take longer */
+        if (maybe_gpu && !dm_commit_blur_on(&dopt)) {
+            if (dm_gpu_probe_end(&probe, &use_gpu) != 0) goto done;
+            dict_gpu = use_gpu;
+        }
+        if (dict_gpu) {
+            if (side_end(&gj, 1) != 0 ||
+                dm_commit_dict_cut_gpu(gp.g, &t, 0, t.count, &g, &dirs, &dopt, &d) != 0 ||
+                dm_commit_dict_index(&d, DM_NVOX(&w.data), threads) != 0)
+                goto done;
+        } else if (dm_commit_dict_build(&t, &g, &dirs, &dopt, &d) != 0) {
+            goto done;
+        }
     }
     if (d.nkept == 0) {
         nothing_kept(o);
@@ -1166,6 +1203,11 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     dm_commit_backend B;
     if (use_gpu) {
         int ready = side_end(&gj, 1);
+        if (ready == 0 && gp.ns != w.nvol) { /* made for another count of volumes */
+            dm_commit_gpu_close(gp.g);
+            gp.ns = w.nvol;
+            ready = prepare_gpu(&gp);
+        }
         gpu = gp.g;
         if (ready != 0 || dm_commit_gpu_load(gpu, &A, y, &B) != 0) goto done;
     } else if (!(cpu = dm_commit_cpu_open(&A, y, threads, &B))) {
@@ -1485,6 +1527,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_solve", t_solve);
         dm_provenance_num(prov, DM_PROV_RESULT, "operator_products", fr.products);
         dm_provenance_str(prov, DM_PROV_RESULT, "device", device);
+        dm_provenance_str(prov, DM_PROV_RESULT, "dictionary_device", dict_gpu ? "gpu" : "cpu");
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", t_write);
         char *path = dm_path_join(od.path, "provenance.json");
         wr = path ? dm_provenance_write(prov, path) : -1;

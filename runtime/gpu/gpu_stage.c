@@ -73,6 +73,30 @@ fail:
     return -1;
 }
 
+int dm_gpu_stager_get(dm_gpu_stager *s, void *host, CUdeviceptr d, size_t n, const char *what)
+{
+    const dm_cuda *cu = s->cu;
+    char copy[160];
+    snprintf(copy, sizeof copy, "copying %s from the GPU", what ? what : "data");
+    if (dm_gpu_stager_wait(s) != 0) return -1; /* the buffers free of earlier puts */
+    const size_t parts = (n + s->bytes - 1) / s->bytes;
+    /* part k into buffer k % 2: part k + 1 is on its way while the host copies part k out */
+    for (size_t k = 0; k < parts + 1; k++) {
+        if (k < parts) {
+            const size_t at = k * s->bytes, len = n - at < s->bytes ? n - at : s->bytes;
+            CK(cu->cuMemcpyDtoHAsync(s->buf[k & 1], d + at, len, s->stream[k & 1]), copy);
+        }
+        if (k == 0) continue;
+        const size_t j = k - 1, at = j * s->bytes, len = n - at < s->bytes ? n - at : s->bytes;
+        CK(cu->cuStreamSynchronize(s->stream[j & 1]), copy);
+        copy_parallel((char *)host + at, s->buf[j & 1], len, s->threads);
+    }
+    s->next = 0;
+    return 0;
+fail:
+    return -1;
+}
+
 int dm_gpu_stager_wait(dm_gpu_stager *s)
 {
     const dm_cuda *cu = s->cu;

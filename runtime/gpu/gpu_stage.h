@@ -1,4 +1,4 @@
-/* Uploads of large arrays from ordinary (pageable) host memory at the speed of pinned memory:
+/* Uploads (and downloads) of large arrays from ordinary (pageable) host memory at the speed of pinned memory:
  * each array goes through two pinned staging buffers in turn, the host's threads copying the
  * next part into one while the GPU copies the last part out of the other.  The driver's own
  * copy from pageable memory runs at about a third of that. */
@@ -19,6 +19,10 @@ dm_gpu_stager *dm_gpu_stager_open(const dm_cuda *cu, size_t bytes, int threads);
  * names the data in messages, as dm_gpu_upload's.  0, or -1. */
 int dm_gpu_stager_put(dm_gpu_stager *s, CUdeviceptr *d, const void *host, size_t n,
                       const char *what);
+/* Copies n bytes from the GPU (d) to host through the same buffers (waiting for the puts in
+ * flight first), the GPU filling one while the host's threads empty the other; done at the
+ * return.  `what` names the data in the message ("copying WHAT from the GPU").  0, or -1. */
+int dm_gpu_stager_get(dm_gpu_stager *s, void *host, CUdeviceptr d, size_t n, const char *what);
 /* Waits until every copy started has arrived.  0, or -1. */
 int dm_gpu_stager_wait(dm_gpu_stager *s);
 /* Frees the buffers and streams (the context current to the calling thread); NULL is nothing. */

@@ -142,9 +142,8 @@ extern "C" __global__ void dm_commit_aty_streamline_kernel(dm_commit_op A, const
  * Without finish (a group lasso shrinks the groups next) part is left alone. */
 extern "C" __global__ void dm_commit_prox_kernel(const double *xhat, const double *g, double step,
                                                  double l_ic, double l_ec, double l_iso, long nf,
-                                                 long ec_end, const double *w,
-                                                 unsigned free_blocks, int finish, double *x,
-                                                 long n, double *part)
+                                                 long ec_end, const double *w, unsigned free_blocks,
+                                                 int finish, double *x, long n, double *part)
 {
     __shared__ double shared[WARPS];
     double lin = 0, sq = 0, l1 = 0;
@@ -206,8 +205,8 @@ extern "C" __global__ void dm_commit_group_kernel(double *x, const long *group_s
 extern "C" __global__ void dm_commit_prox_sums_kernel(const double *xhat, const double *g,
                                                       double *x, double l_ic, double l_ec,
                                                       double l_iso, long nf, long ec_end,
-                                                      const double *w, unsigned free_blocks,
-                                                      long n, double *part)
+                                                      const double *w, unsigned free_blocks, long n,
+                                                      double *part)
 {
     __shared__ double shared[WARPS];
     double lin = 0, sq = 0, l1 = 0;
@@ -255,5 +254,70 @@ extern "C" __global__ void dm_commit_advance_kernel(const double *x, double *pre
          j += (long)gridDim.x * blockDim.x) {
         xhat[j] = x[j] + a * (x[j] - prev[j]);
         prev[j] = x[j];
+    }
+}
+
+/* ---- the dictionary (commit_walk.h): a thread per streamline, in three passes ---- */
+#define DM_WALK_GROW(s, k) (-1) /* a sink is sized by the counting pass: never short */
+#include "commit/commit_walk.h"
+
+/* Pass 1: streamline s's pieces counted as they come (folded), into count[s].  Streamline s is
+ * npoints[s] points from xyz + 3 start[s]. */
+extern "C" __global__ void dm_commit_walk_count_kernel(dm_walk_geom g, const float *xyz,
+                                                       const long *start, const long *npoints,
+                                                       long n, long *count)
+{
+    for (long s = blockIdx.x * (long)blockDim.x + threadIdx.x; s < n;
+         s += (long)gridDim.x * blockDim.x) {
+        dm_walk_sink k = {0, 0, 0, 1, 1, 0, 0};
+        double len = 0;
+        dm_walk_line(&g, xyz + 3 * start[s], npoints[s], &k, &len);
+        count[s] = k.n;
+    }
+}
+
+/* Pass 2: the pieces again, into pieces[at[s], at[s] + count[s]), sorted and merged: count[s]
+ * becomes the merged count (-1 had the sink been short), length[s] and norm[s] the
+ * streamline's length and norm, as the host's cut computes them. */
+extern "C" __global__ void dm_commit_walk_cut_kernel(dm_walk_geom g, const float *xyz,
+                                                     const long *start, const long *npoints, long n,
+                                                     const long *at, long *count,
+                                                     dm_walk_piece *pieces, double *length,
+                                                     float *norm)
+{
+    for (long s = blockIdx.x * (long)blockDim.x + threadIdx.x; s < n;
+         s += (long)gridDim.x * blockDim.x) {
+        dm_walk_sink k = {pieces + at[s], 0, count[s], 1, 0, 0, 0};
+        double len = 0, nrm = 0;
+        if (dm_walk_line(&g, xyz + 3 * start[s], npoints[s], &k, &len) != 0) {
+            count[s] = -1;
+            continue;
+        }
+        if (k.n > 0) {
+            dm_walk_sort(k.p, NULL, k.n);
+            k.n = dm_walk_merge(k.p, k.n, &nrm);
+        }
+        count[s] = k.n;
+        length[s] = len;
+        norm[s] = (float)nrm;
+    }
+}
+
+/* Pass 3: each kept streamline's merged pieces (dest[s] >= 0) into the segment arrays from
+ * dest[s] on. */
+extern "C" __global__ void dm_commit_walk_place_kernel(const dm_walk_piece *pieces, const long *at,
+                                                       const long *count, const long *dest, long n,
+                                                       unsigned *seg_vox, unsigned short *seg_dir,
+                                                       float *seg_len)
+{
+    for (long s = blockIdx.x * (long)blockDim.x + threadIdx.x; s < n;
+         s += (long)gridDim.x * blockDim.x) {
+        if (dest[s] < 0) continue;
+        const dm_walk_piece *p = pieces + at[s];
+        for (long i = 0; i < count[s]; i++) {
+            seg_vox[dest[s] + i] = p[i].vox;
+            seg_dir[dest[s] + i] = p[i].dir;
+            seg_len[dest[s] + i] = p[i].len;
+        }
     }
 }

@@ -14,7 +14,12 @@ lesion model (volume-fractions with --iso-mask); and the lassos on the EC and IS
 cylinders (4 IC columns per streamline); the weighted lassos (--lambda-weights, also with the
 sparse group lasso and the cylinders, --lambda-iso-weights), blocks without the non-negativity
 (--allow-negative, with the lasso and the group lasso) and the refit on the support (--debias,
-also with a confidence map: y re-uploaded, IC columns left out of A^T).  Needs no COMMIT."""
+also with a confidence map: y re-uploaded, IC columns left out of A^T).  The dictionary cut on the
+GPU (templates/commit/commit_walk.h, one source with the host's) is the host's bit for bit: the
+saved dictionaries of --stage dictionary on both devices, on the phantom's tractogram and on
+random walks with steps of every length (zero, sub-voxel, over 16 voxels), out of the image and
+across the mask, with --fiber-shift; and a whole run says that its dictionary was cut on the GPU.
+Needs no COMMIT."""
 import json
 import os
 import sys
@@ -42,9 +47,45 @@ def run(p, out, device, *extra):
     return r
 
 
+def random_walks(path, shape, n, seed):
+    """n walks in world mm (the phantom's grid, 2 mm voxels about the origin): steps from 0 to
+    40 mm, some leaving the image, a few of one point or with repeated points."""
+    rng = np.random.default_rng(seed)
+    box = np.array(shape, float) * cp.VOXEL
+    lines = []
+    for i in range(n):
+        m = int(rng.integers(1, 80))
+        start = rng.uniform(-0.6, 0.6, 3) * box
+        steps = rng.normal(size=(m, 3)) * rng.choice([0.05, 0.5, 1.5, 12.0], size=(m, 1), p=[.1, .5, .3, .1])
+        steps[rng.uniform(size=m) < 0.05] = 0  # repeated points
+        lines.append((start + np.cumsum(steps, axis=0)).astype(np.float32))
+    cp.write_tck(path, lines)
+
+
+def dictionary_on_both(d, p):
+    """--stage dictionary on both devices: the same saved dictionary, byte for byte."""
+    random_walks(f"{d}/walks.tck", nib.load(p["wm"]).shape, 20000, 5)
+    for label, tck, extra in (("phantom", p["tck"], ()),
+                              ("walks", f"{d}/walks.tck", ()),
+                              ("walks_shifted", f"{d}/walks.tck", ("--fiber-shift", "0.3,-0.2,0.45"))):
+        out = {}
+        for dev in ("cpu", "gpu"):
+            out[dev] = f"{d}/dict_{label}_{dev}"
+            dimoc("commit", "--tractogram", tck, "--data", p["dwi"], "--mask", p["wm"], "--stage",
+                  "dictionary", "--out", out[dev], "--device", dev, *extra)
+        prov = {dev: json.load(open(f"{out[dev]}/provenance.json"))["results"] for dev in out}
+        same = all(open(f"{out['cpu']}/{f}", "rb").read() == open(f"{out['gpu']}/{f}", "rb").read()
+                   for f in ("dictionary.bin", "dictionary_header.bin"))
+        check(f"commit_gpu_dictionary_{label}", same and prov["gpu"]["dictionary_device"] == "gpu"
+              and prov["cpu"]["dictionary_device"] == "cpu" and prov["gpu"]["segments"] > 1000,
+              f"{prov['gpu']['segments']:.0f} segments of {prov['gpu']['streamlines_kept']:.0f} "
+              f"streamlines, {'the same bytes' if same else 'DIFFERENT'} on {prov['gpu']['device']}")
+
+
 def main():
     d = workdir("commit_gpu")
     p = cp.phantom(f"{d}/phantom", noise=0.02)
+    dictionary_on_both(d, p)
     # cylinders: several IC columns per streamline (one per radius), G from each b
     scheme = cp.write_scheme_st(f"{d}/dwi.scheme", p["bvals"], p["g_world"], 0.03, 0.01)
     cylinders = ("--model", "cylinder-zeppelin-ball", "--scheme", scheme, "--radii", "0.5,2,4,8")
@@ -67,7 +108,8 @@ def main():
         c = run(p, f"{d}/cpu_{label}", "cpu", *extra)
         g = run(p, f"{d}/gpu_{label}", "gpu", *extra)
         check(f"commit_gpu_ran_on_gpu_{label}", c["prov"]["device"] == "cpu" and "sm_" in g["prov"]["device"]
-              and c["prov"].get("ec_responses") == g["prov"].get("ec_responses"),
+              and c["prov"].get("ec_responses") == g["prov"].get("ec_responses")
+              and (c["prov"]["dictionary_device"], g["prov"]["dictionary_device"]) == ("cpu", "gpu"),
               f"{g['prov']['device']}; {g['prov'].get('ec_responses')} zeppelins per peak")
         dw = np.abs(c["w"] - g["w"]).max() / np.abs(c["w"]).max()
         check(f"commit_gpu_weights_{label}", dw < 1e-6 and c["prov"]["iterations"] == g["prov"]["iterations"],

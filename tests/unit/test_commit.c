@@ -126,7 +126,7 @@ static void random_tracks(unsigned *s, int n, int g, dm_tck *t)
 
 static dm_commit_grid grid_of(int g)
 {
-    dm_commit_grid gr = {g, g, g, {{0.5, 0, 0, 0}, {0, 0.5, 0, 0}, {0, 0, 0.5, 0}}, NULL, NULL};
+    dm_commit_grid gr = {g, g, g, {{0.5, 0, 0, 0}, {0, 0.5, 0, 0}, {0, 0, 0.5, 0}}, NULL};
     return gr;
 }
 
