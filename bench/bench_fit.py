@@ -102,11 +102,12 @@ def main():
                         label = f"gpu {gpus}" + (f" {nv.replace('--maxrregcount=', 'r')}" if nv else "")
                         rows.append((w, n, label, prec, lanes, prov))
     print(f"{'workload':9} {'voxels':>7} {'device':15} {'prec':6} {'lanes':5} {'compile':>7} {'load':>6} "
-          f"{'fit':>7} {'write':>6} {'vox/s':>9} {'Geval/s':>8} {'GFLOP/s':>8} {'%peak':>6} {'x CPU':>7}")
+          f"{'gpu up':>6} {'fit':>7} {'write':>6} {'vox/s':>9} {'Geval/s':>8} {'GFLOP/s':>8} {'%peak':>6} {'x CPU':>7}")
     for w, n, dev, prec, lanes, prov in rows:
         t, work = prov["timings_seconds"], prov["work"]
         gf = work["gflop_per_second"]
-        print(f"{w:9} {n:7d} {dev:15} {prec:6} {lanes:5} {t['compile']:7.2f} {t['load']:6.2f} {t['fit']:7.2f} "
+        print(f"{w:9} {n:7d} {dev:15} {prec:6} {lanes:5} {t['compile']:7.2f} {t['load']:6.2f} "
+              f"{t.get('gpu_start', 0.0):6.2f} {t['fit']:7.2f} "
               f"{t['write']:6.2f} {prov['voxels']['per_second']:9.0f} {work['signal_evaluations'] / t['fit'] / 1e9:8.2f} "
               f"{gf:8.1f} {100 * gf / CEILING_GFLOPS[prec]:6.2f} {prov.get('_vs_cpu', 1.0):7.1f}")
     print("(device strings:)")

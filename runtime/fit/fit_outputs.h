@@ -14,6 +14,9 @@ typedef struct dm_fit_results {
 
 typedef struct dm_fit_timing {
     double load, compile, fit, write, total;
+    /* the wait for the GPU's driver and contexts, started on a thread while the inputs load
+     * (the first GPU stage's; not in fit) */
+    double gpu_start;
     /* Work done, counted from the configuration and the LM iteration counts: one signal
      * evaluation per measurement per MCMC proposal and per LM trial step, one gradient
      * evaluation per measurement per LM Jacobian. */

@@ -367,7 +367,9 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     if (use_gpu) {
         dm_progress *prog = r->quiet ? NULL : dm_progress_start(label, (long)p->nfit, "voxels");
         dm_fit_gpu_report rep = {0};
+        const double t_gpu = dm_now_seconds();
         rc = machine_gpu(m);
+        timing.gpu_start = dm_now_seconds() - t_gpu;
         dm_fit_gpu_options go = m->gpu_options;
         go.progress = prog;
         if (rc == 0) rc = dm_fit_gpu_run(&m->gpu, p, m->real_size, &go, &res, &rep);
@@ -414,7 +416,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     }
     dm_fit_starts_finish(p);
     if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
-    timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile : 0);
+    timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile + timing.gpu_start : 0);
     count_work(p, &res, &timing);
 
     /* One write at a time, in stage order: the previous stage's is done (or failed) first. */

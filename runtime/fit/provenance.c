@@ -94,6 +94,7 @@ int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_p
     dm_json_key_object(&j, "timings_seconds");
     dm_json_num(&j, "load", t->load);
     dm_json_num(&j, "compile", t->compile);
+    dm_json_num(&j, "gpu_start", t->gpu_start);
     dm_json_num(&j, "fit", t->fit);
     dm_json_num(&j, "write", t->write);
     dm_json_num(&j, "total", t->total);
