@@ -1,6 +1,7 @@
 /* .tck files: the writer (a header with fixed-width counts filled in at the end, then the
  * points) and the reader (the whole file in memory, checked strictly); the text file of
  * per-streamline weights that goes with one (MRtrix's -tck_weights_in). */
+#define _GNU_SOURCE /* fallocate */
 #include "io/tck.h"
 #include "io/bigalloc.h"
 #include "util/error.h"
@@ -8,6 +9,7 @@
 #include "util/interrupt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -155,6 +157,44 @@ static int write_share(int fd, off_t at, const float *xyz, const size_t *start, 
     return 0;
 }
 
+/* One thread's share of dm_tck_add_many into the file mapped at m (its bytes from the file's
+ * start): streamlines [a, b) copied to m + at, each followed by the NaN triplet. */
+static void copy_share(unsigned char *m, off_t at, const float *xyz, const size_t *start,
+                       const int *npts, long a, long b)
+{
+    static const float delimiter[3] = {NAN, NAN, NAN};
+    for (long i = a; i < b; i++) {
+        const size_t bytes = 12 * (size_t)npts[i];
+        memcpy(m + at, xyz + 3 * start[i], bytes);
+        memcpy(m + at + bytes, delimiter, sizeof delimiter);
+        at += (off_t)(bytes + sizeof delimiter);
+    }
+}
+
+/* The shares [first[j], first[j + 1]) written at at[j] (j < k) through a shared mapping of the
+ * file, on all threads: buffered writes to one file are serialised by the file system (about
+ * 4 GB/s), while page faults on a mapping are taken in parallel.  Only where the room can be
+ * reserved first (fallocate: no full disk can then meet a fault, which would be a SIGBUS);
+ * 0, or -1 where the file system offers no such reservation or mapping (nothing was written:
+ * the caller writes instead), or the file system refused the room (full, quota). */
+static int write_mapped(const char *tmp, off_t end, const float *xyz, const size_t *start,
+                        const int *npts, const long *first, const off_t *at, long k, int threads)
+{
+    int fd = open(tmp, O_RDWR);
+    if (fd < 0) return -1;
+    if (fallocate(fd, 0, at[0], end - at[0]) != 0) {
+        close(fd);
+        return -1;
+    }
+    unsigned char *m = mmap(NULL, (size_t)end, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd); /* the mapping keeps the file */
+    if (m == MAP_FAILED) return -1;
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+    for (long j = 0; j < k; j++) copy_share(m, at[j], xyz, start, npts, first[j], first[j + 1]);
+    munmap(m, (size_t)end);
+    return 0;
+}
+
 int dm_tck_add_many(dm_tck_writer *w, const float *xyz, const size_t *start, const int *npts,
                     long count, int threads)
 {
@@ -185,9 +225,12 @@ int dm_tck_add_many(dm_tck_writer *w, const float *xyz, const size_t *start, con
     first[++k] = count;
     at[k] = base + (off_t)total;
     int fd = fileno(w->fp), bad = 0;
+    if (total < ((size_t)64 << 20) ||
+        write_mapped(w->tmp, base + (off_t)total, xyz, start, npts, first, at, k, threads) != 0) {
 #pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(| : bad)
-    for (long j = 0; j < k; j++)
-        bad |= write_share(fd, at[j], xyz, start, npts, first[j], first[j + 1]) != 0;
+        for (long j = 0; j < k; j++)
+            bad |= write_share(fd, at[j], xyz, start, npts, first[j], first[j + 1]) != 0;
+    }
     free(first);
     free(at);
     if (bad || fseeko(w->fp, base + (off_t)total, SEEK_SET) != 0) return w->failed = -1;

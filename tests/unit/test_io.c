@@ -759,46 +759,50 @@ static void test_fuzz_regressions(void)
     check(files > 0, "fuzz-regressions-io", "%d inputs replayed", files);
 }
 
-/* The parallel .tck writer (a GPU run's gigabytes, written in shares with gathered pwrites)
- * gives the bytes of the streamline-by-streamline writer, also between ordinary appends. */
-static void test_tck_add_many(void)
+/* The parallel .tck writer (a GPU run's gigabytes, written in shares with gathered pwrites, or
+ * from 64 MB on through a shared mapping on all threads) gives the bytes of the
+ * streamline-by-streamline writer, also between ordinary appends: n streamlines of 1 to maxpts
+ * points. */
+static void test_tck_add_many(const char *name, int n, int maxpts)
 {
-    enum { N = 3000 };
-    static int npts[N];
-    static size_t start[N];
+    int *npts = malloc((size_t)n * sizeof *npts);
+    size_t *start = malloc((size_t)n * sizeof *start);
     size_t total = 0;
     unsigned st = 5;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n; i++) {
         st = st * 1664525u + 1013904223u;
-        npts[i] = 1 + (int)(st >> 24) % 200;
+        npts[i] = 1 + (int)(st >> 8) % maxpts;
         total += (size_t)npts[i];
     }
     float *xyz = malloc(3 * total * sizeof *xyz);
-    for (size_t k = 0; k < 3 * total; k++) xyz[k] = (float)k * 0.25f - 7;
+    for (size_t k = 0; k < 3 * total; k++) xyz[k] = (float)(k % 1000003) * 0.25f - 7;
     /* the streamlines in scrambled places of the buffer */
     size_t at = 0;
-    for (int i = N - 1; i >= 0; i--) {
+    for (int i = n - 1; i >= 0; i--) {
         start[i] = at;
         at += (size_t)npts[i];
     }
     const char *info = "step_size: 0.5\n";
     dm_tck_writer *a = dm_tck_open(path_in("serial.tck"), info);
-    for (int i = 0; i < N; i++) dm_tck_add(a, xyz + 3 * start[i], npts[i]);
-    int rc = dm_tck_close(a, N);
+    for (int i = 0; i < n; i++) dm_tck_add(a, xyz + 3 * start[i], npts[i]);
+    int rc = dm_tck_close(a, n);
+    const int m = n / 2;
     dm_tck_writer *b = dm_tck_open(path_in("shares.tck"), info);
     dm_tck_add(b, xyz + 3 * start[0], npts[0]);
-    rc |= dm_tck_add_many(b, xyz, start + 1, npts + 1, 1700, 4);
-    dm_tck_add(b, xyz + 3 * start[1701], npts[1701]);
-    rc |= dm_tck_add_many(b, xyz, start + 1702, npts + 1702, N - 1702, 3);
-    rc |= dm_tck_close(b, N);
+    rc |= dm_tck_add_many(b, xyz, start + 1, npts + 1, m, 4);
+    dm_tck_add(b, xyz + 3 * start[m + 1], npts[m + 1]);
+    rc |= dm_tck_add_many(b, xyz, start + m + 2, npts + m + 2, n - m - 2, 3);
+    rc |= dm_tck_close(b, n);
     size_t la = 0, lb = 0;
     char *ta = dm_read_file(path_in("serial.tck"), &la),
          *tb = dm_read_file(path_in("shares.tck"), &lb);
-    check(rc == 0 && ta && tb && la == lb && !memcmp(ta, tb, la), "tck-parallel-writer-same-bytes",
-          "rc %d, %zu and %zu bytes", rc, la, lb);
+    check(rc == 0 && ta && tb && la == lb && !memcmp(ta, tb, la), name, "rc %d, %zu and %zu bytes",
+          rc, la, lb);
     free(ta);
     free(tb);
     free(xyz);
+    free(npts);
+    free(start);
 }
 
 int main(void)
@@ -827,7 +831,8 @@ int main(void)
     test_fsutil();
     test_error();
     test_progress();
-    test_tck_add_many();
+    test_tck_add_many("tck-parallel-writer-same-bytes", 3000, 200);
+    test_tck_add_many("tck-mapped-writer-same-bytes", 60000, 400); /* two calls of 70 MB */
     test_fuzz_regressions();
     return 0;
 }
