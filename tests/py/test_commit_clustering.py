@@ -12,7 +12,8 @@ tests/py/commitpeer.py with 40% of its streamlines reversed, jittered by 0.3 mm,
     maps r > 0.99, the weights r > 0.95; one line per input streamline, 0 off the representatives;
     filtered.tck the representatives of weight > 0; the provenance's threshold and counts;
   - --groups, --lambda-weights and --blur-apply-to with one value per input streamline: the same
-    weights as the files cut to the representatives; a file of neither count refused in one line;
+    weights as the files cut to the representatives; a file of neither count refused in one line,
+    and a group label that is not an integer (the line of the file named);
   - a negative threshold is refused in one line."""
 import json
 import os
@@ -156,6 +157,20 @@ def per_streamline_files(d, p, tck, n):
           rc != 0 and len(errors) == 1 and bad in errors[0] and
           f"{n - 1} values, but {tck} holds {n} streamlines, {reps.size} of them" in errors[0] and
           not os.path.exists(out), f"rc {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}")
+    # a label that is not an integer, on a representative's line of a per-input file: the error
+    # names the file, that line and the value
+    labels = (i % 3).astype(float)
+    labels[reps[1]] = 1.5
+    bad = f"{d}/groups_fraction.txt"
+    np.savetxt(bad, labels, fmt="%.9g")
+    out = f"{d}/per_bad_label"
+    rc, _, err = run_dimoc(p, tck, out, PEER_THR, "--groups", bad, "--lambda-group", "0.05",
+                           expect_ok=False)
+    errors = [x for x in err.splitlines() if "error" in x]
+    check("commit_clustering_per_streamline_bad_label",
+          rc != 0 and len(errors) == 1 and
+          f"{bad}: line {reps[1] + 1}: '1.5' is not a group label (an integer >= 0)" in errors[0] and
+          not os.path.exists(out), f"rc {rc}: {errors[0] if errors else err.strip()[-200:]}")
 
 
 def main():
