@@ -1,12 +1,12 @@
-/* The solver's backend on one GPU (templates/commit/gpu_commit.cu): the operator, the measured
- * rows and FISTA's vectors on the device; each step of commit_solve.h a kernel, its sums
- * reduced per block and added on the host in block order. */
+/* COMMIT on one GPU, the host's side of templates/commit/gpu_commit.cu: the dictionary's cut,
+ * and the solver's backend (the operator, the measured rows and FISTA's vectors on the device;
+ * each step of commit_solve.h a kernel, its sums reduced per block and added on the host in
+ * block order). */
 #ifndef DIMOC_COMMIT_GPU_H
 #define DIMOC_COMMIT_GPU_H
 
 #include "commit/commit_operator.h"
 #include "commit/commit_solve.h"
-#include "gpu/cuda_api.h"
 
 typedef struct dm_commit_gpu dm_commit_gpu;
 
@@ -15,18 +15,14 @@ typedef struct dm_commit_gpu dm_commit_gpu;
  * cache) and loaded, the pinned buffers of the upload made (`threads` host threads fill
  * them).  NULL with the error set (in the calling thread). */
 dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus, int threads);
-/* What the dictionary's cut on the GPU (commit_dict_gpu.c) takes from the prepared program: the
- * driver, the walk's kernels (templates/commit/gpu_commit.cu), the upload's pinned buffers and
- * the threads of a grid-stride launch.  The GPU's context is made current for the calling
- * thread.  0, or -1 with the error set. */
-typedef struct dm_commit_gpu_walk {
-    const dm_cuda *cu;
-    CUfunction count, cut, place;
-    struct dm_gpu_stager *stage;
-    unsigned long long threads;
-    unsigned block;
-} dm_commit_gpu_walk;
-int dm_commit_gpu_walk_open(dm_commit_gpu *g, dm_commit_gpu_walk *w);
+/* The dictionary's cut (dm_commit_dict_cut) of streamlines [first, end) on g's GPU, without
+ * blur (a blur's copies are cut on the host): the walk of templates/commit/commit_walk.h, a
+ * thread per streamline in three passes (count; cut, sort and merge; place), in blocks of
+ * streamlines that fit the GPU's memory.  The result is dm_commit_dict_cut's, bit for bit.  0,
+ * or -1 with the error set. */
+int dm_commit_dict_cut_gpu(dm_commit_gpu *g, const dm_tck *t, long first, long end,
+                           const dm_commit_grid *grid, const dm_commit_dirs *dirs,
+                           const dm_commit_dict_options *o, dm_commit_dict *d);
 /* The operator and y uploaded, the vectors made, *B set (from any thread).  0, or -1 with the
  * error set; g is then still to be closed. */
 int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const double *y,

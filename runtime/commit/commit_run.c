@@ -2,7 +2,6 @@
 #include "commit/commit_pulses.h"
 
 #include "commit/commit_dict.h"
-#include "commit/commit_dict_gpu.h"
 #include "commit/commit_dictfile.h"
 #include "commit/commit_cpu.h"
 #include "commit/commit_dirs.h"
