@@ -27,9 +27,11 @@ static const char *const commit_templates[] = {"commit/gpu_commit.cu", "commit/c
                                                "commit/commit_walk.h", NULL};
 
 enum {
-    K_AX,
-    K_ATY_VOXEL,
-    K_ATY_STREAMLINE,
+    K_RUN_WEIGHTS,
+    K_AX_ROWS,
+    K_ATY_DOTS,
+    K_ATY_BAND,
+    K_BAND_CUT,
     K_PROX,
     K_GROUP,
     K_PROX_SUMS,
@@ -41,10 +43,13 @@ enum {
     NK
 };
 static const char *const kernel_names[NK] = {
-    "dm_commit_ax_kernel",       "dm_commit_aty_voxel_kernel", "dm_commit_aty_streamline_kernel",
-    "dm_commit_prox_kernel",     "dm_commit_group_kernel",     "dm_commit_prox_sums_kernel",
-    "dm_commit_norms_kernel",    "dm_commit_advance_kernel",   "dm_commit_walk_count_kernel",
-    "dm_commit_walk_cut_kernel", "dm_commit_walk_place_kernel"};
+    "dm_commit_run_weights_kernel", "dm_commit_ax_rows_kernel",    "dm_commit_aty_dots_kernel",
+    "dm_commit_aty_band_kernel",    "dm_commit_band_cut_kernel",   "dm_commit_prox_kernel",
+    "dm_commit_group_kernel",       "dm_commit_prox_sums_kernel",  "dm_commit_norms_kernel",
+    "dm_commit_advance_kernel",     "dm_commit_walk_count_kernel", "dm_commit_walk_cut_kernel",
+    "dm_commit_walk_place_kernel"};
+
+#define MAX_BANDS 64
 
 struct dm_commit_gpu {
     dm_cuda *cu;
@@ -56,8 +61,14 @@ struct dm_commit_gpu {
     CUdeviceptr arrays[40]; /* everything allocated: the operator's arrays, y, 7 vectors, part,
                              * the groups' 3 arrays, the column weights, the IC mask */
     int narrays;
-    CUdeviceptr y, x, xhat, prev, g, r, ag, runs, part; /* runs: the runs' dots in A^T y */
-    const long *groups_of;                              /* the group_start of the groups uploaded */
+    CUdeviceptr y, x, xhat, prev, g, r, ag, part;
+    CUdeviceptr runs; /* the runs' weights in A x, their dots in A^T y */
+    /* A^T y's streamline part in bands of band_runs runs; cut: each streamline's bands */
+    int bands;
+    long band_runs;
+    CUdeviceptr cut;
+    float *tables;         /* the host's copy of the three response tables as one, while uploaded */
+    const long *groups_of; /* the group_start of the groups uploaded */
     CUdeviceptr group_start, group_cols, group_w;
     const double *weights_of; /* the lasso's column weights uploaded (dm_commit_reg.col_w) */
     CUdeviceptr col_w;
@@ -111,16 +122,13 @@ fail:
     return -1;
 }
 
-/* out = A x - y (y 0: A x), its ||.||^2 shares in part. */
-static int ax(dm_commit_gpu *g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr out)
+/* out = A x - y (y 0: A x); *sq = ||out||^2 (sq NULL: not summed). */
+static int ax(dm_commit_gpu *g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr out, double *sq)
 {
-    /* the runs a warp takes at a time (up to 32, one a lane) with their weights and directions
-     * in 6 KB a warp (gpu_commit.cu): 32 up to 23 cylinder radii */
-    const int per = (int)(g->op.nic * sizeof(double) + sizeof(short));
-    int runs = 6144 / per < 32 ? 6144 / per : 32;
-    const unsigned shared = (unsigned)((BLOCK / 32) * runs * per + 8);
-    void *args[] = {&g->op, &x, &y, &out, &g->part, &runs};
-    return launch_shared(g, K_AX, shared, args);
+    void *wa[] = {&g->op, &x, &g->runs};
+    void *ra[] = {&g->op, &x, &g->runs, &y, &out, &g->part};
+    if (launch(g, K_RUN_WEIGHTS, wa) != 0 || launch(g, K_AX_ROWS, ra) != 0) return -1;
+    return sq ? sums(g, 1, sq) : 0;
 }
 
 static int start(void *ctx, const double *x0)
@@ -144,7 +152,7 @@ static int residual(void *ctx, int which, double *half_sq)
     dm_commit_gpu *g = ctx;
     CUdeviceptr x = which == DM_COMMIT_X ? g->x : g->xhat;
     double s;
-    if (ax(g, x, g->y, g->r) != 0 || sums(g, 1, &s) != 0) return -1;
+    if (ax(g, x, g->y, g->r, &s) != 0) return -1;
     *half_sq = 0.5 * s;
     return 0;
 }
@@ -152,16 +160,20 @@ static int residual(void *ctx, int which, double *half_sq)
 static int gradient(void *ctx)
 {
     dm_commit_gpu *g = ctx;
-    void *a1[] = {&g->op, &g->r, &g->runs, &g->g};
-    void *a2[] = {&g->op, &g->runs, &g->g};
-    return launch(g, K_ATY_VOXEL, a1) != 0 ? -1 : launch(g, K_ATY_STREAMLINE, a2);
+    int band;
+    void *da[] = {&g->op, &g->r, &g->runs, &g->g};
+    if (launch(g, K_ATY_DOTS, da) != 0) return -1;
+    void *ba[] = {&g->op, &g->runs, &g->cut, &g->bands, &band, &g->g};
+    for (band = 0; band < g->bands; band++)
+        if (launch(g, K_ATY_BAND, ba) != 0) return -1;
+    return 0;
 }
 
 static int curvature(void *ctx, double *agag, double *gg)
 {
     dm_commit_gpu *g = ctx;
     CUdeviceptr none = 0;
-    if (ax(g, g->g, none, g->ag) != 0 || sums(g, 1, agag) != 0) return -1;
+    if (ax(g, g->g, none, g->ag, agag) != 0) return -1;
     void *nr[] = {&g->g, &none, &g->ncols, &g->part};
     double s[2];
     if (launch(g, K_NORMS, nr) != 0 || sums(g, 2, s) != 0) return -1;
@@ -301,7 +313,7 @@ fail:
 int dm_commit_gpu_ax(dm_commit_gpu *g, double *yhat)
 {
     const dm_cuda *cu = g->cu;
-    if (ax(g, g->x, 0, g->ag) != 0) return -1;
+    if (ax(g, g->x, 0, g->ag, NULL) != 0) return -1;
     CK(cu->cuMemcpyDtoHAsync(yhat, g->ag, (size_t)g->nrows * sizeof(double), 0),
        "copying from the GPU");
     CK(cu->cuStreamSynchronize(0), "copying from the GPU");
@@ -356,6 +368,57 @@ fail:
     return NULL;
 }
 
+/* The per-voxel kernels read the response rows through L1: shared memory's share of it left at
+ * its least (they use 64 bytes a block of it). */
+static int prefer_cache(dm_commit_gpu *g)
+{
+    const dm_cuda *cu = g->cu;
+    const int ks[2] = {K_AX_ROWS, K_ATY_DOTS};
+    for (int i = 0; i < 2; i++)
+        CK(cu->cuFuncSetAttribute(g->k[ks[i]].fn, DM_CU_FUNC_PREFERRED_CARVEOUT, 0),
+           "setting a COMMIT kernel's cache");
+    return 0;
+fail:
+    return -1;
+}
+
+/* A^T y's streamline part: in bands of runs whose dots fill a quarter of L2 each, where the
+ * streamlines' segments are in run order (each band a stretch of every streamline's); else in
+ * one. */
+static int plan_bands(dm_commit_gpu *g)
+{
+    const dm_cuda *cu = g->cu;
+    int l2 = 0, unsorted = 0;
+    CK(cu->cuDeviceGetAttribute(&l2, DM_CU_ATTR_L2_CACHE_SIZE, g->k[0].dev),
+       "reading the GPU's attributes");
+    g->bands = 1;
+    g->cut = 0;
+    const double dots = (double)g->nruns * g->op.nic * sizeof(double);
+    const double want = ceil(dots / (l2 > 0 ? l2 / 4.0 : 8e6));
+    const int bands = want < 2 ? 1 : want > MAX_BANDS ? MAX_BANDS : (int)want;
+    if (bands < 2 || g->op.nf == 0) return 0;
+    long band_runs = (g->nruns + bands - 1) / bands;
+    CUdeviceptr cut, flag;
+    CK(cu->cuMemAlloc(&cut, (size_t)(bands - 1) * g->op.nf * sizeof(int)),
+       "allocating GPU memory for COMMIT's vectors");
+    g->arrays[g->narrays++] = cut;
+    CK(cu->cuMemAlloc(&flag, sizeof(int)), "allocating GPU memory for COMMIT's vectors");
+    g->arrays[g->narrays++] = flag;
+    CK(cu->cuMemsetD32Async(flag, 0, 1, 0), "clearing GPU memory");
+    int nb = bands;
+    void *args[] = {&g->op, &band_runs, &nb, &cut, &flag};
+    if (launch(g, K_BAND_CUT, args) != 0) return -1;
+    CK(cu->cuMemcpyDtoHAsync(&unsorted, flag, sizeof(int), 0), "copying from the GPU");
+    CK(cu->cuStreamSynchronize(0), "running a COMMIT kernel");
+    if (unsorted) return 0;
+    g->bands = bands;
+    g->band_runs = band_runs;
+    g->cut = cut;
+    return 0;
+fail:
+    return -1;
+}
+
 int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const double *y,
                        dm_commit_backend *B)
 {
@@ -387,9 +450,22 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
     UP(str_len, nseg);
     UP(ec_start, nv + 1);
     UP(ec_dir, ne);
-    UP(lut_ic, (size_t)h->nic * A->ndirs * h->ns);
-    UP(lut_ec, (size_t)h->nec * A->ndirs * h->ns);
-    UP(lut_iso, (size_t)h->niso * h->ns);
+    /* the three response tables as one, rows padded to a multiple of 4 floats (gpu_commit.cu
+     * reads them as float4): lut_ic the whole, lut_ec and lut_iso unused */
+    const int nsp = (h->ns + 3) & ~3;
+    const long rows = (long)(h->nic + h->nec) * A->ndirs + h->niso;
+    if (!(g->tables = calloc((size_t)(rows ? rows : 1) * nsp, sizeof(float))))
+        return dm_set_error("commit: out of memory");
+    for (long t = 0; t < rows; t++) {
+        const long ic_rows = (long)h->nic * A->ndirs, ec_rows = (long)h->nec * A->ndirs;
+        const float *src = t < ic_rows             ? h->lut_ic + t * h->ns
+                           : t < ic_rows + ec_rows ? h->lut_ec + (t - ic_rows) * h->ns
+                                                   : h->lut_iso + (t - ic_rows - ec_rows) * h->ns;
+        memcpy(g->tables + t * nsp, src, (size_t)h->ns * sizeof(float));
+    }
+    if (up_staged(g, &d, g->tables, (size_t)rows * nsp * sizeof(float)) != 0) return -1;
+    g->op.lut_ic = (const float *)(uintptr_t)d;
+    g->op.lut_ec = g->op.lut_iso = NULL;
     if (h->iso_index) UP(iso_index, nv);         /* --iso-mask */
     if (h->row_w) UP(row_w, (size_t)nv * h->ns); /* --confidence-map */
 #undef UP
@@ -406,6 +482,9 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
         g->arrays[g->narrays++] = *vecs[k];
     }
     CK(cu->cuStreamSynchronize(0), "clearing GPU memory");
+    free(g->tables);
+    g->tables = NULL;
+    if (prefer_cache(g) != 0 || plan_bands(g) != 0) return -1;
     *B = (dm_commit_backend){g,      start,   residual, gradient,      curvature, prox_step,
                              change, advance, get_x,    prox_step_reg, get_g};
     g->setup += dm_now_seconds() - t0;
@@ -437,6 +516,7 @@ void dm_commit_gpu_close(dm_commit_gpu *g)
         dm_cuda_close(g->cu);
     }
     free(g->part_host);
+    free(g->tables);
     free(g);
 }
 

@@ -76,6 +76,7 @@ dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc)
         LOAD(libcuda, cuMemsetD32Async, "cuMemsetD32Async");
         LOAD(libcuda, cuOccupancyMaxActiveBlocksPerMultiprocessor,
              "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+        LOAD(libcuda, cuFuncSetAttribute, "cuFuncSetAttribute");
         LOAD(libcuda, cuStreamCreate, "cuStreamCreate");
         LOAD(libcuda, cuStreamDestroy, "cuStreamDestroy_v2");
         LOAD(libcuda, cuStreamSynchronize, "cuStreamSynchronize");

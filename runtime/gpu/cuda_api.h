@@ -19,6 +19,8 @@ enum {
     DM_CU_ATTR_MULTIPROCESSOR_COUNT = 16,
     DM_CU_ATTR_CC_MAJOR = 75,
     DM_CU_ATTR_CC_MINOR = 76,
+    DM_CU_ATTR_L2_CACHE_SIZE = 38,
+    DM_CU_FUNC_PREFERRED_CARVEOUT = 9, /* a kernel's: the share of L1 it prefers as shared memory */
 };
 
 typedef struct dm_cuda {
@@ -41,6 +43,7 @@ typedef struct dm_cuda {
     CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
     CUresult (*cuStreamCreate)(CUstream *, unsigned);
     CUresult (*cuStreamDestroy)(CUstream);
     CUresult (*cuStreamSynchronize)(CUstream);

@@ -19,9 +19,8 @@
  *
  * The segments are listed by voxel and, within a voxel, in runs of one direction, so that a run
  * touches its response row once:
- *   A x:      each run's weights w_rk = sum_{its segments} l x_(k nf + f) (on the host a pass
- *             over the runs into wrun[r nic + k]; on the GPU a lane per run, into shared
- *             memory), then per voxel sum_rk w_rk R_k[o_r] (dm_commit_ax_runs) with its
+ *   A x:      each run's weights w_rk = sum_{its segments} l x_(k nf + f) (a pass over the
+ *             runs into wrun[r nic + k]), then per voxel sum_rk w_rk R_k[o_r] (dm_commit_ax_runs) with its
  *             zeppelins and balls (dm_commit_ax_rest: the zeppelins entry by entry, each
  *             entry's d_perps in order);
  *   A^T y:    per voxel, d_rk = R_k[o_r] . y_v once per run and response (dots[r nic + k]) with
@@ -30,18 +29,12 @@
  * A segment record is read once per product and y_v once per voxel, never once per segment
  * (the memory floor of COMMIT's products: the segment records, x, y and the run values).
  *
- * The host runs a voxel's samples all in one thread (s0 0, ds 1); a GPU warp runs one voxel, lane
- * l taking samples l, l + 32, ..., with DM_COMMIT_WARP_SUM summing the lanes' shares of a dot and
- * DM_COMMIT_LEADER the lane that writes.  A x sums each run's and each sample's terms in the same
- * order on both (the same bits with --fmad=false); the dots of A^T y are summed in another order
- * on the GPU.
+ * The host runs a voxel's samples all in one thread (s0 0, ds 1).  The GPU's kernels
+ * (gpu_commit.cu) split the work their own way but take each voxel's terms in the order of
+ * dm_commit_ax_block and each run's segments in the order of dm_commit_run_weights, so that A x
+ * is the same bits on both (with --fmad=false); A^T y's dots are summed in another order there.
  *
  * No include guard.  Before including: DM_FN (storage of the functions). */
-
-#ifndef DM_COMMIT_WARP_SUM
-#define DM_COMMIT_WARP_SUM(v) (v)
-#define DM_COMMIT_LEADER 1
-#endif
 
 typedef struct dm_commit_op {
     int ns;   /* samples per voxel */
@@ -151,8 +144,7 @@ DM_FN void dm_commit_ax_block(const dm_commit_op *A, const double *x, const doub
     dm_commit_ax_rest(A, x, v, s0, ds, K, acc);
 }
 
-/* r . (w y) over this thread's samples (w NULL: 1), summed over the warp (the whole dot on the
- * host). */
+/* r . (w y) over samples s0, s0 + ds, ... (K of them, those below ns; w NULL: 1). */
 DM_FN double dm_commit_dot(const float *r, const double *yv, const float *wv, int ns, int s0,
                            int ds, int K)
 {
@@ -163,7 +155,7 @@ DM_FN double dm_commit_dot(const float *r, const double *yv, const float *wv, in
             if (wv) t *= (double)wv[s0 + k * ds];
             sum += (double)r[s0 + k * ds] * t;
         }
-    return DM_COMMIT_WARP_SUM(sum);
+    return sum;
 }
 
 /* Voxel v's part of A^T y: the dot of each run's response with y_v (dots[r]), and its EC (each
@@ -179,18 +171,18 @@ DM_FN void dm_commit_aty_voxel(const dm_commit_op *A, const double *y, long v, i
         for (int c = 0; c < A->nic; c++) {
             const float *row = A->lut_ic + c * A->lut_stride + (long)A->run_dir[r] * ns;
             const double d = dm_commit_dot(row, yv, wv, ns, s0, ds, K);
-            if (DM_COMMIT_LEADER) dots[r * A->nic + c] = d;
+            dots[r * A->nic + c] = d;
         }
     for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++)
         for (int z = 0; z < A->nec; z++) {
             const float *row = A->lut_ec + z * A->lut_stride + (long)A->ec_dir[e] * ns;
             const double d = dm_commit_dot(row, yv, wv, ns, s0, ds, K);
-            if (DM_COMMIT_LEADER) g[ic_cols + z * A->ne + e] = d;
+            g[ic_cols + z * A->ne + e] = d;
         }
     const long iso = dm_commit_iso_col(A, v);
     for (int i = 0; i < A->niso && iso >= 0; i++) {
         const double d = dm_commit_dot(A->lut_iso + (long)i * ns, yv, wv, ns, s0, ds, K);
-        if (DM_COMMIT_LEADER) g[iso + (long)i * A->niv] = d;
+        g[iso + (long)i * A->niv] = d;
     }
 }
 

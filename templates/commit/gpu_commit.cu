@@ -1,138 +1,335 @@
 /* The GPU build of COMMIT's solver backend (runtime/commit/commit_gpu.c compiles it with NVRTC,
- * --fmad=false, so that A x rounds as on the host).  The prologue defines DM_COMMIT_K, the
- * samples a lane holds (ceil(ns / 32)).
+ * --fmad=false, so that A x rounds as on the host).  The prologue defines DM_COMMIT_K, ceil(ns /
+ * 32).
  *
- * A x: a warp per voxel, its runs taken up to 32 at a time: lane j sums run j's weights (one run
- * per lane, into shared memory), then lane l adds samples l, l + 32, ... of every run's response row
- * in registers (each row read once, coalesced): the runs' weights are never stored in global
- * memory.  The same functions as the host's (commit_ops.h), each sum's terms in the same order.
- * A^T y: a warp per voxel for the dots of its direction runs and its EC and ISO entries (lanes
- * as for A x, the dots summed by shuffles in a fixed order: the same result every run), then a
- * thread per streamline over its segments' dots.
+ * The products are bound less by the segment records' bytes than by what each record leads to:
+ * a response row of ns floats per run (7 M runs, 3.5 GB of rows a product on the bench's case)
+ * and a gather per segment (x in A x, the runs' dots in A^T y).  So (Nsight Compute figures in
+ * bench/NOTES.md):
+ *   - the three response tables are one array on the GPU, rows padded to 4 floats and read as
+ *     float4 through L1 (the per-voxel kernels leave L1 its largest share: commit_gpu.c);
+ *   - A x: the runs' weights first (dm_commit_run_weights_kernel: a warp's lanes compute 32
+ *     consecutive segment products at a time, records read coalesced and gathers in flight
+ *     together, then each lane sums its run's in order), then a warp per voxel adds each term's
+ *     weight times its row, in the host's order of terms (commit_ops.h), so A x is the host's
+ *     bit for bit;
+ *   - A^T y: a warp per voxel forms its terms' dots with its residual, 8 at a time reduced over
+ *     the warp together (a fixed tree: the same result every run); then each streamline's IC
+ *     entries from its segments' dots, in bands of runs whose dots fit a quarter of L2 (a
+ *     streamline's segments are listed in run order, so each band is a stretch of them).
  * The vector operations of FISTA (commit_solve.h) reduce per block into `part`, summed on the
  * host in block order: deterministic. */
 #define DM_FN static __device__ __forceinline__
-
-/* a dot's lane shares summed, every lane getting the sum (the loops stay in step) */
-static __device__ __forceinline__ double dm_commit_warp_sum(double v)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-#define DM_COMMIT_WARP_SUM(v) dm_commit_warp_sum(v)
-#define DM_COMMIT_LEADER ((threadIdx.x & 31) == 0)
 #include "commit/commit_ops.h"
 
-#define WARPS 8 /* per block of 256 threads */
+#define WARPS 8 /* per block of 256 threads (the grid-stride kernels) */
+#define FULL 0xffffffffu
 
 /* The block's sum of v (every thread's), a fixed tree; thread 0 holds it. */
 static __device__ double block_sum(double v, double *shared)
 {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL, v, o);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) shared[warp] = v;
     __syncthreads();
     double s = 0;
     if (threadIdx.x == 0)
-        for (int w = 0; w < WARPS; w++) s += shared[w];
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++) s += shared[w];
     __syncthreads();
     return s;
 }
 
-/* dm_commit_ax_runs with one IC response (the stick): four runs' rows loaded before any is
- * added, so that their loads are in flight together (the loop's time is their latency); the
- * terms added in the same order, zero weights skipped, so the sums are the host's bit for bit. */
-static __device__ void ax_runs_one_response(const dm_commit_op *A, const double *w,
-                                            const unsigned short *dir, long n, int lane,
-                                            double *acc)
+#define RUN_WINDOW 256 /* segment products a warp holds in shared memory */
+
+/* A x, first part: w[r nic + c] = run r's weight for IC response c (dm_commit_run_weights: the
+ * sum of its segments' length x x_(c nf + f), in their order).  A warp takes 32 runs at a
+ * time. */
+extern "C" __global__ void __launch_bounds__(256)
+    dm_commit_run_weights_kernel(dm_commit_op A, const double *x, double *w)
 {
-    const int ns = A->ns;
-    long j = 0;
-    for (; j + 4 <= n; j += 4) {
-        float v[4][DM_COMMIT_K];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const float *row = A->lut_ic + (long)dir[j + u] * ns;
-#pragma unroll
-            for (int k = 0; k < DM_COMMIT_K; k++)
-                v[u][k] = lane + 32 * k < ns ? row[lane + 32 * k] : 0.0f;
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const double wu = w[j + u];
-            if (wu == 0) continue;
-#pragma unroll
-            for (int k = 0; k < DM_COMMIT_K; k++)
-                if (lane + 32 * k < ns) acc[k] += wu * (double)v[u][k];
+    __shared__ double prod[WARPS][RUN_WINDOW];
+    const int lane = threadIdx.x & 31;
+    double *p = prod[threadIdx.x >> 5];
+    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long warps = ((long)gridDim.x * blockDim.x) >> 5, nruns = A.run_start[A.nv];
+    for (long r0 = warp * 32; r0 < nruns; r0 += warps * 32) {
+        const long n = nruns - r0 < 32 ? nruns - r0 : 32, r = r0 + lane;
+        const long q0 = A.run_first[r0], q1 = A.run_first[r0 + n];
+        const long my0 = lane < n ? A.run_first[r] : 0, my1 = lane < n ? A.run_first[r + 1] : 0;
+        for (int c = 0; c < A.nic; c++) {
+            const double *xc = x + (long)c * A.nf;
+            double s = 0;
+            for (long b = q0; b < q1; b += RUN_WINDOW) {
+                const long e = b + RUN_WINDOW < q1 ? b + RUN_WINDOW : q1;
+                for (long q = b + lane; q < e; q += 32)
+                    p[q - b] = (double)A.seg_len[q] * xc[A.seg_str[q]];
+                __syncwarp();
+                const long lo = my0 > b ? my0 : b, hi = my1 < e ? my1 : e;
+                for (long q = lo; q < hi; q++) s += p[q - b];
+                __syncwarp(); /* before the next window overwrites p */
+            }
+            if (lane < n) w[r * A.nic + c] = s;
         }
     }
-    dm_commit_ax_runs(A, w + j, dir + j, n - j, lane, 32, DM_COMMIT_K, acc);
 }
 
-/* out = A x - y (y NULL: A x); part[block] = its share of ||out||^2.  Runs are taken `runs`
- * (<= 32) at a time; dynamic shared memory holds their nic weights and direction a warp. */
-extern "C" __global__ void dm_commit_ax_kernel(dm_commit_op A, const double *x, const double *y,
-                                               double *out, double *part, int runs)
+/* A voxel's terms in the host's order (dm_commit_ax_block): its runs' IC responses (run by run,
+ * each run's nic in order), its EC entries' (entry by entry, each entry's nec), its balls. */
+typedef struct {
+    long r0, e0, iso;
+    int nrun, nent, n; /* IC terms, EC terms, all */
+} voxel_terms;
+
+static __device__ __forceinline__ voxel_terms terms_of(const dm_commit_op *A, long v)
 {
-    extern __shared__ double chunk[];
-    __shared__ double shared[WARPS];
-    const int lane = threadIdx.x & 31;
-    double *w = chunk + (threadIdx.x >> 5) * runs * A.nic;
-    unsigned short *dir =
-        (unsigned short *)(chunk + WARPS * runs * A.nic) + (threadIdx.x >> 5) * runs;
+    voxel_terms T;
+    T.r0 = A->run_start[v];
+    T.e0 = A->ec_start[v];
+    T.iso = dm_commit_iso_col(A, v);
+    T.nrun = (int)(A->run_start[v + 1] - T.r0) * A->nic;
+    T.nent = (int)(A->ec_start[v + 1] - T.e0) * A->nec;
+    T.n = T.nrun + T.nent + (T.iso >= 0 ? A->niso : 0);
+    return T;
+}
+
+/* Term u of T: returns its response row (rows of the three tables, one array on the GPU: IC
+ * response c, direction o at c ndirs + o; EC response z at (nic + z) ndirs + o; ball i at (nic +
+ * nec) ndirs + i); *at is its index among the runs' values (r nic + c: the weights in A x, the
+ * dots in A^T y) for an IC term (*ic 1), else its column of x. */
+static __device__ __forceinline__ int term(const dm_commit_op *A, const voxel_terms *T, int u,
+                                           int ndirs, long *at, int *ic)
+{
+    *ic = u < T->nrun;
+    if (*ic) {
+        const int j = A->nic == 1 ? u : u / A->nic;
+        *at = T->r0 * A->nic + u;
+        return (u - j * A->nic) * ndirs + A->run_dir[T->r0 + j];
+    }
+    u -= T->nrun;
+    if (u < T->nent) {
+        const int j = A->nec == 1 ? u : u / A->nec, z = u - j * A->nec;
+        *at = (long)A->nic * A->nf + (long)z * A->ne + T->e0 + j;
+        return (A->nic + z) * ndirs + A->ec_dir[T->e0 + j];
+    }
+    u -= T->nent;
+    *at = T->iso + (long)u * A->niv;
+    return (A->nic + A->nec) * ndirs + u;
+}
+
+/* The response rows are read as float4 (rows padded to nsp = ns rounded up to 4 floats, the pad
+ * 0): lane l takes samples 4 l .. 4 l + 3, then those 128 on, ... (DM_COMMIT_K4 float4 a lane). */
+#define DM_COMMIT_K4 ((DM_COMMIT_K + 3) / 4)
+
+static __device__ __forceinline__ float4 row_quad(const float *row, int c, int nsp)
+{
+    return 4 * c < nsp ? __ldg((const float4 *)row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+}
+
+/* A x, second part: out = A x - y (y NULL: A x) from the runs' weights w and x; part[block] =
+ * the block's share of ||out||^2.  A warp per voxel takes its terms 32 at a time (a lane each:
+ * weight and row), then adds them in order to its samples, four rows loaded before they are
+ * added (their loads in flight together); zero weights are skipped, as on the host. */
+extern "C" __global__ void dm_commit_ax_rows_kernel(dm_commit_op A, const double *x,
+                                                    const double *w, const double *y, double *out,
+                                                    double *part)
+{
+    __shared__ double red[WARPS];
+    const int lane = threadIdx.x & 31, ns = A.ns, nsp = (ns + 3) & ~3;
+    const int ndirs = (int)(A.lut_stride / ns);
     const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long warps = ((long)gridDim.x * blockDim.x) >> 5;
     double sq = 0;
     for (long v = warp; v < A.nv; v += warps) {
-        double acc[DM_COMMIT_K];
+        const voxel_terms T = terms_of(&A, v);
+        double acc[DM_COMMIT_K4][4];
 #pragma unroll
-        for (int k = 0; k < DM_COMMIT_K; k++) acc[k] = 0;
-        for (long r0 = A.run_start[v], r1 = A.run_start[v + 1]; r0 < r1; r0 += runs) {
-            const long n = r1 - r0 < runs ? r1 - r0 : runs;
-            if (lane < n) {
-                dm_commit_run_weights(&A, x, r0 + lane, w + lane * A.nic);
-                dir[lane] = A.run_dir[r0 + lane];
+        for (int c = 0; c < DM_COMMIT_K4; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0;
+        for (int u0 = 0; u0 < T.n; u0 += 32) {
+            double wl = 0; /* lanes past the last term: weight 0, skipped */
+            int tl = 0;
+            if (u0 + lane < T.n) {
+                long at;
+                int ic;
+                tl = term(&A, &T, u0 + lane, ndirs, &at, &ic);
+                wl = ic ? w[at] : x[at];
             }
-            __syncwarp();
-            if (A.nic == 1)
-                ax_runs_one_response(&A, w, dir, n, lane, acc);
-            else
-                dm_commit_ax_runs(&A, w, dir, n, lane, 32, DM_COMMIT_K, acc);
-            __syncwarp(); /* before the next runs overwrite w and dir */
-        }
-        dm_commit_ax_rest(&A, x, v, lane, 32, DM_COMMIT_K, acc);
+            const int m = T.n - u0 < 32 ? T.n - u0 : 32;
+            for (int j = 0; j < m; j += 4) {
+                double wq[4];
+                float4 val[4][DM_COMMIT_K4];
 #pragma unroll
-        for (int k = 0; k < DM_COMMIT_K; k++) {
-            const int s = lane + 32 * k;
-            if (s < A.ns) {
-                double r = acc[k] - (y ? y[v * A.ns + s] : 0.0);
-                out[v * A.ns + s] = r;
-                sq += r * r;
+                for (int u = 0; u < 4; u++) {
+                    wq[u] = __shfl_sync(FULL, wl, (j + u) & 31);
+                    const float *row = A.lut_ic + (long)__shfl_sync(FULL, tl, (j + u) & 31) * nsp;
+#pragma unroll
+                    for (int c = 0; c < DM_COMMIT_K4; c++)
+                        val[u][c] = row_quad(row, lane + 32 * c, nsp);
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    if (j + u >= m || wq[u] == 0) continue;
+#pragma unroll
+                    for (int c = 0; c < DM_COMMIT_K4; c++) {
+                        acc[c][0] += wq[u] * (double)val[u][c].x;
+                        acc[c][1] += wq[u] * (double)val[u][c].y;
+                        acc[c][2] += wq[u] * (double)val[u][c].z;
+                        acc[c][3] += wq[u] * (double)val[u][c].w;
+                    }
+                }
             }
         }
+#pragma unroll
+        for (int c = 0; c < DM_COMMIT_K4; c++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int s = 4 * (lane + 32 * c) + e;
+                if (s >= ns) continue;
+                const long i = v * ns + s;
+                double a = acc[c][e];
+                if (A.row_w) a *= (double)A.row_w[i];
+                a -= y ? y[i] : 0.0;
+                out[i] = a;
+                sq += a * a;
+            }
     }
-    double b = block_sum(sq, shared);
+    const double b = block_sum(sq, red);
     if (threadIdx.x == 0) part[blockIdx.x] = b;
 }
 
-/* A^T r, first part: the dots of every voxel's direction runs, and the EC and ISO entries of g. */
-extern "C" __global__ void dm_commit_aty_voxel_kernel(dm_commit_op A, const double *r, double *dots,
-                                                      double *g)
+/* The warp's sums of p[0 .. 8) (each lane's shares), reduced together: lane l ends with the sum
+ * of p[(l >> 2) & 7] (the same bits in its four lanes). */
+static __device__ __forceinline__ double warp_sum8(double p[8], int lane)
 {
-    const int lane = threadIdx.x & 31;
-    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const long warps = ((long)gridDim.x * blockDim.x) >> 5;
-    for (long v = warp; v < A.nv; v += warps)
-        dm_commit_aty_voxel(&A, r, v, lane, 32, DM_COMMIT_K, dots, g);
+#pragma unroll
+    for (int h = 4, bit = 16; h > 0; h >>= 1, bit >>= 1) {
+        const bool up = lane & bit;
+#pragma unroll
+        for (int i = 0; i < h; i++) {
+            const double send = up ? p[i] : p[i + h], keep = up ? p[i + h] : p[i];
+            p[i] = keep + __shfl_xor_sync(FULL, send, bit);
+        }
+    }
+    p[0] += __shfl_xor_sync(FULL, p[0], 2);
+    return p[0] + __shfl_xor_sync(FULL, p[0], 1);
 }
 
-/* A^T r, second part: the IC entries, a thread per streamline. */
-extern "C" __global__ void dm_commit_aty_streamline_kernel(dm_commit_op A, const double *dots,
-                                                           double *g)
+/* A^T r, first part: each voxel's terms' dots with its residual (weighed by row_w), into dots
+ * (IC terms) and g (EC and ISO columns).  A warp per voxel, lanes with samples as in A x, the
+ * dots formed 8 at a time and reduced over the warp together (a fixed tree).  Held to 64
+ * registers (four blocks an SM): 12% faster on an H200 than at its own 68, for 16 bytes of
+ * spills. */
+extern "C" __global__ void __launch_bounds__(256, 4)
+    dm_commit_aty_dots_kernel(dm_commit_op A, const double *r, double *dots, double *g)
+{
+    const int lane = threadIdx.x & 31, ns = A.ns, nsp = (ns + 3) & ~3;
+    const int ndirs = (int)(A.lut_stride / ns);
+    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long warps = ((long)gridDim.x * blockDim.x) >> 5;
+    for (long v = warp; v < A.nv; v += warps) {
+        const voxel_terms T = terms_of(&A, v);
+        double yk[DM_COMMIT_K4][4];
+#pragma unroll
+        for (int c = 0; c < DM_COMMIT_K4; c++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int s = 4 * (lane + 32 * c) + e;
+                const long i = v * ns + s;
+                yk[c][e] = s < ns ? r[i] * (A.row_w ? (double)A.row_w[i] : 1.0) : 0.0;
+            }
+        for (int u0 = 0; u0 < T.n; u0 += 32) {
+            long at = 0;
+            int ic = 0, tl = 0;
+            if (u0 + lane < T.n) tl = term(&A, &T, u0 + lane, ndirs, &at, &ic);
+            const int m = T.n - u0 < 32 ? T.n - u0 : 32;
+            for (int j0 = 0; j0 < m; j0 += 8) {
+                double p[8];
+#pragma unroll
+                for (int u = 0; u < 8; u++) {
+                    const float *row = A.lut_ic + (long)__shfl_sync(FULL, tl, j0 + u) * nsp;
+                    double s = 0;
+#pragma unroll
+                    for (int c = 0; c < DM_COMMIT_K4; c++) {
+                        const float4 q = row_quad(row, lane + 32 * c, nsp);
+                        s += (double)q.x * yk[c][0];
+                        s += (double)q.y * yk[c][1];
+                        s += (double)q.z * yk[c][2];
+                        s += (double)q.w * yk[c][3];
+                    }
+                    p[u] = s;
+                }
+                const double d = warp_sum8(p, lane);
+                const int k = j0 + ((lane >> 2) & 7);
+                const long at_k = __shfl_sync(FULL, at, k);
+                const int ic_k = __shfl_sync(FULL, ic, k);
+                if ((lane & 3) == 0 && k < m) (ic_k ? dots : g)[at_k] = d;
+            }
+        }
+    }
+}
+
+/* For the bands of A^T r's second part: cut[(b - 1) nf + f] = streamline f's first segment in
+ * band b (runs from b band_runs on), counted from its first, for b = 1 .. bands - 1; *unsorted
+ * = 1 where a streamline's segments are not in run order (then bands cannot be used). */
+extern "C" __global__ void dm_commit_band_cut_kernel(dm_commit_op A, long band_runs, int bands,
+                                                     int *cut, int *unsorted)
 {
     for (long f = (long)blockIdx.x * blockDim.x + threadIdx.x; f < A.nf;
-         f += (long)gridDim.x * blockDim.x)
-        dm_commit_aty_streamline(&A, dots, f, g);
+         f += (long)gridDim.x * blockDim.x) {
+        const long q0 = A.str_start[f], q1 = A.str_start[f + 1];
+        unsigned prev = 0;
+        int b = 1;
+        for (long q = q0; q < q1; q++) {
+            const unsigned r = A.str_run[q];
+            if (r < prev) *unsorted = 1;
+            prev = r;
+            for (; b < bands && r >= (unsigned long)b * band_runs; b++)
+                cut[(long)(b - 1) * A.nf + f] = (int)(q - q0);
+        }
+        for (; b < bands; b++) cut[(long)(b - 1) * A.nf + f] = (int)(q1 - q0);
+    }
+}
+
+/* A^T r, second part, band `band` of `bands` (dm_commit_band_cut_kernel's cut; NULL for one
+ * band): each streamline's IC entries of g go on with the sum of its segments in the band.  A
+ * warp takes 32 streamlines, and their stretches of the band four at a time, eight lanes over
+ * each stretch's segments together (records read in runs, the dots' gathers in flight together),
+ * summed over the eight by a fixed tree; the last band applies the IC mask. */
+extern "C" __global__ void dm_commit_aty_band_kernel(dm_commit_op A, const double *dots,
+                                                     const int *cut, int bands, int band, double *g)
+{
+    const int lane = threadIdx.x & 31, last = band == bands - 1;
+    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long warps = ((long)gridDim.x * blockDim.x) >> 5;
+    for (long f0 = warp * 32; f0 < A.nf; f0 += warps * 32) {
+        const long f = f0 + lane;
+        const int n = A.nf - f0 < 32 ? (int)(A.nf - f0) : 32;
+        long a = 0, b = 0;
+        if (lane < n) {
+            const long q = A.str_start[f];
+            a = band == 0 ? q : q + cut[(long)(band - 1) * A.nf + f];
+            b = last ? A.str_start[f + 1] : q + cut[(long)band * A.nf + f];
+        }
+        for (int k = 0; k < A.nic; k++) {
+            double mine = 0; /* lane l: streamline f0 + l's sum in the band */
+            for (int s0 = 0; s0 < n; s0 += 4) {
+                /* lanes 8 i .. 8 i + 7 over streamline f0 + s0 + i's stretch (lanes past n: a
+                 * = b = 0, none) */
+                const int sub = lane & 7;
+                const long as = __shfl_sync(FULL, a, (s0 + (lane >> 3)) & 31);
+                const long bs = __shfl_sync(FULL, b, (s0 + (lane >> 3)) & 31);
+                double sum = 0;
+                for (long q = as + sub; q < bs; q += 8)
+                    sum += (double)A.str_len[q] * dots[(long)A.str_run[q] * A.nic + k];
+                for (int o = 4; o > 0; o >>= 1) sum += __shfl_xor_sync(FULL, sum, o);
+                const double got = __shfl_sync(FULL, sum, ((lane - s0) & 3) << 3);
+                if (lane >= s0 && lane < s0 + 4) mine = got;
+            }
+            if (lane >= n) continue;
+            const long j = (long)k * A.nf + f;
+            const double s = band == 0 ? mine : g[j] + mine;
+            g[j] = last && A.ic_fixed && A.ic_fixed[j] ? 0.0 : s;
+        }
+    }
 }
 
 /* x = xhat - step g, soft-thresholded by step x column j's lasso threshold (its block's lambda,
