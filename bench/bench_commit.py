@@ -49,10 +49,13 @@ tool needs (memory_estimate(), with the segments counted on 20,000 sampled strea
 building or running anything.
 
 Floor of the operator products (per product; see floor_bytes()): the bytes a product cannot
-avoid moving, counted from each tool's own dictionary sizes.  FISTA does 2 A x and 1 A^T y per
-iteration, plus one A x per backtracking step and 3 products before the first iteration; the
-bandwidth figure takes 3 products per iteration (2 A x + 1 A^T y), the iteration count from the
-tool, and the solve stage's seconds (which also hold the solver's vector updates, not counted).
+avoid moving, counted from each tool's own dictionary sizes.  COMMIT's FISTA does 2 A x and 1
+A^T y per iteration; dimoc's 1 A x and 1 A^T y, the residual at the extrapolated point being the
+sum of those at the two points it comes from (reading two residuals and writing one: 24 bytes a
+row, counted).  Both do one A x per backtracking step and 3 products before the first
+iteration, not counted.  The bandwidth figure takes each tool's bytes an iteration
+(iteration_bytes()), the iteration count from the tool, and the solve stage's seconds (which
+also hold the solver's vector updates on the unknowns, not counted).
 The ceiling: a large copy measured here on the host (CPU runs, both tools), the GPU's nominal
 bandwidth (H100 3.35 TB/s, H200 4.8 TB/s; --gpu-gbs).  GFLOP/s beside it counts one multiply-add
 per sample for every segment, EC and ISO compartment of each product (2 flops): where the
@@ -371,6 +374,14 @@ def floor_bytes(nseg, nf, ne, nv, ns, niso=2, ndirs=NDIRS):
     return ax, aty, ncols, nrows
 
 
+def iteration_bytes(tool, ax, aty, nrows):
+    """The floor bytes of one FISTA iteration of `tool` (see the module's doc): COMMIT 2 A x + 1
+    A^T y, dimoc 1 A x + 1 A^T y + the extrapolated residual (3 x 8 bytes a row)."""
+    if tool == "dimoc":
+        return ax + aty + 24 * nrows
+    return 2 * ax + aty
+
+
 def memory_estimate(grid_voxels, nvol, nstr, points, nseg, nv, ne, threads, niso=2):
     """Peak resident bytes of each tool, from reading their code (dimoc: runtime/commit/*.c;
     COMMIT 2.4.2: core.pyx, trk2dictionary.pyx), as the sum of the large arrays of its stages (a
@@ -669,18 +680,20 @@ def main():
               f" | {r['whole']:.2f} | {r['iterations']} | {r['objective']:.6g} | {gb(r['rss'])} | {xw} | {xs} |")
     print()
     cpu_gbs = host_copy_gbs(max(a.threads, a.peer_threads))
-    print("Operator floor (bytes a product must move, floor_bytes(); 3 products an iteration: 2 A x + 1 A^T y, "
-          "backtracking steps not counted; GFLOP/s: one multiply-add a sample for each segment, EC and ISO "
-          "compartment, 2 flops each):")
+    print("Operator floor (bytes a product must move, floor_bytes(); an iteration: COMMIT 2 A x + 1 A^T y, dimoc "
+          "1 A x + 1 A^T y + the extrapolated residual, iteration_bytes(); backtracking steps not counted; "
+          "GFLOP/s: one multiply-add a sample for each segment, EC and ISO compartment of each product, 2 flops "
+          "each):")
     print()
     print("| tool | where | segments | EC | columns | rows | A x GB | A^T y GB | iterations | solve s | GB/s | "
           "ceiling GB/s | % of ceiling | GFLOP/s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for tool, where, dev, r in rows:
         ax, aty, ncols, nrows = floor_bytes(r["segments"], r["kept"], r["ec"], r["voxels"], nvol, ndirs=r["ndirs"])
-        rate = r["iterations"] * (2 * ax + aty) / r["stages"]["solve"] / 1e9
+        rate = r["iterations"] * iteration_bytes(tool, ax, aty, nrows) / r["stages"]["solve"] / 1e9
         fma = (r["segments"] + r["ec"] + 2 * r["voxels"]) * nvol  # multiply-adds a product
-        gflops = r["iterations"] * 3 * 2 * fma / r["stages"]["solve"] / 1e9
+        products = 2 if tool == "dimoc" else 3
+        gflops = r["iterations"] * products * 2 * fma / r["stages"]["solve"] / 1e9
         if dev == "gpu":
             ceil = a.gpu_gbs or next((v for k, v in GPU_GBS.items() if gpu and k in gpu), float("nan"))
         else:

@@ -10,8 +10,11 @@
 struct dm_commit_cpu {
     const dm_commit_operator *A;
     const double *y;
-    double *x, *xhat, *prev, *g, *r, *ag, *runs; /* runs: the runs' weights or dots */
-    double *ax;                                  /* the last residual's A v (r = ax - y) */
+    double *x, *xhat, *prev, *g, *ag, *runs; /* runs: the runs' weights or dots */
+    double *ax;                              /* the last residual's A v */
+    /* the residuals at XHAT (r, the gradient's), X (rx) and PREV (rp), in two arrays: rx is
+     * written where r was, r where rp was (commit_solve.h) */
+    double *buf[2], *r, *rx, *rp;
     int ax_of_x; /* 1 while ax is A x of the current x (dm_commit_cpu_fitted) */
     int threads;
 };
@@ -45,12 +48,17 @@ static int residual(void *ctx, int which, double *half_sq)
     dm_commit_cpu *c = ctx;
     dm_commit_cpu_ax(c->A, which == DM_COMMIT_X ? c->x : c->xhat, c->ax, c->runs, c->threads);
     c->ax_of_x = which == DM_COMMIT_X;
+    if (which == DM_COMMIT_XHAT) { /* the start: XHAT = PREV */
+        c->r = c->rp = c->buf[0];
+        c->rx = c->buf[1];
+    }
+    double *out = which == DM_COMMIT_X ? c->rx : c->r;
     const long n = c->A->nrows;
     double s = 0;
 #pragma omp parallel for reduction(+ : s) schedule(static) num_threads(c->threads)
     for (long i = 0; i < n; i++) {
-        c->r[i] = c->ax[i] - c->y[i];
-        s += c->r[i] * c->r[i];
+        out[i] = c->ax[i] - c->y[i];
+        s += out[i] * out[i];
     }
     *half_sq = 0.5 * s;
     return 0;
@@ -182,15 +190,25 @@ static int change(void *ctx, double *dx2, double *x2)
     return 0;
 }
 
-static int advance(void *ctx, double a)
+static int advance(void *ctx, double a, double *half_sq)
 {
     dm_commit_cpu *c = ctx;
-    const long n = c->A->ncols;
+    const long n = c->A->ncols, m = c->A->nrows;
 #pragma omp parallel for schedule(static) num_threads(c->threads)
     for (long j = 0; j < n; j++) {
         c->xhat[j] = c->x[j] + a * (c->x[j] - c->prev[j]);
         c->prev[j] = c->x[j];
     }
+    double *out = c->rp, s = 0; /* R over R_PREV, whose values are read first */
+#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(c->threads)
+    for (long i = 0; i < m; i++) {
+        out[i] = dm_commit_extrapolate(c->rx[i], c->rp[i], a);
+        s += out[i] * out[i];
+    }
+    c->r = out;
+    c->rp = c->rx;
+    c->rx = out; /* R is not needed after the gradient, before the next RX */
+    *half_sq = 0.5 * s;
     return 0;
 }
 
@@ -222,11 +240,15 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
     c->xhat = calloc(n, sizeof *c->xhat);
     c->prev = calloc(n, sizeof *c->prev);
     c->g = calloc(n, sizeof *c->g);
-    c->r = calloc(m, sizeof *c->r);
+    c->buf[0] = dm_big_alloc(m * sizeof *c->ax);
+    c->buf[1] = dm_big_alloc(m * sizeof *c->ax);
+    c->r = c->rp = c->buf[0];
+    c->rx = c->buf[1];
     c->ax = dm_big_alloc(m * sizeof *c->ax);
     c->ag = calloc(m, sizeof *c->ag);
     c->runs = calloc((size_t)(A->nruns ? A->nruns : 1) * A->op.nic, sizeof *c->runs);
-    if (!c->x || !c->xhat || !c->prev || !c->g || !c->r || !c->ag || !c->runs || !c->ax) {
+    if (!c->x || !c->xhat || !c->prev || !c->g || !c->buf[0] || !c->buf[1] || !c->ag || !c->runs ||
+        !c->ax) {
         dm_commit_cpu_close(c);
         dm_set_error("commit: out of memory for the solver's vectors");
         return NULL;
@@ -243,7 +265,8 @@ void dm_commit_cpu_close(dm_commit_cpu *c)
     free(c->xhat);
     free(c->prev);
     free(c->g);
-    free(c->r);
+    free(c->buf[0]);
+    free(c->buf[1]);
     free(c->ax);
     free(c->ag);
     free(c->runs);

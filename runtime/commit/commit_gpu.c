@@ -37,17 +37,18 @@ enum {
     K_PROX_SUMS,
     K_NORMS,
     K_ADVANCE,
+    K_EXTRAPOLATE,
     K_WALK_COUNT,
     K_WALK_CUT,
     K_WALK_PLACE,
     NK
 };
 static const char *const kernel_names[NK] = {
-    "dm_commit_run_weights_kernel", "dm_commit_ax_rows_kernel",    "dm_commit_aty_dots_kernel",
-    "dm_commit_aty_band_kernel",    "dm_commit_band_cut_kernel",   "dm_commit_prox_kernel",
-    "dm_commit_group_kernel",       "dm_commit_prox_sums_kernel",  "dm_commit_norms_kernel",
-    "dm_commit_advance_kernel",     "dm_commit_walk_count_kernel", "dm_commit_walk_cut_kernel",
-    "dm_commit_walk_place_kernel"};
+    "dm_commit_run_weights_kernel", "dm_commit_ax_rows_kernel",     "dm_commit_aty_dots_kernel",
+    "dm_commit_aty_band_kernel",    "dm_commit_band_cut_kernel",    "dm_commit_prox_kernel",
+    "dm_commit_group_kernel",       "dm_commit_prox_sums_kernel",   "dm_commit_norms_kernel",
+    "dm_commit_advance_kernel",     "dm_commit_extrapolate_kernel", "dm_commit_walk_count_kernel",
+    "dm_commit_walk_cut_kernel",    "dm_commit_walk_place_kernel"};
 
 #define MAX_BANDS 64
 
@@ -58,10 +59,13 @@ struct dm_commit_gpu {
     dm_gpu_kernel k[NK];
     dm_commit_op op; /* device pointers */
     long ncols, nrows, nruns;
-    CUdeviceptr arrays[40]; /* everything allocated: the operator's arrays, y, 7 vectors, part,
+    CUdeviceptr arrays[40]; /* everything allocated: the operator's arrays, y, 8 vectors, part,
                              * the groups' 3 arrays, the column weights, the IC mask */
     int narrays;
-    CUdeviceptr y, x, xhat, prev, g, r, ag, part;
+    CUdeviceptr y, x, xhat, prev, g, ag, part;
+    /* the residuals at XHAT (r, the gradient's), X (rx) and PREV (rp), in two arrays (as
+     * commit_cpu.c's) */
+    CUdeviceptr buf[2], r, rx, rp;
     CUdeviceptr runs; /* the runs' weights in A x, their dots in A^T y */
     /* A^T y's streamline part in bands of band_runs runs; cut: each streamline's bands */
     int bands;
@@ -151,8 +155,12 @@ static int residual(void *ctx, int which, double *half_sq)
 {
     dm_commit_gpu *g = ctx;
     CUdeviceptr x = which == DM_COMMIT_X ? g->x : g->xhat;
+    if (which == DM_COMMIT_XHAT) { /* the start: XHAT = PREV */
+        g->r = g->rp = g->buf[0];
+        g->rx = g->buf[1];
+    }
     double s;
-    if (ax(g, x, g->y, g->r, &s) != 0) return -1;
+    if (ax(g, x, g->y, which == DM_COMMIT_X ? g->rx : g->r, &s) != 0) return -1;
     *half_sq = 0.5 * s;
     return 0;
 }
@@ -265,11 +273,19 @@ static int change(void *ctx, double *dx2, double *x2)
     return 0;
 }
 
-static int advance(void *ctx, double a)
+static int advance(void *ctx, double a, double *half_sq)
 {
     dm_commit_gpu *g = ctx;
     void *args[] = {&g->x, &g->prev, &g->xhat, &a, &g->ncols};
-    return launch(g, K_ADVANCE, args);
+    void *ra[] = {&g->rx, &g->rp, &a, &g->nrows, &g->part};
+    double s;
+    if (launch(g, K_ADVANCE, args) != 0 || launch(g, K_EXTRAPOLATE, ra) != 0 || sums(g, 1, &s) != 0)
+        return -1;
+    g->r = g->rp; /* the kernel wrote R over R_PREV */
+    g->rp = g->rx;
+    g->rx = g->r; /* R is not needed after the gradient, before the next RX */
+    *half_sq = 0.5 * s;
+    return 0;
 }
 
 static int get_x(void *ctx, double *x)
@@ -474,9 +490,10 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
         dm_gpu_stager_wait(g->stage) != 0)
         return -1;
     g->nruns = nruns;
-    CUdeviceptr *vecs[] = {&g->x, &g->xhat, &g->prev, &g->g, &g->r, &g->ag, &g->runs};
-    for (int k = 0; k < 7; k++) {
-        size_t n = (size_t)(k < 4 ? g->ncols : k < 6 ? g->nrows : nruns * h->nic) * sizeof(double);
+    CUdeviceptr *vecs[] = {&g->x,      &g->xhat,   &g->prev, &g->g,
+                           &g->buf[0], &g->buf[1], &g->ag,   &g->runs};
+    for (int k = 0; k < 8; k++) {
+        size_t n = (size_t)(k < 4 ? g->ncols : k < 7 ? g->nrows : nruns * h->nic) * sizeof(double);
         CK(cu->cuMemAlloc(vecs[k], n ? n : 8), "allocating GPU memory for COMMIT's vectors");
         CK(cu->cuMemsetD32Async(*vecs[k], 0, (n ? n : 8) / 4, 0), "clearing GPU memory");
         g->arrays[g->narrays++] = *vecs[k];

@@ -7,7 +7,10 @@
  *
  * One implementation for every device: the loop is here, the vectors live where the backend
  * keeps them (host threads: commit_cpu.c; the GPU: commit_gpu.c), and the backend does the
- * few fused operations below on its own vectors X, XHAT, PREV, G (unknowns) and R, AG (rows). */
+ * few fused operations below on its own vectors X, XHAT, PREV, G (unknowns) and R, RX, R_PREV,
+ * AG (rows: the residuals at XHAT, X and PREV, and A G).  An iteration takes one A x (at the
+ * new X) and one A^T y: the residual at the extrapolated XHAT is a sum of the two it is
+ * extrapolated from, where COMMIT computes it with a second A x. */
 #ifndef DIMOC_COMMIT_SOLVE_H
 #define DIMOC_COMMIT_SOLVE_H
 
@@ -42,7 +45,8 @@ typedef struct dm_commit_backend {
     void *ctx;
     /* XHAT = PREV = max(0, x0) */
     int (*start)(void *ctx, const double *x0);
-    /* R = A v - y (v: X or XHAT); *half_sq = 0.5 ||R||^2 */
+    /* the residual A v - y at v = X (into RX), or at v = XHAT (into R, where XHAT = PREV: the
+     * start, so that it is the residual at PREV too); *half_sq = 0.5 ||it||^2 */
     int (*residual)(void *ctx, int v, double *half_sq);
     /* G = A^T R */
     int (*gradient)(void *ctx);
@@ -52,8 +56,9 @@ typedef struct dm_commit_backend {
     int (*prox_step)(void *ctx, double step, double *lin, double *sq);
     /* *dx2 = ||X - PREV||^2, *x2 = ||X||^2 */
     int (*change)(void *ctx, double *dx2, double *x2);
-    /* XHAT = X + a (X - PREV), then PREV = X */
-    int (*advance)(void *ctx, double a);
+    /* XHAT = X + a (X - PREV), then PREV = X; R = RX + a (RX - R_PREV), the residual at XHAT
+     * without a product (A is linear), then R_PREV = RX; *half_sq = 0.5 ||R||^2 */
+    int (*advance)(void *ctx, double a, double *half_sq);
     /* X to the host */
     int (*get_x)(void *ctx, double *x);
     /* with a regularisation (every backend has both; dm_commit_fista calls them only with

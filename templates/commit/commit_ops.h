@@ -30,9 +30,9 @@
  * (the memory floor of COMMIT's products: the segment records, x, y and the run values).
  *
  * The host runs a voxel's samples all in one thread (s0 0, ds 1).  The GPU's kernels
- * (gpu_commit.cu) split the work their own way but take each voxel's terms in the order of
- * dm_commit_ax_block and each run's segments in the order of dm_commit_run_weights, so that A x
- * is the same bits on both (with --fmad=false); A^T y's dots are summed in another order there.
+ * (gpu_commit.cu) split the work their own way: the runs' weights are the host's bit for bit
+ * (the segments in the order of dm_commit_run_weights, with --fmad=false), the rest rounds apart
+ * from the host's in the last bits (fused multiply-adds, A^T y's dots summed in another order).
  *
  * No include guard.  Before including: DM_FN (storage of the functions). */
 
@@ -197,6 +197,13 @@ DM_FN void dm_commit_aty_streamline(const dm_commit_op *A, const double *dots, l
         const long j = (long)k * A->nf + f;
         g[j] = A->ic_fixed && A->ic_fixed[j] ? 0.0 : sum;
     }
+}
+
+/* The residual at FISTA's extrapolated point x + a (x - prev), from the residuals at x (rx) and
+ * prev (rp): A is linear, so no product. */
+DM_FN double dm_commit_extrapolate(double rx, double rp, double a)
+{
+    return rx + a * (rx - rp);
 }
 
 /* The lasso's lambda of column j: COMMIT's set_regularisation gives each block its own, IC

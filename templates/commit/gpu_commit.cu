@@ -10,9 +10,10 @@
  *     float4 through L1 (the per-voxel kernels leave L1 its largest share: commit_gpu.c);
  *   - A x: the runs' weights first (dm_commit_run_weights_kernel: a warp's lanes compute 32
  *     consecutive segment products at a time, records read coalesced and gathers in flight
- *     together, then each lane sums its run's in order), then a warp per voxel adds each term's
- *     weight times its row, in the host's order of terms (commit_ops.h), so A x is the host's
- *     bit for bit;
+ *     together, then each lane sums its run's in order: the host's sums bit for bit), then a
+ *     warp per voxel adds each term's weight times its row, in the host's order of terms
+ *     (commit_ops.h) but by fused multiply-adds (A x rounds apart from the host's in the last
+ *     bits);
  *   - A^T y: a warp per voxel forms its terms' dots with its residual, 8 at a time reduced over
  *     the warp together (a fixed tree: the same result every run); then each streamline's IC
  *     entries from its segments' dots, in bands of runs whose dots fit a quarter of L2 (a
@@ -128,7 +129,9 @@ static __device__ __forceinline__ float4 row_quad(const float *row, int c, int n
 /* A x, second part: out = A x - y (y NULL: A x) from the runs' weights w and x; part[block] =
  * the block's share of ||out||^2.  A warp per voxel takes its terms 32 at a time (a lane each:
  * weight and row), then adds them in order to its samples, four rows loaded before they are
- * added (their loads in flight together); zero weights are skipped, as on the host. */
+ * added (their loads in flight together), each by one fused multiply-add and without a branch
+ * (a zero weight adds an exact 0: the rows are finite), so the sums round apart from the host's
+ * in the last bits. */
 extern "C" __global__ void dm_commit_ax_rows_kernel(dm_commit_op A, const double *x,
                                                     const double *w, const double *y, double *out,
                                                     double *part)
@@ -145,7 +148,7 @@ extern "C" __global__ void dm_commit_ax_rows_kernel(dm_commit_op A, const double
 #pragma unroll
         for (int c = 0; c < DM_COMMIT_K4; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0;
         for (int u0 = 0; u0 < T.n; u0 += 32) {
-            double wl = 0; /* lanes past the last term: weight 0, skipped */
+            double wl = 0; /* lanes past the last term: weight 0, adding nothing */
             int tl = 0;
             if (u0 + lane < T.n) {
                 long at;
@@ -166,16 +169,14 @@ extern "C" __global__ void dm_commit_ax_rows_kernel(dm_commit_op A, const double
                         val[u][c] = row_quad(row, lane + 32 * c, nsp);
                 }
 #pragma unroll
-                for (int u = 0; u < 4; u++) {
-                    if (j + u >= m || wq[u] == 0) continue;
+                for (int u = 0; u < 4; u++)
 #pragma unroll
                     for (int c = 0; c < DM_COMMIT_K4; c++) {
-                        acc[c][0] += wq[u] * (double)val[u][c].x;
-                        acc[c][1] += wq[u] * (double)val[u][c].y;
-                        acc[c][2] += wq[u] * (double)val[u][c].z;
-                        acc[c][3] += wq[u] * (double)val[u][c].w;
+                        acc[c][0] = __fma_rn(wq[u], (double)val[u][c].x, acc[c][0]);
+                        acc[c][1] = __fma_rn(wq[u], (double)val[u][c].y, acc[c][1]);
+                        acc[c][2] = __fma_rn(wq[u], (double)val[u][c].z, acc[c][2]);
+                        acc[c][3] = __fma_rn(wq[u], (double)val[u][c].w, acc[c][3]);
                     }
-                }
             }
         }
 #pragma unroll
@@ -250,10 +251,10 @@ extern "C" __global__ void __launch_bounds__(256, 4)
 #pragma unroll
                     for (int c = 0; c < DM_COMMIT_K4; c++) {
                         const float4 q = row_quad(row, lane + 32 * c, nsp);
-                        s += (double)q.x * yk[c][0];
-                        s += (double)q.y * yk[c][1];
-                        s += (double)q.z * yk[c][2];
-                        s += (double)q.w * yk[c][3];
+                        s = __fma_rn((double)q.x, yk[c][0], s);
+                        s = __fma_rn((double)q.y, yk[c][1], s);
+                        s = __fma_rn((double)q.z, yk[c][2], s);
+                        s = __fma_rn((double)q.w, yk[c][3], s);
                     }
                     p[u] = s;
                 }
@@ -452,6 +453,23 @@ extern "C" __global__ void dm_commit_advance_kernel(const double *x, double *pre
         xhat[j] = x[j] + a * (x[j] - prev[j]);
         prev[j] = x[j];
     }
+}
+
+/* rp = dm_commit_extrapolate(rx, rp, a), the residual at the extrapolated point written over the
+ * residual at the previous one; part[block] = its share of ||rp||^2 after. */
+extern "C" __global__ void dm_commit_extrapolate_kernel(const double *rx, double *rp, double a,
+                                                        long n, double *part)
+{
+    __shared__ double shared[WARPS];
+    double sq = 0;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        const double v = dm_commit_extrapolate(rx[i], rp[i], a);
+        rp[i] = v;
+        sq += v * v;
+    }
+    const double b = block_sum(sq, shared);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
 }
 
 /* ---- the dictionary (commit_walk.h): a thread per streamline, in three passes ---- */
