@@ -240,8 +240,8 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
     c->xhat = calloc(n, sizeof *c->xhat);
     c->prev = calloc(n, sizeof *c->prev);
     c->g = calloc(n, sizeof *c->g);
-    c->buf[0] = dm_big_alloc(m * sizeof *c->ax);
-    c->buf[1] = dm_big_alloc(m * sizeof *c->ax);
+    c->buf[0] = dm_big_alloc(m * sizeof(double));
+    c->buf[1] = dm_big_alloc(m * sizeof(double));
     c->r = c->rp = c->buf[0];
     c->rx = c->buf[1];
     c->ax = dm_big_alloc(m * sizeof *c->ax);

@@ -1,6 +1,7 @@
 /* The GPU build of COMMIT's solver backend (runtime/commit/commit_gpu.c compiles it with NVRTC,
- * --fmad=false, so that A x rounds as on the host).  The prologue defines DM_COMMIT_K, ceil(ns /
- * 32).
+ * --fmad=false, so that the dictionary's walk and the runs' weights round as on the host; the
+ * products' fused multiply-adds are asked for by name).  The prologue defines DM_COMMIT_K,
+ * ceil(ns / 32).
  *
  * The products are bound less by the segment records' bytes than by what each record leads to:
  * a response row of ns floats per run (7 M runs, 3.5 GB of rows a product on the bench's case)
