@@ -4,9 +4,9 @@ measured in the same run on the same host, inputs, peaks, model and diffusivitie
 with the floor of the operator products counted and the fraction of the memory bandwidth
 reached.  Not a test.
 
-  bench/bench_commit.py [--streamlines 1000000] [--small] [--work DIR] [--devices cpu[,gpu]]
-                        [--threads N] [--peer-threads N] [--skip-commit] [--repeat K]
-                        [--estimate-only]
+  bench/bench_commit.py [--streamlines 1000000] [--copies K] [--small] [--work DIR]
+                        [--devices cpu[,gpu]] [--threads N] [--peer-threads N] [--skip-commit]
+                        [--repeat K] [--estimate-only]
 
 The case (synthetic, built with numpy and cached in --work: reused when its parameters match):
   grid     90 x 108 x 90 voxels of 2 mm (--small: 40 x 40 x 40), LAS: voxel -> world is
@@ -28,7 +28,10 @@ The case (synthetic, built with numpy and cached in --work: reused when its para
            arcs of the circles about z, 35% lines along z, both with a 0.5 mm sinusoidal wobble,
            and 10% false ones (straight lines in random directions, which no fibre supports),
            each of a random length in 20-150 mm around a seed uniform in the WM and cut to the
-           longest piece inside it that holds the seed; written as MRtrix .tck.
+           longest piece inside it that holds the seed; written as MRtrix .tck.  --copies K
+           writes that tractogram K times over, each streamline of each copy moved by its own
+           random offset (uniform in +-half a voxel on each axis): a large input (10 x 1,000,000)
+           without generating every curve.
 
 Runs (each tool with COMMIT's default tolerances: tol_fun 1e-3, tol_x 1e-6, 100 iterations;
 d_par 1.7e-3, d_perp 0.51e-3, d_iso 1.7e-3,3.0e-3; fibre positions as NIfTI voxel centres: dimoc's
@@ -300,6 +303,36 @@ def make_tracks(d, shape, n, seed):
     return path, out
 
 
+def copy_tracks(d, base, binfo, k, seed):
+    """tracks_NxK.tck: the streamlines of `base` (a .tck of make_tracks) written k times, each
+    streamline of each copy moved by its own offset, uniform in +-half a voxel on each axis;
+    reused when its JSON matches."""
+    n = binfo["params"]["streamlines"]
+    params = dict(binfo["params"], copies=k)
+    path, jpath = f"{d}/tracks_{n}x{k}.tck", f"{d}/tracks_{n}x{k}.json"
+    if os.path.exists(path) and os.path.exists(jpath) and json.load(open(jpath)).get("params") == params:
+        return path, json.load(open(jpath))
+    t0 = time.time()
+    raw = open(base, "rb").read()
+    off = len(tck_header(n))
+    xyz = np.frombuffer(raw, np.float32, offset=off).reshape(-1, 3)[:-1]  # the Inf triplet left out
+    ends = np.isnan(xyz[:, 0])
+    which = np.cumsum(ends) - ends  # each triplet's streamline (a NaN triplet its streamline's)
+    rng = np.random.default_rng(seed + 2)
+    with open(path + ".part", "wb") as fh:
+        fh.write(tck_header(n * k))
+        for _ in range(k):
+            shift = rng.uniform(-VOXEL / 2, VOXEL / 2, (n, 3)).astype(np.float32)
+            fh.write((xyz + shift[which]).tobytes())  # NaN + shift stays NaN: the separators kept
+        fh.write(np.full(3, np.inf, np.float32).tobytes())
+    os.replace(path + ".part", path)
+    out = {"points": binfo["points"] * k, "crossings": binfo["crossings"] * k,
+           "length_mm": binfo["length_mm"] * k, "false": binfo["false"] * k, "params": params,
+           "seconds": time.time() - t0}
+    json.dump(out, open(jpath, "w"), indent=1)
+    return path, out
+
+
 def hemisphere(n=500):
     """n quasi-uniform directions with y >= 0 (a Fibonacci set of 2n, its y >= 0 half): a stand-in
     for the tools' lookup-table directions when counting segments."""
@@ -346,6 +379,8 @@ def prepare(a, shape, n):
     if not a.estimate_only:
         out["info"] = make_data(case, shape, a.directions, a.snr, a.seed)
         out["tck"], out["tinfo"] = make_tracks(case, shape, n, a.seed)
+        if a.copies > 1:
+            out["tck"], out["tinfo"] = copy_tracks(case, out["tck"], out["tinfo"], a.copies, a.seed)
     return out
 
 
@@ -577,6 +612,9 @@ def gb(x):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--streamlines", type=int, help="default 1,000,000 (--small: 20,000)")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="the tractogram written this many times over, each streamline moved by up to half a "
+                         "voxel: --copies 10 makes 10,000,000 streamlines of the default case")
     ap.add_argument("--small", action="store_true", help="40 x 40 x 40 grid, 20,000 streamlines: a quick run")
     ap.add_argument("--work", default=os.path.join(ROOT, "tests", "tmp", "bench_commit"))
     ap.add_argument("--devices", default="cpu", help="comma list of dimoc's devices: cpu, gpu")
@@ -596,6 +634,8 @@ def main():
     a = ap.parse_args()
     shape, n_default = CASES["small" if a.small else "big"]
     n = a.streamlines or n_default
+    if a.copies < 1:
+        sys.exit("--copies: 1 or more")
     devices = [d for d in a.devices.split(",") if d]
     if any(d not in ("cpu", "gpu") for d in devices):
         sys.exit("--devices: a comma list of cpu, gpu")
@@ -608,6 +648,7 @@ def main():
     t0 = time.time()
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         prep = pool.apply(prepare, (a, shape, n))
+    n *= a.copies
     nwm, per = prep["wm_voxels"], prep["sample"]
     print(f"case: {shape[0]} x {shape[1]} x {shape[2]} voxels of {VOXEL:g} mm, {nwm:,} WM voxels, {nvol} volumes "
           f"({NB0} b=0 + {len(SHELLS)} x {a.directions}), {n:,} streamlines; host {ncores} cores", flush=True)

@@ -589,7 +589,6 @@ int dm_cmd_commit(int argc, char **argv)
     o.gpus = dm_arg(&a, commit_opts, "gpus");
     o.model_name = model;
     if (rc == 0) {
-        o.model.ic_on = 1;
         o.model.ec_on = !scalar;
         o.model.scalar = scalar;
         /* COMMIT's ScalarMap: streamlines alone, one direction; with --iso-mask its lesion model

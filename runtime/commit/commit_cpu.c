@@ -30,8 +30,7 @@ void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat
         for (long r = 0; r < A->nruns; r++)
             dm_commit_run_weights(&A->op, x, r, runs + r * A->op.nic);
 #pragma omp for schedule(dynamic, 64)
-        for (long v = 0; v < nv; v++)
-            dm_commit_ax_block(&A->op, x, runs, v, 0, 1, ns, yhat + v * ns);
+        for (long v = 0; v < nv; v++) dm_commit_ax_voxel(&A->op, x, runs, v, yhat + v * ns);
     }
 }
 
@@ -71,7 +70,7 @@ void dm_commit_cpu_aty(const dm_commit_operator *A, const double *r, double *g, 
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(dynamic, 64)
-        for (long v = 0; v < op->nv; v++) dm_commit_aty_voxel(op, r, v, 0, 1, op->ns, runs, g);
+        for (long v = 0; v < op->nv; v++) dm_commit_aty_voxel(op, r, v, runs, g);
 #pragma omp for schedule(dynamic, 256)
         for (long f = 0; f < op->nf; f++) dm_commit_aty_streamline(op, runs, f, g);
     }

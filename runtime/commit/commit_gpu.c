@@ -71,7 +71,6 @@ struct dm_commit_gpu {
     int bands;
     long band_runs;
     CUdeviceptr cut;
-    float *tables;         /* the host's copy of the three response tables as one, while uploaded */
     const long *groups_of; /* the group_start of the groups uploaded */
     CUdeviceptr group_start, group_cols, group_w;
     const double *weights_of; /* the lasso's column weights uploaded (dm_commit_reg.col_w) */
@@ -100,15 +99,10 @@ static int up_staged(dm_commit_gpu *g, CUdeviceptr *d, const void *host, size_t 
     return 0;
 }
 
-static int launch_shared(dm_commit_gpu *g, int k, unsigned shared, void **args)
-{
-    return dm_gpu_launch_shared(g->cu, g->k[k].fn, (unsigned long long)g->blocks * BLOCK, BLOCK,
-                                shared, 0, args, "a COMMIT kernel");
-}
-
 static int launch(dm_commit_gpu *g, int k, void **args)
 {
-    return launch_shared(g, k, 0, args);
+    return dm_gpu_launch(g->cu, g->k[k].fn, (unsigned long long)g->blocks * BLOCK, BLOCK, 0, args,
+                         "a COMMIT kernel");
 }
 
 /* The sums of `per` values per block that the last launch left in part. */
@@ -466,22 +460,7 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
     UP(str_len, nseg);
     UP(ec_start, nv + 1);
     UP(ec_dir, ne);
-    /* the three response tables as one, rows padded to a multiple of 4 floats (gpu_commit.cu
-     * reads them as float4): lut_ic the whole, lut_ec and lut_iso unused */
-    const int nsp = (h->ns + 3) & ~3;
-    const long rows = (long)(h->nic + h->nec) * A->ndirs + h->niso;
-    if (!(g->tables = calloc((size_t)(rows ? rows : 1) * nsp, sizeof(float))))
-        return dm_set_error("commit: out of memory");
-    for (long t = 0; t < rows; t++) {
-        const long ic_rows = (long)h->nic * A->ndirs, ec_rows = (long)h->nec * A->ndirs;
-        const float *src = t < ic_rows             ? h->lut_ic + t * h->ns
-                           : t < ic_rows + ec_rows ? h->lut_ec + (t - ic_rows) * h->ns
-                                                   : h->lut_iso + (t - ic_rows - ec_rows) * h->ns;
-        memcpy(g->tables + t * nsp, src, (size_t)h->ns * sizeof(float));
-    }
-    if (up_staged(g, &d, g->tables, (size_t)rows * nsp * sizeof(float)) != 0) return -1;
-    g->op.lut_ic = (const float *)(uintptr_t)d;
-    g->op.lut_ec = g->op.lut_iso = NULL;
+    UP(lut, ((long)(h->nic + h->nec) * h->ndirs + h->niso) * h->nsp);
     if (h->iso_index) UP(iso_index, nv);         /* --iso-mask */
     if (h->row_w) UP(row_w, (size_t)nv * h->ns); /* --confidence-map */
 #undef UP
@@ -499,8 +478,6 @@ int dm_commit_gpu_load(dm_commit_gpu *g, const dm_commit_operator *A, const doub
         g->arrays[g->narrays++] = *vecs[k];
     }
     CK(cu->cuStreamSynchronize(0), "clearing GPU memory");
-    free(g->tables);
-    g->tables = NULL;
     if (prefer_cache(g) != 0 || plan_bands(g) != 0) return -1;
     *B = (dm_commit_backend){g,      start,   residual, gradient,      curvature, prox_step,
                              change, advance, get_x,    prox_step_reg, get_g};
@@ -533,7 +510,6 @@ void dm_commit_gpu_close(dm_commit_gpu *g)
         dm_cuda_close(g->cu);
     }
     free(g->part_host);
-    free(g->tables);
     free(g);
 }
 

@@ -58,64 +58,59 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
         return dm_set_error("commit: 1 to %d zeppelin diffusivities, not %d", DM_COMMIT_MAX_PERP,
                             m->nperp);
     k->nec = m->ec_on ? m->nperp : 0;
-    size_t tab = (size_t)dirs->n * ns;
+    k->nsp = (ns + 3) & ~3;
+    k->nrows = (long)(k->nic + k->nec) * dirs->n + k->niso;
     double *cyl = NULL;
-    if (m->ic_on) k->ic = malloc(tab * k->nic * sizeof *k->ic);
-    if (m->ec_on) k->ec = malloc(tab * k->nec * sizeof *k->ec);
-    k->iso = malloc((size_t)(m->niso ? m->niso : 1) * ns * sizeof *k->iso);
+    k->rows = calloc((size_t)(k->nrows ? k->nrows : 1) * k->nsp, sizeof *k->rows);
     if (m->nradii > 0) cyl = cylinder_factors(m, ns, bval, pulses);
-    if ((m->ic_on && !k->ic) || (m->ec_on && !k->ec) || !k->iso || (m->nradii > 0 && !cyl)) {
+    if (!k->rows || (m->nradii > 0 && !cyl)) {
         free(cyl);
         dm_commit_kernels_free(k);
         return dm_set_error("commit: out of memory for the response tables");
     }
+    const size_t nsp = (size_t)k->nsp, ic0 = 0, ec0 = (size_t)k->nic * dirs->n,
+                 iso0 = ec0 + (size_t)k->nec * dirs->n;
+#define ROW(t) (k->rows + (size_t)(t)*nsp)
 #pragma omp parallel for schedule(static)
     for (int o = 0; o < dirs->n; o++) {
         const double *d = dirs->dir + 3 * o;
         for (int s = 0; s < ns; s++) {
             const double *g = grad + 3 * s;
             double b = bval[s], c = b > 0 ? g[0] * d[0] + g[1] * d[1] + g[2] * d[2] : 0;
-            if (k->ic && cyl)
+            if (cyl)
                 for (int r = 0; r < m->nradii; r++)
-                    k->ic[r * tab + (size_t)o * ns + s] =
-                        (float)exp(-b * m->d_par * c * c - (1 - c * c) * cyl[(size_t)r * ns + s]);
-            else if (k->ic)
-                k->ic[(size_t)o * ns + s] = m->scalar ? 1.0f : (float)exp(-b * m->d_par * c * c);
-            for (int z = 0; k->ec && z < k->nec; z++) {
+                    ROW(ic0 + (size_t)r * dirs->n + o)
+                    [s] = (float)exp(-b * m->d_par * c * c - (1 - c * c) * cyl[(size_t)r * ns + s]);
+            else
+                ROW(ic0 + o)[s] = m->scalar ? 1.0f : (float)exp(-b * m->d_par * c * c);
+            for (int z = 0; z < k->nec; z++) {
                 const double dp = m->d_perp[z];
-                k->ec[z * tab + (size_t)o * ns + s] =
-                    (float)exp(-b * (dp + (m->d_par - dp) * c * c));
+                ROW(ec0 + (size_t)z * dirs->n + o)
+                [s] = (float)exp(-b * (dp + (m->d_par - dp) * c * c));
             }
         }
     }
     free(cyl);
     for (int i = 0; i < m->niso; i++)
-        for (int s = 0; s < ns; s++)
-            k->iso[(size_t)i * ns + s] = /* ScalarMap's lesion: it lowers the map */
-                m->scalar ? -1.0f : (float)exp(-bval[s] * m->d_iso[i]);
+        for (int s = 0; s < ns; s++) /* ScalarMap's lesion: it lowers the map */
+            ROW(iso0 + i)[s] = m->scalar ? -1.0f : (float)exp(-bval[s] * m->d_iso[i]);
     /* the preconditioning: each table over the norm of its first row */
-    for (int r = 0; r < k->nic; r++) {
-        float *t = k->ic ? k->ic + r * tab : NULL;
-        k->ic_norm[r] = t ? row_norm(t, ns) : 1;
-        for (size_t j = 0; t && j < tab; j++) t[j] = (float)(t[j] / k->ic_norm[r]);
+    for (int t = 0; t < k->nic + k->nec + k->niso; t++) {
+        const int ball = t >= k->nic + k->nec;
+        const size_t first = ball ? iso0 + (t - k->nic - k->nec) : (size_t)t * dirs->n;
+        const size_t count = ball ? 1 : (size_t)dirs->n;
+        const double nrm = row_norm(ROW(first), ns);
+        for (size_t j = 0; j < count * nsp; j++) ROW(first)[j] = (float)(ROW(first)[j] / nrm);
+        *(t < k->nic            ? &k->ic_norm[t]
+          : t < k->nic + k->nec ? &k->ec_norm[t - k->nic]
+                                : &k->iso_norm[t - k->nic - k->nec]) = nrm;
     }
-    for (int z = 0; k->ec && z < k->nec; z++) {
-        float *t = k->ec + z * tab;
-        k->ec_norm[z] = row_norm(t, ns);
-        for (size_t j = 0; j < tab; j++) t[j] = (float)(t[j] / k->ec_norm[z]);
-    }
-    for (int i = 0; i < m->niso; i++) {
-        float *r = k->iso + (size_t)i * ns;
-        k->iso_norm[i] = row_norm(r, ns);
-        for (int s = 0; s < ns; s++) r[s] = (float)(r[s] / k->iso_norm[i]);
-    }
+#undef ROW
     return 0;
 }
 
 void dm_commit_kernels_free(dm_commit_kernels *k)
 {
-    free(k->ic);
-    free(k->ec);
-    free(k->iso);
+    free(k->rows);
     memset(k, 0, sizeof *k);
 }

@@ -13,7 +13,11 @@
  * -1); computed exactly at each direction (COMMIT resamples
  * AMICO's rotated responses through spherical harmonics of degree 12).  As COMMIT with
  * doNormalizeKernels, each compartment's table is divided by the norm of its first row, a
- * preconditioning undone when the coefficients are reported. */
+ * preconditioning undone when the coefficients are reported.
+ * The tables are one array of rows (what both devices' products read, templates/commit/
+ * commit_ops.h): IC response c at direction o is row c ndirs + o, EC response z row
+ * (nic + z) ndirs + o, ball i row (nic + nec) ndirs + i; each row nsp = ns rounded up to a
+ * multiple of 4 floats, the pad 0 (the GPU reads rows as float4). */
 #ifndef DIMOC_COMMIT_KERNELS_H
 #define DIMOC_COMMIT_KERNELS_H
 
@@ -33,7 +37,7 @@ typedef struct dm_commit_model {
     double d_perp[DM_COMMIT_MAX_PERP];
     int niso;
     double d_iso[DM_COMMIT_MAX_ISO];
-    int ic_on, ec_on;
+    int ec_on;  /* zeppelins (the IC compartment is always on) */
     int scalar; /* volume-fractions (COMMIT's ScalarMap): the IC response is 1 on every sample */
     int nradii; /* cylinder-zeppelin-ball: the IC cylinders' radii (m); 0: the stick */
     double radius[DM_COMMIT_MAX_RADII];
@@ -47,10 +51,11 @@ typedef struct dm_commit_pulses {
 
 typedef struct dm_commit_kernels {
     int ns, ndirs, niso;
-    int nic;        /* IC tables: 1, or one per cylinder radius */
-    int nec;        /* EC tables: one per d_perp */
-    float *ic, *ec; /* nic x ndirs x ns, nec x ndirs x ns (NULL when the compartment is off) */
-    float *iso;     /* niso x ns */
+    int nic;     /* IC tables: 1, or one per cylinder radius */
+    int nec;     /* EC tables: one per d_perp (0 without zeppelins) */
+    int nsp;     /* floats a row */
+    long nrows;  /* (nic + nec) ndirs + niso */
+    float *rows; /* nrows x nsp */
     double ic_norm[DM_COMMIT_MAX_RADII], ec_norm[DM_COMMIT_MAX_PERP], iso_norm[DM_COMMIT_MAX_ISO];
 } dm_commit_kernels;
 

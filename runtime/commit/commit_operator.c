@@ -189,7 +189,7 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     free(key);
     /* EC: the peaks kept in each voxel, in their order (counted, then listed; voxels over all
      * threads) */
-    const int ec_on = peaks && k->ec;
+    const int ec_on = peaks && k->nec > 0;
 #pragma omp parallel for schedule(static) num_threads(A->threads)
     for (long v = 0; v < (ec_on ? nv : 0); v++) {
         const float *p = peaks + (size_t)v * npeaks * 3;
@@ -211,7 +211,6 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
     }
     const long niso = k->niso, nic = k->nic, nec = k->nec;
     A->ncols = nic * nf + nec * ne + niso * nv;
-    A->ndirs = k->ndirs;
     A->nrows = nv * k->ns;
     A->scale = malloc((size_t)(A->ncols ? A->ncols : 1) * sizeof *A->scale);
     if (!A->scale) {
@@ -242,10 +241,9 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                            .str_len = A->str_len,
                            .ec_start = A->ec_start,
                            .ec_dir = A->ec_dir,
-                           .lut_stride = (long)k->ndirs * k->ns,
-                           .lut_ic = k->ic,
-                           .lut_ec = k->ec,
-                           .lut_iso = k->iso,
+                           .ndirs = k->ndirs,
+                           .nsp = k->nsp,
+                           .lut = k->rows,
                            .niv = nv};
     free(vs);
     return 0;

@@ -14,7 +14,6 @@
 typedef struct dm_commit_operator {
     dm_commit_op op; /* views into the arrays below and the dictionary's */
     long ncols, nrows;
-    int ndirs;  /* rows of the IC and EC tables */
     long nruns; /* runs of one direction within a voxel (templates/commit/commit_ops.h) */
     long *run_start, *run_first;
     unsigned short *run_dir;

@@ -10,7 +10,9 @@
  *        as COMMIT's (column nic nf + z ne + e): x R_EC_z[o] (the z-th zeppelin along the peak);
  *   ISO  niso columns per voxel, ordered response by response (column nic nf + nec ne + i nv + v):
  *        x R_ISO[i].
- * Each response is a row of ns floats of a lookup table (lut_*).
+ * Each response is a row of one table of rows (lut; commit_kernels.h: IC response c at direction
+ * o row c ndirs + o, EC response z row (nic + z) ndirs + o, ball i row (nic + nec) ndirs + i;
+ * nsp floats a row, ns of them samples).
  * Two options, NULL when unused: iso_index restricts the balls to some voxels (COMMIT's
  * filename_iso_mask: voxel v's balls are columns nic nf + nec ne + i niv + iso_index[v], none where
  * it is -1); row_w weighs every row (the square roots of COMMIT's confidence map: A becomes
@@ -20,19 +22,19 @@
  * The segments are listed by voxel and, within a voxel, in runs of one direction, so that a run
  * touches its response row once:
  *   A x:      each run's weights w_rk = sum_{its segments} l x_(k nf + f) (a pass over the
- *             runs into wrun[r nic + k]), then per voxel sum_rk w_rk R_k[o_r] (dm_commit_ax_runs) with its
- *             zeppelins and balls (dm_commit_ax_rest: the zeppelins entry by entry, each
- *             entry's d_perps in order);
- *   A^T y:    per voxel, d_rk = R_k[o_r] . y_v once per run and response (dots[r nic + k]) with
- *             the voxel's EC and ISO entries; then per streamline, sum over its segments of
- *             l d_run,k (dm_commit_aty_streamline).
+ *             runs into wrun[r nic + k]), then per voxel sum over its terms (dm_commit_term: the
+ *             runs' IC responses, the zeppelins entry by entry, the balls) of the term's weight
+ *             times its row;
+ *   A^T y:    per voxel, each term's row . y_v (the runs' into dots[r nic + k], the EC and ISO
+ *             entries into A^T y); then per streamline, sum over its segments of l d_run,k
+ *             (dm_commit_aty_streamline).
  * A segment record is read once per product and y_v once per voxel, never once per segment
  * (the memory floor of COMMIT's products: the segment records, x, y and the run values).
  *
- * The host runs a voxel's samples all in one thread (s0 0, ds 1).  The GPU's kernels
- * (gpu_commit.cu) split the work their own way: the runs' weights are the host's bit for bit
- * (the segments in the order of dm_commit_run_weights, with --fmad=false), the rest rounds apart
- * from the host's in the last bits (fused multiply-adds, A^T y's dots summed in another order).
+ * The GPU's kernels (gpu_commit.cu) take the same terms in the same order but split a voxel's
+ * samples over a warp: the runs' weights are the host's bit for bit (the segments in the order
+ * of dm_commit_run_weights, with --fmad=false), the rest rounds apart from the host's in the
+ * last bits (fused multiply-adds, A^T y's dots summed in another order).
  *
  * No include guard.  Before including: DM_FN (storage of the functions). */
 
@@ -47,7 +49,7 @@ typedef struct dm_commit_op {
     /* IC segments by voxel and, within one, by direction, in runs of one direction: voxel v's
      * runs are [run_start[v], run_start[v+1]), run r's segments [run_first[r], run_first[r+1]) */
     const long *run_start, *run_first;
-    const unsigned short *run_dir; /* the run's direction (row of lut_ic) */
+    const unsigned short *run_dir; /* the run's direction */
     const unsigned *seg_str;       /* each segment's streamline (its IC column) */
     const float *seg_len;          /* its length (preconditioned) */
     /* by streamline: streamline f's segments are [str_start[f], str_start[f+1]), each with its
@@ -58,9 +60,9 @@ typedef struct dm_commit_op {
     /* EC entries by voxel: voxel v's are [ec_start[v], ec_start[v + 1]) */
     const long *ec_start;
     const unsigned short *ec_dir; /* each EC entry's peak direction */
-    long lut_stride;              /* ndirs x ns: lut_ic's (lut_ec's) k-th response + k lut_stride */
-    const float *lut_ic, *lut_ec; /* nic x ndirs x ns, nec x ndirs x ns */
-    const float *lut_iso;         /* niso x ns */
+    int ndirs;                    /* the table's directions */
+    int nsp;                      /* floats a row of it */
+    const float *lut;             /* the responses' rows: ((nic + nec) ndirs + niso) x nsp */
     long niv;                     /* voxels with balls (nv without iso_index) */
     const long *iso_index;        /* nv: a voxel's place among them, -1: none (NULL: v) */
     const float *row_w;           /* nv x ns: each row's weight (NULL: 1) */
@@ -89,100 +91,82 @@ DM_FN void dm_commit_run_weights(const dm_commit_op *A, const double *x, long r,
     }
 }
 
-/* Adds n runs' IC terms to samples s0, s0 + ds, ... (K of them, those below ns) of one voxel's
- * rows: run j of direction dir[j] with weights w[j nic + c] (dm_commit_run_weights), in order. */
-DM_FN void dm_commit_ax_runs(const dm_commit_op *A, const double *w, const unsigned short *dir,
-                             long n, int s0, int ds, int K, double *acc)
+/* A voxel's terms, in the order both devices take them: its runs' IC responses (run by run, each
+ * run's nic in order), its EC entries' (entry by entry, each entry's nec), its balls. */
+typedef struct dm_commit_terms {
+    long r0, e0, iso;  /* its first run, first EC entry, first ISO column (-1: none) */
+    int nrun, nent, n; /* IC terms, EC terms, all */
+} dm_commit_terms;
+
+DM_FN dm_commit_terms dm_commit_terms_of(const dm_commit_op *A, long v)
 {
-    const int ns = A->ns;
-    for (long j = 0; j < n; j++)
-        for (int c = 0; c < A->nic; c++) {
-            const double wj = w[j * A->nic + c];
-            if (wj == 0) continue;
-            const float *row = A->lut_ic + c * A->lut_stride + (long)dir[j] * ns;
-            for (int k = 0; k < K; k++)
-                if (s0 + k * ds < ns) acc[k] += wj * (double)row[s0 + k * ds];
-        }
+    dm_commit_terms T;
+    T.r0 = A->run_start[v];
+    T.e0 = A->ec_start[v];
+    T.iso = dm_commit_iso_col(A, v);
+    T.nrun = (int)(A->run_start[v + 1] - T.r0) * A->nic;
+    T.nent = (int)(A->ec_start[v + 1] - T.e0) * A->nec;
+    T.n = T.nrun + T.nent + (T.iso >= 0 ? A->niso : 0);
+    return T;
 }
 
-/* Adds voxel v's EC and ISO terms to its samples (as dm_commit_ax_runs), then weighs the rows. */
-DM_FN void dm_commit_ax_rest(const dm_commit_op *A, const double *x, long v, int s0, int ds, int K,
-                             double *acc)
+/* Term u of T: returns its row of lut; *at is its index among the runs' values (r nic + c: the
+ * weights in A x, the dots in A^T y) for an IC term (*ic 1), else its column of x. */
+DM_FN long dm_commit_term(const dm_commit_op *A, const dm_commit_terms *T, int u, long *at, int *ic)
+{
+    *ic = u < T->nrun;
+    if (*ic) {
+        const int j = A->nic == 1 ? u : u / A->nic;
+        *at = T->r0 * A->nic + u;
+        return (long)(u - j * A->nic) * A->ndirs + A->run_dir[T->r0 + j];
+    }
+    u -= T->nrun;
+    if (u < T->nent) {
+        const int j = A->nec == 1 ? u : u / A->nec, z = u - j * A->nec;
+        *at = (long)A->nic * A->nf + (long)z * A->ne + T->e0 + j;
+        return (long)(A->nic + z) * A->ndirs + A->ec_dir[T->e0 + j];
+    }
+    u -= T->nent;
+    *at = T->iso + (long)u * A->niv;
+    return (long)(A->nic + A->nec) * A->ndirs + u;
+}
+
+/* Voxel v's rows of A x into acc[0 .. ns), from x and the runs' weights (dm_commit_run_weights):
+ * its terms' weights times their rows, in order (a zero weight skipped), then the rows' weights. */
+DM_FN void dm_commit_ax_voxel(const dm_commit_op *A, const double *x, const double *wrun, long v,
+                              double *acc)
 {
     const int ns = A->ns;
-    const long ic_cols = (long)A->nic * A->nf;
-    for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++)
-        for (int z = 0; z < A->nec; z++) {
-            const double w = x[ic_cols + z * A->ne + e];
-            if (w == 0) continue;
-            const float *row = A->lut_ec + z * A->lut_stride + (long)A->ec_dir[e] * ns;
-            for (int k = 0; k < K; k++)
-                if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
-        }
-    const long iso = dm_commit_iso_col(A, v);
-    for (int i = 0; i < A->niso && iso >= 0; i++) {
-        const double w = x[iso + (long)i * A->niv];
+    const dm_commit_terms T = dm_commit_terms_of(A, v);
+    for (int s = 0; s < ns; s++) acc[s] = 0;
+    for (int u = 0; u < T.n; u++) {
+        long at;
+        int ic;
+        const float *row = A->lut + dm_commit_term(A, &T, u, &at, &ic) * A->nsp;
+        const double w = ic ? wrun[at] : x[at];
         if (w == 0) continue;
-        const float *row = A->lut_iso + (long)i * ns;
-        for (int k = 0; k < K; k++)
-            if (s0 + k * ds < ns) acc[k] += w * (double)row[s0 + k * ds];
+        for (int s = 0; s < ns; s++) acc[s] += w * (double)row[s];
     }
     if (A->row_w)
-        for (int k = 0; k < K; k++)
-            if (s0 + k * ds < ns) acc[k] *= (double)A->row_w[v * ns + s0 + k * ds];
+        for (int s = 0; s < ns; s++) acc[s] *= (double)A->row_w[v * ns + s];
 }
 
-/* Samples s0, s0 + ds, ... (K of them, those below ns) of voxel v's rows of A x, into acc[0 .. K),
- * from the runs' weights (dm_commit_run_weights). */
-DM_FN void dm_commit_ax_block(const dm_commit_op *A, const double *x, const double *wrun, long v,
-                              int s0, int ds, int K, double *acc)
-{
-    const long r0 = A->run_start[v];
-    for (int k = 0; k < K; k++) acc[k] = 0;
-    dm_commit_ax_runs(A, wrun + r0 * A->nic, A->run_dir + r0, A->run_start[v + 1] - r0, s0, ds, K,
-                      acc);
-    dm_commit_ax_rest(A, x, v, s0, ds, K, acc);
-}
-
-/* r . (w y) over samples s0, s0 + ds, ... (K of them, those below ns; w NULL: 1). */
-DM_FN double dm_commit_dot(const float *r, const double *yv, const float *wv, int ns, int s0,
-                           int ds, int K)
-{
-    double sum = 0;
-    for (int k = 0; k < K; k++)
-        if (s0 + k * ds < ns) {
-            double t = yv[s0 + k * ds];
-            if (wv) t *= (double)wv[s0 + k * ds];
-            sum += (double)r[s0 + k * ds] * t;
-        }
-    return sum;
-}
-
-/* Voxel v's part of A^T y: the dot of each run's response with y_v (dots[r]), and its EC (each
- * entry's d_perps in order) and ISO entries of g. */
-DM_FN void dm_commit_aty_voxel(const dm_commit_op *A, const double *y, long v, int s0, int ds,
-                               int K, double *dots, double *g)
+/* Voxel v's part of A^T y: each term's row . (row_w y_v), into dots (IC terms) and g (EC and
+ * ISO columns). */
+DM_FN void dm_commit_aty_voxel(const dm_commit_op *A, const double *y, long v, double *dots,
+                               double *g)
 {
     const int ns = A->ns;
-    const long ic_cols = (long)A->nic * A->nf;
     const double *yv = y + v * ns;
     const float *wv = A->row_w ? A->row_w + v * ns : 0;
-    for (long r = A->run_start[v]; r < A->run_start[v + 1]; r++)
-        for (int c = 0; c < A->nic; c++) {
-            const float *row = A->lut_ic + c * A->lut_stride + (long)A->run_dir[r] * ns;
-            const double d = dm_commit_dot(row, yv, wv, ns, s0, ds, K);
-            dots[r * A->nic + c] = d;
-        }
-    for (long e = A->ec_start[v]; e < A->ec_start[v + 1]; e++)
-        for (int z = 0; z < A->nec; z++) {
-            const float *row = A->lut_ec + z * A->lut_stride + (long)A->ec_dir[e] * ns;
-            const double d = dm_commit_dot(row, yv, wv, ns, s0, ds, K);
-            g[ic_cols + z * A->ne + e] = d;
-        }
-    const long iso = dm_commit_iso_col(A, v);
-    for (int i = 0; i < A->niso && iso >= 0; i++) {
-        const double d = dm_commit_dot(A->lut_iso + (long)i * ns, yv, wv, ns, s0, ds, K);
-        g[iso + (long)i * A->niv] = d;
+    const dm_commit_terms T = dm_commit_terms_of(A, v);
+    for (int u = 0; u < T.n; u++) {
+        long at;
+        int ic;
+        const float *row = A->lut + dm_commit_term(A, &T, u, &at, &ic) * A->nsp;
+        double d = 0;
+        for (int s = 0; s < ns; s++) d += (double)row[s] * (wv ? yv[s] * (double)wv[s] : yv[s]);
+        (ic ? dots : g)[at] = d;
     }
 }
 

@@ -7,8 +7,8 @@
  * a response row of ns floats per run (7 M runs, 3.5 GB of rows a product on the bench's case)
  * and a gather per segment (x in A x, the runs' dots in A^T y).  So (Nsight Compute figures in
  * bench/NOTES.md):
- *   - the three response tables are one array on the GPU, rows padded to 4 floats and read as
- *     float4 through L1 (the per-voxel kernels leave L1 its largest share: commit_gpu.c);
+ *   - the response tables' rows (one array, each row padded to 4 floats: commit_kernels.h) are
+ *     read as float4 through L1 (the per-voxel kernels leave L1 its largest share: commit_gpu.c);
  *   - A x: the runs' weights first (dm_commit_run_weights_kernel: a warp's lanes compute 32
  *     consecutive segment products at a time, records read coalesced and gathers in flight
  *     together, then each lane sums its run's in order: the host's sums bit for bit), then a
@@ -75,51 +75,8 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 
-/* A voxel's terms in the host's order (dm_commit_ax_block): its runs' IC responses (run by run,
- * each run's nic in order), its EC entries' (entry by entry, each entry's nec), its balls. */
-typedef struct {
-    long r0, e0, iso;
-    int nrun, nent, n; /* IC terms, EC terms, all */
-} voxel_terms;
-
-static __device__ __forceinline__ voxel_terms terms_of(const dm_commit_op *A, long v)
-{
-    voxel_terms T;
-    T.r0 = A->run_start[v];
-    T.e0 = A->ec_start[v];
-    T.iso = dm_commit_iso_col(A, v);
-    T.nrun = (int)(A->run_start[v + 1] - T.r0) * A->nic;
-    T.nent = (int)(A->ec_start[v + 1] - T.e0) * A->nec;
-    T.n = T.nrun + T.nent + (T.iso >= 0 ? A->niso : 0);
-    return T;
-}
-
-/* Term u of T: returns its response row (rows of the three tables, one array on the GPU: IC
- * response c, direction o at c ndirs + o; EC response z at (nic + z) ndirs + o; ball i at (nic +
- * nec) ndirs + i); *at is its index among the runs' values (r nic + c: the weights in A x, the
- * dots in A^T y) for an IC term (*ic 1), else its column of x. */
-static __device__ __forceinline__ int term(const dm_commit_op *A, const voxel_terms *T, int u,
-                                           int ndirs, long *at, int *ic)
-{
-    *ic = u < T->nrun;
-    if (*ic) {
-        const int j = A->nic == 1 ? u : u / A->nic;
-        *at = T->r0 * A->nic + u;
-        return (u - j * A->nic) * ndirs + A->run_dir[T->r0 + j];
-    }
-    u -= T->nrun;
-    if (u < T->nent) {
-        const int j = A->nec == 1 ? u : u / A->nec, z = u - j * A->nec;
-        *at = (long)A->nic * A->nf + (long)z * A->ne + T->e0 + j;
-        return (A->nic + z) * ndirs + A->ec_dir[T->e0 + j];
-    }
-    u -= T->nent;
-    *at = T->iso + (long)u * A->niv;
-    return (A->nic + A->nec) * ndirs + u;
-}
-
-/* The response rows are read as float4 (rows padded to nsp = ns rounded up to 4 floats, the pad
- * 0): lane l takes samples 4 l .. 4 l + 3, then those 128 on, ... (DM_COMMIT_K4 float4 a lane). */
+/* The response rows are read as float4 (rows of nsp floats, ns rounded up to a multiple of 4,
+ * the pad 0: commit_kernels.h): lane l takes samples 4 l .. 4 l + 3, then those 128 on, ... (DM_COMMIT_K4 float4 a lane). */
 #define DM_COMMIT_K4 ((DM_COMMIT_K + 3) / 4)
 
 static __device__ __forceinline__ float4 row_quad(const float *row, int c, int nsp)
@@ -138,13 +95,12 @@ extern "C" __global__ void dm_commit_ax_rows_kernel(dm_commit_op A, const double
                                                     double *part)
 {
     __shared__ double red[WARPS];
-    const int lane = threadIdx.x & 31, ns = A.ns, nsp = (ns + 3) & ~3;
-    const int ndirs = (int)(A.lut_stride / ns);
+    const int lane = threadIdx.x & 31, ns = A.ns, nsp = A.nsp;
     const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long warps = ((long)gridDim.x * blockDim.x) >> 5;
     double sq = 0;
     for (long v = warp; v < A.nv; v += warps) {
-        const voxel_terms T = terms_of(&A, v);
+        const dm_commit_terms T = dm_commit_terms_of(&A, v);
         double acc[DM_COMMIT_K4][4];
 #pragma unroll
         for (int c = 0; c < DM_COMMIT_K4; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0;
@@ -154,7 +110,7 @@ extern "C" __global__ void dm_commit_ax_rows_kernel(dm_commit_op A, const double
             if (u0 + lane < T.n) {
                 long at;
                 int ic;
-                tl = term(&A, &T, u0 + lane, ndirs, &at, &ic);
+                tl = (int)dm_commit_term(&A, &T, u0 + lane, &at, &ic);
                 wl = ic ? w[at] : x[at];
             }
             const int m = T.n - u0 < 32 ? T.n - u0 : 32;
@@ -164,7 +120,7 @@ extern "C" __global__ void dm_commit_ax_rows_kernel(dm_commit_op A, const double
 #pragma unroll
                 for (int u = 0; u < 4; u++) {
                     wq[u] = __shfl_sync(FULL, wl, (j + u) & 31);
-                    const float *row = A.lut_ic + (long)__shfl_sync(FULL, tl, (j + u) & 31) * nsp;
+                    const float *row = A.lut + (long)__shfl_sync(FULL, tl, (j + u) & 31) * nsp;
 #pragma unroll
                     for (int c = 0; c < DM_COMMIT_K4; c++)
                         val[u][c] = row_quad(row, lane + 32 * c, nsp);
@@ -223,12 +179,11 @@ static __device__ __forceinline__ double warp_sum8(double p[8], int lane)
 extern "C" __global__ void __launch_bounds__(256, 4)
     dm_commit_aty_dots_kernel(dm_commit_op A, const double *r, double *dots, double *g)
 {
-    const int lane = threadIdx.x & 31, ns = A.ns, nsp = (ns + 3) & ~3;
-    const int ndirs = (int)(A.lut_stride / ns);
+    const int lane = threadIdx.x & 31, ns = A.ns, nsp = A.nsp;
     const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long warps = ((long)gridDim.x * blockDim.x) >> 5;
     for (long v = warp; v < A.nv; v += warps) {
-        const voxel_terms T = terms_of(&A, v);
+        const dm_commit_terms T = dm_commit_terms_of(&A, v);
         double yk[DM_COMMIT_K4][4];
 #pragma unroll
         for (int c = 0; c < DM_COMMIT_K4; c++)
@@ -241,13 +196,13 @@ extern "C" __global__ void __launch_bounds__(256, 4)
         for (int u0 = 0; u0 < T.n; u0 += 32) {
             long at = 0;
             int ic = 0, tl = 0;
-            if (u0 + lane < T.n) tl = term(&A, &T, u0 + lane, ndirs, &at, &ic);
+            if (u0 + lane < T.n) tl = (int)dm_commit_term(&A, &T, u0 + lane, &at, &ic);
             const int m = T.n - u0 < 32 ? T.n - u0 : 32;
             for (int j0 = 0; j0 < m; j0 += 8) {
                 double p[8];
 #pragma unroll
                 for (int u = 0; u < 8; u++) {
-                    const float *row = A.lut_ic + (long)__shfl_sync(FULL, tl, j0 + u) * nsp;
+                    const float *row = A.lut + (long)__shfl_sync(FULL, tl, j0 + u) * nsp;
                     double s = 0;
 #pragma unroll
                     for (int c = 0; c < DM_COMMIT_K4; c++) {
