@@ -423,10 +423,11 @@ def memory_estimate(grid_voxels, nvol, nstr, points, nseg, nv, ne, threads, niso
     bound from above: some are freed before others are made):
       dimoc   the DWI as doubles (grid x volumes x 8), the mask (8 + 1 a grid voxel), the .tck in
               memory (12 a point, 16 a streamline), the dictionary (33 a streamline; 10 a segment,
-              + 8 while it is built), the operator's by-voxel copy and preconditioned lengths
-              (14 a segment), y, the solver's two residuals, A g and the fitted signal (5 x 8 a
-              row), the scales, x, its extrapolation, previous value, gradient and output (6 x 8
-              a column);
+              + 8 while it is built), the operator's arrays (16 a segment: streamline and length
+              in voxel order, run and length in streamline order) and, while the voxel order is
+              made, a key per segment (16), y, the solver's two residuals, A g and the fitted
+              signal (5 x 8 a row), the scales, x, its extrapolation, previous value, gradient and
+              output (6 x 8 a column);
       COMMIT  the DWI as float32 (grid x volumes x 4), the
               dictionary (uint32 streamline and voxel, uint16 direction, float32 length: 14 a
               segment, + 1 for A^T y's thread map, + 8 + 4 while argsort reorders it), the TDI per
@@ -435,7 +436,7 @@ def memory_estimate(grid_voxels, nvol, nstr, points, nseg, nv, ne, threads, niso
               column), plus Python, numpy and COMMIT themselves (about 0.15 GB)."""
     nrows, ncols = nv * nvol, nstr + ne + niso * nv
     dimoc = (grid_voxels * nvol * 8 + grid_voxels * 9 + points * 12 + nstr * 16 + nstr * 33 +
-             nseg * (10 + 14) + nrows * 8 * 5 + ncols * 8 * 6)
+             nseg * (10 + 16 + 16) + nrows * 8 * 5 + ncols * 8 * 6)
     dimoc_build = grid_voxels * nvol * 8 + points * 12 + nstr * 49 + nseg * 18 + grid_voxels * 8
     commit = (0.15e9 + grid_voxels * nvol * 4 + nseg * (15 + 12) + grid_voxels * 8 * threads +
               nrows * 8 * 4 + ncols * 8 * 6)

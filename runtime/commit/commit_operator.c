@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A segment while the voxel order is made: its direction, streamline and streamline-order place. */
+/* A segment while the voxel order is made: its preconditioned length (carried, so that the voxel
+ * order's lengths are not gathered by q), streamline, direction and streamline-order place q
+ * (q_lo + 2^32 q_hi: 16 bytes in all). */
 typedef struct {
-    unsigned short dir;
-    unsigned str;
-    unsigned long q;
+    float len;
+    unsigned str, q_lo;
+    unsigned short dir, q_hi;
 } seg_key;
 
 static double peak_norm(const float *p)
@@ -45,7 +47,8 @@ static long ec_peaks(const float *p, int npeaks, double vf_thr, const dm_commit_
  * threads, each over a range of streamlines whose segments follow the ranges before it in
  * every voxel: the order of one thread.  0, or -1 out of memory. */
 #define MAX_SHARES 16
-static int by_voxel(const dm_commit_dict *d, int threads, long *vs, seg_key *key)
+static int by_voxel(const dm_commit_dict *d, const float *str_len, int threads, long *vs,
+                    seg_key *key)
 {
     const long nv = d->nvox, nf = d->nkept, nseg = d->nseg;
     const int shares = threads < MAX_SHARES ? threads : MAX_SHARES;
@@ -80,7 +83,8 @@ static int by_voxel(const dm_commit_dict *d, int threads, long *vs, seg_key *key
         for (long g = cut[t]; g < cut[t + 1]; g++)
             for (long q = d->str_start[g]; q < d->str_start[g + 1]; q++) {
                 const unsigned v = d->seg_vox[q];
-                key[vs[v] + c[v]++] = (seg_key){d->seg_dir[q], (unsigned)g, (unsigned long)q};
+                key[vs[v] + c[v]++] = (seg_key){str_len[q], (unsigned)g, (unsigned)q, d->seg_dir[q],
+                                                (unsigned short)(q >> 32)};
             }
     }
     free(cnt);
@@ -117,7 +121,7 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
      * by voxel, then within each voxel by direction), each streamline-order segment told its
      * place */
     seg_key *key = dm_big_alloc((size_t)(nseg ? nseg : 1) * sizeof *key);
-    if (!key || by_voxel(d, A->threads, vs, key) != 0) {
+    if (!key || by_voxel(d, A->str_len, A->threads, vs, key) != 0) {
         free(key);
         free(col_norm);
         goto oom;
@@ -181,8 +185,8 @@ int dm_commit_operator_build(const dm_commit_dict *d, const dm_commit_kernels *k
                 A->run_dir[r++] = key[p].dir;
             }
             A->seg_str[p] = key[p].str;
-            A->seg_len[p] = A->str_len[key[p].q];
-            A->str_run[key[p].q] = (unsigned)(r - 1);
+            A->seg_len[p] = key[p].len;
+            A->str_run[key[p].q_lo | (long)key[p].q_hi << 32] = (unsigned)(r - 1);
         }
     }
     A->run_first[A->nruns] = nseg;
