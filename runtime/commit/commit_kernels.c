@@ -43,6 +43,21 @@ static double *cylinder_factors(const dm_commit_model *m, int ns, const double *
     return f;
 }
 
+/* Row t of k's one table (commit_kernels.h). */
+static float *table_row(const dm_commit_kernels *k, size_t t)
+{
+    return k->rows + t * (size_t)k->nsp;
+}
+
+/* Rows [first, first + n) divided by the norm of the first; returns that norm. */
+static double normalise(const dm_commit_kernels *k, size_t first, int n)
+{
+    const double nrm = row_norm(table_row(k, first), k->ns);
+    float *t = table_row(k, first);
+    for (size_t j = 0; j < (size_t)n * k->nsp; j++) t[j] = (float)(t[j] / nrm);
+    return nrm;
+}
+
 int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs, int ns,
                            const double *bval, const double *grad, const dm_commit_pulses *pulses,
                            dm_commit_kernels *k)
@@ -68,44 +83,33 @@ int dm_commit_kernels_make(const dm_commit_model *m, const dm_commit_dirs *dirs,
         dm_commit_kernels_free(k);
         return dm_set_error("commit: out of memory for the response tables");
     }
-    const size_t nsp = (size_t)k->nsp, ic0 = 0, ec0 = (size_t)k->nic * dirs->n,
-                 iso0 = ec0 + (size_t)k->nec * dirs->n;
-#define ROW(t) (k->rows + (size_t)(t)*nsp)
+    const size_t ec0 = (size_t)k->nic * dirs->n, iso0 = ec0 + (size_t)k->nec * dirs->n;
 #pragma omp parallel for schedule(static)
     for (int o = 0; o < dirs->n; o++) {
         const double *d = dirs->dir + 3 * o;
         for (int s = 0; s < ns; s++) {
             const double *g = grad + 3 * s;
             double b = bval[s], c = b > 0 ? g[0] * d[0] + g[1] * d[1] + g[2] * d[2] : 0;
-            if (cyl)
-                for (int r = 0; r < m->nradii; r++)
-                    ROW(ic0 + (size_t)r * dirs->n + o)
-                    [s] = (float)exp(-b * m->d_par * c * c - (1 - c * c) * cyl[(size_t)r * ns + s]);
-            else
-                ROW(ic0 + o)[s] = m->scalar ? 1.0f : (float)exp(-b * m->d_par * c * c);
+            for (int r = 0; cyl && r < m->nradii; r++)
+                table_row(k, (size_t)r * dirs->n + o)[s] =
+                    (float)exp(-b * m->d_par * c * c - (1 - c * c) * cyl[(size_t)r * ns + s]);
+            if (!cyl) table_row(k, o)[s] = m->scalar ? 1.0f : (float)exp(-b * m->d_par * c * c);
             for (int z = 0; z < k->nec; z++) {
                 const double dp = m->d_perp[z];
-                ROW(ec0 + (size_t)z * dirs->n + o)
-                [s] = (float)exp(-b * (dp + (m->d_par - dp) * c * c));
+                table_row(k, ec0 + (size_t)z * dirs->n + o)[s] =
+                    (float)exp(-b * (dp + (m->d_par - dp) * c * c));
             }
         }
     }
     free(cyl);
     for (int i = 0; i < m->niso; i++)
         for (int s = 0; s < ns; s++) /* ScalarMap's lesion: it lowers the map */
-            ROW(iso0 + i)[s] = m->scalar ? -1.0f : (float)exp(-bval[s] * m->d_iso[i]);
-    /* the preconditioning: each table over the norm of its first row */
-    for (int t = 0; t < k->nic + k->nec + k->niso; t++) {
-        const int ball = t >= k->nic + k->nec;
-        const size_t first = ball ? iso0 + (t - k->nic - k->nec) : (size_t)t * dirs->n;
-        const size_t count = ball ? 1 : (size_t)dirs->n;
-        const double nrm = row_norm(ROW(first), ns);
-        for (size_t j = 0; j < count * nsp; j++) ROW(first)[j] = (float)(ROW(first)[j] / nrm);
-        *(t < k->nic            ? &k->ic_norm[t]
-          : t < k->nic + k->nec ? &k->ec_norm[t - k->nic]
-                                : &k->iso_norm[t - k->nic - k->nec]) = nrm;
-    }
-#undef ROW
+            table_row(k, iso0 + i)[s] = m->scalar ? -1.0f : (float)exp(-bval[s] * m->d_iso[i]);
+    /* the preconditioning: each table (ndirs rows; a ball's, one) over the norm of its first row */
+    for (int r = 0; r < k->nic; r++) k->ic_norm[r] = normalise(k, (size_t)r * dirs->n, dirs->n);
+    for (int z = 0; z < k->nec; z++)
+        k->ec_norm[z] = normalise(k, ec0 + (size_t)z * dirs->n, dirs->n);
+    for (int i = 0; i < k->niso; i++) k->iso_norm[i] = normalise(k, iso0 + i, 1);
     return 0;
 }
 

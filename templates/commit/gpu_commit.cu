@@ -76,7 +76,8 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 /* The response rows are read as float4 (rows of nsp floats, ns rounded up to a multiple of 4,
- * the pad 0: commit_kernels.h): lane l takes samples 4 l .. 4 l + 3, then those 128 on, ... (DM_COMMIT_K4 float4 a lane). */
+ * the pad 0: commit_kernels.h): lane l takes samples 4 l .. 4 l + 3, then those 128 on, ...
+ * (DM_COMMIT_K4 float4 a lane). */
 #define DM_COMMIT_K4 ((DM_COMMIT_K + 3) / 4)
 
 static __device__ __forceinline__ float4 row_quad(const float *row, int c, int nsp)
