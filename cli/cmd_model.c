@@ -8,6 +8,9 @@
 #include "model/model_info.h"
 #include "fit/fit.h"
 #include "gpu/gpu_device.h"
+#include "fodtrack/fodtrack_gpu.h"
+#include "csd/csd_gpu.h"
+#include "commit/commit_gpu.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -233,15 +236,37 @@ static const dm_opt warm_opts[] = {
     {NULL, NULL, NULL, NULL},
 };
 
+static int is_engine(const char *name)
+{
+    return !strcmp(name, "track") || !strcmp(name, "csd") || !strcmp(name, "commit");
+}
+
+/* The engines' GPU programs (want[0..2]: track, csd, commit) for the GPUs here. */
+static int warm_engines(const int want[3], const dm_warm_request *r)
+{
+    dm_cuda *cu = dm_cuda_open(1, 1);
+    dm_gpu_set gs = {0};
+    int rc = cu && dm_gpu_select(cu, "all", &gs) == 0 ? 0 : -1;
+    const int use_double[2] = {r->real_size[0] != 0, r->real_size[1] != 0};
+    if (rc == 0 && want[0]) rc = dm_ft_gpu_precompile(cu, gs.arch, use_double, r->quiet);
+    if (rc == 0 && want[1]) rc = dm_csd_gpu_precompile(cu, gs.arch, use_double, r->quiet);
+    if (rc == 0 && want[2]) rc = dm_commit_gpu_precompile(cu, gs.arch, r->measurements, r->quiet);
+    if (cu) dm_cuda_close(cu);
+    return rc;
+}
+
 int dm_help_warm(FILE *out)
 {
-    dm_args_help(out, "dimoc warm [MODEL...] [options]",
-                 "Compiles the fitters of the models (shipped names or .model files; none: every\n"
-                 "shipped model) into the caches a fit reads ($XDG_CACHE_HOME/dimoc), so that\n"
-                 "the first fit of each starts at once.  A fit on the GPU compiles for its lanes\n"
-                 "per voxel, which it chooses from the measurement count: warm that count's\n"
-                 "(--measurements) or give --lanes.  `make install WARM=1` runs it for the\n"
-                 "installed models.",
+    dm_args_help(out, "dimoc warm [MODEL|ENGINE...] [options]",
+                 "Compiles the fitters of the models (shipped names or .model files) into the\n"
+                 "caches a fit reads ($XDG_CACHE_HOME/dimoc), so that the first fit of each\n"
+                 "starts at once.  A fit on the GPU compiles for its lanes per voxel, which it\n"
+                 "chooses from the measurement count: warm that count's (--measurements) or give\n"
+                 "--lanes.  ENGINE is track, csd or commit: the GPU programs of those commands,\n"
+                 "for their defaults (track: each algorithm, with and without ACT, lmax 8; csd:\n"
+                 "lmax 8, single-shell and multi-tissue; commit: data of --measurements volumes).\n"
+                 "No name: every shipped model and, with a GPU, every engine.  `make install\n"
+                 "WARM=1` runs it for the installed program.",
                  warm_opts);
     return 0;
 }
@@ -250,8 +275,20 @@ int dm_cmd_warm(int argc, char **argv)
 {
     dm_args a;
     if (dm_args_parse("warm", warm_opts, argc, argv, &a) != 0) return dm_report_error();
-    dm_warm_request r = {.models = a.npositional ? a.positional : NULL,
-                         .nmodels = a.npositional,
+    /* the names: models, and the engines' GPU programs */
+    char **models = calloc((size_t)a.npositional + 1, sizeof *models);
+    int nmodels = 0, engines[3] = {0, 0, 0}, any_engine = 0;
+    for (int i = 0; i < a.npositional; i++) {
+        const char *name = a.positional[i];
+        if (!is_engine(name)) {
+            models[nmodels++] = a.positional[i];
+            continue;
+        }
+        engines[!strcmp(name, "track") ? 0 : !strcmp(name, "csd") ? 1 : 2] = 1;
+        any_engine = 1;
+    }
+    dm_warm_request r = {.models = a.npositional ? models : NULL,
+                         .nmodels = nmodels,
                          .quiet = dm_arg_given(&a, warm_opts, "quiet")};
     long m = 105, lanes = 0;
     int rc = dm_arg_long(&a, warm_opts, "measurements", 1, 100000, &m);
@@ -286,7 +323,17 @@ int dm_cmd_warm(int argc, char **argv)
     r.lanes = (int)lanes;
     if (rc == 0 && dm_arg_given(&a, warm_opts, "method"))
         rc = dm_fit_parse_methods(dm_arg(&a, warm_opts, "method"), &r.methods);
-    if (rc == 0) rc = dm_fit_warm(&r);
+    if (rc == 0 && any_engine && !r.gpu)
+        rc = dm_set_error("warm: %s has only GPU programs to compile (its CPU code is built into "
+                          "dimoc), and %s",
+                          engines[0]   ? "track"
+                          : engines[1] ? "csd"
+                                       : "commit",
+                          strcmp(device, "cpu") ? "no GPU is usable here" : "--device is cpu");
+    if (rc == 0 && (!a.npositional || nmodels)) rc = dm_fit_warm(&r);
+    if (rc == 0 && !a.npositional && r.gpu) engines[0] = engines[1] = engines[2] = 1;
+    if (rc == 0 && (engines[0] || engines[1] || engines[2])) rc = warm_engines(engines, &r);
+    free(models);
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();
 }

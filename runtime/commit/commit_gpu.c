@@ -332,6 +332,29 @@ fail:
     return -1;
 }
 
+/* The solver's program for ns samples a voxel, its prologue in the caller's storage, as a run and
+ * `dimoc warm` compile it. */
+static dm_gpu_source solver(char *prologue, size_t size, int ns)
+{
+    static const char *const options[] = {"--fmad=false", NULL};
+    snprintf(prologue, size, "#define DM_COMMIT_K %d\n#include \"commit/gpu_commit.cu\"\n",
+             (ns + 31) / 32);
+    return (dm_gpu_source){.name = "commit",
+                           .what = "COMMIT's solver",
+                           .prologue = prologue,
+                           .templates = commit_templates,
+                           .options = options};
+}
+
+int dm_commit_gpu_precompile(const dm_cuda *cu, int arch, int ns, int quiet)
+{
+    char prologue[128], label[48];
+    const dm_gpu_source src = solver(prologue, sizeof prologue, ns);
+    snprintf(label, sizeof label, "commit %d volumes", ns);
+    const char *labels[1] = {label};
+    return dm_gpu_precompile(cu, arch, &src, labels, 1, quiet);
+}
+
 dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus, int threads)
 {
     double t0 = dm_now_seconds();
@@ -345,14 +368,7 @@ dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus, int threads)
     const dm_cuda *cu = g->cu;
     if (dm_gpu_select(cu, gpus ? gpus : "0", &g->gs) != 0) goto fail;
     char prologue[128];
-    snprintf(prologue, sizeof prologue,
-             "#define DM_COMMIT_K %d\n#include \"commit/gpu_commit.cu\"\n", (ns + 31) / 32);
-    static const char *const options[] = {"--fmad=false", NULL};
-    dm_gpu_source src = {.name = "commit",
-                         .what = "COMMIT's solver",
-                         .prologue = prologue,
-                         .templates = commit_templates,
-                         .options = options};
+    const dm_gpu_source src = solver(prologue, sizeof prologue, ns);
     if (dm_gpu_compile_source(cu, &src, g->gs.arch, 1, &g->prog) != 0) goto fail;
     for (int k = 0; k < NK; k++)
         if (dm_gpu_kernel_open(cu, g->gs.ord[0], &g->prog, kernel_names[k], "COMMIT's solver",

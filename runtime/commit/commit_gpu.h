@@ -7,6 +7,7 @@
 
 #include "commit/commit_operator.h"
 #include "commit/commit_solve.h"
+#include "gpu/cuda_api.h"
 
 typedef struct dm_commit_gpu dm_commit_gpu;
 
@@ -15,6 +16,9 @@ typedef struct dm_commit_gpu dm_commit_gpu;
  * cache) and loaded, the pinned buffers of the upload made (`threads` host threads fill
  * them).  NULL with the error set (in the calling thread). */
 dm_commit_gpu *dm_commit_gpu_prepare(int ns, const char *gpus, int threads);
+/* `dimoc warm`: the solver's program for data of ns volumes compiled into the cache for compute
+ * capability arch. */
+int dm_commit_gpu_precompile(const dm_cuda *cu, int arch, int ns, int quiet);
 /* The dictionary's cut (dm_commit_dict_cut) of streamlines [first, end) on g's GPU, without
  * blur (a blur's copies are cut on the host): the walk of templates/commit/commit_walk.h, a
  * thread per streamline in three passes (count; cut, sort and merge; place), in blocks of

@@ -23,6 +23,40 @@ static const char *const csd_templates[] = {"gpu_csd.cu", "csd_solve.h", NULL};
  * cannot differ).  Float is compared with a tolerance and keeps them. */
 static const char *const double_options[] = {"--fmad=false", NULL};
 
+/* The solver's program for n unknowns, k constraints and a precision, its prologue in the
+ * caller's storage, as a run and `dimoc warm` compile it. */
+static dm_gpu_source solver(char *prologue, size_t size, int use_double, int n, int k)
+{
+    snprintf(prologue, size,
+             "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n#include \"gpu_csd.cu\"\n",
+             use_double ? "double" : "float", n, k);
+    return (dm_gpu_source){.name = "csd",
+                           .what = "the CSD solver",
+                           .prologue = prologue,
+                           .templates = csd_templates,
+                           .options = use_double ? double_options : NULL};
+}
+
+int dm_csd_gpu_precompile(const dm_cuda *cu, int arch, const int use_double[2], int quiet)
+{
+    /* lmax 8 (45 WM coefficients): single-shell in the precisions asked for; multi-tissue (in
+     * double only) with one or two isotropic tissues besides WM (dwi2response dhollander's). */
+    enum { LMAX8 = 45, DIRS = DM_CSD_CONSTRAINT_DIRS };
+    static const char *const names[4] = {"csd single-shell float", "csd single-shell double",
+                                         "csd msmt 2 tissues", "csd msmt 3 tissues"};
+    char prologue[4][256];
+    dm_gpu_source src[4];
+    const char *labels[4];
+    int n = 0;
+    for (int v = 0; v < 4; v++) {
+        if (!use_double[v < 2 ? v : 1]) continue; /* multi-tissue solves in double */
+        const int iso = v < 2 ? 0 : v - 1;
+        src[n] = solver(prologue[n], sizeof prologue[n], v != 0, LMAX8 + iso, DIRS + iso);
+        labels[n++] = names[v];
+    }
+    return dm_gpu_precompile(cu, arch, src, labels, n, quiet);
+}
+
 /* The kernel's view of dm_csd_problem (templates/csd_solve.h), with device pointers. */
 typedef struct {
     int n, m, k, soft;
@@ -101,14 +135,7 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
     void *hY = NULL, *hX = NULL;
     snprintf(times->device, sizeof times->device, "%s", gs.device);
     char prologue[256];
-    snprintf(prologue, sizeof prologue,
-             "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n#include \"gpu_csd.cu\"\n",
-             use_double ? "double" : "float", n, k);
-    dm_gpu_source src = {.name = "csd",
-                         .what = "the CSD solver",
-                         .prologue = prologue,
-                         .templates = csd_templates,
-                         .options = use_double ? double_options : NULL};
+    const dm_gpu_source src = solver(prologue, sizeof prologue, use_double, n, k);
     double t0 = dm_now_seconds();
     if (dm_gpu_compile_source(cu, &src, gs.arch, 1, &prog) != 0) goto fail;
     times->cached = prog.cached;

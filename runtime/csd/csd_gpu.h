@@ -41,5 +41,9 @@ typedef struct dm_csd_gpu_times {
 int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, size_t nvox,
                    int use_double, int max_iter, double *X, unsigned char *status, int *iters,
                    dm_csd_gpu_times *times);
+/* `dimoc warm`: the solver's programs for lmax 8 -- single-shell in the precisions use_double[0]
+ * (float) and [1] (double) ask for, multi-tissue with 2 and 3 tissues when double is asked for
+ * (it solves in double) -- compiled into the cache for compute capability arch. */
+int dm_csd_gpu_precompile(const dm_cuda *cu, int arch, const int use_double[2], int quiet);
 
 #endif

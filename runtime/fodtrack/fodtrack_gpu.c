@@ -4,6 +4,7 @@
 #include "gpu/gpu_compile.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_launch.h"
+#include "sphere/sh.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -38,6 +39,67 @@ static const char *const fodtrack_templates[] = {"fodtrack/gpu_fodtrack.cu",
  * at 96 for 200k streamlines on an H100; iFOD1 1.61, 2.26, 2.88 s).  DIMOC_FT_MAXREG=N sets
  * one, a benchmark knob. */
 #define DEFAULT_MAXREG 0
+
+/* The tracker's program for one algorithm, precision, FOD order, arc and ACT on or off, in the
+ * caller's storage (ts), as a run and `dimoc warm` compile it. */
+typedef struct tracker_source {
+    char prologue[256], regopt[48];
+    const char *options[3];
+} tracker_source;
+
+static dm_gpu_source tracker(tracker_source *ts, int use_double, int lmax, int nsub, int algorithm,
+                             int act)
+{
+    snprintf(ts->prologue, sizeof ts->prologue,
+             "#define DM_FT_DOUBLE %d\n#define DM_FT_LMAX %d\n#define DM_FT_NCOEF %d\n"
+             "#define DM_FT_NSUB %d\n#define DM_FT_ALGORITHM %d\n#define DM_FT_ACT %d\n"
+             "#include \"fodtrack/gpu_fodtrack.cu\"\n",
+             use_double, lmax, dm_sh_ncoef(lmax), nsub, algorithm, act ? 1 : 0);
+    const char *knob = getenv("DIMOC_FT_MAXREG");
+    int maxreg = knob ? atoi(knob) : DEFAULT_MAXREG, nopt = 0;
+    snprintf(ts->regopt, sizeof ts->regopt, "--maxrregcount=%d", maxreg);
+    ts->options[0] = ts->options[1] = ts->options[2] = NULL;
+    if (use_double)
+        ts->options[nopt++] = "--fmad=false"; /* every operation rounded as the host's */
+    if (maxreg > 0) ts->options[nopt++] = ts->regopt;
+    return (dm_gpu_source){.name = "fodtrack",
+                           .what = "the FOD tracker",
+                           .prologue = ts->prologue,
+                           .templates = fodtrack_templates,
+                           .options = ts->options};
+}
+
+static const char *const tdi_templates[] = {"fodtrack/gpu_tdi.cu", "fodtrack/tdi_map.h", NULL};
+static const char *const tdi_options[] = {"--fmad=false", NULL};
+static const dm_gpu_source tdi_source = {.name = "fodtrack_tdi",
+                                         .what = "the track-density mapping",
+                                         .prologue = "#include \"fodtrack/gpu_tdi.cu\"\n",
+                                         .templates = tdi_templates,
+                                         .options = tdi_options};
+
+int dm_ft_gpu_precompile(const dm_cuda *cu, int arch, const int use_double[2], int quiet)
+{
+    enum { MAX = 2 * 3 * 2 + 1 };
+    static const char *const algorithm[3] = {"ifod2", "ifod1", "sd_stream"};
+    tracker_source ts[MAX];
+    dm_gpu_source src[MAX];
+    char label[MAX][48];
+    const char *labels[MAX];
+    int n = 0;
+    for (int d = 0; d < 2; d++)
+        for (int a = 0; a < 3 && use_double[d]; a++)
+            for (int act = 0; act < 2; act++) {
+                /* tckgen's defaults: the FOD's usual lmax 8, --samples 4 */
+                src[n] = tracker(&ts[n], d, 8, 3, a, act);
+                snprintf(label[n], sizeof label[n], "track %s %s%s", algorithm[a],
+                         d ? "double" : "float", act ? " act" : "");
+                labels[n] = label[n];
+                n++;
+            }
+    src[n] = tdi_source;
+    labels[n++] = "track tdi";
+    return dm_gpu_precompile(cu, arch, src, labels, n, quiet);
+}
 
 /* dm_ft_gpu_out of gpu_fodtrack.cu, with device pointers. */
 typedef struct {
@@ -107,39 +169,15 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     if (!g->cu) goto fail;
     const dm_cuda *cu = g->cu;
     if (dm_gpu_select(cu, gpus ? gpus : "0", &g->gs) != 0) goto fail;
-    char prologue[256];
-    snprintf(prologue, sizeof prologue,
-             "#define DM_FT_DOUBLE %d\n#define DM_FT_LMAX %d\n#define DM_FT_NCOEF %d\n"
-             "#define DM_FT_NSUB %d\n#define DM_FT_ALGORITHM %d\n#define DM_FT_ACT %d\n"
-             "#include \"fodtrack/gpu_fodtrack.cu\"\n",
-             use_double, p->fod.lmax, p->fod.ncoef, p->ctx.nsub, p->ctx.algorithm,
-             p->ctx.act.on ? 1 : 0);
-    const char *knob = getenv("DIMOC_FT_MAXREG");
-    int maxreg = knob ? atoi(knob) : DEFAULT_MAXREG;
-    char regopt[48];
-    snprintf(regopt, sizeof regopt, "--maxrregcount=%d", maxreg);
-    const char *options[3] = {NULL, NULL, NULL};
-    int nopt = 0;
-    if (use_double) options[nopt++] = "--fmad=false"; /* every operation rounded as the host's */
-    if (maxreg > 0) options[nopt++] = regopt;
-    dm_gpu_source src = {.name = "fodtrack",
-                         .what = "the FOD tracker",
-                         .prologue = prologue,
-                         .templates = fodtrack_templates,
-                         .options = options};
+    tracker_source ts;
+    const dm_gpu_source src =
+        tracker(&ts, use_double, p->fod.lmax, p->ctx.nsub, p->ctx.algorithm, p->ctx.act.on);
     double t0 = dm_now_seconds();
     if (dm_gpu_compile_source(cu, &src, g->gs.arch, 1, &g->prog) != 0) goto fail;
     if (dm_gpu_kernel_open(cu, g->gs.ord[0], &g->prog, "dm_fodtrack_kernel", "FOD tracker",
                            "FOD tracking kernel", &g->kern) != 0)
         goto fail;
-    static const char *const tdi_templates[] = {"fodtrack/gpu_tdi.cu", "fodtrack/tdi_map.h", NULL};
-    static const char *const tdi_options[] = {"--fmad=false", NULL};
-    dm_gpu_source tdi_src = {.name = "fodtrack_tdi",
-                             .what = "the track-density mapping",
-                             .prologue = "#include \"fodtrack/gpu_tdi.cu\"\n",
-                             .templates = tdi_templates,
-                             .options = tdi_options};
-    if (dm_gpu_compile_source(cu, &tdi_src, g->gs.arch, 1, &g->tdi_prog) != 0 ||
+    if (dm_gpu_compile_source(cu, &tdi_source, g->gs.arch, 1, &g->tdi_prog) != 0 ||
         dm_gpu_kernel_open(cu, g->gs.ord[0], &g->tdi_prog, "dm_fodtrack_tdi_kernel",
                            "track-density mapping", "track-density kernel", &g->tdi_kern) != 0)
         goto fail;

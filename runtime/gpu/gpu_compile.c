@@ -6,6 +6,7 @@
 #include "util/paths.h"
 #include "util/fsutil.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,4 +108,60 @@ void dm_gpu_program_free(dm_gpu_program *p)
 {
     free(p->cubin);
     p->cubin = NULL;
+}
+
+typedef struct precompile_job {
+    const dm_cuda *cu;
+    const dm_gpu_source *src;
+    int arch, rc;
+    dm_gpu_program prog;
+    char error[512]; /* errors are per thread (util/error.c) */
+} precompile_job;
+
+static void *precompile_main(void *arg)
+{
+    precompile_job *j = arg;
+    j->rc = dm_gpu_compile_source(j->cu, j->src, j->arch, 1, &j->prog);
+    if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
+    dm_gpu_program_free(&j->prog);
+    return NULL;
+}
+
+int dm_gpu_precompile(const dm_cuda *cu, int arch, const dm_gpu_source *src,
+                      const char *const *labels, int n, int quiet)
+{
+    precompile_job *job = calloc((size_t)n, sizeof *job);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    char *started = calloc((size_t)n, 1);
+    if (!job || !th || !started) {
+        free(job);
+        free(th);
+        free(started);
+        return dm_set_error("out of memory compiling GPU programs");
+    }
+    /* NVRTC compiles one program on one core: the programs side by side */
+    for (int i = 0; i < n; i++) {
+        job[i] = (precompile_job){.cu = cu, .src = src + i, .arch = arch};
+        started[i] = pthread_create(&th[i], NULL, precompile_main, &job[i]) == 0;
+        if (!started[i]) precompile_main(&job[i]);
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        if (job[i].rc != 0) {
+            if (rc == 0) rc = dm_set_error("%s", job[i].error);
+            continue;
+        }
+        if (quiet) continue;
+        if (job[i].prog.cached)
+            printf("%-22s gpu sm_%d: in the cache\n", labels[i], arch);
+        else
+            printf("%-22s gpu sm_%d: compiled in %.1f s\n", labels[i], arch,
+                   job[i].prog.compile_seconds);
+    }
+    fflush(stdout);
+    free(job);
+    free(th);
+    free(started);
+    return rc;
 }

@@ -1,5 +1,6 @@
-/* Run-time compilation of GPU programs (the fitters, the tracker) with NVRTC, cached on disk.
- * The programs themselves are described by their wings: fit/fit_gpu.c, track/track_gpu.c. */
+/* Run-time compilation of GPU programs (the fitters, the trackers, CSD, COMMIT) with NVRTC,
+ * cached on disk.  The programs themselves are described by their engines: fit/fit_gpu.c,
+ * track/track_gpu.c, fodtrack/fodtrack_gpu.c, csd/csd_gpu.c, commit/commit_gpu.c. */
 #ifndef DIMOC_GPU_COMPILE_H
 #define DIMOC_GPU_COMPILE_H
 
@@ -29,5 +30,11 @@ int dm_gpu_compile_source(const dm_cuda *cu, const dm_gpu_source *src, int arch,
                           dm_gpu_program *out);
 /* Frees the cubin (the struct may be reused). */
 void dm_gpu_program_free(dm_gpu_program *p);
+
+/* `dimoc warm`: compiles n programs into the cache at once (a thread each), then reports each on
+ * stdout unless quiet, in order: "LABEL: compiled in S s" or "LABEL: in the cache".  0, or -1
+ * with the first failure's error. */
+int dm_gpu_precompile(const dm_cuda *cu, int arch, const dm_gpu_source *src,
+                      const char *const *labels, int n, int quiet);
 
 #endif

@@ -42,6 +42,19 @@ def dimoc(*args, expect_ok=True):
     return p.returncode, p.stdout, p.stderr
 
 
+def dimoc_in_cache(cache, *args):
+    """Runs dimoc with its compile cache in `cache` (XDG_CACHE_HOME); the CompletedProcess."""
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    return subprocess.run([DIMOC, *map(str, args)], capture_output=True, text=True, env=env)
+
+
+def cached_files(cache, suffix):
+    """The files of dimoc's compile cache in `cache` ending in suffix (.so: host fitters, .cubin:
+    GPU programs), sorted."""
+    d = os.path.join(cache, "dimoc")
+    return sorted(f for f in os.listdir(d) if f.endswith(suffix)) if os.path.isdir(d) else []
+
+
 def check_refused(name, result, words, out):
     """check() that a dimoc run (result: dimoc(..., expect_ok=False)) failed with one error line
     holding `words` and left no `out`."""

@@ -4,26 +4,22 @@ then reports no compile (provenance: compile 0 s, the fitter from the cache) and
 maps as a fit in another fresh cache that compiles for itself; a second warm finds it cached; a
 fit in float still compiles (only double was warmed).  Every shipped model warms without error.
 A misspelt model, a bad precision and --device gpu without a GPU are refused in one line before
-anything is compiled.  `make install WARM=1` warms the installed program's models."""
+anything is compiled; so are the engines (track, csd, commit: GPU programs only) with --device
+cpu or without a GPU, even beside a model that could be compiled.  (`make install WARM=1`:
+tests/cli/test_install.sh.)"""
 import filecmp
 import json
 import os
-import subprocess
 
-from dmtest import DIMOC, check, dimoc, finish, workdir
+from dmtest import cached_files, check, dimoc, finish, workdir
+from dmtest import dimoc_in_cache as run
 
 D = workdir("warm")
 ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-def run(cache, *args):
-    env = dict(os.environ, XDG_CACHE_HOME=cache)
-    return subprocess.run([DIMOC, *map(str, args)], capture_output=True, text=True, env=env)
-
-
 def cached_fitters(cache):
-    d = os.path.join(cache, "dimoc")
-    return sorted(f for f in os.listdir(d) if f.endswith(".so")) if os.path.isdir(d) else []
+    return cached_files(cache, ".so")
 
 
 bvals, bvecs = f"{D}/bvals", f"{D}/bvecs"
@@ -76,6 +72,15 @@ for args, frag in [(["ball_1_stick", "no_such_model"], "unknown model 'no_such_m
     check(f"warm-refuses-{frag.split()[0].strip(chr(39))}", p.returncode != 0
           and frag in p.stderr and p.stderr.count("\n") == 1 and not cached_fitters(bad),
           p.stderr.strip())
+for engine in ("track", "csd", "commit"):
+    p = run(bad, "warm", "ball_1_stick", engine, "--device", "cpu")
+    check(f"warm-refuses-{engine}-on-cpu", p.returncode != 0
+          and f"warm: {engine} has only GPU programs" in p.stderr and "--device is cpu" in p.stderr
+          and p.stderr.count("\n") == 1 and not cached_fitters(bad), p.stderr.strip())
+p = run(bad, "warm", "commit")
+if p.returncode != 0:  # no GPU here: refused as such, nothing compiled
+    check("warm-engine-without-gpu-refused", "no GPU is usable here" in p.stderr
+          and p.stderr.count("\n") == 1 and not cached_fitters(bad), p.stderr.strip())
 p = run(bad, "warm", "ball_1_stick", "--device", "gpu", "--precision", "float")
 if p.returncode == 0:  # a GPU is here: its fitter compiled, and the host one a GPU fit loads
     check("warm-gpu-compiles-for-the-gpu", "gpu sm_" in p.stdout
