@@ -4,15 +4,22 @@ achieved GFLOP/s for GPU runs, with the CPU backend of the same host as the base
 the same run.  Not a test.
 
   bench/bench_fit.py [--voxels 200000] [--cpu-voxels 4000] [--workloads ukb_b2s,hcp_b3s]
-                     [--precisions float,double] [--lanes auto] [--gpus 0]
+                     [--precisions float,double] [--lanes auto] [--gpus 0] [--cold]
 
 Datasets are made with `dimoc simulate`: UKB-like (5 b=0, 50 b=1000, 50 b=2000; 105
 measurements) and HCP-like (18 b=0, 90 each at b=1000, 2000, 3000; 288 measurements).  FLOP
 counts come from the compiler (flops of one signal / gradient evaluation) times the evaluations
-the run made (provenance.json); the ceilings are the rates measured on an H200 (design.md)."""
+the run made (provenance.json); the ceilings are the rates measured on an H200 (design.md).
+"% floor" (float GPU rows): the counted floor's time over the fit's -- each signal evaluation's
+operations at the FP32 FMA rate or its transcendental ones (`dimoc info`) at the __expf rate,
+whichever is longer (bench/NOTES.md, "Floor").  --cold: every run in an empty compile cache of
+its own and with the driver's (~/.nv/ComputeCache, which NVRTC also reuses) disabled, so that
+"compile" is the cold compile on every row."""
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -23,18 +30,38 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIMOC = os.path.join(ROOT, "bin", "dimoc")
 CEILING_GFLOPS = {"float": 56700.0, "double": 33200.0}  # FMA rates measured on an H200
+EXPF_PER_SECOND = 3.9e12  # __expf, measured on an H200 (design.md)
 WORKLOADS = {
     "ukb_b2s": ("ball_2_sticks", "5x0,50x1000,50x2000", 2),
     "hcp_b3s": ("ball_3_sticks", "18x0,90x1000,90x2000,90x3000", 3),
 }
 
 
+COLD_ENV = None  # --cold: the environment of every run (set in main)
+
+
 def run(*args):
     t = time.time()
-    p = subprocess.run([DIMOC] + [str(a) for a in args], capture_output=True, text=True)
+    env = None
+    if COLD_ENV is not None:
+        shutil.rmtree(COLD_ENV["XDG_CACHE_HOME"], ignore_errors=True)
+        env = COLD_ENV
+    p = subprocess.run([DIMOC] + [str(a) for a in args], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"dimoc {' '.join(map(str, args))} failed: {p.stderr.strip()}")
     return time.time() - t
+
+
+def signal_ops(model):
+    """(operations, transcendental ones) of one signal evaluation, from `dimoc info`."""
+    out = subprocess.run([DIMOC, "info", model], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"signal (\d+) operations \((\d+) transcendental\)", out)
+    return int(m.group(1)), int(m.group(2))
+
+
+def floor_seconds(model, evaluations):
+    ops, transc = signal_ops(model)
+    return max(evaluations * ops / (CEILING_GFLOPS["float"] * 1e9), evaluations * transc / EXPF_PER_SECOND)
 
 
 def dataset(folder, model, shells, nfib, n, seed):
@@ -80,7 +107,11 @@ def main():
     ap.add_argument("--work", default="/tmp/dimoc-bench")
     ap.add_argument("--nvrtc-variants", default="", help="';'-separated extra NVRTC options to compare")
     ap.add_argument("--no-cpu", action="store_true", help="skip the CPU baseline")
+    ap.add_argument("--cold", action="store_true", help="every run compiles cold (empty caches)")
     args = ap.parse_args()
+    global COLD_ENV
+    if args.cold:
+        COLD_ENV = dict(os.environ, XDG_CACHE_HOME=f"{args.work}/cold-cache", CUDA_CACHE_DISABLE="1")
     rows = []
     for w in args.workloads.split(","):
         model, shells, nfib = WORKLOADS[w]
@@ -100,16 +131,21 @@ def main():
                         wall, prov = fit(model, data, f"{args.work}/out_gpu", "gpu", prec, extra, nv)
                         prov["_vs_cpu"] = prov["voxels"]["per_second"] / cpu_rate
                         label = f"gpu {gpus}" + (f" {nv.replace('--maxrregcount=', 'r')}" if nv else "")
+                        prov["_model"] = model
                         rows.append((w, n, label, prec, lanes, prov))
     print(f"{'workload':9} {'voxels':>7} {'device':15} {'prec':6} {'lanes':5} {'compile':>7} {'load':>6} "
-          f"{'gpu up':>6} {'fit':>7} {'write':>6} {'vox/s':>9} {'Geval/s':>8} {'GFLOP/s':>8} {'%peak':>6} {'x CPU':>7}")
+          f"{'gpu up':>6} {'fit':>7} {'write':>6} {'vox/s':>9} {'Geval/s':>8} {'GFLOP/s':>8} {'%peak':>6} {'%floor':>6} "
+          f"{'x CPU':>7}")
     for w, n, dev, prec, lanes, prov in rows:
         t, work = prov["timings_seconds"], prov["work"]
         gf = work["gflop_per_second"]
+        floor = float("nan")
+        if "_model" in prov and prec == "float":
+            floor = 100 * floor_seconds(prov["_model"], work["signal_evaluations"]) / t["fit"]
         print(f"{w:9} {n:7d} {dev:15} {prec:6} {lanes:5} {t['compile']:7.2f} {t['load']:6.2f} "
               f"{t.get('gpu_start', 0.0):6.2f} {t['fit']:7.2f} "
               f"{t['write']:6.2f} {prov['voxels']['per_second']:9.0f} {work['signal_evaluations'] / t['fit'] / 1e9:8.2f} "
-              f"{gf:8.1f} {100 * gf / CEILING_GFLOPS[prec]:6.2f} {prov.get('_vs_cpu', 1.0):7.1f}")
+              f"{gf:8.1f} {100 * gf / CEILING_GFLOPS[prec]:6.2f} {floor:6.1f} {prov.get('_vs_cpu', 1.0):7.1f}")
     print("(device strings:)")
     for w, n, dev, prec, lanes, prov in rows:
         print(f"  {w} {prec} {lanes}: {prov['device']}")
