@@ -5,6 +5,7 @@
 #include "util/error.h"
 #include "util/paths.h"
 #include "util/fsutil.h"
+#include "util/interrupt.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -111,56 +112,79 @@ void dm_gpu_program_free(dm_gpu_program *p)
 }
 
 typedef struct precompile_job {
-    const dm_cuda *cu;
     const dm_gpu_source *src;
-    int arch, rc;
+    int rc, done;
     dm_gpu_program prog;
     char error[512]; /* errors are per thread (util/error.c) */
 } precompile_job;
 
+typedef struct precompile_pool {
+    const dm_cuda *cu;
+    int arch, n, quiet;
+    precompile_job *job;
+    const char *const *labels;
+    int next;              /* the next job to take (atomic) */
+    pthread_mutex_t print; /* one line a program, as each is done */
+} precompile_pool;
+
 static void *precompile_main(void *arg)
 {
-    precompile_job *j = arg;
-    j->rc = dm_gpu_compile_source(j->cu, j->src, j->arch, 1, &j->prog);
-    if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
-    dm_gpu_program_free(&j->prog);
+    precompile_pool *p = arg;
+    for (int i;
+         !dm_stop_requested() && (i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n;) {
+        precompile_job *j = &p->job[i];
+        j->rc = dm_gpu_compile_source(p->cu, j->src, p->arch, 1, &j->prog);
+        if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
+        dm_gpu_program_free(&j->prog);
+        j->done = 1;
+        if (p->quiet || j->rc != 0) continue;
+        pthread_mutex_lock(&p->print);
+        if (j->prog.cached)
+            printf("%-22s gpu sm_%d: in the cache\n", p->labels[i], p->arch);
+        else
+            printf("%-22s gpu sm_%d: compiled in %.1f s\n", p->labels[i], p->arch,
+                   j->prog.compile_seconds);
+        fflush(stdout);
+        pthread_mutex_unlock(&p->print);
+    }
     return NULL;
 }
 
 int dm_gpu_precompile(const dm_cuda *cu, int arch, const dm_gpu_source *src,
                       const char *const *labels, int n, int quiet)
 {
-    precompile_job *job = calloc((size_t)n, sizeof *job);
-    pthread_t *th = calloc((size_t)n, sizeof *th);
-    char *started = calloc((size_t)n, 1);
-    if (!job || !th || !started) {
-        free(job);
-        free(th);
-        free(started);
-        return dm_set_error("out of memory compiling GPU programs");
-    }
-    /* NVRTC compiles one program on one core: the programs side by side */
-    for (int i = 0; i < n; i++) {
-        job[i] = (precompile_job){.cu = cu, .src = src + i, .arch = arch};
-        started[i] = pthread_create(&th[i], NULL, precompile_main, &job[i]) == 0;
-        if (!started[i]) precompile_main(&job[i]);
-    }
+    /* NVRTC compiles a program on one core: the programs side by side, a thread a core at most
+     * (each compile holds up to a few hundred MB), this one among them */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = (cores < 1 ? 1 : cores < n ? (int)cores : n) - 1;
+    precompile_pool pool = {.cu = cu,
+                            .arch = arch,
+                            .n = n,
+                            .quiet = quiet,
+                            .labels = labels,
+                            .job = calloc((size_t)n, sizeof *pool.job)};
+    pthread_mutex_init(&pool.print, NULL);
+    pthread_t *th = calloc((size_t)(nth + 1), sizeof *th);
+    char *started = calloc((size_t)(nth + 1), 1);
     int rc = 0;
-    for (int i = 0; i < n; i++) {
-        if (started[i]) pthread_join(th[i], NULL);
-        if (job[i].rc != 0) {
-            if (rc == 0) rc = dm_set_error("%s", job[i].error);
-            continue;
-        }
-        if (quiet) continue;
-        if (job[i].prog.cached)
-            printf("%-22s gpu sm_%d: in the cache\n", labels[i], arch);
-        else
-            printf("%-22s gpu sm_%d: compiled in %.1f s\n", labels[i], arch,
-                   job[i].prog.compile_seconds);
+    if (!pool.job || !th || !started) {
+        rc = dm_set_error("out of memory compiling GPU programs");
+        goto done;
     }
-    fflush(stdout);
-    free(job);
+    for (int i = 0; i < n; i++) pool.job[i].src = src + i;
+    for (int t = 0; t < nth; t++)
+        started[t] = pthread_create(&th[t], NULL, precompile_main, &pool) == 0;
+    precompile_main(&pool); /* every job is taken even when no thread started */
+    for (int t = 0; t < nth; t++)
+        if (started[t]) pthread_join(th[t], NULL);
+    for (int i = 0; i < n && rc == 0; i++)
+        if (!pool.job[i].done)
+            rc = dm_stop_error();
+        else if (pool.job[i].rc != 0)
+            rc = dm_set_error("%s", pool.job[i].error);
+done:
+    pthread_mutex_destroy(&pool.print);
+    free(pool.job);
     free(th);
     free(started);
     return rc;

@@ -31,9 +31,10 @@ int dm_gpu_compile_source(const dm_cuda *cu, const dm_gpu_source *src, int arch,
 /* Frees the cubin (the struct may be reused). */
 void dm_gpu_program_free(dm_gpu_program *p);
 
-/* `dimoc warm`: compiles n programs into the cache at once (a thread each), then reports each on
- * stdout unless quiet, in order: "LABEL: compiled in S s" or "LABEL: in the cache".  0, or -1
- * with the first failure's error. */
+/* `dimoc warm`: compiles n programs into the cache side by side (a thread a core at most),
+ * reporting each on stdout as it is done unless quiet: "LABEL gpu sm_ARCH: compiled in S s" or
+ * "...: in the cache".  0, or -1 with the first failure's error (or the stop's, after Ctrl-C:
+ * the programs under way finish, no new one starts). */
 int dm_gpu_precompile(const dm_cuda *cu, int arch, const dm_gpu_source *src,
                       const char *const *labels, int n, int quiet);
 
