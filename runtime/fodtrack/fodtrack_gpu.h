@@ -40,11 +40,11 @@ int dm_ft_gpu_tdi_add(dm_ft_gpu *g, const dm_ft_batch *b, long kept, dm_tdi *m, 
 /* Adds the GPU's counts into m. */
 int dm_ft_gpu_tdi_finish(dm_ft_gpu *g, dm_tdi *m);
 const char *dm_ft_gpu_device(const dm_ft_gpu *g);
+const dm_ft_gpu_times *dm_ft_gpu_timing(const dm_ft_gpu *g);
+void dm_ft_gpu_close(dm_ft_gpu *g);
 /* `dimoc warm`: the tracker's programs for tckgen's defaults (lmax 8, --samples 4), each
  * algorithm with and without ACT, in the precisions use_double[0] (float) and [1] (double) ask
  * for, and the track-density mapping, compiled into the cache for compute capability arch. */
 int dm_ft_gpu_precompile(const dm_cuda *cu, int arch, const int use_double[2], int quiet);
-const dm_ft_gpu_times *dm_ft_gpu_timing(const dm_ft_gpu *g);
-void dm_ft_gpu_close(dm_ft_gpu *g);
 
 #endif
