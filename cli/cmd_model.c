@@ -9,6 +9,7 @@
 #include "fit/fit.h"
 #include "gpu/gpu_device.h"
 #include "fodtrack/fodtrack_gpu.h"
+#include "track/track_gpu.h"
 #include "csd/csd_gpu.h"
 #include "commit/commit_gpu.h"
 
@@ -248,6 +249,7 @@ static int warm_engines(const int want[3], const dm_warm_request *r)
     dm_gpu_set gs = {0};
     int rc = cu && dm_gpu_select(cu, "all", &gs) == 0 ? 0 : -1;
     const int use_double[2] = {r->real_size[0] != 0, r->real_size[1] != 0};
+    if (rc == 0 && want[0]) rc = dm_track_gpu_precompile(cu, gs.arch, r->quiet);
     if (rc == 0 && want[0]) rc = dm_ft_gpu_precompile(cu, gs.arch, use_double, r->quiet);
     if (rc == 0 && want[1]) rc = dm_csd_gpu_precompile(cu, gs.arch, use_double, r->quiet);
     if (rc == 0 && want[2]) rc = dm_commit_gpu_precompile(cu, gs.arch, r->measurements, r->quiet);
@@ -263,8 +265,9 @@ int dm_help_warm(FILE *out)
                  "starts at once.  A fit on the GPU compiles for its lanes per voxel, which it\n"
                  "chooses from the measurement count: warm that count's (--measurements) or give\n"
                  "--lanes.  ENGINE is track, csd or commit: the GPU programs of those commands,\n"
-                 "for their defaults (track: each algorithm, with and without ACT, lmax 8; csd:\n"
-                 "lmax 8, single-shell and multi-tissue; commit: data of --measurements volumes).\n"
+                 "for their defaults (track: on samples, and on FODs each algorithm with and\n"
+                 "without ACT, lmax 8; csd: lmax 8, single-shell and multi-tissue; commit: data\n"
+                 "of --measurements volumes).\n"
                  "No name: every shipped model and, with a GPU, every engine.  `make install\n"
                  "WARM=1` runs it for the installed program.",
                  warm_opts);

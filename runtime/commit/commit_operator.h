@@ -7,9 +7,12 @@
 #include "commit/commit_dict.h"
 #include "commit/commit_kernels.h"
 
+#pragma push_macro("DM_FN") /* an includer's own (track_kernel_host.h's) comes back after */
+#undef DM_FN
 #define DM_FN static inline __attribute__((unused))
 #include "commit/commit_ops.h"
 #undef DM_FN
+#pragma pop_macro("DM_FN")
 
 typedef struct dm_commit_operator {
     dm_commit_op op; /* views into the arrays below and the dictionary's */

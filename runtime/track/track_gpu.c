@@ -31,14 +31,21 @@ static const char *const tracker_templates[] = {"gpu_tracker.cu",      "track_ke
 /* --fmad=false: no fused multiply-adds, so every float operation rounds as the host's do. */
 static const char *const tracker_options[] = {"--fmad=false", NULL};
 
+static const dm_gpu_source tracker_source = {.name = "tracker",
+                                             .what = "the tracker",
+                                             .prologue = "#include \"gpu_tracker.cu\"\n",
+                                             .templates = tracker_templates,
+                                             .options = tracker_options};
+
 int dm_track_gpu_compile(const dm_cuda *cu, int arch, int use_cache, dm_gpu_program *out)
 {
-    dm_gpu_source src = {.name = "tracker",
-                         .what = "the tracker",
-                         .prologue = "#include \"gpu_tracker.cu\"\n",
-                         .templates = tracker_templates,
-                         .options = tracker_options};
-    return dm_gpu_compile_source(cu, &src, arch, use_cache, out);
+    return dm_gpu_compile_source(cu, &tracker_source, arch, use_cache, out);
+}
+
+int dm_track_gpu_precompile(const dm_cuda *cu, int arch, int quiet)
+{
+    const char *const labels[1] = {"track samples"};
+    return dm_gpu_precompile(cu, arch, &tracker_source, labels, 1, quiet);
 }
 
 typedef struct track_job {

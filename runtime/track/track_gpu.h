@@ -12,6 +12,8 @@
 
 /* NVRTC-compiles the tracker for sm_<arch> (cached on disk unless use_cache is 0). */
 int dm_track_gpu_compile(const dm_cuda *cu, int arch, int use_cache, dm_gpu_program *out);
+/* `dimoc warm`: the tracker compiled into the cache for compute capability arch. */
+int dm_track_gpu_precompile(const dm_cuda *cu, int arch, int quiet);
 
 /* The GPU twin of dm_track_run (o->gpus, o->gpu_memory_mb); r->device names the GPUs. */
 int dm_track_run_gpu(const dm_track_field *f, const dm_track_seeds *s, const dm_track_masks *m,

@@ -1,6 +1,6 @@
 """dimoc warm for the engines' GPU programs (make test-gpu): in a fresh cache, `dimoc warm track
-csd commit` compiles every program it names -- the FOD tracker for each algorithm with and without
-ACT in both precisions and its track-density mapping, CSD's solver single-shell in both precisions
+csd commit` compiles every program it names -- the tracker on samples, the FOD tracker for each
+algorithm with and without ACT in both precisions and its track-density mapping, CSD's solver single-shell in both precisions
 and multi-tissue with 2 and 3 tissues, COMMIT's solver for --measurements volumes -- one line
 each; a second warm finds them all in the cache.  Then runs with that cache on the GPU (iFOD2 in
 float with --tdi, SD_STREAM in double, CSD multi-tissue on 3 shells, COMMIT) add no program to it:
@@ -32,12 +32,12 @@ nvol = nib.load(c["dwi"]).shape[3]
 cache = f"{D}/cache"
 p = run(cache, "warm", "track", "csd", "commit", "--measurements", nvol)
 lines = p.stdout.splitlines()
-# 12 trackers + the track-density mapping, 4 CSD solvers, 1 COMMIT solver
-check("warm-compiles-every-engine-program", p.returncode == 0 and len(lines) == 18
-      and all("compiled in" in ln for ln in lines) and len(programs(cache)) == 18,
+# the tracker on samples, 12 FOD trackers + the track-density mapping, 4 CSD solvers, 1 COMMIT
+check("warm-compiles-every-engine-program", p.returncode == 0 and len(lines) == 19
+      and all("compiled in" in ln for ln in lines) and len(programs(cache)) == 19,
       p.stdout + p.stderr + str(programs(cache)))
 p = run(cache, "warm", "track", "csd", "commit", "--measurements", nvol)
-check("warm-again-finds-them", p.returncode == 0 and p.stdout.count("in the cache") == 18,
+check("warm-again-finds-them", p.returncode == 0 and p.stdout.count("in the cache") == 19,
       p.stdout + p.stderr)
 before = programs(cache)
 
