@@ -1,11 +1,11 @@
 """dimoc warm for the engines' GPU programs (make test-gpu): in a fresh cache, `dimoc warm track
 csd commit` compiles every program it names -- the tracker on samples, the FOD tracker for each
-algorithm with and without ACT in both precisions and its track-density mapping, CSD's solver single-shell in both precisions
-and multi-tissue with 2 and 3 tissues, COMMIT's solver for --measurements volumes -- one line
-each; a second warm finds them all in the cache.  Then runs with that cache on the GPU (iFOD2 in
-float with --tdi, SD_STREAM in double, CSD multi-tissue on 3 shells, COMMIT) add no program to it:
-each found the one the warm made.  The same COMMIT run in an empty cache does compile one, so
-the check can fail."""
+algorithm with and without ACT in both precisions and its track-density mapping, CSD's solver
+single-shell in both precisions and multi-tissue with 2 and 3 tissues, COMMIT's solver for
+--measurements volumes -- one line each; a second warm finds them all in the cache.  Then runs
+with that cache on the GPU (iFOD2 in float with --tdi, SD_STREAM in double, CSD multi-tissue on 3
+shells, COMMIT) add no program to it: each found the one the warm made.  The same COMMIT run in
+an empty cache does compile one, so the check can fail."""
 import json
 import os
 import sys
@@ -58,7 +58,8 @@ for name, args in runs.items():
     device = str(prov.get("results", {}).get("device", ""))
     check(f"{name}-after-warm-compiles-nothing", p.returncode == 0 and "sm_" in device
           and programs(cache) == before,
-          f"{p.stderr.strip()[-300:]} device {device!r}; new: {sorted(set(programs(cache)) - set(before))}")
+          f"{p.stderr.strip()[-300:]} device {device!r}; "
+          f"new: {sorted(set(programs(cache)) - set(before))}")
 
 empty = f"{D}/cache-empty"
 p = run(empty, *runs["commit"], "--out", f"{D}/commit-cold", "--device", "gpu")
