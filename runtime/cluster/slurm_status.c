@@ -162,7 +162,8 @@ static int queue_state(const char *jobid, int k, task *t)
     return found;
 }
 
-static int task_state(const char *dir, const char *id, int k, task *t)
+/* The exit status task k of stage id left in slurm/state: 1 (state and word set), else 0. */
+static int task_rc(const char *dir, const char *id, int k, task *t)
 {
     char rel[200];
     snprintf(rel, sizeof rel, "slurm/state/%s_%d.rc", id, k);
@@ -170,15 +171,21 @@ static int task_state(const char *dir, const char *id, int k, task *t)
     size_t len;
     char *text = access(p, F_OK) == 0 ? dm_read_file(p, &len) : NULL;
     free(p);
-    if (text) {
-        int rc = atoi(text);
-        free(text);
-        t->state = rc == 0 ? T_DONE : T_FAILED;
-        snprintf(t->word, sizeof t->word, "exit %d", rc);
-        return 0;
-    }
+    if (!text) return 0;
+    int rc = atoi(text);
+    free(text);
+    t->state = rc == 0 ? T_DONE : T_FAILED;
+    snprintf(t->word, sizeof t->word, "exit %d", rc);
+    return 1;
+}
+
+static int task_state(const char *dir, const char *id, int k, task *t)
+{
+    if (task_rc(dir, id, k, t)) return 0;
     int q = *t->jobid ? queue_state(t->jobid, k, t) : 0;
     if (q < 0) return -1;
+    /* a task that ended between the two looks has left its status by now */
+    if ((!q || t->state == T_FAILED) && *t->jobid && task_rc(dir, id, k, t)) return 0;
     if (!*t->jobid) {
         t->state = T_FAILED;
         snprintf(t->word, sizeof t->word, "never submitted");
