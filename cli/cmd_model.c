@@ -237,9 +237,14 @@ static const dm_opt warm_opts[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static int is_engine(const char *name)
+/* The engines whose GPU programs warm compiles, by the names of their commands. */
+static const char *const engine_names[3] = {"track", "csd", "commit"};
+
+static int engine_index(const char *name)
 {
-    return !strcmp(name, "track") || !strcmp(name, "csd") || !strcmp(name, "commit");
+    for (int e = 0; e < 3; e++)
+        if (!strcmp(name, engine_names[e])) return e;
+    return -1;
 }
 
 /* The engines' GPU programs (want[0..2]: track, csd, commit) for the GPUs here. */
@@ -280,15 +285,15 @@ int dm_cmd_warm(int argc, char **argv)
     if (dm_args_parse("warm", warm_opts, argc, argv, &a) != 0) return dm_report_error();
     /* the names: models, and the engines' GPU programs */
     char **models = calloc((size_t)a.npositional + 1, sizeof *models);
-    int nmodels = 0, engines[3] = {0, 0, 0}, any_engine = 0;
+    int nmodels = 0, engines[3] = {0, 0, 0}, first_engine = -1;
     for (int i = 0; i < a.npositional; i++) {
-        const char *name = a.positional[i];
-        if (!is_engine(name)) {
+        const int e = engine_index(a.positional[i]);
+        if (e < 0) {
             models[nmodels++] = a.positional[i];
             continue;
         }
-        engines[!strcmp(name, "track") ? 0 : !strcmp(name, "csd") ? 1 : 2] = 1;
-        any_engine = 1;
+        engines[e] = 1;
+        if (first_engine < 0 || e < first_engine) first_engine = e;
     }
     dm_warm_request r = {.models = a.npositional ? models : NULL,
                          .nmodels = nmodels,
@@ -326,12 +331,10 @@ int dm_cmd_warm(int argc, char **argv)
     r.lanes = (int)lanes;
     if (rc == 0 && dm_arg_given(&a, warm_opts, "method"))
         rc = dm_fit_parse_methods(dm_arg(&a, warm_opts, "method"), &r.methods);
-    if (rc == 0 && any_engine && !r.gpu)
+    if (rc == 0 && first_engine >= 0 && !r.gpu)
         rc = dm_set_error("warm: %s has only GPU programs to compile (its CPU code is built into "
                           "dimoc), and %s",
-                          engines[0]   ? "track"
-                          : engines[1] ? "csd"
-                                       : "commit",
+                          engine_names[first_engine],
                           strcmp(device, "cpu") ? "no GPU is usable here" : "--device is cpu");
     if (rc == 0 && (!a.npositional || nmodels)) rc = dm_fit_warm(&r);
     if (rc == 0 && !a.npositional && r.gpu) engines[0] = engines[1] = engines[2] = 1;
