@@ -1,4 +1,6 @@
 #include "fodtrack/fodtrack_batch.h"
+#include "io/bigalloc.h"
+#include "util/error.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +24,20 @@ void dm_ft_batch_reset(dm_ft_batch *b, unsigned long long first, long n, size_t 
     dm_ft_batch_room(b, cap_points ? cap_points : 1);
 }
 
-void dm_ft_batch_room(dm_ft_batch *b, size_t points)
+int dm_ft_batch_room(dm_ft_batch *b, size_t points)
 {
-    if (points <= b->xyz_cap) return;
+    if (points <= b->xyz_cap) return 0;
     size_t cap = b->xyz_cap + b->xyz_cap / 2;
     if (cap < points) cap = points;
-    b->xyz = realloc(b->xyz, 3 * cap * sizeof *b->xyz);
+    /* on huge pages: a GPU batch's points are moved in on all threads, and the faults of fresh
+     * 4 KiB pages, not the copying, bound that move */
+    float *xyz = dm_big_alloc(3 * cap * sizeof *xyz);
+    if (!xyz) return dm_set_error("track: out of memory for a batch of %zu points", points);
+    if (b->npoints) memcpy(xyz, b->xyz, 3 * b->npoints * sizeof *xyz);
+    free(b->xyz);
+    b->xyz = xyz;
     b->xyz_cap = cap;
+    return 0;
 }
 
 typedef struct {

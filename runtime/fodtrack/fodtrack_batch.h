@@ -19,7 +19,7 @@ typedef struct dm_ft_batch {
     int *npts, *seed_index;
     float *xyz; /* world mm, 3 per point */
     size_t npoints;
-    size_t xyz_cap; /* points xyz has room for: it only grows, so that a batch buffer reused
+    size_t xyz_cap;       /* points xyz has room for: it only grows, so that a batch buffer reused
                        is not paged in again (on the GPU's host that cost more than the copy) */
     size_t device_points; /* GPU batches: points [0, device_points) are also on the GPU, at
                              the same places (the first launch's; not those traced again) */
@@ -29,8 +29,9 @@ typedef struct dm_ft_batch {
 
 /* Sizes the per-id arrays for n ids (the accepted arrays for up to n, xyz for cap_points). */
 void dm_ft_batch_reset(dm_ft_batch *b, unsigned long long first, long n, size_t cap_points);
-/* Room in xyz for `points` points in all (grown by half again at least; never shrunk). */
-void dm_ft_batch_room(dm_ft_batch *b, size_t points);
+/* Room in xyz for `points` points in all (grown by half again at least; never shrunk).  0, or
+ * -1 with an error when out of memory. */
+int dm_ft_batch_room(dm_ft_batch *b, size_t points);
 /* Puts the accepted streamlines' records in id order (the points stay where they are). */
 void dm_ft_batch_sort(dm_ft_batch *b);
 void dm_ft_batch_free(dm_ft_batch *b);

@@ -117,8 +117,8 @@ int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned
         count += outs[k].count;
         npoints += outs[k].npoints;
     }
-    dm_ft_batch_room(b, npoints ? npoints : 1);
-    for (int k = 0; k < nt; k++) {
+    const int no_room = dm_ft_batch_room(b, npoints ? npoints : 1) != 0;
+    for (int k = 0; k < nt && !no_room; k++) {
         thread_out *t = &outs[k];
         if (t->npoints) /* a thread that traced nothing has no buffer */
             memcpy(b->xyz + 3 * b->npoints, t->xyz, 3 * t->npoints * sizeof *t->xyz);
@@ -132,6 +132,9 @@ int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned
         }
         b->truncations += t->truncations;
         b->evals += t->evals;
+    }
+    for (int k = 0; k < nt; k++) {
+        thread_out *t = &outs[k];
         free(t->id);
         free(t->npts);
         free(t->seed_index);
@@ -139,6 +142,7 @@ int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned
     }
     (void)count;
     free(outs);
+    if (no_room) return -2;
     dm_ft_batch_sort(b);
     return stopped ? -1 : 0;
 }

@@ -7,7 +7,8 @@
 
 /* Traces ids [first, first + n) into b (reset here) on `threads` threads (0: all), in double
  * or float.  buf_points: the per-streamline point buffer (dm_ft_plan.buf_points).  Returns 0,
- * or -1 when a stop was requested meanwhile (the batch is then incomplete: discard it). */
+ * -1 when a stop was requested meanwhile (the batch is then incomplete: discard it), or -2
+ * with an error when there was no memory for the batch's points. */
 int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned long long first,
                     long n, int threads, dm_ft_batch *b);
 

@@ -25,6 +25,8 @@
 #define MIN_POINTS_PER_ID 64 /* room for points per id of a batch at least (more: traced again) */
 #define TDI_SCRATCH 2048     /* voxels a mapping thread collects before deduplicating */
 #define STAGE_BYTES (64UL << 20) /* pinned host memory the points come back through */
+#define STAGE_HALF (STAGE_BYTES / 2)
+#define MOVE_PIECE (1UL << 20) /* a thread's share of a half moved into the batch */
 
 static const char *const fodtrack_templates[] = {"fodtrack/gpu_fodtrack.cu",
                                                  "fodtrack/ft_types.h",
@@ -131,8 +133,11 @@ struct dm_ft_gpu {
     dm_tdi_grid tdi_grid; /* its count on the device */
     CUdeviceptr tdi_count, tdi_scratch, tdi_start, tdi_npts;
     long tdi_list_cap;
-    void *stage; /* STAGE_BYTES of pinned host memory: a copy into pageable memory runs at a
-                    fraction of the bus's rate (1 GB/s for 1.6 GB of points on an H100 host) */
+    /* STAGE_BYTES of pinned host memory, the points' way back (a copy into pageable memory
+     * runs at a fraction of the bus's rate: 1 GB/s for 1.6 GB of points on an H100 host), and
+     * a stream for each of its halves */
+    void *stage;
+    CUstream copy[2];
     int use_double, buf_points;
     long threads, max_batch;
     dm_ft_gpu_times times;
@@ -244,6 +249,7 @@ dm_ft_gpu *dm_ft_gpu_open(const dm_ft_plan *p, int use_double, const char *gpus,
     for (int k = 0; k < 2; k++)
         if (alloc_slot(g, &g->slots[k], per_thread, cap_points) != 0) goto fail;
     CK(cu->cuMemAllocHost(&g->stage, STAGE_BYTES), "allocating pinned host memory");
+    for (int k = 0; k < 2; k++) CK(cu->cuStreamCreate(&g->copy[k], 1), "creating a stream");
     g->times.upload = dm_now_seconds() - t0;
     return g;
 fail:
@@ -303,11 +309,44 @@ int dm_ft_gpu_submit(dm_ft_gpu *g, unsigned long long first, long n)
     return 0;
 }
 
+/* Copies `bytes` of points from the GPU to dst through the stage's halves in turn: the GPU
+ * copies a chunk into one half while the host's threads move the chunk before it out of the
+ * other.  The move is the slow part, into pages that a batch touches for the first time: on
+ * one thread it ran at 2 GB/s (1.1 s for iFOD1's 1.8 GB of points from 200,000 streamlines,
+ * bench/NOTES.md, 2026-11-29 session 8). */
+static int move_points(dm_ft_gpu *g, CUdeviceptr src, size_t bytes, char *dst, int threads)
+{
+    const dm_cuda *cu = g->cu;
+    size_t chunks = (bytes + STAGE_HALF - 1) / STAGE_HALF;
+    for (size_t k = 0; k < chunks + 1; k++) {
+        if (k < chunks) { /* the copy of chunk k starts, into half k % 2 */
+            size_t off = k * STAGE_HALF, len = bytes - off < STAGE_HALF ? bytes - off : STAGE_HALF;
+            CK(cu->cuMemcpyDtoHAsync((char *)g->stage + (k % 2) * STAGE_HALF, src + off, len,
+                                     g->copy[k % 2]),
+               "copying from the GPU");
+        }
+        if (k == 0) continue;
+        size_t c = k - 1, off = c * STAGE_HALF; /* chunk c, copied into half c % 2: moved */
+        size_t len = bytes - off < STAGE_HALF ? bytes - off : STAGE_HALF;
+        CK(cu->cuStreamSynchronize(g->copy[c % 2]), "copying from the GPU");
+        const char *half = (const char *)g->stage + (c % 2) * STAGE_HALF;
+        long pieces = (long)((len + MOVE_PIECE - 1) / MOVE_PIECE);
+#pragma omp parallel for schedule(static) num_threads(threads) if (pieces > 1)
+        for (long i = 0; i < pieces; i++) {
+            size_t at = (size_t)i * MOVE_PIECE, n = len - at < MOVE_PIECE ? len - at : MOVE_PIECE;
+            memcpy(dst + off + at, half + at, n);
+        }
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 /* Waits for slot s's launch and appends its results to b: verdicts and ends at the batch index
  * of each id (verdict[i] for index i of the launch, or of the retried id list), the accepted
  * streamlines at the end of b's lists. */
 static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char *verdict,
-                    unsigned char *ends)
+                    unsigned char *ends, int threads)
 {
     const dm_cuda *cu = g->cu;
     double t0 = dm_now_seconds();
@@ -320,7 +359,7 @@ static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
     long count = (long)counters[1];
     size_t used = counters[2] < s->out.cap_points ? counters[2] : s->out.cap_points;
-    dm_ft_batch_room(b, b->npoints + used + 1);
+    if (dm_ft_batch_room(b, b->npoints + used + 1) != 0) return -1;
     unsigned long long *start = malloc((count ? count : 1) * 8);
     CK(cu->cuMemcpyDtoHAsync(verdict, s->out.verdict, (size_t)n, s->stream),
        "copying from the GPU");
@@ -334,13 +373,8 @@ static int download(dm_ft_gpu *g, slot *s, long n, dm_ft_batch *b, unsigned char
     CK(cu->cuMemcpyDtoHAsync(b->seed_index + b->count, s->out.rec_seed, count * 4, s->stream),
        "copying from the GPU");
     CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
-    for (size_t off = 0; off < used * 12; off += STAGE_BYTES) { /* the points, via g->stage */
-        size_t len = used * 12 - off < STAGE_BYTES ? used * 12 - off : STAGE_BYTES;
-        CK(cu->cuMemcpyDtoHAsync(g->stage, s->out.xyz + off, len, s->stream),
-           "copying from the GPU");
-        CK(cu->cuStreamSynchronize(s->stream), "copying from the GPU");
-        memcpy((char *)(b->xyz + 3 * b->npoints) + off, g->stage, len);
-    }
+    if (move_points(g, s->out.xyz, used * 12, (char *)(b->xyz + 3 * b->npoints), threads) != 0)
+        goto fail;
     for (long i = 0; i < count; i++) b->start[b->count + i] = b->npoints + start[i];
     free(start);
     b->count += count;
@@ -353,7 +387,7 @@ fail:
     return -1;
 }
 
-int dm_ft_gpu_collect(dm_ft_gpu *g, dm_ft_batch *b)
+int dm_ft_gpu_collect(dm_ft_gpu *g, dm_ft_batch *b, int threads)
 {
     if (g->collected == g->submitted) return dm_set_error("track: no GPU batch under way");
     slot *s = &g->slots[g->collected % 2];
@@ -361,7 +395,7 @@ int dm_ft_gpu_collect(dm_ft_gpu *g, dm_ft_batch *b)
     const long n = s->n;
     const unsigned long long first = s->first;
     dm_ft_batch_reset(b, first, n, 0);
-    if (download(g, s, n, b, b->verdict, b->ends) != 0) return -1;
+    if (download(g, s, n, b, b->verdict, b->ends, threads) != 0) return -1;
     b->device_points = b->npoints;
     /* streamlines whose points did not fit: traced again, alone, until all are in (a launch
      * always places at least its first streamline) */
@@ -379,7 +413,7 @@ int dm_ft_gpu_collect(dm_ft_gpu *g, dm_ft_batch *b)
         v = realloc(v, nr);
         e = realloc(e, 2 * nr);
         if (g->cu->cuMemcpyHtoDAsync(s->ids, retry, nr * 8, s->stream) != 0 ||
-            launch(g, s, 0, nr, 1) != 0 || download(g, s, nr, b, v, e) != 0) {
+            launch(g, s, 0, nr, 1) != 0 || download(g, s, nr, b, v, e, threads) != 0) {
             rc = dm_set_error("track: tracing streamlines again on the GPU failed");
             break;
         }
@@ -505,6 +539,11 @@ void dm_ft_gpu_close(dm_ft_gpu *g)
                              g->roi, g->tdi_count, g->tdi_scratch, g->tdi_start, g->tdi_npts};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) cu->cuMemFree(all[i]);
+        for (int k = 0; k < 2; k++) /* a copy into the stage may be under way after an error */
+            if (g->copy[k]) {
+                cu->cuStreamSynchronize(g->copy[k]);
+                cu->cuStreamDestroy(g->copy[k]);
+            }
         if (g->stage) cu->cuMemFreeHost(g->stage);
         dm_gpu_kernel_close(cu, &g->tdi_kern);
         dm_gpu_program_free(&g->tdi_prog);

@@ -30,8 +30,9 @@ int dm_ft_gpu_submit(dm_ft_gpu *g, unsigned long long first, long n);
 /* Batches submitted and not yet collected. */
 int dm_ft_gpu_pending(const dm_ft_gpu *g);
 /* Waits for the oldest batch under way and puts it, complete and sorted, in b (streamlines
- * whose points did not fit are traced again first).  0, or -1 with an error. */
-int dm_ft_gpu_collect(dm_ft_gpu *g, dm_ft_batch *b);
+ * whose points did not fit are traced again first), its points moved by `threads` host
+ * threads.  0, or -1 with an error. */
+int dm_ft_gpu_collect(dm_ft_gpu *g, dm_ft_batch *b, int threads);
 /* Track-density mapping on the GPU into a copy of m's grid (counts from 0). */
 int dm_ft_gpu_tdi_start(dm_ft_gpu *g, const dm_tdi *m);
 /* Maps the first `kept` streamlines of b, the batch just collected: those whose points are

@@ -364,12 +364,14 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
                 planned += (unsigned long long)n;
             }
             if (!dm_ft_gpu_pending(gpu)) break;
-            if (dm_ft_gpu_collect(gpu, batch) != 0) goto done;
+            if (dm_ft_gpu_collect(gpu, batch, threads) != 0) goto done;
         } else {
             long n = next_batch(&plan, &st, st.next_id, 0, least, most);
             if (n <= 0) break;
-            if (dm_ft_cpu_batch(&plan.ctx, o->use_double, plan.buf_points, st.next_id, n, threads,
-                                batch) != 0) { /* stopped midway: not taken */
+            int traced = dm_ft_cpu_batch(&plan.ctx, o->use_double, plan.buf_points, st.next_id, n,
+                                         threads, batch);
+            if (traced == -2) goto done;
+            if (traced != 0) { /* stopped midway: not taken */
                 dm_stop_take();
                 interrupted = 1;
                 break;
