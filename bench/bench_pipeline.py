@@ -3,7 +3,9 @@
 dataset (5 b=0, 50 b=1000, 50 b=2000) made with `dimoc simulate`, on the GPU and, for a
 subset of the voxels, on the CPU of the same host.  Prints, per device, the wall time of the
 whole cascade and the sum of its fits' phases (compile and the wait for the GPU's start apart)
-from their provenance files.
+from their provenance files, and "% floor": the stages' counted floor (bench_fit.py's: each signal
+evaluation's operations at the FP32 FMA rate or its transcendental ones at the __expf rate,
+whichever is longer) over their fits' time.
 
   bench/bench_pipeline.py [--pipeline noddi_watson] [--voxels 200000] [--cpu-voxels 2000]"""
 import argparse
@@ -17,6 +19,8 @@ import time
 
 import nibabel as nib
 import numpy as np
+
+from bench_fit import floor_seconds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIMOC = os.path.join(ROOT, "bin", "dimoc")
@@ -64,17 +68,22 @@ def cascade(name, data, out, device):
     run("pipeline", name, "--data", dwi, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs, "--out", out,
         "--device", device)
     wall = time.time() - t
-    phases = {"compile": 0.0, "load": 0.0, "gpu_start": 0.0, "fit": 0.0, "write": 0.0}
+    phases = {"compile": 0.0, "load": 0.0, "gpu_start": 0.0, "fit": 0.0, "write": 0.0, "floor": 0.0}
     steps = 0
     for f in sorted(glob.glob(f"{out}/**/provenance.json", recursive=True)):
-        t = json.load(open(f))["timings_seconds"]
+        prov = json.load(open(f))
+        t = dict(prov["timings_seconds"])
         steps += 1
         # a stage without a compiled fitter (dti) has no compile; the first GPU stage's wait for
         # the driver and the context (gpu_start) is apart from its fit
+        if "work" in prov and isinstance(prov.get("model"), dict):
+            t["floor"] = floor_seconds(prov["model"]["name"], prov["work"]["signal_evaluations"])
         for k in phases:
             phases[k] += t.get(k, 0.0)
+        on_gpu = device == "gpu" and t.get("floor") and t.get("fit")  # the floor is an H200's
+        share = f" ({100 * t['floor'] / t['fit']:.1f}% floor)" if on_gpu else ""
         print(f"  {device} {os.path.basename(os.path.dirname(f)):12} " +
-              " ".join(f"{k} {t.get(k, 0.0):6.2f}" for k in phases), flush=True)
+              " ".join(f"{k} {t.get(k, 0.0):6.2f}" for k in phases if k != "floor") + share, flush=True)
     return wall, phases, steps
 
 
@@ -99,10 +108,11 @@ def main():
             wall, ph, steps = cascade(args.pipeline, data, f"{args.work}/{device}/out", device)
             rows.append((f"{device} {run_label}", n, wall, ph, steps))
     print(f"{'pipeline':14} {'device':9} {'voxels':>7} {'steps':>5} {'wall s':>8} {'compile':>8} {'load':>6} "
-          f"{'gpu up':>6} {'fit':>7} {'write':>6} {'vox/s (fit)':>12}")
+          f"{'gpu up':>6} {'fit':>7} {'write':>6} {'vox/s (fit)':>12} {'%floor':>6}")
     for device, n, wall, ph, steps in rows:
         print(f"{args.pipeline:14} {device:9} {n:7d} {steps:5d} {wall:8.2f} {ph['compile']:8.2f} {ph['load']:6.2f} "
               f"{ph['gpu_start']:6.2f} {ph['fit']:7.2f} {ph['write']:6.2f} {n / ph['fit'] if ph['fit'] else float('nan'):12.0f}"
+              f" {100 * ph['floor'] / ph['fit'] if ph['fit'] and device.startswith('gpu') else float('nan'):6.1f}"
               f"  (whole / fit {wall / ph['fit'] if ph['fit'] else float('nan'):.2f})")
 
 

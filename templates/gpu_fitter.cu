@@ -31,6 +31,11 @@
  * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel.  rows:
  * with fixed values (DM_FIX_WIDTH > 0), room for each voxel's M extended rows, filled here
  * before the fit (the fixed values depend on the voxel's inputs); unused otherwise.
+ * shared_rows: every voxel's inputs are the same (a model's defaults, as NODDI's d_par), so
+ * are its extended rows: each block makes them once in its dynamic shared memory (M rows, the
+ * launch's size) and its voxels read them there.  A grid point or LM step sweeps all M rows,
+ * and each voxel's own copy (5 KB for NODDI-Watson at 105 measurements) came from DRAM at
+ * every sweep.
  *
  * Launched in blocks of 128 threads (runtime/fit/fit_gpu.c).  At least 4 resident blocks per
  * SM caps the registers at 128 a thread: NODDI-Watson's fitter took 251 (12.5% occupancy) and
@@ -39,30 +44,45 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
                   const real *__restrict__ meas, const real *__restrict__ y,
                   const real *__restrict__ vox, const unsigned long long *__restrict__ voxel_index,
-                  real *params, real *samples, real *stats, int *status, real *rows, int nvox)
+                  real *params, real *samples, real *stats, int *status, real *rows,
+                  int shared_rows, int nvox)
 {
     const int voxel = (int)((blockIdx.x * blockDim.x + threadIdx.x) / DM_NLANES);
+    const int M = cfg.nmeas;
+#if DM_FIX_WIDTH > 0
+    extern __shared__ __align__(16) unsigned char block_shared[];
+    real *block_rows = (real *)block_shared;
+    if (shared_rows) { /* before any thread leaves: the whole block waits for them */
+        for (int m = threadIdx.x; m < M; m += blockDim.x)
+            dm_row_extend(meas + (size_t)m * DM_MEASURE_WIDTH, vox,
+                          block_rows + (size_t)m * DM_ROW_WIDTH);
+        __syncthreads();
+    }
+#endif
     if (voxel >= nvox) /* whole groups leave together: groups never straddle this test */
         return;
-    const int M = cfg.nmeas;
     const int ns = (cfg.methods & DM_METHOD_MCMC) ? DM_NSAMPLES(&cfg) : 0;
     dm_voxel_data d;
     d.nmeas = M;
     d.y = y + (size_t)voxel * M;
     d.vox = vox + (size_t)voxel * DM_VOXEL_SLOTS;
 #if DM_FIX_WIDTH > 0
-    real *own = rows + (size_t)voxel * M * DM_ROW_WIDTH;
-    dm_voxel_rows(meas, d.vox, M, own);
-    d.meas = own;
+    if (shared_rows) {
+        d.meas = block_rows;
+    } else {
+        real *own = rows + (size_t)voxel * M * DM_ROW_WIDTH;
+        dm_voxel_rows(meas, d.vox, M, own);
+        d.meas = own;
+    }
 #else
     (void)rows;
+    (void)shared_rows;
     d.meas = meas;
 #endif
-    int st = dm_fit_one_voxel(&cfg, grid_values, &d, voxel_index[voxel],
-                              params + (size_t)voxel * DM_NPARAMS,
-                              ns ? samples + (size_t)voxel * ns * DM_NPARAMS : 0, DM_NPARAMS,
-                              stats + (size_t)voxel * DM_NSTATS,
-                              DM_CONTINUES(&cfg) ? status[voxel] : DM_STATUS_FITTED);
+    int st = dm_fit_one_voxel(
+        &cfg, grid_values, &d, voxel_index[voxel], params + (size_t)voxel * DM_NPARAMS,
+        ns ? samples + (size_t)voxel * ns * DM_NPARAMS : 0, DM_NPARAMS,
+        stats + (size_t)voxel * DM_NSTATS, DM_CONTINUES(&cfg) ? status[voxel] : DM_STATUS_FITTED);
     if (DM_LANE_LEADER) status[voxel] = st;
 }
 

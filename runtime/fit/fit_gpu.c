@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BLOCK_THREADS 128 /* templates/gpu_fitter.cu: __launch_bounds__(128, 4) */
+#define BLOCK_THREADS 128           /* templates/gpu_fitter.cu: __launch_bounds__(128, 4) */
+#define SHARED_ROWS_MAX (48u << 10) /* dynamic shared memory a block takes without opting in */
 
 typedef struct gpu_job {
     dm_fit_gpu_session *session;
@@ -265,6 +266,16 @@ static int batch_range(const gpu_job *j, size_t k, size_t *first, size_t *n)
     return 1;
 }
 
+/* 1 when every voxel to fit has the same per-voxel inputs (none, or a model's defaults). */
+static int voxel_inputs_uniform(const dm_problem *p)
+{
+    const size_t VW = p->mi.voxel_width;
+    if (VW == 0) return 1;
+    for (size_t i = 1; i < p->nfit; i++)
+        if (memcmp(p->voxin + i * VW, p->voxin, VW * sizeof *p->voxin) != 0) return 0;
+    return 1;
+}
+
 static void *worker_main(void *arg)
 {
     gpu_worker *w = arg;
@@ -274,6 +285,9 @@ static void *worker_main(void *arg)
     int rs = j->real_size, P = p->mi.nparams, ns = j->ns;
     size_t M = p->M, W = p->mi.measure_width, VW = p->mi.voxel_width, VS = VW ? VW : 1;
     size_t fix_rows = p->mi.fix_width ? W + (size_t)p->mi.fix_width : 0; /* extended row width */
+    /* the extended rows made once a block where every voxel's are the same (gpu_fitter.cu) */
+    int shared_rows = fix_rows && M * fix_rows * rs <= SHARED_ROWS_MAX && voxel_inputs_uniform(p);
+    unsigned shared_bytes = shared_rows ? (unsigned)(M * fix_rows * rs) : 0;
     dm_gpu_kernel kern[2];
     memset(kern, 0, sizeof kern);
     CUdeviceptr d_meas = 0, d_grid = 0;
@@ -286,8 +300,9 @@ static void *worker_main(void *arg)
         j->session->kept[w->index] = NULL;
     }
     size_t bytes[8], small_bytes[8]; /* a set for any batch; for the small first ones */
-    slot_bytes(j->batch, M, VS, P, ns, fix_rows, rs, bytes);
-    slot_bytes(j->nsmall ? j->small : j->batch, M, VS, P, ns, fix_rows, rs, small_bytes);
+    const size_t own_rows = shared_rows ? 0 : fix_rows; /* each voxel's rows on the device */
+    slot_bytes(j->batch, M, VS, P, ns, own_rows, rs, bytes);
+    slot_bytes(j->nsmall ? j->small : j->batch, M, VS, P, ns, own_rows, rs, small_bytes);
     w->rc = -1;
     for (int k = 0; k < j->progs->n; k++)
         if (dm_gpu_kernel_open(cu, w->ordinal, &j->progs->part[k], "dm_fit_kernel", "fitter",
@@ -359,11 +374,13 @@ static void *worker_main(void *arg)
            "copying to the GPU");
         CK(cu->cuMemcpyHtoDAsync(s->idx, s->hidx, n * 8, s->stream), "copying to the GPU");
         int nvox = (int)n;
-        void *args[] = {&p->cfg,    &d_grid,     &d_meas,   &s->y,      &s->vox,  &s->idx,
-                        &s->params, &s->samples, &s->stats, &s->status, &s->rows, &nvox};
+        void *args[] = {&p->cfg,  &d_grid,      &d_meas,     &s->y,     &s->vox,
+                        &s->idx,  &s->params,   &s->samples, &s->stats, &s->status,
+                        &s->rows, &shared_rows, &nvox};
         for (int k = 0; k < j->progs->n; k++) /* the parts in turn, on the batch's stream */
-            if (dm_gpu_launch(cu, kern[k].fn, (unsigned long long)n * j->lanes, BLOCK_THREADS,
-                              s->stream, args, "launching the fitting kernel") != 0)
+            if (dm_gpu_launch_shared(cu, kern[k].fn, (unsigned long long)n * j->lanes,
+                                     BLOCK_THREADS, shared_bytes, s->stream, args,
+                                     "launching the fitting kernel") != 0)
                 goto fail;
         CK(cu->cuMemcpyDtoHAsync(s->hparams, s->params, n * P * rs, s->stream),
            "copying from the GPU");

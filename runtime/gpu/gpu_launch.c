@@ -56,8 +56,15 @@ fail:
 int dm_gpu_launch(const dm_cuda *cu, CUfunction fn, unsigned long long threads, unsigned block,
                   CUstream stream, void **args, const char *what)
 {
+    return dm_gpu_launch_shared(cu, fn, threads, block, 0, stream, args, what);
+}
+
+int dm_gpu_launch_shared(const dm_cuda *cu, CUfunction fn, unsigned long long threads,
+                         unsigned block, unsigned shared_bytes, CUstream stream, void **args,
+                         const char *what)
+{
     unsigned blocks = (unsigned)((threads + block - 1) / block);
-    CK(cu->cuLaunchKernel(fn, blocks, 1, 1, block, 1, 1, 0, stream, args, NULL), what);
+    CK(cu->cuLaunchKernel(fn, blocks, 1, 1, block, 1, 1, shared_bytes, stream, args, NULL), what);
     return 0;
 fail:
     return -1;

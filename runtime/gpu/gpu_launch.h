@@ -37,5 +37,9 @@ void dm_gpu_upload_messages(const char *what, dm_gpu_upload_message *m);
  * stream; `what` for the message when it fails.  0, or -1. */
 int dm_gpu_launch(const dm_cuda *cu, CUfunction fn, unsigned long long threads, unsigned block,
                   CUstream stream, void **args, const char *what);
+/* The same, with shared_bytes of dynamic shared memory a block (at most 48 KB). */
+int dm_gpu_launch_shared(const dm_cuda *cu, CUfunction fn, unsigned long long threads,
+                         unsigned block, unsigned shared_bytes, CUstream stream, void **args,
+                         const char *what);
 
 #endif
