@@ -19,8 +19,9 @@ typedef struct dm_ft_batch {
     int *npts, *seed_index;
     float *xyz; /* world mm, 3 per point */
     size_t npoints;
-    size_t xyz_cap;       /* points xyz has room for: it only grows, so that a batch buffer reused
-                       is not paged in again (on the GPU's host that cost more than the copy) */
+    /* points xyz has room for: it only grows, so that a batch buffer reused is not paged in
+     * again (on the GPU's host that cost more than the copy) */
+    size_t xyz_cap;
     size_t device_points; /* GPU batches: points [0, device_points) are also on the GPU, at
                              the same places (the first launch's; not those traced again) */
     unsigned long long truncations; /* proposals above the envelope */
