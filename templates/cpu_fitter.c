@@ -69,18 +69,76 @@ static size_t grid_value_count(const dm_fit_config *cfg)
     return n;
 }
 
+/* A thread's workspace (fit_api.h): the measurement rows in real, y's copy, and with fixed
+ * values the extended rows of the voxel inputs `vox`.  The fixed values (NODDI's stick
+ * integrals J_l(b d_par) for every measurement) took about a quarter of a NODDI-Watson LM fit
+ * on the CPU when made for every voxel; with the model's default inputs they are the same in
+ * every voxel. */
+typedef struct dm_fit_work {
+    const double *meas_src; /* the rows meas_r was made from, and their count */
+    int M;
+    real *meas_r, *own_meas, *y_r, *rows;
+    int rows_valid;
+    real vox[DM_VOXEL_SLOTS];
+} dm_fit_work;
+
+DM_EXPORT void *dm_fit_work_new(void)
+{
+    return calloc(1, sizeof(dm_fit_work));
+}
+
+DM_EXPORT void dm_fit_work_free(void *work)
+{
+    dm_fit_work *w = work;
+    if (!w) return;
+    free(w->own_meas);
+    free(w->y_r);
+    free(w->rows);
+    free(w);
+}
+
+/* The workspace made ready for M rows at meas and the voxel inputs vox (meas's rows converted
+ * again only for another array, the extended rows made again only for other inputs).  0, or
+ * -1 when out of memory. */
+static int work_ready(dm_fit_work *w, const double *meas, int M, const real *vox)
+{
+    if (w->meas_src != meas || w->M != M) {
+        free(w->own_meas);
+        free(w->y_r);
+        free(w->rows);
+        memset(w, 0, sizeof *w);
+        w->meas_r = to_real(meas, (size_t)M * DM_MEASURE_WIDTH, &w->own_meas);
+        w->y_r = malloc((M > 0 ? (size_t)M : 1) * sizeof(real));
+#if DM_FIX_WIDTH > 0
+        w->rows = malloc((M > 0 ? (size_t)M : 1) * DM_ROW_WIDTH * sizeof(real));
+        if (!w->rows) return -1;
+#endif
+        if (!w->meas_r || !w->y_r) return -1;
+        w->meas_src = meas;
+        w->M = M;
+    }
+#if DM_FIX_WIDTH > 0
+    if (!w->rows_valid || memcmp(w->vox, vox, sizeof(real) * DM_VOXEL_SLOTS) != 0) {
+        dm_voxel_rows(w->meas_r, vox, M, w->rows);
+        memcpy(w->vox, vox, sizeof(real) * DM_VOXEL_SLOTS);
+        w->rows_valid = 1;
+    }
+#endif
+    return 0;
+}
+
 DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values, const double *meas,
                            const double *y, const double *vox, unsigned long long voxel_index,
-                           double *params, double *samples, double *stats)
+                           double *params, double *samples, double *stats, void *work)
 {
     const int M = cfg->nmeas;
     const int mcmc = (cfg->methods & DM_METHOD_MCMC) != 0;
     const size_t nsamples = mcmc ? (size_t)DM_NSAMPLES(cfg) : 0;
-    real *own_grid, *own_meas, *own_y, *own_vox, *own_samples = NULL;
+    dm_fit_work *w = work ? work : dm_fit_work_new();
+    real *own_grid, *own_samples = NULL;
     const real *grid_r = to_real(grid_values, grid_value_count(cfg), &own_grid);
-    const real *meas_r = to_real(meas, (size_t)M * DM_MEASURE_WIDTH, &own_meas);
-    const real *y_r = to_real(y, (size_t)M, &own_y);
-    const real *vox_r = to_real(vox, DM_VOXEL_WIDTH, &own_vox);
+    real vox_r[DM_VOXEL_SLOTS] = {0};
+    for (int j = 0; j < DM_VOXEL_WIDTH; j++) vox_r[j] = (real)vox[j];
     real *samples_r = NULL;
     if (nsamples > 0) {
         if (sizeof(real) == sizeof(double) && samples)
@@ -89,33 +147,24 @@ DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values, 
             samples_r = own_samples = malloc(nsamples * DM_NPARAMS * sizeof(real));
     }
     int status = DM_STATUS_FAILED;
-    if (grid_r && meas_r && y_r && vox_r && (nsamples == 0 || samples_r)) {
+    if (w && work_ready(w, meas, M, vox_r) == 0 && grid_r && (nsamples == 0 || samples_r)) {
+        const real *y_r = (const real *)y;
+        if (sizeof(real) != sizeof(double)) {
+            for (int m = 0; m < M; m++) w->y_r[m] = (real)y[m];
+            y_r = w->y_r;
+        }
         real p[DM_NPARAMS], st[DM_NSTATS];
         for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
-        dm_voxel_data d = {M, meas_r, y_r, vox_r};
-#if DM_FIX_WIDTH > 0
-        real *rows = malloc((size_t)M * DM_ROW_WIDTH * sizeof(real));
-        if (!rows) goto out;
-        dm_voxel_rows(meas_r, vox_r, M, rows);
-        d.meas = rows;
-#endif
+        dm_voxel_data d = {M, DM_FIX_WIDTH > 0 ? w->rows : w->meas_r, y_r, vox_r};
         status = dm_fit_one_voxel(cfg, grid_r, &d, voxel_index, p, samples_r, DM_NPARAMS, st,
                                   DM_STATUS_FITTED);
-#if DM_FIX_WIDTH > 0
-        free(rows);
-#endif
         for (int k = 0; k < DM_NPARAMS; k++) params[k] = (double)p[k];
         for (int i = 0; i < DM_NSTATS; i++) stats[i] = (double)st[i];
         if (own_samples && samples)
             for (size_t i = 0; i < nsamples * DM_NPARAMS; i++) samples[i] = (double)own_samples[i];
     }
-#if DM_FIX_WIDTH > 0
-out:
-#endif
+    if (!work) dm_fit_work_free(w);
     free(own_grid);
-    free(own_meas);
-    free(own_y);
-    free(own_vox);
     free(own_samples);
     return status;
 }

@@ -207,6 +207,7 @@ typedef struct dm_dict {
     int *shell_row;              /* a measurement of each shell */
     double *table;               /* nshells x DM_DICT_TABLE_POINTS x N */
     double *fixed_A;             /* M x N */
+    real *ref_rows; /* with fixed values: the extended rows of ref_vox (a fit's statistics) */
 } dm_dict;
 
 /* The model's signal at params (double) for the M measurements, into out[m * stride]. */
@@ -456,6 +457,7 @@ DM_EXPORT void dm_dict_free(void *handle)
     free(d->shell_row);
     free(d->table);
     free(d->fixed_A);
+    free(d->ref_rows);
     free(d);
 }
 
@@ -545,6 +547,18 @@ DM_EXPORT void *dm_dict_build(const dm_dict_spec *spec, const dm_fit_config *cfg
     for (size_t i = 0; i < (size_t)M * DM_MEASURE_WIDTH; i++) d->meas[i] = (real)meas[i];
     for (int k = 0; k < DM_NPARAMS; k++) d->ref_params[k] = params[k];
     for (int j = 0; j < DM_VOXEL_WIDTH; j++) d->ref_vox[j] = vox[j];
+#if DM_FIX_WIDTH > 0
+    {
+        real v[DM_VOXEL_SLOTS] = {0};
+        for (int j = 0; j < DM_VOXEL_WIDTH; j++) v[j] = (real)vox[j];
+        d->ref_rows = malloc(sizeof(real) * (size_t)(M > 0 ? M : 1) * DM_ROW_WIDTH);
+        if (!d->ref_rows) {
+            rep->error = DM_DICT_NO_MEMORY;
+            goto fail;
+        }
+        dm_voxel_rows(d->meas, v, M, d->ref_rows);
+    }
+#endif
 
     d->scale = dm_dict_find_scale(d, spec->scale_mask, work, work + M);
     if (d->scale >= 0) d->ref_params[d->scale] = 1;
@@ -761,13 +775,17 @@ DM_EXPORT int dm_dict_fit_voxel(const void *handle, const double *y, const doubl
     for (int m = 0; m < M; m++) yr[m] = (real)y[m];
     dm_voxel_data data = {M, d->meas, yr, v};
 #if DM_FIX_WIDTH > 0
-    real *rows = malloc(sizeof(real) * (size_t)M * DM_ROW_WIDTH);
-    if (!rows) {
+    /* the reference's rows where the voxel's inputs are the reference's (the fixed values are
+     * the costly part of the rows: NODDI's stick integrals) */
+    int same_inputs = 1;
+    for (int j = 0; j < DM_VOXEL_WIDTH; j++) same_inputs &= vox[j] == d->ref_vox[j];
+    real *rows = same_inputs ? NULL : malloc(sizeof(real) * (size_t)M * DM_ROW_WIDTH);
+    if (!same_inputs && !rows) {
         status = DM_STATUS_FAILED;
         goto done;
     }
-    dm_voxel_rows(d->meas, v, M, rows);
-    data.meas = rows;
+    if (rows) dm_voxel_rows(d->meas, v, M, rows);
+    data.meas = rows ? rows : d->ref_rows;
 #endif
     real sse = dm_sse(&data, p);
 #if DM_FIX_WIDTH > 0

@@ -6,7 +6,7 @@
 
 #include "model_api.h"
 
-#define DM_FITTER_ABI 2
+#define DM_FITTER_ABI 3
 
 /* DM_METHOD_DICT, the dictionary fit (templates/dictionary.h), runs first, on the CPU only,
  * through its own entry points; the per-voxel driver (fit_voxel.h) ignores it. */
@@ -78,8 +78,15 @@ enum {
  *                     double *params,      in: start (fixed ones kept); out: the estimate
  *                                          (grid point, LM minimum, MCMC posterior mean)
  *                     double *samples,     MCMC: DM_NSAMPLES x P, row per sample; else unused
- *                     double *stats);      DM_NSTATS
+ *                     double *stats,       DM_NSTATS
+ *                     void *work);         a workspace of dm_fit_work_new, or NULL
  *        returns a dm_status (FITTED, NOT_CONVERGED or FAILED).
+ *   void *dm_fit_work_new(void);         a thread's workspace for its voxels, one after another
+ *   void dm_fit_work_free(void *work);
+ *        The workspace keeps the measurement rows in the build's precision and, for a model
+ *        with fixed values (model_api.h), the extended rows of the last voxel's inputs, made
+ *        again only where the next voxel's differ.  One workspace serves one array of
+ *        measurement rows (the rows are told apart by their address).
  *   void dm_predict(const double *params, const double *meas, int M, const double *vox,
  *                   double *out);        M predicted signals
  *   void dm_derived(const double *params, const double *vox, double *out);
@@ -134,7 +141,9 @@ typedef void (*dm_dict_free_fn)(void *);
 
 typedef int (*dm_fit_voxel_fn)(const dm_fit_config *, const double *, const double *,
                                const double *, const double *, unsigned long long, double *,
-                               double *, double *);
+                               double *, double *, void *);
+typedef void *(*dm_fit_work_new_fn)(void);
+typedef void (*dm_fit_work_free_fn)(void *);
 typedef void (*dm_predict_fn)(const double *, const double *, int, const double *, double *);
 typedef void (*dm_derived_fn)(const double *, const double *, double *);
 

@@ -157,13 +157,15 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
     if (!f->handle) return dm_set_error("%s: cannot load: %s", f->so_path, dlerror());
     int (*abi)(void) = (int (*)(void))dlsym(f->handle, "dm_fitter_abi");
     f->fit_voxel = (dm_fit_voxel_fn)dlsym(f->handle, "dm_fit_voxel");
+    f->work_new = (dm_fit_work_new_fn)dlsym(f->handle, "dm_fit_work_new");
+    f->work_free = (dm_fit_work_free_fn)dlsym(f->handle, "dm_fit_work_free");
     f->predict = (dm_predict_fn)dlsym(f->handle, "dm_predict");
     f->derived = (dm_derived_fn)dlsym(f->handle, "dm_derived");
     f->dict_build = (dm_dict_build_fn)dlsym(f->handle, "dm_dict_build");
     f->dict_fit = (dm_dict_fit_fn)dlsym(f->handle, "dm_dict_fit_voxel");
     f->dict_free = (dm_dict_free_fn)dlsym(f->handle, "dm_dict_free");
-    if (!abi || abi() != DM_FITTER_ABI || !f->fit_voxel || !f->predict || !f->derived ||
-        !f->dict_build || !f->dict_fit || !f->dict_free) {
+    if (!abi || abi() != DM_FITTER_ABI || !f->fit_voxel || !f->work_new || !f->work_free ||
+        !f->predict || !f->derived || !f->dict_build || !f->dict_fit || !f->dict_free) {
         dm_cpu_fitter_close(f);
         return dm_set_error("%s: not a dimoc fitter of this version (delete the cache)",
                             f->so_path);

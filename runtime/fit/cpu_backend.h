@@ -9,6 +9,8 @@
 typedef struct dm_cpu_fitter {
     void *handle;
     dm_fit_voxel_fn fit_voxel;
+    dm_fit_work_new_fn work_new; /* a thread's workspace for fit_voxel */
+    dm_fit_work_free_fn work_free;
     dm_predict_fn predict;
     dm_derived_fn derived;
     dm_dict_build_fn dict_build; /* the dictionary fit (templates/dictionary.h) */

@@ -399,18 +399,23 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
                                 ? NULL
                                 : dm_progress_start(label, (long)p->nfit, "voxels");
         const dm_cpu_fitter *fitter = &m->fitter;
-#pragma omp parallel for schedule(dynamic, 16)
-        for (size_t i = 0; i < p->nfit; i++) {
-            if (dm_stop_requested() || rc != 0 || !p->cfg.methods) continue;
-            unsigned char *st = &p->status[p->index[i]];
-            if (*st == DM_STATUS_FITTED) {
-                *st = (unsigned char)fitter->fit_voxel(
-                    &p->cfg, p->grid_values, p->meas, p->y + i * M,
-                    p->voxin + i * p->mi.voxel_width, (unsigned long long)p->index[i],
-                    res.params + i * P, mcmc ? res.samples + i * (size_t)ns * P : NULL,
-                    res.stats + i * DM_NSTATS);
+#pragma omp parallel
+        {
+            void *work = rc == 0 ? fitter->work_new() : NULL; /* NULL: fit_voxel makes its own */
+#pragma omp for schedule(dynamic, 16)
+            for (size_t i = 0; i < p->nfit; i++) {
+                if (dm_stop_requested() || rc != 0 || !p->cfg.methods) continue;
+                unsigned char *st = &p->status[p->index[i]];
+                if (*st == DM_STATUS_FITTED) {
+                    *st = (unsigned char)fitter->fit_voxel(
+                        &p->cfg, p->grid_values, p->meas, p->y + i * M,
+                        p->voxin + i * p->mi.voxel_width, (unsigned long long)p->index[i],
+                        res.params + i * P, mcmc ? res.samples + i * (size_t)ns * P : NULL,
+                        res.stats + i * DM_NSTATS, work);
+                }
+                if (prog) dm_progress_add(prog, 1);
             }
-            if (prog) dm_progress_add(prog, 1);
+            if (work) fitter->work_free(work);
         }
         if (prog) dm_progress_finish(prog, summary(p, note, sizeof note));
     }
