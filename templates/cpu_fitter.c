@@ -123,6 +123,8 @@ static int work_ready(dm_fit_work *w, const double *meas, int M, const real *vox
         memcpy(w->vox, vox, sizeof(real) * DM_VOXEL_SLOTS);
         w->rows_valid = 1;
     }
+#else
+    (void)vox;
 #endif
     return 0;
 }

@@ -20,6 +20,8 @@ typedef int (*int_fn)(void);
 typedef struct fitter {
     void *handle;
     dm_fit_voxel_fn fit;
+    dm_fit_work_new_fn work_new;
+    dm_fit_work_free_fn work_free;
     dm_predict_fn predict;
     dm_derived_fn derived;
     int real_size;
@@ -67,9 +69,12 @@ static int load_fitter(const char *model, const char *real, fitter *f)
     int_fn abi = (int_fn)dlsym(f->handle, "dm_fitter_abi");
     int_fn real_size = (int_fn)dlsym(f->handle, "dm_fitter_real_size");
     f->fit = (dm_fit_voxel_fn)dlsym(f->handle, "dm_fit_voxel");
+    f->work_new = (dm_fit_work_new_fn)dlsym(f->handle, "dm_fit_work_new");
+    f->work_free = (dm_fit_work_free_fn)dlsym(f->handle, "dm_fit_work_free");
     f->predict = (dm_predict_fn)dlsym(f->handle, "dm_predict");
     f->derived = (dm_derived_fn)dlsym(f->handle, "dm_derived");
-    if (!abi || !real_size || !f->fit || !f->predict || !f->derived) {
+    if (!abi || !real_size || !f->fit || !f->work_new || !f->work_free || !f->predict ||
+        !f->derived) {
         printf("FAIL symbols_%s_%s: a fit_api.h symbol is missing\n", model, real);
         failures++;
         return -1;
@@ -135,7 +140,7 @@ static void test_exp_decay(const fitter *f)
     dm_fit_config c = base_config(NTE, DM_METHOD_LM);
     params[0] = 600;
     params[1] = 60;
-    int st = f->fit(&c, NULL, te, y, NULL, 0, params, NULL, stats);
+    int st = f->fit(&c, NULL, te, y, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_FITTED && rel_err(params[0], 1000) < 1e-6 &&
               rel_err(params[1], 25) < 1e-6,
           "exp_decay_lm_noise_free", "status %d S0 %.10g R %.10g", st, params[0], params[1]);
@@ -148,14 +153,14 @@ static void test_exp_decay(const fitter *f)
     c.lm_max_iter = 1;
     params[0] = 600;
     params[1] = 60;
-    st = f->fit(&c, NULL, te, y, NULL, 0, params, NULL, stats);
+    st = f->fit(&c, NULL, te, y, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_NOT_CONVERGED, "exp_decay_lm_iteration_limit", "status %d", st);
 
     /* An invalid start fails. */
     c = base_config(NTE, DM_METHOD_LM);
     params[0] = 600;
     params[1] = -5;
-    st = f->fit(&c, NULL, te, y, NULL, 0, params, NULL, stats);
+    st = f->fit(&c, NULL, te, y, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_FAILED, "exp_decay_invalid_start_fails", "status %d", st);
 
     /* Grid search on data generated at a grid point returns that point exactly. */
@@ -168,7 +173,7 @@ static void test_exp_decay(const fitter *f)
     c.grid_offset[1] = 4;
     params[0] = 1;
     params[1] = 1;
-    st = f->fit(&c, grid, te, y, NULL, 0, params, NULL, stats);
+    st = f->fit(&c, grid, te, y, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_FITTED && params[0] == 1500 && params[1] == 30 && stats[DM_STAT_SSE] == 0,
           "exp_decay_grid_exact_point", "status %d S0 %.17g R %.17g SSE %g", st, params[0],
           params[1], stats[DM_STAT_SSE]);
@@ -179,7 +184,7 @@ static void test_exp_decay(const fitter *f)
     c.grid_count[0] = 0;
     params[0] = 1100;
     params[1] = 1;
-    st = f->fit(&c, grid, te, y, NULL, 0, params, NULL, stats);
+    st = f->fit(&c, grid, te, y, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_FITTED && rel_err(params[0], 1234) < 1e-6 &&
               rel_err(params[1], 27) < 1e-6,
           "exp_decay_grid_then_lm", "status %d S0 %.10g R %.10g", st, params[0], params[1]);
@@ -196,7 +201,7 @@ static void test_exp_decay(const fitter *f)
     double *samples2 = malloc(sizeof(double) * ns * 2);
     params[0] = 900;
     params[1] = 20;
-    st = f->fit(&c, NULL, te, y, NULL, 123, params, samples, stats);
+    st = f->fit(&c, NULL, te, y, NULL, 123, params, samples, stats, NULL);
     double mean[2] = {0, 0}, sd[2] = {0, 0};
     for (int s = 0; s < ns; s++)
         for (int k = 0; k < 2; k++) mean[k] += samples[s * 2 + k] / ns;
@@ -225,12 +230,12 @@ static void test_exp_decay(const fitter *f)
     /* Determinism: same seed and voxel -> identical samples; another voxel -> different. */
     params[0] = 900;
     params[1] = 20;
-    st = f->fit(&c, NULL, te, y, NULL, 123, params, samples2, stats);
+    st = f->fit(&c, NULL, te, y, NULL, 123, params, samples2, stats, NULL);
     check(memcmp(samples, samples2, sizeof(double) * ns * 2) == 0, "mcmc_same_key_same_samples",
           "two runs with seed 42, voxel 123 differ");
     params[0] = 900;
     params[1] = 20;
-    f->fit(&c, NULL, te, y, NULL, 124, params, samples2, stats);
+    f->fit(&c, NULL, te, y, NULL, 124, params, samples2, stats, NULL);
     int differing = 0;
     for (int i = 0; i < ns * 2; i++) differing += samples[i] != samples2[i];
     check(differing > ns, "mcmc_other_voxel_other_samples", "only %d of %d values differ",
@@ -238,7 +243,7 @@ static void test_exp_decay(const fitter *f)
     c.seed = 43;
     params[0] = 900;
     params[1] = 20;
-    f->fit(&c, NULL, te, y, NULL, 123, params, samples2, stats);
+    f->fit(&c, NULL, te, y, NULL, 123, params, samples2, stats, NULL);
     differing = 0;
     for (int i = 0; i < ns * 2; i++) differing += samples[i] != samples2[i];
     check(differing > ns, "mcmc_other_seed_other_samples", "only %d of %d values differ", differing,
@@ -254,7 +259,7 @@ static void test_exp_decay(const fitter *f)
     ns = DM_NSAMPLES(&c);
     params[0] = 1000.5;
     params[1] = 40;
-    st = f->fit(&c, grid, te, y, NULL, 5, params, samples, stats);
+    st = f->fit(&c, grid, te, y, NULL, 5, params, samples, stats, NULL);
     int s0_fixed = params[0] == 1000.5;
     for (int s = 0; s < ns; s++) s0_fixed &= samples[s * 2] == 1000.5;
     check(st == DM_STATUS_FITTED && s0_fixed && fabs(params[1] - 25) < 1, "fixed_params_stay_fixed",
@@ -269,7 +274,7 @@ static void test_exp_decay(const fitter *f)
     ns = DM_NSAMPLES(&c);
     params[0] = 900;
     params[1] = 20;
-    st = f->fit(&c, NULL, te, y, NULL, 9, params, samples, stats);
+    st = f->fit(&c, NULL, te, y, NULL, 9, params, samples, stats, NULL);
     double tau = stats[DM_STAT_TAU], want_tau = 1 / (sigma * sigma);
     check(st == DM_STATUS_FITTED && tau > 0.5 * want_tau && tau < 2 * want_tau &&
               fabs(params[0] - 1000) < 30 && fabs(params[1] - 25) < 2 &&
@@ -287,7 +292,7 @@ static void test_exp_decay_float(const fitter *f)
     dm_fit_config c = base_config(NTE, DM_METHOD_LM);
     params[0] = 600;
     params[1] = 60;
-    int st = f->fit(&c, NULL, te, y, NULL, 0, params, NULL, stats);
+    int st = f->fit(&c, NULL, te, y, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_FITTED && rel_err(params[0], 1000) < 1e-4 &&
               rel_err(params[1], 25) < 1e-4,
           "float_exp_decay_lm", "status %d S0 %.8g R %.8g", st, params[0], params[1]);
@@ -299,7 +304,7 @@ static void test_exp_decay_float(const fitter *f)
     double *samples = malloc(sizeof(double) * ns * 2);
     params[0] = 900;
     params[1] = 20;
-    st = f->fit(&c, NULL, te, y, NULL, 3, params, samples, stats);
+    st = f->fit(&c, NULL, te, y, NULL, 3, params, samples, stats, NULL);
     check(st == DM_STATUS_FITTED && fabs(params[0] - 1000) < 40 && fabs(params[1] - 25) < 3 &&
               stats[DM_STAT_ACCEPT] > 0.15 && stats[DM_STAT_ACCEPT] < 0.6,
           "float_exp_decay_mcmc", "status %d S0 %g R %g acceptance %g", st, params[0], params[1],
@@ -352,7 +357,7 @@ static void test_ball_1_stick(const fitter *f)
     dm_fit_config c = base_config(NB1S, DM_METHOD_LM);
     double start[5] = {900, 1.0e-3, 0.3, 0.8, 2.4};
     memcpy(params, start, sizeof params);
-    int st = f->fit(&c, NULL, b1s_meas, y, NULL, 0, params, NULL, stats);
+    int st = f->fit(&c, NULL, b1s_meas, y, NULL, 0, params, NULL, stats, NULL);
     double ang = axis_angle_deg(params[3], params[4], truth[3], truth[4]);
     check(st == DM_STATUS_FITTED && ang < 0.1 && rel_err(params[0], 1000) < 1e-6 &&
               rel_err(params[1], 1.5e-3) < 1e-6 && rel_err(params[2], 0.5) < 1e-6,
@@ -368,7 +373,7 @@ static void test_ball_1_stick(const fitter *f)
     params[2] = 0;
     params[3] = truth[3];
     params[4] = truth[4];
-    st = f->fit(&c, NULL, b1s_meas, y, NULL, 0, params, NULL, stats);
+    st = f->fit(&c, NULL, b1s_meas, y, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_FITTED && fabs(params[2] - 0.5) < 1e-6, "lm_leaves_closed_bound",
           "status %d f1 %.8g", st, params[2]);
 
@@ -381,7 +386,7 @@ static void test_ball_1_stick(const fitter *f)
         params[which] = which == 1 ? 1e-17 : 1e-16;
         params[3] = truth[3];
         params[4] = truth[4];
-        st = f->fit(&c, NULL, b1s_meas, y, NULL, 0, params, NULL, stats);
+        st = f->fit(&c, NULL, b1s_meas, y, NULL, 0, params, NULL, stats, NULL);
         check(st == DM_STATUS_FITTED && fabs(params[2] - 0.5) < 1e-6 &&
                   rel_err(params[1], 1.5e-3) < 1e-6,
               which == 1 ? "lm_leaves_hair_of_bound_d" : "lm_leaves_hair_of_bound_f1",
@@ -393,14 +398,14 @@ static void test_ball_1_stick(const fitter *f)
     double ball[5] = {1000, 1.5e-3, 0, 1.1, 2.0}, y0[NB1S];
     f->predict(ball, b1s_meas, NB1S, NULL, y0);
     memcpy(params, start, sizeof params);
-    st = f->fit(&c, NULL, b1s_meas, y0, NULL, 0, params, NULL, stats);
+    st = f->fit(&c, NULL, b1s_meas, y0, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_AT_BOUND && params[2] < 1e-3, "status_at_bound", "status %d f1 %.3g", st,
           params[2]);
     dm_fit_config cf = c;
     cf.fixed_mask = 1u << 2;
     memcpy(params, start, sizeof params);
     params[2] = 0;
-    st = f->fit(&cf, NULL, b1s_meas, y0, NULL, 0, params, NULL, stats);
+    st = f->fit(&cf, NULL, b1s_meas, y0, NULL, 0, params, NULL, stats, NULL);
     check(st == DM_STATUS_FITTED && params[2] == 0 && rel_err(params[1], 1.5e-3) < 1e-6,
           "status_fixed_at_bound_not_flagged", "status %d f1 %.3g d %.8g", st, params[2],
           params[1]);
@@ -423,7 +428,7 @@ static void test_ball_1_stick(const fitter *f)
     double *samples = malloc(sizeof(double) * ns * 5);
     double start2[5] = {900, 1.0e-3, 0.4, 1.2, 6.2};
     memcpy(params, start2, sizeof params);
-    st = f->fit(&c, NULL, b1s_meas, y, NULL, 77, params, samples, stats);
+    st = f->fit(&c, NULL, b1s_meas, y, NULL, 77, params, samples, stats, NULL);
     int in_range = 1, near_zero = 0, near_two_pi = 0;
     for (int s = 0; s < ns; s++) {
         double th = samples[s * 5 + 3], ph = samples[s * 5 + 4];
@@ -443,6 +448,47 @@ static void test_ball_1_stick(const fitter *f)
     free(samples);
 }
 
+/* ---- a thread's workspace (fit_api.h) on a model with fixed values ---- */
+
+/* NODDI-Watson's fixed values (its stick integrals, from the voxel input d_par) are made once
+ * per workspace and again only when a voxel's inputs or the measurement rows change: voxels
+ * fitted one after another through one workspace, their inputs changing and returning, then
+ * with other rows, end exactly where a fit of each alone (no workspace) ends. */
+#define NNW 40
+static void test_workspace(const fitter *f)
+{
+    double meas[2][NNW * 4], vox[6][2] = {{1.7e-3, 3e-3}, {1.7e-3, 3e-3}, {1.9e-3, 3e-3},
+                                          {1.9e-3, 3e-3}, {1.7e-3, 3e-3}, {1.7e-3, 2.5e-3}};
+    dm_rng rng;
+    dm_rng_init(&rng, 7, 0);
+    for (int m = 0; m < NNW; m++) { /* g, b: 4 b=0, then b=1000 and b=2500 */
+        double g[3] = {dm_rng_normal(&rng), dm_rng_normal(&rng), dm_rng_normal(&rng)};
+        double n = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+        for (int k = 0; k < 3; k++) meas[0][m * 4 + k] = meas[1][m * 4 + k] = g[k] / n;
+        meas[0][m * 4 + 3] = m < 4 ? 0 : m < 22 ? 1000 : 2500;
+        meas[1][m * 4 + 3] = m < 4 ? 0 : m < 22 ? 700 : 2000;
+    }
+    void *work = f->work_new();
+    int same = work != NULL, fitted = 0;
+    for (int r = 0; r < 2; r++)
+        for (int v = 0; v < 6; v++) {
+            double truth[6] = {1000, 0.3 + 0.08 * v, 0.1, 2 + v, 0.4 + 0.3 * v, 1 + 0.5 * v};
+            double y[NNW], a[6], b[6], sa[DM_NSTATS], sb[DM_NSTATS];
+            f->predict(truth, meas[r], NNW, vox[v], y);
+            for (int m = 0; m < NNW; m++) y[m] += 5 * dm_rng_normal(&rng);
+            dm_fit_config c = base_config(NNW, DM_METHOD_LM);
+            for (int k = 0; k < 6; k++) a[k] = b[k] = truth[k] * (k < 4 ? 0.9 : 1.05);
+            int st_a = f->fit(&c, NULL, meas[r], y, vox[v], v, a, NULL, sa, NULL);
+            int st_b = f->fit(&c, NULL, meas[r], y, vox[v], v, b, NULL, sb, work);
+            fitted += st_a == DM_STATUS_FITTED;
+            same &= st_a == st_b && memcmp(a, b, sizeof a) == 0 && memcmp(sa, sb, sizeof sa) == 0;
+        }
+    f->work_free(work);
+    check(same && fitted >= 10, "workspace_equals_fresh_fit",
+          "%d of 12 voxels fitted; workspace and fresh fits %s", fitted,
+          same ? "identical" : "DIFFER");
+}
+
 int main(void)
 {
     fitter f;
@@ -459,5 +505,15 @@ int main(void)
         test_ball_1_stick(&f);
         dlclose(f.handle);
     }
+    /* a generated model only (no stand-in has fixed values) */
+    const char *hand = getenv("DIMOC_TEST_HANDWRITTEN");
+    if ((hand && *hand == '1') || access("generated/noddi_watson/model.h", R_OK) != 0)
+        printf("info: workspace test skipped (no generated noddi_watson)\n");
+    else
+        for (int k = 0; k < 2; k++)
+            if (load_fitter("noddi_watson", k ? "float" : "double", &f) == 0) {
+                test_workspace(&f);
+                dlclose(f.handle);
+            }
     return failures ? 1 : 0;
 }
