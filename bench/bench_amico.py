@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """dimoc's NODDI-Watson against AMICO's NODDI (PyPI dmri-amico), on CPUs, on simulated data of
-known truth (issue 16, item 4).
+known truth.
 
 The data: `dimoc simulate noddi_watson` on N voxels (default 2000, an N x 1 x 1 image) with
 fintra ~ U(0.2, 0.9), fiso ~ U(0, 0.4), kappa log-uniform in [0.5, 30] (OD 0.02 to 0.71), S0

@@ -24,7 +24,8 @@ projection (2 n M flops) plus one n x n Cholesky factorisation and solve of the 
 (n^3 / 3 + 2 n^2 flops); bytes: the float32 data read and the float32 coefficients written.  The
 floor time is max(flops / compute ceiling, bytes / bandwidth ceiling); the compute ceiling for the
 CPU is the nominal per-core peak (instruction set and clock from /proc/cpuinfo) times the
-threads, the bandwidth ceiling a large copy measured here, for the GPU taken from bench/NOTES.md (H200) or --gpu-gflops / --gpu-gbs."""
+threads, the bandwidth ceiling a large copy measured here; for the GPU, the H200's measured FMA
+rates and nominal 4.8 TB/s (docs/performance.md, "Floor"), or --gpu-gflops / --gpu-gbs."""
 import argparse
 import json
 import os
@@ -46,7 +47,7 @@ CASES = {
     "single": ("5x0,64x2500", [2500], ["wm"]),
     "hcp": ("18x0,90x1000,90x2000,90x3000", [0, 1000, 2000, 3000], ["wm", "gm", "csf"]),
 }
-GPU_CEILINGS = {"H200": {"float": (56700.0, 4800.0), "double": (33200.0, 4800.0)},  # GFLOP/s (measured, NOTES.md), GB/s (nominal)
+GPU_CEILINGS = {"H200": {"float": (56700.0, 4800.0), "double": (33200.0, 4800.0)},  # GFLOP/s (measured, docs/performance.md), GB/s (nominal)
                 "H100": {"float": (60000.0, 3350.0), "double": (30000.0, 3350.0)}}  # nominal
 
 
@@ -272,7 +273,7 @@ def main():
             fl, _, _ = floor_seconds(case, n, gf, gb)
             ratio = (n / wall) / ref if ref else float("nan")
             one = peer_rate.get(1)
-            if one:  # the issue's yardstick: dwi2fod on one core, against the solve stage alone
+            if one:  # the yardstick: dwi2fod on one core, against the solve stage alone
                 notes.append(f"{case} {label} {prec}: solve stage {n / solve:,.0f} voxels/s = "
                              f"{n / solve / one:.0f}x dwi2fod on one core ({one:,.0f} voxels/s); "
                              f"whole command {n / wall / one:.0f}x")

@@ -9,10 +9,10 @@ the same run.  Not a test.
 Datasets are made with `dimoc simulate`: UKB-like (5 b=0, 50 b=1000, 50 b=2000; 105
 measurements) and HCP-like (18 b=0, 90 each at b=1000, 2000, 3000; 288 measurements).  FLOP
 counts come from the compiler (flops of one signal / gradient evaluation) times the evaluations
-the run made (provenance.json); the ceilings are the rates measured on an H200 (design.md).
+the run made (provenance.json); the ceilings are the rates measured on an H200 (docs/performance.md).
 "% floor" (float GPU rows): the counted floor's time over the fit's -- each signal evaluation's
 operations at the FP32 FMA rate or its transcendental ones (`dimoc info`) at the __expf rate,
-whichever is longer (bench/NOTES.md, "Floor").  --cold: every run in an empty compile cache of
+whichever is longer (docs/performance.md, "Floor").  --cold: every run in an empty compile cache of
 its own and with the driver's (~/.nv/ComputeCache, which NVRTC also reuses) disabled, so that
 "compile" is the cold compile on every row."""
 import argparse
@@ -30,7 +30,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIMOC = os.path.join(ROOT, "bin", "dimoc")
 CEILING_GFLOPS = {"float": 56700.0, "double": 33200.0}  # FMA rates measured on an H200
-EXPF_PER_SECOND = 3.9e12  # __expf, measured on an H200 (design.md)
+EXPF_PER_SECOND = 3.9e12  # __expf, measured on an H200 (docs/performance.md)
 WORKLOADS = {
     "ukb_b2s": ("ball_2_sticks", "5x0,50x1000,50x2000", 2),
     "hcp_b3s": ("ball_3_sticks", "18x0,90x1000,90x2000,90x3000", 3),

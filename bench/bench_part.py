@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Parts benchmark (issue 18): a whole-brain-sized fit run once, and split into N parts (run one
+"""Parts benchmark: a whole-brain-sized fit run once, and split into N parts (run one
 after another on the same device, as a job array's tasks would run on N nodes) then merged.
 Prints per stage (compile, load, fit, write from each run's provenance.json; the merge) the
 single run against the parts, the merge's bytes and rate, and checks that every merged file is

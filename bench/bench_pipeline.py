@@ -102,7 +102,7 @@ def main():
             continue
         data, n = dataset(f"{args.work}/{device}", model, n, 3)
         # twice: the first run fills the fitter cache (its compiles cold unless cached before), the
-        # second is the command a user runs every day (the "whole command, warm cache")
+        # second is the command a user runs every day (the whole command, the cache warm)
         for run_label in ("first", "again"):
             shutil.rmtree(f"{args.work}/{device}/out", ignore_errors=True)
             wall, ph, steps = cascade(args.pipeline, data, f"{args.work}/{device}/out", device)
