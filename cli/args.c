@@ -1,6 +1,5 @@
 /* Command-line options: the parser over a command's table, checked values, the help text. */
 #include "args.h"
-#include "commands.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -71,7 +70,8 @@ static int set_value(dm_args *a, const dm_opt *opts, int i, const char *v)
     return 0;
 }
 
-static int parse_words(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a)
+static int parse_words(const char *cmd, const dm_opt *opts, int (*help)(FILE *out), int argc,
+                       char **argv, dm_args *a)
 {
     for (int k = 0; k < argc; k++) {
         const char *s = argv[k];
@@ -83,11 +83,10 @@ static int parse_words(const char *cmd, const dm_opt *opts, int argc, char **arg
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         int i = find_opt(opts, name, len);
-        const dm_command *c = dm_command_find(cmd);
-        if (i < 0 && (!strcmp(s, "--help") || !strcmp(s, "-h")) && c && c->help) {
+        if (i < 0 && (!strcmp(s, "--help") || !strcmp(s, "-h")) && help) {
             /* as `dimoc help CMD`, before any work: the options are not read further */
             fflush(stdout);
-            exit(c->help(stdout) == 0 ? 0 : 1);
+            exit(help(stdout) == 0 ? 0 : 1);
         }
         if (i < 0)
             return dm_set_error("%s: unknown option '%.*s' (see 'dimoc help %s')", cmd,
@@ -111,12 +110,13 @@ static int parse_words(const char *cmd, const dm_opt *opts, int argc, char **arg
     return 0;
 }
 
-int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a)
+int dm_args_parse(const char *cmd, const dm_opt *opts, int (*help)(FILE *out), int argc,
+                  char **argv, dm_args *a)
 {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->positional = calloc((size_t)argc + 1, sizeof *a->positional);
-    if (parse_words(cmd, opts, argc, argv, a) == 0) return 0;
+    if (parse_words(cmd, opts, help, argc, argv, a) == 0) return 0;
     dm_args_free(a); /* the values read before the mistake: the caller has nothing to free */
     return -1;
 }

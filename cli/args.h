@@ -32,8 +32,11 @@ typedef struct dm_args {
  * command's help: an unknown option, a value missing (the next word is another option of the
  * command, or there is none), an option given twice that is not repeatable, a value given to a
  * flag.  A word that starts with '-' and a digit or '.' is a value or positional (-1, -.5).
- * 0, or -1 with dm_last_error() and nothing left to free. */
-int dm_args_parse(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a);
+ * `help` is the command's `dimoc help CMD` (NULL: none): an option word --help or -h that the
+ * table does not name prints it, before any work, and ends the program (status 0, or 1 when it
+ * failed).  0, or -1 with dm_last_error() and nothing left to free. */
+int dm_args_parse(const char *cmd, const dm_opt *opts, int (*help)(FILE *out), int argc,
+                  char **argv, dm_args *a);
 /* The option of the table named `name` (without "--"), or NULL. */
 const dm_opt *dm_opt_find(const dm_opt *opts, const char *name);
 /* The value given, else the default, else NULL. */

@@ -127,7 +127,8 @@ static const char *const inputs[] = {"data", "bvals", "bvecs", "mask", "response
 int dm_cmd_response(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("response", response_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("response", response_opts, dm_help_response, argc, argv, &a) != 0)
+        return dm_report_error();
     dm_response_options o = {0};
     long threads = 0;
     int rc = check_required("response", &a, response_opts);
@@ -162,7 +163,7 @@ int dm_cmd_response(int argc, char **argv)
 int dm_cmd_csd(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("csd", csd_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("csd", csd_opts, dm_help_csd, argc, argv, &a) != 0) return dm_report_error();
     dm_csd_options o = {0};
     long threads = 0, max_iter = 0;
     int rc = check_required("csd", &a, csd_opts);
@@ -257,7 +258,8 @@ int dm_help_peaks(FILE *out)
 int dm_cmd_peaks(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("peaks", peaks_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("peaks", peaks_opts, dm_help_peaks, argc, argv, &a) != 0)
+        return dm_report_error();
     int rc = 0;
     dm_fod_image im = {0};
     dm_peaks_maps maps = {0};

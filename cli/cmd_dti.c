@@ -69,7 +69,7 @@ static int parse_settings(const dm_args *a, dm_dti_settings *s)
 int dm_cmd_dti(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("dti", dti_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("dti", dti_opts, dm_help_dti, argc, argv, &a) != 0) return dm_report_error();
     int rc = 0;
     dm_dti_image im = {0};
     dm_dti_maps maps = {0};

@@ -210,7 +210,7 @@ int dm_cmd_fit(int argc, char **argv)
     for (int s = 0, begin = 0; s < nstages && rc == 0; s++) {
         int end = begin;
         while (end < argc && strcmp(argv[end], "--then")) end++;
-        rc = dm_args_parse("fit", fit_opts, end - begin, argv + begin, &a[s]);
+        rc = dm_args_parse("fit", fit_opts, dm_help_fit, end - begin, argv + begin, &a[s]);
         parsed += rc == 0;
         begin = end + 1;
     }

@@ -41,7 +41,8 @@ int dm_help_angles(FILE *out)
 int dm_cmd_angles(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("angles", angles_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("angles", angles_opts, dm_help_angles, argc, argv, &a) != 0)
+        return dm_report_error();
     const char *out = dm_arg(&a, angles_opts, "out");
     int rc;
     if (a.npositional != 1)
@@ -89,7 +90,8 @@ int dm_help_compare(FILE *out)
 int dm_cmd_compare(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("compare", compare_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("compare", compare_opts, dm_help_compare, argc, argv, &a) != 0)
+        return dm_report_error();
     dm_compare_settings s = {
         .truth_dir = dm_arg(&a, compare_opts, "truth"),
         .fit_dir = dm_arg(&a, compare_opts, "fit"),
@@ -129,7 +131,8 @@ int dm_help_select(FILE *out)
 int dm_cmd_select(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("select", select_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("select", select_opts, dm_help_select, argc, argv, &a) != 0)
+        return dm_report_error();
     static const char *const inputs[] = {"mask", NULL};
     dm_provenance prov;
     dm_provenance_begin(&prov, "select");

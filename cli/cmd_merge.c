@@ -29,7 +29,8 @@ int dm_help_merge(FILE *out)
 int dm_cmd_merge(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("merge", merge_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("merge", merge_opts, dm_help_merge, argc, argv, &a) != 0)
+        return dm_report_error();
     int rc;
     if (a.npositional < 1) {
         rc = dm_set_error("merge: give the part folders to join (see 'dimoc help merge')");

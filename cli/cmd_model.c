@@ -62,10 +62,10 @@ int dm_help_info(FILE *out)
 
 /* Parses a model command's options; one positional (optional when `optional`) in *file.
  * 0, or -1 with the error set. */
-static int parse_model_args(const char *cmd, const dm_opt *opts, int argc, char **argv, dm_args *a,
-                            int optional, const char **file)
+static int parse_model_args(const char *cmd, const dm_opt *opts, int (*help)(FILE *out), int argc,
+                            char **argv, dm_args *a, int optional, const char **file)
 {
-    if (dm_args_parse(cmd, opts, argc, argv, a) != 0) return -1;
+    if (dm_args_parse(cmd, opts, help, argc, argv, a) != 0) return -1;
     if (a->npositional > 1)
         return dm_set_error("%s: one model at a time ('%s', then '%s') (see 'dimoc help %s')", cmd,
                             a->positional[0], a->positional[1], cmd);
@@ -79,7 +79,7 @@ int dm_cmd_check(int argc, char **argv)
 {
     dm_args a;
     const char *file;
-    if (parse_model_args("check", no_opts, argc, argv, &a, 0, &file) != 0) {
+    if (parse_model_args("check", no_opts, dm_help_check, argc, argv, &a, 0, &file) != 0) {
         dm_args_free(&a);
         return dm_report_error();
     }
@@ -101,7 +101,7 @@ int dm_cmd_compile(int argc, char **argv)
 {
     dm_args a;
     const char *file;
-    if (parse_model_args("compile", compile_opts, argc, argv, &a, 0, &file) != 0) {
+    if (parse_model_args("compile", compile_opts, dm_help_compile, argc, argv, &a, 0, &file) != 0) {
         dm_args_free(&a);
         return dm_report_error();
     }
@@ -155,7 +155,7 @@ int dm_cmd_info(int argc, char **argv)
 {
     dm_args a;
     const char *name;
-    if (parse_model_args("info", no_opts, argc, argv, &a, 1, &name) != 0) {
+    if (parse_model_args("info", no_opts, dm_help_info, argc, argv, &a, 1, &name) != 0) {
         dm_args_free(&a);
         return dm_report_error();
     }
@@ -282,7 +282,8 @@ int dm_help_warm(FILE *out)
 int dm_cmd_warm(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("warm", warm_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("warm", warm_opts, dm_help_warm, argc, argv, &a) != 0)
+        return dm_report_error();
     /* the names: models, and the engines' GPU programs */
     char **models = calloc((size_t)a.npositional + 1, sizeof *models);
     int nmodels = 0, engines[3] = {0, 0, 0}, first_engine = -1;

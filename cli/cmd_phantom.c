@@ -29,7 +29,7 @@ int dm_cmd_phantom(int argc, char **argv)
 {
     dm_args a;
     long n = 6;
-    if (dm_args_parse("phantom", phantom_opts, argc, argv, &a) != 0 ||
+    if (dm_args_parse("phantom", phantom_opts, dm_help_phantom, argc, argv, &a) != 0 ||
         dm_arg_long(&a, phantom_opts, "size", 1, 256, &n) != 0)
         return dm_report_error();
     const char *dir = dm_arg(&a, phantom_opts, "out");

@@ -582,7 +582,7 @@ int dm_cmd_pipeline(int argc, char **argv)
         pipeline_free(&p);
         return 0;
     }
-    if (rc == 0) rc = dm_args_parse(cmd, p.table, argc - 1, argv + 1, &a);
+    if (rc == 0) rc = dm_args_parse(cmd, p.table, NULL, argc - 1, argv + 1, &a);
     if (rc == 0 && a.npositional)
         rc = dm_set_error("%s: unexpected argument '%s'; the inputs are options now: --data, "
                           "--mask, --bvals, --bvecs, --out (see 'dimoc help %s')",

@@ -27,7 +27,8 @@ int dm_help_scheme(FILE *out)
 int dm_cmd_scheme(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("scheme", scheme_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("scheme", scheme_opts, dm_help_scheme, argc, argv, &a) != 0)
+        return dm_report_error();
     const char *bvals = dm_arg(&a, scheme_opts, "bvals"), *bvecs = dm_arg(&a, scheme_opts, "bvecs");
     int rc;
     if (!bvals || !bvecs) {

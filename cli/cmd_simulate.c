@@ -41,7 +41,8 @@ int dm_help_simulate(FILE *out)
 int dm_cmd_simulate(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("simulate", sim_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("simulate", sim_opts, dm_help_simulate, argc, argv, &a) != 0)
+        return dm_report_error();
     int rc = 0;
     dm_simulate_settings s = {0};
     const char *noise = dm_arg(&a, sim_opts, "noise");

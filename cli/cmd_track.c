@@ -195,7 +195,8 @@ static const char *const fod_inputs[] = {"fod",  "seed",       "include", "exclu
 static int cmd_fodtrack(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("track", fod_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("track", fod_opts, dm_help_track, argc, argv, &a) != 0)
+        return dm_report_error();
     dm_fodtrack_options o;
     memset(&o, 0, sizeof o);
     o.step = o.angle = o.cutoff = o.seed_cutoff = o.min_length = o.max_length = o.power = NAN;
@@ -437,7 +438,8 @@ int dm_cmd_track(int argc, char **argv)
 {
     if (wants_fod(argc, argv)) return cmd_fodtrack(argc, argv);
     dm_args a;
-    if (dm_args_parse("track", track_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("track", track_opts, dm_help_track, argc, argv, &a) != 0)
+        return dm_report_error();
     dm_track_field field;
     dm_track_seeds seeds;
     dm_track_masks masks;

@@ -109,7 +109,7 @@ static int parse_voxel(const char *text, double v[3])
 int dm_cmd_tdi(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("tdi", tdi_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("tdi", tdi_opts, dm_help_tdi, argc, argv, &a) != 0) return dm_report_error();
     dm_tdi_options o = {0};
     int rc = one_tracks("tdi", &a, &o.tracks);
     if (rc == 0) rc = required("tdi", &a, tdi_opts, "template");
@@ -178,7 +178,8 @@ int dm_help_connectome(FILE *out)
 int dm_cmd_connectome(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("connectome", connectome_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("connectome", connectome_opts, dm_help_connectome, argc, argv, &a) != 0)
+        return dm_report_error();
     dm_connectome_options o = {0};
     int rc = one_tracks("connectome", &a, &o.tracks);
     if (rc == 0) rc = required("connectome", &a, connectome_opts, "parc");
@@ -452,7 +453,8 @@ static int parse_blocks(const char *text, unsigned *blocks)
 int dm_cmd_commit(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("commit", commit_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("commit", commit_opts, dm_help_commit, argc, argv, &a) != 0)
+        return dm_report_error();
     dm_commit_options o = {0};
     int rc = 0;
     if (a.npositional)

@@ -69,7 +69,8 @@ static int parse_window(const char *s, double *lo, double *hi)
 int dm_cmd_view(int argc, char **argv)
 {
     dm_args a;
-    if (dm_args_parse("view", view_opts, argc, argv, &a) != 0) return dm_report_error();
+    if (dm_args_parse("view", view_opts, dm_help_view, argc, argv, &a) != 0)
+        return dm_report_error();
     /* One picture is little work, and pipelines draw theirs at once (four or more processes):
      * a team of every core each only spins against the others. */
     if (omp_get_max_threads() > 4) omp_set_num_threads(4);

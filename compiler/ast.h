@@ -215,7 +215,8 @@ typedef struct dm_import {
 } dm_import;
 
 /* `function NAME(a, b) = EXPR` or `compartment NAME(a, b) { let t = ...  = EXPR }`: a
- * definition that the checker inlines at every call (check_defs.c). */
+ * definition that the checker checks once (check_defs.c) and inlines at every call
+ * (check_expr.c). */
 typedef struct dm_definition {
     const char *name;
     dm_loc loc;

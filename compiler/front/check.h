@@ -1,5 +1,6 @@
-/* Internal to the checker (check.c, check_expr.c, check_starts.c): the state of one check run and the
- * expression typing shared by every statement. */
+/* Internal to the checker (check.c, check_expr.c, check_defs.c, check_starts.c,
+ * check_fractions.c): the state of one check run and the expression typing shared by every
+ * statement. */
 #ifndef DIMOC_CHECK_H
 #define DIMOC_CHECK_H
 
@@ -36,7 +37,7 @@ typedef struct checker {
     const char *sum_vars[DM_MAX_EXPR_DEPTH + 1]; /* variables of the sums being expanded */
     int nsum_vars;
     long sum_nodes; /* nodes copied by sum expansion so far */
-    int ninlined;   /* definitions being inlined, one inside another (check_defs.c) */
+    int ninlined;   /* definitions being inlined, one inside another (check_expr.c) */
     long inlined_nodes;
     int renamed_vars; /* sum variables of inlined bodies renamed so far */
 } checker;
@@ -70,14 +71,20 @@ dm_expr *dm_copy_expr(checker *c, const dm_expr *e, dm_copy_hook hook, void *env
 /* The number of nodes of E (sum terms and call arguments included). */
 long dm_count_nodes(const dm_expr *e);
 
-/* Functions and compartments (check_defs.c).  dm_check_definitions checks the definitions
- * themselves (after the model's names are declared); dm_inline_call replaces the call E by
- * a checked copy of DEF's body, its arguments in place. */
+/* Functions and compartments by name (check_expr.c, which inlines every call of one: the call
+ * replaced by a checked copy of the body, its arguments in place). */
 dm_definition *dm_definition_find(const dm_model *m, const char *name);
-void dm_check_definitions(checker *c);
-dm_type dm_inline_call(checker *c, expr_ctx *x, dm_expr *e, dm_definition *def);
+/* "function" or "compartment". */
+const char *dm_definition_word(const dm_definition *def);
 /* "unknown function 'x'" (or compartment), with the nearest built-in or definition. */
 void dm_unknown_call(checker *c, dm_loc loc, const char *name);
+/* A name S that a definition uses and that is none of its own (S NULL: the model has none of
+ * that name): allowed, or reported at E. */
+int dm_free_name_allowed(const dm_definition *def, const dm_symbol *s);
+void dm_report_free_name(checker *c, const dm_definition *def, const dm_expr *e,
+                         const dm_symbol *s);
+/* The definitions themselves (check_defs.c), after the model's names are declared. */
+void dm_check_definitions(checker *c);
 
 /* The data-driven starts and `multistart` (check_starts.c); after the measures' checks. */
 void dm_check_starts(checker *c);

@@ -1,6 +1,9 @@
-/* Expression typing and constant evaluation for the checker (see check.h). */
+/* Expression typing and constant evaluation for the checker (see check.h): names, calls
+ * (built-ins checked; functions and compartments inlined), indexing, operators, bounded sums,
+ * constants. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "builtins.h"
@@ -88,9 +91,70 @@ void dm_undefined_name(checker *c, dm_loc loc, const char *name)
         dm_error(c->d, loc, "undefined name '%s'", name);
 }
 
+/* --- Functions and compartments by name ---------------------------------------------- */
+
+const char *dm_definition_word(const dm_definition *def)
+{
+    return def->is_compartment ? "compartment" : "function";
+}
+
+dm_definition *dm_definition_find(const dm_model *m, const char *name)
+{
+    for (int i = 0; i < m->definitions.n; i++)
+        if (strcmp(m->definitions.items[i]->name, name) == 0) return m->definitions.items[i];
+    return NULL;
+}
+
+void dm_unknown_call(checker *c, dm_loc loc, const char *name)
+{
+    const dm_model *m = c->m;
+    const char **names = dm_arena_alloc(c->m, (size_t)(m->definitions.n + 1) * sizeof *names);
+    for (int i = 0; i < m->definitions.n; i++) names[i] = m->definitions.items[i]->name;
+    const char *near_def = dm_nearest_name(name, names);
+    const char *near_fn = dm_builtin_nearest(name);
+    /* Prefer a definition when both are near: the library's names are the likelier aim. */
+    if (near_def) {
+        const dm_definition *def = dm_definition_find(m, near_def);
+        dm_error(c->d, loc, "unknown %s '%s'; did you mean '%s'?", dm_definition_word(def), name,
+                 near_def);
+    } else if (near_fn) {
+        dm_error(c->d, loc, "unknown function '%s'; did you mean '%s'?", name, near_fn);
+    } else {
+        dm_error(c->d, loc, "unknown function '%s'", name);
+    }
+}
+
+/* A name of a definition that is none of its own: constants for a function; constants or the
+ * model's measures for a compartment (known only at a call, so not judged here). */
+int dm_free_name_allowed(const dm_definition *def, const dm_symbol *s)
+{
+    if (s && s->kind == DM_SYM_CONST) return 1;
+    return def->is_compartment && s && s->kind == DM_SYM_MEASURE;
+}
+
+void dm_report_free_name(checker *c, const dm_definition *def, const dm_expr *e, const dm_symbol *s)
+{
+    if (!def->is_compartment)
+        dm_error(c->d, e->loc,
+                 "function '%s' uses '%s', which is not one of its arguments (a function sees "
+                 "its arguments and constants; a compartment may also use the model's measures)",
+                 def->name, e->name);
+    else if (!s)
+        dm_error(c->d, e->loc,
+                 "compartment '%s' uses '%s', but the model declares no measure '%s' (a "
+                 "compartment sees its arguments, constants and the model's measures)",
+                 def->name, e->name, e->name);
+    else
+        dm_error(c->d, e->loc,
+                 "compartment '%s' uses '%s', which is %s of the model, not a measure; pass it "
+                 "as an argument",
+                 def->name, e->name, dm_kind_words(s->kind));
+}
+
 /* --- Expressions ----------------------------------------------------------------------- */
 
 static int const_int(checker *c, dm_expr **slot, int lo, int hi, const char *what);
+static dm_type inline_call(checker *c, expr_ctx *x, dm_expr *e, dm_definition *def);
 
 static dm_type set_type(dm_expr *e, dm_type t, int width)
 {
@@ -189,7 +253,7 @@ static dm_type check_call(checker *c, expr_ctx *x, dm_expr *e)
     const dm_builtin *fn = dm_builtin_find(e->name);
     if (!fn) {
         dm_definition *def = dm_definition_find(c->m, e->name);
-        if (def) return dm_inline_call(c, x, e, def);
+        if (def) return inline_call(c, x, e, def);
         dm_symbol *s = dm_model_lookup(c->m, e->name);
         if (s)
             dm_error(c->d, e->loc, "'%s' is %s, not a function", e->name, dm_kind_words(s->kind));
@@ -441,6 +505,163 @@ static dm_type check_sum(checker *c, expr_ctx *x, dm_expr *e)
     c->nsum_vars--;
     if (t == DM_T_UNKNOWN) e->nargs = 0;
     return t == DM_T_UNKNOWN ? DM_T_UNKNOWN : set_type(e, t, 1);
+}
+
+/* --- Calls of functions and compartments: inlined -------------------------------------- */
+
+/* Every call is inlined where it stands: the call's node becomes a copy of the body with
+ * copies of the (checked) arguments in place of their names, the local lets likewise
+ * substituted, and the copy is checked in the call's context.  So the back end sees only
+ * built-ins, and a model written with compartments lowers to the same code as one written
+ * out by hand.  A mistake found inside a copy points into the definition's file, with a
+ * note at the call. */
+
+/* Inlining is bounded like sum expansion: nodes copied in all, and the nesting of the
+ * resulting expression (each part is at most DM_MAX_EXPR_DEPTH deep). */
+#define DM_MAX_INLINED_NODES 400000
+#define DM_MAX_INLINED_DEPTH (4 * DM_MAX_EXPR_DEPTH)
+
+/* The copy of one body: what its names stand for. */
+typedef struct inliner {
+    const dm_definition *def;
+    const char **names; /* arguments, then locals */
+    dm_expr **values;   /* what each stands for: checked arguments, substituted locals */
+    int nnames;
+    const char *vars[DM_MAX_EXPR_DEPTH + 1];    /* sum variables around, as written ... */
+    const char *renamed[DM_MAX_EXPR_DEPTH + 1]; /* ... and as renamed in the copy */
+    int nvars;
+    int ok;
+} inliner;
+
+/* A copy of a whole tree that needs no substitution (an argument, a local's value). */
+static dm_expr *copy_plain(checker *c, const dm_expr *e)
+{
+    return dm_copy_expr(c, e, NULL, NULL);
+}
+
+static dm_expr *substitute(checker *c, const dm_expr *e, void *env)
+{
+    inliner *in = env;
+    if (e->kind == DM_E_NAME) {
+        for (int i = in->nvars - 1; i >= 0; i--)
+            if (strcmp(in->vars[i], e->name) == 0) {
+                dm_expr *n = copy_plain(c, e);
+                n->name = in->renamed[i];
+                return n;
+            }
+        for (int i = in->nnames - 1; i >= 0; i--)
+            if (strcmp(in->names[i], e->name) == 0) {
+                /* A mistake in the use of an argument is the body's: point there. */
+                dm_expr *arg = copy_plain(c, in->values[i]);
+                arg->loc = e->loc;
+                arg->as_argument = 1;
+                return arg;
+            }
+        dm_symbol *s = dm_model_lookup(c->m, e->name);
+        if (!dm_free_name_allowed(in->def, s)) {
+            dm_report_free_name(c, in->def, e, s);
+            in->ok = 0;
+        }
+        return NULL; /* the model's measure or constant, as written */
+    }
+    if (e->kind == DM_E_SUM && in->nvars < DM_MAX_EXPR_DEPTH) {
+        /* The variable gets a name no model can hold, so that neither the model's names nor
+         * an enclosing sum of the caller can clash with it. */
+        dm_expr *n = dm_arena_alloc(c->m, sizeof *n);
+        *n = *e;
+        char name[DM_MAX_NAME_LEN + 24];
+        snprintf(name, sizeof name, "%s'%d", e->name, ++c->renamed_vars);
+        n->name = dm_arena_strdup(c->m, name);
+        n->a = dm_copy_expr(c, e->a, substitute, in);
+        n->b = dm_copy_expr(c, e->b, substitute, in);
+        in->vars[in->nvars] = e->name;
+        in->renamed[in->nvars++] = n->name;
+        n->c = dm_copy_expr(c, e->c, substitute, in);
+        in->nvars--;
+        int depth = n->a->depth > n->b->depth ? n->a->depth : n->b->depth;
+        n->depth = (n->c->depth > depth ? n->c->depth : depth) + 1;
+        return n;
+    }
+    return NULL;
+}
+
+/* The body of DEF with the call's arguments in place, or NULL after reporting. */
+static dm_expr *copy_body(checker *c, const dm_definition *def, dm_expr **args)
+{
+    int total = def->nformals + def->nlocals;
+    inliner *in = calloc(1, sizeof *in);
+    if (!in) abort();
+    in->def = def;
+    in->ok = 1;
+    in->names = dm_arena_alloc(c->m, (size_t)(total + 1) * sizeof *in->names);
+    in->values = dm_arena_alloc(c->m, (size_t)(total + 1) * sizeof *in->values);
+    for (int i = 0; i < def->nformals; i++) {
+        in->names[in->nnames] = def->formals[i]->name;
+        in->values[in->nnames++] = args[i];
+    }
+    for (int i = 0; i < def->nlocals && in->ok; i++) {
+        dm_expr *value = dm_copy_expr(c, def->locals[i]->value, substitute, in);
+        in->names[in->nnames] = def->locals[i]->name;
+        in->values[in->nnames++] = value;
+    }
+    dm_expr *body = in->ok ? dm_copy_expr(c, def->body, substitute, in) : NULL;
+    if (!in->ok) body = NULL;
+    free(in);
+    return body;
+}
+
+static dm_type inline_call(checker *c, expr_ctx *x, dm_expr *e, dm_definition *def)
+{
+    if (e->nargs != def->nformals) {
+        char list[256] = "";
+        for (int i = 0; i < def->nformals; i++) {
+            size_t len = strlen(list);
+            snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", def->formals[i]->name);
+        }
+        dm_error(c->d, e->loc, "%s '%s' takes %d argument%s (%s), but %d %s given",
+                 dm_definition_word(def), def->name, def->nformals, def->nformals == 1 ? "" : "s",
+                 list, e->nargs, e->nargs == 1 ? "is" : "are");
+        return DM_T_UNKNOWN;
+    }
+    int ok = 1;
+    for (int i = 0; i < e->nargs; i++) ok &= dm_check_expr(c, x, e->args[i]) != DM_T_UNKNOWN;
+    if (!ok || def->broken) return DM_T_UNKNOWN;
+    if (c->ninlined >= DM_MAX_EXPR_DEPTH) {
+        dm_error(c->d, e->loc, "calls nested too deeply (more than %d levels)", DM_MAX_EXPR_DEPTH);
+        return DM_T_UNKNOWN;
+    }
+
+    int mark = dm_diag_mark(c->d);
+    dm_type t = DM_T_UNKNOWN;
+    dm_expr *body = copy_body(c, def, e->args);
+    if (body) {
+        c->inlined_nodes += dm_count_nodes(body);
+        if (c->inlined_nodes > DM_MAX_INLINED_NODES) {
+            dm_error(c->d, e->loc,
+                     "the calls of functions and compartments expand to more than %d terms "
+                     "and operations in all",
+                     DM_MAX_INLINED_NODES);
+        } else if (body->depth > DM_MAX_INLINED_DEPTH) {
+            dm_error(c->d, e->loc,
+                     "this call expands to an expression nested too deeply "
+                     "(more than %d levels)",
+                     DM_MAX_INLINED_DEPTH);
+        } else {
+            c->ninlined++;
+            t = dm_check_expr(c, x, body);
+            c->ninlined--;
+        }
+    }
+    if (dm_diag_mark(c->d) > mark)
+        dm_note_since(c->d, mark, e->loc, "in this call of %s '%s'", dm_definition_word(def),
+                      def->name);
+    if (t == DM_T_UNKNOWN) return DM_T_UNKNOWN;
+    def->used = 1;
+    dm_expr *call = dm_arena_alloc(c->m, sizeof *call);
+    *call = *e;
+    *e = *body;
+    e->call = call;
+    return t;
 }
 
 dm_type dm_check_expr(checker *c, expr_ctx *x, dm_expr *e)

@@ -16,7 +16,11 @@ typedef DM_VEC(dm_let) dm_let_list;
 }
 
 %code provides {
+/* The scanner (lexer.l): the next token; a scanner over one source's TEXT (LEN bytes) with CTX
+ * as its state, and its end. */
 int yylex(YYSTYPE *lval, YYLTYPE *lloc, yyscan_t scanner);
+yyscan_t dm_scanner_open(dm_parse_ctx *ctx, const char *text, size_t len);
+void dm_scanner_close(yyscan_t scanner);
 }
 
 %code {
@@ -839,4 +843,21 @@ static void import_statement(dm_parse_ctx *ctx, dm_loc loc, const char *path)
     im->path = path;
     im->loc = loc;
     dm_vec_push(ctx->m, ctx->m->imports, im);
+}
+
+int dm_parse(dm_model *m, dm_diag *diag, const char *text, size_t len, int file)
+{
+    dm_parse_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.m = m;
+    ctx.file = file;
+    ctx.diag = diag;
+    ctx.line = 1;
+    ctx.col = 1;
+    int before = diag->nerrors;
+
+    yyscan_t scanner = dm_scanner_open(&ctx, text, len);
+    yyparse(scanner, &ctx);
+    dm_scanner_close(scanner);
+    return diag->nerrors - before;
 }

@@ -3,7 +3,11 @@
 - every #include between folders follows the dependency table below (one direction only:
   cli -> runtime wings -> util/io; the compiler and the templates depend on nothing of the
   runtime, and the templates (the contract with generated code) on nothing at all);
-- no include cycle between files, and none between folders;
+- no circle of files that use each other: none by their #include lines, a source and its
+  header taken as one file (a.c includes b.h, b.c includes a.h), and none by the names they
+  take from each other when linked (a.o calls what b.o defines and b.o what a.o defines, read
+  from the built objects: a circle through a header that both include, cli.h, check.h, is
+  found there); none between folders;
 - no folder of sources holds more than 20 files;
 - no library archive in build/ defines main().
 
@@ -17,8 +21,7 @@ from dmtest import check, finish
 
 ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
-SOURCE_DIRS = ["cli", "compiler", "compiler/front", "compiler/back", "templates", "templates/fodtrack",
-               "templates/commit"]
+TOP_DIRS = ["cli", "compiler", "runtime", "templates"]
 INCLUDE_DIRS = ["compiler", "runtime", "templates"]
 EXT = (".c", ".h", ".cu", ".l", ".y")
 
@@ -65,13 +68,16 @@ ALLOWED = {
 
 
 def source_files():
-    dirs = SOURCE_DIRS + sorted(os.path.join("runtime", d) for d in os.listdir(
-        os.path.join(ROOT, "runtime")) if os.path.isdir(os.path.join(ROOT, "runtime", d)))
-    files = []
-    for d in dirs:
-        for name in sorted(os.listdir(os.path.join(ROOT, d))):
-            if name.endswith(EXT):
-                files.append(os.path.join(d, name))
+    """Every folder under TOP_DIRS that holds sources, and the sources."""
+    dirs, files = [], []
+    for top in TOP_DIRS:
+        for d, subdirs, names in os.walk(os.path.join(ROOT, top)):
+            subdirs.sort()
+            here = sorted(n for n in names if n.endswith(EXT))
+            if here:
+                rel = os.path.relpath(d, ROOT)
+                dirs.append(rel)
+                files += [os.path.join(rel, n) for n in here]
     return dirs, files
 
 
@@ -118,6 +124,46 @@ def find_cycle(graph):
     return None
 
 
+def room(path):
+    """A source and its header are one file of the design: cli/args.c and cli/args.h."""
+    return os.path.splitext(path)[0]
+
+
+def link_graph(objdir):
+    """Which objects use which: a.o -> b.o when a.o takes a name that b.o defines (nm), as
+    sources (compiler/front/parser.y for build/parser.o).  None when nothing is built."""
+    objects = {}
+    for top in ("cli", "compiler", "runtime"):
+        for d, _, names in os.walk(os.path.join(objdir, top)):
+            for n in names:
+                if n.endswith(".o"):
+                    o = os.path.join(d, n)
+                    objects[o] = os.path.relpath(o, objdir)[:-2] + ".c"
+    for stem, source in (("parser", "compiler/front/parser.y"), ("lexer", "compiler/front/lexer.l")):
+        objects[os.path.join(objdir, stem + ".o")] = source
+    # an object left behind by a source since moved or removed is no file of the design
+    objects = {o: s for o, s in objects.items()
+               if os.path.exists(o) and os.path.exists(os.path.join(ROOT, s))}
+    if not objects:
+        return None
+    defined, used = {}, {}
+    for o, source in objects.items():
+        out = subprocess.run(["nm", o], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "U":
+                used.setdefault(source, set()).add(parts[1])
+            elif len(parts) == 3 and parts[1] in "TDBRCVW":
+                defined.setdefault(parts[2], set()).add(source)
+    graph = {}
+    for source, names in used.items():
+        for name in names:
+            for other in defined.get(name, ()):
+                if other != source:
+                    graph.setdefault(source, set()).add(other)
+    return graph
+
+
 dirs, files = source_files()
 file_graph, folder_graph, bad_edges, unknown_dirs = {}, {}, [], set()
 for f in files:
@@ -128,7 +174,8 @@ for f in files:
         target = resolve(f, inc)
         if target is None:
             continue
-        file_graph.setdefault(f, set()).add(target)
+        if room(target) != room(f):
+            file_graph.setdefault(room(f), set()).add(room(target))
         dst_dir = os.path.dirname(target)
         if dst_dir == src_dir:
             continue
@@ -160,5 +207,13 @@ for a in present:
     if re.search(r"^[0-9a-f]+ T main$", out, re.M):
         with_main.append(os.path.basename(a))
 check("layout-no-main-in-libraries", not with_main, "main() in " + ", ".join(with_main))
+
+# The circles that the includes cannot show: two files that call each other through a header
+# both include (check.h), or a command table that reaches the option parser that looks a
+# command up in it (cli.h).
+links = link_graph(libdir)
+check("layout-objects-built", links is not None, f"no objects under {libdir}")
+cycle = find_cycle(links or {})
+check("layout-no-file-link-cycle", cycle is None, " -> ".join(cycle or []))
 
 finish()
