@@ -46,6 +46,7 @@ import numpy as np
 
 import csdsim as cs
 import fodsim as fs
+import peercache
 
 SHAPE = (20, 20, 10)
 VOXEL = 2.0
@@ -489,16 +490,33 @@ def run_commit(work, dwi, bvals, bvecs, tck, mask, peaks, d_par=D_PAR, d_perps=(
     open(script, "w").write(_SCRIPT)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                PYTHONWARNINGS="ignore")
-    t0 = time.time()
-    p = subprocess.run([PYTHON, script, cfg_path], capture_output=True, text=True, env=env, timeout=timeout,
-                       cwd=work)
-    total = time.time() - t0
-    log = p.stdout + p.stderr
-    open(os.path.join(work, "peer.log"), "w").write(log)
-    if p.returncode != 0 or not os.path.exists(os.path.join(work, "peer.json")):
-        raise RuntimeError(f"dmri-commit failed (exit {p.returncode}):\n{log[-3000:]}")
+
+    def compute(folder):  # COMMIT in a child python, in `work`; the folder kept in the cache
+        t0 = time.time()
+        p = subprocess.run([PYTHON, script, cfg_path], capture_output=True, text=True, env=env,
+                           timeout=timeout, cwd=work)
+        log = p.stdout + p.stderr
+        open(os.path.join(work, "peer.log"), "w").write(log)
+        if p.returncode != 0 or not os.path.exists(os.path.join(work, "peer.json")):
+            raise RuntimeError(f"dmri-commit failed (exit {p.returncode}):\n{log[-3000:]}")
+        peercache.copy_files(work, folder)
+        results = json.load(open(os.path.join(work, "peer.json")))["results"]
+        return {"results": os.path.relpath(results, work), "total": time.time() - t0}
+
+    # The run's key: its settings, its input files by content (not by path), the child's script.
+    spec = {k: v for k, v in cfg.items() if k not in ("cache", "work")}
+    inputs = []
+    for k in ("tck", "peaks", "mask", "dwi", "scheme", "iso_weights_img"):
+        if spec.get(k):
+            inputs.append(spec[k])
+            spec[k] = os.path.splitext(spec[k])[1]
+    entry, meta = peercache.cached_folder(
+        "commit", peercache.python_versions("dmri-commit", "dmri-amico", "dmri-dicelib", "cython"),
+        dict(spec, script=_SCRIPT), compute, inputs)
+    peercache.copy_files(entry, work)
+    log, total = open(os.path.join(work, "peer.log")).read(), meta["total"]
     info = json.load(open(os.path.join(work, "peer.json")))
-    res = info["results"]
+    res = os.path.join(work, meta["results"])
     out = {"work": work, "results": res, "log": log, "info": info, "fit_details": info["fit_details"],
            "objective": info["fit_details"]["cost_function"], "seconds": dict(info["seconds"], total=total)}
     out["weights"] = np.loadtxt(os.path.join(res, "streamline_weights.txt"), ndmin=1)

@@ -21,6 +21,8 @@ import subprocess
 
 import numpy as np
 from numpy.polynomial.legendre import leggauss
+
+import peercache
 from scipy.special import eval_legendre
 
 LAMBDA_PAR, LAMBDA_PERP = 1.7e-3, 0.2e-3  # mm^2/s
@@ -34,10 +36,8 @@ def have_mrtrix():
 
 def mrtrix(*args):
     """Runs an MRtrix command quietly, single-threaded (deterministic); returns (rc, stderr)."""
-    args = [str(a) for a in args]
-    p = subprocess.run(args[:1] + args[1:] + ["-quiet", "-force", "-nthreads", "1"],
-                       capture_output=True, text=True)
-    return p.returncode, p.stderr.strip()
+    rc, _, err = peercache.run([*args, "-quiet", "-force", "-nthreads", "1"])
+    return rc, err.strip()
 
 
 def rotation(axis, deg):

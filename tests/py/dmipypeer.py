@@ -3,6 +3,7 @@ tests/py/test_dmipy_activeax.py, tests/py/test_dmipy_sandi.py): its acquisition 
 dimoc's FSL files, its fit of the voxels dimoc simulated, the same-signal check at the truth,
 and the conversions between the two packages (dimoc: b s/mm^2, mm^2/s; dmipy: SI; both read the
 same b-vectors, so their directions live in the same frame)."""
+import hashlib
 import os
 import sys
 import warnings
@@ -11,6 +12,7 @@ import numpy as np
 
 from dmtest import angle_deg, check, finish, load
 from modelcheck import simulate
+import peercache
 
 try:
     with warnings.catch_warnings():
@@ -54,13 +56,40 @@ def determined_sh_orders(acquisition):
         acquisition.shell_sh_matrices[k] = real_sym_sh_mrtrix(order, theta, phi)[0]
 
 
+def _describe(x):
+    """A stable description of a piece of a dmipy model (no object addresses)."""
+    if hasattr(x, "parameter_names"):
+        return type(x).__name__
+    if callable(x):
+        return getattr(x, "__name__", type(x).__name__)
+    return repr(x)
+
+
 def dmipy_fit(model, acquisition, d):
-    """dmipy's brute2fine fit of the voxels dimoc simulated (d/dwi.nii, N x 1 x 1)."""
-    data = load(os.path.join(d, "dwi.nii"))[:, 0, 0, :]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = model.fit(acquisition, data, use_parallel_processing=False)
-    return fit.fitted_parameters
+    """dmipy's brute2fine fit of the voxels dimoc simulated (d/dwi.nii, N x 1 x 1), cached
+    (tests/py/peercache.py) by the data, the scheme, the model's parameters, bounds and links,
+    and the code of the test that built the model."""
+    dwi = os.path.join(d, "dwi.nii")
+
+    def compute(folder):
+        data = load(dwi)[:, 0, 0, :]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = model.fit(acquisition, data, use_parallel_processing=False)
+        np.savez(os.path.join(folder, "fitted.npz"), **fit.fitted_parameters)
+
+    scheme = hashlib.sha256()
+    for a in (acquisition.bvalues, acquisition.gradient_directions, acquisition.delta,
+              acquisition.Delta, acquisition.shell_sh_orders):
+        scheme.update(repr(a).encode() if isinstance(a, dict) else np.asarray(a).tobytes())
+    spec = {"scheme": scheme.hexdigest(), "parameters": repr(sorted(model.parameter_ranges.items())),
+            "cardinality": repr(sorted(model.parameter_cardinality.items())),
+            "links": [[_describe(x) for x in link] for link in model.parameter_links],
+            "models": [type(m).__name__ for m in model.models]}
+    code = [__file__, os.path.abspath(sys.argv[0])]
+    entry, _ = peercache.cached_folder("dmipy", peercache.python_versions("dmipy"), spec, compute,
+                                       [dwi], code)
+    return dict(np.load(os.path.join(entry, "fitted.npz")))
 
 
 def same_signal(name, model, dmipy_params, dimoc_model, truth, bvals, bvecs, acquisition, d,

@@ -28,7 +28,6 @@ FOD = sum of weight x kernel along each bundle's tangent; zero outside the bundl
 the brain mask (an ellipsoid of semi-axes 38, 38, 13 mm)."""
 import os
 import re
-import subprocess
 from math import factorial
 
 import nibabel as nib
@@ -36,6 +35,7 @@ import numpy as np
 from scipy.special import lpmv
 
 import csdsim as cs
+import peercache
 
 LMAX = 8
 SHAPE = (28, 28, 10)
@@ -190,8 +190,8 @@ def in_mask(mask, aff, pts):
 # ---- MRtrix and .tck --------------------------------------------------------------------------
 
 def run(cmd, env=None):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
-    return p.returncode, p.stdout, p.stderr
+    """(exit status, stdout, stderr) of a command; MRtrix's through the peers' cache."""
+    return peercache.run(cmd, env=env)
 
 
 def tckgen(fod, out, seed, *opts, rng=1, nthreads=2, seed_kind="-seed_image"):

@@ -9,10 +9,10 @@ Needs MRtrix3 (mtnormalise; scripts/install-deps.sh installs mrtrix3)."""
 import glob
 import os
 import shutil
-import subprocess
 
 import numpy as np
 
+import peercache
 from dmtest import check, dimoc, finish, load, save, scheme, workdir
 
 REF = 0.28209479177
@@ -105,8 +105,8 @@ def tissue_maps(folder):
 
 
 def run(*args):
-    p = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
+    rc, out, err = peercache.run(args)
+    return rc, out + err
 
 
 def main():

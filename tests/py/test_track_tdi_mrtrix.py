@@ -13,12 +13,12 @@ Needs MRtrix3 (scripts/install-deps.sh installs it)."""
 import json
 import os
 import shutil
-import subprocess
 
 import nibabel as nib
 import numpy as np
 
 import fodsim
+import peercache
 from dmtest import check, dimoc, finish, save, workdir
 
 DEVICE = os.environ.get("DIMOC_TRACK_DEVICE", "cpu")
@@ -58,10 +58,9 @@ def crossing_fod(d, shape=(26, 26, 6), vox=2.0):
 
 
 def tckmap(*args):
-    p = subprocess.run(["tckmap", *map(str, args), "-quiet", "-force"], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"tckmap failed: {p.stderr.strip()}")
+    rc, _, err = peercache.run(["tckmap", *args, "-quiet", "-force"])
+    if rc != 0:
+        raise RuntimeError(f"tckmap failed: {err.strip()}")
 
 
 def load_counts(path):

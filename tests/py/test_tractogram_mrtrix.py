@@ -28,11 +28,11 @@ their defaults, on random smooth streamlines (0.5 mm steps) written here as .tck
 Needs MRtrix3 (scripts/install-deps.sh installs it)."""
 import os
 import shutil
-import subprocess
 
 import nibabel as nib
 import numpy as np
 
+import peercache
 from dmtest import check, dimoc, finish, save, workdir
 
 STEP = 0.5  # mm between points
@@ -85,9 +85,9 @@ def write_tck(path, streamlines, count=None, end_marker=True, dtype="Float32LE",
 
 
 def mrtrix(*args):
-    p = subprocess.run(list(map(str, args)) + ["-quiet", "-force"], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{args[0]} failed: {p.stderr.strip()}")
+    rc, _, err = peercache.run([*args, "-quiet", "-force"])
+    if rc != 0:
+        raise RuntimeError(f"{args[0]} failed: {err.strip()}")
 
 
 def exact_tdi(streamlines, affine, shape, weights=None):
