@@ -139,6 +139,10 @@ fuzz: bin/fuzz-front $(FUZZ_IO:%=bin/fuzz-%)
 	    bin/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=4096 \
 	        fuzz-corpus-$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; done
 
+# The templates, one folder per engine (fit, track, csd, fodtrack, commit) and the maths they
+# share: each folder installed whole, as the program compiles them at run time.
+TEMPLATE_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard templates/*/*.h))))
+
 # examples/demo.sh runs from the build tree only, so it is not installed.
 # WARM=1: also compile every shipped model's fitters into the installing user's cache
 # (`dimoc warm`: the host compiler's, and NVRTC's where a GPU is usable).
@@ -153,13 +157,9 @@ install: bin/dimoc
 	install -m 644 models/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/
 	install -d $(DESTDIR)$(PREFIX)/share/dimoc/models/lib
 	install -m 644 models/lib/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/lib/
-	install -m 644 $(wildcard templates/*.h templates/*.c templates/*.cu) \
-	    $(DESTDIR)$(PREFIX)/share/dimoc/templates/
-	install -d $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack
-	install -m 644 templates/fodtrack/*.h $(DESTDIR)$(PREFIX)/share/dimoc/templates/fodtrack/
-	install -d $(DESTDIR)$(PREFIX)/share/dimoc/templates/commit
-	install -m 644 templates/commit/*.h templates/commit/*.cu \
-	    $(DESTDIR)$(PREFIX)/share/dimoc/templates/commit/
+	$(foreach d,$(TEMPLATE_DIRS),install -d $(DESTDIR)$(PREFIX)/share/dimoc/$(d) && \
+	    install -m 644 $(wildcard $(d)/*.h $(d)/*.c $(d)/*.cu) \
+	        $(DESTDIR)$(PREFIX)/share/dimoc/$(d)/ &&) true
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/
 	$(if $(WARM),$(DESTDIR)$(PREFIX)/bin/dimoc warm --quiet)
 

@@ -34,7 +34,7 @@ typedef struct dm_flops {
 /* What the back end makes of one model, as NUL-terminated strings owned by the caller (free
  * them with dm_generated_free).  source is the generated code, one text that both the host
  * compiler and NVRTC compile (the includer defines `real` and DM_FN; it defines the functions
- * documented in templates/model_api.h); meta is the metadata file (format: docs/metadata.md),
+ * documented in templates/fit/model_api.h); meta is the metadata file (format: docs/metadata.md),
  * written for people and other tools; flops are the work counts it prints. */
 typedef struct dm_generated {
     char *source;

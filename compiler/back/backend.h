@@ -1,7 +1,7 @@
 /* Internal interface of the back end.  generate.c (dm_generate) runs it, one way:
  *   programs.c  lowers a checked model into the programs of its functions (lower.h) and
  *               splits the signal and its gradient into per-voxel and per-measurement parts;
- *   emit.c      prints the programs as the generated source (templates/model_api.h);
+ *   emit.c      prints the programs as the generated source (templates/fit/model_api.h);
  *   flops.c     counts their work (dm_flops);
  *   meta.c      writes the metadata file (docs/metadata.md) from the model and the counts.
  * emit.c and meta.c write through buf.h; none of them calls another. */
@@ -12,7 +12,7 @@
 #include "compiler.h"
 #include "front/diag.h"
 #include "lower.h"
-#include "model_api.h"
+#include "fit/model_api.h"
 
 /* The programs of one model. */
 typedef struct dm_programs {

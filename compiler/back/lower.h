@@ -35,7 +35,7 @@ typedef enum dm_irop {
     DM_IR_CALL,   /* fn(arg0, ...); functions with an order (dm_mathfn_info.ordered): index */
 } dm_irop;
 
-/* Functions of the generated code (templates/mathlib.h or the C/CUDA math library). */
+/* Functions of the generated code (templates/maths/mathlib.h or the C/CUDA math library). */
 typedef enum dm_mathfn {
     DM_MF_NONE = -1,
     DM_MF_EXP,
@@ -151,7 +151,7 @@ void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live);
  * parameter (a special function of b d_par with d_par a voxel input, the ball's exp(-b d_iso)):
  * it is the same at every point a fit tries, so it is computed once per voxel and measurement
  * before the fit ("fix") and read from the measurement row, extended by DM_FIX_WIDTH columns
- * (templates/model_api.h).  Arrays of P->n entries (as of the split) indexed by instruction id:
+ * (templates/fit/model_api.h).  Arrays of P->n entries (as of the split) indexed by instruction id:
  *   varying[i]    1: depends on a measurement column;
  *   at_code[i]    1: computed per measurement (a varying value the roots need), or a
  *                 measurement or voxel column read there (voxel columns are read from v

@@ -1,13 +1,13 @@
 /* The functions generated code may call: their C names, arities, and values on constants
  * (the compiler folds calls whose arguments are all constant).  Folding uses the very same
- * templates/mathlib.h as the generated code, built here in double precision. */
+ * templates/maths/mathlib.h as the generated code, built here in double precision. */
 #include "lower.h"
 
 #include <math.h>
 
 typedef double real;
 #define DM_FN static inline __attribute__((unused))
-#include "mathlib.h"
+#include "maths/mathlib.h"
 
 #define FOLD1(NAME, EXPR)                                                                          \
     static double NAME(const double *a, int order)                                                 \

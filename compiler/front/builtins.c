@@ -8,7 +8,7 @@
  * generated code itself (in double), so that a folded value is the value the model computes. */
 typedef double real;
 #define DM_FN static inline __attribute__((unused))
-#include "mathlib.h"
+#include "maths/mathlib.h"
 
 static double bessel_j0(double x)
 {

@@ -10,7 +10,7 @@
 
 #include "builtins.h"
 #include "check.h"
-#include "model_api.h"
+#include "fit/model_api.h"
 
 static dm_type type_of_width(int width)
 {

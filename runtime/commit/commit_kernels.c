@@ -9,7 +9,7 @@
 /* The cylinder's sum, from the model language's math library (one source of the formula). */
 typedef double real;
 #define DM_FN static inline __attribute__((unused))
-#include "mathlib.h"
+#include "maths/mathlib.h"
 #undef DM_FN
 
 /* Terms of the Van Gelderen sum at most; they fall as m^-6, so the sum has converged to double

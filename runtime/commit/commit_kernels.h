@@ -4,7 +4,7 @@
  *   IC   stick                 exp(-b d_par (g.d)^2)
  *        or cylinders (COMMIT's CylinderZeppelinBall), one table per radius R:
  *                              exp(-b d_par (g.d)^2 - 2 gamma^2 G^2 (1 - (g.d)^2) S(d_par, R))
- *        with S the Van Gelderen sum (templates/mathlib.h, dm_cylinder_gpd_sum) at the
+ *        with S the Van Gelderen sum (templates/maths/mathlib.h, dm_cylinder_gpd_sum) at the
  *        measurement's pulse duration delta and separation Delta, gradient strength G;
  *   EC   zeppelin, per d_perp   exp(-b (d_perp + (d_par - d_perp) (g.d)^2))
  *   ISO  ball, per d_iso       exp(-b d_iso)

@@ -1,4 +1,4 @@
-/* The CPU build of the CSD solver: templates/csd_solve.h included once per precision, its
+/* The CPU build of the CSD solver: templates/csd/csd_solve.h included once per precision, its
  * names given a suffix, and run over voxels with OpenMP (csd_cpu.h). */
 #include "csd/csd_cpu.h"
 
@@ -25,7 +25,7 @@
 #define dm_csd_solve_hard_ dm_csd_solve_hard_d
 #define dm_csd_solve_soft_ dm_csd_solve_soft_d
 #define dm_csd_solve dm_csd_solve_d
-#include "csd_solve.h"
+#include "csd/csd_solve.h"
 #undef real
 #undef dm_csd_problem
 #undef dm_csd_dot_
@@ -51,7 +51,7 @@
 #define dm_csd_solve_hard_ dm_csd_solve_hard_f
 #define dm_csd_solve_soft_ dm_csd_solve_soft_f
 #define dm_csd_solve dm_csd_solve_f
-#include "csd_solve.h"
+#include "csd/csd_solve.h"
 #undef real
 
 int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_double, int threads,

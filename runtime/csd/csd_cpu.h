@@ -1,4 +1,4 @@
-/* The CPU run of the per-voxel CSD solver (templates/csd_solve.h), in double or float. */
+/* The CPU run of the per-voxel CSD solver (templates/csd/csd_solve.h), in double or float. */
 #ifndef DIMOC_CSD_CPU_H
 #define DIMOC_CSD_CPU_H
 

@@ -17,7 +17,7 @@
 
 #define BLOCK_THREADS 128
 
-static const char *const csd_templates[] = {"gpu_csd.cu", "csd_solve.h", NULL};
+static const char *const csd_templates[] = {"csd/gpu_csd.cu", "csd/csd_solve.h", NULL};
 /* Double: no fused multiply-adds, so every operation rounds as the host's and the FODs match the
  * CPU's to the last bits (the soft solver's set of negative directions, a discrete choice, then
  * cannot differ).  Float is compared with a tolerance and keeps them. */
@@ -27,9 +27,10 @@ static const char *const double_options[] = {"--fmad=false", NULL};
  * caller's storage, as a run and `dimoc warm` compile it. */
 static dm_gpu_source solver(char *prologue, size_t size, int use_double, int n, int k)
 {
-    snprintf(prologue, size,
-             "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n#include \"gpu_csd.cu\"\n",
-             use_double ? "double" : "float", n, k);
+    snprintf(
+        prologue, size,
+        "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n#include \"csd/gpu_csd.cu\"\n",
+        use_double ? "double" : "float", n, k);
     return (dm_gpu_source){.name = "csd",
                            .what = "the CSD solver",
                            .prologue = prologue,
@@ -57,7 +58,7 @@ int dm_csd_gpu_precompile(const dm_cuda *cu, int arch, const int use_double[2], 
     return dm_gpu_precompile(cu, arch, src, labels, n, quiet);
 }
 
-/* The kernel's view of dm_csd_problem (templates/csd_solve.h), with device pointers. */
+/* The kernel's view of dm_csd_problem (templates/csd/csd_solve.h), with device pointers. */
 typedef struct {
     int n, m, k, soft;
     CUdeviceptr G, C, P, Qd, At, Hp, Ct;

@@ -1,4 +1,4 @@
-/* The GPU run of the per-voxel CSD solver: templates/gpu_csd.cu, compiled by NVRTC for the
+/* The GPU run of the per-voxel CSD solver: templates/csd/gpu_csd.cu, compiled by NVRTC for the
  * problem's sizes and precision (cached), one thread per voxel. */
 #ifndef DIMOC_CSD_GPU_H
 #define DIMOC_CSD_GPU_H

@@ -1,6 +1,6 @@
 /* The matrices of a CSD problem, the same for every voxel of an image: which measurements
  * enter, the forward model of each tissue, the constraints, and what the per-voxel solver
- * (templates/csd_solve.h) takes: G = H^-1 A', C and P = C H^-1. */
+ * (templates/csd/csd_solve.h) takes: G = H^-1 A', C and P = C H^-1. */
 #ifndef DIMOC_CSD_PLAN_H
 #define DIMOC_CSD_PLAN_H
 
@@ -21,7 +21,7 @@ typedef struct dm_csd_plan {
                    * 0: hard constraints (as msmt_csd) */
     double ridge; /* added to the diagonal of A'A */
     double *A;    /* m x n forward matrix (kept for residuals, tests) */
-    double *G, *C, *P, *Qd, *At, *Hp, *Ct;       /* templates/csd_solve.h's: P, Qd hard; At, Hp,
+    double *G, *C, *P, *Qd, *At, *Hp, *Ct;       /* templates/csd/csd_solve.h's: P, Qd hard; At, Hp,
                                             * Ct soft */
     float *Gf, *Cf, *Pf, *Qdf, *Atf, *Hpf, *Ctf; /* the same in float */
 } dm_csd_plan;

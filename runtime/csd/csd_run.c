@@ -8,7 +8,7 @@
 #include "csd/dwi.h"
 #include "csd/normalise.h"
 #include "csd/response_estimate.h"
-#include "csd_solve.h"
+#include "csd/csd_solve.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/outdir.h"

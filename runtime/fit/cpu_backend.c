@@ -125,7 +125,7 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
             fclose(out);
             snprintf(cmd, sizeof cmd,
                      "%s " CC_FLAGS
-                     " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/cpu_fitter.c' "
+                     " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/fit/cpu_fitter.c' "
                      "-o '%s' -lm",
                      cc, real, src, tdir, tdir, tmp_so);
             if (run_compiler(cmd, log) != 0) {

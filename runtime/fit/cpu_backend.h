@@ -3,7 +3,7 @@
 #ifndef DIMOC_CPU_BACKEND_H
 #define DIMOC_CPU_BACKEND_H
 
-#include "fit_api.h"
+#include "fit/fit_api.h"
 #include "model/model_info.h"
 
 typedef struct dm_cpu_fitter {
@@ -13,7 +13,7 @@ typedef struct dm_cpu_fitter {
     dm_fit_work_free_fn work_free;
     dm_predict_fn predict;
     dm_derived_fn derived;
-    dm_dict_build_fn dict_build; /* the dictionary fit (templates/dictionary.h) */
+    dm_dict_build_fn dict_build; /* the dictionary fit (templates/fit/dictionary.h) */
     dm_dict_fit_fn dict_fit;
     dm_dict_free_fn dict_free;
     int real_size;          /* 4 (float) or 8 (double) */

@@ -4,7 +4,7 @@
 #ifndef DIMOC_FIT_H
 #define DIMOC_FIT_H
 
-#include "fit_api.h"
+#include "fit/fit_api.h"
 #include "model/model_info.h"
 #include "io/volume.h"
 #include "cluster/part.h"

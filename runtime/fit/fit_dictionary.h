@@ -1,4 +1,4 @@
-/* The dictionary stage of a fit (--method dictionary, templates/dictionary.h), on the CPU. */
+/* The dictionary stage of a fit (--method dictionary, templates/fit/dictionary.h), on the CPU. */
 #ifndef DIMOC_FIT_DICTIONARY_H
 #define DIMOC_FIT_DICTIONARY_H
 

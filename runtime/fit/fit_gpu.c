@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BLOCK_THREADS 128           /* templates/gpu_fitter.cu: __launch_bounds__(128, 4) */
+#define BLOCK_THREADS 128           /* templates/fit/gpu_fitter.cu: __launch_bounds__(128, 4) */
 #define SHARED_ROWS_MAX (48u << 10) /* dynamic shared memory a block takes without opting in */
 
 typedef struct gpu_job {
@@ -42,7 +42,7 @@ typedef struct gpu_worker {
 } gpu_worker;
 
 /* One buffer set: device arrays and their pinned host staging; rows (device only) holds the
- * batch's extended measurement rows when the model has fixed values (templates/model_api.h). */
+ * batch's extended measurement rows when the model has fixed values (templates/fit/model_api.h). */
 typedef struct slot {
     CUstream stream;
     CUdeviceptr y, vox, idx, params, samples, stats, status, rows;
@@ -57,20 +57,29 @@ struct gpu_buffers {
     slot set[2];
 };
 
-static const char *const fitter_templates[] = {
-    "gpu_fitter.cu", "mathlib.h",    "model_api.h", "fit_api.h", "lanes.h",
-    "philox.h",      "fit_common.h", "grid.h",      "lm.h",      "mcmc.h",
-    "multistart.h",  "fit_voxel.h",  NULL};
+static const char *const fitter_templates[] = {"fit/gpu_fitter.cu",
+                                               "maths/mathlib.h",
+                                               "fit/model_api.h",
+                                               "fit/fit_api.h",
+                                               "fit/lanes.h",
+                                               "maths/philox.h",
+                                               "fit/fit_common.h",
+                                               "fit/grid.h",
+                                               "fit/lm.h",
+                                               "fit/mcmc.h",
+                                               "fit/multistart.h",
+                                               "fit/fit_voxel.h",
+                                               NULL};
 
 int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
                        int lanes, int methods, int noise, int use_cache, dm_gpu_program *out)
 {
-    /* templates/mcmc.h's DM_COMPILED_NOISE: 1 Gaussian, 2 Rician, 3 both; only MCMC reads it */
+    /* templates/fit/mcmc.h's DM_COMPILED_NOISE: 1 Gaussian, 2 Rician, 3 both; only MCMC reads it */
     const int noises = !(methods & DM_METHOD_MCMC) || noise < 0 ? 3 : 1 << noise;
     char prologue[512], name[300];
     snprintf(prologue, sizeof prologue,
              "#define DM_NLANES %d\n#define DM_COMPILED_METHODS %d\n#define DM_COMPILED_NOISE %d\n"
-             "typedef %s real;\n#include \"gpu_fitter.cu\"\n",
+             "typedef %s real;\n#include \"fit/gpu_fitter.cu\"\n",
              lanes, methods, noises, real_size == 4 ? "float" : "double");
     snprintf(name, sizeof name, "%s-gpu-%s-%dl-m%d-n%d", mi->name,
              real_size == 4 ? "float" : "double", lanes, methods, noises);

@@ -1,4 +1,4 @@
-/* The GPU fitter: templates/gpu_fitter.cu with the model's source, compiled by NVRTC, run on
+/* The GPU fitter: templates/fit/gpu_fitter.cu with the model's source, compiled by NVRTC, run on
  * one or more GPUs in batches sized by free device memory, each GPU taking the next batch from
  * a shared queue. */
 #ifndef DIMOC_FIT_GPU_H
@@ -24,7 +24,7 @@ typedef struct dm_fit_gpu_report {
     int compile_cached;
 } dm_fit_gpu_report;
 
-/* Compiles templates/gpu_fitter.cu with the model's CUDA source for compute capability
+/* Compiles templates/fit/gpu_fitter.cu with the model's CUDA source for compute capability
  * arch (e.g. 90), real_size 4 or 8, `lanes` lanes per voxel, holding only the fitting methods
  * `methods` (DM_METHOD_* bits: a smaller program compiles several times faster) and MCMC's
  * noise model `noise` (DM_NOISE_GAUSSIAN or DM_NOISE_RICIAN; -1: both, chosen per run).  The
@@ -35,7 +35,7 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
                        int lanes, int methods, int noise, int use_cache, dm_gpu_program *out);
 /* The programs of a GPU fit, run in turn on every batch.  MCMC after a grid search or LM is a
  * program of its own, continuing from the first's estimates in device memory
- * (templates/fit_voxel.h: DM_CONTINUES): the two are compiled at once, on two threads, in about
+ * (templates/fit/fit_voxel.h: DM_CONTINUES): the two are compiled at once, on two threads, in about
  * half the wall time of one program holding every method (NVRTC's and ptxas's time grows
  * faster than the code: ball & 2 sticks in double, 3.6 s and 5.5 s apart against 10.8 s
  * together, bench/NOTES.md).  Each part is cached on its own (the first is the LM-only

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define DM_FN static inline __attribute__((unused))
-#include "philox.h"
+#include "maths/philox.h"
 
 #define real double
 #define DM_FT(name) dm_ft_##name##_d

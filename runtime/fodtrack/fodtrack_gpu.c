@@ -28,14 +28,10 @@
 #define STAGE_HALF (STAGE_BYTES / 2)
 #define MOVE_PIECE (1UL << 20) /* a thread's share of a half moved into the batch */
 
-static const char *const fodtrack_templates[] = {"fodtrack/gpu_fodtrack.cu",
-                                                 "fodtrack/ft_types.h",
-                                                 "fodtrack/det_math.h",
-                                                 "fodtrack/fod_field.h",
-                                                 "fodtrack/fod_track.h",
-                                                 "fodtrack/tdi_map.h",
-                                                 "philox.h",
-                                                 NULL};
+static const char *const fodtrack_templates[] = {"fodtrack/gpu_fodtrack.cu", "fodtrack/ft_types.h",
+                                                 "fodtrack/det_math.h",      "fodtrack/fod_field.h",
+                                                 "fodtrack/fod_track.h",     "fodtrack/tdi_map.h",
+                                                 "maths/philox.h",           NULL};
 /* No register cap by default: since the amplitude holds no basis array, the uncapped kernel is
  * the fastest (bench/NOTES.md, 2026-11-25: iFOD2 tracing 0.84 s uncapped, 1.29 s at 128, 1.91 s
  * at 96 for 200k streamlines on an H100; iFOD1 1.61, 2.26, 2.88 s).  DIMOC_FT_MAXREG=N sets

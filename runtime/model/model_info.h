@@ -3,7 +3,7 @@
 #ifndef DIMOC_MODEL_INFO_H
 #define DIMOC_MODEL_INFO_H
 
-#include "model_api.h"
+#include "fit/model_api.h"
 
 #define DM_NAME_MAX 64
 

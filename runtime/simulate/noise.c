@@ -2,7 +2,7 @@
 
 #include <math.h>
 #define DM_FN static inline
-#include "philox.h"
+#include "maths/philox.h"
 
 /* The simulation stream is tagged so that it never coincides with a fitter's stream that
  * uses the same seed (a fit's MCMC draws must not echo the noise of its data). */

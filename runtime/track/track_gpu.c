@@ -25,15 +25,15 @@
 #define MAX_KEY_CAP ((size_t)1 << 24) /* matrix keys per buffer (128 MB) */
 #define MAX_SLOTS 4
 
-static const char *const tracker_templates[] = {"gpu_tracker.cu",      "track_kernel.h",
-                                                "track_gpu_gather.h",  "philox.h",
-                                                "track_surface_hit.h", NULL};
+static const char *const tracker_templates[] = {"track/gpu_tracker.cu",      "track/track_kernel.h",
+                                                "track/track_gpu_gather.h",  "maths/philox.h",
+                                                "track/track_surface_hit.h", NULL};
 /* --fmad=false: no fused multiply-adds, so every float operation rounds as the host's do. */
 static const char *const tracker_options[] = {"--fmad=false", NULL};
 
 static const dm_gpu_source tracker_source = {.name = "tracker",
                                              .what = "the tracker",
-                                             .prologue = "#include \"gpu_tracker.cu\"\n",
+                                             .prologue = "#include \"track/gpu_tracker.cu\"\n",
                                              .templates = tracker_templates,
                                              .options = tracker_options};
 

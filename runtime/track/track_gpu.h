@@ -1,4 +1,4 @@
-/* dimoc track on GPUs: templates/gpu_tracker.cu (the same stepping kernel as the CPU path,
+/* dimoc track on GPUs: templates/track/gpu_tracker.cu (the same stepping kernel as the CPU path,
  * compiled by NVRTC) on every GPU of --gpus, each taking chunks of streamlines from a shared
  * queue.  The orientation samples and masks are uploaded once per GPU; counts are summed with
  * atomics on the device; matrix entries come back as keys and are merged into the host's

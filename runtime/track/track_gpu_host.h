@@ -1,4 +1,4 @@
-/* The GPU tracker's per-streamline code (templates/track_gpu_gather.h) built for the host:
+/* The GPU tracker's per-streamline code (templates/track/track_gpu_gather.h) built for the host:
  * for its types in runtime/track_gpu.c and for tests that run it serially against the CPU
  * path.  The "atomics" here are plain additions: one thread only. */
 #ifndef DIMOC_TRACK_GPU_HOST_H
@@ -20,6 +20,6 @@ static inline unsigned long long dm_host_add_u64(unsigned long long *p, unsigned
 }
 #define DM_ATOMIC_ADD_U32(p, v) dm_host_add_u32((p), (v))
 #define DM_ATOMIC_ADD_U64(p, v) dm_host_add_u64((p), (v))
-#include "track_gpu_gather.h"
+#include "track/track_gpu_gather.h"
 
 #endif

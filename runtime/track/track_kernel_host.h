@@ -6,7 +6,7 @@
 #ifndef DM_FN
 #define DM_FN static inline
 #endif
-#include "philox.h"
-#include "track_kernel.h"
+#include "maths/philox.h"
+#include "track/track_kernel.h"
 
 #endif

@@ -2,7 +2,7 @@
  * stop and exclusion (avoid) flags, waypoint bits, target masks (--os2t), and the columns of
  * the connectivity matrices (seed voxels for matrix 1, --target2 and --target3 voxels).
  * Stop, exclusion, waypoints and targets may also be GIFTI surfaces (crossed by a step), all
- * binned on one grid with a bit per surface (templates/track_kernel.h, DM_TRACK_SURF_*). */
+ * binned on one grid with a bit per surface (templates/track/track_kernel.h, DM_TRACK_SURF_*). */
 #ifndef DIMOC_TRACK_MASKS_H
 #define DIMOC_TRACK_MASKS_H
 

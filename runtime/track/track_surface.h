@@ -1,6 +1,6 @@
 /* The surfaces of tractography (GIFTI --avoid, --stop, waypoints, targets): their triangles
  * mapped into tracking mm, each tagged with its surface's bit, and binned on one grid for
- * templates/track_surface_hit.h. */
+ * templates/track/track_surface_hit.h. */
 #ifndef DIMOC_TRACK_SURFACE_H
 #define DIMOC_TRACK_SURFACE_H
 

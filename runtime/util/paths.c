@@ -48,9 +48,11 @@ char *dm_shipped_model_path(const char *name)
 
 char *dm_templates_dir(void)
 {
-    char *f = find_data("templates/fit_api.h");
+    /* the folder that holds fit/fit_api.h, a file of every tree */
+    static const char mark[] = "/fit/fit_api.h";
+    char *f = find_data("templates/fit/fit_api.h");
     if (!f) return NULL;
-    *strrchr(f, '/') = 0;
+    f[strlen(f) - (sizeof mark - 1)] = 0;
     return f;
 }
 

@@ -7,7 +7,7 @@
  * the next id from a shared counter the moment its streamline ends, so that the lanes of a warp
  * stay on live streamlines whatever their lengths, and run the same step code together. */
 #define DM_FN static __device__ __forceinline__
-#include "philox.h"
+#include "maths/philox.h"
 #include "fodtrack/ft_types.h"
 #if DM_FT_DOUBLE
 #define real double

@@ -17,7 +17,9 @@ if XDG_CACHE_HOME="$T/cache" "$inst" fit ball_1_stick --data sim.nii.gz --bvals 
 else
     fail installed-fit-runs "$(cat "$T/fit.log")"
 fi
-[ -f "$prefix/share/dimoc/templates/lm.h" ] && [ -f "$prefix/share/doc/dimoc/model-language.md" ] \
+[ -f "$prefix/share/dimoc/templates/fit/lm.h" ] \
+    && [ -f "$prefix/share/dimoc/templates/fodtrack/gpu_fodtrack.cu" ] \
+    && [ -f "$prefix/share/doc/dimoc/model-language.md" ] \
     && pass installed-files || fail installed-files "templates or docs missing"
 case "$("$inst" help pipeline 2>&1)" in *bedpostx*model_selection*) pass installed-pipelines ;;
     *) fail installed-pipelines "$("$inst" help pipeline 2>&1 | tail -3)" ;; esac

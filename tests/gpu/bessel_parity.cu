@@ -1,4 +1,4 @@
-/* J0, J1, J1' and the roots of templates/mathlib.h on the GPU against the host: the same bits
+/* J0, J1, J1' and the roots of templates/maths/mathlib.h on the GPU against the host: the same bits
  * when neither side fuses multiply-adds (nvcc -fmad=false; the host compiler
  * -ffp-contract=off), in the precision of -DREAL (float or double).  Run by
  * tests/gpu/test_bessel_parity.sh. */
@@ -9,7 +9,7 @@
 
 typedef REAL real;
 #define DM_FN static __host__ __device__ inline
-#include "mathlib.h"
+#include "maths/mathlib.h"
 
 __global__ void eval(const real *x, real *out, int n)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Bessel functions of templates/mathlib.h give the same bits on the GPU as on the host when
-# neither fuses multiply-adds (tests/gpu/bessel_parity.cu, built by nvcc in float and double).
+# The Bessel functions of templates/maths/mathlib.h give the same bits on the GPU as on the host
+# when neither fuses multiply-adds (tests/gpu/bessel_parity.cu, built by nvcc in float and double).
 set -u
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}

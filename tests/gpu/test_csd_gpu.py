@@ -1,4 +1,4 @@
-"""dimoc csd on the GPU against the CPU (make test-gpu): the same solver (templates/csd_solve.h)
+"""dimoc csd on the GPU against the CPU (make test-gpu): the same solver (templates/csd/csd_solve.h)
 on both, so the same FODs -- double precision within 1e-9 (relative to each voxel's largest
 coefficient), float within 1e-4 -- for single-shell CSD (Tournier's iterations) and multi-shell
 multi-tissue CSD (the hard-constraint active set, which solves in double for --precision float

@@ -165,7 +165,7 @@ for model, extra_truth in (("noddi_watson", dict(kappa=rng.uniform(0.5, 30, n3))
         check(f"float-fast-math-{model}-{k}", err["gpu"] <= 1.02 * err["cpu"] + 1e-4 and near >= 0.95,
               f"median |error| GPU {err['gpu']:.5f}, CPU {err['cpu']:.5f}; {near:.3f} of voxels within 2e-3")
 
-# NODDI-Watson's fixed values (the stick integrals J_l(b d_par), templates/model_api.h): with d_par
+# NODDI-Watson's fixed values (the stick integrals J_l(b d_par), templates/fit/model_api.h): with d_par
 # the same in every voxel (the model's default) a GPU block makes the extended rows once in shared
 # memory for all its voxels; with a d_par map each voxel makes its own.  Both, in double with LM
 # from the truth, equal the CPU's, which makes every voxel's own rows: 99% of voxels within 1e-7

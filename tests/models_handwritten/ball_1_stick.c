@@ -1,5 +1,5 @@
 /* Hand-written stand-in for generated/ball_1_stick/model.h (models/ball_1_stick.model), in the
- * format of templates/model_api.h, so the templates can be tested without the compiler.
+ * format of templates/fit/model_api.h, so the templates can be tested without the compiler.
  *   S = S0 ((1 - f1) exp(-b d) + f1 exp(-b d (g.v)^2)),  v = dir(th1, ph1)
  *   params S0 (0, inf), d (0, 0.01), f1 [0, 1], th1 [0, pi] periodic + sphere prior,
  *   ph1 [0, 2 pi] periodic;  measure row: g[3], b;  output dyads1 (axis) = v. */

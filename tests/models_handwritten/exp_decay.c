@@ -1,5 +1,5 @@
 /* Hand-written stand-in for generated/exp_decay/model.h (models/exp_decay.model), in the
- * format of templates/model_api.h, so the templates can be tested without the compiler.
+ * format of templates/fit/model_api.h, so the templates can be tested without the compiler.
  *   S = S0 exp(-R TE);  S0 in (0, inf), R in (0, 1000);  measure row: TE. */
 #define DM_NPARAMS 2
 #define DM_MEASURE_WIDTH 1

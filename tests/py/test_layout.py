@@ -2,7 +2,8 @@
 
 - every #include between folders follows the dependency table below (one direction only:
   cli -> runtime wings -> util/io; the compiler and the templates depend on nothing of the
-  runtime, and the templates (the contract with generated code) on nothing at all);
+  runtime, and the templates (the contract with generated code), a folder per engine, on
+  nothing but templates/maths);
 - no circle of files that use each other: none by their #include lines, a source and its
   header taken as one file (a.c includes b.h, b.c includes a.h), and none by the names they
   take from each other when linked (a.o calls what b.o defines and b.o what a.o defines, read
@@ -27,43 +28,48 @@ EXT = (".c", ".h", ".cu", ".l", ".y")
 
 # Which folders each folder may include from (besides itself).  docs/internals.md explains them.
 ALLOWED = {
-    "templates": set(),
-    # the FOD tracker's GPU source takes the shared random numbers (philox.h)
-    "templates/fodtrack": {"templates"},
+    # the templates, a folder per engine; the maths they share (mathlib.h, philox.h) below all
+    "templates/maths": set(),
+    "templates/fit": {"templates/maths"},
+    "templates/track": {"templates/maths"},
+    "templates/csd": set(),
+    "templates/fodtrack": {"templates/maths"},
     "templates/commit": set(),
     "compiler": set(),
-    "compiler/front": {"compiler", "templates"},
-    "compiler/back": {"compiler", "compiler/front", "templates"},
+    # the built-ins' values (mathlib.h, folded as the generated code computes them) and the
+    # contract with generated code (fit/model_api.h)
+    "compiler/front": {"compiler", "templates/maths", "templates/fit"},
+    "compiler/back": {"compiler", "compiler/front", "templates/maths", "templates/fit"},
     "runtime/util": set(),
     "runtime/io": {"runtime/util"},
     "runtime/gpu": {"runtime/util", "compiler"},
-    "runtime/model": {"runtime/util", "runtime/io", "compiler", "templates"},
+    "runtime/model": {"runtime/util", "runtime/io", "compiler", "templates/fit"},
     "runtime/fit": {"runtime/cluster", "runtime/model", "runtime/gpu", "runtime/dti", "runtime/io", "runtime/util",
-                    "compiler", "templates"},
-    "runtime/track": {"runtime/cluster", "runtime/gpu", "runtime/io", "runtime/util", "templates"},
+                    "compiler", "templates/fit"},
+    "runtime/track": {"runtime/cluster", "runtime/gpu", "runtime/io", "runtime/util", "templates/track",
+                      "templates/maths"},
     "runtime/dti": {"runtime/io", "runtime/util"},
     "runtime/simulate": {"runtime/fit", "runtime/model", "runtime/io", "runtime/util",
-                         "templates"},
+                         "templates/maths"},
     "runtime/sphere": set(),
     # geometry of streamlines, no files: clustering (COMMIT's blur_clust_thr)
     "runtime/streamline": {"runtime/util"},
     "runtime/csd": {"runtime/cluster", "runtime/sphere", "runtime/gpu", "runtime/dti", "runtime/io", "runtime/util",
-                    "templates"},
+                    "templates/csd"},
     "runtime/render": {"runtime/sphere", "runtime/io", "runtime/util"},
     "runtime/maps": {"runtime/io", "runtime/util"},
-    "runtime/fodtrack": {"runtime/cluster", "runtime/io", "runtime/util", "runtime/gpu", "runtime/sphere", "templates",
-                         "templates/fodtrack"},
+    "runtime/fodtrack": {"runtime/cluster", "runtime/io", "runtime/util", "runtime/gpu", "runtime/sphere",
+                         "templates/maths", "templates/fodtrack"},
     # COMMIT reads a DWI as CSD does (csd/dwi.h) and fits tensors where no peaks are given
     "runtime/commit": {"runtime/cluster", "runtime/csd", "runtime/dti", "runtime/io", "runtime/util", "runtime/gpu",
-                       "runtime/streamline", "templates", "templates/commit"},
+                       "runtime/streamline", "templates/maths", "templates/commit"},
     # a job's parts (--part K/N, the manifest the wings write) and joining them: NIfTI bytes,
     # .tck files; a pipeline on SLURM (job scripts, sbatch/squeue/sacct as child processes)
     "runtime/cluster": {"runtime/io", "runtime/util"},
     "cli": {"runtime/cluster", "runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
             "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "runtime/commit",
-            "compiler",
-            "templates"},
+            "compiler"},
 }
 
 

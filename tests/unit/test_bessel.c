@@ -1,4 +1,4 @@
-/* The Bessel functions of templates/mathlib.h (J0, J1, J1', the roots of J1' and of the
+/* The Bessel functions of templates/maths/mathlib.h (J0, J1, J1', the roots of J1' and of the
  * spherical j1') against 120- to 500-digit references (bessel_ref.h), in double; built again
  * in float by test_bessel_float.c.  The error of J is measured in units of the precision's
  * epsilon times max(|J(x)|, A(x)), A(x) = min(1, sqrt(2 / (pi x))) the local amplitude: near
@@ -15,7 +15,7 @@
 #endif
 typedef TEST_REAL real;
 #define DM_FN static inline
-#include "mathlib.h"
+#include "maths/mathlib.h"
 
 #include "bessel_ref.h"
 

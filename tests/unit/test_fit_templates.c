@@ -1,8 +1,8 @@
-/* The fitting templates, built as the runtime builds them: templates/cpu_fitter.c plus a model
+/* The fitting templates, built as the runtime builds them: templates/fit/cpu_fitter.c plus a model
  * compiled by the host compiler into a shared object, loaded with dlopen.  The models are
  * generated/<model>/model.h when the compiler has produced them, else the hand-written
  * stand-ins in tests/models_handwritten/. */
-#include "fit_api.h"
+#include "fit/fit_api.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define DM_FN static inline
-#include "philox.h" /* the test's own noise */
+#include "maths/philox.h" /* the test's own noise */
 
 typedef int (*int_fn)(void);
 
@@ -51,8 +51,8 @@ static int load_fitter(const char *model, const char *real, fitter *f)
     const char *cc = getenv("CC");
     snprintf(cmd, sizeof cmd,
              "%s -O2 -std=gnu11 -Wall -Wextra -Werror -fPIC -shared -fno-math-errno "
-             "-DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s/templates' '%s/templates/cpu_fitter.c' "
-             "-o '%s' -lm",
+             "-DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s/templates' "
+             "'%s/templates/fit/cpu_fitter.c' -o '%s' -lm",
              cc && *cc ? cc : "cc", real, model_file, cwd, cwd, so);
     if (system(cmd) != 0) {
         printf("FAIL build_%s_%s: %s\n", model, real, cmd);

@@ -25,7 +25,7 @@
 #include "compiler.h"
 #include "all_builtins_model.h"
 #include "check.h"
-#include "model_api.h"
+#include "fit/model_api.h"
 #include "shipped_models.h"
 
 #include <dirent.h>
@@ -103,7 +103,7 @@ static const char *harness =
     "#include <math.h>\n"
     "typedef double real;\n"
     "#define DM_FN static inline\n"
-    "#include \"mathlib.h\"\n"
+    "#include \"maths/mathlib.h\"\n"
     "#include \"model.h\"\n"
     "double h_signal(const double *p, const double *m, const double *v)\n"
     "{ return dm_signal(p, m, v); }\n"
@@ -138,7 +138,7 @@ static const char *float_harness =
     "#include <math.h>\n"
     "typedef float real;\n"
     "#define DM_FN static inline\n"
-    "#include \"mathlib.h\"\n"
+    "#include \"maths/mathlib.h\"\n"
     "#include \"model.h\"\n"
     "float h_signal(const float *p, const float *m, const float *v, float *ds)\n"
     "{ return dm_signal(p, m, v) + dm_signal_grad(p, m, v, ds); }\n"

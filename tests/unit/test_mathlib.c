@@ -1,4 +1,4 @@
-/* The math library (templates/mathlib.h) in double precision against reference values
+/* The math library (templates/maths/mathlib.h) in double precision against reference values
  * computed once with mpmath at 40 digits (they agree with scipy.special.dawsn, i0e and
  * eval_legendre to ~1e-15).  Tolerances: 1e-13 relative for Dawson, log I0, I1/I0 and the
  * Legendre polynomials (the brief asks 1e-12 for Dawson); the NODDI functions below
@@ -8,7 +8,7 @@
 
 typedef double real;
 #define DM_FN static inline
-#include "mathlib.h"
+#include "maths/mathlib.h"
 
 static const double dawson_ref[][2] = {
     {0.0, 0.0},

@@ -1,7 +1,7 @@
 /* The generated source of every model compiles under NVRTC, as the GPU backend will compile
- * it: a prologue (`real`, DM_FN), templates/mathlib.h, the generated model.h and a kernel that
- * calls every function of templates/model_api.h, for compute_80 (PTX) and sm_90 (cubin), in
- * float and in double.  The float PTX (built with fast math) must hold no double-precision
+ * it: a prologue (`real`, DM_FN), templates/maths/mathlib.h, the generated model.h and a kernel
+ * that calls every function of templates/fit/model_api.h, for compute_80 (PTX) and sm_90
+ * (cubin), in float and in double.  The float PTX (built with fast math) must hold no double-precision
  * instruction (a literal without its (real) cast would promote the arithmetic), and the
  * NVRTC log must be free of warnings.  libnvrtc is loaded at run time ($CUDA_HOME/lib64, /usr/local/cuda/lib64, or the
  * loader's path); not finding it is a failure, since CI has the toolkit. */
@@ -169,7 +169,7 @@ int main(void)
 
     const char *root = getenv("ROOT") ? getenv("ROOT") : ".";
     char path[4096];
-    snprintf(path, sizeof path, "%s/templates/mathlib.h", root);
+    snprintf(path, sizeof path, "%s/templates/maths/mathlib.h", root);
     char *mathlib = dm_read_file(path, NULL);
     if (!mathlib) {
         printf("FAIL mathlib: cannot read %s\n", path);

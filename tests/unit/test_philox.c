@@ -1,11 +1,11 @@
-/* templates/philox.h: the Philox4x32-10 known-answer vectors of Random123 (Salmon et al.
+/* templates/maths/philox.h: the Philox4x32-10 known-answer vectors of Random123 (Salmon et al.
  * 2011), and the uniform and normal deviates the MCMC draws from it. */
 #include "check.h"
 #include <math.h>
 #include <stdio.h>
 
 #define DM_FN static inline
-#include "philox.h"
+#include "maths/philox.h"
 
 static void known_answer(const char *name, unsigned c0, unsigned c1, unsigned c2, unsigned c3,
                          unsigned k0, unsigned k1, unsigned e0, unsigned e1, unsigned e2,

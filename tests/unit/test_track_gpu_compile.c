@@ -1,4 +1,4 @@
-/* The GPU tracker (templates/gpu_tracker.cu: track_kernel.h + track_gpu_gather.h) compiles
+/* The GPU tracker (templates/track/gpu_tracker.cu: track_kernel.h + track_gpu_gather.h) compiles
  * with NVRTC for sm_90 (Hopper) and sm_80 (Ampere), no GPU needed, and exports the kernel that
  * runtime/track/track_gpu.c launches. */
 #include "gpu/cuda_api.h"

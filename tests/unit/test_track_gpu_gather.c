@@ -1,4 +1,4 @@
-/* The GPU tracker's per-streamline code (templates/track_gpu_gather.h), run serially on the
+/* The GPU tracker's per-streamline code (templates/track/track_gpu_gather.h), run serially on the
  * host, gives exactly the CPU path's outputs (runtime/track/track_run.c): fdt_paths,
  * seeds_to_targets, waytotal, half-streamline ends and matrices 1, 2, 3, on a random 2-fibre
  * field with loop check, a stop mask, an --avoid surface (a tilted mesh over part of the field)

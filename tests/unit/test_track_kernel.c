@@ -1,4 +1,4 @@
-/* templates/track_kernel.h on hand-made orientation fields: the fibre choice (closest to the
+/* templates/track/track_kernel.h on hand-made orientation fields: the fibre choice (closest to the
  * previous direction among f > fibthresh, sign kept, fibre 1 when none qualifies), --randfib's
  * first-fibre rules, probabilistic interpolation, and a whole streamline on a 1-voxel-wide line. */
 #include "check.h"

@@ -1,4 +1,4 @@
-/* Exclusion surfaces: the segment-triangle test of templates/track_surface_hit.h on hand-made
+/* Exclusion surfaces: the segment-triangle test of templates/track/track_surface_hit.h on hand-made
  * cases, checked against an independent double-precision test (Moller-Trumbore) on random
  * segments, and the binned lookup of runtime/track/track_surface.c against testing every triangle. */
 #include "check.h"

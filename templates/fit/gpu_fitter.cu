@@ -5,7 +5,7 @@
  * and passes the generated model source (generated/<model>/model.h, the text the host build
  * includes too) as the in-memory header "dm_model.h".  A group of DM_NLANES
  * consecutive lanes of a warp fits one voxel: every lane runs the same algorithm, the loops
- * over measurements are split between them (templates/lanes.h). */
+ * over measurements are split between them (templates/fit/lanes.h). */
 #define DM_FN static __device__ __forceinline__
 /* The loops over measurements that hold a copy of the model's signal or gradient stay
  * functions: inlined at each of their call sites they multiplied the code that NVVM and ptxas
@@ -14,18 +14,18 @@
 #define DM_FN_ONCE static __device__ __noinline__
 #endif
 
-#include "mathlib.h"
-#include "model_api.h"
+#include "maths/mathlib.h"
+#include "fit/model_api.h"
 #include "dm_model.h"
-#include "fit_api.h"
-#include "lanes.h"
-#include "philox.h"
-#include "fit_common.h"
-#include "grid.h"
-#include "lm.h"
-#include "multistart.h"
-#include "mcmc.h"
-#include "fit_voxel.h"
+#include "fit/fit_api.h"
+#include "fit/lanes.h"
+#include "maths/philox.h"
+#include "fit/fit_common.h"
+#include "fit/grid.h"
+#include "fit/lm.h"
+#include "fit/multistart.h"
+#include "fit/mcmc.h"
+#include "fit/fit_voxel.h"
 
 /* One batch of voxels.  Arrays are packed per voxel: y (M), vox (DM_VOXEL_SLOTS), params (P),
  * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel.  rows:

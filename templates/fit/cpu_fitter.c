@@ -2,7 +2,7 @@
  * host C compiler into a shared object that the runtime loads with dlopen (fit_api.h lists the
  * symbols).  Compile with
  *   cc -O2 -fPIC -shared -DDM_REAL=double|float -DDM_MODEL_FILE='"path/model.h"' \
- *      -Itemplates templates/cpu_fitter.c -lm
+ *      -Itemplates templates/fit/cpu_fitter.c -lm
  * The entry points take and return doubles; the fitting runs in `real` (DM_REAL), so inputs are
  * converted at entry and results at exit. */
 #include <math.h>
@@ -21,19 +21,19 @@ typedef DM_REAL real;
 #define DM_FN_ONCE static
 #define DM_EXPORT __attribute__((visibility("default")))
 
-#include "mathlib.h"
-#include "model_api.h"
+#include "maths/mathlib.h"
+#include "fit/model_api.h"
 #include DM_MODEL_FILE
-#include "fit_api.h"
-#include "lanes.h"
-#include "philox.h"
-#include "fit_common.h"
-#include "grid.h"
-#include "lm.h"
-#include "multistart.h"
-#include "mcmc.h"
-#include "fit_voxel.h"
-#include "dictionary.h"
+#include "fit/fit_api.h"
+#include "fit/lanes.h"
+#include "maths/philox.h"
+#include "fit/fit_common.h"
+#include "fit/grid.h"
+#include "fit/lm.h"
+#include "fit/multistart.h"
+#include "fit/mcmc.h"
+#include "fit/fit_voxel.h"
+#include "fit/dictionary.h"
 
 DM_EXPORT int dm_fitter_abi(void)
 {

@@ -1,13 +1,13 @@
 /* The contract between generated model code and the fitting templates.
  *
  * This header declares nothing; it documents what generated/<model>/model.h defines, one
- * source that the host compiler (templates/cpu_fitter.c) and NVRTC (templates/gpu_fitter.cu)
- * both compile.  Before including it, the includer defines:
+ * source that the host compiler (templates/fit/cpu_fitter.c) and NVRTC
+ * (templates/fit/gpu_fitter.cu) both compile.  Before including it, the includer defines:
  *
  *   real      the floating type of the build (float or double), as a typedef
  *   DM_FN     function qualifiers: `static inline` (host) or `static __device__` and inline
  *             (NVRTC, whose builds also define DM_NVRTC)
- *   and includes templates/mathlib.h (the built-in functions: dm_dawson, dm_log_i0, ...).
+ *   and includes templates/maths/mathlib.h (the built-in functions: dm_dawson, dm_log_i0, ...).
  *
  * The generated source then defines these constants:
  *

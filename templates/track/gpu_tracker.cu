@@ -1,13 +1,13 @@
 /* The GPU build of the tracker (runtime/track/track_gpu.c compiles it with NVRTC, --fmad=false so
  * that every float operation rounds as on the host: streamlines match the CPU's step for
- * step).  The stepping is templates/track_kernel.h, the accumulation track_gpu_gather.h. */
+ * step).  The stepping is templates/track/track_kernel.h, the accumulation track_gpu_gather.h. */
 #define DM_FN static __device__ __forceinline__
 #define DM_ATOMIC_ADD_U32(p, v) atomicAdd((p), (v))
 #define DM_ATOMIC_ADD_U64(p, v) atomicAdd((p), (unsigned long long)(v))
 
-#include "philox.h"
-#include "track_kernel.h"
-#include "track_gpu_gather.h"
+#include "maths/philox.h"
+#include "track/track_kernel.h"
+#include "track/track_gpu_gather.h"
 
 /* Persistent threads: each takes the next streamline of the launch from a shared counter as soon
  * as its last one ends, so that the long tail of streamline lengths (roughly exponential: Xu

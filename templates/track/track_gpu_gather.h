@@ -1,4 +1,4 @@
-/* What a GPU tracker thread does (templates/gpu_tracker.cu): trace streamlines with
+/* What a GPU tracker thread does (templates/track/gpu_tracker.cu): trace streamlines with
  * track_kernel.h and add them to the outputs with the CPU's semantics (runtime/track/track_run.c):
  * every seed-space voxel a kept streamline visits counts once in fdt_paths, once per target in
  * seeds_to_<target>, once per column in the matrices.

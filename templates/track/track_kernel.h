@@ -1,6 +1,6 @@
 /* The propagation of one probabilistic streamline (probtrackx semantics), written once in
  * plain C so that the host build (runtime/track/track_kernel_host.h) and the CUDA build
- * (templates/gpu_tracker.cu, compiled by NVRTC) share it: no allocation, no library calls
+ * (templates/track/gpu_tracker.cu, compiled by NVRTC) share it: no allocation, no library calls
  * beyond floorf, fabsf, sqrtf (and philox.h's), all state in small structs, all memory
  * passed in.
  *
@@ -13,11 +13,11 @@
  * One streamline (id = seed * P + sample) draws its random numbers from the Philox stream
  * (rseed, id), so its path depends on nothing but those two numbers.
  *
- * Before including: DM_FN (see templates/model_api.h), <math.h>, templates/philox.h. */
+ * Before including: DM_FN (see templates/fit/model_api.h), <math.h>, templates/maths/philox.h. */
 #ifndef DIMOC_TRACK_KERNEL_H
 #define DIMOC_TRACK_KERNEL_H
 
-#include "track_surface_hit.h"
+#include "track/track_surface_hit.h"
 
 #define DM_TRACK_MAX_FIBRES 8
 #define DM_TRACK_LOOP_RATIO 5 /* loop check cells are 5x5x5 voxels, as in probtrackx */
@@ -266,7 +266,7 @@ DM_FN int dm_track_record(const dm_track_ctx *c, dm_track_half *h, const float p
 /* A half-streamline in progress.  The CPU runs each half to its end (dm_track_half_run); the
  * GPU advances a thread's streamline one step per turn of a loop shared by all its phases, so
  * that the threads of a warp, whatever streamline and half each is on, execute the same step
- * code together (templates/track_gpu_gather.h). */
+ * code together (templates/track/track_gpu_gather.h). */
 typedef struct dm_track_walk {
     float p[3], prev[3];
     int it;        /* steps taken */

@@ -24,7 +24,7 @@
  * a low-degree linear deconvolution (G: n x m), until N repeats.  Each iteration factors
  * H + C_N' C_N (H = A'A + ridge I, n x n) and solves for A' y.
  *
- * The CPU build (runtime/csd/csd_cpu.c) and the GPU build (templates/gpu_csd.cu) both include
+ * The CPU build (runtime/csd/csd_cpu.c) and the GPU build (templates/csd/gpu_csd.cu) both include
  * this file.  Before including: `real` (float or double, as a macro) and DM_FN; without
  * `real` only the outcome codes are read.  Only they are guarded against a second inclusion:
  * the host includes the rest once per precision, renaming its functions and type with

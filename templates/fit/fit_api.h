@@ -4,11 +4,11 @@
 #ifndef DIMOC_FIT_API_H
 #define DIMOC_FIT_API_H
 
-#include "model_api.h"
+#include "fit/model_api.h"
 
 #define DM_FITTER_ABI 3
 
-/* DM_METHOD_DICT, the dictionary fit (templates/dictionary.h), runs first, on the CPU only,
+/* DM_METHOD_DICT, the dictionary fit (templates/fit/dictionary.h), runs first, on the CPU only,
  * through its own entry points; the per-voxel driver (fit_voxel.h) ignores it. */
 enum dm_method { DM_METHOD_GRID = 1, DM_METHOD_LM = 2, DM_METHOD_MCMC = 4, DM_METHOD_DICT = 8 };
 enum dm_noise { DM_NOISE_GAUSSIAN = 0, DM_NOISE_RICIAN = 1 };
@@ -42,7 +42,7 @@ typedef struct dm_fit_config {
     int sample_every;    /* 25 */
     int update_every;    /* 40: proposal adaptation period */
     unsigned long long seed;
-    /* Multi-start LM (templates/multistart.h): `starts` runs, the directions of the
+    /* Multi-start LM (templates/fit/multistart.h): `starts` runs, the directions of the
      * `norient` (theta, phi) pairs turned about the normal of the first two before each. */
     int starts;                          /* 1: one LM run from the start */
     int norient;                         /* (theta, phi) pairs, by tensor axis K */
@@ -92,7 +92,7 @@ enum {
  *   void dm_derived(const double *params, const double *vox, double *out);
  *                                        DM_OUTPUT_WIDTH derived-output slots
  */
-/* The dictionary fit (templates/dictionary.h; host builds only):
+/* The dictionary fit (templates/fit/dictionary.h; host builds only):
  *
  *   void *dm_dict_build(const dm_dict_spec *spec, const dm_fit_config *cfg,
  *                       const double *grid_values, const double *meas, int M,
@@ -112,7 +112,7 @@ typedef struct dm_dict_spec {
     int theta, phi;         /* the orientation (parameter indices) held per voxel, or -1 */
     int g_column;           /* first column of the gradient direction in a measurement row, or -1 */
     unsigned periodic_mask; /* periodic parameters (a gridded one is not averaged) */
-    double lambda1, lambda2; /* the elastic net's penalties (templates/dictionary.h) */
+    double lambda1, lambda2; /* the elastic net's penalties (templates/fit/dictionary.h) */
 } dm_dict_spec;
 
 enum dm_dict_error {
