@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad inputs of issue 12 classes 4 and 5: map tools given maps of other grids or shapes (clear
+# Bad inputs: map tools given maps of other grids or shapes (clear
 # one-line errors, no out-of-bounds read), and output folders that must not be replaced or
 # half-written (an existing folder of other files, a file in the way, a failed run).
 . "$(dirname "$0")/../lib.sh"

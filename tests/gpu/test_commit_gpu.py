@@ -1,7 +1,7 @@
 """dimoc commit's solver on the GPU against the host's (make test-gpu), on commitpeer's phantom
 (three bundles, false streamlines, 2% noise): the same dictionary, operator and FISTA loop, A x
 summed in the same order (--fmad=false) and A^T y and the norms reduced in another, so the
-streamline weights agree to 1e-6 (relative to the largest, the issue's float bound), with the
+streamline weights agree to 1e-6 (relative to the largest: the float bound), with the
 same number of iterations, at COMMIT's tolerances and run to convergence; the maps agree to
 1e-6; the provenance names the GPU (no quiet fallback to the CPU); and the same for --model
 volume-fractions (no zeppelins, no balls), for --model cylinder-zeppelin-ball (4 radii: 4 IC

@@ -1,4 +1,4 @@
-"""Issue 17: ActiveAx (models/activeax.model) through its pipeline (pipelines/activeax.sh:
+"""ActiveAx (models/activeax.model) through its pipeline (pipelines/activeax.sh:
 the tensor's orientation inside the fit -> grid over f_ic, f_iso, R -> LM), on 200 voxels
 simulated with varied truths and Rician noise (SNR 50 at b = 0).
 

@@ -1,4 +1,4 @@
-"""Issue 17: the Bessel built-ins and bounded sums, through the compiler and the runtime.
+"""The Bessel built-ins and bounded sums, through the compiler and the runtime.
 
 - bessel_j0, bessel_j1 evaluated by `dimoc simulate` (host, double; the image is float32)
   at 4000 points of [-120, 120] against scipy.special.j0 / j1;

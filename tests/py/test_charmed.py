@@ -1,4 +1,4 @@
-"""Issue 17: CHARMED (models/charmed.model) through its pipeline (pipelines/charmed.sh: the
+"""CHARMED (models/charmed.model) through its pipeline (pipelines/charmed.sh: the
 tensor's orientation inside the fit -> grid over f_r and the diffusivities -> LM), on 200
 voxels simulated with varied truths and Rician noise (SNR 50 at b = 0).
 

@@ -1,5 +1,5 @@
 """The dictionary fit (`--method dictionary`, templates/dictionary.h) and the NODDI-Watson
-pipeline's --fast route that uses it (issue 16, item 4).
+pipeline's --fast route that uses it.
 
 1. Exact recovery: ball & 1 stick simulated without noise with d on the grid (0.0017 among five
    values), f1 varied, the orientation held from the true angles, plain NNLS

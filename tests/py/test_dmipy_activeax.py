@@ -1,4 +1,4 @@
-"""Issue 17: dimoc's ActiveAx (models/activeax.model, pipelines/activeax.sh) against dmipy 1.0.5
+"""Dimoc's ActiveAx (models/activeax.model, pipelines/activeax.sh) against dmipy 1.0.5
 on the same simulated data.  dmipy's model: G1Ball + C4CylinderGaussianPhaseApproximation
 (Van Gelderen's Gaussian phase approximation, as dimoc's cylinder_gpd) + G2Zeppelin, the
 zeppelin sharing the cylinder's axis and parallel diffusivity, its perpendicular one by

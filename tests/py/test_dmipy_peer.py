@@ -1,4 +1,4 @@
-"""Issue 17: dimoc's pipelines against dmipy 1.0.5 (Fick et al. 2019; installed from PyPI by
+"""Dimoc's pipelines against dmipy 1.0.5 (Fick et al. 2019; installed from PyPI by
 scripts/install-deps.sh) on the same simulated data, for the models both have:
 stick_zeppelin_ball (dmipy: G1Ball + C1Stick + G2Zeppelin, the zeppelin sharing the stick's
 axis and parallel diffusivity, its perpendicular one by tortuosity, d_iso fixed at 3e-3 mm^2/s)

@@ -1,4 +1,4 @@
-"""Issue 17: dimoc's SANDI (models/sandi.model, pipelines/sandi.sh) against dmipy 1.0.5's
+"""Dimoc's SANDI (models/sandi.model, pipelines/sandi.sh) against dmipy 1.0.5's
 spherical-mean framework on the same simulated data: MultiCompartmentSphericalMeanModel of
 S4SphereGaussianPhaseApproximation (Murday-Cotts Gaussian phase approximation, as dimoc's
 sphere_gpd; diffusivity 3e-3 mm^2/s inside, dimoc's fixed D_soma) + C1Stick (its spherical
@@ -10,7 +10,7 @@ dimoc over 20; sandi-same-signal checks dmipy's spherical mean at the truth agai
 noise-free signal averaged over each shell.  Protocol and truths of tests/py/test_sandi.py (7
 shells of 20 directions, delta 10 ms, Delta 20 ms, G 0.065..0.29 T/m; f_neurite 0.3..0.55,
 f_soma 0.15..0.4, soma radii 6..11 um, D_in 1.5..2.5e-3, D_ec 0.8..1.5e-3 mm^2/s), 200
-voxels, Rician noise at the issue's SNR 50.  dmipy's sphere diameter range (up to 20 um) is
+voxels, Rician noise at SNR 50.  dmipy's sphere diameter range (up to 20 um) is
 widened to dimoc's R_soma range (1..12 um).
 At SNR 50 SANDI's five parameters are poorly conditioned and least squares overfits: dimoc's
 LM finds lower residuals than dmipy's brute2fine in most voxels (dmipy stops above the truth's

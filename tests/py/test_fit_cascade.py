@@ -1,4 +1,4 @@
-"""`dimoc fit ... --then ...` (issue 16): a cascade of fits in one process.
+"""`dimoc fit ... --then ...`: a cascade of fits in one process.
 
 NODDI-Watson data (random fractions, kappa and orientations, a mask that leaves voxels out, a
 zero voxel) fitted by the noddi_watson pipeline's three stages (grid, fractions LM, final LM),
@@ -157,8 +157,8 @@ one = json.load(open(f"{ci}/one/provenance.json"))
 check("interrupt-first-stage-whole", one["cascade"] == {"stage": 1, "stages": 3, "started_from": ""}
       and "status.nii.gz" in os.listdir(f"{ci}/one"))
 
-# --- The pipeline: its cascade against its stages as separate commands (the script before
-# issue 16), with --ic among the user's fit options (a per-stage option, in every stage).  The
+# --- The pipeline: its cascade against its stages as separate commands (what the script ran
+# before the cascade), with --ic among the user's fit options (a per-stage option, in every stage).  The
 # first stage takes its orientation from the model's tensor start, as the separate grid
 # command without --init-from does.
 out = f"{d}/pipe"

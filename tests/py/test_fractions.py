@@ -1,4 +1,4 @@
-"""`fractions` (issue 17): ball and two sticks written with `fractions f1, f2, f_ball` simulates
+"""`fractions`: ball and two sticks written with `fractions f1, f2, f_ball` simulates
 and fits on the CPU, recovers the truth at SNR 50, its fractions sum to one, and it gives the
 same maps as the same model written by hand (1 - f1 - f2 and a constraint)."""
 import os

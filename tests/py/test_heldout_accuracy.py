@@ -1,4 +1,4 @@
-"""Held-out accuracy of dimoc's own starts (issue 12): data simulated by `dimoc simulate` with
+"""Held-out accuracy of dimoc's own starts: data simulated by `dimoc simulate` with
 uniformly random orientations at SNR 30 (Gaussian noise), fitted by dimoc with nothing but the
 model's starts (tensor-derived orientations, b0 and MD, multi-start where the model asks), and
 independently by scipy.optimize.least_squares started from a numpy tensor fit (no truth).

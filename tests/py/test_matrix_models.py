@@ -1,4 +1,4 @@
-"""Issue 17: tensors written with the language's 3x3 matrices (sym, quad, mul, transpose, diag,
+"""Tensors written with the language's 3x3 matrices (sym, quad, mul, transpose, diag,
 rotation) against the same tensors written with scalars and vectors.
 
 - DTI written as tensor_sym(...) of the Cholesky elements (the library's matrix compartment)

@@ -1,4 +1,4 @@
-"""NODDI-Watson recovery (issue 5): data simulated with noddi_watson over a grid of (fintra,
+"""NODDI-Watson recovery: data simulated with noddi_watson over a grid of (fintra,
 OD, fiso) at Rician SNR 30 on a two-shell protocol, fitted with a short cascade as in the thesis
 (section 5.5.1): ball & 1 stick for the orientation, a grid search over fiso, fintra and kappa
 with the orientation fixed (then LM on the same), then LM on all parameters.  The mean

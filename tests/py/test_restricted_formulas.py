@@ -1,4 +1,4 @@
-"""Issue 17: the restricted-diffusion signals of the shipped models with gradient timing (G,
+"""The restricted-diffusion signals of the shipped models with gradient timing (G,
 Delta and delta from a scheme file, `--scheme`), through `dimoc simulate`, against independent
 numpy/scipy implementations (pgse.py):
 

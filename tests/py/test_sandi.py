@@ -1,4 +1,4 @@
-"""Issue 17: SANDI (models/sandi.model) through its pipeline (pipelines/sandi.sh: grid over
+"""SANDI (models/sandi.model) through its pipeline (pipelines/sandi.sh: grid over
 f_neurite, f_soma, R_soma, D_in, D_ec -> LM), on simulated voxels of varied truths.
 
 Protocol (Connectom-like, as SANDI's): delta 10 ms, Delta 20 ms, 7 shells of 20 directions,
@@ -6,7 +6,7 @@ G 0.065..0.29 T/m (b ~ 500, 1000, 2500, 4000, 6000, 8000, 10000 s/mm^2), + 4 b =
 Truths: f_neurite 0.3..0.55, f_soma 0.15..0.4, R_soma 6..11 um, D_in 1.5..2.5e-3,
 D_ec 0.8..1.5e-3 mm^2/s.
 Checks (median absolute errors over the voxels): noise-free, every parameter found (60
-voxels); Rician noise at the issue's SNR 50 per direction (200 voxels), the accuracy measured
+voxels); Rician noise at SNR 50 per direction (200 voxels), the accuracy measured
 when this test was written, with a margin (LM from the grid; `--mcmc`, the estimator
 docs/pipelines.md advises at this SNR, is compared with dmipy in test_dmipy_sandi.py).
 """

@@ -1,5 +1,5 @@
 """Measures from an acquisition scheme's named columns (`measure NAME = scheme COLUMN`,
-`--scheme FILE`; issue 17): a PGSE model with T2 decay whose b comes from G, Delta and delta
+`--scheme FILE`): a PGSE model with T2 decay whose b comes from G, Delta and delta
 and whose echo time comes from the scheme simulates the numpy formula, gives the same signal
 with a Camino STEJSKALTANNER scheme, a header scheme (other order, commas, an extra column) and
 --measure files, fits back the truth, and reports a missing --scheme, a missing column or a

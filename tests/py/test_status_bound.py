@@ -1,4 +1,4 @@
-"""Status 6, "at a bound" (issue 12): a voxel whose LM estimate has a free parameter within a
+"""Status 6, "at a bound": a voxel whose LM estimate has a free parameter within a
 hair of a bound (3.2e-4 of a finite range) is flagged 6, never 1 (fitted); its maps are still
 written, `dimoc compare` counts it, provenance.json counts it as at_bound; a parameter held
 by --fixed at a bound is the user's choice and not flagged.

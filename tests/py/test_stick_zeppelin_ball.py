@@ -1,4 +1,4 @@
-"""Issue 17: stick, zeppelin and ball (models/stick_zeppelin_ball.model) through its pipeline
+"""Stick, zeppelin and ball (models/stick_zeppelin_ball.model) through its pipeline
 (pipelines/stick_zeppelin_ball.sh: the tensor's orientation inside the fit -> grid over f_ic,
 f_iso, d_par -> LM), on 300 voxels simulated with varied truths and Rician noise (SNR 50 at
 b = 0); 6 b = 0 and three shells of 30 directions at b 1000, 2000, 3000 s/mm^2 (no timing
