@@ -1,8 +1,10 @@
 # dimoc: model compiler, CPU/GPU fitters, tractography.
 #   make            build bin/dimoc
 #   make demo       simulate a phantom, fit ball_2_sticks, print estimates against truth
-#   make test       every CPU test (prints "N passed, N failed")
+#   make test       every CPU test, one per core at once (prints "N passed, N failed")
 #   make tests      build the C unit tests only (build/tests/NAME; tests/run.sh PATTERN runs some)
+#   make test-asan  every CPU test again with the program built under ASan and UBSan
+#   make test-peers the long comparisons with peers (tests/peers/)
 #   make test-gpu   the GPU tests (needs an NVIDIA GPU and driver)
 #   make fuzz       libFuzzer over lexer, parser and checker, and the NIfTI, text and .tck
 #                   file code (FUZZ_SECONDS each, default 60)
@@ -40,7 +42,7 @@ TEST_BIN     := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBS         := $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
 LINK_LIBS    := -L$(BUILD) -ldimoc-runtime -ldimoc-compiler $(LDLIBS)
 
-.PHONY: all deps demo test tests test-gpu test-asan fuzz generated install clean
+.PHONY: all deps demo test tests test-gpu test-asan test-peers fuzz generated install clean
 all: bin/dimoc
 
 # Installs the Debian packages the build and the tests need, once (see scripts/install-deps.sh).
@@ -103,6 +105,9 @@ test: .deps-ok bin/dimoc $(TEST_BIN)
 
 test-gpu: bin/dimoc
 	bash tests/run.sh --gpu
+
+test-peers: .deps-ok bin/dimoc
+	bash tests/run.sh --peers
 
 # The whole CPU test suite under AddressSanitizer and UndefinedBehaviorSanitizer: the program,
 # its libraries and the C unit tests are built with both (the fitters that the program compiles

@@ -1,5 +1,5 @@
 """Helpers of the comparisons with dmipy 1.0.5 (tests/py/test_dmipy_peer.py,
-tests/py/test_dmipy_activeax.py, tests/py/test_dmipy_sandi.py): its acquisition scheme of
+tests/py/test_dmipy_activeax.py, tests/peers/test_dmipy_sandi.py): its acquisition scheme of
 dimoc's FSL files, its fit of the voxels dimoc simulated, the same-signal check at the truth,
 and the conversions between the two packages (dimoc: b s/mm^2, mm^2/s; dmipy: SI; both read the
 same b-vectors, so their directions live in the same frame)."""

@@ -8,7 +8,7 @@ D_ec 0.8..1.5e-3 mm^2/s.
 Checks (median absolute errors over the voxels): noise-free, every parameter found (60
 voxels); Rician noise at SNR 50 per direction (200 voxels), the accuracy measured
 when this test was written, with a margin (LM from the grid; `--mcmc`, the estimator
-docs/pipelines.md advises at this SNR, is compared with dmipy in test_dmipy_sandi.py).
+docs/pipelines.md advises at this SNR, is compared with dmipy in tests/peers/test_dmipy_sandi.py).
 """
 import numpy as np
 

@@ -19,7 +19,7 @@ user is told to at this SNR, `dimoc pipeline sandi --mcmc` (posterior means; doc
 and its median absolute error of every parameter must be at most 1.05 x dmipy's + a small
 slack.  sandi-lm-residual checks the first claim: dimoc's LM from the pipeline's grid fits the
 shell means at least as closely as dmipy in most voxels, and closer on average.  About 4 minutes on
-2 threads (the MCMC).
+2 threads (the MCMC): one of `make test-peers`'s comparisons.
 """
 import os
 import warnings
