@@ -4,10 +4,10 @@
  * both optionally with per-streamline weights (-tck_weights_in), as MRtrix's with their
  * defaults; and
  *   dimoc commit      a weight per streamline, fitted to the data (COMMIT).
- * Engines: runtime/fodtrack/tdi.c and connectome.c, runtime/commit/commit_run.c. */
+ * Engines: runtime/fodtrack/tdi.c and connectome.c, runtime/commit_run/commit_run.c. */
 #include "args.h"
 #include "cli.h"
-#include "commit/commit_run.h"
+#include "commit_run/commit_run.h"
 #include "fodtrack/connectome.h"
 #include "gpu/gpu_device.h"
 #include "fodtrack/tdi.h"

@@ -60,16 +60,19 @@ ALLOWED = {
     "runtime/maps": {"runtime/io", "runtime/util"},
     "runtime/fodtrack": {"runtime/cluster", "runtime/io", "runtime/util", "runtime/gpu", "runtime/sphere",
                          "templates/maths", "templates/fodtrack"},
-    # COMMIT reads a DWI as CSD does (csd/dwi.h) and fits tensors where no peaks are given
-    "runtime/commit": {"runtime/cluster", "runtime/csd", "runtime/dti", "runtime/io", "runtime/util", "runtime/gpu",
-                       "runtime/streamline", "templates/maths", "templates/commit"},
+    # COMMIT's engine: the dictionary, the responses, the operator and its solve
+    "runtime/commit": {"runtime/io", "runtime/util", "runtime/gpu", "templates/maths", "templates/commit"},
+    # `dimoc commit`'s run over it: reads a DWI as CSD does (csd/dwi.h), fits tensors where no
+    # peaks are given, clusters the streamlines (--blur-clust-thr), saves a part's dictionary
+    "runtime/commit_run": {"runtime/commit", "runtime/cluster", "runtime/csd", "runtime/dti", "runtime/io",
+                           "runtime/util", "runtime/gpu", "runtime/streamline"},
     # a job's parts (--part K/N, the manifest the wings write) and joining them: NIfTI bytes,
     # .tck files; a pipeline on SLURM (job scripts, sbatch/squeue/sacct as child processes)
     "runtime/cluster": {"runtime/io", "runtime/util"},
     "cli": {"runtime/cluster", "runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
             "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "runtime/commit",
-            "compiler"},
+            "runtime/commit_run", "compiler"},
 }
 
 
@@ -218,7 +221,7 @@ check("layout-no-main-in-libraries", not with_main, "main() in " + ", ".join(wit
 # both include (check.h), or a command table that reaches the option parser that looks a
 # command up in it (cli.h).
 links = link_graph(libdir)
-check("layout-objects-built", links is not None, f"no objects under {libdir}")
+check("layout-objects-built", links is not None, f"the objects under {libdir}")
 cycle = find_cycle(links or {})
 check("layout-no-file-link-cycle", cycle is None, " -> ".join(cycle or []))
 

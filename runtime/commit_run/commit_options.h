@@ -1,13 +1,9 @@
-/* dimoc commit: COMMIT's tractogram filtering end to end.  Stages (each timed in the
- * provenance): load (data, mask, scheme, tractogram, peaks), dictionary (commit_dict.c),
- * kernels (commit_kernels.c), operator (commit_operator.c), solve (commit_solve.c: FISTA with
- * the products on host threads), write: COMMIT's outputs in --out.  The dictionary may run
- * alone, in parts, and be saved (commit_dictfile.h), and a later run take it from its folder. */
-#ifndef DIMOC_COMMIT_RUN_H
-#define DIMOC_COMMIT_RUN_H
+/* What `dimoc commit` is asked (its options, as the command parsed them) and what it reports:
+ * read by every stage of the run (commit_run.c, commit_inputs.c, commit_outputs.c). */
+#ifndef DIMOC_COMMIT_OPTIONS_H
+#define DIMOC_COMMIT_OPTIONS_H
 
 #include "commit/commit_kernels.h"
-#include "util/json.h"
 #include "cluster/part.h"
 
 typedef struct dm_commit_options {
@@ -51,8 +47,5 @@ typedef struct dm_commit_summary {
     double objective, seconds;
     const char *stopped;
 } dm_commit_summary;
-
-/* 0, or -1 with one error line (a bad input names its file). */
-int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit_summary *s);
 
 #endif
