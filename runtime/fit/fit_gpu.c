@@ -85,8 +85,8 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
              real_size == 4 ? "float" : "double", lanes, methods, noises);
     /* A float fitter is built with fast math: exp, sin, cos and log become the hardware's
      * approximations (a few ulp of float), the float build's choice of speed over the last
-     * bits (ball & 2 sticks LM+MCMC 1.95 -> 1.46 s on an H200, bench/NOTES.md).  A double
-     * fitter keeps the precise functions. */
+     * bits (ball & 2 sticks LM+MCMC 1.95 -> 1.46 s on an H200, docs/performance.md).  A
+     * double fitter keeps the precise functions. */
     static const char *const float_options[] = {"--use_fast_math", NULL};
     dm_gpu_source src = {.name = name,
                          .what = "the fitter",

@@ -35,10 +35,10 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
                        int lanes, int methods, int noise, int use_cache, dm_gpu_program *out);
 /* The programs of a GPU fit, run in turn on every batch.  MCMC after a grid search or LM is a
  * program of its own, continuing from the first's estimates in device memory
- * (templates/fit/fit_voxel.h: DM_CONTINUES): the two are compiled at once, on two threads, in about
- * half the wall time of one program holding every method (NVRTC's and ptxas's time grows
+ * (templates/fit/fit_voxel.h: DM_CONTINUES): the two are compiled at once, on two threads, in
+ * about half the wall time of one program holding every method (NVRTC's and ptxas's time grows
  * faster than the code: ball & 2 sticks in double, 3.6 s and 5.5 s apart against 10.8 s
- * together, bench/NOTES.md).  Each part is cached on its own (the first is the LM-only
+ * together, docs/performance.md).  Each part is cached on its own (the first is the LM-only
  * program of the pipelines' earlier stages). */
 typedef struct dm_fit_gpu_programs {
     int n; /* 1 or 2 */

@@ -33,9 +33,9 @@ static const char *const fodtrack_templates[] = {"fodtrack/gpu_fodtrack.cu", "fo
                                                  "fodtrack/fod_track.h",     "fodtrack/tdi_map.h",
                                                  "maths/philox.h",           NULL};
 /* No register cap by default: since the amplitude holds no basis array, the uncapped kernel is
- * the fastest (bench/NOTES.md, 2026-11-25: iFOD2 tracing 0.84 s uncapped, 1.29 s at 128, 1.91 s
- * at 96 for 200k streamlines on an H100; iFOD1 1.61, 2.26, 2.88 s).  DIMOC_FT_MAXREG=N sets
- * one, a benchmark knob. */
+ * the fastest (docs/performance.md, 2026-11-25: iFOD2 tracing 0.84 s uncapped, 1.29 s at 128,
+ * 1.91 s at 96 for 200k streamlines on an H100; iFOD1 1.61, 2.26, 2.88 s).  DIMOC_FT_MAXREG=N
+ * sets one, a benchmark knob. */
 #define DEFAULT_MAXREG 0
 
 /* The tracker's program for one algorithm, precision, FOD order, arc and ACT on or off, in the
@@ -309,7 +309,7 @@ int dm_ft_gpu_submit(dm_ft_gpu *g, unsigned long long first, long n)
  * copies a chunk into one half while the host's threads move the chunk before it out of the
  * other.  The move is the slow part, into pages that a batch touches for the first time: on
  * one thread it ran at 2 GB/s (1.1 s for iFOD1's 1.8 GB of points from 200,000 streamlines,
- * bench/NOTES.md, 2026-11-29 session 8). */
+ * docs/performance.md, 2026-11-29). */
 static int move_points(dm_ft_gpu *g, CUdeviceptr src, size_t bytes, char *dst, int threads)
 {
     const dm_cuda *cu = g->cu;

@@ -6,7 +6,7 @@
  * The products are bound less by the segment records' bytes than by what each record leads to:
  * a response row of ns floats per run (7 M runs, 3.5 GB of rows a product on the bench's case)
  * and a gather per segment (x in A x, the runs' dots in A^T y).  So (Nsight Compute figures in
- * bench/NOTES.md):
+ * docs/performance.md):
  *   - the response tables' rows (one array, each row padded to 4 floats: commit_kernels.h) are
  *     read as float4 through L1 (the per-voxel kernels leave L1 its largest share: commit_gpu.c);
  *   - A x: the runs' weights first (dm_commit_run_weights_kernel: a warp's lanes compute 32

@@ -39,7 +39,7 @@
  *
  * Launched in blocks of 128 threads (runtime/fit/fit_gpu.c).  At least 4 resident blocks per
  * SM caps the registers at 128 a thread: NODDI-Watson's fitter took 251 (12.5% occupancy) and
- * fits 1.5x faster capped (bench/NOTES.md); ball & sticks needs 120 and is unaffected. */
+ * fits 1.5x faster capped (docs/performance.md); ball & sticks needs 120 and is unaffected. */
 extern "C" __global__ void __launch_bounds__(128, 4)
     dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
                   const real *__restrict__ meas, const real *__restrict__ y,

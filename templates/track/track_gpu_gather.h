@@ -6,7 +6,7 @@
  * A thread's streamlines advance one step per turn of a single loop, whatever phase each is in
  * (dm_tg_thread), so that the threads of a warp keep executing the step code together; with a
  * loop per half and the bookkeeping in between, they drifted apart and a warp instruction ran
- * on 1.5 of 32 threads on average (ncu, bench/NOTES.md).
+ * on 1.5 of 32 threads on average (ncu, docs/performance.md).
  *
  * Without a per-thread stamp array over all voxels (the CPU's way, too large for 10^5 threads),
  * a streamline's distinct voxels are found with a small per-thread hash set.  Matrix entries go
