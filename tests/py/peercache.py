@@ -217,3 +217,14 @@ def run(args, env=None, cwd=None):
         return run_command(args, env=env, cwd=cwd)
     r = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd)
     return r.returncode, r.stdout, r.stderr
+
+
+def cached_array(peer, versions, spec, compute, inputs=(), code=()):
+    """A peer's result that is one numpy array (compute() returns it), through the cache."""
+    import numpy as np
+
+    def run(folder):
+        np.save(os.path.join(folder, "result.npy"), np.asarray(compute()))
+
+    entry, _ = cached_folder(peer, versions, spec, run, inputs, code)
+    return np.load(os.path.join(entry, "result.npy"))

@@ -15,6 +15,7 @@ import os
 import numpy as np
 from scipy.optimize import least_squares
 
+import peercache
 from dmtest import angle_deg, check, dimoc, finish, load, random_directions, save, scheme, workdir
 
 RATIO = 1.25
@@ -142,7 +143,9 @@ def sticks_case(n, nvox):
     fe = np.stack([est[f"f{k + 1}"] for k in range(n)], 1)
     ve = np.stack([vec(est[f"th{k + 1}"], est[f"ph{k + 1}"]) for k in range(n)], 1)
     ours = sticks_errors(fe, ve, est["d"], f, vt, dd)
-    ps = np.array([scipy_sticks(y[i], n) for i in range(nvox)])
+    ps = peercache.cached_array("scipy", peercache.python_versions(), {"fit": model},
+                                lambda: [scipy_sticks(y[i], n) for i in range(nvox)],
+                                [data, bvals, bvecs], [__file__])
     fs = ps[:, 2::3]
     vs = np.stack([vec(ps[:, 3 + 3 * k], ps[:, 4 + 3 * k]) for k in range(n)], 1)
     ref = sticks_errors(fs, vs, ps[:, 1], f, vt, dd)
@@ -207,7 +210,9 @@ def noddi_case(nvox):
                 "OD": np.mean(np.abs(od(e["kappa"]) - od(params["kappa"]))),
                 "angle": np.mean(angle_deg(vec(e["th"], e["ph"]), truth_v))}
 
-    ps = np.array([scipy_noddi(y[i]) for i in range(nvox)])
+    ps = peercache.cached_array("scipy", peercache.python_versions(), {"fit": "noddi_watson"},
+                                lambda: [scipy_noddi(y[i]) for i in range(nvox)],
+                                [data, bvals, bvecs], [__file__])
     ref = errors({k: ps[:, i] for i, k in enumerate(params)})
     compare(f"noddi_watson-cascade-within-{RATIO}x-of-scipy", errors(est), ref)
 
