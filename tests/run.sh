@@ -70,9 +70,22 @@ order=$(for t in "${selected[@]}"; do
     echo "${d:-100000} $t"
 done | sort -k1,1nr -k2 | cut -d' ' -f2)
 
-RESULTS="$TMPROOT/results"
-rm -rf "$RESULTS"; mkdir -p "$RESULTS"
+RESULTS=$(mktemp -d "$TMPROOT/results.XXXXXX")  # this run's own: runs side by side keep apart
 LOCK="$RESULTS/.lock"; : >"$LOCK"
+# Each test runs in a session of its own; whatever it leaves running when it ends, or when this
+# script is stopped, is ended with it.
+end_sessions() {
+    for f in "$RESULTS"/sid.*; do [ -e "$f" ] && pkill -KILL -s "$(cat "$f")" 2>/dev/null; done
+}
+stop() {
+    trap - INT TERM
+    { kill -KILL $(jobs -p); wait; } 2>/dev/null
+    end_sessions
+    rm -rf "$RESULTS"
+    echo "tests/run.sh: stopped" >&2
+    exit 130
+}
+trap stop INT TERM
 
 # Runs one test; writes "passed failed seconds" to its result file and prints its report whole.
 run_one() {
@@ -92,7 +105,17 @@ run_one() {
     *.sh) cmd=(bash "$t") ;;
     *.py) cmd=("$PYTHON" "$t") ;;
     esac
-    if [ "${cmd[0]}" = false ]; then rc=1; else "${cmd[@]}" >"$log" 2>&1 </dev/null; rc=$?; fi
+    if [ "${cmd[0]}" = false ]; then
+        rc=1
+    else
+        # A command started with & ignores SIGINT; the tests of Ctrl-C need it as a terminal gives it.
+        setsid env --default-signal=INT,QUIT "${cmd[@]}" >"$log" 2>&1 </dev/null &
+        local sid=$!
+        echo "$sid" >"$RESULTS/sid.$name"
+        wait "$sid"; rc=$?
+        pkill -KILL -s "$sid" 2>/dev/null
+        rm -f "$RESULTS/sid.$name"
+    fi
     p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "FAIL $t: exited $rc" >>"$log"; f=1
@@ -125,6 +148,7 @@ for t in "${selected[@]}"; do
     [ "$f" -gt 0 ] && failures+=("$t")
     durations+=("$secs $t")
 done
+rm -rf "$RESULTS"
 if [ $save_durations -eq 1 ]; then  # this run's times replace those of the same tests
     { printf '%s\n' "${durations[@]}"; cat tests/durations.txt 2>/dev/null; } |
         awk '!seen[$2]++' | sort -k1,1nr -k2 >tests/durations.txt.new &&

@@ -1,4 +1,4 @@
-"""The dictionary fit (`--method dictionary`, templates/dictionary.h) and the NODDI-Watson
+"""The dictionary fit (`--method dictionary`, templates/fit/dictionary.h) and the NODDI-Watson
 pipeline's --fast route that uses it.
 
 1. Exact recovery: ball & 1 stick simulated without noise with d on the grid (0.0017 among five
