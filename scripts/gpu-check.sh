@@ -139,13 +139,11 @@ note() { summary+=("$(printf '%-13s %s' "$1" "$2")"); }
 
 # The GPU tests.
 if want tests; then
-    echo "== tests: make test-gpu${pattern:+ (only $pattern)}"
+    # tests/run.sh --gpu is what `make test-gpu` runs, without make's look at the build (the
+    # build step above made it, or --no-build takes bin/dimoc as it is)
+    echo "== tests: tests/run.sh --gpu${pattern:+ (only $pattern)}"
     t0=$SECONDS
-    if [ -z "$pattern" ]; then
-        make test-gpu 2>&1 | tee "$logs/tests.log"
-    else
-        bash tests/run.sh --gpu "$pattern" 2>&1 | tee "$logs/tests.log"
-    fi
+    bash tests/run.sh --gpu ${pattern:+"$pattern"} 2>&1 | tee "$logs/tests.log"
     line=$(grep -oE '^[0-9]+ passed, [0-9]+ failed' "$logs/tests.log" | tail -n 1)
     if [ -z "$line" ]; then
         note tests "no summary line: the test run stopped early (tests.log)"; status=1

@@ -3,7 +3,7 @@
 # assertion group: "PASS name" or "FAIL name: why".  A program that crashes or exits non-zero
 # without reporting counts as one failure.
 #   tests/run.sh              CPU tests: tests/unit/*.c, tests/cli/*.sh, tests/py/test_*.py
-#   tests/run.sh --gpu        GPU tests: tests/gpu/* (one at a time unless -j is given)
+#   tests/run.sh --gpu        GPU tests: tests/gpu/* (at most four at once unless -j is given)
 #   tests/run.sh --peers      the long comparisons with peers: tests/peers/test_*.py
 #   tests/run.sh PATTERN...   only the tests whose file name contains one of the PATTERNs
 #   -j N                      N tests at once (default: one per core, $TEST_JOBS)
@@ -46,8 +46,9 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-if [ -z "$jobs" ]; then
-    if [ $mode = gpu ]; then jobs=1; else jobs=$(nproc); fi
+if [ -z "$jobs" ]; then  # GPU tests: four at once share one GPU well (its memory, its engines)
+    jobs=$(nproc)
+    if [ $mode = gpu ] && [ "$jobs" -gt 4 ]; then jobs=4; fi
 fi
 case "$jobs" in ''|*[!0-9]*|0) echo "tests/run.sh: -j needs a positive number" >&2; exit 2 ;; esac
 
