@@ -22,6 +22,14 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# Nothing of the caller's settings reaches a test: dimoc's, MRtrix's and OpenMP's variables are
+# dropped, but DIMOC_BIN and DIMOC_PEER_CACHE, which choose the program and the peers' cache.
+for v in $(compgen -e); do
+    case "$v" in
+    DIMOC_BIN|DIMOC_PEER_CACHE) ;;
+    DIMOC_*|MRTRIX_*|OMP_*|GOMP_*) unset "$v" ;;
+    esac
+done
 export DIMOC="$ROOT/${DIMOC_BIN:-bin/dimoc}" ROOT DIMOC_DATA_DIR="$ROOT"
 BINDIR=${TEST_BINDIR:-build/tests}
 export TMPROOT="$ROOT/tests/tmp"
