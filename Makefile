@@ -112,7 +112,7 @@ test-peers: .deps-ok bin/dimoc
 # The whole CPU test suite under AddressSanitizer and UndefinedBehaviorSanitizer: the program,
 # its libraries and the C unit tests are built with both (the fitters that the program compiles
 # at run time are not).
-SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_FLAGS := -O2 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 test-asan: .deps-ok
 	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_FLAGS)" bin/dimoc-asan tests
 	DIMOC_BIN=bin/dimoc-asan TEST_BINDIR=build-asan/tests \
@@ -162,6 +162,8 @@ install: bin/dimoc
 	install -m 644 models/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/
 	install -d $(DESTDIR)$(PREFIX)/share/dimoc/models/lib
 	install -m 644 models/lib/*.model $(DESTDIR)$(PREFIX)/share/dimoc/models/lib/
+	install -d $(DESTDIR)$(PREFIX)/share/dimoc/data/directions
+	install -m 644 data/directions/*.txt $(DESTDIR)$(PREFIX)/share/dimoc/data/directions/
 	$(foreach d,$(TEMPLATE_DIRS),install -d $(DESTDIR)$(PREFIX)/share/dimoc/$(d) && \
 	    install -m 644 $(wildcard $(d)/*.h $(d)/*.c $(d)/*.cu) \
 	        $(DESTDIR)$(PREFIX)/share/dimoc/$(d)/ &&) true
