@@ -10,9 +10,12 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -85,6 +88,28 @@ static int run_compiler(const char *cmd, const char *log_path)
     return rc == 0 ? 0 : -1;
 }
 
+/* Takes the cache entry's lock (path + ".lock"), waiting while another process holds it: that
+ * process is compiling the same fitter, and this one then loads its result instead of compiling
+ * it a second time (the tasks of a job array, or parallel tests, starting together).  Returns
+ * the lock's descriptor, or -1 when a stop was requested while waiting or no lock can be had
+ * (then the caller compiles under its own temporary names, as without a lock). */
+static int entry_lock(const char *so_path)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s.lock", so_path);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK || dm_stop_requested()) {
+            close(fd);
+            return -1;
+        }
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return fd;
+}
+
 int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
 {
     memset(f, 0, sizeof *f);
@@ -108,9 +133,10 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
     h = dm_hash64(cpu, strlen(cpu), h);
     snprintf(f->so_path, sizeof f->so_path, "%s/%s-%s-%016llx.so", cache, mi->name, real, h);
 
-    int rc = 0;
+    int rc = 0, lock = -1;
+    double t0 = dm_now_seconds();
+    if (access(f->so_path, R_OK) != 0) lock = entry_lock(f->so_path);
     if (access(f->so_path, R_OK) != 0) {
-        double t0 = dm_now_seconds();
         /* Each process builds under its own temporary names and renames the result into
          * place, so two processes compiling the same model at once cannot see a half file. */
         char src[4200], tmp_so[4200], log[4200], cmd[16384];
@@ -148,7 +174,10 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
             unlink(tmp_so);
         }
         f->compile_seconds = dm_now_seconds() - t0;
+    } else if (lock >= 0) {
+        f->compile_seconds = dm_now_seconds() - t0; /* the wait for another's compile */
     }
+    if (lock >= 0) close(lock);
     free(tdir);
     free(cache);
     if (rc != 0) return rc;

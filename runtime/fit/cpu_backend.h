@@ -17,7 +17,7 @@ typedef struct dm_cpu_fitter {
     dm_dict_fit_fn dict_fit;
     dm_dict_free_fn dict_free;
     int real_size;          /* 4 (float) or 8 (double) */
-    double compile_seconds; /* 0 when found in the cache */
+    double compile_seconds; /* 0 when found in the cache; the wait when another process compiled it */
     char so_path[4096];
 } dm_cpu_fitter;
 

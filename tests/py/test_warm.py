@@ -10,6 +10,7 @@ tests/cli/test_install.sh.)"""
 import filecmp
 import json
 import os
+import subprocess
 
 from dmtest import cached_files, check, dimoc, finish, workdir
 from dmtest import dimoc_in_cache as run
@@ -54,6 +55,25 @@ p = run(warm, *fit, "--precision", "float", "--out", f"{D}/fit-float")
 prov = json.load(open(f"{D}/fit-float/provenance.json")) if p.returncode == 0 else {}
 check("only-the-warmed-precision", p.returncode == 0
       and prov.get("timings_seconds", {}).get("compile", 0) > 0, p.stderr.strip())
+
+# Three processes that need the same fitter at once (a job array's tasks starting together): one
+# compiles it, the others wait for it and load it; the host compiler runs once, nothing is left
+# behind but the fitter and its lock.
+together = f"{D}/cache-together"
+count = f"{D}/compiler-runs"
+wrapper = f"{D}/cc-counting.sh"
+with open(wrapper, "w") as w:
+    w.write(f'echo run >>"{count}"\nexec cc "$@"\n')
+env = dict(os.environ, XDG_CACHE_HOME=together, DIMOC_CC=f"sh {wrapper}")
+procs = [subprocess.Popen([os.environ.get("DIMOC", "dimoc"), "warm", "ball_1_stick", "--device", "cpu",
+                           "--precision", "float"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) for _ in range(3)]
+outs = [p.communicate() for p in procs]
+runs = open(count).read().count("run") if os.path.exists(count) else 0
+left = sorted(os.listdir(os.path.join(together, "dimoc")))
+check("concurrent-warms-compile-once", all(p.returncode == 0 for p in procs) and runs == 1
+      and len(cached_fitters(together)) == 1 and all(f.endswith((".so", ".so.lock")) for f in left),
+      f"compiler run {runs} times; left {left}; {[o[1].strip() for o in outs if o[1].strip()]}")
 
 # Every shipped model, into the test run's shared cache (what other tests have compiled is found
 # there, what they have not is compiled now and found by them): both precisions of each.
