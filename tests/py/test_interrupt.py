@@ -126,7 +126,9 @@ for sig in (signal.SIGINT, signal.SIGTERM):
     rc, took, err = interrupt(fit + ["--out", out], sig, building, rng.uniform(0, 0.3), env)
     expect_stopped(f"compile-{sig.name}", out, None, rc, took, err, sig)
     files = [f for f in glob.glob(f"{cache}/**/*", recursive=True) if os.path.isfile(f)]
-    partial = [f for f in files if not f.endswith(".so")]
+    # the fitter, if it was done, and the entry's empty lock (cpu_backend.c) may stay
+    partial = [f for f in files if not f.endswith(".so")
+               and not (f.endswith(".so.lock") and os.path.getsize(f) == 0)]
     check(f"compile-{sig.name}-cache-clean", not partial, f"partial files: {partial}")
 
 # 4. dti of a larger image, at a random moment (it may finish first: then whole and new).
