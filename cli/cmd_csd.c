@@ -36,7 +36,13 @@ static const dm_opt csd_opts[] = {
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
     {"mask", "FILE", NULL, "3D mask on the data's grid: deconvolve where non-zero (default: all)"},
     {"out", "DIR", NULL, "output folder (replaced whole when it is dimoc's)"},
-    {"lmax", "N", "8", "degree of the WM FOD (even; lmax 8 = 45 coefficients)"},
+    {"lmax", "N", "8, or the WM response's degree if lower",
+     "degree of the WM FOD (even; lmax 8 = 45 coefficients); above the response's degree, its "
+     "higher orders are taken as zero (super-resolution, as dwi2fod)"},
+    {"directions", "FILE", "MRtrix's 300",
+     "the directions the FODs are kept non-negative on: [ azimuth elevation ] pairs in radians, "
+     "one a line (dwi2fod's -directions format); default MRtrix's electrostatic_repulsion_300, "
+     "as dwi2fod"},
     {"response", "WM[,GM[,CSF]]", NULL,
      "response files (MRtrix's format); two files are WM and CSF; default: estimated "
      "(tournier for one shell, dhollander for several) and written beside the FODs"},
@@ -79,15 +85,15 @@ int dm_help_csd(FILE *out)
         out, "dimoc csd --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
         "Constrained spherical deconvolution: in every voxel the FOD (real SH in MRtrix's\n"
         "basis, order and world frame) whose convolution with the response best fits the\n"
-        "signal, kept non-negative on 300 directions.  One response of one shell:\n"
-        "single-shell super-resolved CSD (Tournier 2007: iterations penalising the negative\n"
-        "directions, as MRtrix's csd).  Several (WM, GM, CSF; two are WM, CSF): multi-shell\n"
-        "multi-tissue CSD (Jeurissen 2014: hard constraints, FOD, GM, CSF >= 0, solved\n"
-        "exactly by an active-set method, as msmt_csd).  Writes wm_fod.nii.gz (lmax 8: 45 "
-        "volumes), gm.nii.gz\n"
-        "and csf.nii.gz (the l = 0 coefficient, as MRtrix's msmt_csd), the responses used,\n"
-        "status.nii.gz (1 solved, 2 iteration limit, 3 degenerate constraints, 4 NaN/Inf\n"
-        "signal; 0 outside the mask) and provenance.json with the seconds of each stage.",
+        "signal, kept non-negative on MRtrix's 300 directions (or --directions), with\n"
+        "dwi2fod's defaults.  One response of one shell: single-shell super-resolved CSD\n"
+        "(Tournier 2007: iterations penalising the negative directions, as MRtrix's csd).\n"
+        "Several (WM, GM, CSF; two are WM, CSF): multi-shell multi-tissue CSD (Jeurissen\n"
+        "2014: hard constraints, FOD, GM, CSF >= 0, solved exactly by an active-set method,\n"
+        "as msmt_csd).  Writes wm_fod.nii.gz (lmax 8: 45 volumes), gm.nii.gz and csf.nii.gz\n"
+        "(the l = 0 coefficient, as MRtrix's msmt_csd), the responses used, status.nii.gz\n"
+        "(1 solved, 2 iteration limit, 3 degenerate constraints, 4 NaN/Inf signal; 0 outside\n"
+        "the mask) and provenance.json with the seconds of each stage.",
         csd_opts);
     return 0;
 }
@@ -122,7 +128,8 @@ static int check_algorithm(const char *cmd, const char *name)
     return dm_set_error("%s: --algorithm must be tournier, dhollander or fa, not '%s'", cmd, name);
 }
 
-static const char *const inputs[] = {"data", "bvals", "bvecs", "mask", "response", NULL};
+static const char *const inputs[] = {"data",     "bvals",      "bvecs", "mask",
+                                     "response", "directions", NULL};
 
 int dm_cmd_response(int argc, char **argv)
 {
@@ -167,7 +174,8 @@ int dm_cmd_csd(int argc, char **argv)
     dm_csd_options o = {0};
     long threads = 0, max_iter = 0;
     int rc = check_required("csd", &a, csd_opts);
-    if (rc == 0) rc = parse_lmax(&a, csd_opts, &o.lmax);
+    o.lmax = -1; /* dwi2fod's default: 8, or the WM response's degree if lower */
+    if (rc == 0 && dm_arg_given(&a, csd_opts, "lmax")) rc = parse_lmax(&a, csd_opts, &o.lmax);
     if (rc == 0 && dm_arg_given(&a, csd_opts, "threads"))
         rc = dm_arg_long(&a, csd_opts, "threads", 1, 4096, &threads);
     if (rc == 0 && dm_arg_given(&a, csd_opts, "max-iter"))
@@ -195,6 +203,8 @@ int dm_cmd_csd(int argc, char **argv)
     o.mask = dm_arg(&a, csd_opts, "mask");
     o.out = dm_arg(&a, csd_opts, "out");
     o.response = dm_arg(&a, csd_opts, "response");
+    o.directions =
+        dm_arg_given(&a, csd_opts, "directions") ? dm_arg(&a, csd_opts, "directions") : NULL;
     o.msmt = dm_arg_given(&a, csd_opts, "msmt");
     o.normalise = dm_arg_given(&a, csd_opts, "normalise");
     o.gpus = dm_arg(&a, csd_opts, "gpus");

@@ -1,14 +1,62 @@
 /* Building a CSD problem's matrices (csd_plan.h). */
 #include "csd/csd_plan.h"
 
+#include "io/textio.h"
 #include "sphere/directions.h"
 #include "sphere/sh.h"
 #include "util/error.h"
 #include "util/linalg.h"
+#include "util/paths.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+int dm_csd_dirs_read(const char *path, dm_csd_dirs *d)
+{
+    memset(d, 0, sizeof *d);
+    char *shipped = NULL;
+    if (!path) {
+        shipped = dm_data_path(DM_CSD_DEFAULT_DIRECTIONS);
+        if (!shipped)
+            return dm_set_error("the default constraint directions (%s) are not where dimoc "
+                                "ships them (the build tree or share/dimoc; DIMOC_DATA_DIR)",
+                                DM_CSD_DEFAULT_DIRECTIONS);
+        path = shipped;
+    }
+    int rows = 0, cols = 0, rc = -1;
+    double *az_el = NULL;
+    if (dm_read_matrix(path, &rows, &cols, &az_el) != 0) goto done;
+    if (cols != 2) {
+        dm_set_error("%s: %d column%s; constraint directions are [ azimuth elevation ] pairs in "
+                     "radians, one a row",
+                     path, cols, cols == 1 ? "" : "s");
+        goto done;
+    }
+    if (rows < 6) {
+        dm_set_error("%s: %d direction%s; a constraint set needs 6 at least", path, rows,
+                     rows == 1 ? "" : "s");
+        goto done;
+    }
+    d->dirs = malloc((size_t)rows * 3 * sizeof *d->dirs);
+    if (!d->dirs) {
+        dm_set_error("out of memory reading %s", path);
+        goto done;
+    }
+    d->n = rows;
+    dm_dirs_from_az_el(rows, az_el, d->dirs);
+    rc = 0;
+done:
+    free(az_el);
+    free(shipped);
+    return rc;
+}
+
+void dm_csd_dirs_free(dm_csd_dirs *d)
+{
+    free(d->dirs);
+    memset(d, 0, sizeof *d);
+}
 
 /* The soft solver's starting point, G (n x m): the signal's SH fit of degree L = min(4, what
  * the directions determine, the response's) deconvolved degree by degree, as MRtrix starts
@@ -61,10 +109,10 @@ static int is_isotropic(const dm_response *r)
     return 1;
 }
 
-int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int *const *map,
-                      int lmax, dm_csd_plan *p)
+/* dm_csd_plan_build with its direction set at hand. */
+static int build(const dm_dwi *d, int ntissue, const dm_response *resp, int *const *map, int lmax,
+                 const dm_csd_dirs *set, dm_csd_plan *p)
 {
-    memset(p, 0, sizeof *p);
     p->lmax = lmax;
     p->ntissue = ntissue;
     /* Measurements: those of the shells the responses cover (the first response's). */
@@ -87,7 +135,7 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
         n += dm_sh_ncoef(p->tissue_lmax[t]);
     }
     p->n = n;
-    int ndir = DM_CSD_CONSTRAINT_DIRS;
+    const int ndir = set->n;
     p->k = 0;
     for (int t = 0; t < ntissue; t++) p->k += p->tissue_lmax[t] ? ndir : 1;
     const int m = p->m, k = p->k;
@@ -107,12 +155,11 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
     p->Pf = malloc((size_t)k * n * sizeof(float));
     p->Atf = malloc((size_t)n * m * sizeof(float));
     double *H = calloc((size_t)n * n, sizeof(double));
-    double *dirs = malloc((size_t)ndir * 3 * sizeof(double));
+    const double *dirs = set->dirs;
     double Y[dm_sh_ncoef(DM_SH_LMAX_MAX)];
     if (!p->A || !p->G || !p->C || !p->P || !p->Qd || !p->Qdf || !p->At || !p->Hp || !p->Ct ||
-        !p->Hpf || !p->Ctf || !p->Gf || !p->Cf || !p->Pf || !p->Atf || !H || !dirs) {
+        !p->Hpf || !p->Ctf || !p->Gf || !p->Cf || !p->Pf || !p->Atf || !H) {
         free(H);
-        free(dirs);
         return dm_set_error("out of memory planning CSD (%d unknowns, %d measurements)", n, m);
     }
     /* A: measurement j of shell s sees tissue t through its rotational harmonics. */
@@ -150,11 +197,9 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
         for (int j = 0; j < m; j++) p->At[(size_t)a * m + j] = p->A[(size_t)j * n + a];
     if (dm_cholesky(H, n, 0.0) != 0) {
         free(H);
-        free(dirs);
         return dm_set_error("the responses give a singular deconvolution (a response of zeros?)");
     }
     /* Constraints: each anisotropic tissue's FOD on the dense set, each isotropic one >= 0. */
-    dm_dirs_hemisphere(ndir, dirs);
     int row = 0;
     for (int t = 0; t < ntissue; t++) {
         int lt = p->tissue_lmax[t], nc = dm_sh_ncoef(lt);
@@ -170,17 +215,15 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
     double *col = malloc((size_t)n * sizeof(double));
     if (!col) {
         free(H);
-        free(dirs);
         return dm_set_error("out of memory planning CSD");
     }
     if (p->soft) {
-        /* The penalty weight on each negative direction, as MRtrix's csd: 50 r_0 / 300. */
+        /* The penalty weight on each negative direction, as MRtrix's csd: 50 r_0 / (directions). */
         double w = 50.0 * resp[0].r[0][0] / ndir;
         for (size_t i = 0; i < (size_t)k * n; i++) p->C[i] *= w;
         if (initial_deconvolution(d, p, &resp[0]) != 0) {
             free(col);
             free(H);
-            free(dirs);
             return -1;
         }
     }
@@ -215,8 +258,22 @@ int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int
     }
     free(col);
     free(H);
-    free(dirs);
     return 0;
+}
+
+int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int *const *map,
+                      int lmax, const dm_csd_dirs *set, dm_csd_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    dm_csd_dirs shipped = {0};
+    if (!set) {
+        if (dm_csd_dirs_read(NULL, &shipped) != 0) return -1;
+        set = &shipped;
+    }
+    int rc = build(d, ntissue, resp, map, lmax, set, p);
+    dm_csd_dirs_free(&shipped);
+    if (rc != 0) dm_csd_plan_free(p);
+    return rc;
 }
 
 void dm_csd_plan_free(dm_csd_plan *p)

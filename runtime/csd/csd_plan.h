@@ -8,7 +8,24 @@
 #include "csd/response.h"
 
 #define DM_CSD_MAX_TISSUES 3
-#define DM_CSD_CONSTRAINT_DIRS 300 /* as MRtrix's csd and msmt_csd */
+#define DM_CSD_CONSTRAINT_DIRS 300 /* the default set's size, as MRtrix's csd and msmt_csd */
+/* The default constraint directions, under the data folder (util/paths.h): MRtrix's
+ * electrostatic_repulsion_300, the set dwi2fod's csd and msmt_csd use without -directions. */
+#define DM_CSD_DEFAULT_DIRECTIONS "data/directions/electrostatic_repulsion_300.txt"
+
+/* The directions on which a CSD constrains its FODs: n unit vectors, dirs[3n] (malloc'd). */
+typedef struct dm_csd_dirs {
+    int n;
+    double *dirs;
+} dm_csd_dirs;
+
+/* Reads a direction file as dwi2fod's -directions reads one: a text matrix of [ azimuth
+ * elevation ] pairs in radians, one direction a row ('#' comments, blank lines; numbers
+ * separated by spaces, tabs or commas), converted as MRtrix converts them (sphere/directions.h).
+ * path NULL: the shipped default, DM_CSD_DEFAULT_DIRECTIONS.  0, or -1 with an error naming
+ * the file (missing, not two columns, fewer than 6 directions: too few to pin even lmax 2). */
+int dm_csd_dirs_read(const char *path, dm_csd_dirs *d);
+void dm_csd_dirs_free(dm_csd_dirs *d);
 
 typedef struct dm_csd_plan {
     int lmax; /* of the first tissue's FOD */
@@ -27,15 +44,18 @@ typedef struct dm_csd_plan {
 } dm_csd_plan;
 
 /* Builds the plan for `ntissue` responses (each already matched to the data's shells by
- * dm_response_match into map[t]) and an FOD of degree lmax for the first; responses whose
- * coefficients above l = 0 are all zero are isotropic tissues.  One tissue of one shell is
- * single-shell CSD as MRtrix's csd computes it (Tournier 2007): its ridge (2e-4 of A'A's first
- * diagonal entry) keeps super-resolved FODs (more coefficients than directions) determined,
- * the penalty weight of a negative direction is 50 r_0 / 300, and the iterations start from
- * a linear deconvolution of degree 4 at most.  Anything else has hard constraints and a
- * negligible ridge.  0, or -1 with dm_last_error(). */
+ * dm_response_match into map[t]) and an FOD of degree lmax for the first, non-negative on the
+ * directions `dirs` (NULL: the default set, read by dm_csd_dirs_read); responses whose
+ * coefficients above l = 0 are all zero are isotropic tissues.  A response of lower degree than
+ * lmax has its higher orders taken as zero (super-resolution, as dwi2fod pads them).  One
+ * tissue of one shell is single-shell CSD as MRtrix's csd computes it (Tournier 2007): its ridge
+ * (2e-4 of A'A's first diagonal entry) keeps super-resolved FODs (more coefficients than
+ * directions) determined, the penalty weight of a negative direction is 50 r_0 / (the number of
+ * constraint directions), and the iterations start from a linear deconvolution of degree 4 at
+ * most.  Anything else has hard constraints and a negligible ridge.  0, or -1 with
+ * dm_last_error(). */
 int dm_csd_plan_build(const dm_dwi *d, int ntissue, const dm_response *resp, int *const *map,
-                      int lmax, dm_csd_plan *p);
+                      int lmax, const dm_csd_dirs *dirs, dm_csd_plan *p);
 void dm_csd_plan_free(dm_csd_plan *p);
 
 #endif

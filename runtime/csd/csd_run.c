@@ -154,6 +154,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     double t0 = dm_now_seconds(), t_load = 0, t_resp = 0, t_solve = 0, t_write = 0;
     dm_dwi d = {0};
     dm_csd_plan plan = {0};
+    dm_csd_dirs dirs = {0};
     dm_response resp[DM_CSD_MAX_TISSUES];
     dm_response_set est = {0};
     const char *rpath[DM_CSD_MAX_TISSUES] = {0};
@@ -176,6 +177,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         for (int t = 0; t < nresp; t++)
             if (dm_response_read(rpath[t], &resp[t]) != 0) goto done;
     }
+    if (dm_csd_dirs_read(o->directions, &dirs) != 0) goto done;
     if (dm_dwi_read(&d, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
     t_load = dm_now_seconds() - t0;
 
@@ -219,18 +221,16 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
                              rpath[t], resp[t].nshell, rpath[0], resp[0].nshell);
                 goto done;
             }
-    if (resp[0].lmax < o->lmax) {
-        dm_set_error("--lmax %d is above the WM response's degree %d (%s)", o->lmax, resp[0].lmax,
-                     rpath[0] ? rpath[0] : "the estimated response");
-        goto done;
-    }
+    /* As dwi2fod: lmax 8, or the WM response's degree if lower; a given lmax above the
+     * response's degree takes its higher orders as zero (super-resolution). */
+    int lmax = o->lmax >= 0 ? o->lmax : resp[0].lmax < 8 ? resp[0].lmax : 8;
     t_resp = dm_now_seconds() - t0;
     /* --part: the responses above came from the whole mask, the same in every part */
     size_t own_first = 0, own_end = DM_NVOX(&d.data);
     dm_part_select_voxels(&o->part, d.vox, &d.nvox, DM_NVOX(&d.data), &own_first, &own_end);
 
-    if (dm_csd_plan_build(&d, nresp, resp, map, o->lmax, &plan) != 0) goto done;
-    if (check_lmax(o->lmax, &d, &plan) != 0) goto done;
+    if (dm_csd_plan_build(&d, nresp, resp, map, lmax, &dirs, &plan) != 0) goto done;
+    if (check_lmax(lmax, &d, &plan) != 0) goto done;
     Y = malloc((d.nvox + 1) * (size_t)plan.m * sizeof *Y); /* + 1: a part may have none */
     X = malloc((d.nvox + 1) * (size_t)plan.n * sizeof *X);
     status = malloc(d.nvox + 1);
@@ -313,6 +313,8 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     dm_provenance_num(prov, DM_PROV_RESULT, "unknowns", plan.n);
     dm_provenance_num(prov, DM_PROV_RESULT, "measurements", plan.m);
     dm_provenance_num(prov, DM_PROV_RESULT, "constraints", plan.k);
+    dm_provenance_num(prov, DM_PROV_RESULT, "constraint_directions", dirs.n);
+    dm_provenance_num(prov, DM_PROV_RESULT, "lmax", plan.lmax);
     dm_provenance_str(prov, DM_PROV_RESULT, "device", o->use_gpu ? gt.device : "cpu");
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_compile", gt.compile);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
@@ -362,6 +364,7 @@ done:
     free(status);
     free(iters);
     dm_csd_plan_free(&plan);
+    dm_csd_dirs_free(&dirs);
     dm_response_set_free(&est);
     dm_dwi_free(&d);
     return rc;

@@ -9,12 +9,13 @@
 
 typedef struct dm_csd_options {
     const char *data, *bvals, *bvecs, *mask, *out;
-    int lmax;              /* of the WM FOD (even) */
-    const char *response;  /* comma-separated response files (WM[,GM[,CSF]]); NULL: estimate */
-    const char *algorithm; /* response estimation when none is given: NULL = by the shells */
-    int msmt;              /* force multi-tissue estimation on single-shell data */
-    int normalise;         /* mtnormalise-like intensity normalisation of the tissues */
-    int use_gpu;           /* resolved --device */
+    int lmax;               /* of the WM FOD (even); -1: 8, or the WM response's if lower */
+    const char *response;   /* comma-separated response files (WM[,GM[,CSF]]); NULL: estimate */
+    const char *algorithm;  /* response estimation when none is given: NULL = by the shells */
+    const char *directions; /* constraint directions, az el pairs; NULL: MRtrix's default 300 */
+    int msmt;               /* force multi-tissue estimation on single-shell data */
+    int normalise;          /* mtnormalise-like intensity normalisation of the tissues */
+    int use_gpu;            /* resolved --device */
     const char *gpus;
     int use_double;
     int threads;         /* 0: all cores */

@@ -4,6 +4,7 @@
 #include "csd/csd_cpu.h"
 #include "csd/csd_plan.h"
 #include "dti/dti_fit.h"
+#include "sphere/directions.h"
 #include "sphere/peaks.h"
 #include "util/error.h"
 
@@ -157,6 +158,11 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
 {
     int rc = -1, s = top_shell(d);
     size_t nfit = nc;
+    /* Its CSD constrains on 300 directions of a Fibonacci lattice (sphere/directions.h), not
+     * on MRtrix's set that `dimoc csd` uses: the responses stay what they were. */
+    double spiral_dirs[3 * DM_CSD_CONSTRAINT_DIRS];
+    dm_dirs_hemisphere(DM_CSD_CONSTRAINT_DIRS, spiral_dirs);
+    const dm_csd_dirs spiral = {DM_CSD_CONSTRAINT_DIRS, spiral_dirs};
     size_t *fit = malloc(nc * sizeof *fit);
     scored *sc = malloc(nc * sizeof *sc);
     double *peak = malloc(nc * 3 * sizeof *peak);
@@ -181,7 +187,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
         dm_response r1 = one_shell(resp, s);
         int map = s, *maps[1] = {&map};
         dm_csd_plan plan;
-        if (dm_csd_plan_build(d, 1, &r1, maps, flmax, &plan) != 0) goto done;
+        if (dm_csd_plan_build(d, 1, &r1, maps, flmax, &spiral, &plan) != 0) goto done;
         double *Y = malloc(nfit * (size_t)plan.m * sizeof *Y);
         double *X = malloc(nfit * (size_t)plan.n * sizeof *X);
         unsigned char *st = malloc(nfit);

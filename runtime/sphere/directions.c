@@ -14,3 +14,13 @@ void dm_dirs_hemisphere(int n, double *dirs)
         dirs[3 * i + 2] = z;
     }
 }
+
+void dm_dirs_from_az_el(int n, const double *az_el, double *dirs)
+{
+    for (int i = 0; i < n; i++) {
+        double az = az_el[2 * i], el = az_el[2 * i + 1];
+        dirs[3 * i] = cos(az) * sin(el);
+        dirs[3 * i + 1] = sin(az) * sin(el);
+        dirs[3 * i + 2] = cos(el);
+    }
+}

@@ -40,6 +40,11 @@ enum {
     DM_CSD_NONFINITE = 4,  /* the signal holds NaN or Inf: x is 0 */
 };
 
+/* The hard solver's acceptance of a voxel whose active set is full (as many active constraints
+ * as unknowns): the largest violation left, relative to the unconstrained solution's largest
+ * constraint value. */
+#define DM_CSD_FULL_TOL 1e-6
+
 /* Doubles of workspace one voxel needs (dm_csd_solve's `work`), and ints (`iwork`). */
 #define DM_CSD_WORK(n, k) (2 * (n) * (n) + 6 * (n))
 #define DM_CSD_IWORK(n, k) ((n) + 2 * (((k) + 31) / 32))
@@ -226,8 +231,19 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, real *x, double *work, int
             break;
         }
         blocked[worst >> 5] |= 1u << (worst & 31);
-        if (nw == n) { /* as many active constraints as unknowns: nothing can be added */
-            status = DM_CSD_DEGENERATE;
+        if (nw == n) {
+            /* As many active constraints as unknowns: nothing can be added.  A tissue at zero
+             * (the WM FOD of a CSF voxel) is pinned by more constraints than it has
+             * coefficients, and the regularisation of Q_WW leaves violations of the order of
+             * its rounding, which the steps above can only trade for others: within
+             * DM_CSD_FULL_TOL of the scale that is the solution (MRtrix's msmt_csd gives the
+             * same to 1e-6), beyond it the constraints are degenerate. */
+            double least = 0;
+            for (int i = 0; i < k; i++) {
+                double v = dm_csd_dotd_(p->C + (long)i * n, xd, n);
+                if (v < least) least = v;
+            }
+            status = least >= -DM_CSD_FULL_TOL * scale ? DM_CSD_OK : DM_CSD_DEGENERATE;
             break;
         }
         W[nw] = worst;
