@@ -39,10 +39,9 @@ static const dm_opt csd_opts[] = {
     {"lmax", "N", "8, or the WM response's degree if lower",
      "degree of the WM FOD (even; lmax 8 = 45 coefficients); above the response's degree, its "
      "higher orders are taken as zero (super-resolution, as dwi2fod)"},
-    {"directions", "FILE", "MRtrix's 300",
+    {"directions", "FILE", "MRtrix's electrostatic_repulsion_300, as dwi2fod",
      "the directions the FODs are kept non-negative on: [ azimuth elevation ] pairs in radians, "
-     "one a line (dwi2fod's -directions format); default MRtrix's electrostatic_repulsion_300, "
-     "as dwi2fod"},
+     "one a line (dwi2fod's -directions format)"},
     {"response", "WM[,GM[,CSF]]", NULL,
      "response files (MRtrix's format); two files are WM and CSF; default: estimated "
      "(tournier for one shell, dhollander for several) and written beside the FODs"},
