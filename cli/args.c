@@ -1,5 +1,6 @@
 /* Command-line options: the parser over a command's table, checked values, the help text. */
 #include "args.h"
+#include "io/formats.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -110,13 +111,26 @@ static int parse_words(const char *cmd, const dm_opt *opts, int (*help)(FILE *ou
     return 0;
 }
 
+/* --format, in every command that has it: the process's output formats, set before any work. */
+static int apply_format(const dm_args *a, const dm_opt *opts)
+{
+    int i = find_opt(opts, "format", 6);
+    if (i < 0 || !a->given[i]) return 0;
+    dm_image_format image = DM_IMAGE_NII_GZ;
+    dm_tracts_format tracts = DM_TRACTS_TCK;
+    if (dm_formats_parse(a->value[i], &image, &tracts) != 0)
+        return dm_set_error("%s: %s (see 'dimoc help %s')", a->cmd, dm_last_error(), a->cmd);
+    dm_formats_set(image, tracts);
+    return 0;
+}
+
 int dm_args_parse(const char *cmd, const dm_opt *opts, int (*help)(FILE *out), int argc,
                   char **argv, dm_args *a)
 {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->positional = calloc((size_t)argc + 1, sizeof *a->positional);
-    if (parse_words(cmd, opts, help, argc, argv, a) == 0) return 0;
+    if (parse_words(cmd, opts, help, argc, argv, a) == 0 && apply_format(a, opts) == 0) return 0;
     dm_args_free(a); /* the values read before the mistake: the caller has nothing to free */
     return -1;
 }

@@ -4,6 +4,7 @@
  *                   single-shell or multi-shell multi-tissue (MRtrix's dwi2fod);
  *   dimoc peaks     the peaks of an FOD image (MRtrix's sh2peaks, and FSL-style dyads). */
 #include "args.h"
+#include "io/formats.h"
 #include "cli.h"
 #include "csd/csd_run.h"
 #include "csd/peaks_image.h"
@@ -22,6 +23,7 @@ static const dm_opt response_opts[] = {
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
     {"mask", "FILE", NULL, "3D brain mask on the data's grid (default: every voxel)"},
     {"out", "DIR", NULL, "output folder (replaced whole when it is dimoc's)"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"algorithm", "tournier|dhollander|fa", "tournier",
      "tournier: iterated single-fibre selection (one tissue); dhollander: WM, GM and CSF "
      "(needs b = 0); fa: the most anisotropic voxels"},
@@ -36,6 +38,7 @@ static const dm_opt csd_opts[] = {
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
     {"mask", "FILE", NULL, "3D mask on the data's grid: deconvolve where non-zero (default: all)"},
     {"out", "DIR", NULL, "output folder (replaced whole when it is dimoc's)"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"lmax", "N", "8, or the WM response's degree if lower",
      "degree of the WM FOD (even; lmax 8 = 45 coefficients); above the response's degree, its "
      "higher orders are taken as zero (super-resolution, as dwi2fod)"},
@@ -232,6 +235,7 @@ int dm_cmd_csd(int argc, char **argv)
 static const dm_opt peaks_opts[] = {
     {"fod", "FILE", NULL, "the FOD image (the same as the positional FOD)"},
     {"out", "DIR", NULL, "output folder (replaced whole when it holds an earlier run)"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"mask", "FILE", NULL,
      "3D mask in the FOD's space: search where non-zero (default: every voxel)"},
     {"num", "N", "3", "peaks kept per voxel, largest first (1 to 16)"},

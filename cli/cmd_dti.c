@@ -1,6 +1,7 @@
 /* dimoc dti: the linear diffusion-tensor fit over an image (runtime/dti/dti_maps.c), with the
  * maps named as FSL's dtifit names them. */
 #include "args.h"
+#include "io/formats.h"
 #include "cli.h"
 #include "dti/dti_maps.h"
 #include "util/error.h"
@@ -15,6 +16,7 @@ static const dm_opt dti_opts[] = {
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
     {"mask", "FILE", NULL, "3D mask on the data's grid: fit where non-zero (default: every voxel)"},
     {"out", "DIR", NULL, "output folder (created when missing)"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"method", "wls|ols", "wls",
      "wls: OLS, then least squares weighted by the OLS-predicted "
      "signal squared; ols: ordinary least squares of log(S)"},

@@ -1,5 +1,6 @@
 /* dimoc fit: the command line of the fitting library. */
 #include "args.h"
+#include "io/formats.h"
 #include "cli.h"
 #include "util/cmdline.h"
 #include "util/error.h"
@@ -14,6 +15,7 @@ static const dm_opt fit_opts[] = {
     {"bvals", "FILE", NULL, "FSL b-values (one row or column; s/mm^2)"},
     {"bvecs", "FILE", NULL, "FSL gradient directions (3 rows or 3 columns)"},
     {"out", "DIR", NULL, "output folder (created if needed)"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"method", "LIST", "lm",
      "comma list of grid or dictionary, lm, mcmc, run in that order, each from the last"},
     {"dictionary-penalty", "L1,L2", "0.5,1e-3",

@@ -8,6 +8,7 @@
  *                  as thesis Table 5.4), as a label map and a table of percentages
  *                  (maps/select.c). */
 #include "args.h"
+#include "io/formats.h"
 #include "cli.h"
 #include "maps/angles.h"
 #include "maps/compare.h"
@@ -18,6 +19,7 @@
 
 static const dm_opt angles_opts[] = {
     {"out", "DIR", NULL, "output folder (created when missing)"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"fanning", "VECTORS", NULL, "a second direction map (e.g. the tensor's V2): also write psi"},
     {"suffix", "TEXT", NULL, "put TEXT after every map name (e.g. 1 for th1, ph1, psi1)"},
     {NULL, NULL, NULL, NULL},

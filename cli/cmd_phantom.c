@@ -1,6 +1,7 @@
 /* dimoc phantom: a small ball & two sticks phantom with known truth, for the demo and tests
  * (runtime/simulate/phantom.c). */
 #include "args.h"
+#include "io/formats.h"
 #include "cli.h"
 #include "simulate/phantom.h"
 #include "util/error.h"
@@ -9,6 +10,7 @@
 
 static const dm_opt phantom_opts[] = {
     {"out", "DIR", NULL, "folder for the truth maps, regions.nii.gz and mask.nii.gz"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"size", "N", "6", "each region is N x N x 2 voxels"},
     {NULL, NULL, NULL, NULL},
 };

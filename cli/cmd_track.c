@@ -5,6 +5,7 @@
  *   --fod FILE     FOD tractography as MRtrix's tckgen (iFOD2, iFOD1, SD_STREAM:
  *                  runtime/fodtrack/). */
 #include "args.h"
+#include "io/formats.h"
 #include "cli.h"
 #include "util/outdir.h"
 #include "util/error.h"
@@ -31,6 +32,7 @@ static const dm_opt track_opts[] = {
      "x y z world mm coordinates (one a row)"},
     {"x", "FILE", NULL, "same as --seed (probtrackx's -x)"},
     {"out", "DIR", NULL, "output folder"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"P", "N", "5000", "streamlines per seed"},
     {"nsamples", "N", NULL, "same as -P (probtrackx's name)"},
     {"S", "N", "2000", "maximum steps of a streamline, both halves together"},
@@ -100,6 +102,7 @@ static const dm_opt fod_opts[] = {
     {"fod", "FILE", NULL, "FOD image: SH coefficients in MRtrix's basis (dimoc csd's wm_fod)"},
     {"seed", "MASK", NULL, "seed image: seeds at random positions within its voxels >= 0.5"},
     {"out", "DIR", NULL, "output folder: tracks.tck, provenance.json, and what is asked for"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"algorithm", "ifod2|ifod1|sd_stream", "ifod2",
      "iFOD2 (arcs, 4 samples per step), iFOD1 (FOD sampling per step), SD_STREAM (peaks)"},
     {"seed-random-per-voxel", "N", NULL,

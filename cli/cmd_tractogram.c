@@ -6,6 +6,7 @@
  *   dimoc commit      a weight per streamline, fitted to the data (COMMIT).
  * Engines: runtime/fodtrack/tdi.c and connectome.c, runtime/commit_run/commit_run.c. */
 #include "args.h"
+#include "io/formats.h"
 #include "cli.h"
 #include "commit_run/commit_run.h"
 #include "fodtrack/connectome.h"
@@ -222,6 +223,7 @@ static const dm_opt commit_opts[] = {
      "fibre directions per voxel for the extra-cellular zeppelins (sh2peaks' layout, or dimoc "
      "peaks' peaks.nii.gz; NaN = no peak); default: the principal direction of a tensor fit"},
     {"out", "DIR", NULL, "output folder (replaced whole when it holds an earlier run)"},
+    {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"model", "NAME", "stick-zeppelin-ball",
      "the forward model: stick-zeppelin-ball; cylinder-zeppelin-ball (COMMIT's "
      "CylinderZeppelinBall: one intra-axonal cylinder per --radii for each streamline, its weight "
