@@ -147,7 +147,7 @@ int dm_simulate_run(const dm_simulate_settings *s, dm_provenance *prov)
     source ps[DM_MAX_PARAMS], vs[16];
     memset(ps, 0, sizeof ps);
     memset(vs, 0, sizeof vs);
-    double *meas = NULL, *bvals = NULL, *signal = NULL, *row = NULL, *mask = NULL;
+    double *meas = NULL, *bvals = NULL, *signal = NULL, *mask = NULL;
     dm_cpu_fitter fitter = {0};
     const dm_volume *grid = NULL;
     char *tmp[3] = {NULL, NULL, NULL}, *final[3] = {NULL, NULL, NULL};
@@ -185,36 +185,51 @@ int dm_simulate_run(const dm_simulate_settings *s, dm_provenance *prov)
     if ((rc = dm_cpu_fitter_load(&mi, 8, &fitter)) != 0) goto done;
 
     signal = malloc(nvox * M * sizeof *signal);
-    row = malloc(M * sizeof *row);
     mask = calloc(nvox, sizeof *mask);
-    if (!signal || !row || !mask) {
+    if (!signal || !mask) {
         rc = dm_set_error("out of memory for %zu voxels of %d measurements", nvox, M);
         goto done;
     }
-    double p[DM_MAX_PARAMS], vin[64];
-    for (size_t v = 0; v < nvox; v++) {
-        if (dm_stop_requested()) {
-            rc = dm_stop_error();
-            goto done;
-        }
-        for (int k = 0; k < mi.nparams; k++) p[k] = source_at(&ps[k], v, nvox, 0);
-        for (int i = 0; i < mi.nvoxels; i++)
-            for (int c = 0; c < mi.voxels[i].width; c++)
-                vin[mi.voxels[i].column + c] = source_at(&vs[i], v, nvox, c);
-        fitter.predict(p, meas, M, vin, row);
-        double b0 = 0, mx = 0;
-        int nb0 = 0, finite = 1;
-        for (int j = 0; j < M; j++) {
-            if (!isfinite(row[j])) finite = 0;
-            if (row[j] > mx) mx = row[j];
-            if (bvals && bvals[j] <= 50) {
-                b0 += row[j];
-                nb0++;
+    /* Voxels on all cores: each voxel's noise is keyed by its index, so the image does not
+     * depend on the thread count. */
+    _Atomic int stopped = 0;
+#pragma omp parallel
+    {
+        double p[DM_MAX_PARAMS], vin[64];
+        double *own = malloc(M * sizeof *own);
+#pragma omp for schedule(dynamic, 256)
+        for (long vi = 0; vi < (long)nvox; vi++) {
+            size_t v = (size_t)vi;
+            if (!own || stopped) continue;
+            if ((v & 1023) == 0 && dm_stop_requested()) {
+                stopped = 1;
+                continue;
             }
+            for (int k = 0; k < mi.nparams; k++) p[k] = source_at(&ps[k], v, nvox, 0);
+            for (int i = 0; i < mi.nvoxels; i++)
+                for (int c = 0; c < mi.voxels[i].width; c++)
+                    vin[mi.voxels[i].column + c] = source_at(&vs[i], v, nvox, c);
+            fitter.predict(p, meas, M, vin, own);
+            double b0 = 0, mx = 0;
+            int nb0 = 0, finite = 1;
+            for (int j = 0; j < M; j++) {
+                if (!isfinite(own[j])) finite = 0;
+                if (own[j] > mx) mx = own[j];
+                if (bvals && bvals[j] <= 50) {
+                    b0 += own[j];
+                    nb0++;
+                }
+            }
+            double sigma = (nb0 ? b0 / nb0 : mx) / (s->snr > 0 ? s->snr : 1);
+            mask[v] = finite && mx > 0;
+            add_noise(s, v, nvox, M, own, sigma, signal);
         }
-        double sigma = (nb0 ? b0 / nb0 : mx) / (s->snr > 0 ? s->snr : 1);
-        mask[v] = finite && mx > 0;
-        add_noise(s, v, nvox, M, row, sigma, signal);
+        if (!own) stopped = -1;
+        free(own);
+    }
+    if (stopped) {
+        rc = stopped > 0 ? dm_stop_error() : dm_set_error("out of memory for a voxel's signal");
+        goto done;
     }
     /* The image, the mask and the provenance go in place together (util/outdir.h). */
     final[0] = (char *)s->out;
@@ -265,7 +280,6 @@ done:
     free(meas);
     free(bvals);
     free(signal);
-    free(row);
     free(mask);
     dm_cpu_fitter_close(&fitter);
     dm_model_info_free(&mi);
