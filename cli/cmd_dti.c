@@ -20,6 +20,9 @@ static const dm_opt dti_opts[] = {
     {"method", "wls|ols", "wls",
      "wls: OLS, then least squares weighted by the OLS-predicted "
      "signal squared; ols: ordinary least squares of log(S)"},
+    {"iter", "N", NULL,
+     "MRtrix dwi2tensor's iterated WLS with N reweightings, 0..10, as its -iter N (see above; "
+     "dwi2tensor's default is 2)"},
     {"min-signal", "X", "1e-4", "signals below X (zero, negative) are raised to X before the log"},
     {"min-diffusivity", "X", "auto",
      "eigenvalues below X are raised to X (as DIPY does); auto: 1e-6 / max(b g_i g_j), about "
@@ -42,7 +45,16 @@ int dm_help_dti(FILE *out)
         "Ennis & Kindlmann 2006: -1 planar .. +1 linear) and S0, as .nii.gz with the data's\n"
         "geometry.  Diffusivities are in the inverse units of the b-values (mm^2/s for\n"
         "s/mm^2).  Voxels whose signal holds NaN/Inf, or is all zero, are skipped (maps 0).\n"
-        "For the non-linear tensor fit use 'dimoc fit dti' (models/dti.model).",
+        "For the non-linear tensor fit use 'dimoc fit dti' (models/dti.model).\n\n"
+        "With --iter N the fit is MRtrix dwi2tensor's -iter N: a first fit weighted by the\n"
+        "measured signal squared (with --method ols unweighted, as its -ols), then N refits,\n"
+        "each weighted by the previous fit's predicted signal squared; signals below 1e-6 x\n"
+        "the voxel's largest are raised to it (unless --min-signal is given).  dwi2tensor's\n"
+        "default is --iter 2; its tensor is --save-tensor's (in the frame of the bvecs) and its\n"
+        "-b0 is S0.  --iter 0 is the first fit alone (OLS with --method ols).  MRtrix 3.0.3 and\n"
+        "3.0.4 refit nothing at -iter 1 (the same as -iter 0); --iter 1 reweights once, as\n"
+        "MRtrix 3.0.5 and later do.  Without --iter the fit is --method's: wls is OLS, then one\n"
+        "refit weighted by its predicted signal squared (dwi2tensor 3.0.5's -ols -iter 1).",
         dti_opts);
     return 0;
 }
@@ -54,6 +66,14 @@ static int parse_settings(const dm_args *a, dm_dti_settings *s)
     if (strcmp(method, "wls") && strcmp(method, "ols"))
         return dm_set_error("dti: --method must be wls or ols, not '%s'", method);
     s->weighted = !strcmp(method, "wls");
+    s->iterations = -1;
+    long iter = 0;
+    if (dm_arg_given(a, dti_opts, "iter")) {
+        if (dm_arg_long(a, dti_opts, "iter", 0, 10, &iter) != 0) return -1;
+        s->iterations = (int)iter;
+        /* dwi2tensor's floor, relative to the voxel, unless --min-signal says otherwise */
+        if (!dm_arg_given(a, dti_opts, "min-signal")) s->min_signal_relative = 1e-6;
+    }
     s->min_signal = DM_DTI_MIN_SIGNAL;
     if (dm_arg_double(a, dti_opts, "min-signal", &s->min_signal) != 0) return -1;
     if (!(s->min_signal > 0))
@@ -106,11 +126,18 @@ int dm_cmd_dti(int argc, char **argv)
         goto done;
     }
     dm_provenance_free(&prov);
+    char fit[64];
+    if (settings.iterations >= 0)
+        snprintf(fit, sizeof fit, "%s + %d reweighting%s", settings.weighted ? "WLS" : "OLS",
+                 settings.iterations, settings.iterations == 1 ? "" : "s");
+    else
+        snprintf(fit, sizeof fit, "%s", settings.weighted ? "WLS" : "OLS");
     printf("dti: %s fit of %zu voxels in %.2f s: %zu fitted, %zu skipped (NaN/Inf), "
            "%zu skipped (all zero)",
-           settings.weighted ? "WLS" : "OLS", maps.nmask, maps.seconds, maps.fitted,
-           maps.skipped_nonfinite, maps.skipped_zero);
-    if (maps.ols_only) printf(", %zu kept the OLS estimate (singular weights)", maps.ols_only);
+           fit, maps.nmask, maps.seconds, maps.fitted, maps.skipped_nonfinite, maps.skipped_zero);
+    if (maps.ols_only)
+        printf(", %zu kept %s estimate (singular weights)", maps.ols_only,
+               settings.iterations >= 0 ? "an earlier" : "the OLS");
     printf("; maps in %s\n", out);
 done:
     dm_dti_maps_free(&maps);

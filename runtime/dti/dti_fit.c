@@ -1,7 +1,8 @@
-/* Linear diffusion-tensor fit: OLS, then WLS weighted by the OLS-predicted signal squared.
- * The 7x7 normal equations are solved by Cholesky on an equilibrated design (every column
- * scaled to unit norm), so that the b ~ 1000 columns and the log S0 column have the same size
- * and the factorisation stays well conditioned. */
+/* Linear diffusion-tensor fit: OLS, then WLS weighted by the OLS-predicted signal squared; or
+ * dwi2tensor's iterated WLS (a fit weighted by the measured signal, then reweightings by the
+ * predicted one).  The 7x7 normal equations are solved by Cholesky on an equilibrated design
+ * (every column scaled to unit norm), so that the b ~ 1000 columns and the log S0 column have
+ * the same size and the factorisation stays well conditioned. */
 #include "dti/dti_fit.h"
 
 #include "util/linalg.h"
@@ -21,6 +22,7 @@ int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const doubl
         return dm_set_error("a tensor needs at least 7 measurements, the protocol has %d", M);
     p->M = M;
     p->weighted = 1;
+    p->iterations = -1;
     p->min_signal = DM_DTI_MIN_SIGNAL;
     p->design = malloc((size_t)M * NB * sizeof *p->design);
     if (!p->design) return dm_set_error("out of memory for the tensor design matrix");
@@ -122,6 +124,71 @@ static void finish(const dm_dti_protocol *p, const double *scaled, dm_dti_result
     dm_dti_scalars(r->lambda, &r->FA, &r->MD, &r->MO);
 }
 
+/* eta = X beta: the log signal the scaled coefficients predict. */
+static void predict_log(const dm_dti_protocol *p, const double *beta, double *eta)
+{
+    for (int j = 0; j < p->M; j++) {
+        double s = 0;
+        for (int k = 0; k < NB; k++) s += p->design[j * NB + k] * beta[k];
+        eta[j] = s;
+    }
+}
+
+/* The least squares of log signals y weighted by exp(eta)² (a signal squared), into beta.
+ * -1 when the weighted system is singular (beta unchanged). */
+static int weighted_solve(const dm_dti_protocol *p, const double *y, const double *eta,
+                          double *beta)
+{
+    const int M = p->M;
+    /* The weights are taken relative to the largest one (the solution does not change, and
+     * exp cannot overflow on a wild estimate). */
+    double top = -INFINITY;
+    for (int j = 0; j < M; j++)
+        if (eta[j] > top) top = eta[j];
+    double sum[NT] = {0}, rhs[NB] = {0};
+    for (int j = 0; j < M; j++) {
+        const double w = exp(2 * (eta[j] - top)), wy = w * y[j];
+        const double *x = p->design + (size_t)j * NB, *xx = p->outer + (size_t)j * NT;
+        for (int t = 0; t < NT; t++) sum[t] += w * xx[t];
+        for (int a = 0; a < NB; a++) rhs[a] += wy * x[a];
+    }
+    double A[NB * NB] = {0};
+    for (int a = 0, t = 0; a < NB; a++)
+        for (int c = 0; c <= a; c++) A[a * NB + c] = sum[t++];
+    if (dm_cholesky(A, NB, 1e-13) != 0) return -1;
+    dm_cholesky_solve(A, NB, rhs);
+    memcpy(beta, rhs, sizeof rhs);
+    return 0;
+}
+
+/* OLS: (XᵀX) β = Xᵀy with the factor computed once for the protocol. */
+static void ols_solve(const dm_dti_protocol *p, const double *y, double *beta)
+{
+    for (int k = 0; k < NB; k++) beta[k] = 0;
+    for (int j = 0; j < p->M; j++)
+        for (int k = 0; k < NB; k++) beta[k] += p->design[j * NB + k] * y[j];
+    dm_cholesky_solve(p->ols, NB, beta);
+}
+
+/* dwi2tensor's fit: the first step weighted by the measured (floored) signal squared, or OLS,
+ * then p->iterations steps each weighted by the previous step's predicted signal squared.  A
+ * singular step keeps the estimate before it. */
+static int fit_iterated(const dm_dti_protocol *p, const double *y, double *eta, dm_dti_result *r)
+{
+    double beta[NB];
+    int status = DM_DTI_FITTED;
+    if (!p->weighted || weighted_solve(p, y, y, beta) != 0) {
+        ols_solve(p, y, beta);
+        status = p->weighted ? DM_DTI_OLS_ONLY : DM_DTI_FITTED;
+    }
+    for (int it = 0; it < p->iterations && status == DM_DTI_FITTED; it++) {
+        predict_log(p, beta, eta);
+        if (weighted_solve(p, y, eta, beta) != 0) status = DM_DTI_OLS_ONLY;
+    }
+    finish(p, beta, r);
+    return status;
+}
+
 int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *work, dm_dti_result *r)
 {
     const int M = p->M;
@@ -133,44 +200,31 @@ int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, double *wor
     }
     if (!nonzero) return DM_DTI_SKIPPED_ZERO;
 
+    double lowest = p->min_signal;
+    if (p->min_signal_relative > 0) {
+        /* dwi2tensor's floor, relative to the voxel; the absolute one where it is not positive */
+        double largest = signal[0];
+        for (int j = 1; j < M; j++) largest = fmax(largest, signal[j]);
+        if (p->min_signal_relative * largest > 0) lowest = p->min_signal_relative * largest;
+    }
     double *y = work, *eta = work + M;
-    for (int j = 0; j < M; j++) y[j] = log(signal[j] > p->min_signal ? signal[j] : p->min_signal);
+    for (int j = 0; j < M; j++) y[j] = log(signal[j] > lowest ? signal[j] : lowest);
+    if (p->iterations >= 0) return fit_iterated(p, y, eta, r);
 
-    /* OLS: (XᵀX) β = Xᵀy with the factor computed once for the protocol. */
-    double beta[NB] = {0};
-    for (int j = 0; j < M; j++)
-        for (int k = 0; k < NB; k++) beta[k] += p->design[j * NB + k] * y[j];
-    dm_cholesky_solve(p->ols, NB, beta);
+    double beta[NB];
+    ols_solve(p, y, beta);
     if (!p->weighted) {
         finish(p, beta, r);
         return DM_DTI_FITTED;
     }
-
-    /* WLS: weights Ŝ² = exp(2 Xβ_OLS), taken relative to the largest one (the solution does
-     * not change, and exp cannot overflow on a wild OLS estimate). */
-    double top = -INFINITY;
-    for (int j = 0; j < M; j++) {
-        double s = 0;
-        for (int k = 0; k < NB; k++) s += p->design[j * NB + k] * beta[k];
-        eta[j] = s;
-        if (s > top) top = s;
-    }
-    double sum[NT] = {0}, rhs[NB] = {0};
-    for (int j = 0; j < M; j++) {
-        const double w = exp(2 * (eta[j] - top)), wy = w * y[j];
-        const double *x = p->design + (size_t)j * NB, *xx = p->outer + (size_t)j * NT;
-        for (int t = 0; t < NT; t++) sum[t] += w * xx[t];
-        for (int a = 0; a < NB; a++) rhs[a] += wy * x[a];
-    }
-    double A[NB * NB] = {0};
-    for (int a = 0, t = 0; a < NB; a++)
-        for (int c = 0; c <= a; c++) A[a * NB + c] = sum[t++];
-    if (dm_cholesky(A, NB, 1e-13) != 0) {
+    /* WLS: weights Ŝ² = exp(2 Xβ_OLS). */
+    predict_log(p, beta, eta);
+    double wls[NB];
+    if (weighted_solve(p, y, eta, wls) != 0) {
         finish(p, beta, r);
         return DM_DTI_OLS_ONLY;
     }
-    dm_cholesky_solve(A, NB, rhs);
-    finish(p, rhs, r);
+    finish(p, wls, r);
     return DM_DTI_FITTED;
 }
 

@@ -1,6 +1,7 @@
 /* The linear diffusion-tensor fit: log(S) = log(S0) - b gᵀDg, solved by ordinary least squares
  * and then by weighted least squares with the OLS-predicted signal squared as weights (as FSL's
- * dtifit --wls and DIPY's WLS fit).  One protocol (b-values, directions) serves every voxel. */
+ * dtifit --wls and DIPY's WLS fit), or by MRtrix dwi2tensor's iterated WLS (iterations >= 0).
+ * One protocol (b-values, directions) serves every voxel. */
 #ifndef DIMOC_DTI_FIT_H
 #define DIMOC_DTI_FIT_H
 
@@ -16,7 +17,13 @@ typedef struct dm_dti_protocol {
     double *outer;     /* M x 28: each scaled row's products x_a x_c (c <= a), the terms of the
                         * weighted XᵀWX summed as one contiguous (vectorised) run per measurement */
     int weighted;      /* 1: WLS after OLS (default); 0: OLS only */
+    /* -1 (default): the fit `weighted` says.  N >= 0: dwi2tensor -iter N: a first fit weighted
+     * by the measured signal squared (OLS when !weighted, dwi2tensor -ols), then N fits each
+     * weighted by the previous one's predicted signal squared. */
+    int iterations;
     double min_signal; /* see DM_DTI_MIN_SIGNAL */
+    /* > 0: the floor is this times the voxel's largest signal instead (dwi2tensor: 1e-6) */
+    double min_signal_relative;
     double min_diffusivity; /* eigenvalues below it are raised to it (-inf: never) */
 } dm_dti_protocol;
 
@@ -32,7 +39,8 @@ enum {
     DM_DTI_FITTED = 1,
     DM_DTI_SKIPPED_NONFINITE = 3, /* a NaN or Inf signal (the maps stay 0) */
     DM_DTI_SKIPPED_ZERO = 4,      /* an all-zero signal (the maps stay 0) */
-    DM_DTI_OLS_ONLY = 6           /* the weighted system was singular: the OLS estimate is kept */
+    DM_DTI_OLS_ONLY = 6 /* a weighted system was singular: the OLS estimate (iterations >= 0:
+                         * the previous step's) is kept */
 };
 
 typedef struct dm_dti_result {

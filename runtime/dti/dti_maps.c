@@ -77,6 +77,8 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_map
     dm_dti_protocol proto = im->proto;
     proto.weighted = s->weighted;
     proto.min_signal = s->min_signal;
+    proto.iterations = s->iterations;
+    proto.min_signal_relative = s->min_signal_relative;
     if (!isnan(s->min_diffusivity)) proto.min_diffusivity = s->min_diffusivity;
 
     const dm_volume *data = &im->data, *mask = &im->mask;

@@ -46,7 +46,10 @@ int dm_dti_image_read(dm_dti_image *im, const char *data, const char *bvals, con
 void dm_dti_image_free(dm_dti_image *im);
 
 typedef struct dm_dti_settings {
-    int weighted;           /* 1: WLS after OLS (FSL's --wls, DIPY's WLS); 0: OLS only */
+    int weighted;   /* 1: WLS after OLS (FSL's --wls, DIPY's WLS); 0: OLS only */
+    int iterations; /* -1, or dwi2tensor's -iter N (dm_dti_protocol.iterations) */
+    /* > 0: dwi2tensor's floor, relative to the voxel's largest signal (dm_dti_protocol) */
+    double min_signal_relative;
     double min_signal;      /* see DM_DTI_MIN_SIGNAL */
     double min_diffusivity; /* NAN: the protocol's own (DIPY's rule); -INFINITY: no floor */
     int threads;            /* 0: all cores */
