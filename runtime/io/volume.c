@@ -1,5 +1,7 @@
-/* NIfTI images: reading any data type into doubles, and writing float32 or uint8 images with
- * another image's geometry.
+/* NIfTI and MRtrix images: reading any data type into doubles, and writing float32, uint8,
+ * float64 or uint32 images with another image's geometry.  A path ending in .mif, .mif.gz or
+ * .mih is an MRtrix image (io/mif.h: its header and values; its geometry is given the form of a
+ * NIfTI header here, so that every reader of dm_volume sees one kind); any other is NIfTI.
  *
  * Reading takes the header from niftilib (nifti_image_read without data) but reads the data
  * bytes itself through znzlib, because niftilib's data reader silently replaces NaN and Inf in
@@ -11,6 +13,7 @@
  * written under a temporary name and renamed into place only when whole. */
 #include "io/volume.h"
 #include "io/gz_blocks.h"
+#include "io/mif.h"
 #include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -252,11 +255,77 @@ static int check_data_size(const char *path, const nifti_image *nim)
     return 0;
 }
 
+/* A NIfTI geometry for a voxel -> world matrix: the matrix as sform, and as qform its nearest
+ * rotation with the column lengths as voxel sizes (what readers that ignore the sform see). */
+static int geometry_from_affine(const char *path, nifti_image *g, const double vox2world[4][4])
+{
+    nifti_dmat44 m;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) m.m[i][j] = vox2world[i][j];
+    double vox[3];
+    for (int j = 0; j < 3; j++) {
+        vox[j] = sqrt(m.m[0][j] * m.m[0][j] + m.m[1][j] * m.m[1][j] + m.m[2][j] * m.m[2][j]);
+        if (!(vox[j] > 0) || !isfinite(vox[j]))
+            return dm_set_error("%s: the voxel-to-world matrix has a degenerate column", path);
+    }
+    g->pixdim[1] = g->dx = vox[0];
+    g->pixdim[2] = g->dy = vox[1];
+    g->pixdim[3] = g->dz = vox[2];
+    g->sform_code = g->qform_code = NIFTI_XFORM_SCANNER_ANAT;
+    g->sto_xyz = m;
+    g->sto_ijk = nifti_dmat44_inverse(m);
+    double qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac;
+    nifti_dmat44_to_quatern(m, &qb, &qc, &qd, &qx, &qy, &qz, &dx, &dy, &dz, &qfac);
+    g->quatern_b = qb;
+    g->quatern_c = qc;
+    g->quatern_d = qd;
+    g->qoffset_x = qx;
+    g->qoffset_y = qy;
+    g->qoffset_z = qz;
+    g->qfac = qfac;
+    g->qto_xyz = nifti_quatern_to_dmat44(qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac);
+    g->qto_ijk = nifti_dmat44_inverse(g->qto_xyz);
+    g->xyz_units = NIFTI_UNITS_MM;
+    g->time_units = NIFTI_UNITS_SEC;
+    return 0;
+}
+
+/* An MRtrix image: its values, and its grid as a NIfTI header of the same voxel -> world mm
+ * mapping; the gradient table and other header lines kept in vol. */
+static int read_mif(const char *path, dm_volume *vol, int values)
+{
+    dm_mif_image m;
+    if (dm_mif_read(path, &m, values) != 0) return -1;
+    int64_t dims[8] = {m.nt > 1 ? 4 : 3, m.nx, m.ny, m.nz, m.nt, 1, 1, 1};
+    nifti_image *nim = nifti_make_new_nim(dims, DT_FLOAT32, 0);
+    if (!nim) {
+        dm_mif_free(&m);
+        return dm_set_error("%s: out of memory", path);
+    }
+    if (geometry_from_affine(path, nim, m.vox2world) != 0) {
+        nifti_image_free(nim);
+        dm_mif_free(&m);
+        return -1;
+    }
+    if (m.nt > 1) nim->dt = nim->pixdim[4] = m.vox[3];
+    vol->nx = m.nx;
+    vol->ny = m.ny;
+    vol->nz = m.nz;
+    vol->nt = m.nt;
+    vol->data = m.values;
+    vol->geometry = nim;
+    vol->dw_scheme = m.dw_scheme;
+    vol->dw_rows = m.dw_rows;
+    vol->keyvals = m.extra;
+    return 0;
+}
+
 /* dm_volume_read, or its header alone (values == 0: vol->data NULL). */
 static int read_volume(const char *path, dm_volume *vol, int values)
 {
     memset(vol, 0, sizeof *vol);
     pthread_once(&quiet_once, quiet_niftilib);
+    if (dm_mif_is_path(path)) return read_mif(path, vol, values);
 
     /* Name the real problem before niftilib hides it behind a NULL. */
     FILE *probe = fopen(path, "rb");
@@ -373,6 +442,8 @@ void dm_volume_free(dm_volume *vol)
 {
     if (!vol) return;
     free(vol->data);
+    free(vol->dw_scheme);
+    free(vol->keyvals);
     if (vol->geometry) nifti_image_free((nifti_image *)vol->geometry);
     memset(vol, 0, sizeof *vol);
 }
@@ -480,9 +551,9 @@ static int make_header(const char *path, nifti_image *nim, unsigned char *hdr, s
  * when whole: converted from data to `type`, or the bytes raw[] as they are.  The file's bytes
  * are laid out in memory first, then compressed in blocks on all cores (io/gz_blocks.h: level
  * 1, as float maps compress barely better at higher levels, and much more slowly). */
-static int write_stream(const char *path, int gz, const unsigned char *hdr, size_t hdr_len,
-                        size_t total, size_t bytes_per, const double *data, int type,
-                        const unsigned char *raw)
+static int write_stream(const char *path, const char *ending, const unsigned char *hdr,
+                        size_t hdr_len, size_t total, size_t bytes_per, const double *data,
+                        int type, const unsigned char *raw)
 {
     size_t nbytes = hdr_len + total * bytes_per;
     /* raw right after the header (dm_volume_bytes): the file's bytes are there already */
@@ -500,8 +571,9 @@ static int write_stream(const char *path, int gz, const unsigned char *hdr, size
             convert_chunk(data + start, n, type, img + hdr_len + start * bytes_per);
         }
     }
-    /* The temporary keeps the .nii/.nii.gz ending so that a leftover is still recognisable. */
-    char *tmp = dm_temp_sibling_ext(path, gz ? ".nii.gz" : ".nii");
+    /* The temporary keeps the image's ending so that a leftover is still recognisable. */
+    int gz = has_ending(ending, ".gz");
+    char *tmp = dm_temp_sibling_ext(path, ending);
     FILE *f = tmp ? fopen(tmp, "wb") : NULL;
     int ok = f != NULL, stopped = 0, saved_errno = errno;
     if (ok && (stopped = dm_stop_requested() != 0)) ok = 0; /* a signal: stop, remove it */
@@ -529,13 +601,35 @@ static int write_stream(const char *path, int gz, const unsigned char *hdr, size
     return ok ? 0 : -1;
 }
 
+/* The ending of an image path that dimoc writes (.nii.gz, .nii, .mif.gz, .mif), or NULL. */
+static const char *image_ending(const char *path)
+{
+    static const char *const endings[] = {".nii.gz", ".nii", ".mif.gz", ".mif"};
+    for (int i = 0; i < 4; i++)
+        if (has_ending(path, endings[i])) return endings[i];
+    return NULL;
+}
+
+/* The voxel -> world mm matrix of a NIfTI header: sform when set, else qform, else the voxel
+ * sizes (as io/space.h reads an image). */
+static void header_vox2world(const nifti_image *nim, double m[4][4])
+{
+    const nifti_dmat44 *x = nim->sform_code > 0   ? &nim->sto_xyz
+                            : nim->qform_code > 0 ? &nim->qto_xyz
+                                                  : NULL;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            m[i][j] = x ? x->m[i][j] : i == j ? (i < 3 ? nim->pixdim[i + 1] : 1.0) : 0.0;
+}
+
 static int write_image(const char *path, const nifti_image *geometry, double voxel_mm, int nx,
-                       int ny, int nz, int nt, const double *data, int type)
+                       int ny, int nz, int nt, const double *data, int type,
+                       const double *dw_scheme)
 {
     pthread_once(&quiet_once, quiet_niftilib);
-    int gz = has_ending(path, ".nii.gz");
-    if (!gz && !has_ending(path, ".nii"))
-        return dm_set_error("%s: output names must end in .nii or .nii.gz", path);
+    const char *ending = image_ending(path);
+    if (!ending)
+        return dm_set_error("%s: output names must end in .nii, .nii.gz, .mif or .mif.gz", path);
     if (nx < 1 || ny < 1 || nz < 1 || nt < 1 || !data)
         return dm_set_error("%s: nothing to write (size %dx%dx%dx%d)", path, nx, ny, nz, nt);
 
@@ -544,12 +638,27 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
                    : type == DM_OUT_UINT32  ? DT_UINT32
                    : type == DM_OUT_FLOAT64 ? DT_FLOAT64
                                             : DT_FLOAT32;
+    size_t bytes_per = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT64 ? 8 : 4;
     nifti_image *nim = nifti_make_new_nim(dims, datatype, 0);
     if (!nim) return dm_set_error("%s: cannot make a NIfTI header", path);
     if (geometry)
         copy_geometry(nim, geometry);
     else
         default_geometry(nim, voxel_mm);
+
+    if (has_ending(ending, ".mif") || has_ending(ending, ".mif.gz")) {
+        double m[4][4];
+        header_vox2world(nim, m);
+        size_t hdr_len = 0;
+        char *hdr = dm_mif_header(nx, ny, nz, nt, nim->pixdim[4], (const double(*)[4])m, type,
+                                  dw_scheme, dw_scheme ? nt : 0, &hdr_len);
+        nifti_image_free(nim);
+        if (!hdr) return dm_set_error("%s: %s", path, dm_last_error());
+        int rc = write_stream(path, ending, (unsigned char *)hdr, hdr_len,
+                              (size_t)nx * ny * nz * nt, bytes_per, data, type, NULL);
+        free(hdr);
+        return rc;
+    }
     nim->intent_code = NIFTI_INTENT_NONE;
     nim->scl_slope = 0;
     nim->scl_inter = 0;
@@ -563,20 +672,15 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     nifti_image_free(nim);
     if (status != 0) return -1;
 
-    return write_stream(path, gz, hdr, hdr_len, (size_t)nx * ny * nz * nt,
-                        type == DM_OUT_UINT8     ? 1
-                        : type == DM_OUT_FLOAT64 ? 8
-                                                 : 4,
-                        data, type, NULL);
+    return write_stream(path, ending, hdr, hdr_len, (size_t)nx * ny * nz * nt, bytes_per, data,
+                        type, NULL);
 }
 
 char *dm_volume_temp_name(const char *path)
 {
-    const char *ending = has_ending(path, ".nii.gz") ? ".nii.gz"
-                         : has_ending(path, ".nii")  ? ".nii"
-                                                     : NULL;
+    const char *ending = image_ending(path);
     if (!ending) {
-        dm_set_error("%s: output names must end in .nii or .nii.gz", path);
+        dm_set_error("%s: output names must end in .nii, .nii.gz, .mif or .mif.gz", path);
         return NULL;
     }
     return dm_temp_sibling_ext(path, ending);
@@ -585,52 +689,30 @@ char *dm_volume_temp_name(const char *path)
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type)
 {
     return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,
-                       nt, data, type);
+                       nt, data, type, NULL);
+}
+
+int dm_volume_write_dwi(const char *path, const dm_volume *like, int nt, const double *data,
+                        int type, const double *dw_scheme)
+{
+    return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,
+                       nt, data, type, dw_scheme);
 }
 
 int dm_volume_write_affine(const char *path, int nx, int ny, int nz, const double vox2world[4][4],
                            const double *data, int type)
 {
-    /* A geometry of its own: the matrix as sform, and as qform its nearest rotation with the
-     * column lengths as voxel sizes (what readers that ignore the sform see). */
     nifti_image geometry;
     memset(&geometry, 0, sizeof geometry);
-    nifti_dmat44 m;
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) m.m[i][j] = vox2world[i][j];
-    double vox[3];
-    for (int j = 0; j < 3; j++) {
-        vox[j] = sqrt(m.m[0][j] * m.m[0][j] + m.m[1][j] * m.m[1][j] + m.m[2][j] * m.m[2][j]);
-        if (!(vox[j] > 0) || !isfinite(vox[j]))
-            return dm_set_error("%s: the voxel-to-world matrix has a degenerate column", path);
-    }
-    geometry.pixdim[1] = geometry.dx = vox[0];
-    geometry.pixdim[2] = geometry.dy = vox[1];
-    geometry.pixdim[3] = geometry.dz = vox[2];
-    geometry.sform_code = geometry.qform_code = NIFTI_XFORM_SCANNER_ANAT;
-    geometry.sto_xyz = m;
-    geometry.sto_ijk = nifti_dmat44_inverse(m);
-    double qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac;
-    nifti_dmat44_to_quatern(m, &qb, &qc, &qd, &qx, &qy, &qz, &dx, &dy, &dz, &qfac);
-    geometry.quatern_b = qb;
-    geometry.quatern_c = qc;
-    geometry.quatern_d = qd;
-    geometry.qoffset_x = qx;
-    geometry.qoffset_y = qy;
-    geometry.qoffset_z = qz;
-    geometry.qfac = qfac;
-    geometry.qto_xyz = nifti_quatern_to_dmat44(qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac);
-    geometry.qto_ijk = nifti_dmat44_inverse(geometry.qto_xyz);
-    geometry.xyz_units = NIFTI_UNITS_MM;
-    geometry.time_units = NIFTI_UNITS_SEC;
-    return write_image(path, &geometry, 1.0, nx, ny, nz, 1, data, type);
+    if (geometry_from_affine(path, &geometry, vox2world) != 0) return -1;
+    return write_image(path, &geometry, 1.0, nx, ny, nz, 1, data, type, NULL);
 }
 
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
                         const double *data)
 {
     if (!(voxel_mm > 0)) return dm_set_error("%s: voxel size must be positive", path);
-    return write_image(path, NULL, voxel_mm, nx, ny, nz, nt, data, 0);
+    return write_image(path, NULL, voxel_mm, nx, ny, nz, nt, data, 0, NULL);
 }
 
 int dm_volume_bytes_read(const char *path, dm_volume_bytes *b)
@@ -679,11 +761,11 @@ int dm_volume_bytes_read(const char *path, dm_volume_bytes *b)
 
 int dm_volume_bytes_write(const char *path, const dm_volume_bytes *b)
 {
-    int gz = has_ending(path, ".nii.gz");
-    if (!gz && !has_ending(path, ".nii"))
+    const char *ending = has_ending(path, ".nii.gz") ? ".nii.gz" : ".nii";
+    if (!has_ending(path, ".nii.gz") && !has_ending(path, ".nii"))
         return dm_set_error("%s: output names must end in .nii or .nii.gz", path);
-    return write_stream(path, gz, b->header, b->header_len, b->nvox * b->nt, (size_t)b->bytes_per,
-                        NULL, 0, b->values);
+    return write_stream(path, ending, b->header, b->header_len, b->nvox * b->nt,
+                        (size_t)b->bytes_per, NULL, 0, b->values);
 }
 
 void dm_volume_bytes_free(dm_volume_bytes *b)

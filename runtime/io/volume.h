@@ -1,4 +1,5 @@
-/* NIfTI images in memory (headers through niftilib, data bytes through znzlib). */
+/* NIfTI and MRtrix images in memory (NIfTI headers through niftilib, data bytes through znzlib;
+ * .mif, .mif.gz and .mih through io/mif.h), chosen by the path's ending. */
 #ifndef DIMOC_VOLUME_H
 #define DIMOC_VOLUME_H
 
@@ -8,14 +9,19 @@ typedef struct dm_volume {
     int nx, ny, nz, nt; /* nt = 1 for a 3D image */
     double *data;       /* nx*ny*nz*nt values, x fastest, then y, z, volume (NIfTI order) */
     void *geometry;     /* nifti_image* without data: dims, voxel sizes, qform/sform, units */
+    double *dw_scheme;  /* an MRtrix image's gradient table: dw_rows x 4 (x y z in world
+                         * coordinates, b), as its header has it; NULL when none */
+    int dw_rows;
+    char *keyvals; /* an MRtrix header's other "key: value" lines, each ending in '\n'; or NULL */
 } dm_volume;
 
 #define DM_NVOX(v) ((size_t)(v)->nx * (v)->ny * (v)->nz)
 
 /* Reads a NIfTI-1 or NIfTI-2 file (.nii, .nii.gz, .hdr/.img) of any data type, scaled by
- * scl_slope/scl_inter, into doubles.  Returns 0, or -1 with dm_last_error() naming the file
- * and what is wrong (unreadable, truncated, not NIfTI, more than 4 dimensions).  NaN and Inf
- * values are kept as they are in the file. */
+ * scl_slope/scl_inter, or an MRtrix image (.mif, .mif.gz, .mih: any layout, scaled by its
+ * `scaling`; its spatial axes in the order stored, io/mif.h), into doubles.  Returns 0, or -1
+ * with dm_last_error() naming the file and what is wrong (unreadable, truncated, not NIfTI or
+ * MRtrix, more than 4 dimensions).  NaN and Inf values are kept as they are in the file. */
 int dm_volume_read(const char *path, dm_volume *vol);
 /* The header alone: sizes and geometry, vol->data NULL (the values are not read or checked). */
 int dm_volume_read_header(const char *path, dm_volume *vol);
@@ -28,13 +34,18 @@ void dm_volume_free(dm_volume *vol);
 enum { DM_OUT_FLOAT32 = 0, DM_OUT_UINT8 = 1, DM_OUT_FLOAT64 = 2, DM_OUT_UINT32 = 3 };
 
 /* Writes nt volumes (nt = 1: a 3D image) with the spatial geometry of `like`, as `type`
- * (DM_OUT_*; uint8 and uint32 values are rounded and clamped to their range).  The file is written to a
- * temporary name in the same folder and renamed into place when whole.  Returns 0 or -1 with
- * dm_last_error(). */
+ * (DM_OUT_*; uint8 and uint32 values are rounded and clamped to their range): NIfTI when path
+ * ends in .nii or .nii.gz, MRtrix when it ends in .mif or .mif.gz (layout +0,+1,+2[,+3], the
+ * transform of the same voxel -> world mm mapping).  The file is written to a temporary name in
+ * the same folder and renamed into place when whole.  Returns 0 or -1 with dm_last_error(). */
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type);
-/* A temporary name beside path that keeps its .nii or .nii.gz ending (malloc'd), for images
- * that go in place together with other files (util/outdir.h: dm_commit_files); NULL with
- * dm_last_error() when path has neither ending. */
+/* The same for diffusion-weighted values: a .mif carries dw_scheme (nt rows x y z b, world
+ * frame; NULL: none) as its gradient table; a NIfTI file has no place for it. */
+int dm_volume_write_dwi(const char *path, const dm_volume *like, int nt, const double *data,
+                        int type, const double *dw_scheme);
+/* A temporary name beside path that keeps its .nii, .nii.gz, .mif or .mif.gz ending (malloc'd),
+ * for images that go in place together with other files (util/outdir.h: dm_commit_files); NULL
+ * with dm_last_error() when path has none of them. */
 char *dm_volume_temp_name(const char *path);
 /* Writes a 3D image on a grid of its own: nx*ny*nz values and the voxel -> world mm matrix
  * (row-major 4x4; written as sform, and its rotation part as qform).  As dm_volume_write
