@@ -5,6 +5,7 @@
  *   dimoc peaks     the peaks of an FOD image (MRtrix's sh2peaks, and FSL-style dyads). */
 #include "args.h"
 #include "io/formats.h"
+#include "io/gradients.h"
 #include "cli.h"
 #include "csd/csd_run.h"
 #include "csd/peaks_image.h"
@@ -18,9 +19,10 @@
 #include <string.h>
 
 static const dm_opt response_opts[] = {
-    {"data", "FILE", NULL, "4D diffusion-weighted image (NIfTI)"},
+    {"data", "FILE", NULL, "4D diffusion-weighted image (NIfTI, or MRtrix .mif/.mif.gz)"},
     {"bvals", "FILE", NULL, "FSL b-values (s/mm^2), one per volume"},
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
+    {"grad", "FILE", NULL, DM_GRAD_HELP},
     {"mask", "FILE", NULL, "3D brain mask on the data's grid (default: every voxel)"},
     {"out", "DIR", NULL, "output folder (replaced whole when it is dimoc's)"},
     {"format", "LIST", NULL, DM_FORMAT_HELP},
@@ -33,9 +35,10 @@ static const dm_opt response_opts[] = {
 };
 
 static const dm_opt csd_opts[] = {
-    {"data", "FILE", NULL, "4D diffusion-weighted image (NIfTI)"},
+    {"data", "FILE", NULL, "4D diffusion-weighted image (NIfTI, or MRtrix .mif/.mif.gz)"},
     {"bvals", "FILE", NULL, "FSL b-values (s/mm^2), one per volume"},
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
+    {"grad", "FILE", NULL, DM_GRAD_HELP},
     {"mask", "FILE", NULL, "3D mask on the data's grid: deconvolve where non-zero (default: all)"},
     {"out", "DIR", NULL, "output folder (replaced whole when it is dimoc's)"},
     {"format", "LIST", NULL, DM_FORMAT_HELP},
@@ -70,21 +73,23 @@ static const dm_opt csd_opts[] = {
 
 int dm_help_response(FILE *out)
 {
-    dm_args_help(out, "dimoc response --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
-                 "Estimates response functions as MRtrix's dwi2response does and writes them in\n"
-                 "its text format (wm_response.txt; with dhollander also gm_response.txt and\n"
-                 "csf_response.txt: one row per shell of zonal SH coefficients l = 0, 2, ..,\n"
-                 "b-values in a '# Shells:' comment), the voxels they came from\n"
-                 "(wm_voxels.nii.gz, ...) and provenance.json.  Single-shell data gives a\n"
-                 "one-row response of the diffusion-weighted shell, as MRtrix's.",
-                 response_opts);
+    dm_args_help(
+        out,
+        "dimoc response --data F [--bvals F --bvecs F | --grad F] [--mask F] --out DIR [options]",
+        "Estimates response functions as MRtrix's dwi2response does and writes them in\n"
+        "its text format (wm_response.txt; with dhollander also gm_response.txt and\n"
+        "csf_response.txt: one row per shell of zonal SH coefficients l = 0, 2, ..,\n"
+        "b-values in a '# Shells:' comment), the voxels they came from\n"
+        "(wm_voxels.nii.gz, ...) and provenance.json.  Single-shell data gives a\n"
+        "one-row response of the diffusion-weighted shell, as MRtrix's.",
+        response_opts);
     return 0;
 }
 
 int dm_help_csd(FILE *out)
 {
     dm_args_help(
-        out, "dimoc csd --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
+        out, "dimoc csd --data F [--bvals F --bvecs F | --grad F] [--mask F] --out DIR [options]",
         "Constrained spherical deconvolution: in every voxel the FOD (real SH in MRtrix's\n"
         "basis, order and world frame) whose convolution with the response best fits the\n"
         "signal, kept non-negative on MRtrix's 300 directions (or --directions), with\n"
@@ -100,11 +105,12 @@ int dm_help_csd(FILE *out)
     return 0;
 }
 
-/* The four inputs every CSD command needs, and no positional arguments. */
+/* The inputs every CSD command needs (the gradient table may be the data's own), and no
+ * positional arguments. */
 static int check_required(const char *cmd, const dm_args *a, const dm_opt *opts)
 {
-    static const char *const required[] = {"data", "bvals", "bvecs", "out"};
-    for (int i = 0; i < 4; i++)
+    static const char *const required[] = {"data", "out"};
+    for (int i = 0; i < 2; i++)
         if (!dm_arg(a, opts, required[i]))
             return dm_set_error("%s: --%s is required (see 'dimoc help %s')", cmd, required[i],
                                 cmd);
@@ -130,8 +136,8 @@ static int check_algorithm(const char *cmd, const char *name)
     return dm_set_error("%s: --algorithm must be tournier, dhollander or fa, not '%s'", cmd, name);
 }
 
-static const char *const inputs[] = {"data",     "bvals",      "bvecs", "mask",
-                                     "response", "directions", NULL};
+static const char *const inputs[] = {"data", "bvals",    "bvecs",      "grad",
+                                     "mask", "response", "directions", NULL};
 
 int dm_cmd_response(int argc, char **argv)
 {
@@ -153,6 +159,7 @@ int dm_cmd_response(int argc, char **argv)
     o.data = dm_arg(&a, response_opts, "data");
     o.bvals = dm_arg(&a, response_opts, "bvals");
     o.bvecs = dm_arg(&a, response_opts, "bvecs");
+    o.grad = dm_arg(&a, response_opts, "grad");
     o.mask = dm_arg(&a, response_opts, "mask");
     o.out = dm_arg(&a, response_opts, "out");
     o.threads = (int)threads;
@@ -202,6 +209,7 @@ int dm_cmd_csd(int argc, char **argv)
     o.data = dm_arg(&a, csd_opts, "data");
     o.bvals = dm_arg(&a, csd_opts, "bvals");
     o.bvecs = dm_arg(&a, csd_opts, "bvecs");
+    o.grad = dm_arg(&a, csd_opts, "grad");
     o.mask = dm_arg(&a, csd_opts, "mask");
     o.out = dm_arg(&a, csd_opts, "out");
     o.response = dm_arg(&a, csd_opts, "response");

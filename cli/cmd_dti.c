@@ -2,6 +2,7 @@
  * maps named as FSL's dtifit names them. */
 #include "args.h"
 #include "io/formats.h"
+#include "io/gradients.h"
 #include "cli.h"
 #include "dti/dti_maps.h"
 #include "util/error.h"
@@ -11,9 +12,10 @@
 #include <string.h>
 
 static const dm_opt dti_opts[] = {
-    {"data", "FILE", NULL, "4D diffusion-weighted image (NIfTI)"},
+    {"data", "FILE", NULL, "4D diffusion-weighted image (NIfTI, or MRtrix .mif/.mif.gz)"},
     {"bvals", "FILE", NULL, "FSL b-values (s/mm^2), one per volume"},
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
+    {"grad", "FILE", NULL, DM_GRAD_HELP},
     {"mask", "FILE", NULL, "3D mask on the data's grid: fit where non-zero (default: every voxel)"},
     {"out", "DIR", NULL, "output folder (created when missing)"},
     {"format", "LIST", NULL, DM_FORMAT_HELP},
@@ -37,7 +39,7 @@ static const dm_opt dti_opts[] = {
 int dm_help_dti(FILE *out)
 {
     dm_args_help(
-        out, "dimoc dti --data F --bvals F --bvecs F [--mask F] --out DIR [options]",
+        out, "dimoc dti --data F [--bvals F --bvecs F | --grad F] [--mask F] --out DIR [options]",
         "Fits the diffusion tensor log S = log S0 - b g'Dg in every voxel by linear least\n"
         "squares, as FSL's dtifit --wls and DIPY's TensorModel(fit_method='WLS') do, and\n"
         "writes FSL's names: V1 V2 V3 (eigenvectors, 3 volumes each, in the frame of the\n"
@@ -97,9 +99,9 @@ int dm_cmd_dti(int argc, char **argv)
     dm_dti_maps maps = {0};
     dm_dti_settings settings = {0};
     const char *out = dm_arg(&a, dti_opts, "out");
-    const char *required[] = {"data", "bvals", "bvecs", "out"};
+    const char *required[] = {"data", "out"};
     long threads = 0;
-    for (int i = 0; i < 4 && rc == 0; i++)
+    for (int i = 0; i < 2 && rc == 0; i++)
         if (!dm_arg(&a, dti_opts, required[i]))
             rc = dm_set_error("dti: --%s is required (see 'dimoc help dti')", required[i]);
     if (rc == 0 && a.npositional)
@@ -110,13 +112,13 @@ int dm_cmd_dti(int argc, char **argv)
     settings.threads = (int)threads;
     settings.sse = dm_arg_given(&a, dti_opts, "sse");
 
-    static const char *const inputs[] = {"data", "bvals", "bvecs", "mask", NULL};
+    static const char *const inputs[] = {"data", "bvals", "bvecs", "grad", "mask", NULL};
     dm_provenance prov;
     dm_provenance_begin(&prov, "dti");
     dm_provenance_args(&prov, &a, dti_opts, inputs);
     if ((rc = dm_dti_image_read(&im, dm_arg(&a, dti_opts, "data"), dm_arg(&a, dti_opts, "bvals"),
-                                dm_arg(&a, dti_opts, "bvecs"), dm_arg(&a, dti_opts, "mask"))) !=
-            0 ||
+                                dm_arg(&a, dti_opts, "bvecs"), dm_arg(&a, dti_opts, "grad"),
+                                dm_arg(&a, dti_opts, "mask"))) != 0 ||
         (rc = parse_settings(&a, &settings)) != 0 ||
         (rc = dm_dti_maps_fit(&im, &settings, &maps)) != 0 ||
         (rc = dm_dti_maps_write(&maps, &im.data, out, dm_arg(&a, dti_opts, "prefix"),

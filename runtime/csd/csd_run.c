@@ -178,7 +178,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
             if (dm_response_read(rpath[t], &resp[t]) != 0) goto done;
     }
     if (dm_csd_dirs_read(o->directions, &dirs) != 0) goto done;
-    if (dm_dwi_read(&d, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
+    if (dm_dwi_read_grad(&d, o->data, o->bvals, o->bvecs, o->grad, o->mask) != 0) goto done;
     t_load = dm_now_seconds() - t0;
 
     t0 = dm_now_seconds();
@@ -377,7 +377,7 @@ int dm_response_command(const dm_response_options *o, dm_provenance *prov)
     dm_response_set est = {0};
     dm_outdir od = {0};
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
-    if (dm_dwi_read(&d, o->data, o->bvals, o->bvecs, o->mask) != 0) goto done;
+    if (dm_dwi_read_grad(&d, o->data, o->bvals, o->bvecs, o->grad, o->mask) != 0) goto done;
     double t0 = dm_now_seconds();
     if (dm_response_estimate(&d, o->algorithm, o->lmax, o->threads, &est) != 0) goto done;
     double secs = dm_now_seconds() - t0;

@@ -9,6 +9,7 @@
 
 typedef struct dm_csd_options {
     const char *data, *bvals, *bvecs, *mask, *out;
+    const char *grad;       /* MRtrix b-table instead of bvals/bvecs (io/gradients.h), or NULL */
     int lmax;               /* of the WM FOD (even); -1: 8, or the WM response's if lower */
     const char *response;   /* comma-separated response files (WM[,GM[,CSF]]); NULL: estimate */
     const char *algorithm;  /* response estimation when none is given: NULL = by the shells */
@@ -30,6 +31,7 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov);
 
 typedef struct dm_response_options {
     const char *data, *bvals, *bvecs, *mask, *out;
+    const char *grad;      /* MRtrix b-table instead of bvals/bvecs (io/gradients.h), or NULL */
     const char *algorithm; /* tournier, dhollander or fa */
     int lmax;              /* of the WM response */
     int threads;

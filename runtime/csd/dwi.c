@@ -1,8 +1,8 @@
 /* Reading a diffusion-weighted image for CSD (dwi.h). */
 #include "csd/dwi.h"
 
+#include "io/gradients.h"
 #include "io/space.h"
-#include "io/textio.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -47,6 +47,12 @@ int dm_shells_group(int n, const double *b, double eps, double *shell_b, int *co
 
 int dm_dwi_read(dm_dwi *d, const char *data, const char *bvals, const char *bvecs, const char *mask)
 {
+    return dm_dwi_read_grad(d, data, bvals, bvecs, NULL, mask);
+}
+
+int dm_dwi_read_grad(dm_dwi *d, const char *data, const char *bvals, const char *bvecs,
+                     const char *grad, const char *mask)
+{
     memset(d, 0, sizeof *d);
     d->data_path = data;
     d->mask_path = mask;
@@ -54,7 +60,12 @@ int dm_dwi_read(dm_dwi *d, const char *data, const char *bvals, const char *bvec
     if (dm_volume_read(data, &d->data) != 0) return -1;
     if (d->data.nt < 2)
         return dm_set_error("%s: a 3D image; CSD needs the 4D diffusion-weighted data", data);
-    if (dm_read_bvals_bvecs(bvals, bvecs, d->data.nt, &d->bval, &g, &d->nvol) != 0) return -1;
+    const dm_grad_files grads = {bvals, bvecs, grad};
+    const char *table = NULL;
+    if (dm_read_gradients(&grads, &d->data, data, &d->bval, &g, &table) != 0) return -1;
+    d->nvol = d->data.nt;
+    if (!bvecs) bvecs = table; /* for messages: the file the table came from */
+    if (!bvals) bvals = table;
     if (mask) {
         if (dm_volume_read(mask, &d->mask) != 0) goto fail;
         if (d->mask.nt > 1) {

@@ -34,6 +34,10 @@ typedef struct dm_dwi {
  * -1 with dm_last_error() naming the file at fault; dm_dwi_free() in either case. */
 int dm_dwi_read(dm_dwi *d, const char *data, const char *bvals, const char *bvecs,
                 const char *mask);
+/* The same with the table from the first source given (io/gradients.h): FSL bvals and bvecs,
+ * else an MRtrix b-table `grad`, else a .mif's dw_scheme (NULL for those not given). */
+int dm_dwi_read_grad(dm_dwi *d, const char *data, const char *bvals, const char *bvecs,
+                     const char *grad, const char *mask);
 void dm_dwi_free(dm_dwi *d);
 
 /* Groups b-values into shells as MRtrix does: b <= DM_BZERO_MAX is b = 0; the others, in

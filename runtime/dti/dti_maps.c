@@ -1,8 +1,8 @@
 /* The tensor fit of a whole image: inputs read and checked, voxels fitted in parallel, maps
  * written with FSL's names. */
 #include "dti/dti_maps.h"
+#include "io/gradients.h"
 #include "io/space.h"
-#include "io/textio.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -24,24 +24,24 @@ static int in_mask(const dm_volume *mask, size_t v)
 }
 
 int dm_dti_image_read(dm_dti_image *im, const char *data, const char *bvals, const char *bvecs,
-                      const char *mask)
+                      const char *grad, const char *mask)
 {
     memset(im, 0, sizeof *im);
     im->mask_path = mask;
-    int nvol = 0;
     if (dm_volume_read(data, &im->data) != 0) return -1;
     if (im->data.nt < 7)
         return dm_set_error("%s: %d volume%s; a tensor fit needs a 4D image of at least 7", data,
                             im->data.nt, im->data.nt == 1 ? "" : "s");
-    if (dm_read_bvals_bvecs(bvals, bvecs, im->data.nt, &im->bvals, &im->bvecs, &nvol) != 0)
-        return -1;
+    const dm_grad_files grads = {bvals, bvecs, grad};
+    const char *table = NULL;
+    if (dm_read_gradients(&grads, &im->data, data, &im->bvals, &im->bvecs, &table) != 0) return -1;
     if (mask && dm_volume_read(mask, &im->mask) != 0) return -1;
     if (mask && im->mask.nt > 1)
         return dm_set_error("%s: a 4D image (%dx%dx%dx%d); a mask is 3D", mask, im->mask.nx,
                             im->mask.ny, im->mask.nz, im->mask.nt);
     if (mask && dm_volume_check_same_space(&im->mask, mask, &im->data, data) != 0) return -1;
     if (dm_dti_protocol_init(&im->proto, im->data.nt, im->bvals, im->bvecs) != 0)
-        return dm_set_error("%s: %s", bvecs, dm_last_error());
+        return dm_set_error("%s: %s", bvecs ? bvecs : table, dm_last_error());
     return 0;
 }
 

@@ -38,11 +38,12 @@ typedef struct dm_dti_image {
     double *bvals, *bvecs;
 } dm_dti_image;
 
-/* Reads the 4D data, FSL bvals and bvecs, and the mask (path NULL: none) and builds the
- * protocol; every input is checked before anything is fitted.  0, or -1 with dm_last_error()
- * naming the file at fault.  dm_dti_image_free() in either case. */
+/* Reads the 4D data, its gradient table (FSL bvals and bvecs, else an MRtrix b-table `grad`,
+ * else a .mif's dw_scheme: io/gradients.h; NULL for those not given) and the mask (path NULL:
+ * none) and builds the protocol; every input is checked before anything is fitted.  0, or -1
+ * with dm_last_error() naming the file at fault.  dm_dti_image_free() in either case. */
 int dm_dti_image_read(dm_dti_image *im, const char *data, const char *bvals, const char *bvecs,
-                      const char *mask);
+                      const char *grad, const char *mask);
 void dm_dti_image_free(dm_dti_image *im);
 
 typedef struct dm_dti_settings {
