@@ -1,6 +1,7 @@
 /* dimoc fit: the command line of the fitting library. */
 #include "args.h"
 #include "io/formats.h"
+#include "io/gradients.h"
 #include "cli.h"
 #include "util/cmdline.h"
 #include "util/error.h"
@@ -10,10 +11,12 @@
 #include <string.h>
 
 static const dm_opt fit_opts[] = {
-    {"data", "FILE", NULL, "4D diffusion data (NIfTI-1/2, .nii or .nii.gz)"},
+    {"data", "FILE", NULL,
+     "4D diffusion data (NIfTI-1/2, .nii or .nii.gz, or MRtrix .mif/.mif.gz)"},
     {"mask", "FILE", NULL, "3D mask: fit the voxels where it is non-zero (default: every voxel)"},
     {"bvals", "FILE", NULL, "FSL b-values (one row or column; s/mm^2)"},
     {"bvecs", "FILE", NULL, "FSL gradient directions (3 rows or 3 columns)"},
+    {"grad", "FILE", NULL, DM_GRAD_HELP},
     {"out", "DIR", NULL, "output folder (created if needed)"},
     {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"method", "LIST", "lm",
@@ -179,6 +182,7 @@ static int read_first_section(const dm_args *a, dm_fit_request *r)
     r->mask = dm_arg(a, fit_opts, "mask");
     r->bvals = dm_arg(a, fit_opts, "bvals");
     r->bvecs = dm_arg(a, fit_opts, "bvecs");
+    r->grad = dm_arg(a, fit_opts, "grad");
     r->init_from = dm_arg(a, fit_opts, "init-from");
     r->voxel = dm_arg(a, fit_opts, "voxel");
     r->measure = dm_arg(a, fit_opts, "measure");

@@ -11,6 +11,7 @@
 
 typedef struct dm_fit_request {
     const char *model, *data, *mask, *bvals, *bvecs, *out;
+    const char *grad;               /* MRtrix b-table (io/gradients.h), or NULL */
     const char *methods;            /* "lm", "grid,lm,mcmc", ... */
     const char *grid;               /* "f1=0,0.5,1;kappa=0:4:32" (';' or repeated) */
     const char *fixed;              /* "S0,d" */

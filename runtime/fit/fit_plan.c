@@ -4,6 +4,7 @@
 #include "fit/fit_starts.h"
 #include "util/fsutil.h"
 #include "io/space.h"
+#include "io/gradients.h"
 #include "io/scheme_file.h"
 #include "io/textio.h"
 
@@ -163,10 +164,14 @@ static int read_scheme_measures(const dm_model_info *mi, const char *scheme, int
     return rc;
 }
 
-int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
-                          const char *measure_spec, const char *scheme, int nvol, double **meas_out,
-                          double **bvals_out)
+/* dm_build_measurements, with the gradient table from the first source given (io/gradients.h)
+ * when `data` (read from data_path) is given; from FSL's files alone without it. */
+static int build_measurements(const dm_model_info *mi, const dm_grad_files *grads,
+                              const dm_volume *data, const char *data_path,
+                              const char *measure_spec, const char *scheme, int nvol,
+                              double **meas_out, double **bvals_out)
 {
+    const char *bvals = grads->bvals, *bvecs = grads->bvecs;
     if (for_each_item(measure_spec, "--measure", known_measure, (void *)mi) != 0) return -1;
     int W = mi->measure_width;
     double *meas = calloc((size_t)nvol * (W ? W : 1), sizeof *meas);
@@ -181,17 +186,21 @@ int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char
     }
     if (bvals_out) *bvals_out = NULL;
     if (need_bv) {
-        if (!bvals || !bvecs) {
+        if (!data && (!bvals || !bvecs)) {
             free(meas);
             return dm_set_error("model '%s' reads b-values and gradient directions: give --bvals "
                                 "and --bvecs",
                                 mi->name);
         }
         int n, reads_b = 0, reads_g = 0;
-        if (dm_read_bvals_bvecs(bvals, bvecs, nvol, &b, &g, &n) != 0) {
+        const char *table = NULL;
+        if (data ? dm_read_gradients(grads, data, data_path, &b, &g, &table)
+                 : dm_read_bvals_bvecs(bvals, bvecs, nvol, &b, &g, &n)) {
             free(meas);
             return -1;
         }
+        if (!bvals) bvals = table; /* for messages: where the table came from */
+        if (!bvecs) bvecs = table;
         for (int i = 0; i < mi->nmeasures; i++) {
             reads_b |= mi->measures[i].source == DM_SRC_BVALS;
             reads_g |= mi->measures[i].source == DM_SRC_BVECS;
@@ -514,6 +523,15 @@ static void clamp_starts(dm_problem *p)
                 dm_fit_clamp_start(&mi->params[k], p->start[i * mi->nparams + k]);
 }
 
+int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
+                          const char *measure_spec, const char *scheme, int nvol, double **meas_out,
+                          double **bvals_out)
+{
+    const dm_grad_files grads = {bvals, bvecs, NULL};
+    return build_measurements(mi, &grads, NULL, NULL, measure_spec, scheme, nvol, meas_out,
+                              bvals_out);
+}
+
 int dm_problem_load(const dm_fit_request *r, dm_problem *p)
 {
     memset(p, 0, sizeof *p);
@@ -528,8 +546,9 @@ int dm_problem_load(const dm_fit_request *r, dm_problem *p)
                             r->data, p->data.nx, p->data.ny, p->data.nz);
     p->M = p->data.nt;
     p->nvox = DM_NVOX(&p->data);
-    if (dm_build_measurements(mi, r->bvals, r->bvecs, r->measure, r->scheme, p->M, &p->meas,
-                              &p->bvals) != 0)
+    const dm_grad_files grads = {r->bvals, r->bvecs, r->grad};
+    if (build_measurements(mi, &grads, &p->data, r->data, r->measure, r->scheme, p->M, &p->meas,
+                           &p->bvals) != 0)
         return -1;
 
     /* The voxels to fit: the mask's non-zero voxels, or every voxel. */
@@ -574,7 +593,8 @@ int dm_problem_load(const dm_fit_request *r, dm_problem *p)
                                                  : DM_STATUS_FITTED;
     }
     memcpy(p->status, p->status_data, p->nvox);
-    if (p->bvals && check_b_scale(p, r->bvals) != 0) return -1;
+    if (p->bvals && check_b_scale(p, r->bvals ? r->bvals : r->grad ? r->grad : r->data) != 0)
+        return -1;
     /* Per-voxel inputs: defaults, then --voxel maps. */
     for (int i = 0; i < mi->nvoxels; i++) {
         const dm_voxel_info *x = &mi->voxels[i];
