@@ -27,6 +27,7 @@ int dm_cmd_connectome(int argc, char **argv);
 int dm_cmd_commit(int argc, char **argv);
 int dm_cmd_merge(int argc, char **argv);
 int dm_cmd_warm(int argc, char **argv);
+int dm_cmd_mask(int argc, char **argv);
 
 /* `dimoc help CMD` text of the commands that take options; 0 when CMD is known. */
 int dm_help_check(FILE *out);
@@ -51,6 +52,7 @@ int dm_help_connectome(FILE *out);
 int dm_help_commit(FILE *out);
 int dm_help_merge(FILE *out);
 int dm_help_warm(FILE *out);
+int dm_help_mask(FILE *out);
 /* `dimoc help pipeline NAME`: the pipeline's usage and options; 1 (error printed) when there
  * is no pipeline NAME. */
 int dm_help_pipeline_named(FILE *out, const char *name);

@@ -32,6 +32,8 @@ const dm_command dm_commands[] = {
      "compare fitted maps with the truth, as a table", dm_cmd_compare, dm_help_compare},
     {"dti", NULL, "data", "dti --data .. --out DIR",
      "linear (weighted least squares) tensor fit, FSL dtifit names", dm_cmd_dti, dm_help_dti},
+    {"mask", NULL, "data", "mask --data .. --out MASK",
+     "a brain mask from the DWI itself (MRtrix's dwi2mask)", dm_cmd_mask, dm_help_mask},
     {"angles", NULL, "data", "angles V1.nii.gz --out DIR",
      "directions as th, ph (and psi) maps, to start a fit from", dm_cmd_angles, dm_help_angles},
     {"response", NULL, "data", "response --data .. --out DIR",

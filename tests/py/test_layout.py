@@ -66,13 +66,15 @@ ALLOWED = {
     # peaks are given, clusters the streamlines (--blur-clust-thr), saves a part's dictionary
     "runtime/commit_run": {"runtime/commit", "runtime/cluster", "runtime/csd", "runtime/dti", "runtime/io",
                            "runtime/util", "runtime/gpu", "runtime/streamline"},
+    # a brain mask from the DWI itself (dwi2mask): reads the DWI as CSD does (csd/dwi.h)
+    "runtime/mask": {"runtime/csd", "runtime/io", "runtime/util"},
     # a job's parts (--part K/N, the manifest the wings write) and joining them: NIfTI bytes,
     # .tck files; a pipeline on SLURM (job scripts, sbatch/squeue/sacct as child processes)
     "runtime/cluster": {"runtime/io", "runtime/util"},
     "cli": {"runtime/cluster", "runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
             "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "runtime/commit",
-            "runtime/commit_run", "compiler"},
+            "runtime/commit_run", "runtime/mask", "compiler"},
 }
 
 
