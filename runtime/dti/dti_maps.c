@@ -3,6 +3,7 @@
 #include "dti/dti_maps.h"
 #include "io/gradients.h"
 #include "io/space.h"
+#include "io/textio.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -34,7 +35,9 @@ int dm_dti_image_read(dm_dti_image *im, const char *data, const char *bvals, con
                             im->data.nt, im->data.nt == 1 ? "" : "s");
     const dm_grad_files grads = {bvals, bvecs, grad};
     const char *table = NULL;
-    if (dm_read_gradients(&grads, &im->data, data, &im->bvals, &im->bvecs, &table) != 0) return -1;
+    if (dm_read_gradients(&grads, &im->data, data, &im->bvals, &im->bvecs, &table) != 0 ||
+        dm_check_directed(bvecs ? bvecs : table, im->data.nt, im->bvals, im->bvecs) != 0)
+        return -1;
     if (mask && dm_volume_read(mask, &im->mask) != 0) return -1;
     if (mask && im->mask.nt > 1)
         return dm_set_error("%s: a 4D image (%dx%dx%dx%d); a mask is 3D", mask, im->mask.nx,
@@ -148,8 +151,9 @@ int dm_dti_maps_write(const dm_dti_maps *m, const dm_volume *like, const char *d
             continue;
         char name[512];
         snprintf(name, sizeof name, "%s%s.nii.gz", pre, dm_dti_map_names[k]);
-        char *path = dm_path_join(od.path, name);
-        rc = dm_volume_write(path, like, dm_dti_map_volumes[k], m->map[k], DM_OUT_FLOAT32);
+        char *path = dm_volume_output_path(od.path, name);
+        rc = path ? dm_volume_write(path, like, dm_dti_map_volumes[k], m->map[k], DM_OUT_FLOAT32)
+                  : dm_set_error("out of memory");
         free(path);
     }
     if (rc == 0) {

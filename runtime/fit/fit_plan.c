@@ -103,7 +103,8 @@ static int known_measure(void *ctx, const char *name, const char *values)
 }
 
 /* A protocol without diffusion weighting: every b-value 0, or every direction of a b>0
- * volume 0 0 0.  Either leaves nothing to fit; both are errors (docs/fitting.md). */
+ * volume 0 0 0.  Either leaves nothing to fit; both are errors (docs/fitting.md), as is a
+ * direction 0 0 0 at b > 10 for a model that reads the directions. */
 static int check_weighting(const char *bvals, const char *bvecs, const double *b, const double *g,
                            int nvol, int reads_b, int reads_g)
 {
@@ -120,7 +121,8 @@ static int check_weighting(const char *bvals, const char *bvecs, const double *b
         return dm_set_error("%s: every direction is 0 0 0 (%d volume%s with b > 0): no gradient "
                             "direction to fit",
                             bvecs, weighted, weighted == 1 ? "" : "s");
-    return 0;
+    /* some 0 0 0 at b > 10: a model of directions would fit them as a b = 0 measurement */
+    return reads_g ? dm_check_directed(bvecs, nvol, b, g) : 0;
 }
 
 /* The measures read from scheme columns into meas (nvol rows of stride values).  Every such
@@ -412,9 +414,7 @@ static int set_voxel(void *ctx, const char *name, const char *value)
 /* The map of parameter k in an --init-from folder (malloc'd path). */
 static char *init_map_path(const dm_problem *p, const char *dir, int k)
 {
-    char name[128];
-    snprintf(name, sizeof name, "%s.nii.gz", p->mi.params[k].name);
-    return dm_path_join(dir, name);
+    return dm_volume_find(dir, p->mi.params[k].name);
 }
 
 static int note_init_name(void *ctx, const char *name, const char *value)

@@ -200,15 +200,13 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
     }
     /* Directions of diffusion-weighted volumes must be unit vectors; some scanners and tools
      * write them rounded or scaled.  b=0 directions are left as they are (often 0 0 0). */
-    int fixed = 0, first_fixed = -1, zero_dirs = 0, first_zero = -1;
+    int fixed = 0, first_fixed = -1;
     double first_norm = 0;
     for (int i = 0; i < nb; i++) {
         if (bv[i] <= 0) continue;
         double *v = gv + 3 * i;
         double norm = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-        if (norm == 0) {
-            if (zero_dirs++ == 0) first_zero = i;
-        } else if (fabs(1 - norm) > 0.01) {
+        if (norm != 0 && fabs(1 - norm) > 0.01) {
             if (fixed++ == 0) {
                 first_fixed = i;
                 first_norm = norm;
@@ -220,14 +218,23 @@ int dm_read_bvals_bvecs(const char *bvals_path, const char *bvecs_path, int nvol
         dm_warn("%s: %d direction%s of b>0 not of unit length (first: volume %d, length %.4g); "
                 "normalised",
                 bvecs_path, fixed, fixed > 1 ? "s" : "", first_fixed, first_norm);
-    int weighted = 0;
-    for (int i = 0; i < nb; i++) weighted += bv[i] > 0;
-    if (zero_dirs && zero_dirs < weighted) /* all of them: the caller says what that means */
-        dm_warn("%s: %d volume%s with b>0 but direction 0 0 0 (first: volume %d)", bvecs_path,
-                zero_dirs, zero_dirs > 1 ? "s" : "", first_zero);
     *b = bv;
     *g = gv;
     if (nread) *nread = nb;
+    return 0;
+}
+
+int dm_check_directed(const char *path, int n, const double *b, const double *g)
+{
+    for (int i = 0; i < n; i++) {
+        if (!(b[i] > 10)) continue;
+        const double *v = g + 3 * i;
+        double len = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        if (!(len > 0.5 && len < 1.5))
+            return dm_set_error("%s: direction %d has length %g at b = %g; a diffusion-weighted "
+                                "measurement needs a unit direction",
+                                path, i + 1, len, b[i]);
+    }
     return 0;
 }
 

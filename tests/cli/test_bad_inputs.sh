@@ -182,10 +182,11 @@ for row in "${CASES[@]}"; do
     rm -rf "$w"
 done
 
-# Not errors: a protocol without b=0 warns and fits; help exists for every command.
+# Not errors: a protocol without b=0 (its b=0 volumes made b=1000, with a direction) warns and fits;
+# help exists for every command.
 w=$(mktemp -d "$T/case.XXXXXX")
 "$PY" -c "import numpy as np; b = np.loadtxt('$FX/bvals'); np.savetxt('$w/bvals', np.where(b == 0, 1000, b)[None], fmt='%g')"
-err=$("$DIMOC" fit ball_1_stick --quiet --data "$FX/dwi.nii.gz" --bvals "$w/bvals" --bvecs "$FX/bvecs" \
+err=$("$DIMOC" fit ball_1_stick --quiet --data "$FX/dwi.nii.gz" --bvals "$w/bvals" --bvecs "$FX/bvecs_nob0" \
     --out "$w/out" 2>&1 >/dev/null)
 rc=$?
 if [ $rc -eq 0 ] && [[ "$err" == *"no b=0 volume (the smallest b-value is 1000)"* ]]; then

@@ -16,7 +16,7 @@ from dipy.io import read_bvals_bvecs
 from dipy.reconst.dti import TensorModel
 from dipy.segment.mask import median_otsu
 
-from dmtest import angle_deg, check, dimoc, finish, load, save, workdir
+from dmtest import angle_deg, check, check_refused, dimoc, finish, load, save, workdir
 
 MAPS = ["V1", "V2", "V3", "L1", "L2", "L3", "FA", "MD", "MO", "S0"]
 
@@ -144,6 +144,32 @@ def errors(d, data, bvals, bvecs, mask):
     rc, _, err = dimoc("dti", "--data", data, "--bvals", bvals, "--bvecs", bvecs, "--mask", other,
                        "--out", out, expect_ok=False)
     check("error-mask-grid", rc != 0 and "other_mask" in err and not os.path.exists(out), err.strip())
+    # a diffusion-weighted volume without a direction: refused by dti and by a model that reads
+    # the directions, in one line naming the bvecs file and the volume; an isotropic model fits
+    b = np.loadtxt(bvals).ravel()
+    g = np.loadtxt(bvecs)
+    g = g if g.shape[0] == 3 else g.T
+    k = int(np.argmax(b > 10))
+    g[:, k] = 0
+    zero = os.path.join(d, "zero_dir.bvecs")
+    np.savetxt(zero, g, fmt="%.17g")
+    words = f"zero_dir.bvecs: direction {k + 1} has length 0 at b = {b[k]:g}"
+    check_refused("error-zero-direction-at-b", dimoc("dti", "--data", data, "--bvals", bvals, "--bvecs", zero,
+                                                     "--out", out, expect_ok=False), words, out)
+    check_refused("error-zero-direction-fit-dti-model",
+                  dimoc("fit", "dti", "--data", data, "--bvals", bvals, "--bvecs", zero, "--mask", mask, "--out", out,
+                        expect_ok=False), words, out)
+    iso = {}
+    for name, vecs in (("zero", zero), ("clean", bvecs)):
+        iso[name] = os.path.join(d, f"ivim_{name}")
+        iso[name + "_run"] = dimoc("fit", "ivim", "--data", data, "--bvals", bvals, "--bvecs", vecs, "--mask", mask,
+                                   "--out", iso[name], expect_ok=False)
+    rc, _, err = iso["zero_run"]
+    same = rc == 0 and iso["clean_run"][0] == 0 and all(
+        np.array_equal(load(os.path.join(iso["zero"], f)), load(os.path.join(iso["clean"], f)))
+        for f in os.listdir(iso["clean"]) if f.endswith(".nii.gz"))
+    check("zero-direction-isotropic-model-fits", same and "zero_dir" not in err,
+          f"rc {rc}: {err.strip()[-300:]}; maps as with the clean bvecs: {same}")
     rc, help_text, _ = dimoc("help", "dti")
     opts = ["--data", "--bvals", "--bvecs", "--mask", "--out", "--method", "--min-signal",
             "--min-diffusivity", "--prefix", "--save-tensor", "--sse", "--threads"]
