@@ -109,7 +109,7 @@ static int write_map(const char *dir, const char *name, const dm_dwi *w, const d
     double *img = calloc(nvox, sizeof *img);
     if (!img) return dm_set_error("commit: out of memory for the maps");
     for (long v = 0; value && v < d->nvox; v++) img[d->vox[v]] = value[v];
-    char *path = dm_path_join(dir, name);
+    char *path = dm_volume_output_path(dir, name);
     int rc = path ? dm_volume_write(path, &w->data, 1, img, DM_OUT_FLOAT32) : -1;
     free(path);
     free(img);

@@ -26,7 +26,7 @@ static int write_map(const dm_outdir *od, const char *name, const dm_dwi *d, con
 {
     size_t nall = DM_NVOX(&d->data);
     double *img = calloc(nall * (size_t)nt, sizeof *img);
-    char *path = dm_path_join(od->path, name);
+    char *path = dm_volume_output_path(od->path, name);
     int rc = -1;
     if (img && path) {
         for (size_t i = 0; i < d->nvox; i++)
@@ -47,7 +47,7 @@ static int write_bytes(const dm_outdir *od, const char *name, const dm_dwi *d,
 {
     size_t nall = DM_NVOX(&d->data);
     double *img = malloc(nall * sizeof *img);
-    char *path = dm_path_join(od->path, name);
+    char *path = dm_volume_output_path(od->path, name);
     int rc = -1;
     if (img && path) {
         for (size_t v = 0; v < nall; v++) img[v] = bytes[v];
@@ -65,7 +65,7 @@ static int write_response(const dm_outdir *od, const char *tissue, const dm_resp
 {
     char name[64];
     snprintf(name, sizeof name, "%s_response.txt", tissue);
-    char *path = dm_path_join(od->path, name);
+    char *path = dm_volume_output_path(od->path, name);
     int rc = path ? dm_response_write(path, r, history) : dm_set_error("out of memory");
     free(path);
     return rc;

@@ -102,7 +102,7 @@ int dm_peaks_find(const dm_fod_image *im, const dm_peaks_settings *s, dm_peaks_m
 static int write_map(const char *dir, const char *name, const dm_volume *like, int nt,
                      const double *data)
 {
-    char *path = dm_path_join(dir, name);
+    char *path = dm_volume_output_path(dir, name);
     int rc = path ? dm_volume_write(path, like, nt, data, DM_OUT_FLOAT32)
                   : dm_set_error("out of memory");
     free(path);

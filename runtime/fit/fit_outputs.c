@@ -24,8 +24,11 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
     }
     char file[256];
     snprintf(file, sizeof file, "%s.nii.gz", name);
-    char *path = dm_path_join(dir, file);
-    int rc = dm_volume_write(path, &p->data, nt, vol, type);
+    char *path = dm_volume_output_path(dir, file);
+    /* the predicted signal of a .mif's measurements carries their gradient table */
+    const double *dw =
+        !strcmp(name, "predicted") && p->data.dw_rows == nt ? p->data.dw_scheme : NULL;
+    int rc = path ? dm_volume_write_dwi(path, &p->data, nt, vol, type, dw) : -1;
     free(path);
     free(vol);
     return rc;
@@ -75,7 +78,7 @@ static double *queue_map(map_queue *q, const char *name, int nt, size_t count)
 static void write_job(const char *dir, const dm_problem *p, map_job *j, int type)
 {
     if (j->full_grid) {
-        char *path = dm_path_join(dir, "status.nii.gz");
+        char *path = dm_volume_output_path(dir, "status.nii.gz");
         j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
         free(path);
     } else {

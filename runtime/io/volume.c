@@ -12,6 +12,7 @@
  * cannot report a full disk; here every write and the final close are checked, the file is
  * written under a temporary name and renamed into place only when whole. */
 #include "io/volume.h"
+#include "io/formats.h"
 #include "io/gz_blocks.h"
 #include "io/mif.h"
 #include "io/bigalloc.h"
@@ -706,6 +707,32 @@ int dm_volume_write_affine(const char *path, int nx, int ny, int nz, const doubl
     memset(&geometry, 0, sizeof geometry);
     if (geometry_from_affine(path, &geometry, vox2world) != 0) return -1;
     return write_image(path, &geometry, 1.0, nx, ny, nz, 1, data, type, NULL);
+}
+
+char *dm_volume_output_path(const char *dir, const char *name)
+{
+    char *joined = dm_path_join(dir, name);
+    char *path = joined ? dm_image_output_name(joined) : NULL;
+    free(joined);
+    return path;
+}
+
+char *dm_volume_find(const char *dir, const char *stem)
+{
+    char *base = dm_path_join(dir, stem);
+    if (!base) return NULL;
+    const char *chosen = dm_image_format_ext(dm_image_format_chosen());
+    const char *const endings[] = {chosen, ".nii.gz", ".nii", ".mif", ".mif.gz"};
+    size_t n = strlen(base);
+    char *path = malloc(n + 8);
+    for (int i = 0; path && i < 5; i++) {
+        memcpy(path, base, n);
+        strcpy(path + n, endings[i]);
+        if (access(path, F_OK) == 0) break;
+        if (i == 4) strcpy(path + n, chosen);
+    }
+    free(base);
+    return path;
 }
 
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,

@@ -52,6 +52,14 @@ char *dm_volume_temp_name(const char *path);
  * otherwise. */
 int dm_volume_write_affine(const char *path, int nx, int ny, int nz, const double vox2world[4][4],
                            const double *data, int type);
+/* DIR/NAME with NAME's image ending (.nii.gz, .nii, .mif, .mif.gz, or none) replaced by the
+ * process's chosen output format (io/formats.h's dm_image_output_name: "FA.nii.gz" is
+ * "FA.mif" under --format mif).  Malloc'd; NULL when out of memory. */
+char *dm_volume_output_path(const char *dir, const char *name);
+/* DIR/STEM of an image that exists, whatever its ending: the chosen output format's first, then
+ * .nii.gz, .nii, .mif, .mif.gz; DIR/STEM with the chosen ending when none does (the name a
+ * message about it gives).  Malloc'd; NULL when out of memory. */
+char *dm_volume_find(const char *dir, const char *stem);
 /* Writes with geometry made from scratch: identity-like sform with the given voxel size (mm). */
 int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double voxel_mm,
                         const double *data);

@@ -43,8 +43,8 @@ static int write_map(const char *dir, const char *name, const char *suffix, cons
 {
     char file[256];
     snprintf(file, sizeof file, "%s%s.nii.gz", name, suffix ? suffix : "");
-    char *path = dm_path_join(dir, file);
-    int rc = dm_volume_write(path, like, 1, data, DM_OUT_FLOAT32);
+    char *path = dm_volume_output_path(dir, file);
+    int rc = path ? dm_volume_write(path, like, 1, data, DM_OUT_FLOAT32) : -1;
     free(path);
     return rc;
 }

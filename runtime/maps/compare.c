@@ -14,8 +14,8 @@
 static int load(const char *dir, const char *name, dm_volume *v, int volumes, const dm_volume *grid)
 {
     char file[80];
-    snprintf(file, sizeof file, "%.63s.nii.gz", name);
-    char *path = dm_path_join(dir, file);
+    snprintf(file, sizeof file, "%.63s", name);
+    char *path = dm_volume_find(dir, file);
     if (!path) return dm_set_error("out of memory");
     int rc = dm_volume_read(path, v);
     if (rc == 0 && grid) rc = dm_volume_check_same_grid(v, path, grid, "the fit's status.nii.gz");

@@ -69,8 +69,9 @@ int dm_phantom_write(const char *dir, int size, dm_provenance *prov)
     if ((rc = dm_outdir_begin(&od, dir, DM_OUTDIR_REPLACE)) != 0) goto done;
     char file[4400];
     for (int k = 0; k < NP && rc == 0; k++) {
-        snprintf(file, sizeof file, "%s/%s.nii.gz", od.path, names[k]);
-        rc = dm_volume_write_new(file, nx, ny, nz, 1, 2.0, maps[k]);
+        char *path = dm_volume_output_path(od.path, names[k]);
+        rc = path ? dm_volume_write_new(path, nx, ny, nz, 1, 2.0, maps[k]) : -1;
+        free(path);
     }
     struct {
         const char *name;
@@ -79,8 +80,9 @@ int dm_phantom_write(const char *dir, int size, dm_provenance *prov)
     } extra[] = {
         {"dyads1", dy1, 3}, {"dyads2", dy2, 3}, {"regions", regions, 1}, {"mask", mask, 1}};
     for (int i = 0; i < 4 && rc == 0; i++) {
-        snprintf(file, sizeof file, "%s/%s.nii.gz", od.path, extra[i].name);
-        rc = dm_volume_write_new(file, nx, ny, nz, extra[i].nt, 2.0, extra[i].data);
+        char *path = dm_volume_output_path(od.path, extra[i].name);
+        rc = path ? dm_volume_write_new(path, nx, ny, nz, extra[i].nt, 2.0, extra[i].data) : -1;
+        free(path);
     }
     if (rc == 0) {
         dm_provenance_num(prov, DM_PROV_OPTION, "size", size);

@@ -26,8 +26,8 @@ static int write_counts(const char *dir, const char *name, const dm_volume *like
     double *d = malloc(n * sizeof *d);
     if (!d) return dm_set_error("track: out of memory writing %s", name);
     for (size_t v = 0; v < n; v++) d[v] = counts[v];
-    char *path = dm_path_join(dir, name);
-    int rc = dm_volume_write(path, like, 1, d, DM_OUT_FLOAT32);
+    char *path = dm_volume_output_path(dir, name);
+    int rc = path ? dm_volume_write(path, like, 1, d, DM_OUT_FLOAT32) : -1;
     free(path);
     free(d);
     return rc;
@@ -116,8 +116,8 @@ int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm
             lookup[((size_t)ijk[2] * m->t2_ref.ny + ijk[1]) * m->t2_ref.nx + ijk[0]] =
                 (double)(c + 1);
         }
-        char *path = dm_path_join(outdir, "lookup_tractspace_fdt_matrix2.nii.gz");
-        int rc = dm_volume_write(path, &m->t2_ref, 1, lookup, DM_OUT_FLOAT32);
+        char *path = dm_volume_output_path(outdir, "lookup_tractspace_fdt_matrix2.nii.gz");
+        int rc = path ? dm_volume_write(path, &m->t2_ref, 1, lookup, DM_OUT_FLOAT32) : -1;
         free(path);
         free(lookup);
         if (rc != 0) return -1;
