@@ -26,6 +26,8 @@
 #include "args.h"
 #include "cli.h"
 #include "cluster/slurm.h"
+#include "io/formats.h"
+#include "io/gradients.h"
 #include "util/cmdline.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -44,12 +46,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The options every pipeline takes, all required. */
+/* The options every pipeline takes: --data, --mask and --out required, and a gradient table
+ * (--bvals and --bvecs, or --grad, or a .mif's own dw_scheme). */
 static const dm_opt common_opts[] = {
-    {"data", "FILE", NULL, "4D diffusion data (NIfTI-1/2, .nii or .nii.gz)"},
+    {"data", "FILE", NULL,
+     "4D diffusion data (NIfTI-1/2, .nii or .nii.gz, or MRtrix .mif/.mif.gz)"},
     {"mask", "FILE", NULL, "3D mask on the data's grid: the voxels to fit"},
     {"bvals", "FILE", NULL, "FSL b-values (one row or column; s/mm^2)"},
     {"bvecs", "FILE", NULL, "FSL gradient directions (3 rows or 3 columns)"},
+    {"grad", "FILE", NULL, DM_GRAD_HELP},
     {"out", "DIR", NULL, "output folder: the pipeline writes nothing outside it"},
 };
 /* The options of a run on SLURM (runtime/cluster/slurm.h), the script never sees them. */
@@ -69,7 +74,7 @@ static const dm_opt slurm_opts[] = {
      "load ...)"},
     {"dry-run", NULL, NULL, "with --slurm: print the job scripts, submit nothing"},
 };
-enum { NCOMMON = 5, NSLURM = 10, MAX_OWN = 16 };
+enum { NCOMMON = 6, NSLURM = 10, MAX_OWN = 16 };
 
 typedef struct pipeline {
     char *name;
@@ -326,7 +331,8 @@ static int run_all_or_nothing(const char *name, char **args, int at)
 static void print_help(FILE *out, const pipeline *p)
 {
     fprintf(out, "usage: %s\n\n%s", p->usage, p->text);
-    fprintf(out, "\noptions (--data, --mask, --bvals, --bvecs and --out are required):\n");
+    fprintf(out, "\noptions (--data, --mask and --out are required, and a gradient table: --bvals "
+                 "and --bvecs, --grad, or a .mif's dw_scheme):\n");
     for (int i = 0; i < NCOMMON + p->nown; i++) dm_args_help_line(out, &p->table[i]);
     fprintf(out, "\ncluster options (docs/cluster.md):\n");
     for (int i = NCOMMON + p->nown; i < NCOMMON + p->nown + NSLURM; i++)
@@ -335,6 +341,23 @@ static void print_help(FILE *out, const pipeline *p)
     fprintf(out, "\nfit options, passed on to every 'dimoc fit' (see 'dimoc help fit'):\n");
     for (int i = NCOMMON + p->nown + NSLURM; p->table[i].name; i++)
         dm_args_help_line(out, &p->table[i]);
+}
+
+/* A gradient table for the data: FSL's two files together, or --grad, or an MRtrix image (its
+ * dw_scheme, checked by the first command that reads it). */
+static int check_gradients(const char *cmd, const dm_args *a, const dm_opt *table)
+{
+    int bvals = dm_arg_given(a, table, "bvals"), bvecs = dm_arg_given(a, table, "bvecs");
+    const char *data = dm_arg(a, table, "data");
+    if (bvals != bvecs)
+        return dm_set_error("%s: --%s given without --%s: give both, or --grad FILE", cmd,
+                            bvals ? "bvals" : "bvecs", bvals ? "bvecs" : "bvals");
+    if (bvals || dm_arg_given(a, table, "grad") || dm_image_format_of(data) == DM_IMAGE_MIF ||
+        dm_image_format_of(data) == DM_IMAGE_MIF_GZ)
+        return 0;
+    return dm_set_error("%s: no gradient table: give --bvals and --bvecs, or --grad FILE, or an "
+                        "MRtrix image with a dw_scheme",
+                        data);
 }
 
 static int valid_name(const char *name)
@@ -592,12 +615,14 @@ int dm_cmd_pipeline(int argc, char **argv)
         if (dm_arg_given(&a, p.table, slurm_opts[i].name))
             rc = dm_set_error("%s: --%s is only valid with --slurm (see 'dimoc help %s')", cmd,
                               slurm_opts[i].name, cmd);
-    for (int i = 0; rc == 0 && i < NCOMMON; i++)
-        if (!dm_arg_given(&a, p.table, common_opts[i].name))
-            rc = dm_set_error("%s: --%s is required (see 'dimoc help %s')", cmd,
-                              common_opts[i].name, cmd);
+    static const char *const required[] = {"data", "mask", "out"};
+    for (int i = 0; rc == 0 && i < 3; i++)
+        if (!dm_arg_given(&a, p.table, required[i]))
+            rc = dm_set_error("%s: --%s is required (see 'dimoc help %s')", cmd, required[i], cmd);
     for (int i = 0; rc == 0 && i < NCOMMON - 1; i++)
-        rc = check_input(cmd, common_opts[i].name, dm_arg(&a, p.table, common_opts[i].name));
+        if (dm_arg_given(&a, p.table, common_opts[i].name))
+            rc = check_input(cmd, common_opts[i].name, dm_arg(&a, p.table, common_opts[i].name));
+    if (rc == 0) rc = check_gradients(cmd, &a, p.table);
     if (rc != 0) {
         dm_args_free(&a);
         pipeline_free(&p);

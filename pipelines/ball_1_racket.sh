@@ -25,7 +25,7 @@ pipeline_stages ball_1_racket
 
 # 1. The orientation and the fanning direction.
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
-$dimoc angles "$stages/dti/V1.nii.gz" --fanning "$stages/dti/V2.nii.gz" --out "$stages/angles"
+$dimoc angles "$stages/dti/V1$ext" --fanning "$stages/dti/V2$ext" --out "$stages/angles" "${fmtopts[@]}"
 # 2-4. The grid, the fit with the orientation held, everything.
 cascade grid --method grid --init-from "$stages/angles" --fixed th,ph,psi --out-type float64 \
     --grid fiso=0,0.1,0.2,0.3,0.5,0.7 --grid d=0.8e-3,1.2e-3,1.7e-3,2.4e-3 \
@@ -37,10 +37,10 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" fiso d kappa1 kappa2 ODItot DA dyads1 fanning S0 BIC AIC
     for m in fiso d ODItot DA; do
-        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" -o "$out/dyads1.png"
-    in_background $dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" \
+    in_background $dimoc view --rgb-from "$out/dyads1$ext" -o "$out/dyads1.png"
+    in_background $dimoc view --rgb-from "$out/fanning$ext" --weight "$out/DA$ext" \
         -o "$out/fanning.png"
     wait_background
     echo "ball_1_racket.sh: maps and PNGs in $out, every stage in $stages"

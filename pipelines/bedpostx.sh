@@ -35,7 +35,7 @@ pipeline_flags "$@"
 case "$nfibres" in 1|2|3) ;; *) echo "dimoc: error: pipeline bedpostx: --nfibres must be 1, 2 or 3, not '$nfibres'" >&2; exit 2 ;; esac
 fitdir=$out/dimoc
 mkdir -p "$fitdir"
-common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+common=(--data "$data" --mask "$mask" "${gradopts[@]}" "${fmtopts[@]}")
 
 models=(ball_1_stick ball_2_sticks ball_3_sticks)
 prev=""
@@ -58,20 +58,22 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     fit=$fitdir/$prev
     for ((n = 1; n <= nfibres; n++)); do
         for p in th ph f; do
-            link "$fit/$p${n}_samples.nii.gz" "$out/merged_$p${n}samples.nii.gz"
-            link "$fit/$p$n.nii.gz" "$out/mean_$p${n}samples.nii.gz"
+            link "$fit/$p${n}_samples$ext" "$out/merged_$p${n}samples$ext"
+            link "$fit/$p$n$ext" "$out/mean_$p${n}samples$ext"
         done
-        link "$fit/dyads$n.nii.gz" "$out/dyads$n.nii.gz"
-        link "$fit/dyads${n}_dispersion.nii.gz" "$out/dyads${n}_dispersion.nii.gz"
+        link "$fit/dyads$n$ext" "$out/dyads$n$ext"
+        link "$fit/dyads${n}_dispersion$ext" "$out/dyads${n}_dispersion$ext"
     done
-    link "$fit/d.nii.gz" "$out/mean_dsamples.nii.gz"
-    link "$fit/S0.nii.gz" "$out/mean_S0samples.nii.gz"
+    link "$fit/d$ext" "$out/mean_dsamples$ext"
+    link "$fit/S0$ext" "$out/mean_S0samples$ext"
     case "$mask" in
     *.nii.gz) cp -f "$mask" "$out/nodif_brain_mask.nii.gz" ;;
     *) cp -f "$mask" "$out/nodif_brain_mask.${mask##*.}" ;;
     esac
-    cp -f "$bvals" "$out/bvals"
-    cp -f "$bvecs" "$out/bvecs"
+    if [ -n "$bvals" ]; then # FSL's files; a --grad or a .mif's table stays with the data
+        cp -f "$bvals" "$out/bvals"
+        cp -f "$bvecs" "$out/bvecs"
+    fi
     echo "bedpostx.sh: $nfibres fibre(s); FSL's names in $out, dimoc's outputs in $fitdir"
 }
 pipeline_finish finish

@@ -35,7 +35,7 @@ $dimoc fit dki "${common[@]}" --out "$stages/dki" --method lm --init-from "$stag
 finish() { # the links and pictures, after the last stage (lib/flags.bash)
     link_maps "$stages/dki" "$out" MD FA AD RD MK AK RK MKT V1 S0 BIC AIC
     for m in FA MK; do
-        $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        $dimoc view "$out/$m$ext" -o "$out/$m.png"
     done
     echo "dki.sh: maps and PNGs in $out, every stage in $stages"
 }

@@ -30,15 +30,15 @@ IFS=, read -r -a list <<<"$models"
 for model in "${list[@]}"; do
     name=$(basename "$model" .model)
     echo "model_selection.sh: fitting $name"
-    $dimoc fit "$model" --data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs" \
+    $dimoc fit "$model" --data "$data" --mask "$mask" "${gradopts[@]}" "${fmtopts[@]}" \
         --method "$method" --ic --out "$out/$name" "${fitopts[@]}"
-    bics+=("$out/$name/BIC.nii.gz")
+    bics+=("$out/$name/BIC$ext")
     names+=("$name")
 done
 
 finish() { # the map of the winners and its table, after every fit (lib/flags.bash)
     IFS=,
-    $dimoc select "${bics[@]}" --names "${names[*]}" --mask "$mask" --out "$out/best_BIC.nii.gz" \
+    $dimoc select "${bics[@]}" --names "${names[*]}" --mask "$mask" --out "$out/best_BIC$ext" \
         | tee "$out/best_BIC.txt"
 }
 pipeline_finish finish

@@ -39,15 +39,15 @@ DIMOC=$dimoc bash "$here/noddi_bingham.sh" "${common[@]}" --out "$out/noddi_bing
 one=$out/noddi_bingham/dimoc/final
 dti=$out/noddi_bingham/dimoc/dti
 # 2. Two orientations: ball & two sticks from the tensor's first two axes.
-$dimoc angles "$dti/V1.nii.gz" --suffix 1 --out "$stages/axes"
-$dimoc angles "$dti/V2.nii.gz" --suffix 2 --out "$stages/axes"
+$dimoc angles "$dti/V1$ext" --suffix 1 --out "$stages/axes" "${fmtopts[@]}"
+$dimoc angles "$dti/V2$ext" --suffix 2 --out "$stages/axes" "${fmtopts[@]}"
 fit ball_2_sticks sticks --method lm --init-from "$stages/axes" --out-type float64
 # 3-5. The grid over the shares and concentrations, the fit with the orientations held, all.
 cascade_fit noddi_2_binghams grid --method grid --init-from "$one" --out-type float64 \
-    --init fintra1="$one/fintra.nii.gz" --init fintra2="$one/fintra.nii.gz" \
-    --init psi1="$one/psi.nii.gz" \
-    --init th1="$stages/sticks/th1.nii.gz" --init ph1="$stages/sticks/ph1.nii.gz" \
-    --init th2="$stages/sticks/th2.nii.gz" --init ph2="$stages/sticks/ph2.nii.gz" \
+    --init fintra1="$one/fintra$ext" --init fintra2="$one/fintra$ext" \
+    --init psi1="$one/psi$ext" \
+    --init th1="$stages/sticks/th1$ext" --init ph1="$stages/sticks/ph1$ext" \
+    --init th2="$stages/sticks/th2$ext" --init ph2="$stages/sticks/ph2$ext" \
     --fixed S0,fiso,fintra1,fintra2,th1,ph1,psi1,th2,ph2,psi2 --grid ffan2=0.1,0.2,0.3,0.4,0.48 \
     --grid kappa11=4,16,63.9 --grid kappa12=0.9,3.6,14 --grid kappa21=4,16,63.9 \
     --grid kappa22=0.9,3.6,14 \
@@ -59,11 +59,11 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     link_maps "$final" "$out" fiso ffan2 fintra1 fintra2 kappa11 kappa12 kappa21 kappa22 ODItot1 \
         DA1 ODItot2 DA2 dyads1 dyads2 fanning1 fanning2 S0 BIC AIC
     for m in fiso ffan2 ODItot1 ODItot2; do
-        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra1.nii.gz" \
+    in_background $dimoc view --rgb-from "$out/dyads1$ext" --weight "$out/fintra1$ext" \
         -o "$out/dyads1.png"
-    in_background $dimoc view --rgb-from "$out/dyads2.nii.gz" --weight "$out/ffan2.nii.gz" \
+    in_background $dimoc view --rgb-from "$out/dyads2$ext" --weight "$out/ffan2$ext" \
         -o "$out/dyads2.png"
     wait_background
     echo "noddi_2_binghams.sh: maps and PNGs in $out, NODDI-Bingham in $out/noddi_bingham, every stage in $stages"

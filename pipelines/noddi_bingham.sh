@@ -29,7 +29,7 @@ pipeline_stages noddi_bingham
 # 1. NODDI-Watson (without MCMC: it only starts this fit) and the tensor's axes beside it.
 fanning_start() {
     $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
-    $dimoc angles "$stages/dti/V1.nii.gz" --fanning "$stages/dti/V2.nii.gz" --out "$stages/angles"
+    $dimoc angles "$stages/dti/V1$ext" --fanning "$stages/dti/V2$ext" --out "$stages/angles" "${fmtopts[@]}"
 }
 in_background fanning_start
 if ! DIMOC=$dimoc bash "$here/noddi_watson.sh" "${common[@]}" --out "$out/noddi_watson" \
@@ -40,7 +40,7 @@ fi
 wait_background
 watson=$out/noddi_watson/dimoc
 # 2-4. The grid over the concentrations, the dispersion, everything.
-cascade grid --method grid --init-from "$watson/final" --init psi="$stages/angles/psi.nii.gz" \
+cascade grid --method grid --init-from "$watson/final" --init psi="$stages/angles/psi$ext" \
     --fixed S0,fintra,fiso,th,ph,psi --out-type float64 \
     --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56 \
     --then dispersion --method lm --fixed S0,fintra,fiso,th,ph --out-type float64 \
@@ -51,11 +51,11 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     link_maps "$final" "$out" fiso fintra kappa1 kappa2 ODIp ODIs ODItot DA dyads1 fanning S0 \
         BIC AIC
     for m in fiso fintra ODItot DA; do
-        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1.nii.gz" --weight "$out/fintra.nii.gz" \
+    in_background $dimoc view --rgb-from "$out/dyads1$ext" --weight "$out/fintra$ext" \
         -o "$out/dyads1.png"
-    in_background $dimoc view --rgb-from "$out/fanning.nii.gz" --weight "$out/DA.nii.gz" \
+    in_background $dimoc view --rgb-from "$out/fanning$ext" --weight "$out/DA$ext" \
         -o "$out/fanning.png"
     wait_background
     echo "noddi_bingham.sh: maps and PNGs in $out, NODDI-Watson in $out/noddi_watson, every stage in $stages"

@@ -17,7 +17,7 @@ pipeline_flags "$@"
 pipeline_stages noddi_dti
 echo "noddi_dti.sh: tensor"
 $dimoc dti "${common[@]}" --out "$stages/dti" >/dev/null
-$dimoc angles "$stages/dti/V1.nii.gz" --out "$stages/angles"
+$dimoc angles "$stages/dti/V1$ext" --out "$stages/angles" "${fmtopts[@]}"
 cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type float64 \
     --grid fintra=0.05:0.1:0.95 --grid kappa=0.25,0.5,1,2,4,8,16,32,60 \
     --then final --method lm
@@ -25,7 +25,7 @@ cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type
 finish() { # the links and pictures, after the last stage (lib/flags.bash)
     link_maps "$stages/final" "$out" NDI ODI fintra kappa dyads1 S0 BIC AIC
     for m in NDI ODI; do
-        in_background $dimoc view "$out/$m.nii.gz" -o "$out/$m.png"
+        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
     done
     wait_background
     echo "noddi_dti.sh: maps and PNGs in $out, every stage in $stages"

@@ -1,9 +1,13 @@
 # The command line every pipeline script shares (sourced, not run): `pipeline_flags "$@"` reads
-# --data --mask --bvals --bvecs --out into $data $mask $bvals $bvecs $out, hands each other
-# word to the script's own `own_flag` function (which sets `taken` to the number of words it
-# used, 0 when the word is not one of its flags), and collects the rest in the array fitopts,
-# the options passed on to every `dimoc fit` of the cascade.  Without the five inputs it
-# prints the script's usage line and exits 2.  It also sets $dimoc, the program to run.
+# --data --mask --bvals --bvecs --grad --format --out into $data $mask $bvals $bvecs $grad
+# $format $out, hands each other word to the script's own `own_flag` function (which sets
+# `taken` to the number of words it used, 0 when the word is not one of its flags), and collects
+# the rest in the array fitopts, the options passed on to every `dimoc fit` of the cascade.
+# The gradient table is --bvals and --bvecs, or --grad, or a .mif's own dw_scheme: the array
+# gradopts holds the flags that name it, fmtopts the --format that every stage writes its maps
+# in, and $ext those maps' ending (.nii.gz, .nii, .mif or .mif.gz).  Without --data, --mask,
+# --out and a table it prints the script's usage line and exits 2.  It also sets $dimoc, the
+# program to run.
 #
 # A script runs its stages as `$dimoc CMD ...` and hands the plain shell work that follows
 # them (links, pictures, and any dimoc command whose output the script itself reads, such as
@@ -23,7 +27,7 @@ pipeline_flags() {
     _pipeline_args=("$@")
     _pipeline_depth=${DIMOC_PIPELINE_DEPTH:-0}
     export DIMOC_PIPELINE_DEPTH=$((_pipeline_depth + 1))
-    data= mask= bvals= bvecs= out=
+    data= mask= bvals= bvecs= grad= format= out=
     fitopts=()
     while [ $# -gt 0 ]; do
         case $1 in
@@ -31,6 +35,9 @@ pipeline_flags() {
         --mask) mask=$2; shift 2 ;;
         --bvals) bvals=$2; shift 2 ;;
         --bvecs) bvecs=$2; shift 2 ;;
+        --grad) grad=$2; shift 2 ;;
+        --format) format=$2; shift 2 ;;
+        --format=*) format=${1#--format=}; shift ;;
         --out) out=$2; shift 2 ;;
         *)
             taken=0
@@ -38,9 +45,25 @@ pipeline_flags() {
             if [ "$taken" -gt 0 ]; then shift "$taken"; else fitopts+=("$1"); shift; fi ;;
         esac
     done
-    if [ -z "$data" ] || [ -z "$mask" ] || [ -z "$bvals" ] || [ -z "$bvecs" ] || [ -z "$out" ]; then
+    gradopts=()
+    if [ -n "$bvals" ] && [ -n "$bvecs" ]; then
+        gradopts=(--bvals "$bvals" --bvecs "$bvecs")
+    elif [ -n "$grad" ] && [ -z "$bvals$bvecs" ]; then
+        gradopts=(--grad "$grad")
+    fi
+    local table=${#gradopts[@]}
+    case $data in *.mif | *.mif.gz | *.MIF | *.MIF.GZ) [ -n "$bvals$bvecs" ] || table=1 ;; esac
+    if [ -z "$data" ] || [ -z "$mask" ] || [ "$table" -eq 0 ] || [ -z "$out" ]; then
         sed -n 's/^# usage: //p' "$0" >&2
         exit 2
+    fi
+    fmtopts=() ext=.nii.gz
+    if [ -n "$format" ]; then
+        fmtopts=(--format "$format")
+        local word
+        for word in ${format//,/ }; do
+            case $word in nii.gz | nii | mif | mif.gz) ext=.$word ;; esac
+        done
     fi
     case ${DIMOC_PIPELINE_PHASE:-} in
     plan) dimoc=_pipeline_plan ;;
@@ -110,7 +133,7 @@ pipeline_stages() { # model
     _pipeline_model=$1
     stages=$out/dimoc
     mkdir -p "$stages"
-    common=(--data "$data" --mask "$mask" --bvals "$bvals" --bvecs "$bvecs")
+    common=(--data "$data" --mask "$mask" "${gradopts[@]}" "${fmtopts[@]}")
 }
 fit() { # stage-name, dimoc fit arguments...
     local name=$1
@@ -200,13 +223,13 @@ wait_background() {
 
 # link FROM TO: a hard link, or a copy where links are impossible (another file system).
 link() { ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
-# link_maps FROM_DIR TO_DIR NAME...: NAME.nii.gz of FROM_DIR linked into TO_DIR, where it exists
+# link_maps FROM_DIR TO_DIR NAME...: NAME$ext of FROM_DIR linked into TO_DIR, where it exists
 # (one `ln` for all of them: a process each took a few ms of the pipeline's last step).
 link_maps() {
     local from=$1 to=$2 m files=()
     shift 2
     for m in "$@"; do
-        if [ -f "$from/$m.nii.gz" ]; then files+=("$from/$m.nii.gz"); fi
+        if [ -f "$from/$m$ext" ]; then files+=("$from/$m$ext"); fi
     done
     [ ${#files[@]} -gt 0 ] || return 0
     ln -f "${files[@]}" "$to/" 2>/dev/null || cp -f "${files[@]}" "$to/"
