@@ -24,7 +24,7 @@ CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti -I/
 # niftilib, znzlib, libpng, giftiio and expat are linked statically so that the binary runs
 # where only libz exists (the GPU machine has no niftilib, no giftiio).  giftiio needs only
 # nifti_datatype_to_string from a niftilib, which libnifti2 provides.
-LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -Wl,-Bdynamic -lz -lm -ldl -lpthread
+LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -Wl,-Bdynamic -lzip -lz -lm -ldl -lpthread
 OMPFLAGS := -fopenmp
 
 COMPILER_SRC := $(filter-out compiler/front/fuzz_front.c,$(wildcard compiler/*/*.c))

@@ -9,7 +9,7 @@ set -euo pipefail
 # dimoc's .tck files with MRtrix's tckinfo/tckstats (it brings Qt5 and Mesa: ~150-200 MB on a
 # bare system, ~57 MB where those are already installed).  slurm-wlm and munge: the test of
 # `dimoc pipeline --slurm` (tests/py/test_slurm.py) runs its own one-node SLURM.
-pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev
+pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev libzip-dev
       libexpat1-dev clang
       python3 python3-pip python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3
       slurm-wlm munge)

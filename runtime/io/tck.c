@@ -29,6 +29,7 @@ struct dm_tck_writer {
     long count;
     long count_at; /* byte position of the fixed-width count field */
     int failed;
+    int bare; /* points only: no header, no NaN triplets (dm_tck_open_points) */
 };
 
 /* Little-endian float32 whatever the host order. */
@@ -101,6 +102,36 @@ dm_tck_writer *dm_tck_open(const char *path, const char *info)
     return w;
 }
 
+dm_tck_writer *dm_tck_open_points(const char *path)
+{
+    dm_tck_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        dm_set_error("out of memory");
+        return NULL;
+    }
+    w->bare = 1;
+    w->tmp = strdup(path);
+    w->fp = fopen(path, "wb");
+    if (w->fp) setvbuf(w->fp, NULL, _IOFBF, 1 << 22);
+    if (!w->fp) {
+        dm_set_error("%s: cannot write: %s", path, strerror(errno));
+        free(w->tmp);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int dm_tck_close_points(dm_tck_writer *w)
+{
+    int bad = w->failed | ferror(w->fp);
+    bad |= fclose(w->fp) != 0;
+    int rc = bad ? dm_set_error("%s: cannot write", w->tmp) : 0;
+    free(w->tmp);
+    free(w);
+    return rc;
+}
+
 static int host_is_little_endian(void)
 {
     const uint16_t one = 1;
@@ -116,15 +147,15 @@ void dm_tck_add(dm_tck_writer *w, const float *xyz, int n)
     } else {
         for (int i = 0; i < 3 * n; i++) put_f32(w->fp, xyz[i]);
     }
-    for (int a = 0; a < 3; a++) put_f32(w->fp, NAN);
+    for (int a = 0; a < 3 && !w->bare; a++) put_f32(w->fp, NAN);
     w->count++;
 }
 
 /* One thread's share of dm_tck_add_many: streamlines [a, b) written at `at` in the file
- * straight from the points, each followed by the NaN triplet (gathered writes: no copy).  0,
- * or -1 when the write failed. */
+ * straight from the points, each followed by the NaN triplet unless `bare` (gathered writes:
+ * no copy).  0, or -1 when the write failed. */
 static int write_share(int fd, off_t at, const float *xyz, const size_t *start, const int *npts,
-                       long a, long b)
+                       long a, long b, int bare)
 {
     static const float delimiter[3] = {NAN, NAN, NAN};
     enum { MAX_IOV = 512 }; /* within every system's IOV_MAX (1024 on Linux) */
@@ -134,8 +165,8 @@ static int write_share(int fd, off_t at, const float *xyz, const size_t *start, 
         size_t bytes = 0;
         for (; i < b && n + 2 <= MAX_IOV; i++) {
             iov[n++] = (struct iovec){(void *)(xyz + 3 * start[i]), 12 * (size_t)npts[i]};
-            iov[n++] = (struct iovec){(void *)delimiter, sizeof delimiter};
-            bytes += 12 * ((size_t)npts[i] + 1);
+            if (!bare) iov[n++] = (struct iovec){(void *)delimiter, sizeof delimiter};
+            bytes += 12 * ((size_t)npts[i] + !bare);
         }
         /* a short write (rare: signals, full disks) finishes with plain writes */
         ssize_t done = pwritev(fd, iov, n, at);
@@ -158,16 +189,16 @@ static int write_share(int fd, off_t at, const float *xyz, const size_t *start, 
 }
 
 /* One thread's share of dm_tck_add_many into the file mapped at m (its bytes from the file's
- * start): streamlines [a, b) copied to m + at, each followed by the NaN triplet. */
+ * start): streamlines [a, b) copied to m + at, each followed by the NaN triplet unless bare. */
 static void copy_share(unsigned char *m, off_t at, const float *xyz, const size_t *start,
-                       const int *npts, long a, long b)
+                       const int *npts, long a, long b, int bare)
 {
     static const float delimiter[3] = {NAN, NAN, NAN};
     for (long i = a; i < b; i++) {
         const size_t bytes = 12 * (size_t)npts[i];
         memcpy(m + at, xyz + 3 * start[i], bytes);
-        memcpy(m + at + bytes, delimiter, sizeof delimiter);
-        at += (off_t)(bytes + sizeof delimiter);
+        if (!bare) memcpy(m + at + bytes, delimiter, sizeof delimiter);
+        at += (off_t)(bytes + (bare ? 0 : sizeof delimiter));
     }
 }
 
@@ -178,7 +209,8 @@ static void copy_share(unsigned char *m, off_t at, const float *xyz, const size_
  * 0, or -1 where the file system offers no such reservation or mapping (nothing was written:
  * the caller writes instead), or the file system refused the room (full, quota). */
 static int write_mapped(const char *tmp, off_t end, const float *xyz, const size_t *start,
-                        const int *npts, const long *first, const off_t *at, long k, int threads)
+                        const int *npts, const long *first, const off_t *at, long k, int threads,
+                        int bare)
 {
     int fd = open(tmp, O_RDWR);
     if (fd < 0) return -1;
@@ -190,7 +222,8 @@ static int write_mapped(const char *tmp, off_t end, const float *xyz, const size
     close(fd); /* the mapping keeps the file */
     if (m == MAP_FAILED) return -1;
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
-    for (long j = 0; j < k; j++) copy_share(m, at[j], xyz, start, npts, first[j], first[j + 1]);
+    for (long j = 0; j < k; j++)
+        copy_share(m, at[j], xyz, start, npts, first[j], first[j + 1], bare);
     munmap(m, (size_t)end);
     return 0;
 }
@@ -210,13 +243,14 @@ int dm_tck_add_many(dm_tck_writer *w, const float *xyz, const size_t *start, con
     long *first = malloc((size_t)(shares + 1) * sizeof *first);
     off_t *at = malloc((size_t)(shares + 1) * sizeof *at);
     size_t total = 0;
-    for (long i = 0; i < count; i++) total += 12 * ((size_t)npts[i] + 1);
+    const size_t delim = w->bare ? 0 : 1; /* a NaN triplet after each streamline */
+    for (long i = 0; i < count; i++) total += 12 * ((size_t)npts[i] + delim);
     size_t sum = 0;
     long k = 0;
     first[0] = 0;
     at[0] = base;
     for (long i = 0; i < count && k < shares - 1; i++) {
-        sum += 12 * ((size_t)npts[i] + 1);
+        sum += 12 * ((size_t)npts[i] + delim);
         if (sum * (size_t)shares >= total * (size_t)(k + 1)) {
             first[++k] = i + 1;
             at[k] = base + (off_t)sum;
@@ -226,10 +260,11 @@ int dm_tck_add_many(dm_tck_writer *w, const float *xyz, const size_t *start, con
     at[k] = base + (off_t)total;
     int fd = fileno(w->fp), bad = 0;
     if (total < ((size_t)64 << 20) ||
-        write_mapped(w->tmp, base + (off_t)total, xyz, start, npts, first, at, k, threads) != 0) {
+        write_mapped(w->tmp, base + (off_t)total, xyz, start, npts, first, at, k, threads,
+                     w->bare) != 0) {
 #pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(| : bad)
         for (long j = 0; j < k; j++)
-            bad |= write_share(fd, at[j], xyz, start, npts, first[j], first[j + 1]) != 0;
+            bad |= write_share(fd, at[j], xyz, start, npts, first[j], first[j + 1], w->bare) != 0;
     }
     free(first);
     free(at);
@@ -265,7 +300,7 @@ long dm_tck_written(const dm_tck_writer *w)
 void dm_tck_abort(dm_tck_writer *w)
 {
     if (!w) return;
-    fclose(w->fp);
+    fclose(w->fp); /* a bare points file: its own path, removed as well */
     remove(w->tmp);
     free(w->path);
     free(w->tmp);
@@ -722,7 +757,24 @@ void dm_tck_free(dm_tck *t)
     free(t->npoints);
     free(t->start);
     free(t->properties);
+    for (int k = 0; k < t->ndps; k++) {
+        free(t->dps[k].name);
+        free(t->dps[k].values);
+    }
+    free(t->dps);
+    for (int k = 0; k < t->ngroups; k++) {
+        free(t->groups[k].name);
+        free(t->groups[k].index);
+    }
+    free(t->groups);
     memset(t, 0, sizeof *t);
+}
+
+const dm_tract_values *dm_tck_dps(const dm_tck *t, const char *name)
+{
+    for (int k = 0; k < t->ndps; k++)
+        if (!strcmp(t->dps[k].name, name)) return &t->dps[k];
+    return NULL;
 }
 
 /* ---- per-streamline weights ---- */

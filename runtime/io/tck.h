@@ -30,10 +30,39 @@ int dm_tck_add_many(dm_tck_writer *w, const float *xyz, const size_t *start, con
 int dm_tck_close(dm_tck_writer *w, unsigned long long total_count);
 /* Drops the temporary file (after an error elsewhere). */
 void dm_tck_abort(dm_tck_writer *w);
+/* A file of bare points, Float32LE x y z after x y z with neither header nor NaN triplets (the
+ * positions of a TRX file), written at `path` itself by dm_tck_add / dm_tck_add_many as above;
+ * dm_tck_close_points ends it (0, or -1 when a write failed; the file is left to the caller),
+ * dm_tck_abort removes it. */
+dm_tck_writer *dm_tck_open_points(const char *path);
+int dm_tck_close_points(dm_tck_writer *w);
 /* Streamlines added so far: the count dm_tck_close will write. */
 long dm_tck_written(const dm_tck_writer *w);
 
-/* A whole .tck file in memory. */
+/* Values per streamline of a tractogram that carries them (TRX's dps/, a .trk's properties):
+ * count x ncols floats, streamline after streamline. */
+typedef struct dm_tract_values {
+    char *name;
+    int ncols;
+    float *values;
+} dm_tract_values;
+
+/* A named set of streamlines (TRX's groups/): n indices into the tractogram. */
+typedef struct dm_tract_group {
+    char *name;
+    long n;
+    unsigned int *index;
+} dm_tract_group;
+
+/* The reference grid of a tractogram that names one (TRX, .trk): the image's size and its
+ * voxel -> world (RAS+) mm matrix, row-major. */
+typedef struct dm_tract_grid {
+    int valid; /* 0: none (a .tck) */
+    int dims[3];
+    double vox2ras[4][4];
+} dm_tract_grid;
+
+/* A whole tractogram in memory (a .tck file, or a TRX or .trk through io/tractogram.h). */
 typedef struct dm_tck {
     float *xyz;        /* every point, 3 floats each, streamline after streamline */
     long *npoints;     /* points of each streamline (0 for an empty one) */
@@ -41,6 +70,11 @@ typedef struct dm_tck {
     long count;        /* streamlines in the file */
     long header_count; /* the header's "count", -1 when it has none */
     char *properties;  /* the header's "key: value" lines, as written (NUL-terminated) */
+    dm_tract_grid grid;    /* TRX and .trk: the reference image's grid */
+    int ndps;              /* per-streamline values (TRX dps/, .trk properties) */
+    dm_tract_values *dps;
+    int ngroups; /* TRX groups/ */
+    dm_tract_group *groups;
 } dm_tck;
 
 /* Reads path into t.  Stricter than MRtrix, which reads whatever comes before an Inf triplet
@@ -57,6 +91,8 @@ int dm_tck_read_threads(const char *path, dm_tck *t, int threads);
 /* The value of a header key ("step_size", say) as a malloc'd string; NULL when absent. */
 char *dm_tck_property(const dm_tck *t, const char *key);
 void dm_tck_free(dm_tck *t);
+/* The per-streamline values called `name`, or NULL. */
+const dm_tract_values *dm_tck_dps(const dm_tck *t, const char *name);
 
 /* Per-streamline weights, the text file of MRtrix's -tck_weights_in and tcksift2's output: one
  * number per streamline of a .tck, in its order, separated by white space or ',' ('#' starts a
