@@ -85,8 +85,10 @@ static const dm_opt track_opts[] = {
      "diffusion space for coordinate seeds)"},
     {"rseed", "N", "0",
      "random seed (Philox stream per streamline: results do not depend on threads)"},
-    {"save-streamlines", "FILE.tck", NULL, "also write kept streamlines (MRtrix .tck, world mm)"},
-    {"save-max", "N", "10000", "at most N streamlines in the .tck file (the first, in seed order)"},
+    {"save-streamlines", "FILE.tck", NULL,
+     "also write kept streamlines, world mm: MRtrix .tck, TRX (.trx) or TrackVis .trk by FILE's "
+     "ending, or --format's tractogram format (trx, trk: on the seed space's grid)"},
+    {"save-max", "N", "10000", "at most N streamlines in that file (the first, in seed order)"},
     {"threads", "N", "all cores", "CPU threads"},
     {"device", "cpu|gpu|auto", "auto", "where to track (auto: a usable GPU, else the CPU)"},
     {"gpus", "all|0,1,..", "all",
@@ -101,7 +103,9 @@ static const dm_opt track_opts[] = {
 static const dm_opt fod_opts[] = {
     {"fod", "FILE", NULL, "FOD image: SH coefficients in MRtrix's basis (dimoc csd's wm_fod)"},
     {"seed", "MASK", NULL, "seed image: seeds at random positions within its voxels >= 0.5"},
-    {"out", "DIR", NULL, "output folder: tracks.tck, provenance.json, and what is asked for"},
+    {"out", "DIR", NULL,
+     "output folder: tracks.tck (tracks.trx, tracks.trk: --format), provenance.json, and what is "
+     "asked for"},
     {"format", "LIST", NULL, DM_FORMAT_HELP},
     {"algorithm", "ifod2|ifod1|sd_stream", "ifod2",
      "iFOD2 (arcs, 4 samples per step), iFOD1 (FOD sampling per step), SD_STREAM (peaks)"},
@@ -147,7 +151,7 @@ static const dm_opt fod_opts[] = {
      "this parcellation, as tck2connectome's defaults (endpoints to the nearest label within "
      "4 mm, upper triangle)"},
     {"weights", "NAME", NULL,
-     "also write NAME in --out: one weight per streamline of tracks.tck, in its order, one a "
+     "also write NAME in --out: one weight per streamline of the tracks, in their order, one a "
      "line (1 each; the file MRtrix's -tck_weights_in and dimoc tdi/connectome --weights take, "
      "for a filtering such as COMMIT or SIFT2 to replace)"},
     {"rseed", "N", "0", "random seed (a Philox stream per streamline: same seed, same tracks)"},
@@ -186,7 +190,10 @@ int dm_help_track(FILE *out)
         "below the FOD cutoff, past the angle, outside the image or --mask; tckgen's length\n"
         "rules and regions.  Writes tracks.tck (MRtrix format, world mm, count and\n"
         "total_count as tckgen's) and provenance.json (counts of every termination); with\n"
-        "--weights NAME also a weights file of tracks.tck (1 per streamline).",
+        "--weights NAME also a weights file of tracks.tck (1 per streamline).  --format trx\n"
+        "writes tracks.trx instead (TRX: positions float32, offsets uint64, header.json on the\n"
+        "FOD's grid, tckgen's header lines with count and total_count in its TCK_HEADER),\n"
+        "--format trk tracks.trk (TrackVis, voxel mm on the FOD's grid; n_count).",
         fod_opts);
     return 0;
 }
@@ -259,7 +266,10 @@ static int cmd_fodtrack(int argc, char **argv)
         /* a plain file name in --out, none of the other outputs' */
         static const char *const taken[] = {"tracks.tck",     "provenance.json", "part.json",
                                             "connectome.csv", "mean_length.csv", NULL};
+        char tracks[32]; /* tracks.tck, or .trx / .trk by --format */
+        snprintf(tracks, sizeof tracks, "tracks%s", dm_tracts_format_ext(dm_tracts_format_chosen()));
         int clash = !*weights || strchr(weights, '/') || !strcmp(weights, ".") ||
+                    !strcmp(weights, tracks) ||
                     !strcmp(weights, "..") || (o.tdi && !strcmp(weights, o.tdi));
         for (int i = 0; taken[i] && !clash; i++)
             clash = !strcmp(weights, taken[i]) && (i < 3 || o.connectome);
@@ -319,7 +329,8 @@ static int cmd_fodtrack(int argc, char **argv)
     rc = dm_fodtrack_command(&o, weights, &prov);
     dm_provenance_free(&prov);
     if (rc == 0)
-        printf("track: streamlines in %s/tracks.tck%s%s\n", o.out, weights ? ", weights in " : "",
+        printf("track: streamlines in %s/tracks%s%s%s\n", o.out,
+               dm_tracts_format_ext(dm_tracts_format_chosen()), weights ? ", weights in " : "",
                weights ? weights : "");
     free(history);
     dm_args_free(&a);

@@ -1,13 +1,17 @@
-/* `dimoc merge` of .tck files: streamlines part after part (merge_kinds.h). */
+/* `dimoc merge` of tractograms: streamlines part after part (merge_kinds.h); .tck files by their
+ * bytes, TRX and .trk files read and written again through io/tractogram.h. */
 #include "cluster/merge_kinds.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "io/formats.h"
 #include "io/tck.h"
+#include "io/tractogram.h"
 #include "cluster/part.h"
 #include "util/cmdline.h"
 
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,10 +127,134 @@ static char *merged_tck_header(const char *part_header, const char *out, unsigne
     return head;
 }
 
+/* A part's header lines without count and total_count (what the parts of one run share), and
+ * its total_count (0 when it has none). */
+static char *shared_lines(const char *props, unsigned long long *total)
+{
+    char *s = malloc(strlen(props ? props : "") + 1), *o = s;
+    *total = 0;
+    for (const char *line = props ? props : ""; s && *line;) {
+        size_t n = strcspn(line, "\n");
+        if (!strncmp(line, "total_count:", 12))
+            *total = strtoull(line + 12, NULL, 10);
+        else if (strncmp(line, "count:", 6)) {
+            memcpy(o, line, n);
+            o += n;
+            *o++ = '\n';
+        }
+        line += n + (line[n] == '\n');
+    }
+    if (s) *o = 0;
+    return s;
+}
+
+static int same_grid(const dm_tract_grid *a, const dm_tract_grid *b)
+{
+    return a->valid == b->valid && !memcmp(a->dims, b->dims, sizeof a->dims) &&
+           !memcmp(a->vox2ras, b->vox2ras, sizeof a->vox2ras);
+}
+
+/* TRX and .trk parts: each read whole (io/tractogram.h), its streamlines and per-streamline
+ * values appended; the header lines must be those of part 1 (the counts aside), the grid too.
+ * The values are known before the first streamline is written (a .trk writes them with it):
+ * where part 1 has any, the parts are read twice, first for the values. */
+static int merge_read_again(dm_part_manifest *const parts[], int n, const char *name, const char *out,
+                            const char *out_dir)
+{
+    dm_tck first;
+    char *path = dm_path_join(parts[0]->dir, name);
+    if (!path || dm_tractogram_read(path, &first, 0) != 0) {
+        free(path);
+        return -1;
+    }
+    free(path);
+    unsigned long long total = 0, t0;
+    char *lines = shared_lines(first.properties, &t0);
+    int rc = lines ? 0 : dm_set_error("out of memory");
+    const int ndps = first.ndps;
+    float **values = calloc((size_t)(ndps ? ndps : 1), sizeof *values);
+    long nvalues = 0;
+    /* pass 1 (only with values): checks, counts, values */
+    for (int k = 0; rc == 0 && ndps && k < n; k++) {
+        dm_tck t;
+        char *p = dm_path_join(parts[k]->dir, name);
+        rc = p ? dm_tractogram_read(p, &t, 0) : -1;
+        for (int v = 0; rc == 0 && v < ndps; v++) {
+            const dm_tract_values *x = dm_tck_dps(&t, first.dps[v].name);
+            if (!x || x->ncols != 1 || t.ndps != ndps)
+                rc = dm_set_error("%s: its per-streamline values differ from part 1's: not parts "
+                                  "of one run",
+                                  p);
+            float *grown = rc == 0 ? realloc(values[v], (size_t)(nvalues + t.count + 1) * sizeof *grown)
+                                   : NULL;
+            if (rc == 0 && !grown) rc = dm_set_error("out of memory");
+            if (rc == 0) {
+                values[v] = grown;
+                memcpy(grown + nvalues, x->values, (size_t)t.count * sizeof *grown);
+            }
+        }
+        if (rc == 0) nvalues += t.count;
+        if (rc == 0 || p) dm_tck_free(&t);
+        free(p);
+    }
+    char *eq = malloc(strlen(out_dir) + 8);
+    sprintf(eq, "--out=%s", out_dir);
+    char *words[2] = {(char *)out_dir, eq};
+    char *q_out = dm_shell_quote_argv(1, &words[0]), *q_eq = dm_shell_quote_argv(1, &words[1]);
+    char *a = lines ? replace_all(lines, DM_PART_OUT_MARK, q_out) : NULL;
+    char *info = a ? replace_all(a, DM_PART_OUT_EQ_MARK, q_eq) : NULL;
+    dm_tractogram_writer *w = rc == 0 && info ? dm_tractogram_open(out, info, &first.grid) : NULL;
+    if (rc == 0 && !w) rc = -1;
+    for (int v = 0; rc == 0 && v < ndps; v++)
+        rc = dm_tractogram_set_dps(w, first.dps[v].name, values[v], nvalues);
+    /* pass 2: the streamlines */
+    for (int k = 0; rc == 0 && k < n; k++) {
+        dm_tck t;
+        char *p = dm_path_join(parts[k]->dir, name);
+        rc = p ? dm_tractogram_read(p, &t, 0) : -1;
+        unsigned long long tk = 0;
+        char *mine = rc == 0 ? shared_lines(t.properties, &tk) : NULL;
+        if (rc == 0 && (!mine || strcmp(mine, lines) || !same_grid(&t.grid, &first.grid)))
+            rc = dm_set_error("%s: its header differs from part 1's: not parts of one run", p);
+        total += tk;
+        size_t *start = rc == 0 ? malloc((size_t)(t.count + 1) * sizeof *start) : NULL;
+        int *npts = rc == 0 ? malloc((size_t)(t.count + 1) * sizeof *npts) : NULL;
+        if (rc == 0 && (!start || !npts)) rc = dm_set_error("out of memory");
+        for (long i = 0; rc == 0 && i < t.count; i++) {
+            start[i] = (size_t)t.start[i];
+            npts[i] = (int)t.npoints[i];
+        }
+        if (rc == 0) rc = dm_tractogram_add_many(w, t.xyz, start, npts, t.count, omp_get_max_threads());
+        free(start);
+        free(npts);
+        free(mine);
+        if (p) dm_tck_free(&t);
+        free(p);
+    }
+    if (w) {
+        if (rc == 0)
+            rc = dm_tractogram_close(w, total);
+        else
+            dm_tractogram_abort(w);
+    }
+    for (int v = 0; v < ndps; v++) free(values[v]);
+    free(values);
+    free(lines);
+    free(eq);
+    free(q_out);
+    free(q_eq);
+    free(a);
+    free(info);
+    dm_tck_free(&first);
+    return rc;
+}
+
 /* The streamlines of part 1, then part 2, ...; the header's counts the sums of the parts'. */
 int dm_merge_tck(dm_part_manifest *const parts[], int n, const char *name, const char *out,
                  const char *out_dir)
 {
+    if (dm_tracts_format_of(name) == DM_TRACTS_TRX || dm_tracts_format_of(name) == DM_TRACTS_TRK)
+        return merge_read_again(parts, n, name, out, out_dir);
     tck_part *t = calloc((size_t)n, sizeof *t);
     unsigned long long count = 0, total = 0;
     int rc = 0;

@@ -7,6 +7,7 @@
 #include "dti/dti_fit.h"
 #include "io/bigalloc.h"
 #include "io/space.h"
+#include "io/tractogram.h"
 #include "io/volume.h"
 #include "streamline/cluster.h"
 #include "util/error.h"
@@ -187,7 +188,16 @@ int dm_commit_cluster_tractogram(const dm_commit_options *o, dm_tck *t, int thre
     for (long k = 0; k < n; k++)
         memcpy(r.xyz + 3 * r.start[k], t->xyz + 3 * t->start[in[k]],
                (size_t)r.npoints[k] * 3 * sizeof *r.xyz);
-    t->properties = NULL; /* now r's */
+    t->properties = NULL; /* now r's, with the input's per-streamline values and grid (the
+                           * values stay one per input streamline: per_streamline maps them) */
+    r.grid = t->grid;
+    r.ndps = t->ndps;
+    r.dps = t->dps;
+    r.ngroups = t->ngroups;
+    r.groups = t->groups;
+    t->ndps = t->ngroups = 0;
+    t->dps = NULL;
+    t->groups = NULL;
     dm_tck_free(t);
     *t = r;
     *input_of = in;
@@ -205,11 +215,13 @@ static float *per_streamline(const dm_commit_options *o, const char *path, const
     *by_input = 0;
     if (!input_of || ninput == t->count) {
         float *v = NULL;
-        return dm_tck_weights_read(path, t->count, o->tractogram, &v) == 0 ? v : NULL;
+        return dm_tractogram_weights(path, t, o->tractogram, &v) == 0 ? v : NULL;
     }
+    /* "dps:NAME": the input's values, one per input streamline (kept by the clustering) */
+    const dm_tck input = {.count = ninput, .ndps = t->ndps, .dps = t->dps};
     float *v = NULL;
     long n = 0;
-    if (dm_tck_values_read(path, &v, &n) != 0) return NULL;
+    if (dm_tractogram_values(path, &input, o->tractogram, &v, &n) != 0) return NULL;
     if (n == t->count) return v;
     *by_input = 1;
     float *rep = n == ninput ? malloc((size_t)(t->count ? t->count : 1) * sizeof *rep) : NULL;

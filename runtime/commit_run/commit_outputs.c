@@ -2,6 +2,8 @@
 #include "commit_run/commit_outputs.h"
 #include "commit_run/side_job.h"
 #include "io/bigalloc.h"
+#include "io/formats.h"
+#include "io/tractogram.h"
 #include "io/volume.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -119,6 +121,20 @@ static int write_map(const char *dir, const char *name, const dm_dwi *w, const d
 /* With blur, as COMMIT, a weight is written times the streamline's blurred length (its
  * copies' weight x length, the sum of its segments) over its own length in the mask.  The lines
  * are formatted by all threads, a block of streamlines each, and written in order. */
+/* The weight of fitted streamline s (its column's coefficient; with blur, times the blurred
+ * length over its own), 0 when it was left out of the fit. */
+static double streamline_weight(const dm_commit_dict *d, const double *xo, int blur, long s)
+{
+    const long c = s >= 0 ? d->column[s] : -1;
+    double x = c >= 0 ? xo[c] : 0.0;
+    if (c >= 0 && blur) {
+        double tot = 0;
+        for (long q = d->str_start[c]; q < d->str_start[c + 1]; q++) tot += d->seg_len[q];
+        x *= tot / d->length[s];
+    }
+    return x;
+}
+
 static int write_weights(const char *dir, const dm_commit_dict *d, const double *xo, int blur,
                          const long *input_of, long ninput, int threads)
 {
@@ -147,15 +163,8 @@ static int write_weights(const char *dir, const dm_commit_dict *d, const double 
             size_t n = 0;
             for (long i = b * LINES; i < nlines && i < (b + 1) * LINES; i++) {
                 const long s = fit_of ? fit_of[i] : i;
-                const long c = s >= 0 ? d->column[s] : -1;
-                double x = c >= 0 ? xo[c] : 0.0;
-                if (c >= 0 && blur) {
-                    double tot = 0;
-                    for (long q = d->str_start[c]; q < d->str_start[c + 1]; q++)
-                        tot += d->seg_len[q];
-                    x *= tot / d->length[s];
-                }
-                n += (size_t)snprintf(out + n, LINE_BYTES, "%.5e\n", x);
+                n += (size_t)snprintf(out + n, LINE_BYTES, "%.5e\n",
+                                      streamline_weight(d, xo, blur, s));
             }
             len[b] = n;
         }
@@ -226,33 +235,49 @@ static double *lesion_weights(const dm_commit_dict *d, const double *ic, const d
     return xw;
 }
 
-/* filtered.tck: the streamlines of weight > 0, in their order (written by all threads). */
+/* filtered.tck (.trx, .trk: --format): the streamlines of weight > 0, in their order (written
+ * by all threads); a TRX or .trk on the data's grid, with their weights (as
+ * streamline_weights.txt has them) as dps "commit_weights". */
 static int write_filtered(const char *dir, const dm_tck *t, const dm_commit_dict *d,
-                          const double *xo, int threads, long *nonzero)
+                          const dm_dwi *dwi, const double *xo, int blur, int threads,
+                          long *nonzero)
 {
-    char *path = dm_path_join(dir, "filtered.tck");
-    dm_tck_writer *w = path ? dm_tck_open(path, "source: dimoc commit\n") : NULL;
+    char name[32];
+    snprintf(name, sizeof name, "filtered%s", dm_tracts_format_ext(dm_tracts_format_chosen()));
+    char *path = dm_path_join(dir, name);
+    dm_tract_grid grid;
+    dm_tract_grid_of(&dwi->data, &grid);
+    dm_tractogram_writer *w = path ? dm_tractogram_open(path, "source: dimoc commit\n", &grid) : NULL;
     free(path);
     if (!w) return -1;
     size_t *start = malloc((size_t)(d->nstr ? d->nstr : 1) * sizeof *start);
     int *npts = malloc((size_t)(d->nstr ? d->nstr : 1) * sizeof *npts);
-    if (!start || !npts) {
+    float *weight = malloc((size_t)(d->nstr ? d->nstr : 1) * sizeof *weight);
+    if (!start || !npts || !weight) {
         free(start);
         free(npts);
-        dm_tck_abort(w);
-        return dm_set_error("commit: out of memory for filtered.tck");
+        free(weight);
+        dm_tractogram_abort(w);
+        return dm_set_error("commit: out of memory for %s", name);
     }
     long n = 0;
     for (long s = 0; s < d->nstr; s++)
         if (d->column[s] >= 0 && xo[d->column[s]] > 0) {
             start[n] = (size_t)t->start[s];
+            weight[n] = (float)streamline_weight(d, xo, blur, s);
             npts[n++] = (int)t->npoints[s];
         }
-    dm_tck_add_many(w, t->xyz, start, npts, n, threads > 0 ? threads : 1);
+    int rc = dm_tractogram_set_dps(w, "commit_weights", weight, n);
+    if (rc == 0) rc = dm_tractogram_add_many(w, t->xyz, start, npts, n, threads > 0 ? threads : 1);
     free(start);
     free(npts);
+    free(weight);
     *nonzero = n;
-    return dm_tck_close(w, (unsigned long long)n);
+    if (rc != 0) {
+        dm_tractogram_abort(w);
+        return -1;
+    }
+    return dm_tractogram_close(w, (unsigned long long)n);
 }
 
 /* The outputs written on threads of their own (dm_side_job) while this one computes the error
@@ -263,15 +288,16 @@ typedef struct {
     const char *dir;
     const dm_tck *t;
     const dm_commit_dict *d;
+    const dm_dwi *w;
     const double *xo;
-    int threads;
+    int blur, threads;
     long nonzero;
 } filtered_job;
 
 static int filtered_work(void *arg)
 {
     filtered_job *j = arg;
-    return write_filtered(j->dir, j->t, j->d, j->xo, j->threads, &j->nonzero);
+    return write_filtered(j->dir, j->t, j->d, j->w, j->xo, j->blur, j->threads, &j->nonzero);
 }
 
 enum { MAX_COMPARTMENT_MAPS = 5 };
@@ -365,7 +391,7 @@ int dm_commit_write_outputs(const dm_commit_options *o, dm_commit_fitted *f, dm_
     dm_outdir od;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto end;
     dm_side_job fj, cj = {0};
-    filtered_job fjob = {od.path, t, d, xo, threads, 0};
+    filtered_job fjob = {od.path, t, d, w, xo, dm_commit_blur_on(dopt), threads, 0};
     dm_side_start(&fj, filtered_work, &fjob);
     ic_map(d, xo, threads, ic);
     for (long e = 0; e < ne; e++) /* every zeppelin of the entry, as COMMIT's map */

@@ -18,6 +18,7 @@
 #include "csd/dwi.h"
 #include "io/space.h"
 #include "io/tck.h"
+#include "io/tractogram.h"
 #include "io/volume.h"
 #include "io/bigalloc.h"
 #include "util/error.h"
@@ -41,7 +42,7 @@ typedef struct {
 static int read_tck(void *arg)
 {
     tck_read *r = arg;
-    return dm_tck_read_threads(r->path, r->t, r->threads);
+    return dm_tractogram_read(r->path, r->t, r->threads);
 }
 
 /* Waits for the reader; other_rc is the result of what ran meanwhile (its error stands). */

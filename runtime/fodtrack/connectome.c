@@ -1,5 +1,6 @@
 /* Connectomes as tck2connectome makes them by default (connectome.h). */
 #include "fodtrack/connectome.h"
+#include "io/tractogram.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -309,8 +310,8 @@ int dm_connectome_command(const dm_connectome_options *o, dm_provenance *prov,
     dm_tck tracks;
     dm_parcellation parc;
     float *weight = NULL;
-    if (dm_tck_read(o->tracks, &tracks) != 0) return -1;
-    if (o->weights && dm_tck_weights_read(o->weights, tracks.count, o->tracks, &weight) != 0) {
+    if (dm_tractogram_read(o->tracks, &tracks, o->threads) != 0) return -1;
+    if (o->weights && dm_tractogram_weights(o->weights, &tracks, o->tracks, &weight) != 0) {
         dm_tck_free(&tracks);
         return -1;
     }

@@ -84,7 +84,8 @@ int dm_connectome_write_sums(const dm_connectome *c, const char *path);
 
 typedef struct dm_connectome_options {
     const char *tracks, *parc, *out;
-    const char *weights; /* per-streamline weights file (io/tck.h); NULL: 1 each */
+    const char *weights; /* per-streamline weights: a file (io/tck.h) or "dps:NAME" (the
+                          * tractogram's own, io/tractogram.h); NULL: 1 each */
     int threads;         /* 0: all cores */
 } dm_connectome_options;
 

@@ -4,7 +4,9 @@
 #include "fodtrack/fodtrack_batch.h"
 #include "fodtrack/fodtrack_cpu.h"
 #include "fodtrack/fodtrack_gpu.h"
+#include "io/formats.h"
 #include "io/tck.h"
+#include "io/tractogram.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"
@@ -107,12 +109,13 @@ static int take_batch(const dm_ft_plan *p, const dm_ft_batch *b, progress_state 
     return (p->select && st->kept == p->select) || st->next_id >= p->id_end;
 }
 
-/* Appends a batch's first `taken` streamlines to tracks.tck on a thread of its own, so that the
+/* Appends a batch's first `taken` streamlines to tracks.tck (.trx, .trk: --format) on a thread
+ * of its own, so that the
  * file is written while the next batch is traced (1M streamlines of iFOD2 are 1.6 GB). */
 typedef struct {
     pthread_t thread;
     int running;
-    dm_tck_writer *w;
+    dm_tractogram_writer *w;
     const dm_ft_batch *b;
     long taken;
     int threads; /* the job's own: all the host's on the GPU, one beside CPU tracing */
@@ -125,7 +128,7 @@ static void *write_streamlines(void *arg)
     tck_job *j = arg;
     double t0 = dm_now_seconds();
     const dm_ft_batch *b = j->b;
-    dm_tck_add_many(j->w, b->xyz, b->start, b->npts, j->taken, j->threads);
+    dm_tractogram_add_many(j->w, b->xyz, b->start, b->npts, j->taken, j->threads);
     /* lengths in parallel, summed in order: the same sum whatever the threads */
     double *len = malloc((size_t)(j->taken ? j->taken : 1) * sizeof *len);
 #pragma omp parallel for schedule(static) num_threads(j->threads)
@@ -140,7 +143,7 @@ static void *write_streamlines(void *arg)
     return NULL;
 }
 
-static void tck_job_start(tck_job *j, dm_tck_writer *w, const dm_ft_batch *b, long taken,
+static void tck_job_start(tck_job *j, dm_tractogram_writer *w, const dm_ft_batch *b, long taken,
                           int threads)
 {
     memset(j, 0, sizeof *j);
@@ -286,7 +289,9 @@ static int write_part(const dm_fodtrack_options *o, const char *weights, const c
 {
     dm_part_rule rules[8];
     int n = 0;
-    rules[n++] = (dm_part_rule){"tracks.tck", DM_MERGE_TCK};
+    char tracks[32];
+    snprintf(tracks, sizeof tracks, "tracks%s", dm_tracts_format_ext(dm_tracts_format_chosen()));
+    rules[n++] = (dm_part_rule){tracks, DM_MERGE_TCK};
     if (o->tdi) rules[n++] = (dm_part_rule){o->tdi, DM_MERGE_SUM};
     if (o->connectome) {
         rules[n++] = (dm_part_rule){"connectome.csv", DM_MERGE_COUNTS};
@@ -309,7 +314,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     dm_ft_plan plan;
     dm_ft_gpu *gpu = NULL;
     dm_outdir od = {0};
-    dm_tck_writer *w = NULL;
+    dm_tractogram_writer *w = NULL;
     dm_ft_batch batches[2] = {{0}, {0}}; /* one traced while the other is written */
     tck_job jobs[2];
     memset(jobs, 0, sizeof jobs);
@@ -331,9 +336,16 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     }
     if (sinks_open(o, &plan, gpu, &out) != 0) goto done;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    tck_path = dm_path_join(od.path, "tracks.tck");
+    /* tracks.tck, or .trx / .trk by --format, on the FOD image's grid */
+    {
+        char tracks[32];
+        snprintf(tracks, sizeof tracks, "tracks%s", dm_tracts_format_ext(dm_tracts_format_chosen()));
+        tck_path = dm_path_join(od.path, tracks);
+    }
     header = dm_ft_plan_header(&plan, o);
-    w = dm_tck_open(tck_path, header);
+    dm_tract_grid grid;
+    dm_tract_grid_of(&plan.fod.header, &grid);
+    w = tck_path ? dm_tractogram_open(tck_path, header, &grid) : NULL;
     if (!w) goto done;
 
     st.next_id = plan.id_first;
@@ -402,8 +414,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     tck_job_join(&jobs[0], &st);
     tck_job_join(&jobs[1], &st);
     double t_write = dm_now_seconds();
-    long written = dm_tck_written(w); /* the count tracks.tck's header gets */
-    int closed = dm_tck_close(w, st.total_count);
+    long written = dm_tractogram_written(w); /* the count tracks.tck's header gets */
+    int closed = dm_tractogram_close(w, st.total_count);
     w = NULL;
     if (closed != 0) goto done;
     if (sinks_write(&out, o, od.path, gpu, prov) != 0) goto done;
@@ -477,7 +489,7 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
 done:
     tck_job_join(&jobs[0], &st);
     tck_job_join(&jobs[1], &st);
-    if (w) dm_tck_abort(w);
+    if (w) dm_tractogram_abort(w);
     if (bar) dm_progress_end(bar);
     if (rc != 0 && od.path) dm_outdir_abort(&od);
     if (gpu) dm_ft_gpu_close(gpu);

@@ -1,6 +1,7 @@
 /* Track-density images on the host (tdi.h): the grid, CPU threads over streamlines with the
  * kernel of templates/fodtrack/tdi_map.h, the NIfTI output. */
 #include "fodtrack/tdi.h"
+#include "io/tractogram.h"
 #include "util/progress.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -336,8 +337,8 @@ int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary 
     dm_volume templ;
     dm_tdi map = {0};
     float *weight = NULL;
-    if (dm_tck_read(o->tracks, &tracks) != 0) return -1;
-    if (o->weights && dm_tck_weights_read(o->weights, tracks.count, o->tracks, &weight) != 0) {
+    if (dm_tractogram_read(o->tracks, &tracks, o->threads) != 0) return -1;
+    if (o->weights && dm_tractogram_weights(o->weights, &tracks, o->tracks, &weight) != 0) {
         dm_tck_free(&tracks);
         return -1;
     }

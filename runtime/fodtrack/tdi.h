@@ -59,7 +59,8 @@ void dm_tdi_free(dm_tdi *m);
 
 typedef struct dm_tdi_options {
     const char *tracks, *templ, *out;
-    const char *weights; /* per-streamline weights file (io/tck.h); NULL: 1 each */
+    const char *weights; /* per-streamline weights: a file (io/tck.h) or "dps:NAME" (the
+                          * tractogram's own, io/tractogram.h); NULL: 1 each */
     double voxel_mm[3];  /* all 0: the template's grid */
     int threads;         /* 0: all cores */
     int exact;           /* 1: the exact walk; 0: tckmap's sampling (its ratio from step_size) */

@@ -457,18 +457,21 @@ dm_trk_writer *dm_trk_open(const char *path, const char *info, const dm_tract_gr
     memcpy(h + AT_VOXEL_ORDER, order, 3);
     put_u32(h + AT_VERSION, 2);
     put_u32(h + AT_HDR_SIZE, TRK_HEADER);
-    /* the .tck header's lines that fit, whole, in the reserved bytes */
+    /* the .tck header's lines that fit, whole, in the reserved bytes: step_size first (what
+     * dimoc tdi reads), room kept for count and total_count (dm_trk_close) */
     size_t used = strlen(reserved_mark);
     memcpy(h + AT_RESERVED, reserved_mark, used);
-    for (const char *line = info; line && *line;) {
-        size_t n = strcspn(line, "\n");
-        if (used + n + 1 < RESERVED_BYTES && memchr(line, ':', n)) {
-            memcpy(h + AT_RESERVED + used, line, n);
-            h[AT_RESERVED + used + n] = '\n';
-            used += n + 1;
+    for (int pass = 0; pass < 2; pass++)
+        for (const char *line = info; line && *line;) {
+            size_t n = strcspn(line, "\n");
+            int step = !strncmp(line, "step_size:", 10);
+            if (step == !pass && used + n + 1 < RESERVED_BYTES - 64 && memchr(line, ':', n)) {
+                memcpy(h + AT_RESERVED + used, line, n);
+                h[AT_RESERVED + used + n] = '\n';
+                used += n + 1;
+            }
+            line += n + (line[n] == '\n');
         }
-        line += n + (line[n] == '\n');
-    }
     double to_world[4][4];
     dm_trk_writer *w = calloc(1, sizeof *w);
     if (!w || dm_trk_voxmm_to_world(v2r, vs, order, grid->dims, to_world) != 0) {

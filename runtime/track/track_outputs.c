@@ -4,7 +4,9 @@
 #include "util/fsutil.h"
 #include "util/interrupt.h"
 #include "util/outdir.h"
+#include "io/formats.h"
 #include "io/tck.h"
+#include "io/tractogram.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,20 +132,21 @@ int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm
     return 0;
 }
 
-int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_track_result *r)
+int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_track_result *r,
+                       const dm_tract_grid *grid)
 {
     char info[256];
     snprintf(info, sizeof info,
              "step_size: %g\nmethod: dimoc track (probabilistic, probtrackx-style)\n",
              o->steplength);
-    dm_tck_writer *w = dm_tck_open(path, info);
+    dm_tractogram_writer *w = dm_tractogram_open(path, info, grid);
     if (!w) return -1;
     size_t at = 0;
     for (long i = 0; i < r->ntck; i++) {
-        dm_tck_add(w, r->tck_xyz + at, (int)r->tck_len[i]);
+        dm_tractogram_add(w, r->tck_xyz + at, (int)r->tck_len[i]);
         at += 3 * (size_t)r->tck_len[i];
     }
-    return dm_tck_close(w, r->tck_tracked);
+    return dm_tractogram_close(w, r->tck_tracked);
 }
 
 /* --part: part.json, how `dimoc merge` joins each output with the other parts' (last, so that
@@ -168,22 +171,34 @@ static int write_part(const char *dir, const char *tck_name, const dm_track_opti
     return rc;
 }
 
-int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
+int dm_track_save(const char *outdir, const char *tck_given, const dm_track_seeds *s,
                   const dm_track_masks *m, const dm_track_options *o, const dm_track_result *r,
                   dm_provenance *prov)
 {
+    /* the streamlines' file: --save-streamlines, its ending that of --format when one is chosen;
+     * a TRX or .trk on the seed space's grid */
+    char *tck = tck_given ? dm_tractogram_output_name(tck_given) : NULL;
+    if (tck_given && !tck) return dm_set_error("out of memory");
+    dm_tract_grid grid;
+    dm_tract_grid_of(&s->ref, &grid);
     dm_outdir od;
-    if (dm_outdir_begin(&od, outdir, DM_OUTDIR_REPLACE) != 0) return -1;
+    if (dm_outdir_begin(&od, outdir, DM_OUTDIR_REPLACE) != 0) {
+        free(tck);
+        return -1;
+    }
     /* A .tck file inside outdir is written in the temporary folder with the rest; one
      * elsewhere under a temporary name beside it. */
     size_t n = strlen(outdir);
     while (n > 1 && outdir[n - 1] == '/') n--;
     int inside = tck && !strncmp(tck, outdir, n) && tck[n] == '/';
     char *tck_in = inside ? dm_path_join(od.path, tck + n + 1) : NULL;
-    char *tck_tmp = tck && !inside ? dm_temp_sibling(tck) : NULL;
+    const int format = tck ? dm_tracts_format_of(tck) : -1;
+    char *tck_tmp = tck && !inside
+                        ? dm_temp_sibling_ext(tck, format >= 0 ? dm_tracts_format_ext(format) : "")
+                        : NULL;
     int rc = tck && !tck_in && !tck_tmp ? dm_set_error("out of memory")
                                         : dm_track_write_outputs(od.path, s, m, o, r);
-    if (rc == 0 && tck) rc = dm_track_write_tck(inside ? tck_in : tck_tmp, o, r);
+    if (rc == 0 && tck) rc = dm_track_write_tck(inside ? tck_in : tck_tmp, o, r, &grid);
     free(tck_in);
     if (rc == 0) {
         dm_provenance_num(prov, DM_PROV_RESULT, "seeds", (double)s->n);
@@ -209,6 +224,7 @@ int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
         dm_outdir_abort(&od);
         if (tck_tmp) unlink(tck_tmp);
         free(tck_tmp);
+        free(tck);
         return -1;
     }
     /* The folder and the .tck file go in place together: no signal between the two. */
@@ -224,5 +240,6 @@ int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
     }
     dm_interrupt_unblock(&saved);
     free(tck_tmp);
+    free(tck);
     return rc;
 }

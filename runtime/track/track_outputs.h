@@ -19,6 +19,7 @@
 #ifndef DIMOC_TRACK_OUTPUTS_H
 #define DIMOC_TRACK_OUTPUTS_H
 
+#include "io/tck.h"
 #include "track/track_run.h"
 #include "util/json.h"
 
@@ -26,11 +27,14 @@ int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm
                            const dm_track_options *o, const dm_track_result *r);
 /* Everything a run writes, all or nothing (util/outdir.h): outdir's files and its
  * provenance.json (prov, with the streamline counts added) in a temporary folder that replaces
- * outdir at the end, and the .tck file (tck NULL: none) renamed into place with it. */
+ * outdir at the end, and the streamlines' file (tck NULL: none; its ending --format's when one
+ * was chosen, io/tractogram.h) renamed into place with it. */
 int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
                   const dm_track_masks *m, const dm_track_options *o, const dm_track_result *r,
                   dm_provenance *prov);
-/* The saved streamlines as an MRtrix .tck file. */
-int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_track_result *r);
+/* The saved streamlines as a tractogram in the format of path's ending (.tck, .trx or .trk;
+ * grid: the seed space's, what TRX and .trk carry). */
+int dm_track_write_tck(const char *path, const dm_track_options *o, const dm_track_result *r,
+                       const dm_tract_grid *grid);
 
 #endif
