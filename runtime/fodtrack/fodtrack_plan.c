@@ -118,7 +118,60 @@ static int load_act(dm_ft_plan *p, const char *path)
     return bad ? dm_set_error("%s: the voxel -> world matrix is singular", path) : 0;
 }
 
-static int load_seeds(dm_ft_plan *p, const char *path)
+/* Widens the box [lo, hi] to hold the cube of voxel x (its centre, in voxel coordinates) of an
+ * image with voxel -> world matrix a. */
+static void box_add(const dm_affine *a, const double x[3], double lo[3], double hi[3])
+{
+    double c[3];
+    dm_affine_apply(a, x, c);
+    for (int r = 0; r < 3; r++) {
+        double half = 0.5 * (fabs(a->m[r][0]) + fabs(a->m[r][1]) + fabs(a->m[r][2]));
+        lo[r] = fmin(lo[r], c[r] - half);
+        hi[r] = fmax(hi[r], c[r] + half);
+    }
+}
+
+static void voxel_of(long i, int nx, int ny, double x[3])
+{
+    x[0] = (double)(i % nx);
+    x[1] = (double)(i / nx % ny);
+    x[2] = (double)(i / nx / ny);
+}
+
+/* tckgen tries every seed and ends with no streamline when none lies in the FOD image: refuse a
+ * seed image none of whose seed voxels (cubes) meets the FOD image's voxels (cubes), before any
+ * tracking.  The test runs in the FOD's voxel coordinates, cube by cube. */
+static int check_seeds_overlap(const dm_ft_plan *p, const dm_affine *seed_v2w, int nx, int ny,
+                               const char *seed_path, const char *fod_path)
+{
+    const dm_ft_fod *f = &p->fod;
+    const dm_affine m = dm_affine_mul(&f->w2v, seed_v2w); /* seed voxel -> FOD voxel */
+    const double n[3] = {f->nx, f->ny, f->nz};
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (long k = 0; k < p->ctx.nseed_vox; k++) {
+        double x[3];
+        voxel_of(p->seed_vox[k], nx, ny, x);
+        /* the seed cube's box in FOD voxel coordinates, against the FOD's [-0.5, n - 0.5] */
+        double a[3] = {INFINITY, INFINITY, INFINITY}, b[3] = {-INFINITY, -INFINITY, -INFINITY};
+        box_add(&m, x, a, b);
+        if (a[0] < n[0] - 0.5 && b[0] > -0.5 && a[1] < n[1] - 0.5 && b[1] > -0.5 &&
+            a[2] < n[2] - 0.5 && b[2] > -0.5)
+            return 0;
+        box_add(seed_v2w, x, lo, hi);
+    }
+    double flo[3] = {INFINITY, INFINITY, INFINITY}, fhi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int k = 0; k < 8; k++) {
+        double x[3] = {k & 1 ? f->nx - 1 : 0, k & 2 ? f->ny - 1 : 0, k & 4 ? f->nz - 1 : 0};
+        box_add(&f->v2w, x, flo, fhi);
+    }
+    return dm_set_error("%s: the seed image does not overlap the FOD image %s: its seeds lie in "
+                        "x %.1f..%.1f, y %.1f..%.1f, z %.1f..%.1f mm, the FOD image in "
+                        "x %.1f..%.1f, y %.1f..%.1f, z %.1f..%.1f mm (world coordinates)",
+                        seed_path, fod_path, lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], flo[0],
+                        fhi[0], flo[1], fhi[1], flo[2], fhi[2]);
+}
+
+static int load_seeds(dm_ft_plan *p, const char *path, const char *fod_path)
 {
     dm_volume v;
     if (dm_volume_read(path, &v) != 0) return -1;
@@ -149,9 +202,10 @@ static int load_seeds(dm_ft_plan *p, const char *path)
     p->ctx.seed_ny = v.ny;
     p->ctx.seed_vox = p->seed_vox;
     p->ctx.nseed_vox = k;
+    const int nx = v.nx, ny = v.ny;
     dm_volume_free(&v);
     if (k == 0) return dm_set_error("%s: the seed image has no voxel >= 0.5", path);
-    return 0;
+    return check_seeds_overlap(p, &v2w, nx, ny, path, fod_path);
 }
 
 /* tckgen's point budgets (MRtrix's set_num_points), in float as it computes them: the points
@@ -255,7 +309,7 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
     c->act.backtrack = o->backtrack;
     c->act.crop_at_gmwmi = o->crop_at_gmwmi;
     c->seed_gmwmi = o->seed_gmwmi != NULL;
-    if (load_seeds(p, o->seed_gmwmi ? o->seed_gmwmi : o->seed) != 0) return -1;
+    if (load_seeds(p, o->seed_gmwmi ? o->seed_gmwmi : o->seed, o->fod) != 0) return -1;
     if (add_rois(p, o->include, DM_FT_ROI_INCLUDE, "--include") != 0 ||
         add_rois(p, o->exclude, DM_FT_ROI_EXCLUDE, "--exclude") != 0 ||
         add_rois(p, o->mask, DM_FT_ROI_MASK, "--mask") != 0)

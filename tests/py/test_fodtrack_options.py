@@ -14,10 +14,12 @@ its first point inside the last include region; -seed_unidirectional starts at t
   seed and include images on another grid (world space, as tckgen);
   --rseed: the same seed, the same streamlines, another seed others;  --threads 1 and 2: the
   same streamlines;  bad inputs: one error line naming the problem, non-zero status, no --out
-  folder."""
+  folder (among them a seed image 500 mm outside the FOD image, where tckgen, the control, tries
+  every seed and writes no streamline with exit 0)."""
 import os
 import shutil
 
+import nibabel as nib
 import numpy as np
 
 import fodsim as fs
@@ -245,6 +247,9 @@ def bad_inputs(d, p):
     seven = fs.save(f"{d}/seven.nii.gz", np.random.default_rng(0).normal(size=fs.SHAPE + (7,)), aff)
     three_d = fs.save(f"{d}/fod3d.nii.gz", np.ones(fs.SHAPE), aff)
     empty = fs.save(f"{d}/seed_empty.nii.gz", np.zeros(fs.SHAPE), aff, np.uint8)
+    far_aff = aff.copy()
+    far_aff[0, 3] += 500  # the WM mask moved 500 mm along x: no seed in the FOD image
+    far = fs.save(f"{d}/seed_far.nii.gz", np.asarray(nib.load(wm).dataobj), far_aff, np.uint8)
     cases = [
         ("fod-7-volumes", ["--fod", seven, "--seed", wm], ["seven.nii.gz", "7"]),
         ("fod-3d", ["--fod", three_d, "--seed", wm], ["fod3d.nii.gz"]),
@@ -257,6 +262,8 @@ def bad_inputs(d, p):
         ("no-seed", ["--fod", fod], ["--seed"]),
         ("include-empty", ["--fod", fod, "--seed", wm, "--include", empty], ["seed_empty.nii.gz"]),
         ("negative-step", ["--fod", fod, "--seed", wm, "--step", -1], ["--step"]),
+        ("seed-outside-fod", ["--fod", fod, "--seed", far],
+         ["seed_far.nii.gz", "does not overlap the FOD image", "fod.nii.gz", "mm (world coordinates)"]),
     ]
     for name, args, words in cases:
         out = f"{d}/bad_{name}"
@@ -267,6 +274,10 @@ def bad_inputs(d, p):
         ok = rc != 0 and len(lines) == 1 and all(w in lines[0] for w in words) and not left
         check(f"bad-input-{name}", ok, f"rc {rc}, stderr {err.strip()!r} (want one line naming {words}); "
                                        f"left behind {left}")
+    # what tckgen does there (why dimoc refuses): every seed tried, no streamline, exit 0
+    mr = Tracks(fs.tckgen(fod, f"{d}/seed_far_tckgen.tck", far, "-select", 10, rng=1))
+    check("seed-outside-fod-tckgen-control", mr.count() == 0 and len(mr.sl) == 0,
+          f"tckgen: exit 0, {mr.count()} streamlines")
 
 
 def main():
