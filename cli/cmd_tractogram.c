@@ -1,4 +1,4 @@
-/* The commands over a tractogram (.tck) and images:
+/* The commands over a tractogram (.tck, TRX or .trk: io/tractogram.h) and images:
  *   dimoc tdi         track-density image (tckmap -template, optionally -vox);
  *   dimoc connectome  streamline counts and mean lengths between parcels (tck2connectome);
  * both optionally with per-streamline weights (-tck_weights_in), as MRtrix's with their
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The tractogram: the positional TRACKS.tck, exactly one. */
+/* The tractogram: the positional TRACKS (.tck, .trx or .trk), exactly one. */
 static int one_tracks(const char *cmd, const dm_args *a, const char **tracks)
 {
     if (a->npositional != 1)
@@ -56,8 +56,9 @@ static const dm_opt tdi_opts[] = {
      "(as tckmap -template IMG -vox MM)"},
     {"exact", NULL, NULL,
      "count every voxel a segment passes through (an exact walk) instead of tckmap's samples"},
-    {"weights", "FILE", NULL,
-     "per-streamline weights (tcksift2's output; as tckmap -tck_weights_in): a streamline adds "
+    {"weights", "FILE|dps:NAME", NULL,
+     "per-streamline weights (tcksift2's output, or the tractogram's own dps NAME; as tckmap "
+     "-tck_weights_in): a streamline adds "
      "its weight instead of 1, and the map is float32"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
@@ -67,7 +68,7 @@ int dm_help_tdi(FILE *out)
 {
     dm_args_help(
         out,
-        "dimoc tdi TRACKS.tck --template IMG --out FILE [--voxel MM] [--exact] [--weights FILE] "
+        "dimoc tdi TRACKS --template IMG --out FILE [--voxel MM] [--exact] [--weights FILE] "
         "[--threads N]",
         "Track-density image, MRtrix's tckmap -template IMG with its defaults, voxel for\n"
         "voxel: in each voxel the number of streamlines that visit it (each counted once\n"
@@ -82,7 +83,12 @@ int dm_help_tdi(FILE *out)
         "(one number per streamline of the .tck, in its order, separated by white space or\n"
         "',', '#' comments: tcksift2's output, what MRtrix's -tck_weights_in takes); each\n"
         "voxel then holds the sum of the weights of the streamlines that visit it (float32),\n"
-        "as tckmap -tck_weights_in.  The map's provenance goes beside it\n"
+        "as tckmap -tck_weights_in.  TRACKS is an MRtrix .tck, a TRX file (.trx: a zip, its\n"
+        "members stored or deflated, or a folder) or a TrackVis .trk, by its ending;\n"
+        "--weights dps:NAME takes the weights from the tractogram itself (a TRX's\n"
+        "dps/NAME, a .trk's property NAME).  A TRX written by dimoc keeps the .tck header's\n"
+        "step_size (header.json's TCK_HEADER), a .trk in its reserved bytes; one without a\n"
+        "step_size is not upsampled.  The map's provenance goes beside it\n"
         "(FILE.provenance.json).",
         tdi_opts);
     return 0;
@@ -148,8 +154,9 @@ int dm_cmd_tdi(int argc, char **argv)
 static const dm_opt connectome_opts[] = {
     {"parc", "IMG", NULL, "parcellation: integer node labels 1..N, 0 outside the nodes"},
     {"out", "DIR", NULL, "output folder (replaced whole when it holds an earlier run)"},
-    {"weights", "FILE", NULL,
-     "per-streamline weights (tcksift2's output; as tck2connectome -tck_weights_in): a "
+    {"weights", "FILE|dps:NAME", NULL,
+     "per-streamline weights (tcksift2's output, or the tractogram's own dps NAME; as "
+     "tck2connectome -tck_weights_in): a "
      "streamline counts its weight, and mean lengths are weighted"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
@@ -158,7 +165,7 @@ static const dm_opt connectome_opts[] = {
 int dm_help_connectome(FILE *out)
 {
     dm_args_help(
-        out, "dimoc connectome TRACKS.tck --parc IMG --out DIR [--weights FILE] [--threads N]",
+        out, "dimoc connectome TRACKS --parc IMG --out DIR [--weights FILE] [--threads N]",
         "Structural connectome as MRtrix's tck2connectome with its defaults.  Each end of a\n"
         "streamline goes to the node of the nearest labelled voxel (centre to end point)\n"
         "within 4 mm (tck2connectome's radial search); a streamline whose two ends both find\n"
@@ -170,7 +177,9 @@ int dm_help_connectome(FILE *out)
         "                    tck2connectome -scale_length -stat_edge mean); 0 where none\n"
         "and provenance.json.  --weights FILE gives each streamline a weight (one number per\n"
         "streamline of the .tck, in its order: tcksift2's output), as tck2connectome\n"
-        "-tck_weights_in: connectome.csv then holds the sum of the weights of each edge's\n"
+        "-tck_weights_in (--weights dps:NAME: the tractogram's own dps NAME; TRACKS is a .tck,\n"
+        "a TRX file or folder, or a .trk, by its ending): connectome.csv then holds the sum\n"
+        "of the weights of each edge's\n"
         "streamlines, mean_length.csv sum(weight x length) / sum(weight).",
         connectome_opts);
     return 0;
@@ -209,7 +218,9 @@ int dm_cmd_connectome(int argc, char **argv)
 /* ---- dimoc commit ---- */
 
 static const dm_opt commit_opts[] = {
-    {"tractogram", "T.tck", NULL, "the streamlines to weigh (MRtrix .tck, world mm)"},
+    {"tractogram", "T.tck", NULL,
+     "the streamlines to weigh: MRtrix .tck, TRX (.trx, zip or folder) or TrackVis .trk, by "
+     "the ending"},
     {"data", "DWI", NULL, "diffusion-weighted data (4D NIfTI)"},
     {"mask", "WM", NULL,
      "white-matter mask: segments outside it are left out (default: the whole image)"},
@@ -261,9 +272,9 @@ static const dm_opt commit_opts[] = {
      "12 points, mean distance below MM) and fit one representative per cluster; the others "
      "get weight 0 (0: no clustering); the per-streamline files (--groups, --lambda-weights, "
      "--blur-apply-to) then hold one value per streamline or, as COMMIT's, per representative"},
-    {"blur-apply-to", "FILE", NULL,
+    {"blur-apply-to", "FILE|dps:NAME", NULL,
      "blur only some streamlines: a text file of one 0 or 1 per streamline of the tractogram, "
-     "in its order (1: blurred; 0: its line alone); COMMIT's blur_apply_to"},
+     "in its order (1: blurred; 0: its line alone), or its dps NAME; COMMIT's blur_apply_to"},
     {"iso-mask", "IMG", NULL,
      "balls only in the voxels where this image is nonzero (COMMIT's filename_iso_mask); with "
      "--model volume-fractions COMMIT's lesion model there (docs/commit.md)"},
@@ -293,23 +304,26 @@ static const dm_opt commit_opts[] = {
     {"lambda-iso", "F", "0",
      "the lasso on the isotropic (ball) coefficients, as COMMIT's: lambda = F x max |A^T y| "
      "over them"},
-    {"lambda-weights", "FILE", NULL,
+    {"lambda-weights", "FILE|dps:NAME", NULL,
      "a weight >= 0 per streamline of the tractogram, in its order, for the --lambda lasso "
      "(COMMIT's coeff_weights): lambda sum w_f |x_f|, lambda_max = max |A^T y|_f / w_f over "
-     "w_f > 0 (0: that streamline is not penalised); with --lambda-group too"},
+     "w_f > 0 (0: that streamline is not penalised); with --lambda-group too; dps:NAME: the "
+     "tractogram's own dps NAME"},
     {"lambda-iso-weights", "IMG", NULL,
      "a 3D image of weights >= 0 on the data's grid for the --lambda-iso lasso, read in the "
      "voxels with balls (COMMIT's set_wLasso_ISO): lambda sum w_v |x_v|"},
     {"allow-negative", "ic,ec,iso", NULL,
      "drop the non-negativity of these blocks (COMMIT's is_nonnegative False): their lasso is "
-     "the plain soft threshold; weights and maps may be negative (filtered.tck keeps weight > 0)"},
+     "the plain soft threshold; weights and maps may be negative (filtered.tck keeps weight > "
+     "0)"},
     {"debias", NULL, NULL,
      "after a regularised fit, fit again without the regularisation on its support, as COMMIT's "
      "fit(debias=True): only the streamlines' columns >= 1e-15 and every zeppelin and ball, the "
      "signal set to 0 where those streamlines predict none"},
-    {"groups", "FILE", NULL,
+    {"groups", "FILE|dps:NAME", NULL,
      "one group label (an integer >= 0) per streamline of the tractogram, in its order: the "
-     "bundles of --lambda-group (e.g. the node pair of each streamline)"},
+     "bundles of --lambda-group (e.g. the node pair of each streamline); dps:NAME: the "
+     "tractogram's own dps NAME"},
     {"device", "cpu|gpu|auto", "auto",
      "where the dictionary is cut and the solver runs (a --blur's copies are cut on the CPU)"},
     {"gpus", "LIST", "0", "which GPU (an ordinal)"},
@@ -345,8 +359,13 @@ int dm_help_commit(FILE *out)
         "  compartment_EC.nii.gz    the zeppelins' coefficients, summed per voxel\n"
         "  compartment_ISO.nii.gz   the balls' coefficients, summed per voxel (all of them)\n"
         "  fit_RMSE.nii.gz, fit_NRMSE.nii.gz   the fit's error per voxel (b=0 included)\n"
-        "  filtered.tck             the streamlines of weight > 0\n"
-        "and provenance.json with the time of each stage.\n"
+        "  filtered.tck             the streamlines of weight > 0 (--format trx: filtered.trx,\n"
+        "                           their weights as dps commit_weights, on the data's grid;\n"
+        "                           --format trk: filtered.trk, the weights as its property\n"
+        "                           commit_weights)\n"
+        "and provenance.json with the time of each stage.  The tractogram may be a .tck, a TRX\n"
+        "(.trx: zip or folder) or a .trk; the per-streamline files (--groups, --lambda-weights,\n"
+        "--blur-apply-to) may be given as dps:NAME, the tractogram's own dps NAME.\n"
         "\n"
         "With --blur-core-extent or --blur-gauss-extent > 0 each streamline stands for a tube:\n"
         "parallel copies around it, weighted (trk2dictionary's blur; docs/commit.md, \"Blur\").\n"
