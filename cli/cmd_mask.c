@@ -2,6 +2,7 @@
  * makes it (runtime/mask/dwi_mask.c). */
 #include "args.h"
 #include "cli.h"
+#include "io/gradients.h"
 #include "mask/dwi_mask.h"
 #include "util/error.h"
 
@@ -11,8 +12,10 @@ static const dm_opt mask_opts[] = {
     {"data", "FILE", NULL, "4D diffusion-weighted image with b = 0 and diffusion-weighted volumes"},
     {"bvals", "FILE", NULL, "FSL b-values (s/mm^2), one per volume"},
     {"bvecs", "FILE", NULL, "FSL gradient directions, one per volume"},
+    {"grad", "FILE", NULL, DM_GRAD_HELP},
     {"out", "FILE", NULL,
-     "the mask, uint8 0/1 on the data's grid; its ending chooses the format (.nii.gz, .nii)"},
+     "the mask, uint8 0/1 on the data's grid; its ending chooses the format (.nii.gz, .nii, "
+     ".mif, .mif.gz)"},
     {"clean-scale", "N", "2",
      "the largest scale of the cleaning, which cuts bridges up to 2 N voxels wide between the "
      "mask and its peninsulas (dwi2mask's -clean_scale); 0: no cleaning"},
@@ -23,7 +26,7 @@ static const dm_opt mask_opts[] = {
 int dm_help_mask(FILE *out)
 {
     dm_args_help(
-        out, "dimoc mask --data F --bvals F --bvecs F --out MASK [options]",
+        out, "dimoc mask --data F [--bvals F --bvecs F | --grad F] --out MASK [options]",
         "A whole-brain mask (brain tissue and CSF) from the DWI itself, as MRtrix 3.0.3's\n"
         "dwi2mask makes it: for each shell, b = 0 included, the mean of the volumes (values\n"
         "of zero or below count as 0) is thresholded at Ridgway's parameter-free optimal\n"
@@ -44,9 +47,9 @@ int dm_cmd_mask(int argc, char **argv)
     if (dm_args_parse("mask", mask_opts, dm_help_mask, argc, argv, &a) != 0)
         return dm_report_error();
     int rc = 0;
-    const char *required[] = {"data", "bvals", "bvecs", "out"};
+    const char *required[] = {"data", "out"};
     long threads = 0, scale = DM_MASK_CLEAN_SCALE;
-    for (int i = 0; i < 4 && rc == 0; i++)
+    for (int i = 0; i < 2 && rc == 0; i++)
         if (!dm_arg(&a, mask_opts, required[i]))
             rc = dm_set_error("mask: --%s is required (see 'dimoc help mask')", required[i]);
     if (rc == 0 && a.npositional)
@@ -58,7 +61,8 @@ int dm_cmd_mask(int argc, char **argv)
     const char *out = dm_arg(&a, mask_opts, "out");
     if (rc == 0)
         rc = dm_mask_run(dm_arg(&a, mask_opts, "data"), dm_arg(&a, mask_opts, "bvals"),
-                         dm_arg(&a, mask_opts, "bvecs"), out, (int)scale, (int)threads, &r);
+                         dm_arg(&a, mask_opts, "bvecs"), dm_arg(&a, mask_opts, "grad"), out,
+                         (int)scale, (int)threads, &r);
     if (rc == 0) {
         printf("mask: %zu voxels; thresholds of the shells' mean images:", r.voxels);
         for (int s = 0; s < r.nshell; s++)

@@ -239,8 +239,8 @@ int dm_dwi_mask(const dm_dwi *d, int clean_scale, uint8_t *mask, dm_dwi_mask_rep
     return 0;
 }
 
-int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const char *out,
-                int clean_scale, int threads, dm_dwi_mask_report *r)
+int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const char *grad,
+                const char *out, int clean_scale, int threads, dm_dwi_mask_report *r)
 {
     if (dm_image_format_of(out) < 0)
         return dm_set_error("%s: the output's name must end in .nii.gz, .nii, .mif or .mif.gz",
@@ -259,7 +259,7 @@ int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const ch
     (void)threads;
 #endif
     dm_dwi d;
-    if (dm_dwi_read(&d, data, bvals, bvecs, NULL) != 0) {
+    if (dm_dwi_read_grad(&d, data, bvals, bvecs, grad, NULL) != 0) {
         dm_dwi_free(&d);
         return -1;
     }
@@ -270,7 +270,10 @@ int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const ch
     if (!d.has_b0) {
         rc = dm_set_error("%s: no b = 0 measurement (every b > %g); the mask needs the b = 0 "
                           "image",
-                          bvals, DM_BZERO_MAX);
+                          bvals  ? bvals
+                          : grad ? grad
+                                 : data,
+                          DM_BZERO_MAX);
         goto done;
     }
     mask = malloc(n ? n : 1);

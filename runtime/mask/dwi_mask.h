@@ -42,11 +42,12 @@ int dm_optimal_threshold(const float *image, size_t n, float *threshold);
  * an axis of the grid is one voxel long.  0, or -1 with dm_last_error(). */
 int dm_dwi_mask(const dm_dwi *d, int clean_scale, uint8_t *mask, dm_dwi_mask_report *r);
 
-/* `dimoc mask`: reads the DWI (a 4D image with FSL bvals and bvecs, at least one b = 0
- * measurement), computes the mask and writes it to `out` as uint8 on the data's grid, whole or
- * not at all.  threads <= 0: all cores.  0, or -1 with dm_last_error() naming the file at
- * fault; nothing is written then. */
-int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const char *out,
-                int clean_scale, int threads, dm_dwi_mask_report *r);
+/* `dimoc mask`: reads the DWI (a 4D image with at least one b = 0 measurement; its gradient
+ * table from FSL bvals and bvecs, else an MRtrix b-table `grad`, else a .mif's dw_scheme: NULL
+ * for those not given), computes the mask and writes it to `out` as uint8 on the data's grid,
+ * whole or not at all, in the format its ending names.  threads <= 0: all cores.  0, or -1
+ * with dm_last_error() naming the file at fault; nothing is written then. */
+int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const char *grad,
+                const char *out, int clean_scale, int threads, dm_dwi_mask_report *r);
 
 #endif

@@ -2,8 +2,9 @@
 
 1. MRtrix's own regression test of dwi2mask (testing/binaries/tests/dwi2mask: `dwi2mask dwi.mif`
    against dwi2mask/out.mif, compared exactly, as the mask is bitwise): tests/data/mrtrix_dwi2mask
-   holds both files (README.md there); they are converted to NIfTI and FSL bvals/bvecs with
-   mrconvert here.  dimoc's mask must equal the reference voxel for voxel, on the same grid.
+   holds both files (README.md there).  dimoc's mask must equal the reference voxel for voxel, on
+   the same grid: from dwi.mif and its own dw_scheme, written as .mif (as MRtrix's test runs),
+   and from the NIfTI mrconvert makes of it with FSL bvals/bvecs, or with an MRtrix b-table.
 2. MRtrix's multi-shell dwi2fod test data (tests/data/mrtrix_dwi2fod/msmt: b = 0, 700, 1200,
    2800), against dwi2mask run here: identical.
 3. A simulated head, 48 x 56 x 32 voxels of 2 mm, b = 0 (5), 1000 (24), 2000 (24) with Rician
@@ -16,7 +17,9 @@
    truth (the ellipsoid, hole included), Dice >= 0.97; the hole is filled, the blob left out,
    the eye cut off at scale 2 and kept at 0, the all-zero voxel left out when cleaning.
    --threads 1 gives the same bytes as all threads.
-4. Bad inputs: each refused with one line naming the file or option, a non-zero status and no
+4. Bad inputs (3D data, bvals or bvecs not matching the volumes, no b = 0, no gradient table,
+   --bvals alone, a missing file, an unknown option, a bad --clean-scale, an output name of no
+   image format): each refused with one line naming the file or option, a non-zero status and no
    output (an existing output is left as it was, no temporary left behind).
 
 Every comparison prints the number of differing voxels out of the grid's.  About 5 s on 2
@@ -64,12 +67,23 @@ def run_mask(d, name, data, bvals, bvecs, *extra):
 
 
 def regression(d):
-    dwi, bvecs, bvals = f"{d}/dwi.nii", f"{d}/dwi.bvecs", f"{d}/dwi.bvals"
-    mrtrix("mrconvert", os.path.join(DATA, "dwi.mif"), dwi, "-export_grad_fsl", bvecs, bvals)
     ref = f"{d}/ref.nii"
     mrtrix("mrconvert", os.path.join(DATA, "out.mif"), ref, "-datatype", "uint8")
+    # as MRtrix's test runs it: the .mif with its own dw_scheme, the mask written as .mif
+    ours_mif = f"{d}/mrtrix_test.mif"
+    dimoc("mask", "--data", os.path.join(DATA, "dwi.mif"), "--out", ours_mif)
+    ours = f"{d}/mrtrix_test_mif.nii"
+    mrtrix("mrconvert", ours_mif, ours)
+    agree("mrtrix-regression-dwi2mask-mif", ours, ref)
+    # the same data as NIfTI with FSL bvals/bvecs, and with an MRtrix b-table (--grad)
+    dwi, bvecs, bvals, grad = f"{d}/dwi.nii", f"{d}/dwi.bvecs", f"{d}/dwi.bvals", f"{d}/dwi.b"
+    mrtrix("mrconvert", os.path.join(DATA, "dwi.mif"), dwi, "-export_grad_fsl", bvecs, bvals,
+           "-export_grad_mrtrix", grad)
     ours, _ = run_mask(d, "mrtrix_test", dwi, bvals, bvecs)
-    agree("mrtrix-regression-dwi2mask", ours, ref)
+    agree("mrtrix-regression-dwi2mask-nifti-fsl", ours, ref)
+    ours = f"{d}/mrtrix_test_grad.nii.gz"
+    dimoc("mask", "--data", dwi, "--grad", grad, "--out", ours)
+    agree("mrtrix-regression-dwi2mask-nifti-grad", ours, ref)
 
     msmt = [os.path.join(MSMT, f) for f in ("dwi.nii.gz", "dwi.bvals", "dwi.bvecs")]
     theirs = f"{d}/msmt_dwi2mask.nii.gz"
@@ -213,6 +227,8 @@ def bad_inputs(d, data, bvals, bvecs):
     refused("bvals-count", ["--data", data, "--bvals", short_bvals, "--bvecs", bvecs], [short_bvals], out)
     refused("bvecs-count", ["--data", data, "--bvals", bvals, "--bvecs", short_bvecs], [short_bvecs], out)
     refused("no-b0", ["--data", data, "--bvals", no_b0, "--bvecs", no_b0_vecs], [no_b0, "b = 0"], out)
+    refused("no-table", ["--data", data], [data], out)
+    refused("bvals-alone", ["--data", data, "--bvals", bvals], ["--bvecs"], out)
     refused("missing-data", ["--data", f"{d}/absent.nii.gz", "--bvals", bvals, "--bvecs", bvecs],
             [f"{d}/absent.nii.gz"], out)
     refused("unknown-option", good + ["--clean_scale", "2"], ["--clean_scale"], out)
