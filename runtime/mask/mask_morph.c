@@ -199,6 +199,22 @@ static int clean_scale(dm_grid3 g, uint8_t *mask, int s, uint8_t *cut, uint8_t *
     return 0;
 }
 
+/* The number of erosions that leave some voxel of the mask set (0 for an empty mask). */
+static int erosion_depth(dm_grid3 g, const uint8_t *mask, uint8_t *a, uint8_t *b)
+{
+    size_t n = DM_GRID3_NVOX(g);
+    int depth = 0;
+    memcpy(a, mask, n);
+    for (;;) {
+        morph_pass(g, a, b, 1);
+        if (!memchr(b, 1, n)) return depth;
+        depth++;
+        uint8_t *t = a;
+        a = b;
+        b = t;
+    }
+}
+
 int dm_mask_clean(dm_grid3 g, uint8_t *mask, int scale)
 {
     size_t n = DM_GRID3_NVOX(g);
@@ -209,8 +225,12 @@ int dm_mask_clean(dm_grid3 g, uint8_t *mask, int scale)
         goto done;
     }
     for (;;) {
+        /* a scale beyond the mask's erosion depth erodes it away: nothing is cut there, so
+         * the scales start at the depth (the mask only shrinks during a pass) */
+        int depth = erosion_depth(g, mask, cut, largest);
         memcpy(prev, mask, n);
-        for (int s = scale; s > 0 && rc == 0; s--) rc = clean_scale(g, mask, s, cut, largest);
+        for (int s = scale < depth ? scale : depth; s > 0 && rc == 0; s--)
+            rc = clean_scale(g, mask, s, cut, largest);
         if (rc == 0) rc = dm_mask_largest_component(g, mask, mask);
         if (rc != 0 || !memcmp(prev, mask, n)) break;
     }
