@@ -350,8 +350,10 @@ static int check_gradients(const char *cmd, const dm_args *a, const dm_opt *tabl
     int bvals = dm_arg_given(a, table, "bvals"), bvecs = dm_arg_given(a, table, "bvecs");
     const char *data = dm_arg(a, table, "data");
     if (bvals != bvecs)
-        return dm_set_error("%s: --%s given without --%s: give both, or --grad FILE", cmd,
-                            bvals ? "bvals" : "bvecs", bvals ? "bvecs" : "bvals");
+        return dm_set_error("%s: --%s given without --%s: --%s is required with --%s (or --grad "
+                            "FILE instead of both)",
+                            cmd, bvals ? "bvals" : "bvecs", bvals ? "bvecs" : "bvals",
+                            bvals ? "bvecs" : "bvals", bvals ? "bvals" : "bvecs");
     if (bvals || dm_arg_given(a, table, "grad") || dm_image_format_of(data) == DM_IMAGE_MIF ||
         dm_image_format_of(data) == DM_IMAGE_MIF_GZ)
         return 0;

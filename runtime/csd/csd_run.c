@@ -65,7 +65,7 @@ static int write_response(const dm_outdir *od, const char *tissue, const dm_resp
 {
     char name[64];
     snprintf(name, sizeof name, "%s_response.txt", tissue);
-    char *path = dm_volume_output_path(od->path, name);
+    char *path = dm_path_join(od->path, name);
     int rc = path ? dm_response_write(path, r, history) : dm_set_error("out of memory");
     free(path);
     return rc;

@@ -55,8 +55,10 @@ int dm_read_gradients(const dm_grad_files *f, const dm_volume *data, const char 
     const int nvol = data->nt;
     if (f->bvals || f->bvecs) {
         if (!f->bvals || !f->bvecs)
-            return dm_set_error("%s given without %s: give both, or --grad FILE",
-                                f->bvals ? "--bvals" : "--bvecs", f->bvals ? "--bvecs" : "--bvals");
+            return dm_set_error("%s given without %s: %s is required with %s (or --grad FILE "
+                                "instead of both)",
+                                f->bvals ? "--bvals" : "--bvecs", f->bvals ? "--bvecs" : "--bvals",
+                                f->bvals ? "--bvecs" : "--bvals", f->bvals ? "--bvals" : "--bvecs");
         if (source) *source = f->bvals;
         int n;
         return dm_read_bvals_bvecs(f->bvals, f->bvecs, nvol, b, g, &n);

@@ -170,24 +170,34 @@ void dm_volume_bvec_rotation(const dm_volume *v, double R[3][3])
     dm_affine a;
     dm_volume_vox2world(v, &a);
     double flip = dm_volume_is_neurological(v) ? -1.0 : 1.0;
-    /* Gram-Schmidt on the columns, in the order x, y, z of the voxel axes. */
-    double col[3][3];
-    for (int j = 0; j < 3; j++)
-        for (int i = 0; i < 3; i++)
-            col[j][i] = a.m[i][j];
+    /* The orthogonal factor of the polar decomposition of the voxel axes' unit directions (the
+     * orthogonal matrix nearest to them, as MRtrix takes the rotation of its transform): Newton's
+     * iteration X <- (X + X^-T) / 2, quadratic from the first step for a near-orthogonal X. */
+    double X[3][3];
     for (int j = 0; j < 3; j++) {
-        for (int k = 0; k < j; k++) {
-            double d = col[j][0] * col[k][0] + col[j][1] * col[k][1] + col[j][2] * col[k][2];
-            for (int i = 0; i < 3; i++)
-                col[j][i] -= d * col[k][i];
-        }
-        double n = sqrt(col[j][0] * col[j][0] + col[j][1] * col[j][1] + col[j][2] * col[j][2]);
+        double n = sqrt(a.m[0][j] * a.m[0][j] + a.m[1][j] * a.m[1][j] + a.m[2][j] * a.m[2][j]);
+        for (int i = 0; i < 3; i++) X[i][j] = n > 0 ? a.m[i][j] / n : (double)(i == j);
+    }
+    for (int it = 0; it < 60; it++) {
+        double c[3][3]; /* cofactors: X^-T = cofactor matrix / det */
         for (int i = 0; i < 3; i++)
-            col[j][i] = n > 0 ? col[j][i] / n : (double)(i == j);
+            for (int j = 0; j < 3; j++) {
+                int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+                c[i][j] = X[i1][j1] * X[i2][j2] - X[i1][j2] * X[i2][j1];
+            }
+        double det = X[0][0] * c[0][0] + X[0][1] * c[0][1] + X[0][2] * c[0][2];
+        if (!(fabs(det) > 1e-12)) break; /* degenerate axes: keep what there is */
+        double change = 0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double next = 0.5 * (X[i][j] + c[i][j] / det);
+                change = fmax(change, fabs(next - X[i][j]));
+                X[i][j] = next;
+            }
+        if (change < 1e-15) break;
     }
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            R[i][j] = col[j][i] * (j == 0 ? flip : 1.0);
+        for (int j = 0; j < 3; j++) R[i][j] = X[i][j] * (j == 0 ? flip : 1.0);
 }
 
 void dm_rotate3(const double R[3][3], const double in[3], double out[3], int inverse)

@@ -34,9 +34,9 @@ void dm_volume_vox2fsl(const dm_volume *v, dm_affine *a);
 int dm_volume_is_neurological(const dm_volume *v);
 
 /* The rotation that takes directions in FSL's bvecs frame to world (scanner) space, as MRtrix
- * reads bvecs: x negated when the voxel -> world determinant is positive, then the voxel axes'
- * world directions (the columns of the voxel -> world matrix, orthonormalised: a shear or
- * scaling is dropped).  Row-major; its transpose takes world directions back to the bvecs
+ * reads and exports bvecs: x negated when the voxel -> world determinant is positive, then the
+ * voxel axes' world directions (the orthogonal matrix nearest to the voxel -> world matrix's
+ * unit columns, its polar factor: a shear or scaling is dropped).  Row-major; its transpose takes world directions back to the bvecs
  * frame (FSL's dyads). */
 void dm_volume_bvec_rotation(const dm_volume *v, double R[3][3]);
 /* out = R in, or R' in when `inverse` (in and out may be the same array). */

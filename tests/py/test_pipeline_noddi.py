@@ -167,5 +167,5 @@ if rc == 0:
     check("noddi_watson-mcmc-read-back", not problems, "; ".join(problems[:3]) or f"{count} NIfTI files")
 
 rc, _, err = dimoc("pipeline", "noddi_bingham", "--data", data, "--mask", mask, expect_ok=False)
-check("required-options", rc != 0 and "--bvals is required" in err, err.strip())
+check("required-options", rc != 0 and "--out is required" in err, err.strip())
 finish()
