@@ -267,10 +267,11 @@ static int cmd_fodtrack(int argc, char **argv)
         static const char *const taken[] = {"tracks.tck",     "provenance.json", "part.json",
                                             "connectome.csv", "mean_length.csv", NULL};
         char tracks[32]; /* tracks.tck, or .trx / .trk by --format */
-        snprintf(tracks, sizeof tracks, "tracks%s", dm_tracts_format_ext(dm_tracts_format_chosen()));
+        snprintf(tracks, sizeof tracks, "tracks%s",
+                 dm_tracts_format_ext(dm_tracts_format_chosen()));
         int clash = !*weights || strchr(weights, '/') || !strcmp(weights, ".") ||
-                    !strcmp(weights, tracks) ||
-                    !strcmp(weights, "..") || (o.tdi && !strcmp(weights, o.tdi));
+                    !strcmp(weights, tracks) || !strcmp(weights, "..") ||
+                    (o.tdi && !strcmp(weights, o.tdi));
         for (int i = 0; taken[i] && !clash; i++)
             clash = !strcmp(weights, taken[i]) && (i < 3 || o.connectome);
         if (clash)

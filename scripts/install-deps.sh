@@ -46,7 +46,7 @@ fi
 # suggests: its brute2fine fit of the test's 100 voxels takes ~1.5 s without them).
 py=${PYTHON:-/usr/bin/python3}
 pypkgs=(dmri-commit==2.4.2 dmri-amico==2.1.1 dmri-dicelib==1.3.0 cython==3.0.12 numpydoc==1.11.0
-        psutil==7.2.2 threadpoolctl==3.8.0 dmipy==1.0.5)
+        psutil==7.2.2 threadpoolctl==3.8.0 dmipy==1.0.5 trx-python==0.6)
 pymissing=()
 for p in "${pypkgs[@]}"; do
     "$py" -c 'import sys; from importlib.metadata import version

@@ -6,6 +6,7 @@
 #include "io/formats.h"
 #include "io/tck.h"
 #include "io/tractogram.h"
+#include "io/trk.h"
 #include "cluster/part.h"
 #include "util/cmdline.h"
 
@@ -158,8 +159,8 @@ static int same_grid(const dm_tract_grid *a, const dm_tract_grid *b)
  * values appended; the header lines must be those of part 1 (the counts aside), the grid too.
  * The values are known before the first streamline is written (a .trk writes them with it):
  * where part 1 has any, the parts are read twice, first for the values. */
-static int merge_read_again(dm_part_manifest *const parts[], int n, const char *name, const char *out,
-                            const char *out_dir)
+static int merge_read_again(dm_part_manifest *const parts[], int n, const char *name,
+                            const char *out, const char *out_dir)
 {
     dm_tck first;
     char *path = dm_path_join(parts[0]->dir, name);
@@ -175,7 +176,8 @@ static int merge_read_again(dm_part_manifest *const parts[], int n, const char *
     float **values = calloc((size_t)(ndps ? ndps : 1), sizeof *values);
     long nvalues = 0;
     /* pass 1 (only with values): checks, counts, values */
-    for (int k = 0; rc == 0 && ndps && k < n; k++) {
+    const int raw = dm_tracts_format_of(name) == DM_TRACTS_TRK; /* values copied with the records */
+    for (int k = 0; rc == 0 && ndps && !raw && k < n; k++) {
         dm_tck t;
         char *p = dm_path_join(parts[k]->dir, name);
         rc = p ? dm_tractogram_read(p, &t, 0) : -1;
@@ -185,8 +187,9 @@ static int merge_read_again(dm_part_manifest *const parts[], int n, const char *
                 rc = dm_set_error("%s: its per-streamline values differ from part 1's: not parts "
                                   "of one run",
                                   p);
-            float *grown = rc == 0 ? realloc(values[v], (size_t)(nvalues + t.count + 1) * sizeof *grown)
-                                   : NULL;
+            float *grown = rc == 0
+                               ? realloc(values[v], (size_t)(nvalues + t.count + 1) * sizeof *grown)
+                               : NULL;
             if (rc == 0 && !grown) rc = dm_set_error("out of memory");
             if (rc == 0) {
                 values[v] = grown;
@@ -203,9 +206,13 @@ static int merge_read_again(dm_part_manifest *const parts[], int n, const char *
     char *q_out = dm_shell_quote_argv(1, &words[0]), *q_eq = dm_shell_quote_argv(1, &words[1]);
     char *a = lines ? replace_all(lines, DM_PART_OUT_MARK, q_out) : NULL;
     char *info = a ? replace_all(a, DM_PART_OUT_EQ_MARK, q_eq) : NULL;
-    dm_tractogram_writer *w = rc == 0 && info ? dm_tractogram_open(out, info, &first.grid) : NULL;
-    if (rc == 0 && !w) rc = -1;
-    for (int v = 0; rc == 0 && v < ndps; v++)
+    /* a .trk: its records copied as they are, after the checks (no rounding twice) */
+    const int trk = dm_tracts_format_of(name) == DM_TRACTS_TRK;
+    char **paths = trk ? calloc((size_t)n, sizeof *paths) : NULL;
+    dm_tractogram_writer *w =
+        rc == 0 && info && !trk ? dm_tractogram_open(out, info, &first.grid) : NULL;
+    if (rc == 0 && ((!trk && !w) || (trk && !paths))) rc = -1;
+    for (int v = 0; rc == 0 && w && v < ndps; v++)
         rc = dm_tractogram_set_dps(w, first.dps[v].name, values[v], nvalues);
     /* pass 2: the streamlines */
     for (int k = 0; rc == 0 && k < n; k++) {
@@ -224,7 +231,9 @@ static int merge_read_again(dm_part_manifest *const parts[], int n, const char *
             start[i] = (size_t)t.start[i];
             npts[i] = (int)t.npoints[i];
         }
-        if (rc == 0) rc = dm_tractogram_add_many(w, t.xyz, start, npts, t.count, omp_get_max_threads());
+        if (rc == 0 && trk) paths[k] = strdup(p);
+        if (rc == 0 && !trk)
+            rc = dm_tractogram_add_many(w, t.xyz, start, npts, t.count, omp_get_max_threads());
         free(start);
         free(npts);
         free(mine);
@@ -237,6 +246,9 @@ static int merge_read_again(dm_part_manifest *const parts[], int n, const char *
         else
             dm_tractogram_abort(w);
     }
+    if (trk && rc == 0) rc = dm_trk_concat(paths, n, out, info, total);
+    for (int k = 0; paths && k < n; k++) free(paths[k]);
+    free(paths);
     for (int v = 0; v < ndps; v++) free(values[v]);
     free(values);
     free(lines);

@@ -239,15 +239,15 @@ static double *lesion_weights(const dm_commit_dict *d, const double *ic, const d
  * by all threads); a TRX or .trk on the data's grid, with their weights (as
  * streamline_weights.txt has them) as dps "commit_weights". */
 static int write_filtered(const char *dir, const dm_tck *t, const dm_commit_dict *d,
-                          const dm_dwi *dwi, const double *xo, int blur, int threads,
-                          long *nonzero)
+                          const dm_dwi *dwi, const double *xo, int blur, int threads, long *nonzero)
 {
     char name[32];
     snprintf(name, sizeof name, "filtered%s", dm_tracts_format_ext(dm_tracts_format_chosen()));
     char *path = dm_path_join(dir, name);
     dm_tract_grid grid;
     dm_tract_grid_of(&dwi->data, &grid);
-    dm_tractogram_writer *w = path ? dm_tractogram_open(path, "source: dimoc commit\n", &grid) : NULL;
+    dm_tractogram_writer *w =
+        path ? dm_tractogram_open(path, "source: dimoc commit\n", &grid) : NULL;
     free(path);
     if (!w) return -1;
     size_t *start = malloc((size_t)(d->nstr ? d->nstr : 1) * sizeof *start);

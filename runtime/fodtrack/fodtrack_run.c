@@ -339,7 +339,8 @@ int dm_fodtrack_command(const dm_fodtrack_options *o, const char *weights, dm_pr
     /* tracks.tck, or .trx / .trk by --format, on the FOD image's grid */
     {
         char tracks[32];
-        snprintf(tracks, sizeof tracks, "tracks%s", dm_tracts_format_ext(dm_tracts_format_chosen()));
+        snprintf(tracks, sizeof tracks, "tracks%s",
+                 dm_tracts_format_ext(dm_tracts_format_chosen()));
         tck_path = dm_path_join(od.path, tracks);
     }
     header = dm_ft_plan_header(&plan, o);

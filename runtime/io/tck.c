@@ -259,9 +259,8 @@ int dm_tck_add_many(dm_tck_writer *w, const float *xyz, const size_t *start, con
     first[++k] = count;
     at[k] = base + (off_t)total;
     int fd = fileno(w->fp), bad = 0;
-    if (total < ((size_t)64 << 20) ||
-        write_mapped(w->tmp, base + (off_t)total, xyz, start, npts, first, at, k, threads,
-                     w->bare) != 0) {
+    if (total < ((size_t)64 << 20) || write_mapped(w->tmp, base + (off_t)total, xyz, start, npts,
+                                                   first, at, k, threads, w->bare) != 0) {
 #pragma omp parallel for schedule(dynamic) num_threads(threads) reduction(| : bad)
         for (long j = 0; j < k; j++)
             bad |= write_share(fd, at[j], xyz, start, npts, first[j], first[j + 1], w->bare) != 0;

@@ -64,14 +64,14 @@ typedef struct dm_tract_grid {
 
 /* A whole tractogram in memory (a .tck file, or a TRX or .trk through io/tractogram.h). */
 typedef struct dm_tck {
-    float *xyz;        /* every point, 3 floats each, streamline after streamline */
-    long *npoints;     /* points of each streamline (0 for an empty one) */
-    long *start;       /* count + 1 entries: streamline i is points start[i] .. start[i+1]-1 */
-    long count;        /* streamlines in the file */
-    long header_count; /* the header's "count", -1 when it has none */
-    char *properties;  /* the header's "key: value" lines, as written (NUL-terminated) */
-    dm_tract_grid grid;    /* TRX and .trk: the reference image's grid */
-    int ndps;              /* per-streamline values (TRX dps/, .trk properties) */
+    float *xyz;         /* every point, 3 floats each, streamline after streamline */
+    long *npoints;      /* points of each streamline (0 for an empty one) */
+    long *start;        /* count + 1 entries: streamline i is points start[i] .. start[i+1]-1 */
+    long count;         /* streamlines in the file */
+    long header_count;  /* the header's "count", -1 when it has none */
+    char *properties;   /* the header's "key: value" lines, as written (NUL-terminated) */
+    dm_tract_grid grid; /* TRX and .trk: the reference image's grid */
+    int ndps;           /* per-streamline values (TRX dps/, .trk properties) */
     dm_tract_values *dps;
     int ngroups; /* TRX groups/ */
     dm_tract_group *groups;

@@ -93,9 +93,12 @@ int dm_tractogram_set_dps(dm_tractogram_writer *w, const char *name, const float
 
 void dm_tractogram_add(dm_tractogram_writer *w, const float *xyz, int n)
 {
-    if (w->trx) dm_trx_add(w->trx, xyz, n);
-    else if (w->trk) dm_trk_add(w->trk, xyz, n);
-    else dm_tck_add(w->tck, xyz, n);
+    if (w->trx)
+        dm_trx_add(w->trx, xyz, n);
+    else if (w->trk)
+        dm_trk_add(w->trk, xyz, n);
+    else
+        dm_tck_add(w->tck, xyz, n);
 }
 
 int dm_tractogram_add_many(dm_tractogram_writer *w, const float *xyz, const size_t *start,
@@ -126,7 +129,9 @@ void dm_tractogram_abort(dm_tractogram_writer *w)
 
 long dm_tractogram_written(const dm_tractogram_writer *w)
 {
-    return w->trx ? dm_trx_written(w->trx) : w->trk ? dm_trk_written(w->trk) : dm_tck_written(w->tck);
+    return w->trx   ? dm_trx_written(w->trx)
+           : w->trk ? dm_trk_written(w->trk)
+                    : dm_tck_written(w->tck);
 }
 
 char *dm_tractogram_output_name(const char *path)
@@ -178,8 +183,7 @@ static int dps_values(const char *spec, const dm_tck *t, const char *tck_path, i
     return 0;
 }
 
-int dm_tractogram_weights(const char *spec, const dm_tck *t, const char *tck_path,
-                          float **weights)
+int dm_tractogram_weights(const char *spec, const dm_tck *t, const char *tck_path, float **weights)
 {
     *weights = NULL;
     if (!strncmp(spec, "dps:", 4)) return dps_values(spec, t, tck_path, 1, weights);

@@ -51,8 +51,7 @@ char *dm_tractogram_output_name(const char *path);
 /* Per-streamline weights (>= 0, finite, single precision) from `spec`: "dps:NAME" (one column
  * of t's values) or a weights file (dm_tck_weights_read), t->count of them.  tck_path names the
  * tractogram in messages.  0 with *weights malloc'd, or -1 with one line naming the file. */
-int dm_tractogram_weights(const char *spec, const dm_tck *t, const char *tck_path,
-                          float **weights);
+int dm_tractogram_weights(const char *spec, const dm_tck *t, const char *tck_path, float **weights);
 /* The values of `spec` however many (dm_tck_values_read for a file; for "dps:NAME" its t->count
  * values), checked as weights are.  0 or -1. */
 int dm_tractogram_values(const char *spec, const dm_tck *t, const char *tck_path, float **values,

@@ -343,7 +343,7 @@ static int read_body(const char *path, FILE *fp, const unsigned char *h, int swa
     }
     if (rc == 0) rc = make_dps(path, h, np, count, t);
     at = 0;
-    t->start[0] = 0;
+    if (rc == 0) t->start[0] = 0;
     for (long s = 0; rc == 0 && s < count; s++) {
         long n = get_i32(raw + at, swap);
         at += 4;
@@ -385,8 +385,8 @@ int dm_trk_read(const char *path, dm_tck *t, int threads)
     if (fstat(fileno(fp), &st) != 0 || S_ISDIR(st.st_mode))
         rc = dm_set_error("%s: a folder, not a TrackVis file", path);
     else if (st.st_size < TRK_HEADER || fread(h, 1, TRK_HEADER, fp) != TRK_HEADER)
-        rc = dm_set_error("%s: truncated: %lld bytes, less than the 1000 of a TrackVis header", path,
-                          (long long)st.st_size);
+        rc = dm_set_error("%s: truncated: %lld bytes, less than the 1000 of a TrackVis header",
+                          path, (long long)st.st_size);
     else if (memcmp(h, "TRACK", 5))
         rc = dm_set_error("%s: not a TrackVis file (it does not begin with 'TRACK')", path);
     int swap = 0;
@@ -426,6 +426,36 @@ struct dm_trk_writer {
     int failed;
 };
 
+/* The .tck header's lines that fit, whole, in the reserved bytes: step_size first (what dimoc
+ * tdi reads), room kept for count and total_count (dm_trk_close); the rest of them zeros. */
+static void put_reserved(unsigned char *h, const char *info)
+{
+    memset(h + AT_RESERVED, 0, RESERVED_BYTES);
+    size_t used = strlen(reserved_mark);
+    memcpy(h + AT_RESERVED, reserved_mark, used);
+    for (int pass = 0; pass < 2; pass++)
+        for (const char *line = info; line && *line;) {
+            size_t n = strcspn(line, "\n");
+            int step = !strncmp(line, "step_size:", 10);
+            if (step == !pass && used + n + 1 < RESERVED_BYTES - 64 && memchr(line, ':', n) &&
+                strncmp(line, "count:", 6) && strncmp(line, "total_count:", 12)) {
+                memcpy(h + AT_RESERVED + used, line, n);
+                h[AT_RESERVED + used + n] = '\n';
+                used += n + 1;
+            }
+            line += n + (line[n] == '\n');
+        }
+}
+
+/* Appends "count: N\ntotal_count: M\n" to the reserved lines (room was kept). */
+static void put_counts(unsigned char *h, long count, unsigned long long total)
+{
+    size_t used = strnlen((const char *)h + AT_RESERVED, RESERVED_BYTES);
+    char counts[80];
+    int n = snprintf(counts, sizeof counts, "count: %ld\ntotal_count: %llu\n", count, total);
+    if (used + (size_t)n < RESERVED_BYTES) memcpy(h + AT_RESERVED + used, counts, (size_t)n);
+}
+
 dm_trk_writer *dm_trk_open(const char *path, const char *info, const dm_tract_grid *grid)
 {
     if (!grid || !grid->valid) {
@@ -442,7 +472,8 @@ dm_trk_writer *dm_trk_open(const char *path, const char *info, const dm_tract_gr
         put_f32(h + AT_VOXEL_SIZE + 4 * k, vs[k]);
     }
     for (int r = 0; r < 4; r++)
-        for (int c = 0; c < 4; c++) put_f32(h + AT_VOX_TO_RAS + 16 * r + 4 * c, (float)grid->vox2ras[r][c]);
+        for (int c = 0; c < 4; c++)
+            put_f32(h + AT_VOX_TO_RAS + 16 * r + 4 * c, (float)grid->vox2ras[r][c]);
     /* voxel_order: vox_to_ras's own, so that nothing is reordered */
     int axis[3], sign[3];
     double v2r[4][4];
@@ -457,21 +488,7 @@ dm_trk_writer *dm_trk_open(const char *path, const char *info, const dm_tract_gr
     memcpy(h + AT_VOXEL_ORDER, order, 3);
     put_u32(h + AT_VERSION, 2);
     put_u32(h + AT_HDR_SIZE, TRK_HEADER);
-    /* the .tck header's lines that fit, whole, in the reserved bytes: step_size first (what
-     * dimoc tdi reads), room kept for count and total_count (dm_trk_close) */
-    size_t used = strlen(reserved_mark);
-    memcpy(h + AT_RESERVED, reserved_mark, used);
-    for (int pass = 0; pass < 2; pass++)
-        for (const char *line = info; line && *line;) {
-            size_t n = strcspn(line, "\n");
-            int step = !strncmp(line, "step_size:", 10);
-            if (step == !pass && used + n + 1 < RESERVED_BYTES - 64 && memchr(line, ':', n)) {
-                memcpy(h + AT_RESERVED + used, line, n);
-                h[AT_RESERVED + used + n] = '\n';
-                used += n + 1;
-            }
-            line += n + (line[n] == '\n');
-        }
+    put_reserved(h, info);
     double to_world[4][4];
     dm_trk_writer *w = calloc(1, sizeof *w);
     if (!w || dm_trk_voxmm_to_world(v2r, vs, order, grid->dims, to_world) != 0) {
@@ -522,7 +539,8 @@ int dm_trk_set_dps(dm_trk_writer *w, const char *name, const float *values, long
     float *p = malloc((size_t)(count ? count : 1) * (size_t)(w->nprops + 1) * sizeof *p);
     if (!p) return dm_set_error("out of memory");
     for (long s = 0; s < count; s++) {
-        for (int k = 0; k < w->nprops; k++) p[s * (w->nprops + 1) + k] = w->props[s * w->nprops + k];
+        for (int k = 0; k < w->nprops; k++)
+            p[s * (w->nprops + 1) + k] = w->props[s * w->nprops + k];
         p[s * (w->nprops + 1) + w->nprops] = values[s];
     }
     free(w->props);
@@ -595,7 +613,8 @@ int dm_trk_add_many(dm_trk_writer *w, const float *xyz, const size_t *start, con
             }
         }
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
-        for (long i = a; i < b; i++) trk_record(w, w->count + (i - a), xyz + 3 * start[i], npts[i], buf + at[i]);
+        for (long i = a; i < b; i++)
+            trk_record(w, w->count + (i - a), xyz + 3 * start[i], npts[i], buf + at[i]);
         if (fwrite(buf, 1, at[b], w->fp) != at[b]) w->failed = 1;
         w->count += b - a;
         a = b;
@@ -639,11 +658,7 @@ int dm_trk_close(dm_trk_writer *w, unsigned long long total_count)
         put_i16(h + AT_N_PROPERTIES, w->nprops);
         for (int k = 0; k < w->nprops; k++)
             memcpy(h + AT_PROPERTY_NAME + 20 * k, w->prop_names[k], strnlen(w->prop_names[k], 19));
-        size_t used = strnlen((const char *)h + AT_RESERVED, RESERVED_BYTES);
-        char counts[80];
-        int n = snprintf(counts, sizeof counts, "count: %ld\ntotal_count: %llu\n", w->count,
-                         total_count);
-        if (used + (size_t)n < RESERVED_BYTES) memcpy(h + AT_RESERVED + used, counts, (size_t)n);
+        put_counts(h, w->count, total_count);
         bad = fseek(w->fp, 0, SEEK_SET) != 0 || fwrite(h, 1, TRK_HEADER, w->fp) != TRK_HEADER;
     }
     bad |= ferror(w->fp);
@@ -656,5 +671,55 @@ int dm_trk_close(dm_trk_writer *w, unsigned long long total_count)
     free(w->path);
     free(w->tmp);
     free(w);
+    return rc;
+}
+
+int dm_trk_concat(char *const parts[], int n, const char *out, const char *info,
+                  unsigned long long total_count)
+{
+    unsigned char first[TRK_HEADER], h[TRK_HEADER];
+    char *tmp = dm_temp_sibling(out);
+    FILE *o = tmp ? fopen(tmp, "wb") : NULL;
+    if (!o) {
+        free(tmp);
+        return dm_set_error("cannot write %s: %s", out, strerror(errno));
+    }
+    long count = 0;
+    int rc = fwrite(first, 1, TRK_HEADER, o) == TRK_HEADER ? 0 : -1; /* room for the header */
+    char *buf = malloc((size_t)1 << 22);
+    if (!buf) rc = dm_set_error("out of memory");
+    for (int k = 0; rc == 0 && k < n; k++) {
+        FILE *f = fopen(parts[k], "rb");
+        if (!f || fread(k ? h : first, 1, TRK_HEADER, f) != TRK_HEADER) {
+            rc = dm_set_error("%s: cannot read its header", parts[k]);
+        } else if (k > 0 && (memcmp(h, first, AT_RESERVED) ||
+                             memcmp(h + AT_VOXEL_ORDER, first + AT_VOXEL_ORDER,
+                                    AT_N_COUNT - AT_VOXEL_ORDER) ||
+                             memcmp(h + AT_VERSION, first + AT_VERSION, 8))) {
+            rc = dm_set_error("%s: its header differs from part 1's: not parts of one run",
+                              parts[k]);
+        } else {
+            const unsigned char *mine = k ? h : first;
+            count += get_i32(mine + AT_N_COUNT, get_i32(mine + AT_HDR_SIZE, 0) != TRK_HEADER);
+            size_t got;
+            while (rc == 0 && (got = fread(buf, 1, (size_t)1 << 22, f)) > 0)
+                if (fwrite(buf, 1, got, o) != got) rc = -1;
+            if (ferror(f)) rc = dm_set_error("%s: cannot read", parts[k]);
+        }
+        if (f) fclose(f);
+    }
+    if (rc == 0 && get_i32(first + AT_HDR_SIZE, 0) != TRK_HEADER)
+        rc = dm_set_error("%s: a big-endian header: not written by dimoc", parts[0]);
+    if (rc == 0) {
+        put_u32(first + AT_N_COUNT, (uint32_t)count);
+        put_reserved(first, info);
+        put_counts(first, count, total_count);
+        if (fseek(o, 0, SEEK_SET) != 0 || fwrite(first, 1, TRK_HEADER, o) != TRK_HEADER) rc = -1;
+    }
+    free(buf);
+    int bad = fclose(o) != 0;
+    if (rc == 0 && (bad || rename(tmp, out) != 0)) rc = dm_set_error("cannot write %s", out);
+    if (rc != 0) unlink(tmp);
+    free(tmp);
     return rc;
 }

@@ -39,6 +39,13 @@ int dm_trk_close(dm_trk_writer *w, unsigned long long total_count);
 void dm_trk_abort(dm_trk_writer *w);
 long dm_trk_written(const dm_trk_writer *w);
 
+/* Writes out as parts[0]'s streamlines, then parts[1]'s, ..., their bytes as they are (a .trk
+ * read and written again would round its points twice): every part's header must be part 1's
+ * (n_count and the reserved lines aside); out's n_count their sum, its reserved lines `info`
+ * with count and total_count.  The parts are checked by the caller (dm_trk_read).  0 or -1. */
+int dm_trk_concat(char *const parts[], int n, const char *out, const char *info,
+                  unsigned long long total_count);
+
 /* The 4x4 (row-major) mapping a .trk's voxel mm to world mm for a header's fields, as above;
  * 0, or -1 when vox_to_ras's axes cannot be told or voxel_order is not three of LRAPIS. */
 int dm_trk_voxmm_to_world(const double vox_to_ras[4][4], const float voxel_size[3],

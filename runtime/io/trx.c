@@ -28,9 +28,9 @@ typedef enum { JS_NULL, JS_BOOL, JS_NUM, JS_STR, JS_ARR, JS_OBJ } js_type;
 typedef struct js {
     js_type type;
     double num;
-    char *str;          /* JS_STR */
-    int n;              /* JS_ARR, JS_OBJ: items */
-    char **keys;        /* JS_OBJ */
+    char *str;   /* JS_STR */
+    int n;       /* JS_ARR, JS_OBJ: items */
+    char **keys; /* JS_OBJ */
     struct js **items;
 } js;
 
@@ -196,8 +196,8 @@ static js *js_value(js_in *in)
             free(s);
         }
     } else {
-        static const char *const words[] = {"true", "false", "null", "NaN", "Infinity",
-                                            "-Infinity"};
+        static const char *const words[] = {"true", "false",    "null",
+                                            "NaN",  "Infinity", "-Infinity"};
         for (int k = 0; k < 6 && !v; k++) {
             size_t n = strlen(words[k]);
             if ((size_t)(in->end - in->s) >= n && !strncmp(in->s, words[k], n)) {
@@ -285,8 +285,8 @@ static int list_folder(trx_source *s, const char *rel, int depth)
     char *dir = *rel ? dm_path_join(s->path, rel) : strdup(s->path);
     DIR *d = dir ? opendir(dir) : NULL;
     if (!d) {
-        int rc = dm_set_error("%s: cannot read the folder: %s", dir ? dir : s->path,
-                              strerror(errno));
+        int rc =
+            dm_set_error("%s: cannot read the folder: %s", dir ? dir : s->path, strerror(errno));
         free(dir);
         return rc;
     }
@@ -395,8 +395,8 @@ static int member_read(const trx_source *s, const trx_member *m, void *buf)
 /* ---- array names and types ---- */
 
 typedef enum { T_I8, T_I16, T_I32, T_I64, T_U8, T_U16, T_U32, T_U64, T_F16, T_F32, T_F64 } dtype;
-static const char *const dtype_names[] = {"int8",   "int16",  "int32",   "int64",
-                                          "uint8",  "uint16", "uint32",  "uint64",
+static const char *const dtype_names[] = {"int8",    "int16",   "int32",  "int64",
+                                          "uint8",   "uint16",  "uint32", "uint64",
                                           "float16", "float32", "float64"};
 static const int dtype_bytes[] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8};
 
@@ -414,7 +414,8 @@ static int parse_array_name(const char *path, const char *name, array_name *a)
     const char *file = slash ? slash + 1 : name;
     size_t flen = slash ? (size_t)(slash - name) : 0;
     const char *dot1 = strchr(file, '.'), *dot2 = strrchr(file, '.');
-    if (flen >= sizeof a->folder || !dot1 || (size_t)(dot1 - file) >= sizeof a->base || dot1 == file)
+    if (flen >= sizeof a->folder || !dot1 || (size_t)(dot1 - file) >= sizeof a->base ||
+        dot1 == file)
         return dm_set_error("%s: %s is not NAME[.COLUMNS].TYPE", path, name);
     memcpy(a->folder, name, flen);
     a->folder[flen] = 0;
@@ -570,7 +571,8 @@ static char *properties_of(const js *h)
                 o += sprintf(o, "%s: %.*s\n", p->keys[i], (int)n, v);
                 if (!v[n]) break;
                 v += n + 1;
-                char *grown = realloc(s, (size_t)(o - s) + strlen(p->keys[i]) + strlen(v) + 4 + len);
+                char *grown =
+                    realloc(s, (size_t)(o - s) + strlen(p->keys[i]) + strlen(v) + 4 + len);
                 if (!grown) break;
                 o = grown + (o - s);
                 s = grown;
@@ -691,7 +693,8 @@ static int read_dps(const trx_source *s, const trx_member *m, const array_name *
         free(v->values);
         return v->name && v->values ? -1 : dm_set_error("%s: out of memory", s->path);
     }
-    for (size_t i = 0; i < ns * (size_t)a->cols; i++) v->values[i] = (float)array_value(raw, i, a->type);
+    for (size_t i = 0; i < ns * (size_t)a->cols; i++)
+        v->values[i] = (float)array_value(raw, i, a->type);
     free(raw);
     t->ndps++;
     return 0;
@@ -719,9 +722,11 @@ static int read_group(const trx_source *s, const trx_member *m, const array_name
     for (long i = 0; rc == 0 && i < g->n; i++) {
         unsigned long long o;
         if (array_index(raw, (size_t)i, a->type, &o) != 0 || o >= ns)
-            rc = dm_set_error("%s: %s: index %ld is not a streamline (0 to NB_STREAMLINES - 1 = "
-                              "%lld)",
-                              s->path, m->name, i, (long long)ns - 1);
+            rc = dm_set_error("%s: %s: entry %ld (%lld) is not a streamline index (0 to "
+                              "NB_STREAMLINES - 1 = %lld)",
+                              s->path, m->name, i + 1,
+                              array_index(raw, (size_t)i, a->type, &o) != 0 ? -1LL : (long long)o,
+                              (long long)ns - 1);
         else
             g->index[i] = (unsigned int)o;
     }
@@ -783,10 +788,14 @@ static int read_source(const trx_source *s, dm_tck *t)
         }
         /* dpv/, dpg/ and anything else: not used here */
     }
-    if (ns > 0 && !off) return dm_set_error("%s: no offsets array (offsets.uint32 or .uint64)", path);
-    if (nv > 0 && !pos) return dm_set_error("%s: no positions array (positions.3.float32, ...)", path);
-    if (pos) rc = read_positions(s, pos, &pa, nv, t);
-    else if (!(t->xyz = dm_big_alloc(3 * sizeof(float)))) rc = dm_set_error("out of memory");
+    if (ns > 0 && !off)
+        return dm_set_error("%s: no offsets array (offsets.uint32 or .uint64)", path);
+    if (nv > 0 && !pos)
+        return dm_set_error("%s: no positions array (positions.3.float32, ...)", path);
+    if (pos)
+        rc = read_positions(s, pos, &pa, nv, t);
+    else if (!(t->xyz = dm_big_alloc(3 * sizeof(float))))
+        rc = dm_set_error("out of memory");
     if (rc == 0 && off) {
         rc = read_offsets(s, off, &oa, ns, nv, t);
     } else if (rc == 0) { /* no streamlines */
@@ -821,7 +830,7 @@ struct dm_trx_writer {
     char *path, *dir; /* the file; the temporary folder of its members */
     char *info;
     dm_tract_grid grid;
-    dm_tck_writer *points; /* dir/positions.3.float32 */
+    dm_tck_writer *points;       /* dir/positions.3.float32 */
     unsigned long long *offsets; /* count + 1 */
     long count, cap;
     int ndps;
@@ -1001,8 +1010,8 @@ static int write_header(dm_trx_writer *w, unsigned long long total)
         }
         line += n + (line[n] == '\n');
     }
-    fprintf(f, "%s\"count\": \"%ld\", \"total_count\": \"%llu\"}}\n", first ? "" : ", ",
-            w->count, total);
+    fprintf(f, "%s\"count\": \"%ld\", \"total_count\": \"%llu\"}}\n", first ? "" : ", ", w->count,
+            total);
     int bad = ferror(f);
     bad |= fclose(f) != 0;
     return bad ? -1 : 0;
