@@ -3,7 +3,6 @@
 #include "io/mif.h"
 #include "io/bigalloc.h"
 #include "io/gz_blocks.h"
-#include "io/volume.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 
@@ -662,9 +661,9 @@ char *dm_mif_header(int nx, int ny, int nz, int nt, double vox_t, const double v
             return NULL;
         }
     }
-    const char *dtype = type == DM_OUT_UINT8     ? "UInt8"
-                        : type == DM_OUT_UINT32  ? (host_is_little() ? "UInt32LE" : "UInt32BE")
-                        : type == DM_OUT_FLOAT64 ? (host_is_little() ? "Float64LE" : "Float64BE")
+    const char *dtype = type == DM_MIF_UINT8     ? "UInt8"
+                        : type == DM_MIF_UINT32  ? (host_is_little() ? "UInt32LE" : "UInt32BE")
+                        : type == DM_MIF_FLOAT64 ? (host_is_little() ? "Float64LE" : "Float64BE")
                                                  : (host_is_little() ? "Float32LE" : "Float32BE");
     size_t cap = 1024 + (dw_rows == nt && dw_scheme ? (size_t)dw_rows * 100 : 0);
     char *s = malloc(cap);

@@ -34,12 +34,16 @@ int dm_mif_is_path(const char *path);
 int dm_mif_read(const char *path, dm_mif_image *img, int values);
 void dm_mif_free(dm_mif_image *img);
 
-/* The header of an image of nx*ny*nz*nt values stored x fastest (layout +0,+1,+2[,+3]) as `type`
- * (io/volume.h's DM_OUT_*: float32, uint8, float64, uint32 in the host's byte order), on the grid of vox2world (row-major voxel -> world mm; the voxel sizes are its
- * column lengths), with dw_rows rows of a gradient table (x y z b, world frame; dw_rows 0: none)
- * when dw_rows == nt; vox_t is the 4th axis' spacing.  The data follow the header at the offset
- * its "file: ." line names, which is *len, the length of the returned block (malloc'd; zero
- * bytes after END pad it to a multiple of 16).  NULL with dm_last_error(). */
+/* The data types dimoc writes (the values of io/volume.h's DM_OUT_* codes). */
+enum { DM_MIF_FLOAT32 = 0, DM_MIF_UINT8 = 1, DM_MIF_FLOAT64 = 2, DM_MIF_UINT32 = 3 };
+
+/* The header of an image of nx*ny*nz*nt values stored x fastest (layout +0,+1,+2[,+3]) as
+ * `type` (DM_MIF_*, in the host's byte order), on the grid of vox2world (row-major voxel ->
+ * world mm; the voxel sizes are its column lengths), with dw_rows rows of a gradient table
+ * (x y z b, world frame; dw_rows 0: none) when dw_rows == nt; vox_t is the 4th axis' spacing.
+ * The data follow the header at the offset its "file: ." line names, which is *len, the length
+ * of the returned block (malloc'd; zero bytes after END pad it to a multiple of 16).  NULL with
+ * dm_last_error(). */
 char *dm_mif_header(int nx, int ny, int nz, int nt, double vox_t, const double vox2world[4][4],
                     int type, const double *dw_scheme, int dw_rows, size_t *len);
 

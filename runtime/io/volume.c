@@ -33,6 +33,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+_Static_assert((int)DM_OUT_FLOAT32 == (int)DM_MIF_FLOAT32 &&
+                   (int)DM_OUT_UINT8 == (int)DM_MIF_UINT8 &&
+                   (int)DM_OUT_FLOAT64 == (int)DM_MIF_FLOAT64 &&
+                   (int)DM_OUT_UINT32 == (int)DM_MIF_UINT32,
+               "io/mif.h's data types are io/volume.h's");
+
 /* niftilib prints its own "** ERROR" lines on stderr at debug level >= 1; our messages say
  * the same in one line, so keep it quiet. */
 static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
