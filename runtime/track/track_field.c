@@ -9,17 +9,18 @@
 #include <string.h>
 #include <unistd.h>
 
-/* DIR/NAME.nii.gz or DIR/NAME.nii, malloc'd, or NULL when neither exists. */
+/* DIR/NAME as an image that exists, whatever its ending (.nii.gz, .nii, .mif, .mif.gz, .hdr:
+ * a bedpostx folder written with --format mif too), malloc'd, or NULL when none does. */
 static char *find_image(const char *dir, const char *name)
 {
-    static const char *endings[] = {".nii.gz", ".nii", ".hdr"};
-    for (int i = 0; i < 3; i++) {
-        char file[512];
-        snprintf(file, sizeof file, "%s%s", name, endings[i]);
-        char *path = dm_path_join(dir, file);
-        if (access(path, R_OK) == 0) return path;
-        free(path);
-    }
+    char *path = dm_volume_find(dir, name);
+    if (path && access(path, R_OK) == 0) return path;
+    free(path);
+    char file[512];
+    snprintf(file, sizeof file, "%s.hdr", name);
+    path = dm_path_join(dir, file);
+    if (path && access(path, R_OK) == 0) return path;
+    free(path);
     return NULL;
 }
 

@@ -4,6 +4,7 @@ Each phantom is a bedpostx-style folder written here: merged_th/ph/f<k>samples h
 drawn around the true orientations with a small angular spread (stored in FSL's frame, x
 reversed because the affine has a positive determinant), and nodif_brain_mask the tissue."""
 import os
+import subprocess
 import struct
 
 import nibabel as nib
@@ -415,6 +416,26 @@ def test_determinism():
           f"1 vs 2 threads identical: {same}; another --rseed differs: {differ}")
 
 
+def test_mif_samples():
+    """A bedpostx folder of MRtrix images (a pipeline run with --format mif) tracks as its NIfTI
+    twin does: the files converted by MRtrix's mrconvert, the same streamlines and maps."""
+    d = f"{ROOT}/mif"
+    shape = (30, 8, 8)
+    bp = straight_phantom(f"{d}/bp", spread=10.0)
+    os.makedirs(f"{d}/bpmif", exist_ok=True)
+    for f in sorted(os.listdir(bp)):
+        subprocess.run(["mrconvert", "-quiet", f"{bp}/{f}", f"{d}/bpmif/{f.replace('.nii.gz', '.mif')}"],
+                       check=True)
+    seed = mask_image(d, "seed", shape, (slice(5, 25, 5), slice(3, 5), slice(4, 5)))
+    outs = []
+    for name, folder in [("nii", bp), ("mif", f"{d}/bpmif")]:
+        track(folder, seed, f"{d}/{name}", "-P", 50, "--opd", "--rseed", 3,
+              "--save-streamlines", f"{d}/{name}.tck", "--save-max", 100)
+        outs.append((load(f"{d}/{name}/fdt_paths.nii.gz"), open(f"{d}/{name}.tck", "rb").read()))
+    same = np.array_equal(outs[0][0], outs[1][0]) and outs[0][1] == outs[1][1] and outs[0][0].sum() > 0
+    check("track_bedpostx_folder_of_mif", same, f"same paths and streamlines: {same}")
+
+
 def test_errors():
     d = f"{ROOT}/err"
     bp = line_phantom(f"{d}/bp")
@@ -452,6 +473,7 @@ if __name__ == "__main__":
     test_tck_world()
     test_xfm()
     test_determinism()
+    test_mif_samples()
     test_errors()
     test_speed()
     finish()
