@@ -1,5 +1,6 @@
 /* --part K/N: the share of a job and the manifest that `dimoc merge` reads (part.h). */
 #include "cluster/part.h"
+#include "io/formats.h"
 #include "util/cmdline.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -28,6 +29,10 @@ int dm_part_parse(const char *text, dm_part *p)
         return dm_set_error("--part: '%s' is not K/N (the K-th of N parts, K from 1)", text);
     if (n < 1 || n > 1000000 || k < 1 || k > n)
         return dm_set_error("--part: '%s' needs 1 <= K <= N (N at most 1000000)", text);
+    if (dm_image_format_chosen() != DM_IMAGE_NII_GZ)
+        return dm_set_error("--part: a part's maps are .nii.gz, which `dimoc merge` joins by "
+                            "their bytes; leave --format's image format out (mrconvert turns "
+                            "the merged maps into .mif)");
     p->k = (int)k;
     p->n = (int)n;
     return 0;

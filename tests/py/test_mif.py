@@ -268,6 +268,9 @@ check_refused("bad-csd-dw_scheme_rows", r, "dw_scheme has", f"{d}/bad_csd_rows")
 r = dimoc("fit", "dti", "--data", bad["dw_scheme_rows"][0], "--out", f"{d}/bad_fit_rows",
           expect_ok=False)
 check_refused("bad-fit-dw_scheme_rows", r, "dw_scheme has", f"{d}/bad_fit_rows")
+r = dimoc("fit", "dti", "--data", dmif, "--part", "1/2", "--format", "mif", "--out",
+          f"{d}/bad_part", expect_ok=False)
+check_refused("bad-part-mif", r, "--part: a part's maps are .nii.gz", f"{d}/bad_part")
 
 # --- pipelines: --format mif and a .mif's own table ---
 rc, _, err = dimoc("pipeline", "noddi_dti", "--data", dmif, "--mask", mask, "--out", f"{d}/pl",
