@@ -129,9 +129,9 @@ bin/fuzz-front: compiler/front/fuzz_front.c $(COMPILER_SRC) $(GEN_SRC)
 	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -Wno-unused-function -o $@ compiler/front/fuzz_front.c \
 	    $(COMPILER_SRC) $(GEN_SRC) -lm
 # The file readers: NIfTI (io/volume.c), text matrices and bvals/bvecs (io/textio.c), and the
-# .tck writer and readers (io/tck.c); seeds in tests/fuzz/corpus/NAME, crashes kept in
+# .tck writer and readers (tractogram/tck.c); seeds in tests/fuzz/corpus/NAME, crashes kept in
 # tests/fuzz/regressions/NAME (replayed by tests/unit/test_io.c).
-FUZZ_IO_SRC := runtime/io/volume.c runtime/io/mif.c runtime/io/formats.c runtime/io/bigalloc.c runtime/io/gz_blocks.c runtime/io/textio.c runtime/io/tck.c $(wildcard runtime/util/*.c)
+FUZZ_IO_SRC := runtime/io/volume.c runtime/io/mif.c runtime/io/formats.c runtime/io/bigalloc.c runtime/io/gz_blocks.c runtime/io/textio.c runtime/tractogram/tck.c $(wildcard runtime/util/*.c)
 FUZZ_IO := nifti text tck tckread
 bin/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_io.h $(FUZZ_IO_SRC)
 	@mkdir -p bin

@@ -1,4 +1,4 @@
-/* The commands over a tractogram (.tck, TRX or .trk: io/tractogram.h) and images:
+/* The commands over a tractogram (.tck, TRX or .trk: tractogram/tractogram.h) and images:
  *   dimoc tdi         track-density image (tckmap -template, optionally -vox);
  *   dimoc connectome  streamline counts and mean lengths between parcels (tck2connectome);
  * both optionally with per-streamline weights (-tck_weights_in), as MRtrix's with their

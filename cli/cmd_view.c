@@ -3,7 +3,7 @@
  * FOD's glyphs (runtime/render/fod_glyphs.c). */
 #include "args.h"
 #include "cli.h"
-#include "io/png_write.h"
+#include "render/png_write.h"
 #include "io/volume.h"
 #include "render/fod_glyphs.h"
 #include "render/slices.h"

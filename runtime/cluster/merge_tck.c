@@ -1,12 +1,12 @@
 /* `dimoc merge` of tractograms: streamlines part after part (merge_kinds.h); .tck files by their
- * bytes, TRX and .trk files read and written again through io/tractogram.h. */
+ * bytes, TRX and .trk files read and written again through tractogram/tractogram.h. */
 #include "cluster/merge_kinds.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "io/formats.h"
-#include "io/tck.h"
-#include "io/tractogram.h"
-#include "io/trk.h"
+#include "tractogram/tck.h"
+#include "tractogram/tractogram.h"
+#include "tractogram/trk.h"
 #include "cluster/part.h"
 #include "util/cmdline.h"
 
@@ -25,7 +25,7 @@ typedef struct tck_part {
     char *header; /* the header with its counts blanked, to compare parts by */
 } tck_part;
 
-/* The header as io/tck.c writes it: fixed-width "count:" and "total_count:" fields, then
+/* The header as tractogram/tck.c writes it: fixed-width "count:" and "total_count:" fields, then
  * "file: . OFFSET", "END"; the points, and one Inf triplet at the end. */
 static int tck_open(const dm_part_manifest *m, const char *name, tck_part *t)
 {
@@ -98,7 +98,7 @@ static char *replace_all(const char *text, const char *mark, const char *by)
 
 /* The header one run with --out `out` writes: the parts' lines with dm_part_history's marks
  * replaced by `out` (as the shell quoting of the command line writes it), laid out again by
- * io/tck.c (the "file:" offset follows the header's length), with the counts filled in. */
+ * tractogram/tck.c (the "file:" offset follows the header's length), with the counts filled in. */
 static char *merged_tck_header(const char *part_header, const char *out, unsigned long long count,
                                unsigned long long total, size_t *len)
 {
@@ -155,7 +155,7 @@ static int same_grid(const dm_tract_grid *a, const dm_tract_grid *b)
            !memcmp(a->vox2ras, b->vox2ras, sizeof a->vox2ras);
 }
 
-/* TRX and .trk parts: each read whole (io/tractogram.h), its streamlines and per-streamline
+/* TRX and .trk parts: each read whole (tractogram/tractogram.h), its streamlines and per-streamline
  * values appended; the header lines must be those of part 1 (the counts aside), the grid too.
  * The values are known before the first streamline is written (a .trk writes them with it):
  * where part 1 has any, the parts are read twice, first for the values. */

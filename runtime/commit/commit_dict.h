@@ -21,7 +21,7 @@
 #define DIMOC_COMMIT_DICT_H
 
 #include "commit/commit_dirs.h"
-#include "io/tck.h"
+#include "tractogram/tck.h"
 
 typedef struct dm_commit_grid {
     int nx, ny, nz;

@@ -7,7 +7,7 @@
 #include "dti/dti_fit.h"
 #include "io/bigalloc.h"
 #include "io/space.h"
-#include "io/tractogram.h"
+#include "tractogram/tractogram.h"
 #include "io/volume.h"
 #include "streamline/cluster.h"
 #include "util/error.h"

@@ -7,7 +7,7 @@
 #include "commit/commit_operator.h"
 #include "commit_run/commit_options.h"
 #include "csd/dwi.h"
-#include "io/tck.h"
+#include "tractogram/tck.h"
 #include "io/volume.h"
 
 /* volume-fractions: a 3D map and the mask, as a one-sample "DWI" of no b = 0 (b 1000, as

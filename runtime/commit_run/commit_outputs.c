@@ -3,7 +3,7 @@
 #include "commit_run/side_job.h"
 #include "io/bigalloc.h"
 #include "io/formats.h"
-#include "io/tractogram.h"
+#include "tractogram/tractogram.h"
 #include "io/volume.h"
 #include "util/error.h"
 #include "util/fsutil.h"

@@ -14,7 +14,7 @@
 #include "commit/commit_solve.h"
 #include "commit_run/commit_options.h"
 #include "csd/dwi.h"
-#include "io/tck.h"
+#include "tractogram/tck.h"
 #include "util/json.h"
 
 /* What the stages before leave to the outputs (nothing of it is freed here). */

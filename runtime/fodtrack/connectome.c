@@ -1,6 +1,6 @@
 /* Connectomes as tck2connectome makes them by default (connectome.h). */
 #include "fodtrack/connectome.h"
-#include "io/tractogram.h"
+#include "tractogram/tractogram.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/interrupt.h"

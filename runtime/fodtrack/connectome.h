@@ -9,7 +9,7 @@
 #define DIMOC_FODTRACK_CONNECTOME_H
 
 #include "io/space.h"
-#include "io/tck.h"
+#include "tractogram/tck.h"
 #include "util/json.h"
 
 /* Node labels per voxel: 0 is no node, 1..max_label the nodes. */
@@ -84,8 +84,8 @@ int dm_connectome_write_sums(const dm_connectome *c, const char *path);
 
 typedef struct dm_connectome_options {
     const char *tracks, *parc, *out;
-    const char *weights; /* per-streamline weights: a file (io/tck.h) or "dps:NAME" (the
-                          * tractogram's own, io/tractogram.h); NULL: 1 each */
+    const char *weights; /* per-streamline weights: a file (tractogram/tck.h) or "dps:NAME" (the
+                          * tractogram's own, tractogram/tractogram.h); NULL: 1 each */
     int threads;         /* 0: all cores */
 } dm_connectome_options;
 

@@ -1,7 +1,7 @@
 /* Track-density images on the host (tdi.h): the grid, CPU threads over streamlines with the
  * kernel of templates/fodtrack/tdi_map.h, the NIfTI output. */
 #include "fodtrack/tdi.h"
-#include "io/tractogram.h"
+#include "tractogram/tractogram.h"
 #include "util/progress.h"
 #include "util/error.h"
 #include "util/fsutil.h"

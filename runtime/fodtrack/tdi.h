@@ -6,7 +6,7 @@
 #define DIMOC_FODTRACK_TDI_H
 
 #include "io/space.h"
-#include "io/tck.h"
+#include "tractogram/tck.h"
 #include "util/json.h"
 
 struct dm_tdi_grid; /* templates/fodtrack/tdi_map.h */
@@ -59,8 +59,8 @@ void dm_tdi_free(dm_tdi *m);
 
 typedef struct dm_tdi_options {
     const char *tracks, *templ, *out;
-    const char *weights; /* per-streamline weights: a file (io/tck.h) or "dps:NAME" (the
-                          * tractogram's own, io/tractogram.h); NULL: 1 each */
+    const char *weights; /* per-streamline weights: a file (tractogram/tck.h) or "dps:NAME" (the
+                          * tractogram's own, tractogram/tractogram.h); NULL: 1 each */
     double voxel_mm[3];  /* all 0: the template's grid */
     int threads;         /* 0: all cores */
     int exact;           /* 1: the exact walk; 0: tckmap's sampling (its ratio from step_size) */

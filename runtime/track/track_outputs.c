@@ -5,8 +5,8 @@
 #include "util/interrupt.h"
 #include "util/outdir.h"
 #include "io/formats.h"
-#include "io/tck.h"
-#include "io/tractogram.h"
+#include "tractogram/tck.h"
+#include "tractogram/tractogram.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
 #ifndef DIMOC_TRACK_OUTPUTS_H
 #define DIMOC_TRACK_OUTPUTS_H
 
-#include "io/tck.h"
+#include "tractogram/tck.h"
 #include "track/track_run.h"
 #include "util/json.h"
 
@@ -28,7 +28,7 @@ int dm_track_write_outputs(const char *outdir, const dm_track_seeds *s, const dm
 /* Everything a run writes, all or nothing (util/outdir.h): outdir's files and its
  * provenance.json (prov, with the streamline counts added) in a temporary folder that replaces
  * outdir at the end, and the streamlines' file (tck NULL: none; its ending --format's when one
- * was chosen, io/tractogram.h) renamed into place with it. */
+ * was chosen, tractogram/tractogram.h) renamed into place with it. */
 int dm_track_save(const char *outdir, const char *tck, const dm_track_seeds *s,
                   const dm_track_masks *m, const dm_track_options *o, const dm_track_result *r,
                   dm_provenance *prov);

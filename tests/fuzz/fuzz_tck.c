@@ -1,10 +1,10 @@
-/* libFuzzer target over the .tck writer (runtime/io/tck.c; the readers: fuzz_tckread.c): the input
+/* libFuzzer target over the .tck writer (runtime/tractogram/tck.c; the readers: fuzz_tckread.c): the input
  * gives the header's extra lines (up to the first NUL byte) and streamlines (a length byte,
  * then that many points of 3 floats), and the file written is checked as MRtrix reads it: the
  * "file: . OFFSET" line, the count, every streamline ended by NaNs, the file by Infs.  Built
  * by `make fuzz`; crashing inputs go to tests/fuzz/regressions/tck/. */
 #include "fuzz_io.h"
-#include "io/tck.h"
+#include "tractogram/tck.h"
 #include "util/fsutil.h"
 
 #include <math.h>

@@ -10,7 +10,7 @@
 #include "fit/stats_util.h"
 #include "io/textio.h"
 #include "io/volume.h"
-#include "io/tck.h"
+#include "tractogram/tck.h"
 
 #include <nifti2_io.h>
 

@@ -9,7 +9,7 @@
 #ifndef DIMOC_IO_TRX_H
 #define DIMOC_IO_TRX_H
 
-#include "io/tck.h"
+#include "tractogram/tck.h"
 
 /* Reads a TRX file or folder into t (its points, grid, dps/ as floats and groups/), checked:
  * header.json whole and its counts those of the arrays, offsets rising from 0 and within the

@@ -11,7 +11,7 @@
 #ifndef DIMOC_IO_TRK_H
 #define DIMOC_IO_TRK_H
 
-#include "io/tck.h"
+#include "tractogram/tck.h"
 
 /* Reads a .trk into t (points in world mm, the grid, the properties as dps: one per property
  * name, or "properties" when the names do not account for them).  Checked: the magic, hdr_size,

@@ -62,7 +62,7 @@ typedef struct dm_tract_grid {
     double vox2ras[4][4];
 } dm_tract_grid;
 
-/* A whole tractogram in memory (a .tck file, or a TRX or .trk through io/tractogram.h). */
+/* A whole tractogram in memory (a .tck file, or a TRX or .trk through tractogram/tractogram.h). */
 typedef struct dm_tck {
     float *xyz;         /* every point, 3 floats each, streamline after streamline */
     long *npoints;      /* points of each streamline (0 for an empty one) */

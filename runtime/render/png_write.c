@@ -1,6 +1,6 @@
 /* PNG writing through libpng; libpng reports errors by longjmp, caught here and turned into
  * one dm_set_error line. */
-#include "io/png_write.h"
+#include "render/png_write.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 

@@ -2,7 +2,7 @@
  * points) and the reader (the whole file in memory, checked strictly); the text file of
  * per-streamline weights that goes with one (MRtrix's -tck_weights_in). */
 #define _GNU_SOURCE /* fallocate */
-#include "io/tck.h"
+#include "tractogram/tck.h"
 #include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -669,7 +671,11 @@ int dm_tck_read_threads(const char *path, dm_tck *t, int threads)
 {
     memset(t, 0, sizeof *t);
     t->header_count = -1;
+#ifdef _OPENMP
     if (threads <= 0) threads = omp_get_max_threads();
+#else
+    if (threads <= 0) threads = 1; /* a build without OpenMP (the fuzz targets) */
+#endif
     FILE *fp = fopen(path, "rb");
     if (!fp) return dm_set_error("cannot open %s: %s", path, strerror(errno));
     struct stat st;

@@ -1,12 +1,12 @@
-/* Tractograms whatever their format: MRtrix .tck (io/tck.h), TRX (io/trx.h, a zip or a folder)
- * and TrackVis .trk (io/trk.h), read into one dm_tck and written through one writer, the format
+/* Tractograms whatever their format: MRtrix .tck (tractogram/tck.h), TRX (tractogram/trx.h, a zip or a folder)
+ * and TrackVis .trk (tractogram/trk.h), read into one dm_tck and written through one writer, the format
  * chosen by the file's ending.  Per-streamline values given as "dps:NAME" come from the
  * tractogram itself (a TRX's dps/NAME, a .trk's property NAME); any other value names a text
- * file of one number per streamline (io/tck.h's weights files). */
+ * file of one number per streamline (tractogram/tck.h's weights files). */
 #ifndef DIMOC_IO_TRACTOGRAM_H
 #define DIMOC_IO_TRACTOGRAM_H
 
-#include "io/tck.h"
+#include "tractogram/tck.h"
 #include "io/volume.h"
 
 /* Reads path by its ending (.tck, .trx, .trk; another ending: by its first bytes, a folder as

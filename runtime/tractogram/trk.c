@@ -1,7 +1,7 @@
 /* TrackVis .trk files: the reader (whole file, checked) and the streaming writer (points turned
  * into voxel mm on the way); the coordinate rule is nibabel's (see trk.h). */
 #define _GNU_SOURCE
-#include "io/trk.h"
+#include "tractogram/trk.h"
 #include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"

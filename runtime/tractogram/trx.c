@@ -2,7 +2,7 @@
  * name) and the writer (positions streamed to a temporary folder as a .tck's points are, the
  * rest at the end, then one archive of stored members).  See trx.h for the layout. */
 #define _GNU_SOURCE
-#include "io/trx.h"
+#include "tractogram/trx.h"
 #include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"

@@ -1,11 +1,11 @@
 /* One reader and one writer over the three tractogram formats (.tck, TRX, .trk), by the file's
  * ending; per-streamline values from a file or from the tractogram's own dps. */
 #define _GNU_SOURCE
-#include "io/tractogram.h"
+#include "tractogram/tractogram.h"
 #include "io/formats.h"
 #include "io/space.h"
-#include "io/trk.h"
-#include "io/trx.h"
+#include "tractogram/trk.h"
+#include "tractogram/trx.h"
 #include "util/error.h"
 
 #include <float.h>
