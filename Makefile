@@ -21,10 +21,11 @@ FUZZ_SECONDS ?= 60
 
 CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti -I/usr/include/gifti \
             -DDIMOC_VERSION=\"$(shell cat VERSION)\"
-# niftilib, znzlib, libpng, giftiio and expat are linked statically so that the binary runs
-# where only libz exists (the GPU machine has no niftilib, no giftiio).  giftiio needs only
+# niftilib, znzlib, libpng, giftiio, expat and jansson (JSON) are linked statically so that the
+# binary runs where only libz exists (the GPU machine has no niftilib, no giftiio); libzip (TRX
+# archives), of which Debian ships no static library, is the one other shared library.  giftiio needs only
 # nifti_datatype_to_string from a niftilib, which libnifti2 provides.
-LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -Wl,-Bdynamic -lzip -lz -lm -ldl -lpthread
+LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -ljansson -Wl,-Bdynamic -lzip -lz -lm -ldl -lpthread
 OMPFLAGS := -fopenmp
 
 COMPILER_SRC := $(filter-out compiler/front/fuzz_front.c,$(wildcard compiler/*/*.c))

@@ -5,12 +5,14 @@
 set -euo pipefail
 # libdeflate-dev: whole-buffer (de)compression of .nii.gz, about twice zlib's speed (linked
 # statically, so the program needs no libdeflate where it runs); libgiftiio-dev and
-# libexpat1-dev: GIFTI surfaces (linked statically); mrtrix3: the tests read
+# libexpat1-dev: GIFTI surfaces (linked statically); libzip-dev: TRX tractograms (zip archives,
+# stored or deflated, zip64); libjansson-dev: JSON read (TRX headers, BIDS sidecars; linked
+# statically); mrtrix3: the tests read
 # dimoc's .tck files with MRtrix's tckinfo/tckstats (it brings Qt5 and Mesa: ~150-200 MB on a
 # bare system, ~57 MB where those are already installed).  slurm-wlm and munge: the test of
 # `dimoc pipeline --slurm` (tests/py/test_slurm.py) runs its own one-node SLURM.
-pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev libzip-dev
-      libexpat1-dev clang
+pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev
+      libexpat1-dev libzip-dev libjansson-dev clang
       python3 python3-pip python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3
       slurm-wlm munge)
 missing=()
@@ -44,6 +46,9 @@ fi
 # its metadata pins scipy==1.4.1 (no wheel for Python 3.11, and it would replace Debian's scipy).
 # It runs with Debian's numpy/scipy as they are (without numba and pathos, which it only
 # suggests: its brute2fine fit of the test's 100 voxels takes ~1.5 s without them).
+# trx-python 0.6 (tests/py/test_trx_trk.py: TRX files read and written against dimoc's), also
+# --no-deps: its trx_file_memmap module imports with Debian's numpy and nibabel; deepdiff and
+# typer, which its metadata asks for, serve its command-line tools only.
 py=${PYTHON:-/usr/bin/python3}
 pypkgs=(dmri-commit==2.4.2 dmri-amico==2.1.1 dmri-dicelib==1.3.0 cython==3.0.12 numpydoc==1.11.0
         psutil==7.2.2 threadpoolctl==3.8.0 dmipy==1.0.5 trx-python==0.6)
