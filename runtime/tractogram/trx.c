@@ -19,234 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <jansson.h>
 #include <zip.h>
-
-/* ---- header.json: a small JSON reader (objects, arrays, numbers, strings, literals) ---- */
-
-typedef enum { JS_NULL, JS_BOOL, JS_NUM, JS_STR, JS_ARR, JS_OBJ } js_type;
-
-typedef struct js {
-    js_type type;
-    double num;
-    char *str;   /* JS_STR */
-    int n;       /* JS_ARR, JS_OBJ: items */
-    char **keys; /* JS_OBJ */
-    struct js **items;
-} js;
-
-static void js_free(js *v)
-{
-    if (!v) return;
-    for (int i = 0; i < v->n; i++) {
-        if (v->keys) free(v->keys[i]);
-        js_free(v->items[i]);
-    }
-    free(v->keys);
-    free(v->items);
-    free(v->str);
-    free(v);
-}
-
-typedef struct js_in {
-    const char *s, *end;
-    int depth;
-} js_in;
-
-static void js_space(js_in *in)
-{
-    while (in->s < in->end && (*in->s == ' ' || *in->s == '\t' || *in->s == '\n' || *in->s == '\r'))
-        in->s++;
-}
-
-static js *js_value(js_in *in);
-
-/* A string's text (escapes decoded; \u as UTF-8), the opening quote at in->s. */
-static char *js_string(js_in *in)
-{
-    in->s++;
-    size_t cap = 16, n = 0;
-    char *out = malloc(cap);
-    while (out && in->s < in->end && *in->s != '"') {
-        unsigned c = (unsigned char)*in->s++;
-        if (c < 32) break;
-        char buf[4];
-        int k = 1;
-        buf[0] = (char)c;
-        if (c == '\\') {
-            if (in->s >= in->end) break;
-            char e = *in->s++;
-            const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
-            const char *at = strchr(from, e);
-            if (e && at) {
-                buf[0] = to[at - from];
-            } else if (e == 'u' && in->end - in->s >= 4) {
-                unsigned u = 0;
-                for (int i = 0; i < 4; i++) {
-                    char h = in->s[i];
-                    u = u * 16 + (unsigned)(h >= '0' && h <= '9'   ? h - '0'
-                                            : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                            : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                                                   : 99);
-                    if (u > 0xffff) break;
-                }
-                in->s += 4;
-                if (u > 0xffff) break;
-                if (u < 0x80) {
-                    buf[0] = (char)u;
-                } else if (u < 0x800) {
-                    buf[0] = (char)(0xc0 | u >> 6), buf[1] = (char)(0x80 | (u & 63)), k = 2;
-                } else {
-                    buf[0] = (char)(0xe0 | u >> 12), buf[1] = (char)(0x80 | ((u >> 6) & 63));
-                    buf[2] = (char)(0x80 | (u & 63)), k = 3;
-                }
-            } else {
-                break;
-            }
-        }
-        if (n + (size_t)k + 1 > cap) {
-            char *grown = realloc(out, cap *= 2);
-            if (!grown) break;
-            out = grown;
-        }
-        memcpy(out + n, buf, (size_t)k);
-        n += (size_t)k;
-    }
-    if (!out || in->s >= in->end || *in->s != '"') {
-        free(out);
-        return NULL;
-    }
-    in->s++;
-    out[n] = 0;
-    return out;
-}
-
-/* The items of an array or object, the bracket at in->s. */
-static js *js_list(js_in *in, int object)
-{
-    js *v = calloc(1, sizeof *v);
-    if (!v) return NULL;
-    v->type = object ? JS_OBJ : JS_ARR;
-    in->s++;
-    js_space(in);
-    char close = object ? '}' : ']';
-    if (in->s < in->end && *in->s == close) {
-        in->s++;
-        return v;
-    }
-    for (int cap = 0;;) {
-        char *key = NULL;
-        js_space(in);
-        if (object) {
-            if (in->s >= in->end || *in->s != '"' || !(key = js_string(in))) break;
-            js_space(in);
-            if (in->s >= in->end || *in->s != ':') {
-                free(key);
-                break;
-            }
-            in->s++;
-        }
-        js *item = js_value(in);
-        if (!item) {
-            free(key);
-            break;
-        }
-        if (v->n == cap) {
-            cap = cap ? 2 * cap : 8;
-            js **items = realloc(v->items, (size_t)cap * sizeof *items);
-            char **keys = object ? realloc(v->keys, (size_t)cap * sizeof *keys) : NULL;
-            if (items) v->items = items;
-            if (keys) v->keys = keys;
-            if (!items || (object && !keys)) {
-                free(key);
-                js_free(item);
-                break;
-            }
-        }
-        if (object) v->keys[v->n] = key;
-        v->items[v->n++] = item;
-        js_space(in);
-        if (in->s < in->end && *in->s == ',') {
-            in->s++;
-            continue;
-        }
-        if (in->s < in->end && *in->s == close) {
-            in->s++;
-            return v;
-        }
-        break;
-    }
-    js_free(v);
-    return NULL;
-}
-
-static js *js_value(js_in *in)
-{
-    js_space(in);
-    if (in->s >= in->end || ++in->depth > 64) return NULL;
-    js *v = NULL;
-    char c = *in->s;
-    if (c == '{' || c == '[') {
-        v = js_list(in, c == '{');
-    } else if (c == '"') {
-        char *s = js_string(in);
-        if (s && (v = calloc(1, sizeof *v))) {
-            v->type = JS_STR;
-            v->str = s;
-        } else {
-            free(s);
-        }
-    } else {
-        static const char *const words[] = {"true", "false",    "null",
-                                            "NaN",  "Infinity", "-Infinity"};
-        for (int k = 0; k < 6 && !v; k++) {
-            size_t n = strlen(words[k]);
-            if ((size_t)(in->end - in->s) >= n && !strncmp(in->s, words[k], n)) {
-                in->s += n;
-                v = calloc(1, sizeof *v);
-                if (v) {
-                    v->type = k < 2 ? JS_BOOL : k == 2 ? JS_NULL : JS_NUM;
-                    v->num = k == 0 ? 1 : k == 3 ? NAN : k == 4 ? INFINITY : k == 5 ? -INFINITY : 0;
-                }
-            }
-        }
-        if (!v && (c == '-' || (c >= '0' && c <= '9'))) {
-            char buf[64];
-            size_t n = 0;
-            while (in->s + n < in->end && n < sizeof buf - 1 && strchr("+-.eE0123456789", in->s[n]))
-                n++;
-            memcpy(buf, in->s, n);
-            buf[n] = 0;
-            char *end;
-            double x = strtod(buf, &end);
-            if (end == buf + n && (v = calloc(1, sizeof *v))) {
-                v->type = JS_NUM;
-                v->num = x;
-                in->s += n;
-            }
-        }
-    }
-    in->depth--;
-    return v;
-}
-
-static js *js_parse(const char *text, size_t len)
-{
-    js_in in = {text, text + len, 0};
-    js *v = js_value(&in);
-    js_space(&in);
-    if (v && in.s != in.end) {
-        js_free(v);
-        v = NULL;
-    }
-    return v;
-}
-
-static const js *js_get(const js *obj, const char *key)
-{
-    for (int i = 0; obj && obj->type == JS_OBJ && i < obj->n; i++)
-        if (!strcmp(obj->keys[i], key)) return obj->items[i];
-    return NULL;
-}
 
 /* ---- the members: a zip archive's or a folder's files, by name ---- */
 
@@ -514,70 +288,78 @@ static unsigned char *member_bytes(const trx_source *s, const trx_member *m)
 }
 
 /* A JSON number that must be a whole number in [0, max]. */
-static int header_count(const char *path, const js *h, const char *key, double max,
+static int header_count(const char *path, const json_t *h, const char *key, double max,
                         unsigned long long *out)
 {
-    const js *v = js_get(h, key);
+    const json_t *v = json_object_get(h, key);
     if (!v) return dm_set_error("%s: header.json has no %s", path, key);
-    if (v->type != JS_NUM || !(v->num >= 0) || v->num != floor(v->num) || v->num > max)
+    double x = json_number_value(v);
+    if (!json_is_number(v) || !(x >= 0) || x != floor(x) || x > max)
         return dm_set_error("%s: header.json's %s is not a whole number >= 0", path, key);
-    *out = (unsigned long long)v->num;
+    *out = (unsigned long long)x;
     return 0;
 }
 
-static int read_grid(const char *path, const js *h, dm_tract_grid *g)
+static int read_grid(const char *path, const json_t *h, dm_tract_grid *g)
 {
-    const js *d = js_get(h, "DIMENSIONS"), *a = js_get(h, "VOXEL_TO_RASMM");
-    if (!d || d->type != JS_ARR || d->n != 3)
+    const json_t *d = json_object_get(h, "DIMENSIONS"), *a = json_object_get(h, "VOXEL_TO_RASMM");
+    if (!json_is_array(d) || json_array_size(d) != 3)
         return dm_set_error("%s: header.json's DIMENSIONS is not a list of 3 sizes", path);
-    for (int k = 0; k < 3; k++) {
-        const js *v = d->items[k];
-        if (v->type != JS_NUM || !(v->num >= 0) || v->num != floor(v->num) || v->num > 65535)
+    for (size_t k = 0; k < 3; k++) {
+        const json_t *v = json_array_get(d, k);
+        double x = json_number_value(v);
+        if (!json_is_number(v) || !(x >= 0) || x != floor(x) || x > 65535)
             return dm_set_error("%s: header.json's DIMENSIONS is not a list of 3 sizes", path);
-        g->dims[k] = (int)v->num;
+        g->dims[k] = (int)x;
     }
     /* 4 rows of 4, or (as some writers make it) 16 numbers */
-    int flat = a && a->type == JS_ARR && a->n == 16;
-    int ok = a && a->type == JS_ARR && (a->n == 4 || flat);
-    for (int r = 0; ok && r < 4; r++)
-        for (int c = 0; ok && c < 4; c++) {
-            const js *row = flat ? NULL : a->items[r];
-            if (!flat && (row->type != JS_ARR || row->n != 4)) {
+    int flat = json_is_array(a) && json_array_size(a) == 16;
+    int ok = json_is_array(a) && (json_array_size(a) == 4 || flat);
+    for (size_t r = 0; ok && r < 4; r++)
+        for (size_t c = 0; ok && c < 4; c++) {
+            const json_t *row = flat ? NULL : json_array_get(a, r);
+            if (!flat && (!json_is_array(row) || json_array_size(row) != 4)) {
                 ok = 0;
                 break;
             }
-            const js *v = flat ? a->items[4 * r + c] : row->items[c];
-            ok = v->type == JS_NUM && isfinite(v->num);
-            if (ok) g->vox2ras[r][c] = v->num;
+            const json_t *v = flat ? json_array_get(a, 4 * r + c) : json_array_get(row, c);
+            ok = json_is_number(v) && isfinite(json_number_value(v));
+            if (ok) g->vox2ras[r][c] = json_number_value(v);
         }
     if (!ok) return dm_set_error("%s: header.json's VOXEL_TO_RASMM is not a 4x4 matrix", path);
     g->valid = 1;
     return 0;
 }
 
-/* header.json's TCK_HEADER object as "key: value" lines (malloc'd). */
-static char *properties_of(const js *h)
+/* header.json's TCK_HEADER object as "key: value" lines (malloc'd); a value of several lines
+ * (MRtrix's repeated keys) goes back as one line each. */
+static char *properties_of(const json_t *h)
 {
-    const js *p = js_get(h, "TCK_HEADER");
-    size_t len = 0;
-    for (int i = 0; p && p->type == JS_OBJ && i < p->n; i++)
-        if (p->items[i]->type == JS_STR) len += strlen(p->keys[i]) + strlen(p->items[i]->str) + 3;
-    char *s = calloc(1, len + 1), *o = s;
-    for (int i = 0; s && p && p->type == JS_OBJ && i < p->n; i++)
-        if (p->items[i]->type == JS_STR) {
-            /* a value of several lines (MRtrix's repeated keys) goes back as one line each */
-            for (const char *v = p->items[i]->str;;) {
-                size_t n = strcspn(v, "\n");
-                o += sprintf(o, "%s: %.*s\n", p->keys[i], (int)n, v);
-                if (!v[n]) break;
-                v += n + 1;
-                char *grown =
-                    realloc(s, (size_t)(o - s) + strlen(p->keys[i]) + strlen(v) + 4 + len);
-                if (!grown) break;
-                o = grown + (o - s);
-                s = grown;
-            }
+    const json_t *p = json_object_get(h, "TCK_HEADER");
+    size_t len = 1;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)p, key, v)
+    {
+        if (!json_is_string(v)) continue;
+        const char *t = json_string_value(v);
+        size_t lines = 1;
+        for (const char *q = t; *q; q++) lines += *q == '\n';
+        len += strlen(t) + lines * (strlen(key) + 3);
+    }
+    char *s = malloc(len), *o = s;
+    if (!s) return NULL;
+    *o = 0;
+    json_object_foreach((json_t *)p, key, v)
+    {
+        if (!json_is_string(v)) continue;
+        for (const char *t = json_string_value(v);;) {
+            size_t n = strcspn(t, "\n");
+            o += sprintf(o, "%s: %.*s\n", key, (int)n, t);
+            if (!t[n]) break;
+            t += n + 1;
         }
+    }
     return s;
 }
 
@@ -748,10 +530,15 @@ static int read_source(const trx_source *s, dm_tck *t)
     if (hm->size > (1u << 24)) return dm_set_error("%s: header.json is over 16 MiB", path);
     unsigned char *text = member_bytes(s, hm);
     if (!text) return -1;
-    js *h = js_parse((const char *)text, hm->size);
+    json_error_t jerr;
+    json_t *h = json_loadb((const char *)text, hm->size, JSON_ALLOW_NUL, &jerr);
     free(text);
-    if (!h || h->type != JS_OBJ) {
-        js_free(h);
+    if (!json_is_object(h)) {
+        int bad = h == NULL;
+        json_decref(h);
+        if (bad)
+            return dm_set_error("%s: header.json is not JSON (line %d: %s)", path, jerr.line,
+                                jerr.text);
         return dm_set_error("%s: header.json is not a JSON object", path);
     }
     unsigned long long ns = 0, nv = 0;
@@ -759,7 +546,7 @@ static int read_source(const trx_source *s, dm_tck *t)
     if (rc == 0) rc = header_count(path, h, "NB_VERTICES", 9007199254740992.0, &nv);
     if (rc == 0) rc = read_grid(path, h, &t->grid);
     if (rc == 0) t->properties = properties_of(h);
-    js_free(h);
+    json_decref(h);
     if (rc != 0) return -1;
     const trx_member *pos = NULL, *off = NULL;
     array_name pa, oa;
