@@ -1,11 +1,11 @@
-/* libFuzzer target over the strict .tck reader and the weights reader (runtime/io/tck.c:
+/* libFuzzer target over the strict .tck reader and the weights reader (runtime/tractogram/tck.c:
  * dm_tck_read, dm_tck_weights_read), what `dimoc tdi`, `dimoc connectome` and `dimoc commit`
  * read.  The input up to its first NUL byte is a weights file, the rest a .tck; a .tck that reads
  * is checked to hold what its arrays say (every point finite, the starts consistent), and its
  * streamline count is the one the weights are read against.  Built by `make fuzz`; crashing
  * inputs go to tests/fuzz/regressions/tckread/, which tests/unit/test_io.c replays. */
 #include "fuzz_io.h"
-#include "io/tck.h"
+#include "tractogram/tck.h"
 
 #include <math.h>
 
