@@ -10,11 +10,14 @@ set -euo pipefail
 # statically); mrtrix3: the tests read
 # dimoc's .tck files with MRtrix's tckinfo/tckstats (it brings Qt5 and Mesa: ~150-200 MB on a
 # bare system, ~57 MB where those are already installed).  slurm-wlm and munge: the test of
-# `dimoc pipeline --slurm` (tests/py/test_slurm.py) runs its own one-node SLURM.
+# `dimoc pipeline --slurm` (tests/py/test_slurm.py) runs its own one-node SLURM.  chromium: the
+# test of the BIDS group report (tests/py/test_bids_group.py) loads the page in Debian's
+# headless Chromium, driven by Playwright (below); ~122 MB to download, ~414 MB on disk (beside
+# mrtrix3's Qt and Mesa, already there).
 pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev
       libexpat1-dev libzip-dev libjansson-dev clang
       python3 python3-pip python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3
-      slurm-wlm munge)
+      slurm-wlm munge chromium)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -49,9 +52,14 @@ fi
 # trx-python 0.6 (tests/py/test_trx_trk.py: TRX files read and written against dimoc's), also
 # --no-deps: its trx_file_memmap module imports with Debian's numpy and nibabel; deepdiff and
 # typer, which its metadata asks for, serve its command-line tools only.
+# playwright 1.65.2 (tests/py/test_bids_group.py drives Debian's chromium through it, launched by
+# its path: `playwright install`, which downloads browsers of its own, is never run) with greenlet
+# 3.5.6, its one requirement (>= 3.1.1; Debian's python3-greenlet is 2.0.2): a 53 MB wheel that
+# carries its Node driver (165 MB installed) and a 0.6 MB one.
 py=${PYTHON:-/usr/bin/python3}
 pypkgs=(dmri-commit==2.4.2 dmri-amico==2.1.1 dmri-dicelib==1.3.0 cython==3.0.12 numpydoc==1.11.0
-        psutil==7.2.2 threadpoolctl==3.8.0 dmipy==1.0.5 trx-python==0.6)
+        psutil==7.2.2 threadpoolctl==3.8.0 dmipy==1.0.5 trx-python==0.6 playwright==1.65.2
+        greenlet==3.5.6)
 pymissing=()
 for p in "${pypkgs[@]}"; do
     "$py" -c 'import sys; from importlib.metadata import version
