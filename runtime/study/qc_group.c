@@ -490,16 +490,27 @@ static int png_present(const char *path)
     return ok;
 }
 
-static int add_picture(dm_qc_run *r, const char *out, char *path, char *caption)
+/* Adds the picture `name` (both arguments malloc'd, taken): found in sub-X/figures/, or for a
+ * run of a session in sub-X/ses-Y/figures/; listed by the first path when in neither. */
+static int add_picture(dm_qc_run *r, const char *out, char *name, char *caption)
 {
-    if (!path || !caption) {
+    char *path = NULL, *other = NULL;
+    if (name && caption) {
+        path = str_printf("sub-%s/figures/%s", r->subject, name);
+        if (r->session)
+            other = str_printf("sub-%s/ses-%s/figures/%s", r->subject, r->session, name);
+    }
+    free(name);
+    if (!path || (r->session && !other)) {
         free(path);
+        free(other);
         free(caption);
         return dm_set_error("out of memory");
     }
     for (int i = 0; i < r->n_pictures; i++) {
-        if (!strcmp(r->picture[i].path, path)) { /* named twice: by a map and by a median */
-            free(path);
+        if (!strcmp(r->picture[i].path, path) || (other && !strcmp(r->picture[i].path, other))) {
+            free(path); /* named twice: by a map and by a median */
+            free(other);
             free(caption);
             return 0;
         }
@@ -507,24 +518,35 @@ static int add_picture(dm_qc_run *r, const char *out, char *path, char *caption)
     dm_qc_picture *bigger = realloc(r->picture, (size_t)(r->n_pictures + 1) * sizeof *bigger);
     if (!bigger) {
         free(path);
+        free(other);
         free(caption);
         return dm_set_error("out of memory");
     }
     r->picture = bigger;
     char *full = dm_path_join(out, path);
-    r->picture[r->n_pictures++] = (dm_qc_picture){path, caption, full && png_present(full)};
+    int present = full && png_present(full);
     free(full);
+    if (!present && other) {
+        full = dm_path_join(out, other);
+        if (full && png_present(full)) {
+            free(path);
+            path = other;
+            other = NULL;
+            present = 1;
+        }
+        free(full);
+    }
+    free(other);
+    r->picture[r->n_pictures++] = (dm_qc_picture){path, caption, present};
     return 0;
 }
 
-/* The pictures a run should have: its mask's, then one per map in its dwi folder
+/* The pictures a run should have (sub-X/figures/): its mask's, then one per map in its dwi folder
  * (P_space-dwi_model-M_param-Q_dwimap.nii.gz) and one per median it reports whose map is not
  * there (the key "M_Q": model-M_param-Q, labels having no '_' in BIDS). */
 static int find_pictures(dm_qc_run *r, const parsed_run *p, const char *out)
 {
-    if (add_picture(r, out,
-                    str_printf("sub-%s/figures/%s_space-dwi_desc-brain_mask.png", r->subject,
-                               r->run_prefix),
+    if (add_picture(r, out, str_printf("%s_space-dwi_desc-brain_mask.png", r->run_prefix),
                     strdup("brain mask")))
         return -1;
     char *map_start = str_printf("%s_space-dwi_model-", r->run_prefix);
@@ -548,10 +570,8 @@ static int find_pictures(dm_qc_run *r, const parsed_run *p, const char *out)
             if (!key || set_add(&map_keys, &n_keys, key)) rc = dm_set_error("out of memory");
             free(key);
             if (rc == 0)
-                rc = add_picture(
-                    r, out,
-                    str_printf("sub-%s/figures/%.*s_dwimap.png", r->subject, stem, names[i]),
-                    str_printf("%.*s %.*s", model_len, model, param_len, param_text));
+                rc = add_picture(r, out, str_printf("%.*s_dwimap.png", stem, names[i]),
+                                 str_printf("%.*s %.*s", model_len, model, param_len, param_text));
         }
     }
     free_strings(names, n);
@@ -560,13 +580,32 @@ static int find_pictures(dm_qc_run *r, const parsed_run *p, const char *out)
         if (!cut || !cut[1] || set_index(map_keys, n_keys, key) >= 0) continue;
         int ml = (int)(cut - key);
         rc = add_picture(r, out,
-                         str_printf("sub-%s/figures/%s_space-dwi_model-%.*s_param-%s_dwimap.png",
-                                    r->subject, r->run_prefix, ml, key, cut + 1),
+                         str_printf("%s_space-dwi_model-%.*s_param-%s_dwimap.png", r->run_prefix,
+                                    ml, key, cut + 1),
                          str_printf("%.*s %s", ml, key, cut + 1));
     }
     free_strings(map_keys, n_keys);
     free(map_start);
     free(dir);
+    /* Any other picture the participant level drew of the run (P_space-..., so that the
+     * prefix of another run, P_run-2, does not match). */
+    char *pic_start = str_printf("%s_space-", r->run_prefix);
+    for (int where = 0; rc == 0 && where < (r->session ? 2 : 1); where++) {
+        char *figures = where ? str_printf("%s/sub-%s/ses-%s/figures", out, r->subject, r->session)
+                              : str_printf("%s/sub-%s/figures", out, r->subject);
+        if (!figures || !pic_start) rc = dm_set_error("out of memory");
+        if (rc == 0 && is_dir(figures) && list_folder(figures, &names, &n) == 0) {
+            for (int i = 0; rc == 0 && i < n; i++)
+                if (starts_with(names[i], pic_start) && ends_with(names[i], ".png"))
+                    rc = add_picture(
+                        r, out, strdup(names[i]),
+                        str_printf("%.*s", (int)(strlen(names[i]) - 4 - strlen(r->run_prefix) - 1),
+                                   names[i] + strlen(r->run_prefix) + 1));
+            free_strings(names, n);
+        }
+        free(figures);
+    }
+    free(pic_start);
     return rc;
 }
 
@@ -830,7 +869,8 @@ int dm_study_group(const char *output_dir, const dm_study_group_options *o)
     double z_limit = o && o->z_limit != 0 ? o->z_limit : DM_STUDY_Z_LIMIT_DEFAULT;
     const char *only = o ? o->pipeline : NULL;
     if (!(z_limit > 0) || isinf(z_limit))
-        return dm_set_error("the z limit must be a positive number (it is %g)", z_limit);
+        return dm_set_error("the z limit (--z-limit) must be a positive number (it is %g)",
+                            z_limit);
     if (!is_dir(output_dir))
         return dm_set_error("%s: not a folder (the output folder of the participant level)",
                             output_dir);

@@ -5,7 +5,8 @@ and group/dimoc_report.html from the participant level's per-run qc files.
     sessions, sub-07 and sub-08 with two sessions each, pipeline `dti`; three runs acq-b2000 of
     sub-01..03 by pipeline `noddi`), each with its brain mask and maps (NIfTI from nibabel), its
     P_qc.json (the figures and the maps' medians in the mask, computed here with numpy) and its
-    pictures (written by `dimoc view`).  sub-04 is made deviant by 30% flagged voxels, sub-05 by
+    pictures (written by `dimoc view`; sub-08 ses-2's in sub-08/ses-2/figures/, and one picture
+    the group level does not expect by its name, which it shows too).  sub-04 is made deviant by 30% flagged voxels, sub-05 by
     an FA shifted by +0.15; in the noddi runs `flagged` is 0, 0, 7 (MAD 0: the third is marked,
     z inf) and the residual is null (n/a).  One picture is deleted: the page must list it as
     missing.
@@ -90,7 +91,9 @@ def make_study(out, rng):
     noddi_flagged = iter([0, 0, 7])
     for r in study_runs():
         dwi = os.path.join(out, r.dwi)
-        figures = os.path.join(out, f"sub-{r.sub}", "figures")
+        # sub-08 ses-2's pictures in its session's folder, where a participant level may put them
+        figures = os.path.join(out, f"sub-{r.sub}", *(["ses-2"] if (r.sub, r.ses) == ("08", "2") else []),
+                               "figures")
         os.makedirs(dwi, exist_ok=True)
         os.makedirs(figures, exist_ok=True)
         mask = ellipsoid(rng)
@@ -108,6 +111,8 @@ def make_study(out, rng):
                 json.dump({"Model": r.pipeline, "Parameter": param}, f)
             dimoc("view", os.path.join(dwi, name + ".nii.gz"), "-o", os.path.join(figures, name + ".png"))
             medians[f"{r.pipeline}_{param}"] = float(np.median(data[mask]))
+        if r.prefix == "sub-01_acq-b1000_dwi":  # a picture the group level does not expect
+            dimoc("view", mask_path, "-o", os.path.join(figures, f"{r.prefix}_space-dwi_desc-extra_mask.png"))
         n = int(mask.sum())
         if r.pipeline == "noddi":
             flagged = next(noddi_flagged)
@@ -282,9 +287,9 @@ def check_page(out, runs, rows, deleted, shot):
         loaded = [i for i in facts["imgs"] if i["complete"] and i["w"] > 0 and i["h"] > 0]
         shown = sorted(os.path.relpath(unquote(urlparse(i["src"]).path), os.path.realpath(out))
                        for i in facts["imgs"])
-        on_disk = sorted(os.path.join(f"sub-{r}", "figures", f) for r in
-                         sorted({x.sub for x in runs.values()})
-                         for f in os.listdir(os.path.join(out, f"sub-{r}", "figures")))
+        on_disk = sorted(os.path.relpath(os.path.join(dirpath, f), out)
+                         for dirpath, _, files in os.walk(out) for f in files if f.endswith(".png")
+                         and os.path.basename(dirpath) == "figures")
         check("page: every <img> loaded (naturalWidth > 0)",
               len(loaded) == len(facts["imgs"]) and len(loaded) > 0,
               f"{len(loaded)} of {len(facts['imgs'])} loaded")
@@ -485,6 +490,9 @@ def main():
         check_tsv(out, runs, "--pipeline noddi", only="noddi")
     else:
         check("--pipeline noddi runs", False, err.strip())
+    rc, _, err = group(bids, out, "--z-limit", "-2")
+    check("--z-limit -2: one line, non-zero", rc != 0 and len(one_line(err)) == 1 and "-2" in err,
+          f"rc {rc}: {oneliner(err)}")
     rc, _, err = group(bids, out, "--pipeline", "nosuch")
     check("--pipeline nosuch: one line, non-zero", rc != 0 and len(one_line(err)) == 1 and "nosuch" in err,
           f"rc {rc}: {oneliner(err)}")
