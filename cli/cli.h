@@ -28,6 +28,10 @@ int dm_cmd_commit(int argc, char **argv);
 int dm_cmd_merge(int argc, char **argv);
 int dm_cmd_warm(int argc, char **argv);
 int dm_cmd_mask(int argc, char **argv);
+/* `dimoc bids`: it runs the pipelines' stages through the command table, which commands.c
+ * hands it as `find` (dm_command_find). */
+struct dm_command;
+int dm_cmd_bids(int argc, char **argv, const struct dm_command *(*find)(const char *name));
 
 /* `dimoc help CMD` text of the commands that take options; 0 when CMD is known. */
 int dm_help_check(FILE *out);
@@ -53,6 +57,7 @@ int dm_help_commit(FILE *out);
 int dm_help_merge(FILE *out);
 int dm_help_warm(FILE *out);
 int dm_help_mask(FILE *out);
+int dm_help_bids(FILE *out);
 /* `dimoc help pipeline NAME`: the pipeline's usage and options; 1 (error printed) when there
  * is no pipeline NAME. */
 int dm_help_pipeline_named(FILE *out, const char *name);
@@ -60,5 +65,22 @@ int dm_help_pipeline_named(FILE *out, const char *name);
 /* fit's option table: the pipelines pass these on to their fits. */
 struct dm_opt;
 const struct dm_opt *dm_fit_options(void);
+
+/* A shipped pipeline as pipelines/NAME.sh's leading comment declares it (cmd_pipeline.c):
+ * `dimoc pipeline` and `dimoc bids --pipeline` check their options against the same table. */
+typedef struct dm_pipeline_def dm_pipeline_def;
+/* Reads the script's usage, summary, own options and the fit options it passes on; NULL with
+ * dm_last_error() (no such pipeline, a malformed leading comment, a name that is no name). */
+dm_pipeline_def *dm_pipeline_def_load(const char *name);
+void dm_pipeline_def_free(dm_pipeline_def *p);
+/* The options the script takes besides the five inputs and the cluster options: its own, then
+ * the fit options it passes on, into `to` (at most max rows, the last a row of NULLs); their
+ * count.  The rows point into p. */
+int dm_pipeline_def_options(const dm_pipeline_def *p, struct dm_opt *to, int max);
+/* The script's path. */
+const char *dm_pipeline_def_script(const dm_pipeline_def *p);
+/* The cluster options of `dimoc pipeline --slurm` (--slurm, --parts, --partition, ...): the
+ * table and its length (*n), not ended by a row of NULLs. */
+const struct dm_opt *dm_pipeline_cluster_options(int *n);
 
 #endif

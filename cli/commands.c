@@ -10,6 +10,7 @@
 
 static int run_help(int argc, char **argv);
 static int run_version(int argc, char **argv);
+static int run_bids(int argc, char **argv);
 
 const dm_command dm_commands[] = {
     {"check", NULL, "model design", "check FILE.model", "validate a model and print its summary",
@@ -59,6 +60,8 @@ const dm_command dm_commands[] = {
     {"pipeline", NULL, "data", "pipeline NAME --data .. ..",
      "run a shipped pipeline (pipelines/NAME.sh), e.g. bedpostx", dm_cmd_pipeline,
      dm_help_pipeline},
+    {"bids", NULL, "data", "bids BIDS_DIR OUT participant",
+     "a BIDS App: a whole study through one pipeline, in one process", run_bids, dm_help_bids},
     /* Listed last, under the heading before it, as it always was. */
     {"help", "--help -h", "data", "help [COMMAND]",
      "this text, or a command's options with their defaults", run_help, NULL},
@@ -100,6 +103,12 @@ void dm_print_usage(FILE *out)
         group = c->group;
         fprintf(out, "  %-29s %s\n", c->synopsis, c->summary);
     }
+}
+
+/* dimoc bids runs other commands in its process: it gets the table's lookup. */
+static int run_bids(int argc, char **argv)
+{
+    return dm_cmd_bids(argc, argv, dm_command_find);
 }
 
 static int run_help(int argc, char **argv)

@@ -151,3 +151,33 @@ size_t dm_gpu_memory_budget_min(const dm_cuda *cu, const dm_gpu_set *set, long c
     }
     return least;
 }
+
+/* The driver's table and the devices whose primary context is held (dm_gpu_hold_contexts):
+ * kept for the life of the process on purpose, never released. */
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static dm_cuda *hold_cu;
+static int held[DM_GPU_MAX];
+
+int dm_gpu_hold_contexts(const char *spec)
+{
+    pthread_mutex_lock(&hold_lock);
+    int rc = 0;
+    if (!hold_cu) hold_cu = dm_cuda_open(1, 0);
+    if (!hold_cu) rc = -1;
+    int ord[DM_GPU_MAX], n = 0;
+    if (rc == 0) rc = dm_gpu_parse_list(spec, hold_cu->ndevices, ord, &n);
+    for (int g = 0; rc == 0 && g < n; g++) {
+        CUdevice d;
+        CUcontext c;
+        if (held[ord[g]]) continue;
+        dm_cuda *cu = hold_cu;
+        CK(cu->cuDeviceGet(&d, ord[g]), "cuDeviceGet");
+        CK(cu->cuDevicePrimaryCtxRetain(&c, d), "retaining the GPU's primary context");
+        held[ord[g]] = 1;
+    }
+    pthread_mutex_unlock(&hold_lock);
+    return rc;
+fail:
+    pthread_mutex_unlock(&hold_lock);
+    return -1;
+}

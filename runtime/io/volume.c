@@ -427,8 +427,141 @@ static int read_volume(const char *path, dm_volume *vol, int values)
     return 0;
 }
 
+/* The read-ahead cache (dm_volume_preload): at most two volumes read on another thread while
+ * the caller works on something else, each kept under the identity of its file (device,
+ * inode, size, modification time) so that a changed or replaced file is read again.  A read
+ * of a cached file gets a copy (memcpy, far cheaper than inflating a .nii.gz), and waits for
+ * one still being read instead of reading it a second time.  `dimoc bids` reads the next
+ * run's DWI so while the current run fits; every stage of a run then reads it from here. */
+enum { PRELOAD_SLOTS = 2, SLOT_EMPTY = 0, SLOT_LOADING, SLOT_READY };
+typedef struct preload_slot {
+    int state;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    unsigned long used; /* the clock of its last use: the oldest goes first */
+    dm_volume vol;
+} preload_slot;
+static pthread_mutex_t preload_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t preload_done = PTHREAD_COND_INITIALIZER;
+static preload_slot preload_slots[PRELOAD_SLOTS];
+static unsigned long preload_clock;
+static int preload_used; /* set once a preload was asked for: plain reads skip the cache */
+
+static int same_file(const preload_slot *s, const struct stat *st)
+{
+    return s->state != SLOT_EMPTY && s->dev == st->st_dev && s->ino == st->st_ino &&
+           s->size == st->st_size && s->mtime.tv_sec == st->st_mtim.tv_sec &&
+           s->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* A deep copy of a cached volume; 0, or -1 when out of memory. */
+static int copy_volume(const dm_volume *from, dm_volume *to)
+{
+    memset(to, 0, sizeof *to);
+    size_t n = DM_NVOX(from) * (size_t)from->nt;
+    to->nx = from->nx, to->ny = from->ny, to->nz = from->nz, to->nt = from->nt;
+    to->data = dm_big_alloc(n * sizeof *to->data);
+    to->geometry = nifti_copy_nim_info((const nifti_image *)from->geometry);
+    if (from->dw_scheme) {
+        to->dw_scheme = malloc((size_t)from->dw_rows * 4 * sizeof *to->dw_scheme);
+        if (to->dw_scheme)
+            memcpy(to->dw_scheme, from->dw_scheme, (size_t)from->dw_rows * 4 * sizeof(double));
+        to->dw_rows = from->dw_rows;
+    }
+    if (from->keyvals) to->keyvals = strdup(from->keyvals);
+    if (!to->data || !to->geometry || (from->dw_scheme && !to->dw_scheme) ||
+        (from->keyvals && !to->keyvals)) {
+        dm_volume_free(to);
+        return -1;
+    }
+    memcpy(to->data, from->data, n * sizeof *to->data);
+    return 0;
+}
+
+int dm_volume_preload(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* the real read says why */
+    pthread_mutex_lock(&preload_lock);
+    preload_used = 1;
+    preload_slot *slot = NULL;
+    for (int i = 0; i < PRELOAD_SLOTS; i++)
+        if (same_file(&preload_slots[i], &st)) {
+            preload_slots[i].used = ++preload_clock;
+            pthread_mutex_unlock(&preload_lock);
+            return 0;
+        }
+    for (int i = 0; i < PRELOAD_SLOTS; i++) { /* an empty slot, else the oldest ready one */
+        preload_slot *s = &preload_slots[i];
+        if (s->state == SLOT_LOADING) continue;
+        if (!slot || s->state == SLOT_EMPTY || (slot->state != SLOT_EMPTY && s->used < slot->used))
+            slot = s;
+    }
+    if (!slot) { /* both being read: this one is read when it is needed */
+        pthread_mutex_unlock(&preload_lock);
+        return 0;
+    }
+    dm_volume_free(&slot->vol);
+    slot->state = SLOT_LOADING;
+    slot->dev = st.st_dev, slot->ino = st.st_ino, slot->size = st.st_size;
+    slot->mtime = st.st_mtim;
+    slot->used = ++preload_clock;
+    pthread_mutex_unlock(&preload_lock);
+
+    dm_volume v;
+    int rc = read_volume(path, &v, 1);
+    pthread_mutex_lock(&preload_lock);
+    if (rc == 0)
+        slot->vol = v, slot->state = SLOT_READY;
+    else
+        slot->state = SLOT_EMPTY;
+    pthread_cond_broadcast(&preload_done);
+    pthread_mutex_unlock(&preload_lock);
+    return rc;
+}
+
+void dm_volume_preload_clear(void)
+{
+    pthread_mutex_lock(&preload_lock);
+    for (int i = 0; i < PRELOAD_SLOTS; i++) {
+        while (preload_slots[i].state == SLOT_LOADING)
+            pthread_cond_wait(&preload_done, &preload_lock);
+        dm_volume_free(&preload_slots[i].vol);
+        preload_slots[i].state = SLOT_EMPTY;
+    }
+    pthread_mutex_unlock(&preload_lock);
+}
+
+/* The cached copy of path's file: 1 (vol filled), 0 (not cached), -1 (out of memory). */
+static int read_preloaded(const char *path, dm_volume *vol)
+{
+    struct stat st;
+    pthread_mutex_lock(&preload_lock);
+    int used = preload_used;
+    pthread_mutex_unlock(&preload_lock);
+    if (!used || stat(path, &st) != 0) return 0;
+    int found = 0;
+    pthread_mutex_lock(&preload_lock);
+    for (int i = 0; i < PRELOAD_SLOTS && !found; i++) {
+        preload_slot *s = &preload_slots[i];
+        while (same_file(s, &st) && s->state == SLOT_LOADING)
+            pthread_cond_wait(&preload_done, &preload_lock);
+        if (same_file(s, &st) && s->state == SLOT_READY) {
+            s->used = ++preload_clock;
+            found = copy_volume(&s->vol, vol) == 0 ? 1 : -1;
+        }
+    }
+    pthread_mutex_unlock(&preload_lock);
+    if (found < 0) return dm_set_error("%s: out of memory for a copy of its values", path);
+    return found;
+}
+
 int dm_volume_read(const char *path, dm_volume *vol)
 {
+    int cached = read_preloaded(path, vol);
+    if (cached != 0) return cached > 0 ? 0 : -1;
     return read_volume(path, vol, 1);
 }
 

@@ -23,6 +23,15 @@ typedef struct dm_volume {
  * with dm_last_error() naming the file and what is wrong (unreadable, truncated, not NIfTI or
  * MRtrix, more than 4 dimensions).  NaN and Inf values are kept as they are in the file. */
 int dm_volume_read(const char *path, dm_volume *vol);
+/* Reads path into a cache of two volumes (the least recently used one goes), for a later
+ * dm_volume_read of the same, unchanged file (device, inode, size and modification time
+ * alike), which then gets a copy instead of reading the file; a read of a file being preloaded
+ * waits for it.  Meant to run on a thread of its own while the caller works on something else
+ * (`dimoc bids`: the next run's DWI while this one fits).  Thread-safe.  0, or -1 with
+ * dm_last_error() (the later read reports the same). */
+int dm_volume_preload(const char *path);
+/* Empties the cache (waiting for reads under way). */
+void dm_volume_preload_clear(void);
 /* The header alone: sizes and geometry, vol->data NULL (the values are not read or checked). */
 int dm_volume_read_header(const char *path, dm_volume *vol);
 /* Same spatial grid (nx, ny, nz) as ref, else -1 naming `path` and both shapes. */

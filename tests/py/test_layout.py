@@ -72,7 +72,12 @@ ALLOWED = {
     # a job's parts (--part K/N, the manifest the wings write) and joining them: NIfTI bytes,
     # .tck files; a pipeline on SLURM (job scripts, sbatch/squeue/sacct as child processes)
     "runtime/cluster": {"runtime/tractogram", "runtime/io", "runtime/util"},
-    "cli": {"runtime/tractogram", "runtime/cluster", "runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
+    # `dimoc bids`: a BIDS dataset's runs through a pipeline in one process (its stages run
+    # through a function cli/ hands in), their derivatives and pictures, masks made as dimoc
+    # mask makes them, the shells of a run (csd/dwi.h), a study's job array on SLURM
+    "runtime/study": {"runtime/cluster", "runtime/csd", "runtime/io", "runtime/mask", "runtime/render",
+                      "runtime/util"},
+    "cli": {"runtime/study", "runtime/tractogram", "runtime/cluster", "runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
             "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "runtime/commit",
             "runtime/commit_run", "runtime/mask", "compiler"},

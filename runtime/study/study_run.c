@@ -1,0 +1,661 @@
+/* The participant level of `dimoc bids`: the units in order, each run's stages in this
+ * process, the read-ahead and the writing beside the fits, all-or-nothing unit folders (see
+ * study_run.h). */
+#define _GNU_SOURCE
+#include "study/study_run.h"
+#include "io/volume.h"
+#include "mask/dwi_mask.h"
+#include "study/bids_layout.h"
+#include "study/study_outputs.h"
+#include "study/study_plan.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "util/interrupt.h"
+#include "util/outdir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* One run of a unit, as its stages leave it for the writing of its outputs. */
+typedef struct run_job {
+    dm_bids_run *r;
+    char *pdir;      /* the pipeline's --out: TMP/dwi/dimoc/P */
+    char *plan_path; /* TMP/.P.plan.tsv */
+    char *mask;      /* the mask used */
+    char *mask_source, *sources[4];
+    char *final_dir, *model, *tracks;
+    double started, read_s, fit_s;
+    pthread_t preload;
+    int preloading;
+} run_job;
+
+typedef struct unit_job {
+    const dm_study_options *o;
+    dm_bids_unit *u;
+    char *name;        /* "sub-01 ses-1" */
+    char *tmp;         /* OUTPUT_DIR/.sub-01_ses-1.tmp.PID */
+    char *final;       /* OUTPUT_DIR/sub-01[/ses-1] */
+    char *subject_dir; /* OUTPUT_DIR/sub-01 */
+    run_job *runs;
+    int failed;
+    char *error; /* the failure's line (malloc'd) */
+} unit_job;
+
+/* The console: the process's stdout and stderr as they were, while fds 1 and 2 go to a run's
+ * log during its stages. */
+typedef struct console {
+    FILE *out, *err;
+    int saved_out, saved_err;
+} console;
+
+static char *path_of(const char *dir, const char *fmt, const char *a, const char *b)
+{
+    char *name = NULL;
+    if (asprintf(&name, fmt, a, b) < 0) return NULL;
+    char *p = dm_path_join(dir, name);
+    free(name);
+    return p;
+}
+
+/* `path` relative to `root` when inside it. */
+static char *relative_to(const char *root, const char *path)
+{
+    size_t n = strlen(root);
+    if (!strncmp(path, root, n) && path[n] == '/') return strdup(path + n + 1);
+    return strdup(path);
+}
+
+/* fds 1 and 2 to the log file (appended), or back to the console (log NULL). */
+static void redirect(console *c, const char *log)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (!log) {
+        dup2(c->saved_out, 1);
+        dup2(c->saved_err, 2);
+        return;
+    }
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (fd < 0) return; /* the output stays on the console */
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+}
+
+/* The last "error: " line of a log (malloc'd), NULL when none. */
+static char *last_error_line(const char *log)
+{
+    size_t len;
+    char *text = dm_read_file(log, &len);
+    if (!text) return NULL;
+    char *found = NULL, *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *e = strstr(line, "error: ");
+        if (e) found = e + 7;
+    }
+    char *r = found ? strdup(found) : NULL;
+    free(text);
+    return r;
+}
+
+/* Runs bash SCRIPT WORDS.. with the phase's environment; its exit status. */
+static int run_script(const dm_study_options *o, const char *phase, int depth, const char *plan,
+                      const char *script, char *const *words, int nwords)
+{
+    char **argv = calloc((size_t)nwords + 16, sizeof *argv);
+    char e_phase[64], e_depth[64], e_pdepth[64], *e_plan = NULL, *e_prog = NULL, *e_dimoc = NULL;
+    int n = 0;
+    snprintf(e_phase, sizeof e_phase, "DIMOC_PIPELINE_PHASE=%s", phase);
+    snprintf(e_depth, sizeof e_depth, "DIMOC_FINISH_DEPTH=%d", depth);
+    snprintf(e_pdepth, sizeof e_pdepth, "DIMOC_PIPELINE_DEPTH=%d", depth);
+    if (asprintf(&e_prog, "DIMOC_PROGRAM=%s", o->program) < 0) e_prog = NULL;
+    if (asprintf(&e_dimoc, "DIMOC=%s", o->program) < 0) e_dimoc = NULL;
+    argv[n++] = "env";
+    if (depth == 0) { /* a pipeline named on our command line: no depth inherited */
+        argv[n++] = "-u";
+        argv[n++] = "DIMOC_PIPELINE_DEPTH";
+    }
+    argv[n++] = e_phase;
+    argv[n++] = e_prog;
+    argv[n++] = e_dimoc;
+    if (plan && asprintf(&e_plan, "DIMOC_PLAN=%s", plan) >= 0) argv[n++] = e_plan;
+    argv[n++] = e_depth;
+    if (depth > 0) argv[n++] = e_pdepth;
+    argv[n++] = "bash";
+    argv[n++] = (char *)script;
+    for (int i = 0; i < nwords; i++) argv[n++] = words[i];
+    argv[n] = NULL;
+    int status = dm_run_child(argv, NULL);
+    free(e_plan), free(e_prog), free(e_dimoc);
+    free(argv);
+    return status;
+}
+
+/* The script's words: the five inputs, then the user's options. */
+static char **script_words(const dm_study_options *o, const run_job *j, int *n)
+{
+    char **w = calloc((size_t)o->nargs + 12, sizeof *w);
+    int k = 0;
+    w[k++] = "--data", w[k++] = j->r->dwi;
+    w[k++] = "--mask", w[k++] = j->mask;
+    w[k++] = "--bvals", w[k++] = j->r->bval;
+    w[k++] = "--bvecs", w[k++] = j->r->bvec;
+    w[k++] = "--out", w[k++] = j->pdir;
+    for (int i = 0; i < o->nargs; i++) w[k++] = o->args[i];
+    *n = k;
+    return w;
+}
+
+static void *preload_main(void *arg)
+{
+    dm_volume_preload((const char *)arg);
+    return NULL;
+}
+
+/* The final stage of a plan: the last fit or csd (the maps), and a tractogram. */
+static void final_stage(const dm_study_plan *p, run_job *j)
+{
+    for (int i = 0; i < p->n; i++) {
+        const dm_study_stage *s = &p->stage[i];
+        if (s->finish || !*s->out) continue;
+        if (!strcmp(s->cmd, "fit") && s->argc > 1) {
+            free(j->final_dir), free(j->model);
+            j->final_dir = strdup(s->out);
+            j->model = strdup(s->argv[1]);
+        } else if (!strcmp(s->cmd, "csd")) {
+            free(j->final_dir), free(j->model);
+            j->final_dir = strdup(s->out);
+            j->model = strdup("csd");
+        } else if (!strcmp(s->cmd, "track")) {
+            static const char *const names[] = {"tracks.tck", "tracks.trx", "tracks.trk", NULL};
+            for (int k = 0; names[k]; k++) {
+                char *t = dm_path_join(s->out, names[k]);
+                if (access(t, F_OK) == 0) {
+                    free(j->tracks);
+                    j->tracks = t;
+                    break;
+                }
+                free(t);
+            }
+        }
+    }
+}
+
+/* Sets the unit's failure from the current error (once). */
+static int fail(unit_job *U, const char *what)
+{
+    if (!U->failed) {
+        U->failed = 1;
+        if (asprintf(&U->error, "%s: %s", U->name, what ? what : dm_last_error()) < 0)
+            U->error = NULL;
+    }
+    return -1;
+}
+
+/* One run's mask and stages, with fds 1 and 2 on its log.  0, or -1 with the unit failed. */
+static int run_stages(unit_job *U, run_job *j, const char *log)
+{
+    const dm_study_options *o = U->o;
+    dm_bids_run *r = j->r;
+    if (r->mask) {
+        j->mask = strdup(r->mask);
+        j->mask_source = relative_to(o->bids_dir, r->mask);
+    } else {
+        j->mask = path_of(U->tmp, "dwi/%s_space-dwi_desc-brain_mask.nii.gz", r->prefix, "");
+        dm_dwi_mask_report rep;
+        if (dm_mask_run(r->dwi, r->bval, r->bvec, NULL, j->mask, DM_MASK_CLEAN_SCALE, o->threads,
+                        &rep) != 0)
+            return fail(U, NULL);
+        if (rep.voxels == 0) {
+            dm_set_error("%s: dimoc mask found no brain in it (an empty mask)", r->dwi);
+            return fail(U, NULL);
+        }
+    }
+    j->read_s = dm_study_now() - j->started;
+    double t_fit = dm_study_now();
+
+    dm_study_plan plan = {0};
+    int nw, rc = 0;
+    char **words = script_words(o, j, &nw);
+    if (o->script) {
+        int status = run_script(o, "plan", 0, j->plan_path, o->script, words, nw);
+        if (status != 0) {
+            char *line = last_error_line(log);
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s: %s", r->dwi,
+                     line ? line : "the pipeline's plan phase failed");
+            free(line);
+            free(words);
+            return fail(U, msg);
+        }
+        rc = dm_study_plan_read(j->plan_path, &plan);
+    } else {
+        dm_study_inputs in = {r->dwi, r->bval, r->bvec, j->mask, j->pdir};
+        rc = dm_study_plan_builtin(o->pipeline, &in, o->args, o->nargs, &plan);
+    }
+    if (rc != 0) {
+        free(words);
+        return fail(U, NULL);
+    }
+    for (int i = 0; rc == 0 && i < plan.n; i++) {
+        const dm_study_stage *s = &plan.stage[i];
+        if (dm_stop_requested()) {
+            rc = dm_stop_error();
+            fail(U, NULL);
+            break;
+        }
+        if (s->finish) {
+            int status = run_script(o, "finish", s->depth, NULL, s->cmd, s->argv, s->argc);
+            if (status != 0) {
+                char *line = last_error_line(log);
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s: %s", s->cmd,
+                         line ? line : "its closing work failed");
+                free(line);
+                rc = fail(U, msg);
+            }
+            continue;
+        }
+        /* The command may change its argv (getopt-style parsers do): a copy. */
+        char **argv = calloc((size_t)s->argc + 1, sizeof *argv);
+        memcpy(argv, s->argv, (size_t)s->argc * sizeof *argv);
+        dm_set_error("%s: failed", s->cmd);
+        int status = o->exec(s->argc, argv, o->exec_ctx);
+        free(argv);
+        if (status != 0) rc = fail(U, NULL);
+    }
+    if (rc == 0 && o->script && !dm_stop_requested()) {
+        int status = run_script(o, "finish", 0, NULL, o->script, words, nw);
+        if (status != 0) {
+            char *line = last_error_line(log);
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s: %s", o->script,
+                     line ? line : "the pipeline's closing work failed");
+            free(line);
+            rc = fail(U, msg);
+        }
+    }
+    if (rc == 0 && dm_stop_requested()) rc = dm_stop_error(), fail(U, NULL);
+    if (rc == 0) {
+        final_stage(&plan, j);
+        if (!j->final_dir) rc = fail(U, "the pipeline ran no fit or csd stage: no maps to name");
+    }
+    j->fit_s = dm_study_now() - t_fit;
+    dm_study_plan_free(&plan);
+    free(words);
+    return rc;
+}
+
+/* Moves `from` to `to`, replacing a folder already there (exchanged, then removed). */
+static int put_in_place(const char *from, const char *to)
+{
+    if (rename(from, to) == 0) return 0;
+    if (errno != EEXIST && errno != ENOTEMPTY)
+        return dm_set_error("cannot rename %s to %s: %s", from, to, strerror(errno));
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE) == 0) {
+        dm_remove_tree(from);
+        return 0;
+    }
+    dm_remove_tree(to);
+    if (rename(from, to) != 0)
+        return dm_set_error("cannot rename %s to %s: %s", from, to, strerror(errno));
+    return 0;
+}
+
+/* The unit's folder in place (a session's pictures into its subject's figures/ first), with
+ * signals held off.  0, or -1 with dm_last_error(). */
+static int commit_unit(unit_job *U)
+{
+    sigset_t saved;
+    dm_interrupt_block(&saved);
+    int rc = 0;
+    if (U->u->session) {
+        char *figs = dm_path_join(U->tmp, "figures"), *to = dm_path_join(U->subject_dir, "figures");
+        rc = dm_mkdir_p(to);
+        DIR *d = rc == 0 ? opendir(figs) : NULL;
+        for (struct dirent *e; d && rc == 0 && (e = readdir(d)) != NULL;) {
+            if (e->d_name[0] == '.') continue;
+            char *a = dm_path_join(figs, e->d_name), *b = dm_path_join(to, e->d_name);
+            if (rename(a, b) != 0)
+                rc = dm_set_error("cannot move %s to %s: %s", a, b, strerror(errno));
+            free(a), free(b);
+        }
+        if (d) closedir(d);
+        if (rc == 0) rmdir(figs);
+        free(figs), free(to);
+    }
+    if (rc == 0) rc = put_in_place(U->tmp, U->final);
+    dm_interrupt_unblock(&saved);
+    return rc;
+}
+
+/* The unit's outputs after its stages: every run's derivatives, then the commit.  On the
+ * writer thread, beside the next unit's fits. */
+static void *write_unit(void *arg)
+{
+    unit_job *U = arg;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < U->u->nruns; i++) {
+        run_job *j = &U->runs[i];
+        char *dwi_dir = dm_path_join(U->tmp, "dwi"), *figs = dm_path_join(U->tmp, "figures");
+        dm_study_run_out ro = {.subject = U->u->subject,
+                               .session = U->u->session,
+                               .prefix = j->r->prefix,
+                               .pipeline = U->o->pipeline,
+                               .model = j->model,
+                               .final_dir = j->final_dir,
+                               .tracks = j->tracks,
+                               .dwi_dir = dwi_dir,
+                               .figures_dir = figs,
+                               .mask = j->mask,
+                               .mask_source = j->mask_source,
+                               .seconds_read = j->read_s,
+                               .seconds_fit = j->fit_s,
+                               .started = j->started};
+        for (int k = 0; k < 4; k++) ro.sources[k] = j->sources[k];
+        rc = dm_study_write_run(&ro);
+        if (rc == 0) unlink(j->plan_path);
+        free(dwi_dir), free(figs);
+    }
+    if (rc == 0) rc = commit_unit(U);
+    if (rc != 0) {
+        fail(U, NULL);
+        dm_remove_tree(U->tmp);
+    }
+    return NULL;
+}
+
+static void unit_free(unit_job *U)
+{
+    for (int i = 0; U->runs && i < U->u->nruns; i++) {
+        run_job *j = &U->runs[i];
+        free(j->pdir), free(j->plan_path), free(j->mask), free(j->mask_source);
+        for (int k = 0; k < 4; k++) free(j->sources[k]);
+        free(j->final_dir), free(j->model), free(j->tracks);
+    }
+    free(U->runs), free(U->name), free(U->tmp), free(U->final), free(U->subject_dir);
+    free(U->error);
+    free(U);
+}
+
+int dm_study_unit_complete(const char *output_dir, const dm_bids_unit *u)
+{
+    struct stat st;
+    char *rel = dm_bids_unit_rel(u), *dir = dm_path_join(output_dir, rel);
+    int ok = u->nruns > 0 && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+    for (int i = 0; ok && i < u->nruns; i++) {
+        char *qc = path_of(dir, "dwi/%s_qc.json", u->runs[i].prefix, "");
+        ok = access(qc, F_OK) == 0;
+        free(qc);
+    }
+    free(rel), free(dir);
+    return ok;
+}
+
+/* Removes OUTPUT_DIR/.NAME.tmp.PID folders of processes that are gone. */
+static void sweep(const char *output_dir, const char *base)
+{
+    DIR *d = opendir(output_dir);
+    if (!d) return;
+    size_t n = strlen(base);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const char *s = e->d_name;
+        if (s[0] != '.' || strncmp(s + 1, base, n) || strncmp(s + 1 + n, ".tmp.", 5)) continue;
+        char *end;
+        long pid = strtol(s + 6 + n, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char *p = dm_path_join(output_dir, s);
+        dm_remove_tree(p);
+        free(p);
+    }
+    closedir(d);
+}
+
+static unit_job *unit_new(const dm_study_options *o, const char *out, dm_bids_unit *u)
+{
+    unit_job *U = calloc(1, sizeof *U);
+    U->o = o;
+    U->u = u;
+    U->name = dm_bids_unit_name(u);
+    char *rel = dm_bids_unit_rel(u), base[256];
+    snprintf(base, sizeof base, u->session ? "sub-%s_ses-%s" : "sub-%s", u->subject, u->session);
+    U->final = dm_path_join(out, rel);
+    U->subject_dir = path_of(out, "sub-%s", u->subject, "");
+    char tmpname[320];
+    snprintf(tmpname, sizeof tmpname, ".%s.tmp.%ld", base, (long)getpid());
+    U->tmp = dm_path_join(out, tmpname);
+    free(rel);
+    U->runs = calloc((size_t)u->nruns + 1, sizeof *U->runs);
+    for (int i = 0; i < u->nruns; i++) {
+        run_job *j = &U->runs[i];
+        dm_bids_run *r = &u->runs[i];
+        j->r = r;
+        j->pdir = path_of(U->tmp, "dwi/dimoc/%s", r->prefix, "");
+        j->plan_path = path_of(U->tmp, ".%s.plan.tsv", r->prefix, "");
+    }
+    return U;
+}
+
+/* The runs of the units to do, in order: the read-ahead takes the next one. */
+typedef struct run_ref {
+    unit_job *U;
+    int i;
+} run_ref;
+
+int dm_study_participant(const dm_study_options *o)
+{
+    /* OUTPUT_DIR: made, writable; then the dataset, then the description. */
+    if (dm_mkdir_p(o->output_dir) != 0) return -1;
+    if (access(o->output_dir, W_OK | X_OK) != 0)
+        return dm_set_error("%s: not writable: %s", o->output_dir, strerror(errno));
+    char *out = realpath(o->output_dir, NULL);
+    if (!out) return dm_set_error("%s: %s", o->output_dir, strerror(errno));
+    dm_bids_layout L;
+    if (dm_bids_discover(o->bids_dir, o->subjects, o->nsubjects, o->sessions, o->nsessions, out,
+                         &L) != 0) {
+        free(out);
+        return -1;
+    }
+    if (!strcmp(out, L.root) || !strncmp(L.root, out, strlen(out))) {
+        dm_set_error("%s: the output folder holds the dataset %s; give a folder beside it or "
+                     "under its derivatives/",
+                     o->output_dir, o->bids_dir);
+        dm_bids_layout_free(&L);
+        free(out);
+        return -1;
+    }
+    if (dm_study_description(out, o->pipeline, o->version, o->command_line, L.root) != 0) {
+        dm_bids_layout_free(&L);
+        free(out);
+        return -1;
+    }
+    dm_study_options opts = *o;
+    opts.bids_dir = L.root;
+
+    console con = {0};
+    fflush(stdout);
+    fflush(stderr);
+    con.saved_out = fcntl(1, F_DUPFD_CLOEXEC, 3);
+    con.saved_err = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    con.out = fdopen(fcntl(1, F_DUPFD_CLOEXEC, 3), "w");
+    con.err = fdopen(fcntl(2, F_DUPFD_CLOEXEC, 3), "w");
+    setvbuf(con.out, NULL, _IOLBF, 0);
+    setvbuf(con.err, NULL, _IOLBF, 0);
+
+    unit_job **units = calloc((size_t)L.nunits + 1, sizeof *units);
+    run_ref *order = calloc(1, sizeof *order);
+    int nunits = 0, norder = 0, skipped = 0, failed = 0, done = 0;
+    char **failures = calloc((size_t)L.nunits + 1, sizeof *failures);
+    for (int k = 0; k < L.nunits; k++) {
+        unit_job *U = unit_new(&opts, out, &L.units[k]);
+        /* Faults found by reading the dataset: one line each, no work. */
+        int faults = U->u->error != NULL;
+        if (U->u->error) fprintf(con.err, "%s: %s\n", U->name, U->u->error);
+        for (int i = 0; i < U->u->nruns; i++)
+            if (U->u->runs[i].error) {
+                fprintf(con.err, "%s: %s\n", U->name, U->u->runs[i].error);
+                faults++;
+            }
+        if (faults) {
+            fail(U, U->u->error ? U->u->error : NULL);
+            if (!U->u->error)
+                for (int i = 0; i < U->u->nruns && !U->u->error; i++)
+                    if (U->u->runs[i].error) {
+                        free(U->error);
+                        U->error = NULL;
+                        if (asprintf(&U->error, "%s: %s", U->name, U->u->runs[i].error) < 0)
+                            U->error = NULL;
+                        break;
+                    }
+            failures[failed++] = U->error ? strdup(U->error) : NULL;
+            unit_free(U);
+            continue;
+        }
+        if (dm_study_unit_complete(out, U->u)) {
+            fprintf(con.out, "%s: complete, skipped\n", U->name);
+            skipped++;
+            unit_free(U);
+            continue;
+        }
+        units[nunits++] = U;
+        order = realloc(order, (size_t)(norder + U->u->nruns + 1) * sizeof *order);
+        for (int i = 0; i < U->u->nruns; i++) order[norder++] = (run_ref){U, i};
+    }
+
+    unit_job *writing = NULL; /* the unit on the writer thread */
+    pthread_t writer;
+    int writer_threaded = 0;
+    int at = 0; /* the run's index in `order` */
+    for (int k = 0; k < nunits && !dm_stop_requested(); k++) {
+        unit_job *U = units[k];
+        double t0 = dm_study_now();
+        char base[256];
+        snprintf(base, sizeof base, U->u->session ? "sub-%s_ses-%s" : "sub-%s", U->u->subject,
+                 U->u->session);
+        sweep(out, base);
+        dm_remove_tree(U->tmp);
+        int rc = dm_mkdir_p(U->tmp);
+        char *figs = dm_path_join(U->tmp, "figures");
+        if (rc == 0) rc = dm_mkdir_p(figs);
+        free(figs);
+        if (rc != 0) fail(U, NULL);
+        for (int i = 0; rc == 0 && i < U->u->nruns; i++, at++) {
+            run_job *j = &U->runs[i];
+            j->started = dm_study_now();
+            /* The next run's DWI read meanwhile. */
+            if (at + 1 < norder) {
+                run_job *next = &order[at + 1].U->runs[order[at + 1].i];
+                next->preloading =
+                    pthread_create(&next->preload, NULL, preload_main, next->r->dwi) == 0;
+            }
+            if (!j->preloading) dm_volume_preload(j->r->dwi);
+            j->sources[0] = relative_to(L.root, j->r->dwi);
+            j->sources[1] = relative_to(L.root, j->r->bval);
+            j->sources[2] = relative_to(L.root, j->r->bvec);
+            rc = dm_mkdir_p(j->pdir);
+            if (rc != 0) {
+                fail(U, NULL);
+                break;
+            }
+            char *log = dm_path_join(j->pdir, "dimoc.log");
+            redirect(&con, log);
+            rc = run_stages(U, j, log);
+            redirect(&con, NULL);
+            if (j->preloading) pthread_join(j->preload, NULL), j->preloading = 0;
+            if (j->mask_source) {
+                j->sources[3] = strdup(j->mask_source);
+            } else { /* dimoc's mask: its place in OUTPUT_DIR once the unit is in */
+                char *rel = dm_bids_unit_rel(U->u);
+                if (asprintf(&j->sources[3], "%s/dwi/%s_space-dwi_desc-brain_mask.nii.gz", rel,
+                             j->r->prefix) < 0)
+                    j->sources[3] = NULL;
+                free(rel);
+            }
+            if (rc != 0) { /* keep the failed run's log */
+                char *logs = dm_path_join(out, "logs");
+                char *kept = path_of(logs, "%s.log", j->r->prefix, "");
+                if (dm_mkdir_p(logs) == 0) rename(log, kept);
+                free(logs), free(kept);
+            }
+            free(log);
+        }
+        /* Runs preloaded for this unit but never reached. */
+        for (int i = 0; i < U->u->nruns; i++)
+            if (U->runs[i].preloading)
+                pthread_join(U->runs[i].preload, NULL), U->runs[i].preloading = 0;
+        /* The unit before this one is written: report it. */
+        if (writing) {
+            if (writer_threaded) pthread_join(writer, NULL);
+            if (writing->failed) {
+                fprintf(con.err, "%s\n", writing->error);
+                failures[failed++] = strdup(writing->error);
+            } else {
+                fprintf(con.out, "%s: done\n", writing->name);
+                done++;
+            }
+            unit_free(writing);
+            writing = NULL;
+        }
+        if (U->failed || dm_stop_requested()) {
+            dm_remove_tree(U->tmp);
+            if (!dm_stop_requested()) {
+                fprintf(con.err, "%s\n", U->error);
+                failures[failed++] = strdup(U->error);
+            }
+            unit_free(U);
+            units[k] = NULL;
+            continue;
+        }
+        fprintf(con.out, "%s: %d run%s fitted in %.1f s\n", U->name, U->u->nruns,
+                U->u->nruns == 1 ? "" : "s", dm_study_now() - t0);
+        writing = U;
+        units[k] = NULL;
+        writer_threaded = pthread_create(&writer, NULL, write_unit, U) == 0;
+        if (!writer_threaded) write_unit(U);
+    }
+    if (writing) {
+        if (writer_threaded) pthread_join(writer, NULL);
+        if (writing->failed) {
+            if (!dm_stop_requested()) {
+                fprintf(con.err, "%s\n", writing->error);
+                failures[failed++] = strdup(writing->error);
+            }
+        } else {
+            fprintf(con.out, "%s: done\n", writing->name);
+            done++;
+        }
+        unit_free(writing);
+    }
+    for (int k = 0; k < nunits; k++)
+        if (units[k]) {
+            dm_remove_tree(units[k]->tmp);
+            unit_free(units[k]);
+        }
+    dm_volume_preload_clear();
+    int rc = 0;
+    if (dm_stop_requested()) {
+        rc = dm_stop_error();
+    } else {
+        fprintf(con.out, "participant level: %d unit%s done, %d complete already, %d failed\n",
+                done, done == 1 ? "" : "s", skipped, failed);
+        for (int i = 0; i < failed; i++)
+            if (failures[i]) fprintf(con.err, "failed: %s\n", failures[i]);
+        rc = failed ? 1 : 0;
+    }
+    for (int i = 0; i < failed; i++) free(failures[i]);
+    free(failures), free(units), free(order);
+    fclose(con.out), fclose(con.err);
+    close(con.saved_out), close(con.saved_err);
+    dm_bids_layout_free(&L);
+    free(out);
+    return rc;
+}
