@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ typedef struct run_job {
     char *mask;      /* the mask used */
     char *mask_source, *sources[4];
     char *final_dir, *model, *tracks;
-    double started, read_s, fit_s;
+    double started, read_s, stages_s, fit_s;
     pthread_t preload;
     int preloading;
 } run_job;
@@ -189,6 +190,25 @@ static void final_stage(const dm_study_plan *p, run_job *j)
     }
 }
 
+/* The seconds the plan's stages spent fitting (their provenance.json's timings_seconds.fit:
+ * the engines' work, without their loads, compiles and writes), the measure a unit's whole time
+ * is held against. */
+static double engine_seconds(const dm_study_plan *p)
+{
+    double sum = 0;
+    for (int i = 0; i < p->n; i++) {
+        const dm_study_stage *s = &p->stage[i];
+        if (s->finish || !*s->out) continue;
+        char *path = dm_path_join(s->out, "provenance.json");
+        json_t *root = path ? json_load_file(path, 0, NULL) : NULL;
+        json_t *fit = json_object_get(json_object_get(root, "timings_seconds"), "fit");
+        if (json_is_number(fit)) sum += json_number_value(fit);
+        json_decref(root);
+        free(path);
+    }
+    return sum;
+}
+
 /* Sets the unit's failure from the current error (once). */
 static int fail(unit_job *U, const char *what)
 {
@@ -288,7 +308,8 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
         final_stage(&plan, j);
         if (!j->final_dir) rc = fail(U, "the pipeline ran no fit or csd stage: no maps to name");
     }
-    j->fit_s = dm_study_now() - t_fit;
+    j->stages_s = dm_study_now() - t_fit;
+    j->fit_s = engine_seconds(&plan);
     dm_study_plan_free(&plan);
     free(words);
     return rc;
@@ -358,6 +379,7 @@ static void *write_unit(void *arg)
                                .mask = j->mask,
                                .mask_source = j->mask_source,
                                .seconds_read = j->read_s,
+                               .seconds_stages = j->stages_s,
                                .seconds_fit = j->fit_s,
                                .started = j->started};
         for (int k = 0; k < 4; k++) ro.sources[k] = j->sources[k];

@@ -21,6 +21,7 @@ Checked against independent runs and readers:
   one; SIGTERM during a run exits 143 leaving no temporary folder and no partial unit;
   --participant-label selects; unknown options are refused; --slurm --dry-run prints the job
   array."""
+import glob
 import json
 import os
 import shutil
@@ -201,7 +202,12 @@ for prefix, (unit, *_rest) in RUNS.items():
             and qc["fitted"] == fitted and qc["flagged"] == int(mask.sum()) - fitted
             and qc["residual_median"] is None
             and abs(qc["medians"]["noddidti_NDI"] - float(np.median(ndi[mask]))) < 1e-9
-            and all(qc["seconds"][k] >= 0 for k in ("read", "fit", "write", "total")))
+            and all(qc["seconds"][k] >= 0 for k in ("read", "stages", "fit", "write", "total")))
+    # seconds.fit: the stages' fits alone, as each stage's provenance records its fit
+    provs = glob.glob(os.path.join(OUT, unit, "dwi", "dimoc", prefix, "**", "provenance.json"), recursive=True)
+    fits = sum(json.load(open(f)).get("timings_seconds", {}).get("fit", 0) for f in provs)
+    good = good and len(provs) >= 2 and abs(qc["seconds"]["fit"] - fits) < 1e-6 \
+        and qc["seconds"]["fit"] <= qc["seconds"]["stages"] <= qc["seconds"]["total"]
     if not good:
         ok, why = False, f"{prefix}: {json.dumps(qc)[:300]} (mask {int(mask.sum())}, fitted {fitted})"
 check("bids-qc-counts", ok, why or "voxels_in_mask, fitted, flagged, medians against nibabel/numpy")
