@@ -2,20 +2,20 @@
 and group/dimoc_report.html from the participant level's per-run qc files.
 
 (a) A study made here as the participant level leaves it: 13 runs (sub-01..sub-06 without
-    sessions, sub-07 and sub-08 with two sessions each, pipeline `dti`; three runs acq-b2000 of
-    sub-01..03 by pipeline `noddi`), each with its brain mask and maps (NIfTI from nibabel), its
+    sessions, sub-07 and sub-08 with two sessions each, pipeline `dki`; three runs acq-b2000 of
+    sub-01..03 by pipeline `noddi_dti`), each with its brain mask and maps (NIfTI from nibabel), its
     P_qc.json (the figures and the maps' medians in the mask, computed here with numpy) and its
     pictures (written by `dimoc view`; sub-08 ses-2's in sub-08/ses-2/figures/, and one picture
     the group level does not expect by its name, which it shows too).  sub-04 is made deviant by 30% flagged voxels, sub-05 by
-    an FA shifted by +0.15; in the noddi runs `flagged` is 0, 0, 7 (MAD 0: the third is marked,
+    an FA shifted by +0.15; in the noddi_dti runs `flagged` is 0, 0, 7 (MAD 0: the third is marked,
     z inf) and the residual is null (n/a).  One picture is deleted: the page must list it as
     missing.
 (b) The TSV against numpy: the columns, one row per run, the figures against the masks and maps
     read back with nibabel (voxels, medians), flagged / fitted, the robust z of every figure
     (x - median) / (1.4826 MAD) over the runs of the same pipeline, the outlier column equal to
     the set of |z| > 3.5 (and holding sub-04's flagged fraction and sub-05's FA), the column
-    descriptions of dimoc_qc.json.  --z-limit 1000 leaves only the MAD-0 mark; --pipeline noddi
-    keeps the noddi runs only, z unchanged.
+    descriptions of dimoc_qc.json.  --z-limit 1000 leaves only the MAD-0 mark; --pipeline
+    noddi_dti keeps its runs only, z unchanged.
 (c) The page in headless Chromium (Debian's, driven by Playwright): loaded from file:// with no
     console error, no page error and no request outside the output folder; every <img> loaded
     (naturalWidth > 0), and they are exactly the pictures that exist; the missing one listed; one
@@ -71,14 +71,15 @@ class Run:
 
 
 def study_runs():
-    runs = [Run(f"{s:02d}", None, "b1000", "dti") for s in range(1, 7)]
-    runs += [Run(f"{s:02d}", ses, "b1000", "dti") for s in (7, 8) for ses in ("1", "2")]
-    runs += [Run(f"{s:02d}", None, "b2000", "noddi") for s in (1, 2, 3)]
+    runs = [Run(f"{s:02d}", None, "b1000", "dki") for s in range(1, 7)]
+    runs += [Run(f"{s:02d}", ses, "b1000", "dki") for s in (7, 8) for ses in ("1", "2")]
+    runs += [Run(f"{s:02d}", None, "b2000", "noddi_dti") for s in (1, 2, 3)]
     return runs
 
 
-MODELS = {"dti": {"fa": (0.45, 0.03), "md": (7.5e-4, 0.3e-4)},
-          "noddi": {"odi": (0.3, 0.02), "ficvf": (0.55, 0.03)}}
+# pipeline -> (model label, {param: (mean, sd) of the runs' medians})
+MODELS = {"dki": ("dki", {"FA": (0.45, 0.03), "MD": (7.5e-4, 0.3e-4)}),
+          "noddi_dti": ("noddidti", {"ODI": (0.3, 0.02), "NDI": (0.55, 0.03)})}
 
 
 def make_study(out, rng):
@@ -101,20 +102,21 @@ def make_study(out, rng):
         save_nifti(mask_path, mask, np.uint8)
         dimoc("view", mask_path, "-o", os.path.join(figures, f"{r.prefix}_space-dwi_desc-brain_mask.png"))
         medians = {}
-        for param, (mean, sd) in MODELS[r.pipeline].items():
-            centre = mean + (0.15 if (r.sub == "05" and param == "fa") else 0.0)
+        model, params = MODELS[r.pipeline]
+        for param, (mean, sd) in params.items():
+            centre = mean + (0.15 if (r.sub == "05" and param == "FA") else 0.0)
             centre += rng.normal(0, sd)
             data = np.where(mask, rng.normal(centre, 4 * sd, SHAPE), 0.0)
-            name = f"{r.prefix}_space-dwi_model-{r.pipeline}_param-{param}_dwimap"
+            name = f"{r.prefix}_space-dwi_model-{model}_param-{param}_dwimap"
             save_nifti(os.path.join(dwi, name + ".nii.gz"), data)
             with open(os.path.join(dwi, name + ".json"), "w") as f:
-                json.dump({"Model": r.pipeline, "Parameter": param}, f)
+                json.dump({"Model": model, "Parameter": param}, f)
             dimoc("view", os.path.join(dwi, name + ".nii.gz"), "-o", os.path.join(figures, name + ".png"))
-            medians[f"{r.pipeline}_{param}"] = float(np.median(data[mask]))
+            medians[f"{model}_{param}"] = float(np.median(data[mask]))
         if r.prefix == "sub-01_acq-b1000_dwi":  # a picture the group level does not expect
             dimoc("view", mask_path, "-o", os.path.join(figures, f"{r.prefix}_space-dwi_desc-extra_mask.png"))
         n = int(mask.sum())
-        if r.pipeline == "noddi":
+        if r.pipeline == "noddi_dti":
             flagged = next(noddi_flagged)
         else:
             flagged = int(round(0.30 * n)) if r.sub == "04" else int(rng.integers(5, 15))
@@ -123,7 +125,7 @@ def make_study(out, rng):
         secs["total"] = sum(secs.values())
         qc = {"subject": r.sub, "session": r.ses, "run_prefix": r.prefix, "pipeline": r.pipeline,
               "voxels_in_mask": n, "fitted": n, "flagged": flagged,
-              "residual_median": None if r.pipeline == "noddi" else float(rng.normal(12.0, 0.5)),
+              "residual_median": None if r.pipeline == "noddi_dti" else float(rng.normal(12.0, 0.5)),
               "medians": medians, "seconds": secs}
         with open(os.path.join(dwi, f"{r.prefix}_qc.json"), "w") as f:
             json.dump(qc, f, indent=1)
@@ -152,12 +154,13 @@ def close(a, b, rel, abs_=0.0):
 
 def expected_table(out, runs):
     """The figures of every run from its qc file and its files, and the robust z, by numpy."""
-    keys = sorted({f"{r.pipeline}_{q}" for r in runs.values() for q in MODELS[r.pipeline]})
+    qcs = {p: json.load(open(os.path.join(out, r.dwi, f"{p}_qc.json"))) for p, r in runs.items()}
+    keys = sorted({k for qc in qcs.values() for k in qc["medians"]})
     figures = ["voxels_in_mask", "fitted", "flagged", "flagged_fraction", "residual_median"] + \
         keys + ["seconds_total"]
     values = {}
     for p, r in runs.items():
-        qc = json.load(open(os.path.join(out, r.dwi, f"{p}_qc.json")))
+        qc = qcs[p]
         mask = np.asarray(nib.load(os.path.join(out, r.dwi, f"{p}_space-dwi_desc-brain_mask.nii.gz")).dataobj) > 0
         v = {"voxels_in_mask": float(mask.sum()), "fitted": float(qc["fitted"]),
              "flagged": float(qc["flagged"]), "flagged_fraction": qc["flagged"] / qc["fitted"],
@@ -328,12 +331,12 @@ def check_page(out, runs, rows, deleted, shot):
               not marks and any(r["outlier"] != "none" for r in rows), "; ".join(marks[:4]))
         check("page: marked rows and cells are drawn differently", not looks, "; ".join(looks[:4]))
 
-        # Sorting: the dti table by flagged_fraction, up then down.
+        # Sorting: the dki table by flagged_fraction, up then down.
         order = []
         for _ in range(2):
-            page.click("table.qc[data-pipeline=dti] thead th[data-column=flagged_fraction]")
+            page.click("table.qc[data-pipeline=dki] thead th[data-column=flagged_fraction]")
             order.append(page.evaluate("""() => Array.from(document.querySelectorAll(
-                'table.qc[data-pipeline=dti] tbody tr')).map(tr =>
+                'table.qc[data-pipeline=dki] tbody tr')).map(tr =>
                 parseFloat(tr.querySelector('td[data-column=flagged_fraction]').dataset.value))"""))
         up, down = order
         check("page: a heading's click sorts its table by that column, both ways",
@@ -449,16 +452,16 @@ def main():
         json.dump({"Name": "group test", "BIDSVersion": "1.9.0"}, f)
     out = os.path.join(d, "derivatives", "dimoc")
     runs = make_study(out, rng)
-    deleted = "sub-03/figures/sub-03_acq-b1000_dwi_space-dwi_model-dti_param-md_dwimap.png"
+    deleted = "sub-03/figures/sub-03_acq-b1000_dwi_space-dwi_model-dki_param-MD_dwimap.png"
     os.remove(os.path.join(out, deleted))
 
     rc, _, err = group(bids, out)
     check("group level runs", rc == 0 and not err.strip(), f"rc {rc}: {oneliner(err)}")
     rows = check_tsv(out, runs, "tsv")
     by = {r["run_prefix"]: r for r in rows}
-    check("tsv: sub-04's 30% flagged and sub-05's shifted FA are outliers, the MAD-0 noddi run too",
+    check("tsv: sub-04's 30% flagged and sub-05's shifted FA are outliers, the MAD-0 noddi_dti run too",
           "flagged_fraction" in by.get("sub-04_acq-b1000_dwi", {}).get("outlier", "")
-          and "dti_fa" in by.get("sub-05_acq-b1000_dwi", {}).get("outlier", "")
+          and "dki_FA" in by.get("sub-05_acq-b1000_dwi", {}).get("outlier", "")
           and by.get("sub-03_acq-b2000_dwi", {}).get("z_flagged") == "inf",
           "; ".join(f"{p}: {by.get(p, {}).get('outlier')}" for p in
                     ("sub-04_acq-b1000_dwi", "sub-05_acq-b1000_dwi", "sub-03_acq-b2000_dwi")))
@@ -484,12 +487,12 @@ def main():
               [r["outlier"] for r in rows if r["outlier"] != "none"] == ["flagged,flagged_fraction"],
               str([r["outlier"] for r in rows if r["outlier"] != "none"]))
     else:
-        check("--z-limit 1000 runs", False, err.strip())
-    rc, _, err = group(bids, out, "--pipeline", "noddi")
+        check("--z-limit 1000 runs", False, oneliner(err))
+    rc, _, err = group(bids, out, "--pipeline", "noddi_dti")
     if rc == 0:
-        check_tsv(out, runs, "--pipeline noddi", only="noddi")
+        check_tsv(out, runs, "--pipeline noddi_dti", only="noddi_dti")
     else:
-        check("--pipeline noddi runs", False, err.strip())
+        check("--pipeline noddi_dti runs", False, oneliner(err))
     rc, _, err = group(bids, out, "--z-limit", "-2")
     check("--z-limit -2: one line, non-zero", rc != 0 and len(one_line(err)) == 1 and "-2" in err,
           f"rc {rc}: {oneliner(err)}")
