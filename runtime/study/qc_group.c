@@ -235,12 +235,14 @@ static int parse_qc(json_t *root, const char *subject, const char *session, cons
         get_count(root, "flagged", &fx[FIG_FLAGGED], why, wn) ||
         get_number(root, "", "residual_median", 1, &fx[FIG_RESIDUAL], why, wn))
         return -1;
-    if (fx[FIG_FITTED] > fx[FIG_VOXELS] || fx[FIG_FLAGGED] > fx[FIG_VOXELS])
+    if (fx[FIG_FITTED] + fx[FIG_FLAGGED] > fx[FIG_VOXELS])
         return snprintf(why, wn,
-                        "\"fitted\" (%.0f) or \"flagged\" (%.0f) exceeds \"voxels_in_mask\" (%.0f)",
+                        "\"fitted\" (%.0f) and \"flagged\" (%.0f) add up to more than "
+                        "\"voxels_in_mask\" (%.0f)",
                         fx[FIG_FITTED], fx[FIG_FLAGGED], fx[FIG_VOXELS]),
                -1;
-    fx[FIG_FRACTION] = fx[FIG_FITTED] > 0 ? fx[FIG_FLAGGED] / fx[FIG_FITTED] : NAN;
+    /* flagged: the mask's voxels whose fit did not end well (fitted + flagged = the mask) */
+    fx[FIG_FRACTION] = fx[FIG_VOXELS] > 0 ? fx[FIG_FLAGGED] / fx[FIG_VOXELS] : NAN;
 
     json_t *seconds = json_object_get(root, "seconds");
     if (!json_is_object(seconds)) return snprintf(why, wn, "\"seconds\" is not an object"), -1;
@@ -747,9 +749,9 @@ static void write_tsv_sidecar(const dm_qc_table *t, FILE *f)
 {
     static const char *const fixed_help[] = {
         "voxels in the run's brain mask",
-        "voxels fitted",
-        "fitted voxels flagged by the fit (at a bound, not converged, not finite)",
-        "flagged / fitted",
+        "voxels of the mask whose fit ended with status 1",
+        "the other voxels of the mask (not converged, at a bound, skipped, failed)",
+        "flagged / voxels_in_mask",
         "median over the mask of the fit's residual (n/a: the pipeline reports none)",
     };
     dm_json j;

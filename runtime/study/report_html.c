@@ -39,7 +39,7 @@ static const char page_style[] =
     "table.qc tbody tr.outlier{background:#fff3f2;box-shadow:inset 4px 0 0 #c62828}\n"
     "table.qc td.beyond{background:#fbd3d0;color:#8e0000;font-weight:700}\n"
     "table.qc td.na{color:#9aa1ad}\n"
-    "table.qc td[data-column=outlier]{white-space:normal;min-width:9rem;color:#8e0000}\n"
+    "table.qc td[data-column=outlier]{white-space:normal;min-width:18rem;color:#8e0000}\n"
     "table.qc td[data-column=outlier].na{color:#9aa1ad}\n"
     "table.qc tfoot th,table.qc tfoot td{background:#f2f4f8;color:#3d4556;font-style:italic}\n"
     ".flag{display:inline-block;background:#c62828;color:#fff;border-radius:3px;"

@@ -11,7 +11,7 @@ and group/dimoc_report.html from the participant level's per-run qc files.
     z inf) and the residual is null (n/a).  One picture is deleted: the page must list it as
     missing.
 (b) The TSV against numpy: the columns, one row per run, the figures against the masks and maps
-    read back with nibabel (voxels, medians), flagged / fitted, the robust z of every figure
+    read back with nibabel (voxels, medians), flagged / voxels_in_mask, the robust z of every figure
     (x - median) / (1.4826 MAD) over the runs of the same pipeline, the outlier column equal to
     the set of |z| > 3.5 (and holding sub-04's flagged fraction and sub-05's FA), the column
     descriptions of dimoc_qc.json.  --z-limit 1000 leaves only the MAD-0 mark; --pipeline
@@ -28,8 +28,10 @@ and group/dimoc_report.html from the participant level's per-run qc files.
     without qc files (one line, non-zero, no group/); a group/ that cannot be written (a file of
     that name; a folder the user may not write, run as `nobody` where the test is root): one
     line, non-zero, and an earlier group output left as it was.
-(e) When `dimoc bids ... participant` exists: participant then group on a small simulated BIDS
-    dataset, the TSV's medians against the maps the participant level wrote.
+(e) End to end: `dimoc bids ... participant --pipeline noddi_dti` on four simulated subjects
+    (sub-04 with a lower intra-neurite fraction), then the group level: the TSV against the qc
+    files and against numpy's medians of the maps in the masks the participant level wrote,
+    sub-04's NDI marked, the page as in (c) with no picture missing.
 
 Needs Debian's chromium and Playwright (scripts/install-deps.sh installs both); the test fails
 with that message where they are missing."""
@@ -66,7 +68,7 @@ def save_nifti(path, data, dtype=np.float32):
 class Run:
     def __init__(self, sub, ses, acq, pipeline):
         self.sub, self.ses, self.pipeline = sub, ses, pipeline
-        self.prefix = f"sub-{sub}" + (f"_ses-{ses}" if ses else "") + f"_acq-{acq}_dwi"
+        self.prefix = f"sub-{sub}" + (f"_ses-{ses}" if ses else "") + (f"_acq-{acq}" if acq else "")
         self.dwi = f"sub-{sub}" + (f"/ses-{ses}" if ses else "") + "/dwi"
 
 
@@ -113,7 +115,7 @@ def make_study(out, rng):
                 json.dump({"Model": model, "Parameter": param}, f)
             dimoc("view", os.path.join(dwi, name + ".nii.gz"), "-o", os.path.join(figures, name + ".png"))
             medians[f"{model}_{param}"] = float(np.median(data[mask]))
-        if r.prefix == "sub-01_acq-b1000_dwi":  # a picture the group level does not expect
+        if r.prefix == "sub-01_acq-b1000":  # a picture the group level does not expect
             dimoc("view", mask_path, "-o", os.path.join(figures, f"{r.prefix}_space-dwi_desc-extra_mask.png"))
         n = int(mask.sum())
         if r.pipeline == "noddi_dti":
@@ -124,7 +126,7 @@ def make_study(out, rng):
                 "write": float(rng.uniform(0.2, 0.3))}
         secs["total"] = sum(secs.values())
         qc = {"subject": r.sub, "session": r.ses, "run_prefix": r.prefix, "pipeline": r.pipeline,
-              "voxels_in_mask": n, "fitted": n, "flagged": flagged,
+              "voxels_in_mask": n, "fitted": n - flagged, "flagged": flagged,
               "residual_median": None if r.pipeline == "noddi_dti" else float(rng.normal(12.0, 0.5)),
               "medians": medians, "seconds": secs}
         with open(os.path.join(dwi, f"{r.prefix}_qc.json"), "w") as f:
@@ -163,13 +165,16 @@ def expected_table(out, runs):
         qc = qcs[p]
         mask = np.asarray(nib.load(os.path.join(out, r.dwi, f"{p}_space-dwi_desc-brain_mask.nii.gz")).dataobj) > 0
         v = {"voxels_in_mask": float(mask.sum()), "fitted": float(qc["fitted"]),
-             "flagged": float(qc["flagged"]), "flagged_fraction": qc["flagged"] / qc["fitted"],
+             "flagged": float(qc["flagged"]), "flagged_fraction": qc["flagged"] / qc["voxels_in_mask"],
              "residual_median": np.nan if qc["residual_median"] is None else qc["residual_median"],
              "seconds_total": qc["seconds"]["total"]}
         for k in keys:
             model, param = k.split("_", 1)
             f = os.path.join(out, r.dwi, f"{p}_space-dwi_model-{model}_param-{param}_dwimap.nii.gz")
-            v[k] = float(np.median(np.asarray(nib.load(f).dataobj)[mask])) if os.path.exists(f) else np.nan
+            # in double, as the medians of a float32 map are taken (numpy's own of float32 data
+            # would round the mean of the two middle values to float32)
+            v[k] = float(np.median(np.asarray(nib.load(f).dataobj, dtype=np.float64)[mask])) \
+                if os.path.exists(f) else np.nan
         values[p] = v
     z = {p: {} for p in runs}
     for pipeline in sorted({r.pipeline for r in runs.values()}):
@@ -262,13 +267,14 @@ PAGE_FACTS = """() => {
 }"""
 
 
-def check_page(out, runs, rows, deleted, shot):
-    """The report in headless Chromium."""
+def check_page(out, rows, missing, shot, tag="page", sort_pipeline=None):
+    """The report in headless Chromium: `missing` the pictures it must list as missing, a
+    screenshot to `shot`; sort_pipeline: the pipeline whose table is sorted by a click."""
     html = os.path.join(out, "group", "dimoc_report.html")
     try:
         pw, browser = launch_chromium()
     except Exception as e:
-        check("page: headless chromium starts", False, str(e))
+        check(f"{tag}: headless chromium starts", False, str(e))
         return
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -283,9 +289,9 @@ def check_page(out, runs, rows, deleted, shot):
         page.on("request", request)
         page.goto("file://" + os.path.realpath(html), wait_until="load")
         facts = page.evaluate(PAGE_FACTS)
-        check("page: loads from file:// without console or page errors", not console and not errors,
+        check(f"{tag}: loads from file:// without console or page errors", not console and not errors,
               f"console {console[:3]} errors {errors[:3]}")
-        check("page: requests nothing outside the output folder", not outside, str(outside[:3]))
+        check(f"{tag}: requests nothing outside the output folder", not outside, str(outside[:3]))
 
         loaded = [i for i in facts["imgs"] if i["complete"] and i["w"] > 0 and i["h"] > 0]
         shown = sorted(os.path.relpath(unquote(urlparse(i["src"]).path), os.path.realpath(out))
@@ -293,17 +299,17 @@ def check_page(out, runs, rows, deleted, shot):
         on_disk = sorted(os.path.relpath(os.path.join(dirpath, f), out)
                          for dirpath, _, files in os.walk(out) for f in files if f.endswith(".png")
                          and os.path.basename(dirpath) == "figures")
-        check("page: every <img> loaded (naturalWidth > 0)",
+        check(f"{tag}: every <img> loaded (naturalWidth > 0)",
               len(loaded) == len(facts["imgs"]) and len(loaded) > 0,
               f"{len(loaded)} of {len(facts['imgs'])} loaded")
-        check("page: the pictures shown are those on disk", shown == on_disk,
+        check(f"{tag}: the pictures shown are those on disk", shown == on_disk,
               f"{len(shown)} shown, {len(on_disk)} on disk; {sorted(set(shown) ^ set(on_disk))[:4]}")
-        check("page: the deleted picture is listed as missing", facts["missing"] == [deleted],
-              f"missing {facts['missing']} vs {deleted}")
+        check(f"{tag}: the pictures not there are listed as missing", facts["missing"] == missing,
+              f"missing {facts['missing']} vs {missing}")
 
         by_run = {row["run_prefix"]: row for row in rows}
         n_rows = sum(len(t["rows"]) for t in facts["tables"])
-        check("page: one table row per run", n_rows == len(rows) and
+        check(f"{tag}: one table row per run", n_rows == len(rows) and
               {r["run"] for t in facts["tables"] for r in t["rows"]} == set(by_run),
               f"{n_rows} rows for {len(rows)} runs")
         bad, marks, looks = [], [], []
@@ -326,24 +332,26 @@ def check_page(out, runs, rows, deleted, shot):
                 if tr["outlier"] and (tr["shadow"] == "none" or
                                       any(x["background"] == tr["background"] for x in plain)):
                     looks.append(f"{tr['run']} row drawn as the others")
-        check("page: every cell holds the TSV's text (figures, z in data-z)", not bad, "; ".join(bad[:4]))
-        check("page: outlier rows and the cells beyond the limit are marked as in the TSV",
-              not marks and any(r["outlier"] != "none" for r in rows), "; ".join(marks[:4]))
-        check("page: marked rows and cells are drawn differently", not looks, "; ".join(looks[:4]))
+        check(f"{tag}: every cell holds the TSV's text (figures, z in data-z)", not bad, "; ".join(bad[:4]))
+        check(f"{tag}: outlier rows and the cells beyond the limit are marked as in the TSV",
+              not marks, "; ".join(marks[:4]))
+        check(f"{tag}: marked rows and cells are drawn differently", not looks, "; ".join(looks[:4]))
 
-        # Sorting: the dki table by flagged_fraction, up then down.
-        order = []
-        for _ in range(2):
-            page.click("table.qc[data-pipeline=dki] thead th[data-column=flagged_fraction]")
-            order.append(page.evaluate("""() => Array.from(document.querySelectorAll(
-                'table.qc[data-pipeline=dki] tbody tr')).map(tr =>
-                parseFloat(tr.querySelector('td[data-column=flagged_fraction]').dataset.value))"""))
-        up, down = order
-        check("page: a heading's click sorts its table by that column, both ways",
-              up == sorted(up) and down == sorted(down, reverse=True) and len(up) == 10
-              and not errors and not console, f"up {up} down {down} errors {errors + console}")
+        if sort_pipeline:  # sorting its table by flagged_fraction, up then down
+            table = f"table.qc[data-pipeline={sort_pipeline}]"
+            order = []
+            for _ in range(2):
+                page.click(f"{table} thead th[data-column=flagged_fraction]")
+                order.append(page.evaluate(f"""() => Array.from(document.querySelectorAll(
+                    '{table} tbody tr')).map(tr =>
+                    parseFloat(tr.querySelector('td[data-column=flagged_fraction]').dataset.value))"""))
+            up, down = order
+            n = sum(r["pipeline"] == sort_pipeline for r in rows)
+            check(f"{tag}: a heading's click sorts its table by that column, both ways",
+                  up == sorted(up) and down == sorted(down, reverse=True) and len(up) == n
+                  and not errors and not console, f"up {up} down {down} errors {errors + console}")
         page.screenshot(path=shot, full_page=True)
-        check("page: screenshot written", os.path.getsize(shot) > 10000, shot)
+        check(f"{tag}: screenshot written", os.path.getsize(shot) > 10000, shot)
     finally:
         browser.close()
         pw.stop()
@@ -368,9 +376,9 @@ def bad_inputs(d, bids, good, rng):
     shutil.copytree(good, out)
     shutil.rmtree(os.path.join(out, "group"), ignore_errors=True)
     broken = {
-        "sub-02/dwi/sub-02_acq-b1000_dwi_qc.json": lambda t: t[: len(t) // 2],
-        "sub-03/dwi/sub-03_acq-b1000_dwi_qc.json": lambda t: t.replace('"fitted": ', '"fitted": "many", "x": '),
-        "sub-07/ses-2/dwi/sub-07_ses-2_acq-b1000_dwi_qc.json": lambda t: t.replace('"subject": "07"', '"subject": "08"'),
+        "sub-02/dwi/sub-02_acq-b1000_qc.json": lambda t: t[: len(t) // 2],
+        "sub-03/dwi/sub-03_acq-b1000_qc.json": lambda t: t.replace('"fitted": ', '"fitted": "many", "x": '),
+        "sub-07/ses-2/dwi/sub-07_ses-2_acq-b1000_qc.json": lambda t: t.replace('"subject": "07"', '"subject": "08"'),
     }
     for rel, change in broken.items():
         p = os.path.join(out, rel)
@@ -416,10 +424,10 @@ def bad_inputs(d, bids, good, rng):
         shutil.copytree(good, ro)
         before = {f: open(os.path.join(ro, "group", f), "rb").read()
                   for f in os.listdir(os.path.join(ro, "group"))}
-        with open(os.path.join(ro, "sub-01", "dwi", "sub-01_acq-b1000_dwi_qc.json")) as f:
+        with open(os.path.join(ro, "sub-01", "dwi", "sub-01_acq-b1000_qc.json")) as f:
             qc = json.load(f)
-        qc["flagged"] += 1
-        with open(os.path.join(ro, "sub-01", "dwi", "sub-01_acq-b1000_dwi_qc.json"), "w") as f:
+        qc["flagged"], qc["fitted"] = qc["flagged"] + 1, qc["fitted"] - 1
+        with open(os.path.join(ro, "sub-01", "dwi", "sub-01_acq-b1000_qc.json"), "w") as f:
             json.dump(qc, f)
         exe = os.path.join(tmp, "dimoc")
         shutil.copy(DIMOC, exe)
@@ -443,6 +451,58 @@ def bad_inputs(d, bids, good, rng):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def end_to_end(d):
+    """participant then group on a small simulated dataset: four subjects of NODDI-Watson signal
+    in an ellipsoidal head (as test_bids makes them), sub-04 with a lower intra-neurite
+    fraction; pipeline noddi_dti."""
+    sim, ds = os.path.join(d, "e2e-sim"), os.path.join(d, "e2e-bids")
+    os.makedirs(sim)
+    os.makedirs(ds)
+    with open(os.path.join(ds, "dataset_description.json"), "w") as f:
+        json.dump({"Name": "group end to end", "BIDSVersion": "1.9.0"}, f)
+    bvals, bvecs = os.path.join(sim, "bvals"), os.path.join(sim, "bvecs")
+    dimoc("scheme", "--shells", "3x0,20x1000,20x2000", "--bvals", bvals, "--bvecs", bvecs)
+    shape, aff = (12, 12, 6), np.diag([2.0, 2.0, 2.0, 1.0])
+    x, y, z = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
+    radius = np.sqrt(((x - 5.5) / 5) ** 2 + ((y - 5.5) / 5) ** 2 + ((z - 2.5) / 2.6) ** 2)
+    runs = {}
+    for k, (core, rest) in enumerate(((0.7, 0.3), (0.7, 0.3), (0.7, 0.3), (0.4, 0.12))):
+        sub = f"{k + 1:02d}"
+        maps = dict(S0=np.where(radius < 1, 1000.0, 0.0),
+                    fiso=np.where(radius > 0.8, 0.9, np.where(radius < 0.45, 0.05, 0.3)),
+                    fintra=np.where(radius < 0.45, core, rest), kappa=np.where(radius < 0.45, 16.0, 1.0),
+                    th=np.full(shape, np.pi / 2), ph=y / 12.0 * np.pi)
+        params = []
+        for name, a in maps.items():
+            path = os.path.join(sim, f"{sub}_{name}.nii.gz")
+            nib.save(nib.Nifti1Image(a.astype(np.float32), aff), path)
+            params.append(f"{name}={path}")
+        dwi = os.path.join(ds, f"sub-{sub}", "dwi")
+        os.makedirs(dwi)
+        dimoc("simulate", "noddi_watson", "--bvals", bvals, "--bvecs", bvecs, "--params", ",".join(params),
+              "--noise", "rician", "--snr", 30, "--seed", k + 1, "--out", os.path.join(dwi, f"sub-{sub}_dwi.nii.gz"))
+        for f in os.listdir(dwi):
+            if not f.startswith(f"sub-{sub}_dwi."):
+                os.remove(os.path.join(dwi, f))  # the simulation's provenance is no BIDS file
+        shutil.copy(bvals, os.path.join(dwi, f"sub-{sub}_dwi.bval"))
+        shutil.copy(bvecs, os.path.join(dwi, f"sub-{sub}_dwi.bvec"))
+        runs[f"sub-{sub}"] = Run(sub, None, None, "noddi_dti")
+    out = os.path.join(d, "e2e-out")
+    rc, _, err = dimoc("bids", ds, out, "participant", "--pipeline", "noddi_dti", expect_ok=False)
+    check("end to end: participant level runs", rc == 0, f"rc {rc}: {oneliner(err)[-300:]}")
+    if rc != 0:
+        return
+    rc, _, err = group(ds, out)
+    check("end to end: group level runs", rc == 0 and not err.strip(), f"rc {rc}: {oneliner(err)}")
+    if rc != 0:
+        return
+    rows = check_tsv(out, runs, "end to end")
+    row4 = {r["run_prefix"]: r for r in rows}.get("sub-04", {})
+    check("end to end: sub-04's lower intra-neurite fraction is marked",
+          "noddidti_NDI" in row4.get("outlier", ""), f"sub-04: {row4.get('outlier')}, z {row4.get('z_noddidti_NDI')}")
+    check_page(out, rows, [], os.path.join(d, "report-e2e.png"), "end to end: page")
+
+
 def main():
     d = workdir("bids_group")
     rng = np.random.default_rng(20261202)
@@ -452,7 +512,7 @@ def main():
         json.dump({"Name": "group test", "BIDSVersion": "1.9.0"}, f)
     out = os.path.join(d, "derivatives", "dimoc")
     runs = make_study(out, rng)
-    deleted = "sub-03/figures/sub-03_acq-b1000_dwi_space-dwi_model-dki_param-MD_dwimap.png"
+    deleted = "sub-03/figures/sub-03_acq-b1000_space-dwi_model-dki_param-MD_dwimap.png"
     os.remove(os.path.join(out, deleted))
 
     rc, _, err = group(bids, out)
@@ -460,11 +520,11 @@ def main():
     rows = check_tsv(out, runs, "tsv")
     by = {r["run_prefix"]: r for r in rows}
     check("tsv: sub-04's 30% flagged and sub-05's shifted FA are outliers, the MAD-0 noddi_dti run too",
-          "flagged_fraction" in by.get("sub-04_acq-b1000_dwi", {}).get("outlier", "")
-          and "dki_FA" in by.get("sub-05_acq-b1000_dwi", {}).get("outlier", "")
-          and by.get("sub-03_acq-b2000_dwi", {}).get("z_flagged") == "inf",
+          "flagged_fraction" in by.get("sub-04_acq-b1000", {}).get("outlier", "")
+          and "dki_FA" in by.get("sub-05_acq-b1000", {}).get("outlier", "")
+          and by.get("sub-03_acq-b2000", {}).get("z_flagged") == "inf",
           "; ".join(f"{p}: {by.get(p, {}).get('outlier')}" for p in
-                    ("sub-04_acq-b1000_dwi", "sub-05_acq-b1000_dwi", "sub-03_acq-b2000_dwi")))
+                    ("sub-04_acq-b1000", "sub-05_acq-b1000", "sub-03_acq-b2000")))
     group_dir = os.path.join(out, "group")
     side = json.load(open(os.path.join(group_dir, "dimoc_qc.json")))
     header = read_tsv(os.path.join(group_dir, "dimoc_qc.tsv"))[0]
@@ -477,7 +537,8 @@ def main():
     html = open(os.path.join(group_dir, "dimoc_report.html")).read()
     check("page: no address outside the page (no http, no //)",
           "http:" not in html and "https:" not in html and 'src="//' not in html, "")
-    check_page(out, runs, rows, deleted, os.path.join(d, "report.png"))
+    check("tsv: some run is marked", any(r["outlier"] != "none" for r in rows), "")
+    check_page(out, rows, [deleted], os.path.join(d, "report.png"), sort_pipeline="dki")
 
     # The options: a limit no z reaches but inf, and one pipeline.
     rc, _, err = group(bids, out, "--z-limit", "1000")
@@ -502,6 +563,7 @@ def main():
 
     rc, _, err = group(bids, out)  # back to the whole table for the bad inputs' copies
     bad_inputs(d, bids, out, rng)
+    end_to_end(d)
     finish()
 
 
