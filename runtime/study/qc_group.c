@@ -700,27 +700,6 @@ static int build_table(dm_qc_table *t, gathered *g, const char *out)
 
 /* ---- writing ---- */
 
-const char *dm_qc_format(char *buf, size_t size, double v, int is_count)
-{
-    if (isnan(v))
-        snprintf(buf, size, "n/a");
-    else if (isinf(v))
-        snprintf(buf, size, v > 0 ? "inf" : "-inf");
-    else if (is_count)
-        snprintf(buf, size, "%.0f", v);
-    else
-        snprintf(buf, size, "%.6g", v);
-    return buf;
-}
-
-const char *dm_qc_format_z(char *buf, size_t size, double z)
-{
-    if (isnan(z) || isinf(z)) return dm_qc_format(buf, size, z, 0);
-    snprintf(buf, size, "%.3f", z == 0 ? 0.0 : z); /* no "-0.000" */
-    if (!strcmp(buf, "-0.000")) snprintf(buf, size, "0.000");
-    return buf;
-}
-
 static void write_tsv(const dm_qc_table *t, FILE *f)
 {
     char b[64];
