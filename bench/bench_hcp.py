@@ -189,6 +189,9 @@ def table(title, whole, rows, note=""):
         print(f"  ({note})")
 
 
+RUNS = ("csd", "track", "bedpostx", "noddi", "commit")
+
+
 # ---- main --------------------------------------------------------------------------------------
 
 def main():
@@ -200,7 +203,13 @@ def main():
     ap.add_argument("--streamlines", type=int, help="tractogram size (default 1,000,000; --quick 20,000)")
     ap.add_argument("--tracks", choices=("fod", "synthetic"), default="fod")
     ap.add_argument("--gpu-gbs", type=float, help="GPU bandwidth ceiling, GB/s (default: the H200's 4800)")
+    ap.add_argument("--runs", default=",".join(RUNS),
+                    help=f"the commands to time after simulate, comma-joined (default: all of {','.join(RUNS)}; "
+                         "commit needs track, track needs csd unless --tracks synthetic)")
     a = ap.parse_args()
+    runs = a.runs.split(",")
+    if any(r not in RUNS for r in runs):
+        sys.exit(f"--runs: each of {','.join(RUNS)}")
     shape = SHAPES["quick" if a.quick else "full"]
     nstr = a.streamlines or (20000 if a.quick else 1000000)
     dev = ["--device", a.device]
@@ -238,91 +247,100 @@ def main():
           "no floor counted; the provenance reports the whole only" if not st else "no floor counted")
     summary["simulate"] = sim
 
-    # csd, with its own response estimation
-    out = f"{w}/csd"
-    whole = timed([DIMOC, "csd", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out, *dev], f"{w}/csd.log")
-    _, st = prov_stages(f"{out}/provenance.json")
-    fl, flops, bytes_ = bench_csd.floor_seconds("hcp", nbrain, csd_gflops, csd_gbs)
-    rows = [(k, v, fl if k == "solve" else None) for k, v in st.items()]
-    table("dimoc csd (multi-tissue; its responses estimated by dhollander)", whole, rows,
-          f"floor of the solve: {flops / 1e9:.1f} GFLOP, {bytes_ / 1e6:.0f} MB over {nbrain:,} voxels at {ceil_note}; "
-          "none counted for the other stages")
-    summary["csd"] = (whole, st.get("response"), st.get("solve"))
-
-    # the tractogram
-    if a.tracks == "fod":
-        out = f"{w}/track"
-        whole = timed([DIMOC, "track", "--fod", f"{w}/csd/wm_fod.nii.gz", "--seed", f"{subj}/wm.nii.gz",
-                       "--select", nstr, "--out", out, *dev], f"{w}/track.log")
-        tck = f"{out}/tracks.tck"
+    if "csd" in runs:
+        # csd, with its own response estimation
+        out = f"{w}/csd"
+        whole = timed([DIMOC, "csd", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out, *dev], f"{w}/csd.log")
         _, st = prov_stages(f"{out}/provenance.json")
-        table(f"dimoc track --fod (iFOD2, --select {nstr:,}: COMMIT's tractogram)", whole,
-              [(k, v, None) for k, v in st.items()], "no floor counted")
-    else:
-        t0 = time.time()
-        os.makedirs(f"{w}/tracks")
-        tck, info = bench_commit.make_tracks(f"{w}/tracks", shape, nstr, 7)
-        print(f"\nsynthetic tractogram (bench_commit.make_tracks): {nstr:,} streamlines, "
-              f"{info['points']:,} points in {time.time() - t0:.1f} s")
+        fl, flops, bytes_ = bench_csd.floor_seconds("hcp", nbrain, csd_gflops, csd_gbs)
+        rows = [(k, v, fl if k == "solve" else None) for k, v in st.items()]
+        table("dimoc csd (multi-tissue; its responses estimated by dhollander)", whole, rows,
+              f"floor of the solve: {flops / 1e9:.1f} GFLOP, {bytes_ / 1e6:.0f} MB over {nbrain:,} voxels at {ceil_note}; "
+              "none counted for the other stages")
+        summary["csd"] = (whole, st.get("response"), st.get("solve"))
 
-    # bedpostx with its defaults
-    out = f"{w}/bedpostx"
-    extra = ["--burnin", 100, "--jumps", 100] if a.quick else []
-    whole = timed([DIMOC, "pipeline", "bedpostx", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out,
-                   "--quiet", *dev, *extra], f"{w}/bedpostx.log")
-    rows, _ = fit_stage_rows(out, a.device)
-    table("dimoc pipeline bedpostx (3 fibres, model 2" + (", --burnin 100 --jumps 100)" if a.quick else ")"),
-          whole, rows, "fit floors: bench_fit.floor_seconds at the H200's rates" if a.device == "gpu"
-          else "no floor counted on the CPU (bench_fit's floor is the H200's)")
-    summary["bedpostx"] = whole
+    if "track" in runs:
+        # the tractogram
+        if a.tracks == "fod":
+            out = f"{w}/track"
+            whole = timed([DIMOC, "track", "--fod", f"{w}/csd/wm_fod.nii.gz", "--seed", f"{subj}/wm.nii.gz",
+                           "--select", nstr, "--out", out, *dev], f"{w}/track.log")
+            tck = f"{out}/tracks.tck"
+            _, st = prov_stages(f"{out}/provenance.json")
+            table(f"dimoc track --fod (iFOD2, --select {nstr:,}: COMMIT's tractogram)", whole,
+                  [(k, v, None) for k, v in st.items()], "no floor counted")
+        else:
+            t0 = time.time()
+            os.makedirs(f"{w}/tracks")
+            tck, info = bench_commit.make_tracks(f"{w}/tracks", shape, nstr, 7)
+            print(f"\nsynthetic tractogram (bench_commit.make_tracks): {nstr:,} streamlines, "
+                  f"{info['points']:,} points in {time.time() - t0:.1f} s")
 
-    # NODDI-Watson
-    out = f"{w}/noddi"
-    whole = timed([DIMOC, "pipeline", "noddi_watson", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out,
-                   "--quiet", *dev], f"{w}/noddi.log")
-    rows, (fsum, tsum) = fit_stage_rows(out, a.device)
-    table("dimoc pipeline noddi_watson", whole, rows,
-          "fit floors: bench_fit.floor_seconds at the H200's rates" if a.device == "gpu"
-          else "no floor counted on the CPU (bench_fit's floor is the H200's)")
-    summary["noddi"] = (whole, 100 * fsum / tsum if tsum > 0 else None)
+    if "bedpostx" in runs:
+        # bedpostx with its defaults
+        out = f"{w}/bedpostx"
+        extra = ["--burnin", 100, "--jumps", 100] if a.quick else []
+        whole = timed([DIMOC, "pipeline", "bedpostx", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out,
+                       "--quiet", *dev, *extra], f"{w}/bedpostx.log")
+        rows, _ = fit_stage_rows(out, a.device)
+        table("dimoc pipeline bedpostx (3 fibres, model 2" + (", --burnin 100 --jumps 100)" if a.quick else ")"),
+              whole, rows, "fit floors: bench_fit.floor_seconds at the H200's rates" if a.device == "gpu"
+              else "no floor counted on the CPU (bench_fit's floor is the H200's)")
+        summary["bedpostx"] = whole
 
-    # COMMIT
-    out = f"{w}/commit"
-    whole = timed([DIMOC, "commit", "--tractogram", tck, *data, "--mask", f"{subj}/wm.nii.gz",
-                   "--peaks", f"{subj}/peaks.nii.gz", "--out", out, "--d-par", bench_commit.D_PAR,
-                   "--d-perp", bench_commit.D_PERP, "--d-iso", ",".join(f"{x:g}" for x in bench_commit.D_ISOS),
-                   *dev], f"{w}/commit.log")
-    j, st = prov_stages(f"{out}/provenance.json")
-    r = j["results"]
-    ax, aty, _, nrows = bench_commit.floor_bytes(int(r["segments"]), int(r["streamlines_kept"]),
-                                                 int(r.get("ec_compartments", 0)), int(r["voxels"]), 288,
-                                                 ndirs=int(r.get("lut_directions", bench_commit.NDIRS)))
-    fl = int(r["iterations"]) * bench_commit.iteration_bytes("dimoc", ax, aty, nrows) / (gbs * 1e9)
-    table(f"dimoc commit ({nstr:,} streamlines, {int(r['streamlines_kept']):,} kept, {int(r['iterations'])} "
-          "iterations)", whole, [(k, v, fl if k == "solve" else None) for k, v in st.items()],
-          f"floor of the solve: its iterations x bench_commit.iteration_bytes at {gbs:.0f} GB/s; none counted "
-          "for the other stages")
-    summary["commit"] = whole
+    if "noddi" in runs:
+        # NODDI-Watson
+        out = f"{w}/noddi"
+        whole = timed([DIMOC, "pipeline", "noddi_watson", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out,
+                       "--quiet", *dev], f"{w}/noddi.log")
+        rows, (fsum, tsum) = fit_stage_rows(out, a.device)
+        table("dimoc pipeline noddi_watson", whole, rows,
+              "fit floors: bench_fit.floor_seconds at the H200's rates" if a.device == "gpu"
+              else "no floor counted on the CPU (bench_fit's floor is the H200's)")
+        summary["noddi"] = (whole, 100 * fsum / tsum if tsum > 0 else None)
+
+    if "commit" in runs:
+        # COMMIT
+        out = f"{w}/commit"
+        whole = timed([DIMOC, "commit", "--tractogram", tck, *data, "--mask", f"{subj}/wm.nii.gz",
+                       "--peaks", f"{subj}/peaks.nii.gz", "--out", out, "--d-par", bench_commit.D_PAR,
+                       "--d-perp", bench_commit.D_PERP, "--d-iso", ",".join(f"{x:g}" for x in bench_commit.D_ISOS),
+                       *dev], f"{w}/commit.log")
+        j, st = prov_stages(f"{out}/provenance.json")
+        r = j["results"]
+        ax, aty, _, nrows = bench_commit.floor_bytes(int(r["segments"]), int(r["streamlines_kept"]),
+                                                     int(r.get("ec_compartments", 0)), int(r["voxels"]), 288,
+                                                     ndirs=int(r.get("lut_directions", bench_commit.NDIRS)))
+        fl = int(r["iterations"]) * bench_commit.iteration_bytes("dimoc", ax, aty, nrows) / (gbs * 1e9)
+        table(f"dimoc commit ({nstr:,} streamlines, {int(r['streamlines_kept']):,} kept, {int(r['iterations'])} "
+              "iterations)", whole, [(k, v, fl if k == "solve" else None) for k, v in st.items()],
+              f"floor of the solve: its iterations x bench_commit.iteration_bytes at {gbs:.0f} GB/s; none counted "
+              "for the other stages")
+        summary["commit"] = whole
 
     # against the targets (the full-size subject on an H200)
     judge = not a.quick and a.device == "gpu"
     def verdict(ok):  # noqa: E306
         return ("met" if ok else "MISSED") if judge and ok is not None else "-"
-    csd_whole, resp, solve = summary["csd"]
-    nw, npct = summary["noddi"]
-    lines = [
-        ("csd whole", "<= 6 s", f"{csd_whole:.2f} s", csd_whole <= 6),
-        ("csd responses", "<= 1.5 s", f"{resp:.2f} s" if resp is not None else "not reported",
-         resp <= 1.5 if resp is not None else None),
-        ("csd solve", "<= 3 s", f"{solve:.2f} s" if solve is not None else "not reported",
-         solve <= 3 if solve is not None else None),
-        ("noddi_watson fit", ">= 15% of floor", f"{npct:.1f}%" if npct is not None else "no floor (CPU)",
-         npct >= 15 if npct is not None else None),
-        ("bedpostx whole", "<= 30 s", f"{summary['bedpostx']:.2f} s", summary["bedpostx"] <= 30),
-        ("simulate", f">= 10x faster than {SIMULATE_BEFORE:.0f} s", f"{summary['simulate']:.2f} s "
-         f"({SIMULATE_BEFORE / summary['simulate']:.1f}x)", summary["simulate"] <= SIMULATE_BEFORE / 10),
-        (f"commit {nstr:,} streamlines", "measured", f"{summary['commit']:.2f} s", None),
-    ]
+    lines = []
+    if "csd" in summary:
+        csd_whole, resp, solve = summary["csd"]
+        lines += [
+            ("csd whole", "<= 6 s", f"{csd_whole:.2f} s", csd_whole <= 6),
+            ("csd responses", "<= 1.5 s", f"{resp:.2f} s" if resp is not None else "not reported",
+             resp <= 1.5 if resp is not None else None),
+            ("csd solve", "<= 3 s", f"{solve:.2f} s" if solve is not None else "not reported",
+             solve <= 3 if solve is not None else None)]
+    if "noddi" in summary:
+        nw, npct = summary["noddi"]
+        lines.append(("noddi_watson fit", ">= 15% of floor", f"{npct:.1f}%" if npct is not None else "no floor (CPU)",
+                      npct >= 15 if npct is not None else None))
+    if "bedpostx" in summary:
+        lines.append(("bedpostx whole", "<= 30 s", f"{summary['bedpostx']:.2f} s", summary["bedpostx"] <= 30))
+    lines.append(("simulate", f">= 10x faster than {SIMULATE_BEFORE:.0f} s", f"{summary['simulate']:.2f} s "
+                  f"({SIMULATE_BEFORE / summary['simulate']:.1f}x)", summary["simulate"] <= SIMULATE_BEFORE / 10))
+    if "commit" in summary:
+        lines.append((f"commit {nstr:,} streamlines", "measured", f"{summary['commit']:.2f} s", None))
     print("\nSummary against the targets (full-size subject, H200)" +
           ("" if judge else ": not judged (--quick or --device cpu)"))
     print(f"  {'what':28} {'target':28} {'measured':22} {'verdict':7}")
