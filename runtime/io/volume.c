@@ -432,7 +432,8 @@ static int read_volume(const char *path, dm_volume *vol, int values)
  * inode, size, modification time) so that a changed or replaced file is read again.  A read
  * of a cached file gets a copy (memcpy, far cheaper than inflating a .nii.gz), and waits for
  * one still being read instead of reading it a second time.  `dimoc bids` reads the next
- * run's DWI so while the current run fits; every stage of a run then reads it from here. */
+ * run's DWI so while the current run fits; every stage of a run then reads it from here, the
+ * last one taking the cached volume itself (dm_volume_preload_hand_over: no copy at all). */
 enum { PRELOAD_SLOTS = 2, SLOT_EMPTY = 0, SLOT_LOADING, SLOT_READY };
 typedef struct preload_slot {
     int state;
@@ -441,6 +442,7 @@ typedef struct preload_slot {
     off_t size;
     struct timespec mtime;
     unsigned long used; /* the clock of its last use: the oldest goes first */
+    int hand_over;      /* the next read takes vol itself and empties the slot */
     dm_volume vol;
 } preload_slot;
 static pthread_mutex_t preload_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -476,7 +478,15 @@ static int copy_volume(const dm_volume *from, dm_volume *to)
         dm_volume_free(to);
         return -1;
     }
-    memcpy(to->data, from->data, n * sizeof *to->data);
+    /* On all cores: the first touch of the new pages, not the copying, bounds one thread (a
+     * UK Biobank DWI, 650 MB of doubles, took 0.17 s on one). */
+    const size_t chunk = (size_t)1 << 20; /* values: 8 MiB */
+    const long nchunks = (long)((n + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static) if (nchunks > 4)
+    for (long c = 0; c < nchunks; c++) {
+        size_t at = (size_t)c * chunk, len = n - at < chunk ? n - at : chunk;
+        memcpy(to->data + at, from->data + at, len * sizeof *to->data);
+    }
     return 0;
 }
 
@@ -505,6 +515,7 @@ int dm_volume_preload(const char *path)
     }
     dm_volume_free(&slot->vol);
     slot->state = SLOT_LOADING;
+    slot->hand_over = 0;
     slot->dev = st.st_dev, slot->ino = st.st_ino, slot->size = st.st_size;
     slot->mtime = st.st_mtim;
     slot->used = ++preload_clock;
@@ -534,7 +545,20 @@ void dm_volume_preload_clear(void)
     pthread_mutex_unlock(&preload_lock);
 }
 
-/* The cached copy of path's file: 1 (vol filled), 0 (not cached), -1 (out of memory). */
+int dm_volume_preload_hand_over(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    int found = 0;
+    pthread_mutex_lock(&preload_lock);
+    for (int i = 0; i < PRELOAD_SLOTS && !found; i++)
+        if (same_file(&preload_slots[i], &st)) found = preload_slots[i].hand_over = 1;
+    pthread_mutex_unlock(&preload_lock);
+    return found;
+}
+
+/* The cached copy of path's file: 1 (vol filled), 0 (not cached), -1 (out of memory).  A slot
+ * marked for hand-over gives its volume itself and is emptied. */
 static int read_preloaded(const char *path, dm_volume *vol)
 {
     struct stat st;
@@ -550,7 +574,15 @@ static int read_preloaded(const char *path, dm_volume *vol)
             pthread_cond_wait(&preload_done, &preload_lock);
         if (same_file(s, &st) && s->state == SLOT_READY) {
             s->used = ++preload_clock;
-            found = copy_volume(&s->vol, vol) == 0 ? 1 : -1;
+            if (s->hand_over) {
+                *vol = s->vol;
+                memset(&s->vol, 0, sizeof s->vol);
+                s->state = SLOT_EMPTY;
+                s->hand_over = 0;
+                found = 1;
+            } else {
+                found = copy_volume(&s->vol, vol) == 0 ? 1 : -1;
+            }
         }
     }
     pthread_mutex_unlock(&preload_lock);
@@ -565,8 +597,45 @@ int dm_volume_read(const char *path, dm_volume *vol)
     return read_volume(path, vol, 1);
 }
 
+/* The header of path's cached volume (no values): 1 (vol filled), 0 (not cached), -1. */
+static int header_preloaded(const char *path, dm_volume *vol)
+{
+    struct stat st;
+    pthread_mutex_lock(&preload_lock);
+    int used = preload_used;
+    pthread_mutex_unlock(&preload_lock);
+    if (!used || stat(path, &st) != 0) return 0;
+    int found = 0;
+    pthread_mutex_lock(&preload_lock);
+    for (int i = 0; i < PRELOAD_SLOTS && !found; i++) {
+        const preload_slot *s = &preload_slots[i];
+        if (!same_file(s, &st) || s->state != SLOT_READY) continue;
+        const dm_volume *from = &s->vol;
+        memset(vol, 0, sizeof *vol);
+        vol->nx = from->nx, vol->ny = from->ny, vol->nz = from->nz, vol->nt = from->nt;
+        vol->geometry = nifti_copy_nim_info((const nifti_image *)from->geometry);
+        if (from->dw_scheme) {
+            vol->dw_scheme = malloc((size_t)from->dw_rows * 4 * sizeof *vol->dw_scheme);
+            if (vol->dw_scheme)
+                memcpy(vol->dw_scheme, from->dw_scheme, (size_t)from->dw_rows * 4 * sizeof(double));
+            vol->dw_rows = from->dw_rows;
+        }
+        if (from->keyvals) vol->keyvals = strdup(from->keyvals);
+        found = vol->geometry && (!from->dw_scheme || vol->dw_scheme) &&
+                        (!from->keyvals || vol->keyvals)
+                    ? 1
+                    : -1;
+        if (found < 0) dm_volume_free(vol);
+    }
+    pthread_mutex_unlock(&preload_lock);
+    if (found < 0) return dm_set_error("%s: out of memory for a copy of its header", path);
+    return found;
+}
+
 int dm_volume_read_header(const char *path, dm_volume *vol)
 {
+    int cached = header_preloaded(path, vol);
+    if (cached != 0) return cached > 0 ? 0 : -1;
     return read_volume(path, vol, 0);
 }
 

@@ -30,9 +30,14 @@ int dm_volume_read(const char *path, dm_volume *vol);
  * (`dimoc bids`: the next run's DWI while this one fits).  Thread-safe.  0, or -1 with
  * dm_last_error() (the later read reports the same). */
 int dm_volume_preload(const char *path);
+/* The next dm_volume_read of path's cached volume takes the volume itself instead of a copy,
+ * and the cache lets go of it (the last of a run's reads of its DWI).  1 when it is cached (or
+ * being read), 0 when not.  Thread-safe. */
+int dm_volume_preload_hand_over(const char *path);
 /* Empties the cache (waiting for reads under way). */
 void dm_volume_preload_clear(void);
-/* The header alone: sizes and geometry, vol->data NULL (the values are not read or checked). */
+/* The header alone: sizes and geometry, vol->data NULL (the values are not read or checked);
+ * a file in the read-ahead cache (dm_volume_preload) gives its header from there. */
 int dm_volume_read_header(const char *path, dm_volume *vol);
 /* Same spatial grid (nx, ny, nz) as ref, else -1 naming `path` and both shapes. */
 int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,
