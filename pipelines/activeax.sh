@@ -32,9 +32,9 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" f_ic f_ec f_iso f_tissue R diameter dyads1 S0 BIC AIC
     for m in f_ic f_iso diameter; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1$ext" --weight "$out/f_ic$ext" \
+    picture --rgb-from "$out/dyads1$ext" --weight "$out/f_ic$ext" \
         -o "$out/dyads1.png"
     wait_background
     echo "activeax.sh: maps and PNGs in $out, every stage in $stages"

@@ -37,10 +37,10 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" fiso d kappa1 kappa2 ODItot DA dyads1 fanning S0 BIC AIC
     for m in fiso d ODItot DA; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1$ext" -o "$out/dyads1.png"
-    in_background $dimoc view --rgb-from "$out/fanning$ext" --weight "$out/DA$ext" \
+    picture --rgb-from "$out/dyads1$ext" -o "$out/dyads1.png"
+    picture --rgb-from "$out/fanning$ext" --weight "$out/DA$ext" \
         -o "$out/fanning.png"
     wait_background
     echo "ball_1_racket.sh: maps and PNGs in $out, every stage in $stages"

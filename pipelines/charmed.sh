@@ -34,9 +34,9 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" f_r f_h d_h_par d_h_perp d_r dyads1 S0 BIC AIC
     for m in f_r d_h_perp d_r; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1$ext" --weight "$out/f_r$ext" \
+    picture --rgb-from "$out/dyads1$ext" --weight "$out/f_r$ext" \
         -o "$out/dyads1.png"
     wait_background
     echo "charmed.sh: maps and PNGs in $out, every stage in $stages"

@@ -35,8 +35,9 @@ $dimoc fit dki "${common[@]}" --out "$stages/dki" --method lm --init-from "$stag
 finish() { # the links and pictures, after the last stage (lib/flags.bash)
     link_maps "$stages/dki" "$out" MD FA AD RD MK AK RK MKT V1 S0 BIC AIC
     for m in FA MK; do
-        $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
+    wait_background
     echo "dki.sh: maps and PNGs in $out, every stage in $stages"
 }
 pipeline_finish finish

@@ -24,7 +24,7 @@ cascade grid --method grid --init-from "$stages/dti" --grid f=0:0.05:0.9 --out-t
 finish() { # the links and pictures, after the last stage (lib/flags.bash)
     link_maps "$stages/final" "$out" f FA MD Dxx Dxy Dxz Dyy Dyz Dzz S0 BIC AIC
     for m in f FA; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
     wait_background
     echo "fwdti.sh: maps and PNGs in $out, every stage in $stages"

@@ -26,7 +26,7 @@ cascade grid --method grid --out-type float64 \
 finish() { # the links and pictures, after the last stage (lib/flags.bash)
     link_maps "$stages/final" "$out" S0 f D Dstar BIC AIC
     for m in f D; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
     wait_background
     echo "ivim.sh: maps and PNGs in $out, every stage in $stages"

@@ -59,11 +59,11 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     link_maps "$final" "$out" fiso ffan2 fintra1 fintra2 kappa11 kappa12 kappa21 kappa22 ODItot1 \
         DA1 ODItot2 DA2 dyads1 dyads2 fanning1 fanning2 S0 BIC AIC
     for m in fiso ffan2 ODItot1 ODItot2; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1$ext" --weight "$out/fintra1$ext" \
+    picture --rgb-from "$out/dyads1$ext" --weight "$out/fintra1$ext" \
         -o "$out/dyads1.png"
-    in_background $dimoc view --rgb-from "$out/dyads2$ext" --weight "$out/ffan2$ext" \
+    picture --rgb-from "$out/dyads2$ext" --weight "$out/ffan2$ext" \
         -o "$out/dyads2.png"
     wait_background
     echo "noddi_2_binghams.sh: maps and PNGs in $out, NODDI-Bingham in $out/noddi_bingham, every stage in $stages"

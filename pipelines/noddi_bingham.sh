@@ -51,11 +51,11 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     link_maps "$final" "$out" fiso fintra kappa1 kappa2 ODIp ODIs ODItot DA dyads1 fanning S0 \
         BIC AIC
     for m in fiso fintra ODItot DA; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1$ext" --weight "$out/fintra$ext" \
+    picture --rgb-from "$out/dyads1$ext" --weight "$out/fintra$ext" \
         -o "$out/dyads1.png"
-    in_background $dimoc view --rgb-from "$out/fanning$ext" --weight "$out/DA$ext" \
+    picture --rgb-from "$out/fanning$ext" --weight "$out/DA$ext" \
         -o "$out/fanning.png"
     wait_background
     echo "noddi_bingham.sh: maps and PNGs in $out, NODDI-Watson in $out/noddi_watson, every stage in $stages"

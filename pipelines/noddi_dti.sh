@@ -25,7 +25,7 @@ cascade grid --method grid --init-from "$stages/angles" --fixed th,ph --out-type
 finish() { # the links and pictures, after the last stage (lib/flags.bash)
     link_maps "$stages/final" "$out" NDI ODI fintra kappa dyads1 S0 BIC AIC
     for m in NDI ODI; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
     wait_background
     echo "noddi_dti.sh: maps and PNGs in $out, every stage in $stages"

@@ -58,9 +58,9 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" fiso fintra kappa OD dyads1 S0 BIC AIC
     for m in fiso fintra OD; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
-    in_background $dimoc view --rgb-from "$out/dyads1$ext" --weight "$out/fintra$ext" \
+    picture --rgb-from "$out/dyads1$ext" --weight "$out/fintra$ext" \
         -o "$out/dyads1.png"
     wait_background
     echo "noddi_watson.sh: maps and PNGs in $out, every stage in $stages"

@@ -36,7 +36,7 @@ finish() { # the links and pictures, after every stage (lib/flags.bash)
     final=$stages/final
     link_maps "$final" "$out" f_neurite f_soma f_ec R_soma D_in D_ec S0 BIC AIC
     for m in f_neurite f_soma R_soma; do
-        in_background $dimoc view "$out/$m$ext" -o "$out/$m.png"
+        picture "$out/$m$ext" -o "$out/$m.png"
     done
     wait_background
     echo "sandi.sh: maps and PNGs in $out, every stage in $stages"

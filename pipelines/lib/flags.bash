@@ -23,6 +23,18 @@
 #   finish  the stages' commands are no-ops; FUNCTION runs, with the real program, in the
 #           script at depth DIMOC_FINISH_DEPTH only (0: the pipeline named on the command line,
 #           1: one it runs, ...).
+# `dimoc bids` (runtime/study/) runs the plan's commands in its own process and sets
+# DIMOC_BIDS=1 for both phases, which changes two things:
+#   - a cascade is planned as ONE `dimoc fit ... --then ...` command, as the script runs it
+#     (its stages share the inputs' read and each stage's maps are written while the next
+#     fits), not as separate commands chained with --init-from (a job each under --slurm);
+#   - `picture` draws nothing: dimoc bids draws the final maps' pictures into its own figures/
+#     folder, and the pipeline's PNGs would be the same pictures drawn twice.
+# dimoc bids plans a pipeline once for all its runs (the same options) and puts each run's
+# paths in place of the first run's, so a script's plan must depend on its words only, not on
+# what its files hold (no command whose output the script reads before pipeline_finish, no
+# test of a file's contents); a plan that differs from a second run's own is planned anew for
+# every run.
 pipeline_flags() {
     _pipeline_args=("$@")
     _pipeline_depth=${DIMOC_PIPELINE_DEPTH:-0}
@@ -149,18 +161,23 @@ fit() { # stage-name, dimoc fit arguments...
 # byte).  The user's fit options go to the first stage, their per-stage ones (those `dimoc fit`
 # takes after --then) to every stage.  Under --slurm (the plan phase) the stages stay separate
 # commands chained with --init-from: one job each, as before.
+# Under dimoc bids (DIMOC_BIDS=1) the plan keeps the cascade one command too.
 cascade() { cascade_fit "$_pipeline_model" "$@"; }
 cascade_fit() { # model, stage-name, arguments... [--then stage-name arguments...]...
-    local model=$1 name prev="" argv=() names=() args chain
+    local model=$1 name prev="" argv=() names=() args chain whole=1
     shift
-    [ -n "${DIMOC_PIPELINE_PHASE:-}" ] || _stage_fitopts
+    case ${DIMOC_PIPELINE_PHASE:-} in
+    plan) [ -n "${DIMOC_BIDS:-}" ] || whole=0 ;;
+    finish) whole=0 ;; # nothing runs: the stages' messages only
+    esac
+    [ $whole -eq 0 ] || _stage_fitopts
     while [ $# -gt 0 ]; do
         name=$1
         shift
         args=()
         while [ $# -gt 0 ] && [ "$1" != --then ]; do args+=("$1"); shift; done
         [ $# -eq 0 ] || shift
-        if [ "${DIMOC_PIPELINE_PHASE:-}" = plan ] || [ "${DIMOC_PIPELINE_PHASE:-}" = finish ]; then
+        if [ $whole -eq 0 ]; then
             chain=()
             [ -z "$prev" ] || chain=(--init-from "$stages/$prev")
             echo "$(basename "$0"): $name"
@@ -183,13 +200,14 @@ cascade_fit() { # model, stage-name, arguments... [--then stage-name arguments..
 # are, and which of them take a value, `dimoc fit --stage-options` says (one line each).
 _stage_fitopts() {
     _stage_opts=()
-    local valued=" " flags=" " line i=0 w
+    local valued=" " flags=" " line i=0 w program=$dimoc
+    [ "${DIMOC_PIPELINE_PHASE:-}" != plan ] || program=$DIMOC_PROGRAM # $dimoc only records
     while read -r line; do
         case $line in
         *" "*) valued+="${line%% *} " ;;
         *) flags+="$line " ;;
         esac
-    done < <($dimoc fit --stage-options)
+    done < <("$program" fit --stage-options)
     while [ $i -lt ${#fitopts[@]} ]; do
         w=${fitopts[i]}
         if [[ $flags == *" $w "* || $valued == *" ${w%%=*} "* && $w == *=* ]]; then
@@ -219,6 +237,13 @@ wait_background() {
     for pid in "${_background[@]}"; do wait "$pid" || rc=$?; done
     _background=()
     return $rc
+}
+
+# `picture ARGS...`: `dimoc view ARGS...` in the background (in_background), a quick-look PNG
+# of the script's own; nothing under dimoc bids (DIMOC_BIDS=1), which draws its own.
+picture() {
+    [ -z "${DIMOC_BIDS:-}" ] || return 0
+    in_background $dimoc view "$@"
 }
 
 # link FROM TO: a hard link, or a copy where links are impossible (another file system).
