@@ -398,7 +398,9 @@ int dm_study_write_run(const dm_study_run_out *r)
     dm_json_key_object(j, "seconds");
     dm_json_num(j, "read", r->seconds_read);
     dm_json_num(j, "stages", r->seconds_stages);
+    dm_json_num(j, "plan", r->seconds_plan);
     dm_json_num(j, "fit", r->seconds_fit);
+    dm_json_num(j, "finish", r->seconds_finish);
     dm_json_num(j, "write", t_end - t0);
     dm_json_num(j, "total", t_end - r->started);
     dm_json_close(j);

@@ -25,10 +25,12 @@ typedef struct dm_study_run_out {
     const char *mask_source; /* the dataset's mask relative to BIDS_DIR; NULL: made by dimoc */
     const char *sources[4];  /* dwi, bval, bvec, mask: paths relative to BIDS_DIR (or to
                               * OUTPUT_DIR for a mask dimoc made) */
-    double seconds_read;   /* the run's mask and inputs, before its stages */
-    double seconds_stages; /* the stages whole: the plan, every command, the closing work */
-    double seconds_fit;    /* the stages' fits alone (their provenance's timings_seconds.fit) */
-    double started;                   /* dm_study_now() at the run's start */
+    double seconds_read;     /* the run's mask and inputs, before its stages */
+    double seconds_stages;   /* the stages whole: the plan and every command */
+    double seconds_plan;     /* of which the plan (bash's plan phase, or the plan reused) */
+    double seconds_finish;   /* the pipeline's closing work (its finish phase), before the write */
+    double seconds_fit;      /* the stages' fits alone (their provenance's timings_seconds.fit) */
+    double started;          /* dm_study_now() at the run's start */
 } dm_study_run_out;
 
 /* Links the maps, writes the sidecars, the mask's picture and sidecar, the maps' pictures and

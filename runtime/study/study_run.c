@@ -33,13 +33,27 @@ typedef struct run_job {
     char *mask;      /* the mask used */
     char *mask_source, *sources[4];
     char *final_dir, *model, *tracks;
-    double started, read_s, stages_s, fit_s;
+    double started, read_s, stages_s, plan_s, finish_s, fit_s;
     pthread_t preload;
     int preloading;
 } run_job;
 
+/* The plan of the study's first run, reused for the others with their own paths put in place
+ * of its paths (pipelines/lib/flags.bash: a script's plan depends on its words only): one bash
+ * plan phase for the whole study instead of one per run.  The second run that reuses it is
+ * also planned by bash and the two compared: a difference plans every run with bash. */
+enum { TEMPLATE_NONE = 0, TEMPLATE_UNCHECKED, TEMPLATE_CHECKED, TEMPLATE_PATHS = 5 };
+typedef struct plan_template {
+    int state;
+    dm_study_plan plan;
+    char *paths[TEMPLATE_PATHS]; /* its run's dwi, mask, bval, bvec and pipeline folder */
+    const void *made_for;        /* its run (no check against itself) */
+} plan_template;
+
 typedef struct unit_job {
     const dm_study_options *o;
+    plan_template *plans;
+    const char *out; /* OUTPUT_DIR, absolute */
     dm_bids_unit *u;
     char *name;        /* "sub-01 ses-1" */
     char *tmp;         /* OUTPUT_DIR/.sub-01_ses-1.tmp.PID */
@@ -109,7 +123,7 @@ static char *last_error_line(const char *log)
 
 /* Runs bash SCRIPT WORDS.. with the phase's environment; its exit status. */
 static int run_script(const dm_study_options *o, const char *phase, int depth, const char *plan,
-                      const char *script, char *const *words, int nwords)
+                      const char *script, char *const *words, int nwords, const char *log)
 {
     char **argv = calloc((size_t)nwords + 16, sizeof *argv);
     char e_phase[64], e_depth[64], e_pdepth[64], *e_plan = NULL, *e_prog = NULL, *e_dimoc = NULL;
@@ -125,6 +139,7 @@ static int run_script(const dm_study_options *o, const char *phase, int depth, c
         argv[n++] = "DIMOC_PIPELINE_DEPTH";
     }
     argv[n++] = e_phase;
+    argv[n++] = "DIMOC_BIDS=1"; /* flags.bash: cascades whole, no pictures of its own */
     argv[n++] = e_prog;
     argv[n++] = e_dimoc;
     if (plan && asprintf(&e_plan, "DIMOC_PLAN=%s", plan) >= 0) argv[n++] = e_plan;
@@ -134,7 +149,7 @@ static int run_script(const dm_study_options *o, const char *phase, int depth, c
     argv[n++] = (char *)script;
     for (int i = 0; i < nwords; i++) argv[n++] = words[i];
     argv[n] = NULL;
-    int status = dm_run_child(argv, NULL);
+    int status = dm_run_child(argv, log);
     free(e_plan), free(e_prog), free(e_dimoc);
     free(argv);
     return status;
@@ -161,15 +176,27 @@ static void *preload_main(void *arg)
     return NULL;
 }
 
-/* The final stage of a plan: the last fit or csd (the maps), and a tractogram. */
+/* The n-th --out of a command's words (a cascade `fit ... --then --out ...` has one per
+ * stage), NULL past the last. */
+static const char *nth_out(const dm_study_stage *s, int n)
+{
+    for (int k = 1; k + 1 < s->argc; k++)
+        if (!strcmp(s->argv[k], "--out") && n-- == 0) return s->argv[k + 1];
+    return NULL;
+}
+
+/* The final stage of a plan: the last fit or csd (the maps; a cascade's last stage), and a
+ * tractogram. */
 static void final_stage(const dm_study_plan *p, run_job *j)
 {
     for (int i = 0; i < p->n; i++) {
         const dm_study_stage *s = &p->stage[i];
         if (s->finish || !*s->out) continue;
         if (!strcmp(s->cmd, "fit") && s->argc > 1) {
+            const char *last = s->out;
+            for (int k = 0; nth_out(s, k); k++) last = nth_out(s, k);
             free(j->final_dir), free(j->model);
-            j->final_dir = strdup(s->out);
+            j->final_dir = strdup(last);
             j->model = strdup(s->argv[1]);
         } else if (!strcmp(s->cmd, "csd")) {
             free(j->final_dir), free(j->model);
@@ -199,12 +226,14 @@ static double engine_seconds(const dm_study_plan *p)
     for (int i = 0; i < p->n; i++) {
         const dm_study_stage *s = &p->stage[i];
         if (s->finish || !*s->out) continue;
-        char *path = dm_path_join(s->out, "provenance.json");
-        json_t *root = path ? json_load_file(path, 0, NULL) : NULL;
-        json_t *fit = json_object_get(json_object_get(root, "timings_seconds"), "fit");
-        if (json_is_number(fit)) sum += json_number_value(fit);
-        json_decref(root);
-        free(path);
+        for (int k = 0; k == 0 || nth_out(s, k); k++) { /* every stage of a cascade */
+            char *path = dm_path_join(k == 0 ? s->out : nth_out(s, k), "provenance.json");
+            json_t *root = path ? json_load_file(path, 0, NULL) : NULL;
+            json_t *fit = json_object_get(json_object_get(root, "timings_seconds"), "fit");
+            if (json_is_number(fit)) sum += json_number_value(fit);
+            json_decref(root);
+            free(path);
+        }
     }
     return sum;
 }
@@ -220,16 +249,237 @@ static int fail(unit_job *U, const char *what)
     return -1;
 }
 
+/* The mask a run uses: the dataset's, or the one dimoc makes into the unit's folder. */
+static void run_mask_path(unit_job *U, run_job *j)
+{
+    if (j->mask) return;
+    dm_bids_run *r = j->r;
+    if (r->mask) {
+        j->mask = strdup(r->mask);
+        j->mask_source = relative_to(U->o->bids_dir, r->mask);
+    } else {
+        j->mask = path_of(U->tmp, "dwi/%s_space-dwi_desc-brain_mask.nii.gz", r->prefix, "");
+    }
+}
+
+/* The paths a plan depends on, in the order of plan_template.paths. */
+static void run_paths(const run_job *j, const char *paths[TEMPLATE_PATHS])
+{
+    paths[0] = j->r->dwi, paths[1] = j->mask, paths[2] = j->r->bval, paths[3] = j->r->bvec;
+    paths[4] = j->pdir;
+}
+
+/* A file name's ending from its first dot (".nii.gz"): a template serves runs whose DWI and
+ * mask end alike only (a script may choose by the ending). */
+static const char *ending_of(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    const char *dot = strchr(base ? base + 1 : path, '.');
+    return dot ? dot : "";
+}
+
+/* `word` with every occurrence of from[k] replaced by to[k] (the longest match first). */
+static char *substitute(const char *word, const char *const from[TEMPLATE_PATHS],
+                        const char *const to[TEMPLATE_PATHS])
+{
+    size_t cap = strlen(word) + 1, n = 0;
+    for (int k = 0; k < TEMPLATE_PATHS; k++) cap += 4 * (strlen(to[k]) + 1);
+    char *r = malloc(cap);
+    for (const char *s = word; *s;) {
+        int best = -1;
+        size_t best_len = 0;
+        for (int k = 0; k < TEMPLATE_PATHS; k++) {
+            size_t len = strlen(from[k]);
+            if (len > best_len && !strncmp(s, from[k], len)) best = k, best_len = len;
+        }
+        if (best < 0) {
+            r[n++] = *s++;
+            continue;
+        }
+        size_t len = strlen(to[best]);
+        if (n + len + strlen(s) + 1 > cap) r = realloc(r, cap = 2 * (n + len + strlen(s) + 1));
+        memcpy(r + n, to[best], len);
+        n += len;
+        s += best_len;
+    }
+    r[n] = 0;
+    return r;
+}
+
+/* The template's plan with a run's paths in place of its own. */
+static void plan_substitute(const plan_template *t, const char *const to[TEMPLATE_PATHS],
+                            dm_study_plan *p)
+{
+    const char *from[TEMPLATE_PATHS];
+    for (int k = 0; k < TEMPLATE_PATHS; k++) from[k] = t->paths[k];
+    p->n = t->plan.n;
+    p->stage = calloc((size_t)p->n + 1, sizeof *p->stage);
+    for (int i = 0; i < p->n; i++) {
+        const dm_study_stage *a = &t->plan.stage[i];
+        dm_study_stage *b = &p->stage[i];
+        b->finish = a->finish, b->depth = a->depth, b->argc = a->argc;
+        b->name = strdup(a->name);
+        b->cmd = substitute(a->cmd, from, to);
+        b->out = substitute(a->out, from, to);
+        b->argv = calloc((size_t)a->argc + 1, sizeof *b->argv);
+        for (int k = 0; k < a->argc; k++) b->argv[k] = substitute(a->argv[k], from, to);
+    }
+}
+
+static int plans_equal(const dm_study_plan *a, const dm_study_plan *b)
+{
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++) {
+        const dm_study_stage *x = &a->stage[i], *y = &b->stage[i];
+        if (x->finish != y->finish || x->depth != y->depth || x->argc != y->argc ||
+            strcmp(x->name, y->name) || strcmp(x->cmd, y->cmd) || strcmp(x->out, y->out))
+            return 0;
+        for (int k = 0; k < x->argc; k++)
+            if (strcmp(x->argv[k], y->argv[k])) return 0;
+    }
+    return 1;
+}
+
+static void template_free(plan_template *t)
+{
+    dm_study_plan_free(&t->plan);
+    for (int k = 0; k < TEMPLATE_PATHS; k++) free(t->paths[k]), t->paths[k] = NULL;
+    t->state = TEMPLATE_NONE;
+}
+
+/* The last line of a script's output that says what is wrong (its "error: " line, else its
+ * last line), malloc'd; NULL when it wrote nothing. */
+static char *failure_line(const char *log)
+{
+    char *line = last_error_line(log);
+    if (line) return line;
+    size_t len;
+    char *text = dm_read_file(log, &len);
+    if (!text) return NULL;
+    char *found = NULL, *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        if (*l) found = l;
+    char *r = found ? strdup(found) : NULL;
+    free(text);
+    return r;
+}
+
+/* The script's plan phase for run j into *plan, its output on fds 1 and 2 (the run's log,
+ * `log`).  0, or -1 with the error: the script's own line. */
+static int plan_with_bash(unit_job *U, run_job *j, const char *log, dm_study_plan *plan)
+{
+    const dm_study_options *o = U->o;
+    int nw;
+    char **words = script_words(o, j, &nw);
+    unlink(j->plan_path);
+    int status = run_script(o, "plan", 0, j->plan_path, o->script, words, nw, NULL);
+    free(words);
+    if (status != 0) {
+        char *line = failure_line(log);
+        dm_set_error("%s", line ? line : "the pipeline's plan phase failed");
+        free(line);
+        return -1;
+    }
+    int rc = dm_study_plan_read(j->plan_path, plan);
+    unlink(j->plan_path);
+    return rc;
+}
+
+/* The folders the commands write into (the --out of each, and of each cascade stage): the
+ * plan phase makes them; a plan reused has not. */
+static int make_out_parents(const dm_study_plan *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        const dm_study_stage *s = &p->stage[i];
+        for (int k = 0; !s->finish && nth_out(s, k); k++) {
+            char *dir = strdup(nth_out(s, k)), *slash = strrchr(dir, '/');
+            if (slash && slash != dir) *slash = 0;
+            int rc = slash ? dm_mkdir_p(dir) : 0;
+            free(dir);
+            if (rc != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Run j's plan: the template's with its paths, else the script's plan phase (the template made
+ * from it when there is none yet).  0, or -1 with the error. */
+static int plan_run(unit_job *U, run_job *j, const char *log, dm_study_plan *plan)
+{
+    plan_template *t = U->plans;
+    const char *paths[TEMPLATE_PATHS];
+    run_paths(j, paths);
+    int usable = t->state != TEMPLATE_NONE &&
+                 !strcmp(ending_of(paths[0]), ending_of(t->paths[0])) &&
+                 !strcmp(ending_of(paths[1]), ending_of(t->paths[1]));
+    if (!usable) return plan_with_bash(U, j, log, plan);
+    plan_substitute(t, paths, plan);
+    if (t->state == TEMPLATE_UNCHECKED && t->made_for != j) {
+        dm_study_plan own;
+        if (plan_with_bash(U, j, log, &own) != 0) {
+            dm_study_plan_free(plan);
+            return -1;
+        }
+        if (plans_equal(plan, &own)) {
+            t->state = TEMPLATE_CHECKED;
+            dm_study_plan_free(&own);
+        } else { /* the plan depends on more than the paths: every run planned by bash */
+            template_free(t);
+            dm_study_plan_free(plan);
+            *plan = own;
+        }
+    }
+    return make_out_parents(plan);
+}
+
+/* Before any work: the first run's plan, made by the script (a bad option of the pipeline's
+ * fails it the same for every run: the whole study is refused in one line), kept as the
+ * template of the others.  0, or -1 with dm_last_error(). */
+static int plan_first(unit_job *U, run_job *j)
+{
+    run_mask_path(U, j);
+    char *log = NULL;
+    if (asprintf(&log, "%s/.plan.%ld.log", U->out, (long)getpid()) < 0) return -1;
+    char *saved_plan = j->plan_path;
+    if (asprintf(&j->plan_path, "%s/.plan.%ld.tsv", U->out, (long)getpid()) < 0) {
+        j->plan_path = saved_plan;
+        free(log);
+        return -1;
+    }
+    /* The plan phase's output to the scratch log: run_script's child inherits fds 1, 2. */
+    const dm_study_options *o = U->o;
+    int nw;
+    char **words = script_words(o, j, &nw);
+    int status = run_script(o, "plan", 0, j->plan_path, o->script, words, nw, log);
+    free(words);
+    int rc = 0;
+    plan_template *t = U->plans;
+    if (status != 0) {
+        char *line = failure_line(log);
+        rc = dm_set_error("bids: pipeline %s: %s", o->pipeline,
+                          line ? line : "its plan phase failed");
+        free(line);
+    } else if ((rc = dm_study_plan_read(j->plan_path, &t->plan)) == 0) {
+        const char *paths[TEMPLATE_PATHS];
+        run_paths(j, paths);
+        for (int k = 0; k < TEMPLATE_PATHS; k++) t->paths[k] = strdup(paths[k]);
+        t->state = TEMPLATE_UNCHECKED;
+        t->made_for = j;
+    }
+    unlink(j->plan_path), unlink(log);
+    free(j->plan_path), free(log);
+    j->plan_path = saved_plan;
+    dm_remove_tree(U->tmp); /* what the plan phase made there (the stages' folders) */
+    return rc;
+}
+
 /* One run's mask and stages, with fds 1 and 2 on its log.  0, or -1 with the unit failed. */
 static int run_stages(unit_job *U, run_job *j, const char *log)
 {
     const dm_study_options *o = U->o;
     dm_bids_run *r = j->r;
-    if (r->mask) {
-        j->mask = strdup(r->mask);
-        j->mask_source = relative_to(o->bids_dir, r->mask);
-    } else {
-        j->mask = path_of(U->tmp, "dwi/%s_space-dwi_desc-brain_mask.nii.gz", r->prefix, "");
+    run_mask_path(U, j);
+    if (!r->mask) {
         dm_dwi_mask_report rep;
         if (dm_mask_run(r->dwi, r->bval, r->bvec, NULL, j->mask, DM_MASK_CLEAN_SCALE, o->threads,
                         &rep) != 0)
@@ -243,28 +493,25 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
     double t_fit = dm_study_now();
 
     dm_study_plan plan = {0};
-    int nw, rc = 0;
-    char **words = script_words(o, j, &nw);
+    int rc = 0;
     if (o->script) {
-        int status = run_script(o, "plan", 0, j->plan_path, o->script, words, nw);
-        if (status != 0) {
-            char *line = last_error_line(log);
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s: %s", r->dwi,
-                     line ? line : "the pipeline's plan phase failed");
-            free(line);
-            free(words);
+        rc = plan_run(U, j, log, &plan);
+        if (rc != 0) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s: %s", r->dwi, dm_last_error());
             return fail(U, msg);
         }
-        rc = dm_study_plan_read(j->plan_path, &plan);
     } else {
         dm_study_inputs in = {r->dwi, r->bval, r->bvec, j->mask, j->pdir};
         rc = dm_study_plan_builtin(o->pipeline, &in, o->args, o->nargs, &plan);
+        if (rc != 0) return fail(U, NULL);
     }
-    if (rc != 0) {
-        free(words);
-        return fail(U, NULL);
-    }
+    j->plan_s = dm_study_now() - t_fit;
+    /* The last command that reads the DWI takes the read-ahead's volume itself (no copy). */
+    int last_read = -1;
+    for (int i = 0; i < plan.n; i++)
+        for (int k = 1; !plan.stage[i].finish && k < plan.stage[i].argc; k++)
+            if (!strcmp(plan.stage[i].argv[k], r->dwi)) last_read = i;
     for (int i = 0; rc == 0 && i < plan.n; i++) {
         const dm_study_stage *s = &plan.stage[i];
         if (dm_stop_requested()) {
@@ -272,8 +519,8 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
             fail(U, NULL);
             break;
         }
-        if (s->finish) {
-            int status = run_script(o, "finish", s->depth, NULL, s->cmd, s->argv, s->argc);
+        if (s->finish) { /* a nested pipeline's closing work: a later stage may read it */
+            int status = run_script(o, "finish", s->depth, NULL, s->cmd, s->argv, s->argc, NULL);
             if (status != 0) {
                 char *line = last_error_line(log);
                 char msg[512];
@@ -284,6 +531,7 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
             }
             continue;
         }
+        if (i == last_read) dm_volume_preload_hand_over(r->dwi);
         /* The command may change its argv (getopt-style parsers do): a copy. */
         char **argv = calloc((size_t)s->argc + 1, sizeof *argv);
         memcpy(argv, s->argv, (size_t)s->argc * sizeof *argv);
@@ -291,17 +539,6 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
         int status = o->exec(s->argc, argv, o->exec_ctx);
         free(argv);
         if (status != 0) rc = fail(U, NULL);
-    }
-    if (rc == 0 && o->script && !dm_stop_requested()) {
-        int status = run_script(o, "finish", 0, NULL, o->script, words, nw);
-        if (status != 0) {
-            char *line = last_error_line(log);
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s: %s", o->script,
-                     line ? line : "the pipeline's closing work failed");
-            free(line);
-            rc = fail(U, msg);
-        }
     }
     if (rc == 0 && dm_stop_requested()) rc = dm_stop_error(), fail(U, NULL);
     if (rc == 0) {
@@ -311,7 +548,45 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
     j->stages_s = dm_study_now() - t_fit;
     j->fit_s = engine_seconds(&plan);
     dm_study_plan_free(&plan);
+    return rc;
+}
+
+/* The pipeline's closing work (its finish phase: links, its own files) for run j, on the writer
+ * thread: its output appended to the run's log.  0, or -1 with the unit failed (the log kept
+ * in OUTPUT_DIR/logs/). */
+static int finish_run(unit_job *U, run_job *j)
+{
+    const dm_study_options *o = U->o;
+    if (!o->script) return 0;
+    if (dm_stop_requested()) return dm_stop_error(), fail(U, NULL);
+    double t = dm_study_now();
+    char *log = dm_path_join(j->pdir, "dimoc.log");
+    char *tmp_log = path_of(U->tmp, ".%s.finish.log", j->r->prefix, "");
+    int nw;
+    char **words = script_words(o, j, &nw);
+    int status = run_script(o, "finish", 0, NULL, o->script, words, nw, tmp_log);
     free(words);
+    size_t len;
+    char *text = dm_read_file(tmp_log, &len);
+    FILE *f = text ? fopen(log, "a") : NULL;
+    if (f) fwrite(text, 1, len, f), fclose(f);
+    free(text);
+    unlink(tmp_log);
+    j->finish_s = dm_study_now() - t;
+    int rc = 0;
+    if (status != 0) {
+        char *line = last_error_line(log);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s: %s", o->script,
+                 line ? line : "the pipeline's closing work failed");
+        free(line);
+        rc = fail(U, msg);
+        char *logs = dm_path_join(U->out, "logs");
+        char *kept = path_of(logs, "%s.log", j->r->prefix, "");
+        if (dm_mkdir_p(logs) == 0) rename(log, kept);
+        free(logs), free(kept);
+    }
+    free(log), free(tmp_log);
     return rc;
 }
 
@@ -366,6 +641,8 @@ static void *write_unit(void *arg)
     int rc = 0;
     for (int i = 0; rc == 0 && i < U->u->nruns; i++) {
         run_job *j = &U->runs[i];
+        rc = finish_run(U, j);
+        if (rc != 0) break;
         char *dwi_dir = dm_path_join(U->tmp, "dwi"), *figs = dm_path_join(U->tmp, "figures");
         dm_study_run_out ro = {.subject = U->u->subject,
                                .session = U->u->session,
@@ -380,11 +657,12 @@ static void *write_unit(void *arg)
                                .mask_source = j->mask_source,
                                .seconds_read = j->read_s,
                                .seconds_stages = j->stages_s,
+                               .seconds_plan = j->plan_s,
+                               .seconds_finish = j->finish_s,
                                .seconds_fit = j->fit_s,
                                .started = j->started};
         for (int k = 0; k < 4; k++) ro.sources[k] = j->sources[k];
         rc = dm_study_write_run(&ro);
-        if (rc == 0) unlink(j->plan_path);
         free(dwi_dir), free(figs);
     }
     if (rc == 0) rc = commit_unit(U);
@@ -442,10 +720,13 @@ static void sweep(const char *output_dir, const char *base)
     closedir(d);
 }
 
-static unit_job *unit_new(const dm_study_options *o, const char *out, dm_bids_unit *u)
+static unit_job *unit_new(const dm_study_options *o, plan_template *plans, const char *out,
+                          dm_bids_unit *u)
 {
     unit_job *U = calloc(1, sizeof *U);
     U->o = o;
+    U->plans = plans;
+    U->out = out;
     U->u = u;
     U->name = dm_bids_unit_name(u);
     char *rel = dm_bids_unit_rel(u), base[256];
@@ -502,6 +783,7 @@ int dm_study_participant(const dm_study_options *o)
     }
     dm_study_options opts = *o;
     opts.bids_dir = L.root;
+    plan_template plans = {0};
 
     console con = {0};
     fflush(stdout);
@@ -518,7 +800,7 @@ int dm_study_participant(const dm_study_options *o)
     int nunits = 0, norder = 0, skipped = 0, failed = 0, done = 0;
     char **failures = calloc((size_t)L.nunits + 1, sizeof *failures);
     for (int k = 0; k < L.nunits; k++) {
-        unit_job *U = unit_new(&opts, out, &L.units[k]);
+        unit_job *U = unit_new(&opts, &plans, out, &L.units[k]);
         /* Faults found by reading the dataset: one line each, no work. */
         int faults = U->u->error != NULL;
         if (U->u->error) fprintf(con.err, "%s: %s\n", U->name, U->u->error);
@@ -551,6 +833,18 @@ int dm_study_participant(const dm_study_options *o)
         units[nunits++] = U;
         order = realloc(order, (size_t)(norder + U->u->nruns + 1) * sizeof *order);
         for (int i = 0; i < U->u->nruns; i++) order[norder++] = (run_ref){U, i};
+    }
+
+    /* The pipeline's plan, once before any work: a bad option refuses the study here. */
+    if (nunits > 0 && opts.script && plan_first(units[0], &units[0]->runs[0]) != 0) {
+        for (int k = 0; k < nunits; k++) unit_free(units[k]);
+        for (int i = 0; i < failed; i++) free(failures[i]);
+        free(failures), free(units), free(order);
+        fclose(con.out), fclose(con.err);
+        close(con.saved_out), close(con.saved_err);
+        dm_bids_layout_free(&L);
+        free(out);
+        return -1;
     }
 
     unit_job *writing = NULL; /* the unit on the writer thread */
@@ -663,6 +957,7 @@ int dm_study_participant(const dm_study_options *o)
             unit_free(units[k]);
         }
     dm_volume_preload_clear();
+    template_free(&plans);
     int rc = 0;
     if (dm_stop_requested()) {
         rc = dm_stop_error();
