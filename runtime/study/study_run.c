@@ -456,8 +456,10 @@ static int plan_first(unit_job *U, run_job *j)
     plan_template *t = U->plans;
     if (status != 0) {
         char *line = failure_line(log);
-        rc = dm_set_error("bids: pipeline %s: %s", o->pipeline,
-                          line ? line : "its plan phase failed");
+        if (line) /* the script's line names it ("pipeline bedpostx: ...", "dki.sh: ...") */
+            rc = dm_set_error("bids: %s", line);
+        else
+            rc = dm_set_error("bids: pipeline %s: its plan phase failed", o->pipeline);
         free(line);
     } else if ((rc = dm_study_plan_read(j->plan_path, &t->plan)) == 0) {
         const char *paths[TEMPLATE_PATHS];
@@ -776,11 +778,6 @@ int dm_study_participant(const dm_study_options *o)
         free(out);
         return -1;
     }
-    if (dm_study_description(out, o->pipeline, o->version, o->command_line, L.root) != 0) {
-        dm_bids_layout_free(&L);
-        free(out);
-        return -1;
-    }
     dm_study_options opts = *o;
     opts.bids_dir = L.root;
     plan_template plans = {0};
@@ -799,14 +796,19 @@ int dm_study_participant(const dm_study_options *o)
     run_ref *order = calloc(1, sizeof *order);
     int nunits = 0, norder = 0, skipped = 0, failed = 0, done = 0;
     char **failures = calloc((size_t)L.nunits + 1, sizeof *failures);
+    /* The units' first lines wait for the checks below: a refused study prints one line. */
+    char *early_out = NULL, *early_err = NULL;
+    size_t early_out_len = 0, early_err_len = 0;
+    FILE *eout = open_memstream(&early_out, &early_out_len);
+    FILE *eerr = open_memstream(&early_err, &early_err_len);
     for (int k = 0; k < L.nunits; k++) {
         unit_job *U = unit_new(&opts, &plans, out, &L.units[k]);
         /* Faults found by reading the dataset: one line each, no work. */
         int faults = U->u->error != NULL;
-        if (U->u->error) fprintf(con.err, "%s: %s\n", U->name, U->u->error);
+        if (U->u->error) fprintf(eerr, "%s: %s\n", U->name, U->u->error);
         for (int i = 0; i < U->u->nruns; i++)
             if (U->u->runs[i].error) {
-                fprintf(con.err, "%s: %s\n", U->name, U->u->runs[i].error);
+                fprintf(eerr, "%s: %s\n", U->name, U->u->runs[i].error);
                 faults++;
             }
         if (faults) {
@@ -825,7 +827,7 @@ int dm_study_participant(const dm_study_options *o)
             continue;
         }
         if (dm_study_unit_complete(out, U->u)) {
-            fprintf(con.out, "%s: complete, skipped\n", U->name);
+            fprintf(eout, "%s: complete, skipped\n", U->name);
             skipped++;
             unit_free(U);
             continue;
@@ -835,8 +837,12 @@ int dm_study_participant(const dm_study_options *o)
         for (int i = 0; i < U->u->nruns; i++) order[norder++] = (run_ref){U, i};
     }
 
-    /* The pipeline's plan, once before any work: a bad option refuses the study here. */
-    if (nunits > 0 && opts.script && plan_first(units[0], &units[0]->runs[0]) != 0) {
+    /* The pipeline's plan, once before any work: a bad option refuses the study here; then
+     * the output folder's description (one of another pipeline refuses it too). */
+    if ((nunits > 0 && opts.script && plan_first(units[0], &units[0]->runs[0]) != 0) ||
+        dm_study_description(out, o->pipeline, o->version, o->command_line, L.root) != 0) {
+        fclose(eout), fclose(eerr);
+        free(early_out), free(early_err);
         for (int k = 0; k < nunits; k++) unit_free(units[k]);
         for (int i = 0; i < failed; i++) free(failures[i]);
         free(failures), free(units), free(order);
@@ -846,6 +852,10 @@ int dm_study_participant(const dm_study_options *o)
         free(out);
         return -1;
     }
+
+    fclose(eout), fclose(eerr);
+    fputs(early_out, con.out), fputs(early_err, con.err);
+    free(early_out), free(early_err);
 
     unit_job *writing = NULL; /* the unit on the writer thread */
     pthread_t writer;

@@ -166,6 +166,21 @@ check("bids-derivative-names", got == want,
 ours = {m: os.path.join(OUT, f"sub-01/dwi/sub-01_space-dwi_model-noddidti_param-{m}_dwimap.nii.gz") for m in MAPS}
 check("bids-maps-equal-pipeline-by-hand",
       all(same_bytes(ours[m], os.path.join(final, m + ".nii.gz")) for m in MAPS), ", ".join(MAPS))
+# sub-04 comes last: its stages are the first run's plan with its own paths put in place (the
+# dataset's mask for dimoc's): byte for byte those of `dimoc pipeline` by hand.
+dimoc("pipeline", "noddi_dti", "--data", os.path.join(DS, RUNS["sub-04"][1]), "--mask", DMASK,
+      "--bvals", os.path.join(DS, RUNS["sub-04"][2]), "--bvecs", os.path.join(DS, RUNS["sub-04"][3]),
+      "--out", os.path.join(HAND, "nd04"))
+final04 = os.path.join(HAND, "nd04", "dimoc", "final")
+ours04 = {m: os.path.join(OUT, f"sub-04/dwi/sub-04_space-dwi_model-noddidti_param-{m}_dwimap.nii.gz") for m in MAPS}
+stage_text = "".join(open(f).read() for pf in RUNS for f in
+                     glob.glob(os.path.join(OUT, RUNS[pf][0], "dwi", "dimoc", pf, "dimoc", "*", "provenance.json"))
+                     if not [o for o in RUNS if o != pf and o + "_" in open(f).read().replace(pf + "_", "")])
+n_prov = len(glob.glob(os.path.join(OUT, "sub-*", "**", "dimoc", "*", "provenance.json"), recursive=True))
+check("bids-plan-reused-paths-own",
+      all(same_bytes(ours04[m], os.path.join(final04, m + ".nii.gz")) for m in MAPS)
+      and n_prov == 4 * len(RUNS) and stage_text.count('"timings_seconds"') == n_prov,
+      f"{n_prov} stage provenances; a run's stages must name its own files only")
 mask01 = os.path.join(OUT, "sub-01/dwi/sub-01_space-dwi_desc-brain_mask.nii.gz")
 check("bids-mask-equals-dimoc-mask", np.array_equal(load(mask01), load(os.path.join(HAND, "mask.nii.gz"))),
       f"{int(load(mask01).sum())} voxels")
@@ -299,6 +314,35 @@ rc, so, se = bids(DS, os.path.join(W, "outopt"), "participant", "--pipeline", "b
 check("bids-slurm-dry-run", rc == 0 and "#SBATCH --array=1-3" in so and "#SBATCH --partition=gpu" in so
       and so.count("participant --pipeline bedpostx --nfibres 2") == 5 and "--participant-label 02" in so and "--nfibres 2" in so
       and not os.path.exists(os.path.join(W, "outopt", ".slurm")), f"rc {rc}: {se.strip()} {so[-600:]}")
+
+# A bad value of the pipeline's own option fails its plan whatever the run: found once, before
+# any unit's work, in one line.
+OUTN = os.path.join(W, "outnf")
+rc, so, se = bids(DS, OUTN, "participant", "--pipeline", "bedpostx", "--nfibres", "4")
+check("bids-pipeline-option-checked-once", rc == 1 and len(se.strip().splitlines()) == 1
+      and "--nfibres must be 1, 2 or 3, not '4'" in se and so == ""
+      and (not os.path.isdir(OUTN) or os.listdir(OUTN) == []), f"rc {rc}: {se.strip()} | {so.strip()}")
+
+# The DWI of a unit is read once, by the read-ahead: no stage opens it (strace's record of every
+# file opened, per thread).  noddi_dti has two commands that read it (dti, then the fit).
+if shutil.which("strace"):
+    OUTS = os.path.join(W, "outstrace")
+    trace = os.path.join(W, "strace.txt")
+    subprocess.run(["strace", "-f", "-e", "trace=openat", "-o", trace, DIMOC, "bids", DS, OUTS, "participant",
+                    "--pipeline", "noddi_dti", "--participant-label", "01", "03", "04"], capture_output=True)
+    lines = open(trace).read().splitlines()
+    main = lines[0].split()[0]
+    started = next((i for i, l in enumerate(lines) if "dimoc.log" in l), len(lines))
+    why = []
+    for pf in ("sub-01", "sub-03_acq-b2k_run-1", "sub-04"):
+        dwi = os.path.realpath(os.path.join(DS, RUNS[pf][1]))
+        opens = [(i, l.split()[0]) for i, l in enumerate(lines) if f'"{dwi}"' in l and "ENOENT" not in l
+                 and "resumed" not in l]
+        late_main = [i for i, pid in opens if i > started and pid == main]
+        readers = {pid for i, pid in opens if pid != main}
+        if late_main or len(readers) > 1 or (pf != "sub-01" and len(readers) != 1):
+            why.append(f"{pf}: {len(late_main)} opens by the stages, read-ahead threads {len(readers)}")
+    check("bids-dwi-read-once", os.path.isdir(os.path.join(OUTS, "sub-04")) and not why, "; ".join(why))
 
 # ---- SIGTERM in the middle --------------------------------------------------------------------
 OUTT = os.path.join(W, "outterm")
