@@ -9,6 +9,7 @@
 #   make fuzz       libFuzzer over lexer, parser and checker, and the NIfTI, text and .tck
 #                   file code (FUZZ_SECONDS each, default 60)
 #   make generated  regenerate generated/ from models/
+#   make lib        build the shared library build/libdimoc.so (the C API, include/dimoc.h)
 #   make install PREFIX=/usr/local
 
 CC      ?= cc
@@ -19,7 +20,7 @@ PREFIX  ?= /usr/local
 BUILD   := build
 FUZZ_SECONDS ?= 60
 
-CPPFLAGS += -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti -I/usr/include/gifti \
+CPPFLAGS += -Iinclude -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include/nifti -I/usr/include/gifti \
             -DDIMOC_VERSION=\"$(shell cat VERSION)\"
 # niftilib, znzlib, libpng, giftiio, expat and jansson (JSON) are linked statically so that the
 # binary runs where only libz exists (the GPU machine has no niftilib, no giftiio); libzip (TRX
@@ -43,7 +44,25 @@ TEST_BIN     := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBS         := $(BUILD)/libdimoc-runtime.a $(BUILD)/libdimoc-compiler.a
 LINK_LIBS    := -L$(BUILD) -ldimoc-runtime -ldimoc-compiler $(LDLIBS)
 
-.PHONY: all deps demo test tests test-gpu test-asan test-peers fuzz generated install clean
+# The shared library (make lib): the same sources compiled position-independent into $(PIC),
+# its own archives, and libdimoc.so.MAJOR linked from the API's objects and what they call.
+PIC          := $(BUILD)/pic
+API_MAJOR    := $(shell sed -n 's/^\#define DIMOC_API_VERSION_MAJOR \([0-9]*\).*/\1/p' include/dimoc.h)
+API_MINOR    := $(shell sed -n 's/^\#define DIMOC_API_VERSION_MINOR \([0-9]*\).*/\1/p' include/dimoc.h)
+LIB_SONAME   := libdimoc.so.$(API_MAJOR)
+LIB_FILE     := $(LIB_SONAME).$(API_MINOR)
+API_SRC      := $(wildcard runtime/api/*.c)
+PIC_COMPILER_OBJ := $(COMPILER_SRC:%.c=$(PIC)/%.o) $(PIC)/parser.o $(PIC)/lexer.o
+PIC_RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(PIC)/%.o)
+# expat and libdeflate are linked statically as into the program; Debian's archives of niftilib,
+# znzlib, giftiio, libpng and jansson are not position-independent (text relocations against
+# stdout/stderr), so the library takes their shared ones, and only those that it calls
+# (--as-needed): the model compiler alone needs none.
+LIB_LDLIBS   := -Wl,--as-needed -lgiftiio -lnifti2 -lznz -lpng -ljansson \
+                -Wl,-Bstatic -lexpat -ldeflate -Wl,-Bdynamic -lzip -lz -lm -ldl -lpthread
+
+.PHONY: all deps demo test tests test-gpu test-asan test-peers fuzz generated install clean lib \
+        install-lib
 all: bin/dimoc
 
 # Installs the Debian packages the build and the tests need, once (see scripts/install-deps.sh).
@@ -58,23 +77,48 @@ $(BUILD)/parser.c $(BUILD)/parser.h &: compiler/front/parser.y | $(BUILD)/.dir
 $(BUILD)/lexer.c: compiler/front/lexer.l $(BUILD)/parser.h | $(BUILD)/.dir
 	flex -o $@ $<
 
-$(BUILD)/parser.o $(BUILD)/lexer.o: CFLAGS += -Wno-unused-function -Wno-sign-compare
+$(BUILD)/parser.o $(BUILD)/lexer.o $(PIC)/parser.o $(PIC)/lexer.o: CFLAGS += -Wno-unused-function \
+    -Wno-sign-compare
 # The CSD solver's loops: -O3 vectorises its rank-one updates and four-way dot products (1.6x
 # faster, bit-identical results: no reassociation, no contraction into FMAs).
-$(BUILD)/runtime/csd/csd_cpu.o: CFLAGS += -O3
+$(BUILD)/runtime/csd/csd_cpu.o $(PIC)/runtime/csd/csd_cpu.o: CFLAGS += -O3
 # The tensor fit (dimoc dti, the models' tensor starts): -O3 vectorises its row-product sums,
 # 7.2 -> 5.1 us a voxel at 105 measurements, bit-identical results (no reassociation).
-$(BUILD)/runtime/dti/dti_fit.o: CFLAGS += -O3
+$(BUILD)/runtime/dti/dti_fit.o $(PIC)/runtime/dti/dti_fit.o: CFLAGS += -O3
 # tckmap's sampled TDI rounds single-precision sums as MRtrix's build does (no FMA): keep any
 # -march from contracting them.
-$(BUILD)/runtime/fodtrack/tdi.o: CFLAGS += -ffp-contract=off
+$(BUILD)/runtime/fodtrack/tdi.o $(PIC)/runtime/fodtrack/tdi.o: CFLAGS += -ffp-contract=off
 # dicelib's clusters need its single-precision sums exactly: no fused multiply-adds either.
-$(BUILD)/runtime/streamline/cluster.o: CFLAGS += -O3 -ffp-contract=off
+$(BUILD)/runtime/streamline/cluster.o $(PIC)/runtime/streamline/cluster.o: CFLAGS += -O3 \
+    -ffp-contract=off
 $(BUILD)/%.o: $(BUILD)/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c -o $@ $<
 $(BUILD)/%.o: %.c $(BUILD)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(OMPFLAGS) -MMD -MP -c -o $@ $<
+
+$(PIC)/%.o: $(BUILD)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC $(WARN) -MMD -MP -c -o $@ $<
+$(PIC)/%.o: %.c $(BUILD)/parser.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC $(WARN) $(OMPFLAGS) -MMD -MP -c -o $@ $<
+$(PIC)/libdimoc-compiler.a: $(PIC_COMPILER_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(PIC)/libdimoc-runtime.a: $(PIC_RUNTIME_OBJ)
+	rm -f $@ && ar rcs $@ $^
+# Only the dimoc_* functions are exported (runtime/api/dimoc.map); the API's objects are linked
+# whole, the rest taken from the archives as they are called.
+$(BUILD)/$(LIB_FILE): $(API_SRC:%.c=$(PIC)/%.o) $(PIC)/libdimoc-runtime.a \
+                      $(PIC)/libdimoc-compiler.a runtime/api/dimoc.map
+	$(CC) -shared $(CFLAGS) $(OMPFLAGS) -Wl,-soname,$(LIB_SONAME) \
+	    -Wl,--version-script=runtime/api/dimoc.map -Wl,--no-undefined -o $@ \
+	    $(API_SRC:%.c=$(PIC)/%.o) -L$(PIC) -ldimoc-runtime -ldimoc-compiler $(LIB_LDLIBS)
+$(BUILD)/$(LIB_SONAME): $(BUILD)/$(LIB_FILE)
+	ln -sf $(LIB_FILE) $@
+$(BUILD)/libdimoc.so: $(BUILD)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $@
+lib: $(BUILD)/libdimoc.so
 
 $(BUILD)/libdimoc-compiler.a: $(COMPILER_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -103,6 +147,8 @@ demo: .deps-ok bin/dimoc
 
 test: .deps-ok bin/dimoc $(TEST_BIN)
 	bash tests/run.sh
+# the tests of the C API and the Python package build on the shared library
+test: lib
 
 test-gpu: bin/dimoc
 	bash tests/run.sh --gpu
@@ -170,6 +216,19 @@ install: bin/dimoc
 	        $(DESTDIR)$(PREFIX)/share/dimoc/$(d)/ &&) true
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dimoc/
 	$(if $(WARM),$(DESTDIR)$(PREFIX)/bin/dimoc warm --quiet)
+
+# The C API: the shared library (libdimoc.so.MAJOR.MINOR, its SONAME and development links),
+# its header and a pkg-config file; the library finds the data installed above by its own place
+# (PREFIX/lib/../share/dimoc).
+install: install-lib
+install-lib: lib
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BUILD)/$(LIB_FILE) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(LIB_FILE) $(DESTDIR)$(PREFIX)/lib/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libdimoc.so
+	install -m 644 include/dimoc.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell cat VERSION)|' runtime/api/dimoc.pc.in \
+	    >$(DESTDIR)$(PREFIX)/lib/pkgconfig/dimoc.pc
 
 clean:
 	rm -rf build build-asan bin

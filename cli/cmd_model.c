@@ -2,6 +2,7 @@
 #include "args.h"
 #include "cli.h"
 #include "compiler.h"
+#include "dimoc.h"
 #include "util/error.h"
 #include "util/paths.h"
 #include "util/fsutil.h"
@@ -75,6 +76,14 @@ static int parse_model_args(const char *cmd, const dm_opt *opts, int (*help)(FIL
     return 0;
 }
 
+/* A model's diagnostics on stderr, as the front end prints them. */
+static void print_diagnostics(const dimoc_model *m)
+{
+    const dimoc_error *const *d;
+    int n = dimoc_model_diagnostics(m, &d);
+    for (int i = 0; i < n; i++) fputs(d[i]->text, stderr);
+}
+
 int dm_cmd_check(int argc, char **argv)
 {
     dm_args a;
@@ -83,16 +92,26 @@ int dm_cmd_check(int argc, char **argv)
         dm_args_free(&a);
         return dm_report_error();
     }
-    int nerr = 0, nwarn = 0;
-    dm_model *m = dm_front_file(file, stderr, &nerr, &nwarn);
-    if (!m) {
+    dimoc_model *m = NULL;
+    dimoc_status rc = dimoc_model_open_file(file, &m);
+    int nerr = 1, nwarn = 0;
+    if (m) {
+        print_diagnostics(m);
+        dimoc_model_problems(m, &nerr, &nwarn);
+    } else {
+        fputs(dimoc_last_error()->text, stderr); /* the file cannot be read */
+    }
+    char *summary = rc == DIMOC_OK ? dimoc_model_summary(m) : NULL;
+    if (!summary) {
         fprintf(stderr, "%s: %d error%s, %d warning%s\n", file, nerr, nerr == 1 ? "" : "s", nwarn,
                 nwarn == 1 ? "" : "s");
+        dimoc_model_free(m);
         dm_args_free(&a);
         return 1;
     }
-    dm_print_summary(m, stdout);
-    dm_model_free(m);
+    fputs(summary, stdout);
+    dimoc_free(summary);
+    dimoc_model_free(m);
     dm_args_free(&a);
     return 0;
 }
@@ -128,27 +147,48 @@ int dm_cmd_compile(int argc, char **argv)
     return rc == 0 ? 0 : 1;
 }
 
-static void print_number(double x)
+/* Opens MODEL (a shipped name or a .model file) and describes it; NULL with the model's
+ * diagnostics printed and the error set (*m then holds what was made, to free). */
+static const dimoc_model_description *open_described(const char *model, dimoc_model **m)
+{
+    dimoc_status rc = dimoc_model_open(model, m);
+    if (*m) print_diagnostics(*m);
+    const dimoc_error *e = dimoc_last_error();
+    if (rc == DIMOC_E_IO) {
+        dm_set_error("%s: %s", e->file, e->message);
+        return NULL;
+    }
+    if (rc != DIMOC_OK) {
+        dm_set_error("%s", e->message);
+        return NULL;
+    }
+    const dimoc_model_description *d = dimoc_model_describe(*m);
+    if (!d) dm_set_error("%s", dimoc_last_error()->message);
+    return d;
+}
+
+static void list_models(void)
+{
+    char **names = NULL;
+    int n = 0;
+    dimoc_shipped_models(&names, &n);
+    printf("shipped models:\n");
+    if (n == 0) printf("  (none found beside the program)\n");
+    for (int i = 0; i < n; i++) {
+        dimoc_model *m = NULL;
+        const dimoc_model_description *d = open_described(names[i], &m);
+        if (d) printf("  %-22s %s\n", names[i], d->description);
+        dimoc_model_free(m);
+    }
+    dimoc_free_list(names);
+}
+
+static void print_bound(double x)
 {
     if (isinf(x))
         printf("%s", x > 0 ? "inf" : "-inf");
     else
         printf("%g", x);
-}
-
-static void list_models(void)
-{
-    char **names;
-    int n = dm_shipped_models(&names);
-    printf("shipped models:\n");
-    if (n == 0) printf("  (none found beside the program)\n");
-    for (int i = 0; i < n; i++) {
-        dm_model_info mi;
-        if (dm_model_load(names[i], &mi) == 0) printf("  %-22s %s\n", names[i], mi.description);
-        dm_model_info_free(&mi);
-        free(names[i]);
-    }
-    free(names);
 }
 
 int dm_cmd_info(int argc, char **argv)
@@ -164,24 +204,26 @@ int dm_cmd_info(int argc, char **argv)
         list_models();
         return 0;
     }
-    dm_model_info mi;
-    int rc = dm_model_load(name, &mi);
+    dimoc_model *m = NULL;
+    const dimoc_model_description *d = open_described(name, &m);
     dm_args_free(&a);
-    if (rc != 0) return dm_report_error();
-    printf("%s: %s\n\n", mi.name, mi.description);
-    printf("parameters (%d):\n", mi.nparams);
+    if (!d) {
+        dimoc_model_free(m);
+        return dm_report_error();
+    }
+    printf("%s: %s\n\n", d->name, d->description);
+    printf("parameters (%d):\n", d->nparameters);
     printf("  %-10s %-26s %-12s %-18s %s\n", "name", "bounds", "init", "prior", "");
-    for (int k = 0; k < mi.nparams; k++) {
-        const dm_param_info *x = &mi.params[k];
-        printf("  %-10s %c", x->name, x->lo_closed ? '[' : '(');
-        print_number(x->lo);
+    for (int k = 0; k < d->nparameters; k++) {
+        const dimoc_parameter *x = d->parameters[k];
+        printf("  %-10s %c", x->name, x->lower_closed ? '[' : '(');
+        print_bound(x->lower);
         printf(", ");
-        print_number(x->hi);
-        printf("%c", x->hi_closed ? ']' : ')');
+        print_bound(x->upper);
+        printf("%c", x->upper_closed ? ']' : ')');
         printf("%*s", 4, "");
-        char rule[24];
-        if (x->start != DM_START_CONST)
-            printf("%-12s", dm_start_rule_text(x, rule, sizeof rule));
+        if (*x->start)
+            printf("%-12s", x->start);
         else
             printf("%-12g", x->init);
         char prior[64];
@@ -194,29 +236,30 @@ int dm_cmd_info(int argc, char **argv)
         printf(" %-18s %s\n", prior, x->periodic ? "periodic" : "");
     }
     printf("\nper-measurement inputs:\n");
-    for (int i = 0; i < mi.nmeasures; i++)
-        printf("  %-10s width %d, from %s\n", mi.measures[i].name, mi.measures[i].width,
-               mi.measures[i].source == DM_SRC_BVALS   ? "--bvals"
-               : mi.measures[i].source == DM_SRC_BVECS ? "--bvecs"
-                                                       : "--measure NAME=FILE");
-    if (mi.nvoxels) printf("\nper-voxel inputs (--voxel NAME=MAP):\n");
-    for (int i = 0; i < mi.nvoxels; i++) {
-        printf("  %-10s width %d", mi.voxels[i].name, mi.voxels[i].width);
-        if (!isnan(mi.voxels[i].default_value)) printf(", default %g", mi.voxels[i].default_value);
+    for (int i = 0; i < d->nmeasures; i++) {
+        const dimoc_input *x = d->measures[i];
+        printf("  %-10s width %d, from %s\n", x->name, x->width,
+               !strcmp(x->source, "bvals")   ? "--bvals"
+               : !strcmp(x->source, "bvecs") ? "--bvecs"
+                                             : "--measure NAME=FILE");
+    }
+    if (d->nvoxel_inputs) printf("\nper-voxel inputs (--voxel NAME=MAP):\n");
+    for (int i = 0; i < d->nvoxel_inputs; i++) {
+        const dimoc_input *x = d->voxel_inputs[i];
+        printf("  %-10s width %d", x->name, x->width);
+        if (x->has_default) printf(", default %g", x->default_value);
         printf("\n");
     }
     printf("\noutputs: one map per parameter");
-    for (int i = 0; i < mi.noutputs; i++)
-        printf(", %s (%s)", mi.outputs[i].name,
-               mi.outputs[i].kind == DM_OUTK_AXIS     ? "axis"
-               : mi.outputs[i].kind == DM_OUTK_VECTOR ? "vector"
-                                                      : "scalar");
+    for (int i = 0; i < d->noutputs; i++)
+        printf(", %s (%s)", d->outputs[i]->name, d->outputs[i]->kind_name);
+    const dimoc_work *w = &d->work;
     printf(
         "\n\nwork per measurement: signal %ld operations (%ld transcendental), "
         "signal+gradient %ld (%ld);\nonce per voxel and evaluation: %ld (signal), %ld (gradient)\n",
-        mi.flops_signal, mi.flops_signal_transc, mi.flops_gradient, mi.flops_gradient_transc,
-        mi.flops_prepare, mi.flops_gradient_prepare);
-    dm_model_info_free(&mi);
+        w->signal, w->signal_transcendental, w->gradient, w->gradient_transcendental, w->prepare,
+        w->gradient_prepare);
+    dimoc_model_free(m);
     return 0;
 }
 

@@ -13,6 +13,23 @@ dm_model *dm_front_file(const char *path, FILE *diag_out, int *nerrors, int *nwa
 dm_model *dm_front_string(const char *file_name, const char *text, FILE *diag_out, int *nerrors,
                           int *nwarnings);
 
+/* A diagnostic of the front end as data.  line and col are 1-based (0: a message about the
+ * file as a whole); severity is "error", "warning" or "note" (a note follows the message it
+ * explains); text is the message as printed: "file:line:col: error: message", the source line
+ * and the caret. */
+typedef struct dm_diagnostic {
+    const char *file;
+    int line, col;
+    const char *severity;
+    const char *message;
+    const char *text;
+} dm_diagnostic;
+typedef void (*dm_diagnostic_sink)(void *user, const dm_diagnostic *d);
+/* Until called again with NULL, the front end's runs on this thread hand each diagnostic to
+ * SINK, in the order they would be printed, instead of printing it (the records live for the
+ * call only).  A file that cannot be read is still printed: read it first. */
+void dm_front_capture(dm_diagnostic_sink sink, void *user);
+
 /* Work counts from the lowered code.  signal and gradient are the per-measurement parts
  * (dm_signal_at, dm_signal_grad_at), the work that scales with the number of measurements;
  * prepare and gradient_prepare are the once-per-voxel parts (dm_signal_prepare,

@@ -1,5 +1,7 @@
-/* Collects diagnostics and prints them with the offending source line and a caret. */
+/* Collects diagnostics and prints them with the offending source line and a caret, or hands
+ * them as records to the sink a caller set on its thread (dm_front_capture). */
 #include "diag.h"
+#include "compiler.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -18,6 +20,16 @@ struct dm_diag_msg {
     char *text;
     dm_diag_note *notes; /* in the order added */
 };
+
+/* The sink of this thread's front-end runs, and its argument (dm_front_capture). */
+static _Thread_local dm_diagnostic_sink capture_sink;
+static _Thread_local void *capture_user;
+
+void dm_front_capture(dm_diagnostic_sink sink, void *user)
+{
+    capture_sink = sink;
+    capture_user = user;
+}
 
 void dm_diag_init(dm_diag *d, FILE *out, const char *file, const char *source, size_t len)
 {
@@ -175,13 +187,32 @@ static void print_caret(FILE *out, const char *line, size_t len, int col)
     fputs("^\n", out);
 }
 
-/* "file:line:col: KIND: text", the line and a caret. */
-static void print_message(const dm_diag *d, dm_loc loc, const char *kind, const char *text)
+/* "file:line:col: KIND: text", the line and a caret, on OUT. */
+static void print_message_to(FILE *out, const dm_diag *d, dm_loc loc, const char *kind,
+                             const char *text)
 {
-    fprintf(d->out, "%s:%d:%d: %s: %s\n", file_name(d, loc), loc.line, loc.col, kind, text);
+    fprintf(out, "%s:%d:%d: %s: %s\n", file_name(d, loc), loc.line, loc.col, kind, text);
     size_t len;
     const char *line = find_line(d, loc, &len);
-    if (line) print_caret(d->out, line, len, loc.col);
+    if (line) print_caret(out, line, len, loc.col);
+}
+
+/* One message printed, or handed to the thread's sink as a record with its printed text. */
+static void emit(const dm_diag *d, dm_loc loc, const char *kind, const char *text)
+{
+    if (!capture_sink) {
+        print_message_to(d->out, d, loc, kind, text);
+        return;
+    }
+    char *printed = NULL;
+    size_t size = 0;
+    FILE *mem = open_memstream(&printed, &size);
+    if (!mem) abort();
+    print_message_to(mem, d, loc, kind, text);
+    fclose(mem);
+    dm_diagnostic rec = {file_name(d, loc), loc.line, loc.col, kind, text, printed};
+    capture_sink(capture_user, &rec);
+    free(printed);
 }
 
 void dm_diag_flush(dm_diag *d)
@@ -192,13 +223,22 @@ void dm_diag_flush(dm_diag *d)
         dm_diag_msg *m = &d->msgs[i];
         if (m->is_error && shown_errors == DM_MAX_ERRORS) continue;
         shown_errors += m->is_error;
-        print_message(d, m->loc, m->is_error ? "error" : "warning", m->text);
-        for (const dm_diag_note *n = m->notes; n; n = n->next)
-            print_message(d, n->loc, "note", n->text);
+        emit(d, m->loc, m->is_error ? "error" : "warning", m->text);
+        for (const dm_diag_note *n = m->notes; n; n = n->next) emit(d, n->loc, "note", n->text);
     }
-    if (d->nerrors >= DM_MAX_ERRORS)
-        fprintf(d->out, "%s: too many errors: stopped after the first %d\n", d->file,
-                DM_MAX_ERRORS);
+    if (d->nerrors >= DM_MAX_ERRORS) {
+        char line[160];
+        snprintf(line, sizeof line, "too many errors: stopped after the first %d", DM_MAX_ERRORS);
+        if (capture_sink) {
+            /* a line about the file as a whole: no position */
+            char printed[1200];
+            snprintf(printed, sizeof printed, "%s: %s\n", d->file, line);
+            dm_diagnostic rec = {d->file, 0, 0, "error", line, printed};
+            capture_sink(capture_user, &rec);
+        } else {
+            fprintf(d->out, "%s: %s\n", d->file, line);
+        }
+    }
     for (int i = 0; i < d->nmsgs; i++) {
         free(d->msgs[i].text);
         for (dm_diag_note *n = d->msgs[i].notes, *next; n; n = next) {

@@ -1,0 +1,16 @@
+/* Inside the public API (include/dimoc.h): recording a failure for dimoc_last_error().  Only
+ * runtime/api includes this. */
+#ifndef DIMOC_API_COMMON_H
+#define DIMOC_API_COMMON_H
+
+#include "dimoc.h"
+#include "util/error.h"
+
+/* Records a failure without position (message formatted) and returns CODE. */
+dimoc_status dm_api_fail(dimoc_status code, const char *fmt, ...) DM_PRINTF(2, 3);
+/* Records the runtime's last error (dm_last_error) as a failure of CODE; returns CODE. */
+dimoc_status dm_api_fail_runtime(dimoc_status code);
+/* Records a whole error record (a file-level failure, a diagnostic); returns its code. */
+dimoc_status dm_api_fail_record(const dimoc_error *e);
+
+#endif
