@@ -1,0 +1,128 @@
+"""The ctypes binding of libdimoc.so (include/dimoc.h): the library found, its records as
+ctypes structures, its functions declared.  dimoc/__init__.py is the Python face over it."""
+import ctypes
+import os
+
+# The API this binding was written for: the library's major version must be this one, and its
+# minor version at least this one (include/dimoc.h, docs/api.md: "Versions").
+API_MAJOR = 1
+API_MINOR = 0
+SONAME = f"libdimoc.so.{API_MAJOR}"
+
+c_char_p, c_int, c_long, c_double = ctypes.c_char_p, ctypes.c_int, ctypes.c_long, ctypes.c_double
+
+
+def _library_path():
+    """$DIMOC_LIBRARY, else the package's own lib/ (a wheel, pip install), else a source tree's
+    build/ (the package imported from python/ of a built checkout)."""
+    env = os.environ.get("DIMOC_LIBRARY")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(here, "lib", SONAME),
+                  os.path.join(here, "..", "..", "build", SONAME)]
+    for path in candidates:
+        if os.path.exists(path):
+            return os.path.normpath(path)
+    raise ImportError(f"dimoc: {SONAME} is not in {candidates[0]} (install the package with pip, "
+                      f"or run 'make lib' in a source tree, or set DIMOC_LIBRARY)")
+
+
+class Error(ctypes.Structure):
+    _fields_ = [("code", c_int), ("severity", c_int), ("message", c_char_p), ("file", c_char_p),
+                ("line", c_int), ("column", c_int), ("text", c_char_p)]
+
+
+class Parameter(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("lower", c_double), ("upper", c_double),
+                ("lower_closed", c_int), ("upper_closed", c_int), ("init", c_double),
+                ("start", c_char_p), ("prior", c_char_p), ("prior_a", c_double),
+                ("prior_b", c_double), ("step", c_double), ("periodic", c_int)]
+
+
+class Input(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("width", c_int), ("column", c_int), ("source", c_char_p),
+                ("scheme_column", c_char_p), ("has_default", c_int),
+                ("default_value", c_double)]
+
+
+class Output(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("kind", c_int), ("kind_name", c_char_p), ("width", c_int),
+                ("column", c_int)]
+
+
+class Work(ctypes.Structure):
+    _fields_ = [("signal", c_long), ("signal_transcendental", c_long), ("gradient", c_long),
+                ("gradient_transcendental", c_long), ("prepare", c_long),
+                ("gradient_prepare", c_long)]
+
+
+class Description(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("description", c_char_p), ("file", c_char_p),
+                ("source_hash", c_char_p), ("code_hash", c_char_p), ("multistart", c_int),
+                ("nparameters", c_int), ("parameters", ctypes.POINTER(ctypes.POINTER(Parameter))),
+                ("nmeasures", c_int), ("measures", ctypes.POINTER(ctypes.POINTER(Input))),
+                ("nvoxel_inputs", c_int), ("voxel_inputs", ctypes.POINTER(ctypes.POINTER(Input))),
+                ("noutputs", c_int), ("outputs", ctypes.POINTER(ctypes.POINTER(Output))),
+                ("measure_width", c_int), ("voxel_width", c_int), ("output_width", c_int),
+                ("work", Work)]
+
+
+# The statuses (dimoc_status) and severities (dimoc_severity) of include/dimoc.h.
+OK, E_ARGUMENT, E_NOT_FOUND, E_IO, E_MODEL, E_LIMIT, E_MEMORY, E_CANCELLED, E_INTERNAL = range(9)
+SEVERITIES = ("error", "warning", "note")
+
+path = _library_path()
+lib = ctypes.CDLL(path)
+
+_ERRP = ctypes.POINTER(Error)
+_HANDLE = ctypes.c_void_p
+for name, restype, argtypes in [
+        ("dimoc_api_version", c_int, []),
+        ("dimoc_version", c_char_p, []),
+        ("dimoc_last_error", _ERRP, []),
+        ("dimoc_status_name", c_char_p, [c_int]),
+        ("dimoc_free", None, [ctypes.c_void_p]),
+        ("dimoc_free_list", None, [ctypes.POINTER(ctypes.c_char_p)]),
+        ("dimoc_set_data_dir", c_int, [c_char_p]),
+        ("dimoc_data_dir", ctypes.c_void_p, []),
+        ("dimoc_shipped_models", c_int, [ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
+                                         ctypes.POINTER(c_int)]),
+        ("dimoc_model_open", c_int, [c_char_p, ctypes.POINTER(_HANDLE)]),
+        ("dimoc_model_open_file", c_int, [c_char_p, ctypes.POINTER(_HANDLE)]),
+        ("dimoc_model_open_source", c_int, [c_char_p, c_char_p, ctypes.POINTER(_HANDLE)]),
+        ("dimoc_model_free", None, [_HANDLE]),
+        ("dimoc_model_diagnostics", c_int, [_HANDLE, ctypes.POINTER(ctypes.POINTER(_ERRP))]),
+        ("dimoc_model_problems", None, [_HANDLE, ctypes.POINTER(c_int), ctypes.POINTER(c_int)]),
+        ("dimoc_model_describe", ctypes.POINTER(Description), [_HANDLE]),
+        ("dimoc_model_summary", ctypes.c_void_p, [_HANDLE]),
+        ("dimoc_model_generate", c_int, [_HANDLE, ctypes.POINTER(ctypes.c_void_p),
+                                         ctypes.POINTER(ctypes.c_void_p)]),
+]:
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = argtypes
+
+_version = lib.dimoc_api_version()
+if _version // 1000 != API_MAJOR or _version % 1000 < API_MINOR:
+    raise ImportError(f"dimoc: {path} has API version {_version // 1000}.{_version % 1000}; this "
+                      f"package needs {API_MAJOR}.{API_MINOR} or a later {API_MAJOR}.x")
+
+
+def text(b):
+    """A C string of the library as str (None for NULL)."""
+    return None if b is None else b.decode("utf-8", errors="replace")
+
+
+def take_text(ptr):
+    """Text the library allocated for the caller, as str; released."""
+    if not ptr:
+        return None
+    try:
+        return ctypes.string_at(ptr).decode("utf-8", errors="replace")
+    finally:
+        lib.dimoc_free(ptr)
+
+
+def last_error():
+    return lib.dimoc_last_error().contents
