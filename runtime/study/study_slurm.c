@@ -38,9 +38,18 @@ static int plain(const char *opt, const char *v)
     return 0;
 }
 
-/* The command lines of one task: its units grouped by subject, a subject whose every unit
- * is in the batch named alone, the others with their sessions; subjects of the same sessions
- * share one `dimoc bids` line. */
+/* The start of a task's `dimoc bids` line, up to its labels. */
+static void line_start(FILE *f, const char *qprog, const char *qb, const char *qo, const char *qp,
+                       char *const *opts, int nopts)
+{
+    fprintf(f, "    %s bids %s %s participant --pipeline %s", qprog, qb, qo, qp);
+    for (int k = 0; k < nopts; k++) fprintf(f, " %s", opts[k]);
+    fprintf(f, " --participant-label");
+}
+
+/* The command lines of one task: ONE `dimoc bids` for every subject whose every unit to do is
+ * in the batch (--participant-label A B ...: the program and the GPU started once for them), and
+ * one for each other subject, with its sessions of the batch (--session-label). */
 static void task_lines(FILE *f, const dm_study_slurm_options *o, const char *bids, const char *out,
                        dm_bids_unit **units, int n, int all_sessions_of[])
 {
@@ -48,25 +57,24 @@ static void task_lines(FILE *f, const dm_study_slurm_options *o, const char *bid
     char *qp = quoted(o->pipeline);
     char **opts = calloc((size_t)o->nargs + 1, sizeof *opts);
     for (int i = 0; i < o->nargs; i++) opts[i] = quoted(o->args[i]);
-    int *done = calloc((size_t)n + 1, sizeof *done);
+    int *done = calloc((size_t)n + 1, sizeof *done), nwhole = 0;
+    for (int i = 0; i < n; i++) {
+        if (done[i] || (units[i]->session && !all_sessions_of[i])) continue;
+        if (nwhole++ == 0) line_start(f, qprog, qb, qo, qp, opts, o->nargs);
+        fprintf(f, " %s", units[i]->subject);
+        for (int k = i; k < n; k++)
+            if (!strcmp(units[k]->subject, units[i]->subject)) done[k] = 1;
+    }
+    if (nwhole) fprintf(f, " || rc=$?\n");
     for (int i = 0; i < n; i++) {
         if (done[i]) continue;
-        /* The sessions of subject i in the batch (none: the whole subject). */
-        fprintf(f, "    %s bids %s %s participant --pipeline %s", qprog, qb, qo, qp);
-        for (int k = 0; k < o->nargs; k++) fprintf(f, " %s", opts[k]);
-        fprintf(f, " --participant-label %s", units[i]->subject);
-        done[i] = 1;
-        if (units[i]->session && !all_sessions_of[i]) {
-            fprintf(f, " --session-label");
-            for (int k = i; k < n; k++)
-                if (!strcmp(units[k]->subject, units[i]->subject)) {
-                    fprintf(f, " %s", units[k]->session);
-                    done[k] = 1;
-                }
-        } else {
-            for (int k = i; k < n; k++)
-                if (!strcmp(units[k]->subject, units[i]->subject)) done[k] = 1;
-        }
+        line_start(f, qprog, qb, qo, qp, opts, o->nargs);
+        fprintf(f, " %s --session-label", units[i]->subject);
+        for (int k = i; k < n; k++)
+            if (!strcmp(units[k]->subject, units[i]->subject)) {
+                fprintf(f, " %s", units[k]->session);
+                done[k] = 1;
+            }
         fprintf(f, " || rc=$?\n");
     }
     free(done);
