@@ -238,10 +238,13 @@ int dm_cmd_info(int argc, char **argv)
     printf("\nper-measurement inputs:\n");
     for (int i = 0; i < d->nmeasures; i++) {
         const dimoc_input *x = d->measures[i];
-        printf("  %-10s width %d, from %s\n", x->name, x->width,
-               !strcmp(x->source, "bvals")   ? "--bvals"
-               : !strcmp(x->source, "bvecs") ? "--bvecs"
-                                             : "--measure NAME=FILE");
+        printf("  %-10s width %d, from ", x->name, x->width);
+        if (!strcmp(x->source, "scheme"))
+            printf("--scheme (column %s)\n", x->scheme_column);
+        else
+            printf("%s\n", !strcmp(x->source, "bvals")   ? "--bvals"
+                           : !strcmp(x->source, "bvecs") ? "--bvecs"
+                                                         : "--measure NAME=FILE");
     }
     if (d->nvoxel_inputs) printf("\nper-voxel inputs (--voxel NAME=MAP):\n");
     for (int i = 0; i < d->nvoxel_inputs; i++) {

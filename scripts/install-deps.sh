@@ -13,9 +13,10 @@ set -euo pipefail
 # `dimoc pipeline --slurm` (tests/py/test_slurm.py) runs its own one-node SLURM.  chromium: the
 # test of the BIDS group report (tests/py/test_bids_group.py) loads the page in Debian's
 # headless Chromium, driven by Playwright (below); ~122 MB to download, ~414 MB on disk (beside
-# mrtrix3's Qt and Mesa, already there).
+# mrtrix3's Qt and Mesa, already there).  pkgconf: the test of the C API builds its example
+# through the installed dimoc.pc (tests/py/test_c_api.py).
 pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev
-      libexpat1-dev libzip-dev libjansson-dev clang
+      libexpat1-dev libzip-dev libjansson-dev clang pkgconf
       python3 python3-pip python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3
       slurm-wlm munge chromium)
 missing=()
