@@ -188,13 +188,36 @@ static int link_or_copy(const char *from, const char *to)
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The k-th smallest of a[0..n) (k < n), the others rearranged around it (quickselect). */
+static double kth_smallest(double *a, size_t n, size_t k)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = a[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot) i++;
+            while (a[j] > pivot) j--;
+            if (i <= j) {
+                double t = a[i];
+                a[i] = a[j], a[j] = t;
+                i++;
+                if (j == 0) break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return a[k];
+    }
+    return a[k];
 }
 
-/* The median of volume 0 over the mask's finite values (NaN when none). */
+/* The median of volume 0 over the mask's finite values (NaN when none): the middle value, or
+ * the mean of the two middle values, as a sort would give them. */
 static double median_in(const dm_volume *v, const dm_volume *mask)
 {
     size_t n = DM_NVOX(v), k = 0;
@@ -203,8 +226,15 @@ static double median_in(const dm_volume *v, const dm_volume *mask)
         if (mask->data[i] != 0 && isfinite(v->data[i])) vals[k++] = v->data[i];
     double m = NAN;
     if (k) {
-        qsort(vals, k, sizeof *vals, cmp_double);
-        m = k % 2 ? vals[k / 2] : 0.5 * (vals[k / 2 - 1] + vals[k / 2]);
+        double upper = kth_smallest(vals, k, k / 2); /* everything before it is <= it */
+        if (k % 2) {
+            m = upper;
+        } else {
+            double lower = vals[0];
+            for (size_t i = 1; i < k / 2; i++)
+                if (vals[i] > lower) lower = vals[i];
+            m = 0.5 * (lower + upper);
+        }
     }
     free(vals);
     return m;
@@ -307,6 +337,17 @@ int dm_study_write_run(const dm_study_run_out *r)
     char **med_key = calloc((size_t)n + 1, sizeof *med_key);
     double *med_val = calloc((size_t)n + 1, sizeof *med_val);
     int nmed = 0;
+    /* First in turn: the status, the residual, each map's link and sidecar (cheap); then each
+     * map's reading, median and picture on all cores (a UK Biobank subject's ten maps took
+     * about 0.5 s one after the other), kept in the maps' order. */
+    typedef struct map_job {
+        char *img, *png, key[400];
+        int has_median, rc;
+        double median;
+        char error[512];
+    } map_job;
+    map_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+    int njobs = 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         char stem[256], label[256];
         const char *ending;
@@ -334,10 +375,12 @@ int dm_study_write_run(const dm_study_run_out *r)
         if (asprintf(&base, "%s_space-dwi_model-%s_param-%s_dwimap", r->prefix, model_label,
                      label) < 0)
             base = NULL;
-        char *img = joinf(r->dwi_dir, "%s%s", base, ending, "");
+        map_job *mj = &jobs[njobs++];
+        mj->img = joinf(r->dwi_dir, "%s%s", base, ending, "");
+        mj->png = joinf(r->figures_dir, "%s.png", base, "", "");
+        snprintf(mj->key, sizeof mj->key, "%s_%s", model_label, label);
         char *side = joinf(r->dwi_dir, "%s.json", base, "", "");
-        char *png = joinf(r->figures_dir, "%s.png", base, "", "");
-        rc = link_or_copy(from, img);
+        rc = link_or_copy(from, mj->img);
         if (rc == 0) {
             jfile jf;
             jf_begin(&jf);
@@ -350,19 +393,33 @@ int dm_study_write_run(const dm_study_run_out *r)
             json_embed(&jf.j, "dimoc", prov);
             rc = jf_write(&jf, side);
         }
-        dm_volume v = {0};
-        if (rc == 0) rc = dm_volume_read(img, &v);
-        if (rc == 0) rc = dm_volume_check_same_grid(&v, img, &mask, r->mask);
-        if (rc == 0 && (v.nt == 1 || (v.nt >= 6 && dm_is_sh_count(v.nt)))) {
-            char key[400];
-            snprintf(key, sizeof key, "%s_%s", model_label, label);
-            med_key[nmed] = strdup(key);
-            med_val[nmed++] = median_in(&v, &mask);
-        }
-        if (rc == 0) rc = picture(png, &v);
-        dm_volume_free(&v);
-        free(base), free(img), free(side), free(png), free(from);
+        free(base), free(side), free(from);
     }
+#pragma omp parallel for schedule(dynamic, 1) if (rc == 0 && njobs > 1)
+    for (int i = 0; i < njobs; i++) {
+        map_job *mj = &jobs[i];
+        dm_volume v = {0};
+        if (rc != 0) continue;
+        mj->rc = dm_volume_read(mj->img, &v);
+        if (mj->rc == 0) mj->rc = dm_volume_check_same_grid(&v, mj->img, &mask, r->mask);
+        if (mj->rc == 0 && (v.nt == 1 || (v.nt >= 6 && dm_is_sh_count(v.nt)))) {
+            mj->has_median = 1;
+            mj->median = median_in(&v, &mask);
+        }
+        if (mj->rc == 0) mj->rc = picture(mj->png, &v);
+        if (mj->rc != 0) snprintf(mj->error, sizeof mj->error, "%s", dm_last_error());
+        dm_volume_free(&v);
+    }
+    for (int i = 0; i < njobs; i++) {
+        map_job *mj = &jobs[i];
+        if (rc == 0 && mj->rc != 0) rc = dm_set_error("%s", mj->error);
+        if (rc == 0 && mj->has_median) {
+            med_key[nmed] = strdup(mj->key);
+            med_val[nmed++] = mj->median;
+        }
+        free(mj->img), free(mj->png);
+    }
+    free(jobs);
     json_decref(prov);
 
     /* The tractogram, under a derivative name too. */
