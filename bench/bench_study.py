@@ -3,7 +3,10 @@
 `dimoc bids ... participant` process against N separate `dimoc pipeline` commands (the peer: the
 same pipeline, one process per subject, as a shell loop or a job array runs it), in the same run
 on the same host.  Prints subjects per hour for both, their ratio, and per subject its whole time
-over its fit's time (from the qc.json of each unit: read, fit, write, total).  Not a test.
+over its fit's time (from the qc.json of each unit: read, fit, write, total), and where the
+time goes: a table of each stage's median load, compile, gpu_start, fit and write (the stages'
+provenance.json) for both sides, and each unit's read, plan, stages, finish and write (qc.json)
+beside each separate command's whole time.  Not a test.
 
   bench/bench_study.py [--subjects 20] [--pipeline noddi_watson] [--device gpu|cpu]
                        [--grid 104,104,72] [--work DIR] [--keep] [--drop-caches]
@@ -22,6 +25,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -107,7 +111,8 @@ def drop_caches(on):
         print(f"note: page cache not dropped ({e})", flush=True)
 
 
-def separate(bids, out, pipeline, device, n):
+def separate(bids, out, pipeline, device, n, each=None):
+    """The peer: one `dimoc pipeline` per subject; each command's seconds appended to each."""
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     t = time.time()
@@ -115,8 +120,11 @@ def separate(bids, out, pipeline, device, n):
         sub = f"sub-{s:03d}"
         d = f"{bids}/{sub}/dwi/{sub}_dwi"
         mask = f"{bids}/derivatives/masks/{sub}/dwi/{sub}_desc-brain_mask.nii.gz"
+        t0 = time.time()
         run("pipeline", pipeline, "--data", d + ".nii.gz", "--mask", mask, "--bvals", d + ".bval",
             "--bvecs", d + ".bvec", "--out", f"{out}/{sub}", "--device", device)
+        if each is not None:
+            each.append(time.time() - t0)
     return time.time() - t
 
 
@@ -127,6 +135,68 @@ def one_process(bids, out, pipeline, device):
     wall = time.time() - t
     units = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/sub-*/dwi/*_qc.json"))]
     return wall, units
+
+
+TIMINGS = ("load", "compile", "gpu_start", "fit", "write", "total")
+
+
+def stage_timings(pattern):
+    """From the provenance.json files under pattern (one folder per stage; each stage of a
+    cascade has its own): {stage: {timing: [seconds, one per subject]}} and {subject: {timing:
+    the sum over its stages}}."""
+    stages, subjects = {}, {}
+    for f in sorted(glob.glob(pattern)):
+        t = json.load(open(f)).get("timings_seconds") or {}
+        name = os.path.basename(os.path.dirname(f))
+        sub = re.search(r"/(sub-[^/]+)/", f).group(1)
+        for k in TIMINGS:
+            v = float(t.get(k, 0) or 0)
+            stages.setdefault(name, {}).setdefault(k, []).append(v)
+            subjects.setdefault(sub, dict.fromkeys(TIMINGS, 0.0))[k] += v
+    return stages, subjects
+
+
+def med(v):
+    v = [x for x in v if x is not None]
+    return float(np.median(v)) if len(v) else float("nan")
+
+
+def breakdown(bids_side, sep_side, units, sep_each):
+    """Where the time goes: each stage's medians over subjects on both sides, then each unit's
+    (bids: qc.json's seconds; separate: the command's wall time) against its stages' sums."""
+    (st_b, sub_b), (st_s, sub_s) = bids_side, sep_side
+    print("\nper stage, median over subjects, seconds (the stages' provenance.json):")
+    print(f"{'stage':14} {'side':9}" + "".join(f"{k:>10}" for k in TIMINGS))
+    for name in list(st_s) + [k for k in st_b if k not in st_s]:
+        for side, st in (("bids", st_b), ("separate", st_s)):
+            if name in st:
+                print(f"{name:14} {side:9}" + "".join(f"{med(st[name][k]):10.3f}" for k in TIMINGS))
+    print("\nper unit, median over subjects, seconds: the sums over its stages, then the "
+          "unit's own")
+    print("  bids: qc.json's read (the mask, the wait for the DWI), plan, stages (the plan and "
+          "the commands), finish")
+    print("  (the closing work) and write (the derivatives), both on the writer thread; "
+          "separate: the command's wall")
+    print("  time; 'other': what is in neither (bids: dispatch and waits between the commands; "
+          "separate: the process's")
+    print("  and the driver's start, bash, links, PNGs)")
+    head = "".join(f"{'sum ' + k:>13}" for k in ("load", "write", "fit", "total"))
+    print(f"{'side':9}{head}{'read':>8}{'plan':>8}{'stages':>8}{'finish':>8}{'write':>8}"
+          f"{'total':>8}{'command':>9}{'other':>8}")
+    for side, subs in (("bids", sub_b), ("separate", sub_s)):
+        sums = "".join(f"{med([v[k] for v in subs.values()]):13.3f}" for k in
+                       ("load", "write", "fit", "total"))
+        if side == "bids":
+            q = {k: med([u["seconds"].get(k) for u in units]) for k in
+                 ("read", "plan", "stages", "finish", "write", "total")}
+            own = "".join(f"{q[k]:8.3f}" for k in q) + f"{'':>9}" + \
+                f"{q['stages'] - q['plan'] - med([v['total'] for v in subs.values()]):8.3f}"
+        else:
+            cmd = med(sep_each)
+            own = f"{'':>48}{cmd:9.3f}{cmd - med([v['total'] for v in subs.values()]):8.3f}"
+        print(f"{side:9}{sums}{own}")
+    print("(bids 'other': stages - plan - the stages' totals: dispatch and waits between the "
+          "commands)")
 
 
 def main():
@@ -148,9 +218,12 @@ def main():
     shutil.rmtree(warm, ignore_errors=True)
 
     drop_caches(args.drop_caches)
-    t_sep = separate(bids, f"{args.work}/separate", args.pipeline, args.device, n)
+    sep_each = []
+    t_sep = separate(bids, f"{args.work}/separate", args.pipeline, args.device, n, sep_each)
     drop_caches(args.drop_caches)
     t_one, units = one_process(bids, f"{args.work}/derivatives", args.pipeline, args.device)
+    bids_side = stage_timings(f"{args.work}/derivatives/sub-*/dwi/dimoc/*/dimoc/*/provenance.json")
+    sep_side = stage_timings(f"{args.work}/separate/sub-*/dimoc/*/provenance.json")
 
     fit = np.array([u["seconds"]["fit"] for u in units])
     total = np.array([u["seconds"]["total"] for u in units])
@@ -167,6 +240,7 @@ def main():
         print(f"per subject (bids): fit median {np.median(fit):.3f} s, whole median "
               f"{np.median(total):.3f} s, whole / fit median {np.median(ratio):.2f}, max "
               f"{ratio.max():.2f} (target <= 1.2)")
+    breakdown(bids_side, sep_side, units, sep_each)
     if not args.keep:
         shutil.rmtree(f"{args.work}/separate", ignore_errors=True)
         shutil.rmtree(f"{args.work}/derivatives", ignore_errors=True)
