@@ -148,7 +148,9 @@ class Model:
 
     spec: a shipped model's name ("noddi_watson"), a path to a .model file (a str holding a '/'
     or ending in .model, or any os.PathLike), or the model's source text (a str holding a
-    newline).  file_name names source text in diagnostics; imports are looked for in its folder.
+    newline).  With file_name, spec is source text whatever it holds, file_name names it in
+    diagnostics and its imports are looked for in file_name's folder (without: "<string>", and
+    the working folder).
 
     Raises ModelError for a model with errors, FileNotFoundError for a missing file, ValueError
     for an unknown name or an argument of the wrong type."""
@@ -158,19 +160,18 @@ class Model:
         if isinstance(spec, os.PathLike):
             spec = os.fspath(spec)
             _require("spec", spec, str, "a str or os.PathLike of str")
-            opener = lambda h: _lib.dimoc_model_open_file(spec.encode(), h)  # noqa: E731
+            opener = lambda h: _lib.dimoc_model_open_file(os.fsencode(spec), h)  # noqa: E731
         else:
             _require("spec", spec, str, "a shipped model's name, a .model path or model source "
                      "text (str or os.PathLike)")
             if file_name is not None:
                 _require("file_name", file_name, (str, os.PathLike), "a str or os.PathLike")
-                if "\n" not in spec:
-                    raise _ArgumentError("file_name: only for model source text (a spec "
-                                         "holding a newline)")
-                name = os.fspath(file_name).encode()
+                name = os.fsencode(file_name)
                 opener = lambda h: _lib.dimoc_model_open_source(spec.encode(), name, h)  # noqa
             else:
                 opener = lambda h: _lib.dimoc_model_open(spec.encode(), h)  # noqa: E731
+        if "\0" in spec:
+            raise _ArgumentError("spec: holds a NUL character (no model, name or path does)")
         handle = _native.ctypes.c_void_p()
         status = opener(_native.ctypes.byref(handle))
         if status == _native.E_MODEL and handle:
@@ -236,8 +237,9 @@ class Model:
         return Generated(_native.take_text(h), _native.take_text(meta))
 
     def __repr__(self):
-        return (f"<dimoc.Model {self.name}: {len(self.parameters)} parameters, "
-                f"{len(self.outputs)} outputs, from {self.file}>")
+        n, k = len(self.parameters), len(self.outputs)
+        return (f"<dimoc.Model {self.name}: {n} parameter{'s' * (n != 1)}, "
+                f"{k} output{'s' * (k != 1)}, from {self.file}>")
 
     def __del__(self):
         if getattr(self, "_handle", None):
