@@ -1,13 +1,16 @@
 /* The participant level of `dimoc bids`: every (subject, session) of a BIDS dataset through
  * one pipeline, in ONE process (docs/studies.md).
  *
- * For each run the pipeline's script runs in its plan phase (pipelines/lib/flags.bash records
- * its dimoc commands; csd and tractography have their stages built in, study_plan.h), each
- * recorded command runs in this process through the caller's `exec` (the command table lives
- * in cli/, which the library does not call), then the script's finish phase (bash) does its
- * shell work.  While one run fits, the next run's DWI is read on a thread
- * (dm_volume_preload), and the previous unit's derivatives, pictures and qc.json are made on
- * another (study_outputs.h).
+ * The pipeline's script runs in its plan phase once, for the first run, before any work
+ * (pipelines/lib/flags.bash records its dimoc commands, DIMOC_BIDS=1: cascades as one command;
+ * a failing plan refuses the study in one line); the other runs get that plan with their own
+ * paths in place (checked once against the script's own plan of the second run; csd and
+ * tractography have their stages built in, study_plan.h).  Each command runs in this process
+ * through the caller's `exec` (the command table lives in cli/, which the library does not
+ * call).  While one run fits, the next run's DWI is read on a thread (dm_volume_preload: every
+ * command of the run reads it from there, the last one taking it), and the previous unit's
+ * closing work (the script's finish phase, bash), derivatives, pictures and qc.json are made
+ * on another (study_outputs.h).
  *
  * A unit's outputs appear whole or not at all: they are written into OUTPUT_DIR/.sub-X[_ses-Y]
  * .tmp.PID and renamed into place at the end (a session's folder into its subject's folder,
