@@ -702,14 +702,38 @@ int dm_study_unit_complete(const char *output_dir, const dm_bids_unit *u)
     return ok;
 }
 
-/* Removes OUTPUT_DIR/.NAME.tmp.PID folders of processes that are gone. */
-static void sweep(const char *output_dir, const char *base)
+/* The temporary folders in OUTPUT_DIR when the run starts (".NAME.tmp.PID"), listed once: a
+ * study of thousands of units would otherwise read the whole folder again for each. */
+typedef struct leftovers {
+    char **name;
+    int n;
+} leftovers;
+
+static void leftovers_list(const char *output_dir, leftovers *l)
 {
+    memset(l, 0, sizeof *l);
     DIR *d = opendir(output_dir);
     if (!d) return;
-    size_t n = strlen(base);
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        const char *s = e->d_name;
+        if (e->d_name[0] != '.' || !strstr(e->d_name, ".tmp.")) continue;
+        l->name = realloc(l->name, (size_t)(l->n + 1) * sizeof *l->name);
+        l->name[l->n++] = strdup(e->d_name);
+    }
+    closedir(d);
+}
+
+static void leftovers_free(leftovers *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->name[i]);
+    free(l->name);
+}
+
+/* Removes the unit's OUTPUT_DIR/.NAME.tmp.PID folders (of the list) whose process is gone. */
+static void sweep(const char *output_dir, const leftovers *l, const char *base)
+{
+    size_t n = strlen(base);
+    for (int i = 0; i < l->n; i++) {
+        const char *s = l->name[i];
         if (s[0] != '.' || strncmp(s + 1, base, n) || strncmp(s + 1 + n, ".tmp.", 5)) continue;
         char *end;
         long pid = strtol(s + 6 + n, &end, 10);
@@ -719,7 +743,6 @@ static void sweep(const char *output_dir, const char *base)
         dm_remove_tree(p);
         free(p);
     }
-    closedir(d);
 }
 
 static unit_job *unit_new(const dm_study_options *o, plan_template *plans, const char *out,
@@ -857,6 +880,8 @@ int dm_study_participant(const dm_study_options *o)
     fputs(early_out, con.out), fputs(early_err, con.err);
     free(early_out), free(early_err);
 
+    leftovers left;
+    leftovers_list(out, &left);
     unit_job *writing = NULL; /* the unit on the writer thread */
     pthread_t writer;
     int writer_threaded = 0;
@@ -867,7 +892,7 @@ int dm_study_participant(const dm_study_options *o)
         char base[256];
         snprintf(base, sizeof base, U->u->session ? "sub-%s_ses-%s" : "sub-%s", U->u->subject,
                  U->u->session);
-        sweep(out, base);
+        sweep(out, &left, base);
         dm_remove_tree(U->tmp);
         int rc = dm_mkdir_p(U->tmp);
         char *figs = dm_path_join(U->tmp, "figures");
@@ -968,6 +993,7 @@ int dm_study_participant(const dm_study_options *o)
         }
     dm_volume_preload_clear();
     template_free(&plans);
+    leftovers_free(&left);
     int rc = 0;
     if (dm_stop_requested()) {
         rc = dm_stop_error();

@@ -250,7 +250,19 @@ def mtimes(out):
 
 before = mtimes(OUT)
 shutil.rmtree(os.path.join(OUT, "sub-03"))
+# A killed run's leftovers: the unit's temporary folder of a process that is gone (removed when
+# the unit is redone), and one of a process still alive (kept).
+gone = subprocess.Popen(["true"])
+gone.wait()
+dead_tmp = os.path.join(OUT, f".sub-03.tmp.{gone.pid}")
+live_tmp = os.path.join(OUT, f".sub-03.tmp.{os.getpid()}")
+for t in (dead_tmp, live_tmp):
+    os.makedirs(os.path.join(t, "dwi"))
+    open(os.path.join(t, "dwi", "partial.nii.gz"), "w").write("x")
 rc, so, se = bids(DS, OUT, "participant", "--pipeline", "noddi_dti")
+check("bids-rerun-removes-leftovers", not os.path.exists(dead_tmp) and os.path.exists(live_tmp),
+      f"dead {os.path.exists(dead_tmp)}, live {os.path.exists(live_tmp)}")
+shutil.rmtree(live_tmp)
 after = mtimes(OUT)
 kept = {p: t for p, t in before.items() if "/sub-03/" not in p}
 check("bids-rerun-skips-complete", rc == 0 and all(after.get(p) == t for p, t in kept.items())
