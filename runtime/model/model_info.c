@@ -199,11 +199,10 @@ static int cmp_names(const void *a, const void *b)
 int dm_shipped_models(char ***names)
 {
     *names = NULL;
-    char *probe = dm_shipped_model_path("ball_1_stick");
-    if (!probe) return 0;
-    *strrchr(probe, '/') = 0;
-    DIR *d = opendir(probe);
-    free(probe);
+    char *folder = dm_data_path("models"); /* the first data folder that has models */
+    if (!folder) return 0;
+    DIR *d = opendir(folder);
+    free(folder);
     if (!d) return 0;
     int n = 0, cap = 32;
     char **list = malloc((size_t)cap * sizeof *list);

@@ -84,8 +84,8 @@ int dm_model_describe(const struct dm_model *m, const struct dm_flops *flops, co
 int dm_model_load(const char *model, dm_model_info *mi);
 void dm_model_info_free(dm_model_info *mi);
 int dm_model_param_index(const dm_model_info *mi, const char *name);
-/* The names of the shipped models (the .model files beside ball_1_stick's), sorted; *names
- * malloc'd, each name too.  The count (0 when none is found). */
+/* The names of the shipped models (the .model files of the data folder's models/), sorted;
+ * *names malloc'd, each name too.  The count (0 when none is found). */
 int dm_shipped_models(char ***names);
 
 #endif
