@@ -218,5 +218,6 @@ int main(void)
     test_models_on_threads();
     test_data_dir();
     test_refusals();
+    dimoc_free_list(names);
     return failures != 0;
 }
