@@ -35,7 +35,7 @@ const char *dm_type_words(dm_type t, int width)
 
 static const char *op_text(int op)
 {
-    static char buf[2];
+    static _Thread_local char buf[2]; /* models are checked on several threads at once */
     switch (op) {
     case DM_OP_LE: return "<=";
     case DM_OP_GE: return ">=";
