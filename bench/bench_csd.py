@@ -3,7 +3,7 @@
 same data, same exact responses, lmax 8), per stage (load, response, solve, write) where dimoc's
 provenance.json reports them, with the floor counted and the fraction of it reached.  Not a test.
 
-  bench/bench_csd.py [--voxels 200000] [--cpu1-voxels 20000] [--cases single,hcp]
+  bench/bench_csd.py [--voxels 200000] [--cpu1-voxels 20000] [--cases single,hcp,mrtrix,mrtrix_msmt]
                      [--threads 1,2,all] [--precisions float] [--no-peer] [--no-gpu]
                      [--response] [--quick] [--work DIR]
 
@@ -12,6 +12,11 @@ tiled to --voxels):
   single  5 b=0 + 64 b=2500, one WM response: `dimoc csd` / `dwi2fod csd`
   hcp     18 b=0 + 90 each at b=1000, 2000, 3000, WM/GM/CSF responses (pool voxels mix the three):
           `dimoc csd --msmt` / `dwi2fod msmt_csd`
+MRtrix's own dwi2fod regression data (tests/data/mrtrix_dwi2fod: the signals of the mask's voxels,
+tiled to --voxels, with the responses its tests use; real, noisy scanner data):
+  mrtrix       8 b=0 + 60 b=3000, response.txt: `dimoc csd` / `dwi2fod csd`
+  mrtrix_msmt  b=0 (6), 700 (16), 1200 (30), 2800 (50), msmt/wm,gm,csf.txt: `dimoc csd` with
+               three responses / `dwi2fod msmt_csd`
 Runs with one thread use the first --cpu1-voxels voxels (rates are per voxel, so the ratios are
 fair); the others use all.  --response adds `dimoc response --algorithm tournier` against
 `dwi2response tournier` (single case, all threads).  Without MRtrix the peer columns are skipped
@@ -47,6 +52,8 @@ CASES = {
     "single": ("5x0,64x2500", [2500], ["wm"]),
     "hcp": ("18x0,90x1000,90x2000,90x3000", [0, 1000, 2000, 3000], ["wm", "gm", "csf"]),
 }
+REGRESSION = os.path.join(ROOT, "tests", "data", "mrtrix_dwi2fod")
+REAL_CASES = {"mrtrix": ("", ["response.txt"]), "mrtrix_msmt": ("msmt", ["wm.txt", "gm.txt", "csf.txt"])}
 GPU_CEILINGS = {"H200": {"float": (56700.0, 4800.0), "double": (33200.0, 4800.0)},  # GFLOP/s (measured, docs/performance.md), GB/s (nominal)
                 "H100": {"float": (60000.0, 3350.0), "double": (30000.0, 3350.0)}}  # nominal
 
@@ -57,7 +64,32 @@ def sh(cmd, env=None):
     return p.returncode, time.time() - t, p.stderr.strip()
 
 
+def regression_dataset(folder, case, n):
+    """MRtrix's regression data: the mask's voxels tiled to n voxels, its gradients and responses."""
+    sub, resp_names = REAL_CASES[case]
+    src = os.path.join(REGRESSION, sub)
+    os.makedirs(folder, exist_ok=True)
+    data = f"{folder}/dwi_{n}.nii"
+    bvals, bvecs = f"{folder}/bvals", f"{folder}/bvecs"
+    resp = [f"{folder}/{r}" for r in resp_names]
+    if not os.path.exists(data):
+        img = nib.load(os.path.join(src, "dwi.nii.gz"))
+        a = np.asarray(img.dataobj, dtype=np.float32)
+        mask = np.asarray(nib.load(os.path.join(src, "mask.nii.gz")).dataobj) > 0
+        y = a[mask]  # (voxels, volumes)
+        shape = (max(n // 100, 1), 10, 10) if n >= 100 else (n, 1, 1)
+        full = np.resize(y, (int(np.prod(shape)), y.shape[1])).reshape(shape + (y.shape[1],))
+        nib.save(nib.Nifti1Image(full, img.affine), data)
+        shutil.copy(os.path.join(src, "dwi.bvals"), bvals)
+        shutil.copy(os.path.join(src, "dwi.bvecs"), bvecs)
+        for r in resp_names:
+            shutil.copy(os.path.join(src, r), f"{folder}/{r}")
+    return data, bvals, bvecs, resp
+
+
 def dataset(folder, case, n):
+    if case in REAL_CASES:
+        return regression_dataset(folder, case, n)
     spec, shells, tissues = CASES[case]
     os.makedirs(folder, exist_ok=True)
     data = f"{folder}/dwi_{n}.nii"
@@ -154,12 +186,21 @@ def nominal_cpu_peak(ghz=None):
     return ghz * per_cycle, ghz * per_cycle * 2, f"{isa} at {ghz:.2f} GHz"
 
 
-def floor_seconds(case, n, flops_rate_g, gbs):
+def scheme_counts(case, bvals):
+    """(measurements a voxel's solve uses, all measurements, tissues) of a case."""
+    if case in REAL_CASES:
+        b = np.loadtxt(bvals)
+        ntissue = len(REAL_CASES[case][1])
+        return (int((b > 10).sum()) if ntissue == 1 else len(b)), len(b), ntissue
     spec, shells, tissues = CASES[case]
     counts = [(int(c), float(b)) for c, b in (s.split("x") for s in spec.split(","))]
-    M = sum(c for c, b in counts if b > 0) if case == "single" else sum(c for c, _ in counts)
-    Mall = sum(c for c, _ in counts)
-    ncoef = 45 + (len(tissues) - 1)
+    M = sum(c for c, b in counts if b > 0) if len(tissues) == 1 else sum(c for c, _ in counts)
+    return M, sum(c for c, _ in counts), len(tissues)
+
+
+def floor_seconds(counts, n, flops_rate_g, gbs):
+    M, Mall, ntissue = counts
+    ncoef = 45 + (ntissue - 1)
     flops = n * (2 * ncoef * M + ncoef ** 3 / 3 + 2 * ncoef ** 2)
     bytes_ = n * 4 * (Mall + ncoef)
     return max(flops / (flops_rate_g * 1e9), bytes_ / (gbs * 1e9)), flops, bytes_
@@ -176,7 +217,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--voxels", type=int, default=200000)
     ap.add_argument("--cpu1-voxels", type=int, default=20000)
-    ap.add_argument("--cases", default="single,hcp")
+    ap.add_argument("--cases", default="single,hcp,mrtrix,mrtrix_msmt")
     ap.add_argument("--threads", default="1,2,all")
     ap.add_argument("--precisions", default="float", help="GPU precisions, comma list")
     ap.add_argument("--work", default="/tmp/dimoc-bench-csd")
@@ -210,7 +251,8 @@ def main():
         folder = f"{a.work}/{case}"
         data, bvals, bvecs, resp = dataset(folder, case, a.voxels)
         small = subset(data, a.cpu1_voxels)
-        _, fl1, by1 = floor_seconds(case, 1, 1.0, 1.0)
+        counts = scheme_counts(case, bvals)
+        _, fl1, by1 = floor_seconds(counts, 1, 1.0, 1.0)
         notes.append(f"{case} floor per voxel: {fl1 / 1e3:.1f} kflop (projection + one Cholesky solve), "
                      f"{by1:.0f} bytes; {nvox(data)} voxels: {fl1 * nvox(data) / 1e9:.2f} GFLOP, "
                      f"{by1 * nvox(data) / 1e6:.0f} MB")
@@ -243,7 +285,7 @@ def main():
                     continue
                 n = nvox(src)
                 peer_rate[t] = n / wall
-                fl, _, _ = floor_seconds(case, n, ceil["float64"] * t, ceil["gbs"])
+                fl, _, _ = floor_seconds(counts, n, ceil["float64"] * t, ceil["gbs"])
                 rows.append((case, n, f"dwi2fod -nthreads {t}", {"total": wall}, wall, 1.0, fl / wall))
         for label, t, dev, prec, src in runs:
             out = f"{folder}/dimoc_out"
@@ -270,7 +312,7 @@ def main():
             else:
                 gf, gb = ceil["float64" if prec == "double" else "float32"] * t, ceil["gbs"]
                 ref = peer_rate.get(t)
-            fl, _, _ = floor_seconds(case, n, gf, gb)
+            fl, _, _ = floor_seconds(counts, n, gf, gb)
             ratio = (n / wall) / ref if ref else float("nan")
             one = peer_rate.get(1)
             if one:  # the yardstick: dwi2fod on one core, against the solve stage alone
@@ -284,7 +326,7 @@ def main():
                              f"{res['mean_active_set_steps']:.1f} active-set steps per voxel on average, "
                              f"{res.get('unknowns')} unknowns, {res.get('measurements')} measurements, "
                              f"{res.get('constraints')} constraints, device {res.get('device')}")
-        if a.response and case == "single":
+        if a.response and case in ("single", "mrtrix"):
             t = max(threads)
             shutil.rmtree(f"{folder}/dimoc_resp", ignore_errors=True)
             rc, wall, err = sh([DIMOC, "response", "--data", data, "--bvals", bvals, "--bvecs", bvecs, "--out",
