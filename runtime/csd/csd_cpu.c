@@ -1,5 +1,8 @@
-/* The CPU build of the CSD solver: templates/csd/csd_solve.h included once per precision, its
- * names given a suffix, and run over voxels with OpenMP (csd_cpu.h). */
+/* The CPU build of the CSD solver: templates/csd/csd_solve.h included once per precision (and
+ * once more per precision for AVX2), its names given a suffix (csd_cpu_instance.h), and run
+ * over voxels with OpenMP (csd_cpu.h).  The hard solver's table
+ * Q = C P' (k x k) is made here, once per run, with the template's own sum, so that looking an
+ * entry up gives the bits computing it would. */
 #include "csd/csd_cpu.h"
 
 #include "util/error.h"
@@ -12,65 +15,106 @@
 #include <string.h>
 
 #define DM_FN static inline
+#define DM_CSD_HOST /* the template's host loops: the same bits as the GPU's, sooner */
 
 #define real double
-#define dm_csd_problem dm_csd_problem_d
-#define dm_csd_dot_ dm_csd_dot_d
-#define dm_csd_chol_append_ dm_csd_chol_append_d
-#define dm_csd_chol_solve_ dm_csd_chol_solve_d
-#define dm_csd_chol_delete_ dm_csd_chol_delete_d
-#define dm_csd_update_x_ dm_csd_update_x_d
-#define dm_csd_dotd_ dm_csd_dotd_d
-#define dm_csd_dotrr_ dm_csd_dotrr_d
-#define dm_csd_solve_hard_ dm_csd_solve_hard_d
-#define dm_csd_solve_soft_ dm_csd_solve_soft_d
-#define dm_csd_solve dm_csd_solve_d
-#include "csd/csd_solve.h"
+#define DM_CSD_REAL_FLOAT 0
+#define DM_CSD_SFX _d
+#include "csd/csd_cpu_instance.h"
 #undef real
-#undef dm_csd_problem
-#undef dm_csd_dot_
-#undef dm_csd_chol_append_
-#undef dm_csd_chol_solve_
-#undef dm_csd_chol_delete_
-#undef dm_csd_update_x_
-#undef dm_csd_dotd_
-#undef dm_csd_dotrr_
-#undef dm_csd_solve_hard_
-#undef dm_csd_solve_soft_
-#undef dm_csd_solve
+#undef DM_CSD_REAL_FLOAT
+#undef DM_CSD_SFX
 
 #define real float
-#define dm_csd_problem dm_csd_problem_f
-#define dm_csd_dot_ dm_csd_dot_f
-#define dm_csd_chol_append_ dm_csd_chol_append_f
-#define dm_csd_chol_solve_ dm_csd_chol_solve_f
-#define dm_csd_chol_delete_ dm_csd_chol_delete_f
-#define dm_csd_update_x_ dm_csd_update_x_f
-#define dm_csd_dotd_ dm_csd_dotd_f
-#define dm_csd_dotrr_ dm_csd_dotrr_f
-#define dm_csd_solve_hard_ dm_csd_solve_hard_f
-#define dm_csd_solve_soft_ dm_csd_solve_soft_f
-#define dm_csd_solve dm_csd_solve_f
-#include "csd/csd_solve.h"
+#define DM_CSD_REAL_FLOAT 1
+#define DM_CSD_SFX _f
+#include "csd/csd_cpu_instance.h"
 #undef real
+#undef DM_CSD_REAL_FLOAT
+#undef DM_CSD_SFX
+
+/* The same again for x86-64 processors with AVX2, chosen at run time: twice the vector width
+ * for the products.  AVX2 without FMA, so the bits are those of the instance above. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DM_CSD_HAVE_AVX2 1
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define DM_CSD_HOST_WIDE
+#define real double
+#define DM_CSD_REAL_FLOAT 0
+#define DM_CSD_SFX _d_avx2
+#include "csd/csd_cpu_instance.h"
+#undef real
+#undef DM_CSD_REAL_FLOAT
+#undef DM_CSD_SFX
+#define real float
+#define DM_CSD_REAL_FLOAT 1
+#define DM_CSD_SFX _f_avx2
+#include "csd/csd_cpu_instance.h"
+#undef real
+#undef DM_CSD_REAL_FLOAT
+#undef DM_CSD_SFX
+#undef DM_CSD_HOST_WIDE
+#pragma GCC pop_options
+#else
+#define DM_CSD_HAVE_AVX2 0
+#endif
+
+/* 1 when the AVX2 instance can run here: the processor has AVX2 and the system saves its
+ * registers (as __builtin_cpu_supports checks), and DIMOC_CSD_ISA does not ask for the
+ * baseline ("sse2": to compare the two, which give the same bits). */
+static int use_avx2(void)
+{
+#if DM_CSD_HAVE_AVX2
+    const char *isa = getenv("DIMOC_CSD_ISA");
+    if (isa && !strcmp(isa, "sse2")) return 0;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+#else
+    return 0;
+#endif
+}
+
+#define DM_CSD_PROBLEM_D(Q)                                                                        \
+    {                                                                                              \
+        n, m, k, p->soft, p->G, p->C, p->P, p->Qd, p->At, p->Hp, p->Ct, max_iter, 1e-10, 1e-12, Q  \
+    }
+#define DM_CSD_PROBLEM_F                                                                           \
+    {                                                                                              \
+        n, m, k, p->soft, p->Gf, p->Cf, p->Pf, p->Qdf, p->Atf, p->Hpf, p->Ctf, max_iter, 1e-10f,   \
+            1e-12f, NULL                                                                           \
+    }
 
 int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_double, int threads,
                    int max_iter, const char *progress, double *X, unsigned char *status, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k;
-    dm_csd_problem_d pd = {n,     m,     k,     p->soft, p->G,     p->C,  p->P,
-                           p->Qd, p->At, p->Hp, p->Ct,   max_iter, 1e-10, 1e-12};
-    dm_csd_problem_f pf = {n,      m,      k,      p->soft, p->Gf,    p->Cf,  p->Pf,
-                           p->Qdf, p->Atf, p->Hpf, p->Ctf,  max_iter, 1e-10f, 1e-12f};
+    const int wide = use_avx2();
+    double *Q = NULL;
+    if (!p->soft && use_double) {
+        Q = malloc((size_t)k * k * sizeof *Q);
+        if (!Q) return dm_set_error("out of memory for the CSD's %d x %d constraint table", k, k);
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < k; j++)
+                Q[(size_t)i * k + j] =
+                    dm_csd_dotrr_d(p->C + (size_t)i * n, p->P + (size_t)j * n, n);
+    }
+    const dm_csd_problem_d pd = DM_CSD_PROBLEM_D(Q);
+    const dm_csd_problem_f pf = DM_CSD_PROBLEM_F;
+#if DM_CSD_HAVE_AVX2
+    const dm_csd_problem_d_avx2 pd_wide = DM_CSD_PROBLEM_D(Q);
+    const dm_csd_problem_f_avx2 pf_wide = DM_CSD_PROBLEM_F;
+#endif
     dm_progress *prog = progress ? dm_progress_start(progress, (long)nvox, "voxels") : NULL;
     int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
     {
-        size_t wn = DM_CSD_WORK(n, k), iwn = DM_CSD_IWORK(n, k);
-        double *wd = malloc(wn * sizeof(double));
+        size_t wn = DM_CSD_WORK(n, k), iwn = DM_CSD_IWORK_HOST(n, k);
+        double *wd = malloc(wn * sizeof(double)), *yd = malloc((size_t)m * sizeof(double));
         float *wf = malloc((size_t)(n + m) * sizeof(float));
         int *iw = malloc(iwn * sizeof(int));
-        if (!wd || !wf || !iw) {
+        if (!wd || !yd || !wf || !iw) {
 #pragma omp atomic write
             failed = 1;
         }
@@ -80,11 +124,23 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
             if (failed || dm_stop_requested()) continue;
             int it = 0, st;
             if (use_double) {
-                st = dm_csd_solve_d(&pd, Y + i, (long)nvox, X + i * n, wd, iw, &it);
+                /* the voxel's signal gathered once (Y is measurement-major) */
+                for (int j = 0; j < m; j++) yd[j] = Y[j * nvox + i];
+#if DM_CSD_HAVE_AVX2
+                if (wide)
+                    st = dm_csd_solve_d_avx2(&pd_wide, yd, 1, X + i * n, wd, iw, &it);
+                else
+#endif
+                    st = dm_csd_solve_d(&pd, yd, 1, X + i * n, wd, iw, &it);
             } else {
                 float *y = wf, *x = y + m;
                 for (int j = 0; j < m; j++) y[j] = (float)Y[j * nvox + i];
-                st = dm_csd_solve_f(&pf, y, 1, x, wd, iw, &it);
+#if DM_CSD_HAVE_AVX2
+                if (wide)
+                    st = dm_csd_solve_f_avx2(&pf_wide, y, 1, x, wd, iw, &it);
+                else
+#endif
+                    st = dm_csd_solve_f(&pf, y, 1, x, wd, iw, &it);
                 for (int c = 0; c < n; c++) X[i * n + c] = x[c];
             }
             status[i] = (unsigned char)st;
@@ -96,10 +152,12 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
         }
         if (prog) dm_progress_add(prog, done);
         free(wd);
+        free(yd);
         free(wf);
         free(iw);
     }
     if (prog) dm_progress_end(prog);
+    free(Q);
     if (failed) return dm_set_error("out of memory for the CSD workspaces");
     if (dm_stop_requested()) return dm_stop_error();
     return 0;

@@ -28,7 +28,14 @@
  * this file.  Before including: `real` (float or double, as a macro) and DM_FN; without
  * `real` only the outcome codes are read.  Only they are guarded against a second inclusion:
  * the host includes the rest once per precision, renaming its functions and type with
- * #define (runtime/csd/csd_cpu.c). */
+ * #define (runtime/csd/csd_cpu.c).
+ *
+ * DM_CSD_HOST (defined by the CPU build only) selects the host's loops where they differ from
+ * the GPU's: products of four rows at once (four independent chains of additions keep a core's
+ * pipelines busy where one dot product waits on each addition), Q_WW's entries from a table
+ * made once (dm_csd_problem.Q) and the forward half of the triangular solves kept from one
+ * step to the next.  Every sum is the same sum in the same order as the code the GPU runs, so
+ * both give the same bits; only the order in which independent sums are computed changes. */
 #ifndef DIMOC_CSD_SOLVE_H
 #define DIMOC_CSD_SOLVE_H
 
@@ -48,6 +55,8 @@ enum {
 /* Doubles of workspace one voxel needs (dm_csd_solve's `work`), and ints (`iwork`). */
 #define DM_CSD_WORK(n, k) (2 * (n) * (n) + 6 * (n))
 #define DM_CSD_IWORK(n, k) ((n) + 2 * (((k) + 31) / 32))
+/* The host's ints: room for the soft solver's list of changed directions as well. */
+#define DM_CSD_IWORK_HOST(n, k) (DM_CSD_IWORK(n, k) + (k))
 
 #endif
 
@@ -66,6 +75,10 @@ typedef struct dm_csd_problem {
     int max_iter;   /* hard: added constraints at most (the outer steps); soft: iterations */
     real tol;       /* a constraint counts as violated below -tol * (largest |C x0|) */
     real pivot_tol; /* relative ridge on Q_WW's diagonal */
+#ifdef DM_CSD_HOST
+    const double *Q; /* hard, optional (NULL: computed when needed): k x k, Q[i k + j] the
+                      * dm_csd_dotrr_ of C_i and P_j */
+#endif
 } dm_csd_problem;
 
 /* Dot products with four partial sums: independent chains the host compiler can pipeline and
@@ -117,6 +130,50 @@ DM_FN double dm_csd_dotrr_(const real *a, const real *b, int n)
     return (s0 + s1) + (s2 + s3);
 }
 
+#ifdef DM_CSD_HOST
+/* The host defines dm_csd_dot4_ and dm_csd_dotd4_ before including this file: four rows
+ * a[0..3] with one vector, out[r] dm_csd_dot_(a[r], b, n) and dm_csd_dotd_(a[r], b, n) to the
+ * bit; and dm_csd_rank_update_, the soft solver's S += sum of +-C_i' C_i over a list of
+ * directions (runtime/csd/csd_host_kernels.h). */
+
+/* Rows c to c + 3 of M y (M: row-major, m columns; y's entries ystride apart), each summed from
+ * j = 0 up in `real` as the one-row loops of dm_csd_solve_soft_ sum them. */
+DM_FN void dm_csd_matvec4_(const real *M, int m, int c, const real *y, long ystride, real *out)
+{
+    const real *r0 = M + (long)c * m, *r1 = r0 + m, *r2 = r1 + m, *r3 = r2 + m;
+    real s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int j = 0; j < m; j++) {
+        const real yj = y[(long)j * ystride];
+        s0 += r0[j] * yj;
+        s1 += r1[j] * yj;
+        s2 += r2[j] * yj;
+        s3 += r3[j] * yj;
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
+}
+
+/* The same summed in double, as dm_csd_solve sums x0 = G y. */
+DM_FN void dm_csd_matvec4d_(const real *M, int m, int c, const real *y, long ystride, double *out)
+{
+    const real *r0 = M + (long)c * m, *r1 = r0 + m, *r2 = r1 + m, *r3 = r2 + m;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int j = 0; j < m; j++) {
+        const double yj = y[(long)j * ystride];
+        s0 += (double)r0[j] * yj;
+        s1 += (double)r1[j] * yj;
+        s2 += (double)r2[j] * yj;
+        s3 += (double)r3[j] * yj;
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
+}
+#endif
+
 /* Appends row r of Q_WW (the W's r+1 entries, the last on the diagonal) to the Cholesky factor
  * L (row-major, stride n) of the first r rows; returns the pivot squared, <= 0 when it fails. */
 DM_FN double dm_csd_chol_append_(const dm_csd_problem *p, const int *W, int r, double *L)
@@ -124,14 +181,21 @@ DM_FN double dm_csd_chol_append_(const dm_csd_problem *p, const int *W, int r, d
     const int n = p->n;
     const real *Ci = p->C + (long)W[r] * n;
     double *row = L + (long)r * n;
+#ifdef DM_CSD_HOST
+    const double *Qi = p->Q ? p->Q + (long)W[r] * p->k : 0;
+#define DM_CSD_Q_ENTRY(j) (Qi ? Qi[W[j]] : dm_csd_dotrr_(Ci, p->P + (long)W[j] * n, n))
+#else
+#define DM_CSD_Q_ENTRY(j) dm_csd_dotrr_(Ci, p->P + (long)W[j] * n, n)
+#endif
     for (int j = 0; j < r; j++) {
-        double s = dm_csd_dotrr_(Ci, p->P + (long)W[j] * n, n);
+        double s = DM_CSD_Q_ENTRY(j);
         for (int t = 0; t < j; t++) s -= row[t] * L[(long)j * n + t];
         row[j] = s / L[(long)j * n + j];
     }
     /* Q_WW + eps diag(Q_WW) (eps = pivot_tol), as MRtrix's ICLS regularises its active
      * constraints: neighbouring directions active together stay well conditioned. */
-    double qii = dm_csd_dotrr_(Ci, p->P + (long)W[r] * n, n) * (1.0 + (double)p->pivot_tol);
+    double qii = DM_CSD_Q_ENTRY(r) * (1.0 + (double)p->pivot_tol);
+#undef DM_CSD_Q_ENTRY
     double d = qii;
     for (int t = 0; t < r; t++) d -= row[t] * row[t];
     if (!(d > 0)) return 0;
@@ -165,19 +229,69 @@ DM_FN void dm_csd_chol_delete_(double *L, int n, int nw, int j, double *v)
     }
 }
 
-/* z = -(Q_WW)^-1 q_W with L the factor of Q_WW (nw rows). */
-DM_FN void dm_csd_chol_solve_(const double *L, int n, int nw, const double *q, double *z)
+/* z = -(Q_WW)^-1 q_W with L the factor of Q_WW (nw rows).  The host keeps the forward half
+ * (f = -L^-1 q_W) between calls: rows below *nf are still those of the last call (a row added
+ * to W or one removed leaves the rows above it as they were), so only the rows from *nf on
+ * are computed; the GPU passes f = z and nf = NULL and computes every row. */
+DM_FN void dm_csd_chol_solve_(const double *L, int n, int nw, const double *q, double *f, int *nf,
+                              double *z)
 {
-    for (int i = 0; i < nw; i++) {
+    for (int i = nf ? *nf : 0; i < nw; i++) {
         double s = -q[i];
-        for (int t = 0; t < i; t++) s -= L[(long)i * n + t] * z[t];
-        z[i] = s / L[(long)i * n + i];
+        for (int t = 0; t < i; t++) s -= L[(long)i * n + t] * f[t];
+        f[i] = s / L[(long)i * n + i];
     }
+    if (nf) *nf = nw;
     for (int i = nw - 1; i >= 0; i--) {
-        double s = z[i];
+        double s = f[i];
         for (int t = i + 1; t < nw; t++) s -= L[(long)t * n + i] * z[t];
         z[i] = s / L[(long)i * n + i];
     }
+}
+
+/* The violated constraint whose addition alone would lower the objective most, v^2 / Q_ii
+ * (steepest edge, as MRtrix's ICLS normalises its constraints), among those not blocked: its
+ * index, or -1 when none is below `limit`. */
+DM_FN int dm_csd_most_violated_(const dm_csd_problem *p, const double *xd, const unsigned *blocked,
+                                double limit)
+{
+    const int n = p->n, k = p->k;
+    int worst = -1;
+    double best = 0;
+#ifdef DM_CSD_HOST
+    int idx[4], cnt = 0;
+    for (int i = 0; i <= k; i++) {
+        if (i < k) {
+            if (blocked[i >> 5] & (1u << (i & 31))) continue;
+            idx[cnt++] = i;
+            if (cnt < 4) continue;
+        } else if (cnt == 0) {
+            break;
+        }
+        const real *rows[4];
+        double v4[4];
+        for (int t = 0; t < 4; t++) rows[t] = p->C + (long)idx[t < cnt ? t : 0] * n;
+        dm_csd_dotd4_(rows, xd, n, v4);
+        for (int t = 0; t < cnt; t++) { /* in ascending order, as the single loop below */
+            double v = v4[t];
+            if (v < limit && v * v > best * p->Qd[idx[t]]) {
+                best = v * v / p->Qd[idx[t]];
+                worst = idx[t];
+            }
+        }
+        cnt = 0;
+    }
+#else
+    for (int i = 0; i < k; i++) {
+        if (blocked[i >> 5] & (1u << (i & 31))) continue;
+        double v = dm_csd_dotd_(p->C + (long)i * n, xd, n);
+        if (v < limit && v * v > best * p->Qd[i]) {
+            best = v * v / p->Qd[i];
+            worst = i;
+        }
+    }
+#endif
+    return worst;
 }
 
 /* x = x0 + sum_j lam_j P_{W_j}. */
@@ -197,6 +311,13 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, real *x, double *work, int
     const int n = p->n, k = p->k;
     double *L = work, *x0 = work + (long)n * n, *lam = x0 + n, *z = lam + n, *q = z + n;
     double *xd = q + n;
+#ifdef DM_CSD_HOST
+    double *f = xd + n; /* the forward half of the solves (DM_CSD_WORK has room: n^2 + 7n) */
+    int nf = 0, *pnf = &nf;
+#else
+    double *f = z;
+    int *pnf = 0;
+#endif
     const int words = (k + 31) / 32;
     int *W = iwork;
     /* One bit per constraint: `blocked` while in W or set aside (dependent on W, or unable to
@@ -214,18 +335,7 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, real *x, double *work, int
     int nw = 0, status = DM_CSD_MAX_ITER;
     for (int it = 0; it < p->max_iter; it++) {
         if (iters) *iters = it + 1;
-        /* The violated constraint whose addition alone would lower the objective most,
-         * v^2 / Q_ii (steepest edge, as MRtrix's ICLS normalises its constraints). */
-        int worst = -1;
-        double best = 0;
-        for (int i = 0; i < k; i++) {
-            if (blocked[i >> 5] & (1u << (i & 31))) continue;
-            double v = dm_csd_dotd_(p->C + (long)i * n, xd, n);
-            if (v < limit && v * v > best * p->Qd[i]) {
-                best = v * v / p->Qd[i];
-                worst = i;
-            }
-        }
+        int worst = dm_csd_most_violated_(p, xd, blocked, limit);
         if (worst < 0) {
             status = DM_CSD_OK;
             break;
@@ -255,7 +365,7 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, real *x, double *work, int
         lam[nw] = 0;
         nw++;
         for (int first = 1;; first = 0) {
-            dm_csd_chol_solve_(L, n, nw, q, z);
+            dm_csd_chol_solve_(L, n, nw, q, f, pnf, z);
             int jmin = -1;
             double alpha = 1;
             for (int j = 0; j < nw; j++)
@@ -283,6 +393,7 @@ DM_FN int dm_csd_solve_hard_(const dm_csd_problem *p, real *x, double *work, int
                 else
                     blocked[W[j] >> 5] &= ~(1u << (W[j] & 31));
                 dm_csd_chol_delete_(L, n, nw, j, z);
+                if (pnf && *pnf > j) *pnf = j; /* rows from j on have changed */
                 for (int t = j; t < nw - 1; t++) {
                     W[t] = W[t + 1];
                     lam[t] = lam[t + 1];
@@ -312,7 +423,11 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
     real *L = (real *)dwork, *b = L + np, *S = b + n;
     unsigned *neg = (unsigned *)iwork, *was = neg + words;
     for (int w = 0; w < words; w++) neg[w] = was[w] = 0u;
-    for (int c = 0; c < n; c++) {
+    int c0 = 0;
+#ifdef DM_CSD_HOST
+    for (; c0 + 4 <= n; c0 += 4) dm_csd_matvec4_(p->At, m, c0, y, ystride, b + c0);
+#endif
+    for (int c = c0; c < n; c++) {
         real s = 0;
         for (int j = 0; j < m; j++) s += p->At[(long)c * m + j] * y[(long)j * ystride];
         b[c] = s;
@@ -322,7 +437,19 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
         int changed = it == 0;
         for (int w = 0; w < words; w++) {
             unsigned bits = 0u;
-            for (int i = 32 * w; i < 32 * w + 32 && i < k; i++)
+            int i = 32 * w;
+            const int end = 32 * w + 32 < k ? 32 * w + 32 : k;
+#ifdef DM_CSD_HOST
+            for (; i + 4 <= end; i += 4) {
+                const real *rows[4] = {p->C + (long)i * n, p->C + (long)(i + 1) * n,
+                                       p->C + (long)(i + 2) * n, p->C + (long)(i + 3) * n};
+                real v4[4];
+                dm_csd_dot4_(rows, x, n, v4);
+                for (int t = 0; t < 4; t++)
+                    if (v4[t] < 0) bits |= 1u << ((i + t) & 31);
+            }
+#endif
+            for (; i < end; i++)
                 if (dm_csd_dot_(p->C + (long)i * n, x, n) < 0) bits |= 1u << (i & 31);
             changed |= bits != neg[w];
             neg[w] = bits;
@@ -347,6 +474,21 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
                 }
                 L[rc] = acc;
             }
+#elif defined(DM_CSD_HOST)
+        /* The same sums, entry by entry in the same order (the directions in ascending
+         * order), by dm_csd_rank_update_ from a list of the changed directions: i added, ~i
+         * taken out (iwork has DM_CSD_IWORK_HOST ints). */
+        if (it == 0)
+            for (int rc = 0; rc < np; rc++) S[rc] = p->Hp[rc];
+        int nflip = 0, *flip = iwork + 2 * words;
+        for (int w = 0; w < words; w++) {
+            unsigned flips = neg[w] ^ was[w];
+            for (int i = 32 * w; flips; i++, flips >>= 1)
+                if (flips & 1u) flip[nflip++] = (neg[w] >> (i & 31)) & 1u ? i : ~i;
+            was[w] = neg[w];
+        }
+        dm_csd_rank_update_(S, n, p->C, flip, nflip);
+        for (int rc = 0; rc < np; rc++) L[rc] = S[rc];
 #else
         if (it == 0)
             for (int rc = 0; rc < np; rc++) S[rc] = p->Hp[rc];
@@ -372,7 +514,17 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
             if (!(d > 0)) return DM_CSD_DEGENERATE;
             d = sqrt(d);
             Lj[j] = d;
-            for (int r = j + 1; r < n; r++) {
+            int r = j + 1;
+#ifdef DM_CSD_HOST
+            for (; r + 4 <= n; r += 4) {
+                real *rows[4] = {L + (long)r * (r + 1) / 2, L + (long)(r + 1) * (r + 2) / 2,
+                                 L + (long)(r + 2) * (r + 3) / 2, L + (long)(r + 3) * (r + 4) / 2};
+                real s4[4];
+                dm_csd_dot4_((const real *const *)rows, Lj, j, s4);
+                for (int t = 0; t < 4; t++) rows[t][j] = (rows[t][j] - s4[t]) / d;
+            }
+#endif
+            for (; r < n; r++) {
                 real *Lr = L + (long)r * (r + 1) / 2;
                 Lr[j] = (Lr[j] - dm_csd_dot_(Lr, Lj, j)) / d;
             }
@@ -399,7 +551,14 @@ DM_FN int dm_csd_solve(const dm_csd_problem *p, const real *y, long ystride, rea
     const int n = p->n, m = p->m;
     double *x0 = work + (long)n * n; /* where the hard solver keeps it */
     if (iters) *iters = 0;
-    for (int c = 0; c < n; c++) {
+    int c0 = 0;
+#ifdef DM_CSD_HOST
+    for (; c0 + 4 <= n; c0 += 4) {
+        dm_csd_matvec4d_(p->G, m, c0, y, ystride, x0 + c0);
+        for (int t = 0; t < 4; t++) x[c0 + t] = (real)x0[c0 + t];
+    }
+#endif
+    for (int c = c0; c < n; c++) {
         double s = 0;
         for (int j = 0; j < m; j++) s += (double)p->G[(long)c * m + j] * y[(long)j * ystride];
         x0[c] = s;
