@@ -146,13 +146,22 @@ def stage_timings(pattern):
     the sum over its stages}}."""
     stages, subjects = {}, {}
     for f in sorted(glob.glob(pattern)):
-        t = json.load(open(f)).get("timings_seconds") or {}
+        prov = json.load(open(f))
+        t = prov.get("timings_seconds") or {}
         name = os.path.basename(os.path.dirname(f))
         sub = re.search(r"/(sub-[^/]+)/", f).group(1)
+        per = subjects.setdefault(sub, dict.fromkeys(TIMINGS + ("path", "write_path"), 0.0))
         for k in TIMINGS:
             v = float(t.get(k, 0) or 0)
             stages.setdefault(name, {}).setdefault(k, []).append(v)
-            subjects.setdefault(sub, dict.fromkeys(TIMINGS, 0.0))[k] += v
+            per[k] += v
+        # On the command's path: its load, compile, GPU start and fit, and the write of the
+        # command's last stage (a cascade writes its other stages while the next one fits).
+        c = prov.get("cascade") or {}
+        last = not c or c.get("stage") == c.get("stages")
+        w = float(t.get("write", 0) or 0) if last else 0.0
+        per["path"] += sum(float(t.get(k, 0) or 0) for k in ("load", "compile", "gpu_start", "fit")) + w
+        per["write_path"] += w
     return stages, subjects
 
 
@@ -171,8 +180,9 @@ def breakdown(bids_side, sep_side, units, sep_each):
         for side, st in (("bids", st_b), ("separate", st_s)):
             if name in st:
                 print(f"{name:14} {side:9}" + "".join(f"{med(st[name][k]):10.3f}" for k in TIMINGS))
-    print("\nper unit, median over subjects, seconds: the sums over its stages, then the "
-          "unit's own")
+    print("\nper unit, median over subjects, seconds: the sums over its stages ('path': load, "
+          "compile, gpu_start and fit of every stage,\n  and the write of each command's last "
+          "stage, the others being written while the next stage fits), then the unit's own")
     print("  bids: qc.json's read (the mask, the wait for the DWI), plan, stages (the plan and "
           "the commands), finish")
     print("  (the closing work) and write (the derivatives), both on the writer thread; "
@@ -180,23 +190,23 @@ def breakdown(bids_side, sep_side, units, sep_each):
     print("  time; 'other': what is in neither (bids: dispatch and waits between the commands; "
           "separate: the process's")
     print("  and the driver's start, bash, links, PNGs)")
-    head = "".join(f"{'sum ' + k:>13}" for k in ("load", "write", "fit", "total"))
+    sums_of = ("load", "write_path", "fit", "path")
+    head = "".join(f"{'sum ' + k.replace('_path', ''):>13}" for k in sums_of)
     print(f"{'side':9}{head}{'read':>8}{'plan':>8}{'stages':>8}{'finish':>8}{'write':>8}"
           f"{'total':>8}{'command':>9}{'other':>8}")
     for side, subs in (("bids", sub_b), ("separate", sub_s)):
-        sums = "".join(f"{med([v[k] for v in subs.values()]):13.3f}" for k in
-                       ("load", "write", "fit", "total"))
+        sums = "".join(f"{med([v[k] for v in subs.values()]):13.3f}" for k in sums_of)
         if side == "bids":
             q = {k: med([u["seconds"].get(k) for u in units]) for k in
                  ("read", "plan", "stages", "finish", "write", "total")}
             own = "".join(f"{q[k]:8.3f}" for k in q) + f"{'':>9}" + \
-                f"{q['stages'] - q['plan'] - med([v['total'] for v in subs.values()]):8.3f}"
+                f"{q['stages'] - q['plan'] - med([v['path'] for v in subs.values()]):8.3f}"
         else:
             cmd = med(sep_each)
-            own = f"{'':>48}{cmd:9.3f}{cmd - med([v['total'] for v in subs.values()]):8.3f}"
+            own = f"{'':>48}{cmd:9.3f}{cmd - med([v['path'] for v in subs.values()]):8.3f}"
         print(f"{side:9}{sums}{own}")
-    print("(bids 'other': stages - plan - the stages' totals: dispatch and waits between the "
-          "commands)")
+    print("(bids 'other': stages - plan - path: dispatch and waits between the commands; "
+          "separate: command - path)")
 
 
 def main():
