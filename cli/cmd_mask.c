@@ -59,10 +59,15 @@ int dm_cmd_mask(int argc, char **argv)
         rc = dm_arg_long(&a, mask_opts, "threads", 1, 4096, &threads);
     dm_dwi_mask_report r;
     const char *out = dm_arg(&a, mask_opts, "out");
+    dm_provenance prov;
+    dm_provenance_begin(&prov, "mask");
+    static const char *const inputs[] = {"data", "bvals", "bvecs", "grad", NULL};
+    dm_provenance_args(&prov, &a, mask_opts, inputs);
     if (rc == 0)
         rc = dm_mask_run(dm_arg(&a, mask_opts, "data"), dm_arg(&a, mask_opts, "bvals"),
                          dm_arg(&a, mask_opts, "bvecs"), dm_arg(&a, mask_opts, "grad"), out,
-                         (int)scale, (int)threads, &r);
+                         (int)scale, (int)threads, &prov, &r);
+    dm_provenance_free(&prov);
     if (rc == 0) {
         printf("mask: %zu voxels; thresholds of the shells' mean images:", r.voxels);
         for (int s = 0; s < r.nshell; s++)

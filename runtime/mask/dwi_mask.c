@@ -5,10 +5,14 @@
 #include "io/formats.h"
 #include "mask/mask_morph.h"
 #include "util/error.h"
+#include "util/fsutil.h"
+#include "util/json.h"
+#include "util/outdir.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -239,8 +243,47 @@ int dm_dwi_mask(const dm_dwi *d, int clean_scale, uint8_t *mask, dm_dwi_mask_rep
     return 0;
 }
 
+/* The mask and, with a provenance record, its sidecar (OUT.provenance.json), put in place
+ * together. */
+static int write_outputs(const char *out, const dm_volume *like, const double *values,
+                         dm_provenance *prov, const dm_dwi_mask_report *r)
+{
+    char *tmp[2] = {dm_volume_temp_name(out), NULL}, *final[2] = {(char *)out, NULL};
+    int n = prov ? 2 : 1, rc = tmp[0] ? 0 : -1;
+    if (rc == 0 && prov) {
+        final[1] = dm_provenance_sidecar(out);
+        tmp[1] = final[1] ? dm_temp_sibling(final[1]) : NULL;
+        if (!tmp[1]) rc = dm_set_error("out of memory");
+    }
+    if (rc == 0) rc = dm_volume_write(tmp[0], like, 1, values, DM_OUT_UINT8);
+    if (rc == 0 && prov) {
+        dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)r->voxels);
+        dm_provenance_num(prov, DM_PROV_RESULT, "shells", r->nshell);
+        for (int s = 0; s < r->nshell; s++) { /* shell1_b, shell1_threshold, ... */
+            char key[64];
+            snprintf(key, sizeof key, "shell%d_b", s + 1);
+            dm_provenance_num(prov, DM_PROV_RESULT, key, r->shell_b[s]);
+            snprintf(key, sizeof key, "shell%d_threshold", s + 1);
+            dm_provenance_num(prov, DM_PROV_RESULT, key, (double)r->threshold[s]);
+        }
+        dm_provenance_str(prov, DM_PROV_RESULT, "cleaned", r->cleaned ? "yes" : "no");
+        rc = dm_provenance_write(prov, tmp[1]);
+    }
+    if (rc == 0) {
+        rc = dm_commit_files(tmp, final, n); /* renames them, or removes them */
+    } else {
+        for (int i = 0; i < n; i++)
+            if (tmp[i]) unlink(tmp[i]);
+    }
+    free(tmp[0]);
+    free(tmp[1]);
+    free(final[1]);
+    return rc;
+}
+
 int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const char *grad,
-                const char *out, int clean_scale, int threads, dm_dwi_mask_report *r)
+                const char *out, int clean_scale, int threads, dm_provenance *prov,
+                dm_dwi_mask_report *r)
 {
     if (dm_image_format_of(out) < 0)
         return dm_set_error("%s: the output's name must end in .nii.gz, .nii, .mif or .mif.gz",
@@ -284,7 +327,7 @@ int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const ch
     }
     if ((rc = dm_dwi_mask(&d, clean_scale, mask, r)) != 0) goto done;
     for (size_t v = 0; v < n; v++) values[v] = mask[v];
-    rc = dm_volume_write(out, &d.data, 1, values, DM_OUT_UINT8);
+    rc = write_outputs(out, &d.data, values, prov, r);
 done:
     free(mask);
     free(values);

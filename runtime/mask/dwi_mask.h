@@ -7,6 +7,7 @@
 #define DIMOC_DWI_MASK_H
 
 #include "csd/dwi.h"
+#include "util/json.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -45,9 +46,11 @@ int dm_dwi_mask(const dm_dwi *d, int clean_scale, uint8_t *mask, dm_dwi_mask_rep
 /* `dimoc mask`: reads the DWI (a 4D image with at least one b = 0 measurement; its gradient
  * table from FSL bvals and bvecs, else an MRtrix b-table `grad`, else a .mif's dw_scheme: NULL
  * for those not given), computes the mask and writes it to `out` as uint8 on the data's grid,
- * whole or not at all, in the format its ending names.  threads <= 0: all cores.  0, or -1
- * with dm_last_error() naming the file at fault; nothing is written then. */
+ * whole or not at all, in the format its ending names; with `prov` (NULL: none) also its
+ * provenance record, OUT.provenance.json, in place together with it.  threads <= 0: all
+ * cores.  0, or -1 with dm_last_error() naming the file at fault; nothing is written then. */
 int dm_mask_run(const char *data, const char *bvals, const char *bvecs, const char *grad,
-                const char *out, int clean_scale, int threads, dm_dwi_mask_report *r);
+                const char *out, int clean_scale, int threads, dm_provenance *prov,
+                dm_dwi_mask_report *r);
 
 #endif

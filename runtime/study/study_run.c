@@ -483,7 +483,7 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
     run_mask_path(U, j);
     if (!r->mask) {
         dm_dwi_mask_report rep;
-        if (dm_mask_run(r->dwi, r->bval, r->bvec, NULL, j->mask, DM_MASK_CLEAN_SCALE, o->threads,
+        if (dm_mask_run(r->dwi, r->bval, r->bvec, NULL, j->mask, DM_MASK_CLEAN_SCALE, o->threads, NULL,
                         &rep) != 0)
             return fail(U, NULL);
         if (rep.voxels == 0) {

@@ -1,6 +1,6 @@
 """`dimoc bids ... participant --slurm` on a real one-node SLURM cluster (slurmcluster.py).
 
-A synthetic study of four units (sub-01, sub-02, sub-03's sessions 1 and 2; 12x12x6 NODDI-Watson
+A synthetic study of four units (sub-01, sub-02, sub-03's ses-1 and ses-2; 12x12x6 NODDI-Watson
 signals of a small ellipsoidal "head", b = 0, 1000, 2000, Rician noise, by `dimoc simulate`;
 sub-02's mask in derivatives/) runs through noddi_dti twice: once in one local process, once as
 one job array with --slurm-batch 2 (two tasks of two units, both at once on the node: sub-01 and

@@ -25,6 +25,7 @@
 
 Every comparison prints the number of differing voxels out of the grid's.  About 5 s on 2
 cores (dwi2mask's outputs cached by tests/py/peercache.py)."""
+import json
 import os
 
 import nibabel as nib
@@ -184,6 +185,15 @@ def simulated(d):
             again, _ = run_mask(d, "head_1thread", data, bvals, bvecs, "--threads", 1)
             same = open(again, "rb").read() == open(ours, "rb").read()
             check("head-threads-same-bytes", same, "--threads 1 and all threads")
+            prov_path = ours.replace(".nii.gz", ".provenance.json")
+            prov = json.load(open(prov_path)) if os.path.exists(prov_path) else {}
+            res = prov.get("results", {})
+            check("head-provenance", prov.get("dimoc_command") == "mask"
+                  and prov.get("inputs", {}).get("data") == data
+                  and res.get("voxels") == int(m.sum()) and res.get("shells") == len(thresholds)
+                  and np.allclose([res.get(f"shell{k + 1}_threshold", np.nan) for k in range(len(thresholds))],
+                                  thresholds, rtol=1e-5),  # printed to 6 digits
+                  json.dumps(prov)[:300])
         if scale == 0:
             check("head-no-clean-keeps-eye", m[regions["eye"]].all() and m[DEAD],
                   f"{int(m[regions['eye']].sum())} of {int(regions['eye'].sum())} eye voxels; "
