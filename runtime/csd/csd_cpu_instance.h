@@ -18,6 +18,7 @@
 #define dm_csd_chol_delete_ DM_CSD_CAT(dm_csd_chol_delete, DM_CSD_SFX)
 #define dm_csd_most_violated_ DM_CSD_CAT(dm_csd_most_violated, DM_CSD_SFX)
 #define dm_csd_rank_update_ DM_CSD_CAT(dm_csd_rank_update, DM_CSD_SFX)
+#define dm_csd_chol_rows4_ DM_CSD_CAT(dm_csd_chol_rows4, DM_CSD_SFX)
 #define dm_csd_update_x_ DM_CSD_CAT(dm_csd_update_x, DM_CSD_SFX)
 #define dm_csd_solve_hard_ DM_CSD_CAT(dm_csd_solve_hard, DM_CSD_SFX)
 #define dm_csd_solve_soft_ DM_CSD_CAT(dm_csd_solve_soft, DM_CSD_SFX)
@@ -39,6 +40,7 @@
 #undef dm_csd_chol_delete_
 #undef dm_csd_most_violated_
 #undef dm_csd_rank_update_
+#undef dm_csd_chol_rows4_
 #undef dm_csd_update_x_
 #undef dm_csd_solve_hard_
 #undef dm_csd_solve_soft_

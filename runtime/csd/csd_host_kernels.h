@@ -18,6 +18,9 @@ typedef double dm_v2d __attribute__((vector_size(16)));
 typedef double dm_v4d __attribute__((vector_size(32)));
 typedef float dm_v2f __attribute__((vector_size(8)));
 typedef float dm_v4f __attribute__((vector_size(16)));
+typedef long long dm_v4i64 __attribute__((vector_size(32)));
+typedef long long dm_v2i64 __attribute__((vector_size(16)));
+typedef int dm_v4i32 __attribute__((vector_size(16)));
 /* An unaligned load of a vector's worth of values. */
 #define DM_VLOAD(dst, src) memcpy(&(dst), (src), sizeof(dst))
 #endif
@@ -57,10 +60,14 @@ DM_FN void dm_csd_dotd4_(const real *const *a, const double *b, int n, double *o
         s2[0] += (double)a2[i] * b[i];
         s3[0] += (double)a3[i] * b[i];
     }
-    out[0] = (s0[0] + s0[1]) + (s0[2] + s0[3]);
-    out[1] = (s1[0] + s1[1]) + (s1[2] + s1[3]);
-    out[2] = (s2[0] + s2[1]) + (s2[2] + s2[3]);
-    out[3] = (s3[0] + s3[1]) + (s3[2] + s3[3]);
+    /* out[r] = (s_r[0] + s_r[1]) + (s_r[2] + s_r[3]), the four rows' lanes transposed */
+    const dm_v4d u0 = __builtin_shuffle(s0, s1, (dm_v4i64){0, 4, 2, 6}) +
+                      __builtin_shuffle(s0, s1, (dm_v4i64){1, 5, 3, 7});
+    const dm_v4d u1 = __builtin_shuffle(s2, s3, (dm_v4i64){0, 4, 2, 6}) +
+                      __builtin_shuffle(s2, s3, (dm_v4i64){1, 5, 3, 7});
+    const dm_v4d o = __builtin_shuffle(u0, u1, (dm_v4i64){0, 1, 4, 5}) +
+                     __builtin_shuffle(u0, u1, (dm_v4i64){2, 3, 6, 7});
+    memcpy(out, &o, sizeof o);
 }
 #undef DM_ROW4_D
 #else
@@ -102,10 +109,14 @@ DM_FN void dm_csd_dotd4_(const real *const *a, const double *b, int n, double *o
         l2[0] += (double)a2[i] * b[i];
         l3[0] += (double)a3[i] * b[i];
     }
-    out[0] = (l0[0] + l0[1]) + (h0[0] + h0[1]);
-    out[1] = (l1[0] + l1[1]) + (h1[0] + h1[1]);
-    out[2] = (l2[0] + l2[1]) + (h2[0] + h2[1]);
-    out[3] = (l3[0] + l3[1]) + (h3[0] + h3[1]);
+    /* out[r] = (l_r[0] + l_r[1]) + (h_r[0] + h_r[1]), two rows' lanes transposed at a time */
+    const dm_v2i64 even = {0, 2}, odd = {1, 3};
+    const dm_v2d o01 = (__builtin_shuffle(l0, l1, even) + __builtin_shuffle(l0, l1, odd)) +
+                       (__builtin_shuffle(h0, h1, even) + __builtin_shuffle(h0, h1, odd));
+    const dm_v2d o23 = (__builtin_shuffle(l2, l3, even) + __builtin_shuffle(l2, l3, odd)) +
+                       (__builtin_shuffle(h2, h3, even) + __builtin_shuffle(h2, h3, odd));
+    memcpy(out, &o01, sizeof o01);
+    memcpy(out + 2, &o23, sizeof o23);
 }
 #undef DM_ROW4_D
 #endif
@@ -143,10 +154,36 @@ DM_FN void dm_csd_dot4_(const real *const *a, const real *b, int n, real *out)
         s2[0] += a2[i] * bf[i];
         s3[0] += a3[i] * bf[i];
     }
-    out[0] = (real)((s0[0] + s0[1]) + (s0[2] + s0[3]));
-    out[1] = (real)((s1[0] + s1[1]) + (s1[2] + s1[3]));
-    out[2] = (real)((s2[0] + s2[1]) + (s2[2] + s2[3]));
-    out[3] = (real)((s3[0] + s3[1]) + (s3[2] + s3[3]));
+    const dm_v4f u0 = __builtin_shuffle(s0, s1, (dm_v4i32){0, 4, 2, 6}) +
+                      __builtin_shuffle(s0, s1, (dm_v4i32){1, 5, 3, 7});
+    const dm_v4f u1 = __builtin_shuffle(s2, s3, (dm_v4i32){0, 4, 2, 6}) +
+                      __builtin_shuffle(s2, s3, (dm_v4i32){1, 5, 3, 7});
+    const dm_v4f o = __builtin_shuffle(u0, u1, (dm_v4i32){0, 1, 4, 5}) +
+                     __builtin_shuffle(u0, u1, (dm_v4i32){2, 3, 6, 7});
+    for (int r = 0; r < 4; r++) out[r] = (real)o[r];
+}
+
+/* The soft solver's Cholesky, four rows below column j at once: rows[t][j] = (rows[t][j] -
+ * dm_csd_dot_(rows[t], Lj, j)) / d, the four quotients as one vector (each correctly rounded,
+ * as the scalar division). */
+DM_FN void dm_csd_chol_rows4_(real *const *rows, const real *Lj, int j, real d)
+{
+    real s[4];
+    dm_csd_dot4_((const real *const *)rows, Lj, j, s);
+#if DM_CSD_REAL_FLOAT
+    dm_v4f x = {rows[0][j], rows[1][j], rows[2][j], rows[3][j]}, sv;
+#elif defined(DM_CSD_HOST_WIDE)
+    dm_v4d x = {rows[0][j], rows[1][j], rows[2][j], rows[3][j]}, sv;
+#else
+    dm_v2d x = {rows[0][j], rows[1][j]}, y = {rows[2][j], rows[3][j]}, sv, sw;
+    memcpy(&sw, s + 2, sizeof sw);
+    y = (y - sw) / d;
+    rows[2][j] = y[0];
+    rows[3][j] = y[1];
+#endif
+    memcpy(&sv, s, sizeof sv);
+    x = (x - sv) / d;
+    for (int t = 0; t < (int)(sizeof x / sizeof(real)); t++) rows[t][j] = x[t];
 }
 
 /* The soft solver's update of S (n x n, lower triangle packed by rows) by the directions of
@@ -205,6 +242,20 @@ DM_FN void dm_csd_rank_update_(real *S, int n, const real *C, const int *flip, i
                     s0 += a[f] * t0;
                 }
                 memcpy(Sr + c, &s0, sizeof s0);
+            }
+            if (c <= r && c + DM_RW <= n) {
+                /* the row's last entries as one vector: its lanes past the row's end read the
+                 * next row of S (the workspace goes on: DM_CSD_WORK) and of each C_i, and are
+                 * not stored */
+                DM_RV s0;
+                DM_VLOAD(s0, Sr + c);
+                for (int f = 0; f < nf; f++) {
+                    DM_RV t0;
+                    DM_VLOAD(t0, row[f] + c);
+                    s0 += a[f] * t0;
+                }
+                memcpy(Sr + c, &s0, (size_t)(r + 1 - c) * sizeof(real));
+                c = r + 1;
             }
             for (; c <= r; c++) {
                 real s0 = Sr[c];

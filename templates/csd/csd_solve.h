@@ -133,8 +133,9 @@ DM_FN double dm_csd_dotrr_(const real *a, const real *b, int n)
 #ifdef DM_CSD_HOST
 /* The host defines dm_csd_dot4_ and dm_csd_dotd4_ before including this file: four rows
  * a[0..3] with one vector, out[r] dm_csd_dot_(a[r], b, n) and dm_csd_dotd_(a[r], b, n) to the
- * bit; and dm_csd_rank_update_, the soft solver's S += sum of +-C_i' C_i over a list of
- * directions (runtime/csd/csd_host_kernels.h). */
+ * bit; dm_csd_chol_rows4_, four rows of the soft solver's Cholesky below column j; and
+ * dm_csd_rank_update_, the soft solver's S += sum of +-C_i' C_i over a list of directions
+ * (runtime/csd/csd_host_kernels.h). */
 
 /* Rows c to c + 3 of M y (M: row-major, m columns; y's entries ystride apart), each summed from
  * j = 0 up in `real` as the one-row loops of dm_csd_solve_soft_ sum them. */
@@ -242,10 +243,14 @@ DM_FN void dm_csd_chol_solve_(const double *L, int n, int nw, const double *q, d
         f[i] = s / L[(long)i * n + i];
     }
     if (nf) *nf = nw;
-    for (int i = nw - 1; i >= 0; i--) {
-        double s = f[i];
-        for (int t = i + 1; t < nw; t++) s -= L[(long)t * n + i] * z[t];
-        z[i] = s / L[(long)i * n + i];
+    /* The backward half by columns: once z[t] is known, its multiples of L's row t leave the
+     * rows above (L's rows are contiguous: a vector operation on the host, where summing row
+     * by row down a column is one chain of dependent subtractions). */
+    for (int i = 0; i < nw; i++) z[i] = f[i];
+    for (int t = nw - 1; t >= 0; t--) {
+        const double *Lt = L + (long)t * n, zt = z[t] / Lt[t];
+        z[t] = zt;
+        for (int i = 0; i < t; i++) z[i] -= Lt[i] * zt;
     }
 }
 
@@ -519,9 +524,7 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
             for (; r + 4 <= n; r += 4) {
                 real *rows[4] = {L + (long)r * (r + 1) / 2, L + (long)(r + 1) * (r + 2) / 2,
                                  L + (long)(r + 2) * (r + 3) / 2, L + (long)(r + 3) * (r + 4) / 2};
-                real s4[4];
-                dm_csd_dot4_((const real *const *)rows, Lj, j, s4);
-                for (int t = 0; t < 4; t++) rows[t][j] = (rows[t][j] - s4[t]) / d;
+                dm_csd_chol_rows4_(rows, Lj, j, d);
             }
 #endif
             for (; r < n; r++) {
@@ -533,11 +536,21 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
             const real *Lr = L + (long)r * (r + 1) / 2;
             x[r] = (b[r] - dm_csd_dot_(Lr, x, r)) / Lr[r];
         }
+#ifdef DM_CSD_HOST
+        /* The backward solve by columns (L's packed rows are contiguous), as the hard
+         * solver's: the same sums in the opposite order, a vector operation per row. */
+        for (int t = n - 1; t >= 0; t--) {
+            const real *Lt = L + (long)t * (t + 1) / 2, xt = x[t] / Lt[t];
+            x[t] = xt;
+            for (int i = 0; i < t; i++) x[i] -= Lt[i] * xt;
+        }
+#else
         for (int r = n - 1; r >= 0; r--) {
             real s = x[r];
             for (int t = r + 1; t < n; t++) s -= L[(long)t * (t + 1) / 2 + r] * x[t];
             x[r] = s / L[(long)r * (r + 1) / 2 + r];
         }
+#endif
     }
     return DM_CSD_MAX_ITER;
 }
