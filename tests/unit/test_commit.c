@@ -135,7 +135,7 @@ static void test_straight_cut(void)
     /* along x at y = z = 4 mm (voxel 2), from voxel x 1.2 to 5.7: pieces at the faces x.5 */
     float pts[6] = {2.4f, 4, 4, 11.4f, 4, 4};
     long np = 2, start[2] = {0, 2};
-    dm_tck t = {pts, &np, start, 1, 1, NULL};
+    dm_tck t = {.xyz = pts, .npoints = &np, .start = start, .count = 1, .header_count = 1};
     dm_commit_dirs dirs;
     dm_commit_dirs_make(100, &dirs);
     dm_commit_grid g = grid_of(8);
