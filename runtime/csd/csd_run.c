@@ -14,6 +14,7 @@
 #include "util/outdir.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,8 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
         goto done;
     }
     t0 = dm_now_seconds();
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(o->threads > 0 ? o->threads : omp_get_max_threads())
     for (int j = 0; j < plan.m; j++) /* measurement-major, as NIfTI stores it: sequential */
         for (size_t i = 0; i < d.nvox; i++) Y[j * d.nvox + i] = dm_dwi_signal(&d, i, plan.vol[j]);
     t_load += dm_now_seconds() - t0; /* gathering the mask's signals is part of loading */

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,21 +155,26 @@ int dm_response_lmax_for(int count)
 }
 
 int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *dir, size_t n,
-                            int lmax, dm_response *r)
+                            int lmax, int threads, dm_response *r)
 {
     memset(r, 0, sizeof *r);
     if (n == 0) return dm_set_error("no voxels to estimate a response from");
     r->nshell = d->nshell;
     r->lmax = lmax;
+    /* Each voxel's fit on its own (in parallel) into coef, then the mean in voxel order. */
+    double *coef = malloc(n * DM_RESPONSE_NL * sizeof *coef);
+    if (!coef) return dm_set_error("out of memory estimating a response from %zu voxels", n);
     for (int s = 0; s < d->nshell; s++) {
         r->b[s] = d->shell_b[s];
         int zero = d->shell_b[s] <= DM_BZERO_MAX;
         int ls = zero ? 0 : dm_response_lmax_for(d->shell_count[s]);
         if (ls > lmax) ls = lmax;
-        int nl = ls / 2 + 1;
-        double sum[DM_RESPONSE_NL] = {0};
+        int nl = ls / 2 + 1, singular = 0;
+#pragma omp parallel for schedule(dynamic, 16)                                                     \
+    num_threads(threads > 0 ? threads : omp_get_max_threads())
         for (size_t i = 0; i < n; i++) {
-            double A[DM_RESPONSE_NL * DM_RESPONSE_NL] = {0}, rhs[DM_RESPONSE_NL] = {0};
+            double A[DM_RESPONSE_NL * DM_RESPONSE_NL] = {0}, *rhs = coef + i * DM_RESPONSE_NL;
+            for (int a = 0; a < nl; a++) rhs[a] = 0.0;
             for (int t = 0; t < d->nvol; t++) {
                 if (d->shell_of[t] != s) continue;
                 const double *u = d->dir + 3 * t, *f = dir + 3 * i;
@@ -181,15 +187,25 @@ int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *di
                     for (int b = 0; b < nl; b++) A[a * nl + b] += z[a] * z[b];
                 }
             }
-            if (dm_cholesky(A, nl, 0.0) != 0)
-                return dm_set_error("the directions of shell b = %g do not determine a response "
-                                    "of degree %d",
-                                    d->shell_b[s], ls);
+            if (dm_cholesky(A, nl, 0.0) != 0) {
+#pragma omp atomic write
+                singular = 1;
+                continue;
+            }
             dm_cholesky_solve(A, nl, rhs);
-            for (int a = 0; a < nl; a++) sum[a] += rhs[a];
         }
+        if (singular) {
+            free(coef);
+            return dm_set_error("the directions of shell b = %g do not determine a response "
+                                "of degree %d",
+                                d->shell_b[s], ls);
+        }
+        double sum[DM_RESPONSE_NL] = {0};
+        for (size_t i = 0; i < n; i++)
+            for (int a = 0; a < nl; a++) sum[a] += coef[i * DM_RESPONSE_NL + a];
         for (int a = 0; a < nl; a++) r->r[s][a] = sum[a] / (double)n;
     }
+    free(coef);
     return 0;
 }
 

@@ -41,9 +41,10 @@ int dm_response_lmax_for(int count);
  * (indices into d->vox) with fibre direction dir[3i..] (world, unit), each shell's signal is
  * fitted by zonal harmonics in the angle to the fibre (least squares, degree up to lmax but
  * at most dm_response_lmax_for the shell), and the coefficients are averaged over the
- * voxels.  b = 0 shells get r_0 only.  0, or -1 (no voxels). */
+ * voxels (the voxels' fits on `threads` threads, 0: all cores; the mean in voxel order, so
+ * the same bits on any number).  b = 0 shells get r_0 only.  0, or -1 (no voxels). */
 int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *dir, size_t n,
-                            int lmax, dm_response *r);
+                            int lmax, int threads, dm_response *r);
 /* The response of an isotropic tissue: the mean signal of each shell over the voxels, as r_0
  * (r_0 Y_00 = mean, so r_0 = sqrt(4 pi) mean). */
 int dm_response_isotropic(const dm_dwi *d, const size_t *vox, size_t n, dm_response *r);

@@ -101,7 +101,7 @@ static int tensors(const dm_dwi *d, int threads, double *fa, double *v1)
 
 /* keep[i] for each mask voxel: 1 inside the mask eroded `passes` times (6-neighbourhood;
  * the image's border counts as outside). */
-static void erode(const dm_dwi *d, int passes, unsigned char *keep)
+static void erode(const dm_dwi *d, int passes, int threads, unsigned char *keep)
 {
     const dm_volume *v = &d->data;
     size_t nall = DM_NVOX(v);
@@ -114,6 +114,7 @@ static void erode(const dm_dwi *d, int passes, unsigned char *keep)
     }
     for (size_t i = 0; i < d->nvox; i++) in[d->vox[i]] = 1;
     for (int p = 0; p < passes; p++) {
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
         for (size_t idx = 0; idx < nall; idx++) {
             next[idx] = 0;
             if (!in[idx]) continue;
@@ -181,7 +182,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
     memcpy(sel, start, ns * sizeof *sel);
     memcpy(dir, sdir, ns * 3 * sizeof *dir);
     *nsel = ns;
-    if (dm_response_from_voxels(d, sel, dir, *nsel, lmax, resp) != 0) goto done;
+    if (dm_response_from_voxels(d, sel, dir, *nsel, lmax, threads, resp) != 0) goto done;
     for (int it = 1; it <= MAX_ITER; it++) {
         *iters = it;
         dm_response r1 = one_shell(resp, s);
@@ -192,9 +193,12 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
         double *X = malloc(nfit * (size_t)plan.n * sizeof *X);
         unsigned char *st = malloc(nfit);
         int ok = Y && X && st;
-        for (int j = 0; ok && j < plan.m; j++)
-            for (size_t i = 0; i < nfit; i++)
-                Y[j * nfit + i] = dm_dwi_signal(d, fit[i], plan.vol[j]);
+        if (ok) {
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
+            for (int j = 0; j < plan.m; j++)
+                for (size_t i = 0; i < nfit; i++)
+                    Y[j * nfit + i] = dm_dwi_signal(d, fit[i], plan.vol[j]);
+        }
         ok = ok && dm_csd_cpu_run(&plan, Y, nfit, 1, threads, 50, NULL, X, st, NULL) == 0;
         if (ok) {
 #pragma omp parallel for schedule(dynamic, 64)                                                     \
@@ -257,7 +261,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
         for (size_t j = 0; j < keep; j++) sel_next[j] = fit[sc[j].i];
         memcpy(fit, sel_next, keep * sizeof *fit);
         nfit = keep;
-        if (dm_response_from_voxels(d, sel, dir, *nsel, lmax, resp) != 0) goto done;
+        if (dm_response_from_voxels(d, sel, dir, *nsel, lmax, threads, resp) != 0) goto done;
         if (same) break;
     }
     rc = 0;
@@ -307,7 +311,7 @@ static int mark_voxels(const dm_dwi *d, const size_t *sel, size_t n, unsigned ch
 
 /* dhollander's GM and CSF: mask voxels of low FA, split by their signal decay metric. */
 static int dhollander_iso(const dm_dwi *d, const double *fa, const unsigned char *keep,
-                          size_t nbrain, dm_response_set *out)
+                          size_t nbrain, int threads, dm_response_set *out)
 {
     int rc = -1;
     scored *iso = malloc(d->nvox * sizeof *iso);
@@ -317,21 +321,49 @@ static int dhollander_iso(const dm_dwi *d, const double *fa, const unsigned char
         dm_set_error("out of memory");
         goto done;
     }
-    for (size_t i = 0; i < d->nvox; i++) {
-        if (!keep[i] || fa[i] < 0 || fa[i] > DH_FA) continue;
+    /* The candidates (low FA in the eroded mask), in voxel order; then their metrics,
+     * blocks of voxels in parallel, each block reading the volumes one after another (the data
+     * are stored volume by volume) while every voxel sums its shells in the volumes' order. */
+    for (size_t i = 0; i < d->nvox; i++)
+        if (keep[i] && !(fa[i] < 0 || fa[i] > DH_FA)) sel[niso++] = i;
+    double *metric = malloc((niso + 1) * sizeof *metric);
+    unsigned char *decays = malloc(niso + 1);
+    if (!metric || !decays) {
+        free(metric);
+        free(decays);
+        dm_set_error("out of memory");
+        goto done;
+    }
+    enum { BLOCK = 64 };
+#pragma omp parallel for schedule(dynamic, 4)                                                      \
+    num_threads(threads > 0 ? threads : omp_get_max_threads())
+    for (size_t b0 = 0; b0 < niso; b0 += BLOCK) {
+        const size_t nb = niso - b0 < BLOCK ? niso - b0 : BLOCK;
+        double mean[BLOCK][DM_MAX_SHELLS] = {{0}};
+        for (int t = 0; t < d->nvol; t++) {
+            const int s = d->shell_of[t];
+            for (size_t j = 0; j < nb; j++)
+                mean[j][s] += dm_dwi_signal(d, sel[b0 + j], t) / d->shell_count[s];
+        }
         /* Signal decay metric: the mean over DW shells of log(S0 / S_b) / b, an apparent
          * diffusivity (CSF highest, GM lowest); only voxels whose shell means decrease. */
-        double mean[DM_MAX_SHELLS] = {0};
-        for (int t = 0; t < d->nvol; t++)
-            mean[d->shell_of[t]] += dm_dwi_signal(d, i, t) / d->shell_count[d->shell_of[t]];
-        int ok = d->has_b0 && mean[0] > 0;
-        double sdm = 0.0;
-        for (int s = 1; ok && s < d->nshell; s++) {
-            ok = mean[s] > 0 && mean[s] < mean[s - 1];
-            if (ok) sdm += log(mean[0] / mean[s]) / d->shell_b[s];
+        for (size_t j = 0; j < nb; j++) {
+            int ok = d->has_b0 && mean[j][0] > 0;
+            double sdm = 0.0;
+            for (int s = 1; ok && s < d->nshell; s++) {
+                ok = mean[j][s] > 0 && mean[j][s] < mean[j][s - 1];
+                if (ok) sdm += log(mean[j][0] / mean[j][s]) / d->shell_b[s];
+            }
+            decays[b0 + j] = (unsigned char)ok;
+            metric[b0 + j] = ok ? sdm / (d->nshell - 1) : 0.0;
         }
-        if (ok) iso[niso++] = (scored){sdm / (d->nshell - 1), i};
     }
+    size_t ncand = niso;
+    niso = 0;
+    for (size_t j = 0; j < ncand; j++)
+        if (decays[j]) iso[niso++] = (scored){metric[j], sel[j]};
+    free(metric);
+    free(decays);
     if (niso < 2) {
         dm_set_error("%s: no isotropic voxels (FA <= %g with a decaying signal) to estimate GM "
                      "and CSF responses from",
@@ -422,7 +454,7 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
     out->ntissue = is_dh ? 3 : 1;
     size_t nsel = 0;
     if (is_fa) {
-        erode(d, ERODE_PASSES, keep);
+        erode(d, ERODE_PASSES, threads, keep);
         size_t nkeep = 0;
         for (size_t i = 0; i < d->nvox; i++) nkeep += keep[i];
         nsel = top_fa(d, fa, v1, nkeep >= SF_VOXELS ? keep : NULL, SF_VOXELS, sel, dir);
@@ -431,11 +463,11 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
                          source(d));
             goto done;
         }
-        if (dm_response_from_voxels(d, sel, dir, nsel, lmax, &out->r[0]) != 0) goto done;
+        if (dm_response_from_voxels(d, sel, dir, nsel, lmax, threads, &out->r[0]) != 0) goto done;
     } else {
         size_t nc = 0, count = SF_VOXELS, nbrain = d->nvox;
         if (is_dh) {
-            erode(d, ERODE_PASSES, keep);
+            erode(d, ERODE_PASSES, threads, keep);
             nbrain = 0;
             for (size_t i = 0; i < d->nvox; i++) nbrain += keep[i];
             if (nbrain < 10) { /* too small a mask to erode */
@@ -474,7 +506,7 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
         if (tournier_select(d, cand, nc, start, sdir, ns, count, lmax, threads, sel, dir, &nsel,
                             &out->iterations, &out->r[0]) != 0)
             goto done;
-        if (is_dh && dhollander_iso(d, fa, keep, nbrain, out) != 0) goto done;
+        if (is_dh && dhollander_iso(d, fa, keep, nbrain, threads, out) != 0) goto done;
     }
     if (!is_dh) single_shell_rows(d, &out->r[0]);
     if (mark_voxels(d, sel, nsel, &out->voxels[0]) != 0) goto done;
