@@ -19,9 +19,11 @@ tiled to --voxels, with the responses its tests use; real, noisy scanner data):
                three responses / `dwi2fod msmt_csd`
 Runs with one thread use the first --cpu1-voxels voxels (rates are per voxel, so the ratios are
 fair); the others use all.  --response adds `dimoc response --algorithm tournier` against
-`dwi2response tournier` (single case, all threads).  Without MRtrix the peer columns are skipped
-(with a note); without a GPU (or when `dimoc csd --device gpu` fails on a tiny input) the GPU rows
-are skipped.
+`dwi2response tournier` (single and mrtrix cases, all threads) and `dimoc response --algorithm
+dhollander` at each thread count on the hcp case's voxels tiled into a 48 x 48 x 40 volume with
+an ellipsoid brain mask (41,800 voxels; row hcp-dh, its estimation seconds).  Without MRtrix the
+peer columns are skipped (with a note); without a GPU (or when `dimoc csd --device gpu` fails on
+a tiny input) the GPU rows are skipped.
 
 Floor.  Per voxel, with n = 45 WM coefficients (+ 1 per isotropic tissue) and M measurements used
 (single shell: the DW volumes; msmt: all), the least a CSD solve can cost is the unconstrained
@@ -122,6 +124,25 @@ def dataset(folder, case, n):
     for t, path in zip(tissues, resp):
         cs.write_response(path, shells, LMAX, t, S0)
     return data, bvals, bvecs, resp
+
+
+BRAIN_SHAPE = (48, 48, 40)
+
+
+def brain_volume(folder, data):
+    """The case's voxels tiled into a 48 x 48 x 40 volume with an ellipsoid mask (what response
+    estimation needs: an erodable brain, not slabs), for --response on the hcp case."""
+    out, mask = f"{folder}/brain.nii", f"{folder}/brain_mask.nii"
+    if not os.path.exists(out):
+        img = nib.load(data)
+        a = np.asarray(img.dataobj)
+        v = a.reshape(-1, a.shape[-1])
+        n = int(np.prod(BRAIN_SHAPE))
+        nib.save(nib.Nifti1Image(np.resize(v, (n, v.shape[1])).reshape(BRAIN_SHAPE + (v.shape[1],)), img.affine),
+                 out)
+        x, y, z = np.meshgrid(*[np.linspace(-1, 1, k) for k in BRAIN_SHAPE], indexing="ij")
+        nib.save(nib.Nifti1Image(((x * x + y * y + z * z) < 0.95).astype(np.uint8), img.affine), mask)
+    return out, mask
 
 
 def subset(data, n):
@@ -344,6 +365,24 @@ def main():
                              ref / wall if ref else float("nan"), float("nan")))
             else:
                 notes.append(f"dimoc response failed: {err}")
+        if a.response and case == "hcp":
+            brain, mask = brain_volume(folder, data)
+            nb = int(np.asarray(nib.load(mask).dataobj).sum())
+            for t in threads:
+                out = f"{folder}/dimoc_resp_dh"
+                shutil.rmtree(out, ignore_errors=True)
+                rc, wall, err = sh([DIMOC, "response", "--data", brain, "--mask", mask, "--bvals", bvals, "--bvecs",
+                                    bvecs, "--out", out, "--algorithm", "dhollander", "--threads", t])
+                if rc:
+                    notes.append(f"dimoc response --algorithm dhollander failed: {err}")
+                    continue
+                prov = json.load(open(f"{out}/provenance.json"))
+                secs = float((prov.get("results") or {}).get("seconds_response", wall))
+                rows.append(("hcp-dh", nb, f"dimoc response dhollander {t}t", {"response": secs}, wall,
+                             float("nan"), float("nan")))
+            notes.append(f"hcp-dh: dhollander response estimation on a {BRAIN_SHAPE} volume of the hcp pool with a "
+                         f"brain-shaped mask ({nb} voxels); 'response' is the estimation alone (provenance), "
+                         f"'total' the whole command")
 
     def f(v):
         return f"{v:8.2f}" if isinstance(v, float) else f"{'-':>8}"

@@ -536,21 +536,11 @@ DM_FN int dm_csd_solve_soft_(const dm_csd_problem *p, const real *y, long ystrid
             const real *Lr = L + (long)r * (r + 1) / 2;
             x[r] = (b[r] - dm_csd_dot_(Lr, x, r)) / Lr[r];
         }
-#ifdef DM_CSD_HOST
-        /* The backward solve by columns (L's packed rows are contiguous), as the hard
-         * solver's: the same sums in the opposite order, a vector operation per row. */
-        for (int t = n - 1; t >= 0; t--) {
-            const real *Lt = L + (long)t * (t + 1) / 2, xt = x[t] / Lt[t];
-            x[t] = xt;
-            for (int i = 0; i < t; i++) x[i] -= Lt[i] * xt;
-        }
-#else
         for (int r = n - 1; r >= 0; r--) {
             real s = x[r];
             for (int t = r + 1; t < n; t++) s -= L[(long)t * (t + 1) / 2 + r] * x[t];
             x[r] = s / L[(long)r * (r + 1) / 2 + r];
         }
-#endif
     }
     return DM_CSD_MAX_ITER;
 }
