@@ -5,6 +5,7 @@
 #include "args.h"
 #include "cli.h"
 #include "commands.h"
+#include "fit/fit.h"
 #include "gpu/gpu_device.h"
 #include "io/formats.h"
 #include "study/qc_group.h"
@@ -108,6 +109,17 @@ static int run_command(int argc, char **argv, void *ctx)
 }
 
 /* argv with BIDS-Apps' "--participant-label 01 02" spelt as one option per value. */
+/* The fits' deferred last writes, handed to the study (fit/fit.h). */
+static void *take_fit_writes(void)
+{
+    return dm_fit_deferred_take();
+}
+
+static int join_fit_writes(void *writes)
+{
+    return dm_fit_deferred_join(writes);
+}
+
 static char **split_label_lists(int argc, char **argv, int *nout)
 {
     char **w = calloc((size_t)argc * 2 + 1, sizeof *w);
@@ -297,8 +309,13 @@ int dm_cmd_bids(int argc, char **argv, const dm_command *(*find)(const char *nam
                               .command_line = cmdline,
                               .threads = (int)threads,
                               .exec = run_command,
-                              .exec_ctx = &commands};
+                              .exec_ctx = &commands,
+                              .take_writes = take_fit_writes,
+                              .join_writes = join_fit_writes};
+        /* A fit's last maps are written beside the next run's fits. */
+        dm_fit_defer_final_writes(1);
         rc = dm_study_participant(&o);
+        dm_fit_defer_final_writes(0);
         if (rc < 0) rc = dm_report_error();
     } else {
         rc = dm_report_error();

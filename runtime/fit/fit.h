@@ -48,6 +48,16 @@ int dm_fit_run(const dm_fit_request *r);
  * one. */
 int dm_fit_run_cascade(const dm_fit_request *stages, int n);
 
+/* For a program that runs many fits in turn (dimoc bids): while on, each cascade's last stage
+ * is written on a thread of its own after dm_fit_run_cascade returns (which then returns 0 for
+ * the fit; the write's own result comes from the join).  dm_fit_deferred_take hands over the
+ * writes started since the last take (NULL: none); dm_fit_deferred_join waits for them and
+ * frees them: 0, or -1 with the first failure's error.  Every write taken must be joined. */
+typedef struct dm_fit_deferred dm_fit_deferred;
+void dm_fit_defer_final_writes(int on);
+dm_fit_deferred *dm_fit_deferred_take(void);
+int dm_fit_deferred_join(dm_fit_deferred *d);
+
 /* The inputs of a fit, read and checked. */
 typedef struct dm_problem {
     dm_model_info mi;

@@ -262,6 +262,7 @@ typedef struct stage_writer {
     dm_fit_stage_info info;
     dm_outdir od;
     int rc, dir_done;
+    int last; /* the cascade's last stage, left to be written after it (defer_final) */
     char error[2048]; /* dm_last_error() is per thread */
     pthread_t thread;
 } stage_writer;
@@ -327,6 +328,113 @@ static int stage_writer_join(stage_writer *w)
 {
     pthread_join(w->thread, NULL);
     return stage_writer_finish(w);
+}
+
+/* Deferred last writes (dm_fit_defer_final_writes): a cascade's last stage written on its
+ * thread after the cascade returns.  The job owns what the writer reads: a copy of the stage's
+ * request (its strings too), the problem and the host fitter. */
+struct dm_fit_deferred {
+    stage_writer *w;
+    dm_fit_request r;
+    char *strings[20]; /* the request's strings, copied */
+    int nstrings;
+    char *prev_out;
+    dm_problem p;
+    dm_cpu_fitter fitter;
+    pthread_t thread;
+    struct dm_fit_deferred *next;
+};
+
+static int defer_final;
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dm_fit_deferred *deferred_list; /* started since the last take, newest first */
+
+void dm_fit_defer_final_writes(int on)
+{
+    defer_final = on;
+}
+
+static const char *keep_string(struct dm_fit_deferred *d, const char *s)
+{
+    if (!s || d->nstrings == (int)(sizeof d->strings / sizeof d->strings[0])) return s;
+    return d->strings[d->nstrings++] = strdup(s);
+}
+
+static void *deferred_main(void *arg)
+{
+    struct dm_fit_deferred *d = arg;
+    stage_writer_main(d->w);
+    return NULL;
+}
+
+/* Starts the last stage's write w on a thread of its own, taking over *p and *fitter (left
+ * empty); 0, or -1 (nothing taken: the caller writes as usual). */
+static int deferred_start(stage_writer *w, dm_problem *p, dm_cpu_fitter *fitter)
+{
+    struct dm_fit_deferred *d = calloc(1, sizeof *d);
+    if (!d) return -1;
+    d->w = w;
+    d->r = *w->r;
+    const char **fields[] = {&d->r.model,    &d->r.data,       &d->r.mask,     &d->r.bvals,
+                             &d->r.bvecs,    &d->r.out,        &d->r.grad,     &d->r.methods,
+                             &d->r.grid,     &d->r.fixed,      &d->r.dictionary_penalty,
+                             &d->r.init,     &d->r.init_from,  &d->r.voxel,    &d->r.measure,
+                             &d->r.scheme,   &d->r.noise,      &d->r.precision, &d->r.device,
+                             &d->r.command_line};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        *fields[i] = keep_string(d, *fields[i]);
+    if (w->info.previous) w->info.previous = d->prev_out = strdup(w->info.previous);
+    w->r = &d->r;
+    d->p = *p;
+    d->fitter = *fitter;
+    w->snap = d->p;
+    w->snap.y = NULL;
+    w->fitter = &d->fitter;
+    if (pthread_create(&d->thread, NULL, deferred_main, d) != 0) {
+        w->r = NULL; /* restored by the caller's own write */
+        for (int i = 0; i < d->nstrings; i++) free(d->strings[i]);
+        free(d->prev_out);
+        free(d);
+        return -1;
+    }
+    memset(p, 0, sizeof *p);
+    memset(fitter, 0, sizeof *fitter);
+    pthread_mutex_lock(&deferred_lock);
+    d->next = deferred_list;
+    deferred_list = d;
+    pthread_mutex_unlock(&deferred_lock);
+    return 0;
+}
+
+dm_fit_deferred *dm_fit_deferred_take(void)
+{
+    pthread_mutex_lock(&deferred_lock);
+    dm_fit_deferred *d = deferred_list;
+    deferred_list = NULL;
+    pthread_mutex_unlock(&deferred_lock);
+    return d;
+}
+
+int dm_fit_deferred_join(dm_fit_deferred *d)
+{
+    int rc = 0;
+    char error[2048] = "";
+    while (d) {
+        dm_fit_deferred *next = d->next;
+        pthread_join(d->thread, NULL);
+        if (stage_writer_finish(d->w) != 0 && rc == 0) {
+            rc = -1;
+            snprintf(error, sizeof error, "%s", dm_last_error());
+        }
+        dm_cpu_fitter_close(&d->fitter);
+        dm_problem_free(&d->p);
+        for (int i = 0; i < d->nstrings; i++) free(d->strings[i]);
+        free(d->prev_out);
+        free(d);
+        d = next;
+    }
+    if (rc != 0) dm_set_error("%s", error);
+    return rc;
 }
 
 /* Plans, fits and writes stage `stage` of `nstages`; prev: the previous stage's written
@@ -450,6 +558,11 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         machine_release_gpu(m);
         late_free_start(&m->signal, p->y); /* the writers read the estimates only */
         p->y = w->snap.y = NULL;
+        if (defer_final) { /* written by the cascade's caller's deferral, or below */
+            w->last = 1;
+            *pending = w;
+            return 0;
+        }
         stage_writer_write(w);
         return stage_writer_finish(w);
     }
@@ -554,7 +667,17 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
     for (int s = 0; s < n && rc == 0; s++)
         rc = run_stage(&stages[s], s, n, &p, &m, prev, s == 0 ? t_start : dm_now_seconds(),
                        &pending);
-    if (pending) { /* a stage that failed before its write leaves the previous one's */
+    if (pending && pending->last) { /* the last stage, its write deferred */
+        double unused_wait;
+        if (machine_host_fitter(&m, &unused_wait) != 0) { /* its fitter must be there */
+            pending->rc = -1;
+            snprintf(pending->error, sizeof pending->error, "%s", dm_last_error());
+            rc = stage_writer_finish(pending);
+        } else if (deferred_start(pending, &p, &m.fitter) != 0) {
+            stage_writer_write(pending);
+            rc = stage_writer_finish(pending);
+        }
+    } else if (pending) { /* a stage that failed before its write leaves the previous one's */
         int wrc = stage_writer_join(pending);
         if (rc == 0) rc = wrc;
     }

@@ -34,6 +34,8 @@ typedef struct run_job {
     char *mask_source, *sources[4];
     char *final_dir, *model, *tracks;
     double started, read_s, stages_s, plan_s, finish_s, fit_s;
+    dm_study_plan plan; /* its stages, kept for their timings (read once written) */
+    void *writes;       /* its last command's writes still under way (take_writes) */
     pthread_t preload;
     int preloading;
 } run_job;
@@ -475,6 +477,21 @@ static int plan_first(unit_job *U, run_job *j)
     return rc;
 }
 
+/* Waits for the writes run j's last command left under way; 0, or -1 with the unit failed. */
+static int join_run_writes(unit_job *U, run_job *j)
+{
+    if (!j->writes) return 0;
+    int rc = U->o->join_writes(j->writes);
+    j->writes = NULL;
+    return rc == 0 ? 0 : fail(U, NULL);
+}
+
+/* Waits for every run's writes under way (the unit failed or stopped: its folder goes next). */
+static void unit_join_writes(unit_job *U)
+{
+    for (int i = 0; U->runs && i < U->u->nruns; i++) join_run_writes(U, &U->runs[i]);
+}
+
 /* One run's mask and stages, with fds 1 and 2 on its log.  0, or -1 with the unit failed. */
 static int run_stages(unit_job *U, run_job *j, const char *log)
 {
@@ -534,6 +551,11 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
             continue;
         }
         if (i == last_read) dm_volume_preload_hand_over(r->dwi);
+        /* The earlier commands' maps whole before a later command may read them. */
+        if (o->take_writes && o->join_writes(o->take_writes()) != 0) {
+            rc = fail(U, NULL);
+            break;
+        }
         /* The command may change its argv (getopt-style parsers do): a copy. */
         char **argv = calloc((size_t)s->argc + 1, sizeof *argv);
         memcpy(argv, s->argv, (size_t)s->argc * sizeof *argv);
@@ -548,8 +570,11 @@ static int run_stages(unit_job *U, run_job *j, const char *log)
         if (!j->final_dir) rc = fail(U, "the pipeline ran no fit or csd stage: no maps to name");
     }
     j->stages_s = dm_study_now() - t_fit;
-    j->fit_s = engine_seconds(&plan);
-    dm_study_plan_free(&plan);
+    j->plan = plan;
+    if (o->take_writes) {
+        j->writes = o->take_writes();
+        if (rc != 0) join_run_writes(U, j);
+    }
     return rc;
 }
 
@@ -643,6 +668,9 @@ static void *write_unit(void *arg)
     int rc = 0;
     for (int i = 0; rc == 0 && i < U->u->nruns; i++) {
         run_job *j = &U->runs[i];
+        rc = join_run_writes(U, j);
+        if (rc != 0) break;
+        j->fit_s = engine_seconds(&j->plan);
         rc = finish_run(U, j);
         if (rc != 0) break;
         char *dwi_dir = dm_path_join(U->tmp, "dwi"), *figs = dm_path_join(U->tmp, "figures");
@@ -670,6 +698,7 @@ static void *write_unit(void *arg)
     if (rc == 0) rc = commit_unit(U);
     if (rc != 0) {
         fail(U, NULL);
+        unit_join_writes(U);
         dm_remove_tree(U->tmp);
     }
     return NULL;
@@ -679,6 +708,8 @@ static void unit_free(unit_job *U)
 {
     for (int i = 0; U->runs && i < U->u->nruns; i++) {
         run_job *j = &U->runs[i];
+        join_run_writes(U, j); /* normally joined already */
+        dm_study_plan_free(&j->plan);
         free(j->pdir), free(j->plan_path), free(j->mask), free(j->mask_source);
         for (int k = 0; k < 4; k++) free(j->sources[k]);
         free(j->final_dir), free(j->model), free(j->tracks);
@@ -957,6 +988,7 @@ int dm_study_participant(const dm_study_options *o)
             writing = NULL;
         }
         if (U->failed || dm_stop_requested()) {
+            unit_join_writes(U);
             dm_remove_tree(U->tmp);
             if (!dm_stop_requested()) {
                 fprintf(con.err, "%s\n", U->error);
@@ -988,6 +1020,7 @@ int dm_study_participant(const dm_study_options *o)
     }
     for (int k = 0; k < nunits; k++)
         if (units[k]) {
+            unit_join_writes(units[k]);
             dm_remove_tree(units[k]->tmp);
             unit_free(units[k]);
         }

@@ -40,6 +40,12 @@ typedef struct dm_study_options {
     int threads;              /* of the masks dimoc makes (0: all cores) */
     dm_study_exec_fn exec;
     void *exec_ctx;
+    /* Writes a command leaves running after it returns (a fit's last maps), or NULL: take hands
+     * over those started since the last take, join waits for them (0, or -1 with
+     * dm_last_error()).  A run's later command starts after its earlier ones' writes; its last
+     * command's are joined on the writer thread, beside the next run's fits. */
+    void *(*take_writes)(void);
+    int (*join_writes)(void *writes);
 } dm_study_options;
 
 /* Progress goes to stdout, one line per unit; the stages' own output (progress lines, their
