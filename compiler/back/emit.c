@@ -211,15 +211,37 @@ static void emit_marked(emitter *E, const char *code, const int *slot, const int
             dm_buf_printf(b, " = %c[%d];\n", "pmv"[kind - DM_IR_PARAM], x -> index);
         }
     }
+    int *leader = malloc(sizeof(int) * 3 * ((size_t)P->n + 1));
+    if (!leader) abort();
+    int *members = leader + P->n + 1, *top = members + P->n + 1;
+    dm_ir_families(P, code, leader, members, top);
     for (int i = 0; i < P->n; i++) {
         const dm_ins *x = &P->ins[i];
         if (!code[i] || x->op <= DM_IR_VOXEL) continue;
         E->temp[i] = next++;
+        int head = leader[i];
+        if (members[head] > 1) { /* one family call for the group, at its first member */
+            const dm_mathfn_info *info = dm_mathfn_get(x->fn);
+            if (head == i) {
+                int len = info->family_len > 0 ? info->family_len : top[i] + 1;
+                dm_buf_printf(b, "    real f%d[%d];\n    %s(", E->temp[i], len, info->family);
+                if (info->family_len == 0) dm_buf_printf(b, "%d, ", top[i]);
+                for (int a = 0; a < x->nargs; a++) {
+                    emit_operand(E, x->arg[a], 1);
+                    dm_buf_puts(b, ", ");
+                }
+                dm_buf_printf(b, "f%d);\n", E->temp[i]);
+            }
+            dm_buf_printf(b, "    const real t%d = f%d[%d];", E->temp[i], E->temp[head], x->index);
+            emit_note(b, x);
+            continue;
+        }
         dm_buf_printf(b, "    const %s t%d = ", dm_ir_is_bool(P, i) ? "int" : "real", E->temp[i]);
         emit_rhs(E, x);
         dm_buf_puts(b, ";");
         emit_note(b, x);
     }
+    free(leader);
 }
 
 /* The live inputs and temporaries for the given roots. */

@@ -1,7 +1,8 @@
 /* Work counts of lowered functions, for the metadata (dm_flops): the runtime multiplies them
  * by the number of evaluations to report achieved GFLOP/s.  A call of a math-library function
  * (exp, dm_dawson, ...) counts as one operation, however many it costs inside, and is also
- * counted apart when transcendental so that the two kinds of throughput can be told apart. */
+ * counted apart when transcendental so that the two kinds of throughput can be told apart; the
+ * orders of a family computed by one call (dm_ir_families) count as that one call. */
 #include "backend.h"
 
 #include <stdlib.h>
@@ -10,8 +11,11 @@
 long dm_count_flops_marked(const dm_prog *P, const char *mark, long *transcendental)
 {
     long total = 0, transc = 0;
+    int *leader = malloc(sizeof(int) * 3 * ((size_t)P->n + 1));
+    if (!leader) abort();
+    dm_ir_families(P, mark, leader, leader + P->n + 1, leader + 2 * (P->n + 1));
     for (int i = 0; i < P->n; i++) {
-        if (!mark[i]) continue;
+        if (!mark[i] || leader[i] != i) continue; /* a family's members: one call, its first */
         const dm_ins *x = &P->ins[i];
         switch (x->op) {
         case DM_IR_NEG:
@@ -26,6 +30,7 @@ long dm_count_flops_marked(const dm_prog *P, const char *mark, long *transcenden
         default: /* inputs, constants, comparisons, logic, selects */ break;
         }
     }
+    free(leader);
     if (transcendental) *transcendental = transc;
     return total;
 }

@@ -788,6 +788,28 @@ int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH])
     return fail(P, e->loc, "cannot lower this expression%s (in %s)", NULL);
 }
 
+void dm_ir_families(const dm_prog *P, const char *mark, int *leader, int *members, int *top)
+{
+    for (int i = 0; i < P->n; i++) {
+        leader[i] = i;
+        members[i] = 1;
+        top[i] = P->ins[i].index;
+        const dm_ins *x = &P->ins[i];
+        if (!mark[i] || x->op != DM_IR_CALL || !dm_mathfn_get(x->fn)->family) continue;
+        for (int j = 0; j < i; j++) { /* the first earlier member of the same arguments */
+            const dm_ins *y = &P->ins[j];
+            if (!mark[j] || leader[j] != j || y->op != DM_IR_CALL || y->fn != x->fn) continue;
+            int same = 1;
+            for (int a = 0; a < x->nargs; a++) same &= x->arg[a] == y->arg[a];
+            if (!same) continue;
+            leader[i] = j;
+            members[j]++;
+            if (x->index > top[j]) top[j] = x->index;
+            break;
+        }
+    }
+}
+
 void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live)
 {
     memset(live, 0, (size_t)P->n);

@@ -82,6 +82,13 @@ typedef struct dm_mathfn_info {
     int transcendental; /* counted apart by the flop counter */
     double (*fold)(const double *args, int order); /* value on constants */
     int ordered; /* 1: a constant integer (dm_ins.index) precedes the arguments */
+    /* The family version of an ordered function, or NULL: family(args..., out) fills out[i]
+     * with the value of order i for every i < family_len, bit for bit, in one pass; with
+     * family_len 0 the orders run from 0 to the largest one asked for, passed first
+     * (family(max, args..., out)).  Several orders of one argument list in one function are
+     * computed by one family call (dm_ir_families). */
+    const char *family;
+    int family_len;
 } dm_mathfn_info;
 
 const dm_mathfn_info *dm_mathfn_get(dm_mathfn f);
@@ -140,6 +147,13 @@ int dm_lower_expr(dm_prog *P, const dm_expr *e, int out[DM_MAX_WIDTH]);
 /* Forward mode (deriv.c): partial[k] receives the id of d(root)/d(p[k]) for k < nparams, or
  * -1 where it is identically zero.  Derivative instructions are added to P. */
 void dm_differentiate(dm_prog *P, int root, int nparams, int *partial);
+
+/* The family calls among the instructions with mark[i] != 0: the calls of one function that
+ * has a family version (dm_mathfn_info.family) with the same arguments form a group, computed
+ * by one call of the family.  leader[i] is the first marked member of i's group (i itself for
+ * any other instruction); for a leader, members[i] is the group's size and top[i] the largest
+ * order in it.  A group of one is an ordinary call. */
+void dm_ir_families(const dm_prog *P, const char *mark, int *leader, int *members, int *top);
 
 /* live[i] = 1 for every instruction some root depends on (roots < 0 are ignored). */
 void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live);

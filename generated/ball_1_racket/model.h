@@ -248,7 +248,9 @@ DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
     const real t39 = t38 + t37;
     const real t40 = t39 + t36;
     const real t41 = t38 * t35;
-    const real t42 = dm_log_hyp1f1_dep(0, t40, t41);
+    real f42[3];
+    dm_log_hyp1f1_family(t40, t41, f42);
+    const real t42 = f42[0];
     const real t43 = t42 + t32;
     const real t44 = -t12;
     const real t45 = t8 * t3;
@@ -331,8 +333,8 @@ DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
     const real t122 = t120 + t121;
     const real t123 = t115 * t35;
     const real t124 = t123 + t121;
-    const real t125 = dm_log_hyp1f1_dep(1, t40, t41);
-    const real t126 = dm_log_hyp1f1_dep(2, t40, t41);
+    const real t125 = f42[1];
+    const real t126 = f42[2];
     const real t127 = t118 * t125;
     const real t128 = t122 * t126;
     const real t129 = t127 + t128;
@@ -489,7 +491,9 @@ DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real
     const real t93 = t92 + t91;
     const real t94 = t93 + t90;
     const real t95 = t89 - t94;
-    const real t96 = dm_log_hyp1f1_dep(0, t84, t95);
+    real f96[3];
+    dm_log_hyp1f1_family(t84, t95, f96);
+    const real t96 = f96[0];
     const real t97 = t96 + t70;
     const real t98 = t97 - t15;
     const real t99 = exp(t98);
@@ -831,8 +835,8 @@ DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, real
     const real t435 = t376 - t429;
     const real t436 = t377 - t430;
     const real t437 = t378 - t431;
-    const real t438 = dm_log_hyp1f1_dep(1, t84, t95);
-    const real t439 = dm_log_hyp1f1_dep(2, t84, t95);
+    const real t438 = f96[1];
+    const real t439 = f96[2];
     const real t440 = t326 * t438;
     const real t441 = t432 * t439;
     const real t442 = t440 + t441;

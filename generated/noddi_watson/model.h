@@ -69,12 +69,14 @@ DM_FN void dm_signal_prepare(const real *p, const real *v, real *pre)
     const real t4 = sin(p_ph);
     const real t5 = t1 * t4; /* let v, y */
     const real t6 = cos(p_th); /* let v, z */
-    const real t7 = dm_watson_sh(2, p_kappa);
-    const real t8 = dm_watson_sh(4, p_kappa);
-    const real t9 = dm_watson_sh(6, p_kappa);
-    const real t10 = dm_watson_sh(8, p_kappa);
-    const real t11 = dm_watson_sh(10, p_kappa);
-    const real t12 = dm_watson_sh(12, p_kappa);
+    real f7[13];
+    dm_watson_sh_family(12, p_kappa, f7);
+    const real t7 = f7[2];
+    const real t8 = f7[4];
+    const real t9 = f7[6];
+    const real t10 = f7[8];
+    const real t11 = f7[10];
+    const real t12 = f7[12];
     const real t13 = 1 - p_fintra;
     const real t14 = v_d_par * p_fintra;
     const real t15 = sqrt(p_kappa);
@@ -257,12 +259,14 @@ DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
     const real t4 = sin(p_ph);
     const real t5 = t1 * t4; /* let v, y */
     const real t6 = cos(p_th); /* let v, z */
-    const real t7 = dm_watson_sh(2, p_kappa);
-    const real t8 = dm_watson_sh(4, p_kappa);
-    const real t9 = dm_watson_sh(6, p_kappa);
-    const real t10 = dm_watson_sh(8, p_kappa);
-    const real t11 = dm_watson_sh(10, p_kappa);
-    const real t12 = dm_watson_sh(12, p_kappa);
+    real f7[15];
+    dm_watson_sh_family(14, p_kappa, f7);
+    const real t7 = f7[2];
+    const real t8 = f7[4];
+    const real t9 = f7[6];
+    const real t10 = f7[8];
+    const real t11 = f7[10];
+    const real t12 = f7[12];
     const real t13 = 1 - p_fintra;
     const real t14 = v_d_par * p_fintra;
     const real t15 = sqrt(p_kappa);
@@ -323,7 +327,7 @@ DM_FN void dm_signal_grad_prepare(const real *p, const real *v, real *pre)
     const real t70 = t11 * t41;
     const real t71 = t69 - t70;
     const real t72 = (real)0.500805152979066 * t12;
-    const real t73 = dm_watson_sh(14, p_kappa);
+    const real t73 = f7[14];
     const real t74 = (real)0.2696296296296296 * t73;
     const real t75 = t74 + t72;
     const real t76 = (real)0.22956521739130434 * t11;

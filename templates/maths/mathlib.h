@@ -484,23 +484,48 @@ DM_LIB_BIG_FN real dm_stick_sh(int l, real x)
  * kappa up to 100 and 2e-14 up to 3000, and to 3e-7 absolute in float.
  *
  * For kappa < 0 (a girdle), J_l(-kappa) / J_0(-kappa) from the stick integrals. */
+/* The recurrence's products for the even orders lo <= l <= hi (lo >= 2): w[(l - lo) / step]
+ * = W_l, each the product of the ratios r_l r_(l-2) ... r_2 in that order.  kappa > 0. */
+DM_LIB_FN void dm_watson_sh_orders_(int lo, int hi, int step, real kappa, real *w)
+{
+    /* in real arithmetic: a float build of a fitter holds no double-precision instruction */
+    const int top = 2 * (int)ceil(12 + 4 * sqrt(kappa));
+    const real half_inv = (real)0.5 / kappa;
+    real r = 0;
+    for (int l = lo; l <= hi; l += 2) w[(l - lo) / step] = 1;
+    for (int j = top - 2; j >= 2; j -= 2) {
+        r = (real)((j - 1) * (2 * j + 3)) /
+            ((real)((2 * j - 1) * (j + 2)) * r - (real)(2 * j + 1) +
+             (real)((2 * j - 1) * (2 * j + 1) * (2 * j + 3)) * half_inv);
+        for (int l = j > lo ? j : lo; l <= hi; l += 2) w[(l - lo) / step] *= r;
+    }
+}
+
 DM_LIB_BIG_FN real dm_watson_sh(int l, real kappa)
 {
     if (l < 0 || (l & 1)) return 0;
     if (l == 0) return 1;
     if (kappa < 0) return dm_stick_sh(l, -kappa) / dm_stick_sh(0, -kappa);
     if (kappa == 0) return 0;
-    /* in real arithmetic: a float build of a fitter holds no double-precision instruction */
-    const int top = 2 * (int)ceil(12 + 4 * sqrt(kappa));
-    const real half_inv = (real)0.5 / kappa;
-    real r = 0, w = 1;
-    for (int j = top - 2; j >= 2; j -= 2) {
-        r = (real)((j - 1) * (2 * j + 3)) /
-            ((real)((2 * j - 1) * (j + 2)) * r - (real)(2 * j + 1) +
-             (real)((2 * j - 1) * (2 * j + 1) * (2 * j + 3)) * half_inv);
-        if (j <= l) w *= r;
-    }
+    real w;
+    dm_watson_sh_orders_(l, l, 2, kappa, &w);
     return w;
+}
+
+/* The whole family at once: w[l] = dm_watson_sh(l, kappa) for l = 0 .. lmax, bit for bit,
+ * from one run of the recurrence (its ratios are the same for every order).  A model that
+ * needs several orders of one kappa (NODDI's series and its derivative) calls this once
+ * instead of running the recurrence once per order. */
+DM_LIB_BIG_FN void dm_watson_sh_family(int lmax, real kappa, real *w)
+{
+    for (int l = 0; l <= lmax; l++) w[l] = l == 0 ? (real)1 : (real)0;
+    if (lmax < 2 || kappa == 0) return;
+    if (kappa < 0) {
+        const real j0 = dm_stick_sh(0, -kappa);
+        for (int l = 2; l <= lmax; l += 2) w[l] = dm_stick_sh(l, -kappa) / j0;
+        return;
+    }
+    dm_watson_sh_orders_(2, lmax, 1, kappa, w + 2);
 }
 
 /* ---- NODDI-Bingham: the confluent hypergeometric function of a 3x3 matrix argument,
@@ -622,6 +647,16 @@ DM_LIB_FN real dm_log_hyp1f1_dep(int which, real c1, real c0)
     return which == 0 ? r.v : which == 1 ? r.d1 : r.d0;
 }
 
+/* out[which] = dm_log_hyp1f1_dep(which, c1, c0) for which = 0, 1, 2: the value and both
+ * partials from one saddle-point solve. */
+DM_LIB_FN void dm_log_hyp1f1_family(real c1, real c0, real *out)
+{
+    dm_dual2_ r = dm_log_hyp1f1_dual_(c1, c0);
+    out[0] = r.v;
+    out[1] = r.d1;
+    out[2] = r.d0;
+}
+
 /* <n_i^2> (i = 0, 1, 2) under the Bingham distribution exp(sum a_k n_k^2) / norm: the
  * derivative d log 1F1(1/2; 3/2; diag(a)) / d a_i of the approximation above, written with
  * the eigenvalues (known here) rather than with c1, c0, which avoids cancellation and lets
@@ -629,8 +664,9 @@ DM_LIB_FN real dm_log_hyp1f1_dep(int which, real c1, real c0)
  * s_m = sum y_k^m and T = T(s2, s3, s4):
  *   d/da_i = -y_i^3/s2 + y_i/2 + 2 y_i^3 T_s2 + 3 y_i^4 T_s3 + 4 y_i^5 T_s4
  *            + (s3/s2 - 2 s3 T_s2 - 3 s4 T_s3 - 4 s5 T_s4) y_i^2 / s2,
- * the last line through dtheta/da_i = y_i^2 / s2.  The three moments sum to 1. */
-DM_LIB_BIG_FN real dm_bingham_moment(int i, real a0, real a1, real a2)
+ * the last line through dtheta/da_i = y_i^2 / s2.  The three moments sum to 1.
+ * out[i] = <n_i^2> for i = 0, 1, 2, from one Newton solve. */
+DM_LIB_BIG_FN void dm_bingham_moment_family(real a0, real a1, real a2, real *out)
 {
     real amax = a0 > a1 ? a0 : a1;
     amax = amax > a2 ? amax : a2;
@@ -655,11 +691,21 @@ DM_LIB_BIG_FN real dm_bingham_moment(int i, real a0, real a1, real a2)
     real s2sq = s2 * s2;
     real t_s2 = -3 * s4 / (s2sq * s2) + 5 * s3 * s3 / (s2sq * s2sq);
     real t_s3 = -(real)10 / 3 * s3 / (s2sq * s2), t_s4 = (real)1.5 / s2sq;
-    real yi = y[i < 0 ? 0 : i > 2 ? 2 : i], yi2 = yi * yi, yi3 = yi2 * yi;
-    real at_theta =
-        -yi3 / s2 + (real)0.5 * yi + 2 * yi3 * t_s2 + 3 * yi3 * yi * t_s3 + 4 * yi3 * yi2 * t_s4;
     real through_theta = s3 / s2 - 2 * s3 * t_s2 - 3 * s4 * t_s3 - 4 * s5 * t_s4;
-    return at_theta + through_theta * yi2 / s2;
+    for (int i = 0; i < 3; i++) {
+        real yi = y[i], yi2 = yi * yi, yi3 = yi2 * yi;
+        real at_theta = -yi3 / s2 + (real)0.5 * yi + 2 * yi3 * t_s2 + 3 * yi3 * yi * t_s3 +
+                        4 * yi3 * yi2 * t_s4;
+        out[i] = at_theta + through_theta * yi2 / s2;
+    }
+}
+
+/* One moment: the family's entry i (0, 1, 2). */
+DM_LIB_FN real dm_bingham_moment(int i, real a0, real a1, real a2)
+{
+    real m[3];
+    dm_bingham_moment_family(a0, a1, a2, m);
+    return m[i < 0 ? 0 : i > 2 ? 2 : i];
 }
 
 DM_LIB_FN real dm_erf(real x)
