@@ -148,16 +148,16 @@ typedef struct late_free {
     int started;
 } late_free;
 
-static void *late_free_main(void *arg)
+static void *late_free_main(void *ptr)
 {
-    free(((late_free *)arg)->ptr);
+    free(ptr); /* the pointer itself: a late_free may be moved (copied) while this runs */
     return NULL;
 }
 
 static void late_free_start(late_free *f, void *ptr)
 {
     f->ptr = ptr;
-    f->started = pthread_create(&f->thread, NULL, late_free_main, f) == 0;
+    f->started = pthread_create(&f->thread, NULL, late_free_main, ptr) == 0;
     if (!f->started) free(ptr);
 }
 
@@ -335,6 +335,7 @@ static int stage_writer_join(stage_writer *w)
  * request (its strings too), the problem and the host fitter. */
 struct dm_fit_deferred {
     stage_writer *w;
+    late_free frees[2]; /* the image as read and the voxels' signal, freed meanwhile */
     dm_fit_request r;
     char *strings[20]; /* the request's strings, copied */
     int nstrings;
@@ -369,7 +370,8 @@ static void *deferred_main(void *arg)
 
 /* Starts the last stage's write w on a thread of its own, taking over *p and *fitter (left
  * empty); 0, or -1 (nothing taken: the caller writes as usual). */
-static int deferred_start(stage_writer *w, dm_problem *p, dm_cpu_fitter *fitter)
+static int deferred_start(stage_writer *w, dm_problem *p, dm_cpu_fitter *fitter, late_free *image,
+                          late_free *signal)
 {
     struct dm_fit_deferred *d = calloc(1, sizeof *d);
     if (!d) return -1;
@@ -399,6 +401,9 @@ static int deferred_start(stage_writer *w, dm_problem *p, dm_cpu_fitter *fitter)
     }
     memset(p, 0, sizeof *p);
     memset(fitter, 0, sizeof *fitter);
+    d->frees[0] = *image, d->frees[1] = *signal; /* joined with the write (large frees take time) */
+    memset(image, 0, sizeof *image);
+    memset(signal, 0, sizeof *signal);
     pthread_mutex_lock(&deferred_lock);
     d->next = deferred_list;
     deferred_list = d;
@@ -427,6 +432,8 @@ int dm_fit_deferred_join(dm_fit_deferred *d)
             snprintf(error, sizeof error, "%s", dm_last_error());
         }
         dm_cpu_fitter_close(&d->fitter);
+        late_free_join(&d->frees[0]);
+        late_free_join(&d->frees[1]);
         dm_problem_free(&d->p);
         for (int i = 0; i < d->nstrings; i++) free(d->strings[i]);
         free(d->prev_out);
@@ -586,9 +593,14 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
  * the loaded inputs with stand-in starts, so that a mistake in the last stage costs no fit. */
 static int check_later_stages(const dm_fit_request *stages, int n, dm_problem *p, double *prev)
 {
-    for (int s = 1; s < n; s++)
-        if (dm_problem_stage(&stages[s], prev, p) != 0) return -1;
-    return 0;
+    /* On one voxel: the options and the files they name are checked all the same, and the
+     * planning of every voxel (its starts, copies of the whole grid) is left to the stages. */
+    size_t nfit = p->nfit;
+    p->nfit = nfit < 1 ? nfit : 1;
+    int rc = 0;
+    for (int s = 1; s < n && rc == 0; s++) rc = dm_problem_stage(&stages[s], prev, p);
+    p->nfit = nfit;
+    return rc;
 }
 
 int dm_fit_run(const dm_fit_request *r)
@@ -673,7 +685,7 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
             pending->rc = -1;
             snprintf(pending->error, sizeof pending->error, "%s", dm_last_error());
             rc = stage_writer_finish(pending);
-        } else if (deferred_start(pending, &p, &m.fitter) != 0) {
+        } else if (deferred_start(pending, &p, &m.fitter, &image, &m.signal) != 0) {
             stage_writer_write(pending);
             rc = stage_writer_finish(pending);
         }
