@@ -88,28 +88,6 @@ static int run_compiler(const char *cmd, const char *log_path)
     return rc == 0 ? 0 : -1;
 }
 
-/* Takes the cache entry's lock (path + ".lock"), waiting while another process holds it: that
- * process is compiling the same fitter, and this one then loads its result instead of compiling
- * it a second time (the tasks of a job array, or parallel tests, starting together).  Returns
- * the lock's descriptor, or -1 when a stop was requested while waiting or no lock can be had
- * (then the caller compiles under its own temporary names, as without a lock). */
-static int entry_lock(const char *so_path)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s.lock", so_path);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno != EWOULDBLOCK || dm_stop_requested()) {
-            close(fd);
-            return -1;
-        }
-        struct timespec pause = {0, 20 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    return fd;
-}
-
 int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
 {
     memset(f, 0, sizeof *f);
@@ -135,7 +113,7 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
 
     int rc = 0, lock = -1;
     double t0 = dm_now_seconds();
-    if (access(f->so_path, R_OK) != 0) lock = entry_lock(f->so_path);
+    if (access(f->so_path, R_OK) != 0) lock = dm_cache_entry_lock(f->so_path);
     if (access(f->so_path, R_OK) != 0) {
         /* Each process builds under its own temporary names and renames the result into
          * place, so two processes compiling the same model at once cannot see a half file. */

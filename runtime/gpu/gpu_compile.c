@@ -97,11 +97,24 @@ int dm_gpu_compile_source(const dm_cuda *cu, const dm_gpu_source *src, int arch,
         out->cubin = NULL;
     }
     double t0 = dm_now_seconds();
+    /* Another process (a job array's tasks, parallel tests) compiling the same program: wait
+     * for its cubin rather than compile it a second time. */
+    int lock = path[0] ? dm_cache_entry_lock(path) : -1;
+    if (lock >= 0 && (out->cubin = dm_read_file(path, &out->size)) != NULL && out->size > 0) {
+        out->cached = 1;
+        out->compile_seconds = dm_now_seconds() - t0; /* the wait */
+        close(lock);
+        free(tdir);
+        return 0;
+    }
+    free(out->cubin);
+    out->cubin = NULL;
     int rc = nvrtc_compile(cu, tdir, src, arch, out);
     out->compile_seconds = dm_now_seconds() - t0;
     free(tdir);
     if (rc == 0 && path[0] && dm_write_file_atomic(path, out->cubin, out->size) != 0)
         dm_warn("cannot cache %s in %s: %s", src->what, path, dm_last_error());
+    if (lock >= 0) close(lock);
     return rc;
 }
 

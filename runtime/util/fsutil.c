@@ -2,14 +2,18 @@
 #define _GNU_SOURCE
 #include "util/fsutil.h"
 #include "util/error.h"
+#include "util/interrupt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int dm_mkdir_p(const char *path)
@@ -172,4 +176,22 @@ char *dm_exe_dir(void)
     else if (slash)
         *slash = '\0';
     return strdup(buf);
+}
+
+int dm_cache_entry_lock(const char *entry_path)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s.lock", entry_path) < 0) return -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(path);
+    if (fd < 0) return -1;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK || dm_stop_requested()) {
+            close(fd);
+            return -1;
+        }
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return fd;
 }

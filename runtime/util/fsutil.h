@@ -15,6 +15,12 @@ char *dm_temp_sibling(const char *path);
 /* The same, keeping `ending` (e.g. ".nii.gz") at the end when path has it:
  * "<dir>/.<base-without-ending>.tmp.<pid>.<counter><ending>". */
 char *dm_temp_sibling_ext(const char *path, const char *ending);
+/* Takes the lock of a cache entry (path + ".lock", flock), waiting while another process or
+ * thread holds it: that one is making the same entry, which the caller then finds made
+ * instead of making it a second time.  The lock's descriptor (close it to release), or -1
+ * when a stop was requested while waiting or no lock can be had (the caller then goes on
+ * without one: its entry is written atomically all the same). */
+int dm_cache_entry_lock(const char *entry_path);
 /* Joins a folder and a file name (malloc'd). */
 char *dm_path_join(const char *dir, const char *name);
 /* Folder of the running executable (from /proc/self/exe), malloc'd. */
