@@ -1,5 +1,6 @@
 /* dimoc.h: the public C API of dimoc (libdimoc.so), for programs that embed the model compiler
- * and, in later versions, the fitters and trackers.  docs/api.md is the guide; in short:
+ * and the fitter (fits on arrays in memory since 1.1) and, in later versions, the trackers.
+ * docs/api.md is the guide; in short:
  *
  * - Versions: DIMOC_API_VERSION_MAJOR changes when a program built against an older header could
  *   break (a function removed or changed, a record's field moved); it is the library's SONAME
@@ -24,7 +25,7 @@ extern "C" {
 #endif
 
 #define DIMOC_API_VERSION_MAJOR 1
-#define DIMOC_API_VERSION_MINOR 0
+#define DIMOC_API_VERSION_MINOR 1
 /* major * 1000 + minor, as dimoc_api_version() returns it */
 #define DIMOC_API_VERSION (DIMOC_API_VERSION_MAJOR * 1000 + DIMOC_API_VERSION_MINOR)
 
@@ -89,9 +90,10 @@ DIMOC_EXPORT void dimoc_free_list(char **list);
 
 /* ---- the context of long calls ---- */
 
-/* Progress and cancellation of the long calls of later versions (fits, tracking): a caller
- * fills one with DIMOC_CONTEXT_INIT, sets what it wants and passes it (or NULL: no callbacks).
- * Both callbacks run on the calling thread, between pieces of work. */
+/* Progress and cancellation of the long calls (dimoc_fit; tracking later): a caller fills one
+ * with DIMOC_CONTEXT_INIT, sets what it wants and passes it (or NULL: no callbacks).  Both
+ * callbacks run on the calling thread, between pieces of work: cancel at most every 20 ms,
+ * progress at most every 0.1 s and at the start of each stage. */
 typedef struct dimoc_context {
     size_t size; /* sizeof(dimoc_context) as the caller compiled it: DIMOC_CONTEXT_INIT sets it */
     /* what is being done ("fit", "outputs") and how much of it, 0 to 1; NULL: not told */
@@ -227,6 +229,154 @@ DIMOC_EXPORT char *dimoc_model_summary(const dimoc_model *model);
  * pointer may be NULL; the texts are the caller's, to free with dimoc_free. */
 DIMOC_EXPORT dimoc_status dimoc_model_generate(const dimoc_model *model, char **model_h,
                                                char **meta);
+
+/* ---- arrays (1.1) ---- */
+
+typedef enum dimoc_dtype {
+    DIMOC_FLOAT32 = 0,
+    DIMOC_FLOAT64 = 1,
+    DIMOC_UINT8 = 2, /* masks (a bool of C or numpy is one byte, 0 or 1) and the status */
+} dimoc_dtype;
+
+/* An array of the caller's, read in place and never kept: element (i0, i1, ...) lies at
+ * (const char *)data + i0 * strides[0] + i1 * strides[1] + ... bytes (strides of any sign:
+ * numpy's layout, so that an array in C or Fortran order, or a view, crosses without a copy).
+ * ndim 0 is one value at data.  Unlike the other records this one is fixed for the major
+ * version (it is embedded in others by value). */
+typedef struct dimoc_array {
+    const void *data; /* NULL: not given */
+    dimoc_dtype dtype;
+    int ndim; /* 0 to 4 */
+    size_t shape[4];
+    ptrdiff_t strides[4];
+} dimoc_array;
+
+/* A named array: a per-voxel input or a start by its name in the model.  Fixed, as dimoc_array. */
+typedef struct dimoc_named_array {
+    const char *name;
+    dimoc_array array;
+} dimoc_named_array;
+
+/* ---- fits on arrays (1.1) ---- */
+
+/* What a fit reads.  Fill one with DIMOC_FIT_INPUT_INIT (size set, the rest empty). */
+typedef struct dimoc_fit_input {
+    size_t size; /* sizeof(dimoc_fit_input) as the caller compiled it */
+    /* X x Y x Z x M, float32 or float64: M measurements (volumes) per voxel */
+    dimoc_array data;
+    /* X x Y x Z, uint8, float32 or float64: the voxels where it is non-zero (and not NaN);
+     * data NULL: every voxel */
+    dimoc_array mask;
+    /* The gradient table, where the model reads b-values or directions: M b-values (s/mm^2)
+     * and M x 3 directions, row by row, in FSL's bvecs frame, of length 1 where b > 0 (0 0 0 is
+     * taken where b <= 50).  Or instead grad: M rows x y z b in world (scanner) coordinates,
+     * MRtrix's table, turned into the bvecs frame with the affine. */
+    const double *bvals, *bvecs;
+    const double *grad;
+    const double *affine; /* 4 x 4, row by row: voxel -> world mm (a NIfTI sform); or NULL */
+    /* The model's other per-measurement inputs (read from a file or a scheme column by the
+     * command), by the model's name: M values, or M x width */
+    int nmeasures;
+    const dimoc_named_array *measures;
+    /* Per-voxel inputs (--voxel): X x Y x Z [x width] maps, or one value (ndim 0); those left
+     * out take the model's defaults */
+    int nvoxel_inputs;
+    const dimoc_named_array *voxel_inputs;
+} dimoc_fit_input;
+#define DIMOC_FIT_INPUT_INIT                                                                       \
+    {                                                                                              \
+        sizeof(dimoc_fit_input), {NULL, DIMOC_FLOAT32, 0, {0}, {0}},                               \
+            {NULL, DIMOC_UINT8, 0, {0}, {0}}, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL             \
+    }
+
+/* How to fit: the options of `dimoc fit`, by the same names (docs/fitting.md), as text where
+ * the command takes text.  DIMOC_FIT_OPTIONS_INIT sets the command's defaults; a NULL string
+ * is the default too. */
+typedef struct dimoc_fit_options {
+    size_t size;                    /* sizeof(dimoc_fit_options) as the caller compiled it */
+    const char *method;             /* "lm"; "grid,lm", "lm,mcmc", "dictionary,lm", ... */
+    const char *grid;               /* "f1=0,0.5,1;d=1e-3:5e-4:3e-3" (NULL: none) */
+    const char *fixed;              /* "S0,d": held at their starts (NULL: none) */
+    int ninit;                      /* --init: a start per parameter, one value or a map */
+    const dimoc_named_array *init;  /* X x Y x Z (a map of the data's grid) or ndim 0 */
+    const char *dictionary_penalty; /* "L1,L2" (NULL: 0.5,1e-3) */
+    const char *noise;              /* "gaussian" | "rician" */
+    long burnin, jumps, sample_every, update_every, lm_iterations;
+    unsigned long long seed;
+    int save_samples, predicted, ic; /* the maps NAME_samples, predicted, BIC and AIC */
+    const char *out_type;            /* "float32" | "float64": the maps' type */
+    const char *precision;           /* "float" | "double": the fitter's */
+    int threads;                     /* 0: every core */
+    const char *device;              /* "auto" | "cpu" | "gpu" */
+    const char *gpus;                /* "all" | "0,1,.." */
+    long gpu_memory;                 /* MB per GPU; 0: 70% of free memory */
+    int lanes;                       /* GPU lanes per voxel; 0: chosen */
+    const char *part;                /* "K/N": the K-th share of the voxels only (NULL: all) */
+} dimoc_fit_options;
+#define DIMOC_FIT_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        sizeof(dimoc_fit_options), "lm", NULL, NULL, 0, NULL, NULL, "gaussian", 1000, 1250, 25,  \
+            40, 200, 42, 0, 0, 0, "float32", "double", 0, "auto", "all", 0, 0, NULL               \
+    }
+
+/* The status of a voxel in a fit's result (the status map). */
+typedef enum dimoc_voxel_status {
+    DIMOC_VOXEL_OUTSIDE = 0, /* not in the mask (or not in --part's share) */
+    DIMOC_VOXEL_FITTED = 1,
+    DIMOC_VOXEL_NOT_CONVERGED = 2, /* LM reached its iteration limit */
+    DIMOC_VOXEL_SKIPPED_NONFINITE = 3,
+    DIMOC_VOXEL_SKIPPED_ZERO = 4, /* every measurement 0 */
+    DIMOC_VOXEL_FAILED = 5,
+    DIMOC_VOXEL_AT_BOUND = 6, /* LM ended with a parameter within a hair of a bound */
+} dimoc_voxel_status;
+
+/* One map of a fit's result, on the data's grid. */
+typedef struct dimoc_fit_map {
+    /* the name of the file `dimoc fit` writes, without .nii.gz: a parameter's (S0), its
+     * posterior sd (S0_std) and samples (S0_samples), an output's (dyads1) and its dispersion
+     * (dyads1_dispersion), BIC, AIC, predicted, status */
+    const char *name;
+    /* "parameter", "std", "samples", "output", "dispersion", "ic", "predicted", "status" */
+    const char *kind;
+    int volumes;       /* values per voxel: 1, an output's width, the samples, M */
+    dimoc_dtype dtype; /* out_type's (the status: DIMOC_UINT8) */
+    /* X*Y*Z*volumes values, x fastest, then y, z, volume: numpy's order="F" of shape
+     * (X, Y, Z) or (X, Y, Z, volumes); 0 where a voxel has no estimate */
+    const void *data;
+    size_t shape[4]; /* X, Y, Z, volumes */
+} dimoc_fit_map;
+
+typedef struct dimoc_fit_result dimoc_fit_result;
+
+/* Fits `model` voxel by voxel on in-memory arrays, as `dimoc fit` does on files: the same
+ * inputs and options give the same maps, bit for bit (for the same precision and seed).
+ * options and context may be NULL (the defaults; no callbacks).  Nothing is printed: the
+ * warnings the command prints are the result's (dimoc_fit_result_warnings).
+ * DIMOC_OK: *result holds the maps, to free with dimoc_fit_result_free.  Otherwise *result is
+ * NULL and the error recorded: DIMOC_E_ARGUMENT for inputs or options the fit cannot take (the
+ * message names which), DIMOC_E_MODEL for a model with errors, DIMOC_E_CANCELLED when the
+ * context's cancel asked to stop (the library stays usable), DIMOC_E_IO where the fitter
+ * cannot be compiled.  The caller's arrays are read during the call only; --threads is set on
+ * the calling thread for the call and given back after. */
+DIMOC_EXPORT dimoc_status dimoc_fit(const dimoc_model *model, const dimoc_fit_input *input,
+                                    const dimoc_fit_options *options,
+                                    const dimoc_context *context, dimoc_fit_result **result);
+/* The maps, in the order the command writes them (the parameters and their sd, the samples,
+ * the outputs, BIC, AIC, predicted, the status last); the number of maps, *maps (may be NULL)
+ * the array of pointers to them, owned by the result. */
+DIMOC_EXPORT int dimoc_fit_result_maps(const dimoc_fit_result *result,
+                                       const dimoc_fit_map *const **maps);
+/* The map of that name, or NULL. */
+DIMOC_EXPORT const dimoc_fit_map *dimoc_fit_result_map(const dimoc_fit_result *result,
+                                                       const char *name);
+/* provenance.json as the command writes it (inputs named "data", "mask", ...), owned by the
+ * result. */
+DIMOC_EXPORT const char *dimoc_fit_result_provenance(const dimoc_fit_result *result);
+/* The warnings of the fit, one line each, as the command prints them after "dimoc: warning: ";
+ * their number, *lines (may be NULL) the array, owned by the result. */
+DIMOC_EXPORT int dimoc_fit_result_warnings(const dimoc_fit_result *result,
+                                           const char *const **lines);
+DIMOC_EXPORT void dimoc_fit_result_free(dimoc_fit_result *result);
 
 #ifdef __cplusplus
 }

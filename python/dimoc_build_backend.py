@@ -50,9 +50,11 @@ def _soname():
 def _metadata():
     return (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {_version()}\nSummary: {SUMMARY}\n"
             "Requires-Python: >=3.8\nLicense: see the source distribution\n"
+            "Provides-Extra: fit\nRequires-Dist: numpy; extra == \"fit\"\n"
             "Description-Content-Type: text/markdown\n\n"
             "The Python package of dimoc: models checked and described by dimoc's compiler "
-            "(dimoc.Model, dimoc.models()), through its C library.  See docs/api.md.\n")
+            "(dimoc.Model, dimoc.models()) and fitted on numpy arrays (dimoc.fit), through its "
+            "C library.  See docs/api.md.\n")
 
 
 def _tag():

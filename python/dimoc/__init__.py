@@ -5,9 +5,12 @@
     [p.name for p in m.parameters]
     dimoc.models()                         # the shipped models' names
 
+    r = dimoc.fit("ball_1_stick", data, bvals, bvecs, mask=mask)   # numpy arrays in and out
+    r["d"], r.status, r.provenance
+
 A model with mistakes raises dimoc.ModelError, whose .diagnostics hold each mistake's line,
-column and message.  docs/api.md says what is here and what comes next (fitting, simulating,
-tensors, CSD, tracking and COMMIT on arrays)."""
+column and message.  docs/api.md says what is here and what comes next (simulating, tensors,
+CSD, tracking and COMMIT on arrays)."""
 import os
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -16,7 +19,8 @@ from . import _native
 from ._native import lib as _lib
 
 __all__ = ["Model", "ModelError", "DimocError", "Diagnostic", "Parameter", "Input", "Output",
-           "Generated", "models", "data_dir", "set_data_dir", "api_version", "__version__"]
+           "Generated", "models", "data_dir", "set_data_dir", "api_version", "__version__",
+           "fit", "FitResult", "FitCancelled", "DimocWarning"]
 
 __version__ = _native.text(_lib.dimoc_version())
 #: The C API's version of the library loaded: (major, minor).
@@ -272,3 +276,18 @@ def set_data_dir(path):
         _require("path", path, str, "a str path")
     if _lib.dimoc_set_data_dir(None if path is None else path.encode()) != _native.OK:
         _raise_last("path")
+
+
+_FIT_NAMES = ("fit", "FitResult", "FitCancelled", "DimocWarning")
+
+
+def __getattr__(name):
+    """dimoc.fit and its classes, imported at their first use: they need numpy, the models do
+    not."""
+    if name in _FIT_NAMES:
+        try:
+            from . import _fit
+        except ImportError as e:
+            raise ImportError(f"dimoc.{name} needs numpy (pip install numpy): {e}") from None
+        return getattr(_fit, name)
+    raise AttributeError(f"module 'dimoc' has no attribute {name!r}")

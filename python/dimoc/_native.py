@@ -6,7 +6,7 @@ import os
 # The API this binding was written for: the library's major version must be this one, and its
 # minor version at least this one (include/dimoc.h, docs/api.md: "Versions").
 API_MAJOR = 1
-API_MINOR = 0
+API_MINOR = 1
 SONAME = f"libdimoc.so.{API_MAJOR}"
 
 c_char_p, c_int, c_long, c_double = ctypes.c_char_p, ctypes.c_int, ctypes.c_long, ctypes.c_double
@@ -68,6 +68,55 @@ class Description(ctypes.Structure):
                 ("work", Work)]
 
 
+# Fits on arrays (API 1.1): dimoc_array, dimoc_fit_input, dimoc_fit_options, dimoc_context,
+# dimoc_fit_map.
+FLOAT32, FLOAT64, UINT8 = range(3)
+
+
+class Array(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", c_int), ("ndim", c_int),
+                ("shape", ctypes.c_size_t * 4), ("strides", ctypes.c_ssize_t * 4)]
+
+
+class NamedArray(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("array", Array)]
+
+
+_DOUBLES = ctypes.POINTER(c_double)
+
+
+class FitInput(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("data", Array), ("mask", Array), ("bvals", _DOUBLES),
+                ("bvecs", _DOUBLES), ("grad", _DOUBLES), ("affine", _DOUBLES),
+                ("nmeasures", c_int), ("measures", ctypes.POINTER(NamedArray)),
+                ("nvoxel_inputs", c_int), ("voxel_inputs", ctypes.POINTER(NamedArray))]
+
+
+class FitOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("method", c_char_p), ("grid", c_char_p),
+                ("fixed", c_char_p), ("ninit", c_int), ("init", ctypes.POINTER(NamedArray)),
+                ("dictionary_penalty", c_char_p), ("noise", c_char_p), ("burnin", c_long),
+                ("jumps", c_long), ("sample_every", c_long), ("update_every", c_long),
+                ("lm_iterations", c_long), ("seed", ctypes.c_ulonglong), ("save_samples", c_int),
+                ("predicted", c_int), ("ic", c_int), ("out_type", c_char_p),
+                ("precision", c_char_p), ("threads", c_int), ("device", c_char_p),
+                ("gpus", c_char_p), ("gpu_memory", c_long), ("lanes", c_int), ("part", c_char_p)]
+
+
+PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, c_char_p, c_double)
+CANCEL = ctypes.CFUNCTYPE(c_int, ctypes.c_void_p)
+
+
+class Context(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("progress", PROGRESS), ("cancel", CANCEL),
+                ("user", ctypes.c_void_p)]
+
+
+class FitMap(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("kind", c_char_p), ("volumes", c_int), ("dtype", c_int),
+                ("data", ctypes.c_void_p), ("shape", ctypes.c_size_t * 4)]
+
+
 # The statuses (dimoc_status) and severities (dimoc_severity) of include/dimoc.h.
 OK, E_ARGUMENT, E_NOT_FOUND, E_IO, E_MODEL, E_LIMIT, E_MEMORY, E_CANCELLED, E_INTERNAL = range(9)
 SEVERITIES = ("error", "warning", "note")
@@ -98,6 +147,16 @@ for name, restype, argtypes in [
         ("dimoc_model_summary", ctypes.c_void_p, [_HANDLE]),
         ("dimoc_model_generate", c_int, [_HANDLE, ctypes.POINTER(ctypes.c_void_p),
                                          ctypes.POINTER(ctypes.c_void_p)]),
+        # A fit releases the GIL for its whole length (ctypes.CDLL does so for every call); the
+        # progress and cancel callbacks take it back while they run.
+        ("dimoc_fit", c_int, [_HANDLE, ctypes.POINTER(FitInput), ctypes.POINTER(FitOptions),
+                              ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
+        ("dimoc_fit_result_maps", c_int, [_HANDLE, ctypes.POINTER(ctypes.POINTER(
+            ctypes.POINTER(FitMap)))]),
+        ("dimoc_fit_result_provenance", c_char_p, [_HANDLE]),
+        ("dimoc_fit_result_warnings", c_int, [_HANDLE, ctypes.POINTER(ctypes.POINTER(
+            c_char_p))]),
+        ("dimoc_fit_result_free", None, [_HANDLE]),
 ]:
     fn = getattr(lib, name)
     fn.restype = restype

@@ -13,4 +13,9 @@ dimoc_status dm_api_fail_runtime(dimoc_status code);
 /* Records a whole error record (a file-level failure, a diagnostic); returns its code. */
 dimoc_status dm_api_fail_record(const dimoc_error *e);
 
+struct dm_model_info;
+/* The runtime's description of a model (api_model.c), or NULL with the failure recorded as
+ * dimoc_model_describe records it (fn names the caller). */
+const struct dm_model_info *dm_api_model_info(const dimoc_model *model, const char *fn);
+
 #endif

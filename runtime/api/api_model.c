@@ -342,6 +342,11 @@ static dimoc_status usable(const dimoc_model *mo, const char *fn)
     return DIMOC_OK;
 }
 
+const struct dm_model_info *dm_api_model_info(const dimoc_model *mo, const char *fn)
+{
+    return usable(mo, fn) == DIMOC_OK ? &mo->info : NULL;
+}
+
 const dimoc_model_description *dimoc_model_describe(const dimoc_model *mo)
 {
     return usable(mo, "dimoc_model_describe") == DIMOC_OK ? &mo->description : NULL;

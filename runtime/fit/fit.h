@@ -81,10 +81,13 @@ typedef struct dm_problem {
     double dict_lambda[2]; /* --method dictionary's penalties (--dictionary-penalty) */
     double *grid_values;
     int ngrid_values;
+    /* frees `data` (the image the reader made, fit_files.c), or NULL: data holds the grid's
+     * sizes only (arrays of the C API) */
+    void (*free_data)(dm_volume *data);
 } dm_problem;
 
 /* Reads and checks the inputs shared by every stage of a cascade: the model, data, mask,
- * measurements and per-voxel inputs. */
+ * measurements and per-voxel inputs (fit_inputs.h: the reader, then the builder). */
 int dm_problem_load(const dm_fit_request *r, dm_problem *p);
 /* Plans one stage on loaded inputs: its status, fixed parameters, starts and settings.  prev
  * (nfit x P): the starts a previous stage left (instead of r->init_from), or NULL.  Starts

@@ -2,7 +2,6 @@
  * dictionary built by the fitter, and the voxels fitted on it. */
 #include "fit/fit_dictionary.h"
 #include "util/error.h"
-#include "util/interrupt.h"
 #include "util/progress.h"
 
 #include <math.h>
@@ -60,7 +59,7 @@ static int build_error(const dm_problem *p, const dm_dict_report *rep)
 }
 
 int dm_fit_dictionary_run(dm_problem *p, const dm_cpu_fitter *f, dm_fit_results *res, int quiet,
-                          char *note, size_t size)
+                          dm_fit_watch *watch, char *note, size_t size)
 {
     const int P = p->mi.nparams, W = p->mi.voxel_width;
     const size_t M = p->M;
@@ -83,12 +82,13 @@ int dm_fit_dictionary_run(dm_problem *p, const dm_cpu_fitter *f, dm_fit_results 
     dm_progress *prog = quiet ? NULL : dm_progress_start("dictionary", (long)p->nfit, "voxels");
 #pragma omp parallel for schedule(dynamic, 16)
     for (size_t i = 0; i < p->nfit; i++) {
-        if (dm_stop_requested()) continue;
+        if (dm_fit_stopping(watch)) continue;
         unsigned char *st = &p->status[p->index[i]];
         if (*st == DM_STATUS_FITTED)
             *st = (unsigned char)f->dict_fit(dict, p->y + i * M, p->voxin + i * W,
                                              res->params + i * P, res->stats + i * DM_NSTATS);
         if (prog) dm_progress_add(prog, 1);
+        dm_fit_watch_add(watch, 1);
     }
     f->dict_free(dict);
     if (prog) {
@@ -96,7 +96,7 @@ int dm_fit_dictionary_run(dm_problem *p, const dm_cpu_fitter *f, dm_fit_results 
         for (size_t i = 0; i < p->nfit; i++) fitted += p->status[p->index[i]] == DM_STATUS_FITTED;
         char line[96];
         snprintf(line, sizeof line, "%zu fitted, %zu skipped or failed", fitted, p->nfit - fitted);
-        dm_progress_finish(prog, dm_stop_requested() ? NULL : line);
+        dm_progress_finish(prog, dm_fit_stopping(watch) ? NULL : line);
     }
-    return dm_stop_requested() ? dm_stop_error() : 0;
+    return dm_fit_stopping(watch) ? dm_fit_stop_error(watch) : 0;
 }

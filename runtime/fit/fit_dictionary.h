@@ -6,8 +6,9 @@
 
 /* Builds the dictionary from the model and the first voxel to fit, then fits every voxel
  * whose status is FITTED (in parallel, OpenMP; a progress line unless quiet), updating res
- * and the status map; describes the dictionary in note ("dictionary of 145 atoms, ...").  0, or -1 with dm_last_error(). */
+ * and the status map; describes the dictionary in note ("dictionary of 145 atoms, ...").  watch
+ * (NULL: none) counts the voxels and may stop them.  0, or -1 with dm_last_error(). */
 int dm_fit_dictionary_run(dm_problem *p, const dm_cpu_fitter *f, dm_fit_results *res, int quiet,
-                          char *note, size_t size);
+                          dm_fit_watch *watch, char *note, size_t size);
 
 #endif

@@ -8,7 +8,6 @@
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_launch.h"
 #include "util/error.h"
-#include "util/interrupt.h"
 #include "util/progress.h"
 
 #include <pthread.h>
@@ -16,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define BLOCK_THREADS 128           /* templates/fit/gpu_fitter.cu: __launch_bounds__(128, 4) */
 #define SHARED_ROWS_MAX (48u << 10) /* dynamic shared memory a block takes without opting in */
@@ -32,6 +32,8 @@ typedef struct gpu_job {
     atomic_size_t next;   /* the next batch's number */
     atomic_int batches;
     struct dm_progress *progress;
+    dm_fit_watch *watch; /* or NULL */
+    atomic_int running;  /* workers not done yet */
 } gpu_job;
 
 typedef struct gpu_worker {
@@ -262,6 +264,7 @@ static void unpack(gpu_job *j, slot *s)
         p->status[p->index[i]] = (unsigned char)((int *)s->hstatus)[b];
     }
     if (j->progress) dm_progress_add(j->progress, (long)s->n);
+    dm_fit_watch_add(j->watch, (long)s->n);
     s->busy = 0;
 }
 
@@ -340,11 +343,11 @@ static void *worker_main(void *arg)
             CK(cu->cuStreamSynchronize(s->stream), "running the fitting kernel");
             unpack(j, s);
         }
-        if (dm_stop_requested()) {
+        if (dm_fit_stopping(j->watch)) {
             /* Let the batch in flight finish before its buffers are freed. */
             slot *other = &slots[(iter + 1) & 1];
             if (other->busy) cu->cuStreamSynchronize(other->stream);
-            dm_stop_error();
+            dm_fit_stop_error(j->watch);
             goto fail;
         }
         size_t first, n;
@@ -420,6 +423,15 @@ fail:
     return NULL;
 }
 
+/* A worker, counted while it runs (the caller's thread polls its callbacks meanwhile). */
+static void *worker_run(void *arg)
+{
+    gpu_worker *w = arg;
+    worker_main(w);
+    atomic_fetch_sub(&w->job->running, 1);
+    return NULL;
+}
+
 int dm_fit_gpu_open(const char *gpus, dm_fit_gpu_session *s)
 {
     memset(s, 0, sizeof *s);
@@ -492,6 +504,7 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
     j.lanes = lanes;
     j.ns = res->nsamples;
     j.progress = o->progress;
+    j.watch = o->watch;
     j.todo = malloc(p->nfit * sizeof *j.todo);
     for (size_t i = 0; i < p->nfit; i++)
         if (p->status[p->index[i]] == DM_STATUS_FITTED) j.todo[j.ntodo++] = i;
@@ -522,15 +535,27 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
     if (j.ntodo > 0) {
         gpu_worker w[DM_GPU_MAX];
         pthread_t th[DM_GPU_MAX];
+        int started = 0;
         for (int g = 0; g < ngpu; g++) {
             w[g].job = &j;
             w[g].index = g;
             w[g].ordinal = gs.ord[g];
             w[g].rc = 0;
-            pthread_create(&th[g], NULL, worker_main, &w[g]);
+            atomic_fetch_add(&j.running, 1);
+            if (pthread_create(&th[g], NULL, worker_run, &w[g]) != 0) {
+                atomic_fetch_sub(&j.running, 1);
+                rc = dm_set_error("cannot start a thread for GPU %d", gs.ord[g]);
+                break;
+            }
+            started++;
         }
-        for (int g = 0; g < ngpu; g++) pthread_join(th[g], NULL);
-        for (int g = 0; g < ngpu && rc == 0; g++)
+        /* the caller's callbacks, on its thread, while the GPUs work */
+        while (o->watch && atomic_load(&j.running) > 0) {
+            dm_fit_watch_poll(o->watch);
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+        }
+        for (int g = 0; g < started; g++) pthread_join(th[g], NULL);
+        for (int g = 0; g < started && rc == 0; g++)
             if (w[g].rc != 0) rc = dm_set_error("%s", w[g].error);
     }
     rep->batches = atomic_load(&j.batches);

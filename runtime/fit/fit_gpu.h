@@ -5,6 +5,7 @@
 #define DIMOC_FIT_GPU_H
 
 #include "fit/fit.h"
+#include "fit/fit_inputs.h"
 #include "fit/fit_outputs.h"
 #include "gpu/gpu_compile.h"
 #include "gpu/gpu_device.h"
@@ -14,6 +15,7 @@ typedef struct dm_fit_gpu_options {
     long memory_mb;   /* cap on the device memory a GPU's batches use (0: 70% of free) */
     int lanes;        /* lanes per voxel (0: chosen from the measurement count) */
     struct dm_progress *progress; /* advanced as batches finish; may be NULL */
+    dm_fit_watch *watch;          /* counts them and may stop the run (fit_inputs.h); or NULL */
 } dm_fit_gpu_options;
 
 typedef struct dm_fit_gpu_report {

@@ -1,8 +1,9 @@
 /* Output maps of a fit: estimates, posterior summaries, derived outputs, information
- * criteria, predicted signal and the status map, each written whole or not at all. */
+ * criteria, predicted signal and the status map, made once and handed to a sink: files, each
+ * written whole or not at all (the command, fit_files.c), or arrays in memory (the C API,
+ * here). */
 #include "fit/fit_outputs.h"
 #include "util/error.h"
-#include "util/fsutil.h"
 #include "fit/stats_util.h"
 
 #include <math.h>
@@ -10,106 +11,75 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Scatters nt values per fitted voxel (vals[i * nt + t]) onto the grid and writes them. */
-static int write_map(const char *dir, const char *name, const dm_problem *p, int nt,
-                     const double *vals, int type)
+void dm_fit_scatter(const dm_problem *p, int nt, const double *vals, int type, void *out)
 {
-    double *vol = calloc(p->nvox * (size_t)nt, sizeof *vol);
-    if (!vol) return dm_set_error("%s: out of memory for output '%s'", dir, name);
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < p->nfit; i++) {
         int st = p->status[p->index[i]];
         if (!DM_STATUS_HAS_ESTIMATE(st)) continue;
-        for (int t = 0; t < nt; t++) vol[p->index[i] + (size_t)t * p->nvox] = vals[i * nt + t];
-    }
-    char file[256];
-    snprintf(file, sizeof file, "%s.nii.gz", name);
-    char *path = dm_volume_output_path(dir, file);
-    /* the predicted signal of a .mif's measurements carries their gradient table */
-    const double *dw =
-        !strcmp(name, "predicted") && p->data.dw_rows == nt ? p->data.dw_scheme : NULL;
-    int rc = path ? dm_volume_write_dwi(path, &p->data, nt, vol, type, dw) : -1;
-    free(path);
-    free(vol);
-    return rc;
-}
-
-/* The small maps of a fit (a value or a vector per voxel), queued and then written at once,
- * one per thread: a 200,000-voxel map is one compressed block, so one map at a time left all
- * but one core idle.  vals holds nt values per fitted voxel; the status map (full_grid) one
- * value per voxel of the grid. */
-typedef struct map_job {
-    char name[128];
-    int nt, full_grid;
-    double *vals;
-    int rc;
-    char error[512];
-} map_job;
-
-typedef struct map_queue {
-    map_job *job;
-    int n, cap;
-} map_queue;
-
-/* A new job's values (count doubles, zeroed), or NULL with the error. */
-static double *queue_map(map_queue *q, const char *name, int nt, size_t count)
-{
-    if (q->n == q->cap) {
-        int cap = q->cap ? 2 * q->cap : 32;
-        map_job *j = realloc(q->job, (size_t)cap * sizeof *j);
-        if (!j) {
-            dm_set_error("out of memory for output '%s'", name);
-            return NULL;
+        for (int t = 0; t < nt; t++) {
+            size_t at = p->index[i] + (size_t)t * p->nvox;
+            if (type == DM_OUT_FLOAT32)
+                ((float *)out)[at] = (float)vals[i * nt + t];
+            else
+                ((double *)out)[at] = vals[i * nt + t];
         }
-        q->job = j, q->cap = cap;
     }
-    map_job *j = &q->job[q->n];
-    memset(j, 0, sizeof *j);
-    snprintf(j->name, sizeof j->name, "%s", name);
-    j->nt = nt;
-    if (!(j->vals = calloc(count ? count : 1, sizeof *j->vals))) {
-        dm_set_error("out of memory for output '%s'", name);
-        return NULL;
-    }
-    q->n++;
-    return j->vals;
 }
 
-static void write_job(const char *dir, const dm_problem *p, map_job *j, int type)
+/* The C API's sink: each map on the grid, in the output type (the status as bytes). */
+typedef struct memory_sink {
+    dm_fit_sink base;
+    const dm_problem *p;
+    int type;
+    dm_fit_maps *maps;
+} memory_sink;
+
+static int memory_put(dm_fit_sink *s, const char *name, int kind, int nt, double *vals)
 {
-    if (j->full_grid) {
-        char *path = dm_volume_output_path(dir, "status.nii.gz");
-        j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
-        free(path);
-    } else {
-        j->rc = write_map(dir, j->name, p, j->nt, j->vals, type);
+    memory_sink *m = (memory_sink *)s;
+    const dm_problem *p = m->p;
+    dm_fit_maps *maps = m->maps;
+    int type = kind == DM_MAP_STATUS ? DM_OUT_UINT8 : m->type;
+    size_t size = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT32 ? 4 : 8;
+    void *data = calloc(p->nvox * (size_t)nt, size);
+    dm_fit_map *more = maps->n < maps->cap ? maps->map
+                                           : realloc(maps->map, (size_t)(2 * maps->cap + 16) *
+                                                                    sizeof *maps->map);
+    if (!data || !more) {
+        free(data);
+        free(vals);
+        return dm_set_error("out of memory for output '%s'", name);
     }
-    if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
+    if (more != maps->map) maps->cap = 2 * maps->cap + 16;
+    maps->map = more;
+    if (kind == DM_MAP_STATUS)
+        for (size_t v = 0; v < p->nvox; v++) ((unsigned char *)data)[v] = (unsigned char)vals[v];
+    else
+        dm_fit_scatter(p, nt, vals, type, data);
+    free(vals);
+    dm_fit_map *x = &maps->map[maps->n++];
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->kind = kind;
+    x->nt = nt;
+    x->type = type;
+    x->data = data;
+    return 0;
 }
 
-/* Writes every queued map (none when write is 0: an error came first): the vector maps one
- * after another, each compressed on all cores (a 200,000-voxel vector map is several blocks,
- * which one thread would compress in turn while the others wait at the end), then the scalar
- * maps concurrently, one per thread; the first error in queue order.  Frees the queue. */
-static int write_queue(const char *dir, const dm_problem *p, map_queue *q, int type, int write)
+void dm_fit_maps_free(dm_fit_maps *m)
 {
-    int *order = malloc((size_t)(q->n ? q->n : 1) * sizeof *order), m = 0;
-    for (int i = 0; write && order && i < q->n; i++)
-        if (q->job[i].nt > 1)
-            write_job(dir, p, &q->job[i], type);
-        else
-            order[m++] = i;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int k = 0; k < m; k++) write_job(dir, p, &q->job[order[k]], type);
-    int rc = order || !write ? 0 : dm_set_error("%s: out of memory for the outputs", dir);
-    free(order);
-    for (int i = 0; i < q->n; i++) {
-        if (rc == 0 && q->job[i].rc != 0) rc = dm_set_error("%s", q->job[i].error);
-        free(q->job[i].vals);
-    }
-    free(q->job);
-    memset(q, 0, sizeof *q);
-    return rc;
+    for (int i = 0; i < m->n; i++) free(m->map[i].data);
+    free(m->map);
+    memset(m, 0, sizeof *m);
+}
+
+/* count values, zeroed; NULL with the error. */
+static double *values(size_t count, const char *name)
+{
+    double *v = calloc(count ? count : 1, sizeof *v);
+    if (!v) dm_set_error("out of memory for output '%s'", name);
+    return v;
 }
 
 /* Derived outputs of one voxel: from the estimate, or averaged over its MCMC samples (scalars
@@ -140,13 +110,12 @@ static void derive_voxel(const dm_model_info *mi, const dm_cpu_fitter *f, const 
     }
 }
 
-int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p,
-                         const dm_cpu_fitter *f, dm_fit_results *res)
+int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fitter *f,
+                        dm_fit_results *res, dm_fit_sink *sink)
 {
     const dm_model_info *mi = &p->mi;
     int P = mi->nparams, ns = res->nsamples;
     size_t n = p->nfit;
-    const int map_type = r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32;
     int rc = 0;
     /* The estimate is the fitter's (after MCMC its posterior mean, at which it also computed
      * SSE and log L for the information criteria); the samples give the sd. */
@@ -165,40 +134,40 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
                 dm_mean_std(smp, ns, P, &mean_unused, &sd[i * P + k]);
         }
     }
-    /* One map per parameter and its posterior sd; the samples after MCMC, large, each written
-     * at once on all cores. */
-    map_queue q = {0};
+    /* One map per parameter and its posterior sd; the samples after MCMC. */
     for (int k = 0; k < P && rc == 0; k++) {
         char name[160];
-        double *col = queue_map(&q, mi->params[k].name, 1, n);
+        double *col = values(n, mi->params[k].name);
         if (!col) {
             rc = -1;
             break;
         }
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++) col[i] = est[i * P + k];
+        if ((rc = sink->put(sink, mi->params[k].name, DM_MAP_PARAMETER, 1, col)) != 0) break;
         if (ns) {
             snprintf(name, sizeof name, "%s_std", mi->params[k].name);
-            if (!(col = queue_map(&q, name, 1, n))) {
+            if (!(col = values(n, name))) {
                 rc = -1;
                 break;
             }
 #pragma omp parallel for schedule(static)
             for (size_t i = 0; i < n; i++) col[i] = sd[i * P + k];
+            rc = sink->put(sink, name, DM_MAP_STD, 1, col);
         }
     }
-    if (rc == 0 && ns && r->save_samples) {
-        double *col = malloc(n * ns * sizeof *col);
-        if (!col) rc = dm_set_error("%s: out of memory for the samples", dir);
-        for (int k = 0; k < P && rc == 0; k++) {
-            char name[160];
-#pragma omp parallel for schedule(static)
-            for (size_t i = 0; i < n; i++)
-                for (int s = 0; s < ns; s++) col[i * ns + s] = res->samples[(i * ns + s) * P + k];
-            snprintf(name, sizeof name, "%s_samples", mi->params[k].name);
-            rc = write_map(dir, name, p, ns, col, map_type);
+    for (int k = 0; rc == 0 && ns && r->save_samples && k < P; k++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s_samples", mi->params[k].name);
+        double *col = values(n * ns, name);
+        if (!col) {
+            rc = -1;
+            break;
         }
-        free(col);
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++)
+            for (int s = 0; s < ns; s++) col[i * ns + s] = res->samples[(i * ns + s) * P + k];
+        rc = sink->put(sink, name, DM_MAP_SAMPLES, ns, col);
     }
 
     /* Derived outputs. */
@@ -218,7 +187,7 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
         }
         for (int o = 0; o < mi->noutputs && rc == 0; o++) {
             const dm_output_info *x = &mi->outputs[o];
-            double *buf = queue_map(&q, x->name, x->width, n * x->width);
+            double *buf = values(n * x->width, x->name);
             if (!buf) {
                 rc = -1;
                 break;
@@ -226,14 +195,16 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
             for (size_t i = 0; i < n; i++)
                 for (int c = 0; c < x->width; c++)
                     buf[i * x->width + c] = out[i * W + x->column + c];
+            if ((rc = sink->put(sink, x->name, DM_MAP_OUTPUT, x->width, buf)) != 0) break;
             if (ns && x->kind == DM_OUTK_AXIS) {
                 char name[160];
                 snprintf(name, sizeof name, "%s_dispersion", x->name);
-                if (!(buf = queue_map(&q, name, 1, n))) {
+                if (!(buf = values(n, name))) {
                     rc = -1;
                     break;
                 }
                 for (size_t i = 0; i < n; i++) buf[i] = disp[i * mi->noutputs + o];
+                rc = sink->put(sink, name, DM_MAP_DISPERSION, 1, buf);
             }
         }
         free(out);
@@ -245,32 +216,46 @@ int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p
         int free_params = 0;
         for (int k = 0; k < P; k++)
             if (!(p->cfg.fixed_mask >> k & 1)) free_params++;
-        double *bic = queue_map(&q, "BIC", 1, n), *aic = bic ? queue_map(&q, "AIC", 1, n) : NULL;
-        if (!aic) rc = -1;
-        for (size_t i = 0; i < n && rc == 0; i++) {
+        double *bic = values(n, "BIC"), *aic = values(n, "AIC");
+        for (size_t i = 0; bic && aic && i < n; i++) {
             double logl = res->stats[i * DM_NSTATS + DM_STAT_LOGL];
             bic[i] = free_params * log((double)p->M) - 2 * logl;
             aic[i] = 2 * free_params - 2 * logl;
         }
+        if (!bic || !aic) {
+            free(bic);
+            free(aic);
+            rc = -1;
+        } else if ((rc = sink->put(sink, "BIC", DM_MAP_IC, 1, bic)) == 0) {
+            rc = sink->put(sink, "AIC", DM_MAP_IC, 1, aic);
+        } else {
+            free(aic);
+        }
     }
     if (rc == 0 && r->predicted) {
         double *pred = malloc(n * p->M * sizeof *pred);
-        if (!pred) rc = dm_set_error("%s: out of memory for the predicted signal", dir);
+        if (!pred) rc = dm_set_error("out of memory for the predicted signal");
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < (pred ? n : 0); i++)
             f->predict(est + i * P, p->meas, p->M, p->voxin + i * mi->voxel_width, pred + i * p->M);
-        if (rc == 0) rc = write_map(dir, "predicted", p, p->M, pred, map_type);
-        free(pred);
+        if (rc == 0) rc = sink->put(sink, "predicted", DM_MAP_PREDICTED, p->M, pred);
     }
     /* The status map covers every voxel of the grid (0 outside the mask). */
     if (rc == 0) {
-        double *st = queue_map(&q, "status", 1, p->nvox);
+        double *st = values(p->nvox, "status");
         if (!st) rc = -1;
         for (size_t v = 0; st && v < p->nvox; v++) st[v] = p->status[v];
-        if (st) q.job[q.n - 1].full_grid = 1;
+        if (st) rc = sink->put(sink, "status", DM_MAP_STATUS, 1, st);
     }
-    int wrc = write_queue(dir, p, &q, map_type, rc == 0); /* frees the queue in any case */
-    if (rc == 0) rc = wrc;
     free(sd);
+    return rc;
+}
+
+int dm_fit_make_maps(const dm_fit_request *r, dm_problem *p, const dm_cpu_fitter *f,
+                     dm_fit_results *res, dm_fit_maps *maps)
+{
+    memory_sink s = {{memory_put}, p, r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32, maps};
+    int rc = dm_fit_make_outputs(r, p, f, res, &s.base);
+    if (rc != 0) dm_fit_maps_free(maps);
     return rc;
 }

@@ -1,23 +1,28 @@
-/* Planning a fit: reading and checking every input, choosing the voxels, setting starts. */
+/* Planning a fit, the builder's half (fit_inputs.h): the inputs as arrays (from the reader,
+ * fit_read.c, or the C API's caller) checked and gathered into a problem (the measurement rows,
+ * the voxels to fit and their signal, the per-voxel inputs), then each stage's starts and
+ * settings. */
 #include "util/error.h"
-#include "fit/fit.h"
+#include "fit/fit_inputs.h"
 #include "fit/fit_starts.h"
-#include "util/fsutil.h"
-#include "io/space.h"
-#include "io/gradients.h"
-#include "io/scheme_file.h"
 #include "io/textio.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-/* Splits "a=1,2,b=x;c=y" into NAME=VALUES items: a token holding '=' starts a new item,
- * a token without one continues the previous item's value list.  Calls fn for each item. */
-typedef int (*item_fn)(void *ctx, const char *name, const char *values);
-static int for_each_item(const char *spec, const char *what, item_fn fn, void *ctx)
+double dm_array_at(const dm_array *a, ptrdiff_t offset)
+{
+    const char *p = (const char *)a->data + offset;
+    switch (a->type) {
+    case DM_ARRAY_F32: return *(const float *)p;
+    case DM_ARRAY_U8: return *(const unsigned char *)p;
+    default: return *(const double *)p;
+    }
+}
+
+int dm_fit_for_each_item(const char *spec, const char *what, dm_fit_item_fn fn, void *ctx)
 {
     if (!spec || !*spec) return 0;
     char *s = strdup(spec);
@@ -43,65 +48,6 @@ static int for_each_item(const char *spec, const char *what, item_fn fn, void *c
     return rc;
 }
 
-/* Finds NAME's value in a NAME=VALUE spec; NULL when absent (static buffer). */
-struct lookup_ctx {
-    const char *name;
-    char value[4096];
-    int found;
-};
-static int lookup_item(void *ctx, const char *name, const char *values)
-{
-    struct lookup_ctx *c = ctx;
-    if (!strcmp(name, c->name)) {
-        snprintf(c->value, sizeof c->value, "%s", values);
-        c->found = 1;
-    }
-    return 0;
-}
-
-/* Reads a per-measurement input file: nvol rows of `width` numbers (or the transpose). */
-static int read_measure_file(const char *path, const char *name, int width, int nvol, double *meas,
-                             int stride, int column)
-{
-    int rows, cols;
-    double *d;
-    if (dm_read_matrix(path, &rows, &cols, &d) != 0) return -1;
-    int transposed = 0;
-    if (rows == nvol && cols == width)
-        transposed = 0;
-    else if (cols == nvol && rows == width)
-        transposed = 1;
-    else {
-        free(d);
-        return dm_set_error("%s: measure '%s' needs %d value%s per volume for %d volumes, the file "
-                            "has %d x %d",
-                            path, name, width, width == 1 ? "" : "s", nvol, rows, cols);
-    }
-    for (int j = 0; j < nvol; j++)
-        for (int c = 0; c < width; c++)
-            meas[(size_t)j * stride + column + c] =
-                transposed ? d[(size_t)c * nvol + j] : d[(size_t)j * width + c];
-    free(d);
-    return 0;
-}
-
-/* --measure NAME=FILE names a per-measurement input the model reads from a file. */
-static int known_measure(void *ctx, const char *name, const char *values)
-{
-    const dm_model_info *mi = ctx;
-    (void)values;
-    for (int i = 0; i < mi->nmeasures; i++) {
-        if (strcmp(mi->measures[i].name, name)) continue;
-        if (mi->measures[i].source == DM_SRC_FILE) return 0;
-        return dm_set_error("--measure %s: model '%s' reads '%s' from %s, not from --measure", name,
-                            mi->name, name,
-                            mi->measures[i].source == DM_SRC_BVALS   ? "--bvals"
-                            : mi->measures[i].source == DM_SRC_BVECS ? "--bvecs"
-                                                                     : "--scheme");
-    }
-    return dm_set_error("--measure: model '%s' has no per-measurement input '%s'", mi->name, name);
-}
-
 /* A protocol without diffusion weighting: every b-value 0, or every direction of a b>0
  * volume 0 0 0.  Either leaves nothing to fit; both are errors (docs/fitting.md), as is a
  * direction 0 0 0 at b > 10 for a model that reads the directions. */
@@ -123,131 +69,6 @@ static int check_weighting(const char *bvals, const char *bvecs, const double *b
                             bvecs, weighted, weighted == 1 ? "" : "s");
     /* some 0 0 0 at b > 10: a model of directions would fit them as a b = 0 measurement */
     return reads_g ? dm_check_directed(bvecs, nvol, b, g) : 0;
-}
-
-/* The measures read from scheme columns into meas (nvol rows of stride values).  Every such
- * measure is checked before the file is read, so that a missing --scheme is reported as such;
- * a file the model does not need is not read. */
-static int read_scheme_measures(const dm_model_info *mi, const char *scheme, int nvol, double *meas,
-                                int stride)
-{
-    int needed = 0;
-    for (int i = 0; i < mi->nmeasures; i++) {
-        const dm_measure_info *x = &mi->measures[i];
-        if (x->source != DM_SRC_SCHEME) continue;
-        needed = 1;
-        if (!scheme)
-            return dm_set_error("%s:%d:%d: measure '%s' reads column '%s' of a scheme file: give "
-                                "--scheme FILE",
-                                mi->file, x->line, x->col, x->name, x->scheme_column);
-    }
-    if (!needed) return 0;
-    dm_scheme sch;
-    if (dm_scheme_read(scheme, &sch) != 0) return -1;
-    int rc = 0;
-    if (sch.rows != nvol)
-        rc = dm_set_error("%s: %d row%s, but the data have %d volume%s (one row per volume)",
-                          scheme, sch.rows, sch.rows == 1 ? "" : "s", nvol, nvol == 1 ? "" : "s");
-    for (int i = 0; i < mi->nmeasures && rc == 0; i++) {
-        const dm_measure_info *x = &mi->measures[i];
-        if (x->source != DM_SRC_SCHEME) continue;
-        int c = dm_scheme_column(&sch, x->scheme_column);
-        if (c < 0) {
-            char names[512];
-            dm_scheme_names(&sch, names, sizeof names);
-            rc = dm_set_error("%s:%d:%d: the scheme file '%s' has no column '%s' (it has: %s)",
-                              mi->file, x->line, x->col, scheme, x->scheme_column, names);
-            break;
-        }
-        for (int j = 0; j < nvol; j++)
-            meas[(size_t)j * stride + x->column] = sch.values[(size_t)j * sch.cols + c];
-    }
-    dm_scheme_free(&sch);
-    return rc;
-}
-
-/* dm_build_measurements, with the gradient table from the first source given (io/gradients.h)
- * when `data` (read from data_path) is given; from FSL's files alone without it. */
-static int build_measurements(const dm_model_info *mi, const dm_grad_files *grads,
-                              const dm_volume *data, const char *data_path,
-                              const char *measure_spec, const char *scheme, int nvol,
-                              double **meas_out, double **bvals_out)
-{
-    const char *bvals = grads->bvals, *bvecs = grads->bvecs;
-    if (for_each_item(measure_spec, "--measure", known_measure, (void *)mi) != 0) return -1;
-    int W = mi->measure_width;
-    double *meas = calloc((size_t)nvol * (W ? W : 1), sizeof *meas);
-    double *b = NULL, *g = NULL;
-    int need_bv = 0;
-    for (int i = 0; i < mi->nmeasures; i++)
-        if (mi->measures[i].source == DM_SRC_BVALS || mi->measures[i].source == DM_SRC_BVECS)
-            need_bv = 1;
-    if (read_scheme_measures(mi, scheme, nvol, meas, W) != 0) {
-        free(meas);
-        return -1;
-    }
-    if (bvals_out) *bvals_out = NULL;
-    if (need_bv) {
-        if (!data && (!bvals || !bvecs)) {
-            free(meas);
-            return dm_set_error("model '%s' reads b-values and gradient directions: give --bvals "
-                                "and --bvecs",
-                                mi->name);
-        }
-        int n, reads_b = 0, reads_g = 0;
-        const char *table = NULL;
-        if (data ? dm_read_gradients(grads, data, data_path, &b, &g, &table)
-                 : dm_read_bvals_bvecs(bvals, bvecs, nvol, &b, &g, &n)) {
-            free(meas);
-            return -1;
-        }
-        if (!bvals) bvals = table; /* for messages: where the table came from */
-        if (!bvecs) bvecs = table;
-        for (int i = 0; i < mi->nmeasures; i++) {
-            reads_b |= mi->measures[i].source == DM_SRC_BVALS;
-            reads_g |= mi->measures[i].source == DM_SRC_BVECS;
-        }
-        if (check_weighting(bvals, bvecs, b, g, nvol, reads_b, reads_g) != 0) goto fail;
-    }
-    for (int i = 0; i < mi->nmeasures; i++) {
-        const dm_measure_info *x = &mi->measures[i];
-        if (x->source == DM_SRC_BVALS || x->source == DM_SRC_BVECS) {
-            int from_vecs = x->source == DM_SRC_BVECS;
-            int w = from_vecs ? 3 : 1;
-            if (x->width != w) {
-                free(meas);
-                free(b);
-                free(g);
-                return dm_set_error("model '%s': measure '%s' has width %d but %s give %d",
-                                    mi->name, x->name, x->width, from_vecs ? "bvecs" : "bvals", w);
-            }
-            for (int j = 0; j < nvol; j++)
-                for (int c = 0; c < w; c++)
-                    meas[(size_t)j * W + x->column + c] = from_vecs ? g[3 * j + c] : b[j];
-        } else if (x->source == DM_SRC_FILE) {
-            struct lookup_ctx lc = {.name = x->name};
-            if (for_each_item(measure_spec, "--measure", lookup_item, &lc) != 0) goto fail;
-            if (!lc.found) {
-                dm_set_error("model '%s' needs per-measurement input '%s': give --measure %s=FILE",
-                             mi->name, x->name, x->name);
-                goto fail;
-            }
-            if (read_measure_file(lc.value, x->name, x->width, nvol, meas, W, x->column) != 0)
-                goto fail;
-        }
-    }
-    free(g);
-    if (bvals_out)
-        *bvals_out = b;
-    else
-        free(b);
-    *meas_out = meas;
-    return 0;
-fail:
-    free(meas);
-    free(b);
-    free(g);
-    return -1;
 }
 
 int dm_fit_parse_methods(const char *s, int *methods)
@@ -344,124 +165,6 @@ static int set_fixed(dm_problem *p, const char *list)
     return rc;
 }
 
-/* Reads a 3D map on the data's grid into dst[v * stride + offset] for the masked voxels. */
-static int read_map_into(dm_problem *p, const char *path, int width, double *dst, int stride,
-                         int offset)
-{
-    dm_volume v;
-    if (dm_volume_read(path, &v) != 0) return -1;
-    int rc = dm_volume_check_same_grid(&v, path, &p->data, "the data");
-    if (rc == 0 && v.nt != width)
-        rc = dm_set_error("%s: expected %d volume%s, found %d", path, width, width == 1 ? "" : "s",
-                          v.nt);
-    if (rc == 0)
-        for (size_t i = 0; i < p->nfit; i++)
-            for (int c = 0; c < width; c++)
-                dst[i * stride + offset + c] = v.data[p->index[i] + (size_t)c * p->nvox];
-    dm_volume_free(&v);
-    return rc;
-}
-
-struct init_ctx {
-    dm_problem *p;
-    unsigned given; /* bit k: parameter k was set */
-};
-static int set_init(void *ctx, const char *name, const char *value)
-{
-    dm_problem *p = ((struct init_ctx *)ctx)->p;
-    int P = p->mi.nparams;
-    int k = dm_model_param_index(&p->mi, name);
-    if (k < 0) return dm_set_error("--init: model '%s' has no parameter '%s'", p->mi.name, name);
-    ((struct init_ctx *)ctx)->given |= 1u << k;
-    char *end;
-    double x = strtod(value, &end);
-    if (*value && !*end) {
-        const dm_param_info *q = &p->mi.params[k];
-        int above = q->lo_closed ? x >= q->lo : x > q->lo;
-        int below = q->hi_closed ? x <= q->hi : x < q->hi;
-        if (!isfinite(x) || !above || !below)
-            return dm_set_error("--init %s=%s: outside the bounds %c%g, %g%c of '%s' in model '%s'",
-                                name, value, q->lo_closed ? '[' : '(', q->lo, q->hi,
-                                q->hi_closed ? ']' : ')', name, p->mi.name);
-        for (size_t i = 0; i < p->nfit; i++) p->start[i * P + k] = x;
-        return 0;
-    }
-    return read_map_into(p, value, 1, p->start, P, k);
-}
-
-struct voxel_ctx {
-    dm_problem *p;
-};
-static int set_voxel(void *ctx, const char *name, const char *value)
-{
-    dm_problem *p = ((struct voxel_ctx *)ctx)->p;
-    const dm_model_info *mi = &p->mi;
-    for (int i = 0; i < mi->nvoxels; i++) {
-        if (strcmp(mi->voxels[i].name, name)) continue;
-        char *end;
-        double x = strtod(value, &end);
-        if (*value && !*end && mi->voxels[i].width == 1) {
-            for (size_t v = 0; v < p->nfit; v++)
-                p->voxin[v * mi->voxel_width + mi->voxels[i].column] = x;
-            return 0;
-        }
-        return read_map_into(p, value, mi->voxels[i].width, p->voxin, mi->voxel_width,
-                             mi->voxels[i].column);
-    }
-    return dm_set_error("--voxel: model '%s' has no per-voxel input '%s'", mi->name, name);
-}
-
-/* The map of parameter k in an --init-from folder (malloc'd path). */
-static char *init_map_path(const dm_problem *p, const char *dir, int k)
-{
-    return dm_volume_find(dir, p->mi.params[k].name);
-}
-
-static int note_init_name(void *ctx, const char *name, const char *value)
-{
-    (void)value;
-    struct init_ctx *ic = ctx;
-    int k = dm_model_param_index(&ic->p->mi, name);
-    if (k >= 0) ic->given |= 1u << k;
-    return 0; /* an unknown name is set_init's error, later */
-}
-
-/* The parameters whose starts --init or --init-from will set (bit k), so that the data-driven
- * starts need not compute theirs: a cascade's later stages take the orientation from the maps
- * before them, and the tensor fit per voxel would be thrown away. */
-static unsigned supplied_starts(dm_problem *p, const dm_fit_request *r)
-{
-    struct init_ctx ic = {p, 0};
-    for (int k = 0; r->init_from && k < p->mi.nparams; k++) {
-        char *path = init_map_path(p, r->init_from, k);
-        if (access(path, R_OK) == 0) ic.given |= 1u << k;
-        free(path);
-    }
-    for_each_item(r->init, "--init", note_init_name, &ic);
-    return ic.given;
-}
-
-static int init_from_dir(dm_problem *p, const char *dir, unsigned *given)
-{
-    int found = 0;
-    for (int k = 0; k < p->mi.nparams; k++) {
-        char *path = init_map_path(p, dir, k);
-        if (access(path, R_OK) == 0) {
-            int rc = read_map_into(p, path, 1, p->start, p->mi.nparams, k);
-            free(path);
-            if (rc != 0) return -1;
-            *given |= 1u << k;
-            found++;
-        } else {
-            free(path);
-        }
-    }
-    if (!found)
-        return dm_set_error("--init-from %s: no map named after a parameter of '%s' there", dir,
-                            p->mi.name);
-    return 0;
-}
-
 /* The b-value scale, from the range and the signal decay.  dimoc's models take b in s/mm^2
  * (diffusivities in mm^2/s, about 3e-3 at most): b-values below 10 are ms/um^2 (1 = 1000
  * s/mm^2) when the signal falls like it does at b = 1000, an error; with little decay they may
@@ -512,6 +215,289 @@ static int check_b_scale(const dm_problem *p, const char *bvals)
     return 0;
 }
 
+/* The item named `name`, or NULL. */
+static const dm_fit_item *find_item(const dm_fit_items *it, const char *name)
+{
+    for (int i = 0; i < it->n; i++)
+        if (!strcmp(it->item[i].name, name)) return &it->item[i];
+    return NULL;
+}
+
+/* A measure's rows from `x`: M values (width 1) or M x width. */
+static int measure_rows(const dm_model_info *mi, const dm_measure_info *m, const dm_fit_item *x,
+                        const char *option, int M, double *meas)
+{
+    const dm_array *a = &x->map;
+    int ok = a->data && a->shape[0] == (size_t)M &&
+             ((a->ndim == 1 && m->width == 1) || (a->ndim == 2 && a->shape[1] == (size_t)m->width));
+    if (!ok)
+        return dm_set_error("%s %s: model '%s' needs %d value%s per volume for %d volumes", option,
+                            x->name, mi->name, m->width, m->width == 1 ? "" : "s", M);
+    for (int j = 0; j < M; j++)
+        for (int c = 0; c < m->width; c++) {
+            double v = dm_array_at(a, j * a->stride[0] + (a->ndim == 2 ? c * a->stride[1] : 0));
+            if (!isfinite(v))
+                return dm_set_error("%s %s: value %d is not a finite number", option, x->name,
+                                    j + 1);
+            meas[(size_t)j * mi->measure_width + m->column + c] = v;
+        }
+    return 0;
+}
+
+int dm_fit_measurements(const dm_model_info *mi, const dm_fit_inputs *in, int M, double **meas_out,
+                        double **bvals_out)
+{
+    const int W = mi->measure_width;
+    const char *option = in->measure_option ? in->measure_option : "measure";
+    *meas_out = NULL;
+    if (bvals_out) *bvals_out = NULL;
+    int reads_b = 0, reads_g = 0;
+    for (int i = 0; i < mi->nmeasures; i++) {
+        reads_b |= mi->measures[i].source == DM_SRC_BVALS;
+        reads_g |= mi->measures[i].source == DM_SRC_BVECS;
+    }
+    for (int i = 0; i < in->measures.n; i++) {
+        int k = 0;
+        while (k < mi->nmeasures && strcmp(mi->measures[k].name, in->measures.item[i].name)) k++;
+        if (k == mi->nmeasures || mi->measures[k].source == DM_SRC_BVALS ||
+            mi->measures[k].source == DM_SRC_BVECS)
+            return dm_set_error("%s: model '%s' has no per-measurement input '%s' read from a file "
+                                "or a scheme column",
+                                option, mi->name, in->measures.item[i].name);
+    }
+    if ((reads_b || reads_g) && (!in->b || !in->g))
+        return dm_set_error("model '%s' reads b-values and gradient directions: give %s and %s",
+                            mi->name, in->b_name ? in->b_name : "bvals",
+                            in->g_name ? in->g_name : "bvecs");
+    const char *bname = in->b_name ? in->b_name : "bvals";
+    const char *gname = in->g_name ? in->g_name : "bvecs";
+    for (int j = 0; (reads_b || reads_g) && j < M; j++) {
+        if (!isfinite(in->b[j]) || in->b[j] < 0)
+            return dm_set_error("%s: b-value %d (%g) is not a finite number >= 0", bname, j + 1,
+                                in->b[j]);
+        for (int c = 0; c < 3; c++)
+            if (!isfinite(in->g[3 * j + c]))
+                return dm_set_error("%s: direction %d is not finite", gname, j + 1);
+    }
+    if ((reads_b || reads_g) &&
+        check_weighting(bname, gname, in->b, in->g, M, reads_b, reads_g) != 0)
+        return -1;
+    double *meas = calloc((size_t)M * (W ? W : 1), sizeof *meas);
+    if (!meas) return dm_set_error("out of memory for %d measurements", M);
+    for (int i = 0; i < mi->nmeasures; i++) {
+        const dm_measure_info *x = &mi->measures[i];
+        if (x->source == DM_SRC_BVALS || x->source == DM_SRC_BVECS) {
+            int from_vecs = x->source == DM_SRC_BVECS;
+            int w = from_vecs ? 3 : 1;
+            if (x->width != w) {
+                free(meas);
+                return dm_set_error("model '%s': measure '%s' has width %d but %s give %d",
+                                    mi->name, x->name, x->width, from_vecs ? "bvecs" : "bvals", w);
+            }
+            for (int j = 0; j < M; j++)
+                for (int c = 0; c < w; c++)
+                    meas[(size_t)j * W + x->column + c] = from_vecs ? in->g[3 * j + c] : in->b[j];
+            continue;
+        }
+        const dm_fit_item *it = find_item(&in->measures, x->name);
+        int rc = it ? measure_rows(mi, x, it, option, M, meas)
+                    : dm_set_error("model '%s' needs per-measurement input '%s': give %s %s",
+                                   mi->name, x->name, option, x->name);
+        if (rc != 0) {
+            free(meas);
+            return -1;
+        }
+    }
+    if (bvals_out && (reads_b || reads_g)) {
+        if (!(*bvals_out = malloc((size_t)M * sizeof **bvals_out))) {
+            free(meas);
+            return dm_set_error("out of memory for %d measurements", M);
+        }
+        memcpy(*bvals_out, in->b, (size_t)M * sizeof **bvals_out);
+    }
+    *meas_out = meas;
+    return 0;
+}
+
+/* The byte offset of voxel v (a linear index of the grid, x fastest) in a, past its spatial
+ * axes. */
+static ptrdiff_t voxel_offset(const dm_problem *p, const dm_array *a, size_t v)
+{
+    size_t nx = (size_t)p->data.nx, ny = (size_t)p->data.ny;
+    return (ptrdiff_t)(v % nx) * a->stride[0] + (ptrdiff_t)(v / nx % ny) * a->stride[1] +
+           (ptrdiff_t)(v / (nx * ny)) * a->stride[2];
+}
+
+/* 1 when a is a map of `width` values per voxel on p's grid: X x Y x Z (width 1) or
+ * X x Y x Z x width. */
+static int on_grid(const dm_problem *p, const dm_array *a, int width)
+{
+    return (a->ndim == 4 || (a->ndim == 3 && width == 1)) &&
+           a->shape[0] == (size_t)p->data.nx && a->shape[1] == (size_t)p->data.ny &&
+           a->shape[2] == (size_t)p->data.nz && (a->ndim == 3 || a->shape[3] == (size_t)width);
+}
+
+/* Item x (one value, or a map checked to lie on the grid) into dst[i * stride + offset + c]
+ * for the voxels to fit. */
+static int item_into(dm_problem *p, const dm_fit_item *x, const char *option, int width,
+                     double *dst, int stride, int offset)
+{
+    const dm_array *a = &x->map;
+    if (a->ndim == 0) {
+        if (width != 1)
+            return dm_set_error("%s %s: one value for an input of %d values per voxel: give a "
+                                "map",
+                                option, x->name, width);
+        double v = dm_array_at(a, 0);
+        for (size_t i = 0; i < p->nfit; i++) dst[i * stride + offset] = v;
+        return 0;
+    }
+    if (!on_grid(p, a, width))
+        return dm_set_error("%s %s: expected a map of %d value%s per voxel on the data's grid "
+                            "(%dx%dx%d)",
+                            option, x->name, width, width == 1 ? "" : "s", p->data.nx,
+                            p->data.ny, p->data.nz);
+    const ptrdiff_t st = a->ndim == 4 ? a->stride[3] : 0;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < p->nfit; i++) {
+        ptrdiff_t o = voxel_offset(p, a, p->index[i]);
+        for (int c = 0; c < width; c++) dst[i * stride + offset + c] = dm_array_at(a, o + c * st);
+    }
+    return 0;
+}
+
+/* The voxels to fit: the mask's non-zero (and not NaN) voxels, or every voxel. */
+static int select_voxels(const dm_fit_inputs *in, dm_problem *p)
+{
+    const dm_array *m = &in->mask;
+    if (!m->data) {
+        for (size_t i = 0; i < p->nvox; i++) p->index[p->nfit++] = i;
+        return 0;
+    }
+    const char *name = in->mask_name ? in->mask_name : "mask";
+    if (!on_grid(p, m, 1) || m->ndim != 3)
+        return dm_set_error("%s: a mask of %zu dimensions (%zux%zux%zu) for data of %dx%dx%d", name,
+                            (size_t)m->ndim, m->shape[0], m->shape[1], m->shape[2], p->data.nx,
+                            p->data.ny, p->data.nz);
+    for (size_t i = 0; i < p->nvox; i++) {
+        double v = dm_array_at(m, voxel_offset(p, m, i));
+        if (v != 0 && !isnan(v)) p->index[p->nfit++] = i;
+    }
+    if (p->nfit == 0) return dm_set_error("%s: the mask selects no voxel", name);
+    return 0;
+}
+
+/* Each voxel's signal (nfit x M) and the status the data alone give it. */
+static void gather_signal(const dm_array *a, dm_problem *p)
+{
+    const size_t M = p->M;
+    const ptrdiff_t st = a->stride[3];
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < p->nfit; i++) {
+        double *y = p->y + i * M;
+        const ptrdiff_t o = voxel_offset(p, a, p->index[i]);
+        int finite = 1, nonzero = 0;
+        if (a->type == DM_ARRAY_F32) {
+            const char *base = (const char *)a->data + o;
+            for (size_t j = 0; j < M; j++) y[j] = *(const float *)(base + (ptrdiff_t)j * st);
+        } else {
+            const char *base = (const char *)a->data + o;
+            for (size_t j = 0; j < M; j++) y[j] = *(const double *)(base + (ptrdiff_t)j * st);
+        }
+        for (size_t j = 0; j < M; j++) {
+            if (!isfinite(y[j])) finite = 0;
+            if (y[j] != 0) nonzero = 1;
+        }
+        p->status_data[p->index[i]] = !finite    ? DM_STATUS_SKIPPED_NONFINITE
+                                      : !nonzero ? DM_STATUS_SKIPPED_ZERO
+                                                 : DM_STATUS_FITTED;
+    }
+}
+
+/* Per-voxel inputs: the defaults, then the items in order. */
+static int voxel_inputs(const dm_fit_inputs *in, dm_problem *p)
+{
+    const dm_model_info *mi = &p->mi;
+    const char *option = in->voxel_option ? in->voxel_option : "voxel";
+    for (int i = 0; i < mi->nvoxels; i++) {
+        const dm_voxel_info *x = &mi->voxels[i];
+        if (!find_item(&in->voxel, x->name) && isnan(x->default_value))
+            return dm_set_error("model '%s' needs per-voxel input '%s': give %s %s=MAP", mi->name,
+                                x->name, option, x->name);
+        for (size_t v = 0; v < p->nfit; v++)
+            for (int c = 0; c < x->width; c++)
+                p->voxin[v * mi->voxel_width + x->column + c] = x->default_value;
+    }
+    for (int k = 0; k < in->voxel.n; k++) {
+        const dm_fit_item *x = &in->voxel.item[k];
+        int i = 0;
+        while (i < mi->nvoxels && strcmp(mi->voxels[i].name, x->name)) i++;
+        if (i == mi->nvoxels)
+            return dm_set_error("%s: model '%s' has no per-voxel input '%s'", option, mi->name,
+                                x->name);
+        if (item_into(p, x, option, mi->voxels[i].width, p->voxin, mi->voxel_width,
+                      mi->voxels[i].column) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int dm_problem_build(const dm_fit_request *r, const dm_model_info *mi, const dm_fit_inputs *in,
+                     dm_volume *geometry, dm_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->mi = *mi;
+    p->mi.source = mi->source ? strdup(mi->source) : NULL;
+    if (mi->source && !p->mi.source) return dm_set_error("out of memory");
+    if (geometry) {
+        p->data = *geometry; /* taken over: the outputs are written with its header */
+        memset(geometry, 0, sizeof *geometry);
+    }
+    const dm_array *a = &in->data;
+    const char *name = in->data_name ? in->data_name : "data";
+    if (!a->data || a->ndim != 4 || (a->type != DM_ARRAY_F32 && a->type != DM_ARRAY_F64))
+        return dm_set_error("%s: expected a 4D array of float32 or float64 values (X x Y x Z x "
+                            "volumes)",
+                            name);
+    if (a->shape[3] < 2)
+        return dm_set_error("%s: %zu volume: a fit needs one volume per measurement", name,
+                            a->shape[3]);
+    for (int k = 0; k < 3; k++)
+        if (a->shape[k] < 1 || a->shape[k] > (1u << 30))
+            return dm_set_error("%s: %zu voxels along axis %d", name, a->shape[k], k);
+    if (a->shape[3] > (1u << 20))
+        return dm_set_error("%s: %zu volumes (at most %u)", name, a->shape[3], 1u << 20);
+    p->data.nx = (int)a->shape[0];
+    p->data.ny = (int)a->shape[1];
+    p->data.nz = (int)a->shape[2];
+    p->data.nt = (int)a->shape[3];
+    p->M = p->data.nt;
+    p->nvox = DM_NVOX(&p->data);
+    if (dm_fit_measurements(&p->mi, in, p->M, &p->meas, &p->bvals) != 0) return -1;
+
+    p->index = malloc(p->nvox * sizeof *p->index);
+    p->status = calloc(p->nvox, 1);
+    p->status_data = calloc(p->nvox, 1);
+    if (!p->index || !p->status || !p->status_data)
+        return dm_set_error("%s: out of memory for %zu voxels", name, p->nvox);
+    if (select_voxels(in, p) != 0) return -1;
+    dm_part_select_voxels(&r->part, p->index, &p->nfit, p->nvox, &p->own_first, &p->own_end);
+
+    const size_t M = p->M;
+    const int VW = p->mi.voxel_width;
+    p->y = malloc((p->nfit ? p->nfit : 1) * M * sizeof *p->y);
+    p->voxin = calloc((p->nfit ? p->nfit : 1) * (VW ? VW : 1), sizeof *p->voxin);
+    if (!p->y || !p->voxin)
+        return dm_set_error("%s: out of memory for %zu voxels of %zu measurements", name, p->nfit,
+                            M);
+    /* An image read from a file is stored volume by volume, so each voxel's M values lie nvox
+     * apart: a gather that misses the cache at every value, shared between the cores. */
+    gather_signal(a, p);
+    memcpy(p->status, p->status_data, p->nvox);
+    if (p->bvals && check_b_scale(p, in->b_name ? in->b_name : "bvals") != 0) return -1;
+    return voxel_inputs(in, p);
+}
+
 /* Starting values a hair outside their bounds (a float32 map of an earlier fit rounds 63.99999
  * up to an open bound of 64) are moved just inside, so the stage can start there. */
 static void clamp_starts(dm_problem *p)
@@ -523,101 +509,42 @@ static void clamp_starts(dm_problem *p)
                 dm_fit_clamp_start(&mi->params[k], p->start[i * mi->nparams + k]);
 }
 
-int dm_build_measurements(const dm_model_info *mi, const char *bvals, const char *bvecs,
-                          const char *measure_spec, const char *scheme, int nvol, double **meas_out,
-                          double **bvals_out)
+/* Whether start item i came from --init-from's folder. */
+static int from_dir(const dm_fit_items *starts, int i)
 {
-    const dm_grad_files grads = {bvals, bvecs, NULL};
-    return build_measurements(mi, &grads, NULL, NULL, measure_spec, scheme, nvol, meas_out,
-                              bvals_out);
+    return i < 32 && ((starts->from_dir >> i) & 1u);
 }
 
-int dm_problem_load(const dm_fit_request *r, dm_problem *p)
+/* A start item: a value (within the parameter's bounds) or a map into p->start. */
+static int set_start(dm_problem *p, const dm_fit_item *x, const char *option, unsigned *given)
 {
-    memset(p, 0, sizeof *p);
-    if (dm_model_load(r->model, &p->mi) != 0) return -1;
-    const dm_model_info *mi = &p->mi;
-    if (!r->data) return dm_set_error("--data is required");
-    if (!r->out) return dm_set_error("--out is required");
-    if (dm_volume_read(r->data, &p->data) != 0) return -1;
-    if (p->data.nt == 1)
-        return dm_set_error("%s: a 3D image (%dx%dx%d): --data needs one volume per measurement, "
-                            "a 4D image",
-                            r->data, p->data.nx, p->data.ny, p->data.nz);
-    p->M = p->data.nt;
-    p->nvox = DM_NVOX(&p->data);
-    const dm_grad_files grads = {r->bvals, r->bvecs, r->grad};
-    if (build_measurements(mi, &grads, &p->data, r->data, r->measure, r->scheme, p->M, &p->meas,
-                           &p->bvals) != 0)
-        return -1;
-
-    /* The voxels to fit: the mask's non-zero voxels, or every voxel. */
-    p->index = malloc(p->nvox * sizeof *p->index);
-    p->status = calloc(p->nvox, 1);
-    p->status_data = calloc(p->nvox, 1);
-    if (r->mask) {
-        dm_volume m;
-        if (dm_volume_read(r->mask, &m) != 0) return -1;
-        int rc = m.nt > 1 ? dm_set_error("%s: a 4D image (%dx%dx%dx%d); a mask is 3D", r->mask,
-                                         m.nx, m.ny, m.nz, m.nt)
-                          : dm_volume_check_same_space(&m, r->mask, &p->data, r->data);
-        if (rc != 0) {
-            dm_volume_free(&m);
-            return -1;
-        }
-        for (size_t i = 0; i < p->nvox; i++)
-            if (m.data[i] != 0 && !isnan(m.data[i])) p->index[p->nfit++] = i;
-        dm_volume_free(&m);
-        if (p->nfit == 0) return dm_set_error("%s: the mask selects no voxel", r->mask);
-    } else {
-        for (size_t i = 0; i < p->nvox; i++) p->index[p->nfit++] = i;
-    }
-    dm_part_select_voxels(&r->part, p->index, &p->nfit, p->nvox, &p->own_first, &p->own_end);
-
-    size_t M = p->M;
-    p->y = malloc(p->nfit * M * sizeof *p->y);
-    p->voxin = calloc(p->nfit * (mi->voxel_width ? mi->voxel_width : 1), sizeof *p->voxin);
-    /* The image is stored volume by volume, so each voxel's M values lie nvox apart: a gather
-     * that misses the cache at every value, shared between the cores. */
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < p->nfit; i++) {
-        double *y = p->y + i * M;
-        int finite = 1, nonzero = 0;
-        for (size_t j = 0; j < M; j++) {
-            y[j] = p->data.data[p->index[i] + j * p->nvox];
-            if (!isfinite(y[j])) finite = 0;
-            if (y[j] != 0) nonzero = 1;
-        }
-        p->status_data[p->index[i]] = !finite    ? DM_STATUS_SKIPPED_NONFINITE
-                                      : !nonzero ? DM_STATUS_SKIPPED_ZERO
-                                                 : DM_STATUS_FITTED;
-    }
-    memcpy(p->status, p->status_data, p->nvox);
-    if (p->bvals && check_b_scale(p, r->bvals ? r->bvals : r->grad ? r->grad : r->data) != 0)
-        return -1;
-    /* Per-voxel inputs: defaults, then --voxel maps. */
-    for (int i = 0; i < mi->nvoxels; i++) {
-        const dm_voxel_info *x = &mi->voxels[i];
-        struct lookup_ctx lc = {.name = x->name};
-        if (for_each_item(r->voxel, "--voxel", lookup_item, &lc) != 0) return -1;
-        if (!lc.found && isnan(x->default_value))
-            return dm_set_error("model '%s' needs per-voxel input '%s': give --voxel %s=MAP",
-                                mi->name, x->name, x->name);
-        for (size_t v = 0; v < p->nfit; v++)
-            for (int c = 0; c < x->width; c++)
-                p->voxin[v * mi->voxel_width + x->column + c] = x->default_value;
-    }
-    struct voxel_ctx vc = {p};
-    if (for_each_item(r->voxel, "--voxel", set_voxel, &vc) != 0) return -1;
+    const int P = p->mi.nparams;
+    int k = dm_model_param_index(&p->mi, x->name);
+    if (k < 0)
+        return dm_set_error("%s: model '%s' has no parameter '%s'", option, p->mi.name, x->name);
+    *given |= 1u << k;
+    if (x->map.ndim != 0) return item_into(p, x, option, 1, p->start, P, k);
+    double v = dm_array_at(&x->map, 0);
+    const dm_param_info *q = &p->mi.params[k];
+    int above = q->lo_closed ? v >= q->lo : v > q->lo;
+    int below = q->hi_closed ? v <= q->hi : v < q->hi;
+    if (!isfinite(v) || !above || !below)
+        return dm_set_error("%s %s=%s: outside the bounds %c%g, %g%c of '%s' in model '%s'", option,
+                            x->name, x->text, q->lo_closed ? '[' : '(', q->lo, q->hi,
+                            q->hi_closed ? ']' : ')', x->name, p->mi.name);
+    for (size_t i = 0; i < p->nfit; i++) p->start[i * P + k] = v;
     return 0;
 }
 
-int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p)
+int dm_problem_stage_items(const dm_fit_request *r, const double *prev, const dm_fit_items *starts,
+                           const char *init_option, dm_problem *p)
 {
     const dm_model_info *mi = &p->mi;
     int P = mi->nparams;
     unsigned every = P >= 32 ? ~0u : (1u << P) - 1;
-    if (!r->out) return dm_set_error("--out is required");
+    const dm_fit_items none = {0};
+    if (!starts) starts = &none;
+    if (!init_option) init_option = "--init";
     /* A stage starts afresh: the status from the data alone, no starts, no settings. */
     memcpy(p->status, p->status_data, p->nvox);
     memset(&p->cfg, 0, sizeof p->cfg);
@@ -626,7 +553,7 @@ int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p)
     p->ngrid_values = 0;
     dm_fit_starts_finish(p);
     free(p->start);
-    p->start = malloc(p->nfit * P * sizeof *p->start);
+    p->start = malloc((p->nfit ? p->nfit : 1) * P * sizeof *p->start);
     /* The volume count against the free parameters, before the starts (which may warn). */
     if (set_fixed(p, r->fixed) != 0) return -1;
     int nfree = 0;
@@ -635,23 +562,34 @@ int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p)
         return dm_set_error("%s: %d volumes but model '%s' has %d free parameters: a fit needs at "
                             "least one measurement per free parameter",
                             r->data, p->M, mi->name, nfree);
-    struct init_ctx ic = {p, 0};
-    if (!prev) dm_fit_starts(p, supplied_starts(p, r)); /* prev overwrites every start */
+    /* The parameters the items set need no start from the data: a cascade's later stages take
+     * the orientation from the maps before them, and the tensor fit per voxel would be thrown
+     * away. */
+    unsigned given = 0;
+    for (int i = 0; i < starts->n; i++) {
+        int k = dm_model_param_index(mi, starts->item[i].name);
+        if (k >= 0) given |= 1u << k;
+    }
+    if (!prev) dm_fit_starts(p, given); /* prev overwrites every start */
+    given = 0;
     if (prev) { /* the previous stage's maps, as --init-from would read them */
         memcpy(p->start, prev, p->nfit * P * sizeof *p->start);
-        ic.given = every;
-    } else if (r->init_from && init_from_dir(p, r->init_from, &ic.given) != 0) {
-        return -1;
+        given = every;
     }
-    if (for_each_item(r->init, "--init", set_init, &ic) != 0) return -1;
+    /* --init-from's maps first, then --init's in order */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < starts->n; i++)
+            if (from_dir(starts, i) == (pass == 0) &&
+                set_start(p, &starts->item[i], init_option, &given) != 0)
+                return -1;
     clamp_starts(p);
 
     dm_fit_config *cfg = &p->cfg;
     cfg->nmeas = p->M;
     if (dm_fit_parse_methods(r->methods, &cfg->methods) != 0) return -1;
-    dm_fit_multistart_config(p, ic.given);
+    dm_fit_multistart_config(p, given);
     struct grid_ctx gc = {p, 0};
-    if (for_each_item(r->grid, "--grid", add_grid, &gc) != 0) return -1;
+    if (dm_fit_for_each_item(r->grid, "--grid", add_grid, &gc) != 0) return -1;
     if ((cfg->methods & DM_METHOD_GRID) && p->ngrid_values == 0)
         return dm_set_error("--method grid needs at least one --grid NAME=VALUES");
     if ((cfg->methods & DM_METHOD_DICT) && p->ngrid_values == 0)
@@ -687,17 +625,11 @@ int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p)
     return 0;
 }
 
-int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
-{
-    if (dm_problem_load(r, p) != 0) return -1;
-    return dm_problem_stage(r, NULL, p);
-}
-
 void dm_problem_free(dm_problem *p)
 {
     dm_fit_starts_finish(p);
     dm_model_info_free(&p->mi);
-    dm_volume_free(&p->data);
+    if (p->free_data) p->free_data(&p->data); /* the reader's image (fit_files.c) */
     free(p->meas);
     free(p->bvals);
     free(p->index);

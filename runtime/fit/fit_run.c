@@ -1,8 +1,10 @@
-/* Executing a planned fit on the CPU or the GPUs and writing its outputs. */
+/* The engine: a planned fit executed on the CPU or the GPUs, its outputs written (through the
+ * command's writer, fit_files.c) or kept in memory (the C API). */
 #include "fit/cpu_backend.h"
 #include "util/error.h"
 #include "util/linalg.h"
 #include "fit/fit.h"
+#include "fit/fit_inputs.h"
 #include "fit/fit_outputs.h"
 #include "fit/fit_dictionary.h"
 #include "util/fsutil.h"
@@ -185,6 +187,9 @@ typedef struct fit_machine {
     int closer_pending; /* the session being released on a thread */
     dm_fit_gpu_options gpu_options;
     late_free signal; /* the voxels' signal, after the last stage's fit */
+    const dm_fit_io *io; /* files: the command's reader and writer */
+    dm_fit_memory *mem;  /* or a run in memory (the C API) */
+    dm_fit_watch *watch; /* its progress and cancel, or NULL */
 } fit_machine;
 
 /* The GPU session, from its thread or opened now.  0, or -1 with the error. */
@@ -261,18 +266,42 @@ typedef struct stage_writer {
     int real_size, gpu_declined;
     dm_fit_stage_info info;
     dm_outdir od;
+    const dm_fit_io *io; /* its writer of maps */
+    dm_fit_memory *mem;  /* or the maps go there */
     int rc, dir_done;
     int last; /* the cascade's last stage, left to be written after it (defer_final) */
     char error[2048]; /* dm_last_error() is per thread */
     pthread_t thread;
 } stage_writer;
 
+/* The maps and the provenance of a run in memory. */
+static void stage_writer_keep(stage_writer *w)
+{
+    dm_fit_memory *mem = w->mem;
+    double t_write = dm_now_seconds();
+    dm_fit_watch_stage(mem->watch, "outputs", 1);
+    int rc = dm_fit_make_maps(w->r, &w->snap, w->fitter, &w->res, &mem->maps);
+    w->timing.write = dm_now_seconds() - t_write;
+    w->timing.total = dm_now_seconds() - w->t_start;
+    if (rc == 0)
+        rc = dm_fit_provenance_text(w->r, &w->snap, w->device, w->real_size, &w->timing, &w->info,
+                                    &mem->provenance);
+    if (rc == 0) dm_fit_watch_done(mem->watch);
+    w->dir_done = 1;
+    if (rc != 0) snprintf(w->error, sizeof w->error, "%s", dm_last_error());
+    w->rc = rc;
+}
+
 static void stage_writer_write(stage_writer *w)
 {
+    if (w->mem) {
+        stage_writer_keep(w);
+        return;
+    }
     const dm_fit_request *r = w->r;
     dm_problem *p = &w->snap;
     double t_write = dm_now_seconds();
-    int rc = dm_fit_write_outputs(r, w->od.path, p, w->fitter, &w->res);
+    int rc = w->io->write(r, w->od.path, p, w->fitter, &w->res);
     if (rc == 0 && w->gpu_declined)
         dm_warn("--method dictionary ran on the CPU (its later methods too): --device gpu was "
                 "not used");
@@ -456,11 +485,14 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     /* The dictionary fit is CPU only (said after the fit, so that an error stays one line). */
     int use_gpu = m->use_gpu && !(methods & DM_METHOD_DICT);
     int gpu_declined = m->use_gpu && !use_gpu && !strcmp(m->device, "gpu");
-    if (dm_problem_stage(r, stage > 0 ? prev : NULL, p) != 0) return -1;
+    dm_fit_watch_stage(m->watch, "plan", 1);
+    if (m->mem ? dm_problem_stage_items(r, NULL, m->mem->starts, m->mem->init_option, p)
+               : m->io->stage(r, stage > 0 ? prev : NULL, p))
+        return -1;
     if (!use_gpu) dm_fit_starts_fill(p); /* the GPU's on a thread, below */
     /* Everything is written into a temporary folder beside --out, put in place at the end. */
-    dm_outdir od;
-    if (dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) return -1;
+    dm_outdir od = {0};
+    if (!m->mem && dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) return -1;
     timing.load = dm_now_seconds() - t_start - (stage == 0 ? m->fitter_seconds : 0);
 
     int P = p->mi.nparams;
@@ -487,6 +519,8 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         timing.gpu_start = dm_now_seconds() - t_gpu;
         dm_fit_gpu_options go = m->gpu_options;
         go.progress = prog;
+        go.watch = m->watch;
+        dm_fit_watch_stage(m->watch, "fit", (long)p->nfit);
         if (rc == 0) rc = dm_fit_gpu_run(&m->gpu, p, m->real_size, &go, &res, &rep);
         if (prog) dm_progress_finish(prog, rc == 0 ? summary(p, note, sizeof note) : NULL);
         /* The compile on the run's path: NVRTC's, and any wait for the host fitter after the
@@ -505,7 +539,9 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         t_fit += waited;
         char dict_note[160] = "";
         if (rc == 0 && (p->cfg.methods & DM_METHOD_DICT)) {
-            rc = dm_fit_dictionary_run(p, &m->fitter, &res, r->quiet, dict_note, sizeof dict_note);
+            dm_fit_watch_stage(m->watch, "dictionary", (long)p->nfit);
+            rc = dm_fit_dictionary_run(p, &m->fitter, &res, r->quiet, m->watch, dict_note,
+                                       sizeof dict_note);
             p->cfg.methods &= ~DM_METHOD_DICT; /* the later methods start from its estimates */
         }
         snprintf(device, sizeof device, "cpu: %d threads%s%s", omp_get_max_threads(),
@@ -514,12 +550,14 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
                                 ? NULL
                                 : dm_progress_start(label, (long)p->nfit, "voxels");
         const dm_cpu_fitter *fitter = &m->fitter;
+        dm_fit_watch *watch = m->watch;
+        if (rc == 0 && p->cfg.methods) dm_fit_watch_stage(watch, "fit", (long)p->nfit);
 #pragma omp parallel
         {
             void *work = rc == 0 ? fitter->work_new() : NULL; /* NULL: fit_voxel makes its own */
 #pragma omp for schedule(dynamic, 16)
             for (size_t i = 0; i < p->nfit; i++) {
-                if (dm_stop_requested() || rc != 0 || !p->cfg.methods) continue;
+                if (dm_fit_stopping(watch) || rc != 0 || !p->cfg.methods) continue;
                 unsigned char *st = &p->status[p->index[i]];
                 if (*st == DM_STATUS_FITTED) {
                     *st = (unsigned char)fitter->fit_voxel(
@@ -529,13 +567,14 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
                         res.stats + i * DM_NSTATS, work);
                 }
                 if (prog) dm_progress_add(prog, 1);
+                dm_fit_watch_add(watch, 1); /* the caller's callbacks, on its thread */
             }
             if (work) fitter->work_free(work);
         }
         if (prog) dm_progress_finish(prog, summary(p, note, sizeof note));
     }
     dm_fit_starts_finish(p);
-    if (rc == 0 && dm_stop_requested()) rc = dm_stop_error();
+    if (rc == 0 && dm_fit_stopping(m->watch)) rc = dm_fit_stop_error(m->watch);
     timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile + timing.gpu_start : 0);
     count_work(p, &res, &timing);
 
@@ -555,6 +594,8 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
                         .real_size = m->real_size,
                         .gpu_declined = gpu_declined,
                         .od = od,
+                        .io = m->io,
+                        .mem = m->mem,
                         .info = {stage, nstages, stage > 0 ? r[-1].out : NULL}};
     snprintf(w->device, sizeof w->device, "%s", device);
     if (rc != 0) {
@@ -565,7 +606,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         machine_release_gpu(m);
         late_free_start(&m->signal, p->y); /* the writers read the estimates only */
         p->y = w->snap.y = NULL;
-        if (defer_final) { /* written by the cascade's caller's deferral, or below */
+        if (defer_final && !m->mem) { /* written by the cascade's caller's deferral, or below */
             w->last = 1;
             *pending = w;
             return 0;
@@ -591,31 +632,31 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
 
 /* Every stage's own options are checked before the first fits: each later stage is planned on
  * the loaded inputs with stand-in starts, so that a mistake in the last stage costs no fit. */
-static int check_later_stages(const dm_fit_request *stages, int n, dm_problem *p, double *prev)
+static int check_later_stages(const dm_fit_io *io, const dm_fit_request *stages, int n,
+                              dm_problem *p, double *prev)
 {
     /* On one voxel: the options and the files they name are checked all the same, and the
      * planning of every voxel (its starts, copies of the whole grid) is left to the stages. */
     size_t nfit = p->nfit;
     p->nfit = nfit < 1 ? nfit : 1;
     int rc = 0;
-    for (int s = 1; s < n && rc == 0; s++) rc = dm_problem_stage(&stages[s], prev, p);
+    for (int s = 1; s < n && rc == 0; s++) rc = io->stage(&stages[s], prev, p);
     p->nfit = nfit;
     return rc;
 }
 
-int dm_fit_run(const dm_fit_request *r)
-{
-    return dm_fit_run_cascade(r, 1);
-}
-
-int dm_fit_run_cascade(const dm_fit_request *stages, int n)
+int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
+                      dm_fit_memory *mem)
 {
     double t_start = dm_now_seconds();
     const dm_fit_request *r = &stages[0];
     fit_machine m;
     memset(&m, 0, sizeof m);
+    m.io = io;
+    m.mem = mem;
+    m.watch = mem ? mem->watch : NULL;
     m.device = r->device;
-    m.gpu_options = (dm_fit_gpu_options){r->gpus, r->gpu_memory_mb, (int)r->lanes, NULL};
+    m.gpu_options = (dm_fit_gpu_options){r->gpus, r->gpu_memory_mb, (int)r->lanes, NULL, NULL};
     int any_gpu = 0;
     for (int s = 0; s < n; s++) {
         int methods;
@@ -640,7 +681,8 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
     dm_problem p;
     double *prev = NULL;
     late_free image = {0}; /* the data as read: the fits read their gathered copy */
-    int rc = dm_problem_load(r, &p);
+    dm_fit_watch_stage(m.watch, "load", 1);
+    int rc = mem ? dm_problem_build(r, mem->mi, mem->in, NULL, &p) : io->load(r, &p);
     if (rc == 0) {
         late_free_start(&image, p.data.data);
         p.data.data = NULL;
@@ -651,7 +693,7 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
         rc = dm_gpu_probe_end(&probe, &m.use_gpu);
     if (rc == 0 && n > 1) {
         prev = calloc(p.nfit * (size_t)p.mi.nparams, sizeof *prev);
-        rc = check_later_stages(stages, n, &p, prev);
+        rc = check_later_stages(io, stages, n, &p, prev);
     }
     if (m.opener_pending && (rc != 0 || !m.use_gpu)) { /* no GPU after all, or an error */
         pthread_join(m.opener.thread, NULL);
@@ -666,6 +708,7 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
     }
     m.host = (host_fitter_job){.mi = &p.mi, .real_size = m.real_size};
     double t_fitter = dm_now_seconds();
+    dm_fit_watch_stage(m.watch, "compile", 1);
     m.host_threaded = m.use_gpu && any_gpu;
     if (m.host_threaded) {
         rc = host_fitter_start(&m.host);
@@ -706,5 +749,14 @@ int dm_fit_run_cascade(const dm_fit_request *stages, int n)
     free(prev);
     dm_cpu_fitter_close(&m.fitter);
     dm_problem_free(&p);
+    return rc;
+}
+
+int dm_fit_run_memory(const dm_fit_request *r, dm_fit_memory *mem)
+{
+    /* --threads is the calling thread's setting: the caller's own is given back */
+    int threads = omp_get_max_threads();
+    int rc = dm_fit_run_engine(r, 1, NULL, mem);
+    omp_set_num_threads(threads);
     return rc;
 }

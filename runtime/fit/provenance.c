@@ -1,4 +1,5 @@
 /* provenance.json: what was fitted, how, on what, and how long it took. */
+#define _GNU_SOURCE /* open_memstream */
 #include "util/error.h"
 #include "fit/fit_outputs.h"
 #include "util/fsutil.h"
@@ -14,19 +15,10 @@
 #define DIMOC_VERSION "unknown"
 #endif
 
-int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_problem *p,
-                            const char *device, int real_size, const dm_fit_timing *t,
-                            const dm_fit_stage_info *stage)
+/* The JSON onto f. */
+static void write_json(FILE *f, const dm_fit_request *r, const dm_problem *p, const char *device,
+                       int real_size, const dm_fit_timing *t, const dm_fit_stage_info *stage)
 {
-    char *path = dm_path_join(dir, "provenance.json");
-    char *tmp = dm_temp_sibling(path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        dm_set_error("%s: cannot write", tmp);
-        free(path);
-        free(tmp);
-        return -1;
-    }
     long counts[DM_NSTATUS] = {0};
     for (size_t v = 0; v < p->nvox; v++)
         if (p->status[v] < DM_NSTATUS) counts[p->status[v]]++;
@@ -117,6 +109,22 @@ int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_p
     dm_json_num(&j, "per_second", t->fit > 0 ? p->nfit / t->fit : 0);
     dm_json_close(&j);
     dm_json_end(&j);
+}
+
+int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_problem *p,
+                            const char *device, int real_size, const dm_fit_timing *t,
+                            const dm_fit_stage_info *stage)
+{
+    char *path = dm_path_join(dir, "provenance.json");
+    char *tmp = dm_temp_sibling(path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        dm_set_error("%s: cannot write", tmp);
+        free(path);
+        free(tmp);
+        return -1;
+    }
+    write_json(f, r, p, device, real_size, t, stage);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
         unlink(tmp);
@@ -127,5 +135,23 @@ int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_p
     }
     free(path);
     free(tmp);
+    return 0;
+}
+
+int dm_fit_provenance_text(const dm_fit_request *r, const dm_problem *p, const char *device,
+                           int real_size, const dm_fit_timing *t, const dm_fit_stage_info *stage,
+                           char **text)
+{
+    size_t size = 0;
+    *text = NULL;
+    FILE *f = open_memstream(text, &size);
+    if (!f) return dm_set_error("out of memory for the provenance");
+    write_json(f, r, p, device, real_size, t, stage);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || !*text) {
+        free(*text);
+        *text = NULL;
+        return dm_set_error("out of memory for the provenance");
+    }
     return 0;
 }

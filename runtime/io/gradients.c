@@ -8,9 +8,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* rows x 4 world-frame rows (x y z b) of `what` into b and FSL-frame g. */
-static int from_world(const double *rows, int n, const dm_volume *data, const char *what,
-                      double **b_out, double **g_out)
+/* rows x 4 world-frame rows (x y z b) of `what` into b and FSL-frame g, R the rotation from
+ * FSL's frame to world. */
+static int rotate_rows(const double *rows, int n, const double R[3][3], const char *what,
+                       double **b_out, double **g_out)
 {
     double *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
     double *g = calloc((size_t)(n > 0 ? n : 1) * 3, sizeof *g);
@@ -19,8 +20,6 @@ static int from_world(const double *rows, int n, const dm_volume *data, const ch
         free(g);
         return dm_set_error("%s: out of memory reading the gradient table", what);
     }
-    double R[3][3]; /* FSL frame -> world; its transpose takes world back */
-    dm_volume_bvec_rotation(data, R);
     int renormalised = 0, first = -1;
     for (int i = 0; i < n; i++) {
         const double *r = rows + 4 * (size_t)i;
@@ -46,6 +45,24 @@ static int from_world(const double *rows, int n, const dm_volume *data, const ch
     *b_out = b;
     *g_out = g;
     return 0;
+}
+
+static int from_world(const double *rows, int n, const dm_volume *data, const char *what,
+                      double **b_out, double **g_out)
+{
+    double R[3][3]; /* FSL frame -> world; its transpose takes world back */
+    dm_volume_bvec_rotation(data, R);
+    return rotate_rows(rows, n, R, what, b_out, g_out);
+}
+
+int dm_gradients_from_world(const double *rows, int n, const double vox2world[16],
+                            const char *what, double **b, double **g)
+{
+    dm_affine a;
+    for (int i = 0; i < 16; i++) a.m[i / 4][i % 4] = vox2world[i];
+    double R[3][3];
+    dm_affine_bvec_rotation(&a, R);
+    return rotate_rows(rows, n, R, what, b, g);
 }
 
 int dm_read_gradients(const dm_grad_files *f, const dm_volume *data, const char *data_path,

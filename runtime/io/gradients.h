@@ -26,5 +26,10 @@ typedef struct dm_grad_files {
  * --bvals/--bvecs alone, a table whose rows do not match the volumes, a bad value. */
 int dm_read_gradients(const dm_grad_files *f, const dm_volume *data, const char *data_path,
                       double **b, double **g, const char **source);
+/* n rows x y z b in world coordinates (an MRtrix table in memory, `what` in messages) into
+ * *b and *g in FSL's bvecs frame of an image whose voxel -> world matrix is vox2world (row
+ * major 4 x 4), as dm_read_gradients turns --grad.  0, or -1 with dm_last_error(). */
+int dm_gradients_from_world(const double *rows, int n, const double vox2world[16],
+                            const char *what, double **b, double **g);
 
 #endif

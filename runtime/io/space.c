@@ -98,6 +98,16 @@ static void affine_text(const dm_affine *a, char *buf, size_t size)
                                           : "]");
 }
 
+/* (declared in io/volume.h) Here, beside the other checks of space, so that what reads only
+ * the sizes and headers of images links no image reading. */
+int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,
+                              const char *ref_path)
+{
+    if (vol->nx == ref->nx && vol->ny == ref->ny && vol->nz == ref->nz) return 0;
+    return dm_set_error("%s: grid %dx%dx%d differs from %s (%dx%dx%d)", path, vol->nx, vol->ny,
+                        vol->nz, ref_path, ref->nx, ref->ny, ref->nz);
+}
+
 int dm_volume_check_same_space(const dm_volume *vol, const char *path, const dm_volume *ref,
                                const char *ref_path)
 {
@@ -127,15 +137,20 @@ void dm_volume_voxel_size(const dm_volume *v, double vox[3])
     for (int i = 0; i < 3; i++) vox[i] = d[i] > 0 ? d[i] : 1;
 }
 
+/* The determinant of a's 3 x 3 part. */
+static double det3(const dm_affine *a)
+{
+    const double(*m)[4] = a->m;
+    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+           m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+           m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+}
+
 int dm_volume_is_neurological(const dm_volume *v)
 {
     dm_affine a;
     dm_volume_vox2world(v, &a);
-    double(*m)[4] = a.m;
-    double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
-                 m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
-                 m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
-    return det > 0;
+    return det3(&a) > 0;
 }
 
 void dm_volume_vox2fsl(const dm_volume *v, dm_affine *a)
@@ -169,7 +184,13 @@ void dm_volume_bvec_rotation(const dm_volume *v, double R[3][3])
 {
     dm_affine a;
     dm_volume_vox2world(v, &a);
-    double flip = dm_volume_is_neurological(v) ? -1.0 : 1.0;
+    dm_affine_bvec_rotation(&a, R);
+}
+
+void dm_affine_bvec_rotation(const dm_affine *affine, double R[3][3])
+{
+    const dm_affine a = *affine;
+    double flip = det3(&a) > 0 ? -1.0 : 1.0; /* dm_volume_is_neurological's test */
     /* The orthogonal factor of the polar decomposition of the voxel axes' unit directions (the
      * orthogonal matrix nearest to them, as MRtrix takes the rotation of its transform): Newton's
      * iteration X <- (X + X^-T) / 2, quadratic from the first step for a near-orthogonal X. */

@@ -39,6 +39,8 @@ int dm_volume_is_neurological(const dm_volume *v);
  * unit columns, its polar factor: a shear or scaling is dropped).  Row-major; its transpose takes world directions back to the bvecs
  * frame (FSL's dyads). */
 void dm_volume_bvec_rotation(const dm_volume *v, double R[3][3]);
+/* The same for an image whose voxel -> world matrix is a. */
+void dm_affine_bvec_rotation(const dm_affine *a, double R[3][3]);
 /* out = R in, or R' in when `inverse` (in and out may be the same array). */
 void dm_rotate3(const double R[3][3], const double in[3], double out[3], int inverse);
 

@@ -639,14 +639,6 @@ int dm_volume_read_header(const char *path, dm_volume *vol)
     return read_volume(path, vol, 0);
 }
 
-int dm_volume_check_same_grid(const dm_volume *vol, const char *path, const dm_volume *ref,
-                              const char *ref_path)
-{
-    if (vol->nx == ref->nx && vol->ny == ref->ny && vol->nz == ref->nz) return 0;
-    return dm_set_error("%s: grid %dx%dx%d differs from %s (%dx%dx%d)", path, vol->nx, vol->ny,
-                        vol->nz, ref_path, ref->nx, ref->ny, ref->nz);
-}
-
 void dm_volume_free(dm_volume *vol)
 {
     if (!vol) return;

@@ -6,6 +6,8 @@
 #include <string.h>
 
 static _Thread_local char last_error[2048];
+static _Thread_local void (*warn_sink)(void *user, const char *line);
+static _Thread_local void *warn_user;
 
 int dm_set_error(const char *fmt, ...)
 {
@@ -32,8 +34,18 @@ void dm_warn(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    if (warn_sink) {
+        warn_sink(warn_user, line);
+        return;
+    }
     /* One fprintf so that warnings from several threads do not interleave mid-line. */
     fprintf(stderr, "dimoc: warning: %s\n", line);
+}
+
+void dm_warn_capture(void (*sink)(void *user, const char *line), void *user)
+{
+    warn_sink = sink;
+    warn_user = user;
 }
 
 int dm_report_error(void)

@@ -12,8 +12,11 @@
 /* Records the message (thread-local) and returns -1. */
 int dm_set_error(const char *fmt, ...) DM_PRINTF(1, 2);
 const char *dm_last_error(void);
-/* Prints "dimoc: warning: ..." on stderr. */
+/* Prints "dimoc: warning: ..." on stderr, or hands the line to this thread's sink. */
 void dm_warn(const char *fmt, ...) DM_PRINTF(1, 2);
+/* The sink of this thread's warnings (NULL: stderr again): the library, which prints nothing,
+ * gives them to its caller. */
+void dm_warn_capture(void (*sink)(void *user, const char *line), void *user);
 /* Prints "dimoc: error: <dm_last_error()>" on stderr and returns 1 (the exit status). */
 int dm_report_error(void);
 
