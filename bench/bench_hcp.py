@@ -252,7 +252,7 @@ def main():
         out = f"{w}/csd"
         whole = timed([DIMOC, "csd", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out, *dev], f"{w}/csd.log")
         _, st = prov_stages(f"{out}/provenance.json")
-        fl, flops, bytes_ = bench_csd.floor_seconds("hcp", nbrain, csd_gflops, csd_gbs)
+        fl, flops, bytes_ = bench_csd.floor_seconds(bench_csd.scheme_counts("hcp", None), nbrain, csd_gflops, csd_gbs)
         rows = [(k, v, fl if k == "solve" else None) for k, v in st.items()]
         table("dimoc csd (multi-tissue; its responses estimated by dhollander)", whole, rows,
               f"floor of the solve: {flops / 1e9:.1f} GFLOP, {bytes_ / 1e6:.0f} MB over {nbrain:,} voxels at {ceil_note}; "

@@ -1,8 +1,8 @@
 /* The CPU build of the CSD solver: templates/csd/csd_solve.h included once per precision (and
  * once more per precision for AVX2), its names given a suffix (csd_cpu_instance.h), and run
  * over voxels with OpenMP (csd_cpu.h).  The hard solver's table
- * Q = C P' (k x k) is made here, once per run, with the template's own sum, so that looking an
- * entry up gives the bits computing it would. */
+ * Q = C P' (k x k) is made here, once per run (and for the GPU's), with the template's own sum,
+ * so that looking an entry up gives the bits computing it would. */
 #include "csd/csd_cpu.h"
 
 #include "util/error.h"
@@ -85,21 +85,29 @@ static int use_avx2(void)
             1e-12f, NULL                                                                           \
     }
 
-int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_double, int threads,
-                   int max_iter, const char *progress, double *X, unsigned char *status, int *iters)
+double *dm_csd_q_table(const dm_csd_plan *p, int threads)
+{
+    const int n = p->n, k = p->k;
+    double *Q = malloc((size_t)k * k * sizeof *Q);
+    if (!Q) {
+        dm_set_error("out of memory for the CSD's %d x %d constraint table", k, k);
+        return NULL;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < k; j++)
+            Q[(size_t)i * k + j] = dm_csd_dotrr_d(p->C + (size_t)i * n, p->P + (size_t)j * n, n);
+    return Q;
+}
+
+int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, size_t first, int use_double,
+                   int threads, int max_iter, const char *progress, double *X,
+                   unsigned char *status, int *iters)
 {
     const int n = p->n, m = p->m, k = p->k;
     const int wide = use_avx2();
     double *Q = NULL;
-    if (!p->soft && use_double) {
-        Q = malloc((size_t)k * k * sizeof *Q);
-        if (!Q) return dm_set_error("out of memory for the CSD's %d x %d constraint table", k, k);
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-        for (int i = 0; i < k; i++)
-            for (int j = 0; j < k; j++)
-                Q[(size_t)i * k + j] =
-                    dm_csd_dotrr_d(p->C + (size_t)i * n, p->P + (size_t)j * n, n);
-    }
+    if (!p->soft && use_double && !(Q = dm_csd_q_table(p, threads))) return -1;
     const dm_csd_problem_d pd = DM_CSD_PROBLEM_D(Q);
     const dm_csd_problem_f pf = DM_CSD_PROBLEM_F;
 #if DM_CSD_HAVE_AVX2
@@ -119,35 +127,44 @@ int dm_csd_cpu_run(const dm_csd_plan *p, const double *Y, size_t nvox, int use_d
             failed = 1;
         }
         long done = 0;
-#pragma omp for schedule(dynamic, 64)
-        for (size_t i = 0; i < nvox; i++) {
-            if (failed || dm_stop_requested()) continue;
-            int it = 0, st;
-            if (use_double) {
-                /* the voxel's signal gathered once (Y is measurement-major) */
-                for (int j = 0; j < m; j++) yd[j] = Y[j * nvox + i];
+        /* Run r: voxels r DM_CSD_RUN - lead ... (r + 1) DM_CSD_RUN - lead - 1, one thread's,
+         * each starting from the active set the one before left in iw (nact of them). */
+        const size_t lead = first % DM_CSD_RUN, runs = (lead + nvox + DM_CSD_RUN - 1) / DM_CSD_RUN;
+#pragma omp for schedule(dynamic, 4)
+        for (size_t r = 0; r < runs; r++) {
+            const size_t from = r * DM_CSD_RUN > lead ? r * DM_CSD_RUN - lead : 0;
+            const size_t to =
+                (r + 1) * DM_CSD_RUN - lead < nvox ? (r + 1) * DM_CSD_RUN - lead : nvox;
+            int nact = 0;
+            for (size_t i = from; i < to; i++) {
+                if (failed || dm_stop_requested()) continue;
+                int it = 0, st;
+                if (use_double) {
+                    /* the voxel's signal gathered once (Y is measurement-major) */
+                    for (int j = 0; j < m; j++) yd[j] = Y[j * nvox + i];
 #if DM_CSD_HAVE_AVX2
-                if (wide)
-                    st = dm_csd_solve_d_avx2(&pd_wide, yd, 1, X + i * n, wd, iw, &it);
-                else
+                    if (wide)
+                        st = dm_csd_solve_d_avx2(&pd_wide, yd, 1, X + i * n, wd, iw, &it, &nact);
+                    else
 #endif
-                    st = dm_csd_solve_d(&pd, yd, 1, X + i * n, wd, iw, &it);
-            } else {
-                float *y = wf, *x = y + m;
-                for (int j = 0; j < m; j++) y[j] = (float)Y[j * nvox + i];
+                        st = dm_csd_solve_d(&pd, yd, 1, X + i * n, wd, iw, &it, &nact);
+                } else {
+                    float *y = wf, *x = y + m;
+                    for (int j = 0; j < m; j++) y[j] = (float)Y[j * nvox + i];
 #if DM_CSD_HAVE_AVX2
-                if (wide)
-                    st = dm_csd_solve_f_avx2(&pf_wide, y, 1, x, wd, iw, &it);
-                else
+                    if (wide)
+                        st = dm_csd_solve_f_avx2(&pf_wide, y, 1, x, wd, iw, &it, &nact);
+                    else
 #endif
-                    st = dm_csd_solve_f(&pf, y, 1, x, wd, iw, &it);
-                for (int c = 0; c < n; c++) X[i * n + c] = x[c];
-            }
-            status[i] = (unsigned char)st;
-            if (iters) iters[i] = it;
-            if (++done == 1024 && prog) {
-                dm_progress_add(prog, done);
-                done = 0;
+                        st = dm_csd_solve_f(&pf, y, 1, x, wd, iw, &it, &nact);
+                    for (int c = 0; c < n; c++) X[i * n + c] = x[c];
+                }
+                status[i] = (unsigned char)st;
+                if (iters) iters[i] = it;
+                if (++done == 1024 && prog) {
+                    dm_progress_add(prog, done);
+                    done = 0;
+                }
             }
         }
         if (prog) dm_progress_add(prog, done);

@@ -20,6 +20,9 @@
 #define dm_csd_rank_update_ DM_CSD_CAT(dm_csd_rank_update, DM_CSD_SFX)
 #define dm_csd_chol_rows4_ DM_CSD_CAT(dm_csd_chol_rows4, DM_CSD_SFX)
 #define dm_csd_update_x_ DM_CSD_CAT(dm_csd_update_x, DM_CSD_SFX)
+#define dm_csd_hard_ws DM_CSD_CAT(dm_csd_hard_ws, DM_CSD_SFX)
+#define dm_csd_hard_ws_ DM_CSD_CAT(dm_csd_hard_ws_fn, DM_CSD_SFX)
+#define dm_csd_drop_ DM_CSD_CAT(dm_csd_drop, DM_CSD_SFX)
 #define dm_csd_solve_hard_ DM_CSD_CAT(dm_csd_solve_hard, DM_CSD_SFX)
 #define dm_csd_solve_soft_ DM_CSD_CAT(dm_csd_solve_soft, DM_CSD_SFX)
 #define dm_csd_solve DM_CSD_CAT(dm_csd_solve, DM_CSD_SFX)
@@ -42,6 +45,9 @@
 #undef dm_csd_rank_update_
 #undef dm_csd_chol_rows4_
 #undef dm_csd_update_x_
+#undef dm_csd_hard_ws
+#undef dm_csd_hard_ws_
+#undef dm_csd_drop_
 #undef dm_csd_solve_hard_
 #undef dm_csd_solve_soft_
 #undef dm_csd_solve

@@ -1,7 +1,10 @@
-/* CSD on a GPU (csd_gpu.h).  The voxels go in chunks that fit the GPU's memory budget; the
- * plan's matrices are uploaded once. */
+/* CSD on a GPU (csd_gpu.h).  The voxels go in chunks that fit the GPU's memory budget (whole
+ * runs of the hard solver's warm starts); the plan's matrices are uploaded once. */
 #include "csd/csd_gpu.h"
 #include "util/progress.h"
+
+#include "csd/csd_cpu.h"
+#include "csd/csd_solve.h"
 
 #include "gpu/gpu_compile.h"
 #include "gpu/gpu_device.h"
@@ -23,14 +26,22 @@ static const char *const csd_templates[] = {"csd/gpu_csd.cu", "csd/csd_solve.h",
  * cannot differ).  Float is compared with a tolerance and keeps them. */
 static const char *const double_options[] = {"--fmad=false", NULL};
 
+/* 1 when the hard solver of n unknowns and k constraints runs a warp a voxel (its workspace
+ * fits in a block's shared memory), 0 for a thread a run of voxels. */
+static int warp_solver(int soft, int n, int k)
+{
+    return !soft && DM_CSD_WARPS(n, k) > 0;
+}
+
 /* The solver's program for n unknowns, k constraints and a precision, its prologue in the
  * caller's storage, as a run and `dimoc warm` compile it. */
-static dm_gpu_source solver(char *prologue, size_t size, int use_double, int n, int k)
+static dm_gpu_source solver(char *prologue, size_t size, int use_double, int soft, int n, int k)
 {
-    snprintf(
-        prologue, size,
-        "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n#include \"csd/gpu_csd.cu\"\n",
-        use_double ? "double" : "float", n, k);
+    snprintf(prologue, size,
+             "#define real %s\n#define DM_CSD_N %d\n#define DM_CSD_K %d\n%s#include "
+             "\"csd/gpu_csd.cu\"\n",
+             use_double ? "double" : "float", n, k,
+             warp_solver(soft, n, k) ? "#define DM_CSD_WARP\n" : "");
     return (dm_gpu_source){.name = "csd",
                            .what = "the CSD solver",
                            .prologue = prologue,
@@ -52,7 +63,7 @@ int dm_csd_gpu_precompile(const dm_cuda *cu, int arch, const int use_double[2], 
     for (int v = 0; v < 4; v++) {
         if (!use_double[v < 2 ? v : 1]) continue; /* multi-tissue solves in double */
         const int iso = v < 2 ? 0 : v - 1;
-        src[n] = solver(prologue[n], sizeof prologue[n], v != 0, LMAX8 + iso, DIRS + iso);
+        src[n] = solver(prologue[n], sizeof prologue[n], v != 0, v < 2, LMAX8 + iso, DIRS + iso);
         labels[n++] = names[v];
     }
     return dm_gpu_precompile(cu, arch, src, labels, n, quiet);
@@ -64,12 +75,14 @@ typedef struct {
     CUdeviceptr G, C, P, Qd, At, Hp, Ct;
     int max_iter;
     double tol, pivot_tol;
+    CUdeviceptr Q;
 } problem_d;
 typedef struct {
     int n, m, k, soft;
     CUdeviceptr G, C, P, Qd, At, Hp, Ct;
     int max_iter;
     float tol, pivot_tol;
+    CUdeviceptr Q;
 } problem_f;
 
 static void *warm_up(void *arg)
@@ -117,8 +130,8 @@ void dm_csd_gpu_warm_end(dm_csd_gpu_warm *w)
 }
 
 int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, size_t nvox,
-                   int use_double, int max_iter, double *X, unsigned char *status, int *iters,
-                   dm_csd_gpu_times *times)
+                   size_t mask_first, int use_double, int max_iter, double *X,
+                   unsigned char *status, int *iters, dm_csd_gpu_times *times)
 {
     memset(times, 0, sizeof *times);
     const int n = p->n, m = p->m, k = p->k;
@@ -132,11 +145,16 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
     dm_gpu_program prog = {0};
     dm_gpu_kernel kern = {0};
     CUdeviceptr dG = 0, dC = 0, dP = 0, dQ = 0, dAt = 0, dH = 0, dCt = 0, dY = 0, dX = 0, dS = 0,
-                dI = 0;
+                dI = 0, dQt = 0;
     void *hY = NULL, *hX = NULL;
+    double *Qt = NULL;
     snprintf(times->device, sizeof times->device, "%s", gs.device);
     char prologue[256];
-    const dm_gpu_source src = solver(prologue, sizeof prologue, use_double, n, k);
+    const dm_gpu_source src = solver(prologue, sizeof prologue, use_double, p->soft, n, k);
+    const int warp = warp_solver(p->soft, n, k);
+    /* Voxels a thread (a warp for the warp solver): the hard solver's runs, as the CPU's. */
+    const size_t run = p->soft ? 1 : DM_CSD_RUN;
+    const unsigned block = warp ? 32 * DM_CSD_WARPS(n, k) : BLOCK_THREADS;
     double t0 = dm_now_seconds();
     if (dm_gpu_compile_source(cu, &src, gs.arch, 1, &prog) != 0) goto fail;
     times->cached = prog.cached;
@@ -162,15 +180,21 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
             dm_gpu_upload(cu, &dH, H, (size_t)n * (n + 1) / 2 * rs, "the CSD matrices") != 0 ||
             dm_gpu_upload(cu, &dCt, Ct, nc * rs, "the CSD matrices") != 0)
             goto fail;
+        /* The hard solver's table Q = C P', in double (the host's bits). */
+        if (!p->soft && use_double &&
+            (!(Qt = dm_csd_q_table(p, 0)) ||
+             dm_gpu_upload(cu, &dQt, Qt, (size_t)k * k * sizeof *Qt, "the CSD matrices") != 0))
+            goto fail;
     }
     /* Chunk: per voxel its signal, solution, status and count, within the memory budget. */
     size_t budget = 0;
     if (dm_gpu_memory_budget(cu, 0, &budget) != 0) goto fail;
     size_t per_voxel = (size_t)(m + n) * rs + 1 + sizeof(int);
     size_t chunk = budget / 2 / per_voxel;
-    if (chunk > nvox) chunk = nvox;
+    if (chunk > nvox + 2 * run) chunk = nvox + 2 * run; /* room for the first run's lead */
     if (chunk > ((size_t)1 << 22)) chunk = (size_t)1 << 22;
-    if (chunk < 1) chunk = 1;
+    chunk = chunk / run * run; /* whole runs: each chunk starts a run */
+    if (chunk < run) chunk = run;
     CK(cu->cuMemAlloc(&dY, chunk * m * rs), "allocating GPU memory for the signals");
     CK(cu->cuMemAlloc(&dX, chunk * n * rs), "allocating GPU memory for the FODs");
     CK(cu->cuMemAlloc(&dS, chunk), "allocating GPU memory for the status");
@@ -178,14 +202,18 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
     CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
     CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
     times->upload += dm_now_seconds() - t0;
-    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10, 1e-12};
-    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10f, 1e-12f};
-    for (size_t first = 0; first < nvox; first += chunk) {
+    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10, 1e-12, dQt};
+    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10f, 1e-12f, 0};
+    /* The runs count from voxel -lead (csd_cpu.h): the first chunk is lead voxels short of
+     * whole runs, the others start runs. */
+    const int lead0 = p->soft ? 0 : (int)(mask_first % DM_CSD_RUN);
+    for (size_t first = 0; first < nvox;) {
         if (dm_stop_requested()) {
             dm_stop_error();
             goto fail;
         }
-        size_t cn = nvox - first < chunk ? nvox - first : chunk;
+        const int lead = first == 0 ? lead0 : 0;
+        size_t cn = nvox - first < chunk - lead ? nvox - first : chunk - lead;
         t0 = dm_now_seconds();
         for (int j = 0; j < m; j++) { /* the chunk's rows of the measurement-major signals */
             const double *src = Y + (size_t)j * nvox + first;
@@ -199,8 +227,10 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
         times->upload += dm_now_seconds() - t0;
         t0 = dm_now_seconds();
         long nv = (long)cn;
-        void *args[] = {use_double ? (void *)&pd : (void *)&pf, &dY, &nv, &dX, &dS, &dI};
-        if (dm_gpu_launch(cu, kern.fn, cn, BLOCK_THREADS, NULL, args, "the CSD kernel") != 0)
+        int lv = lead;
+        void *args[] = {use_double ? (void *)&pd : (void *)&pf, &dY, &nv, &lv, &dX, &dS, &dI};
+        const unsigned long long threads = (lead + cn + run - 1) / run * (warp ? 32 : 1);
+        if (dm_gpu_launch(cu, kern.fn, threads, block, NULL, args, "the CSD kernel") != 0)
             goto fail;
         CK(cu->cuStreamSynchronize(NULL), "running the CSD kernel");
         times->solve += dm_now_seconds() - t0;
@@ -214,13 +244,15 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
         for (size_t i = 0; i < cn * n; i++)
             X[first * n + i] = use_double ? ((double *)hX)[i] : ((float *)hX)[i];
         times->download += dm_now_seconds() - t0;
+        first += cn;
     }
     rc = 0;
 fail:
     if (hY) cu->cuMemFreeHost(hY);
     if (hX) cu->cuMemFreeHost(hX);
-    CUdeviceptr all[] = {dG, dC, dP, dQ, dAt, dH, dCt, dY, dX, dS, dI};
-    for (int i = 0; i < 11; i++)
+    free(Qt);
+    CUdeviceptr all[] = {dG, dC, dP, dQ, dAt, dH, dCt, dY, dX, dS, dI, dQt};
+    for (int i = 0; i < 12; i++)
         if (all[i]) cu->cuMemFree(all[i]);
     dm_gpu_kernel_close(cu, &kern);
     dm_gpu_program_free(&prog);

@@ -39,8 +39,8 @@ typedef struct dm_csd_gpu_times {
 /* As dm_csd_cpu_run, on the GPU that w made ready (waiting for it).  0, or -1 with
  * dm_last_error(). */
 int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, size_t nvox,
-                   int use_double, int max_iter, double *X, unsigned char *status, int *iters,
-                   dm_csd_gpu_times *times);
+                   size_t mask_first, int use_double, int max_iter, double *X,
+                   unsigned char *status, int *iters, dm_csd_gpu_times *times);
 /* `dimoc warm`: the solver's programs for lmax 8 -- single-shell in the precisions use_double[0]
  * (float) and [1] (double) ask for, multi-tissue with 2 and 3 tissues when double is asked for
  * (it solves in double) -- compiled into the cache for compute capability arch. */

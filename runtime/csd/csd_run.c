@@ -226,9 +226,29 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
      * response's degree takes its higher orders as zero (super-resolution). */
     int lmax = o->lmax >= 0 ? o->lmax : resp[0].lmax < 8 ? resp[0].lmax : 8;
     t_resp = dm_now_seconds() - t0;
-    /* --part: the responses above came from the whole mask, the same in every part */
-    size_t own_first = 0, own_end = DM_NVOX(&d.data);
+    /* --part: the responses above came from the whole mask, the same in every part; the
+     * solvers count their runs of warm starts from the mask's first voxel, as a whole run */
+    size_t own_first = 0, own_end = DM_NVOX(&d.data), part_first = 0, part_end = 0;
+    dm_part_range(&o->part, d.nvox, &part_first, &part_end);
+    /* A part whose first voxel is inside a run solves the run's voxels before it as well (lead
+     * of them, dropped after the solve), so that each of its voxels starts from the active set
+     * it starts from in the whole run. */
+    const size_t lead = part_first % DM_CSD_RUN;
+    size_t lead_vox[DM_CSD_RUN];
+    for (size_t t = 0; t < lead; t++) lead_vox[t] = d.vox[part_first - lead + t];
     dm_part_select_voxels(&o->part, d.vox, &d.nvox, DM_NVOX(&d.data), &own_first, &own_end);
+    if (lead) {
+        size_t *vox = realloc(d.vox, (d.nvox + lead) * sizeof *vox);
+        if (!vox) {
+            dm_set_error("out of memory for %zu voxels", d.nvox);
+            goto done;
+        }
+        memmove(vox + lead, vox, d.nvox * sizeof *vox);
+        memcpy(vox, lead_vox, lead * sizeof *vox);
+        d.vox = vox;
+        d.nvox += lead;
+        part_first -= lead;
+    }
 
     if (dm_csd_plan_build(&d, nresp, resp, map, lmax, &dirs, &plan) != 0) goto done;
     if (check_lmax(lmax, &d, &plan) != 0) goto done;
@@ -258,14 +278,21 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     if (d.nvox == 0) {
         /* a part without voxels: nothing to solve */
     } else if (o->use_gpu) {
-        if (dm_csd_gpu_run(&warm, &plan, Y, d.nvox, use_double, max_iter, X, status, iters, &gt) !=
-            0)
+        if (dm_csd_gpu_run(&warm, &plan, Y, d.nvox, part_first, use_double, max_iter, X, status,
+                           iters, &gt) != 0)
             goto done;
-    } else if (dm_csd_cpu_run(&plan, Y, d.nvox, use_double, o->threads, max_iter, "csd", X, status,
-                              iters) != 0) {
+    } else if (dm_csd_cpu_run(&plan, Y, d.nvox, part_first, use_double, o->threads, max_iter, "csd",
+                              X, status, iters) != 0) {
         goto done;
     }
     t_solve = dm_now_seconds() - t0 - gt.compile; /* the GPU's compile is a stage of its own */
+    if (lead) {                                   /* the voxels before the part's first */
+        d.nvox -= lead;
+        memmove(d.vox, d.vox + lead, d.nvox * sizeof *d.vox);
+        memmove(X, X + lead * plan.n, d.nvox * plan.n * sizeof *X);
+        memmove(status, status + lead, d.nvox);
+        memmove(iters, iters + lead, d.nvox * sizeof *iters);
+    }
     if (o->normalise && normalise_tissues(&d, &plan, X, prov) != 0) goto done;
 
     t0 = dm_now_seconds();

@@ -199,7 +199,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
                 for (size_t i = 0; i < nfit; i++)
                     Y[j * nfit + i] = dm_dwi_signal(d, fit[i], plan.vol[j]);
         }
-        ok = ok && dm_csd_cpu_run(&plan, Y, nfit, 1, threads, 50, NULL, X, st, NULL) == 0;
+        ok = ok && dm_csd_cpu_run(&plan, Y, nfit, 0, 1, threads, 50, NULL, X, st, NULL) == 0;
         if (ok) {
 #pragma omp parallel for schedule(dynamic, 64)                                                     \
     num_threads(threads > 0 ? threads : omp_get_max_threads())
