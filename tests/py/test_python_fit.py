@@ -16,7 +16,6 @@ simulated data (`dimoc simulate`), imported from the source tree (python/, build
   DimocWarning); device="auto" fits on the CPU here; the progress callback sees each stage."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
