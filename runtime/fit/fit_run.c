@@ -258,7 +258,11 @@ typedef struct stage_writer {
     const dm_fit_request *r;
     dm_problem snap;
     int own_status; /* snap.status is the writer's copy */
-    const dm_cpu_fitter *fitter;
+    dm_cpu_fitter fitter; /* a copy: the run closes it after every writer is joined */
+    dm_fit_request req;   /* the stage's request, its strings owned (the writer may outlive the
+                             caller's, under dm_fit_defer_final_writes) */
+    char *owned[24];
+    int nowned;
     dm_fit_results res;
     dm_fit_timing timing;
     double t_start;
@@ -270,6 +274,7 @@ typedef struct stage_writer {
     dm_fit_memory *mem;  /* or the maps go there */
     int rc, dir_done;
     int last; /* the cascade's last stage, left to be written after it (defer_final) */
+    struct stage_writer *before; /* the previous stage's writer: joined first, on this thread */
     char error[2048]; /* dm_last_error() is per thread */
     pthread_t thread;
 } stage_writer;
@@ -280,7 +285,7 @@ static void stage_writer_keep(stage_writer *w)
     dm_fit_memory *mem = w->mem;
     double t_write = dm_now_seconds();
     dm_fit_watch_stage(mem->watch, "outputs", 1);
-    int rc = dm_fit_make_maps(w->r, &w->snap, w->fitter, &w->res, &mem->maps);
+    int rc = dm_fit_make_maps(w->r, &w->snap, &w->fitter, &w->res, &mem->maps);
     w->timing.write = dm_now_seconds() - t_write;
     w->timing.total = dm_now_seconds() - w->t_start;
     if (rc == 0)
@@ -292,8 +297,21 @@ static void stage_writer_keep(stage_writer *w)
     w->rc = rc;
 }
 
+static int stage_writer_join(stage_writer *w);
+
 static void stage_writer_write(stage_writer *w)
 {
+    /* One write at a time, in stage order: the previous stage's is done (or failed) first, on
+     * this writer's thread, so that the next stage's fit never waits for it. */
+    if (w->before) {
+        int brc = stage_writer_join(w->before);
+        w->before = NULL;
+        if (brc != 0) {
+            snprintf(w->error, sizeof w->error, "%s", dm_last_error());
+            w->rc = brc;
+            return; /* its folder is removed by stage_writer_finish */
+        }
+    }
     if (w->mem) {
         stage_writer_keep(w);
         return;
@@ -301,7 +319,7 @@ static void stage_writer_write(stage_writer *w)
     const dm_fit_request *r = w->r;
     dm_problem *p = &w->snap;
     double t_write = dm_now_seconds();
-    int rc = w->io->write(r, w->od.path, p, w->fitter, &w->res);
+    int rc = w->io->write(r, w->od.path, p, &w->fitter, &w->res);
     if (rc == 0 && w->gpu_declined)
         dm_warn("--method dictionary ran on the CPU (its later methods too): --device gpu was "
                 "not used");
@@ -341,6 +359,14 @@ static void *stage_writer_main(void *arg)
  * (its error in dm_last_error()). */
 static int stage_writer_finish(stage_writer *w)
 {
+    if (w->before) { /* never started: the stage before it is still to be joined */
+        int brc = stage_writer_join(w->before);
+        w->before = NULL;
+        if (brc != 0 && w->rc == 0) {
+            w->rc = brc;
+            snprintf(w->error, sizeof w->error, "%s", dm_last_error());
+        }
+    }
     if (!w->dir_done) dm_outdir_abort(&w->od); /* never written: the stage failed first */
     int rc = w->rc;
     if (rc != 0 && w->error[0]) dm_set_error("%s", w->error);
@@ -348,6 +374,7 @@ static int stage_writer_finish(stage_writer *w)
     free(w->res.stats);
     free(w->res.samples);
     if (w->own_status) free(w->snap.status);
+    for (int i = 0; i < w->nowned; i++) free(w->owned[i]);
     free(w);
     return rc;
 }
@@ -365,10 +392,6 @@ static int stage_writer_join(stage_writer *w)
 struct dm_fit_deferred {
     stage_writer *w;
     late_free frees[2]; /* the image as read and the voxels' signal, freed meanwhile */
-    dm_fit_request r;
-    char *strings[20]; /* the request's strings, copied */
-    int nstrings;
-    char *prev_out;
     dm_problem p;
     dm_cpu_fitter fitter;
     pthread_t thread;
@@ -384,10 +407,26 @@ void dm_fit_defer_final_writes(int on)
     defer_final = on;
 }
 
-static const char *keep_string(struct dm_fit_deferred *d, const char *s)
+static const char *own_string(stage_writer *w, const char *s)
 {
-    if (!s || d->nstrings == (int)(sizeof d->strings / sizeof d->strings[0])) return s;
-    return d->strings[d->nstrings++] = strdup(s);
+    if (!s || w->nowned == (int)(sizeof w->owned / sizeof w->owned[0])) return s;
+    return w->owned[w->nowned++] = strdup(s);
+}
+
+/* The writer's own copy of its stage's request and of the previous stage's --out. */
+static void own_request(stage_writer *w, const dm_fit_request *r)
+{
+    w->req = *r;
+    const char **fields[] = {&w->req.model,   &w->req.data,      &w->req.mask,    &w->req.bvals,
+                             &w->req.bvecs,   &w->req.out,       &w->req.grad,    &w->req.methods,
+                             &w->req.grid,    &w->req.fixed,     &w->req.dictionary_penalty,
+                             &w->req.init,    &w->req.init_from, &w->req.voxel,   &w->req.measure,
+                             &w->req.scheme,  &w->req.noise,     &w->req.precision,
+                             &w->req.device,  &w->req.gpus,      &w->req.command_line};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        *fields[i] = own_string(w, *fields[i]);
+    w->info.previous = own_string(w, w->info.previous);
+    w->r = &w->req;
 }
 
 static void *deferred_main(void *arg)
@@ -397,37 +436,21 @@ static void *deferred_main(void *arg)
     return NULL;
 }
 
-/* Starts the last stage's write w on a thread of its own, taking over *p and *fitter (left
- * empty); 0, or -1 (nothing taken: the caller writes as usual). */
+/* Starts the last stage's write w on a thread of its own, taking over *p, *fitter and the late
+ * frees (left empty): they must outlive every writer of the cascade.  0, or -1 (nothing taken:
+ * the caller writes as usual). */
 static int deferred_start(stage_writer *w, dm_problem *p, dm_cpu_fitter *fitter, late_free *image,
                           late_free *signal)
 {
     struct dm_fit_deferred *d = calloc(1, sizeof *d);
     if (!d) return -1;
     d->w = w;
-    d->r = *w->r;
-    const char **fields[] = {&d->r.model,    &d->r.data,       &d->r.mask,     &d->r.bvals,
-                             &d->r.bvecs,    &d->r.out,        &d->r.grad,     &d->r.methods,
-                             &d->r.grid,     &d->r.fixed,      &d->r.dictionary_penalty,
-                             &d->r.init,     &d->r.init_from,  &d->r.voxel,    &d->r.measure,
-                             &d->r.scheme,   &d->r.noise,      &d->r.precision, &d->r.device,
-                             &d->r.command_line};
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        *fields[i] = keep_string(d, *fields[i]);
-    if (w->info.previous) w->info.previous = d->prev_out = strdup(w->info.previous);
-    w->r = &d->r;
-    d->p = *p;
-    d->fitter = *fitter;
-    w->snap = d->p;
-    w->snap.y = NULL;
-    w->fitter = &d->fitter;
     if (pthread_create(&d->thread, NULL, deferred_main, d) != 0) {
-        w->r = NULL; /* restored by the caller's own write */
-        for (int i = 0; i < d->nstrings; i++) free(d->strings[i]);
-        free(d->prev_out);
         free(d);
         return -1;
     }
+    d->p = *p;
+    d->fitter = *fitter;
     memset(p, 0, sizeof *p);
     memset(fitter, 0, sizeof *fitter);
     d->frees[0] = *image, d->frees[1] = *signal; /* joined with the write (large frees take time) */
@@ -464,8 +487,6 @@ int dm_fit_deferred_join(dm_fit_deferred *d)
         late_free_join(&d->frees[0]);
         late_free_join(&d->frees[1]);
         dm_problem_free(&d->p);
-        for (int i = 0; i < d->nstrings; i++) free(d->strings[i]);
-        free(d->prev_out);
         free(d);
         d = next;
     }
@@ -578,16 +599,10 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile + timing.gpu_start : 0);
     count_work(p, &res, &timing);
 
-    /* One write at a time, in stage order: the previous stage's is done (or failed) first. */
-    if (*pending) {
-        int wrc = stage_writer_join(*pending);
-        *pending = NULL;
-        if (rc == 0) rc = wrc;
-    }
     stage_writer *w = calloc(1, sizeof *w);
     *w = (stage_writer){.r = r,
                         .snap = *p,
-                        .fitter = &m->fitter,
+                        .fitter = m->fitter,
                         .res = res,
                         .timing = timing,
                         .t_start = t_start,
@@ -596,7 +611,10 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
                         .od = od,
                         .io = m->io,
                         .mem = m->mem,
-                        .info = {stage, nstages, stage > 0 ? r[-1].out : NULL}};
+                        .info = {stage, nstages, stage > 0 ? r[-1].out : NULL},
+                        .before = *pending};
+    *pending = NULL; /* the new writer joins it (the writers of a cascade form a chain) */
+    own_request(w, r);
     snprintf(w->device, sizeof w->device, "%s", device);
     if (rc != 0) {
         w->rc = rc;
@@ -723,12 +741,7 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
         rc = run_stage(&stages[s], s, n, &p, &m, prev, s == 0 ? t_start : dm_now_seconds(),
                        &pending);
     if (pending && pending->last) { /* the last stage, its write deferred */
-        double unused_wait;
-        if (machine_host_fitter(&m, &unused_wait) != 0) { /* its fitter must be there */
-            pending->rc = -1;
-            snprintf(pending->error, sizeof pending->error, "%s", dm_last_error());
-            rc = stage_writer_finish(pending);
-        } else if (deferred_start(pending, &p, &m.fitter, &image, &m.signal) != 0) {
+        if (deferred_start(pending, &p, &m.fitter, &image, &m.signal) != 0) {
             stage_writer_write(pending);
             rc = stage_writer_finish(pending);
         }
