@@ -117,6 +117,26 @@ done:
     return rc;
 }
 
+/* Response estimation's deconvolutions on the GPU that dimoc csd made ready (csd_gpu.h), in
+ * double; the compile and transfers add to times. */
+typedef struct gpu_solver {
+    dm_csd_gpu_warm *warm;
+    dm_csd_gpu_times times;
+} gpu_solver;
+
+static int gpu_solve(void *ctx, const dm_csd_plan *p, const double *Y, size_t nvox, double *X,
+                     unsigned char *status)
+{
+    gpu_solver *g = ctx;
+    dm_csd_gpu_times t;
+    int rc = dm_csd_gpu_run(g->warm, p, Y, nvox, 0, 1, 50, X, status, NULL, &t);
+    g->times.compile += t.compile;
+    g->times.upload += t.upload;
+    g->times.solve += t.solve;
+    g->times.download += t.download;
+    return rc;
+}
+
 /* Splits "a,b,c" into at most max paths (pointers into a copy kept in *buf). */
 static int split_paths(const char *list, char **buf, const char **path, int max)
 {
@@ -187,8 +207,14 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     if (!o->response) {
         const char *alg = o->algorithm;
         if (!alg) alg = ndw_shells > 1 || o->msmt ? "dhollander" : "tournier";
-        if (dm_response_estimate(&d, alg, o->lmax > 10 ? o->lmax : 10, o->threads, &est) != 0)
+        /* its passes' deconvolutions on the GPU when the command runs there */
+        gpu_solver g = {.warm = &warm};
+        const dm_csd_solver solver = {gpu_solve, &g};
+        if (dm_response_estimate(&d, alg, o->lmax > 10 ? o->lmax : 10, o->threads,
+                                 o->use_gpu ? &solver : NULL, &est) != 0)
             goto done;
+        if (o->use_gpu)
+            dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_gpu", g.times.solve);
         /* b = 0 and one shell determine two tissues at most: WM and CSF, as MRtrix's
          * single-shell two-tissue CSD. */
         int keep[DM_NTISSUES] = {DM_TISSUE_WM, DM_TISSUE_GM, DM_TISSUE_CSF};
@@ -409,7 +435,7 @@ int dm_response_command(const dm_response_options *o, dm_provenance *prov)
     if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     if (dm_dwi_read_grad(&d, o->data, o->bvals, o->bvecs, o->grad, o->mask) != 0) goto done;
     double t0 = dm_now_seconds();
-    if (dm_response_estimate(&d, o->algorithm, o->lmax, o->threads, &est) != 0) goto done;
+    if (dm_response_estimate(&d, o->algorithm, o->lmax, o->threads, NULL, &est) != 0) goto done;
     double secs = dm_now_seconds() - t0;
     if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
     for (int t = 0; t < est.ntissue; t++) {

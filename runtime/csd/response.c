@@ -161,9 +161,18 @@ int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *di
     if (n == 0) return dm_set_error("no voxels to estimate a response from");
     r->nshell = d->nshell;
     r->lmax = lmax;
-    /* Each voxel's fit on its own (in parallel) into coef, then the mean in voxel order. */
+    /* Each voxel's fit on its own (in parallel) into coef, then the mean in voxel order; the
+     * voxels' signals gathered first, volume by volume (as the data are stored). */
     double *coef = malloc(n * DM_RESPONSE_NL * sizeof *coef);
-    if (!coef) return dm_set_error("out of memory estimating a response from %zu voxels", n);
+    double *sig = malloc(n * (size_t)d->nvol * sizeof *sig);
+    if (!coef || !sig) {
+        free(coef);
+        free(sig);
+        return dm_set_error("out of memory estimating a response from %zu voxels", n);
+    }
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
+    for (int t = 0; t < d->nvol; t++)
+        for (size_t i = 0; i < n; i++) sig[i * d->nvol + t] = dm_dwi_signal(d, vox[i], t);
     for (int s = 0; s < d->nshell; s++) {
         r->b[s] = d->shell_b[s];
         int zero = d->shell_b[s] <= DM_BZERO_MAX;
@@ -181,7 +190,7 @@ int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *di
                 double c = zero ? 1.0 : u[0] * f[0] + u[1] * f[1] + u[2] * f[2];
                 double z[DM_RESPONSE_NL];
                 dm_sh_zonal(ls, c, z);
-                double y = dm_dwi_signal(d, vox[i], t);
+                double y = sig[i * d->nvol + t];
                 for (int a = 0; a < nl; a++) {
                     rhs[a] += z[a] * y;
                     for (int b = 0; b < nl; b++) A[a * nl + b] += z[a] * z[b];
@@ -196,6 +205,7 @@ int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *di
         }
         if (singular) {
             free(coef);
+            free(sig);
             return dm_set_error("the directions of shell b = %g do not determine a response "
                                 "of degree %d",
                                 d->shell_b[s], ls);
@@ -206,6 +216,7 @@ int dm_response_from_voxels(const dm_dwi *d, const size_t *vox, const double *di
         for (int a = 0; a < nl; a++) r->r[s][a] = sum[a] / (double)n;
     }
     free(coef);
+    free(sig);
     return 0;
 }
 

@@ -77,17 +77,26 @@ static int tensors(const dm_dwi *d, int threads, double *fa, double *v1)
         dm_set_error("%s: the tensor fit that picks the voxels cannot be done: %s", d->data_path,
                      dm_last_error());
     } else {
+        /* Blocks of voxels, their signals gathered volume by volume (the data are stored so:
+         * each volume's read runs along the block's voxels, not across 2 GB per voxel). */
+        enum { BLOCK = 64 };
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
         {
-            double *sig = malloc((size_t)M * 3 * sizeof *sig);
-#pragma omp for schedule(dynamic, 256)
-            for (size_t i = 0; i < d->nvox; i++) {
-                dm_dti_result r;
-                for (int j = 0; j < M && sig; j++) sig[j] = dm_dwi_signal(d, i, vols[j]);
-                int st = sig ? dm_dti_fit_voxel(&proto, sig, sig + M, &r) : 0;
-                int ok = st == DM_DTI_FITTED || st == DM_DTI_OLS_ONLY;
-                fa[i] = ok && isfinite(r.FA) ? r.FA : -1.0;
-                for (int c = 0; c < 3; c++) v1[3 * i + c] = ok ? r.vec[0][c] : 0.0;
+            double *sig = malloc((size_t)M * (BLOCK + 2) * sizeof *sig);
+#pragma omp for schedule(dynamic, 4)
+            for (size_t b0 = 0; b0 < d->nvox; b0 += BLOCK) {
+                const size_t nb = d->nvox - b0 < BLOCK ? d->nvox - b0 : BLOCK;
+                for (int j = 0; j < M && sig; j++)
+                    for (size_t v = 0; v < nb; v++)
+                        sig[v * M + j] = dm_dwi_signal(d, b0 + v, vols[j]);
+                for (size_t v = 0; v < nb; v++) {
+                    const size_t i = b0 + v;
+                    dm_dti_result r;
+                    int st = sig ? dm_dti_fit_voxel(&proto, sig + v * M, sig + BLOCK * M, &r) : 0;
+                    int ok = st == DM_DTI_FITTED || st == DM_DTI_OLS_ONLY;
+                    fa[i] = ok && isfinite(r.FA) ? r.FA : -1.0;
+                    for (int c = 0; c < 3; c++) v1[3 * i + c] = ok ? r.vec[0][c] : 0.0;
+                }
             }
             free(sig);
         }
@@ -155,7 +164,8 @@ static dm_response one_shell(const dm_response *r, int s)
  * iterations.  resp receives the response over all shells (degree lmax). */
 static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const size_t *start,
                            const double *sdir, size_t ns, size_t count, int lmax, int threads,
-                           size_t *sel, double *dir, size_t *nsel, int *iters, dm_response *resp)
+                           const dm_csd_solver *solver, size_t *sel, double *dir, size_t *nsel,
+                           int *iters, dm_response *resp)
 {
     int rc = -1, s = top_shell(d);
     size_t nfit = nc;
@@ -199,7 +209,9 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
                 for (size_t i = 0; i < nfit; i++)
                     Y[j * nfit + i] = dm_dwi_signal(d, fit[i], plan.vol[j]);
         }
-        ok = ok && dm_csd_cpu_run(&plan, Y, nfit, 0, 1, threads, 50, NULL, X, st, NULL) == 0;
+        ok = ok &&
+             (solver ? solver->solve(solver->ctx, &plan, Y, nfit, X, st)
+                     : dm_csd_cpu_run(&plan, Y, nfit, 0, 1, threads, 50, NULL, X, st, NULL)) == 0;
         if (ok) {
 #pragma omp parallel for schedule(dynamic, 64)                                                     \
     num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -412,7 +424,7 @@ done:
 }
 
 int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int threads,
-                         dm_response_set *out)
+                         const dm_csd_solver *solver, dm_response_set *out)
 {
     memset(out, 0, sizeof *out);
     int is_fa = !strcmp(algorithm, "fa"), is_tournier = !strcmp(algorithm, "tournier");
@@ -503,8 +515,8 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
                          source(d));
             goto done;
         }
-        if (tournier_select(d, cand, nc, start, sdir, ns, count, lmax, threads, sel, dir, &nsel,
-                            &out->iterations, &out->r[0]) != 0)
+        if (tournier_select(d, cand, nc, start, sdir, ns, count, lmax, threads, solver, sel, dir,
+                            &nsel, &out->iterations, &out->r[0]) != 0)
             goto done;
         if (is_dh && dhollander_iso(d, fa, keep, nbrain, threads, out) != 0) goto done;
     }

@@ -11,6 +11,7 @@
 #ifndef DIMOC_CSD_RESPONSE_ESTIMATE_H
 #define DIMOC_CSD_RESPONSE_ESTIMATE_H
 
+#include "csd/csd_plan.h"
 #include "csd/dwi.h"
 #include "csd/response.h"
 
@@ -25,10 +26,20 @@ typedef struct dm_response_set {
     int iterations; /* tournier's */
 } dm_response_set;
 
-/* algorithm: "fa", "tournier" or "dhollander"; lmax of the WM response.  0, or -1 with an
- * error (too few voxels to choose from: the mask holds no single-fibre WM). */
+/* Who deconvolves the candidates of tournier's passes (single-shell CSD in double, 50
+ * iterations at most): solve(ctx, ...) as dm_csd_cpu_run's arguments say, 0 or -1 with an
+ * error.  dimoc csd on a GPU hands its GPU's. */
+typedef struct dm_csd_solver {
+    int (*solve)(void *ctx, const dm_csd_plan *p, const double *Y, size_t nvox, double *X,
+                 unsigned char *status);
+    void *ctx;
+} dm_csd_solver;
+
+/* algorithm: "fa", "tournier" or "dhollander"; lmax of the WM response; solver NULL: the CPU's
+ * (threads of them).  0, or -1 with an error (too few voxels to choose from: the mask holds no
+ * single-fibre WM). */
 int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int threads,
-                         dm_response_set *out);
+                         const dm_csd_solver *solver, dm_response_set *out);
 void dm_response_set_free(dm_response_set *s);
 
 #endif

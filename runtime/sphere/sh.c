@@ -4,6 +4,7 @@
 #include "sphere/sh.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 
 int dm_sh_lmax_for(int n)
@@ -13,28 +14,56 @@ int dm_sh_lmax_for(int n)
     return lmax;
 }
 
+#define LDIM (DM_SH_LMAX_MAX + 2)
+
+/* The recurrences' and the ladder's square roots, made once (pthread_once) by the very
+ * expressions that computed them in place before, so the basis keeps its bits: diag[m] and
+ * sub[m] for P_m^m and P_{m+1}^m, a[l][m] and b[l][m] for the three-term recurrence, up[l][m]
+ * and down[l][m] for d/dtheta. */
+static double diag[LDIM], sub[LDIM], ra[LDIM][LDIM], rb[LDIM][LDIM], up_f[LDIM][LDIM],
+    down_f[LDIM][LDIM];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void make_tables(void)
+{
+    for (int m = 1; m < LDIM; m++) diag[m] = sqrt((2.0 * m + 1.0) / (2.0 * m));
+    for (int m = 0; m < LDIM; m++) {
+        sub[m] = sqrt(2.0 * m + 3.0);
+        for (int l = m + 2; l < LDIM; l++) {
+            ra[l][m] = sqrt((4.0 * l * l - 1.0) / ((double)l * l - (double)m * m));
+            rb[l][m] =
+                sqrt(((l - 1.0) * (l - 1.0) - (double)m * m) / (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
+        }
+    }
+    for (int l = 0; l < LDIM; l++)
+        for (int m = 0; m <= l; m++) {
+            up_f[l][m] = m < l ? sqrt((double)(l - m) * (l + m + 1)) : 0.0;
+            down_f[l][m] = m > 0 ? sqrt((double)(l + m) * (l - m + 1)) : 0.0;
+        }
+}
+
 /* P[l][m] = N_lm P_l^m(x), 0 <= m <= l <= lmax (all degrees: the recurrence needs the odd
  * ones), Condon-Shortley phase included; s = sqrt(1 - x^2) >= 0. */
-static void legendre(int lmax, double x, double s, double P[DM_SH_LMAX_MAX + 2][DM_SH_LMAX_MAX + 2])
+static void legendre(int lmax, double x, double s, double P[LDIM][LDIM])
 {
     P[0][0] = 0.5 / sqrt(M_PI);
-    for (int m = 1; m <= lmax + 1; m++)
-        P[m][m] = -sqrt((2.0 * m + 1.0) / (2.0 * m)) * s * P[m - 1][m - 1];
+    for (int m = 1; m <= lmax + 1; m++) P[m][m] = -diag[m] * s * P[m - 1][m - 1];
     for (int m = 0; m <= lmax; m++) {
-        P[m + 1][m] = x * sqrt(2.0 * m + 3.0) * P[m][m];
-        for (int l = m + 2; l <= lmax + 1; l++) {
-            double a = sqrt((4.0 * l * l - 1.0) / ((double)l * l - (double)m * m));
-            double b =
-                sqrt(((l - 1.0) * (l - 1.0) - (double)m * m) / (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
-            P[l][m] = a * (x * P[l - 1][m] - b * P[l - 2][m]);
-        }
+        P[m + 1][m] = x * sub[m] * P[m][m];
+        for (int l = m + 2; l <= lmax + 1; l++)
+            P[l][m] = ra[l][m] * (x * P[l - 1][m] - rb[l][m] * P[l - 2][m]);
     }
 }
 
 void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *dtheta, double *dphi)
 {
-    double P[DM_SH_LMAX_MAX + 2][DM_SH_LMAX_MAX + 2];
+    pthread_once(&tables_once, make_tables);
+    double P[LDIM][LDIM], cm[LDIM], sm[LDIM];
     legendre(lmax, cos(theta), sin(theta), P);
+    for (int m = 1; m <= lmax; m++) { /* cos(m phi), sin(m phi): the same for every degree */
+        cm[m] = cos(m * phi);
+        sm[m] = sin(m * phi);
+    }
     for (int l = 0; l <= lmax; l += 2) {
         for (int m = 0; m <= l; m++) {
             double p = P[l][m];
@@ -43,8 +72,8 @@ void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *d
              * Condon-Shortley phase in P the ladder's sign is up minus down (m = 0:
              * d/dtheta N P_l = sqrt(l(l+1)) N P_l^1); tests/unit/test_sh.c checks it against
              * finite differences. */
-            double up = m < l ? sqrt((double)(l - m) * (l + m + 1)) * P[l][m + 1] : 0.0;
-            double down = m > 0 ? sqrt((double)(l + m) * (l - m + 1)) * P[l][m - 1] : -up;
+            double up = m < l ? up_f[l][m] * P[l][m + 1] : 0.0;
+            double down = m > 0 ? down_f[l][m] * P[l][m - 1] : -up;
             double dp = 0.5 * (up - down);
             int i0 = dm_sh_index(l, 0);
             if (m == 0) {
@@ -53,7 +82,7 @@ void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *d
                 if (dphi) dphi[i0] = 0.0;
                 continue;
             }
-            double c = cos(m * phi), s = sin(m * phi), r2 = M_SQRT2;
+            double c = cm[m], s = sm[m], r2 = M_SQRT2;
             Y[i0 + m] = r2 * p * c;
             Y[i0 - m] = r2 * p * s;
             if (dtheta) {
