@@ -215,7 +215,10 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
         const int lead = first == 0 ? lead0 : 0;
         size_t cn = nvox - first < chunk - lead ? nvox - first : chunk - lead;
         t0 = dm_now_seconds();
-        for (int j = 0; j < m; j++) { /* the chunk's rows of the measurement-major signals */
+        /* the chunk's rows of the measurement-major signals, on all cores (a subject's signals
+         * are a GB) */
+#pragma omp parallel for schedule(static)
+        for (int j = 0; j < m; j++) {
             const double *src = Y + (size_t)j * nvox + first;
             if (use_double)
                 memcpy((double *)hY + (size_t)j * cn, src, cn * sizeof(double));
@@ -241,6 +244,7 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
             CK(cu->cuMemcpyDtoHAsync(iters + first, dI, cn * sizeof(int), NULL),
                "copying from the GPU");
         CK(cu->cuStreamSynchronize(NULL), "copying from the GPU");
+#pragma omp parallel for schedule(static)
         for (size_t i = 0; i < cn * n; i++)
             X[first * n + i] = use_double ? ((double *)hX)[i] : ((float *)hX)[i];
         times->download += dm_now_seconds() - t0;
