@@ -46,6 +46,10 @@ typedef struct dm_flops {
     long fix; /* dm_signal_fix: once per voxel and measurement, before a fit */
     long fix_transc;
     int fix_width; /* DM_FIX_WIDTH: the fixed values that extend each measurement row */
+    /* A stage program's (dm_generate_stage): DM_STAGE_WIDTH, the values of its held
+     * parameters appended to the voxel row, and DM_ROWS_PER_VOXEL, 1 when the fixed values
+     * read them (each voxel's rows are its own). */
+    int stage_width, rows_per_voxel;
 } dm_flops;
 
 /* What the back end makes of one model, as NUL-terminated strings owned by the caller (free
@@ -62,6 +66,13 @@ typedef struct dm_generated {
 /* Lowers, differentiates and emits a checked model.  Errors go to err (NULL: stderr).  0 or
  * -1; on failure *out holds nothing to free. */
 int dm_generate(const dm_model *m, dm_generated *out, FILE *err);
+/* The program of one stage of a fit that holds the parameters `held` (bit k: parameter k)
+ * constant throughout: their values are computed once per voxel (dm_voxel_extend, appended to
+ * the voxel row), the work they make parameter-free becomes fixed values of the voxel's rows,
+ * and the gradient has no partials of them (templates/fit/model_api.h, "Stage programs").
+ * A fitter built from it fits only runs whose config holds them (dm_fit_config.held_mask).
+ * held 0 is dm_generate. */
+int dm_generate_stage(const dm_model *m, unsigned held, dm_generated *out, FILE *err);
 void dm_generated_free(dm_generated *g);
 
 /* dm_generate, then write DIR/model.h (the source) and DIR/model.meta, each atomically;

@@ -59,6 +59,10 @@ static void emit_leaf_name(dm_buf *b, const dm_model *m, const dm_ins *x)
         dm_buf_printf(b, "p_%s", m->params.items[x->index]->name);
         return;
     }
+    if (x->op == DM_IR_VOXEL && x->index >= m->voxel_width) { /* a stage's value (stage.c) */
+        dm_buf_printf(b, "s_%d", x->index - m->voxel_width);
+        return;
+    }
     int measure = x->op == DM_IR_MEASURE, offset = 0;
     const dm_input *in = input_at(m, measure, x->index, &offset);
     const char *prefix = measure ? "m_" : "v_";
@@ -320,18 +324,59 @@ static void emit_prepare(dm_buf *b, const dm_model *m, const dm_prog *P, const d
     emitter_done(&E);
 }
 
-/* The per-measurement body of a split function: the values it reads from pre[], its inputs
- * and its temporaries; the caller prints the results with emit_operand. */
-static void emit_at_body(emitter *E, dm_buf *b, const dm_split *S)
+/* The per-measurement body of a split function for the given roots: the values it reads from
+ * pre[] and from the row's fixed values (those its code or its roots read: a stage program's
+ * row also holds values only its stage's rows are made from), its inputs and its temporaries;
+ * the caller prints the results with emit_operand. */
+static void emit_at_body(emitter *E, dm_buf *b, const dm_split *S, const int *roots, int nroots)
 {
+    const dm_prog *P = E->P;
+    int *fix = malloc(sizeof(int) * ((size_t)P->n + 1));
+    if (!fix) abort();
+    for (int i = 0; i < P->n; i++) fix[i] = -1;
+    for (int i = 0; i < P->n; i++)
+        for (int j = 0; S->at_code[i] && j < P->ins[i].nargs; j++)
+            fix[P->ins[i].arg[j]] = S->fix_slot[P->ins[i].arg[j]];
+    for (int r = 0; r < nroots; r++)
+        if (roots[r] >= 0) fix[roots[r]] = S->fix_slot[roots[r]];
     dm_buf body = {0};
     int uses;
     E->b = &body;
-    emit_marked(E, S->at_code, S->slot, S->fix_slot, &uses);
+    emit_marked(E, S->at_code, S->slot, fix, &uses);
     E->b = b;
     emit_unused(b, uses, 7, pre_m_v_names);
     if (body.s) dm_buf_puts(b, body.s);
     free(body.s);
+    free(fix);
+}
+
+/* A stage program's dm_signal (grad 0) or dm_signal_grad (grad 1): the voxel's inputs extended
+ * by the stage's values, the prepare, the row, the _at function. */
+static void emit_stage_composite(dm_buf *b, const dm_programs *G, int grad)
+{
+    const dm_split *S = &G->signal_split;
+    const char *ds = grad ? ", ds" : "";
+    if (grad)
+        dm_buf_puts(b, "/* The signal and ds[k] = d signal / d p[k], in one pass (forward mode); "
+                       "0 for a\n * held parameter. */\n"
+                       "DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, "
+                       "real *ds)\n{\n");
+    else
+        dm_buf_puts(b, "/* Predicted signal of one measurement (m: its DM_MEASURE_WIDTH columns; "
+                       "v: the voxel's\n * inputs). */\n"
+                       "DM_FN real dm_signal(const real *p, const real *m, const real *v)\n{\n");
+    dm_buf_printf(b,
+                  "    real vx[DM_VOXEL_WIDTH + DM_STAGE_WIDTH + 1], pre[DM_PRE%s_WIDTH];\n"
+                  "    dm_voxel_extend(p, v, vx);\n"
+                  "    dm_signal%s_prepare(p, vx, pre);\n",
+                  grad ? "G" : "", grad ? "_grad" : "");
+    if (S->nfix > 0) {
+        dm_buf_puts(b, "    real row[DM_ROW_WIDTH];\n"
+                       "    dm_row_extend(m, vx, row);\n");
+        if (S->nfix > S->nfix_base) dm_buf_puts(b, "    dm_row_stage(row, vx);\n");
+    }
+    dm_buf_printf(b, "    return dm_signal%s_at(pre, %s, vx%s);\n}\n\n", grad ? "_grad" : "",
+                  S->nfix > 0 ? "row" : "m", ds);
 }
 
 static void emit_signal(dm_buf *b, const dm_model *m, const dm_programs *G)
@@ -343,12 +388,16 @@ static void emit_signal(dm_buf *b, const dm_model *m, const dm_programs *G)
     emitter E = {b, m, &G->signal, NULL, NULL};
     dm_buf_puts(b, "/* Predicted signal of one measurement, from dm_signal_prepare's pre. */\n"
                    "DM_FN real dm_signal_at(const real *pre, const real *m, const real *v)\n{\n");
-    emit_at_body(&E, b, &G->signal_split);
+    emit_at_body(&E, b, &G->signal_split, &G->signal_root, 1);
     dm_buf_puts(b, "    return ");
     emit_operand(&E, G->signal_root, 0);
     dm_buf_puts(b, ";\n}\n\n");
     emitter_done(&E);
 
+    if (G->held) {
+        emit_stage_composite(b, G, 0);
+        return;
+    }
     if (G->signal_split.nfix == 0) {
         dm_buf_puts(b, "/* Predicted signal of one measurement. */\n"
                        "DM_FN real dm_signal(const real *p, const real *m, const real *v)\n{\n"
@@ -365,17 +414,84 @@ static void emit_signal(dm_buf *b, const dm_model *m, const dm_programs *G)
                    "    return dm_signal_at(pre, row, v);\n}\n\n");
 }
 
+/* A stage program's values of its held parameters, appended to the voxel row (stage.c). */
+static void emit_stage(dm_buf *b, const dm_model *m, const dm_programs *G)
+{
+    if (!G->held) return;
+    emitter E = {b, m, &G->stage, NULL, NULL};
+    char *code = malloc((size_t)G->stage.n + 1);
+    if (!code) abort();
+    dm_ir_live(&G->stage, G->stage_roots, G->nstage, code);
+    dm_buf_puts(b, "/* The voxel row of this stage: vx[0 .. DM_VOXEL_WIDTH) the voxel's inputs v, "
+                   "then the\n * DM_STAGE_WIDTH values of the held parameters p that the other "
+                   "functions read. */\n"
+                   "DM_FN void dm_voxel_extend(const real *p, const real *v, real *vx)\n{\n"
+                   "    for (int c = 0; c < DM_VOXEL_WIDTH; c++) vx[c] = v[c];\n"
+                   "    real *s = vx + DM_VOXEL_WIDTH;\n");
+    emit_fill(&E, b, code, 1, "s", G->stage_roots, G->nstage);
+    if (G->nstage == 0) dm_buf_puts(b, "    (void)s;\n");
+    dm_buf_puts(b, "}\n\n");
+    emitter_done(&E);
+    free(code);
+}
+
 /* The fixed values of one measurement and the extended row (model_api.h), when there are
  * any: the per-measurement work that reads no parameter. */
+/* A stage program's fixed values that read its stage values, made per voxel in the row from
+ * its base values (split.c). */
+static void emit_row_stage(dm_buf *b, const dm_model *m, const dm_programs *G)
+{
+    const dm_split *S = &G->signal_split;
+    if (S->nfix == S->nfix_base) return;
+    const dm_prog *P = &G->signal;
+    int *base = malloc(sizeof(int) * ((size_t)P->n + 1));
+    if (!base) abort();
+    for (int i = 0; i < P->n; i++) base[i] = -1;
+    for (int i = 0; i < P->n; i++) /* the base values the stage's code reads from the row */
+        for (int j = 0; S->stage_code[i] && j < P->ins[i].nargs; j++) {
+            int a = P->ins[i].arg[j];
+            if (S->fix_slot[a] >= 0 && S->fix_slot[a] < S->nfix_base) base[a] = S->fix_slot[a];
+        }
+    emitter E = {b, m, P, NULL, NULL};
+    dm_buf_puts(b,
+                "/* The fixed values that read the stage's values, made per voxel: row[DM_MEASURE_"
+                "WIDTH +\n * DM_FIX_BASE_WIDTH .. DM_ROW_WIDTH) from the row's measurement "
+                "columns and base values\n * (dm_row_extend) and the voxel row v. */\n"
+                "DM_FN void dm_row_stage(real *m, const real *v)\n{\n");
+    dm_buf body = {0};
+    int uses;
+    E.b = &body;
+    emit_marked(&E, S->stage_code, NULL, base, &uses);
+    E.b = b;
+    if (!(uses & 4)) dm_buf_puts(b, "    (void)v;\n");
+    if (body.s) dm_buf_puts(b, body.s);
+    free(body.s);
+    for (int k = S->nfix_base; k < S->nfix; k++) {
+        dm_buf_printf(b, "    m[DM_MEASURE_WIDTH + %d] = ", k);
+        emit_operand(&E, S->fix_ins[k], 0);
+        dm_buf_puts(b, ";\n");
+    }
+    dm_buf_puts(b, "}\n\n");
+    emitter_done(&E);
+    free(base);
+}
+
 static void emit_fixed(dm_buf *b, const dm_model *m, const dm_programs *G)
 {
     const dm_split *S = &G->signal_split;
     if (S->nfix == 0) return;
     emitter E = {b, m, &G->signal, NULL, NULL};
-    dm_buf_puts(b, "/* The per-measurement values that read no parameter: fix[0 .. DM_FIX_WIDTH) "
-                   "of measurement\n * m (its DM_MEASURE_WIDTH columns) in voxel v. */\n"
-                   "DM_FN void dm_signal_fix(const real *m, const real *v, real *fix)\n{\n");
-    emit_fill(&E, b, S->fix_code, 6, "fix", S->fix_ins, S->nfix);
+    if (G->held)
+        dm_buf_puts(b, "/* The per-measurement values that read no parameter and no stage value: "
+                       "fix[0 ..\n * DM_FIX_BASE_WIDTH) of measurement m (its DM_MEASURE_WIDTH "
+                       "columns) in voxel v. */\n");
+    else
+        dm_buf_puts(b, "/* The per-measurement values that read no parameter: fix[0 .. "
+                       "DM_FIX_WIDTH) of measurement\n * m (its DM_MEASURE_WIDTH columns) in voxel "
+                       "v. */\n");
+    dm_buf_puts(b, "DM_FN void dm_signal_fix(const real *m, const real *v, real *fix)\n{\n");
+    emit_fill(&E, b, S->fix_code, 6, "fix", S->fix_ins, S->nfix_base);
+    if (S->nfix_base == 0) dm_buf_puts(b, "    (void)fix;\n");
     dm_buf_puts(b, "}\n\n");
     emitter_done(&E);
     dm_buf_puts(b, "/* The row the _at functions read: measurement m's columns, then its fixed "
@@ -383,6 +499,7 @@ static void emit_fixed(dm_buf *b, const dm_model *m, const dm_programs *G)
                    "DM_FN void dm_row_extend(const real *m, const real *v, real *row)\n{\n"
                    "    for (int c = 0; c < DM_MEASURE_WIDTH; c++) row[c] = m[c];\n"
                    "    dm_signal_fix(m, v, row + DM_MEASURE_WIDTH);\n}\n\n");
+    emit_row_stage(b, m, G);
 }
 
 static void emit_signal_grad(dm_buf *b, const dm_model *m, const dm_programs *G)
@@ -397,7 +514,7 @@ static void emit_signal_grad(dm_buf *b, const dm_model *m, const dm_programs *G)
                    "\n * from dm_signal_grad_prepare's pre. */\n"
                    "DM_FN real dm_signal_grad_at(const real *pre, const real *m, const real *v, "
                    "real *ds)\n{\n");
-    emit_at_body(&E, b, &G->grad_split);
+    emit_at_body(&E, b, &G->grad_split, G->grad_roots, 1 + np);
     for (int k = 0; k < np; k++) {
         int r = G->grad_roots[1 + k];
         dm_buf_printf(b, "    ds[%d] = ", k);
@@ -414,6 +531,10 @@ static void emit_signal_grad(dm_buf *b, const dm_model *m, const dm_programs *G)
     dm_buf_puts(b, ";\n}\n\n");
     emitter_done(&E);
 
+    if (G->held) {
+        emit_stage_composite(b, G, 1);
+        return;
+    }
     dm_buf_puts(b, "/* The signal and ds[k] = d signal / d p[k], in one pass (forward mode). */\n"
                    "DM_FN real dm_signal_grad(const real *p, const real *m, const real *v, "
                    "real *ds)\n{\n"
@@ -762,7 +883,17 @@ char *dm_emit_source(const dm_model *m, const dm_programs *G)
     dm_buf_printf(&b, "#define DM_PRE_WIDTH %d\n", pre_width(&G->signal_split));
     dm_buf_printf(&b, "#define DM_PREG_WIDTH %d\n", pre_width(&G->grad_split));
     dm_buf_printf(&b, "#define DM_FIX_WIDTH %d\n", G->signal_split.nfix);
-    dm_buf_puts(&b, "#define DM_ROW_WIDTH (DM_MEASURE_WIDTH + DM_FIX_WIDTH)\n\n");
+    dm_buf_puts(&b, "#define DM_ROW_WIDTH (DM_MEASURE_WIDTH + DM_FIX_WIDTH)\n");
+    if (G->held) {
+        dm_flops f;
+        dm_programs_flops(G, &f);
+        dm_buf_printf(&b, "#define DM_STAGE_HELD 0x%xu\n", G->held);
+        dm_buf_printf(&b, "#define DM_STAGE_WIDTH %d\n", G->nstage);
+        dm_buf_printf(&b, "#define DM_ROWS_PER_VOXEL %d\n", f.rows_per_voxel);
+        dm_buf_printf(&b, "#define DM_FIX_BASE_WIDTH %d\n", G->signal_split.nfix_base);
+    }
+    dm_buf_puts(&b, "\n");
+    emit_stage(&b, m, G);
     emit_fixed(&b, m, G);
     emit_signal(&b, m, G);
     emit_signal_grad(&b, m, G);

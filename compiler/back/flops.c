@@ -55,4 +55,6 @@ void dm_programs_flops(const dm_programs *G, dm_flops *f)
         dm_count_flops_marked(&G->grad, G->grad_split.prep_code, &f->gradient_prepare_transc);
     f->fix = dm_count_flops_marked(&G->signal, G->signal_split.fix_code, &f->fix_transc);
     f->fix_width = G->signal_split.nfix;
+    f->stage_width = G->nstage;
+    f->rows_per_voxel = G->signal_split.nfix > G->signal_split.nfix_base;
 }

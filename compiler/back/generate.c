@@ -11,13 +11,18 @@
 
 int dm_generate(const dm_model *m, dm_generated *out, FILE *err)
 {
+    return dm_generate_stage(m, 0, out, err);
+}
+
+int dm_generate_stage(const dm_model *m, unsigned held, dm_generated *out, FILE *err)
+{
     memset(out, 0, sizeof *out);
     dm_diag diag;
     dm_diag_init(&diag, err ? err : stderr, m->file ? m->file : "<model>",
                  m->source ? m->source : "", m->source ? strlen(m->source) : 0);
     diag.model = m; /* locations inside imported definitions name their own file */
     dm_programs G;
-    int rc = dm_programs_build(&G, m, &diag);
+    int rc = dm_programs_build(&G, m, held, &diag);
     if (rc == 0) {
         out->source = dm_emit_source(m, &G);
         dm_programs_flops(&G, &out->flops);

@@ -25,6 +25,7 @@ void dm_prog_init(dm_prog *P, const dm_model *m, dm_diag *diag)
     P->model = m;
     P->diag = diag;
     P->allow_measures = 1;
+    P->stage_first = -1;
     int nlets = m->lets.n;
     P->let_val = xrealloc(NULL, sizeof(int) * DM_MAX_WIDTH * (size_t)(nlets + 1));
     P->let_width = xrealloc(NULL, sizeof(int) * (size_t)(nlets + 1));
@@ -114,6 +115,16 @@ static int is_commutative(dm_irop op)
 {
     return op == DM_IR_ADD || op == DM_IR_MUL || op == DM_IR_EQ || op == DM_IR_NE ||
            op == DM_IR_AND || op == DM_IR_OR;
+}
+
+void dm_prog_copy(dm_prog *dst, const dm_prog *src)
+{
+    for (int i = 0; i < src->n; i++) {
+        int id = intern(dst, src->ins[i]);
+        dst->ins[id].note = src->ins[i].note;
+        dst->ins[id].note_comp = src->ins[i].note_comp;
+    }
+    dst->stage_first = src->stage_first;
 }
 
 /* ---- builders ---- */
@@ -452,15 +463,18 @@ static int sh_call(dm_prog *P, dm_mathfn fn, int l, int a)
     return dm_ir_call(P, fn, l, &a);
 }
 
-/* sum over even l <= 12 of (2l+1)/2 W_l(kappa) J_l(x) P_l(t) (mathlib.h): the Watson
- * coefficients depend on kappa alone, so hoisting moves them out of the measurement loop. */
+/* sum over even l <= 12 of W_l(kappa) ((2l+1)/2 J_l(x) P_l(t)) (mathlib.h): the Watson
+ * coefficients depend on kappa alone, so hoisting moves them out of the measurement loop; the
+ * rest depends on the measurement and the orientation alone, so (2l+1)/2 J_l(x) is one fixed
+ * value of the measurement, and where a stage holds the orientation (a stage program,
+ * programs.c) so is the whole product, which leaves one multiply-add per order. */
 static int watson_stick(dm_prog *P, int x, int t, int kappa)
 {
     int sum = dm_ir_const(P, 0);
     for (int l = 0; l <= 12; l += 2) {
-        int term = mul(P, sh_call(P, DM_MF_WATSON_SH, l, kappa), sh_call(P, DM_MF_STICK_SH, l, x));
-        if (l > 0) term = mul(P, term, legendre(P, l, t));
-        sum = add(P, sum, mul(P, dm_ir_const(P, (2 * l + 1) / 2.0), term));
+        int coef = mul(P, dm_ir_const(P, (2 * l + 1) / 2.0), sh_call(P, DM_MF_STICK_SH, l, x));
+        if (l > 0) coef = mul(P, coef, legendre(P, l, t));
+        sum = add(P, sum, mul(P, sh_call(P, DM_MF_WATSON_SH, l, kappa), coef));
     }
     return sum;
 }

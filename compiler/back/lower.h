@@ -122,10 +122,15 @@ typedef struct dm_prog {
     const char *context; /* "output OD", ... for error messages */
     dm_diag *diag;
     int failed;
+    /* A stage program's (stage.c): voxel columns from this index on are the stage's values of
+     * its held parameters (dm_voxel_extend), not voxel inputs; -1 in any other program. */
+    int stage_first;
 } dm_prog;
 
 void dm_prog_init(dm_prog *P, const dm_model *m, dm_diag *diag);
 void dm_prog_free(dm_prog *P);
+/* dst (initialised) becomes a copy of src's instructions, the same ids for the same values. */
+void dm_prog_copy(dm_prog *dst, const dm_prog *src);
 
 /* Builders: each returns the id of the value, reusing an equal instruction when one exists
  * and folding constants. */
@@ -175,15 +180,19 @@ void dm_ir_live(const dm_prog *P, const int *roots, int nroots, char *live);
  *   prep_code[i]  1: needed to fill pre[] (live for the slot values);
  *   fix_slot[i]   index among the fixed columns of a value the per-measurement part reads
  *                 from the extended row, or -1;
- *   fix_code[i]   1: needed to compute the fixed values from (m, v).
+ *   fix_code[i]   1: needed to compute the fixed values from (m, v);
+ *   stage_code[i] 1: needed to compute a stage program's fixed values that read its stage
+ *                 values (stage.c) from the row of the others and v.
  * slot_ins[j] is the instruction of slot j, fix_ins[k] that of fixed column k, each in
- * ascending order.  Constants are literals and never take a slot. */
+ * ascending order.  Constants are literals and never take a slot.  The first nfix_base fixed
+ * columns read no stage value (the base, made once for all voxels of the same inputs); the
+ * others are a stage program's, made per voxel from the base (all are base elsewhere). */
 typedef struct dm_split {
     int n;
-    char *varying, *at_code, *prep_code, *fix_code;
+    char *varying, *at_code, *prep_code, *fix_code, *stage_code;
     int *slot, *fix_slot;
     int *slot_ins, *fix_ins;
-    int nslots, nfix;
+    int nslots, nfix, nfix_base;
 } dm_split;
 
 /* fixed_from: NULL to choose the fixed values (the signal's split); else the split of the

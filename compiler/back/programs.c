@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int build_signal(dm_programs *G, const dm_model *m, dm_diag *diag)
+static int build_signal(dm_programs *G, const dm_model *m, unsigned held, dm_diag *diag)
 {
     int v[DM_MAX_WIDTH];
     dm_prog_init(&G->signal, m, diag);
@@ -18,18 +18,25 @@ static int build_signal(dm_programs *G, const dm_model *m, dm_diag *diag)
         return -1;
     }
     G->signal_root = v[0];
+    if (held) dm_stage_program(G, m, held);
 
-    /* The gradient program lowers the signal again so its partials share its values. */
+    /* The gradient program starts with the signal's instructions so its partials share its
+     * values: the model's lowers the signal again, a stage's copies its rebuilt signal. */
     dm_prog *P = &G->grad;
     dm_prog_init(P, m, diag);
     P->context = "the signal";
-    dm_lower_expr(P, m->signal, v);
+    if (held) {
+        dm_prog_copy(P, &G->signal);
+        v[0] = G->signal_root;
+    } else {
+        dm_lower_expr(P, m->signal, v);
+    }
     G->grad_roots[0] = v[0];
     int np = m->params.n;
     dm_differentiate(P, v[0], np, G->grad_roots + 1);
     for (int k = 0; k < np; k++) {
         const dm_param *par = m->params.items[k];
-        if (!par->derivative) continue;
+        if (!par->derivative || ((held >> k) & 1u)) continue; /* a held one has no partial */
         P->context = "a derivative";
         if (dm_lower_expr(P, par->derivative, v) != 1) {
             if (!P->failed)
@@ -138,6 +145,8 @@ static int build_outputs(dm_programs *G, const dm_model *m, dm_diag *diag)
 
 void dm_programs_free(dm_programs *G)
 {
+    if (G->held) dm_prog_free(&G->stage);
+    free(G->stage_roots);
     dm_prog_free(&G->signal);
     dm_prog_free(&G->grad);
     dm_prog_free(&G->constraints);
@@ -149,14 +158,15 @@ void dm_programs_free(dm_programs *G)
     dm_split_free(&G->grad_split);
 }
 
-int dm_programs_build(dm_programs *G, const dm_model *m, dm_diag *diag)
+int dm_programs_build(dm_programs *G, const dm_model *m, unsigned held, dm_diag *diag)
 {
     memset(G, 0, sizeof *G);
     if (m->params.n > DM_MAX_PARAMS) {
         dm_error(diag, m->name_loc, "a model has at most %d parameters", DM_MAX_PARAMS);
         return -1;
     }
-    if (build_signal(G, m, diag) != 0 || build_constraints(G, m, diag) != 0 ||
+    if (m->params.n < 32) held &= (1u << m->params.n) - 1;
+    if (build_signal(G, m, held, diag) != 0 || build_constraints(G, m, diag) != 0 ||
         build_prior(G, m, diag) != 0 || build_outputs(G, m, diag) != 0)
         return -1;
     return 0;

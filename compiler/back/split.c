@@ -7,7 +7,8 @@
  * where the walk stops: it becomes a slot of pre[], computed once by the prepare part.  So
  * pre[] holds exactly the invariant values the per-measurement code reads, not every
  * invariant temporary.  A varying value that reads no parameter and has a per-measurement call
- * in its cone stops the walk the same way, as a fixed column of the extended row. */
+ * in its cone, or in a stage program reads a stage's value, stops the walk the same way, as a
+ * fixed column of the extended row. */
 #include "lower.h"
 
 #include <stdlib.h>
@@ -52,22 +53,29 @@ void dm_split_program(const dm_prog *P, const int *roots, int nroots, const dm_p
     S->at_code = xcalloc((size_t)n, 1);
     S->prep_code = xcalloc((size_t)n, 1);
     S->fix_code = xcalloc((size_t)n, 1);
+    S->stage_code = xcalloc((size_t)n, 1);
     S->slot = xcalloc((size_t)n, sizeof(int));
     S->slot_ins = xcalloc((size_t)n, sizeof(int));
     S->fix_slot = xcalloc((size_t)n, sizeof(int));
     S->fix_ins = xcalloc((size_t)n, sizeof(int));
-    /* param_dep: reads a parameter; costly: a per-measurement call in its operands' cone. */
+    /* param_dep: reads a parameter; costly: a per-measurement call in its operands' cone;
+     * staged: reads a stage's value (stage.c), which makes the measurement's work on it the
+     * same at every point the stage tries, however cheap. */
     char *param_dep = xcalloc((size_t)n, 1), *costly = xcalloc((size_t)n, 1);
+    char *staged = xcalloc((size_t)n, 1);
     for (int i = 0; i < n; i++) {
         const dm_ins *x = &P->ins[i];
         int v = x->op == DM_IR_MEASURE, pd = x->op == DM_IR_PARAM, c = 0;
+        int st = x->op == DM_IR_VOXEL && P->stage_first >= 0 && x->index >= P->stage_first;
         for (int j = 0; j < x->nargs; j++) {
             v |= S->varying[x->arg[j]];
             pd |= param_dep[x->arg[j]];
             c |= costly[x->arg[j]];
+            st |= staged[x->arg[j]];
         }
         S->varying[i] = (char)v;
         param_dep[i] = (char)pd;
+        staged[i] = (char)st;
         costly[i] = (char)(c || (v && x->op == DM_IR_CALL));
         S->slot[i] = -1;
         S->fix_slot[i] = -1;
@@ -80,7 +88,7 @@ void dm_split_program(const dm_prog *P, const int *roots, int nroots, const dm_p
     for (int i = n - 1; i >= 0; i--) {
         const dm_ins *x = &P->ins[i];
         if (!need[i] || x->op == DM_IR_CONST) continue;
-        if (S->varying[i] && !fixed_from && costly[i] && !param_dep[i]) {
+        if (S->varying[i] && !fixed_from && (costly[i] || staged[i]) && !param_dep[i]) {
             S->fix_slot[i] = 1; /* numbered below, in ascending order */
         } else if (S->varying[i] && S->fix_slot[i] >= 0) {
             /* read from the extended row */
@@ -93,26 +101,48 @@ void dm_split_program(const dm_prog *P, const int *roots, int nroots, const dm_p
             S->slot[i] = 1; /* numbered below, in ascending order */
         }
     }
+    /* A stage's fixed values (those that read its values) are made per voxel from the
+     * measurement's row (stage_code): the costly parameter-free values they read that read no
+     * stage value (a stick's integrals) are fixed values of their own, the base, made once for
+     * every voxel of the same inputs. */
+    char *sneed = xcalloc((size_t)n, 1);
+    for (int i = 0; i < n; i++) sneed[i] = !fixed_from && S->fix_slot[i] >= 0 && staged[i];
+    for (int i = n - 1; i >= 0; i--) {
+        const dm_ins *x = &P->ins[i];
+        if (!sneed[i] || x->op == DM_IR_CONST) continue;
+        if (!staged[i] && costly[i] && !param_dep[i]) {
+            S->fix_slot[i] = 1; /* a base value */
+            continue;
+        }
+        S->stage_code[i] = 1;
+        for (int j = 0; j < x->nargs; j++) sneed[x->arg[j]] = 1;
+    }
+    free(sneed);
     for (int i = 0; i < n; i++) {
         if (S->slot[i] >= 0) {
             S->slot[i] = S->nslots;
             S->slot_ins[S->nslots++] = i;
         }
-        if (!fixed_from && S->fix_slot[i] >= 0) {
-            S->fix_slot[i] = S->nfix;
-            S->fix_ins[S->nfix++] = i;
-        }
     }
+    for (int pass = 0; pass < 2 && !fixed_from; pass++) /* the base, then the stage's */
+        for (int i = 0; i < n; i++)
+            if (S->fix_slot[i] >= 0 && staged[i] == pass) {
+                S->fix_slot[i] = S->nfix;
+                S->fix_ins[S->nfix++] = i;
+                S->nfix_base += !pass;
+            }
     if (fixed_from) { /* only the inherited columns this program reads */
         for (int i = 0; i < n; i++)
             if (S->fix_slot[i] >= 0 && !need[i]) S->fix_slot[i] = -1;
         S->nfix = fixed_from->nfix;
+        S->nfix_base = fixed_from->nfix_base;
     }
     dm_ir_live(P, S->slot_ins, S->nslots, S->prep_code);
-    if (!fixed_from) dm_ir_live(P, S->fix_ins, S->nfix, S->fix_code);
+    if (!fixed_from) dm_ir_live(P, S->fix_ins, S->nfix_base, S->fix_code);
     free(need);
     free(param_dep);
     free(costly);
+    free(staged);
 }
 
 void dm_split_free(dm_split *S)
@@ -123,6 +153,7 @@ void dm_split_free(dm_split *S)
     free(S->slot);
     free(S->slot_ins);
     free(S->fix_code);
+    free(S->stage_code);
     free(S->fix_slot);
     free(S->fix_ins);
     memset(S, 0, sizeof *S);

@@ -54,6 +54,10 @@ static int build_error(const dm_problem *p, const dm_dict_report *rep)
         return dm_set_error("--method dictionary: no grid point lies within the bounds and "
                             "constraints of model '%s'",
                             model);
+    case DM_DICT_STAGE:
+        return dm_set_error("--method dictionary: model '%s': a stage's fitter was given "
+                            "instead of the model's (an internal error)",
+                            model);
     default: return dm_set_error("--method dictionary: out of memory");
     }
 }

@@ -195,6 +195,7 @@ static double get(const void *src, size_t i, int rs)
 static void slot_bytes(size_t n, size_t M, size_t VS, size_t P, size_t ns, size_t row_width, int rs,
                        size_t bytes[8])
 {
+    const size_t warps_n = (n + 31) / 32 * 32; /* whole warps' rows: a stage program interleaves */
     const size_t b[8] = {n * M * rs,
                          n * VS * rs,
                          n * 8,
@@ -202,7 +203,7 @@ static void slot_bytes(size_t n, size_t M, size_t VS, size_t P, size_t ns, size_
                          (ns ? n * ns * P : 1) * rs,
                          n * DM_NSTATS * rs,
                          n * sizeof(int),
-                         row_width ? n * M * row_width * rs : 1};
+                         row_width ? warps_n * M * row_width * rs : 1};
     memcpy(bytes, b, sizeof b);
 }
 
@@ -312,7 +313,8 @@ static void *worker_main(void *arg)
         j->session->kept[w->index] = NULL;
     }
     size_t bytes[8], small_bytes[8]; /* a set for any batch; for the small first ones */
-    const size_t own_rows = shared_rows ? 0 : fix_rows; /* each voxel's rows on the device */
+    /* each voxel's rows on the device: unless shared, and a stage program's own on them */
+    const size_t own_rows = shared_rows && !p->mi.rows_per_voxel ? 0 : fix_rows;
     slot_bytes(j->batch, M, VS, P, ns, own_rows, rs, bytes);
     slot_bytes(j->nsmall ? j->small : j->batch, M, VS, P, ns, own_rows, rs, small_bytes);
     w->rc = -1;

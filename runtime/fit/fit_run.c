@@ -45,6 +45,7 @@ void dm_fit_request_defaults(dm_fit_request *r)
  * GPU fits, instead of before them. */
 typedef struct host_fitter_job {
     const dm_model_info *mi;
+    dm_model_info own; /* mi's copy: the stages' planning changes the problem's meanwhile */
     int real_size;
     dm_cpu_fitter fitter;
     int rc;
@@ -494,6 +495,33 @@ int dm_fit_deferred_join(dm_fit_deferred *d)
     return rc;
 }
 
+/* The parameters a stage holds at their starts at every point it tries (dm_fit_config's
+ * held_mask): the fixed ones and, in a grid search alone, those it does not grid; never those
+ * that multiple LM starts turn.  None for the dictionary fit, whose atoms the model's own
+ * program evaluates. */
+static unsigned stage_held(const dm_fit_config *c, int nparams)
+{
+    if (c->methods & DM_METHOD_DICT) return 0;
+    unsigned held = c->fixed_mask & (nparams < 32 ? (1u << nparams) - 1 : ~0u);
+    for (int k = 0; k < nparams && c->methods == DM_METHOD_GRID; k++)
+        if (c->grid_count[k] <= 0) held |= 1u << k;
+    for (int i = 0; i < c->norient && c->starts > 1 && (c->methods & DM_METHOD_LM); i++)
+        held &= ~(1u << c->orient_theta[i] | 1u << c->orient_phi[i]);
+    return held;
+}
+
+/* A stage that holds parameters gets its own program, where they are constants
+ * (dm_generate_stage): 1 and *staged, or 0 where the model's program serves (nothing held, a
+ * model that is not a file, DIMOC_STAGE_PROGRAMS=0), or -1 on an error. */
+static int stage_program(dm_problem *p, dm_model_info *staged)
+{
+    unsigned held = stage_held(&p->cfg, p->mi.nparams);
+    p->cfg.held_mask = held;
+    const char *env = getenv("DIMOC_STAGE_PROGRAMS");
+    if (!held || (env && !strcmp(env, "0")) || access(p->mi.file, R_OK) != 0) return 0;
+    return dm_model_stage(&p->mi, held, staged) == 0 ? 1 : -1;
+}
+
 /* Plans, fits and writes stage `stage` of `nstages`; prev: the previous stage's written
  * estimates (NULL for the first), replaced by this stage's when a stage follows.  t_start: when
  * this stage's work began (the first stage's: the run's start, its load included). */
@@ -526,12 +554,17 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     res.samples = mcmc ? malloc(p->nfit * (size_t)ns * P * sizeof(double)) : NULL;
     res.nsamples = ns;
     memcpy(res.params, p->start, p->nfit * P * sizeof(double));
+    /* The fit runs the stage's own program where it has one; the rest of the stage (the
+     * counts, the outputs) the model's. */
+    dm_model_info model = p->mi, staged;
+    int own_program = stage_program(p, &staged);
+    if (own_program > 0) p->mi = staged;
     if (use_gpu) dm_fit_starts_begin(p); /* each batch copies its voxels' when they are made */
 
     char device[512], note[128], label[64] = "fit";
     if (nstages > 1) snprintf(label, sizeof label, "fit stage %d/%d", stage + 1, nstages);
     double t_fit = dm_now_seconds();
-    int rc = 0;
+    int rc = own_program < 0 ? -1 : 0;
     if (use_gpu) {
         dm_progress *prog = r->quiet ? NULL : dm_progress_start(label, (long)p->nfit, "voxels");
         dm_fit_gpu_report rep = {0};
@@ -571,6 +604,13 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
                                 ? NULL
                                 : dm_progress_start(label, (long)p->nfit, "voxels");
         const dm_cpu_fitter *fitter = &m->fitter;
+        dm_cpu_fitter stage_fitter = {0};
+        if (rc == 0 && own_program > 0) { /* compiled at first use, as the model's */
+            rc = dm_cpu_fitter_load(&p->mi, m->real_size, &stage_fitter);
+            timing.compile += stage_fitter.compile_seconds;
+            t_fit += stage_fitter.compile_seconds;
+            fitter = &stage_fitter;
+        }
         dm_fit_watch *watch = m->watch;
         if (rc == 0 && p->cfg.methods) dm_fit_watch_stage(watch, "fit", (long)p->nfit);
 #pragma omp parallel
@@ -593,8 +633,13 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
             if (work) fitter->work_free(work);
         }
         if (prog) dm_progress_finish(prog, summary(p, note, sizeof note));
+        dm_cpu_fitter_close(&stage_fitter);
     }
     dm_fit_starts_finish(p);
+    if (own_program > 0) {
+        p->mi = model;
+        dm_model_info_free(&staged);
+    }
     if (rc == 0 && dm_fit_stopping(m->watch)) rc = dm_fit_stop_error(m->watch);
     timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile + timing.gpu_start : 0);
     count_work(p, &res, &timing);
@@ -724,7 +769,8 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
         dm_problem_free(&p);
         return -1;
     }
-    m.host = (host_fitter_job){.mi = &p.mi, .real_size = m.real_size};
+    m.host = (host_fitter_job){.own = p.mi, .real_size = m.real_size};
+    m.host.mi = &m.host.own;
     double t_fitter = dm_now_seconds();
     dm_fit_watch_stage(m.watch, "compile", 1);
     m.host_threaded = m.use_gpu && any_gpu;

@@ -57,6 +57,8 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     mi->flops_prepare = flops->prepare;
     mi->flops_gradient_prepare = flops->gradient_prepare;
     mi->fix_width = flops->fix_width;
+    mi->stage_width = flops->stage_width;
+    mi->rows_per_voxel = flops->rows_per_voxel;
 
     for (int i = 0; i < m->measures.n; i++) {
         const dm_input *in = m->measures.items[i];
@@ -160,6 +162,30 @@ int dm_model_load(const char *model, dm_model_info *mi)
     free(path);
     if (rc == 0) {
         mi->source = g.source;
+        g.source = NULL;
+    }
+    dm_generated_free(&g);
+    return rc;
+}
+
+int dm_model_stage(const dm_model_info *mi, unsigned held, dm_model_info *stage)
+{
+    memset(stage, 0, sizeof *stage);
+    int nerr = 0;
+    dm_model *m = dm_front_file(mi->file, stderr, &nerr, NULL);
+    if (!m)
+        return dm_set_error("%s: %d error%s in the model", mi->file, nerr, nerr == 1 ? "" : "s");
+    dm_generated g;
+    int rc = dm_generate_stage(m, held, &g, stderr);
+    if (rc != 0) {
+        dm_model_free(m);
+        return dm_set_error("%s: code generation failed", mi->file);
+    }
+    rc = dm_model_describe(m, &g.flops, g.source, mi->file, stage);
+    dm_model_free(m);
+    if (rc == 0) {
+        stage->held = held;
+        stage->source = g.source;
         g.source = NULL;
     }
     dm_generated_free(&g);

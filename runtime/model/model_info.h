@@ -65,6 +65,10 @@ typedef struct dm_model_info {
     int measure_width, voxel_width, output_width;
     int fix_width;  /* DM_FIX_WIDTH: fixed values per measurement row, computed before a fit */
     int multistart; /* LM starts per voxel the model asks for (`multistart N`; 1 without) */
+    /* A stage program's (dm_model_stage): the parameters it holds, DM_STAGE_WIDTH and
+     * DM_ROWS_PER_VOXEL (templates/fit/model_api.h); 0 for the model's own program. */
+    unsigned held;
+    int stage_width, rows_per_voxel;
     dm_param_info params[DM_MAX_PARAMS];
     dm_measure_info measures[16];
     dm_voxel_info voxels[16];
@@ -82,6 +86,10 @@ int dm_model_describe(const struct dm_model *m, const struct dm_flops *flops, co
 /* Resolves MODEL (a shipped name or a path to a .model file), compiles it in memory and fills
  * mi, source included.  Compiler diagnostics go to stderr.  0 or -1. */
 int dm_model_load(const char *model, dm_model_info *mi);
+/* The program of a stage that holds the parameters `held` of the model mi (loaded by
+ * dm_model_load): *stage is mi with that program's source, fixed values and stage values, and
+ * its work counts (dm_generate_stage).  0, or -1 with the error set. */
+int dm_model_stage(const dm_model_info *mi, unsigned held, dm_model_info *stage);
 void dm_model_info_free(dm_model_info *mi);
 int dm_model_param_index(const dm_model_info *mi, const char *name);
 /* The names of the shipped models (the .model files of the data folder's models/), sorted;

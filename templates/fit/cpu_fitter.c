@@ -78,6 +78,7 @@ typedef struct dm_fit_work {
     const double *meas_src; /* the rows meas_r was made from, and their count */
     int M;
     real *meas_r, *own_meas, *y_r, *rows;
+    real *own_rows; /* a stage program's rows of the voxel (DM_ROWS_PER_VOXEL), or NULL */
     int rows_valid;
     real vox[DM_VOXEL_SLOTS];
 } dm_fit_work;
@@ -94,6 +95,7 @@ DM_EXPORT void dm_fit_work_free(void *work)
     free(w->own_meas);
     free(w->y_r);
     free(w->rows);
+    free(w->own_rows);
     free(w);
 }
 
@@ -106,12 +108,17 @@ static int work_ready(dm_fit_work *w, const double *meas, int M, const real *vox
         free(w->own_meas);
         free(w->y_r);
         free(w->rows);
+        free(w->own_rows);
         memset(w, 0, sizeof *w);
         w->meas_r = to_real(meas, (size_t)M * DM_MEASURE_WIDTH, &w->own_meas);
         w->y_r = malloc((M > 0 ? (size_t)M : 1) * sizeof(real));
 #if DM_FIX_WIDTH > 0
         w->rows = malloc((M > 0 ? (size_t)M : 1) * DM_ROW_WIDTH * sizeof(real));
         if (!w->rows) return -1;
+#endif
+#if DM_ROWS_PER_VOXEL
+        w->own_rows = malloc((M > 0 ? (size_t)M : 1) * DM_ROW_WIDTH * sizeof(real));
+        if (!w->own_rows) return -1;
 #endif
         if (!w->meas_r || !w->y_r) return -1;
         w->meas_src = meas;
@@ -157,7 +164,9 @@ DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values, 
         }
         real p[DM_NPARAMS], st[DM_NSTATS];
         for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
-        dm_voxel_data d = {M, DM_FIX_WIDTH > 0 ? w->rows : w->meas_r, y_r, vox_r};
+        dm_voxel_data d = {M, DM_FIX_WIDTH > 0 ? w->rows : w->meas_r, y_r, vox_r, w->own_rows, 1};
+        DM_STAGE_VOXEL_ROW(vx);
+        dm_voxel_stage(&d, p, vx);
         status = dm_fit_one_voxel(cfg, grid_r, &d, voxel_index, p, samples_r, DM_NPARAMS, st,
                                   DM_STATUS_FITTED);
         for (int k = 0; k < DM_NPARAMS; k++) params[k] = (double)p[k];
@@ -174,15 +183,24 @@ DM_EXPORT int dm_fit_voxel(const dm_fit_config *cfg, const double *grid_values, 
 DM_EXPORT void dm_predict(const double *params, const double *meas, int M, const double *vox,
                           double *out)
 {
-    real p[DM_NPARAMS], v[DM_VOXEL_SLOTS], row[DM_ROW_SLOTS], pre[DM_PRE_WIDTH];
+    real p[DM_NPARAMS], vin[DM_VOXEL_SLOTS], row[DM_ROW_SLOTS], pre[DM_PRE_WIDTH];
     for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
-    for (int j = 0; j < DM_VOXEL_WIDTH; j++) v[j] = (real)vox[j];
+    for (int j = 0; j < DM_VOXEL_WIDTH; j++) vin[j] = (real)vox[j];
+#if DM_STAGE_WIDTH > 0
+    real v[DM_VOXEL_EXT_SLOTS];
+    dm_voxel_extend(p, vin, v);
+#else
+    real *v = vin;
+#endif
     dm_signal_prepare(p, v, pre);
     for (int m = 0; m < M; m++) {
         for (int j = 0; j < DM_MEASURE_WIDTH; j++)
             row[j] = (real)meas[(size_t)m * DM_MEASURE_WIDTH + j];
 #if DM_FIX_WIDTH > 0
         dm_signal_fix(row, v, row + DM_MEASURE_WIDTH);
+#endif
+#if DM_ROWS_PER_VOXEL
+        dm_row_stage(row, v);
 #endif
         out[m] = (double)dm_signal_at(pre, row, v);
     }

@@ -32,6 +32,34 @@
 #ifndef DIMOC_DICTIONARY_H
 #define DIMOC_DICTIONARY_H
 
+#if DM_STAGE_WIDTH > 0
+/* A stage program's fitter (model_api.h) has no dictionary: its functions read a voxel row of
+ * stage values that the atoms, each of its own parameters, have not.  The runtime fits a
+ * dictionary with the model's own fitter; these say so if asked. */
+DM_EXPORT void dm_dict_free(void *handle)
+{
+    (void)handle;
+}
+
+DM_EXPORT void *dm_dict_build(const dm_dict_spec *spec, const dm_fit_config *cfg,
+                              const double *grid_values, const double *meas, int M,
+                              const double *params, const double *vox, dm_dict_report *rep)
+{
+    (void)spec, (void)cfg, (void)grid_values, (void)meas, (void)M, (void)params, (void)vox;
+    memset(rep, 0, sizeof *rep);
+    rep->param = rep->scale = -1;
+    rep->error = DM_DICT_STAGE;
+    return NULL;
+}
+
+DM_EXPORT int dm_dict_fit_voxel(const void *handle, const double *y, const double *vox,
+                                double *params, double *stats)
+{
+    (void)handle, (void)y, (void)vox, (void)params, (void)stats;
+    return DM_STATUS_FAILED;
+}
+#else
+
 /* ---- the solver ---- */
 /* Non-negative least squares, Lawson and Hanson's active-set algorithm (Solving Least Squares
  * Problems, 1974, ch. 23): min ||A x - y|| subject to x >= 0, for a dense A of M rows and N
@@ -773,7 +801,7 @@ DM_EXPORT int dm_dict_fit_voxel(const void *handle, const double *y, const doubl
     for (int k = 0; k < DM_NPARAMS; k++) p[k] = (real)params[k];
     for (int j = 0; j < DM_VOXEL_SLOTS; j++) v[j] = (real)vox[j];
     for (int m = 0; m < M; m++) yr[m] = (real)y[m];
-    dm_voxel_data data = {M, d->meas, yr, v};
+    dm_voxel_data data = {M, d->meas, yr, v, NULL, 1};
 #if DM_FIX_WIDTH > 0
     /* the reference's rows where the voxel's inputs are the reference's (the fixed values are
      * the costly part of the rows: NODDI's stick integrals) */
@@ -801,5 +829,7 @@ done:
     free(yr);
     return status;
 }
+
+#endif /* DM_STAGE_WIDTH */
 
 #endif

@@ -6,7 +6,7 @@
 
 #include "fit/model_api.h"
 
-#define DM_FITTER_ABI 3
+#define DM_FITTER_ABI 4
 
 /* DM_METHOD_DICT, the dictionary fit (templates/fit/dictionary.h), runs first, on the CPU only,
  * through its own entry points; the per-voxel driver (fit_voxel.h) ignores it. */
@@ -50,6 +50,10 @@ typedef struct dm_fit_config {
     int orient_phi[DM_MAX_PARAMS / 2];   /* and of its azimuth */
     int grid_count[DM_MAX_PARAMS];       /* values for parameter k in the grid; 0: not gridded */
     int grid_offset[DM_MAX_PARAMS];      /* first value of parameter k in grid_values */
+    /* Bit k: parameter k keeps its start at every point the run tries (fixed; in a grid search
+     * alone, not gridded; not turned by multiple starts).  A fitter built from a stage program
+     * (model_api.h) fits only runs that hold at least the parameters it was made for. */
+    unsigned held_mask;
 } dm_fit_config;
 
 /* Number of stored MCMC samples per voxel. */
@@ -122,6 +126,7 @@ enum dm_dict_error {
     DM_DICT_NO_FRACTION, /* no candidate fraction passed */
     DM_DICT_TOO_MANY,    /* over DM_DICT_MAX_ATOMS atoms */
     DM_DICT_NO_ATOM,     /* no grid point within the bounds and constraints */
+    DM_DICT_STAGE,       /* a fitter built from a stage program: the model's own one is needed */
 };
 #define DM_DICT_MAX_ATOMS 20000
 

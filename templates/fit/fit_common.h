@@ -19,6 +19,23 @@
 #define DM_FIX_WIDTH 0
 #define DM_ROW_WIDTH DM_MEASURE_WIDTH
 #endif
+#ifndef DM_STAGE_WIDTH /* the model's program, for any fit: no stage values (model_api.h) */
+#define DM_STAGE_WIDTH 0
+#define DM_STAGE_HELD 0u
+#define DM_ROWS_PER_VOXEL 0
+#define DM_FIX_BASE_WIDTH DM_FIX_WIDTH
+#endif
+/* Parameter k is held by this program: constant in its loops, no partial. */
+#define DM_HELD(k) ((DM_STAGE_HELD >> (k)) & 1u)
+/* The voxel row a stage program reads: its inputs, then the stage values (never size 0);
+ * DM_STAGE_VOXEL_ROW(name) declares it where there is one (dm_voxel_stage). */
+#define DM_VOXEL_EXT_SLOTS                                                                         \
+    (DM_VOXEL_WIDTH + DM_STAGE_WIDTH > 0 ? DM_VOXEL_WIDTH + DM_STAGE_WIDTH : 1)
+#if DM_STAGE_WIDTH > 0
+#define DM_STAGE_VOXEL_ROW(name) real name[DM_VOXEL_EXT_SLOTS]
+#else
+#define DM_STAGE_VOXEL_ROW(name) real *name = 0
+#endif
 
 /* Zero-width inputs still get one slot, so that arrays are never of size 0. */
 #define DM_MEASURE_SLOTS (DM_MEASURE_WIDTH > 0 ? DM_MEASURE_WIDTH : 1)
@@ -28,12 +45,41 @@
 /* The inputs of one voxel.  meas and vox must not be NULL even when their width is 0. */
 typedef struct dm_voxel_data {
     int nmeas;        /* M */
-    const real *meas; /* M rows of DM_ROW_WIDTH: the measurement's columns, its fixed values */
+    const real *meas; /* M rows of DM_ROW_WIDTH: the measurement's columns, its fixed values
+                       * (of a stage program whose rows are the voxel's own, DM_ROWS_PER_VOXEL:
+                       * the base values only, dm_row_extend's, for all voxels of its inputs) */
     const real *y;    /* M measurements */
-    const real *vox;  /* DM_VOXEL_WIDTH values */
+    const real *vox;  /* DM_VOXEL_WIDTH values (the voxel's row of a stage program) */
+    real *own_rows;   /* DM_ROWS_PER_VOXEL: room for the voxel's M rows of DM_ROW_WIDTH */
+    int stride;       /* DM_ROWS_PER_VOXEL: own_rows' element stride (below); 0 reads as 1 */
 } dm_voxel_data;
 
-#define DM_MEAS_ROW(d, m) ((d)->meas + (m)*DM_ROW_WIDTH)
+/* Element (m, c) of the rows is meas[(m DM_ROW_WIDTH + c) stride].  A stage program's own
+ * rows on the GPU are those of a warp's voxels interleaved (stride: the voxels of a warp), so
+ * that the lanes' reads of one column coalesce; any other rows are packed (stride 1). */
+#if DM_ROWS_PER_VOXEL
+#define DM_ROW_STRIDE(d) ((d)->stride > 1 ? (d)->stride : 1)
+#else
+#define DM_ROW_STRIDE(d) 1
+#endif
+#define DM_MEAS_ROW(d, m) ((d)->meas + (size_t)(m)*DM_ROW_WIDTH * DM_ROW_STRIDE(d))
+
+#if DM_ROWS_PER_VOXEL
+/* A stage program's rows of one voxel (vx its voxel row) in own (element stride `stride`)
+ * from the packed base rows: every lane makes those of its own measurements, the only ones it
+ * reads; own may be base itself (stride 1). */
+DM_FN void dm_voxel_stage_rows(const real *base, const real *vx, int M, real *own, int stride)
+{
+    for (int m = DM_LANE; m < M; m += DM_NLANES) {
+        const real *from = base + (size_t)m * DM_ROW_WIDTH;
+        real row[DM_ROW_SLOTS];
+        for (int c = 0; c < DM_MEASURE_WIDTH + DM_FIX_BASE_WIDTH; c++) row[c] = from[c];
+        dm_row_stage(row, vx);
+        for (int c = 0; c < DM_ROW_WIDTH; c++)
+            own[((size_t)m * DM_ROW_WIDTH + c) * stride] = row[c];
+    }
+}
+#endif
 
 /* A voxel's extended rows (model_api.h) from the M measurement rows: every lane fills the rows
  * of its own measurements, the only ones it reads.  Without fixed values the measurement rows
@@ -92,6 +138,12 @@ DM_FN int dm_params_valid(const real *p, const real *vox)
 DM_FN void dm_load_row(const dm_voxel_data *d, int m, real *row)
 {
     const real *src = DM_MEAS_ROW(d, m);
+#if DM_ROWS_PER_VOXEL
+    if (DM_ROW_STRIDE(d) > 1) { /* interleaved rows: the lanes of a warp read side by side */
+        for (int c = 0; c < DM_ROW_SLOTS; c++) row[c] = src[(size_t)c * DM_ROW_STRIDE(d)];
+        return;
+    }
+#endif
 #ifdef __CUDACC_RTC__
     const int vec = DM_VEC_ROWS && DM_ROW_WIDTH > 0 && (DM_ROW_SLOTS * sizeof(real)) % 16 == 0;
 #else
@@ -165,7 +217,9 @@ DM_FN_ONCE real dm_rician_data_energy(const dm_voxel_data *d, const real *p, rea
     real partial = 0;
     for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
         real y = d->y[m];
-        real s = dm_signal_at(pre, DM_MEAS_ROW(d, m), d->vox);
+        DM_ROW_ALIGN real row[DM_ROW_SLOTS];
+        dm_load_row(d, m, row);
+        real s = dm_signal_at(pre, row, d->vox);
         real z = tau * s * y;
         partial += tau * (y - s) * (y - s) / 2 + (z - dm_log_i0(z));
     }

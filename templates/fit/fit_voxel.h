@@ -35,10 +35,35 @@
     (((cfg)->methods & (DM_METHOD_GRID | DM_METHOD_LM)) &&                                         \
      !(DM_COMPILED_METHODS & (DM_METHOD_GRID | DM_METHOD_LM)))
 
-/* params: in: the start; out: the estimate.  samples: DM_NSAMPLES(cfg) rows, row s at
+/* d: the voxel's inputs (of a stage program, after dm_voxel_stage).
+ * params: in: the start; out: the estimate.  samples: DM_NSAMPLES(cfg) rows, row s at
  * samples + s * sample_stride (MCMC only; may be NULL otherwise).  stats: DM_NSTATS (in: LM's
  * iterations when DM_CONTINUES).  status_in: DM_STATUS_FITTED, or the first kernel's status
  * when DM_CONTINUES. */
+/* A stage program's view of the voxel (model_api.h), made by the backends before its fit:
+ * d->vox becomes vx, the voxel's row of stage values from the start params (wrapped, as the
+ * fit wraps it), and where the fixed values read them d->meas its own rows, made in
+ * d->own_rows (element stride d->stride) from the packed base rows (each lane its
+ * measurements', which it alone reads). */
+DM_FN void dm_voxel_stage(dm_voxel_data *d, const real *params, real *vx)
+{
+#if DM_STAGE_WIDTH > 0
+    real p[DM_NPARAMS];
+    for (int k = 0; k < DM_NPARAMS; k++) p[k] = params[k];
+    dm_wrap_periodic(p);
+    dm_voxel_extend(p, d->vox, vx);
+    d->vox = vx;
+#if DM_ROWS_PER_VOXEL
+    dm_voxel_stage_rows(d->meas, vx, d->nmeas, d->own_rows, DM_ROW_STRIDE(d));
+    d->meas = d->own_rows;
+#endif
+#else
+    (void)d;
+    (void)params;
+    (void)vx;
+#endif
+}
+
 DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
                            const dm_voxel_data *d, unsigned long long voxel_index, real *params,
                            real *samples, int sample_stride, real *stats, int status_in)
@@ -48,9 +73,10 @@ DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
     dm_wrap_periodic(p);
 
     int status = status_in;
+    if ((DM_STAGE_HELD & ~cfg->held_mask) != 0) status = DM_STATUS_FAILED; /* not its run */
     int iterations = DM_CONTINUES(cfg) ? (int)stats[DM_STAT_ITERATIONS] : 0;
     real sse = 0, accept_rate = 0, tau_mean = 0;
-    if (DM_RUNS(cfg, DM_METHOD_GRID)) {
+    if (status != DM_STATUS_FAILED && DM_RUNS(cfg, DM_METHOD_GRID)) {
         if (!dm_grid_search(cfg, grid_values, d, p, &sse) && cfg->methods == DM_METHOD_GRID)
             status = DM_STATUS_FAILED;
     }

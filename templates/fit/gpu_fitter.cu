@@ -30,7 +30,8 @@
 /* One batch of voxels.  Arrays are packed per voxel: y (M), vox (DM_VOXEL_SLOTS), params (P),
  * samples (DM_NSAMPLES x P), stats (DM_NSTATS); status and voxel_index one per voxel.  rows:
  * with fixed values (DM_FIX_WIDTH > 0), room for each voxel's M extended rows, filled here
- * before the fit (the fixed values depend on the voxel's inputs); unused otherwise.
+ * before the fit (the fixed values depend on the voxel's inputs), and where a stage program's
+ * rows are each voxel's own (DM_ROWS_PER_VOXEL) room for them; unused otherwise.
  * shared_rows: every voxel's inputs are the same (a model's defaults, as NODDI's d_par), so
  * are its extended rows: each block makes them once in its dynamic shared memory (M rows, the
  * launch's size) and its voxels read them there.  A grid point or LM step sweeps all M rows,
@@ -66,19 +67,32 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     d.nmeas = M;
     d.y = y + (size_t)voxel * M;
     d.vox = vox + (size_t)voxel * DM_VOXEL_SLOTS;
+    d.stride = 1;
 #if DM_FIX_WIDTH > 0
+    real *own = rows + (size_t)voxel * M * DM_ROW_WIDTH;
     if (shared_rows) {
         d.meas = block_rows;
+#if DM_ROWS_PER_VOXEL
+        /* a stage program's rows of the voxel (fit_voxel.h): those of the warp's voxels
+         * interleaved, so that its lanes' reads coalesce (the runtime rounds the rows up to
+         * whole warps) */
+        const int warp_voxels = 32 / DM_NLANES, g = voxel % warp_voxels;
+        own = rows + (size_t)(voxel - g) * M * DM_ROW_WIDTH + g;
+        d.stride = warp_voxels;
+#endif
     } else {
-        real *own = rows + (size_t)voxel * M * DM_ROW_WIDTH;
         dm_voxel_rows(meas, d.vox, M, own);
         d.meas = own;
     }
+    d.own_rows = own; /* a stage program's rows of the voxel (fit_voxel.h), else unused */
 #else
     (void)rows;
     (void)shared_rows;
     d.meas = meas;
+    d.own_rows = 0;
 #endif
+    DM_STAGE_VOXEL_ROW(vx);
+    dm_voxel_stage(&d, params + (size_t)voxel * DM_NPARAMS, vx);
     int st = dm_fit_one_voxel(
         &cfg, grid_values, &d, voxel_index[voxel], params + (size_t)voxel * DM_NPARAMS,
         ns ? samples + (size_t)voxel * ns * DM_NPARAMS : 0, DM_NPARAMS,

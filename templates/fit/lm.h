@@ -98,12 +98,19 @@ DM_FN_ONCE void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, co
     for (int i = 0; i < DM_NPARAMS; i++) rhs[i] = 0;
     dm_signal_grad_prepare(p, d->vox, preg);
     for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
+#if DM_ROWS_PER_VOXEL /* rows that may be interleaved (fit_common.h) */
+        DM_ROW_ALIGN real row[DM_ROW_SLOTS];
+        dm_load_row(d, m, row);
+        real s = dm_signal_grad_at(preg, row, d->vox, ds);
+#else
         real s = dm_signal_grad_at(preg, DM_MEAS_ROW(d, m), d->vox, ds);
+#endif
         real r = d->y[m] - s;
-        for (int i = 0; i < DM_NPARAMS; i++) jrow[i] = ds[i] * dpdx[i];
-        for (int i = 0, t = 0; i < DM_NPARAMS; i++) {
-            rhs[i] += jrow[i] * r;
-            for (int j = i; j < DM_NPARAMS; j++, t++) tri[t] += jrow[i] * jrow[j];
+        for (int i = 0; i < DM_NPARAMS; i++) jrow[i] = DM_HELD(i) ? 0 : ds[i] * dpdx[i];
+        for (int i = 0, t = 0; i < DM_NPARAMS; i++) { /* a held parameter's entries stay 0 */
+            if (!DM_HELD(i)) rhs[i] += jrow[i] * r;
+            for (int j = i; j < DM_NPARAMS; j++, t++)
+                if (!DM_HELD(i) && !DM_HELD(j)) tri[t] += jrow[i] * jrow[j];
         }
     }
     /* pos[k]: parameter k's place among the free ones, or -1; every index below is a
@@ -114,11 +121,11 @@ DM_FN_ONCE void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, co
         for (int i = 0; i < n; i++)
             if (free_k[i] == k) pos[k] = i;
     }
-    for (int i = 0, t = 0; i < DM_NPARAMS; i++) {
-        const real sum_r = dm_lane_sum(rhs[i]);
+    for (int i = 0, t = 0; i < DM_NPARAMS; i++) { /* a held parameter's sums are never read */
+        const real sum_r = DM_HELD(i) ? 0 : dm_lane_sum(rhs[i]);
         if (pos[i] >= 0) jtr[pos[i]] = sum_r;
         for (int j = i; j < DM_NPARAMS; j++, t++) {
-            const real sum = dm_lane_sum(tri[t]);
+            const real sum = DM_HELD(i) || DM_HELD(j) ? 0 : dm_lane_sum(tri[t]);
             if (pos[i] >= 0 && pos[j] >= 0) jtj[pos[i] * DM_NPARAMS + pos[j]] = sum;
         }
     }

@@ -58,6 +58,23 @@
  * and dm_signal / dm_signal_grad extend the row themselves (they take m's columns only).
  * With DM_FIX_WIDTH 0 the extended row is the measurement row.  model.meta's flops_fix counts
  * dm_signal_fix.
+ *
+ * Stage programs.  A fit, or one stage of a cascade, that holds some parameters at their
+ * starts throughout (dm_fit_config.held_mask) may be given the program the compiler makes for
+ * it (dm_generate_stage), which defines besides the above
+ *   DM_STAGE_HELD      the parameters it holds (bit k: parameter k)
+ *   DM_STAGE_WIDTH     values of the held parameters appended to the voxel row
+ *   DM_ROWS_PER_VOXEL  1 when some fixed values read them: each voxel's rows are its own
+ *   DM_FIX_BASE_WIDTH  the fixed values that read none (dm_signal_fix's, the first ones)
+ *   void dm_voxel_extend(const real *p, const real *v, real *vx);
+ *       vx[0 .. DM_VOXEL_WIDTH) = v, then the DM_STAGE_WIDTH values, from the held p;
+ *   void dm_row_stage(real *row, const real *vx);     (DM_ROWS_PER_VOXEL only)
+ *       the other fixed values of a row that dm_row_extend made, in place, for voxel row vx;
+ * and its prepare, _at and fixed functions take that extended row for v (dm_signal and
+ * dm_signal_grad take the voxel's inputs and extend them themselves).  The work that depends
+ * on held parameters alone is then done once per voxel, the per-measurement work on them and
+ * the measurement alone once per voxel and measurement (fixed values), and the gradient has
+ * no partials of them (ds[k] = 0).  Without DM_STAGE_WIDTH the program serves any fit.
  *   int  dm_in_bounds(const real *p);
  *       1 when every non-periodic parameter lies within its bounds (open ends exclusive).
  *   int  dm_constraints_ok(const real *p, const real *v);

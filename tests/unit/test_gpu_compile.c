@@ -1,6 +1,8 @@
 /* The whole GPU fitters (model + templates + kernels) compile with NVRTC, no GPU needed:
  * every shipped model in float for sm_90 (Hopper), and the smallest model also in double and
- * for sm_80 (Ampere).  (test_nvrtc compiles every model's functions in both precisions.) */
+ * for sm_80 (Ampere); and the stage programs of the NODDI cascades' stages (the parameters a
+ * stage holds made constants of its program, dm_model_stage) in float and double.
+ * (test_nvrtc compiles every model's functions in both precisions.) */
 #include "gpu/cuda_api.h"
 #include "util/error.h"
 #include "fit/fit_gpu.h"
@@ -47,6 +49,48 @@ int main(void)
                 if (rc == 0) dm_fit_gpu_programs_free(&progs);
             }
         }
+        dm_model_info_free(&mi);
+    }
+    /* The NODDI cascades' stages: the grid with the orientation held (S0 too: not gridded),
+     * LM on the fractions, and NODDI-Bingham's grid and LM on its dispersion. */
+    static const struct {
+        const char *model, *held;
+        int methods;
+    } stages[] = {{"noddi_watson", "S0,th,ph", 1},
+                  {"noddi_watson", "S0,kappa,th,ph", 2},
+                  {"noddi_bingham", "S0,fintra,fiso,th,ph,psi", 1},
+                  {"noddi_bingham", "S0,fintra,fiso,th,ph", 2}};
+    for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
+        dm_model_info mi, smi;
+        if (dm_model_load(stages[i].model, &mi) != 0) {
+            printf("FAIL load-%s: %s\n", stages[i].model, dm_last_error());
+            continue;
+        }
+        unsigned held = 0;
+        char names[128];
+        snprintf(names, sizeof names, "%s", stages[i].held);
+        for (char *t = strtok(names, ","); t; t = strtok(NULL, ","))
+            held |= 1u << dm_model_param_index(&mi, t);
+        if (dm_model_stage(&mi, held, &smi) != 0) {
+            printf("FAIL stage-%s-%s: %s\n", stages[i].model, stages[i].held, dm_last_error());
+            dm_model_info_free(&mi);
+            continue;
+        }
+        for (int rs = 4; rs <= 8; rs += 4) {
+            dm_fit_gpu_programs progs;
+            int rc =
+                dm_fit_gpu_compile_parts(cu, &smi, 90, rs, 2, stages[i].methods, -1, 0, &progs);
+            if (rc == 0 && progs.n == 1 && progs.part[0].size > 1000 && smi.stage_width > 0)
+                printf("PASS nvrtc-stage-%s-%s-%s (%zu byte cubin, %d stage values, %d fixed, "
+                       "%.1f s)\n",
+                       stages[i].model, stages[i].held, rs == 4 ? "float" : "double",
+                       progs.part[0].size, smi.stage_width, smi.fix_width, progs.compile_seconds);
+            else
+                printf("FAIL nvrtc-stage-%s-%s-%s: %s\n", stages[i].model, stages[i].held,
+                       rs == 4 ? "float" : "double", rc ? dm_last_error() : "no stage program");
+            if (rc == 0) dm_fit_gpu_programs_free(&progs);
+        }
+        dm_model_info_free(&smi);
         dm_model_info_free(&mi);
     }
     dm_cuda_close(cu);
