@@ -16,7 +16,7 @@
 #include "track/track_outputs.h"
 #include "track/track_run.h"
 #include "track/track_seeds.h"
-#include "fodtrack/fodtrack_run.h"
+#include "fodtrack/fodtrack_files.h"
 #include "util/cmdline.h"
 #include "cluster/part.h"
 

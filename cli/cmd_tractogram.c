@@ -9,9 +9,8 @@
 #include "io/formats.h"
 #include "cli.h"
 #include "commit_run/commit_run.h"
-#include "fodtrack/connectome.h"
+#include "fodtrack/fodtrack_files.h"
 #include "gpu/gpu_device.h"
-#include "fodtrack/tdi.h"
 #include "util/error.h"
 
 #include <math.h>

@@ -1,10 +1,6 @@
 /* Connectomes as tck2connectome makes them by default (connectome.h). */
 #include "fodtrack/connectome.h"
-#include "tractogram/tractogram.h"
 #include "util/error.h"
-#include "util/fsutil.h"
-#include "util/interrupt.h"
-#include "util/outdir.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,47 +12,47 @@
 /* Dense matrices of this many nodes take 2 x 8 x N^2 bytes (512 MiB at the limit). */
 #define CONNECTOME_MAX_NODES 4096
 
-int dm_parcellation_read(const char *path, dm_parcellation *p)
+int dm_parcellation_from(const dm_image_view *v, dm_parcellation *p)
 {
     memset(p, 0, sizeof *p);
-    dm_volume v;
-    if (dm_volume_read(path, &v) != 0) return -1;
+    const char *path = v->name;
     int rc = 0;
-    size_t n = DM_NVOX(&v);
+    size_t n = v->shape[0] * v->shape[1] * v->shape[2];
     double max = 0;
-    if (v.nt != 1)
-        rc = dm_set_error("%s: %d volumes; a parcellation is one 3D image of node labels", path,
-                          v.nt);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        double x = v.data[i];
-        if (!(round(x) == x))
-            rc = dm_set_error("%s: value %g at voxel %zu is not a whole number; a parcellation "
-                              "holds integer node labels",
-                              path, x, i);
-        else if (x < 0)
-            rc = dm_set_error("%s: negative value %g at voxel %zu; node labels are 0 (none) or "
-                              "positive",
-                              path, x, i);
-        else if (x > max)
-            max = x;
-    }
+    if (dm_view_nt(v) != 1)
+        rc = dm_set_error("%s: %zu volumes; a parcellation is one 3D image of node labels", path,
+                          dm_view_nt(v));
+    if (rc == 0 && !(p->label = malloc((n ? n : 1) * sizeof *p->label)))
+        rc = dm_set_error("%s: out of memory", path);
+    size_t i = 0;
+    for (size_t z = 0; rc == 0 && z < v->shape[2]; z++)
+        for (size_t y = 0; rc == 0 && y < v->shape[1]; y++)
+            for (size_t x = 0; rc == 0 && x < v->shape[0]; x++, i++) {
+                double value = dm_view_at(v, x, y, z, 0);
+                if (!(round(value) == value))
+                    rc = dm_set_error("%s: value %g at voxel %zu is not a whole number; a "
+                                      "parcellation holds integer node labels",
+                                      path, value, i);
+                else if (value < 0)
+                    rc = dm_set_error("%s: negative value %g at voxel %zu; node labels are 0 "
+                                      "(none) or positive",
+                                      path, value, i);
+                if (rc == 0 && value > max) max = value;
+                p->label[i] = value <= CONNECTOME_MAX_NODES ? (unsigned int)value : 0;
+            }
     if (rc == 0 && max > CONNECTOME_MAX_NODES)
         rc = dm_set_error("%s: largest label %.0f; at most %d nodes are supported", path, max,
                           CONNECTOME_MAX_NODES);
-    if (rc == 0 && !(p->label = malloc(n * sizeof *p->label)))
-        rc = dm_set_error("%s: out of memory", path);
     if (rc == 0) {
-        for (size_t i = 0; i < n; i++) p->label[i] = (unsigned int)v.data[i];
-        p->nx = v.nx;
-        p->ny = v.ny;
-        p->nz = v.nz;
+        p->nx = (int)v->shape[0];
+        p->ny = (int)v->shape[1];
+        p->nz = (int)v->shape[2];
         p->max_label = (unsigned int)max;
-        dm_volume_vox2world(&v, &p->vox2world);
-        dm_volume_voxel_size(&v, p->spacing);
+        p->vox2world = v->v2w;
+        memcpy(p->spacing, v->voxel, sizeof p->spacing);
         if (dm_affine_invert(&p->vox2world, &p->world2vox) != 0)
             rc = dm_set_error("%s: the voxel-to-world matrix cannot be inverted", path);
     }
-    dm_volume_free(&v);
     if (rc != 0) dm_parcellation_free(p);
     return rc;
 }
@@ -175,7 +171,7 @@ static double streamline_length(const float *xyz, long n)
 }
 
 int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *weight,
-                        double radius_mm, int threads, dm_connectome *c)
+                        double radius_mm, int threads, dm_watch *watch, dm_connectome *c)
 {
     memset(c, 0, sizeof *c);
     dm_node_search search;
@@ -200,7 +196,8 @@ int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *
 #pragma omp atomic read
         halt = stopped;
         if (halt) continue;
-        if ((s & 4095) == 0 && dm_stop_requested()) {
+        /* the caller's cancel is polled by the calling thread (OpenMP's thread 0) */
+        if (((s & 4095) == 0 || omp_get_thread_num() == 0) && dm_watch_stopping(watch)) {
 #pragma omp atomic write
             stopped = 1;
         }
@@ -210,7 +207,7 @@ int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *
         ends[2 * s + 1] = n > 0 ? dm_node_of_endpoint(p, &search, xyz + 3 * (n - 1)) : 0;
         length[s] = streamline_length(xyz, n);
     }
-    if (rc == 0 && stopped) rc = dm_stop_error();
+    if (rc == 0 && stopped) rc = dm_watch_stop_error(watch);
     for (size_t s = 0; rc == 0 && s < ns; s++) {
         unsigned int a = ends[2 * s], b = ends[2 * s + 1];
         if (!a || !b) {
@@ -301,55 +298,20 @@ int dm_connectome_write_csv(const dm_connectome *c, const double *values, int me
     return 0;
 }
 
-int dm_connectome_command(const dm_connectome_options *o, dm_provenance *prov,
-                          dm_connectome *result)
+int dm_connectome_make(const dm_parcellation *p, const char *parc_name, const dm_tck *t,
+                       const float *weight, int threads, dm_watch *watch, dm_connectome *c)
 {
-    memset(result, 0, sizeof *result);
-    /* Refuse an --out that cannot be replaced before the work. */
-    if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
-    dm_tck tracks;
-    dm_parcellation parc;
-    float *weight = NULL;
-    if (dm_tractogram_read(o->tracks, &tracks, o->threads) != 0) return -1;
-    if (o->weights && dm_tractogram_weights(o->weights, &tracks, o->tracks, &weight) != 0) {
-        dm_tck_free(&tracks);
-        return -1;
-    }
-    if (dm_parcellation_read(o->parc, &parc) != 0) {
-        free(weight);
-        dm_tck_free(&tracks);
-        return -1;
-    }
-    int rc = 0;
-    if (parc.max_label == 0) rc = dm_set_error("%s: no node labels (every voxel is 0)", o->parc);
-    if (rc == 0) rc = dm_connectome_build(&parc, &tracks, weight, 4.0, o->threads, result);
-    dm_parcellation_free(&parc);
-    dm_tck_free(&tracks);
-    free(weight);
-    if (rc != 0) return -1;
+    memset(c, 0, sizeof *c);
+    if (p->max_label == 0) return dm_set_error("%s: no node labels (every voxel is 0)", parc_name);
+    dm_watch_report(watch, "connectome", 0);
+    if (dm_connectome_build(p, t, weight, 4.0, threads, watch, c) != 0) return -1;
+    dm_watch_report(watch, "connectome", 1);
+    return 0;
+}
 
-    dm_outdir od;
-    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) return -1;
-    static const char *const names[] = {"connectome.csv", "mean_length.csv", "provenance.json"};
-    for (int k = 0; rc == 0 && k < 3; k++) {
-        char *path = dm_path_join(od.path, names[k]);
-        if (!path) {
-            rc = dm_set_error("out of memory");
-            break;
-        }
-        if (k == 0) rc = dm_connectome_write_csv(result, result->count, 0, path);
-        if (k == 1) rc = dm_connectome_write_csv(result, result->length_sum, 1, path);
-        if (k == 2) {
-            dm_provenance_num(prov, DM_PROV_RESULT, "nodes", result->nodes);
-            dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_assigned",
-                              (double)result->assigned);
-            dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_unassigned",
-                              (double)result->unassigned);
-            rc = dm_provenance_write(prov, path);
-        }
-        free(path);
-    }
-    if (rc == 0) return dm_outdir_commit(&od);
-    dm_outdir_abort(&od);
-    return -1;
+void dm_connectome_provenance(const dm_connectome *c, dm_provenance *prov)
+{
+    dm_provenance_num(prov, DM_PROV_RESULT, "nodes", c->nodes);
+    dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_assigned", (double)c->assigned);
+    dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_unassigned", (double)c->unassigned);
 }

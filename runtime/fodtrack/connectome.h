@@ -4,13 +4,15 @@
  * finds no node counts nowhere.  Also the mean length of the streamlines of each edge
  * (tck2connectome -scale_length -stat_edge mean).  With per-streamline weights (as
  * tck2connectome -tck_weights_in) a streamline counts its weight, and the mean length is
- * weighted: sum(w length) / sum(w).  `dimoc connectome` is dm_connectome_command. */
+ * weighted: sum(w length) / sum(w).  `dimoc connectome` and the parcellation read from a file
+ * are fodtrack_files.h's. */
 #ifndef DIMOC_FODTRACK_CONNECTOME_H
 #define DIMOC_FODTRACK_CONNECTOME_H
 
 #include "io/space.h"
 #include "tractogram/tck.h"
 #include "util/json.h"
+#include "util/progress.h"
 
 /* Node labels per voxel: 0 is no node, 1..max_label the nodes. */
 typedef struct dm_parcellation {
@@ -21,9 +23,9 @@ typedef struct dm_parcellation {
     double spacing[3]; /* voxel sizes, mm */
 } dm_parcellation;
 
-/* Reads a 3D image of non-negative integer labels (as MRtrix's check of a node image: a
- * non-integer or negative value, or more than one volume, is an error naming the file). */
-int dm_parcellation_read(const char *path, dm_parcellation *p);
+/* Takes a 3D image of non-negative integer labels (as MRtrix's check of a node image: a
+ * non-integer or negative value, or more than one volume, is an error naming v->name). */
+int dm_parcellation_from(const dm_image_view *v, dm_parcellation *p);
 void dm_parcellation_free(dm_parcellation *p);
 
 /* tck2connectome's radial search: voxel offsets within radius + half the voxel diagonal
@@ -60,10 +62,19 @@ typedef struct dm_connectome {
 
 /* Assigns every streamline (threads: 0 = all cores; the sums are made in streamline order,
  * so the result does not depend on the threads).  weight: t->count weights, streamline s
- * counting weight[s] instead of 1; NULL: 1 each.  0, or -1 after a stop request. */
+ * counting weight[s] instead of 1; NULL: 1 each.  0, or -1 after a stop request (a signal, or
+ * watch's caller; watch NULL: signals only). */
 int dm_connectome_build(const dm_parcellation *p, const dm_tck *t, const float *weight,
-                        double radius_mm, int threads, dm_connectome *c);
+                        double radius_mm, int threads, dm_watch *watch, dm_connectome *c);
 void dm_connectome_free(dm_connectome *c);
+/* A connectome as `dimoc connectome` makes it (the command and the C API): the streamlines'
+ * ends to the nodes within 4 mm; -1 with an error for a parcellation without labels (named
+ * parc_name) or a stop request. */
+int dm_connectome_make(const dm_parcellation *p, const char *parc_name, const dm_tck *t,
+                       const float *weight, int threads, dm_watch *watch, dm_connectome *c);
+/* Its counts in provenance.json's results, as `dimoc connectome` records them. */
+void dm_connectome_provenance(const dm_connectome *c, dm_provenance *prov);
+
 /* Writes one matrix as tck2connectome does by default: nodes rows of nodes values separated by
  * ',', upper triangle with the diagonal (0 below), numbers as %.15g.  With `mean`, each entry
  * of `values` is divided by the edge's count (0 where there is none).  To path directly. */
@@ -81,18 +92,5 @@ void dm_connectome_finish(dm_connectome *c);
  * DM_MERGE_MEAN, which writes mean_length.csv from them): a line "nodes N", then N x N lines
  * "count sum" (sum: length_fixed in decimal).  Unweighted connectomes only. */
 int dm_connectome_write_sums(const dm_connectome *c, const char *path);
-
-typedef struct dm_connectome_options {
-    const char *tracks, *parc, *out;
-    const char *weights; /* per-streamline weights: a file (tractogram/tck.h) or "dps:NAME" (the
-                          * tractogram's own, tractogram/tractogram.h); NULL: 1 each */
-    int threads;         /* 0: all cores */
-} dm_connectome_options;
-
-/* `dimoc connectome`: DIR/connectome.csv (counts, or sums of weights), DIR/mean_length.csv
- * and DIR/provenance.json, the folder all or nothing (util/outdir.h).  Every input, the
- * weights included, is read and checked before the folder is begun. */
-int dm_connectome_command(const dm_connectome_options *o, dm_provenance *prov,
-                          dm_connectome *result);
 
 #endif

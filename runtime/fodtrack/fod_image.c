@@ -37,61 +37,62 @@ int dm_fod_row_order(int lmax, int *natural)
     return j;
 }
 
-int dm_ft_fod_load(const char *path, dm_ft_fod *im)
+int dm_ft_fod_from(const dm_image_view *v, dm_ft_fod *im)
 {
     memset(im, 0, sizeof *im);
-    dm_volume v;
-    if (dm_volume_read(path, &v) != 0) return -1;
-    int lmax = dm_sh_lmax_for(v.nt);
-    if (lmax < 2 || lmax > DM_FOD_LMAX_MAX || dm_sh_ncoef(lmax) != v.nt) {
-        int nt = v.nt;
-        dm_volume_free(&v);
+    int nt = (int)dm_view_nt(v);
+    int lmax = dm_sh_lmax_for(nt);
+    if (lmax < 2 || lmax > DM_FOD_LMAX_MAX || dm_sh_ncoef(lmax) != nt)
         return dm_set_error("%s: %d volume%s is not an FOD image (SH coefficients of even "
                             "degree: 6, 15, 28, 45, 66 or 91 volumes)",
-                            path, nt, nt == 1 ? "" : "s");
-    }
-    im->nx = v.nx;
-    im->ny = v.ny;
-    im->nz = v.nz;
-    im->ncoef = v.nt;
+                            v->name, nt, nt == 1 ? "" : "s");
+    im->nx = (int)v->shape[0];
+    im->ny = (int)v->shape[1];
+    im->nz = (int)v->shape[2];
+    im->ncoef = nt;
     im->lmax = lmax;
-    size_t nvox = DM_NVOX(&v);
-    im->row = malloc(nvox * sizeof *im->row);
+    size_t nvox = (size_t)im->nx * im->ny * im->nz;
+    im->row = malloc((nvox ? nvox : 1) * sizeof *im->row);
+    if (!im->row) return dm_set_error("%s: out of memory", v->name);
     long nrows = 0;
-    for (size_t i = 0; i < nvox; i++) {
-        int any = 0;
-        for (int k = 0; k < v.nt && !any; k++) {
-            double c = v.data[(size_t)k * nvox + i];
-            any = c != 0 && isfinite(c);
-        }
-        im->row[i] = any ? (int)nrows++ : -1;
-    }
+    size_t i = 0;
+    for (int z = 0; z < im->nz; z++)
+        for (int y = 0; y < im->ny; y++)
+            for (int x = 0; x < im->nx; x++, i++) {
+                int any = 0;
+                for (int k = 0; k < nt && !any; k++) {
+                    double c = dm_view_at(v, x, y, z, k);
+                    any = c != 0 && isfinite(c);
+                }
+                im->row[i] = any ? (int)nrows++ : -1;
+            }
     im->nrows = nrows;
-    im->coef = malloc((size_t)(nrows ? nrows : 1) * v.nt * sizeof *im->coef);
+    im->coef = malloc((size_t)(nrows ? nrows : 1) * nt * sizeof *im->coef);
+    if (!im->coef) {
+        dm_ft_fod_free(im);
+        return dm_set_error("%s: out of memory", v->name);
+    }
     int natural[DM_FOD_NCOEF_MAX];
     dm_fod_row_order(lmax, natural);
-    for (size_t i = 0; i < nvox; i++) {
-        if (im->row[i] < 0) continue;
-        float *dst = im->coef + (size_t)im->row[i] * v.nt;
-        for (int k = 0; k < v.nt; k++) {
-            double c = v.data[(size_t)natural[k] * nvox + i];
-            dst[k] = isfinite(c) ? (float)c : 0.0f;
-        }
-    }
-    dm_volume_vox2world(&v, &im->v2w);
+    i = 0;
+    for (int z = 0; z < im->nz; z++)
+        for (int y = 0; y < im->ny; y++)
+            for (int x = 0; x < im->nx; x++, i++) {
+                if (im->row[i] < 0) continue;
+                float *dst = im->coef + (size_t)im->row[i] * nt;
+                for (int k = 0; k < nt; k++) {
+                    double c = dm_view_at(v, x, y, z, natural[k]);
+                    dst[k] = isfinite(c) ? (float)c : 0.0f;
+                }
+            }
+    im->v2w = v->v2w;
     if (dm_affine_invert(&im->v2w, &im->w2v) != 0) {
-        dm_volume_free(&v);
         dm_ft_fod_free(im);
-        return dm_set_error("%s: the voxel -> world matrix is singular", path);
+        return dm_set_error("%s: the voxel -> world matrix is singular", v->name);
     }
-    double vox[3];
-    dm_volume_voxel_size(&v, vox);
-    im->min_voxel = fmin(vox[0], fmin(vox[1], vox[2]));
+    memcpy(im->voxel, v->voxel, sizeof im->voxel);
+    im->min_voxel = fmin(v->voxel[0], fmin(v->voxel[1], v->voxel[2]));
     dm_fod_sh_table_fill(&im->table);
-    free(v.data); /* the geometry stays: the TDI and the outputs are on this grid */
-    v.data = NULL;
-    v.nt = 1;
-    im->header = v;
     return 0;
 }
 
@@ -114,6 +115,5 @@ void dm_ft_fod_free(dm_ft_fod *im)
 {
     free(im->row);
     free(im->coef);
-    dm_volume_free(&im->header);
     memset(im, 0, sizeof *im);
 }

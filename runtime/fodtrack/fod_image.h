@@ -6,22 +6,22 @@
 
 #include "fodtrack/ft_types.h"
 #include "io/space.h"
-#include "io/volume.h"
 
 typedef struct dm_ft_fod {
-    dm_volume header; /* the image's geometry (data freed after loading) */
-    int *row;         /* per voxel: row of coef, -1 where every coefficient is 0 or NaN */
+    int *row; /* per voxel: row of coef, -1 where every coefficient is 0 or NaN */
     float *coef;      /* nrows x ncoef, each row in dm_fod_row_order */
     long nrows;
     int nx, ny, nz, ncoef, lmax;
     dm_affine v2w, w2v;    /* voxel <-> world mm */
+    double voxel[3];       /* voxel sizes (mm), as the image's header gives them */
     double min_voxel;      /* the smallest voxel size (mm): tckgen's unit of step and lengths */
     dm_fod_sh_table table; /* the amplitude's recurrence constants */
 } dm_ft_fod;
 
-/* Reads a 4D image of SH coefficients (1, 6, 15, 28, 45, 66 or 91 volumes: even lmax up to 12).
- * -1 with one line naming the file otherwise. */
-int dm_ft_fod_load(const char *path, dm_ft_fod *im);
+/* Takes a 4D image of SH coefficients (6, 15, 28, 45, 66 or 91 volumes: even lmax 2 to 12; the
+ * volume index l(l+1)/2 + m of MRtrix's basis), in any layout (io/space.h).  -1 with one line
+ * naming v->name otherwise. */
+int dm_ft_fod_from(const dm_image_view *v, dm_ft_fod *im);
 void dm_ft_fod_free(dm_ft_fod *im);
 /* The kernel's view of it (pointers into im). */
 void dm_ft_fod_field(const dm_ft_fod *im, dm_fod_field *f);

@@ -2,8 +2,6 @@
  * DM_FT), and the threads that run it. */
 #include "fodtrack/fodtrack_cpu.h"
 
-#include "util/interrupt.h"
-
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -63,7 +61,7 @@ static void keep(thread_out *t, unsigned long long id, int seed_index, const voi
 }
 
 int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned long long first,
-                    long n, int threads, dm_ft_batch *b)
+                    long n, int threads, dm_watch *watch, dm_ft_batch *b)
 {
     int nt = threads > 0 ? threads : omp_get_max_threads();
     thread_out *outs = calloc(nt, sizeof *outs);
@@ -81,7 +79,7 @@ int dm_ft_cpu_batch(const dm_ft_ctx *c, int use_double, int buf_points, unsigned
 #pragma omp atomic read
             stop = stopped;
             if (stop) continue;
-            if (dm_stop_requested()) { /* Ctrl-C: leave the batch within a streamline */
+            if (dm_watch_stopping(watch)) { /* Ctrl-C, a cancel: leave within a streamline */
 #pragma omp atomic write
                 stopped = 1;
                 continue;

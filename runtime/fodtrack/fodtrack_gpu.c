@@ -491,7 +491,7 @@ int dm_ft_gpu_tdi_add(dm_ft_gpu *g, const dm_ft_batch *b, long kept, dm_tdi *m, 
         host.start = hs;
         host.npoints = hn;
         host.count = on_host;
-        rc = dm_tdi_add_tracks(m, &host, threads);
+        rc = dm_tdi_add_tracks(m, &host, threads, NULL);
     }
     free(start);
     free(npts);

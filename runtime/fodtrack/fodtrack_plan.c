@@ -22,39 +22,43 @@ static int in_mask(double v)
     return isfinite(v) && fabs(v) >= 0.5;
 }
 
-/* Appends the region image `path` of `kind` to the plan. */
-static int add_roi(dm_ft_plan *p, const char *path, int kind, const char *what)
+/* The voxels of an image's grid (the kernel indexes them x + nx (y + ny z)). */
+static size_t view_voxels(const dm_image_view *v)
+{
+    return v->shape[0] * v->shape[1] * v->shape[2];
+}
+
+/* Appends the region image v of `kind` to the plan. */
+static int add_roi(dm_ft_plan *p, const dm_image_view *v, int kind, const char *what)
 {
     dm_ft_ctx *c = &p->ctx;
     if (c->nroi == DM_FT_MAX_ROI)
         return dm_set_error("track: at most %d --include, --exclude and --mask images together",
                             DM_FT_MAX_ROI);
-    dm_volume v;
-    if (dm_volume_read(path, &v) != 0) return -1;
-    if (v.nt != 1) {
-        dm_volume_free(&v);
-        return dm_set_error("%s: a %s image must be 3D (it has %d volumes)", path, what, v.nt);
-    }
+    if (dm_view_nt(v) != 1)
+        return dm_set_error("%s: a %s image must be 3D (it has %zu volumes)", v->name, what,
+                            dm_view_nt(v));
     dm_ft_roi *r = &c->roi[c->nroi];
-    r->nx = v.nx;
-    r->ny = v.ny;
-    r->nz = v.nz;
+    r->nx = (int)v->shape[0];
+    r->ny = (int)v->shape[1];
+    r->nz = (int)v->shape[2];
     r->kind = kind;
     r->offset = p->roi_bytes;
-    dm_affine v2w, w2v;
-    dm_volume_vox2world(&v, &v2w);
-    if (dm_affine_invert(&v2w, &w2v) != 0) {
-        dm_volume_free(&v);
-        return dm_set_error("%s: the voxel -> world matrix is singular", path);
-    }
+    dm_affine w2v;
+    if (dm_affine_invert(&v->v2w, &w2v) != 0)
+        return dm_set_error("%s: the voxel -> world matrix is singular", v->name);
     copy_3x4(&w2v, r->w2v);
-    size_t n = DM_NVOX(&v);
-    p->roi_data = realloc(p->roi_data, p->roi_bytes + n);
+    size_t n = view_voxels(v);
+    unsigned char *grown = realloc(p->roi_data, p->roi_bytes + n + 1);
+    if (!grown) return dm_set_error("%s: out of memory", v->name);
+    p->roi_data = grown;
     long inside = 0;
-    for (size_t i = 0; i < n; i++) inside += p->roi_data[p->roi_bytes + i] = in_mask(v.data[i]);
+    unsigned char *dst = p->roi_data + p->roi_bytes;
+    for (size_t z = 0; z < v->shape[2]; z++)
+        for (size_t y = 0; y < v->shape[1]; y++)
+            for (size_t x = 0; x < v->shape[0]; x++) inside += *dst++ = in_mask(dm_view_at(v, x, y, z, 0));
     p->roi_bytes += n;
-    dm_volume_free(&v);
-    if (!inside) return dm_set_error("%s: the %s image has no voxel >= 0.5", path, what);
+    if (!inside) return dm_set_error("%s: the %s image has no voxel >= 0.5", v->name, what);
     if (kind == DM_FT_ROI_INCLUDE) {
         int bit = 0;
         while (c->include_all >> bit & 1u) bit++;
@@ -65,57 +69,50 @@ static int add_roi(dm_ft_plan *p, const char *path, int kind, const char *what)
     if (kind == DM_FT_ROI_EXCLUDE) c->has_exclude = 1;
     c->nroi++;
     size_t len = p->roi_lines ? strlen(p->roi_lines) : 0;
-    p->roi_lines = realloc(p->roi_lines, len + strlen(path) + 32);
+    char *lines = realloc(p->roi_lines, len + strlen(v->name) + 32);
+    if (!lines) return dm_set_error("%s: out of memory", v->name);
+    p->roi_lines = lines;
     sprintf(p->roi_lines + len, "roi: %s %s\n",
             kind == DM_FT_ROI_INCLUDE   ? "include"
             : kind == DM_FT_ROI_EXCLUDE ? "exclude"
                                         : "mask",
-            path);
+            v->name);
     return 0;
 }
 
-static int add_rois(dm_ft_plan *p, const char *list, int kind, const char *what)
+static int add_rois(dm_ft_plan *p, const dm_image_view *list, int n, int kind, const char *what)
 {
-    if (!list) return 0;
-    char *copy = strdup(list), *save = NULL;
-    int rc = 0;
-    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save))
-        rc = add_roi(p, t, kind, what);
-    free(copy);
-    return rc;
+    for (int i = 0; i < n; i++)
+        if (add_roi(p, &list[i], kind, what) != 0) return -1;
+    return 0;
 }
 
 /* --act: the five-tissue image (cortical GM, sub-cortical GM, WM, CSF, pathology), voxel-major. */
-static int load_act(dm_ft_plan *p, const char *path)
+static int load_act(dm_ft_plan *p, const dm_image_view *v)
 {
-    dm_volume v;
-    if (dm_volume_read(path, &v) != 0) return -1;
-    if (v.nt != 5) {
-        int nt = v.nt;
-        dm_volume_free(&v);
+    if (dm_view_nt(v) != 5)
         return dm_set_error("%s: an ACT image has 5 volumes (cortical GM, sub-cortical GM, WM, "
-                            "CSF, pathology), not %d",
-                            path, nt);
-    }
-    size_t n = DM_NVOX(&v);
+                            "CSF, pathology), not %zu",
+                            v->name, dm_view_nt(v));
+    size_t n = view_voxels(v);
     p->tissue = malloc(5 * (n ? n : 1) * sizeof *p->tissue);
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < 5; k++) p->tissue[5 * i + k] = (float)v.data[(size_t)k * n + i];
+    if (!p->tissue) return dm_set_error("%s: out of memory", v->name);
+    size_t i = 0;
+    for (size_t z = 0; z < v->shape[2]; z++)
+        for (size_t y = 0; y < v->shape[1]; y++)
+            for (size_t x = 0; x < v->shape[0]; x++, i++)
+                for (int k = 0; k < 5; k++) p->tissue[5 * i + k] = (float)dm_view_at(v, x, y, z, k);
     dm_ft_act *a = &p->ctx.act;
     a->on = 1;
-    a->nx = v.nx;
-    a->ny = v.ny;
-    a->nz = v.nz;
+    a->nx = (int)v->shape[0];
+    a->ny = (int)v->shape[1];
+    a->nz = (int)v->shape[2];
     a->tissue = p->tissue;
-    dm_affine v2w, w2v;
-    dm_volume_vox2world(&v, &v2w);
-    int bad = dm_affine_invert(&v2w, &w2v) != 0;
+    dm_affine w2v;
+    int bad = dm_affine_invert(&v->v2w, &w2v) != 0;
     copy_3x4(&w2v, a->w2v);
-    double vs[3];
-    dm_volume_voxel_size(&v, vs);
-    a->min_voxel = fmin(vs[0], fmin(vs[1], vs[2]));
-    dm_volume_free(&v);
-    return bad ? dm_set_error("%s: the voxel -> world matrix is singular", path) : 0;
+    a->min_voxel = fmin(v->voxel[0], fmin(v->voxel[1], v->voxel[2]));
+    return bad ? dm_set_error("%s: the voxel -> world matrix is singular", v->name) : 0;
 }
 
 /* Widens the box [lo, hi] to hold the cube of voxel x (its centre, in voxel coordinates) of an
@@ -171,41 +168,40 @@ static int check_seeds_overlap(const dm_ft_plan *p, const dm_affine *seed_v2w, i
                         fhi[0], flo[1], fhi[1], flo[2], fhi[2]);
 }
 
-static int load_seeds(dm_ft_plan *p, const char *path, const char *fod_path)
+static int load_seeds(dm_ft_plan *p, const dm_image_view *v, const char *fod_name)
 {
-    dm_volume v;
-    if (dm_volume_read(path, &v) != 0) return -1;
-    if (v.nt != 1) {
-        dm_volume_free(&v);
-        return dm_set_error("%s: the seed image must be 3D (it has %d volumes)", path, v.nt);
-    }
-    size_t n = DM_NVOX(&v);
+    if (dm_view_nt(v) != 1)
+        return dm_set_error("%s: the seed image must be 3D (it has %zu volumes)", v->name,
+                            dm_view_nt(v));
+    size_t n = view_voxels(v);
     p->seed_vox = malloc((n ? n : 1) * sizeof *p->seed_vox);
     p->seed_weight = malloc((n ? n : 1) * sizeof *p->seed_weight);
+    if (!p->seed_vox || !p->seed_weight) return dm_set_error("%s: out of memory", v->name);
     long k = 0;
     float wmax = 0;
-    for (size_t i = 0; i < n; i++) {
-        /* interface seeds: every voxel above 0, weighted by its value (tckgen's rejection
-         * seeding); mask seeds: voxels >= 0.5 */
-        int in = p->ctx.seed_gmwmi ? v.data[i] > 0 && isfinite(v.data[i]) : in_mask(v.data[i]);
-        if (!in) continue;
-        p->seed_weight[k] = (float)v.data[i];
-        if (p->seed_weight[k] > wmax) wmax = p->seed_weight[k];
-        p->seed_vox[k++] = (int)i;
-    }
+    size_t i = 0;
+    for (size_t z = 0; z < v->shape[2]; z++)
+        for (size_t y = 0; y < v->shape[1]; y++)
+            for (size_t x = 0; x < v->shape[0]; x++, i++) {
+                /* interface seeds: every voxel above 0, weighted by its value (tckgen's
+                 * rejection seeding); mask seeds: voxels >= 0.5 */
+                double value = dm_view_at(v, x, y, z, 0);
+                int in = p->ctx.seed_gmwmi ? value > 0 && isfinite(value) : in_mask(value);
+                if (!in) continue;
+                p->seed_weight[k] = (float)value;
+                if (p->seed_weight[k] > wmax) wmax = p->seed_weight[k];
+                p->seed_vox[k++] = (int)i;
+            }
     p->ctx.seed_weight = p->seed_weight;
     p->ctx.seed_weight_max = wmax;
-    dm_affine v2w;
-    dm_volume_vox2world(&v, &v2w);
-    copy_3x4(&v2w, p->ctx.seed_v2w);
-    p->ctx.seed_nx = v.nx;
-    p->ctx.seed_ny = v.ny;
+    copy_3x4(&v->v2w, p->ctx.seed_v2w);
+    p->ctx.seed_nx = (int)v->shape[0];
+    p->ctx.seed_ny = (int)v->shape[1];
     p->ctx.seed_vox = p->seed_vox;
     p->ctx.nseed_vox = k;
-    const int nx = v.nx, ny = v.ny;
-    dm_volume_free(&v);
-    if (k == 0) return dm_set_error("%s: the seed image has no voxel >= 0.5", path);
-    return check_seeds_overlap(p, &v2w, nx, ny, path, fod_path);
+    if (k == 0) return dm_set_error("%s: the seed image has no voxel >= 0.5", v->name);
+    return check_seeds_overlap(p, &v->v2w, (int)v->shape[0], (int)v->shape[1], v->name,
+                               fod_name);
 }
 
 /* tckgen's point budgets (MRtrix's set_num_points), in float as it computes them: the points
@@ -228,7 +224,7 @@ static void point_budgets(dm_ft_plan *p, double angle)
     c->max_pts_post = 1 + (int)floorf(max_dist / dmax_post);
 }
 
-int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
+int dm_ft_plan_build(const dm_fodtrack_options *o, const dm_ft_inputs *in, dm_ft_plan *p)
 {
     memset(p, 0, sizeof *p);
     dm_ft_ctx *c = &p->ctx;
@@ -245,12 +241,14 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
         return dm_set_error("track: --algorithm must be ifod2, ifod1 or sd_stream, not '%s'",
                             o->algorithm);
     }
-    if (dm_ft_fod_load(o->fod, &p->fod) != 0) return -1;
-    double vs[3];
-    dm_volume_voxel_size(&p->fod.header, vs);
+    p->fod_name = in->fod.name;
+    p->seed_name = in->seed.name;
+    p->act_name = in->act.data ? in->act.name : NULL;
+    if (dm_ft_fod_from(&in->fod, &p->fod) != 0) return -1;
+    const double *vs = p->fod.voxel;
     p->vox = cbrt(vs[0] * vs[1] * vs[2]);
     dm_ft_fod_field(&p->fod, &c->fod);
-    if (p->fod.nrows == 0) return dm_set_error("%s: every voxel's FOD is zero", o->fod);
+    if (p->fod.nrows == 0) return dm_set_error("%s: every voxel's FOD is zero", in->fod.name);
 
     /* tckgen's defaults, in units of the voxel size */
     const int ifod2 = c->algorithm == DM_FT_IFOD2;
@@ -262,7 +260,7 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
     c->cos_max_angle = cos(angle);
     /* under ACT tckgen halves the default cutoff and shortens the minimum length (streamlines
      * end at the grey matter, not where the FOD fades) */
-    const int act = o->act != NULL;
+    const int act = in->act.data != NULL;
     c->threshold = isnan(o->cutoff) ? (act ? 0.05 : 0.1) : o->cutoff;
     c->init_threshold = isnan(o->seed_cutoff) ? c->threshold : o->seed_cutoff;
     c->min_dist = isnan(o->min_length) ? (act ? 2 : 5) * p->vox : o->min_length;
@@ -298,8 +296,8 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
         c->calib_ratio = p->calib.ratio;
     }
 
-    if (o->act && load_act(p, o->act) != 0) return -1;
-    if ((o->backtrack || o->crop_at_gmwmi || o->seed_gmwmi) && !o->act)
+    if (act && load_act(p, &in->act) != 0) return -1;
+    if ((o->backtrack || o->crop_at_gmwmi || in->seed_gmwmi) && !act)
         return dm_set_error("track: --%s needs --act", o->backtrack       ? "backtrack"
                                                        : o->crop_at_gmwmi ? "crop-at-gmwmi"
                                                                           : "seed-gmwmi");
@@ -308,11 +306,11 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
     if (o->backtrack && o->stop) return dm_set_error("track: --backtrack cannot go with --stop");
     c->act.backtrack = o->backtrack;
     c->act.crop_at_gmwmi = o->crop_at_gmwmi;
-    c->seed_gmwmi = o->seed_gmwmi != NULL;
-    if (load_seeds(p, o->seed_gmwmi ? o->seed_gmwmi : o->seed, o->fod) != 0) return -1;
-    if (add_rois(p, o->include, DM_FT_ROI_INCLUDE, "--include") != 0 ||
-        add_rois(p, o->exclude, DM_FT_ROI_EXCLUDE, "--exclude") != 0 ||
-        add_rois(p, o->mask, DM_FT_ROI_MASK, "--mask") != 0)
+    c->seed_gmwmi = in->seed_gmwmi;
+    if (load_seeds(p, &in->seed, in->fod.name) != 0) return -1;
+    if (add_rois(p, in->include, in->ninclude, DM_FT_ROI_INCLUDE, "--include") != 0 ||
+        add_rois(p, in->exclude, in->nexclude, DM_FT_ROI_EXCLUDE, "--exclude") != 0 ||
+        add_rois(p, in->mask, in->nmask, DM_FT_ROI_MASK, "--mask") != 0)
         return -1;
     c->roi_data = p->roi_data;
     c->stop_on_include = o->stop && c->include_all;
@@ -354,10 +352,12 @@ int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p)
 char *dm_ft_plan_header(const dm_ft_plan *p, const dm_fodtrack_options *o)
 {
     const dm_ft_ctx *c = &p->ctx;
+    const char *act = p->act_name;
     size_t cap = 4096 + (p->roi_lines ? strlen(p->roi_lines) : 0) +
-                 (o->history ? strlen(o->history) : 0) + strlen(o->fod) +
-                 strlen(o->seed_gmwmi ? o->seed_gmwmi : o->seed) + (o->act ? strlen(o->act) : 0);
+                 (o->history ? strlen(o->history) : 0) + strlen(p->fod_name) +
+                 strlen(p->seed_name) + (act ? strlen(act) : 0);
     char *h = malloc(cap);
+    if (!h) return NULL;
     int n =
         snprintf(h, cap,
                  "command_history: %s\nmethod: %s\nsource: %s\nstep_size: %g\n"
@@ -367,14 +367,14 @@ char *dm_ft_plan_header(const dm_ft_plan *p, const dm_fodtrack_options *o)
                  "unidirectional: %d\nstop_on_all_include: %d\nrk4: 0\n"
                  "max_num_seeds: %llu\nmax_num_tracks: %llu\nrng_seed: %llu\n"
                  "roi: seed %s\n%s%s%s%s%s",
-                 o->history ? o->history : "dimoc track", p->method, o->fod, c->step,
+                 o->history ? o->history : "dimoc track", p->method, p->fod_name, c->step,
                  acos(c->cos_max_angle) / deg, c->threshold, c->init_threshold, c->min_dist,
                  c->max_dist, c->power, c->max_trials, c->max_seed_attempts, c->nsub + 1,
                  c->downsample, p->fod.lmax, c->unidirectional, c->stop_on_include, p->max_seeds,
-                 p->select, (unsigned long long)c->rseed, o->seed_gmwmi ? o->seed_gmwmi : o->seed,
-                 p->roi_lines ? p->roi_lines : "", o->act ? "act: " : "", o->act ? o->act : "",
-                 o->act ? (o->backtrack ? "\nbacktrack: 1" : "\nbacktrack: 0") : "",
-                 o->act && o->crop_at_gmwmi ? "\ncrop_at_gmwmi: 1\n" : "\n");
+                 p->select, (unsigned long long)c->rseed, p->seed_name,
+                 p->roi_lines ? p->roi_lines : "", act ? "act: " : "", act ? act : "",
+                 act ? (o->backtrack ? "\nbacktrack: 1" : "\nbacktrack: 0") : "",
+                 act && o->crop_at_gmwmi ? "\ncrop_at_gmwmi: 1\n" : "\n");
     if (n > 0 && h[n - 1] == '\n') h[n - 1] = 0;
     return h;
 }

@@ -33,6 +33,17 @@ typedef struct dm_fodtrack_options {
     dm_part part;        /* --part K/N: the K-th share of the seed ids (needs a fixed seed count) */
 } dm_fodtrack_options;
 
+/* What the tracker reads, as images in memory (io/space.h): the command's files as read, or the
+ * C API's arrays.  Each image has its own grid; names are for messages and the .tck header. */
+typedef struct dm_ft_inputs {
+    dm_image_view fod;  /* X x Y x Z x K: SH coefficients in MRtrix's basis */
+    dm_image_view seed; /* 3D: a mask (--seed), or with seed_gmwmi the interface's weights */
+    int seed_gmwmi;     /* the seed is --seed-gmwmi's image (needs act) */
+    dm_image_view act;  /* --act: X x Y x Z x 5; data NULL: none */
+    const dm_image_view *include, *exclude, *mask; /* the regions, 3D */
+    int ninclude, nexclude, nmask;
+} dm_ft_inputs;
+
 typedef struct dm_ft_plan {
     dm_ft_fod fod;
     dm_ft_calibration calib;
@@ -50,11 +61,12 @@ typedef struct dm_ft_plan {
     int buf_points;               /* the per-streamline point buffer a tracer needs */
     const char *method;           /* "iFOD2", "iFOD1", "SD_STREAM" */
     char *roi_lines;              /* "roi: include PATH" lines for the .tck header */
+    const char *fod_name, *seed_name, *act_name; /* the inputs' names (act: NULL without) */
 } dm_ft_plan;
 
-/* Reads the FOD, seed and region images and resolves every option; -1 with one line naming the
- * option or the file otherwise. */
-int dm_ft_plan_build(const dm_fodtrack_options *o, dm_ft_plan *p);
+/* Takes the FOD, seed and region images (read, not kept: the plan holds what it needs) and
+ * resolves every option of o; -1 with one line naming the option or the image otherwise. */
+int dm_ft_plan_build(const dm_fodtrack_options *o, const dm_ft_inputs *in, dm_ft_plan *p);
 void dm_ft_plan_free(dm_ft_plan *p);
 /* The .tck header lines tckgen writes (step_size, max_angle, threshold, ...), for dm_tck_open. */
 char *dm_ft_plan_header(const dm_ft_plan *p, const dm_fodtrack_options *o);

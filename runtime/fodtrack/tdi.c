@@ -1,19 +1,14 @@
 /* Track-density images on the host (tdi.h): the grid, CPU threads over streamlines with the
- * kernel of templates/fodtrack/tdi_map.h, the NIfTI output. */
+ * kernel of templates/fodtrack/tdi_map.h. */
 #include "fodtrack/tdi.h"
-#include "tractogram/tractogram.h"
-#include "util/progress.h"
 #include "util/error.h"
-#include "util/fsutil.h"
-#include "util/interrupt.h"
-#include "util/outdir.h"
+#include "util/progress.h"
 
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A thread's record of the voxels its streamlines visit, for a weighted map: the kernel
  * counts a voxel once per streamline, so the voxels of one streamline are the indices it adds
@@ -80,18 +75,18 @@ static void realign_axes(double unit[3][3], int perm[3], int flip[3])
     for (int r = 0; r < 3; r++) flip[perm[r]] = unit[r][perm[r]] < 0;
 }
 
-int dm_tdi_init(dm_tdi *m, const dm_volume *templ, const char *templ_path, const double *voxel_mm)
+int dm_tdi_init(dm_tdi *m, const int n[3], const dm_affine *v2w, const double pixdim[3],
+                const char *templ_name, const double *voxel_mm)
 {
     memset(m, 0, sizeof *m);
-    dm_affine a;
-    dm_volume_vox2world(templ, &a);
-    int in_size[3] = {templ->nx, templ->ny, templ->nz};
+    const char *templ_path = templ_name;
+    dm_affine a = *v2w;
+    int in_size[3] = {n[0], n[1], n[2]};
     /* MRtrix's header of the template: unit axis directions, voxel sizes from pixdim (from the
      * axes' lengths when the two disagree by more than 1e-5), the axes realigned to near RAS;
      * tckmap's grid is that header's (oversampled with -vox), and the single-precision
      * scanner -> voxel matrix it maps with comes from it, so the numbers are built as its. */
-    double pixdim[3], len[3], unit[3][3], t[3];
-    dm_volume_voxel_size(templ, pixdim);
+    double len[3], unit[3][3], t[3];
     int rescale = 0;
     for (int k = 0; k < 3; k++) {
         double x = a.m[0][k], y = a.m[1][k], z = a.m[2][k];
@@ -213,7 +208,7 @@ void dm_tdi_grid_of(const dm_tdi *m, struct dm_tdi_grid *g)
     }
 }
 
-int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads)
+int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads, dm_watch *watch)
 {
     dm_tdi_grid g;
     dm_tdi_grid_of(m, &g);
@@ -231,7 +226,8 @@ int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads)
 #pragma omp atomic read
             halt = stopped;
             if (halt) continue;
-            if ((s & 1023) == 0 && dm_stop_requested()) {
+            /* the caller's cancel is polled by the calling thread (OpenMP's thread 0) */
+            if (((s & 1023) == 0 || omp_get_thread_num() == 0) && dm_watch_stopping(watch)) {
 #pragma omp atomic write
                 stopped = 1;
                 continue;
@@ -241,14 +237,15 @@ int dm_tdi_add_tracks(dm_tdi *m, const dm_tck *t, int threads)
         free(scratch);
     }
     if (stopped == 2) return dm_set_error("out of memory for the mapping threads");
-    return stopped ? dm_stop_error() : 0;
+    return stopped ? dm_watch_stop_error(watch) : 0;
 }
 
 /* Streamlines mapped per parallel pass of dm_tdi_add_weighted: their voxels are held until
  * the pass's weights are added (a few MB). */
 #define TDI_WEIGHTED_BLOCK 16384L
 
-int dm_tdi_add_weighted(dm_tdi *m, const dm_tck *t, const float *weight, int threads)
+int dm_tdi_add_weighted(dm_tdi *m, const dm_tck *t, const float *weight, int threads,
+                        dm_watch *watch)
 {
     size_t nvox = (size_t)m->nx * m->ny * m->nz;
     if (!m->weighted && !(m->weighted = calloc(nvox, sizeof *m->weighted)))
@@ -269,8 +266,8 @@ int dm_tdi_add_weighted(dm_tdi *m, const dm_tck *t, const float *weight, int thr
     }
     for (long b0 = 0; rc == 0 && b0 < t->count; b0 += block) {
         long nb = t->count - b0 < block ? t->count - b0 : block;
-        if (dm_stop_requested()) {
-            rc = dm_stop_error();
+        if (dm_watch_stopping(watch)) {
+            rc = dm_watch_stop_error(watch);
             break;
         }
         /* The voxels of each streamline of the block, mapped in parallel... */
@@ -309,18 +306,6 @@ int dm_tdi_add_weighted(dm_tdi *m, const dm_tck *t, const float *weight, int thr
     return rc;
 }
 
-int dm_tdi_write(const dm_tdi *m, const char *path)
-{
-    size_t n = (size_t)m->nx * m->ny * m->nz;
-    double *values = malloc(n * sizeof *values);
-    if (!values) return dm_set_error("%s: out of memory", path);
-    for (size_t i = 0; i < n; i++) values[i] = m->weighted ? m->weighted[i] : m->count[i];
-    int rc = dm_volume_write_affine(path, m->nx, m->ny, m->nz, m->vox2world.m, values,
-                                    m->weighted ? DM_OUT_FLOAT32 : DM_OUT_UINT32);
-    free(values);
-    return rc;
-}
-
 void dm_tdi_free(dm_tdi *m)
 {
     if (!m) return;
@@ -329,70 +314,35 @@ void dm_tdi_free(dm_tdi *m)
     memset(m, 0, sizeof *m);
 }
 
-int dm_tdi_command(const dm_tdi_options *o, dm_provenance *prov, dm_tdi_summary *s)
+int dm_tdi_make(const dm_tdi_request *rq, dm_tdi *m, dm_tdi_summary *s)
 {
     memset(s, 0, sizeof *s);
     double t0 = dm_now_seconds();
-    dm_tck tracks;
-    dm_volume templ;
-    dm_tdi map = {0};
-    float *weight = NULL;
-    if (dm_tractogram_read(o->tracks, &tracks, o->threads) != 0) return -1;
-    if (o->weights && dm_tractogram_weights(o->weights, &tracks, o->tracks, &weight) != 0) {
-        dm_tck_free(&tracks);
-        return -1;
-    }
-    if (dm_volume_read(o->templ, &templ) != 0) {
-        free(weight);
-        dm_tck_free(&tracks);
-        return -1;
-    }
-    int super = o->voxel_mm[0] > 0 || o->voxel_mm[1] > 0 || o->voxel_mm[2] > 0;
-    int rc = dm_tdi_init(&map, &templ, o->templ, super ? o->voxel_mm : NULL);
-    dm_volume_free(&templ);
-    if (rc == 0 && !o->exact) {
-        /* tckmap reads the header's step_size as a float; none: no upsampling */
-        char *step = dm_tck_property(&tracks, "step_size");
-        map.ratio = dm_tdi_upsample_ratio(&map, step ? strtof(step, NULL) : NAN);
-        free(step);
-    }
+    dm_watch_report(rq->watch, "tdi", 0);
+    int rc = dm_tdi_init(m, rq->n, &rq->v2w, rq->pixdim, rq->templ_name, rq->voxel_mm);
+    /* tckmap reads the header's step_size as a float; none: no upsampling */
+    if (rc == 0 && !rq->exact) m->ratio = dm_tdi_upsample_ratio(m, rq->step);
     if (rc == 0)
-        rc = weight ? dm_tdi_add_weighted(&map, &tracks, weight, o->threads)
-                    : dm_tdi_add_tracks(&map, &tracks, o->threads);
-    if (rc == 0) {
-        size_t n = (size_t)map.nx * map.ny * map.nz;
-        for (size_t i = 0; i < n; i++) s->voxels_hit += map.count[i] > 0;
-        s->streamlines = tracks.count;
-        s->ratio = map.ratio;
-        s->nx = map.nx;
-        s->ny = map.ny;
-        s->nz = map.nz;
-        s->seconds = dm_now_seconds() - t0;
-        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)s->streamlines);
-        dm_provenance_num(prov, DM_PROV_RESULT, "voxels_hit", (double)s->voxels_hit);
-        dm_provenance_str(prov, DM_PROV_RESULT, "mapping", o->exact ? "exact" : "tckmap");
-        dm_provenance_num(prov, DM_PROV_RESULT, "upsample_ratio", s->ratio);
-        dm_provenance_num(prov, DM_PROV_RESULT, "seconds", s->seconds);
-        /* The map and its provenance beside it go in place together. */
-        char *tmp[2] = {dm_volume_temp_name(o->out), NULL};
-        char *final[2] = {(char *)o->out, dm_provenance_sidecar(o->out)};
-        tmp[1] = final[1] ? dm_temp_sibling(final[1]) : NULL;
-        if (!tmp[0])
-            rc = -1;
-        else if (!tmp[1])
-            rc = dm_set_error("out of memory");
-        else if ((rc = dm_tdi_write(&map, tmp[0])) == 0)
-            rc = dm_provenance_write(prov, tmp[1]);
-        if (rc == 0)
-            rc = dm_commit_files(tmp, final, 2);
-        else
-            for (int i = 0; i < 2; i++)
-                if (tmp[i]) unlink(tmp[i]);
-        for (int i = 0; i < 2; i++) free(tmp[i]);
-        free(final[1]);
-    }
-    dm_tdi_free(&map);
-    dm_tck_free(&tracks);
-    free(weight);
-    return rc;
+        rc = rq->weights ? dm_tdi_add_weighted(m, rq->tracks, rq->weights, rq->threads, rq->watch)
+                         : dm_tdi_add_tracks(m, rq->tracks, rq->threads, rq->watch);
+    if (rc != 0) return -1;
+    size_t n = (size_t)m->nx * m->ny * m->nz;
+    for (size_t i = 0; i < n; i++) s->voxels_hit += m->count[i] > 0;
+    s->streamlines = rq->tracks->count;
+    s->ratio = m->ratio;
+    s->nx = m->nx;
+    s->ny = m->ny;
+    s->nz = m->nz;
+    s->seconds = dm_now_seconds() - t0;
+    dm_watch_report(rq->watch, "tdi", 1);
+    return 0;
+}
+
+void dm_tdi_provenance(const dm_tdi_summary *s, int exact, dm_provenance *prov)
+{
+    dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)s->streamlines);
+    dm_provenance_num(prov, DM_PROV_RESULT, "voxels_hit", (double)s->voxels_hit);
+    dm_provenance_str(prov, DM_PROV_RESULT, "mapping", exact ? "exact" : "tckmap");
+    dm_provenance_num(prov, DM_PROV_RESULT, "upsample_ratio", s->ratio);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds", s->seconds);
 }

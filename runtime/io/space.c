@@ -165,6 +165,26 @@ void dm_volume_vox2fsl(const dm_volume *v, dm_affine *a)
     }
 }
 
+dm_image_view dm_view_of_volume(const dm_volume *v, const char *name)
+{
+    dm_image_view w;
+    memset(&w, 0, sizeof w);
+    w.data = v->data;
+    w.type = DM_VIEW_F64;
+    w.ndim = v->nt > 1 ? 4 : 3;
+    const size_t n[4] = {(size_t)v->nx, (size_t)v->ny, (size_t)v->nz, (size_t)v->nt};
+    ptrdiff_t stride = (ptrdiff_t)sizeof(double);
+    for (int k = 0; k < 4; k++) {
+        w.shape[k] = n[k];
+        w.stride[k] = stride;
+        stride *= (ptrdiff_t)n[k];
+    }
+    dm_volume_vox2world(v, &w.v2w);
+    dm_volume_voxel_size(v, w.voxel);
+    w.name = name;
+    return w;
+}
+
 int dm_affine_read(const char *path, dm_affine *a)
 {
     int rows, cols;

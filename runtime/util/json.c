@@ -173,22 +173,16 @@ void dm_provenance_num(dm_provenance *p, int section, const char *key, double va
     add(p, section, key, NULL, value);
 }
 
-int dm_provenance_write(const dm_provenance *p, const char *path)
+/* The record as JSON into f. */
+static void provenance_json(const dm_provenance *p, FILE *f)
 {
     static const char *const names[DM_PROV_SECTIONS] = {"inputs", "options", "results"};
-    char *tmp = dm_temp_sibling(path);
-    FILE *f = tmp ? fopen(tmp, "w") : NULL;
-    if (!f) {
-        dm_set_error("cannot write %s: %s", path, tmp ? strerror(errno) : "out of memory");
-        free(tmp);
-        return -1;
-    }
-    char *cmdline = dm_command_line();
+    char *cmdline = p->command_line ? NULL : dm_command_line();
     dm_json j;
     dm_json_begin(&j, f);
     dm_json_str(&j, "dimoc_version", DIMOC_VERSION);
     dm_json_str(&j, "created", p->created);
-    dm_json_str(&j, "command", cmdline ? cmdline : "");
+    dm_json_str(&j, "command", p->command_line ? p->command_line : cmdline ? cmdline : "");
     dm_json_str(&j, "dimoc_command", p->command);
     free(cmdline);
     for (int s = 0; s < DM_PROV_SECTIONS; s++) {
@@ -206,6 +200,18 @@ int dm_provenance_write(const dm_provenance *p, const char *path)
     dm_json_num(&j, "total", monotonic_seconds() - p->start);
     dm_json_close(&j);
     dm_json_end(&j);
+}
+
+int dm_provenance_write(const dm_provenance *p, const char *path)
+{
+    char *tmp = dm_temp_sibling(path);
+    FILE *f = tmp ? fopen(tmp, "w") : NULL;
+    if (!f) {
+        dm_set_error("cannot write %s: %s", path, tmp ? strerror(errno) : "out of memory");
+        free(tmp);
+        return -1;
+    }
+    provenance_json(p, f);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
         unlink(tmp);
@@ -214,6 +220,20 @@ int dm_provenance_write(const dm_provenance *p, const char *path)
     }
     free(tmp);
     return 0;
+}
+
+char *dm_provenance_text(const dm_provenance *p)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f) return NULL;
+    provenance_json(p, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 void dm_provenance_free(dm_provenance *p)

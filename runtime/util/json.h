@@ -32,6 +32,7 @@ enum { DM_PROV_INPUT, DM_PROV_OPTION, DM_PROV_RESULT, DM_PROV_SECTIONS };
 
 typedef struct dm_provenance {
     const char *command;
+    const char *command_line; /* NULL: the process's (util/cmdline.h); the C API names its call */
     double start; /* monotonic seconds at begin */
     char created[32];
     int n;
@@ -48,6 +49,8 @@ void dm_provenance_str(dm_provenance *p, int section, const char *key, const cha
 void dm_provenance_num(dm_provenance *p, int section, const char *key, double value);
 /* Writes the file (through a temporary name and rename); 0 or -1 with dm_last_error(). */
 int dm_provenance_write(const dm_provenance *p, const char *path);
+/* The same text, for a run in memory (malloc'd; NULL when out of memory). */
+char *dm_provenance_text(const dm_provenance *p);
 void dm_provenance_free(dm_provenance *p);
 /* The provenance file beside a single output file: "dir/sim.nii.gz" -> "dir/sim.provenance.json"
  * (the ending .nii.gz, .nii, .png, .txt or any other after the last dot is dropped); malloc'd. */

@@ -4,6 +4,7 @@
  * so that a log still says what ran and how long it took.  Worker threads add with an atomic
  * counter; one of them at a time redraws (trylock, so no thread ever waits). */
 #include "util/progress.h"
+#include "util/error.h"
 #include "util/interrupt.h"
 
 #include <pthread.h>
@@ -129,4 +130,57 @@ void dm_progress_finish(dm_progress *p, const char *note)
 void dm_progress_end(dm_progress *p)
 {
     dm_progress_finish(p, NULL);
+}
+
+/* ---- the watch of a run in memory ---- */
+
+#define WATCH_POLL_SECONDS 0.02
+#define WATCH_REPORT_SECONDS 0.1
+
+void dm_watch_init(dm_watch *w, void (*progress)(void *, const char *, double),
+                   int (*cancel)(void *), void *user)
+{
+    w->progress = progress;
+    w->cancel = cancel;
+    w->user = user;
+    w->owner = pthread_self();
+    atomic_init(&w->cancelled, 0);
+    w->stage = NULL;
+    w->last_poll = w->last_report = 0;
+}
+
+void dm_watch_report(dm_watch *w, const char *stage, double fraction)
+{
+    if (!w || !pthread_equal(w->owner, pthread_self())) return;
+    double now = dm_now_seconds();
+    int new_stage = !w->stage || strcmp(w->stage, stage) != 0;
+    if (!new_stage && fraction < 1 && now - w->last_report < WATCH_REPORT_SECONDS) return;
+    w->stage = stage;
+    w->last_report = now;
+    if (w->progress) w->progress(w->user, stage, fraction < 0 ? 0 : fraction > 1 ? 1 : fraction);
+}
+
+int dm_watch_stopping(dm_watch *w)
+{
+    if (dm_stop_requested()) return 1;
+    if (!w) return 0;
+    if (w->cancel && !atomic_load(&w->cancelled) && pthread_equal(w->owner, pthread_self())) {
+        double now = dm_now_seconds();
+        if (now - w->last_poll >= WATCH_POLL_SECONDS) {
+            w->last_poll = now;
+            if (w->cancel(w->user)) atomic_store(&w->cancelled, 1);
+        }
+    }
+    return atomic_load(&w->cancelled);
+}
+
+int dm_watch_cancelled(const dm_watch *w)
+{
+    return w && atomic_load(&w->cancelled);
+}
+
+int dm_watch_stop_error(const dm_watch *w)
+{
+    if (dm_watch_cancelled(w)) return dm_set_error("cancelled");
+    return dm_stop_error();
 }

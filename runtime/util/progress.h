@@ -5,6 +5,9 @@
 #ifndef DIMOC_PROGRESS_H
 #define DIMOC_PROGRESS_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 typedef struct dm_progress dm_progress;
 
 dm_progress *dm_progress_start(const char *label, long total, const char *unit);
@@ -12,6 +15,33 @@ void dm_progress_add(dm_progress *p, long done_now); /* adds to the done count *
 void dm_progress_end(dm_progress *p);                /* final line, newline, free */
 /* The same, with `note` (e.g. "199870 fitted, 130 skipped") at the end of the final line. */
 void dm_progress_finish(dm_progress *p, const char *note);
+
+/* Progress and cancellation of a run for a caller in memory instead of a line on stderr (the C
+ * API's dimoc_context): the caller's callbacks, run on the thread that made the watch only
+ * (the master thread of the run's OpenMP loops), between pieces of work: cancel at most every
+ * 20 ms, progress at most every 0.1 s and at each new stage.  Workers only read the flag. */
+typedef struct dm_watch {
+    void (*progress)(void *user, const char *stage, double fraction);
+    int (*cancel)(void *user);
+    void *user;
+    pthread_t owner;
+    atomic_int cancelled;
+    const char *stage;
+    double last_poll, last_report;
+} dm_watch;
+
+void dm_watch_init(dm_watch *w, void (*progress)(void *, const char *, double),
+                   int (*cancel)(void *), void *user);
+/* Where the run stands: the stage and the fraction of it done (0 to 1), told when the stage is
+ * new or done (fraction 1), else when due.  On the owner's thread only; w NULL: nothing. */
+void dm_watch_report(dm_watch *w, const char *stage, double fraction);
+/* 1 when the run is to stop: a signal (util/interrupt.h), or the caller asked (its cancel
+ * polled when due, on the owner's thread).  Any thread; w NULL: signals only. */
+int dm_watch_stopping(dm_watch *w);
+/* Whether the caller asked to stop. */
+int dm_watch_cancelled(const dm_watch *w);
+/* Records why the run stopped ("cancelled", or the signal) and returns -1. */
+int dm_watch_stop_error(const dm_watch *w);
 
 /* Monotonic seconds (an arbitrary origin): the clock of the progress line and of the stage
  * timings that provenance.json records. */
