@@ -512,13 +512,17 @@ static unsigned stage_held(const dm_fit_config *c, int nparams)
 
 /* A stage that holds parameters gets its own program, where they are constants
  * (dm_generate_stage): 1 and *staged, or 0 where the model's program serves (nothing held, a
- * model that is not a file, DIMOC_STAGE_PROGRAMS=0), or -1 on an error. */
-static int stage_program(dm_problem *p, dm_model_info *staged)
+ * model that is not a file, DIMOC_STAGE_PROGRAMS=0, a grid search alone on a GPU), or -1 on an
+ * error.  On an H200 NODDI-Watson's grid took 0.48 s with its stage program, whose rows are each
+ * voxel's own, read at every one of the 378 points, against 0.22 s with the model's, whose rows
+ * every voxel shares in a block's shared memory (docs/performance.md). */
+static int stage_program(dm_problem *p, int gpu, dm_model_info *staged)
 {
     unsigned held = stage_held(&p->cfg, p->mi.nparams);
     p->cfg.held_mask = held;
     const char *env = getenv("DIMOC_STAGE_PROGRAMS");
     if (!held || (env && !strcmp(env, "0")) || access(p->mi.file, R_OK) != 0) return 0;
+    if (gpu && p->cfg.methods == DM_METHOD_GRID) return 0;
     return dm_model_stage(&p->mi, held, staged) == 0 ? 1 : -1;
 }
 
@@ -557,7 +561,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     /* The fit runs the stage's own program where it has one; the rest of the stage (the
      * counts, the outputs) the model's. */
     dm_model_info model = p->mi, staged;
-    int own_program = stage_program(p, &staged);
+    int own_program = stage_program(p, use_gpu, &staged);
     if (own_program > 0) p->mi = staged;
     if (use_gpu) dm_fit_starts_begin(p); /* each batch copies its voxels' when they are made */
 
