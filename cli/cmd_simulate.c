@@ -1,5 +1,5 @@
 /* The commands that make data: dimoc simulate (predicted signals of any model, with or without
- * noise: runtime/simulate/simulate.c), dimoc phantom (a small ball & two sticks phantom with
+ * noise: runtime/simulate/simulate_files.c over the engine of simulate.c), dimoc phantom (a small ball & two sticks phantom with
  * known truth, for the demo and tests: runtime/simulate/phantom.c) and dimoc scheme
  * (multi-shell gradient schemes: runtime/simulate/scheme.c). */
 #include "args.h"
@@ -24,6 +24,7 @@ static const dm_opt sim_opts[] = {
      "per-voxel inputs (their defaults otherwise)" DM_REPEATABLE},
     {"measure", "NAME=FILE", NULL, "per-measurement inputs of the model" DM_REPEATABLE},
     {"scheme", "FILE", NULL, "acquisition scheme: named columns, one row per volume"},
+    {"mask", "FILE", NULL, "3D mask on the maps' grid: simulate where non-zero (0 elsewhere)"},
     {"noise", "none|gaussian|rician", "none", "noise added to the signal"},
     {"snr", "N", "30", "signal-to-noise ratio: sigma = (noise-free mean b=0 signal) / N"},
     {"seed", "N", "1", "random seed of the noise (Philox, keyed by seed and voxel)"},
@@ -87,8 +88,9 @@ int dm_cmd_simulate(int argc, char **argv)
     s.bvecs = dm_arg(&a, sim_opts, "bvecs");
     s.measure = dm_arg(&a, sim_opts, "measure");
     s.scheme = dm_arg(&a, sim_opts, "scheme");
+    s.mask = dm_arg(&a, sim_opts, "mask");
     s.mask_out = dm_arg(&a, sim_opts, "mask-out");
-    static const char *const inputs[] = {"bvals", "bvecs", "measure", "scheme", NULL};
+    static const char *const inputs[] = {"bvals", "bvecs", "measure", "scheme", "mask", NULL};
     dm_provenance prov;
     dm_provenance_begin(&prov, "simulate");
     dm_provenance_args(&prov, &a, sim_opts, inputs);

@@ -1,5 +1,6 @@
 /* dimoc.h: the public C API of dimoc (libdimoc.so), for programs that embed the model compiler
- * and the fitter (fits on arrays in memory since 1.1) and, in later versions, the trackers.
+ * and the fitter (fits on arrays in memory since 1.1, simulations since 1.2) and, in later
+ * versions, the trackers.
  * docs/api.md is the guide; in short:
  *
  * - Versions: DIMOC_API_VERSION_MAJOR changes when a program built against an older header could
@@ -25,7 +26,7 @@ extern "C" {
 #endif
 
 #define DIMOC_API_VERSION_MAJOR 1
-#define DIMOC_API_VERSION_MINOR 1
+#define DIMOC_API_VERSION_MINOR 2
 /* major * 1000 + minor, as dimoc_api_version() returns it */
 #define DIMOC_API_VERSION (DIMOC_API_VERSION_MAJOR * 1000 + DIMOC_API_VERSION_MINOR)
 
@@ -377,6 +378,94 @@ DIMOC_EXPORT const char *dimoc_fit_result_provenance(const dimoc_fit_result *res
 DIMOC_EXPORT int dimoc_fit_result_warnings(const dimoc_fit_result *result,
                                            const char *const **lines);
 DIMOC_EXPORT void dimoc_fit_result_free(dimoc_fit_result *result);
+
+/* ---- results as named arrays (1.2) ---- */
+
+/* One array of a result: a map on the data's grid, X x Y x Z [x volumes] with x fastest
+ * (numpy's order="F"), or a table, row by row.  `array` describes it fully (its strides say
+ * the layout); its values are owned by the result. */
+typedef struct dimoc_result_array {
+    /* the name of the file the command writes, without its ending ("FA", "signal") */
+    const char *name;
+    /* what it is: "map", "mask", "status" (more kinds come with more calls) */
+    const char *kind;
+    dimoc_array array;
+} dimoc_result_array;
+
+/* What a call of 1.2 made (dimoc_simulate, ...): its arrays by name, provenance and warnings. */
+typedef struct dimoc_result dimoc_result;
+
+/* The arrays, in the order the command writes its files; their number, *arrays (may be NULL)
+ * the array of pointers to them, owned by the result. */
+DIMOC_EXPORT int dimoc_result_arrays(const dimoc_result *result,
+                                     const dimoc_result_array *const **arrays);
+/* The array of that name, or NULL. */
+DIMOC_EXPORT const dimoc_result_array *dimoc_result_get(const dimoc_result *result,
+                                                        const char *name);
+/* The provenance the command writes (JSON, inputs named by the record's fields), owned by the
+ * result; NULL where the call has none. */
+DIMOC_EXPORT const char *dimoc_result_provenance(const dimoc_result *result);
+/* The warnings the command would print, one line each; their number, *lines (may be NULL) the
+ * array, owned by the result. */
+DIMOC_EXPORT int dimoc_result_warnings(const dimoc_result *result, const char *const **lines);
+DIMOC_EXPORT void dimoc_result_free(dimoc_result *result);
+
+/* ---- simulating on arrays (1.2) ---- */
+
+/* What a simulation reads.  Fill one with DIMOC_SIMULATE_INPUT_INIT. */
+typedef struct dimoc_simulate_input {
+    size_t size; /* sizeof(dimoc_simulate_input) as the caller compiled it */
+    /* every parameter of the model by its name: one value (ndim 0) or an X x Y x Z map; the
+     * maps set the grid, which is voxels x 1 x 1 where every parameter is one value */
+    int nparams;
+    const dimoc_named_array *params;
+    /* per-voxel inputs: one value or an X x Y x Z [x width] map; those left out take the
+     * model's defaults */
+    int nvoxel_inputs;
+    const dimoc_named_array *voxel_inputs;
+    /* X x Y x Z: simulate where non-zero (and not NaN), 0 elsewhere; data NULL: every voxel */
+    dimoc_array mask;
+    /* M, the measurements (volumes) to simulate: the length of every per-measurement input */
+    int volumes;
+    /* M b-values (s/mm^2) and M x 3 unit directions, row by row, FSL's bvecs frame (where the
+     * model reads them; the b-values also say which volumes are b = 0 for the SNR) */
+    const double *bvals, *bvecs;
+    /* the model's other per-measurement inputs by its names: M values, or M x width */
+    int nmeasures;
+    const dimoc_named_array *measures;
+} dimoc_simulate_input;
+#define DIMOC_SIMULATE_INPUT_INIT                                                                  \
+    {                                                                                              \
+        sizeof(dimoc_simulate_input), 0, NULL, 0, NULL, {NULL, DIMOC_UINT8, 0, {0}, {0}}, 0, NULL, \
+            NULL, 0, NULL                                                                          \
+    }
+
+/* The options of `dimoc simulate` (DIMOC_SIMULATE_OPTIONS_INIT: its defaults). */
+typedef struct dimoc_simulate_options {
+    size_t size;              /* sizeof(dimoc_simulate_options) as the caller compiled it */
+    const char *noise;        /* "none" | "gaussian" | "rician" */
+    double snr;               /* sigma = the voxel's noise-free mean b = 0 signal / snr */
+    unsigned long long seed;  /* of the noise (keyed by seed and voxel: any thread count) */
+    long voxels;              /* where every parameter is one value: voxels x 1 x 1 */
+    const char *out_type;     /* "float32" (the command's image) | "float64" */
+    int threads;              /* 0: every core */
+} dimoc_simulate_options;
+#define DIMOC_SIMULATE_OPTIONS_INIT                                                                \
+    {                                                                                              \
+        sizeof(dimoc_simulate_options), "none", 30, 1, 1, "float32", 0                             \
+    }
+
+/* Evaluates `model` in every voxel and adds noise, as `dimoc simulate` does: the same inputs
+ * and seed give the same image bit for bit (out_type float32 is the command's file).  The
+ * result holds "signal" (X x Y x Z x M) and "mask" (uint8, X x Y x Z: 1 where the noise-free
+ * signal is finite and positive), to free with dimoc_result_free.  The model's predict
+ * function is compiled at its first use (stage "compile"), then the stage "simulate".
+ * DIMOC_E_ARGUMENT for inputs the simulation cannot take (the message names which),
+ * DIMOC_E_CANCELLED, DIMOC_E_IO where the model cannot be compiled. */
+DIMOC_EXPORT dimoc_status dimoc_simulate(const dimoc_model *model,
+                                         const dimoc_simulate_input *input,
+                                         const dimoc_simulate_options *options,
+                                         const dimoc_context *context, dimoc_result **result);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,8 @@ from ._native import lib as _lib
 
 __all__ = ["Model", "ModelError", "DimocError", "Diagnostic", "Parameter", "Input", "Output",
            "Generated", "models", "data_dir", "set_data_dir", "api_version", "__version__",
-           "fit", "FitResult", "FitCancelled", "DimocWarning"]
+           "fit", "FitResult", "FitCancelled", "DimocWarning",
+           "simulate", "Simulation", "Cancelled", "Result"]
 
 __version__ = _native.text(_lib.dimoc_version())
 #: The C API's version of the library loaded: (major, minor).
@@ -279,15 +280,19 @@ def set_data_dir(path):
 
 
 _FIT_NAMES = ("fit", "FitResult", "FitCancelled", "DimocWarning")
+# The calls on arrays of API 1.2, by the module that holds each
+_ARRAY_NAMES = {"simulate": "_simulate", "Simulation": "_simulate", "Cancelled": "_call",
+                "Result": "_call"}
 
 
 def __getattr__(name):
-    """dimoc.fit and its classes, imported at their first use: they need numpy, the models do
-    not."""
-    if name in _FIT_NAMES:
+    """dimoc.fit, the other calls on arrays and their classes, imported at their first use: they
+    need numpy, the models do not."""
+    if name in _FIT_NAMES or name in _ARRAY_NAMES:
+        import importlib
+        module = "._fit" if name in _FIT_NAMES else "." + _ARRAY_NAMES[name]
         try:
-            from . import _fit
+            return getattr(importlib.import_module(module, __name__), name)
         except ImportError as e:
             raise ImportError(f"dimoc.{name} needs numpy (pip install numpy): {e}") from None
-        return getattr(_fit, name)
     raise AttributeError(f"module 'dimoc' has no attribute {name!r}")

@@ -10,13 +10,14 @@ so that Ctrl-C raises KeyboardInterrupt at once: the fit is asked to stop (its n
 work), and the library is ready for the next call."""
 import json
 import os
-import threading
 import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
 from . import _native
+from ._call import Cancelled, DimocWarning, Owner, check_cancel, reporter, run
+from ._call import arg_error as _arg_error
 from ._native import lib as _lib
 
 _C = _native.ctypes
@@ -40,17 +41,8 @@ STATUS = {0: "outside", 1: "fitted", 2: "not converged", 3: "skipped: NaN/Inf",
           4: "skipped: all zero", 5: "failed", 6: "at a bound"}
 
 
-def _arg_error(message):
-    from . import _ArgumentError
-    return _ArgumentError(message)
-
-
-class FitCancelled(Exception):
+class FitCancelled(Cancelled):
     """A fit stopped by its `cancel` event (Ctrl-C raises KeyboardInterrupt instead)."""
-
-
-class DimocWarning(UserWarning):
-    """A warning of the library, as `dimoc fit` prints it."""
 
 
 class FitResult(Mapping):
@@ -635,148 +627,17 @@ def fit(model, data, bvals=None, bvecs=None, mask=None, gtab=None, method="lm", 
     if M < nfree:
         raise _arg_error(f"data: {M} volumes but model '{model.name}' has {nfree} free "
                          f"parameters: a fit needs at least one measurement per free parameter")
-    cancel = options.get("cancel")
-    if cancel is not None and not callable(getattr(cancel, "is_set", None)):
-        raise _arg_error("cancel: expected a threading.Event (or anything with is_set())")
-    quiet = bool(options.get("quiet", False))
-    progress = options.get("progress")
-    if progress is not None and progress is not False and progress is not True and \
-            not callable(progress):
-        raise _arg_error("progress: expected None, True, False or a callable(stage, fraction)")
-    report = None if quiet or progress is False else _reporter(progress)
+    cancel = check_cancel(options.get("cancel"))
+    report = reporter(options.get("progress"), bool(options.get("quiet", False)), "dimoc.fit")
 
-    handle = _run(model, inp, opts, report, cancel, keep)
+    def call(ctx, handle):
+        return _lib.dimoc_fit(model._handle, _C.byref(inp), _C.byref(opts), _C.byref(ctx),
+                              _C.byref(handle))
+
+    keep.keep.append(model)  # the model lives as long as the call
+    handle = run(call, _lib.dimoc_fit_result_free, report, cancel, keep.keep, "dimoc.fit",
+                 FitCancelled)
     return _result(handle, grid, affine, header)
-
-
-class _Bar:
-    """A tqdm bar over the stages: percent of the current stage, the stage as description."""
-
-    def __init__(self, tqdm):
-        self.bar = tqdm(total=100, unit="%", leave=False, desc="dimoc.fit",
-                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
-        self.stage = None
-
-    def __call__(self, stage, fraction):
-        if stage != self.stage:
-            self.stage = stage
-            self.bar.set_description(f"dimoc.fit {stage}", refresh=False)
-        self.bar.n = round(100 * fraction, 1)
-        self.bar.refresh()
-
-    def close(self):
-        self.bar.close()
-
-
-def _reporter(progress):
-    if callable(progress) and progress is not True:
-        return progress
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return _Bar(tqdm)
-
-
-def _run(model, inp, opts, report, cancel, keep):
-    """dimoc_fit on a thread of its own (the GIL released), this thread waiting so that Ctrl-C
-    reaches it; the result's handle.  On Ctrl-C the fit is asked to stop and waited for (about
-    a second at most: the library polls between voxels) and KeyboardInterrupt raised; a fit that
-    does not stop by then (a fitter's first compile) ends on its thread, which frees what it
-    made.  A fit stopped by `cancel` raises FitCancelled; a failure, its exception."""
-    stop = threading.Event()
-    done = threading.Event()
-    lock = threading.Lock()
-    box = {"abandoned": False, "status": None, "handle": None, "error": None}
-
-    def on_progress(user, stage, fraction):
-        try:
-            if report is not None:
-                report(stage.decode() if stage else "", fraction)
-        except Exception as e:  # never into the library
-            box["progress_error"] = e
-
-    def on_cancel(user):
-        try:
-            return int(stop.is_set() or (cancel is not None and bool(cancel.is_set())))
-        except Exception:
-            return 1
-
-    ctx = _native.Context()
-    ctx.size = _C.sizeof(ctx)
-    ctx.progress = _native.PROGRESS(on_progress)
-    ctx.cancel = _native.CANCEL(on_cancel)
-
-    def work():
-        handle = _C.c_void_p()
-        status, error = None, None
-        try:
-            status = _lib.dimoc_fit(model._handle, _C.byref(inp), _C.byref(opts),
-                                    _C.byref(ctx), _C.byref(handle))
-            if status != _native.OK:
-                error = _fit_error(status)
-        except BaseException as e:
-            error = e
-        with lock:
-            if box["abandoned"]:
-                if handle:
-                    _lib.dimoc_fit_result_free(handle)
-            else:
-                box.update(status=status, handle=handle, error=error)
-            done.set()
-        # the arrays, the callbacks and the model live until here (keep, ctx, model)
-        del keep.keep[:]
-
-    thread = threading.Thread(target=work, name="dimoc.fit", daemon=True)
-    thread.start()
-    interrupted = False
-    try:
-        while not done.wait(0.05):
-            pass
-    except KeyboardInterrupt:
-        interrupted = True
-        stop.set()
-        done.wait(1.0)
-        with lock:
-            if not done.is_set():
-                box["abandoned"] = True
-                raise
-    finally:
-        if isinstance(report, _Bar):
-            report.close()
-    if interrupted:
-        if box["handle"]:  # done just before the stop arrived: Ctrl-C all the same
-            _lib.dimoc_fit_result_free(box["handle"])
-        raise KeyboardInterrupt
-    if box["status"] == _native.E_CANCELLED:
-        raise FitCancelled("dimoc.fit: cancelled")
-    if box["error"] is not None:
-        raise box["error"]
-    return box["handle"]
-
-
-def _fit_error(status):
-    """The library's last error (of the thread that called it) as the exception that fits."""
-    e = _native.last_error()
-    message = _native.text(e.message)
-    if status == _native.E_ARGUMENT or status == _native.E_NOT_FOUND:
-        return _arg_error(message)
-    if status == _native.E_MEMORY:
-        return MemoryError(message)
-    from . import DimocError
-    return DimocError(message, _native.text(_lib.dimoc_status_name(status)))
-
-
-class _Owner:
-    """Frees a result once no array of it is left."""
-
-    def __init__(self, handle):
-        self.handle = handle
-
-    def __del__(self):
-        if self.handle:
-            _lib.dimoc_fit_result_free(self.handle)
-            self.handle = None
 
 
 _DTYPES = {_native.FLOAT32: np.float32, _native.FLOAT64: np.float64, _native.UINT8: np.uint8}
@@ -785,7 +646,7 @@ _DTYPES = {_native.FLOAT32: np.float32, _native.FLOAT64: np.float64, _native.UIN
 def _result(handle, grid, affine, header):
     """The FitResult of a result handle: its maps as arrays over the library's memory (no
     copy), which is freed with the last of them."""
-    owner = _Owner(handle)
+    owner = Owner(handle, _lib.dimoc_fit_result_free)
     maps_p = _C.POINTER(_C.POINTER(_native.FitMap))()
     n = _lib.dimoc_fit_result_maps(handle, _C.byref(maps_p))
     maps, kinds, status = {}, {}, None

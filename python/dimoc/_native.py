@@ -6,7 +6,7 @@ import os
 # The API this binding was written for: the library's major version must be this one, and its
 # minor version at least this one (include/dimoc.h, docs/api.md: "Versions").
 API_MAJOR = 1
-API_MINOR = 1
+API_MINOR = 2
 SONAME = f"libdimoc.so.{API_MAJOR}"
 
 c_char_p, c_int, c_long, c_double = ctypes.c_char_p, ctypes.c_int, ctypes.c_long, ctypes.c_double
@@ -117,6 +117,26 @@ class FitMap(ctypes.Structure):
                 ("data", ctypes.c_void_p), ("shape", ctypes.c_size_t * 4)]
 
 
+# Results as named arrays and simulating on arrays (API 1.2): dimoc_result_array,
+# dimoc_simulate_input, dimoc_simulate_options.
+class ResultArray(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("kind", c_char_p), ("array", Array)]
+
+
+class SimulateInput(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("nparams", c_int),
+                ("params", ctypes.POINTER(NamedArray)), ("nvoxel_inputs", c_int),
+                ("voxel_inputs", ctypes.POINTER(NamedArray)), ("mask", Array), ("volumes", c_int),
+                ("bvals", _DOUBLES), ("bvecs", _DOUBLES), ("nmeasures", c_int),
+                ("measures", ctypes.POINTER(NamedArray))]
+
+
+class SimulateOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("noise", c_char_p), ("snr", c_double),
+                ("seed", ctypes.c_ulonglong), ("voxels", c_long), ("out_type", c_char_p),
+                ("threads", c_int)]
+
+
 # The statuses (dimoc_status) and severities (dimoc_severity) of include/dimoc.h.
 OK, E_ARGUMENT, E_NOT_FOUND, E_IO, E_MODEL, E_LIMIT, E_MEMORY, E_CANCELLED, E_INTERNAL = range(9)
 SEVERITIES = ("error", "warning", "note")
@@ -157,6 +177,15 @@ for name, restype, argtypes in [
         ("dimoc_fit_result_warnings", c_int, [_HANDLE, ctypes.POINTER(ctypes.POINTER(
             c_char_p))]),
         ("dimoc_fit_result_free", None, [_HANDLE]),
+        # 1.2: results as named arrays, and the calls that make them
+        ("dimoc_result_arrays", c_int, [_HANDLE, ctypes.POINTER(ctypes.POINTER(
+            ctypes.POINTER(ResultArray)))]),
+        ("dimoc_result_provenance", c_char_p, [_HANDLE]),
+        ("dimoc_result_warnings", c_int, [_HANDLE, ctypes.POINTER(ctypes.POINTER(c_char_p))]),
+        ("dimoc_result_free", None, [_HANDLE]),
+        ("dimoc_simulate", c_int, [_HANDLE, ctypes.POINTER(SimulateInput),
+                                   ctypes.POINTER(SimulateOptions), ctypes.POINTER(Context),
+                                   ctypes.POINTER(_HANDLE)]),
 ]:
     fn = getattr(lib, name)
     fn.restype = restype

@@ -7,8 +7,6 @@
 #include "io/gradients.h"
 #include "model/model_info.h"
 
-#include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,93 +16,12 @@ struct dimoc_fit_result {
     dimoc_fit_map *records;
     const dimoc_fit_map **list;
     char *provenance;
-    char **warnings;
-    int nwarnings, warnings_cap;
+    dm_api_lines warnings;
 };
 
 /* The names of DM_MAP_* */
 static const char *const map_kinds[] = {"parameter",  "std", "samples",   "output",
                                         "dispersion", "ic",  "predicted", "status"};
-
-/* The runtime's message in the API's words: the command's options ("--dictionary-penalty")
- * by the names of the options record (dictionary_penalty). */
-static void api_words(const char *in, char *out, size_t size)
-{
-    size_t n = 0;
-    for (const char *p = in; *p && n + 1 < size;) {
-        int at_word = p == in || p[-1] == ' ' || p[-1] == '\'' || p[-1] == '(';
-        if (at_word && p[0] == '-' && p[1] == '-' && islower((unsigned char)p[2])) {
-            for (p += 2; (islower((unsigned char)*p) || *p == '-') && n + 1 < size; p++)
-                out[n++] = *p == '-' ? '_' : *p;
-            continue;
-        }
-        out[n++] = *p++;
-    }
-    out[n] = 0;
-}
-
-/* Records the runtime's last error as a failure of `code`, in the API's words. */
-static dimoc_status fail_runtime(dimoc_status code)
-{
-    char message[2048];
-    api_words(dm_last_error(), message, sizeof message);
-    return dm_api_fail(code, "%s", message);
-}
-
-static int to_array(const dimoc_array *a, dm_array *out)
-{
-    memset(out, 0, sizeof *out);
-    out->data = a->data;
-    out->type = a->dtype == DIMOC_FLOAT32   ? DM_ARRAY_F32
-                : a->dtype == DIMOC_FLOAT64 ? DM_ARRAY_F64
-                : a->dtype == DIMOC_UINT8   ? DM_ARRAY_U8
-                                            : -1;
-    out->ndim = a->ndim;
-    if (out->type < 0 || a->ndim < 0 || a->ndim > 4) return -1;
-    for (int k = 0; k < a->ndim; k++) {
-        out->shape[k] = a->shape[k];
-        out->stride[k] = a->strides[k];
-    }
-    return 0;
-}
-
-/* Named arrays into items; `what` names the field in messages. */
-static dimoc_status to_items(const dimoc_named_array *a, int n, const char *what,
-                             dm_fit_items *items)
-{
-    memset(items, 0, sizeof *items);
-    if (n < 0 || (n > 0 && !a)) return dm_api_fail(DIMOC_E_ARGUMENT, "%s: %d given, no array", what, n);
-    if (n == 0) return DIMOC_OK;
-    if (!(items->item = calloc((size_t)n, sizeof *items->item)))
-        return dm_api_fail(DIMOC_E_MEMORY, "%s: out of memory", what);
-    items->n = n;
-    for (int i = 0; i < n; i++) {
-        dm_fit_item *x = &items->item[i];
-        if (!a[i].name || !*a[i].name || strlen(a[i].name) >= sizeof x->name)
-            return dm_api_fail(DIMOC_E_ARGUMENT, "%s[%d]: no name, or a name too long", what, i);
-        snprintf(x->name, sizeof x->name, "%s", a[i].name);
-        if (!a[i].array.data || to_array(&a[i].array, &x->map) != 0)
-            return dm_api_fail(DIMOC_E_ARGUMENT,
-                               "%s %s: no values, or not float32, float64 or uint8 of at most 4 "
-                               "dimensions",
-                               what, a[i].name);
-        if (x->map.ndim == 0)
-            snprintf(x->text, sizeof x->text, "%.17g", dm_array_at(&x->map, 0));
-        else
-            snprintf(x->text, sizeof x->text, "(a map)");
-    }
-    return DIMOC_OK;
-}
-
-/* The caller's record over its defaults: the fields the caller compiled (`size` bytes). */
-static int take_record(void *dst, size_t dst_size, const void *src)
-{
-    size_t size = *(const size_t *)src;
-    if (size < sizeof(size_t)) return -1;
-    memcpy(dst, src, size < dst_size ? size : dst_size);
-    *(size_t *)dst = dst_size;
-    return 0;
-}
 
 static dimoc_status check_options(const dimoc_fit_options *o, dm_fit_request *r)
 {
@@ -147,7 +64,7 @@ static dimoc_status check_options(const dimoc_fit_options *o, dm_fit_request *r)
     }
     int methods;
     if (dm_fit_parse_methods(r->methods, &methods) != 0 || dm_part_parse(o->part, &r->part) != 0)
-        return fail_runtime(DIMOC_E_ARGUMENT);
+        return dm_api_fail_words(DIMOC_E_ARGUMENT);
     return DIMOC_OK;
 }
 
@@ -203,7 +120,7 @@ static dimoc_status gradients(const dimoc_fit_input *input, int M, dm_fit_inputs
                                "grad: an affine (voxel -> world) is needed to turn the table "
                                "into the image's frame");
         if (dm_gradients_from_world(input->grad, M, input->affine, "grad", b, g) != 0)
-            return fail_runtime(DIMOC_E_ARGUMENT);
+            return dm_api_fail_words(DIMOC_E_ARGUMENT);
         in->b = *b, in->g = *g;
         in->b_name = in->g_name = "grad";
         return DIMOC_OK;
@@ -212,21 +129,8 @@ static dimoc_status gradients(const dimoc_fit_input *input, int M, dm_fit_inputs
         return dm_api_fail(DIMOC_E_ARGUMENT, "%s: given without %s", input->bvals ? "bvals" : "bvecs",
                            input->bvals ? "bvecs" : "bvals");
     if (!input->bvals) return DIMOC_OK;
-    for (int j = 0; j < M; j++) {
-        double bj = input->bvals[j];
-        const double *v = input->bvecs + 3 * (size_t)j;
-        if (!isfinite(bj) || bj < 0)
-            return dm_api_fail(DIMOC_E_ARGUMENT, "bvals: b-value %d (%g) is not a number >= 0",
-                               j + 1, bj);
-        double len = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-        if (!isfinite(len))
-            return dm_api_fail(DIMOC_E_ARGUMENT, "bvecs: direction %d is not finite", j + 1);
-        if (bj > 0 && fabs(len - 1) > 0.01 && !(len == 0 && bj <= 50))
-            return dm_api_fail(DIMOC_E_ARGUMENT,
-                               "bvecs: direction %d has length %.4g at b = %g: a unit direction "
-                               "is needed where b > 0",
-                               j + 1, len, bj);
-    }
+    dimoc_status rc = dm_api_check_table(input->bvals, input->bvecs, M);
+    if (rc != DIMOC_OK) return rc;
     in->b = input->bvals, in->g = input->bvecs;
     in->b_name = "bvals", in->g_name = "bvecs";
     return DIMOC_OK;
@@ -237,7 +141,7 @@ static dimoc_status make_inputs(const dimoc_fit_input *input, dm_fit_inputs *in,
 {
     const dimoc_array *d = &input->data;
     if (!d->data) return dm_api_fail(DIMOC_E_ARGUMENT, "data: not given");
-    if (to_array(d, &in->data) != 0 || d->ndim != 4 ||
+    if (dm_api_array(d, &in->data) != 0 || d->ndim != 4 ||
         (d->dtype != DIMOC_FLOAT32 && d->dtype != DIMOC_FLOAT64))
         return dm_api_fail(DIMOC_E_ARGUMENT,
                            "data: expected 4 dimensions (X x Y x Z x volumes) of float32 or "
@@ -252,7 +156,7 @@ static dimoc_status make_inputs(const dimoc_fit_input *input, dm_fit_inputs *in,
     in->data_name = "data";
     const dimoc_array *m = &input->mask;
     if (m->data) {
-        if (to_array(m, &in->mask) != 0 || m->ndim != 3)
+        if (dm_api_array(m, &in->mask) != 0 || m->ndim != 3)
             return dm_api_fail(DIMOC_E_ARGUMENT, "mask: expected 3 dimensions (X x Y x Z) of "
                                                  "uint8, float32 or float64 values");
         if (m->shape[0] != d->shape[0] || m->shape[1] != d->shape[1] ||
@@ -265,26 +169,12 @@ static dimoc_status make_inputs(const dimoc_fit_input *input, dm_fit_inputs *in,
     }
     dimoc_status rc = gradients(input, (int)d->shape[3], in, b, g);
     if (rc == DIMOC_OK)
-        rc = to_items(input->measures, input->nmeasures, "measures", &in->measures);
+        rc = dm_api_items(input->measures, input->nmeasures, "measures", &in->measures);
     if (rc == DIMOC_OK)
-        rc = to_items(input->voxel_inputs, input->nvoxel_inputs, "voxel_inputs", &in->voxel);
+        rc = dm_api_items(input->voxel_inputs, input->nvoxel_inputs, "voxel_inputs", &in->voxel);
     in->measure_option = "measures";
     in->voxel_option = "voxel_inputs";
     return rc;
-}
-
-static void keep_warning(void *user, const char *line)
-{
-    dimoc_fit_result *res = user;
-    if (res->nwarnings == res->warnings_cap) {
-        int cap = res->warnings_cap ? 2 * res->warnings_cap : 8;
-        char **more = realloc(res->warnings, ((size_t)cap + 1) * sizeof *more);
-        if (!more) return;
-        res->warnings = more;
-        res->warnings_cap = cap;
-    }
-    char *copy = strdup(line);
-    if (copy) res->warnings[res->nwarnings++] = copy;
 }
 
 /* The status of a failed run, from where it failed. */
@@ -292,11 +182,11 @@ static dimoc_status failure(const dm_fit_watch *w)
 {
     if (atomic_load(&w->cancelled)) return dm_api_fail(DIMOC_E_CANCELLED, "dimoc_fit: cancelled");
     const char *stage = w->stage;
-    if (strstr(dm_last_error(), "out of memory")) return fail_runtime(DIMOC_E_MEMORY);
+    if (strstr(dm_last_error(), "out of memory")) return dm_api_fail_words(DIMOC_E_MEMORY);
     if (!*stage || !strcmp(stage, "load") || !strcmp(stage, "plan") ||
         !strcmp(stage, "dictionary"))
-        return fail_runtime(DIMOC_E_ARGUMENT);
-    return fail_runtime(!strcmp(stage, "compile") ? DIMOC_E_IO : DIMOC_E_INTERNAL);
+        return dm_api_fail_words(DIMOC_E_ARGUMENT);
+    return dm_api_fail_words(!strcmp(stage, "compile") ? DIMOC_E_IO : DIMOC_E_INTERNAL);
 }
 
 /* The maps as the API's records. */
@@ -336,9 +226,9 @@ dimoc_status dimoc_fit(const dimoc_model *model, const dimoc_fit_input *input,
     dimoc_fit_input in_rec = DIMOC_FIT_INPUT_INIT;
     dimoc_fit_options opt = DIMOC_FIT_OPTIONS_INIT;
     dimoc_context ctx = DIMOC_CONTEXT_INIT;
-    if (take_record(&in_rec, sizeof in_rec, input) != 0 ||
-        (options && take_record(&opt, sizeof opt, options) != 0) ||
-        (context && take_record(&ctx, sizeof ctx, context) != 0))
+    if (dm_api_take_record(&in_rec, sizeof in_rec, input) != 0 ||
+        (options && dm_api_take_record(&opt, sizeof opt, options) != 0) ||
+        (context && dm_api_take_record(&ctx, sizeof ctx, context) != 0))
         return dm_api_fail(DIMOC_E_ARGUMENT, "dimoc_fit: a record's size is not set (use "
                                              "DIMOC_FIT_INPUT_INIT, DIMOC_FIT_OPTIONS_INIT, "
                                              "DIMOC_CONTEXT_INIT)");
@@ -350,14 +240,14 @@ dimoc_status dimoc_fit(const dimoc_model *model, const dimoc_fit_input *input,
     double *b = NULL, *g = NULL;
     dimoc_status rc = make_request(mi, &opt, &in_rec, &r);
     if (rc == DIMOC_OK) rc = make_inputs(&in_rec, &in, &b, &g);
-    if (rc == DIMOC_OK) rc = to_items(opt.init, opt.ninit, "init", &starts);
+    if (rc == DIMOC_OK) rc = dm_api_items(opt.init, opt.ninit, "init", &starts);
     dimoc_fit_result *res = rc == DIMOC_OK ? calloc(1, sizeof *res) : NULL;
     if (rc == DIMOC_OK && !res) rc = dm_api_fail(DIMOC_E_MEMORY, "dimoc_fit: out of memory");
     if (rc == DIMOC_OK) {
         dm_fit_watch watch;
         dm_fit_watch_init(&watch, ctx.progress, ctx.cancel, ctx.user);
         dm_fit_memory mem = {mi, &in, &starts, "init", &watch, {0}, NULL};
-        dm_warn_capture(keep_warning, res);
+        dm_warn_capture(dm_api_keep_line, &res->warnings);
         int run = dm_fit_run_memory(&r, &mem);
         dm_warn_capture(NULL, NULL);
         res->maps = mem.maps;
@@ -366,7 +256,6 @@ dimoc_status dimoc_fit(const dimoc_model *model, const dimoc_fit_input *input,
             rc = failure(&watch);
         } else {
             rc = make_records(res, &in_rec.data);
-            if (res->warnings) res->warnings[res->nwarnings] = NULL;
         }
     }
     free(in.measures.item); /* the items point into the caller's arrays */
@@ -402,8 +291,8 @@ const char *dimoc_fit_result_provenance(const dimoc_fit_result *res)
 
 int dimoc_fit_result_warnings(const dimoc_fit_result *res, const char *const **lines)
 {
-    if (lines) *lines = res ? (const char *const *)res->warnings : NULL;
-    return res ? res->nwarnings : 0;
+    if (lines) *lines = res ? (const char *const *)res->warnings.line : NULL;
+    return res ? res->warnings.n : 0;
 }
 
 void dimoc_fit_result_free(dimoc_fit_result *res)
@@ -413,7 +302,6 @@ void dimoc_fit_result_free(dimoc_fit_result *res)
     free(res->records);
     free(res->list);
     free(res->provenance);
-    for (int i = 0; i < res->nwarnings; i++) free(res->warnings[i]);
-    free(res->warnings);
+    dm_api_lines_free(&res->warnings);
     free(res);
 }

@@ -1,137 +1,113 @@
-/* The simulator: a model's compiled predict function evaluated voxel by voxel, plus noise. */
+/* The simulator's engine (simulate.h): a model's compiled predict function evaluated voxel by
+ * voxel on arrays, plus noise.  It reads and writes no file. */
 #include "simulate/simulate.h"
 #include "fit/cpu_backend.h"
-#include "fit/fit.h"
-#include "io/scheme_file.h"
-#include "io/textio.h"
-#include "io/volume.h"
 #include "simulate/noise.h"
 #include "util/error.h"
-#include "util/fsutil.h"
-#include "util/interrupt.h"
-#include "util/outdir.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-/* A parameter or per-voxel input source: a constant or a map. */
-typedef struct source {
-    double value;
-    dm_volume map; /* map.data NULL: constant */
-} source;
+/* Voxels between two reports of progress from a thread. */
+#define REPORT_EVERY 256
 
-/* The value of NAME in "NAME=VALUE,.." (the last one given); 0 when absent. */
-static int find_value(const char *spec, const char *name, char *value, size_t n)
+/* Byte offset of voxel v (x fastest) in a map of grid nx x ny. */
+static ptrdiff_t voxel_offset(const dm_array *a, size_t nx, size_t ny, size_t v)
 {
-    if (!spec) return 0;
-    char *copy = strdup(spec), *save = NULL;
-    int found = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(t, '=');
-        if (eq && (size_t)(eq - t) == strlen(name) && !strncmp(t, name, eq - t)) {
-            snprintf(value, n, "%s", eq + 1);
-            found = 1;
-        }
-    }
-    free(copy);
-    return found;
+    return (ptrdiff_t)(v % nx) * a->stride[0] + (ptrdiff_t)(v / nx % ny) * a->stride[1] +
+           (ptrdiff_t)(v / (nx * ny)) * a->stride[2];
 }
 
-/* Every NAME of "NAME=VALUE,.." is a parameter (params) or a per-voxel input of the model. */
-static int check_names(const char *spec, const char *what, const dm_model_info *mi, int params)
+/* Component c of an item at voxel v: its value, or its map's (a 3D map has one component). */
+static double item_at(const dm_fit_item *x, const dm_simulate_inputs *in, size_t v, int c)
 {
-    if (!spec) return 0;
-    char *copy = strdup(spec), *save = NULL;
-    int rc = 0;
-    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(t, '=');
-        if (!eq) {
-            rc = dm_set_error("%s: '%s' is not of the form NAME=VALUE", what, t);
-            break;
-        }
-        *eq = 0;
+    const dm_array *a = &x->map;
+    if (a->ndim == 0) return dm_array_at(a, 0);
+    ptrdiff_t o = voxel_offset(a, in->nx, in->ny, v);
+    if (a->ndim == 4) o += (ptrdiff_t)c * a->stride[3];
+    return dm_array_at(a, o);
+}
+
+/* Map x lies on the grid with `width` values per voxel (X x Y x Z, or X x Y x Z x width; a
+ * parameter's 4D map is read at its first volume, as the command always has). */
+static int check_map(const dm_simulate_inputs *in, const dm_fit_item *x, const char *option,
+                     int width, int parameter)
+{
+    const dm_array *a = &x->map;
+    if (a->ndim == 0) return 0; /* one value for every voxel (and every component) */
+    int ok = (a->ndim == 3 || a->ndim == 4) && a->shape[0] == in->nx && a->shape[1] == in->ny &&
+             a->shape[2] == in->nz;
+    if (ok && a->ndim == 4 && !parameter) ok = a->shape[3] == (size_t)width;
+    if (ok && a->ndim == 3 && !parameter) ok = width == 1;
+    if (ok) return 0;
+    char shape[96] = "";
+    for (int k = 0, n = 0; k < a->ndim && n < (int)sizeof shape; k++)
+        n += snprintf(shape + n, sizeof shape - n, "%s%zu", k ? "x" : "", a->shape[k]);
+    return dm_set_error("%s %s: a map of %s, not the grid %zux%zux%zu%s", option, x->name, shape,
+                        in->nx, in->ny, in->nz, width > 1 ? " with a volume per value" : "");
+}
+
+/* Which item gives each parameter and per-voxel input: pi[k], vi[i] (-1: a voxel input's
+ * default), every name checked against the model. */
+static int match_items(const dm_model_info *mi, const dm_simulate_inputs *in, int *pi, int *vi)
+{
+    const char *popt = in->params_option, *vopt = in->voxel_option;
+    for (int i = 0; i < in->params.n; i++)
+        if (dm_model_param_index(mi, in->params.item[i].name) < 0)
+            return dm_set_error("%s: model '%s' has no parameter '%s'", popt, mi->name,
+                                in->params.item[i].name);
+    for (int i = 0; i < in->voxel.n; i++) {
         int ok = 0;
-        if (params)
-            ok = dm_model_param_index(mi, t) >= 0;
-        else
-            for (int i = 0; i < mi->nvoxels; i++) ok |= !strcmp(mi->voxels[i].name, t);
+        for (int k = 0; k < mi->nvoxels; k++) ok |= !strcmp(mi->voxels[k].name, in->voxel.item[i].name);
         if (!ok)
-            rc = dm_set_error("%s: model '%s' has no %s '%s'", what, mi->name,
-                              params ? "parameter" : "per-voxel input", t);
+            return dm_set_error("%s: model '%s' has no per-voxel input '%s'", vopt, mi->name,
+                                in->voxel.item[i].name);
     }
-    free(copy);
-    return rc;
-}
-
-/* A number, else a map, which must be on the grid of the first map opened (*grid). */
-static int open_source(const char *text, source *s, const dm_volume **grid)
-{
-    char *end;
-    memset(s, 0, sizeof *s);
-    s->value = strtod(text, &end);
-    if (*text && !*end) return 0;
-    if (dm_volume_read(text, &s->map) != 0) return -1;
-    if (*grid && dm_volume_check_same_grid(&s->map, text, *grid, "the first map") != 0) return -1;
-    if (!*grid) *grid = &s->map;
-    return 0;
-}
-
-static double source_at(const source *s, size_t v, size_t nvox, int c)
-{
-    return s->map.data ? s->map.data[v + (size_t)c * nvox] : s->value;
-}
-
-/* The protocol's length: the number of b-values, else the scheme file's rows, else the length
- * of the first measure file (its longer side). */
-static int protocol_length(const dm_simulate_settings *s, int *M)
-{
-    int r, c;
-    double *tmp;
-    if (s->bvals) {
-        if (dm_read_matrix(s->bvals, &r, &c, &tmp) != 0) return -1;
-        *M = r * c;
-        free(tmp);
-        return 0;
+    for (int k = 0; k < mi->nparams; k++) {
+        pi[k] = -1;
+        for (int i = 0; i < in->params.n; i++) /* the last one given counts */
+            if (!strcmp(in->params.item[i].name, mi->params[k].name)) pi[k] = i;
+        if (pi[k] < 0)
+            return dm_set_error("simulate: %s gives no value for parameter '%s'", popt,
+                                mi->params[k].name);
+        if (check_map(in, &in->params.item[pi[k]], popt, 1, 1) != 0) return -1;
     }
-    if (s->scheme) {
-        dm_scheme sch;
-        if (dm_scheme_read(s->scheme, &sch) != 0) return -1;
-        *M = sch.rows;
-        dm_scheme_free(&sch);
-        return 0;
+    for (int k = 0; k < mi->nvoxels; k++) {
+        vi[k] = -1;
+        for (int i = 0; i < in->voxel.n; i++)
+            if (!strcmp(in->voxel.item[i].name, mi->voxels[k].name)) vi[k] = i;
+        if (vi[k] < 0 && isnan(mi->voxels[k].default_value))
+            return dm_set_error("simulate: model '%s' needs %s %s=VALUE|MAP", mi->name, vopt,
+                                mi->voxels[k].name);
+        if (vi[k] >= 0 &&
+            check_map(in, &in->voxel.item[vi[k]], vopt, mi->voxels[k].width, 0) != 0)
+            return -1;
     }
-    const char *eq = s->measure ? strchr(s->measure, '=') : NULL;
-    if (!eq)
-        return dm_set_error(
-            "simulate: give --bvals, --scheme or --measure NAME=FILE to define the protocol");
-    char path[4096];
-    snprintf(path, sizeof path, "%s", eq + 1);
-    char *comma = strchr(path, ',');
-    if (comma) *comma = 0;
-    if (dm_read_matrix(path, &r, &c, &tmp) != 0) return -1;
-    *M = r > c ? r : c;
-    free(tmp);
+    const dm_array *m = &in->mask;
+    if (m->data && (m->ndim != 3 || m->shape[0] != in->nx || m->shape[1] != in->ny ||
+                    m->shape[2] != in->nz))
+        return dm_set_error("%s: not a 3D map of the grid %zux%zux%zu", in->mask_name, in->nx,
+                            in->ny, in->nz);
     return 0;
 }
 
 /* Voxel v's noisy signal from its noise-free `row` into signal (volume-major, nvox apart).
  * Normal deviates come in pairs; a Rician draw takes its second, imaginary deviate from the
  * counters M.. so that the real parts are the same as with Gaussian noise. */
-static void add_noise(const dm_simulate_settings *s, size_t v, size_t nvox, int M,
+static void add_noise(const dm_simulate_inputs *in, size_t v, size_t nvox, int M,
                       const double *row, double sigma, double *signal)
 {
     for (int j = 0; j < M; j += 2) {
         double z[2] = {0, 0};
-        if (s->noise != DM_SIM_NOISE_NONE) dm_noise_normal_pair(s->seed, v, (unsigned)j, z);
+        if (in->noise != DM_SIM_NOISE_NONE) dm_noise_normal_pair(in->seed, v, (unsigned)j, z);
         for (int t = 0; t < 2 && j + t < M; t++) {
             double x = row[j + t], y = x;
-            if (s->noise == DM_SIM_NOISE_GAUSSIAN) y = x + sigma * z[t];
-            if (s->noise == DM_SIM_NOISE_RICIAN) {
+            if (in->noise == DM_SIM_NOISE_GAUSSIAN) y = x + sigma * z[t];
+            if (in->noise == DM_SIM_NOISE_RICIAN) {
                 double z2[2];
-                dm_noise_normal_pair(s->seed, v, (unsigned)(M + j + t), z2);
+                dm_noise_normal_pair(in->seed, v, (unsigned)(M + j + t), z2);
                 y = sqrt((x + sigma * z[t]) * (x + sigma * z[t]) + sigma * z2[0] * sigma * z2[0]);
             }
             signal[v + (size_t)(j + t) * nvox] = y;
@@ -139,57 +115,38 @@ static void add_noise(const dm_simulate_settings *s, size_t v, size_t nvox, int 
     }
 }
 
-int dm_simulate_run(const dm_simulate_settings *s, dm_provenance *prov)
+int dm_simulate(const dm_model_info *mi, const dm_simulate_inputs *in, dm_fit_watch *watch,
+                dm_simulation *out)
 {
-    int rc = 0;
-    dm_model_info mi;
-    memset(&mi, 0, sizeof mi);
-    source ps[DM_MAX_PARAMS], vs[16];
-    memset(ps, 0, sizeof ps);
-    memset(vs, 0, sizeof vs);
-    double *meas = NULL, *bvals = NULL, *signal = NULL, *mask = NULL;
+    memset(out, 0, sizeof *out);
+    int pi[DM_MAX_PARAMS], vi[sizeof mi->voxels / sizeof mi->voxels[0]];
+    const int M = in->M;
+    if (M < 1) return dm_set_error("simulate: a protocol of no measurement");
+    if (match_items(mi, in, pi, vi) != 0) return -1;
+    double *meas = NULL, *bvals = NULL;
+    if (dm_fit_measurements(mi, &in->protocol, M, &meas, &bvals) != 0) return -1;
+    dm_fit_watch_stage(watch, "compile", 1);
     dm_cpu_fitter fitter = {0};
-    const dm_volume *grid = NULL;
-    char *tmp[3] = {NULL, NULL, NULL}, *final[3] = {NULL, NULL, NULL};
-    char text[4096];
-    int M = 0;
-
-    if ((rc = dm_model_load(s->model, &mi)) != 0) goto done;
-    if ((rc = check_names(s->params, "--params", &mi, 1)) != 0) goto done;
-    if ((rc = check_names(s->voxel, "--voxel", &mi, 0)) != 0) goto done;
-    for (int k = 0; k < mi.nparams; k++) {
-        if (!find_value(s->params, mi.params[k].name, text, sizeof text)) {
-            rc = dm_set_error("simulate: --params gives no value for parameter '%s'",
-                              mi.params[k].name);
-            goto done;
-        }
-        if ((rc = open_source(text, &ps[k], &grid)) != 0) goto done;
+    int rc = dm_cpu_fitter_load(mi, 8, &fitter);
+    const size_t nvox = in->nx * in->ny * in->nz;
+    if (rc == 0) {
+        out->nvox = nvox;
+        out->M = M;
+        out->signal = calloc(nvox * M, sizeof *out->signal);
+        out->mask = calloc(nvox, 1);
+        if (!out->signal || !out->mask)
+            rc = dm_set_error("out of memory for %zu voxels of %d measurements", nvox, M);
     }
-    for (int i = 0; i < mi.nvoxels; i++) {
-        if (find_value(s->voxel, mi.voxels[i].name, text, sizeof text)) {
-            if ((rc = open_source(text, &vs[i], &grid)) != 0) goto done;
-        } else if (isnan(mi.voxels[i].default_value)) {
-            rc = dm_set_error("simulate: model '%s' needs --voxel %s=VALUE|MAP", mi.name,
-                              mi.voxels[i].name);
-            goto done;
-        } else {
-            vs[i].value = mi.voxels[i].default_value;
-        }
+    if (rc != 0) {
+        free(meas);
+        free(bvals);
+        dm_cpu_fitter_close(&fitter);
+        dm_simulation_free(out);
+        return -1;
     }
-    int nx = grid ? grid->nx : (int)s->voxels, ny = grid ? grid->ny : 1, nz = grid ? grid->nz : 1;
-    size_t nvox = (size_t)nx * ny * nz;
-    if ((rc = protocol_length(s, &M)) != 0) goto done;
-    if ((rc = dm_build_measurements(&mi, s->bvals, s->bvecs, s->measure, s->scheme, M, &meas,
-                                    &bvals)) != 0)
-        goto done;
-    if ((rc = dm_cpu_fitter_load(&mi, 8, &fitter)) != 0) goto done;
-
-    signal = malloc(nvox * M * sizeof *signal);
-    mask = calloc(nvox, sizeof *mask);
-    if (!signal || !mask) {
-        rc = dm_set_error("out of memory for %zu voxels of %d measurements", nvox, M);
-        goto done;
-    }
+    dm_fit_watch_stage(watch, "simulate", (long)nvox);
+    double *signal = out->signal;
+    unsigned char *mask = out->mask;
     /* Voxels on all cores: each voxel's noise is keyed by its index, so the image does not
      * depend on the thread count. */
     _Atomic int stopped = 0;
@@ -197,18 +154,30 @@ int dm_simulate_run(const dm_simulate_settings *s, dm_provenance *prov)
     {
         double p[DM_MAX_PARAMS], vin[64];
         double *own = malloc(M * sizeof *own);
+        long done = 0;
 #pragma omp for schedule(dynamic, 256)
-        for (long vi = 0; vi < (long)nvox; vi++) {
-            size_t v = (size_t)vi;
+        for (long vx = 0; vx < (long)nvox; vx++) {
+            size_t v = (size_t)vx;
             if (!own || stopped) continue;
-            if ((v & 1023) == 0 && dm_stop_requested()) {
-                stopped = 1;
-                continue;
+            if (++done == REPORT_EVERY) {
+                dm_fit_watch_add(watch, done);
+                done = 0;
+                if (dm_fit_stopping(watch)) {
+                    stopped = 1;
+                    continue;
+                }
             }
-            for (int k = 0; k < mi.nparams; k++) p[k] = source_at(&ps[k], v, nvox, 0);
-            for (int i = 0; i < mi.nvoxels; i++)
-                for (int c = 0; c < mi.voxels[i].width; c++)
-                    vin[mi.voxels[i].column + c] = source_at(&vs[i], v, nvox, c);
+            if (in->mask.data) {
+                double m = dm_array_at(&in->mask, voxel_offset(&in->mask, in->nx, in->ny, v));
+                if (m == 0 || isnan(m)) continue;
+            }
+            for (int k = 0; k < mi->nparams; k++)
+                p[k] = item_at(&in->params.item[pi[k]], in, v, 0);
+            for (int i = 0; i < mi->nvoxels; i++)
+                for (int c = 0; c < mi->voxels[i].width; c++)
+                    vin[mi->voxels[i].column + c] =
+                        vi[i] < 0 ? mi->voxels[i].default_value
+                                  : item_at(&in->voxel.item[vi[i]], in, v, c);
             fitter.predict(p, meas, M, vin, own);
             double b0 = 0, mx = 0;
             int nb0 = 0, finite = 1;
@@ -220,68 +189,37 @@ int dm_simulate_run(const dm_simulate_settings *s, dm_provenance *prov)
                     nb0++;
                 }
             }
-            double sigma = (nb0 ? b0 / nb0 : mx) / (s->snr > 0 ? s->snr : 1);
+            double sigma = (nb0 ? b0 / nb0 : mx) / (in->snr > 0 ? in->snr : 1);
             mask[v] = finite && mx > 0;
-            add_noise(s, v, nvox, M, own, sigma, signal);
+            add_noise(in, v, nvox, M, own, sigma, signal);
         }
         if (!own) stopped = -1;
+        dm_fit_watch_add(watch, done);
         free(own);
     }
-    if (stopped) {
-        rc = stopped > 0 ? dm_stop_error() : dm_set_error("out of memory for a voxel's signal");
-        goto done;
-    }
-    /* The image, the mask and the provenance go in place together (util/outdir.h). */
-    final[0] = (char *)s->out;
-    final[1] = (char *)s->mask_out;
-    final[2] = dm_provenance_sidecar(s->out);
-    if (!(tmp[0] = dm_volume_temp_name(s->out)) ||
-        (s->mask_out && !(tmp[1] = dm_volume_temp_name(s->mask_out)))) {
-        rc = -1;
-        goto done;
-    }
-    if (!final[2] || !(tmp[2] = dm_temp_sibling(final[2]))) {
-        rc = dm_set_error("out of memory");
-        goto done;
-    }
-    if (grid)
-        rc = dm_volume_write(tmp[0], grid, M, signal, DM_OUT_FLOAT32);
-    else
-        rc = dm_volume_write_new(tmp[0], nx, ny, nz, M, 2.0, signal);
-    if (rc == 0 && s->mask_out) {
-        if (grid)
-            rc = dm_volume_write(tmp[1], grid, 1, mask, DM_OUT_UINT8);
-        else
-            rc = dm_volume_write_new(tmp[1], nx, ny, nz, 1, 2.0, mask);
-    }
-    if (rc == 0) {
-        dm_provenance_str(prov, DM_PROV_RESULT, "model_name", mi.name);
-        dm_provenance_str(prov, DM_PROV_RESULT, "model_source_hash", mi.source_hash);
-        dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)nvox);
-        dm_provenance_num(prov, DM_PROV_RESULT, "measurements", M);
-        rc = dm_provenance_write(prov, tmp[2]);
-    }
-    if (rc == 0) {
-        rc = dm_commit_files(tmp, final, 3); /* renames them, or removes them */
-        for (int i = 0; i < 3; i++) {
-            free(tmp[i]);
-            tmp[i] = NULL;
-        }
-    }
-done:
-    for (int i = 0; i < 3; i++)
-        if (tmp[i]) {
-            unlink(tmp[i]);
-            free(tmp[i]);
-        }
-    free(final[2]);
-    for (int k = 0; k < DM_MAX_PARAMS; k++) dm_volume_free(&ps[k].map);
-    for (int i = 0; i < 16; i++) dm_volume_free(&vs[i].map);
     free(meas);
     free(bvals);
-    free(signal);
-    free(mask);
     dm_cpu_fitter_close(&fitter);
-    dm_model_info_free(&mi);
-    return rc;
+    if (stopped || dm_fit_stopping(watch)) {
+        dm_simulation_free(out);
+        return stopped < 0 ? dm_set_error("out of memory for a voxel's signal")
+                           : dm_fit_stop_error(watch);
+    }
+    dm_fit_watch_done(watch);
+    return 0;
+}
+
+void dm_simulate_provenance(dm_provenance *prov, const dm_model_info *mi, const dm_simulation *s)
+{
+    dm_provenance_str(prov, DM_PROV_RESULT, "model_name", mi->name);
+    dm_provenance_str(prov, DM_PROV_RESULT, "model_source_hash", mi->source_hash);
+    dm_provenance_num(prov, DM_PROV_RESULT, "voxels", (double)s->nvox);
+    dm_provenance_num(prov, DM_PROV_RESULT, "measurements", s->M);
+}
+
+void dm_simulation_free(dm_simulation *s)
+{
+    free(s->signal);
+    free(s->mask);
+    memset(s, 0, sizeof *s);
 }
