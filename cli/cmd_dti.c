@@ -1,5 +1,5 @@
-/* dimoc dti: the linear diffusion-tensor fit over an image (runtime/dti/dti_maps.c), with the
- * maps named as FSL's dtifit names them. */
+/* dimoc dti: the linear diffusion-tensor fit over an image (runtime/dti/dti_files.c's reader
+ * and writer around dti_maps.c's fit), with the maps named as FSL's dtifit names them. */
 #include "args.h"
 #include "io/formats.h"
 #include "io/gradients.h"
@@ -95,7 +95,7 @@ int dm_cmd_dti(int argc, char **argv)
     dm_args a;
     if (dm_args_parse("dti", dti_opts, dm_help_dti, argc, argv, &a) != 0) return dm_report_error();
     int rc = 0;
-    dm_dti_image im = {0};
+    dm_dti_files in = {0};
     dm_dti_maps maps = {0};
     dm_dti_settings settings = {0};
     const char *out = dm_arg(&a, dti_opts, "out");
@@ -116,12 +116,12 @@ int dm_cmd_dti(int argc, char **argv)
     dm_provenance prov;
     dm_provenance_begin(&prov, "dti");
     dm_provenance_args(&prov, &a, dti_opts, inputs);
-    if ((rc = dm_dti_image_read(&im, dm_arg(&a, dti_opts, "data"), dm_arg(&a, dti_opts, "bvals"),
+    if ((rc = dm_dti_files_read(&in, dm_arg(&a, dti_opts, "data"), dm_arg(&a, dti_opts, "bvals"),
                                 dm_arg(&a, dti_opts, "bvecs"), dm_arg(&a, dti_opts, "grad"),
                                 dm_arg(&a, dti_opts, "mask"))) != 0 ||
         (rc = parse_settings(&a, &settings)) != 0 ||
-        (rc = dm_dti_maps_fit(&im, &settings, &maps)) != 0 ||
-        (rc = dm_dti_maps_write(&maps, &im.data, out, dm_arg(&a, dti_opts, "prefix"),
+        (rc = dm_dti_maps_fit(&in.im, &settings, NULL, &maps)) != 0 ||
+        (rc = dm_dti_maps_write(&maps, &in.data, out, dm_arg(&a, dti_opts, "prefix"),
                                 dm_arg_given(&a, dti_opts, "save-tensor"), settings.sse, &prov)) !=
             0) {
         dm_provenance_free(&prov);
@@ -143,7 +143,7 @@ int dm_cmd_dti(int argc, char **argv)
     printf("; maps in %s\n", out);
 done:
     dm_dti_maps_free(&maps);
-    dm_dti_image_free(&im);
+    dm_dti_files_free(&in);
     dm_args_free(&a);
     return rc == 0 ? 0 : dm_report_error();
 }

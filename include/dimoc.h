@@ -467,6 +467,58 @@ DIMOC_EXPORT dimoc_status dimoc_simulate(const dimoc_model *model,
                                          const dimoc_simulate_options *options,
                                          const dimoc_context *context, dimoc_result **result);
 
+/* ---- diffusion-weighted data on arrays: the tensor fit (1.2) ---- */
+
+/* A diffusion-weighted image and its gradient table: what dimoc_dti (and response estimation
+ * and CSD) read.  Fill one with DIMOC_DWI_INPUT_INIT. */
+typedef struct dimoc_dwi_input {
+    size_t size; /* sizeof(dimoc_dwi_input) as the caller compiled it */
+    /* X x Y x Z x M, float32 or float64: M measurements (volumes) per voxel */
+    dimoc_array data;
+    /* X x Y x Z, uint8, float32 or float64: the voxels where it is non-zero (and not NaN);
+     * data NULL: every voxel */
+    dimoc_array mask;
+    /* M b-values (s/mm^2) and M x 3 directions, row by row, in FSL's bvecs frame of the image
+     * (unit length where b > 0; 0 0 0 is taken where b <= 50); or instead grad: M rows x y z b
+     * in world coordinates, MRtrix's table, turned into that frame with the affine */
+    const double *bvals, *bvecs;
+    const double *grad;
+    /* 4 x 4, row by row: voxel -> world mm (a NIfTI's sform); NULL: the identity, as an image
+     * without orientation.  Needed with grad, and where harmonics live in the world frame */
+    const double *affine;
+} dimoc_dwi_input;
+#define DIMOC_DWI_INPUT_INIT                                                                       \
+    {                                                                                              \
+        sizeof(dimoc_dwi_input), {NULL, DIMOC_FLOAT32, 0, {0}, {0}},                               \
+            {NULL, DIMOC_UINT8, 0, {0}, {0}}, NULL, NULL, NULL, NULL                               \
+    }
+
+/* The options of `dimoc dti` (DIMOC_DTI_OPTIONS_INIT: its defaults). */
+typedef struct dimoc_dti_options {
+    size_t size;                 /* sizeof(dimoc_dti_options) as the caller compiled it */
+    const char *method;          /* "wls" (OLS, then WLS) | "ols" */
+    int iter;                    /* -1: not given; 0..10: MRtrix dwi2tensor's -iter N */
+    double min_signal;           /* 0: the command's (1e-4; with iter, 1e-6 x the voxel's largest) */
+    const char *min_diffusivity; /* "auto" | "none" | a number, as text */
+    int save_tensor, sse;        /* the maps "tensor" and "sse" as well */
+    const char *out_type;        /* "float32" (the command's files) | "float64" */
+    int threads;                 /* 0: every core */
+} dimoc_dti_options;
+#define DIMOC_DTI_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        sizeof(dimoc_dti_options), "wls", -1, 0, "auto", 0, 0, "float32", 0                        \
+    }
+
+/* The linear tensor fit of every voxel, as `dimoc dti` does: the same inputs and options give
+ * the same maps bit for bit.  The result's arrays are the command's files, by their names:
+ * V1 V2 V3 (X x Y x Z x 3), L1 L2 L3, FA, MD, MO, S0, and tensor (6 volumes) and sse when
+ * asked (kind "map"); the provenance counts the voxels fitted and skipped.  Stage "dti".
+ * DIMOC_E_ARGUMENT for inputs or options the fit cannot take (the message names which),
+ * DIMOC_E_CANCELLED. */
+DIMOC_EXPORT dimoc_status dimoc_dti(const dimoc_dwi_input *input,
+                                    const dimoc_dti_options *options,
+                                    const dimoc_context *context, dimoc_result **result);
+
 #ifdef __cplusplus
 }
 #endif

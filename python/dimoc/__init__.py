@@ -21,7 +21,7 @@ from ._native import lib as _lib
 __all__ = ["Model", "ModelError", "DimocError", "Diagnostic", "Parameter", "Input", "Output",
            "Generated", "models", "data_dir", "set_data_dir", "api_version", "__version__",
            "fit", "FitResult", "FitCancelled", "DimocWarning",
-           "simulate", "Simulation", "Cancelled", "Result"]
+           "simulate", "Simulation", "Cancelled", "Result", "dti"]
 
 __version__ = _native.text(_lib.dimoc_version())
 #: The C API's version of the library loaded: (major, minor).
@@ -283,6 +283,7 @@ _FIT_NAMES = ("fit", "FitResult", "FitCancelled", "DimocWarning")
 # The calls on arrays of API 1.2, by the module that holds each
 _ARRAY_NAMES = {"simulate": "_simulate", "Simulation": "_simulate", "Cancelled": "_call",
                 "Result": "_call"}
+_ARRAY_NAMES.update(dti="_dti")
 
 
 def __getattr__(name):

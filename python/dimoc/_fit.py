@@ -196,8 +196,8 @@ def _check_names(names, known, what, model, kind):
                              f"{', '.join(known) or 'none'})")
 
 
-def _integer(name, value):
-    lo, hi = _RANGES[name]
+def integer(name, value, lo, hi):
+    """value, an integer within lo..hi; else ValueError naming `name`."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise _arg_error(f"{name}: expected an integer, got {value!r}")
     if not lo <= int(value) <= hi:
@@ -205,7 +205,12 @@ def _integer(name, value):
     return int(value)
 
 
-def _choice(name, value, allowed):
+def _integer(name, value):
+    return integer(name, value, *_RANGES[name])
+
+
+def choice(name, value, allowed):
+    """value, one of `allowed`; else ValueError naming `name`."""
     if not isinstance(value, str) or value not in allowed:
         raise _arg_error(f"{name}: {value!r} is not one of {', '.join(allowed)}")
     return value
@@ -296,9 +301,15 @@ def _named(items, keep):
 
 
 def _gradients(model, M, bvals, bvecs, gtab, grad, affine, keep):
-    """(bvals, bvecs, grad) pointers for the library, checked."""
+    """(bvals, bvecs, grad) arrays for the library, checked."""
     reads = {x.source for x in model.measures}
-    needed = bool(reads & {"bvals", "bvecs"})
+    needed = f"model '{model.name}'" if reads & {"bvals", "bvecs"} else None
+    return _table(needed, M, bvals, bvecs, gtab, grad, affine, keep)
+
+
+def _table(needed, M, bvals, bvecs, gtab, grad, affine, keep):
+    """(bvals, bvecs, grad) arrays for the library, checked; `needed` names what reads the
+    table (None: nothing needs one)."""
     if gtab is not None:
         if bvals is not None or bvecs is not None:
             raise _arg_error("gtab: given with bvals or bvecs; give one of them")
@@ -323,8 +334,8 @@ def _gradients(model, M, bvals, bvecs, gtab, grad, affine, keep):
         return None, None, keep.hold(np.ascontiguousarray(g, dtype=np.float64))
     if bvals is None and bvecs is None:
         if needed:
-            raise _arg_error(f"bvals: model '{model.name}' reads b-values and gradient "
-                             f"directions: give bvals and bvecs (or gtab)")
+            raise _arg_error(f"bvals: {needed} reads b-values and gradient directions: give "
+                             f"bvals and bvecs (or gtab)")
         return None, None, None
     if bvals is None or bvecs is None:
         raise _arg_error(f"{'bvecs' if bvals is None else 'bvals'}: not given (bvals and bvecs "
@@ -399,6 +410,25 @@ def _measures(model, M, measure, scheme, keep):
             raise _arg_error(f"{what} {name}: not finite")
         out.append((name, _c_array(keep.hold(np.ascontiguousarray(a)))))
     return out
+
+
+def _mask(mask, grid, affine, keep):
+    """(dimoc_array, the voxels it selects) of a mask on the data's grid, checked."""
+    marray, maffine, _ = _load(mask, "mask")
+    m = np.asanyarray(marray)
+    if m.dtype == np.bool_:
+        m = m.view(np.uint8)  # read as bytes in place
+    elif m.dtype != np.uint8:
+        m = _numeric(m, "mask")
+    if m.shape != grid:
+        raise _arg_error(f"mask: shape {m.shape} is not the data's grid {grid}")
+    if maffine is not None and affine is not None and not np.allclose(maffine, affine,
+                                                                      atol=1e-4):
+        raise _arg_error("mask: its affine differs from the data's (another grid)")
+    selected = (m != 0) & ~np.isnan(m) if m.dtype.kind == "f" else m != 0
+    if not selected.any():
+        raise _arg_error("mask: selects no voxel")
+    return _c_array(keep.hold(m)), selected
 
 
 def _all_finite(data, mask):
@@ -480,18 +510,18 @@ def _options(model, method, device, opts, keep):
     o = _native.FitOptions()
     o.size = _C.sizeof(o)
     o.method = _methods(method).encode()
-    o.device = _choice("device", device, ("auto", "cpu", "gpu")).encode()
+    o.device = choice("device", device, ("auto", "cpu", "gpu")).encode()
     for name, value in _DEFAULTS.items():
         value = opts.get(name, value)
         if name in _RANGES:
             value = _integer(name, value)
         elif name == "noise":
-            value = _choice(name, value, ("gaussian", "rician")).encode()
+            value = choice(name, value, ("gaussian", "rician")).encode()
         elif name == "precision":
-            value = _choice(name, value, ("float", "double")).encode()
+            value = choice(name, value, ("float", "double")).encode()
         elif name == "out_type":
             value = np.dtype(value).name if not isinstance(value, str) else value
-            value = _choice(name, value, ("float32", "float64")).encode()
+            value = choice(name, value, ("float32", "float64")).encode()
         elif name == "gpus":
             if not isinstance(value, str):
                 value = ",".join(str(int(g)) for g in value)
@@ -589,21 +619,7 @@ def fit(model, data, bvals=None, bvecs=None, mask=None, gtab=None, method="lm", 
     inp.data = _c_array(keep.hold(data))
     mask_bool = None
     if mask is not None:
-        marray, maffine, _ = _load(mask, "mask")
-        m = np.asanyarray(marray)
-        if m.dtype == np.bool_:
-            m = m.view(np.uint8)  # read as bytes in place
-        elif m.dtype != np.uint8:
-            m = _numeric(m, "mask")
-        if m.shape != grid:
-            raise _arg_error(f"mask: shape {m.shape} is not the data's grid {grid}")
-        if maffine is not None and affine is not None and not np.allclose(maffine, affine,
-                                                                          atol=1e-4):
-            raise _arg_error("mask: its affine differs from the data's (another grid)")
-        mask_bool = (m != 0) & ~np.isnan(m) if m.dtype.kind == "f" else m != 0
-        if not mask_bool.any():
-            raise _arg_error("mask: selects no voxel")
-        inp.mask = _c_array(keep.hold(m))
+        inp.mask, mask_bool = _mask(mask, grid, affine, keep)
     if not _all_finite(data, mask_bool):
         raise _arg_error("data: NaN or infinite values" + (" inside the mask" if mask is not None
                                                              else "") +

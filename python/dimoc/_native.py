@@ -137,6 +137,18 @@ class SimulateOptions(ctypes.Structure):
                 ("threads", c_int)]
 
 
+# Diffusion-weighted data on arrays (API 1.2): dimoc_dwi_input and the options of dimoc_dti.
+class DwiInput(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("data", Array), ("mask", Array), ("bvals", _DOUBLES),
+                ("bvecs", _DOUBLES), ("grad", _DOUBLES), ("affine", _DOUBLES)]
+
+
+class DtiOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("method", c_char_p), ("iter", c_int),
+                ("min_signal", c_double), ("min_diffusivity", c_char_p), ("save_tensor", c_int),
+                ("sse", c_int), ("out_type", c_char_p), ("threads", c_int)]
+
+
 # The statuses (dimoc_status) and severities (dimoc_severity) of include/dimoc.h.
 OK, E_ARGUMENT, E_NOT_FOUND, E_IO, E_MODEL, E_LIMIT, E_MEMORY, E_CANCELLED, E_INTERNAL = range(9)
 SEVERITIES = ("error", "warning", "note")
@@ -186,6 +198,8 @@ for name, restype, argtypes in [
         ("dimoc_simulate", c_int, [_HANDLE, ctypes.POINTER(SimulateInput),
                                    ctypes.POINTER(SimulateOptions), ctypes.POINTER(Context),
                                    ctypes.POINTER(_HANDLE)]),
+        ("dimoc_dti", c_int, [ctypes.POINTER(DwiInput), ctypes.POINTER(DtiOptions),
+                              ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
 ]:
     fn = getattr(lib, name)
     fn.restype = restype

@@ -13,7 +13,7 @@ from . import _native
 from ._call import Cancelled, arg_error, check_affine, check_cancel, reporter, run, save_nifti
 from ._call import take_result, warnings_of
 from ._fit import FitResult, _c_array, _gradients, _Inputs, _load, _map_or_value
-from ._fit import _measures, _named, _numeric
+from ._fit import _measures, _named, _numeric, integer
 from ._native import lib as _lib
 
 _C = _native.ctypes
@@ -55,14 +55,6 @@ class Simulation(tuple):
         if mask_path is not None:
             save_nifti(os.fspath(mask_path), self.mask, self.affine)
         return path
-
-
-def _integer(name, value, lo, hi):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise arg_error(f"{name}: expected an integer, got {value!r}")
-    if not lo <= int(value) <= hi:
-        raise arg_error(f"{name}: {value} is outside {lo}..{hi}")
-    return int(value)
 
 
 def _is_value(v):
@@ -203,14 +195,14 @@ def simulate(model, bvals=None, bvecs=None, gtab=None, params=None, mask=None, n
         raise arg_error(f"noise: {noise!r} is not one of {', '.join(NOISE)}")
     if noise != "none" and (not _is_value(snr) or not 0 < float(snr) < float("inf")):
         raise arg_error(f"snr: {snr!r}; noise needs a finite snr > 0")
-    seed = _integer("seed", seed, 0, 2**63 - 1)
-    voxels = _integer("voxels", options.get("voxels", 1), 1, 100000000)
+    seed = integer("seed", seed, 0, 2**63 - 1)
+    voxels = integer("voxels", options.get("voxels", 1), 1, 100000000)
     out_type = options.get("out_type", "float32")
     out_type = np.dtype(out_type).name if not isinstance(out_type, str) else out_type
     if out_type not in ("float32", "float64"):
         raise arg_error(f"out_type: {out_type!r} is not float32 or float64")
     threads = options.get("threads")
-    threads = 0 if threads is None else _integer("threads", threads, 1, 4096)
+    threads = 0 if threads is None else integer("threads", threads, 1, 4096)
 
     grid, map_affine, read = _grid(params, voxel)
     marray, maffine = (None, None) if mask is None else _load(mask, "mask")[:2]

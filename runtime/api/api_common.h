@@ -4,6 +4,7 @@
 #define DIMOC_API_COMMON_H
 
 #include "dimoc.h"
+#include "io/space.h"
 #include "util/error.h"
 
 /* Records a failure without position (message formatted) and returns CODE. */
@@ -58,6 +59,19 @@ int dm_api_result_add_map(dimoc_result *r, const char *name, const char *kind,
 dm_api_lines *dm_api_result_warnings(dimoc_result *r);
 /* The result takes text (malloc'd) as its provenance. */
 void dm_api_result_set_provenance(dimoc_result *r, char *text);
+
+/* A caller's diffusion-weighted input (api_dwi.c) as the engines take it: views of the data
+ * and the mask (data NULL: none) on the grid of the affine (the identity without one), and
+ * the table in FSL's bvecs frame (b, g malloc'd; `table` names it in messages). */
+typedef struct dm_api_dwi {
+    dm_image_view data, mask;
+    dm_affine v2w;
+    double *b, *g;
+    const char *table;
+} dm_api_dwi;
+/* Checks and takes it: DIMOC_OK, or the failure recorded (dm_api_dwi_free in either case). */
+dimoc_status dm_api_dwi_take(const dimoc_dwi_input *in, dm_api_dwi *d);
+void dm_api_dwi_free(dm_api_dwi *d);
 
 struct dm_model_info;
 /* The runtime's description of a model (api_model.c), or NULL with the failure recorded as

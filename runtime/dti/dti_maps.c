@@ -1,13 +1,8 @@
-/* The tensor fit of a whole image: inputs read and checked, voxels fitted in parallel, maps
- * written with FSL's names. */
+/* The tensor fit of a whole image in memory: inputs checked, voxels fitted in parallel into
+ * maps.  It reads and writes no file (dti_files.c is the command's side). */
 #include "dti/dti_maps.h"
-#include "io/gradients.h"
-#include "io/space.h"
 #include "io/textio.h"
 #include "util/error.h"
-#include "util/fsutil.h"
-#include "util/interrupt.h"
-#include "util/outdir.h"
 
 #include <math.h>
 #include <omp.h>
@@ -19,42 +14,46 @@ const char *const dm_dti_map_names[DM_DTI_NMAPS] = {"V1", "V2", "V3", "L1", "L2"
                                                     "FA", "MD", "MO", "S0", "tensor", "sse"};
 const int dm_dti_map_volumes[DM_DTI_NMAPS] = {3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 1};
 
-static int in_mask(const dm_volume *mask, size_t v)
+/* Voxel v (x fastest) of a 3D view, or 1 without one: in the mask where non-zero, not NaN. */
+static int in_mask(const dm_image_view *mask, size_t v)
 {
-    return !mask->data || (mask->data[v] != 0 && !isnan(mask->data[v]));
+    if (!mask->data) return 1;
+    size_t nx = mask->shape[0], ny = mask->shape[1];
+    double m = dm_view_at(mask, v % nx, v / nx % ny, v / (nx * ny), 0);
+    return m != 0 && !isnan(m);
 }
 
-int dm_dti_image_read(dm_dti_image *im, const char *data, const char *bvals, const char *bvecs,
-                      const char *grad, const char *mask)
+int dm_dti_image_build(dm_dti_image *im, const dm_image_view *data, const dm_image_view *mask,
+                       const double *b, const double *g, const char *bvecs)
 {
     memset(im, 0, sizeof *im);
-    im->mask_path = mask;
-    if (dm_volume_read(data, &im->data) != 0) return -1;
-    if (im->data.nt < 7)
-        return dm_set_error("%s: %d volume%s; a tensor fit needs a 4D image of at least 7", data,
-                            im->data.nt, im->data.nt == 1 ? "" : "s");
-    const dm_grad_files grads = {bvals, bvecs, grad};
-    const char *table = NULL;
-    if (dm_read_gradients(&grads, &im->data, data, &im->bvals, &im->bvecs, &table) != 0 ||
-        dm_check_directed(bvecs ? bvecs : table, im->data.nt, im->bvals, im->bvecs) != 0)
-        return -1;
-    if (mask && dm_volume_read(mask, &im->mask) != 0) return -1;
-    if (mask && im->mask.nt > 1)
-        return dm_set_error("%s: a 4D image (%dx%dx%dx%d); a mask is 3D", mask, im->mask.nx,
-                            im->mask.ny, im->mask.nz, im->mask.nt);
-    if (mask && dm_volume_check_same_space(&im->mask, mask, &im->data, data) != 0) return -1;
-    if (dm_dti_protocol_init(&im->proto, im->data.nt, im->bvals, im->bvecs) != 0)
-        return dm_set_error("%s: %s", bvecs ? bvecs : table, dm_last_error());
+    im->data = *data;
+    if (mask) im->mask = *mask;
+    int M = (int)dm_view_nt(data);
+    if (data->ndim != 4 || M < 7)
+        return dm_set_error("%s: %d volume%s; a tensor fit needs a 4D image of at least 7",
+                            data->name, M, M == 1 ? "" : "s");
+    if (im->mask.data) {
+        if (im->mask.ndim != 3 && !(im->mask.ndim == 4 && im->mask.shape[3] == 1))
+            return dm_set_error("%s: a 4D image (%zux%zux%zux%zu); a mask is 3D", im->mask.name,
+                                im->mask.shape[0], im->mask.shape[1], im->mask.shape[2],
+                                im->mask.shape[3]);
+        if (im->mask.shape[0] != data->shape[0] || im->mask.shape[1] != data->shape[1] ||
+            im->mask.shape[2] != data->shape[2])
+            return dm_set_error("%s: grid %zux%zux%zu differs from %s (%zux%zux%zu)",
+                                im->mask.name, im->mask.shape[0], im->mask.shape[1],
+                                im->mask.shape[2], data->name, data->shape[0], data->shape[1],
+                                data->shape[2]);
+    }
+    if (dm_check_directed(bvecs, M, b, g) != 0) return -1;
+    if (dm_dti_protocol_init(&im->proto, M, b, g) != 0)
+        return dm_set_error("%s: %s", bvecs, dm_last_error());
     return 0;
 }
 
 void dm_dti_image_free(dm_dti_image *im)
 {
-    free(im->bvals);
-    free(im->bvecs);
     dm_dti_protocol_free(&im->proto);
-    dm_volume_free(&im->data);
-    dm_volume_free(&im->mask);
     memset(im, 0, sizeof *im);
 }
 
@@ -73,7 +72,8 @@ static void store(dm_dti_maps *m, size_t v, const dm_dti_result *r)
     for (int c = 0; c < 6; c++) m->map[DM_DTI_MAP_TENSOR][v + c * nvox] = r->tensor[c];
 }
 
-int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_maps *out)
+int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_watch *watch,
+                    dm_dti_maps *out)
 {
     memset(out, 0, sizeof *out);
     /* The settings apply to a copy: the image's protocol stays as it was read. */
@@ -84,12 +84,13 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_map
     proto.min_signal_relative = s->min_signal_relative;
     if (!isnan(s->min_diffusivity)) proto.min_diffusivity = s->min_diffusivity;
 
-    const dm_volume *data = &im->data, *mask = &im->mask;
-    const size_t nvox = DM_NVOX(data);
-    const int M = data->nt;
+    const dm_image_view *data = &im->data, *mask = &im->mask;
+    const size_t nx = data->shape[0], ny = data->shape[1];
+    const size_t nvox = nx * ny * data->shape[2];
+    const int M = (int)dm_view_nt(data);
     out->nvox = nvox;
     for (size_t v = 0; v < nvox; v++) out->nmask += in_mask(mask, v);
-    if (out->nmask == 0) return dm_set_error("%s: the mask selects no voxel", im->mask_path);
+    if (out->nmask == 0) return dm_set_error("%s: the mask selects no voxel", mask->name);
     for (int m = 0; m < DM_DTI_NMAPS; m++) {
         out->map[m] = calloc(nvox * dm_dti_map_volumes[m], sizeof *out->map[m]);
         if (!out->map[m]) return dm_set_error("out of memory for the %s map", dm_dti_map_names[m]);
@@ -103,13 +104,25 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_map
     double *buffers = malloc((size_t)omp_get_max_threads() * 3 * M * sizeof *buffers);
     if (!buffers) return dm_set_error("out of memory");
     unsigned char *status = out->status;
+    _Atomic size_t done = 0;
+    _Atomic int stopped = 0;
+    dm_watch_report(watch, "dti", 0);
 #pragma omp parallel
     {
         double *signal = buffers + (size_t)omp_get_thread_num() * 3 * M, *work = signal + M;
+        size_t mine = 0;
 #pragma omp for schedule(dynamic, 256)
         for (size_t v = 0; v < nvox; v++) {
-            if (!in_mask(mask, v) || dm_stop_requested()) continue;
-            for (int j = 0; j < M; j++) signal[j] = data->data[v + (size_t)j * nvox];
+            if (stopped || !in_mask(mask, v)) continue;
+            if (++mine == 256) { /* the caller's cancel and progress, on its own thread */
+                size_t all = done += mine;
+                mine = 0;
+                if (dm_watch_stopping(watch)) stopped = 1;
+                if (omp_get_thread_num() == 0)
+                    dm_watch_report(watch, "dti", (double)all / (double)out->nmask);
+            }
+            size_t x = v % nx, y = v / nx % ny, z = v / (nx * ny);
+            for (int j = 0; j < M; j++) signal[j] = dm_view_at(data, x, y, z, (size_t)j);
             dm_dti_result r;
             status[v] = (unsigned char)dm_dti_fit_voxel(&proto, signal, work, &r);
             if (status[v] != DM_DTI_FITTED && status[v] != DM_DTI_OLS_ONLY) continue;
@@ -126,7 +139,8 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_map
     }
     out->seconds = omp_get_wtime() - t0;
     free(buffers);
-    if (dm_stop_requested()) return dm_stop_error();
+    if (stopped || dm_watch_stopping(watch)) return dm_watch_stop_error(watch);
+    dm_watch_report(watch, "dti", 1);
 
     for (size_t v = 0; v < nvox; v++) {
         switch (status[v]) {
@@ -139,39 +153,14 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_dti_map
     return 0;
 }
 
-int dm_dti_maps_write(const dm_dti_maps *m, const dm_volume *like, const char *dir,
-                      const char *prefix, int save_tensor, int save_sse, dm_provenance *prov)
+void dm_dti_provenance(dm_provenance *prov, const dm_dti_maps *m)
 {
-    const char *pre = prefix ? prefix : "";
-    dm_outdir od;
-    if (dm_outdir_begin(&od, dir, *pre ? DM_OUTDIR_MERGE : DM_OUTDIR_REPLACE) != 0) return -1;
-    int rc = 0;
-    for (int k = 0; k < DM_DTI_NMAPS && rc == 0; k++) {
-        if ((k == DM_DTI_MAP_TENSOR && !save_tensor) || (k == DM_DTI_MAP_SSE && !save_sse))
-            continue;
-        char name[512];
-        snprintf(name, sizeof name, "%s%s.nii.gz", pre, dm_dti_map_names[k]);
-        char *path = dm_volume_output_path(od.path, name);
-        rc = path ? dm_volume_write(path, like, dm_dti_map_volumes[k], m->map[k], DM_OUT_FLOAT32)
-                  : dm_set_error("out of memory");
-        free(path);
-    }
-    if (rc == 0) {
-        dm_provenance_num(prov, DM_PROV_RESULT, "voxels_in_mask", (double)m->nmask);
-        dm_provenance_num(prov, DM_PROV_RESULT, "fitted", (double)m->fitted);
-        dm_provenance_num(prov, DM_PROV_RESULT, "ols_only", (double)m->ols_only);
-        dm_provenance_num(prov, DM_PROV_RESULT, "skipped_nonfinite", (double)m->skipped_nonfinite);
-        dm_provenance_num(prov, DM_PROV_RESULT, "skipped_zero", (double)m->skipped_zero);
-        dm_provenance_num(prov, DM_PROV_RESULT, "fit_seconds", m->seconds);
-        char name[512];
-        snprintf(name, sizeof name, "%sprovenance.json", pre);
-        char *path = dm_path_join(od.path, name);
-        rc = dm_provenance_write(prov, path);
-        free(path);
-    }
-    if (rc == 0) return dm_outdir_commit(&od);
-    dm_outdir_abort(&od);
-    return -1;
+    dm_provenance_num(prov, DM_PROV_RESULT, "voxels_in_mask", (double)m->nmask);
+    dm_provenance_num(prov, DM_PROV_RESULT, "fitted", (double)m->fitted);
+    dm_provenance_num(prov, DM_PROV_RESULT, "ols_only", (double)m->ols_only);
+    dm_provenance_num(prov, DM_PROV_RESULT, "skipped_nonfinite", (double)m->skipped_nonfinite);
+    dm_provenance_num(prov, DM_PROV_RESULT, "skipped_zero", (double)m->skipped_zero);
+    dm_provenance_num(prov, DM_PROV_RESULT, "fit_seconds", m->seconds);
 }
 
 void dm_dti_maps_free(dm_dti_maps *m)

@@ -2,8 +2,9 @@
  * dimoc_simulate against `dimoc simulate` (constants over N x 1 x 1 voxels with Rician noise,
  * and an S0 map handed over in C order, strides the command's reader never makes): the signal
  * and the mask are the command's, value for value; a cancel stops it (DIMOC_E_CANCELLED, no
- * result) and the next call gives the same image; wrong inputs are DIMOC_E_ARGUMENT naming the
- * argument. */
+ * result) and the next call gives the same image.  dimoc_dti against `dimoc dti` on the
+ * simulated image, handed over in C order (the volume fastest): every map of the command's
+ * folder, with --iter 2 and --sse.  Wrong inputs are DIMOC_E_ARGUMENT naming the argument. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,6 +216,64 @@ int main(void)
               dimoc_status_name(rc), msg);
         dimoc_result_free(res);
     }
+
+    /* ---- dimoc_dti on the simulated image, in C order ---- */
+    dm_volume dwi = {0};
+    ok = read_image("const.nii.gz", &dwi) == 0 &&
+         run("'%s' dti --data const.nii.gz --bvals bvals --bvecs bvecs --iter 2 --sse --out dti "
+             ">/dev/null 2>&1",
+             program) == 0;
+    check(ok, "api-dti-inputs", "%s", dm_last_error());
+    size_t nvox = DM_NVOX(&dwi), nt = (size_t)dwi.nt;
+    float *c_dwi = malloc(nvox * nt * sizeof *c_dwi);
+    for (size_t v = 0; ok && v < nvox; v++)
+        for (size_t t = 0; t < nt; t++) c_dwi[v * nt + t] = (float)dwi.data[v + t * nvox];
+    dimoc_dwi_input din = DIMOC_DWI_INPUT_INIT;
+    din.data = (dimoc_array){c_dwi, DIMOC_FLOAT32, 4, {(size_t)dwi.nx, 1, 1, nt},
+                             {(ptrdiff_t)(nt * 4), (ptrdiff_t)(nt * 4), (ptrdiff_t)(nt * 4), 4}};
+    din.bvals = bvals;
+    din.bvecs = bvecs;
+    dimoc_dti_options dopt = DIMOC_DTI_OPTIONS_INIT;
+    dopt.iter = 2;
+    dopt.sse = 1;
+    dopt.threads = 2;
+    rc = dimoc_dti(&din, &dopt, NULL, &res);
+    const char *maps[] = {"V1", "V2", "V3", "L1", "L2", "L3", "FA", "MD", "MO", "S0", "sse"};
+    why[0] = 0;
+    for (int k = 0; rc == DIMOC_OK && k < 11 && !why[0]; k++) {
+        char file[64];
+        snprintf(file, sizeof file, "dti/%s.nii.gz", maps[k]);
+        compare(res, maps[k], file, why, sizeof why);
+    }
+    check(ok && rc == DIMOC_OK && !why[0] && dimoc_result_arrays(res, NULL) == 11 &&
+              strstr(dimoc_result_provenance(res), "\"fitted\": 150"),
+          "api-dti-equals-command", "%s: %s", dimoc_status_name(rc),
+          rc == DIMOC_OK ? why : dimoc_last_error()->message);
+    dimoc_result_free(res);
+    struct {
+        const char *label, *word;
+        dimoc_dwi_input in;
+        dimoc_dti_options opt;
+    } dbad[4];
+    for (int i = 0; i < 4; i++) dbad[i].in = din, dbad[i].opt = dopt;
+    dbad[0].label = "api-dti-refuses-3d-data", dbad[0].word = "data";
+    dbad[0].in.data.ndim = 3;
+    dbad[1].label = "api-dti-refuses-mask-grid", dbad[1].word = "mask";
+    dbad[1].in.mask = (dimoc_array){small_mask, DIMOC_UINT8, 3, {4, 1, 1}, {1, 1, 1}};
+    dbad[2].label = "api-dti-refuses-method", dbad[2].word = "method";
+    dbad[2].opt.method = "nlls";
+    dbad[3].label = "api-dti-refuses-bvecs", dbad[3].word = "bvecs";
+    dbad[3].in.bvecs = short_vecs;
+    for (int i = 0; i < 4; i++) {
+        res = NULL;
+        rc = dimoc_dti(&dbad[i].in, &dbad[i].opt, NULL, &res);
+        const char *msg = dimoc_last_error()->message;
+        check(rc == DIMOC_E_ARGUMENT && !res && strstr(msg, dbad[i].word), dbad[i].label,
+              "%s: %s", dimoc_status_name(rc), msg);
+        dimoc_result_free(res);
+    }
+    free(c_dwi);
+    dm_volume_free(&dwi);
     free(short_vecs);
     free(c_s0);
     free(ramp);
