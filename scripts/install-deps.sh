@@ -14,11 +14,15 @@ set -euo pipefail
 # test of the BIDS group report (tests/py/test_bids_group.py) loads the page in Debian's
 # headless Chromium, driven by Playwright (below); ~122 MB to download, ~414 MB on disk (beside
 # mrtrix3's Qt and Mesa, already there).  pkgconf: the test of the C API builds its example
-# through the installed dimoc.pc (tests/py/test_c_api.py).
+# through the installed dimoc.pc (tests/py/test_c_api.py).  python3-nbclient, python3-nbformat,
+# python3-ipykernel and python3-matplotlib: the Python tutorial notebook (docs/tutorial.ipynb)
+# is executed by its test (tests/py/test_notebook.py) in a Python kernel, its plots made by
+# matplotlib.
 pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev
       libexpat1-dev libzip-dev libjansson-dev clang pkgconf
       python3 python3-pip python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3
-      slurm-wlm munge chromium)
+      slurm-wlm munge chromium python3-nbclient python3-nbformat python3-ipykernel
+      python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
