@@ -207,7 +207,9 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
      * copy of a GB of signals to allocate and fill. */
     const int direct = use_double && nvox + (size_t)lead0 <= chunk;
     if (direct) {
-        if (!(stage = dm_gpu_stager_open(cu, STAGE_BYTES, omp_get_max_threads()))) goto fail;
+        const size_t most = nvox * (size_t)(m > n ? m : n) * sizeof(double);
+        const size_t bytes = most < STAGE_BYTES ? most : STAGE_BYTES; /* small runs: small ones */
+        if (!(stage = dm_gpu_stager_open(cu, bytes, omp_get_max_threads()))) goto fail;
     } else {
         CK(cu->cuMemAlloc(&dY, chunk * m * rs), "allocating GPU memory for the signals");
         CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
