@@ -207,11 +207,13 @@ int dm_csd_command(const dm_csd_options *o, dm_provenance *prov)
     if (!o->response) {
         const char *alg = o->algorithm;
         if (!alg) alg = ndw_shells > 1 || o->msmt ? "dhollander" : "tournier";
-        /* its passes' deconvolutions on the GPU when the command runs there */
+        /* Its passes' deconvolutions can run on the GPU (gpu_solve); they stay on the CPU until
+         * that path has run under the GPU tests. */
         gpu_solver g = {.warm = &warm};
         const dm_csd_solver solver = {gpu_solve, &g};
+        const int passes_on_gpu = 0;
         if (dm_response_estimate(&d, alg, o->lmax > 10 ? o->lmax : 10, o->threads,
-                                 o->use_gpu ? &solver : NULL, &est) != 0)
+                                 o->use_gpu && passes_on_gpu ? &solver : NULL, &est) != 0)
             goto done;
         if (o->use_gpu)
             dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_gpu", g.times.solve);
