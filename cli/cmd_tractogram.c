@@ -8,7 +8,8 @@
 #include "args.h"
 #include "io/formats.h"
 #include "cli.h"
-#include "commit_run/commit_run.h"
+#include "commit_run/commit_files.h"
+#include "commit_run/commit_inputs.h"
 #include "fodtrack/fodtrack_files.h"
 #include "gpu/gpu_device.h"
 #include "util/error.h"
@@ -415,8 +416,7 @@ static int parse_radii(const char *text, dm_commit_model *m)
 {
     m->nradii = 0;
     if (!text) {
-        m->radius[m->nradii++] = 0.01e-6;
-        for (int i = 0; i < 20; i++) m->radius[m->nradii++] = (0.5 + 7.5 * i / 19.0) * 1e-6;
+        dm_commit_default_radii(m);
         return 0;
     }
     for (const char *p = text; *p;) {
@@ -449,23 +449,6 @@ static int parse_diffusivities(const char *opt, const char *text, int max, doubl
         else if (*end)
             return dm_set_error("commit: --%s '%s' is not a list of numbers", opt, text);
         p = end;
-    }
-    return 0;
-}
-
-/* --allow-negative: a comma list of ic, ec, iso into bits 0, 1, 2 (NULL: none). */
-static int parse_blocks(const char *text, unsigned *blocks)
-{
-    static const char *const names[] = {"ic", "ec", "iso"};
-    *blocks = 0;
-    for (const char *p = text; p && *p;) {
-        size_t n = strcspn(p, ",");
-        int b = 0;
-        while (b < 3 && !(strlen(names[b]) == n && strncmp(p, names[b], n) == 0)) b++;
-        if (b == 3)
-            return dm_set_error("commit: --allow-negative '%s' is not a list of ic, ec, iso", text);
-        *blocks |= 1u << b;
-        p += n + (p[n] == ',');
     }
     return 0;
 }
@@ -532,54 +515,22 @@ int dm_cmd_commit(int argc, char **argv)
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-spacing", &o.blur_spacing);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-gauss-min", &o.blur_gauss_min);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "blur-clust-thr", &o.blur_clust_thr);
-    if (rc == 0 && !(o.blur_clust_thr >= 0 && isfinite(o.blur_clust_thr)))
-        rc = dm_set_error("commit: --blur-clust-thr must be >= 0 (mm; 0: no clustering)");
-    if (rc == 0 &&
-        !(o.blur_core >= 0 && o.blur_gauss >= 0 && isfinite(o.blur_core) && isfinite(o.blur_gauss)))
-        rc = dm_set_error("commit: --blur-core-extent and --blur-gauss-extent must be >= 0");
-    if (rc == 0 && (o.blur_core > 0 || o.blur_gauss > 0) &&
-        !(o.blur_spacing > 0 && isfinite(o.blur_spacing) && o.blur_gauss_min > 0 &&
-          o.blur_gauss_min < 1))
-        rc = dm_set_error("commit: blur: --blur-spacing must be > 0 and --blur-gauss-min in (0, "
-                          "1)");
     o.blur_apply_to = dm_arg(&a, commit_opts, "blur-apply-to");
     o.iso_mask = dm_arg(&a, commit_opts, "iso-mask");
     o.confidence_map = dm_arg(&a, commit_opts, "confidence-map");
     o.confidence_rescale = dm_arg_given(&a, commit_opts, "confidence-map-rescale");
-    if (rc == 0 && o.blur_apply_to && !(o.blur_core > 0 || o.blur_gauss > 0))
-        rc = dm_set_error("commit: --blur-apply-to needs a blur (--blur-core-extent or "
-                          "--blur-gauss-extent > 0)");
-    if (rc == 0 && o.confidence_rescale && !o.confidence_map)
-        rc = dm_set_error("commit: --confidence-map-rescale needs --confidence-map");
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol", &o.tol_fun);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "tol-x", &o.tol_x);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda", &o.lambda_frac);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda-group", &o.group_frac);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda-ec", &o.lambda_ec_frac);
     if (rc == 0) rc = dm_arg_double(&a, commit_opts, "lambda-iso", &o.lambda_iso_frac);
-    if (rc == 0 && !(o.lambda_frac >= 0 && o.lambda_frac <= 1 && o.group_frac >= 0 &&
-                     o.group_frac <= 1 && o.lambda_ec_frac >= 0 && o.lambda_ec_frac <= 1 &&
-                     o.lambda_iso_frac >= 0 && o.lambda_iso_frac <= 1))
-        rc = dm_set_error("commit: --lambda, --lambda-group, --lambda-ec and --lambda-iso must be "
-                          "in [0, 1] (fractions of lambda_max)");
     o.lambda_weights = dm_arg(&a, commit_opts, "lambda-weights");
     o.lambda_iso_weights = dm_arg(&a, commit_opts, "lambda-iso-weights");
     o.debias = dm_arg_given(&a, commit_opts, "debias");
-    if (rc == 0 && o.lambda_weights && !(o.lambda_frac > 0))
-        rc = dm_set_error("commit: --lambda-weights weighs the lasso of --lambda: give --lambda F "
-                          "> 0 too");
-    if (rc == 0 && o.lambda_iso_weights && !(o.lambda_iso_frac > 0))
-        rc = dm_set_error("commit: --lambda-iso-weights weighs the lasso of --lambda-iso: give "
-                          "--lambda-iso F > 0 too");
-    if (rc == 0 && o.debias &&
-        !(o.lambda_frac > 0 || o.group_frac > 0 || o.lambda_ec_frac > 0 || o.lambda_iso_frac > 0))
-        rc = dm_set_error("commit: --debias refits a regularised fit: give --lambda, "
-                          "--lambda-group, --lambda-ec or --lambda-iso too");
-    if (rc == 0) rc = parse_blocks(dm_arg(&a, commit_opts, "allow-negative"), &o.free_blocks);
+    if (rc == 0)
+        rc = dm_commit_parse_blocks(dm_arg(&a, commit_opts, "allow-negative"), &o.free_blocks);
     o.groups = dm_arg(&a, commit_opts, "groups");
-    if (rc == 0 && (o.group_frac > 0) != (o.groups != NULL))
-        rc = dm_set_error("commit: --lambda-group and --groups go together (see 'dimoc help "
-                          "commit')");
     if (rc == 0 && cylinder && !dm_arg_given(&a, commit_opts, "d-par")) o.model.d_par = 0.6e-3;
     if (rc == 0)
         rc = parse_diffusivities("d-iso",
@@ -599,12 +550,7 @@ int dm_cmd_commit(int argc, char **argv)
                                                                 : NULL,
                          &o.model);
     if (rc == 0) rc = parse_shift(dm_arg(&a, commit_opts, "fiber-shift"), o.shift);
-    if (rc == 0 && !(o.model.d_par > 0 && isfinite(o.model.d_par)))
-        rc = dm_set_error("commit: --d-par must be > 0");
-    if (rc == 0 && !(o.min_seg_len >= 0 && o.min_len >= 0 && o.max_len > o.min_len))
-        rc = dm_set_error("commit: lengths: --min-seg-len >= 0, 0 <= --min-length < --max-length");
-    if (rc == 0 && !(o.tol_fun >= 0 && o.tol_x >= 0 && o.vf_thr >= 0 && o.vf_thr <= 1))
-        rc = dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
+    if (rc == 0) rc = dm_commit_options_check(&o);
     /* a GPU is looked for while the inputs load */
     o.device = dm_arg(&a, commit_opts, "device");
     if (rc == 0) rc = dm_gpu_device_check(o.device, "commit");

@@ -24,6 +24,28 @@ static int check_row(const char *path, int i, double G, double Delta, double del
     return 0;
 }
 
+int dm_commit_pulses_take(const char *name, int nvol, const double *rows, const double *bval,
+                          dm_commit_pulse_table *p)
+{
+    memset(p, 0, sizeof *p);
+    p->G = malloc((size_t)(nvol ? nvol : 1) * sizeof *p->G);
+    p->Delta = malloc((size_t)(nvol ? nvol : 1) * sizeof *p->Delta);
+    p->delta = malloc((size_t)(nvol ? nvol : 1) * sizeof *p->delta);
+    int rc = p->G && p->Delta && p->delta ? 0 : dm_set_error("commit: out of memory");
+    for (int i = 0; rc == 0 && i < nvol; i++) {
+        p->G[i] = rows[3 * (size_t)i];
+        p->Delta[i] = rows[3 * (size_t)i + 1];
+        p->delta[i] = rows[3 * (size_t)i + 2];
+        rc = check_row(name, i, p->G[i], p->Delta[i], p->delta[i], bval[i]);
+    }
+    if (rc != 0) {
+        dm_commit_pulses_free(p);
+        return -1;
+    }
+    p->view = (dm_commit_pulses){p->G, p->Delta, p->delta};
+    return 0;
+}
+
 int dm_commit_pulses_read(const char *path, int nvol, const double *bval, dm_commit_pulse_table *p)
 {
     memset(p, 0, sizeof *p);
@@ -42,26 +64,14 @@ int dm_commit_pulses_read(const char *path, int nvol, const double *bval, dm_com
     if (rc == 0 && s.rows != nvol)
         rc = dm_set_error("%s: %d row%s, but the data have %d volume%s", path, s.rows,
                           s.rows == 1 ? "" : "s", nvol, nvol == 1 ? "" : "s");
-    if (rc == 0) {
-        p->G = malloc((size_t)nvol * sizeof *p->G);
-        p->Delta = malloc((size_t)nvol * sizeof *p->Delta);
-        p->delta = malloc((size_t)nvol * sizeof *p->delta);
-        if (!p->G || !p->Delta || !p->delta) rc = dm_set_error("commit: out of memory");
-    }
-    for (int i = 0; rc == 0 && i < nvol; i++) {
-        const double *row = s.values + (size_t)i * s.cols;
-        p->G[i] = row[col[0]];
-        p->Delta[i] = row[col[1]];
-        p->delta[i] = row[col[2]];
-        rc = check_row(path, i, p->G[i], p->Delta[i], p->delta[i], bval[i]);
-    }
+    double *rows = rc == 0 ? malloc((size_t)(nvol ? nvol : 1) * 3 * sizeof *rows) : NULL;
+    if (rc == 0 && !rows) rc = dm_set_error("commit: out of memory");
+    for (int i = 0; rc == 0 && i < nvol; i++)
+        for (int j = 0; j < 3; j++) rows[3 * (size_t)i + j] = s.values[(size_t)i * s.cols + col[j]];
     dm_scheme_free(&s);
-    if (rc != 0) {
-        dm_commit_pulses_free(p);
-        return -1;
-    }
-    p->view = (dm_commit_pulses){p->G, p->Delta, p->delta};
-    return 0;
+    if (rc == 0) rc = dm_commit_pulses_take(path, nvol, rows, bval, p);
+    free(rows);
+    return rc;
 }
 
 void dm_commit_pulses_free(dm_commit_pulse_table *p)

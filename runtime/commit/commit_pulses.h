@@ -16,6 +16,9 @@ typedef struct dm_commit_pulse_table {
  * other than nvol, a value that is not finite and >= 0 (delta > 0 and Delta >= delta where
  * G > 0), or a row whose b differs from bval's by more than 1% (and 1 s/mm^2). */
 int dm_commit_pulses_read(const char *path, int nvol, const double *bval, dm_commit_pulse_table *p);
+/* The same for nvol rows G Delta delta in memory (rows: nvol x 3), `name` naming them. */
+int dm_commit_pulses_take(const char *name, int nvol, const double *rows, const double *bval,
+                          dm_commit_pulse_table *p);
 void dm_commit_pulses_free(dm_commit_pulse_table *p);
 
 #endif

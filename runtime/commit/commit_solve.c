@@ -1,7 +1,7 @@
 #include "commit/commit_solve.h"
 
 #include "util/error.h"
-#include "util/interrupt.h"
+#include "util/progress.h"
 
 #include <float.h>
 #include <math.h>
@@ -118,7 +118,8 @@ int dm_commit_fista(const dm_commit_backend *B, const double *x0, const dm_commi
             out->stopped = "maximum number of iterations";
             break;
         }
-        if (dm_stop_requested()) return dm_stop_error(); /* a fit stopped midway is no result */
+        if (dm_watch_stopping(o->watch)) /* a fit stopped midway is no result */
+            return dm_watch_stop_error(o->watch);
         /* FISTA's extrapolation (its residual too), then the gradient there */
         double t = 0.5 * (1 + sqrt(1 + 4 * told * told));
         if (B->advance(c, (told - 1) / t, &qfval) != 0 || B->gradient(c) != 0) return -1;

@@ -82,6 +82,8 @@ typedef struct dm_commit_fista_options {
     int max_iter;      /* 100 */
     void (*progress)(void *arg, int iter, double objective);
     void *progress_arg;
+    /* a caller's cancel, polled between iterations (util/progress.h; NULL: signals only) */
+    struct dm_watch *watch;
 } dm_commit_fista_options;
 
 typedef struct dm_commit_fista_result {

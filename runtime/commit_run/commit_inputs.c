@@ -1,14 +1,13 @@
 /* The inputs of `dimoc commit` beside the tractogram's dictionary, read and checked against the
  * data's grid and put in the fit's order: the signal's rows, the peaks of the extra-cellular
- * compartment, a scalar map as data, the clusters' representatives, the per-streamline files
- * (--groups, --blur-apply-to, --lambda-weights) and images (--lambda-iso-weights, --iso-mask,
- * --confidence-map), the dictionary's grid and options.  Every error names its file. */
+ * compartment, the clusters' representatives, the per-streamline values (--groups,
+ * --blur-apply-to, --lambda-weights) and images (--lambda-iso-weights, --iso-mask,
+ * --confidence-map), the dictionary's grid and options.  Every error names its input.  The
+ * inputs come read (commit_files.c reads the command's files): nothing here reads a file. */
 #include "commit_run/commit_inputs.h"
 #include "dti/dti_fit.h"
 #include "io/bigalloc.h"
 #include "io/space.h"
-#include "tractogram/tractogram.h"
-#include "io/volume.h"
 #include "streamline/cluster.h"
 #include "util/error.h"
 
@@ -53,35 +52,31 @@ double *dm_commit_signal_rows(const dm_dwi *w, const dm_commit_dict *d, int thre
     return y;
 }
 
-int dm_commit_read_peaks(void *arg)
-{
-    dm_commit_peaks_read *r = arg;
-    const dm_commit_options *o = r->o;
-    if (dm_volume_read(o->peaks, &r->p) != 0) return -1;
-    if (dm_volume_check_same_grid(&r->p, o->peaks, r->data, o->data) != 0) return -1;
-    if (r->p.nt % 3 != 0)
-        return dm_set_error("%s: %d volumes is not a peaks image (3 volumes per peak: x, y, z)",
-                            o->peaks, r->p.nt);
-    return 0;
-}
-
 /* The peaks of the voxels of the fit (world directions, norms their amplitudes): from the
  * --peaks image (p, read by dm_commit_read_peaks), or the principal direction of a tensor fit of
  * the data.  *npeaks set. */
-float *dm_commit_fit_peaks(const dm_volume *p, const dm_dwi *w, const dm_commit_dict *d,
+float *dm_commit_fit_peaks(const dm_image_view *p, const dm_dwi *w, const dm_commit_dict *d,
                            int threads, int *npeaks)
 {
     float *out = NULL;
     if (p) {
-        *npeaks = p->nt / 3;
-        const size_t nvox = DM_NVOX(p);
-        out = malloc((size_t)(d->nvox ? d->nvox : 1) * p->nt * sizeof *out);
+        const int nt = (int)dm_view_nt(p);
+        if (nt % 3 != 0) {
+            dm_set_error("%s: %d volumes is not a peaks image (3 volumes per peak: x, y, z)",
+                         p->name, nt);
+            return NULL;
+        }
+        *npeaks = nt / 3;
+        const size_t nx = p->shape[0], ny = p->shape[1];
+        out = malloc((size_t)(d->nvox ? d->nvox : 1) * nt * sizeof *out);
 #pragma omp parallel for schedule(static) num_threads(threads)
-        for (long v = 0; v < (out ? d->nvox : 0); v++)
-            for (int k = 0; k < p->nt; k++) {
-                double x = p->data[(size_t)d->vox[v] + (size_t)k * nvox];
-                out[(size_t)v * p->nt + k] = isfinite(x) ? (float)x : 0.0f;
+        for (long v = 0; v < (out ? d->nvox : 0); v++) {
+            const size_t i = d->vox[v];
+            for (int k = 0; k < nt; k++) {
+                double x = dm_view_at(p, i % nx, i / nx % ny, i / nx / ny, (size_t)k);
+                out[(size_t)v * nt + k] = isfinite(x) ? (float)x : 0.0f;
             }
+        }
         if (!out) dm_set_error("commit: out of memory for the peaks");
         return out;
     }
@@ -113,22 +108,8 @@ float *dm_commit_fit_peaks(const dm_volume *p, const dm_dwi *w, const dm_commit_
     return out;
 }
 
-/* volume-fractions: a 3D map and the mask, as a one-sample "DWI" of no b = 0 (b 1000, as
- * COMMIT's scheme for scalar data; no gradient: the response is 1 whatever the direction). */
-int dm_commit_scalar_map_read(const dm_commit_options *o, dm_dwi *w)
+int dm_commit_scalar_table(dm_dwi *w)
 {
-    memset(w, 0, sizeof *w);
-    w->data_path = o->data;
-    w->mask_path = o->mask;
-    if (dm_volume_read(o->data, &w->data) != 0) return -1;
-    if (w->data.nt != 1)
-        return dm_set_error("%s: %d volumes; --model volume-fractions takes a 3D map", o->data,
-                            w->data.nt);
-    if (o->mask) {
-        if (dm_volume_read(o->mask, &w->mask) != 0) return -1;
-        if (w->mask.nt > 1) return dm_set_error("%s: a 4D image; a mask is 3D", o->mask);
-        if (dm_volume_check_same_grid(&w->mask, o->mask, &w->data, o->data) != 0) return -1;
-    }
     w->nvol = 1;
     w->bval = malloc(sizeof *w->bval);
     w->dir = calloc(3, sizeof *w->dir);
@@ -204,24 +185,33 @@ int dm_commit_cluster_tractogram(const dm_commit_options *o, dm_tck *t, int thre
     return 0;
 }
 
-/* One value per streamline of the fit from a per-streamline file (--groups, --lambda-weights,
- * --blur-apply-to): one a line of the tractogram, or with --blur-clust-thr either that (each
- * representative takes the line of the input streamline it is; *by_input 1) or one per
- * representative, in the input's order (COMMIT's form: one per cluster).  The file's line of
- * value k: input_of[k] + 1 when *by_input, else k + 1.  NULL with the error set. */
-static float *per_streamline(const dm_commit_options *o, const char *path, const dm_tck *t,
-                             const long *input_of, long ninput, int *by_input)
+/* One value per streamline of the fit from a per-streamline input (--groups, --lambda-weights,
+ * --blur-apply-to's values): one per streamline of the tractogram, or with --blur-clust-thr
+ * either that (each representative takes the value of the input streamline it is; *by_input
+ * 1) or one per representative, in the input's order (COMMIT's form: one per cluster).  The
+ * file's line of value k: input_of[k] + 1 when *by_input, else k + 1.  NULL with the error
+ * set. */
+static float *per_streamline(const dm_commit_options *o, const dm_commit_values *vals,
+                             const dm_tck *t, const long *input_of, long ninput, int *by_input)
 {
     *by_input = 0;
+    const long n = vals->n;
+    const char *path = vals->name;
     if (!input_of || ninput == t->count) {
-        float *v = NULL;
-        return dm_tractogram_weights(path, t, o->tractogram, &v) == 0 ? v : NULL;
+        if (n != t->count) {
+            dm_set_error("%s: %ld weight%s, but %s holds %ld streamline%s (one weight per "
+                         "streamline, in its order)",
+                         path, n, n == 1 ? "" : "s", o->tractogram, t->count,
+                         t->count == 1 ? "" : "s");
+            return NULL;
+        }
     }
-    /* "dps:NAME": the input's values, one per input streamline (kept by the clustering) */
-    const dm_tck input = {.count = ninput, .ndps = t->ndps, .dps = t->dps};
-    float *v = NULL;
-    long n = 0;
-    if (dm_tractogram_values(path, &input, o->tractogram, &v, &n) != 0) return NULL;
+    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) {
+        dm_set_error("commit: out of memory");
+        return NULL;
+    }
+    memcpy(v, vals->v, (size_t)n * sizeof *v);
     if (n == t->count) return v;
     *by_input = 1;
     float *rep = n == ninput ? malloc((size_t)(t->count ? t->count : 1) * sizeof *rep) : NULL;
@@ -244,11 +234,12 @@ void dm_commit_groups_free(dm_commit_groups *g)
     memset(g, 0, sizeof *g);
 }
 
-int dm_commit_read_groups(const dm_commit_options *o, const dm_tck *t, const long *input_of,
-                          long ninput, const dm_commit_dict *d, dm_commit_groups *g)
+int dm_commit_read_groups(const dm_commit_options *o, const dm_commit_values *labels,
+                          const dm_tck *t, const long *input_of, long ninput,
+                          const dm_commit_dict *d, dm_commit_groups *g)
 {
     int by_input;
-    float *label = per_streamline(o, o->groups, t, input_of, ninput, &by_input);
+    float *label = per_streamline(o, labels, t, input_of, ninput, &by_input);
     if (!label) return -1;
     long top = -1;
     for (long s = 0; s < t->count; s++) {
@@ -289,11 +280,11 @@ int dm_commit_read_groups(const dm_commit_options *o, const dm_tck *t, const lon
 }
 
 /* --blur-apply-to: one 0 or 1 per streamline of the tractogram (COMMIT's blur_apply_to). */
-unsigned char *dm_commit_read_blur_apply(const dm_commit_options *o, const dm_tck *t,
-                                         const long *input_of, long ninput)
+unsigned char *dm_commit_read_blur_apply(const dm_commit_options *o, const dm_commit_values *vals,
+                                         const dm_tck *t, const long *input_of, long ninput)
 {
     int by_input;
-    float *v = per_streamline(o, o->blur_apply_to, t, input_of, ninput, &by_input);
+    float *v = per_streamline(o, vals, t, input_of, ninput, &by_input);
     if (!v) return NULL;
     unsigned char *on = malloc((size_t)(t->count ? t->count : 1));
     if (!on) {
@@ -321,8 +312,9 @@ unsigned char *dm_commit_read_blur_apply(const dm_commit_options *o, const dm_tc
  * streamline the same; --lambda-iso-weights: an image on the data's grid read at the voxels with
  * balls (COMMIT's set_wLasso_ISO), each ball of a voxel the same.  Weights are finite and >= 0.
  * NULL with the error set. */
-double *dm_commit_lasso_weights(const dm_commit_options *o, const dm_tck *t, const long *input_of,
-                                long ninput, const dm_commit_dict *d, const dm_dwi *w,
+double *dm_commit_lasso_weights(const dm_commit_options *o, const dm_commit_values *lw,
+                                const dm_image_view *iso_w, const dm_tck *t,
+                                const long *input_of, long ninput, const dm_commit_dict *d,
                                 const dm_commit_operator *A, int niso)
 {
     double *cw = malloc((size_t)(A->ncols ? A->ncols : 1) * sizeof *cw);
@@ -332,32 +324,30 @@ double *dm_commit_lasso_weights(const dm_commit_options *o, const dm_tck *t, con
     }
     for (long j = 0; j < A->ncols; j++) cw[j] = 1;
     float *v = NULL;
-    if (o->lambda_weights) {
+    if (lw) {
         int by_input;
-        if (!(v = per_streamline(o, o->lambda_weights, t, input_of, ninput, &by_input))) goto fail;
+        if (!(v = per_streamline(o, lw, t, input_of, ninput, &by_input))) goto fail;
         for (long s = 0; s < t->count; s++)
             for (int k = 0; k < A->op.nic && d->column[s] >= 0; k++)
                 cw[(long)k * d->nkept + d->column[s]] = v[s];
         free(v);
     }
-    if (o->lambda_iso_weights) {
-        dm_volume m;
-        const char *path = o->lambda_iso_weights;
-        if (dm_volume_read(path, &m) != 0) goto fail;
-        int rc = m.nt > 1 ? dm_set_error("%s: a 4D image; --lambda-iso-weights is 3D", path)
-                          : dm_volume_check_same_grid(&m, path, &w->data, o->data);
+    if (iso_w) {
+        const dm_image_view *m = iso_w;
+        const char *path = m->name;
+        const size_t nx = m->shape[0], ny = m->shape[1];
+        int rc = dm_view_nt(m) > 1 ? dm_set_error("%s: a 4D image; --lambda-iso-weights is 3D", path)
+                                   : 0;
         for (long vx = 0; rc == 0 && vx < d->nvox; vx++) {
             const long c0 = dm_commit_iso_col(&A->op, vx);
             const size_t at = d->vox[vx];
-            const double x = m.data[at];
+            const double x = dm_view_at(m, at % nx, at / nx % ny, at / (nx * ny), 0);
             if (c0 < 0) continue;
             if (!isfinite(x) || x < 0)
                 rc = dm_set_error("%s: voxel (%zu, %zu, %zu): %g is not a weight (finite and >= 0)",
-                                  path, at % (size_t)m.nx, at / (size_t)m.nx % (size_t)m.ny,
-                                  at / ((size_t)m.nx * m.ny), x);
+                                  path, at % nx, at / nx % ny, at / (nx * ny), x);
             for (int i = 0; i < niso; i++) cw[c0 + (long)i * A->op.niv] = x;
         }
-        dm_volume_free(&m);
         if (rc != 0) goto fail;
     }
     return cw;
@@ -368,19 +358,19 @@ fail:
 
 /* --iso-mask: the balls only in the voxels of the fit where the image is nonzero (COMMIT's
  * filename_iso_mask: ISOcompartments tests ptrISO[v] == 0). */
-int dm_commit_apply_iso_mask(const dm_commit_options *o, const dm_dwi *w, const dm_commit_dict *d,
-                             dm_commit_operator *A)
+int dm_commit_apply_iso_mask(const dm_commit_options *o, const dm_image_view *m,
+                             const dm_commit_dict *d, dm_commit_operator *A)
 {
-    dm_volume m;
-    if (dm_volume_read(o->iso_mask, &m) != 0) return -1;
-    int rc = m.nt > 1 ? dm_set_error("%s: a 4D image; --iso-mask is 3D", o->iso_mask)
-                      : dm_volume_check_same_grid(&m, o->iso_mask, &w->data, o->data);
+    int rc = dm_view_nt(m) > 1 ? dm_set_error("%s: a 4D image; --iso-mask is 3D", o->iso_mask) : 0;
+    const size_t nx = m->shape[0], ny = m->shape[1];
     unsigned char *on = rc == 0 ? malloc((size_t)(d->nvox ? d->nvox : 1)) : NULL;
     if (rc == 0 && !on) rc = dm_set_error("commit: out of memory");
-    for (long v = 0; rc == 0 && v < d->nvox; v++) on[v] = m.data[d->vox[v]] != 0;
+    for (long v = 0; rc == 0 && v < d->nvox; v++) {
+        const size_t at = d->vox[v];
+        on[v] = dm_view_at(m, at % nx, at / nx % ny, at / (nx * ny), 0) != 0;
+    }
     if (rc == 0) rc = dm_commit_operator_iso_mask(A, on);
     free(on);
-    dm_volume_free(&m);
     return rc;
 }
 
@@ -388,38 +378,34 @@ int dm_commit_apply_iso_mask(const dm_commit_options *o, const dm_dwi *w, const 
  * map repeated over the measurements or a 4D one of the data's volumes, NaN read as 0, rescaled
  * to [0, 1] over the voxels of the fit with --confidence-map-rescale; one of a single value over
  * them is not used (COMMIT's warning), *used 0.  NULL with the error set on a bad map. */
-float *dm_commit_read_confidence(const dm_commit_options *o, const dm_dwi *w,
+float *dm_commit_read_confidence(const dm_commit_options *o, const dm_image_view *c, int ns,
                                  const dm_commit_dict *d, int *used)
 {
-    dm_volume c;
     *used = 0;
-    if (dm_volume_read(o->confidence_map, &c) != 0) return NULL;
-    const int ns = w->nvol;
-    if (dm_volume_check_same_grid(&c, o->confidence_map, &w->data, o->data) != 0 ||
-        (c.nt != 1 && c.nt != ns)) {
-        if (c.nt != 1 && c.nt != ns)
-            dm_set_error("%s: %d volumes; a confidence map has 1 or the data's %d",
-                         o->confidence_map, c.nt, ns);
-        dm_volume_free(&c);
+    const int nt = (int)dm_view_nt(c);
+    if (nt != 1 && nt != ns) {
+        dm_set_error("%s: %d volumes; a confidence map has 1 or the data's %d", o->confidence_map,
+                     nt, ns);
         return NULL;
     }
-    const size_t nvox = DM_NVOX(&c);
+    const size_t nx = c->shape[0], ny = c->shape[1];
     float *r = malloc((size_t)(d->nvox ? d->nvox : 1) * ns * sizeof *r);
     if (!r) {
-        dm_volume_free(&c);
         dm_set_error("commit: out of memory for the confidence map");
         return NULL;
     }
     float lo = INFINITY, hi = -INFINITY;
-    for (long v = 0; v < d->nvox; v++)
+    for (long v = 0; v < d->nvox; v++) {
+        const size_t at = d->vox[v];
         for (int s = 0; s < ns; s++) {
-            float x = (float)c.data[(size_t)d->vox[v] + (c.nt == 1 ? 0 : (size_t)s * nvox)];
+            float x = (float)dm_view_at(c, at % nx, at / nx % ny, at / (nx * ny),
+                                        nt == 1 ? 0 : (size_t)s);
             x = isnan(x) ? 0.0f : x;
             r[(size_t)v * ns + s] = x;
             lo = fminf(lo, x);
             hi = fmaxf(hi, x);
         }
-    dm_volume_free(&c);
+    }
     if (!(lo < hi)) return r; /* one value: not used */
     if (!isfinite(lo) || !isfinite(hi) || (lo < 0 && !o->confidence_rescale)) {
         dm_set_error("%s: a value %s in the voxels of the fit (confidences are finite and >= 0; "
@@ -434,23 +420,21 @@ float *dm_commit_read_confidence(const dm_commit_options *o, const dm_dwi *w,
     return r;
 }
 
-/* The dictionary's grid: the data's world -> voxel matrix and the mask binarised (> 0) into
- * *mask (malloc'd; NULL without a mask).  `data` may be a header alone. */
-int dm_commit_make_grid(const dm_volume *data, const char *data_path, const dm_volume *maskvol,
-                        dm_commit_grid *g, unsigned char **mask)
+/* The dictionary's grid: the data's world -> voxel matrix and the mask binarised (> 0). */
+int dm_commit_make_grid(int nx, int ny, int nz, const dm_affine *v2w, const char *data_name,
+                        const double *maskvals, dm_commit_grid *g, unsigned char **mask)
 {
-    *g = (dm_commit_grid){data->nx, data->ny, data->nz, {{0}}, NULL};
+    *g = (dm_commit_grid){nx, ny, nz, {{0}}, NULL};
     *mask = NULL;
-    dm_affine v2w, w2v;
-    dm_volume_vox2world(data, &v2w);
-    if (dm_affine_invert(&v2w, &w2v) != 0)
-        return dm_set_error("%s: the voxel -> world matrix is singular", data_path);
+    dm_affine w2v;
+    if (dm_affine_invert(v2w, &w2v) != 0)
+        return dm_set_error("%s: the voxel -> world matrix is singular", data_name);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 4; j++) g->w2v[i][j] = w2v.m[i][j];
-    if (maskvol && maskvol->data) {
-        const size_t nvox = DM_NVOX(data);
-        if (!(*mask = malloc(nvox))) return dm_set_error("commit: out of memory");
-        for (size_t i = 0; i < nvox; i++) (*mask)[i] = maskvol->data[i] > 0;
+    if (maskvals) {
+        const size_t nvox = (size_t)nx * ny * nz;
+        if (!(*mask = malloc(nvox ? nvox : 1))) return dm_set_error("commit: out of memory");
+        for (size_t i = 0; i < nvox; i++) (*mask)[i] = maskvals[i] > 0;
         g->mask = *mask;
     }
     return 0;
@@ -475,4 +459,73 @@ int dm_commit_nothing_kept(const dm_commit_options *o)
                         "space?)",
                         o->tractogram, o->mask ? "the mask " : "the image ",
                         o->mask ? o->mask : o->data);
+}
+
+int dm_commit_options_check(const dm_commit_options *o)
+{
+    if (!(o->blur_clust_thr >= 0 && isfinite(o->blur_clust_thr)))
+        return dm_set_error("commit: --blur-clust-thr must be >= 0 (mm; 0: no clustering)");
+    if (!(o->blur_core >= 0 && o->blur_gauss >= 0 && isfinite(o->blur_core) &&
+          isfinite(o->blur_gauss)))
+        return dm_set_error("commit: --blur-core-extent and --blur-gauss-extent must be >= 0");
+    const int blur = o->blur_core > 0 || o->blur_gauss > 0;
+    if (blur && !(o->blur_spacing > 0 && isfinite(o->blur_spacing) && o->blur_gauss_min > 0 &&
+                  o->blur_gauss_min < 1))
+        return dm_set_error("commit: blur: --blur-spacing must be > 0 and --blur-gauss-min in "
+                            "(0, 1)");
+    if (o->blur_apply_to && !blur)
+        return dm_set_error("commit: --blur-apply-to needs a blur (--blur-core-extent or "
+                            "--blur-gauss-extent > 0)");
+    if (o->confidence_rescale && !o->confidence_map)
+        return dm_set_error("commit: --confidence-map-rescale needs --confidence-map");
+    if (!(o->lambda_frac >= 0 && o->lambda_frac <= 1 && o->group_frac >= 0 &&
+          o->group_frac <= 1 && o->lambda_ec_frac >= 0 && o->lambda_ec_frac <= 1 &&
+          o->lambda_iso_frac >= 0 && o->lambda_iso_frac <= 1))
+        return dm_set_error("commit: --lambda, --lambda-group, --lambda-ec and --lambda-iso must "
+                            "be in [0, 1] (fractions of lambda_max)");
+    if (o->lambda_weights && !(o->lambda_frac > 0))
+        return dm_set_error("commit: --lambda-weights weighs the lasso of --lambda: give --lambda "
+                            "F > 0 too");
+    if (o->lambda_iso_weights && !(o->lambda_iso_frac > 0))
+        return dm_set_error("commit: --lambda-iso-weights weighs the lasso of --lambda-iso: give "
+                            "--lambda-iso F > 0 too");
+    if (o->debias && !(o->lambda_frac > 0 || o->group_frac > 0 || o->lambda_ec_frac > 0 ||
+                       o->lambda_iso_frac > 0))
+        return dm_set_error("commit: --debias refits a regularised fit: give --lambda, "
+                            "--lambda-group, --lambda-ec or --lambda-iso too");
+    if ((o->group_frac > 0) != (o->groups != NULL))
+        return dm_set_error("commit: --lambda-group and --groups go together (see 'dimoc help "
+                            "commit')");
+    if (!(o->model.d_par > 0 && isfinite(o->model.d_par)))
+        return dm_set_error("commit: --d-par must be > 0");
+    if (!(o->min_seg_len >= 0 && o->min_len >= 0 && o->max_len > o->min_len))
+        return dm_set_error("commit: lengths: --min-seg-len >= 0, 0 <= --min-length < "
+                            "--max-length");
+    if (!(o->tol_fun >= 0 && o->tol_x >= 0 && o->vf_thr >= 0 && o->vf_thr <= 1))
+        return dm_set_error("commit: --tol and --tol-x must be >= 0, --vf-thr in [0, 1]");
+    return 0;
+}
+
+/* --allow-negative: a comma list of ic, ec, iso into bits 0, 1, 2 (NULL: none). */
+int dm_commit_parse_blocks(const char *text, unsigned *blocks)
+{
+    static const char *const names[] = {"ic", "ec", "iso"};
+    *blocks = 0;
+    for (const char *p = text; p && *p;) {
+        size_t n = strcspn(p, ",");
+        int b = 0;
+        while (b < 3 && !(strlen(names[b]) == n && strncmp(p, names[b], n) == 0)) b++;
+        if (b == 3)
+            return dm_set_error("commit: --allow-negative '%s' is not a list of ic, ec, iso", text);
+        *blocks |= 1u << b;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+void dm_commit_default_radii(dm_commit_model *m)
+{
+    m->nradii = 0;
+    m->radius[m->nradii++] = 0.01e-6;
+    for (int i = 0; i < 20; i++) m->radius[m->nradii++] = (0.5 + 7.5 * i / 19.0) * 1e-6;
 }

@@ -1,15 +1,15 @@
-/* dimoc commit: the stages in order, each timed in the provenance (see commit_run.h), with what
+/* A COMMIT run: the stages in order, each timed in the provenance (see commit_run.h), with what
  * can run beside them on threads of its own (side_job.h): the tractogram read while the data
  * are, the GPU made ready while the dictionary is built, the arrays no later step reads freed
- * while the solver runs.  The inputs are read and checked by commit_inputs.c, the outputs
- * written by commit_outputs.c; the stages themselves are runtime/commit's. */
+ * while the solver runs.  The inputs come from a source (the command's files, the C API's
+ * arrays) and are checked by commit_inputs.c, the outputs made by commit_outputs.c for a sink;
+ * the stages themselves are runtime/commit's. */
 #include "commit_run/commit_run.h"
 #include "commit_run/commit_inputs.h"
 #include "commit_run/commit_outputs.h"
 #include "commit_run/side_job.h"
 #include "commit/commit_pulses.h"
 #include "commit/commit_dict.h"
-#include "commit/commit_dictfile.h"
 #include "commit/commit_cpu.h"
 #include "commit/commit_dirs.h"
 #include "commit/commit_gpu.h"
@@ -18,12 +18,8 @@
 #include "csd/dwi.h"
 #include "io/space.h"
 #include "tractogram/tck.h"
-#include "tractogram/tractogram.h"
-#include "io/volume.h"
 #include "io/bigalloc.h"
 #include "util/error.h"
-#include "util/outdir.h"
-#include "util/fsutil.h"
 #include "util/progress.h"
 
 #include <math.h>
@@ -34,7 +30,8 @@
 
 /* The tractogram (often a gigabyte) read on a thread of its own while the data are. */
 typedef struct {
-    const char *path;
+    const dm_commit_source *src;
+    const dm_commit_options *o;
     dm_tck *t;
     int threads;
 } tck_read;
@@ -42,15 +39,30 @@ typedef struct {
 static int read_tck(void *arg)
 {
     tck_read *r = arg;
-    return dm_tractogram_read(r->path, r->t, r->threads);
+    return r->src->tracks(r->src->user, r->o, r->threads, r->t);
 }
 
 /* Waits for the reader; other_rc is the result of what ran meanwhile (its error stands). */
 static int tck_read_end(dm_side_job *j, const tck_read *r, int other_rc)
 {
     if (dm_side_end(j, other_rc == 0) != 0 || other_rc != 0) return -1;
-    if (r->t->count == 0) return dm_set_error("%s: no streamlines", r->path);
+    if (r->t->count == 0) return dm_set_error("%s: no streamlines", r->o->tractogram);
     return 0;
+}
+
+/* --peaks read on a thread of its own while the dictionary is built (it does not depend on
+ * it). */
+typedef struct {
+    const dm_commit_source *src;
+    const dm_commit_options *o;
+    const dm_dwi *w;
+    dm_image_view view;
+} peaks_read;
+
+static int read_peaks(void *arg)
+{
+    peaks_read *r = arg;
+    return r->src->peaks(r->src->user, r->o, r->w, &r->view);
 }
 
 /* The GPU's context, program and kernels made ready on a thread of its own while the dictionary
@@ -87,9 +99,19 @@ static int prepare_gpu(void *arg)
     return (p->g = dm_commit_gpu_prepare(p->ns, p->gpus, p->threads)) ? 0 : -1;
 }
 
+/* A caller's cancel between stages: 1 with the error set. */
+static int cancelled(dm_watch *watch)
+{
+    return dm_watch_stopping(watch) && dm_watch_cancelled(watch) && dm_watch_stop_error(watch);
+}
+
+/* The solver's iterations on the command's progress line (bar), or to a caller (watch). */
 typedef struct {
     dm_progress *bar;
     int last;
+    dm_watch *watch;
+    const char *stage;
+    int max_iter;
 } solve_progress;
 
 static void on_iteration(void *arg, int iter, double objective)
@@ -97,7 +119,17 @@ static void on_iteration(void *arg, int iter, double objective)
     (void)objective;
     solve_progress *p = arg;
     dm_progress_add(p->bar, iter - p->last);
+    dm_watch_report(p->watch, p->stage, (double)iter / p->max_iter);
     p->last = iter;
+}
+
+static solve_progress solve_start(const char *stage, int max_iter, dm_watch *watch)
+{
+    solve_progress p = {NULL, 0, watch, stage, max_iter > 0 ? max_iter : 1};
+    if (!watch) p.bar = dm_progress_start(!strcmp(stage, "solve") ? "commit" : "commit debias",
+                                          max_iter, "iterations");
+    dm_watch_report(watch, stage, 0);
+    return p;
 }
 
 /* COMMIT's fit(debias=True) after a regularised fit x: the IC columns of x < 1e-15 left out of
@@ -134,135 +166,19 @@ static long debias_support(const dm_commit_operator *A, long nic_cols, const dou
     return kept;
 }
 
-/* --stage dictionary [--part K/N]: the tractogram, the header of --data and --mask read; the
- * dictionary of the share cut and saved into --out (with part.json for a part). */
-static int dictionary_stage(const dm_commit_options *o, int threads, dm_provenance *prov,
-                            dm_commit_summary *sum)
-{
-    double t0 = dm_now_seconds();
-    dm_tck t;
-    memset(&t, 0, sizeof t);
-    dm_volume data = {0}, maskvol = {0};
-    unsigned char *mask = NULL, *blur_apply = NULL;
-    long *input_of = NULL, ninput = 0, *cluster_of = NULL;
-    dm_commit_dirs dirs = {0};
-    dm_commit_dict d = {0};
-    int rc = -1, use_gpu = 0;
-    dm_commit_gpu *gpu = NULL;
-    dm_gpu_probe probe; /* the driver starts while the inputs load */
-    if (dm_gpu_probe_begin(&probe, o->device, "commit") != 0) return -1;
-    dm_side_job tj;
-    tck_read tr = {o->tractogram, &t, threads};
-    dm_side_start(&tj, read_tck, &tr);
-    /* the mask as dm_dwi_read (or the scalar map's reader) checks it */
-    int vrc = dm_volume_read_header(o->data, &data);
-    if (vrc == 0 && o->mask) vrc = dm_volume_read(o->mask, &maskvol);
-    if (vrc == 0 && o->mask && maskvol.nt > 1)
-        vrc = dm_set_error("%s: a 4D image; a mask is 3D", o->mask);
-    if (vrc == 0 && o->mask)
-        vrc = o->model.scalar ? dm_volume_check_same_grid(&maskvol, o->mask, &data, o->data)
-                              : dm_volume_check_same_space(&maskvol, o->mask, &data, o->data);
-    if (tck_read_end(&tj, &tr, vrc) != 0) goto done;
-    double t_clust = dm_now_seconds();
-    if (dm_commit_cluster_tractogram(o, &t, threads, &input_of, &ninput, &cluster_of) != 0)
-        goto done;
-    t_clust = dm_now_seconds() - t_clust;
-    if (o->blur_apply_to && !(blur_apply = dm_commit_read_blur_apply(o, &t, input_of, ninput)))
-        goto done;
-    const double t_load = dm_now_seconds() - t0 - t_clust; /* the clustering timed apart */
-    double t1 = dm_now_seconds();
-    dm_commit_grid g;
-    if (dm_commit_make_grid(&data, o->data, &maskvol, &g, &mask) != 0) goto done;
-    if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
-    size_t first, end;
-    dm_part_range(&o->part, (size_t)t.count, &first, &end);
-    dm_commit_dict_options dopt = dm_commit_dict_options_of(o, threads);
-    dopt.blur_apply = blur_apply;
-    /* on the GPU when there is one, as in a whole run (the blur's copies on the host) */
-    if (dm_gpu_probe_end(&probe, &use_gpu) != 0) goto done;
-    use_gpu = use_gpu && !dm_commit_blur_on(&dopt);
-    if (use_gpu && !(gpu = dm_commit_gpu_prepare(data.nt > 0 ? data.nt : 1, o->gpus, threads)))
-        goto done;
-    if (use_gpu ? dm_commit_dict_cut_gpu(gpu, &t, (long)first, (long)end, &g, &dirs, &dopt, &d)
-                : dm_commit_dict_cut(&t, (long)first, (long)end, &g, &dirs, &dopt, &d))
-        goto done;
-    if (d.nkept == 0 && o->part.n == 0) { /* a part's share may well miss the mask */
-        dm_commit_nothing_kept(o);
-        goto done;
-    }
-    dm_commit_dict_facts facts;
-    dm_commit_dict_facts_make(&t, &g, (unsigned)dirs.n, &dopt, threads, &facts);
-    const double t_dict = dm_now_seconds() - t1;
-    t1 = dm_now_seconds();
-    dm_outdir od;
-    if (dm_outdir_begin(&od, o->out, DM_OUTDIR_REPLACE) != 0) goto done;
-    int wr = dm_commit_dict_save(od.path, &facts, &d, (long)first, (long)end);
-    if (wr == 0) {
-        dm_provenance_str(prov, DM_PROV_RESULT, "stage", "dictionary");
-        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines", (double)t.count);
-        if (input_of) dm_commit_clustering_provenance(prov, o, ninput, t.count, t_clust);
-        dm_provenance_num(prov, DM_PROV_RESULT, "streamline_first", (double)first);
-        dm_provenance_num(prov, DM_PROV_RESULT, "streamline_end", (double)end);
-        dm_provenance_num(prov, DM_PROV_RESULT, "streamlines_kept", (double)d.nkept);
-        dm_provenance_num(prov, DM_PROV_RESULT, "segments", (double)d.nseg);
-        dm_provenance_num(prov, DM_PROV_RESULT, "lut_directions", (double)dirs.n);
-        if (dm_commit_blur_on(&dopt))
-            dm_provenance_num(prov, DM_PROV_RESULT, "blur_copies",
-                              (double)dm_commit_blur_copies(&dopt, NULL, NULL, NULL));
-        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_load", t_load);
-        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_dictionary", t_dict);
-        dm_provenance_str(prov, DM_PROV_RESULT, "dictionary_device", gpu ? "gpu" : "cpu");
-        dm_provenance_str(prov, DM_PROV_RESULT, "device", gpu ? dm_commit_gpu_device(gpu) : "cpu");
-        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_write", dm_now_seconds() - t1);
-        char *path = dm_path_join(od.path, "provenance.json");
-        wr = dm_provenance_write(prov, path);
-        free(path);
-    }
-    if (wr == 0 && o->part.n > 0) { /* last: a part stopped before this leaves no manifest */
-        static const dm_part_rule rules[] = {{DM_COMMIT_DICT_RECORDS, DM_MERGE_CONCAT},
-                                             {DM_COMMIT_DICT_HEADER, DM_MERGE_SAME}};
-        char *command = dm_part_command();
-        dm_part_info info = {.command = command};
-        wr = dm_part_write(od.path, &o->part, &info, rules, 2);
-        free(command);
-    }
-    if (wr != 0) {
-        dm_outdir_abort(&od);
-        goto done;
-    }
-    if (dm_outdir_commit(&od) != 0) goto done;
-    sum->streamlines = t.count;
-    sum->first = (long)first;
-    sum->end = (long)end;
-    sum->kept = d.nkept;
-    sum->segments = d.nseg;
-    sum->seconds = dm_now_seconds() - t0;
-    rc = 0;
-done:
-    dm_gpu_probe_end(&probe, NULL); /* ended already, or an error came first */
-    dm_commit_gpu_close(gpu);
-    free(input_of);
-    free(cluster_of);
-    free(blur_apply);
-    free(mask);
-    dm_commit_dict_free(&d);
-    dm_commit_dirs_free(&dirs);
-    dm_volume_free(&maskvol);
-    dm_volume_free(&data);
-    dm_tck_free(&t);
-    return rc;
-}
-
-int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit_summary *sum)
+int dm_commit_run(const dm_commit_options *o, const dm_commit_source *src,
+                  const dm_commit_sink *sink, dm_watch *watch, dm_provenance *prov,
+                  dm_commit_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
-    if (dm_outdir_check(o->out, DM_OUTDIR_REPLACE) != 0) return -1;
     const int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
-    if (o->stage_dictionary) return dictionary_stage(o, threads, prov, sum);
     double t0 = dm_now_seconds(), t_load, t_dict, t_kern, t_op, t_setup, t_solve;
     dm_commit_cpu *cpu = NULL;
     dm_commit_gpu *gpu = NULL;
     dm_dwi w;
+    memset(&w, 0, sizeof w);
+    int have_data = 0;
+    dm_affine v2w;
     dm_tck t;
     memset(&t, 0, sizeof t);
     dm_commit_dirs dirs = {0};
@@ -285,7 +201,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     dm_side_job fw = {0}; /* fw: freeing what the solve left behind */
     done_with freed = {0};
     gpu_prepare gp = {0};
-    dm_commit_peaks_read pr = {0};
+    peaks_read pr = {src, o, &w, {0}};
     dm_side_job tj;
     dm_gpu_probe probe; /* the driver starts while the inputs load */
     int use_gpu = 0;
@@ -296,47 +212,54 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
      * is reported by the data's read below). */
     const int maybe_gpu = strcmp(probe.device, "cpu") != 0;
     if (maybe_gpu) {
-        dm_volume head = {0};
-        int ns = 1;
-        if (!o->model.scalar && dm_volume_read_header(o->data, &head) == 0 && head.nt > 0)
-            ns = head.nt;
-        dm_volume_free(&head);
+        int ns = !o->model.scalar && src->volumes > 0 ? src->volumes : 1;
         gp = (gpu_prepare){ns, o->gpus, threads, NULL};
         dm_side_start(&gj, prepare_gpu, &gp);
     }
-    tck_read tr = {o->tractogram, &t, threads};
+    dm_watch_report(watch, "load", 0);
+    tck_read tr = {src, o, &t, threads};
     dm_side_start(&tj, read_tck, &tr);
-    int dwi_rc = o->model.scalar ? dm_commit_scalar_map_read(o, &w)
-                                 : dm_dwi_read(&w, o->data, o->bvals, o->bvecs, o->mask);
+    int dwi_rc = src->data(src->user, o, &w, &v2w);
+    have_data = 1;
     if (dwi_rc == 0 && o->model.nradii > 0)
-        dwi_rc = dm_commit_pulses_read(o->scheme, w.nvol, w.bval, &pulses);
+        dwi_rc = src->pulses(src->user, o, w.nvol, w.bval, &pulses);
     if (tck_read_end(&tj, &tr, dwi_rc) != 0) goto done;
     t_load = dm_now_seconds() - t0;
+    dm_watch_report(watch, "load", 1);
     double t_clust = dm_now_seconds();
     if (dm_commit_cluster_tractogram(o, &t, threads, &input_of, &ninput, &cluster_of) != 0)
         goto done;
     t_clust = dm_now_seconds() - t_clust;
     /* A probe still starting the driver is waited for when the dictionary needs it. */
     if (dm_gpu_probe_ready(&probe) && dm_gpu_probe_end(&probe, &use_gpu) != 0) goto done;
-    if (o->model.ec_on && o->peaks) {
-        pr = (dm_commit_peaks_read){o, &w.data, {0}};
-        dm_side_start(&pj, dm_commit_read_peaks, &pr);
-    }
+    /* the per-streamline values of the tractogram as read (one per input streamline) */
+    const dm_tck input = {.count = ninput, .ndps = t.ndps, .dps = t.dps};
+    if (o->model.ec_on && o->peaks) dm_side_start(&pj, read_peaks, &pr);
 
     /* the dictionary: built, or read from --dictionary after checking what it was made of */
     double t1 = dm_now_seconds();
     dm_commit_grid g;
-    if (dm_commit_make_grid(&w.data, o->data, &w.mask, &g, &mask) != 0) goto done;
+    dm_watch_report(watch, "dictionary", 0);
+    if (dm_commit_make_grid(w.data.nx, w.data.ny, w.data.nz, &v2w, o->data, w.mask.data, &g,
+                            &mask) != 0)
+        goto done;
     if (dm_commit_dirs_make(o->ndirs, &dirs) != 0) goto done;
     dm_commit_dict_options dopt = dm_commit_dict_options_of(o, threads);
-    if (o->blur_apply_to && !(blur_apply = dm_commit_read_blur_apply(o, &t, input_of, ninput)))
-        goto done;
+    if (o->blur_apply_to) {
+        dm_commit_values v = {0};
+        int read = src->values(src->user, o, DM_COMMIT_BLUR_APPLY, &input, &v);
+        blur_apply = read == 0 ? dm_commit_read_blur_apply(o, &v, &t, input_of, ninput) : NULL;
+        free(v.v);
+        if (!blur_apply) goto done;
+    }
     dopt.blur_apply = blur_apply;
     if (o->dictionary) {
-        dm_commit_dict_facts facts;
-        dm_commit_dict_facts_make(&t, &g, (unsigned)dirs.n, &dopt, threads, &facts);
-        if (dm_commit_dict_load(o->dictionary, &facts, &g, &d) != 0) goto done;
-        if (dm_commit_dict_index(&d, DM_NVOX(&w.data), threads) != 0) goto done;
+        if (!src->dictionary) {
+            dm_set_error("commit: --dictionary is read from a folder by the command only");
+            goto done;
+        }
+        if (src->dictionary(src->user, o, &t, &g, &dirs, &dopt, DM_NVOX(&w.data), &d) != 0)
+            goto done;
     } else {
         /* on the GPU when there is one (the blur's copies on the host): the driver's start and
          * the program waited for, as the walk on the host threads would take longer */
@@ -358,6 +281,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         goto done;
     }
     t_dict = dm_now_seconds() - t1;
+    dm_watch_report(watch, "dictionary", 1);
+    if (cancelled(watch)) goto done;
     if (dm_gpu_probe_end(&probe, &use_gpu) != 0) goto done;
     if (maybe_gpu && !use_gpu) { /* no GPU after all: what was made ready for one let go */
         dm_side_end(&gj, 0);
@@ -370,23 +295,31 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
     if (dm_commit_kernels_make(&o->model, &dirs, w.nvol, w.bval, w.dir, &pulses.view, &k) != 0)
         goto done;
     t_kern = dm_now_seconds() - t1;
+    if (cancelled(watch)) goto done;
 
     /* the operator */
     t1 = dm_now_seconds();
     if (o->model.ec_on && o->peaks && dm_side_end(&pj, 1) != 0) goto done;
     if (o->model.ec_on &&
-        !(peaks = dm_commit_fit_peaks(o->peaks ? &pr.p : NULL, &w, &d, threads, &npeaks)))
+        !(peaks = dm_commit_fit_peaks(o->peaks ? &pr.view : NULL, &w, &d, threads, &npeaks)))
         goto done;
-    dm_volume_free(&pr.p);
     if (dm_commit_operator_build(&d, &k, &dirs, peaks, npeaks, o->vf_thr, threads, &A) != 0)
         goto done;
     if (!(y = dm_commit_signal_rows(&w, &d, threads))) {
         dm_set_error("commit: out of memory for the signal");
         goto done;
     }
-    if (o->iso_mask && dm_commit_apply_iso_mask(o, &w, &d, &A) != 0) goto done;
+    if (o->iso_mask) {
+        dm_image_view m;
+        if (src->image(src->user, o, DM_COMMIT_ISO_MASK, &w, &m) != 0 ||
+            dm_commit_apply_iso_mask(o, &m, &d, &A) != 0)
+            goto done;
+    }
     if (o->confidence_map) { /* COMMIT's 0.5 ||sqrt(W) (A x - y)||^2: rows and y times sqrt(W) */
-        if (!(conf = dm_commit_read_confidence(o, &w, &d, &conf_used))) goto done;
+        dm_image_view c;
+        if (src->image(src->user, o, DM_COMMIT_CONFIDENCE, &w, &c) != 0 ||
+            !(conf = dm_commit_read_confidence(o, &c, w.nvol, &d, &conf_used)))
+            goto done;
         if (!conf_used)
             dm_warn("%s holds one value over the voxels of the fit: not used (as COMMIT)",
                     o->confidence_map);
@@ -405,6 +338,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         A.op.row_w = row_w;
     }
     t_op = dm_now_seconds() - t1;
+    if (cancelled(watch)) goto done;
 
     /* the fit */
     t1 = dm_now_seconds();
@@ -459,16 +393,31 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                      o->lambda_ec_frac > 0 && reg.ec_end == reg.nf ? "extra-axonal" : "isotropic");
         goto done;
     }
-    if ((o->lambda_weights || o->lambda_iso_weights) &&
-        !(col_w = dm_commit_lasso_weights(o, &t, input_of, ninput, &d, &w, &A, k.niso)))
-        goto done;
+    if (o->lambda_weights || o->lambda_iso_weights) {
+        dm_commit_values lw = {0};
+        dm_image_view iso_w;
+        int read = (!o->lambda_weights ||
+                    src->values(src->user, o, DM_COMMIT_LAMBDA_WEIGHTS, &input, &lw) == 0) &&
+                   (!o->lambda_iso_weights ||
+                    src->image(src->user, o, DM_COMMIT_LAMBDA_ISO_WEIGHTS, &w, &iso_w) == 0);
+        col_w = read ? dm_commit_lasso_weights(o, o->lambda_weights ? &lw : NULL,
+                                               o->lambda_iso_weights ? &iso_w : NULL, &t,
+                                               input_of, ninput, &d, &A, k.niso)
+                     : NULL;
+        free(lw.v);
+        if (!col_w) goto done;
+    }
     reg.col_w = col_w;
     reg.free_blocks = o->free_blocks;
     int nnls_iterations = 0;
     if (o->group_frac > 0) {
-        if (dm_commit_read_groups(o, &t, input_of, ninput, &d, &groups) != 0) goto done;
+        dm_commit_values labels = {0};
+        int read = src->values(src->user, o, DM_COMMIT_GROUPS, &input, &labels) == 0 &&
+                   dm_commit_read_groups(o, &labels, &t, input_of, ninput, &d, &groups) == 0;
+        free(labels.v);
+        if (!read) goto done;
         dm_commit_fista_options fo = {
-            .tol_fun = o->tol_fun, .tol_x = o->tol_x, .max_iter = o->max_iter};
+            .tol_fun = o->tol_fun, .tol_x = o->tol_x, .max_iter = o->max_iter, .watch = watch};
         dm_commit_fista_result fr0;
         if (dm_commit_fista(&B, x, &fo, x, &fr0) != 0) {
             dm_commit_groups_free(&groups);
@@ -502,7 +451,7 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
         dm_commit_cpu_aty(&plain, y0, aty_plain, dots, threads);
         free(dots);
     }
-    solve_progress sp = {dm_progress_start("commit", o->max_iter, "iterations"), 0};
+    solve_progress sp = solve_start("solve", o->max_iter, watch);
     dm_commit_fista_options fo = {.tol_fun = o->tol_fun,
                                   .tol_x = o->tol_x,
                                   .reg = regularised || o->free_blocks ? &reg : NULL,
@@ -513,7 +462,8 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                                   .group_frac = o->group_frac,
                                   .max_iter = o->max_iter,
                                   .progress = on_iteration,
-                                  .progress_arg = &sp};
+                                  .progress_arg = &sp,
+                                  .watch = watch};
     dm_commit_fista_result fr, fr_reg = {0};
     int solved = dm_commit_fista(&B, x, &fo, x, &fr);
     dm_commit_groups_free(&groups);
@@ -533,12 +483,13 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
             goto done;
         memset(x, 0, (size_t)A.ncols * sizeof *x);
         fr_reg = fr;
-        solve_progress dp = {dm_progress_start("commit debias", o->max_iter, "iterations"), 0};
+        solve_progress dp = solve_start("debias", o->max_iter, watch);
         dm_commit_fista_options fd = {.tol_fun = o->tol_fun,
                                       .tol_x = o->tol_x,
                                       .max_iter = o->max_iter,
                                       .progress = on_iteration,
-                                      .progress_arg = &dp};
+                                      .progress_arg = &dp,
+                                      .watch = watch};
         solved = dm_commit_fista(&B, x, &fd, x, &fr);
         dm_progress_finish(dp.bar, solved == 0 ? fr.stopped : "stopped");
         if (solved != 0) goto done;
@@ -582,7 +533,9 @@ int dm_commit_command(const dm_commit_options *o, dm_provenance *prov, dm_commit
                             .t_op = t_op,
                             .t_setup = t_setup,
                             .t_solve = t_solve};
-    int wrote = dm_commit_write_outputs(o, &fit, prov, sum);
+    dm_watch_report(watch, "outputs", 0);
+    int wrote = dm_commit_outputs(o, &fit, sink, prov, sum);
+    dm_watch_report(watch, "outputs", 1);
     if (!fit.gpu) gp.g = gpu = NULL; /* released there */
     if (wrote != 0) goto done;
     rc = 0;
@@ -590,7 +543,6 @@ done:
     dm_gpu_probe_end(&probe, NULL);      /* an error came first: the driver's start waited for */
     if (gj.running) dm_side_end(&gj, 0); /* an error came first */
     if (pj.running) dm_side_end(&pj, 0);
-    dm_volume_free(&pr.p);
     dm_side_end(&fw, 0);
     if (gp.g != gpu) dm_commit_gpu_close(gp.g);
     dm_commit_cpu_close(cpu);
@@ -614,6 +566,7 @@ done:
     dm_commit_dict_free(&d);
     dm_commit_dirs_free(&dirs);
     dm_tck_free(&t);
-    dm_dwi_free(&w);
+    if (have_data) src->free_data(src->user, &w);
+    if (src->release) src->release(src->user);
     return rc;
 }
