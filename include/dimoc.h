@@ -1,6 +1,6 @@
 /* dimoc.h: the public C API of dimoc (libdimoc.so), for programs that embed the model compiler
- * and the fitter (fits on arrays in memory since 1.1, simulations since 1.2) and, in later
- * versions, the trackers.
+ * and the fitter (fits on arrays in memory since 1.1, simulations since 1.2) and the trackers
+ * (FOD tractography, track-density images, connectomes and COMMIT since 1.2).
  * docs/api.md is the guide; in short:
  *
  * - Versions: DIMOC_API_VERSION_MAJOR changes when a program built against an older header could
@@ -19,7 +19,9 @@
 #ifndef DIMOC_H
 #define DIMOC_H
 
+#include <math.h> /* NAN: the options' "default" of 1.2's tracking */
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -91,7 +93,7 @@ DIMOC_EXPORT void dimoc_free_list(char **list);
 
 /* ---- the context of long calls ---- */
 
-/* Progress and cancellation of the long calls (dimoc_fit; tracking later): a caller fills one
+/* Progress and cancellation of the long calls (dimoc_fit, dimoc_track, ...): a caller fills one
  * with DIMOC_CONTEXT_INIT, sets what it wants and passes it (or NULL: no callbacks).  Both
  * callbacks run on the calling thread, between pieces of work: cancel at most every 20 ms,
  * progress at most every 0.1 s and at the start of each stage. */
@@ -237,6 +239,8 @@ typedef enum dimoc_dtype {
     DIMOC_FLOAT32 = 0,
     DIMOC_FLOAT64 = 1,
     DIMOC_UINT8 = 2, /* masks (a bool of C or numpy is one byte, 0 or 1) and the status */
+    DIMOC_UINT32 = 3, /* (1.2) track-density counts */
+    DIMOC_UINT64 = 4, /* (1.2) streamlines' offsets */
 } dimoc_dtype;
 
 /* An array of the caller's, read in place and never kept: element (i0, i1, ...) lies at
@@ -518,6 +522,249 @@ typedef struct dimoc_dti_options {
 DIMOC_EXPORT dimoc_status dimoc_dti(const dimoc_dwi_input *input,
                                     const dimoc_dti_options *options,
                                     const dimoc_context *context, dimoc_result **result);
+
+/* ---- tractography and what follows it, on arrays (1.2) ---- */
+
+/* An image of the caller's with its grid: the array read in place (as dimoc_array), its voxel
+ * -> world matrix and its voxel sizes.  Fixed for the major version (embedded by value), as
+ * dimoc_array. */
+typedef struct dimoc_image {
+    dimoc_array array;    /* X x Y x Z [x K]; data NULL: not given */
+    const double *affine; /* 4 x 4, row by row: voxel -> world mm; NULL: the grid of the call's
+                             reference image (the FOD's for dimoc_track), when the shape is its */
+    /* 3 values: the voxel sizes of the image's header (a NIfTI's pixdim), which the commands
+     * and MRtrix read (tckgen's default step and lengths, tckmap's grid); NULL: the lengths of
+     * the affine's columns, which a header written from the affine holds */
+    const double *voxel_size;
+} dimoc_image;
+#define DIMOC_IMAGE_NONE                                                                           \
+    {                                                                                              \
+        {NULL, DIMOC_FLOAT32, 0, {0}, {0}}, NULL, NULL                                             \
+    }
+
+/* Streamlines in world millimetres (the .tck's frame), read in place.  Fixed as dimoc_array.
+ * dimoc_track's result holds them as its arrays "points" and "offsets". */
+typedef struct dimoc_streamlines {
+    const float *points;     /* 3 values a point (x y z), streamline after streamline */
+    const uint64_t *offsets; /* count + 1: streamline i is points offsets[i] .. offsets[i+1] - 1 */
+    size_t count;
+} dimoc_streamlines;
+
+/* What FOD tractography reads (`dimoc track --fod`'s images).  DIMOC_TRACK_INPUT_INIT. */
+typedef struct dimoc_track_input {
+    size_t size; /* sizeof(dimoc_track_input) as the caller compiled it */
+    /* X x Y x Z x K SH coefficients in MRtrix's basis (dimoc csd's wm_fod: K = 6, 15, 28, 45,
+     * 66 or 91), with its affine; NaN or infinite coefficients are 0, as the command reads
+     * them; a voxel whose coefficients are all 0 is outside */
+    dimoc_image fod;
+    /* --seed: seeds at random positions in its voxels >= 0.5 (3D, any grid); or seed_gmwmi
+     * (with act): seeds drawn in proportion to its values > 0 and moved onto the grey-white
+     * interface (5ttgen's gmwmi image).  One of the two. */
+    dimoc_image seed, seed_gmwmi;
+    dimoc_image act; /* --act: X x Y x Z x 5 tissues (cortical GM, sub-cortical GM, WM, CSF,
+                        pathology); data NULL: none */
+    /* --include, --exclude, --mask: 3D regions (voxels >= 0.5), any grid, 16 in all at most */
+    int ninclude;
+    const dimoc_image *include;
+    int nexclude;
+    const dimoc_image *exclude;
+    int nmask;
+    const dimoc_image *mask;
+} dimoc_track_input;
+#define DIMOC_TRACK_INPUT_INIT                                                                     \
+    {                                                                                              \
+        sizeof(dimoc_track_input), DIMOC_IMAGE_NONE, DIMOC_IMAGE_NONE, DIMOC_IMAGE_NONE,           \
+            DIMOC_IMAGE_NONE, 0, NULL, 0, NULL, 0, NULL                                            \
+    }
+
+/* The options of `dimoc track --fod`, by the same names (docs/tracking.md).
+ * DIMOC_TRACK_OPTIONS_INIT sets the command's defaults: NaN for a number, -1 for a count
+ * whose default tckgen resolves (against the FOD's voxel size, the algorithm, ACT). */
+typedef struct dimoc_track_options {
+    size_t size;           /* sizeof(dimoc_track_options) as the caller compiled it */
+    const char *algorithm; /* "ifod2" | "ifod1" | "sd_stream" */
+    long select;           /* streamlines to keep (0: as many as the seeds give); -1: 5000 */
+    long seeds;            /* seeds to try at most (0: no limit); -1: 1000 x select */
+    long seed_random_per_voxel; /* N seeds in every seed voxel instead (0: off) */
+    double step, angle, cutoff, seed_cutoff, min_length, max_length, power; /* mm, degrees */
+    long trials, samples, max_attempts_per_seed;
+    int unidirectional, stop, backtrack, crop_at_gmwmi; /* the flags */
+    unsigned long long rseed;                           /* Philox's seed: the same, the same tracks */
+    int threads;                                        /* 0: every core */
+    const char *device;                                 /* "auto" | "cpu" | "gpu" */
+    const char *gpus;                                   /* the GPU's ordinal ("0") */
+    long gpu_memory;                                    /* MB; 0: 70% of free memory */
+    const char *precision;                              /* "float" | "double" */
+    const char *part;                                   /* "K/N": a share of the seed ids */
+} dimoc_track_options;
+#define DIMOC_TRACK_OPTIONS_INIT                                                                   \
+    {                                                                                              \
+        sizeof(dimoc_track_options), "ifod2", -1, -1, 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, -1,    \
+            -1, -1, 0, 0, 0, 0, 0, 0, "auto", "0", 0, "float", NULL                                \
+    }
+
+/* FOD tractography on arrays, as `dimoc track --fod` on files: the same images, options and
+ * rseed give the same streamlines, point for point (float32, world mm), in the same order.
+ * The result's arrays: "points" (float32, npoints x 3) and "offsets" (uint64, count + 1), the
+ * streamlines as dimoc_streamlines takes them; its provenance is the command's
+ * provenance.json (the resolved options, counts of every verdict and termination).  Stages
+ * "load" (the plan: the FOD in the tracker's layout, the calibration), "compile" (GPU), "track"
+ * (the fraction of --select, else of the seeds).  DIMOC_E_ARGUMENT for inputs or options the
+ * command refuses (the message names which), DIMOC_E_CANCELLED (tracking stops within a
+ * streamline of each thread on the CPU, a batch on the GPU; nothing is kept). */
+DIMOC_EXPORT dimoc_status dimoc_track(const dimoc_track_input *input,
+                                      const dimoc_track_options *options,
+                                      const dimoc_context *context, dimoc_result **result);
+
+/* A track-density image (`dimoc tdi`, tckmap -template).  DIMOC_TDI_INPUT_INIT. */
+typedef struct dimoc_tdi_input {
+    size_t size; /* sizeof(dimoc_tdi_input) as the caller compiled it */
+    dimoc_streamlines streamlines;
+    /* one weight >= 0 per streamline (tckmap -tck_weights_in: each voxel the sum of the
+     * weights of the streamlines through it, float32); NULL: counts (uint32) */
+    const float *weights;
+    /* the streamlines' step (mm) as a .tck header's step_size gives it (written "%g"), from
+     * which tckmap's upsampling ratio comes; 0 or NaN: none, as a tractogram without one */
+    double step_size;
+    size_t shape[3];          /* the template's grid: its size, */
+    const double *affine;     /* voxel -> world (4 x 4, row by row), */
+    const double *voxel_size; /* and header voxel sizes (NULL: the affine's column lengths) */
+} dimoc_tdi_input;
+#define DIMOC_TDI_INPUT_INIT                                                                       \
+    {                                                                                              \
+        sizeof(dimoc_tdi_input), {NULL, NULL, 0}, NULL, 0, {0, 0, 0}, NULL, NULL                   \
+    }
+
+typedef struct dimoc_tdi_options {
+    size_t size;     /* sizeof(dimoc_tdi_options) as the caller compiled it */
+    double voxel[3]; /* --voxel: super-resolution, mm on the template's axes; 0 0 0: its grid */
+    int exact;       /* --exact: every voxel a segment crosses, instead of tckmap's samples */
+    int threads;     /* 0: every core */
+} dimoc_tdi_options;
+#define DIMOC_TDI_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        sizeof(dimoc_tdi_options), {0, 0, 0}, 0, 0                                                 \
+    }
+
+/* The map `dimoc tdi` writes, value for value: the result's "tdi" (uint32 counts, or float32
+ * sums with weights; X x Y x Z of the map's grid, x fastest) and "affine" (float64 4 x 4, row
+ * by row: the map's voxel -> world, the template's or the super-resolved grid's).  Stage
+ * "tdi".  DIMOC_E_ARGUMENT, DIMOC_E_CANCELLED. */
+DIMOC_EXPORT dimoc_status dimoc_tdi(const dimoc_tdi_input *input, const dimoc_tdi_options *options,
+                                    const dimoc_context *context, dimoc_result **result);
+
+/* A structural connectome (`dimoc connectome`, tck2connectome's defaults).
+ * DIMOC_CONNECTOME_INPUT_INIT. */
+typedef struct dimoc_connectome_input {
+    size_t size; /* sizeof(dimoc_connectome_input) as the caller compiled it */
+    dimoc_streamlines streamlines;
+    const float *weights; /* one weight >= 0 per streamline (-tck_weights_in), or NULL */
+    /* integer node labels 1..N, 0 outside the nodes (3D, uint8, float32 or float64), with its
+     * affine (required) */
+    dimoc_image parcellation;
+} dimoc_connectome_input;
+#define DIMOC_CONNECTOME_INPUT_INIT                                                                \
+    {                                                                                              \
+        sizeof(dimoc_connectome_input), {NULL, NULL, 0}, NULL, DIMOC_IMAGE_NONE                    \
+    }
+
+typedef struct dimoc_connectome_options {
+    size_t size; /* sizeof(dimoc_connectome_options) as the caller compiled it */
+    int threads; /* 0: every core */
+} dimoc_connectome_options;
+#define DIMOC_CONNECTOME_OPTIONS_INIT                                                              \
+    {                                                                                              \
+        sizeof(dimoc_connectome_options), 0                                                        \
+    }
+
+/* The matrices `dimoc connectome` writes, value for value: the result's "connectome"
+ * (streamlines, or the sums of their weights, per edge) and "mean_length" (mm), float64,
+ * nodes x nodes row by row, the upper triangle with the diagonal (0 below) as the .csv files;
+ * the provenance counts the streamlines assigned and not.  Stage "connectome".
+ * DIMOC_E_ARGUMENT, DIMOC_E_CANCELLED. */
+DIMOC_EXPORT dimoc_status dimoc_connectome(const dimoc_connectome_input *input,
+                                           const dimoc_connectome_options *options,
+                                           const dimoc_context *context, dimoc_result **result);
+
+/* COMMIT (`dimoc commit`): a weight per streamline, fitted to the data.
+ * DIMOC_COMMIT_INPUT_INIT. */
+typedef struct dimoc_commit_input {
+    size_t size; /* sizeof(dimoc_commit_input) as the caller compiled it */
+    dimoc_streamlines streamlines;
+    /* X x Y x Z x M diffusion-weighted data (X x Y x Z: volume-fractions' map), float32 or
+     * float64, with its affine (required: the streamlines are world mm) */
+    dimoc_image data;
+    /* X x Y x Z: segments where it is not > 0 are left out; data NULL: the whole image */
+    dimoc_array mask;
+    /* M b-values (s/mm^2) and M x 3 directions, row by row, FSL's bvecs frame of the data */
+    const double *bvals, *bvecs;
+    /* cylinder-zeppelin-ball: M x 3, row by row, each volume's G (T/m), Delta and delta (s)
+     * (--scheme's columns) */
+    const double *pulses;
+    /* --peaks: X x Y x Z x 3P (sh2peaks' layout, NaN: no peak); data NULL: the principal
+     * direction of a tensor fit */
+    dimoc_array peaks;
+    /* --groups, --blur-apply-to, --lambda-weights: one value per streamline, in their order
+     * (with blur_clust_thr, or one per cluster's representative); data NULL: not given */
+    dimoc_array groups, blur_apply_to, lambda_weights;
+    /* --iso-mask, --lambda-iso-weights (X x Y x Z), --confidence-map (X x Y x Z [x M]) */
+    dimoc_array iso_mask, lambda_iso_weights, confidence_map;
+} dimoc_commit_input;
+#define DIMOC_ARRAY_NONE                                                                           \
+    {                                                                                              \
+        NULL, DIMOC_FLOAT32, 0, {0}, {0}                                                           \
+    }
+#define DIMOC_COMMIT_INPUT_INIT                                                                    \
+    {                                                                                              \
+        sizeof(dimoc_commit_input), {NULL, NULL, 0}, DIMOC_IMAGE_NONE, DIMOC_ARRAY_NONE, NULL,    \
+            NULL, NULL, DIMOC_ARRAY_NONE, DIMOC_ARRAY_NONE, DIMOC_ARRAY_NONE, DIMOC_ARRAY_NONE,   \
+            DIMOC_ARRAY_NONE, DIMOC_ARRAY_NONE, DIMOC_ARRAY_NONE                                   \
+    }
+
+/* The options of `dimoc commit`'s fit, by the same names (docs/commit.md);
+ * DIMOC_COMMIT_OPTIONS_INIT sets its defaults (NaN, or no list: the model's). */
+typedef struct dimoc_commit_options {
+    size_t size;       /* sizeof(dimoc_commit_options) as the caller compiled it */
+    const char *model; /* "stick-zeppelin-ball" | "cylinder-zeppelin-ball" | "volume-fractions" */
+    double d_par;      /* mm^2/s; NaN: 1.7e-3 (cylinder-zeppelin-ball: 0.6e-3) */
+    int nd_perp, nd_iso, nradii; /* the lists' lengths (0: the model's defaults) */
+    const double *d_perp, *d_iso; /* mm^2/s */
+    const double *radii;          /* micrometres */
+    double fiber_shift[3];        /* voxels */
+    double min_seg_len, min_length, max_length; /* mm */
+    double blur_core_extent, blur_gauss_extent, blur_spacing, blur_gauss_min, blur_clust_thr;
+    int confidence_map_rescale;
+    double vf_thr;
+    int ndirs, max_iter;
+    double tol, tol_x;
+    double lambda, lambda_group, lambda_ec, lambda_iso;
+    const char *allow_negative; /* "ic,ec,iso" or a part of it (NULL: none) */
+    int debias;
+    int threads;        /* 0: every core */
+    const char *device; /* "auto" | "cpu" | "gpu" */
+    const char *gpus;   /* the GPU's ordinal ("0") */
+} dimoc_commit_options;
+#define DIMOC_COMMIT_OPTIONS_INIT                                                                  \
+    {                                                                                              \
+        sizeof(dimoc_commit_options), "stick-zeppelin-ball", NAN, 0, 0, 0, NULL, NULL, NULL,      \
+            {0, 0, 0}, 1e-3, 0, 250, 0, 0, 0.25, 0.1, 0, 0, 0.1, 500, 100, 1e-3, 1e-6, 0, 0, 0, 0, \
+            NULL, 0, 0, "auto", "0"                                                                \
+    }
+
+/* COMMIT's fit as `dimoc commit` makes it on files: the same inputs and options give the same
+ * weights and maps (the result's arrays, by the names of the command's files): "weights"
+ * (float64, one per streamline: streamline_weights.txt's, which holds them "%.5e"),
+ * "compartment_IC", "compartment_EC", "compartment_ISO" (with --iso-mask under
+ * volume-fractions "compartment_LESION" and "R_scaling_factor" too), "fit_RMSE",
+ * "fit_NRMSE" (and "fit_RMSE_adjusted", "fit_NRMSE_adjusted" with a confidence map): float32
+ * maps on the data's grid, as the command writes them.  The provenance is the command's.
+ * Stages "load", "dictionary", "solve" (the fraction of max_iter), "debias", "outputs"; a
+ * cancel is taken between stages and the solver's iterations.  DIMOC_E_ARGUMENT for inputs
+ * or options the command refuses (streamlines that miss the data's grid or mask among them),
+ * DIMOC_E_CANCELLED. */
+DIMOC_EXPORT dimoc_status dimoc_commit(const dimoc_commit_input *input,
+                                       const dimoc_commit_options *options,
+                                       const dimoc_context *context, dimoc_result **result);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,8 @@ from ._native import lib as _lib
 __all__ = ["Model", "ModelError", "DimocError", "Diagnostic", "Parameter", "Input", "Output",
            "Generated", "models", "data_dir", "set_data_dir", "api_version", "__version__",
            "fit", "FitResult", "FitCancelled", "DimocWarning",
-           "simulate", "Simulation", "Cancelled", "Result", "dti"]
+           "simulate", "Simulation", "Cancelled", "Result", "dti",
+           "track", "tdi", "connectome", "Streamlines", "commit"]
 
 __version__ = _native.text(_lib.dimoc_version())
 #: The C API's version of the library loaded: (major, minor).
@@ -284,6 +285,8 @@ _FIT_NAMES = ("fit", "FitResult", "FitCancelled", "DimocWarning")
 _ARRAY_NAMES = {"simulate": "_simulate", "Simulation": "_simulate", "Cancelled": "_call",
                 "Result": "_call"}
 _ARRAY_NAMES.update(dti="_dti")
+_ARRAY_NAMES.update(track="_track", tdi="_track", connectome="_track", Streamlines="_track",
+                    commit="_commit")
 
 
 def __getattr__(name):

@@ -14,7 +14,8 @@ from . import _native
 from ._native import lib as _lib
 
 _C = _native.ctypes
-_DTYPES = {_native.FLOAT32: np.float32, _native.FLOAT64: np.float64, _native.UINT8: np.uint8}
+_DTYPES = {_native.FLOAT32: np.float32, _native.FLOAT64: np.float64, _native.UINT8: np.uint8,
+           _native.UINT32: np.uint32, _native.UINT64: np.uint64}
 
 
 class Cancelled(Exception):

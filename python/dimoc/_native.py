@@ -71,6 +71,7 @@ class Description(ctypes.Structure):
 # Fits on arrays (API 1.1): dimoc_array, dimoc_fit_input, dimoc_fit_options, dimoc_context,
 # dimoc_fit_map.
 FLOAT32, FLOAT64, UINT8 = range(3)
+UINT32, UINT64 = 3, 4  # API 1.2: track-density counts, streamlines' offsets
 
 
 class Array(ctypes.Structure):
@@ -149,6 +150,78 @@ class DtiOptions(ctypes.Structure):
                 ("sse", c_int), ("out_type", c_char_p), ("threads", c_int)]
 
 
+# Tractography and what follows it on arrays (API 1.2): dimoc_image, dimoc_streamlines and the
+# records of dimoc_track, dimoc_tdi, dimoc_connectome.
+class Image(ctypes.Structure):
+    _fields_ = [("array", Array), ("affine", _DOUBLES), ("voxel_size", _DOUBLES)]
+
+
+class StreamlinesRecord(ctypes.Structure):
+    _fields_ = [("points", ctypes.POINTER(ctypes.c_float)),
+                ("offsets", ctypes.POINTER(ctypes.c_uint64)), ("count", ctypes.c_size_t)]
+
+
+class TrackInput(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("fod", Image), ("seed", Image), ("seed_gmwmi", Image),
+                ("act", Image), ("ninclude", c_int), ("include", ctypes.POINTER(Image)),
+                ("nexclude", c_int), ("exclude", ctypes.POINTER(Image)), ("nmask", c_int),
+                ("mask", ctypes.POINTER(Image))]
+
+
+class TrackOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("algorithm", c_char_p), ("select", c_long),
+                ("seeds", c_long), ("seed_random_per_voxel", c_long), ("step", c_double),
+                ("angle", c_double), ("cutoff", c_double), ("seed_cutoff", c_double),
+                ("min_length", c_double), ("max_length", c_double), ("power", c_double),
+                ("trials", c_long), ("samples", c_long), ("max_attempts_per_seed", c_long),
+                ("unidirectional", c_int), ("stop", c_int), ("backtrack", c_int),
+                ("crop_at_gmwmi", c_int), ("rseed", ctypes.c_ulonglong), ("threads", c_int),
+                ("device", c_char_p), ("gpus", c_char_p), ("gpu_memory", c_long),
+                ("precision", c_char_p), ("part", c_char_p)]
+
+
+class TdiInput(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("streamlines", StreamlinesRecord),
+                ("weights", ctypes.POINTER(ctypes.c_float)), ("step_size", c_double),
+                ("shape", ctypes.c_size_t * 3), ("affine", _DOUBLES), ("voxel_size", _DOUBLES)]
+
+
+class TdiOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("voxel", c_double * 3), ("exact", c_int),
+                ("threads", c_int)]
+
+
+class ConnectomeInput(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("streamlines", StreamlinesRecord),
+                ("weights", ctypes.POINTER(ctypes.c_float)), ("parcellation", Image)]
+
+
+class ConnectomeOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("threads", c_int)]
+
+
+class CommitInput(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("streamlines", StreamlinesRecord), ("data", Image),
+                ("mask", Array), ("bvals", _DOUBLES), ("bvecs", _DOUBLES), ("pulses", _DOUBLES),
+                ("peaks", Array), ("groups", Array), ("blur_apply_to", Array),
+                ("lambda_weights", Array), ("iso_mask", Array), ("lambda_iso_weights", Array),
+                ("confidence_map", Array)]
+
+
+class CommitOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("model", c_char_p), ("d_par", c_double),
+                ("nd_perp", c_int), ("nd_iso", c_int), ("nradii", c_int), ("d_perp", _DOUBLES),
+                ("d_iso", _DOUBLES), ("radii", _DOUBLES), ("fiber_shift", c_double * 3),
+                ("min_seg_len", c_double), ("min_length", c_double), ("max_length", c_double),
+                ("blur_core_extent", c_double), ("blur_gauss_extent", c_double),
+                ("blur_spacing", c_double), ("blur_gauss_min", c_double),
+                ("blur_clust_thr", c_double), ("confidence_map_rescale", c_int),
+                ("vf_thr", c_double), ("ndirs", c_int), ("max_iter", c_int), ("tol", c_double),
+                ("tol_x", c_double), ("lambda", c_double), ("lambda_group", c_double),
+                ("lambda_ec", c_double), ("lambda_iso", c_double), ("allow_negative", c_char_p),
+                ("debias", c_int), ("threads", c_int), ("device", c_char_p), ("gpus", c_char_p)]
+
+
 # The statuses (dimoc_status) and severities (dimoc_severity) of include/dimoc.h.
 OK, E_ARGUMENT, E_NOT_FOUND, E_IO, E_MODEL, E_LIMIT, E_MEMORY, E_CANCELLED, E_INTERNAL = range(9)
 SEVERITIES = ("error", "warning", "note")
@@ -195,6 +268,15 @@ for name, restype, argtypes in [
         ("dimoc_result_provenance", c_char_p, [_HANDLE]),
         ("dimoc_result_warnings", c_int, [_HANDLE, ctypes.POINTER(ctypes.POINTER(c_char_p))]),
         ("dimoc_result_free", None, [_HANDLE]),
+        ("dimoc_track", c_int, [ctypes.POINTER(TrackInput), ctypes.POINTER(TrackOptions),
+                                ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
+        ("dimoc_tdi", c_int, [ctypes.POINTER(TdiInput), ctypes.POINTER(TdiOptions),
+                              ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
+        ("dimoc_connectome", c_int, [ctypes.POINTER(ConnectomeInput),
+                                     ctypes.POINTER(ConnectomeOptions), ctypes.POINTER(Context),
+                                     ctypes.POINTER(_HANDLE)]),
+        ("dimoc_commit", c_int, [ctypes.POINTER(CommitInput), ctypes.POINTER(CommitOptions),
+                                 ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
         ("dimoc_simulate", c_int, [_HANDLE, ctypes.POINTER(SimulateInput),
                                    ctypes.POINTER(SimulateOptions), ctypes.POINTER(Context),
                                    ctypes.POINTER(_HANDLE)]),

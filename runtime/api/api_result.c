@@ -33,7 +33,7 @@ void dm_api_result_set_provenance(dimoc_result *r, char *text)
 
 static size_t dtype_size(dimoc_dtype t)
 {
-    return t == DIMOC_UINT8 ? 1 : t == DIMOC_FLOAT32 ? 4 : 8;
+    return t == DIMOC_UINT8 ? 1 : t == DIMOC_FLOAT32 || t == DIMOC_UINT32 ? 4 : 8;
 }
 
 int dm_api_result_add(dimoc_result *r, const char *name, const char *kind, dimoc_dtype dtype,

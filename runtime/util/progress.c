@@ -46,8 +46,16 @@ static void format_duration(char *out, size_t size, double seconds)
         snprintf(out, size, "%lds", s);
 }
 
+static _Thread_local int quiet_thread;
+
+void dm_progress_quiet(int on)
+{
+    quiet_thread = on;
+}
+
 dm_progress *dm_progress_start(const char *label, long total, const char *unit)
 {
+    if (quiet_thread) return NULL;
     dm_progress *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");

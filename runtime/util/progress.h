@@ -11,6 +11,9 @@
 typedef struct dm_progress dm_progress;
 
 dm_progress *dm_progress_start(const char *label, long total, const char *unit);
+/* No progress line from this thread's dm_progress_start while on (it returns NULL): the
+ * library's calls, which print nothing, set it for their length. */
+void dm_progress_quiet(int on);
 void dm_progress_add(dm_progress *p, long done_now); /* adds to the done count */
 void dm_progress_end(dm_progress *p);                /* final line, newline, free */
 /* The same, with `note` (e.g. "199870 fitted, 130 skipped") at the end of the final line. */

@@ -82,8 +82,8 @@ ALLOWED = {
     # the public C API over the compiler and the runtime (libdimoc.so; cli calls it through
     # include/dimoc.h, and nothing includes runtime/api); the engines join as the API grows
     "runtime/api": {"include", "compiler", "runtime/model", "runtime/fit", "runtime/simulate",
-                    "runtime/dti",
-                    "runtime/io", "runtime/util"},
+                    "runtime/dti", "runtime/fodtrack", "runtime/tractogram",
+                    "runtime/commit_run", "runtime/gpu", "runtime/io", "runtime/util"},
     "cli": {"include", "runtime/study", "runtime/tractogram", "runtime/cluster", "runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
             "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "runtime/commit",
