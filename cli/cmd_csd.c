@@ -1,4 +1,5 @@
-/* The spherical-deconvolution commands over runtime/csd/csd_run.c:
+/* The spherical-deconvolution commands over runtime/csd_files/ (the files) and runtime/csd/
+ * (the engines):
  *   dimoc response  response functions estimated from the data (MRtrix's dwi2response);
  *   dimoc csd       fibre orientation distributions by constrained spherical deconvolution,
  *                   single-shell or multi-shell multi-tissue (MRtrix's dwi2fod);
@@ -7,8 +8,7 @@
 #include "io/formats.h"
 #include "io/gradients.h"
 #include "cli.h"
-#include "csd/csd_run.h"
-#include "csd/peaks_image.h"
+#include "csd_files/csd_files.h"
 #include "gpu/gpu_device.h"
 #include "util/cmdline.h"
 #include "util/error.h"
@@ -321,9 +321,12 @@ int dm_cmd_peaks(int argc, char **argv)
     dm_provenance prov;
     dm_provenance_begin(&prov, "peaks");
     dm_provenance_args(&prov, &a, peaks_opts, inputs);
-    if ((rc = dm_fod_image_read(&im, fod, dm_arg(&a, peaks_opts, "mask"))) == 0 &&
-        (rc = dm_peaks_find(&im, &s, &maps)) == 0)
-        rc = dm_peaks_write(&maps, &im.fod, out, &prov);
+    if ((rc = dm_fod_image_read(&im, fod, dm_arg(&a, peaks_opts, "mask"))) == 0) {
+        const dm_image_view fv = dm_view_of_volume(&im.fod, fod);
+        const dm_image_view mv = dm_view_of_volume(&im.mask, im.mask_path);
+        if ((rc = dm_peaks_find(&fv, &mv, &s, NULL, &maps)) == 0)
+            rc = dm_peaks_write(&maps, &im.fod, out, &prov);
+    }
     dm_provenance_free(&prov);
     if (rc != 0) goto done;
     printf("peaks: %zu voxels (lmax %d) in %.2f s:", maps.nmask, im.lmax, maps.seconds);

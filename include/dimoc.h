@@ -502,7 +502,7 @@ typedef struct dimoc_dti_options {
     size_t size;                 /* sizeof(dimoc_dti_options) as the caller compiled it */
     const char *method;          /* "wls" (OLS, then WLS) | "ols" */
     int iter;                    /* -1: not given; 0..10: MRtrix dwi2tensor's -iter N */
-    double min_signal;           /* 0: the command's (1e-4; with iter, 1e-6 x the voxel's largest) */
+    double min_signal;           /* 0: the command's (1e-4; with iter, 1e-6 x a voxel's most) */
     const char *min_diffusivity; /* "auto" | "none" | a number, as text */
     int save_tensor, sse;        /* the maps "tensor" and "sse" as well */
     const char *out_type;        /* "float32" (the command's files) | "float64" */
@@ -522,6 +522,123 @@ typedef struct dimoc_dti_options {
 DIMOC_EXPORT dimoc_status dimoc_dti(const dimoc_dwi_input *input,
                                     const dimoc_dti_options *options,
                                     const dimoc_context *context, dimoc_result **result);
+
+/* ---- response functions, CSD and peaks on arrays (1.2) ---- */
+
+/* The options of `dimoc response` (DIMOC_RESPONSE_OPTIONS_INIT: its defaults). */
+typedef struct dimoc_response_options {
+    size_t size;           /* sizeof(dimoc_response_options) as the caller compiled it */
+    const char *algorithm; /* "tournier" | "dhollander" | "fa" */
+    int lmax;              /* of the WM response, even */
+    int threads;           /* 0: every core */
+} dimoc_response_options;
+#define DIMOC_RESPONSE_OPTIONS_INIT                                                                \
+    {                                                                                              \
+        sizeof(dimoc_response_options), "tournier", 10, 0                                          \
+    }
+
+/* Estimates response functions from a DWI, as `dimoc response` does (MRtrix's dwi2response):
+ * the same data and options give the same responses and voxels bit for bit.  The result holds
+ * for each tissue T ("wm"; with dhollander also "gm" and "csf") "T_response" (float64, one row
+ * per shell of zonal SH coefficients l = 0, 2, .., kind "response": the rows of the command's
+ * T_response.txt), "T_response_shells" (float64, the rows' b-values, kind "shells") and
+ * "T_voxels" (uint8 X x Y x Z, kind "voxels": the voxels it came from).  Stage "response" (not
+ * interrupted: a cancel is seen when it ends).  DIMOC_E_ARGUMENT for inputs or options the
+ * estimation cannot take or a mask without the voxels it needs, DIMOC_E_CANCELLED. */
+DIMOC_EXPORT dimoc_status dimoc_response(const dimoc_dwi_input *input,
+                                         const dimoc_response_options *options,
+                                         const dimoc_context *context, dimoc_result **result);
+
+/* A response function, as an MRtrix response file holds it.  Fixed for the major version
+ * (arrays of them are the caller's), as dimoc_array. */
+typedef struct dimoc_tissue_response {
+    int shells;           /* rows */
+    int coefficients;     /* per row: the zonal coefficients l = 0, 2, .., lmax */
+    const double *values; /* shells x coefficients, row by row */
+    /* the rows' b-values (a file's "# Shells:" comment), or NULL: matched to the data's shells
+     * by order, as a file without one */
+    const double *bvals;
+} dimoc_tissue_response;
+
+/* The options of `dimoc csd` (DIMOC_CSD_OPTIONS_INIT: its defaults). */
+typedef struct dimoc_csd_options {
+    size_t size; /* sizeof(dimoc_csd_options) as the caller compiled it */
+    /* --response: WM[, GM], CSF (two are WM and CSF); none: estimated, as `algorithm` (NULL:
+     * tournier for one shell, dhollander for several) and `msmt` say */
+    int nresponses;
+    const dimoc_tissue_response *responses;
+    const char *algorithm;
+    int msmt;
+    int lmax; /* of the WM FOD, even; -1: 8, or the WM response's degree if lower */
+    /* the directions the FODs are kept non-negative on: [ azimuth elevation ] pairs in
+     * radians, row by row; 0: MRtrix's 300, as dwi2fod */
+    int ndirections;
+    const double *directions;
+    int normalise;         /* mtnormalise -balanced of the tissues */
+    const char *device;    /* "auto" | "cpu" | "gpu" */
+    const char *gpus;      /* the GPU (its ordinal) */
+    const char *precision; /* "float" | "double": single-shell CSD's */
+    int threads;           /* 0: every core */
+    int max_iter;          /* 0: 50 (single-shell) or 10 x unknowns */
+    const char *part;      /* "K/N": the K-th share of the mask's voxels only (NULL: all) */
+    const char *out_type;  /* "float32" (the command's files) | "float64" */
+} dimoc_csd_options;
+#define DIMOC_CSD_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        sizeof(dimoc_csd_options), 0, NULL, NULL, 0, -1, 0, NULL, 0, "auto", "0", "double", 0,     \
+            0, NULL, "float32"                                                                     \
+    }
+
+/* Constrained spherical deconvolution of every voxel of the mask, as `dimoc csd` does: the
+ * same inputs and options give the same FODs bit for bit.  The result holds "wm_fod" (X x Y x
+ * Z x K SH coefficients in MRtrix's basis and world frame, kind "fod"), "gm" and "csf" (the
+ * l = 0 coefficient, kind "map") as there are tissues, the responses used ("T_response" and
+ * "T_response_shells" as dimoc_response makes them), the voxels of estimated responses
+ * ("T_voxels") and "status" (uint8: 1 solved, 2 iteration limit, 3 degenerate constraints,
+ * 4 NaN/Inf signal, 0 outside the mask), the command's maps by their file names.  The
+ * directions are turned into world space with the input's affine.  Stages "response" (when
+ * estimated), "csd" (the fraction of the voxels, between blocks of them on the CPU) and
+ * "normalise".  DIMOC_E_ARGUMENT, DIMOC_E_CANCELLED, DIMOC_E_IO (device "gpu" without a usable
+ * GPU). */
+DIMOC_EXPORT dimoc_status dimoc_csd(const dimoc_dwi_input *input, const dimoc_csd_options *options,
+                                    const dimoc_context *context, dimoc_result **result);
+
+/* What a peak search reads.  DIMOC_PEAKS_INPUT_INIT. */
+typedef struct dimoc_peaks_input {
+    size_t size;      /* sizeof(dimoc_peaks_input) as the caller compiled it */
+    dimoc_array fod;  /* X x Y x Z x K SH coefficients (K = 1, 6, 15, 28, 45, 66, 91, ...) */
+    dimoc_array mask; /* X x Y x Z: search where non-zero; data NULL: every voxel */
+    /* 4 x 4 voxel -> world, row by row (the FOD's): the dyads in FSL's frame; NULL: identity */
+    const double *affine;
+} dimoc_peaks_input;
+#define DIMOC_PEAKS_INPUT_INIT                                                                     \
+    {                                                                                              \
+        sizeof(dimoc_peaks_input), {NULL, DIMOC_FLOAT32, 0, {0}, {0}},                             \
+            {NULL, DIMOC_UINT8, 0, {0}, {0}}, NULL                                                 \
+    }
+
+/* The options of `dimoc peaks` (DIMOC_PEAKS_OPTIONS_INIT: its defaults). */
+typedef struct dimoc_peaks_options {
+    size_t size;          /* sizeof(dimoc_peaks_options) as the caller compiled it */
+    int num;              /* peaks kept per voxel, largest first, 1 to 16 */
+    double threshold;     /* absolute amplitude below which peaks are dropped */
+    double relative;      /* peaks below it x the voxel's largest are dropped (0: none) */
+    const char *out_type; /* "float32" (the command's files) | "float64" */
+    int threads;          /* 0: every core */
+} dimoc_peaks_options;
+#define DIMOC_PEAKS_OPTIONS_INIT                                                                   \
+    {                                                                                              \
+        sizeof(dimoc_peaks_options), 3, 0, 0.1, "float32", 0                                       \
+    }
+
+/* The peaks of every voxel's FOD, as `dimoc peaks` finds them: "peaks" (X x Y x Z x 3 num, as
+ * MRtrix's sh2peaks: x y z of each peak in world space scaled by its amplitude, NaN where
+ * none), "dyadsK" (X x Y x Z x 3, unit vectors in FSL's bvecs frame, 0 where none) and
+ * "peak_ampK" for K = 1 .. num, kind "map".  Stage "peaks".  DIMOC_E_ARGUMENT,
+ * DIMOC_E_CANCELLED. */
+DIMOC_EXPORT dimoc_status dimoc_peaks(const dimoc_peaks_input *input,
+                                      const dimoc_peaks_options *options,
+                                      const dimoc_context *context, dimoc_result **result);
 
 /* ---- tractography and what follows it, on arrays (1.2) ---- */
 

@@ -22,6 +22,7 @@ __all__ = ["Model", "ModelError", "DimocError", "Diagnostic", "Parameter", "Inpu
            "Generated", "models", "data_dir", "set_data_dir", "api_version", "__version__",
            "fit", "FitResult", "FitCancelled", "DimocWarning",
            "simulate", "Simulation", "Cancelled", "Result", "dti",
+           "response", "csd", "peaks", "Responses",
            "track", "tdi", "connectome", "Streamlines", "commit"]
 
 __version__ = _native.text(_lib.dimoc_version())
@@ -285,6 +286,7 @@ _FIT_NAMES = ("fit", "FitResult", "FitCancelled", "DimocWarning")
 _ARRAY_NAMES = {"simulate": "_simulate", "Simulation": "_simulate", "Cancelled": "_call",
                 "Result": "_call"}
 _ARRAY_NAMES.update(dti="_dti")
+_ARRAY_NAMES.update(response="_csd", csd="_csd", peaks="_csd", Responses="_csd")
 _ARRAY_NAMES.update(track="_track", tdi="_track", connectome="_track", Streamlines="_track",
                     commit="_commit")
 

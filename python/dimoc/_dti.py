@@ -36,9 +36,9 @@ def out_type(value):
     return choice("out_type", value, ("float32", "float64")).encode()
 
 
-def dwi_input(data, bvals, bvecs, mask, gtab, options, keep, min_volumes=2):
+def dwi_input(data, bvals, bvecs, mask, gtab, options, keep, min_volumes=2, reader="CSD"):
     """The dimoc_dwi_input of the data (a 4-D array, a nibabel image or a path) and its table,
-    checked: (record, grid, affine, header)."""
+    checked: (record, grid, affine, header).  `reader` names the call in messages."""
     array, affine, header = _load(data, "data")
     data = _numeric(array, "data")
     if data.ndim != 4:
@@ -59,7 +59,7 @@ def dwi_input(data, bvals, bvecs, mask, gtab, options, keep, min_volumes=2):
         raise arg_error("data: NaN or infinite values" + (" inside the mask" if mask is not None
                                                             else "") +
                         " (give a mask that leaves them out)")
-    b, g, grad = _table("the fit", M, bvals, bvecs, gtab, options.get("grad"), affine, keep)
+    b, g, grad = _table(reader, M, bvals, bvecs, gtab, options.get("grad"), affine, keep)
     dp = _C.POINTER(_C.c_double)
     if b is not None:
         inp.bvals, inp.bvecs = b.ctypes.data_as(dp), g.ctypes.data_as(dp)
@@ -106,7 +106,7 @@ def dti(data, bvals=None, bvecs=None, mask=None, gtab=None, **options):
     unknown_options(options, OPTIONS, "dti")
     keep = _Inputs()
     inp, grid, affine, header = dwi_input(data, bvals, bvecs, mask, gtab, options, keep,
-                                          min_volumes=7)
+                                          min_volumes=7, reader="the tensor fit")
     opts = _native.DtiOptions()
     opts.size = _C.sizeof(opts)
     opts.method = choice("method", options.get("method", "wls"), ("wls", "ols")).encode()

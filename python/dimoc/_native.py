@@ -150,6 +150,36 @@ class DtiOptions(ctypes.Structure):
                 ("sse", c_int), ("out_type", c_char_p), ("threads", c_int)]
 
 
+# Response functions, CSD and peaks on arrays (API 1.2): the options of dimoc_response,
+# dimoc_tissue_response, the options of dimoc_csd, the input and options of dimoc_peaks.
+class ResponseOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("algorithm", c_char_p), ("lmax", c_int),
+                ("threads", c_int)]
+
+
+class TissueResponse(ctypes.Structure):
+    _fields_ = [("shells", c_int), ("coefficients", c_int), ("values", _DOUBLES),
+                ("bvals", _DOUBLES)]
+
+
+class CsdOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("nresponses", c_int),
+                ("responses", ctypes.POINTER(TissueResponse)), ("algorithm", c_char_p),
+                ("msmt", c_int), ("lmax", c_int), ("ndirections", c_int),
+                ("directions", _DOUBLES), ("normalise", c_int), ("device", c_char_p),
+                ("gpus", c_char_p), ("precision", c_char_p), ("threads", c_int),
+                ("max_iter", c_int), ("part", c_char_p), ("out_type", c_char_p)]
+
+
+class PeaksInput(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("fod", Array), ("mask", Array), ("affine", _DOUBLES)]
+
+
+class PeaksOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("num", c_int), ("threshold", c_double),
+                ("relative", c_double), ("out_type", c_char_p), ("threads", c_int)]
+
+
 # Tractography and what follows it on arrays (API 1.2): dimoc_image, dimoc_streamlines and the
 # records of dimoc_track, dimoc_tdi, dimoc_connectome.
 class Image(ctypes.Structure):
@@ -282,6 +312,12 @@ for name, restype, argtypes in [
                                    ctypes.POINTER(_HANDLE)]),
         ("dimoc_dti", c_int, [ctypes.POINTER(DwiInput), ctypes.POINTER(DtiOptions),
                               ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
+        ("dimoc_response", c_int, [ctypes.POINTER(DwiInput), ctypes.POINTER(ResponseOptions),
+                                   ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
+        ("dimoc_csd", c_int, [ctypes.POINTER(DwiInput), ctypes.POINTER(CsdOptions),
+                              ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
+        ("dimoc_peaks", c_int, [ctypes.POINTER(PeaksInput), ctypes.POINTER(PeaksOptions),
+                                ctypes.POINTER(Context), ctypes.POINTER(_HANDLE)]),
 ]:
     fn = getattr(lib, name)
     fn.restype = restype

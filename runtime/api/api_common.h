@@ -59,6 +59,8 @@ int dm_api_result_add_map(dimoc_result *r, const char *name, const char *kind,
 dm_api_lines *dm_api_result_warnings(dimoc_result *r);
 /* The result takes text (malloc'd) as its provenance. */
 void dm_api_result_set_provenance(dimoc_result *r, char *text);
+/* The end of a call: *result = r when rc is DIMOC_OK, else r freed; returns rc. */
+dimoc_status dm_api_result_return(dimoc_result *r, dimoc_status rc, dimoc_result **result);
 
 /* A caller's diffusion-weighted input (api_dwi.c) as the engines take it: views of the data
  * and the mask (data NULL: none) on the grid of the affine (the identity without one), and
@@ -71,6 +73,9 @@ typedef struct dm_api_dwi {
 } dm_api_dwi;
 /* Checks and takes it: DIMOC_OK, or the failure recorded (dm_api_dwi_free in either case). */
 dimoc_status dm_api_dwi_take(const dimoc_dwi_input *in, dm_api_dwi *d);
+/* The same without a table: the 4D image (named `name` in messages), the mask and the
+ * affine (an FOD's for dimoc_peaks). */
+dimoc_status dm_api_dwi_view(const dimoc_dwi_input *in, const char *name, dm_api_dwi *d);
 void dm_api_dwi_free(dm_api_dwi *d);
 
 struct dm_model_info;

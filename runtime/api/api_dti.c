@@ -17,8 +17,7 @@ static dimoc_status settings_of(const dimoc_dti_options *o, dm_dti_settings *s)
         return dm_api_fail(DIMOC_E_ARGUMENT, "method: '%s' is not wls or ols", method);
     s->weighted = !strcmp(method, "wls");
     if (o->iter < -1 || o->iter > 10)
-        return dm_api_fail(DIMOC_E_ARGUMENT, "iter: %d is outside 0..10 (-1: not given)",
-                           o->iter);
+        return dm_api_fail(DIMOC_E_ARGUMENT, "iter: %d is outside 0..10 (-1: not given)", o->iter);
     s->iterations = o->iter;
     if (!(o->min_signal >= 0) || isinf(o->min_signal))
         return dm_api_fail(DIMOC_E_ARGUMENT, "min_signal: %g; a positive number (0: the default)",
@@ -90,8 +89,8 @@ dimoc_status dimoc_dti(const dimoc_dwi_input *input, const dimoc_dti_options *op
     dimoc_result *res = NULL;
     dimoc_status rc = dm_api_dwi_take(&in, &d);
     if (rc == DIMOC_OK) rc = settings_of(&opt, &s);
-    if (rc == DIMOC_OK && dm_dti_image_build(&im, &d.data, d.mask.data ? &d.mask : NULL, d.b,
-                                             d.g, d.table) != 0)
+    if (rc == DIMOC_OK &&
+        dm_dti_image_build(&im, &d.data, d.mask.data ? &d.mask : NULL, d.b, d.g, d.table) != 0)
         rc = dm_api_fail_words(DIMOC_E_ARGUMENT);
     if (rc == DIMOC_OK && !(res = dm_api_result_new())) rc = DIMOC_E_MEMORY;
     if (rc == DIMOC_OK) {
@@ -108,8 +107,8 @@ dimoc_status dimoc_dti(const dimoc_dwi_input *input, const dimoc_dti_options *op
                                                             : dm_api_fail_words(DIMOC_E_ARGUMENT);
     }
     const size_t grid[3] = {d.data.shape[0], d.data.shape[1], d.data.shape[2]};
-    const dimoc_dtype type = opt.out_type && !strcmp(opt.out_type, "float64") ? DIMOC_FLOAT64
-                                                                              : DIMOC_FLOAT32;
+    const dimoc_dtype type =
+        opt.out_type && !strcmp(opt.out_type, "float64") ? DIMOC_FLOAT64 : DIMOC_FLOAT32;
     for (int k = 0; k < DM_DTI_NMAPS && rc == DIMOC_OK; k++) {
         if ((k == DM_DTI_MAP_TENSOR && !opt.save_tensor) || (k == DM_DTI_MAP_SSE && !opt.sse))
             continue;
@@ -120,10 +119,5 @@ dimoc_status dimoc_dti(const dimoc_dwi_input *input, const dimoc_dti_options *op
     dm_dti_maps_free(&maps);
     dm_dti_image_free(&im);
     dm_api_dwi_free(&d);
-    if (rc != DIMOC_OK) {
-        dimoc_result_free(res);
-        return rc;
-    }
-    *result = res;
-    return DIMOC_OK;
+    return dm_api_result_return(res, rc, result);
 }

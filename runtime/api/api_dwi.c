@@ -32,7 +32,7 @@ static int view_of(const dimoc_array *a, const dm_affine *v2w, const char *name,
     return 0;
 }
 
-dimoc_status dm_api_dwi_take(const dimoc_dwi_input *in, dm_api_dwi *d)
+dimoc_status dm_api_dwi_view(const dimoc_dwi_input *in, const char *name, dm_api_dwi *d)
 {
     memset(d, 0, sizeof *d);
     dm_affine_identity(&d->v2w);
@@ -47,23 +47,33 @@ dimoc_status dm_api_dwi_take(const dimoc_dwi_input *in, dm_api_dwi *d)
             return dm_api_fail(DIMOC_E_ARGUMENT, "affine: singular");
     }
     const dimoc_array *a = &in->data;
-    if (!a->data) return dm_api_fail(DIMOC_E_ARGUMENT, "data: not given");
+    if (!a->data) return dm_api_fail(DIMOC_E_ARGUMENT, "%s: not given", name);
     if ((a->dtype != DIMOC_FLOAT32 && a->dtype != DIMOC_FLOAT64) || a->ndim != 4 ||
-        view_of(a, &d->v2w, "data", &d->data) != 0)
-        return dm_api_fail(DIMOC_E_ARGUMENT, "data: expected 4 dimensions (X x Y x Z x volumes) "
-                                             "of float32 or float64 values");
-    const int M = (int)a->shape[3];
+        view_of(a, &d->v2w, name, &d->data) != 0)
+        return dm_api_fail(DIMOC_E_ARGUMENT,
+                           "%s: expected 4 dimensions (X x Y x Z x volumes) "
+                           "of float32 or float64 values",
+                           name);
     if (in->mask.data) {
         if (in->mask.ndim != 3 || view_of(&in->mask, &d->v2w, "mask", &d->mask) != 0)
             return dm_api_fail(DIMOC_E_ARGUMENT, "mask: expected 3 dimensions (X x Y x Z) of "
                                                  "uint8, float32 or float64 values");
         for (int k = 0; k < 3; k++)
             if (in->mask.shape[k] != a->shape[k])
-                return dm_api_fail(DIMOC_E_ARGUMENT, "mask: %zux%zux%zu is not the data's grid "
-                                                     "(%zux%zux%zu)",
-                                   in->mask.shape[0], in->mask.shape[1], in->mask.shape[2],
+                return dm_api_fail(DIMOC_E_ARGUMENT,
+                                   "mask: %zux%zux%zu is not the %s's grid "
+                                   "(%zux%zux%zu)",
+                                   in->mask.shape[0], in->mask.shape[1], in->mask.shape[2], name,
                                    a->shape[0], a->shape[1], a->shape[2]);
     }
+    return DIMOC_OK;
+}
+
+dimoc_status dm_api_dwi_take(const dimoc_dwi_input *in, dm_api_dwi *d)
+{
+    dimoc_status rc = dm_api_dwi_view(in, "data", d);
+    if (rc != DIMOC_OK) return rc;
+    const int M = (int)in->data.shape[3];
     if (in->grad) {
         if (in->bvals || in->bvecs)
             return dm_api_fail(DIMOC_E_ARGUMENT, "grad: given with bvals or bvecs; give one "
@@ -77,11 +87,11 @@ dimoc_status dm_api_dwi_take(const dimoc_dwi_input *in, dm_api_dwi *d)
         return DIMOC_OK;
     }
     if (!in->bvals || !in->bvecs)
-        return dm_api_fail(DIMOC_E_ARGUMENT, "%s: not given (bvals and bvecs, or grad, give the "
-                                             "gradient table)",
+        return dm_api_fail(DIMOC_E_ARGUMENT,
+                           "%s: not given (bvals and bvecs, or grad, give the "
+                           "gradient table)",
                            in->bvals ? "bvecs" : "bvals");
-    dimoc_status rc = dm_api_check_table(in->bvals, in->bvecs, M);
-    if (rc != DIMOC_OK) return rc;
+    if ((rc = dm_api_check_table(in->bvals, in->bvecs, M)) != DIMOC_OK) return rc;
     d->b = malloc((size_t)M * sizeof *d->b);
     d->g = malloc((size_t)M * 3 * sizeof *d->g);
     if (!d->b || !d->g) return dm_api_fail(DIMOC_E_MEMORY, "out of memory for the table");

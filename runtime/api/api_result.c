@@ -69,9 +69,8 @@ int dm_api_result_add(dimoc_result *r, const char *name, const char *kind, dimoc
     return DIMOC_OK;
 }
 
-int dm_api_result_add_map(dimoc_result *r, const char *name, const char *kind,
-                          const double *values, const size_t grid[3], size_t volumes,
-                          dimoc_dtype dtype)
+int dm_api_result_add_map(dimoc_result *r, const char *name, const char *kind, const double *values,
+                          const size_t grid[3], size_t volumes, dimoc_dtype dtype)
 {
     size_t count = grid[0] * grid[1] * grid[2] * volumes;
     void *data = malloc((count ? count : 1) * dtype_size(dtype));
@@ -90,6 +89,16 @@ int dm_api_result_add_map(dimoc_result *r, const char *name, const char *kind,
     }
     size_t shape[4] = {grid[0], grid[1], grid[2], volumes};
     return dm_api_result_add(r, name, kind, dtype, volumes > 1 ? 4 : 3, shape, 1, data);
+}
+
+dimoc_status dm_api_result_return(dimoc_result *r, dimoc_status rc, dimoc_result **result)
+{
+    if (rc != DIMOC_OK) {
+        dimoc_result_free(r);
+        return rc;
+    }
+    *result = r;
+    return DIMOC_OK;
 }
 
 int dimoc_result_arrays(const dimoc_result *r, const dimoc_result_array *const **arrays)

@@ -66,13 +66,14 @@ static dimoc_status make_inputs(const dimoc_simulate_input *input, long voxels,
     }
     const int M = input->volumes;
     if (M < 1 || M > 1000000)
-        return dm_api_fail(DIMOC_E_ARGUMENT, "volumes: %d; the protocol's measurements (1 or more) "
-                                             "are needed",
+        return dm_api_fail(DIMOC_E_ARGUMENT,
+                           "volumes: %d; the protocol's measurements (1 or more) "
+                           "are needed",
                            M);
     in->M = M;
     if (!input->bvals != !input->bvecs)
-        return dm_api_fail(DIMOC_E_ARGUMENT, "%s: given without %s", input->bvals ? "bvals" : "bvecs",
-                           input->bvals ? "bvecs" : "bvals");
+        return dm_api_fail(DIMOC_E_ARGUMENT, "%s: given without %s",
+                           input->bvals ? "bvals" : "bvecs", input->bvals ? "bvecs" : "bvals");
     if (input->bvals) {
         if ((rc = dm_api_check_table(input->bvals, input->bvecs, M)) != DIMOC_OK) return rc;
         in->protocol.b = input->bvals, in->protocol.g = input->bvecs;
@@ -181,10 +182,5 @@ dimoc_status dimoc_simulate(const dimoc_model *model, const dimoc_simulate_input
     free(in.params.item); /* the items point into the caller's arrays */
     free(in.voxel.item);
     free(in.protocol.measures.item);
-    if (rc != DIMOC_OK) {
-        dimoc_result_free(res);
-        return rc;
-    }
-    *result = res;
-    return DIMOC_OK;
+    return dm_api_result_return(res, rc, result);
 }

@@ -12,6 +12,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+int dm_csd_dirs_make(int rows, int cols, const double *az_el, const char *what, dm_csd_dirs *d)
+{
+    memset(d, 0, sizeof *d);
+    if (cols != 2)
+        return dm_set_error("%s: %d column%s; constraint directions are [ azimuth elevation ] "
+                            "pairs in radians, one a row",
+                            what, cols, cols == 1 ? "" : "s");
+    if (rows < 6)
+        return dm_set_error("%s: %d direction%s; a constraint set needs 6 at least", what, rows,
+                            rows == 1 ? "" : "s");
+    d->dirs = malloc((size_t)rows * 3 * sizeof *d->dirs);
+    if (!d->dirs) return dm_set_error("out of memory reading %s", what);
+    d->n = rows;
+    dm_dirs_from_az_el(rows, az_el, d->dirs);
+    return 0;
+}
+
 int dm_csd_dirs_read(const char *path, dm_csd_dirs *d)
 {
     memset(d, 0, sizeof *d);
@@ -27,25 +44,7 @@ int dm_csd_dirs_read(const char *path, dm_csd_dirs *d)
     int rows = 0, cols = 0, rc = -1;
     double *az_el = NULL;
     if (dm_read_matrix(path, &rows, &cols, &az_el) != 0) goto done;
-    if (cols != 2) {
-        dm_set_error("%s: %d column%s; constraint directions are [ azimuth elevation ] pairs in "
-                     "radians, one a row",
-                     path, cols, cols == 1 ? "" : "s");
-        goto done;
-    }
-    if (rows < 6) {
-        dm_set_error("%s: %d direction%s; a constraint set needs 6 at least", path, rows,
-                     rows == 1 ? "" : "s");
-        goto done;
-    }
-    d->dirs = malloc((size_t)rows * 3 * sizeof *d->dirs);
-    if (!d->dirs) {
-        dm_set_error("out of memory reading %s", path);
-        goto done;
-    }
-    d->n = rows;
-    dm_dirs_from_az_el(rows, az_el, d->dirs);
-    rc = 0;
+    rc = dm_csd_dirs_make(rows, cols, az_el, path, d);
 done:
     free(az_el);
     free(shipped);

@@ -25,6 +25,8 @@ typedef struct dm_csd_dirs {
  * path NULL: the shipped default, DM_CSD_DEFAULT_DIRECTIONS.  0, or -1 with an error naming
  * the file (missing, not two columns, fewer than 6 directions: too few to pin even lmax 2). */
 int dm_csd_dirs_read(const char *path, dm_csd_dirs *d);
+/* The same from `rows` x `cols` values in memory (`what` names them in messages). */
+int dm_csd_dirs_make(int rows, int cols, const double *az_el, const char *what, dm_csd_dirs *d);
 void dm_csd_dirs_free(dm_csd_dirs *d);
 
 typedef struct dm_csd_plan {

@@ -40,9 +40,21 @@ int dm_dwi_read_grad(dm_dwi *d, const char *data, const char *bvals, const char 
                      const char *grad, const char *mask);
 void dm_dwi_free(dm_dwi *d);
 
-/* Groups b-values into shells as MRtrix does: b <= DM_BZERO_MAX is b = 0; the others, in
- * ascending order, join the current shell while within `eps` (80 s/mm^2) of its previous
- * member.  Writes shell means and counts (DM_MAX_SHELLS at most) and each value's shell;
+/* (csd_run.c, no files) The rest of d from its image and table: d->data (the 4D volume: its
+ * sizes and values), d->mask (data NULL: none; on the data's grid), d->data_path and
+ * d->mask_path (for messages) and d->bval (data.nt b-values, which d owns) are set; g holds the
+ * directions in FSL's bvecs frame and R turns them into world space (io/space.h's
+ * dm_volume_bvec_rotation).  Checks the table, makes the world directions, groups the shells
+ * and lists the mask's voxels.  0, or -1 with dm_last_error() naming bvals or bvecs. */
+int dm_dwi_build(dm_dwi *d, const double *g, const double R[3][3], const char *bvals,
+                 const char *bvecs);
+/* (csd_run.c) Frees what d owns but its volumes (the table, directions, shells and voxels):
+ * dm_dwi_free is this and the volumes' release, for a DWI read from files. */
+void dm_dwi_release(dm_dwi *d);
+
+/* (csd_run.c) Groups b-values into shells as MRtrix does: b <= DM_BZERO_MAX is b = 0; the
+ * others, in ascending order, join the current shell while within `eps` (80 s/mm^2) of its
+ * previous member.  Writes shell means and counts (DM_MAX_SHELLS at most) and each value's shell;
  * returns the number of shells, or -1 with an error when there are more than DM_MAX_SHELLS. */
 int dm_shells_group(int n, const double *b, double eps, double *shell_b, int *count, int *shell_of);
 

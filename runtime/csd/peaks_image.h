@@ -1,30 +1,17 @@
-/* The peaks of an FOD image (SH coefficients per voxel, sphere/sh.h's basis, world frame):
- * every voxel searched in parallel by sphere/peaks.h's finder, the peaks written in MRtrix's
- * sh2peaks layout and as FSL-style dyads and amplitudes. */
+/* The peaks of an FOD image in memory (SH coefficients per voxel, sphere/sh.h's basis, world
+ * frame): every voxel searched in parallel by sphere/peaks.h's finder, the peaks laid out as
+ * MRtrix's sh2peaks and as FSL-style dyads and amplitudes.  `dimoc peaks` reads and writes the
+ * files in runtime/csd_files/. */
 #ifndef DIMOC_CSD_PEAKS_IMAGE_H
 #define DIMOC_CSD_PEAKS_IMAGE_H
 
-#include "io/volume.h"
+#include "io/space.h"
 #include "util/json.h"
+#include "util/progress.h"
 
 #include <stddef.h>
 
 #define DM_PEAKS_MAX_NUM 16 /* the most peaks per voxel that may be asked for */
-
-/* An FOD image and its mask, read and checked. */
-typedef struct dm_fod_image {
-    dm_volume fod;        /* nt = dm_sh_ncoef(lmax) volumes */
-    dm_volume mask;       /* data NULL: every voxel */
-    const char *fod_path; /* for messages */
-    const char *mask_path;
-    int lmax;
-} dm_fod_image;
-
-/* Reads the FOD (its number of volumes must be a count of even-degree SH coefficients: 1, 6,
- * 15, 28, 45, 66, 91, ...) and the mask (NULL: none; 3D, in the FOD's space).  0, or -1 with
- * dm_last_error() naming the file at fault; dm_fod_image_free() in either case. */
-int dm_fod_image_read(dm_fod_image *im, const char *fod, const char *mask);
-void dm_fod_image_free(dm_fod_image *im);
 
 typedef struct dm_peaks_settings {
     int num;          /* peaks kept per voxel, 1..DM_PEAKS_MAX_NUM */
@@ -44,19 +31,22 @@ typedef struct dm_peaks_maps {
     double seconds;                     /* wall time of the search */
 } dm_peaks_maps;
 
-/* Finds the peaks of every voxel of the mask.  0, or -1 with dm_last_error() (an empty mask,
- * no memory, settings out of range, a stop request); dm_peaks_maps_free() in either case. */
-int dm_peaks_find(const dm_fod_image *im, const dm_peaks_settings *s, dm_peaks_maps *out);
-
-/* Writes DIR, all or nothing (util/outdir.h), with the FOD's geometry, as float32:
- *   peaks.nii.gz          3 num volumes, as MRtrix's sh2peaks writes them: x, y, z of each
- *                         peak in world space, scaled by its amplitude; NaN where none;
- *   dyadsK.nii.gz         peak K (1..num) as a unit vector in FSL's bvecs frame (the frame of
- *                         bedpostx's dyads: io/space.h, dm_volume_bvec_rotation); 0 where none;
- *   peak_ampK.nii.gz      its amplitude; 0 where none;
- *   provenance.json       prov, with the counts added. */
-int dm_peaks_write(const dm_peaks_maps *m, const dm_volume *like, const char *dir,
-                   dm_provenance *prov);
+/* Finds the peaks of every voxel of the mask: fod X x Y x Z x K, K a count of SH coefficients of
+ * even degree up to lmax (1, 6, 15, 28, 45, 66, 91, ...), in any layout (io/space.h's view);
+ * mask (data NULL: none) on its grid.  watch (NULL: none) sees the stage "peaks" and may
+ * cancel.  0, or -1 with dm_last_error() (a count of coefficients that is none, an empty mask,
+ * no memory, settings out of range, a stop); dm_peaks_maps_free() in either case. */
+int dm_peaks_find(const dm_image_view *fod, const dm_image_view *mask, const dm_peaks_settings *s,
+                  dm_watch *watch, dm_peaks_maps *out);
+/* The peaks as MRtrix's sh2peaks lays them out: nvox x 3 num, x, y, z of each peak in world
+ * space scaled by its amplitude, NaN where there is none. */
+void dm_peaks_scaled(const dm_peaks_maps *m, double *out);
+/* Peak k (0-based) as unit vectors in FSL's bvecs frame, nvox x 3 (the frame of bedpostx's
+ * dyads: R is the image's bvecs -> world rotation, io/space.h), 0 where there is none. */
+void dm_peaks_dyads(const dm_peaks_maps *m, const double R[3][3], int k, double *out);
+/* What the command's provenance records of a search (the voxels, their counts of peaks, its
+ * seconds). */
+void dm_peaks_provenance(dm_provenance *prov, const dm_peaks_maps *m);
 void dm_peaks_maps_free(dm_peaks_maps *m);
 
 #endif

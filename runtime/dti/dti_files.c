@@ -73,4 +73,3 @@ int dm_dti_maps_write(const dm_dti_maps *m, const dm_volume *like, const char *d
     dm_outdir_abort(&od);
     return -1;
 }
-

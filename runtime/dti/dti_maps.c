@@ -40,10 +40,9 @@ int dm_dti_image_build(dm_dti_image *im, const dm_image_view *data, const dm_ima
                                 im->mask.shape[3]);
         if (im->mask.shape[0] != data->shape[0] || im->mask.shape[1] != data->shape[1] ||
             im->mask.shape[2] != data->shape[2])
-            return dm_set_error("%s: grid %zux%zux%zu differs from %s (%zux%zux%zu)",
-                                im->mask.name, im->mask.shape[0], im->mask.shape[1],
-                                im->mask.shape[2], data->name, data->shape[0], data->shape[1],
-                                data->shape[2]);
+            return dm_set_error("%s: grid %zux%zux%zu differs from %s (%zux%zux%zu)", im->mask.name,
+                                im->mask.shape[0], im->mask.shape[1], im->mask.shape[2], data->name,
+                                data->shape[0], data->shape[1], data->shape[2]);
     }
     if (dm_check_directed(bvecs, M, b, g) != 0) return -1;
     if (dm_dti_protocol_init(&im->proto, M, b, g) != 0)
@@ -104,7 +103,7 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_watch *
     double *buffers = malloc((size_t)omp_get_max_threads() * 3 * M * sizeof *buffers);
     if (!buffers) return dm_set_error("out of memory");
     unsigned char *status = out->status;
-    _Atomic size_t done = 0;
+    atomic_size_t done = 0;
     _Atomic int stopped = 0;
     dm_watch_report(watch, "dti", 0);
 #pragma omp parallel
@@ -114,13 +113,7 @@ int dm_dti_maps_fit(const dm_dti_image *im, const dm_dti_settings *s, dm_watch *
 #pragma omp for schedule(dynamic, 256)
         for (size_t v = 0; v < nvox; v++) {
             if (stopped || !in_mask(mask, v)) continue;
-            if (++mine == 256) { /* the caller's cancel and progress, on its own thread */
-                size_t all = done += mine;
-                mine = 0;
-                if (dm_watch_stopping(watch)) stopped = 1;
-                if (omp_get_thread_num() == 0)
-                    dm_watch_report(watch, "dti", (double)all / (double)out->nmask);
-            }
+            if (dm_watch_tick(watch, "dti", &mine, &done, out->nmask)) stopped = 1;
             size_t x = v % nx, y = v / nx % ny, z = v / (nx * ny);
             for (int j = 0; j < M; j++) signal[j] = dm_view_at(data, x, y, z, (size_t)j);
             dm_dti_result r;

@@ -60,7 +60,8 @@ static int match_items(const dm_model_info *mi, const dm_simulate_inputs *in, in
                                 in->params.item[i].name);
     for (int i = 0; i < in->voxel.n; i++) {
         int ok = 0;
-        for (int k = 0; k < mi->nvoxels; k++) ok |= !strcmp(mi->voxels[k].name, in->voxel.item[i].name);
+        for (int k = 0; k < mi->nvoxels; k++)
+            ok |= !strcmp(mi->voxels[k].name, in->voxel.item[i].name);
         if (!ok)
             return dm_set_error("%s: model '%s' has no per-voxel input '%s'", vopt, mi->name,
                                 in->voxel.item[i].name);
@@ -81,13 +82,12 @@ static int match_items(const dm_model_info *mi, const dm_simulate_inputs *in, in
         if (vi[k] < 0 && isnan(mi->voxels[k].default_value))
             return dm_set_error("simulate: model '%s' needs %s %s=VALUE|MAP", mi->name, vopt,
                                 mi->voxels[k].name);
-        if (vi[k] >= 0 &&
-            check_map(in, &in->voxel.item[vi[k]], vopt, mi->voxels[k].width, 0) != 0)
+        if (vi[k] >= 0 && check_map(in, &in->voxel.item[vi[k]], vopt, mi->voxels[k].width, 0) != 0)
             return -1;
     }
     const dm_array *m = &in->mask;
-    if (m->data && (m->ndim != 3 || m->shape[0] != in->nx || m->shape[1] != in->ny ||
-                    m->shape[2] != in->nz))
+    if (m->data &&
+        (m->ndim != 3 || m->shape[0] != in->nx || m->shape[1] != in->ny || m->shape[2] != in->nz))
         return dm_set_error("%s: not a 3D map of the grid %zux%zux%zu", in->mask_name, in->nx,
                             in->ny, in->nz);
     return 0;
@@ -96,8 +96,8 @@ static int match_items(const dm_model_info *mi, const dm_simulate_inputs *in, in
 /* Voxel v's noisy signal from its noise-free `row` into signal (volume-major, nvox apart).
  * Normal deviates come in pairs; a Rician draw takes its second, imaginary deviate from the
  * counters M.. so that the real parts are the same as with Gaussian noise. */
-static void add_noise(const dm_simulate_inputs *in, size_t v, size_t nvox, int M,
-                      const double *row, double sigma, double *signal)
+static void add_noise(const dm_simulate_inputs *in, size_t v, size_t nvox, int M, const double *row,
+                      double sigma, double *signal)
 {
     for (int j = 0; j < M; j += 2) {
         double z[2] = {0, 0};
@@ -171,13 +171,12 @@ int dm_simulate(const dm_model_info *mi, const dm_simulate_inputs *in, dm_fit_wa
                 double m = dm_array_at(&in->mask, voxel_offset(&in->mask, in->nx, in->ny, v));
                 if (m == 0 || isnan(m)) continue;
             }
-            for (int k = 0; k < mi->nparams; k++)
-                p[k] = item_at(&in->params.item[pi[k]], in, v, 0);
+            for (int k = 0; k < mi->nparams; k++) p[k] = item_at(&in->params.item[pi[k]], in, v, 0);
             for (int i = 0; i < mi->nvoxels; i++)
                 for (int c = 0; c < mi->voxels[i].width; c++)
-                    vin[mi->voxels[i].column + c] =
-                        vi[i] < 0 ? mi->voxels[i].default_value
-                                  : item_at(&in->voxel.item[vi[i]], in, v, c);
+                    vin[mi->voxels[i].column + c] = vi[i] < 0
+                                                        ? mi->voxels[i].default_value
+                                                        : item_at(&in->voxel.item[vi[i]], in, v, c);
             fitter.predict(p, meas, M, vin, own);
             double b0 = 0, mx = 0;
             int nb0 = 0, finite = 1;

@@ -32,9 +32,9 @@ typedef struct dm_simulate_settings {
 /* A simulation's inputs as arrays.  The names are those messages give: the command's options,
  * the C API's arguments. */
 typedef struct dm_simulate_inputs {
-    size_t nx, ny, nz;    /* the grid: the maps' (checked against it), or voxels x 1 x 1 */
-    dm_fit_items params;  /* one value (ndim 0) or an X x Y x Z map for every parameter */
-    dm_fit_items voxel;   /* per-voxel inputs: a value or an X x Y x Z [x width] map; those
+    size_t nx, ny, nz;      /* the grid: the maps' (checked against it), or voxels x 1 x 1 */
+    dm_fit_items params;    /* one value (ndim 0) or an X x Y x Z map for every parameter */
+    dm_fit_items voxel;     /* per-voxel inputs: a value or an X x Y x Z [x width] map; those
                            * left out take the model's defaults */
     dm_fit_inputs protocol; /* b, g and the other per-measurement inputs (data, mask unused) */
     int M;                  /* measurements (volumes) */

@@ -77,8 +77,7 @@ static int read_item(const char *spec, const char *name, dm_fit_items *items,
         return 1;
     }
     if (dm_volume_read(text, &x->owned) != 0) return -1;
-    if (*grid && dm_volume_check_same_grid(&x->owned, text, *grid, "the first map") != 0)
-        return -1;
+    if (*grid && dm_volume_check_same_grid(&x->owned, text, *grid, "the first map") != 0) return -1;
     if (!*grid) *grid = &x->owned;
     x->map = dm_array_of_volume(&x->owned);
     return 1;
@@ -139,8 +138,7 @@ static int read_inputs(const dm_simulate_settings *s, const dm_model_info *mi,
         if (read_item(s->voxel, mi->voxels[i].name, &in->voxel, &grid) < 0) return -1;
     if (s->mask) {
         if (dm_volume_read(s->mask, mask) != 0) return -1;
-        if (mask->nt > 1)
-            return dm_set_error("%s: a 4D image; a mask is 3D", s->mask);
+        if (mask->nt > 1) return dm_set_error("%s: a 4D image; a mask is 3D", s->mask);
         if (grid && dm_volume_check_same_grid(mask, s->mask, grid, "the maps") != 0) return -1;
         if (!grid && (mask->nx != s->voxels || mask->ny != 1 || mask->nz != 1))
             return dm_set_error("%s: a %dx%dx%d mask for %ld x 1 x 1 voxels (no parameter is a "

@@ -187,6 +187,16 @@ int dm_watch_cancelled(const dm_watch *w)
     return w && atomic_load(&w->cancelled);
 }
 
+int dm_watch_tick(dm_watch *w, const char *stage, size_t *mine, atomic_size_t *done,
+                  size_t total)
+{
+    if (++*mine < DM_WATCH_TICK) return 0;
+    size_t all = atomic_fetch_add(done, *mine) + *mine;
+    *mine = 0;
+    dm_watch_report(w, stage, total ? (double)all / (double)total : 0);
+    return dm_watch_stopping(w);
+}
+
 int dm_watch_stop_error(const dm_watch *w)
 {
     if (dm_watch_cancelled(w)) return dm_set_error("cancelled");

@@ -45,6 +45,13 @@ int dm_watch_stopping(dm_watch *w);
 int dm_watch_cancelled(const dm_watch *w);
 /* Records why the run stopped ("cancelled", or the signal) and returns -1. */
 int dm_watch_stop_error(const dm_watch *w);
+/* A thread's count of a run's pieces of work (voxels) in `mine`: every DM_WATCH_TICK of them
+ * they join the run's count `done` (shared by the threads), the stage's fraction of `total`
+ * is told (on the owner's thread) and the cancel looked at.  1 when the run is to stop.  Any
+ * thread; w NULL: signals only. */
+#define DM_WATCH_TICK 256
+int dm_watch_tick(dm_watch *w, const char *stage, size_t *mine, atomic_size_t *done,
+                  size_t total);
 
 /* Monotonic seconds (an arbitrary origin): the clock of the progress line and of the stage
  * timings that provenance.json records. */

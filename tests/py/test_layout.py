@@ -59,6 +59,10 @@ ALLOWED = {
     "runtime/streamline": {"runtime/util"},
     "runtime/csd": {"runtime/cluster", "runtime/sphere", "runtime/gpu", "runtime/dti", "runtime/io", "runtime/util",
                     "templates/csd"},
+    # the commands' file side of csd/ (whose engines work in memory): `dimoc csd`, `dimoc
+    # response` and `dimoc peaks` read their files, run the engines and write the maps
+    "runtime/csd_files": {"runtime/csd", "runtime/sphere", "runtime/cluster", "runtime/io",
+                          "runtime/util"},
     "runtime/render": {"runtime/sphere", "runtime/io", "runtime/util"},
     "runtime/maps": {"runtime/io", "runtime/util"},
     "runtime/fodtrack": {"runtime/tractogram", "runtime/cluster", "runtime/io", "runtime/util", "runtime/gpu", "runtime/sphere",
@@ -82,12 +86,14 @@ ALLOWED = {
     # the public C API over the compiler and the runtime (libdimoc.so; cli calls it through
     # include/dimoc.h, and nothing includes runtime/api); the engines join as the API grows
     "runtime/api": {"include", "compiler", "runtime/model", "runtime/fit", "runtime/simulate",
-                    "runtime/dti", "runtime/fodtrack", "runtime/tractogram",
-                    "runtime/commit_run", "runtime/gpu", "runtime/io", "runtime/util"},
+                    "runtime/dti", "runtime/csd", "runtime/sphere", "runtime/fodtrack",
+                    "runtime/tractogram", "runtime/commit_run", "runtime/gpu", "runtime/io",
+                    "runtime/util"},
     "cli": {"include", "runtime/study", "runtime/tractogram", "runtime/cluster", "runtime/util", "runtime/io", "runtime/gpu", "runtime/model", "runtime/fit",
             "runtime/track", "runtime/dti", "runtime/simulate", "runtime/render",
             "runtime/maps", "runtime/sphere", "runtime/csd", "runtime/fodtrack", "runtime/commit",
-            "runtime/commit_run", "runtime/mask", "compiler"},
+            "runtime/commit_run", "runtime/mask", "compiler",
+            "runtime/csd_files"},
 }
 
 

@@ -4,8 +4,11 @@
  * and the mask are the command's, value for value; a cancel stops it (DIMOC_E_CANCELLED, no
  * result) and the next call gives the same image.  dimoc_dti against `dimoc dti` on the
  * simulated image, handed over in C order (the volume fastest): every map of the command's
- * folder, with --iter 2 and --sse.  Wrong inputs are DIMOC_E_ARGUMENT naming the argument. */
+ * folder, with --iter 2 and --sse.  dimoc_csd (tournier's response) and dimoc_peaks on the same
+ * image against `dimoc csd` and `dimoc peaks`: the FODs, the response's rows, the status and
+ * the peak maps.  Wrong inputs are DIMOC_E_ARGUMENT naming the argument. */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +72,9 @@ static const char *compare(const dimoc_result *res, const char *name, const char
                                  : a->array.dtype == DIMOC_FLOAT64 ? *(const double *)p
                                                                    : *(const unsigned char *)p;
                     double want = v.data[x + n[0] * (y + n[1] * (z + n[2] * t))];
-                    if (got != want)
-                        snprintf(why, size, "%s[%zu,%zu,%zu,%zu]: %.9g, the command's %.9g",
-                                 name, x, y, z, t, got, want);
+                    if (got != want && !(isnan(got) && isnan(want)))
+                        snprintf(why, size, "%s[%zu,%zu,%zu,%zu]: %.9g, the command's %.9g", name,
+                                 x, y, z, t, got, want);
                 }
     dm_volume_free(&v);
     return why;
@@ -96,19 +99,19 @@ int main(void)
     for (int v = 0; v < 120; v++) ramp[v] = 700 + 5 * v;
     char s0path[1200];
     snprintf(s0path, sizeof s0path, "%s/S0.nii.gz", dir);
-    int ok = system(cmd) == 0 &&
-             run("'%s' scheme --shells 2x0,20x1000,20x2500 --bvals bvals --bvecs bvecs",
-                 program) == 0 &&
-             dm_volume_write_new(s0path, 6, 5, 4, 1, 2.0, ramp) == 0 &&
-             run("'%s' simulate ball_1_stick --bvals bvals --bvecs bvecs --voxels 150 --params "
-                 "S0=900,d=1.4e-3,f1=0.55,th1=1.1,ph1=2.3 --noise rician --snr 40 --seed 6 --out "
-                 "const.nii.gz --mask-out const_mask.nii.gz >/dev/null 2>&1",
-                 program) == 0 &&
-             run("'%s' simulate ball_1_stick --bvals bvals --bvecs bvecs --params "
-                 "S0=S0.nii.gz,d=1.4e-3,f1=0.55,th1=1.1,ph1=2.3 --noise gaussian --snr 30 --out "
-                 "map.nii.gz --mask-out map_mask.nii.gz >/dev/null 2>&1",
-                 program) == 0 &&
-             read_image("S0.nii.gz", &s0map) == 0;
+    int ok =
+        system(cmd) == 0 &&
+        run("'%s' scheme --shells 2x0,20x1000,20x2500 --bvals bvals --bvecs bvecs", program) == 0 &&
+        dm_volume_write_new(s0path, 6, 5, 4, 1, 2.0, ramp) == 0 &&
+        run("'%s' simulate ball_1_stick --bvals bvals --bvecs bvecs --voxels 150 --params "
+            "S0=900,d=1.4e-3,f1=0.55,th1=1.1,ph1=2.3 --noise rician --snr 40 --seed 6 --out "
+            "const.nii.gz --mask-out const_mask.nii.gz >/dev/null 2>&1",
+            program) == 0 &&
+        run("'%s' simulate ball_1_stick --bvals bvals --bvecs bvecs --params "
+            "S0=S0.nii.gz,d=1.4e-3,f1=0.55,th1=1.1,ph1=2.3 --noise gaussian --snr 30 --out "
+            "map.nii.gz --mask-out map_mask.nii.gz >/dev/null 2>&1",
+            program) == 0 &&
+        read_image("S0.nii.gz", &s0map) == 0;
     check(ok, "api-arrays-inputs", "the command failed, or the inputs could not be read: %s",
           dm_last_error());
     if (!ok) return 1;
@@ -153,7 +156,8 @@ int main(void)
     float *c_s0 = malloc(120 * sizeof *c_s0);
     for (int x = 0; x < 6; x++)
         for (int y = 0; y < 5; y++)
-            for (int z = 0; z < 4; z++) c_s0[(x * 5 + y) * 4 + z] = (float)s0map.data[x + 6 * (y + 5 * z)];
+            for (int z = 0; z < 4; z++)
+                c_s0[(x * 5 + y) * 4 + z] = (float)s0map.data[x + 6 * (y + 5 * z)];
     params[0].array = (dimoc_array){c_s0, DIMOC_FLOAT32, 3, {6, 5, 4}, {80, 16, 4}};
     dimoc_simulate_options gauss = DIMOC_SIMULATE_OPTIONS_INIT;
     gauss.noise = "gaussian";
@@ -229,7 +233,10 @@ int main(void)
     for (size_t v = 0; ok && v < nvox; v++)
         for (size_t t = 0; t < nt; t++) c_dwi[v * nt + t] = (float)dwi.data[v + t * nvox];
     dimoc_dwi_input din = DIMOC_DWI_INPUT_INIT;
-    din.data = (dimoc_array){c_dwi, DIMOC_FLOAT32, 4, {(size_t)dwi.nx, 1, 1, nt},
+    din.data = (dimoc_array){c_dwi,
+                             DIMOC_FLOAT32,
+                             4,
+                             {(size_t)dwi.nx, 1, 1, nt},
                              {(ptrdiff_t)(nt * 4), (ptrdiff_t)(nt * 4), (ptrdiff_t)(nt * 4), 4}};
     din.bvals = bvals;
     din.bvecs = bvecs;
@@ -268,10 +275,72 @@ int main(void)
         res = NULL;
         rc = dimoc_dti(&dbad[i].in, &dbad[i].opt, NULL, &res);
         const char *msg = dimoc_last_error()->message;
-        check(rc == DIMOC_E_ARGUMENT && !res && strstr(msg, dbad[i].word), dbad[i].label,
-              "%s: %s", dimoc_status_name(rc), msg);
+        check(rc == DIMOC_E_ARGUMENT && !res && strstr(msg, dbad[i].word), dbad[i].label, "%s: %s",
+              dimoc_status_name(rc), msg);
         dimoc_result_free(res);
     }
+
+    /* ---- dimoc_csd with tournier's response, then dimoc_peaks on its FOD ---- */
+    ok = run("'%s' csd --data const.nii.gz --bvals bvals --bvecs bvecs --algorithm tournier "
+             "--threads 2 --out csd >/dev/null 2>&1 && '%s' peaks csd/wm_fod.nii.gz --threads 2 "
+             "--out peaks >/dev/null",
+             program, program) == 0;
+    dimoc_csd_options copt = DIMOC_CSD_OPTIONS_INIT;
+    copt.algorithm = "tournier";
+    copt.device = "cpu";
+    copt.threads = 2;
+    rc = dimoc_csd(&din, &copt, NULL, &res);
+    why[0] = 0;
+    const char *cmaps[] = {"wm_fod", "status", "wm_voxels"};
+    for (int k = 0; rc == DIMOC_OK && k < 3 && !why[0]; k++) {
+        char file[64];
+        snprintf(file, sizeof file, "csd/%s.nii.gz", cmaps[k]);
+        compare(res, cmaps[k], file, why, sizeof why);
+    }
+    if (rc == DIMOC_OK && !why[0]) { /* the response's rows as the file prints them */
+        const dimoc_result_array *wr = dimoc_result_get(res, "wm_response");
+        char path[1200], line[4096], want[4096] = "", got[4096] = "";
+        snprintf(path, sizeof path, "%s/csd/wm_response.txt", dir);
+        FILE *f = fopen(path, "r");
+        while (f && fgets(line, sizeof line, f))
+            if (line[0] != '#') strncat(want, line, sizeof want - strlen(want) - 1);
+        if (f) fclose(f);
+        for (size_t s = 0; wr && s < wr->array.shape[0]; s++)
+            for (size_t c = 0; c < wr->array.shape[1]; c++) {
+                size_t n = strlen(got);
+                snprintf(got + n, sizeof got - n, "%.15g%s",
+                         ((const double *)wr->array.data)[s * wr->array.shape[1] + c],
+                         c + 1 == wr->array.shape[1] ? "\n" : " ");
+            }
+        if (strcmp(got, want))
+            snprintf(why, sizeof why, "wm_response: %s, the file's %s", got, want);
+    }
+    check(ok && rc == DIMOC_OK && !why[0], "api-csd-equals-command", "%s: %s",
+          dimoc_status_name(rc), rc == DIMOC_OK ? why : dimoc_last_error()->message);
+    if (rc == DIMOC_OK) {
+        const dimoc_result_array *fod = dimoc_result_get(res, "wm_fod");
+        dimoc_peaks_input pin = DIMOC_PEAKS_INPUT_INIT;
+        pin.fod = fod->array;
+        dimoc_peaks_options popt = DIMOC_PEAKS_OPTIONS_INIT;
+        popt.threads = 2;
+        dimoc_result *pres = NULL;
+        dimoc_status prc = dimoc_peaks(&pin, &popt, NULL, &pres);
+        why[0] = 0;
+        const char *pmaps[] = {"peaks", "dyads1", "peak_amp1", "dyads3"};
+        for (int k = 0; prc == DIMOC_OK && k < 4 && !why[0]; k++) {
+            char file[64];
+            snprintf(file, sizeof file, "peaks/%s.nii.gz", pmaps[k]);
+            compare(pres, pmaps[k], file, why, sizeof why);
+        }
+        check(prc == DIMOC_OK && !why[0], "api-peaks-equals-command", "%s: %s",
+              dimoc_status_name(prc), prc == DIMOC_OK ? why : dimoc_last_error()->message);
+        dimoc_result_free(pres);
+    }
+    dimoc_result_free(res);
+    copt.lmax = 7;
+    rc = dimoc_csd(&din, &copt, NULL, &res);
+    check(rc == DIMOC_E_ARGUMENT && !res && strstr(dimoc_last_error()->message, "lmax"),
+          "api-csd-refuses-lmax", "%s: %s", dimoc_status_name(rc), dimoc_last_error()->message);
     free(c_dwi);
     dm_volume_free(&dwi);
     free(short_vecs);
