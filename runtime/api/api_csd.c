@@ -6,7 +6,6 @@
 #include "csd/csd_run.h"
 #include "csd/peaks_image.h"
 #include "gpu/gpu_device.h"
-#include "sphere/directions.h"
 #include "sphere/sh.h"
 
 #include <math.h>
