@@ -121,7 +121,8 @@ def commit(streamlines, data, bvals=None, bvecs=None, gtab=None, mask=None, affi
     fit_NRMSE (and the adjusted ones with a confidence map), float32 on the data's grid as the
     command writes them; r.provenance, r.to_nifti(folder).
 
-    streamlines: dimoc.Streamlines, any ArraySequence, a nibabel Tractogram or tractogram file,
+    streamlines: dimoc.Streamlines, any ArraySequence, a nibabel Tractogram or tractogram file
+    object, the path of a .tck, .trk or .trx file (.trx needs trx-python),
     or a list of (N, 3) arrays in world mm.  data: (X, Y, Z, M) diffusion-weighted (X, Y, Z
     with model="volume-fractions"), a nibabel image or a path; affine: its voxel -> world
     matrix (from the image when it is one).  bvals, bvecs (FSL's frame) or gtab; mask: (X, Y,

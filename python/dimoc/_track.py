@@ -307,8 +307,28 @@ def track(fod, affine=None, seed=None, algorithm="ifod2", select=None, **options
 
 # ---- streamlines in ----
 
-def _tractogram(x):
+def _tractogram_file(path, what):
+    """The tractogram in a .tck, .trk or .trx file, its points in world millimetres."""
+    if not os.path.isfile(path):
+        raise arg_error(f"{what}: {path}: no such file")
+    try:
+        if path.lower().endswith(".trx"):
+            from trx.trx_file_memmap import load as load_trx
+            return load_trx(path)
+        return nibabel(f"{what} from a file").streamlines.load(path)
+    except ImportError as e:
+        if "nibabel" in str(e):
+            raise
+        raise arg_error(f"{what}: {path}: reading TRX needs trx-python "
+                        f"(pip install trx-python)") from None
+    except Exception as e:
+        raise arg_error(f"{what}: {path}: not a tractogram nibabel can read ({e})") from None
+
+
+def _tractogram(x, what="streamlines"):
     """(ArraySequence or list, step_size or None) of whatever holds streamlines."""
+    if isinstance(x, (str, os.PathLike)):
+        x = _tractogram_file(os.fspath(x), what)
     step = getattr(x, "step_size", None)
     header = getattr(x, "header", None)
     if hasattr(x, "streamlines") and not hasattr(x, "_data"):  # a Tractogram or its file
@@ -324,7 +344,7 @@ def _tractogram(x):
 def _streamlines(x, keep, what="streamlines"):
     """(dimoc_streamlines record, count, step_size or None): an ArraySequence crosses without a
     copy when its points are float32 in order; anything else is gathered into one array."""
-    x, step = _tractogram(x)
+    x, step = _tractogram(x, what)
     data = getattr(x, "_data", None)
     if data is not None and hasattr(x, "_offsets") and hasattr(x, "_lengths"):
         lengths = np.asarray(x._lengths, dtype=np.int64)
@@ -431,7 +451,8 @@ def tdi(streamlines, affine, shape=None, **options):
     it (uint32), or with weights= sums their weights (float32).  Returns a dimoc.Result:
     r["tdi"] the map (X, Y, Z), r.affine its grid's voxel -> world, r.to_nifti(folder).
 
-    streamlines: dimoc.Streamlines, any ArraySequence, a nibabel Tractogram or tractogram file,
+    streamlines: dimoc.Streamlines, any ArraySequence, a nibabel Tractogram or tractogram file
+    object, the path of a .tck, .trk or .trx file (.trx needs trx-python),
     or a list of (N, 3) arrays in world mm.  affine and shape: the template's grid (affine may
     instead be a nibabel image or a path: its grid).  Options, as the command's: voxel (mm:
     one size or three), exact, weights (one per streamline, or a file), threads; step_size (the

@@ -8,7 +8,7 @@ grid, Rician noise), imported from the source tree (python/, build/'s library):
   per-streamline weights; the group lasso with the ISO lasso, its weights image and --debias;
   --iso-mask with a confidence map rescaled and negative ISO allowed; volume-fractions with
   COMMIT's lesion model; cylinder-zeppelin-ball with each volume's pulses; the streamlines as
-  nibabel's tractogram file, an ArraySequence and a list, the data as a path, an image and an
+  nibabel's tractogram file, its path, an ArraySequence and a list, the data as a path, an image and an
   array with its affine, the table as bvals/bvecs and as a DIPY GradientTable;
 - every wrong argument is a ValueError naming it before any work (no progress callback), and
   streamlines outside the data's grid, which the command refuses, are one too;
@@ -128,7 +128,8 @@ same_as_command("python-commit-lesion-equals-command", r, "cli_lesion")
 # the inputs in other forms
 forms = {"array-sequence": (tck.streamlines, data, dict(affine=dwi.affine, gtab=None)),
          "list-path": ([np.asarray(s) for s in tck.streamlines], p["dwi"], {}),
-         "gtab": (tck, dwi, dict(gtab=type("G", (), {"bvals": b, "bvecs": g.T})()))}
+         "gtab": (tck, dwi, dict(gtab=type("G", (), {"bvals": b, "bvecs": g.T})())),
+         "tck-path": (p["tck"], dwi, {})}
 bad = []
 for label, (sl, x, extra) in forms.items():
     table = {} if "gtab" in extra and extra["gtab"] is not None else dict(bvals=b, bvecs=g)
@@ -178,6 +179,9 @@ refused("python-commit-refuses-scalar-bvals", "bvals", tck, p["ic_true"], b, g,
 refused("python-commit-refuses-unknown", "stage", tck, dwi, b, g, stage="dictionary")
 refused("python-commit-refuses-nan-point", "streamlines",
         [np.array([[0, 0, 0], [np.nan, 1, 1.0]])], dwi, b, g)
+refused("python-commit-refuses-missing-file", "no such file", "nothere.tck", dwi, b, g)
+open("notatck.tck", "w").write("plain text\n")
+refused("python-commit-refuses-not-a-tractogram", "notatck.tck", "notatck.tck", dwi, b, g)
 far = [np.asarray(s) + 500 for s in tck.streamlines]
 calls.clear()
 try:
