@@ -9,9 +9,11 @@
 #include "gpu/gpu_compile.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_launch.h"
+#include "gpu/gpu_stage.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 
 #define BLOCK_THREADS 128
+#define STAGE_BYTES ((size_t)32 << 20) /* each of the two pinned buffers of a direct copy */
 
 static const char *const csd_templates[] = {"csd/gpu_csd.cu", "csd/csd_solve.h", NULL};
 /* Double: no fused multiply-adds, so every operation rounds as the host's and the FODs match the
@@ -148,6 +151,7 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
                 dI = 0, dQt = 0;
     void *hY = NULL, *hX = NULL;
     double *Qt = NULL;
+    dm_gpu_stager *stage = NULL;
     snprintf(times->device, sizeof times->device, "%s", gs.device);
     char prologue[256];
     const dm_gpu_source src = solver(prologue, sizeof prologue, use_double, p->soft, n, k);
@@ -195,18 +199,28 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
     if (chunk > ((size_t)1 << 22)) chunk = (size_t)1 << 22;
     chunk = chunk / run * run; /* whole runs: each chunk starts a run */
     if (chunk < run) chunk = run;
-    CK(cu->cuMemAlloc(&dY, chunk * m * rs), "allocating GPU memory for the signals");
-    CK(cu->cuMemAlloc(&dX, chunk * n * rs), "allocating GPU memory for the FODs");
-    CK(cu->cuMemAlloc(&dS, chunk), "allocating GPU memory for the status");
-    CK(cu->cuMemAlloc(&dI, chunk * sizeof(int)), "allocating GPU memory for the status");
-    CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
-    CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
-    times->upload += dm_now_seconds() - t0;
-    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10, 1e-12, dQt};
-    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10f, 1e-12f, 0};
     /* The runs count from voxel -lead (csd_cpu.h): the first chunk is lead voxels short of
      * whole runs, the others start runs. */
     const int lead0 = p->soft ? 0 : (int)(mask_first % DM_CSD_RUN);
+    /* In double, with every voxel in one chunk (a subject fits many times over), the signals
+     * go from Y and the FODs into X as they are, through two small pinned buffers: no pinned
+     * copy of a GB of signals to allocate and fill. */
+    const int direct = use_double && nvox + (size_t)lead0 <= chunk;
+    if (direct) {
+        const size_t most = nvox * (size_t)(m > n ? m : n) * sizeof(double);
+        const size_t bytes = most < STAGE_BYTES ? most : STAGE_BYTES; /* small runs: small ones */
+        if (!(stage = dm_gpu_stager_open(cu, bytes, omp_get_max_threads()))) goto fail;
+    } else {
+        CK(cu->cuMemAlloc(&dY, chunk * m * rs), "allocating GPU memory for the signals");
+        CK(cu->cuMemAllocHost(&hY, chunk * m * rs), "allocating pinned host memory");
+        CK(cu->cuMemAllocHost(&hX, chunk * n * rs), "allocating pinned host memory");
+    }
+    CK(cu->cuMemAlloc(&dX, chunk * n * rs), "allocating GPU memory for the FODs");
+    CK(cu->cuMemAlloc(&dS, chunk), "allocating GPU memory for the status");
+    CK(cu->cuMemAlloc(&dI, chunk * sizeof(int)), "allocating GPU memory for the status");
+    times->upload += dm_now_seconds() - t0;
+    problem_d pd = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10, 1e-12, dQt};
+    problem_f pf = {n, m, k, p->soft, dG, dC, dP, dQ, dAt, dH, dCt, max_iter, 1e-10f, 1e-12f, 0};
     for (size_t first = 0; first < nvox;) {
         if (dm_stop_requested()) {
             dm_stop_error();
@@ -215,18 +229,24 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
         const int lead = first == 0 ? lead0 : 0;
         size_t cn = nvox - first < chunk - lead ? nvox - first : chunk - lead;
         t0 = dm_now_seconds();
-        /* the chunk's rows of the measurement-major signals, on all cores (a subject's signals
-         * are a GB) */
+        if (direct) { /* the one chunk: Y as it is */
+            if (dm_gpu_stager_put(stage, &dY, Y, nvox * m * sizeof(double), "the signals") != 0 ||
+                dm_gpu_stager_wait(stage) != 0)
+                goto fail;
+        } else {
+            /* the chunk's rows of the measurement-major signals, on all cores */
 #pragma omp parallel for schedule(static)
-        for (int j = 0; j < m; j++) {
-            const double *src = Y + (size_t)j * nvox + first;
-            if (use_double)
-                memcpy((double *)hY + (size_t)j * cn, src, cn * sizeof(double));
-            else
-                for (size_t i = 0; i < cn; i++) ((float *)hY)[(size_t)j * cn + i] = (float)src[i];
+            for (int j = 0; j < m; j++) {
+                const double *src = Y + (size_t)j * nvox + first;
+                if (use_double)
+                    memcpy((double *)hY + (size_t)j * cn, src, cn * sizeof(double));
+                else
+                    for (size_t i = 0; i < cn; i++)
+                        ((float *)hY)[(size_t)j * cn + i] = (float)src[i];
+            }
+            CK(cu->cuMemcpyHtoDAsync(dY, hY, cn * m * rs, NULL), "copying the signals to the GPU");
+            CK(cu->cuStreamSynchronize(NULL), "copying the signals to the GPU");
         }
-        CK(cu->cuMemcpyHtoDAsync(dY, hY, cn * m * rs, NULL), "copying the signals to the GPU");
-        CK(cu->cuStreamSynchronize(NULL), "copying the signals to the GPU");
         times->upload += dm_now_seconds() - t0;
         t0 = dm_now_seconds();
         long nv = (long)cn;
@@ -238,20 +258,28 @@ int dm_csd_gpu_run(dm_csd_gpu_warm *w, const dm_csd_plan *p, const double *Y, si
         CK(cu->cuStreamSynchronize(NULL), "running the CSD kernel");
         times->solve += dm_now_seconds() - t0;
         t0 = dm_now_seconds();
-        CK(cu->cuMemcpyDtoHAsync(hX, dX, cn * n * rs, NULL), "copying the FODs from the GPU");
+        if (direct) {
+            if (dm_gpu_stager_get(stage, X, dX, nvox * n * sizeof(double), "the FODs") != 0)
+                goto fail;
+        } else {
+            CK(cu->cuMemcpyDtoHAsync(hX, dX, cn * n * rs, NULL), "copying the FODs from the GPU");
+        }
         CK(cu->cuMemcpyDtoHAsync(status + first, dS, cn, NULL), "copying from the GPU");
         if (iters)
             CK(cu->cuMemcpyDtoHAsync(iters + first, dI, cn * sizeof(int), NULL),
                "copying from the GPU");
         CK(cu->cuStreamSynchronize(NULL), "copying from the GPU");
+        if (!direct) {
 #pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < cn * n; i++)
-            X[first * n + i] = use_double ? ((double *)hX)[i] : ((float *)hX)[i];
+            for (size_t i = 0; i < cn * n; i++)
+                X[first * n + i] = use_double ? ((double *)hX)[i] : ((float *)hX)[i];
+        }
         times->download += dm_now_seconds() - t0;
         first += cn;
     }
     rc = 0;
 fail:
+    dm_gpu_stager_close(stage);
     if (hY) cu->cuMemFreeHost(hY);
     if (hX) cu->cuMemFreeHost(hX);
     free(Qt);

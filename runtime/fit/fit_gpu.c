@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,9 @@ typedef struct gpu_worker {
     int index, ordinal; /* the GPU's place in the session, its device ordinal */
     int rc;
     char error[512];
+    /* the kernels' stop flag (dm_fit_config.stop), in host memory the GPU reads: the caller's
+     * thread sets it when the run is stopped; NULL until the worker has made it */
+    _Atomic(volatile int *) stop; /* (the session's: it outlives the worker) */
 } gpu_worker;
 
 /* One buffer set: device arrays and their pinned host staging; rows (device only) holds the
@@ -318,10 +322,22 @@ static void *worker_main(void *arg)
     slot_bytes(j->batch, M, VS, P, ns, own_rows, rs, bytes);
     slot_bytes(j->nsmall ? j->small : j->batch, M, VS, P, ns, own_rows, rs, small_bytes);
     w->rc = -1;
+    dm_fit_config cfg = p->cfg;
     for (int k = 0; k < j->progs->n; k++)
         if (dm_gpu_kernel_open(cu, w->ordinal, &j->progs->part[k], "dm_fit_kernel", "fitter",
                                "fitting kernel", &kern[k]) != 0)
             goto fail;
+    { /* the context is current: the stop flag, mapped into the device's space */
+        void **flag = &j->session->stop_flag[w->index];
+        CUdeviceptr d_stop = 0;
+        if (!*flag)
+            CK(cu->cuMemHostAlloc(flag, sizeof(int), DM_CU_MEMHOSTALLOC_DEVICEMAP),
+               "allocating the stop flag");
+        *(volatile int *)*flag = dm_fit_stopping(j->watch);
+        CK(cu->cuMemHostGetDevicePointer(&d_stop, *flag, 0), "mapping the stop flag");
+        cfg.stop = (const volatile int *)(uintptr_t)d_stop;
+        atomic_store(&w->stop, (volatile int *)*flag);
+    }
     {
         /* Inputs shared by every voxel: the measurement rows and the grid values. */
         size_t nm = M * (W ? W : 1), ng = p->ngrid_values ? p->ngrid_values : 1;
@@ -388,7 +404,7 @@ static void *worker_main(void *arg)
            "copying to the GPU");
         CK(cu->cuMemcpyHtoDAsync(s->idx, s->hidx, n * 8, s->stream), "copying to the GPU");
         int nvox = (int)n;
-        void *args[] = {&p->cfg,  &d_grid,      &d_meas,     &s->y,     &s->vox,
+        void *args[] = {&cfg,     &d_grid,      &d_meas,     &s->y,     &s->vox,
                         &s->idx,  &s->params,   &s->samples, &s->stats, &s->status,
                         &s->rows, &shared_rows, &nvox};
         for (int k = 0; k < j->progs->n; k++) /* the parts in turn, on the batch's stream */
@@ -463,11 +479,14 @@ void dm_fit_gpu_close(dm_fit_gpu_session *s)
         CUdevice dev;
         CUcontext ctx;
         if (s->cu->cuDeviceGet(&dev, s->gs.ord[g]) != 0) continue;
-        if (s->kept[g] && s->cu->cuDevicePrimaryCtxRetain(&ctx, dev) == 0) {
-            if (s->cu->cuCtxSetCurrent(ctx) == 0)
-                for (int k = 0; k < 2; k++) free_slot(s->cu, &s->kept[g]->set[k]);
+        if ((s->kept[g] || s->stop_flag[g]) && s->cu->cuDevicePrimaryCtxRetain(&ctx, dev) == 0) {
+            if (s->cu->cuCtxSetCurrent(ctx) == 0) {
+                for (int k = 0; s->kept[g] && k < 2; k++) free_slot(s->cu, &s->kept[g]->set[k]);
+                if (s->stop_flag[g]) s->cu->cuMemFreeHost(s->stop_flag[g]);
+            }
             s->cu->cuDevicePrimaryCtxRelease(dev);
         }
+        s->stop_flag[g] = NULL;
         free(s->kept[g]);
         s->kept[g] = NULL;
         s->cu->cuDevicePrimaryCtxRelease(dev);
@@ -543,6 +562,7 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
             w[g].index = g;
             w[g].ordinal = gs.ord[g];
             w[g].rc = 0;
+            atomic_init(&w[g].stop, NULL);
             atomic_fetch_add(&j.running, 1);
             if (pthread_create(&th[g], NULL, worker_run, &w[g]) != 0) {
                 atomic_fetch_sub(&j.running, 1);
@@ -551,9 +571,15 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
             }
             started++;
         }
-        /* the caller's callbacks, on its thread, while the GPUs work */
-        while (o->watch && atomic_load(&j.running) > 0) {
+        /* the caller's callbacks, on its thread, while the GPUs work; a stop (a cancel, Ctrl-C)
+         * passed on to the kernels running, which leave their chains at once */
+        while (atomic_load(&j.running) > 0) {
             dm_fit_watch_poll(o->watch);
+            if (dm_fit_stopping(o->watch))
+                for (int g = 0; g < started; g++) {
+                    volatile int *flag = atomic_load(&w[g].stop);
+                    if (flag) *flag = 1;
+                }
             nanosleep(&(struct timespec){0, 10000000}, NULL);
         }
         for (int g = 0; g < started; g++) pthread_join(th[g], NULL);

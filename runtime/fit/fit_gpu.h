@@ -65,6 +65,9 @@ typedef struct dm_fit_gpu_session {
     /* each GPU's buffers, kept from one stage of a cascade to the next (pinning host memory
      * took 0.02-0.04 s a stage); NULL where none */
     struct gpu_buffers *kept[DM_GPU_MAX];
+    /* each GPU's stop flag (dm_fit_config.stop): host memory mapped into its space, made at
+     * its first run; NULL where none */
+    void *stop_flag[DM_GPU_MAX];
 } dm_fit_gpu_session;
 
 /* Opens the driver and NVRTC, selects the GPUs of --gpus `gpus` and makes their contexts.

@@ -512,19 +512,17 @@ static unsigned stage_held(const dm_fit_config *c, int nparams)
 
 /* A stage that holds parameters gets its own program, where they are constants
  * (dm_generate_stage): 1 and *staged, or 0 where the model's program serves (nothing held, a
- * model that is not a file, DIMOC_STAGE_PROGRAMS=0, a GPU), or -1 on an
- * error.  On an H200 NODDI-Watson's grid took 0.48 s with its stage program, whose rows are each
- * voxel's own, read at every one of the 378 points, against 0.22 s with the model's, whose rows
- * every voxel shares in a block's shared memory (docs/performance.md). */
+ * model that is not a file, DIMOC_STAGE_PROGRAMS=0, a GPU), or -1 on an error.  On a GPU the
+ * stage programs' rows are each voxel's own, read from memory at every grid point or LM step,
+ * where the model's are shared by a block's voxels in its shared memory: on an H200
+ * NODDI-Watson's grid took 0.48 s with its stage program against 0.22 s, its fractions stage
+ * 0.25 s against 0.074 s (docs/performance.md). */
 static int stage_program(dm_problem *p, int gpu, dm_model_info *staged)
 {
     unsigned held = stage_held(&p->cfg, p->mi.nparams);
     p->cfg.held_mask = held;
     const char *env = getenv("DIMOC_STAGE_PROGRAMS");
     if (!held || (env && !strcmp(env, "0")) || access(p->mi.file, R_OK) != 0) return 0;
-    /* On a GPU every stage fits with the model's program: the stage programs' rows (each
-     * voxel's own, interleaved over a warp) have not yet run under the GPU tests, and a grid
-     * search was slower with them (above). */
     if (gpu) return 0;
     return dm_model_stage(&p->mi, held, staged) == 0 ? 1 : -1;
 }

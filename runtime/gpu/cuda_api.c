@@ -71,6 +71,8 @@ dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc)
         LOAD(libcuda, cuMemFree, "cuMemFree_v2");
         LOAD(libcuda, cuMemAllocHost, "cuMemAllocHost_v2");
         LOAD(libcuda, cuMemFreeHost, "cuMemFreeHost");
+        LOAD(libcuda, cuMemHostAlloc, "cuMemHostAlloc");
+        LOAD(libcuda, cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
         LOAD(libcuda, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
         LOAD(libcuda, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
         LOAD(libcuda, cuMemsetD32Async, "cuMemsetD32Async");

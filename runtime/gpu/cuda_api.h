@@ -21,6 +21,7 @@ enum {
     DM_CU_ATTR_CC_MINOR = 76,
     DM_CU_ATTR_L2_CACHE_SIZE = 38,
     DM_CU_FUNC_PREFERRED_CARVEOUT = 9, /* a kernel's: the share of L1 it prefers as shared memory */
+    DM_CU_MEMHOSTALLOC_DEVICEMAP = 2,  /* host memory the device can read and write */
 };
 
 typedef struct dm_cuda {
@@ -39,6 +40,8 @@ typedef struct dm_cuda {
     CUresult (*cuMemFree)(CUdeviceptr);
     CUresult (*cuMemAllocHost)(void **, size_t);
     CUresult (*cuMemFreeHost)(void *);
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
     CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);

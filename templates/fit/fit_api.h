@@ -54,6 +54,11 @@ typedef struct dm_fit_config {
      * alone, not gridded; not turned by multiple starts).  A fitter built from a stage program
      * (model_api.h) fits only runs that hold at least the parameters it was made for. */
     unsigned held_mask;
+    /* A flag the host sets to stop a run early (on a GPU: host memory mapped into the device's
+     * space, read by the kernel while it runs, so that a cancel does not wait for a batch of
+     * long MCMC chains to finish); NULL: none.  A voxel stopped this way is DM_STATUS_FAILED,
+     * and the run's results are dropped. */
+    const volatile int *stop;
 } dm_fit_config;
 
 /* Number of stored MCMC samples per voxel. */

@@ -62,6 +62,11 @@ extern "C" __global__ void __launch_bounds__(128, 4)
 #endif
     if (voxel >= nvox) /* whole groups leave together: groups never straddle this test */
         return;
+    /* a run being stopped: the voxels not yet begun are not fitted (one reading per group) */
+    if (cfg.stop && dm_lane_broadcast((real)*cfg.stop, 0) != 0) {
+        if (DM_LANE_LEADER) status[voxel] = DM_STATUS_FAILED;
+        return;
+    }
     const int ns = (cfg.methods & DM_METHOD_MCMC) ? DM_NSAMPLES(&cfg) : 0;
     dm_voxel_data d;
     d.nmeas = M;

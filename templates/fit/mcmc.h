@@ -134,6 +134,9 @@ DM_FN int dm_mcmc_run(const dm_fit_config *cfg, const dm_voxel_data *d,
     real old_value;
 
     for (int sweep = 0; sweep < sweeps; sweep++) {
+        /* every 16 sweeps, the leader's reading of the stop flag for the whole lane group */
+        if (cfg->stop && (sweep & 15) == 15 && dm_lane_broadcast((real)*cfg->stop, 0) != 0)
+            return DM_STATUS_FAILED;
         const int sampling = sweep >= cfg->burnin;
         for (int i = 0; i < n; i++) {
             int k = free_k[i];
