@@ -180,8 +180,8 @@ static dimoc_status make_inputs(const dimoc_fit_input *input, dm_fit_inputs *in,
 /* The status of a failed run, from where it failed. */
 static dimoc_status failure(const dm_fit_watch *w)
 {
-    if (atomic_load(&w->cancelled)) return dm_api_fail(DIMOC_E_CANCELLED, "dimoc_fit: cancelled");
-    const char *stage = w->stage;
+    if (dm_watch_cancelled(&w->base)) return dm_api_fail(DIMOC_E_CANCELLED, "dimoc_fit: cancelled");
+    const char *stage = w->base.stage ? w->base.stage : "";
     if (strstr(dm_last_error(), "out of memory")) return dm_api_fail_words(DIMOC_E_MEMORY);
     if (!*stage || !strcmp(stage, "load") || !strcmp(stage, "plan") ||
         !strcmp(stage, "dictionary"))

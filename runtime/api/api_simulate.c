@@ -122,10 +122,11 @@ static char *provenance(const dm_model_info *mi, const dm_simulate_inputs *in,
 /* The status of a failed run. */
 static dimoc_status failure(const dm_fit_watch *w)
 {
-    if (atomic_load(&w->cancelled))
+    if (dm_watch_cancelled(&w->base))
         return dm_api_fail(DIMOC_E_CANCELLED, "dimoc_simulate: cancelled");
     if (strstr(dm_last_error(), "out of memory")) return dm_api_fail_words(DIMOC_E_MEMORY);
-    return dm_api_fail_words(!strcmp(w->stage, "compile") ? DIMOC_E_IO : DIMOC_E_ARGUMENT);
+    const char *stage = w->base.stage ? w->base.stage : "";
+    return dm_api_fail_words(!strcmp(stage, "compile") ? DIMOC_E_IO : DIMOC_E_ARGUMENT);
 }
 
 dimoc_status dimoc_simulate(const dimoc_model *model, const dimoc_simulate_input *input,

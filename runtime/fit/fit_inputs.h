@@ -6,6 +6,7 @@
 #define DIMOC_FIT_INPUTS_H
 
 #include "fit/fit.h"
+#include "util/progress.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -105,19 +106,14 @@ int dm_problem_build(const dm_fit_request *r, const dm_model_info *mi, const dm_
 int dm_problem_stage_items(const dm_fit_request *r, const double *prev, const dm_fit_items *starts,
                            const char *init_option, dm_problem *p);
 
-/* Progress and cancellation of a run in memory: the caller's callbacks, called on the thread
- * that made the watch (owner) between pieces of work; the workers only count and look at
- * `cancelled`.  Without a watch (the command) a fit stops on a signal (util/interrupt.h). */
+/* Progress and cancellation of a fit in memory: the run's watch (util/progress.h: the caller's
+ * callbacks, on the thread that made it, between pieces of work) with the count of the
+ * stage's pieces, which the workers add to.  Without a watch (the command) a fit stops on a
+ * signal (util/interrupt.h). */
 typedef struct dm_fit_watch {
-    void (*progress)(void *user, const char *stage, double fraction);
-    int (*cancel)(void *user);
-    void *user;
-    pthread_t owner; /* the caller's thread */
-    atomic_int cancelled;
-    atomic_long done;
+    dm_watch base;
+    atomic_long done; /* pieces of the stage done */
     long total;
-    const char *stage;
-    double last_poll, last_report;
 } dm_fit_watch;
 
 void dm_fit_watch_init(dm_fit_watch *w, void (*progress)(void *, const char *, double),
@@ -174,7 +170,7 @@ typedef struct dm_fit_memory {
     char *provenance;           /* out: provenance.json's text (malloc'd) */
 } dm_fit_memory;
 
-/* 0, or -1 with dm_last_error() (after a cancel: watch->cancelled set). */
+/* 0, or -1 with dm_last_error() (after a cancel: dm_watch_cancelled of the watch). */
 int dm_fit_run_memory(const dm_fit_request *r, dm_fit_memory *mem);
 
 #endif
