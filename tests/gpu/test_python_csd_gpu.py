@@ -5,19 +5,15 @@ responses estimated (dhollander, three shells) and single-shell with given respo
 --, and the GPU's FODs are the CPU's within 1e-6 of each voxel's largest coefficient; a cancel
 during the GPU's run is taken after it (dimoc.Cancelled) and the library stays usable."""
 import os
-import sys
 import threading
 
 import nibabel as nib
 import numpy as np
 
 import csdsim as cs
-from dmtest import check, dimoc, finish, workdir
+from dmtest import check, dimoc, finish, source_dimoc, workdir
 
-ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import dimoc as dm  # noqa: E402
+dm = source_dimoc()
 
 d = workdir("python_csd_gpu")
 os.chdir(d)

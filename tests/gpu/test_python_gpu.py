@@ -23,28 +23,14 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "py"))
 import commitpeer as cp  # noqa: E402
 import fodsim as fs  # noqa: E402
-from dmtest import check, dimoc, finish, save, workdir  # noqa: E402
+from dmtest import OBLIQUE, ball_stick_dwi, check, dimoc, finish, source_dimoc, workdir  # noqa: E402
 
-ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import dimoc as dm  # noqa: E402  (the source tree's package, build/'s library)
+dm = source_dimoc()
 
 d = workdir("python_gpu")
 os.chdir(d)
-dimoc("scheme", "--shells", "3x0,24x1000,24x2500", "--bvals", "bvals", "--bvecs", "bvecs")
-b, g = np.loadtxt("bvals"), np.loadtxt("bvecs")
-rng = np.random.default_rng(11)
-grid = (16, 12, 10)
-affine = np.array([[1.8, 0.1, 0, -40], [0, 2.0, 0.2, -60], [0.05, 0, 2.5, 12], [0, 0, 0, 1]])
-truth = {"S0": rng.uniform(800, 1200, grid), "d": rng.uniform(1.0e-3, 2.0e-3, grid),
-         "f1": rng.uniform(0.3, 0.7, grid), "th1": rng.uniform(0.3, 2.8, grid),
-         "ph1": rng.uniform(0.1, 6.1, grid)}
-for k, v in truth.items():
-    save(f"true_{k}.nii.gz", v, affine)
-dimoc("simulate", "ball_1_stick", "--bvals", "bvals", "--bvecs", "bvecs", "--params",
-      ",".join(f"{k}=true_{k}.nii.gz" for k in truth), "--noise", "rician", "--snr", 40,
-      "--seed", 3, "--out", "sim.nii.gz")
+grid, affine = (16, 12, 10), OBLIQUE
+b, g, truth = ball_stick_dwi("3x0,24x1000,24x2500", np.random.default_rng(11), grid, 40, 3)
 data = np.asanyarray(nib.load("sim.nii.gz").dataobj).astype(np.float32)
 nib.save(nib.Nifti1Image(data, affine), "dwi.nii.gz")
 mask = np.ones(grid, np.uint8)

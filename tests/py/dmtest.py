@@ -170,5 +170,44 @@ def one_and_two_fibres(d, n, shells, seed=7):
           "--noise", "rician", "--snr", 30, "--seed", 11, "--out", data)
     return data, bvals, bvecs
 
+# The source tree's Python package (python/, over build/'s library).
+PYTHON_SOURCE = os.path.join(os.environ.get("ROOT", os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), "python")
+
+
+def source_dimoc():
+    """The Python package of the source tree, imported."""
+    sys.path.insert(0, PYTHON_SOURCE)
+    import dimoc as package
+    return package
+
+
+# An oblique voxel -> world matrix: the Python API tests' grids.
+OBLIQUE = np.array([[1.8, 0.1, 0, -40], [0, 2.0, 0.2, -60], [0.05, 0, 2.5, 12], [0, 0, 0, 1]])
+
+
+def ball_stick_truth(rng, grid, affine=OBLIQUE):
+    """Ball & 1 stick parameters drawn on `grid` (S0, d, f1, th1, ph1 in that order of draws),
+    each written as true_<name>.nii.gz in the working folder."""
+    truth = {"S0": rng.uniform(800, 1200, grid), "d": rng.uniform(1.0e-3, 2.0e-3, grid),
+             "f1": rng.uniform(0.3, 0.7, grid), "th1": rng.uniform(0.3, 2.8, grid),
+             "ph1": rng.uniform(0.1, 6.1, grid)}
+    for k, v in truth.items():
+        save(f"true_{k}.nii.gz", v, affine)
+    return truth
+
+
+def ball_stick_dwi(shells, rng, grid, snr, noise_seed, affine=OBLIQUE):
+    """A ball & stick DWI in the working folder: the scheme (bvals, bvecs), the truth
+    (ball_stick_truth, drawn from rng) and `dimoc simulate`'s Rician signal (sim.nii.gz).
+    (b, g, truth)."""
+    dimoc("scheme", "--shells", shells, "--bvals", "bvals", "--bvecs", "bvecs")
+    truth = ball_stick_truth(rng, grid, affine)
+    dimoc("simulate", "ball_1_stick", "--bvals", "bvals", "--bvecs", "bvecs", "--params",
+          ",".join(f"{k}=true_{k}.nii.gz" for k in truth), "--noise", "rician", "--snr", snr,
+          "--seed", noise_seed, "--out", "sim.nii.gz")
+    return np.loadtxt("bvals"), np.loadtxt("bvecs"), truth
+
+
 def finish():
     sys.exit(1 if failures else 0)

@@ -15,7 +15,7 @@ import sys
 import zipfile
 
 from apicheck import number, parse_check_summary, parse_diagnostics, parse_info
-from dmtest import DIMOC, check, dimoc, finish, workdir
+from dmtest import check, dimoc, finish, workdir
 
 ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))

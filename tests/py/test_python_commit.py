@@ -15,7 +15,6 @@ grid, Rician noise), imported from the source tree (python/, build/'s library):
 - a cancel from another thread stops a long fit within a second (dimoc.Cancelled), and the
   next fit gives the command's weights."""
 import os
-import sys
 import threading
 import time
 
@@ -23,12 +22,9 @@ import nibabel as nib
 import numpy as np
 
 import commitpeer as cp
-from dmtest import check, dimoc, finish, workdir
+from dmtest import check, dimoc, finish, source_dimoc, workdir
 
-ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import dimoc as dm  # noqa: E402  (the source tree's package, build/'s library)
+dm = source_dimoc()
 
 d = workdir("python_commit")
 os.chdir(d)

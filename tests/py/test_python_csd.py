@@ -28,12 +28,9 @@ import nibabel as nib
 import numpy as np
 
 import csdsim as cs
-from dmtest import check, dimoc, finish, workdir
+from dmtest import PYTHON_SOURCE, check, dimoc, finish, source_dimoc, workdir
 
-ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import dimoc as dm  # noqa: E402  (the source tree's package, build/'s library)
+dm = source_dimoc()
 
 d = workdir("python_csd")
 os.chdir(d)
@@ -293,7 +290,7 @@ want = np.asanyarray(nib.load("cli_peaks/peaks.nii.gz").dataobj)
 out["after"] = r["peaks"].tobytes() == want.tobytes()
 print(json.dumps(out))
 """
-p = subprocess.run([sys.executable, "-c", script, os.path.join(ROOT, "python")],
+p = subprocess.run([sys.executable, "-c", script, PYTHON_SOURCE],
                    capture_output=True, text=True, timeout=600)
 try:
     out = json.loads(p.stdout.strip().splitlines()[-1])

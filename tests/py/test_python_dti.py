@@ -22,33 +22,20 @@ import time
 import nibabel as nib
 import numpy as np
 
-from dmtest import check, dimoc, finish, load, save, workdir
+from dmtest import (OBLIQUE, PYTHON_SOURCE, ball_stick_dwi, check, dimoc, finish, load,
+                    source_dimoc, workdir)
 
-ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import dimoc as dm  # noqa: E402  (the source tree's package, build/'s library)
+dm = source_dimoc()
 
 MAPS = ["V1", "V2", "V3", "L1", "L2", "L3", "FA", "MD", "MO", "S0"]
 d = workdir("python_dti")
 os.chdir(d)
-dimoc("scheme", "--shells", "3x0,30x1000,30x2000", "--bvals", "bvals", "--bvecs", "bvecs")
-b, g = np.loadtxt("bvals"), np.loadtxt("bvecs")
-M = b.size
-
 # A ball and stick DWI on an oblique grid with Rician noise (dimoc simulate), a mask, and a NaN
 # outside the mask.
 rng = np.random.default_rng(5)
-grid = (8, 6, 5)
-affine = np.array([[1.8, 0.1, 0, -40], [0, 2.0, 0.2, -60], [0.05, 0, 2.5, 12], [0, 0, 0, 1]])
-truth = {"S0": rng.uniform(800, 1200, grid), "d": rng.uniform(1.0e-3, 2.0e-3, grid),
-         "f1": rng.uniform(0.3, 0.7, grid), "th1": rng.uniform(0.3, 2.8, grid),
-         "ph1": rng.uniform(0.1, 6.1, grid)}
-for k, v in truth.items():
-    save(f"true_{k}.nii.gz", v, affine)
-dimoc("simulate", "ball_1_stick", "--bvals", "bvals", "--bvecs", "bvecs", "--params",
-      ",".join(f"{k}=true_{k}.nii.gz" for k in truth), "--noise", "rician", "--snr", 30,
-      "--seed", 9, "--out", "sim.nii.gz")
+grid, affine = (8, 6, 5), OBLIQUE
+b, g, truth = ball_stick_dwi("3x0,30x1000,30x2000", rng, grid, 30, 9)
+M = b.size
 sim = load("sim.nii.gz").astype(np.float32)
 sim[0, 0, 0, 4] = np.nan  # outside the mask
 sim[1, 0, 0, :] = 0       # inside: skipped, 0 in every map, as the command's
@@ -253,7 +240,7 @@ want = np.asanyarray(nib.load("cli_wls/FA.nii.gz").dataobj)
 out["after"] = r["FA"].tobytes() == want.tobytes()
 print(json.dumps(out))
 """
-p = subprocess.run([sys.executable, "-c", script, os.path.join(ROOT, "python")],
+p = subprocess.run([sys.executable, "-c", script, PYTHON_SOURCE],
                    capture_output=True, text=True, timeout=300)
 try:
     out = json.loads(p.stdout.strip().splitlines()[-1])

@@ -26,32 +26,18 @@ import warnings
 import nibabel as nib
 import numpy as np
 
-from dmtest import check, dimoc, finish, load, save, workdir
+from dmtest import (OBLIQUE, PYTHON_SOURCE, ball_stick_dwi, check, dimoc, finish, load, save,
+                    source_dimoc, workdir)
 
-ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import dimoc as dm  # noqa: E402  (the source tree's package, build/'s library)
+dm = source_dimoc()
 
 d = workdir("python_fit")
 os.chdir(d)
 bvals, bvecs = "bvals", "bvecs"
-dimoc("scheme", "--shells", "3x0,24x1000,24x2500", "--bvals", bvals, "--bvecs", bvecs)
-b, g = np.loadtxt(bvals), np.loadtxt(bvecs)
-M = b.size
-
 # Truth maps on an oblique 8 x 6 x 5 grid, the DWI simulated from them with Rician noise.
-rng = np.random.default_rng(7)
-grid = (8, 6, 5)
-affine = np.array([[1.8, 0.1, 0, -40], [0, 2.0, 0.2, -60], [0.05, 0, 2.5, 12], [0, 0, 0, 1]])
-truth = {"S0": rng.uniform(800, 1200, grid), "d": rng.uniform(1.0e-3, 2.0e-3, grid),
-         "f1": rng.uniform(0.3, 0.7, grid), "th1": rng.uniform(0.3, 2.8, grid),
-         "ph1": rng.uniform(0.1, 6.1, grid)}
-for k, v in truth.items():
-    save(f"true_{k}.nii.gz", v, affine)
-dimoc("simulate", "ball_1_stick", "--bvals", bvals, "--bvecs", bvecs, "--params",
-      ",".join(f"{k}=true_{k}.nii.gz" for k in truth), "--noise", "rician", "--snr", 40,
-      "--seed", 3, "--out", "sim.nii.gz")
+grid, affine = (8, 6, 5), OBLIQUE
+b, g, truth = ball_stick_dwi("3x0,24x1000,24x2500", np.random.default_rng(7), grid, 40, 3)
+M = b.size
 sim = load("sim.nii.gz").astype(np.float32)
 sim[0, 0, 0, 5] = np.nan  # outside the mask
 sim[1, 0, 0, :] = 0       # inside: status 4, as the command's
@@ -284,7 +270,7 @@ want = np.asanyarray(nib.load("cli_lm/d.nii.gz").dataobj)
 out["after"] = bool(np.array_equal(r["d"], want))
 print(json.dumps(out))
 """
-p = subprocess.run([sys.executable, "-c", script, os.path.join(ROOT, "python")],
+p = subprocess.run([sys.executable, "-c", script, PYTHON_SOURCE],
                    capture_output=True, text=True, timeout=300)
 try:
     out = json.loads(p.stdout.strip().splitlines()[-1])

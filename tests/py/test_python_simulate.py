@@ -24,12 +24,10 @@ import time
 import nibabel as nib
 import numpy as np
 
-from dmtest import check, dimoc, finish, load, save, workdir
+from dmtest import (OBLIQUE, PYTHON_SOURCE, ball_stick_truth, check, dimoc, finish, load, save,
+                    source_dimoc, workdir)
 
-ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import dimoc as dm  # noqa: E402  (the source tree's package, build/'s library)
+dm = source_dimoc()
 
 d = workdir("python_simulate")
 os.chdir(d)
@@ -38,13 +36,8 @@ b, g = np.loadtxt("bvals"), np.loadtxt("bvecs")
 M = b.size
 
 rng = np.random.default_rng(11)
-grid = (7, 5, 4)
-affine = np.array([[1.8, 0.1, 0, -40], [0, 2.0, 0.2, -60], [0.05, 0, 2.5, 12], [0, 0, 0, 1]])
-truth = {"S0": rng.uniform(800, 1200, grid), "d": rng.uniform(1.0e-3, 2.0e-3, grid),
-         "f1": rng.uniform(0.3, 0.7, grid), "th1": rng.uniform(0.3, 2.8, grid),
-         "ph1": rng.uniform(0.1, 6.1, grid)}
-for k, v in truth.items():
-    save(f"true_{k}.nii.gz", v, affine)
+grid, affine = (7, 5, 4), OBLIQUE
+truth = ball_stick_truth(rng, grid)
 maps = {k: np.asanyarray(nib.load(f"true_{k}.nii.gz").dataobj) for k in truth}  # as the command
 params = ",".join(f"{k}=true_{k}.nii.gz" for k in truth)
 calls = []
@@ -273,7 +266,7 @@ want = np.asanyarray(nib.load("cli_maps.nii.gz").dataobj)
 out["after"] = s.signal.tobytes() == want.tobytes()
 print(json.dumps(out))
 """
-p = subprocess.run([sys.executable, "-c", script, os.path.join(ROOT, "python")],
+p = subprocess.run([sys.executable, "-c", script, PYTHON_SOURCE],
                    capture_output=True, text=True, timeout=300)
 try:
     out = json.loads(p.stdout.strip().splitlines()[-1])

@@ -33,12 +33,9 @@ import nibabel as nib
 import numpy as np
 
 import fodsim as fs
-from dmtest import check, dimoc, finish, workdir
+from dmtest import PYTHON_SOURCE, check, dimoc, finish, source_dimoc, workdir
 
-ROOT = os.environ.get("ROOT", os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import dimoc as dm  # noqa: E402  (the source tree's package, build/'s library)
+dm = source_dimoc()
 
 d = workdir("python_track")
 os.chdir(d)
@@ -319,7 +316,7 @@ out["after"] = [float(x) for x in np.concatenate(list(sl))[:50].ravel()]
 out["count"] = len(sl)
 print(json.dumps(out))
 """
-proc = subprocess.run([sys.executable, "-c", script, os.path.join(ROOT, "python"), p["fod"],
+proc = subprocess.run([sys.executable, "-c", script, PYTHON_SOURCE, p["fod"],
                        p["wm"]], capture_output=True, text=True, timeout=300)
 try:
     out = json.loads(proc.stdout.strip().splitlines()[-1])
