@@ -13,25 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_check.h"
 #include "check.h"
 #include "dimoc.h"
 #include "io/textio.h"
 #include "io/volume.h"
 #include "util/error.h"
 
-static char dir[1024];
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(cmd, sizeof cmd, "cd '%s' && ", dir);
-    vsnprintf(cmd + n, sizeof cmd - n, fmt, ap);
-    va_end(ap);
-    return system(cmd);
-}
 
 static int read_image(const char *name, dm_volume *v)
 {

@@ -12,26 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_check.h"
 #include "check.h"
 #include "dimoc.h"
 #include "io/textio.h"
 #include "io/volume.h"
 #include "util/error.h"
 
-static char dir[1024];
 static const char *program;
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(cmd, sizeof cmd, "cd '%s' && ", dir);
-    vsnprintf(cmd + n, sizeof cmd - n, fmt, ap);
-    va_end(ap);
-    return system(cmd);
-}
 
 /* The inputs, as a caller holding arrays has them. */
 static dm_volume image;
@@ -116,28 +105,6 @@ static const char *compare(const dimoc_fit_result *res, const char *out, char *w
     return why;
 }
 
-/* The context's callbacks: where they ran, and a cancel after `after` polls. */
-typedef struct seen {
-    pthread_t caller;
-    int progress, cancels, off_thread, after;
-    char last_stage[32];
-} seen;
-
-static void on_progress(void *user, const char *stage, double fraction)
-{
-    seen *s = user;
-    s->progress++;
-    if (!pthread_equal(s->caller, pthread_self())) s->off_thread++;
-    snprintf(s->last_stage, sizeof s->last_stage, "%s", stage);
-    (void)fraction;
-}
-
-static int on_cancel(void *user)
-{
-    seen *s = user;
-    if (!pthread_equal(s->caller, pthread_self())) s->off_thread++;
-    return ++s->cancels > s->after && s->after >= 0;
-}
 
 int main(void)
 {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_check.h"
 #include "check.h"
 #include "dimoc.h"
 #include "io/space.h"
@@ -30,19 +31,6 @@
 #define NC 15
 #define VOXEL 2.0
 
-static char dir[1024];
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(cmd, sizeof cmd, "cd '%s' && ", dir);
-    vsnprintf(cmd + n, sizeof cmd - n, fmt, ap);
-    va_end(ap);
-    return system(cmd);
-}
 
 static char *path_of(const char *name)
 {
@@ -160,28 +148,6 @@ static dimoc_streamlines streamlines_of(const dimoc_result *res)
     return (dimoc_streamlines){pa->array.data, oa->array.data, oa->array.shape[0] - 1};
 }
 
-/* The context's callbacks: where they ran, and a cancel after `after` polls. */
-typedef struct seen {
-    pthread_t caller;
-    int progress, cancels, off_thread, after;
-    char last_stage[32];
-} seen;
-
-static void on_progress(void *user, const char *stage, double fraction)
-{
-    seen *s = user;
-    s->progress++;
-    if (!pthread_equal(s->caller, pthread_self())) s->off_thread++;
-    snprintf(s->last_stage, sizeof s->last_stage, "%s", stage);
-    (void)fraction;
-}
-
-static int on_cancel(void *user)
-{
-    seen *s = user;
-    if (!pthread_equal(s->caller, pthread_self())) s->off_thread++;
-    return ++s->cancels > s->after && s->after >= 0;
-}
 
 /* connectome.csv of the command against a matrix of the result, each value as "%.15g". */
 static int same_csv(const char *path, const dimoc_result_array *m)
