@@ -21,7 +21,6 @@
 
 static const char *program;
 
-
 /* The inputs, as a caller holding arrays has them. */
 static dm_volume image;
 static float *cdata; /* X x Y x Z x M, the volume fastest */
