@@ -17,12 +17,13 @@ set -euo pipefail
 # through the installed dimoc.pc (tests/py/test_c_api.py).  python3-nbclient, python3-nbformat,
 # python3-ipykernel and python3-matplotlib: the Python tutorial notebook (docs/tutorial.ipynb)
 # is executed by its test (tests/py/test_notebook.py) in a Python kernel, its plots made by
-# matplotlib.
+# matplotlib.  python3-pytest: the Python package's own suite (tests/pytest, run by
+# tests/py/test_pytest_package.py).
 pkgs=(make gcc flex bison libnifti2-dev zlib1g-dev libdeflate-dev libpng-dev libgiftiio-dev
       libexpat1-dev libzip-dev libjansson-dev clang pkgconf
       python3 python3-pip python3-numpy python3-scipy python3-nibabel python3-dipy mrtrix3
       slurm-wlm munge chromium python3-nbclient python3-nbformat python3-ipykernel
-      python3-matplotlib)
+      python3-matplotlib python3-pytest)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
