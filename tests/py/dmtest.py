@@ -209,5 +209,20 @@ def ball_stick_dwi(shells, rng, grid, snr, noise_seed, affine=OBLIQUE):
     return np.loadtxt("bvals"), np.loadtxt("bvecs"), truth
 
 
+def check_refused_call(label, word, calls, fn, *args, **kw):
+    """check() that fn(*args, **kw) raises a ValueError (a TypeError too, as the package's
+    argument errors are) whose message holds `word`, before any work: `calls`, the list its
+    progress callback appends to, stays empty."""
+    calls.clear()
+    try:
+        fn(*args, **kw)
+        check(label, False, "accepted")
+    except ValueError as e:
+        check(label, word in str(e) and isinstance(e, TypeError) and not calls,
+              f"{e} (progress calls: {len(calls)})")
+    except Exception as e:
+        check(label, False, f"{type(e).__name__}: {e}")
+
+
 def finish():
     sys.exit(1 if failures else 0)

@@ -22,7 +22,7 @@ import nibabel as nib
 import numpy as np
 
 import commitpeer as cp
-from dmtest import check, dimoc, finish, source_dimoc, workdir
+from dmtest import check, check_refused_call, dimoc, finish, source_dimoc, workdir
 
 dm = source_dimoc()
 
@@ -139,16 +139,8 @@ check("python-commit-input-forms-same", not bad, f"differing: {bad}")
 
 # ---- wrong arguments: ValueError naming the argument, before any work ----
 def refused(label, word, *args, **kw):
-    calls.clear()
     kw.setdefault("progress", progress)
-    try:
-        dm.commit(*args, **kw)
-        check(label, False, "accepted")
-    except ValueError as e:
-        check(label, word in str(e) and isinstance(e, TypeError) and not calls,
-              f"{e} (progress calls: {len(calls)})")
-    except Exception as e:
-        check(label, False, f"{type(e).__name__}: {e}")
+    check_refused_call(label, word, calls, dm.commit, *args, **kw)
 
 
 g_bad = g.copy()

@@ -28,7 +28,7 @@ import nibabel as nib
 import numpy as np
 
 import csdsim as cs
-from dmtest import PYTHON_SOURCE, check, dimoc, finish, source_dimoc, workdir
+from dmtest import PYTHON_SOURCE, check, check_refused_call, dimoc, finish, source_dimoc, workdir
 
 dm = source_dimoc()
 
@@ -192,15 +192,7 @@ check("python-peaks-fibre-truth", angle < 5, f"median angle to the single fibres
 
 # ---- wrong arguments: ValueError naming the argument, before any work ----
 def refused(label, word, fn, *args, **kw):
-    calls.clear()
-    try:
-        run(fn, *args, **kw)
-        check(label, False, "accepted")
-    except ValueError as e:
-        check(label, word in str(e) and isinstance(e, TypeError) and not calls,
-              f"{e} (progress calls: {len(calls)})")
-    except Exception as e:
-        check(label, False, f"{type(e).__name__}: {e}")
+    check_refused_call(label, word, calls, run, fn, *args, **kw)
 
 
 nan_inside = dwi.copy()

@@ -26,8 +26,8 @@ import warnings
 import nibabel as nib
 import numpy as np
 
-from dmtest import (OBLIQUE, PYTHON_SOURCE, ball_stick_dwi, check, dimoc, finish, load, save,
-                    source_dimoc, workdir)
+from dmtest import (OBLIQUE, PYTHON_SOURCE, ball_stick_dwi, check, check_refused_call, dimoc,
+                    finish, load, save, source_dimoc, workdir)
 
 dm = source_dimoc()
 
@@ -174,15 +174,7 @@ check("python-fit-to-nifti", not bad and same_affine and prov["model"]["name"] =
 
 # ---- wrong arguments: ValueError naming the argument, before any work ----
 def refused(label, word, *args, **kw):
-    calls.clear()
-    try:
-        fit(*args, **kw)
-        check(label, False, "accepted")
-    except ValueError as e:
-        check(label, word in str(e) and isinstance(e, TypeError) and not calls,
-              f"{e} (progress calls: {len(calls)})")
-    except Exception as e:
-        check(label, False, f"{type(e).__name__}: {e}")
+    check_refused_call(label, word, calls, fit, *args, **kw)
 
 
 clean = np.nan_to_num(data)  # (the NaN outside the mask is refused without one)

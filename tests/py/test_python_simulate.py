@@ -24,8 +24,8 @@ import time
 import nibabel as nib
 import numpy as np
 
-from dmtest import (OBLIQUE, PYTHON_SOURCE, ball_stick_truth, check, dimoc, finish, load, save,
-                    source_dimoc, workdir)
+from dmtest import (OBLIQUE, PYTHON_SOURCE, ball_stick_truth, check, check_refused_call, dimoc,
+                    finish, load, save, source_dimoc, workdir)
 
 dm = source_dimoc()
 
@@ -177,15 +177,7 @@ except ImportError:
 
 # ---- wrong arguments: ValueError naming the argument, before any work ----
 def refused(label, word, *args, **kw):
-    calls.clear()
-    try:
-        simulate(*args, **kw)
-        check(label, False, "accepted")
-    except ValueError as e:
-        check(label, word in str(e) and isinstance(e, TypeError) and not calls,
-              f"{e} (progress calls: {len(calls)})")
-    except Exception as e:
-        check(label, False, f"{type(e).__name__}: {e}")
+    check_refused_call(label, word, calls, simulate, *args, **kw)
 
 
 nan_map = dict(maps, d=maps["d"].copy())

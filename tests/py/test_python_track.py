@@ -33,7 +33,7 @@ import nibabel as nib
 import numpy as np
 
 import fodsim as fs
-from dmtest import PYTHON_SOURCE, check, dimoc, finish, source_dimoc, workdir
+from dmtest import PYTHON_SOURCE, check, check_refused_call, dimoc, finish, source_dimoc, workdir
 
 dm = source_dimoc()
 
@@ -225,16 +225,8 @@ for label, cli, kw in runs:
 
 # ---- wrong arguments: ValueError naming the argument, before any work ----
 def refused(label, word, fn, *args, **kw):
-    calls.clear()
     kw.setdefault("progress", progress)
-    try:
-        fn(*args, **kw)
-        check(label, False, "accepted")
-    except ValueError as e:
-        check(label, word in str(e) and isinstance(e, TypeError) and not calls,
-              f"{e} (progress calls: {len(calls)})")
-    except Exception as e:
-        check(label, False, f"{type(e).__name__}: {e}")
+    check_refused_call(label, word, calls, fn, *args, **kw)
 
 
 def t(*args, **kw):
