@@ -254,6 +254,8 @@ void dm_response_provenance(dm_provenance *prov, const dm_response_set *est, dou
     }
     dm_provenance_num(prov, DM_PROV_RESULT, "iterations", est->iterations);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response", seconds);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_tensors", est->seconds_tensors);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_passes", est->seconds_passes);
 }
 
 int dm_csd_unsolved_note(const dm_csd_result *r, size_t nvox, char *buf, size_t size)
@@ -292,16 +294,17 @@ int dm_csd_run(const dm_csd_options *o, dm_dwi *d, int nresp, const dm_response 
         dm_watch_report(watch, "response", 0);
         const char *alg = o->algorithm;
         if (!alg) alg = ndw_shells > 1 || o->msmt ? "dhollander" : "tournier";
-        /* Its passes' deconvolutions can run on the GPU (gpu_solve); they stay on the CPU until
-         * that path has run under the GPU tests. */
+        /* Its passes' deconvolutions run on the GPU when the solve does (gpu_solve). */
         gpu_solver g = {.warm = warm};
         const dm_csd_solver solver = {gpu_solve, &g};
-        const int passes_on_gpu = 0;
         if (dm_response_estimate(d, alg, o->lmax > 10 ? o->lmax : 10, o->threads,
-                                 o->use_gpu && passes_on_gpu ? &solver : NULL, &out->est) != 0)
+                                 o->use_gpu ? &solver : NULL, &out->est) != 0)
             goto done;
         if (o->use_gpu)
             dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_gpu", g.times.solve);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_tensors",
+                          out->est.seconds_tensors);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_passes", out->est.seconds_passes);
         /* b = 0 and one shell determine two tissues at most: WM and CSF, as MRtrix's
          * single-shell two-tissue CSD. */
         int keep[DM_NTISSUES] = {DM_TISSUE_WM, DM_TISSUE_GM, DM_TISSUE_CSF};

@@ -7,6 +7,7 @@
 #include "sphere/directions.h"
 #include "sphere/peaks.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 #include <math.h>
 #include <omp.h>
@@ -452,7 +453,9 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
         dm_set_error("out of memory estimating responses");
         goto done;
     }
+    double t0 = dm_now_seconds();
     if (tensors(d, threads, fa, v1) != 0) goto done;
+    out->seconds_tensors = dm_now_seconds() - t0;
     {
         size_t nt = 0;
         for (size_t i = 0; i < d->nvox; i++) nt += fa[i] >= 0;
@@ -515,9 +518,11 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
                          source(d));
             goto done;
         }
+        t0 = dm_now_seconds();
         if (tournier_select(d, cand, nc, start, sdir, ns, count, lmax, threads, solver, sel, dir,
                             &nsel, &out->iterations, &out->r[0]) != 0)
             goto done;
+        out->seconds_passes = dm_now_seconds() - t0;
         if (is_dh && dhollander_iso(d, fa, keep, nbrain, threads, out) != 0) goto done;
     }
     if (!is_dh) single_shell_rows(d, &out->r[0]);

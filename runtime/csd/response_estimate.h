@@ -24,6 +24,7 @@ typedef struct dm_response_set {
     unsigned char *voxels[DM_NTISSUES]; /* image-sized masks of the voxels used */
     size_t nvoxels[DM_NTISSUES];
     int iterations; /* tournier's */
+    double seconds_tensors, seconds_passes; /* the tensor fits; tournier's passes (CSD, peaks) */
 } dm_response_set;
 
 /* Who deconvolves the candidates of tournier's passes (single-shell CSD in double, 50
