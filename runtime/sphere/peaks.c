@@ -30,7 +30,11 @@ int dm_peak_finder_init(dm_peak_finder *pf, int lmax)
     pf->basis = malloc((size_t)n * nc * sizeof *pf->basis);
     if (!pf->dirs || !pf->basis) goto fail;
     dm_dirs_hemisphere(n, pf->dirs);
-    for (int i = 0; i < n; i++) dm_sh_basis(lmax, pf->dirs + 3 * i, pf->basis + (size_t)i * nc);
+    for (int i = 0; i < n; i++) { /* stored coefficient-major: the amplitudes' loop runs along i */
+        double Y[NCOEF_MAX];
+        dm_sh_basis(lmax, pf->dirs + 3 * i, Y);
+        for (int k = 0; k < nc; k++) pf->basis[(size_t)k * n + i] = Y[k];
+    }
 
     /* Neighbours: within 1.6 spacings (the spacing of n points over a half sphere is about
      * sqrt(2 pi / n)), antipodes counting as the same direction: about 8 each. */
@@ -74,19 +78,16 @@ static double value_and_gradient(int lmax, const double *coef, const double u[3]
 {
     const int nc = dm_sh_ncoef(lmax);
     double Y[NCOEF_MAX], dth[NCOEF_MAX], dph[NCOEF_MAX];
-    double theta, phi, f = 0, ft = 0, fp = 0;
-    dm_sh_dir_to_angles(u, &theta, &phi);
-    const double st = sin(theta), ct = cos(theta);
-    if (st > 1e-12) { /* exact: dph carries a factor sin^m theta */
-        dm_sh_basis_angles(lmax, theta, phi, Y, dth, dph);
+    double theta, f = 0, ft = 0, fp = 0;
+    if (dm_sh_basis_unit(lmax, u, Y, dth, dph)) { /* exact: dph carries a factor sin^m theta */
         for (int i = 0; i < nc; i++) {
             f += coef[i] * Y[i];
             ft += coef[i] * dth[i];
             fp += coef[i] * dph[i];
         }
+        const double st = sqrt(u[0] * u[0] + u[1] * u[1]), ct = u[2], cp = u[0] / st, sp = u[1] / st;
         fp /= st; /* d/dphi is sin(theta) times the derivative along e_phi */
-        const double e_th[3] = {ct * cos(phi), ct * sin(phi), -st},
-                     e_ph[3] = {-sin(phi), cos(phi), 0};
+        const double e_th[3] = {ct * cp, ct * sp, -st}, e_ph[3] = {-sp, cp, 0};
         for (int k = 0; k < 3; k++) g[k] = ft * e_th[k] + fp * e_ph[k];
         return f;
     }
@@ -214,14 +215,19 @@ int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_pe
     if (max_peaks < 1) return 0;
     for (int i = 0; i < nc; i++)
         if (!isfinite(coef[i])) return 0;
+    /* Each amplitude summed over the coefficients in order, the directions side by side (the
+     * vector units' lanes). */
     double amp[DM_PEAK_START_DIRS], scale = 0, top = -INFINITY;
-    for (int i = 0; i < n; i++) {
-        const double *Y = pf->basis + (size_t)i * nc;
-        double v = 0;
-        for (int k = 0; k < nc; k++) v += coef[k] * Y[k];
-        amp[i] = v;
-        scale = fmax(scale, fabs(v));
-        top = fmax(top, v);
+    for (int i = 0; i < n; i++) amp[i] = 0;
+    for (int k = 0; k < nc; k++) {
+        const double c = coef[k], *B = pf->basis + (size_t)k * n;
+#pragma omp simd
+        for (int i = 0; i < n; i++) amp[i] += c * B[i];
+    }
+    for (int i = 0; i < n; i++) { /* the amplitudes are finite: plain comparisons */
+        const double a = fabs(amp[i]);
+        if (a > scale) scale = a;
+        if (amp[i] > top) top = amp[i];
     }
     if (scale == 0) return 0;
     /* A local maximum: above every neighbour, ties (to rounding) going to the lower index so

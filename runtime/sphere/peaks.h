@@ -16,7 +16,7 @@
 typedef struct dm_peak_finder {
     int lmax, ncoef, nstart;
     double *dirs;    /* 3 * nstart unit vectors, z >= 0 */
-    double *basis;   /* nstart x ncoef: the SH basis at each start direction */
+    double *basis;   /* ncoef x nstart: the SH basis at the start directions, by coefficient */
     int *neighbours; /* nstart x max_neighbours indices, -1 after the last of each */
     int max_neighbours;
 } dm_peak_finder;

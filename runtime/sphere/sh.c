@@ -55,15 +55,13 @@ static void legendre(int lmax, double x, double s, double P[LDIM][LDIM])
     }
 }
 
-void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *dtheta, double *dphi)
+/* The basis and its derivatives from cos and sin of theta and cm[m], sm[m] = cos, sin (m phi). */
+static void basis_core(int lmax, double ct, double st, const double *cm, const double *sm, double *Y,
+                       double *dtheta, double *dphi)
 {
     pthread_once(&tables_once, make_tables);
-    double P[LDIM][LDIM], cm[LDIM], sm[LDIM];
-    legendre(lmax, cos(theta), sin(theta), P);
-    for (int m = 1; m <= lmax; m++) { /* cos(m phi), sin(m phi): the same for every degree */
-        cm[m] = cos(m * phi);
-        sm[m] = sin(m * phi);
-    }
+    double P[LDIM][LDIM];
+    legendre(lmax, ct, st, P);
     for (int l = 0; l <= lmax; l += 2) {
         for (int m = 0; m <= l; m++) {
             double p = P[l][m];
@@ -95,6 +93,32 @@ void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *d
             }
         }
     }
+}
+
+void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *dtheta, double *dphi)
+{
+    double cm[LDIM], sm[LDIM];
+    for (int m = 1; m <= lmax; m++) { /* cos(m phi), sin(m phi): the same for every degree */
+        cm[m] = cos(m * phi);
+        sm[m] = sin(m * phi);
+    }
+    basis_core(lmax, cos(theta), sin(theta), cm, sm, Y, dtheta, dphi);
+}
+
+int dm_sh_basis_unit(int lmax, const double u[3], double *Y, double *dtheta, double *dphi)
+{
+    const double st = sqrt(u[0] * u[0] + u[1] * u[1]); /* |u| = 1: no overflow to guard */
+    if (!(st > 1e-12)) return 0;
+    double cm[LDIM], sm[LDIM];
+    cm[1] = u[0] / st;
+    sm[1] = u[1] / st;
+    for (int m = 2; m <= lmax; m++) { /* the angle-addition formulas, m phi = (m - 1) phi + phi */
+        cm[m] = cm[m - 1] * cm[1] - sm[m - 1] * sm[1];
+        sm[m] = sm[m - 1] * cm[1] + cm[m - 1] * sm[1];
+    }
+    const double ct = u[2] > 1.0 ? 1.0 : u[2] < -1.0 ? -1.0 : u[2];
+    basis_core(lmax, ct, st, cm, sm, Y, dtheta, dphi);
+    return 1;
 }
 
 void dm_sh_dir_to_angles(const double dir[3], double *theta, double *phi)

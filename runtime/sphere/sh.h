@@ -37,6 +37,10 @@ void dm_sh_basis_angles(int lmax, double theta, double phi, double *Y, double *d
 /* The function with coefficients c at the unit vector dir. */
 double dm_sh_value(int lmax, const double *c, const double dir[3]);
 
+/* As dm_sh_basis_angles at the unit vector u (its theta and phi), from u's coordinates: no
+ * inverse trigonometry, cos and sin (m phi) by the angle-addition formulas (the same values to
+ * rounding).  0, with nothing written, at a pole (sin theta <= 1e-12: phi undefined), else 1. */
+int dm_sh_basis_unit(int lmax, const double u[3], double *Y, double *dtheta, double *dphi);
 /* The zonal (m = 0) basis at cos(theta): z[l/2] = Y_l0, l = 0, 2, ..., lmax. */
 void dm_sh_zonal(int lmax, double cos_theta, double *z);
 /* The factor that turns the zonal coefficient r_l of an axially symmetric kernel into its

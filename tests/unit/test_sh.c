@@ -1,6 +1,7 @@
 /* Independent truths for the spherical harmonics (runtime/sphere/sh.c) and the peak finder
  * (runtime/sphere/peaks.c): orthonormality by quadrature, the addition theorem, the zonal
- * functions, derivatives against finite differences; peaks of known lobes. */
+ * functions, derivatives against finite differences, the basis from a vector against the basis
+ * from its angles; peaks of known lobes. */
 #include "check.h"
 #include "sphere/peaks.h"
 #include "sphere/sh.h"
@@ -135,6 +136,32 @@ static void test_derivatives(void)
     }
     check(worst_t < 1e-6, "sh-dtheta-finite-difference", "largest error %.3g", worst_t);
     check(worst_p < 1e-6, "sh-dphi-finite-difference", "largest error %.3g", worst_p);
+}
+
+/* The basis from a unit vector's coordinates (cos and sin (m phi) by angle addition) against
+ * the basis from its angles (cos and sin of each m phi by the maths library); a pole declined. */
+static void test_basis_unit(void)
+{
+    unsigned st = 29;
+    double worst = 0;
+    double Y[NC], dt[NC], dp[NC], Yu[NC], dtu[NC], dpu[NC];
+    int all = 1;
+    for (int trial = 0; trial < 200; trial++) {
+        double u[3];
+        random_dir(&st, u);
+        double theta = acos(u[2]), phi = atan2(u[1], u[0]);
+        dm_sh_basis_angles(LMAX, theta, phi, Y, dt, dp);
+        all &= dm_sh_basis_unit(LMAX, u, Yu, dtu, dpu);
+        for (int i = 0; i < NC; i++) {
+            worst = fmax(worst, fabs(Yu[i] - Y[i]));
+            worst = fmax(worst, fabs(dtu[i] - dt[i]) / 10); /* derivatives up to about 10 */
+            worst = fmax(worst, fabs(dpu[i] - dp[i]) / 10);
+        }
+    }
+    check(all && worst < 1e-13, "sh-basis-unit-equals-angles", "largest difference %.3g", worst);
+    const double pole[3] = {0, 0, -1};
+    check(dm_sh_basis_unit(LMAX, pole, Yu, NULL, NULL) == 0, "sh-basis-unit-declines-a-pole",
+          "a pole was taken");
 }
 
 static void test_lmax_for(void)
@@ -356,6 +383,7 @@ int main(void)
     test_addition_theorem();
     test_zonal();
     test_derivatives();
+    test_basis_unit();
     test_lmax_for();
     test_peaks();
     return failures != 0;
