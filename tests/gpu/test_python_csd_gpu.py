@@ -24,25 +24,7 @@ rng = np.random.default_rng(5)
 SHAPE = (30, 30, 8)
 aff = cs.oblique_affine(SHAPE)
 gw = cs.fsl_to_world(aff, g)
-x, y = np.meshgrid(np.arange(SHAPE[0]) - 14.5, np.arange(SHAPE[1]) - 14.5, indexing="ij")
-r = np.hypot(x, y)
-tissue = np.full(SHAPE[:2], -1)
-tissue[r < 14.5] = 0
-tissue[r < 7] = 1
-tissue[r < 4] = 2
-data = np.zeros(SHAPE + (b.size,))
-for i, j, k in np.ndindex(SHAPE):
-    t = tissue[i, j]
-    if t == 0:
-        u = cs.random_unit(rng, 2)
-        s = cs.fibre_signal(b, gw, u[0]) if rng.random() < 0.7 else \
-            0.5 * (cs.fibre_signal(b, gw, u[0]) + cs.fibre_signal(b, gw, u[1]))
-    elif t > 0:
-        s = np.exp(-b * (cs.D_GM if t == 1 else cs.D_CSF))
-    else:
-        continue
-    data[i, j, k] = 1000 * s + rng.normal(scale=20, size=b.size)
-mask = np.repeat((tissue >= 0)[:, :, None], SHAPE[2], axis=2).astype(np.uint8)
+data, mask, _, _ = cs.three_tissue_slab(rng, b, gw, SHAPE, (14.5, 7, 4))
 nib.save(nib.Nifti1Image(data.astype(np.float32), aff), "dwi.nii.gz")
 nib.save(nib.Nifti1Image(mask, aff), "mask.nii.gz")
 img = nib.load("dwi.nii.gz")

@@ -128,6 +128,40 @@ def triad(rng, n):
     return out
 
 
+def three_tissue_slab(rng, b, g_world, shape, radii):
+    """A slab of shape (nx, ny, nz), the same in every slice: discs about the centre of the first
+    two axes, WM out to radii[0] (fibres of random world direction, 70% single, else two equal
+    ones), GM inside radii[1], CSF inside radii[2]; S0 1000, Gaussian noise of sigma 20.
+    Returns the signals (shape + (len(b),)), the mask (uint8), the single-fibre voxels and their
+    fibre directions."""
+    c0, c1 = (shape[0] - 1) / 2, (shape[1] - 1) / 2
+    x, y = np.meshgrid(np.arange(shape[0]) - c0, np.arange(shape[1]) - c1, indexing="ij")
+    r = np.hypot(x, y)
+    tissue = np.full(shape[:2], -1)
+    tissue[r < radii[0]] = 0
+    tissue[r < radii[1]] = 1
+    tissue[r < radii[2]] = 2
+    data = np.zeros(tuple(shape) + (b.size,))
+    single = np.zeros(shape, bool)
+    fibre = np.zeros(tuple(shape) + (3,))
+    for i, j, k in np.ndindex(*shape):
+        t = tissue[i, j]
+        if t < 0:
+            continue
+        if t == 0:
+            u = random_unit(rng, 2)
+            if rng.random() < 0.7:
+                s = fibre_signal(b, g_world, u[0])
+                single[i, j, k], fibre[i, j, k] = True, u[0]
+            else:
+                s = 0.5 * (fibre_signal(b, g_world, u[0]) + fibre_signal(b, g_world, u[1]))
+        else:
+            s = np.exp(-b * (D_GM if t == 1 else D_CSF))
+        data[i, j, k] = 1000 * s + rng.normal(scale=20, size=b.size)
+    mask = np.repeat((tissue >= 0)[:, :, None], shape[2], axis=2).astype(np.uint8)
+    return data, mask, single, fibre
+
+
 def add_noise(rng, s, sigma, kind="rician"):
     if kind == "rician":
         return np.hypot(s + rng.normal(scale=sigma, size=s.shape), rng.normal(scale=sigma, size=s.shape))

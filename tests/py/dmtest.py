@@ -1,4 +1,5 @@
 """Helpers for dimoc's Python tests: run the program, make inputs, read outputs, report."""
+import json
 import os
 import struct
 import subprocess
@@ -222,6 +223,50 @@ def check_refused_call(label, word, calls, fn, *args, **kw):
               f"{e} (progress calls: {len(calls)})")
     except Exception as e:
         check(label, False, f"{type(e).__name__}: {e}")
+
+
+# The Ctrl-C check's script: the package imported from the source tree, SIGINT 0.3 s after the
+# first progress report (of STAGE), then the check of the next call.
+CTRL_C_SCRIPT = r"""
+import os, signal, sys, threading, time, json
+sys.path.insert(0, sys.argv[1])
+import numpy as np, nibabel as nib, dimoc
+b, g = np.loadtxt("bvals"), np.loadtxt("bvecs")
+STAGE = {stage!r}
+{setup}
+started = []
+def interrupt_soon(stage, fraction):
+    if (STAGE is None or stage == STAGE) and not started:
+        started.append(time.time())
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+out = {{}}
+try:
+    {call}
+    out["raised"] = None
+except KeyboardInterrupt:
+    out["raised"] = "KeyboardInterrupt"
+out["late"] = time.time() - started[0] - 0.3 if started else 9
+{after}
+out["after"] = bool(after_ok)
+print(json.dumps(out))
+"""
+
+
+def check_ctrl_c(label, setup, call, after, stage=None, timeout=600):
+    """check() that Ctrl-C during a call of the Python package reaches the caller: a fresh
+    Python (the working folder's bvals and bvecs loaded as b, g) runs `setup`, then `call` (code
+    that passes progress=interrupt_soon), is sent SIGINT 0.3 s after the call's first progress
+    report (of `stage`, when given), and must raise KeyboardInterrupt within a second; then
+    `after` (code that sets after_ok, e.g. the next call equals the command's) must hold."""
+    script = CTRL_C_SCRIPT.format(stage=stage, setup=setup, call=call, after=after)
+    p = subprocess.run([sys.executable, "-c", script, PYTHON_SOURCE], capture_output=True,
+                       text=True, timeout=timeout)
+    try:
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        out = {}
+    check(label, out.get("raised") == "KeyboardInterrupt" and out.get("late", 9) < 1.0 and
+          out.get("after") is True, f"{out} {p.stderr[-500:]}")
 
 
 def finish():

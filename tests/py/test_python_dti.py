@@ -13,8 +13,6 @@ data, imported from the source tree (python/, build/'s library):
   library prints nothing."""
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,7 +20,7 @@ import time
 import nibabel as nib
 import numpy as np
 
-from dmtest import (OBLIQUE, PYTHON_SOURCE, ball_stick_dwi, check, check_refused_call, dimoc,
+from dmtest import (OBLIQUE, ball_stick_dwi, check, check_ctrl_c, check_refused_call, dimoc,
                     finish, load, source_dimoc, workdir)
 
 dm = source_dimoc()
@@ -207,39 +205,14 @@ except dm.Cancelled:
     check("python-dti-cancel", late < 1.0, f"stopped {late:.2f} s after the cancel")
 same(dti(data, b, g, mask=mask), "cli_wls", "python-dti-after-cancel-equals-command")
 
-script = r"""
-import os, signal, sys, threading, time, json
-sys.path.insert(0, sys.argv[1])
-import numpy as np, nibabel as nib, dimoc
-b, g = np.loadtxt("bvals"), np.loadtxt("bvecs")
-big = np.load("big.npy")
-started = []
-def interrupt_soon(stage, fraction):
-    if not started:
-        started.append(time.time())
-        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-out = {}
-try:
-    dimoc.dti(big, b, g, progress=interrupt_soon, threads=2, iter=5)
-    out["raised"] = None
-except KeyboardInterrupt:
-    out["raised"] = "KeyboardInterrupt"
-out["late"] = time.time() - started[0] - 0.3 if started else 9
-data = np.asanyarray(nib.load("dwi.nii.gz").dataobj)
-mask = np.asanyarray(nib.load("mask.nii.gz").dataobj)
-r = dimoc.dti(data, b, g, mask=mask, progress=False, threads=2)
-want = np.asanyarray(nib.load("cli_wls/FA.nii.gz").dataobj)
-out["after"] = r["FA"].tobytes() == want.tobytes()
-print(json.dumps(out))
-"""
-p = subprocess.run([sys.executable, "-c", script, PYTHON_SOURCE],
-                   capture_output=True, text=True, timeout=300)
-try:
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-except (ValueError, IndexError):
-    out = {}
-check("python-dti-ctrl-c", out.get("raised") == "KeyboardInterrupt" and
-      out.get("late", 9) < 1.0 and out.get("after") is True, f"{out} {p.stderr[-500:]}")
+check_ctrl_c(
+    "python-dti-ctrl-c", 'big = np.load("big.npy")',
+    "dimoc.dti(big, b, g, progress=interrupt_soon, threads=2, iter=5)",
+    'data = np.asanyarray(nib.load("dwi.nii.gz").dataobj)\n'
+    'mask = np.asanyarray(nib.load("mask.nii.gz").dataobj)\n'
+    'r = dimoc.dti(data, b, g, mask=mask, progress=False, threads=2)\n'
+    'want = np.asanyarray(nib.load("cli_wls/FA.nii.gz").dataobj)\n'
+    'after_ok = r["FA"].tobytes() == want.tobytes()', timeout=300)
 os.remove("big.npy")
 
 # ---- the library prints nothing; to_nifti writes the command's maps ----
