@@ -256,6 +256,8 @@ void dm_response_provenance(dm_provenance *prov, const dm_response_set *est, dou
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response", seconds);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_tensors", est->seconds_tensors);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_passes", est->seconds_passes);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_deconvolve", est->seconds_deconvolve);
+    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_peaks", est->seconds_peaks);
 }
 
 int dm_csd_unsolved_note(const dm_csd_result *r, size_t nvox, char *buf, size_t size)
@@ -305,6 +307,9 @@ int dm_csd_run(const dm_csd_options *o, dm_dwi *d, int nresp, const dm_response 
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_tensors",
                           out->est.seconds_tensors);
         dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_passes", out->est.seconds_passes);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_deconvolve",
+                          out->est.seconds_deconvolve);
+        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_peaks", out->est.seconds_peaks);
         /* b = 0 and one shell determine two tissues at most: WM and CSF, as MRtrix's
          * single-shell two-tissue CSD. */
         int keep[DM_NTISSUES] = {DM_TISSUE_WM, DM_TISSUE_GM, DM_TISSUE_CSF};

@@ -166,7 +166,7 @@ static dm_response one_shell(const dm_response *r, int s)
 static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const size_t *start,
                            const double *sdir, size_t ns, size_t count, int lmax, int threads,
                            const dm_csd_solver *solver, size_t *sel, double *dir, size_t *nsel,
-                           int *iters, dm_response *resp)
+                           int *iters, dm_response *resp, dm_response_set *times)
 {
     int rc = -1, s = top_shell(d);
     size_t nfit = nc;
@@ -210,9 +210,12 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
                 for (size_t i = 0; i < nfit; i++)
                     Y[j * nfit + i] = dm_dwi_signal(d, fit[i], plan.vol[j]);
         }
+        double t0 = dm_now_seconds();
         ok = ok &&
              (solver ? solver->solve(solver->ctx, &plan, Y, nfit, X, st)
                      : dm_csd_cpu_run(&plan, Y, nfit, 0, 1, threads, 50, NULL, X, st, NULL)) == 0;
+        times->seconds_deconvolve += dm_now_seconds() - t0;
+        t0 = dm_now_seconds();
         if (ok) {
 #pragma omp parallel for schedule(dynamic, 64)                                                     \
     num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -229,6 +232,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
                 }
             }
         }
+        times->seconds_peaks += dm_now_seconds() - t0;
         free(Y);
         free(X);
         free(st);
@@ -520,7 +524,7 @@ int dm_response_estimate(const dm_dwi *d, const char *algorithm, int lmax, int t
         }
         t0 = dm_now_seconds();
         if (tournier_select(d, cand, nc, start, sdir, ns, count, lmax, threads, solver, sel, dir,
-                            &nsel, &out->iterations, &out->r[0]) != 0)
+                            &nsel, &out->iterations, &out->r[0], out) != 0)
             goto done;
         out->seconds_passes = dm_now_seconds() - t0;
         if (is_dh && dhollander_iso(d, fa, keep, nbrain, threads, out) != 0) goto done;

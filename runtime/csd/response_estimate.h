@@ -25,6 +25,8 @@ typedef struct dm_response_set {
     size_t nvoxels[DM_NTISSUES];
     int iterations; /* tournier's */
     double seconds_tensors, seconds_passes; /* the tensor fits; tournier's passes (CSD, peaks) */
+    double seconds_deconvolve, seconds_peaks; /* of the passes: the CSD (the solver's call), the
+                                               * peaks and scores */
 } dm_response_set;
 
 /* Who deconvolves the candidates of tournier's passes (single-shell CSD in double, 50
