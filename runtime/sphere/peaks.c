@@ -73,12 +73,26 @@ void dm_peak_finder_free(dm_peak_finder *pf)
     memset(pf, 0, sizeof *pf);
 }
 
-/* f at the unit vector u, and its gradient on the sphere (a vector tangent at u). */
-static double value_and_gradient(int lmax, const double *coef, const double u[3], double g[3])
+/* f's Hessian on the sphere at a point: in the orthonormal tangent frame e_theta, e_phi there
+ * (ok: made; not at a pole's neighbourhood, where the frame degenerates). */
+typedef struct sphere_hessian {
+    double tt, tp, pp, e_th[3], e_ph[3];
+    int ok;
+} sphere_hessian;
+
+/* Below this sin(theta) the Hessian is not made from the angles' derivatives (they divide by
+ * sin^2 theta): Newton's step takes it by differences of the gradient instead. */
+#define HESSIAN_MIN_SIN 1e-2
+
+/* f at the unit vector u, and its gradient on the sphere (a vector tangent at u); hess (may be
+ * NULL) its Hessian there. */
+static double value_and_gradient(int lmax, const double *coef, const double u[3], double g[3],
+                                 sphere_hessian *hess)
 {
     const int nc = dm_sh_ncoef(lmax);
     double Y[NCOEF_MAX], dth[NCOEF_MAX], dph[NCOEF_MAX];
     double theta, f = 0, ft = 0, fp = 0;
+    if (hess) hess->ok = 0;
     if (dm_sh_basis_unit(lmax, u, Y, dth, dph)) { /* exact: dph carries a factor sin^m theta */
         for (int i = 0; i < nc; i++) {
             f += coef[i] * Y[i];
@@ -86,8 +100,33 @@ static double value_and_gradient(int lmax, const double *coef, const double u[3]
             fp += coef[i] * dph[i];
         }
         const double st = sqrt(u[0] * u[0] + u[1] * u[1]), ct = u[2], cp = u[0] / st, sp = u[1] / st;
-        fp /= st; /* d/dphi is sin(theta) times the derivative along e_phi */
         const double e_th[3] = {ct * cp, ct * sp, -st}, e_ph[3] = {-sp, cp, 0};
+        if (hess && st > HESSIAN_MIN_SIN) {
+            /* The second derivatives from the first: d2/dphi2 of Y_lm is -m^2 Y_lm, d2/dtheta
+             * dphi swaps the cos and sin terms' dtheta with a factor m, and the Legendre
+             * equation gives d2/dtheta2 = -cot dtheta - l(l+1) + m^2 / sin^2.  On the sphere
+             * (metric diag(1, sin^2)) the Hessian in the frame e_theta, e_phi is
+             *   tt = f_tt,  tp = (f_tp - cot f_p) / sin,  pp = (f_pp + sin cos f_t) / sin^2. */
+            double lap = 0, fpp = 0, ftp = 0;
+            for (int l = 0; l <= lmax; l += 2) {
+                const int i0 = dm_sh_index(l, 0);
+                lap += coef[i0] * l * (l + 1) * Y[i0];
+                for (int m = 1; m <= l; m++) {
+                    const double cy = coef[i0 + m] * Y[i0 + m] + coef[i0 - m] * Y[i0 - m];
+                    lap += l * (l + 1) * cy;
+                    fpp -= (double)m * m * cy;
+                    ftp += m * (coef[i0 - m] * dth[i0 + m] - coef[i0 + m] * dth[i0 - m]);
+                }
+            }
+            const double cot = ct / st, s2 = st * st;
+            hess->tt = -cot * ft - lap - fpp / s2;
+            hess->tp = (ftp - cot * fp) / st;
+            hess->pp = fpp / s2 + cot * ft;
+            memcpy(hess->e_th, e_th, sizeof e_th);
+            memcpy(hess->e_ph, e_ph, sizeof e_ph);
+            hess->ok = 1;
+        }
+        fp /= st; /* d/dphi is sin(theta) times the derivative along e_phi */
         for (int k = 0; k < 3; k++) g[k] = ft * e_th[k] + fp * e_ph[k];
         return f;
     }
@@ -115,15 +154,17 @@ static void normalise(double v[3])
 }
 
 /* The chart u(a, b) = normalise(d + a t1 + b t2): u, and F and its gradient G there (and
- * f's gradient on the sphere, g, for the next step's chart). */
+ * f's gradient and Hessian on the sphere, g and hess (may be NULL), for the next step's
+ * chart). */
 static double chart(int lmax, const double *coef, const double d[3], const double t1[3],
-                    const double t2[3], double a, double b, double u[3], double G[2], double g[3])
+                    const double t2[3], double a, double b, double u[3], double G[2], double g[3],
+                    sphere_hessian *hess)
 {
     double v[3];
     for (int k = 0; k < 3; k++) v[k] = d[k] + a * t1[k] + b * t2[k];
     double r = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
     for (int k = 0; k < 3; k++) u[k] = v[k] / r;
-    double f = value_and_gradient(lmax, coef, u, g);
+    double f = value_and_gradient(lmax, coef, u, g, hess);
     /* du/da = (t1 - u (u.t1)) / r and g is tangent at u, so dF/da = g.t1 / r. */
     G[0] = (g[0] * t1[0] + g[1] * t1[1] + g[2] * t1[2]) / r;
     G[1] = (g[0] * t2[0] + g[1] * t2[1] + g[2] * t2[2]) / r;
@@ -135,7 +176,8 @@ static double newton(int lmax, const double *coef, double d[3])
 {
     const double h = 1e-4, max_step = 0.1; /* radians */
     double u[3], G[2], Gp[2], Gm[2], g[3], gn[3];
-    double f = value_and_gradient(lmax, coef, d, g);
+    sphere_hessian hs, hn; /* at d; at the step tried */
+    double f = value_and_gradient(lmax, coef, d, g, &hs);
     for (int iter = 0; iter < 50; iter++) {
         /* t1: d crossed with the axis it is least along; t2 = d x t1. */
         int ax = fabs(d[0]) <= fabs(d[1]) && fabs(d[0]) <= fabs(d[2]) ? 0
@@ -153,11 +195,27 @@ static double newton(int lmax, const double *coef, double d[3])
 
         G[0] = g[0] * t1[0] + g[1] * t1[1] + g[2] * t1[2]; /* the chart's gradient at 0 */
         G[1] = g[0] * t2[0] + g[1] * t2[1] + g[2] * t2[2];
+        /* The chart's Hessian at 0: f's Hessian on the sphere along t1, t2 (the chart's
+         * straight lines through a degree-0 extension of f), or near a pole by central
+         * differences of its gradient. */
         double H[2][2];
-        for (int j = 0; j < 2; j++) {
-            chart(lmax, coef, d, t1, t2, j == 0 ? h : 0, j == 1 ? h : 0, u, Gp, gn);
-            chart(lmax, coef, d, t1, t2, j == 0 ? -h : 0, j == 1 ? -h : 0, u, Gm, gn);
-            for (int i = 0; i < 2; i++) H[i][j] = (Gp[i] - Gm[i]) / (2 * h);
+        if (hs.ok) {
+            const double *t[2] = {t1, t2};
+            double a[2], b[2];
+            for (int i = 0; i < 2; i++) {
+                a[i] = t[i][0] * hs.e_th[0] + t[i][1] * hs.e_th[1] + t[i][2] * hs.e_th[2];
+                b[i] = t[i][0] * hs.e_ph[0] + t[i][1] * hs.e_ph[1] + t[i][2] * hs.e_ph[2];
+            }
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                    H[i][j] = a[i] * a[j] * hs.tt + (a[i] * b[j] + b[i] * a[j]) * hs.tp +
+                              b[i] * b[j] * hs.pp;
+        } else {
+            for (int j = 0; j < 2; j++) {
+                chart(lmax, coef, d, t1, t2, j == 0 ? h : 0, j == 1 ? h : 0, u, Gp, gn, NULL);
+                chart(lmax, coef, d, t1, t2, j == 0 ? -h : 0, j == 1 ? -h : 0, u, Gm, gn, NULL);
+                for (int i = 0; i < 2; i++) H[i][j] = (Gp[i] - Gm[i]) / (2 * h);
+            }
         }
         double off = 0.5 * (H[0][1] + H[1][0]);
         double det = H[0][0] * H[1][1] - off * off;
@@ -176,10 +234,11 @@ static double newton(int lmax, const double *coef, double d[3])
         /* Backtrack until f does not fall (beyond rounding). */
         int moved = 0;
         for (int half = 0; half < 20 && !moved; half++) {
-            double fn = chart(lmax, coef, d, t1, t2, s[0], s[1], u, Gp, gn);
+            double fn = chart(lmax, coef, d, t1, t2, s[0], s[1], u, Gp, gn, &hn);
             if (fn >= f - 1e-12 * fabs(f)) {
                 memcpy(d, u, sizeof u);
                 memcpy(g, gn, sizeof g);
+                hs = hn;
                 f = fn;
                 moved = 1;
             } else {
