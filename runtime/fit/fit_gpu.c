@@ -29,18 +29,24 @@ typedef struct gpu_job {
     const dm_fit_gpu_programs *progs;
     int real_size, lanes, ns;
     size_t *todo, ntodo, batch;
-    size_t nsmall, small; /* the first nsmall batches of `small` voxels (0: none) */
-    atomic_size_t next;   /* the next batch's number */
+    /* While the starts are still being made on their thread (fit_starts.h), the batches grow:
+     * each GPU's first is batch >> ramp, its next twice that, until they reach batch; so the
+     * GPU waits for the starts of a small batch only and then keeps behind their thread. */
+    int ramp, ngpu;
+    atomic_size_t next; /* the next batch's number */
     atomic_int batches;
     struct dm_progress *progress;
     dm_fit_watch *watch; /* or NULL */
     atomic_int running;  /* workers not done yet */
+    pthread_mutex_t lock; /* with `done`: a worker's end wakes the caller's thread */
+    pthread_cond_t done;
 } gpu_job;
 
 typedef struct gpu_worker {
     gpu_job *job;
     int index, ordinal; /* the GPU's place in the session, its device ordinal */
     int rc;
+    double starts_wait; /* seconds it waited for its batches' starts */
     char error[512];
     /* the kernels' stop flag (dm_fit_config.stop), in host memory the GPU reads: the caller's
      * thread sets it when the run is stopped; NULL until the worker has made it */
@@ -274,10 +280,18 @@ static void unpack(gpu_job *j, slot *s)
 }
 
 /* Batch k's voxels: todo[*first .. *first + *n); 0 when it is past the work. */
+static size_t batch_size(const gpu_job *j, size_t k)
+{
+    const size_t step = k / (size_t)j->ngpu;
+    return step < (size_t)j->ramp ? j->batch >> (j->ramp - step) : j->batch;
+}
+
 static int batch_range(const gpu_job *j, size_t k, size_t *first, size_t *n)
 {
-    const size_t size = k < j->nsmall ? j->small : j->batch;
-    *first = k < j->nsmall ? k * j->small : j->nsmall * j->small + (k - j->nsmall) * j->batch;
+    size_t size = batch_size(j, k);
+    *first = 0;
+    for (size_t i = 0; i < k && i < (size_t)j->ramp * j->ngpu; i++) *first += batch_size(j, i);
+    if (k > (size_t)j->ramp * j->ngpu) *first += (k - (size_t)j->ramp * j->ngpu) * j->batch;
     if (*first >= j->ntodo) return 0;
     *n = j->ntodo - *first < size ? j->ntodo - *first : size;
     return 1;
@@ -320,7 +334,7 @@ static void *worker_main(void *arg)
     /* each voxel's rows on the device: unless shared, and a stage program's own on them */
     const size_t own_rows = shared_rows && !p->mi.rows_per_voxel ? 0 : fix_rows;
     slot_bytes(j->batch, M, VS, P, ns, own_rows, rs, bytes);
-    slot_bytes(j->nsmall ? j->small : j->batch, M, VS, P, ns, own_rows, rs, small_bytes);
+    slot_bytes(j->batch >> j->ramp, M, VS, P, ns, own_rows, rs, small_bytes);
     w->rc = -1;
     dm_fit_config cfg = p->cfg;
     for (int k = 0; k < j->progs->n; k++)
@@ -381,13 +395,15 @@ static void *worker_main(void *arg)
         atomic_fetch_add(&j->batches, 1);
         /* a small first batch gets a small set (pinning 100 MB took 0.02-0.03 s before the
          * GPU had work); the set grows at its next, full batch, while the GPU fits another */
-        const size_t *need = j->nsmall && n <= j->small ? small_bytes : bytes;
+        const size_t *need = j->ramp && n <= j->batch >> j->ramp ? small_bytes : bytes;
         if (!slot_fits(s, need)) {
             free_slot(cu, s);
             if (alloc_slot(cu, s, need) != 0) goto fail;
         }
         /* the batch's starts from the signal (fit_starts.h), made on their thread */
+        const double t_wait = dm_now_seconds();
         dm_fit_starts_wait(p, j->todo[first + n - 1] + 1);
+        w->starts_wait += dm_now_seconds() - t_wait;
 #pragma omp parallel for schedule(static)
         for (size_t b = 0; b < n; b++) {
             size_t i = j->todo[first + b];
@@ -446,7 +462,10 @@ static void *worker_run(void *arg)
 {
     gpu_worker *w = arg;
     worker_main(w);
+    pthread_mutex_lock(&w->job->lock);
     atomic_fetch_sub(&w->job->running, 1);
+    pthread_cond_broadcast(&w->job->done);
+    pthread_mutex_unlock(&w->job->lock);
     return NULL;
 }
 
@@ -526,6 +545,8 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
     j.ns = res->nsamples;
     j.progress = o->progress;
     j.watch = o->watch;
+    pthread_mutex_init(&j.lock, NULL);
+    pthread_cond_init(&j.done, NULL);
     j.todo = malloc(p->nfit * sizeof *j.todo);
     for (size_t i = 0; i < p->nfit; i++)
         if (p->status[p->index[i]] == DM_STATUS_FITTED) j.todo[j.ntodo++] = i;
@@ -544,12 +565,10 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
     if (batch > 1 << 22) batch = 1 << 22;
     if (batch < 1) batch = 1;
     j.batch = batch;
-    /* Starts still being made (fit_starts.h): each GPU's first batch small, so that it waits
-     * for the starts of an eighth of a batch only. */
-    if (p->starts && batch >= 8192) {
-        j.nsmall = (size_t)ngpu;
-        j.small = batch / 8;
-    }
+    /* Starts still being made (fit_starts.h): each GPU's first batch an eighth of a batch,
+     * then a quarter, a half. */
+    j.ngpu = ngpu;
+    if (p->starts && batch >= 8192) j.ramp = 3;
     rep->batch_voxels = (long)batch;
 
     int rc = 0;
@@ -562,6 +581,7 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
             w[g].index = g;
             w[g].ordinal = gs.ord[g];
             w[g].rc = 0;
+            w[g].starts_wait = 0;
             atomic_init(&w[g].stop, NULL);
             atomic_fetch_add(&j.running, 1);
             if (pthread_create(&th[g], NULL, worker_run, &w[g]) != 0) {
@@ -580,13 +600,27 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
                     volatile int *flag = atomic_load(&w[g].stop);
                     if (flag) *flag = 1;
                 }
-            nanosleep(&(struct timespec){0, 10000000}, NULL);
+            /* woken by the last worker's end, or after 10 ms for the next poll */
+            pthread_mutex_lock(&j.lock);
+            if (atomic_load(&j.running) > 0) {
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 10000000;
+                if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+                pthread_cond_timedwait(&j.done, &j.lock, &until);
+            }
+            pthread_mutex_unlock(&j.lock);
         }
         for (int g = 0; g < started; g++) pthread_join(th[g], NULL);
         for (int g = 0; g < started && rc == 0; g++)
             if (w[g].rc != 0) rc = dm_set_error("%s", w[g].error);
+        for (int g = 0; g < started; g++)
+            if (w[g].starts_wait > rep->starts_wait_seconds)
+                rep->starts_wait_seconds = w[g].starts_wait;
     }
     rep->batches = atomic_load(&j.batches);
+    pthread_mutex_destroy(&j.lock);
+    pthread_cond_destroy(&j.done);
     free(j.todo);
     dm_fit_gpu_programs_free(&progs);
     return rc;

@@ -24,6 +24,7 @@ typedef struct dm_fit_gpu_report {
     long batch_voxels;
     double compile_seconds; /* NVRTC, 0 when cached */
     int compile_cached;
+    double starts_wait_seconds; /* the longest any GPU waited for its batches' starts */
 } dm_fit_gpu_report;
 
 /* Compiles templates/fit/gpu_fitter.cu with the model's CUDA source for compute capability

@@ -18,6 +18,8 @@ typedef struct dm_fit_timing {
     /* the wait for the GPU's driver and contexts, started on a thread while the inputs load
      * (the first GPU stage's; not in fit) */
     double gpu_start;
+    /* of the fit, the time a GPU waited for the starts made from the signal (fit_starts.h) */
+    double starts_wait;
     /* Work done, counted from the configuration and the LM iteration counts: one signal
      * evaluation per measurement per MCMC proposal and per LM trial step, one gradient
      * evaluation per measurement per LM Jacobian. */

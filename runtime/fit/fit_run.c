@@ -588,6 +588,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         int host_rc = machine_host_fitter(m, &waited);
         if (rc == 0) rc = host_rc;
         timing.compile = rep.compile_seconds + waited; /* taken off "fit" below, once */
+        timing.starts_wait = rep.starts_wait_seconds;
         snprintf(device, sizeof device, "gpu: %s, %d lanes/voxel, %d batches of up to %ld voxels%s",
                  rep.device, rep.lanes, rep.batches, rep.batch_voxels,
                  rep.compile_cached ? ", fitter from cache" : "");
