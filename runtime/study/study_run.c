@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <omp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -172,8 +173,15 @@ static char **script_words(const dm_study_options *o, const run_job *j, int *n)
     return w;
 }
 
+enum { PRELOAD_SHARE = 4 }; /* the read-ahead's threads: the cores over this */
+
+/* The next run's DWI read while this one fits, on a quarter of the cores: its inflation has the
+ * whole of the current run's fits to finish in, and a team on every core slowed the fits' own
+ * host work (the starts made from the signal, the batches' copies) by a quarter. */
 static void *preload_main(void *arg)
 {
+    const int threads = omp_get_max_threads() / PRELOAD_SHARE;
+    omp_set_num_threads(threads > 1 ? threads : 1);
     dm_volume_preload((const char *)arg);
     return NULL;
 }
