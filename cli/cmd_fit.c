@@ -44,7 +44,8 @@ static const dm_opt fit_opts[] = {
     {"predicted", NULL, NULL, "write predicted.nii.gz, the model's signal at the estimate"},
     {"ic", NULL, NULL, "write BIC.nii.gz and AIC.nii.gz"},
     {"out-type", "float32|float64", "float32", "data type of the output maps"},
-    {"precision", "float|double", "double", "floating-point precision of the fitter"},
+    {"precision", "float|double|auto", "double",
+     "floating-point precision of the fitter (auto: float where a GPU runs MCMC, else double)"},
     {"threads", "N", "all cores", "CPU threads"},
     {"device", "cpu|gpu|auto", "auto", "where to fit (auto: a usable GPU, else the CPU)"},
     {"gpus", "all|0,1,..", "all", "GPUs to use; each takes batches from a shared queue"},
@@ -82,7 +83,7 @@ int dm_help_fit(FILE *out)
         snprintf(
             summary, sizeof summary, "%s",
             "Fits MODEL (a shipped model name or a .model file) voxel by voxel.  Writes a map\n"
-            "per parameter (the estimate, or the posterior mean after MCMC), NAME_std after\n"
+            "per parameter (the estimate, or the posterior mean after MCMC), NAME_sd after\n"
             "MCMC, the model's derived outputs, status.nii.gz (0 outside the mask, 1 fitted,\n"
             "2 not converged, 3 skipped: NaN/Inf, 4 skipped: all zero, 5 failed, 6 at a\n"
             "bound: LM ended with a parameter within a hair of a bound) and provenance.json.\n"

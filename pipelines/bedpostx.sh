@@ -2,13 +2,14 @@
 # bedpostx with dimoc: ball & sticks by MCMC with ARD on the extra fibres, the results under
 # FSL's bedpostx file names, for probtrackx, FSLeyes and scripts written for FSL.
 #
-# usage: dimoc pipeline bedpostx --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--nfibres N] [--model 1|2] [--burnin N] [--jumps N] [--sample-every N] [fit options]
+# usage: dimoc pipeline bedpostx --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--nfibres N] [--model 1|2] [--burnin N] [--jumps N] [--sample-every N] [--precision P] [fit options]
 # options:
 #   --nfibres N           fibres per voxel: 1, 2 or 3 (bedpostx -n) [default: 3]
 #   --model 1|2           1: sticks, 2: sticks with a gamma distribution of diffusivities (bedpostx -model) [default: 2]
 #   --burnin N            MCMC sweeps discarded, over the whole cascade (bedpostx -b) [default: 1000]
 #   --jumps N             MCMC sweeps sampled in the last stage (bedpostx -j) [default: 1250]
 #   --sample-every N      keep one sample every N sweeps (bedpostx -s) [default: 25]
+#   --precision P         float, double or auto: float for the MCMC stages on a GPU, double otherwise [default: auto]
 # fit options: every 'dimoc fit' option but --method --init --init-from --save-samples
 #
 # FSL's bedpostx defaults: 3 fibres, model 2, burn-in 1000, 1250 jumps, a sample every 25, and
@@ -38,9 +39,10 @@
 # samples in [0, 2 pi) (FSL stores its unbounded random walk), and mean_th/mean_ph are
 # circular means (FSL: the plain mean of the samples).  Every other file has FSL's meaning.
 set -euo pipefail
-nfibres=3 model=2 burnin=1000 jumps=1250 every=25
+nfibres=3 model=2 burnin=1000 jumps=1250 every=25 precision=auto
 own_flag() { # this pipeline's own flags (lib/flags.bash)
     case $1 in
+    --precision) precision=$2; taken=2 ;;
     --nfibres) nfibres=$2; taken=2 ;;
     --model) model=$2; taken=2 ;;
     --burnin) burnin=$2; taken=2 ;;
@@ -63,7 +65,10 @@ for v in "--burnin $burnin" "--jumps $jumps" "--sample-every $every"; do
 done
 fitdir=$out/dimoc
 mkdir -p "$fitdir"
-common=(--data "$data" --mask "$mask" "${gradopts[@]}" "${fmtopts[@]}")
+# auto: the chains in float on a GPU (8 times faster there, their Monte Carlo error far above
+# float's rounding; FSL's bedpostx_gpu keeps its parameters in float), in double on the CPU,
+# where float is no faster.
+common=(--data "$data" --mask "$mask" "${gradopts[@]}" "${fmtopts[@]}" --precision "$precision")
 
 # The burn-in shared out over the MCMC stages (one with 1 or 2 fibres, two with 3); a stage
 # before the last samples once, its last state starting the next.

@@ -3,7 +3,7 @@
 #
 # usage: dimoc pipeline charmed --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --scheme FILE [--mcmc] [fit options]
 # options:
-#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _sd maps
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type;
 #   the scheme, --scheme FILE (columns G in T/m, Delta and delta in s, one row per volume;
 #   docs/fitting.md), is needed: it passes on to every fit (and --voxel R=MAP|VALUE, the axon

@@ -4,7 +4,7 @@
 #
 # usage: dimoc pipeline noddi_2_binghams --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc] [fit options]
 # options:
-#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _sd maps
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
 #   1. the NODDI-Bingham pipeline (noddi_bingham.sh) into OUTDIR/noddi_bingham: S0, fiso and

@@ -3,7 +3,7 @@
 #
 # usage: dimoc pipeline noddi_watson --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc | --fast] [fit options]
 # options:
-#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _sd maps
 #   --fast                AMICO's route instead of stages 2-4: the dictionary fit (--method dictionary)
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #

@@ -3,7 +3,7 @@
 #
 # usage: dimoc pipeline sandi --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR --scheme FILE [--mcmc] [fit options]
 # options:
-#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps;
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _sd maps;
 #                         advised at SNR 50 and below, where least squares overfits SANDI's five
 #                         parameters (docs/pipelines.md has the numbers)
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type;

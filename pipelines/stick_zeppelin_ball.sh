@@ -3,7 +3,7 @@
 #
 # usage: dimoc pipeline stick_zeppelin_ball --data DWI --mask MASK --bvals BVALS --bvecs BVECS --out DIR [--mcmc] [fit options]
 # options:
-#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _std maps
+#   --mcmc                MCMC after the last stage's LM (--method lm,mcmc): posterior means and _sd maps
 # fit options: every 'dimoc fit' option but --method --grid --fixed --init --init-from --out-type
 #
 #   1. the orientation: th, ph of the principal axis of a tensor fit of the voxel's signal

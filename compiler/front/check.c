@@ -5,6 +5,7 @@
  * check parameters (constant clauses and priors) and their sets' sums, inputs, lets in order,
  * the signal, derivatives, constraints and outputs. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -566,6 +567,57 @@ static void check_outputs(checker *c)
     m->output_width = column;
 }
 
+/* The files a fit writes are named after the parameters and outputs (runtime/fit/
+ * fit_outputs.c): NAME, NAME_sd and NAME_samples for a parameter (the last two after MCMC),
+ * NAME and, for an axis, NAME_dispersion for an output, and status, predicted, BIC and AIC.
+ * Two of them with one name would overwrite each other: a parameter `d_sd` beside a `d`. */
+typedef struct file_name {
+    char name[192];
+    const char *what;  /* "the posterior sd of", ... */
+    const char *owner; /* the declared name, or NULL for a file of every fit */
+    dm_loc loc;
+} file_name;
+
+static void add_file(file_name *f, const char *what, const char *owner, dm_loc loc,
+                     const char *suffix)
+{
+    *f = (file_name){.what = what, .owner = owner, .loc = loc};
+    snprintf(f->name, sizeof f->name, "%s%s", owner, suffix);
+}
+
+static void check_file_names(checker *c)
+{
+    const dm_model *m = c->m;
+    static const char *const fixed[] = {"status", "predicted", "BIC", "AIC"};
+    static const char *const suffix[] = {"", "_sd", "_samples"};
+    static const char *const what[] = {"the parameter", "the posterior sd of", "the samples of"};
+    file_name *f = calloc(4 + 3 * (size_t)m->params.n + 2 * (size_t)m->outputs.n, sizeof *f);
+    if (!f) abort();
+    int k = 0;
+    for (int i = 0; i < 4; i++) {
+        add_file(&f[k], "a file of every fit", fixed[i], (dm_loc){0}, "");
+        f[k++].owner = NULL;
+    }
+    for (int i = 0; i < m->params.n; i++)
+        for (int s = 0; s < 3; s++)
+            add_file(&f[k++], what[s], m->params.items[i]->name, m->params.items[i]->loc, suffix[s]);
+    for (int i = 0; i < m->outputs.n; i++) {
+        const dm_output *o = m->outputs.items[i];
+        add_file(&f[k++], "the output", o->name, o->loc, "");
+        if (o->kind == DM_OUT_AXIS) add_file(&f[k++], "the dispersion of", o->name, o->loc, "_dispersion");
+    }
+    for (int i = 4; i < k; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(f[i].name, f[j].name)) {
+                dm_error(c->d, f[i].loc,
+                         "a fit of this model would write %s.nii.gz twice: for %s '%s' and for %s%s%s%s",
+                         f[i].name, f[i].what, f[i].owner, f[j].what, f[j].owner ? " '" : "",
+                         f[j].owner ? f[j].owner : "", f[j].owner ? "'" : "");
+                break;
+            }
+    free(f);
+}
+
 int dm_check(dm_model *m, dm_diag *diag)
 {
     int before = diag->nerrors;
@@ -597,5 +649,6 @@ int dm_check(dm_model *m, dm_diag *diag)
     check_derivatives(&c);
     check_constraints(&c);
     check_outputs(&c);
+    if (diag->nerrors == before) check_file_names(&c);
     return diag->nerrors - before;
 }

@@ -46,7 +46,7 @@ class FitCancelled(Cancelled):
 
 
 class FitResult(Mapping):
-    """The maps of a fit, by name: each parameter (S0, d, ...), its posterior sd (S0_std) after
+    """The maps of a fit, by name: each parameter (S0, d, ...), its posterior sd (S0_sd) after
     MCMC, the samples (S0_samples, with save_samples), each output of the model (dyads1, ...),
     BIC and AIC (ic), predicted (predicted): numpy arrays on the data's grid, (X, Y, Z) or
     (X, Y, Z, k), 0 where a voxel has no estimate.  The names are those of the files `dimoc fit`
@@ -518,7 +518,7 @@ def _options(model, method, device, opts, keep):
         elif name == "noise":
             value = choice(name, value, ("gaussian", "rician")).encode()
         elif name == "precision":
-            value = choice(name, value, ("float", "double")).encode()
+            value = choice(name, value, ("float", "double", "auto")).encode()
         elif name == "out_type":
             value = np.dtype(value).name if not isinstance(value, str) else value
             value = choice(name, value, ("float32", "float64")).encode()

@@ -50,7 +50,7 @@ static dimoc_status check_options(const dimoc_fit_options *o, dm_fit_request *r)
         const char *name, *value, *a, *b, *c;
     } choices[] = {
         {"noise", r->noise, "gaussian", "rician", NULL},
-        {"precision", r->precision, "float", "double", NULL},
+        {"precision", r->precision, "float", "double", "auto"},
         {"device", r->device, "auto", "cpu", "gpu"},
         {"out_type", o->out_type ? o->out_type : "float32", "float32", "float64", NULL},
     };

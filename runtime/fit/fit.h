@@ -22,7 +22,7 @@ typedef struct dm_fit_request {
     const char *measure;            /* "TE=te.txt" */
     const char *scheme;             /* --scheme: a file of named columns per volume, or NULL */
     const char *noise;              /* gaussian | rician */
-    const char *precision;          /* float | double */
+    const char *precision;          /* float | double | auto (float for MCMC on a GPU) */
     const char *device;             /* cpu | gpu | auto */
     const char *gpus;               /* all | 0,1,.. */
     long gpu_memory_mb;             /* cap per GPU (0: 70% of free memory) */

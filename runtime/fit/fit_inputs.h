@@ -145,7 +145,7 @@ enum {
     DM_MAP_STATUS,
 };
 typedef struct dm_fit_map {
-    char name[160]; /* the stem of the file the command writes: S0, S0_std, dyads1, status */
+    char name[160]; /* the stem of the file the command writes: S0, S0_sd, dyads1, status */
     int kind;       /* DM_MAP_* */
     int nt;
     int type; /* DM_OUT_FLOAT32, DM_OUT_FLOAT64 (--out-type), DM_OUT_UINT8 (the status) */

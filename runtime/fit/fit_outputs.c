@@ -146,7 +146,7 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
         for (size_t i = 0; i < n; i++) col[i] = est[i * P + k];
         if ((rc = sink->put(sink, mi->params[k].name, DM_MAP_PARAMETER, 1, col)) != 0) break;
         if (ns) {
-            snprintf(name, sizeof name, "%s_std", mi->params[k].name);
+            snprintf(name, sizeof name, "%s_sd", mi->params[k].name);
             if (!(col = values(n, name))) {
                 rc = -1;
                 break;

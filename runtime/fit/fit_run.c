@@ -726,18 +726,20 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
     m.watch = mem ? mem->watch : NULL;
     m.device = r->device;
     m.gpu_options = (dm_fit_gpu_options){r->gpus, r->gpu_memory_mb, (int)r->lanes, NULL, NULL};
-    int any_gpu = 0;
+    int any_gpu = 0, any_mcmc = 0;
     for (int s = 0; s < n; s++) {
         int methods;
         if (dm_fit_parse_methods(stages[s].methods, &methods) != 0) return -1;
         any_gpu |= !(methods & DM_METHOD_DICT);
+        any_mcmc |= (methods & DM_METHOD_MCMC) != 0;
     }
-    if (!strcmp(r->precision, "double"))
+    const int auto_precision = !strcmp(r->precision, "auto");
+    if (!strcmp(r->precision, "double") || auto_precision)
         m.real_size = 8;
     else if (!strcmp(r->precision, "float"))
         m.real_size = 4;
     else
-        return dm_set_error("--precision: '%s' is neither float nor double", r->precision);
+        return dm_set_error("--precision: '%s' is neither float, double nor auto", r->precision);
 
     /* The driver starts, and the GPUs' contexts are made, on threads while the inputs load:
      * the contexts on the chance that the probe finds a GPU. */
@@ -775,6 +777,10 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
         dm_problem_free(&p);
         return -1;
     }
+    /* auto: a chain's Monte Carlo error is orders of magnitude above float's rounding, and a
+     * GPU runs a float chain several times faster (ball & 3 sticks with gamma diffusivities:
+     * 8x, docs/performance.md); FSL's bedpostx_gpu keeps its chains' parameters in float. */
+    if (auto_precision && m.use_gpu && any_gpu && any_mcmc) m.real_size = 4;
     m.host = (host_fitter_job){.own = p.mi, .real_size = m.real_size};
     m.host.mi = &m.host.own;
     double t_fitter = dm_now_seconds();

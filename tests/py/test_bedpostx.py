@@ -10,53 +10,24 @@ import os
 
 import numpy as np
 
-from dmtest import angle_deg, check, dimoc, finish, load, save, scheme, workdir
+from crossings import D, D_STD, REGIONS, crossing_phantom
+from dmtest import angle_deg, check, dimoc, finish, load, workdir
 
 N = 20  # voxels per region
-REGIONS = ["single", "cross90", "cross60"]
-D, D_STD = 1.5e-3, 5e-4
 d = workdir("bedpostx")
-bvals, bvecs = scheme(d, "6x0,64x1000,64x2000")
-rng = np.random.default_rng(2024)
-
-
-def unit(v):
-    return v / np.linalg.norm(v)
-
-
-def to_angles(v):
-    v = v if v[2] >= 0 else -v
-    return np.arccos(np.clip(v[2], -1, 1)), np.mod(np.arctan2(v[1], v[0]), 2 * np.pi)
-
-
-# Truth: region r in x = r, N voxels along y; the first fibre random, the second at 90 or 60
-# degrees from it in a random plane.
-names = ["S0", "d", "d_std", "f1", "th1", "ph1", "f2", "th2", "ph2"]
-truth = {k: np.zeros((3, N, 1)) for k in names}
-dirs = np.zeros((2, 3, N, 1, 3))
-for r, angle in enumerate([0, 90, 60]):
-    for y in range(N):
-        u = unit(rng.normal(size=3))
-        w = unit(np.cross(u, unit(rng.normal(size=3))))
-        v = np.cos(np.radians(angle)) * u + np.sin(np.radians(angle)) * w
-        f1, f2 = (0.5, 0.0) if r == 0 else (0.3, 0.3)
-        th1, ph1 = to_angles(u)
-        th2, ph2 = to_angles(v)
-        for k, val in zip(names, [1000, D, D_STD, f1, th1, ph1, f2, th2, ph2]):
-            truth[k][r, y, 0] = val
-        dirs[0, r, y, 0], dirs[1, r, y, 0] = u, v
-affine = np.diag([2.0, 2.0, 2.0, 1.0])
-params = ",".join(f"{k}={save(os.path.join(d, k + '.nii.gz'), truth[k], affine)}" for k in names)
-mask = save(os.path.join(d, "mask.nii.gz"), np.ones((3, N, 1)), affine)
-data = os.path.join(d, "dwi.nii.gz")
-dimoc("simulate", "ball_2_sticks_gamma", "--bvals", bvals, "--bvecs", bvecs, "--params", params,
-      "--noise", "rician", "--snr", 30, "--seed", 3, "--out", data)
+inputs, dirs = crossing_phantom(d, N, seed=2024, noise_seed=3)
+data, mask, bvals, bvecs = inputs[1], inputs[3], inputs[5], inputs[7]
 
 extra = ["--device", os.environ["DIMOC_FIT_DEVICE"]] if os.environ.get("DIMOC_FIT_DEVICE") else []
 out = os.path.join(d, "out.bedpostX")
-inputs = ["--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs]
 rc, stdout, err = dimoc("pipeline", "bedpostx", *inputs, "--out", out, "--quiet", *extra, expect_ok=False)
 check("pipeline-runs", rc == 0, err.strip()[-300:])
+# --precision auto (the default): double on the CPU, float for the MCMC stages on a GPU.
+on_gpu = os.environ.get("DIMOC_FIT_DEVICE") == "gpu"
+got = {m: json.load(open(os.path.join(out, "dimoc", m, "provenance.json")))["options"]["precision"]
+       for m in ("ball_1_stick_gamma", "ball_2_sticks_gamma", "ball_3_sticks_gamma")} if rc == 0 else {}
+check("precision-auto", got == {"ball_1_stick_gamma": "double", "ball_2_sticks_gamma": "float" if on_gpu else "double",
+                                "ball_3_sticks_gamma": "float" if on_gpu else "double"}, str(got))
 
 
 def fsl_files(folder, nfibres, nsamples, model2):

@@ -159,9 +159,9 @@ out = os.path.join(d, "watson_mcmc")
 rc, _, err = dimoc("pipeline", "noddi_watson", "--data", data, "--mask", mask, "--bvals", bvals, "--bvecs", bvecs,
                    "--out", out, "--mcmc", "--burnin", 200,
                    "--jumps", 200, "--quiet", *extra, expect_ok=False)
-std = os.path.join(out, "dimoc", "final", "fintra_std.nii.gz")
+std = os.path.join(out, "dimoc", "final", "fintra_sd.nii.gz")
 check("noddi_watson-mcmc", rc == 0 and os.path.exists(std) and np.all(load(std)[inside] > 0),
-      err.strip()[-300:] if rc else f"fintra_std {'present' if os.path.exists(std) else 'missing'}")
+      err.strip()[-300:] if rc else f"fintra_sd {'present' if os.path.exists(std) else 'missing'}")
 if rc == 0:
     problems, count = read_back(out)
     check("noddi_watson-mcmc-read-back", not problems, "; ".join(problems[:3]) or f"{count} NIfTI files")

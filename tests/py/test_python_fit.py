@@ -121,7 +121,7 @@ dimoc("fit", "ball_1_stick", *common, *mcmc, "--out", "cli_mcmc")
 r = fit("ball_1_stick", data, b, g, mask=mask, method="lm,mcmc", burnin=100, jumps=200,
         sample_every=20, seed=7, save_samples=True, predicted=True, ic=True)
 same_as_command(r, "cli_mcmc", "python-fit-mcmc-equals-command")
-check("python-fit-mcmc-kinds", r.kind("S0_std") == "std" and r.kind("S0_samples") == "samples"
+check("python-fit-mcmc-kinds", r.kind("S0_sd") == "std" and r.kind("S0_samples") == "samples"
       and r["S0_samples"].shape == grid + (10,) and r["predicted"].shape == grid + (M,)
       and r.kind("BIC") == "ic", str({k: r.kind(k) for k in r}))
 
