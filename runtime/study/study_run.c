@@ -173,15 +173,25 @@ static char **script_words(const dm_study_options *o, const run_job *j, int *n)
     return w;
 }
 
-enum { PRELOAD_SHARE = 4 }; /* the read-ahead's threads: the cores over this */
+/* The threads of the work beside the fits, as the cores over these: the next run's read-ahead
+ * and the last unit's derivatives.  Each has the whole of the current run's fits to finish in,
+ * and a team on every core slowed the fits' own host work (the starts made from the signal,
+ * the batches' copies) by a quarter.  On an H200's 16 cores, 2 and 4 threads left the grid
+ * stage's fits 5% faster inside a 24-subject study than 4 and 16 (medians 0.272-0.284 s
+ * against 0.293-0.295 s); the study's wall time moved within its runs' spread
+ * (docs/performance.md). */
+enum { PRELOAD_SHARE = 8, WRITER_SHARE = 4 };
 
-/* The next run's DWI read while this one fits, on a quarter of the cores: its inflation has the
- * whole of the current run's fits to finish in, and a team on every core slowed the fits' own
- * host work (the starts made from the signal, the batches' copies) by a quarter. */
+static void share_of_cores(int share)
+{
+    const int threads = omp_get_max_threads() / share;
+    omp_set_num_threads(threads > 1 ? threads : 1);
+}
+
+/* The next run's DWI read while this one fits. */
 static void *preload_main(void *arg)
 {
-    const int threads = omp_get_max_threads() / PRELOAD_SHARE;
-    omp_set_num_threads(threads > 1 ? threads : 1);
+    share_of_cores(PRELOAD_SHARE);
     dm_volume_preload((const char *)arg);
     return NULL;
 }
@@ -674,6 +684,8 @@ static void *write_unit(void *arg)
 {
     unit_job *U = arg;
     int rc = 0;
+    const int threads = omp_get_max_threads(); /* restored: the caller's thread, without one */
+    share_of_cores(WRITER_SHARE);
     for (int i = 0; rc == 0 && i < U->u->nruns; i++) {
         run_job *j = &U->runs[i];
         rc = join_run_writes(U, j);
@@ -709,6 +721,7 @@ static void *write_unit(void *arg)
         unit_join_writes(U);
         dm_remove_tree(U->tmp);
     }
+    omp_set_num_threads(threads);
     return NULL;
 }
 
