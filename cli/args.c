@@ -2,6 +2,7 @@
 #include "args.h"
 #include "io/formats.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 #include <errno.h>
 #include <math.h>
@@ -157,6 +158,11 @@ int dm_arg_given(const dm_args *a, const dm_opt *opts, const char *name)
 {
     int i = index_of(opts, name);
     return i >= 0 && a->given[i];
+}
+
+void dm_arg_quiet(const dm_args *a, const dm_opt *opts)
+{
+    if (dm_arg_given(a, opts, "quiet")) dm_progress_quiet(1);
 }
 
 int dm_arg_long(const dm_args *a, const dm_opt *opts, const char *name, long lo, long hi, long *out)

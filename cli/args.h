@@ -13,6 +13,9 @@
  * mark, so the help and the behaviour agree.  Its values are joined with ','. */
 #define DM_REPEATABLE "; repeatable"
 
+/* The option of every command that draws a progress line; dm_arg_quiet applies it. */
+#define DM_QUIET_OPT {"quiet", NULL, NULL, "no progress line"}
+
 typedef struct dm_opt {
     const char *name; /* without the leading "--"; a one-letter name is also "-x" */
     const char *arg;  /* placeholder of its value, e.g. "FILE"; NULL for a flag */
@@ -42,6 +45,8 @@ const dm_opt *dm_opt_find(const dm_opt *opts, const char *name);
 /* The value given, else the default, else NULL. */
 const char *dm_arg(const dm_args *a, const dm_opt *opts, const char *name);
 int dm_arg_given(const dm_args *a, const dm_opt *opts, const char *name);
+/* --quiet given: no progress line from this thread's work (util/progress.h). */
+void dm_arg_quiet(const dm_args *a, const dm_opt *opts);
 /* Integer / number options, checked: -1 with an error naming the option when malformed. */
 int dm_arg_long(const dm_args *a, const dm_opt *opts, const char *name, long lo, long hi,
                 long *out);

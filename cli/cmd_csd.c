@@ -68,6 +68,7 @@ static const dm_opt csd_opts[] = {
     {"max-iter", "N", "50 (single-shell) or 10 x unknowns", "active-set steps per voxel at most"},
     {"part", "K/N", NULL,
      "deconvolve only the K-th of N shares of the mask's voxels (`dimoc merge` joins them)"},
+    DM_QUIET_OPT,
     {NULL, NULL, NULL, NULL},
 };
 
@@ -180,6 +181,7 @@ int dm_cmd_csd(int argc, char **argv)
 {
     dm_args a;
     if (dm_args_parse("csd", csd_opts, dm_help_csd, argc, argv, &a) != 0) return dm_report_error();
+    dm_arg_quiet(&a, csd_opts);
     dm_csd_options o = {0};
     long threads = 0, max_iter = 0;
     int rc = check_required("csd", &a, csd_opts);

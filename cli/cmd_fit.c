@@ -53,7 +53,7 @@ static const dm_opt fit_opts[] = {
     {"lanes", "N", "auto",
      "GPU lanes per voxel: 1, 2, 4, 8, 16 or 32 (auto: from the measurement count)"},
     {"part", "K/N", NULL, "fit only the K-th of N shares of the voxels (`dimoc merge` joins them)"},
-    {"quiet", NULL, NULL, "no progress line"},
+    DM_QUIET_OPT,
     {"then", NULL, NULL,
      "start the next stage of a cascade, from this stage's maps as written (see above)"},
     {"stage-options", NULL, NULL,

@@ -8,7 +8,7 @@
 
 static const dm_opt merge_opts[] = {
     {"out", "DIR", NULL, "the joined output folder (as one run without --part writes it)"},
-    {"quiet", NULL, NULL, "no progress line"},
+    DM_QUIET_OPT,
     {NULL, NULL, NULL, NULL},
 };
 

@@ -97,6 +97,7 @@ static const dm_opt track_opts[] = {
     {"part", "K/N", NULL,
      "track only the K-th of N shares of the streamlines (seeds x P, in id order); `dimoc "
      "merge` joins the parts' folders into this run's files, byte for byte"},
+    DM_QUIET_OPT,
     {NULL, NULL, NULL, NULL},
 };
 
@@ -165,6 +166,7 @@ static const dm_opt fod_opts[] = {
      "track only the K-th of N shares of the seed ids (needs --seeds N or "
      "--seed-random-per-voxel, no --select); `dimoc merge` joins the parts' folders into this "
      "run's files, byte for byte"},
+    DM_QUIET_OPT,
     {NULL, NULL, NULL, NULL},
 };
 
@@ -207,6 +209,7 @@ static int cmd_fodtrack(int argc, char **argv)
     dm_args a;
     if (dm_args_parse("track", fod_opts, dm_help_track, argc, argv, &a) != 0)
         return dm_report_error();
+    dm_arg_quiet(&a, fod_opts);
     dm_fodtrack_options o;
     memset(&o, 0, sizeof o);
     o.step = o.angle = o.cutoff = o.seed_cutoff = o.min_length = o.max_length = o.power = NAN;
@@ -455,6 +458,7 @@ int dm_cmd_track(int argc, char **argv)
     dm_args a;
     if (dm_args_parse("track", track_opts, dm_help_track, argc, argv, &a) != 0)
         return dm_report_error();
+    dm_arg_quiet(&a, track_opts);
     dm_track_field field;
     dm_track_seeds seeds;
     dm_track_masks masks;

@@ -337,6 +337,7 @@ static const dm_opt commit_opts[] = {
     {"dictionary", "DIR", NULL,
      "take the dictionary saved in DIR (--stage dictionary, or its parts merged) instead of "
      "building it; refused unless made from the same tractogram, grid, mask and options"},
+    DM_QUIET_OPT,
     {NULL, NULL, NULL, NULL},
 };
 
@@ -458,6 +459,7 @@ int dm_cmd_commit(int argc, char **argv)
     dm_args a;
     if (dm_args_parse("commit", commit_opts, dm_help_commit, argc, argv, &a) != 0)
         return dm_report_error();
+    dm_arg_quiet(&a, commit_opts);
     dm_commit_options o = {0};
     int rc = 0;
     if (a.npositional)
