@@ -37,6 +37,14 @@ Runs (--device on each), one table each:
               orientation as --peaks) on that tractogram; the solve's floor is its FISTA
               iterations times bench_commit.iteration_bytes at the device's bandwidth (the H200's
               nominal 4.8 TB/s, or a large copy measured here for the CPU).
+--peers LIST (csd, noddi) runs the peers on the same subject and host after dimoc's runs, with
+--peer-threads (default all cores), each timed whole:
+  csd         MRtrix's `dwi2response dhollander` (against dimoc's response stage) and
+              `dwi2fod msmt_csd` with dimoc's responses (against dimoc's solve, and its WM FOD
+              against dimoc's: the largest difference over the largest coefficient);
+  noddi       AMICO's NODDI (bench_amico's runner: its kernels generated, then its fit), and the
+              mean absolute errors of both tools' fiso (AMICO's FWF) in the mask, and of fintra
+              (NDI) and OD (ODI) where the truth's fiso is below 0.5 (not the CSF).
 The stages of a pipeline are the `dimoc fit` runs under OUT/dimoc/*/ (their provenance.json).
 The summary's targets are those of the full-size subject on an H200; --quick prints them
 unjudged.  --work (default /tmp/dimoc-bench-hcp) is removed at the end unless --keep."""
@@ -54,6 +62,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bench_amico  # noqa: E402
 import bench_commit  # noqa: E402
 import bench_csd  # noqa: E402
 import bench_fit  # noqa: E402
@@ -134,14 +143,19 @@ def run_ok(cmd):
     return p
 
 
-def timed(cmd, log):
-    """Wall seconds of one command (its output in `log`); exits on failure."""
+def timed(cmd, log, must=True):
+    """Wall seconds of one command (its output in `log`); on failure exits, or (must False)
+    prints why and returns None."""
     t0 = time.time()
     with open(log, "w") as fh:
         rc = subprocess.run([str(c) for c in cmd], stdout=fh, stderr=subprocess.STDOUT).returncode
     wall = time.time() - t0
     if rc:
-        sys.exit(f"{' '.join(map(str, cmd))} failed (exit {rc}): {bench_commit.tail(log, 8)}")
+        why = f"{' '.join(map(str, cmd[:2]))} failed (exit {rc}): {bench_commit.tail(log, 3)}"
+        if must:
+            sys.exit(why)
+        print(f"\n{why}")
+        return None
     return wall
 
 
@@ -190,6 +204,63 @@ def table(title, whole, rows, note=""):
 
 
 RUNS = ("csd", "track", "bedpostx", "noddi", "commit")
+PEERS = ("csd", "noddi")
+
+
+# ---- peers -------------------------------------------------------------------------------------
+
+def peer_csd(w, subj, threads, dimoc_stages):
+    """MRtrix's dhollander responses and msmt_csd (with dimoc's responses) on the subject."""
+    grad = ["-fslgrad", f"{subj}/bvecs", f"{subj}/bvals"]
+    common = ["-mask", f"{subj}/mask.nii.gz", "-nthreads", threads, "-force", "-quiet"]
+    out = f"{w}/mrtrix"
+    os.makedirs(out, exist_ok=True)
+    resp = timed(["dwi2response", "dhollander", f"{subj}/dwi.nii.gz", *grad, f"{out}/wm.txt", f"{out}/gm.txt",
+                  f"{out}/csf.txt", *common, "-scratch", out], f"{w}/dwi2response.log", must=False)
+    fods = [x for t in ("wm", "gm", "csf") for x in (f"{w}/csd/{t}_response.txt", f"{out}/{t}_fod.nii")]
+    fod = timed(["dwi2fod", "msmt_csd", f"{subj}/dwi.nii.gz", *grad, *fods, *common], f"{w}/dwi2fod.log")
+    a = np.asarray(nib.load(f"{w}/csd/wm_fod.nii.gz").dataobj, dtype=np.float64)
+    b = np.asarray(nib.load(f"{out}/wm_fod.nii").dataobj, dtype=np.float64)
+    diff = np.abs(a - b).max() / np.abs(b).max()
+    rows = [("dwi2response dhollander (whole)", resp, dimoc_stages.get("response")),
+            ("dwi2fod msmt_csd, dimoc's responses (whole)", fod, dimoc_stages.get("solve"))]
+    print(f"\npeers of dimoc csd: MRtrix {mrtrix_version()}, {threads} threads")
+    print(f"  {'command':48} {'seconds':>9} {'dimoc s':>9} {'ratio':>8}")
+    for name, sec, ours in rows:
+        if sec is None:  # the peer failed (said above)
+            continue
+        ratio = f"{sec / ours:8.1f}" if ours else f"{'-':>8}"
+        print(f"  {name:48} {sec:9.2f} {ours if ours else float('nan'):9.2f} {ratio}")
+    print(f"  (dimoc's stage against the peer's whole command; WM FODs: largest difference {diff:.2e} of "
+          "the largest coefficient)")
+
+
+def mrtrix_version():
+    p = subprocess.run(["dwi2fod", "--version"], capture_output=True, text=True)
+    return (p.stdout.split("\n")[0].split("==")[1].strip().split()[0] if "==" in p.stdout else "?")
+
+
+def peer_noddi(w, subj, threads, dimoc_whole):
+    """AMICO's NODDI on the subject, and both tools' errors against the truth in the mask."""
+    mask = bench_amico.load(f"{subj}/mask.nii.gz") > 0
+    kappa = bench_amico.load(f"{subj}/kappa.nii.gz")
+    truth = {"fintra": bench_amico.load(f"{subj}/fintra.nii.gz"), "fiso": bench_amico.load(f"{subj}/fiso.nii.gz"),
+             "OD": 2 / np.pi * np.arctan(1 / kappa)}
+    peer = bench_amico.run_amico(argparse.Namespace(python=sys.executable, threads=threads), subj, truth)
+    maps = {"fintra": "fit_NDI", "fiso": "fit_FWF", "OD": "fit_ODI"}
+    amico = {k: bench_amico.load(f"{subj}/amico/maps/{v}.nii.gz") for k, v in maps.items()}
+    ours = {k: bench_amico.load(f"{w}/noddi/{k}.nii.gz") for k in maps}
+    tissue = mask & (truth["fiso"] < 0.5)  # fintra and OD mean little where the voxel is free water
+
+    def mae(est):  # noqa: E306
+        return " ".join(f"{np.mean(np.abs(est[k][m] - truth[k][m])):.4f}"
+                        for k, m in (("fintra", tissue), ("fiso", mask), ("OD", tissue)))
+    print(f"\npeer of dimoc pipeline noddi_watson: {peer['tool']}, {threads} threads")
+    print(f"  {'tool':36} {'wall s':>9} {'ratio':>8}  MAE fintra, fiso, OD (fiso in the mask, the others "
+          "where its truth is below 0.5)")
+    print(f"  {peer['tool']:36} {peer['wall']:9.2f} {peer['wall'] / dimoc_whole:8.1f}  {mae(amico)}")
+    print(f"  {'dimoc pipeline noddi_watson':36} {dimoc_whole:9.2f} {1:8.1f}  {mae(ours)}")
+    print(f"  (AMICO's kernels {peer['compile']:.1f} CPU-s and fit {peer['fit']:.1f} CPU-s inside its wall time)")
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -206,10 +277,15 @@ def main():
     ap.add_argument("--runs", default=",".join(RUNS),
                     help=f"the commands to time after simulate, comma-joined (default: all of {','.join(RUNS)}; "
                          "commit needs track, track needs csd unless --tracks synthetic)")
+    ap.add_argument("--peers", default="", help=f"peers to run on the subject, comma-joined: {','.join(PEERS)}")
+    ap.add_argument("--peer-threads", type=int, default=os.cpu_count(), help="the peers' threads (default all cores)")
     a = ap.parse_args()
     runs = a.runs.split(",")
     if any(r not in RUNS for r in runs):
         sys.exit(f"--runs: each of {','.join(RUNS)}")
+    peers = [x for x in a.peers.split(",") if x]
+    if any(x not in PEERS or x not in runs for x in peers):
+        sys.exit(f"--peers: each of {','.join(PEERS)}, and among --runs")
     shape = SHAPES["quick" if a.quick else "full"]
     nstr = a.streamlines or (20000 if a.quick else 1000000)
     dev = ["--device", a.device]
@@ -258,6 +334,8 @@ def main():
               f"floor of the solve: {flops / 1e9:.1f} GFLOP, {bytes_ / 1e6:.0f} MB over {nbrain:,} voxels at {ceil_note}; "
               "none counted for the other stages")
         summary["csd"] = (whole, st.get("response"), st.get("solve"))
+        if "csd" in peers:
+            peer_csd(w, subj, a.peer_threads, st)
 
     if "track" in runs:
         # the tractogram
@@ -298,6 +376,8 @@ def main():
               "fit floors: bench_fit.floor_seconds at the H200's rates" if a.device == "gpu"
               else "no floor counted on the CPU (bench_fit's floor is the H200's)")
         summary["noddi"] = (whole, 100 * fsum / tsum if tsum > 0 else None)
+        if "noddi" in peers:
+            peer_noddi(w, subj, a.peer_threads, whole)
 
     if "commit" in runs:
         # COMMIT
