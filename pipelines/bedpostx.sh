@@ -54,6 +54,7 @@ own_flag() { # this pipeline's own flags (lib/flags.bash)
 pipeline_flags "$@"
 refuse() { echo "dimoc: error: pipeline bedpostx: $1" >&2; exit 2; }
 case "$nfibres" in 1|2|3) ;; *) refuse "--nfibres must be 1, 2 or 3, not '$nfibres'" ;; esac
+case "$precision" in float|double|auto) ;; *) refuse "--precision must be float, double or auto, not '$precision'" ;; esac
 case "$model" in
 1) models=(ball_1_stick ball_2_sticks ball_3_sticks) ;;
 2) models=(ball_1_stick_gamma ball_2_sticks_gamma ball_3_sticks_gamma) ;;

@@ -164,6 +164,9 @@ check("model-3-not-available", rc != 0 and len(lines) == 1 and "--model 3" in er
       and not os.path.exists(out4), err.strip())
 rc, _, err = dimoc("pipeline", "bedpostx", *inputs, "--out", out4, "--model", 0, expect_ok=False)
 check("bad-model", rc != 0 and "--model must be 1 or 2, not '0'" in err and not os.path.exists(out4), err.strip())
+rc, _, err = dimoc("pipeline", "bedpostx", *inputs, "--out", out4, "--precision", "half", expect_ok=False)
+check("bad-precision", rc != 0 and len(err.strip().splitlines()) == 1
+      and "--precision must be float, double or auto, not 'half'" in err and not os.path.exists(out4), err.strip())
 rc, _, err = dimoc("pipeline", "bedpostx", "--data", data, expect_ok=False)
 check("usage-when-arguments-missing", rc != 0 and "--mask is required" in err, err.strip())
 rc, _, err = dimoc("pipeline", "bedpostx", data, mask, bvals, bvecs, out4, expect_ok=False)
