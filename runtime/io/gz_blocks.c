@@ -44,7 +44,10 @@ static size_t pack_member(struct libdeflate_compressor *c, const unsigned char *
     return total;
 }
 
-int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level)
+/* The members of data[0..len), or of what fill makes (data NULL), ROUND at a time: compressed
+ * in parallel, then written in order. */
+static int write_members(FILE *f, const unsigned char *data, size_t len, int level, dm_gz_fill fill,
+                         void *ctx)
 {
     size_t nblocks = len ? (len + BLOCK - 1) / BLOCK : 1;
     size_t cap = HEAD + TAIL + BLOCK + BLOCK / 8 + 1024; /* above deflate's bound for 1 MiB */
@@ -56,13 +59,16 @@ int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level)
 #pragma omp parallel if (nb > 1) /* one block: no team to wake (a small map's write) */
         {
             struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
+            unsigned char *made = fill ? malloc(BLOCK) : NULL;
 #pragma omp for schedule(dynamic, 1)
             for (size_t i = 0; i < nb; i++) {
                 size_t at = (b0 + i) * BLOCK, n = len - at < BLOCK ? len - at : BLOCK;
-                len_of[i] = c ? pack_member(c, (const unsigned char *)data + at, len ? n : 0,
-                                            buf + i * cap, cap)
-                              : 0;
+                if (!len) n = 0;
+                const unsigned char *in = data ? data + at : made;
+                if (fill && made && n) fill(ctx, at, n, made);
+                len_of[i] = c && in ? pack_member(c, in, n, buf + i * cap, cap) : 0;
             }
+            free(made);
             libdeflate_free_compressor(c);
         }
         for (size_t i = 0; i < nb && !failed; i++) {
@@ -77,6 +83,16 @@ int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level)
     if (!buf) errno = ENOMEM;
     free(buf);
     return failed ? -1 : 0;
+}
+
+int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level)
+{
+    return write_members(f, data, len, level, NULL, NULL);
+}
+
+int dm_gz_write_filled(FILE *f, size_t len, int level, dm_gz_fill fill, void *ctx)
+{
+    return write_members(f, NULL, len, level, fill, ctx);
 }
 
 int dm_gz_is_blocked(const unsigned char *p, size_t n)

@@ -17,6 +17,15 @@
  * 0 or -1 (errno set by the failed write, or ENOMEM). */
 int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level);
 
+/* The bytes [offset, offset + n) of a stream that is made as it is written, into out (a
+ * member's worth at most, on the compressing thread). */
+typedef void (*dm_gz_fill)(void *ctx, size_t offset, size_t n, unsigned char *out);
+
+/* The same file as dm_gz_write_blocks of the len bytes that fill makes, without them all in
+ * memory at once: each member's bytes are made into a buffer of the thread that compresses
+ * them (a map converted to float32 block by block, while the block is in cache). */
+int dm_gz_write_filled(FILE *f, size_t len, int level, dm_gz_fill fill, void *ctx);
+
 /* 1 when the n bytes at buf begin with a marked member (a file dm_gz_write_blocks wrote). */
 int dm_gz_is_blocked(const unsigned char *buf, size_t n);
 

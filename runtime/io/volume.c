@@ -748,23 +748,73 @@ static int make_header(const char *path, nifti_image *nim, unsigned char *hdr, s
     return 0;
 }
 
+/* The bytes of an image file being written: its header, then its values converted from doubles
+ * to `type` (dm_gz_fill). */
+typedef struct image_bytes {
+    const unsigned char *hdr;
+    size_t hdr_len, bytes_per;
+    const double *data;
+    int type;
+} image_bytes;
+
+static void fill_image(void *ctx, size_t offset, size_t n, unsigned char *out)
+{
+    const image_bytes *im = ctx;
+    if (offset < im->hdr_len) { /* the header, or its end */
+        size_t h = im->hdr_len - offset < n ? im->hdr_len - offset : n;
+        memcpy(out, im->hdr + offset, h);
+        offset += h, out += h, n -= h;
+    }
+    /* the values of [offset, offset + n) of the data; a member may begin or end inside a value,
+     * whose bytes then come from a converted copy */
+    const size_t bp = im->bytes_per;
+    size_t at = offset - im->hdr_len;
+    double value_d; /* one value of any output type, aligned */
+    unsigned char *value = (unsigned char *)&value_d;
+    if (n > 0 && at % bp) {
+        size_t skip = at % bp, take = bp - skip < n ? bp - skip : n;
+        convert_chunk(im->data + at / bp, 1, im->type, value);
+        memcpy(out, value + skip, take);
+        at += take, out += take, n -= take;
+    }
+    size_t whole = n / bp;
+    if ((uintptr_t)out % bp == 0) { /* aligned for the type: converted in place */
+        convert_chunk(im->data + at / bp, whole, im->type, out);
+    } else { /* after a header of odd length (a .mif's): through an aligned copy */
+        double chunk[256]; /* 256 values of any output type */
+        for (size_t done = 0; done < whole; done += 256) {
+            size_t k = whole - done < 256 ? whole - done : 256;
+            convert_chunk(im->data + at / bp + done, k, im->type, chunk);
+            memcpy(out + done * bp, chunk, k * bp);
+        }
+    }
+    at += whole * bp, out += whole * bp, n -= whole * bp;
+    if (n > 0) {
+        convert_chunk(im->data + at / bp, 1, im->type, value);
+        memcpy(out, value, n);
+    }
+}
+
 /* Writes the header and then `total` values to a temporary beside path, renamed into place
- * when whole: converted from data to `type`, or the bytes raw[] as they are.  The file's bytes
- * are laid out in memory first, then compressed in blocks on all cores (io/gz_blocks.h: level
- * 1, as float maps compress barely better at higher levels, and much more slowly). */
+ * when whole: converted from data to `type`, or the bytes raw[] as they are.  A .gz file is
+ * compressed in blocks on all cores (io/gz_blocks.h: level 1, as float maps compress barely
+ * better at higher levels, and much more slowly), each block's bytes made on the thread that
+ * compresses it; a plain file's bytes are laid out in memory first. */
 static int write_stream(const char *path, const char *ending, const unsigned char *hdr,
                         size_t hdr_len, size_t total, size_t bytes_per, const double *data,
                         int type, const unsigned char *raw)
 {
     size_t nbytes = hdr_len + total * bytes_per;
+    int gz = has_ending(ending, ".gz");
+    const int filled = gz && !raw; /* no copy of the file's bytes: made block by block */
     /* raw right after the header (dm_volume_bytes): the file's bytes are there already */
     int in_place = raw && raw == hdr + hdr_len;
-    unsigned char *img = in_place ? (unsigned char *)hdr : malloc(nbytes);
+    unsigned char *img = in_place || filled ? (unsigned char *)hdr : malloc(nbytes);
     if (!img) return dm_set_error("cannot write %s: out of memory (%zu bytes)", path, nbytes);
-    if (!in_place) memcpy(img, hdr, hdr_len);
+    if (!in_place && !filled) memcpy(img, hdr, hdr_len);
     if (raw && !in_place) {
         memcpy(img + hdr_len, raw, total * bytes_per);
-    } else if (!raw) {
+    } else if (!raw && !filled) {
         const size_t chunk = 1 << 16;
 #pragma omp parallel for schedule(static) if (total > 16 * chunk)
         for (size_t start = 0; start < total; start += chunk) {
@@ -772,20 +822,22 @@ static int write_stream(const char *path, const char *ending, const unsigned cha
             convert_chunk(data + start, n, type, img + hdr_len + start * bytes_per);
         }
     }
+    image_bytes im = {hdr, hdr_len, bytes_per, data, type};
     /* The temporary keeps the image's ending so that a leftover is still recognisable. */
-    int gz = has_ending(ending, ".gz");
     char *tmp = dm_temp_sibling_ext(path, ending);
     FILE *f = tmp ? fopen(tmp, "wb") : NULL;
     int ok = f != NULL, stopped = 0, saved_errno = errno;
     if (ok && (stopped = dm_stop_requested() != 0)) ok = 0; /* a signal: stop, remove it */
-    if (ok)
+    if (ok && filled)
+        ok = dm_gz_write_filled(f, nbytes, 1, fill_image, &im) == 0;
+    else if (ok)
         ok = gz ? dm_gz_write_blocks(f, img, nbytes, 1) == 0 : fwrite(img, 1, nbytes, f) == nbytes;
     if (!ok) saved_errno = errno;
     if (f && fclose(f) != 0 && ok) {
         ok = 0;
         saved_errno = errno;
     }
-    if (!in_place) free(img);
+    if (!in_place && !filled) free(img);
     if (ok && rename(tmp, path) != 0) {
         ok = 0;
         saved_errno = errno;
