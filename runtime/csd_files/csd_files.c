@@ -6,6 +6,7 @@
 #include "sphere/sh.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/key_sort.h"
 #include "util/outdir.h"
 
 #include <math.h>
@@ -13,22 +14,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Writes DIR/NAME as float32 from per-mask-voxel values: vals[i * stride + first + c] is
- * volume c of mask voxel i; 0 outside the mask. */
+/* Per-mask-voxel values on the grid as they are written (dm_volume_values): volume c of mask
+ * voxel i is vals[i * stride + first + c]; 0 outside the mask. */
+typedef struct mask_values {
+    const dm_dwi *d;
+    const double *vals;
+    int stride, first;
+} mask_values;
+
+static void grid_values(void *ctx, size_t first, size_t n, double *out)
+{
+    const mask_values *m = ctx;
+    const dm_dwi *d = m->d;
+    const size_t nall = DM_NVOX(&d->data);
+    while (n > 0) {
+        const size_t c = first / nall, g0 = first % nall, k = nall - g0 < n ? nall - g0 : n;
+        /* from the first mask voxel at or after g0 (vox ascends) */
+        for (size_t g = g0, i = dm_lower_bound(d->vox, d->nvox, g0); g < g0 + k; g++) {
+            double v = 0;
+            if (i < d->nvox && d->vox[i] == g) v = m->vals[i++ * (size_t)m->stride + m->first + c];
+            *out++ = v;
+        }
+        first += k, n -= k;
+    }
+}
+
+/* Writes DIR/NAME as float32 from per-mask-voxel values (grid_values), made as the file is
+ * written. */
 static int write_map(const dm_outdir *od, const char *name, const dm_dwi *d, const double *vals,
                      int stride, int nt, int first)
 {
-    size_t nall = DM_NVOX(&d->data);
-    double *img = calloc(nall * (size_t)nt, sizeof *img);
     char *path = dm_volume_output_path(od->path, name);
-    int rc = -1;
-    if (img && path) {
-        dm_csd_scatter(d, vals, stride, first, nt, img);
-        rc = dm_volume_write(path, &d->data, nt, img, DM_OUT_FLOAT32);
-    } else {
-        dm_set_error("out of memory writing %s", name);
-    }
-    free(img);
+    if (!path) return dm_set_error("out of memory writing %s", name);
+    mask_values m = {d, vals, stride, first};
+    int rc = dm_volume_write_made(path, &d->data, nt, grid_values, &m, DM_OUT_FLOAT32, NULL);
     free(path);
     return rc;
 }

@@ -748,12 +748,35 @@ static int make_header(const char *path, nifti_image *nim, unsigned char *hdr, s
     return 0;
 }
 
+/* Where an image's values come from: an array of doubles, or a function that makes them. */
+typedef struct value_source {
+    const double *data;      /* NIfTI order; NULL: values */
+    dm_volume_values values; /* with ctx */
+    void *ctx;
+} value_source;
+
+/* Values [first, first + n) of the source converted to `type` into out (aligned for it). */
+static void source_convert(const value_source *src, size_t first, size_t n, int type, void *out)
+{
+    if (src->data) {
+        convert_chunk(src->data + first, n, type, out);
+        return;
+    }
+    const size_t bp = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT64 ? 8 : 4;
+    double made[512];
+    for (size_t done = 0; done < n; done += 512) {
+        size_t k = n - done < 512 ? n - done : 512;
+        src->values(src->ctx, first + done, k, made);
+        convert_chunk(made, k, type, (unsigned char *)out + done * bp);
+    }
+}
+
 /* The bytes of an image file being written: its header, then its values converted from doubles
  * to `type` (dm_gz_fill). */
 typedef struct image_bytes {
     const unsigned char *hdr;
     size_t hdr_len, bytes_per;
-    const double *data;
+    const value_source *src;
     int type;
 } image_bytes;
 
@@ -773,24 +796,24 @@ static void fill_image(void *ctx, size_t offset, size_t n, unsigned char *out)
     unsigned char *value = (unsigned char *)&value_d;
     if (n > 0 && at % bp) {
         size_t skip = at % bp, take = bp - skip < n ? bp - skip : n;
-        convert_chunk(im->data + at / bp, 1, im->type, value);
+        source_convert(im->src, at / bp, 1, im->type, value);
         memcpy(out, value + skip, take);
         at += take, out += take, n -= take;
     }
     size_t whole = n / bp;
     if ((uintptr_t)out % bp == 0) { /* aligned for the type: converted in place */
-        convert_chunk(im->data + at / bp, whole, im->type, out);
+        source_convert(im->src, at / bp, whole, im->type, out);
     } else { /* after a header of odd length (a .mif's): through an aligned copy */
         double chunk[256]; /* 256 values of any output type */
         for (size_t done = 0; done < whole; done += 256) {
             size_t k = whole - done < 256 ? whole - done : 256;
-            convert_chunk(im->data + at / bp + done, k, im->type, chunk);
+            source_convert(im->src, at / bp + done, k, im->type, chunk);
             memcpy(out + done * bp, chunk, k * bp);
         }
     }
     at += whole * bp, out += whole * bp, n -= whole * bp;
     if (n > 0) {
-        convert_chunk(im->data + at / bp, 1, im->type, value);
+        source_convert(im->src, at / bp, 1, im->type, value);
         memcpy(out, value, n);
     }
 }
@@ -801,7 +824,7 @@ static void fill_image(void *ctx, size_t offset, size_t n, unsigned char *out)
  * better at higher levels, and much more slowly), each block's bytes made on the thread that
  * compresses it; a plain file's bytes are laid out in memory first. */
 static int write_stream(const char *path, const char *ending, const unsigned char *hdr,
-                        size_t hdr_len, size_t total, size_t bytes_per, const double *data,
+                        size_t hdr_len, size_t total, size_t bytes_per, const value_source *src,
                         int type, const unsigned char *raw)
 {
     size_t nbytes = hdr_len + total * bytes_per;
@@ -819,10 +842,10 @@ static int write_stream(const char *path, const char *ending, const unsigned cha
 #pragma omp parallel for schedule(static) if (total > 16 * chunk)
         for (size_t start = 0; start < total; start += chunk) {
             size_t n = total - start < chunk ? total - start : chunk;
-            convert_chunk(data + start, n, type, img + hdr_len + start * bytes_per);
+            source_convert(src, start, n, type, img + hdr_len + start * bytes_per);
         }
     }
-    image_bytes im = {hdr, hdr_len, bytes_per, data, type};
+    image_bytes im = {hdr, hdr_len, bytes_per, src, type};
     /* The temporary keeps the image's ending so that a leftover is still recognisable. */
     char *tmp = dm_temp_sibling_ext(path, ending);
     FILE *f = tmp ? fopen(tmp, "wb") : NULL;
@@ -876,14 +899,14 @@ static void header_vox2world(const nifti_image *nim, double m[4][4])
 }
 
 static int write_image(const char *path, const nifti_image *geometry, double voxel_mm, int nx,
-                       int ny, int nz, int nt, const double *data, int type,
+                       int ny, int nz, int nt, const value_source *src, int type,
                        const double *dw_scheme)
 {
     pthread_once(&quiet_once, quiet_niftilib);
     const char *ending = image_ending(path);
     if (!ending)
         return dm_set_error("%s: output names must end in .nii, .nii.gz, .mif or .mif.gz", path);
-    if (nx < 1 || ny < 1 || nz < 1 || nt < 1 || !data)
+    if (nx < 1 || ny < 1 || nz < 1 || nt < 1 || (!src->data && !src->values))
         return dm_set_error("%s: nothing to write (size %dx%dx%dx%d)", path, nx, ny, nz, nt);
 
     int64_t dims[8] = {nt > 1 ? 4 : 3, nx, ny, nz, nt, 1, 1, 1};
@@ -908,7 +931,7 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
         nifti_image_free(nim);
         if (!hdr) return dm_set_error("%s: %s", path, dm_last_error());
         int rc = write_stream(path, ending, (unsigned char *)hdr, hdr_len,
-                              (size_t)nx * ny * nz * nt, bytes_per, data, type, NULL);
+                              (size_t)nx * ny * nz * nt, bytes_per, src, type, NULL);
         free(hdr);
         return rc;
     }
@@ -925,7 +948,7 @@ static int write_image(const char *path, const nifti_image *geometry, double vox
     nifti_image_free(nim);
     if (status != 0) return -1;
 
-    return write_stream(path, ending, hdr, hdr_len, (size_t)nx * ny * nz * nt, bytes_per, data,
+    return write_stream(path, ending, hdr, hdr_len, (size_t)nx * ny * nz * nt, bytes_per, src,
                         type, NULL);
 }
 
@@ -941,15 +964,25 @@ char *dm_volume_temp_name(const char *path)
 
 int dm_volume_write(const char *path, const dm_volume *like, int nt, const double *data, int type)
 {
+    const value_source src = {data, NULL, NULL};
     return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,
-                       nt, data, type, NULL);
+                       nt, &src, type, NULL);
 }
 
 int dm_volume_write_dwi(const char *path, const dm_volume *like, int nt, const double *data,
                         int type, const double *dw_scheme)
 {
+    const value_source src = {data, NULL, NULL};
     return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,
-                       nt, data, type, dw_scheme);
+                       nt, &src, type, dw_scheme);
+}
+
+int dm_volume_write_made(const char *path, const dm_volume *like, int nt, dm_volume_values values,
+                         void *ctx, int type, const double *dw_scheme)
+{
+    const value_source src = {NULL, values, ctx};
+    return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,
+                       nt, &src, type, dw_scheme);
 }
 
 int dm_volume_write_affine(const char *path, int nx, int ny, int nz, const double vox2world[4][4],
@@ -958,7 +991,8 @@ int dm_volume_write_affine(const char *path, int nx, int ny, int nz, const doubl
     nifti_image geometry;
     memset(&geometry, 0, sizeof geometry);
     if (geometry_from_affine(path, &geometry, vox2world) != 0) return -1;
-    return write_image(path, &geometry, 1.0, nx, ny, nz, 1, data, type, NULL);
+    const value_source src = {data, NULL, NULL};
+    return write_image(path, &geometry, 1.0, nx, ny, nz, 1, &src, type, NULL);
 }
 
 char *dm_volume_output_path(const char *dir, const char *name)
@@ -991,7 +1025,8 @@ int dm_volume_write_new(const char *path, int nx, int ny, int nz, int nt, double
                         const double *data)
 {
     if (!(voxel_mm > 0)) return dm_set_error("%s: voxel size must be positive", path);
-    return write_image(path, NULL, voxel_mm, nx, ny, nz, nt, data, 0, NULL);
+    const value_source src = {data, NULL, NULL};
+    return write_image(path, NULL, voxel_mm, nx, ny, nz, nt, &src, 0, NULL);
 }
 
 int dm_volume_bytes_read(const char *path, dm_volume_bytes *b)

@@ -47,6 +47,11 @@ void dm_volume_free(dm_volume *vol);
 /* Output data types of dm_volume_write. */
 enum { DM_OUT_FLOAT32 = 0, DM_OUT_UINT8 = 1, DM_OUT_FLOAT64 = 2, DM_OUT_UINT32 = 3 };
 
+/* Values [first, first + n) of an image being written, in NIfTI order (x fastest, then y, z,
+ * volume), into out: the source of dm_volume_write_made, which need not hold the image.  Called
+ * from several threads at once. */
+typedef void (*dm_volume_values)(void *ctx, size_t first, size_t n, double *out);
+
 /* Writes nt volumes (nt = 1: a 3D image) with the spatial geometry of `like`, as `type`
  * (DM_OUT_*; uint8 and uint32 values are rounded and clamped to their range): NIfTI when path
  * ends in .nii or .nii.gz, MRtrix when it ends in .mif or .mif.gz (layout +0,+1,+2[,+3], the
@@ -57,6 +62,11 @@ int dm_volume_write(const char *path, const dm_volume *like, int nt, const doubl
  * frame; NULL: none) as its gradient table; a NIfTI file has no place for it. */
 int dm_volume_write_dwi(const char *path, const dm_volume *like, int nt, const double *data,
                         int type, const double *dw_scheme);
+/* The same with the values made by `values` as they are written (a .gz file block by block on
+ * the threads that compress it): a map of the voxels of a mask, written without an image of
+ * doubles filled first. */
+int dm_volume_write_made(const char *path, const dm_volume *like, int nt, dm_volume_values values,
+                         void *ctx, int type, const double *dw_scheme);
 /* A temporary name beside path that keeps its .nii, .nii.gz, .mif or .mif.gz ending (malloc'd),
  * for images that go in place together with other files (util/outdir.h: dm_commit_files); NULL
  * with dm_last_error() when path has none of them. */

@@ -57,3 +57,16 @@ double dm_select_kth(double *x, size_t n, size_t k)
     }
     return x[kk];
 }
+
+size_t dm_lower_bound(const size_t *a, size_t n, size_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}

@@ -1,4 +1,5 @@
-/* Ordering numbers: the k-th smallest of an array without sorting it (quickselect); sorting of
+/* Ordering numbers: the k-th smallest of an array without sorting it (quickselect); the place of
+ * a value in an ascending array (binary search); sorting of
  * 64-bit keys (matrix entries row << 32 | col) by LSD radix sort: a byte per pass,
  * passes whose byte is the same in every key skipped, so keys with 15-bit rows and columns
  * take 4 passes.  Used where millions of keys come back from a GPU at once. */
@@ -14,5 +15,9 @@ void dm_key_sort(unsigned long long *keys, unsigned long long *scratch, size_t n
  * x is reordered so that x[k] holds it and every x[i] with i > k is >= x[k].  O(n) on average,
  * where a sort is O(n log n). */
 double dm_select_kth(double *x, size_t n, size_t k);
+
+/* The first i with a[i] >= key in the ascending a[0..n), or n (a mask's voxel indices: the
+ * first mask voxel at or after a grid voxel). */
+size_t dm_lower_bound(const size_t *a, size_t n, size_t key);
 
 #endif

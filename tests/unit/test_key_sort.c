@@ -63,6 +63,28 @@ static int selects_like_qsort(void)
     return 1;
 }
 
+/* dm_lower_bound against a linear scan: ascending arrays with repeats and gaps, keys below,
+ * between, on and above their values. */
+static int lower_bound_like_scan(void)
+{
+    unsigned long long state = 7;
+    int ok = 1;
+    for (int trial = 0; trial < 2000 && ok; trial++) {
+        size_t n = (size_t)(trial % 40), a[40];
+        for (size_t i = 0, v = 0; i < n; i++) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            v += (size_t)(state >> 61); /* steps of 0 to 7: repeats and gaps */
+            a[i] = v;
+        }
+        for (size_t key = 0; key < (n ? a[n - 1] + 3 : 3) && ok; key++) {
+            size_t want = 0;
+            while (want < n && a[want] < key) want++;
+            ok = dm_lower_bound(a, n, key) == want;
+        }
+    }
+    return ok;
+}
+
 int main(void)
 {
     enum { N = 300000 };
@@ -152,5 +174,8 @@ int main(void)
     int selects = selects_like_qsort();
     printf("%s select_kth_matches_qsort (20000 arrays of 1-64 values with ties)\n",
            selects ? "PASS" : "FAIL");
-    return failed || !same || !selects;
+    int bounds = lower_bound_like_scan();
+    printf("%s lower_bound_matches_scan (2000 ascending arrays of 0-39 values, every key)\n",
+           bounds ? "PASS" : "FAIL");
+    return failed || !same || !selects || !bounds;
 }
