@@ -5,6 +5,7 @@
 #include "util/fsutil.h"
 #include "util/json.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,25 +119,19 @@ int dm_fit_write_provenance(const dm_fit_request *r, const char *dir, const dm_p
 {
     char *path = dm_path_join(dir, "provenance.json");
     char *tmp = dm_temp_sibling(path);
-    FILE *f = fopen(tmp, "w");
+    errno = 0;
+    FILE *f = tmp ? fopen(tmp, "w") : NULL;
     if (!f) {
-        dm_set_error("%s: cannot write", tmp);
+        dm_set_error("%s: cannot write: %s", path, strerror(errno ? errno : ENOMEM));
         free(path);
         free(tmp);
         return -1;
     }
     write_json(f, r, p, device, real_size, t, stage);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        dm_set_error("%s: cannot write", path);
-        free(path);
-        free(tmp);
-        return -1;
-    }
+    int rc = dm_commit_written(f, 0, tmp, path);
     free(path);
     free(tmp);
-    return 0;
+    return rc;
 }
 
 int dm_fit_provenance_text(const dm_fit_request *r, const dm_problem *p, const char *device,

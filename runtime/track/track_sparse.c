@@ -3,6 +3,7 @@
 #include "util/fsutil.h"
 #include "util/key_sort.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,7 +253,7 @@ int dm_sparse_write_dot(const dm_sparse *m, const char *path, unsigned int nrows
     if (!fp) {
         dm_sparse_free(&both);
         free(tmp);
-        return dm_set_error("%s: cannot write", path);
+        return dm_set_error("%s: cannot write: %s", path, strerror(errno));
     }
     int has_last = 0;
     for (size_t i = 0; i < out->n; i++) {
@@ -261,13 +262,8 @@ int dm_sparse_write_dot(const dm_sparse *m, const char *path, unsigned int nrows
         if (r + 1 == nrows && c + 1 == ncols) has_last = 1;
     }
     if (!has_last) fprintf(fp, "%u %u 0\n", nrows, ncols);
-    int bad = ferror(fp) | (fclose(fp) != 0);
     dm_sparse_free(&both);
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        free(tmp);
-        return dm_set_error("%s: cannot write", path);
-    }
+    int rc = dm_commit_written(fp, 0, tmp, path);
     free(tmp);
-    return 0;
+    return rc;
 }

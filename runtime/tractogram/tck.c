@@ -91,7 +91,7 @@ dm_tck_writer *dm_tck_open(const char *path, const char *info)
     w->fp = fopen(w->tmp, "wb");
     if (w->fp) setvbuf(w->fp, NULL, _IOFBF, 1 << 22); /* large writes: a file of gigabytes */
     if (!w->fp) {
-        dm_set_error("%s: cannot write", path);
+        dm_set_error("%s: cannot write: %s", path, strerror(errno));
         free(head);
         free(w->path);
         free(w->tmp);
@@ -281,12 +281,7 @@ int dm_tck_close(dm_tck_writer *w, unsigned long long total_count)
     snprintf(num, sizeof num, "%012ld\ntotal_count: %012llu", w->count, total_count);
     int bad = fseek(w->fp, w->count_at, SEEK_SET) != 0 ||
               fwrite(num, 1, strlen(num), w->fp) != strlen(num);
-    bad |= w->failed | ferror(w->fp) | (fclose(w->fp) != 0);
-    int rc = 0;
-    if (bad || rename(w->tmp, w->path) != 0) {
-        remove(w->tmp);
-        rc = dm_set_error("%s: cannot write", w->path);
-    }
+    int rc = dm_commit_written(w->fp, bad | w->failed, w->tmp, w->path);
     free(w->path);
     free(w->tmp);
     free(w);

@@ -661,12 +661,13 @@ int dm_trk_close(dm_trk_writer *w, unsigned long long total_count)
         put_counts(h, w->count, total_count);
         bad = fseek(w->fp, 0, SEEK_SET) != 0 || fwrite(h, 1, TRK_HEADER, w->fp) != TRK_HEADER;
     }
-    bad |= ferror(w->fp);
-    bad |= fclose(w->fp) != 0;
+    if (rc == 0) {
+        rc = dm_commit_written(w->fp, bad, w->tmp, w->path);
+    } else {
+        fclose(w->fp);
+        unlink(w->tmp);
+    }
     w->fp = NULL;
-    if (rc == 0 && (bad || rename(w->tmp, w->path) != 0))
-        rc = dm_set_error("%s: cannot write", w->path);
-    if (rc != 0) unlink(w->tmp);
     free(w->props);
     free(w->path);
     free(w->tmp);

@@ -148,6 +148,16 @@ int dm_write_file_atomic(const char *path, const void *data, size_t len)
     return ok ? 0 : -1;
 }
 
+int dm_commit_written(FILE *f, int failed, const char *tmp, const char *path)
+{
+    int e = failed || ferror(f) ? (errno ? errno : EIO) : 0; /* a write's own reason */
+    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (!e) return 0;
+    unlink(tmp);
+    return dm_set_error("%s: cannot write: %s", path, strerror(e));
+}
+
 char *dm_path_join(const char *dir, const char *name)
 {
     if (!dir || !*dir || name[0] == '/') return strdup(name);

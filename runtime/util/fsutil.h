@@ -3,6 +3,7 @@
 #define DIMOC_FSUTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* mkdir -p; 0 or -1 with dm_last_error(). */
 int dm_mkdir_p(const char *path);
@@ -10,6 +11,10 @@ int dm_mkdir_p(const char *path);
 char *dm_read_file(const char *path, size_t *len);
 /* Writes a buffer to path through a temporary file in the same folder and rename(2). */
 int dm_write_file_atomic(const char *path, const void *data, size_t len);
+/* Closes f, the temporary file tmp written for path (`failed`: a write to it already went
+ * wrong), and renames it into place.  On any failure tmp is removed and the error is "PATH:
+ * cannot write: REASON", the reason of the call that failed (a full disk says so).  0 or -1. */
+int dm_commit_written(FILE *f, int failed, const char *tmp, const char *path);
 /* Temporary sibling name for atomic writes: "<dir>/.<base>.tmp.<pid>.<counter>" (malloc'd). */
 char *dm_temp_sibling(const char *path);
 /* The same, keeping `ending` (e.g. ".nii.gz") at the end when path has it:

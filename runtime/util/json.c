@@ -212,14 +212,9 @@ int dm_provenance_write(const dm_provenance *p, const char *path)
         return -1;
     }
     provenance_json(p, f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        free(tmp);
-        return dm_set_error("cannot write %s", path);
-    }
+    int rc = dm_commit_written(f, 0, tmp, path);
     free(tmp);
-    return 0;
+    return rc;
 }
 
 char *dm_provenance_text(const dm_provenance *p)
