@@ -6,7 +6,6 @@
 #include "sphere/sh.h"
 #include "util/error.h"
 #include "util/fsutil.h"
-#include "util/key_sort.h"
 #include "util/outdir.h"
 
 #include <math.h>
@@ -14,40 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Per-mask-voxel values on the grid as they are written (dm_volume_values): volume c of mask
- * voxel i is vals[i * stride + first + c]; 0 outside the mask. */
-typedef struct mask_values {
-    const dm_dwi *d;
-    const double *vals;
-    int stride, first;
-} mask_values;
-
-static void grid_values(void *ctx, size_t first, size_t n, double *out)
-{
-    const mask_values *m = ctx;
-    const dm_dwi *d = m->d;
-    const size_t nall = DM_NVOX(&d->data);
-    while (n > 0) {
-        const size_t c = first / nall, g0 = first % nall, k = nall - g0 < n ? nall - g0 : n;
-        /* from the first mask voxel at or after g0 (vox ascends) */
-        for (size_t g = g0, i = dm_lower_bound(d->vox, d->nvox, g0); g < g0 + k; g++) {
-            double v = 0;
-            if (i < d->nvox && d->vox[i] == g) v = m->vals[i++ * (size_t)m->stride + m->first + c];
-            *out++ = v;
-        }
-        first += k, n -= k;
-    }
-}
-
-/* Writes DIR/NAME as float32 from per-mask-voxel values (grid_values), made as the file is
- * written. */
+/* Writes DIR/NAME as float32 from per-mask-voxel values, made as the file is written: volume c
+ * of mask voxel i is vals[i * stride + first + c]; 0 outside the mask. */
 static int write_map(const dm_outdir *od, const char *name, const dm_dwi *d, const double *vals,
                      int stride, int nt, int first)
 {
     char *path = dm_volume_output_path(od->path, name);
     if (!path) return dm_set_error("out of memory writing %s", name);
-    mask_values m = {d, vals, stride, first};
-    int rc = dm_volume_write_made(path, &d->data, nt, grid_values, &m, DM_OUT_FLOAT32, NULL);
+    dm_masked_values m = {DM_NVOX(&d->data), d->vox, d->nvox, vals, (size_t)stride, (size_t)first, NULL};
+    int rc = dm_volume_write_made(path, &d->data, nt, dm_masked_values_get, &m, DM_OUT_FLOAT32, NULL);
     free(path);
     return rc;
 }

@@ -11,7 +11,6 @@
 #include "io/textio.h"
 #include "util/error.h"
 #include "util/fsutil.h"
-#include "util/key_sort.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -425,34 +424,6 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     return dm_problem_stage(r, NULL, p);
 }
 
-/* A map's values on the grid as it is written (dm_volume_values): nt values per fitted voxel,
- * 0 elsewhere and where a voxel has no estimate, as dm_fit_scatter lays them out. */
-typedef struct map_values {
-    const dm_problem *p;
-    int nt;
-    const double *vals;
-} map_values;
-
-static void grid_values(void *ctx, size_t first, size_t n, double *out)
-{
-    const map_values *m = ctx;
-    const dm_problem *p = m->p;
-    while (n > 0) {
-        const size_t t = first / p->nvox, g0 = first % p->nvox;
-        const size_t k = p->nvox - g0 < n ? p->nvox - g0 : n; /* within volume t */
-        /* from the first fitted voxel at or after g0 (the index ascends) */
-        for (size_t g = g0, i = dm_lower_bound(p->index, p->nfit, g0); g < g0 + k; g++) {
-            double v = 0;
-            if (i < p->nfit && p->index[i] == g) {
-                if (DM_STATUS_HAS_ESTIMATE(p->status[g])) v = m->vals[i * m->nt + t];
-                i++;
-            }
-            *out++ = v;
-        }
-        first += k, n -= k;
-    }
-}
-
 /* Writes nt values per fitted voxel as a map on the grid, made as the file is written. */
 static int write_map(const char *dir, const char *name, const dm_problem *p, int nt,
                      const double *vals, int type)
@@ -463,8 +434,14 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
     /* the predicted signal of a .mif's measurements carries their gradient table */
     const double *dw =
         !strcmp(name, "predicted") && p->data.dw_rows == nt ? p->data.dw_scheme : NULL;
-    map_values m = {p, nt, vals};
-    int rc = path ? dm_volume_write_made(path, &p->data, nt, grid_values, &m, type, dw) : -1;
+    /* a fitted voxel without an estimate is 0, as dm_fit_scatter leaves it */
+    unsigned char *keep = malloc(p->nvox);
+    if (keep)
+        for (size_t g = 0; g < p->nvox; g++) keep[g] = DM_STATUS_HAS_ESTIMATE(p->status[g]);
+    dm_masked_values m = {p->nvox, p->index, p->nfit, vals, (size_t)nt, 0, keep};
+    int rc = !path || !keep ? dm_set_error("%s: out of memory for output '%s'", dir, name)
+                            : dm_volume_write_made(path, &p->data, nt, dm_masked_values_get, &m, type, dw);
+    free(keep);
     free(path);
     return rc;
 }

@@ -18,6 +18,7 @@
 #include "io/bigalloc.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/key_sort.h"
 #include "util/interrupt.h"
 
 #include <nifti2_io.h>
@@ -975,6 +976,25 @@ int dm_volume_write_dwi(const char *path, const dm_volume *like, int nt, const d
     const value_source src = {data, NULL, NULL};
     return write_image(path, (const nifti_image *)like->geometry, 1.0, like->nx, like->ny, like->nz,
                        nt, &src, type, dw_scheme);
+}
+
+void dm_masked_values_get(void *ctx, size_t first, size_t n, double *out)
+{
+    const dm_masked_values *m = ctx;
+    while (n > 0) {
+        const size_t c = first / m->nvox, g0 = first % m->nvox;
+        const size_t k = m->nvox - g0 < n ? m->nvox - g0 : n; /* within volume c */
+        /* from the first listed voxel at or after g0 */
+        for (size_t g = g0, i = dm_lower_bound(m->vox, m->n, g0); g < g0 + k; g++) {
+            double v = 0;
+            if (i < m->n && m->vox[i] == g) {
+                if (!m->keep || m->keep[g]) v = m->vals[i * m->stride + m->first + c];
+                i++;
+            }
+            *out++ = v;
+        }
+        first += k, n -= k;
+    }
 }
 
 int dm_volume_write_made(const char *path, const dm_volume *like, int nt, dm_volume_values values,

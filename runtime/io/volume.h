@@ -52,6 +52,19 @@ enum { DM_OUT_FLOAT32 = 0, DM_OUT_UINT8 = 1, DM_OUT_FLOAT64 = 2, DM_OUT_UINT32 =
  * from several threads at once. */
 typedef void (*dm_volume_values)(void *ctx, size_t first, size_t n, double *out);
 
+/* The values of a map held for some voxels only (a mask's, a fit's): volume c of listed voxel i
+ * is vals[i * stride + first + c]; every other voxel, and a listed one whose `keep` byte is 0,
+ * is 0.  dm_masked_values_get is its dm_volume_values. */
+typedef struct dm_masked_values {
+    size_t nvox;               /* voxels of a volume of the grid */
+    const size_t *vox;         /* the n listed voxels' grid indices, ascending */
+    size_t n;
+    const double *vals;
+    size_t stride, first;
+    const unsigned char *keep; /* per grid voxel; NULL: every listed voxel */
+} dm_masked_values;
+void dm_masked_values_get(void *ctx, size_t first, size_t n, double *out);
+
 /* Writes nt volumes (nt = 1: a 3D image) with the spatial geometry of `like`, as `type`
  * (DM_OUT_*; uint8 and uint32 values are rounded and clamped to their range): NIfTI when path
  * ends in .nii or .nii.gz, MRtrix when it ends in .mif or .mif.gz (layout +0,+1,+2[,+3], the
