@@ -90,7 +90,8 @@ def build_driver():
         f.write(DRIVER_C)
     runtime = os.path.join(ROOT, "runtime")
     sources = [os.path.join(runtime, s) for s in
-               ("io/volume.c", "io/mif.c", "io/formats.c", "io/gz_blocks.c", "io/bigalloc.c", "util/error.c", "util/fsutil.c", "util/interrupt.c", "util/outdir.c",
+               ("io/volume.c", "io/mif.c", "io/formats.c", "io/gz_blocks.c", "io/bigalloc.c", "util/error.c", "util/fsutil.c", "util/interrupt.c", "util/key_sort.c",
+                "util/outdir.c",
                 "simulate/scheme.c", "io/textio.c")]
     cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-Wall", "-Wextra", "-fopenmp", "-I" + runtime,
            "-I/usr/include/nifti", "-o", exe, src] + sources + [
