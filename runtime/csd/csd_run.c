@@ -160,12 +160,26 @@ typedef struct gpu_solver {
     dm_csd_gpu_times times;
 } gpu_solver;
 
+/* The rows of the signals gpu_solve was handed, for a chunk of its voxels. */
+typedef struct held_signals {
+    const double *Y;
+    size_t nvox;
+    int m;
+} held_signals;
+
+static void copy_held(void *ctx, size_t from, size_t n, double *Y)
+{
+    const held_signals *h = ctx;
+    for (int j = 0; j < h->m; j++) memcpy(Y + j * n, h->Y + j * h->nvox + from, n * sizeof *Y);
+}
+
 static int gpu_solve(void *ctx, const dm_csd_plan *p, const double *Y, size_t nvox, double *X,
                      unsigned char *status)
 {
     gpu_solver *g = ctx;
     dm_csd_gpu_times t;
-    int rc = dm_csd_gpu_run(g->warm, p, Y, nvox, 0, 1, 50, X, status, NULL, &t);
+    held_signals h = {Y, nvox, p->m};
+    int rc = dm_csd_gpu_run(g->warm, p, copy_held, &h, nvox, 0, 1, 50, X, status, NULL, &t);
     g->times.compile += t.compile;
     g->times.upload += t.upload;
     g->times.solve += t.solve;
@@ -198,6 +212,19 @@ static void gather(const dm_dwi *d, const dm_csd_plan *p, size_t from, size_t n,
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
     for (int j = 0; j < p->m; j++) /* measurement-major, as NIfTI stores it: sequential */
         for (size_t i = 0; i < n; i++) Y[j * n + i] = dm_dwi_signal(d, from + i, p->vol[j]);
+}
+
+/* gather as the GPU's solve asks for its chunks. */
+typedef struct gather_job {
+    const dm_dwi *d;
+    const dm_csd_plan *p;
+    int threads;
+} gather_job;
+
+static void gather_chunk(void *ctx, size_t from, size_t n, double *Y)
+{
+    const gather_job *g = ctx;
+    gather(g->d, g->p, from, n, g->threads, Y);
 }
 
 /* The CPU solve for a caller's watch: blocks of voxels that end where a run of warm starts
@@ -245,6 +272,22 @@ static int solve_watched(const dm_csd_plan *p, const dm_dwi *d, size_t first, in
     return 0;
 }
 
+/* Response estimation's parts: the tensors, then tournier's passes and theirs. */
+static void response_stage_times(dm_provenance *prov, const dm_response_set *est)
+{
+    static const char *const key[] = {"tensors",          "passes", "gather",      "deconvolve",
+                                      "first_deconvolve", "peaks",  "first_peaks", "select"};
+    const double secs[] = {est->seconds_tensors,          est->seconds_passes,
+                           est->seconds_gather,           est->seconds_deconvolve,
+                           est->seconds_first_deconvolve, est->seconds_peaks,
+                           est->seconds_first_peaks,      est->seconds_select};
+    for (int i = 0; i < (int)(sizeof secs / sizeof *secs); i++) {
+        char name[64];
+        snprintf(name, sizeof name, "seconds_response_%s", key[i]);
+        dm_provenance_num(prov, DM_PROV_RESULT, name, secs[i]);
+    }
+}
+
 void dm_response_provenance(dm_provenance *prov, const dm_response_set *est, double seconds)
 {
     for (int t = 0; t < est->ntissue; t++) {
@@ -254,10 +297,7 @@ void dm_response_provenance(dm_provenance *prov, const dm_response_set *est, dou
     }
     dm_provenance_num(prov, DM_PROV_RESULT, "iterations", est->iterations);
     dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response", seconds);
-    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_tensors", est->seconds_tensors);
-    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_passes", est->seconds_passes);
-    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_deconvolve", est->seconds_deconvolve);
-    dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_peaks", est->seconds_peaks);
+    response_stage_times(prov, est);
 }
 
 int dm_csd_unsolved_note(const dm_csd_result *r, size_t nvox, char *buf, size_t size)
@@ -302,14 +342,12 @@ int dm_csd_run(const dm_csd_options *o, dm_dwi *d, int nresp, const dm_response 
         if (dm_response_estimate(d, alg, o->lmax > 10 ? o->lmax : 10, o->threads,
                                  o->use_gpu ? &solver : NULL, &out->est) != 0)
             goto done;
-        if (o->use_gpu)
+        if (o->use_gpu) {
             dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_gpu", g.times.solve);
-        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_tensors",
-                          out->est.seconds_tensors);
-        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_passes", out->est.seconds_passes);
-        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_deconvolve",
-                          out->est.seconds_deconvolve);
-        dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_peaks", out->est.seconds_peaks);
+            dm_provenance_num(prov, DM_PROV_RESULT, "seconds_response_gpu_setup",
+                              g.times.compile + g.times.upload + g.times.download);
+        }
+        response_stage_times(prov, &out->est);
         /* b = 0 and one shell determine two tissues at most: WM and CSF, as MRtrix's
          * single-shell two-tissue CSD. */
         int keep[DM_NTISSUES] = {DM_TISSUE_WM, DM_TISSUE_GM, DM_TISSUE_CSF};
@@ -385,9 +423,12 @@ int dm_csd_run(const dm_csd_options *o, dm_dwi *d, int nresp, const dm_response 
     out->X = malloc((d->nvox + 1) * (size_t)plan->n * sizeof *out->X);
     out->status = malloc(d->nvox + 1);
     out->iters = malloc((d->nvox + 1) * sizeof *out->iters);
-    const int watched = watch && !o->use_gpu; /* the CPU's solve in blocks between looks */
-    if (!watched) Y = malloc((d->nvox + 1) * (size_t)plan->m * sizeof *Y);
-    if ((!watched && !Y) || !out->X || !out->status || !out->iters) {
+    /* The CPU's solve with a watch gathers blocks between looks, the GPU's chunks as it solves
+     * the chunk before: only the CPU's unwatched solve takes every signal first. */
+    const int watched = watch && !o->use_gpu;
+    const int whole = !watched && !o->use_gpu;
+    if (whole) Y = malloc((d->nvox + 1) * (size_t)plan->m * sizeof *Y);
+    if ((whole && !Y) || !out->X || !out->status || !out->iters) {
         dm_set_error("out of memory for %zu voxels", d->nvox);
         goto done;
     }
@@ -395,7 +436,7 @@ int dm_csd_run(const dm_csd_options *o, dm_dwi *d, int nresp, const dm_response 
     unsigned char *status = out->status;
     int *iters = out->iters;
     t0 = dm_now_seconds();
-    if (!watched) gather(d, plan, 0, d->nvox, o->threads, Y);
+    if (whole) gather(d, plan, 0, d->nvox, o->threads, Y);
     t_load += dm_now_seconds() - t0; /* gathering the mask's signals is part of loading */
     /* Soft: MRtrix's 50 iterations; hard: each step adds a constraint and some are dropped
      * again, about 3n steps in all on real data; 10n as MRtrix's msmt_csd allows. */
@@ -410,8 +451,9 @@ int dm_csd_run(const dm_csd_options *o, dm_dwi *d, int nresp, const dm_response 
     if (d->nvox == 0) {
         /* a part without voxels: nothing to solve */
     } else if (o->use_gpu) {
-        if (dm_csd_gpu_run(warm, plan, Y, d->nvox, part_first, use_double, max_iter, X, status,
-                           iters, &gt) != 0)
+        gather_job g = {d, plan, o->threads};
+        if (dm_csd_gpu_run(warm, plan, gather_chunk, &g, d->nvox, part_first, use_double, max_iter,
+                           X, status, iters, &gt) != 0)
             goto done;
     } else if (watched) {
         if (solve_watched(plan, d, part_first, use_double, o->threads, max_iter, watch, X, status,

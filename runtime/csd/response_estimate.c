@@ -7,6 +7,7 @@
 #include "sphere/directions.h"
 #include "sphere/peaks.h"
 #include "util/error.h"
+#include "util/key_sort.h"
 #include "util/progress.h"
 
 #include <math.h>
@@ -16,15 +17,16 @@
 
 const char *const dm_tissue_names[DM_NTISSUES] = {"wm", "gm", "csf"};
 
-#define SF_VOXELS 300    /* single-fibre voxels of fa and tournier (MRtrix's -number) */
-#define ITER_VOXELS 3000 /* tournier: voxels re-fitted each iteration (-iter_voxels) */
-#define MAX_ITER 10      /* tournier: iterations at most */
-#define ERODE_PASSES 3   /* fa, dhollander: erosions of the brain mask */
-#define DH_FA 0.2        /* dhollander: WM candidates above this FA */
-#define DH_SFWM 0.005    /* dhollander: single-fibre WM, fraction of the brain's voxels */
-#define DH_GM 0.02       /* dhollander: GM voxels, fraction of the brain */
-#define DH_CSF 0.10      /* dhollander: CSF voxels, fraction of the CSF candidates */
-#define TOURNIER_LMAX 8  /* degree of the FODs tournier's selection looks at */
+#define SF_VOXELS 300        /* single-fibre voxels of fa and tournier (MRtrix's -number) */
+#define ITER_VOXELS 3000     /* tournier: voxels re-fitted each iteration (-iter_voxels) */
+#define MAX_ITER 10          /* tournier: iterations at most */
+#define ERODE_PASSES 3       /* fa, dhollander: erosions of the brain mask */
+#define DH_FA 0.2            /* dhollander: WM candidates above this FA */
+#define DH_SFWM 0.005        /* dhollander: single-fibre WM, fraction of the brain's voxels */
+#define DH_GM 0.02           /* dhollander: GM voxels, fraction of the brain */
+#define DH_CSF 0.10          /* dhollander: CSF voxels, fraction of the CSF candidates */
+#define TOURNIER_LMAX 8      /* degree of the FODs tournier's selection looks at */
+#define HOST_PASS_VOXELS 250 /* a pass of at most this many voxels a core stays on the host */
 
 #define MIN_VOXELS 10 /* voxels with a tensor a response is estimated from, at least */
 
@@ -196,6 +198,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
     if (dm_response_from_voxels(d, sel, dir, *nsel, lmax, threads, resp) != 0) goto done;
     for (int it = 1; it <= MAX_ITER; it++) {
         *iters = it;
+        double t0 = dm_now_seconds();
         dm_response r1 = one_shell(resp, s);
         int map = s, *maps[1] = {&map};
         dm_csd_plan plan;
@@ -210,11 +213,18 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
                 for (size_t i = 0; i < nfit; i++)
                     Y[j * nfit + i] = dm_dwi_signal(d, fit[i], plan.vol[j]);
         }
-        double t0 = dm_now_seconds();
-        ok = ok &&
-             (solver ? solver->solve(solver->ctx, &plan, Y, nfit, X, st)
-                     : dm_csd_cpu_run(&plan, Y, nfit, 0, 1, threads, 50, NULL, X, st, NULL)) == 0;
+        times->seconds_gather += dm_now_seconds() - t0;
+        t0 = dm_now_seconds();
+        /* A GPU thread solves a voxel on its own: a pass of a few thousand voxels takes about
+         * the time of the slowest (tens of ms on an H200), where the host's cores share them out
+         * (about 0.1 ms a voxel a core): the GPU takes the first pass, the host the rest. */
+        const size_t cores = threads > 0 ? (size_t)threads : (size_t)omp_get_max_threads();
+        const int on_solver = solver && nfit > HOST_PASS_VOXELS * cores;
+        ok = ok && (on_solver ? solver->solve(solver->ctx, &plan, Y, nfit, X, st)
+                              : dm_csd_cpu_run(&plan, Y, nfit, 0, 1, threads, 50, NULL, X, st,
+                                               NULL)) == 0;
         times->seconds_deconvolve += dm_now_seconds() - t0;
+        if (it == 1) times->seconds_first_deconvolve = dm_now_seconds() - t0;
         t0 = dm_now_seconds();
         if (ok) {
 #pragma omp parallel for schedule(dynamic, 64)                                                     \
@@ -233,6 +243,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
             }
         }
         times->seconds_peaks += dm_now_seconds() - t0;
+        if (it == 1) times->seconds_first_peaks = dm_now_seconds() - t0;
         free(Y);
         free(X);
         free(st);
@@ -241,7 +252,10 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
             if (!dm_last_error()[0]) dm_set_error("out of memory in the CSD of tournier");
             goto done;
         }
-        qsort(sc, nfit, sizeof *sc, by_score_desc);
+        t0 = dm_now_seconds();
+        /* the selection and the next pass's voxels: the best count, and ITER_VOXELS */
+        dm_sort_first(sc, nfit, sizeof *sc, count > ITER_VOXELS ? count : ITER_VOXELS,
+                      by_score_desc);
         size_t take = 0;
         while (take < nfit && take < count && sc[take].score > 0) take++;
         if (take == 0) {
@@ -279,6 +293,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
         memcpy(fit, sel_next, keep * sizeof *fit);
         nfit = keep;
         if (dm_response_from_voxels(d, sel, dir, *nsel, lmax, threads, resp) != 0) goto done;
+        times->seconds_select += dm_now_seconds() - t0;
         if (same) break;
     }
     rc = 0;
@@ -301,8 +316,9 @@ static size_t top_fa(const dm_dwi *d, const double *fa, const double *v1, const 
     size_t n = 0;
     for (size_t i = 0; i < d->nvox; i++)
         if ((!keep || keep[i]) && fa[i] > 0 && fa[i] <= 1.0) sc[n++] = (scored){fa[i], i};
-    qsort(sc, n, sizeof *sc, by_score_desc);
+    const size_t n0 = n;
     if (n > count) n = count;
+    dm_sort_first(sc, n0, sizeof *sc, n, by_score_desc);
     for (size_t j = 0; j < n; j++) {
         sel[j] = sc[j].i;
         memcpy(dir + 3 * j, v1 + 3 * sc[j].i, 3 * sizeof *dir);
@@ -413,9 +429,9 @@ static int dhollander_iso(const dm_dwi *d, const double *fa, const unsigned char
     size_t ngc = niso - split;
     double median = iso[split + ngc / 2].score;
     for (size_t j = split; j < niso; j++) iso[j].score = -fabs(iso[j].score - median);
-    qsort(iso + split, ngc, sizeof *iso, by_score_desc);
     size_t ngm = (size_t)ceil(DH_GM * nbrain);
     if (ngm > ngc) ngm = ngc;
+    dm_sort_first(iso + split, ngc, sizeof *iso, ngm, by_score_desc);
     for (size_t j = 0; j < ngm; j++) sel[j] = iso[split + j].i;
     if (dm_response_isotropic(d, sel, ngm, &out->r[DM_TISSUE_GM]) != 0 ||
         mark_voxels(d, sel, ngm, &out->voxels[DM_TISSUE_GM]) != 0)

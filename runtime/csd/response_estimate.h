@@ -23,10 +23,13 @@ typedef struct dm_response_set {
     dm_response r[DM_NTISSUES];
     unsigned char *voxels[DM_NTISSUES]; /* image-sized masks of the voxels used */
     size_t nvoxels[DM_NTISSUES];
-    int iterations; /* tournier's */
-    double seconds_tensors, seconds_passes; /* the tensor fits; tournier's passes (CSD, peaks) */
+    int iterations;                           /* tournier's */
+    double seconds_tensors, seconds_passes;   /* the tensor fits; tournier's passes (CSD, peaks) */
     double seconds_deconvolve, seconds_peaks; /* of the passes: the CSD (the solver's call), the
                                                * peaks and scores */
+    double seconds_gather, seconds_select;    /* of the passes: the candidates' signals and each
+                                               * pass's plan; the ranking and the new response */
+    double seconds_first_deconvolve, seconds_first_peaks; /* the first pass's (every candidate) */
 } dm_response_set;
 
 /* Who deconvolves the candidates of tournier's passes (single-shell CSD in double, 50

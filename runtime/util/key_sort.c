@@ -1,5 +1,6 @@
 #include "util/key_sort.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void dm_key_sort(unsigned long long *keys, unsigned long long *scratch, size_t n)
@@ -69,4 +70,42 @@ size_t dm_lower_bound(const size_t *a, size_t n, size_t key)
             hi = mid;
     }
     return lo;
+}
+
+static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        unsigned char t = a[i];
+        a[i] = b[i];
+        b[i] = t;
+    }
+}
+
+void dm_sort_first(void *base, size_t n, size_t size, size_t k,
+                   int (*cmp)(const void *, const void *))
+{
+    unsigned char *x = base;
+    if (k > n) k = n;
+    if (k == 0) return;
+    /* Quickselect until the k first are base[0..k) (Lomuto's partition around the median of
+     * three, moved to the end): every element before position k is below every one after. */
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi && k < n) {
+        size_t mid = lo + (hi - lo) / 2;
+        unsigned char *a = x + lo * size, *m = x + mid * size, *h = x + hi * size;
+        if (cmp(m, a) < 0) swap_bytes(m, a, size);
+        if (cmp(h, a) < 0) swap_bytes(h, a, size);
+        if (cmp(h, m) < 0) swap_bytes(h, m, size);
+        swap_bytes(m, h, size); /* the median, the pivot, at hi */
+        size_t store = lo;
+        for (size_t i = lo; i < hi; i++)
+            if (cmp(x + i * size, h) < 0) swap_bytes(x + i * size, x + store++ * size, size);
+        swap_bytes(x + store * size, h, size);   /* the pivot in its final place */
+        if (store == k || store + 1 == k) break; /* the split falls at k */
+        if (store > k)
+            hi = store - 1;
+        else
+            lo = store + 1;
+    }
+    qsort(base, k, size, cmp);
 }

@@ -50,25 +50,52 @@ DM_FN void dm_csd_lanes_best_(double *score, int *index)
 
 #include "csd/csd_solve.h"
 
+/* The signals arrive piece by piece while the kernel runs (csd_gpu.c): piece c holds the
+ * voxels at run positions c piece ... (c + 1) piece - 1 (a voxel's run position is its index
+ * plus lead), measurement-major with as many columns as it has voxels, from Y + c region.
+ * *ready counts the pieces whole on the GPU; a run waits for its piece, which pieces are never
+ * split across (piece is a multiple of the run). */
+typedef struct dm_csd_pieces {
+    const volatile int *ready;
+    long piece, region;
+} dm_csd_pieces;
+
+/* The piece of the run that starts at run position q, once it is on the GPU: its signals,
+ * *first the voxel of its first column, *stride its columns. */
+DM_FN const real *dm_csd_piece_wait_(const real *Y, long nvox, int lead, dm_csd_pieces pc, long q,
+                                     long *first, long *stride)
+{
+    const long c = q / pc.piece;
+    while (pc.ready[0] <= c) __nanosleep(2000);
+    __threadfence(); /* the piece's words after the count that says they are there */
+    *first = c * pc.piece - lead > 0 ? c * pc.piece - lead : 0;
+    const long end = (c + 1) * pc.piece - lead < nvox ? (c + 1) * pc.piece - lead : nvox;
+    *stride = end - *first;
+    return Y + c * pc.region;
+}
+
 #ifdef DM_CSD_WARP
 #define WARPS DM_CSD_WARPS(DM_CSD_N, DM_CSD_K)
 
-/* Y: m x nvox (measurement-major); X: nvox x n.  Warp w of the grid solves the run of voxels
- * w DM_CSD_RUN - lead ... (w + 1) DM_CSD_RUN - lead - 1 (the first run lead voxels short). */
+/* X: nvox x n.  Warp w of the grid solves the run of voxels w DM_CSD_RUN - lead ...
+ * (w + 1) DM_CSD_RUN - lead - 1 (the first run lead voxels short). */
 extern "C" __global__ void dm_csd_kernel(dm_csd_problem p, const real *__restrict__ Y, long nvox,
-                                         int lead, real *__restrict__ X,
+                                         int lead, dm_csd_pieces pieces, real *__restrict__ X,
                                          unsigned char *__restrict__ status,
                                          int *__restrict__ iters)
 {
     __shared__ double work[WARPS][DM_CSD_HARD_WORK(DM_CSD_N)];
     __shared__ int iwork[WARPS][DM_CSD_IWORK(DM_CSD_N, DM_CSD_K)];
     const int w = (int)(threadIdx.x >> 5);
-    const long start = ((long)blockIdx.x * WARPS + w) * DM_CSD_RUN - lead;
+    const long q = ((long)blockIdx.x * WARPS + w) * DM_CSD_RUN, start = q - lead;
+    if (start >= nvox) return;
+    long first, stride;
+    const real *Yc = dm_csd_piece_wait_(Y, nvox, lead, pieces, q, &first, &stride);
     int nact = 0;
     for (long i = start > 0 ? start : 0; i < start + DM_CSD_RUN && i < nvox; i++) {
         int it = 0;
-        const int st =
-            dm_csd_solve(&p, Y + i, nvox, X + i * DM_CSD_N, work[w], iwork[w], &it, &nact);
+        const int st = dm_csd_solve(&p, Yc + (i - first), stride, X + i * DM_CSD_N, work[w],
+                                    iwork[w], &it, &nact);
         if (DM_CSD_LANE == 0) {
             status[i] = (unsigned char)st;
             iters[i] = it;
@@ -76,23 +103,27 @@ extern "C" __global__ void dm_csd_kernel(dm_csd_problem p, const real *__restric
     }
 }
 #else
-/* Y: m x nvox (measurement-major: consecutive threads read consecutive words); X: nvox x n.
- * Thread t solves voxel t (single-shell), or the run of voxels t DM_CSD_RUN - lead ...
- * (t + 1) DM_CSD_RUN - lead - 1 (hard). */
+/* X: nvox x n.  Thread t solves voxel t (single-shell), or the run of voxels t DM_CSD_RUN -
+ * lead ... (t + 1) DM_CSD_RUN - lead - 1 (hard); consecutive threads read consecutive words of
+ * a piece's rows. */
 extern "C" __global__ void dm_csd_kernel(dm_csd_problem p, const real *__restrict__ Y, long nvox,
-                                         int lead, real *__restrict__ X,
+                                         int lead, dm_csd_pieces pieces, real *__restrict__ X,
                                          unsigned char *__restrict__ status,
                                          int *__restrict__ iters)
 {
     const long t = (long)blockIdx.x * blockDim.x + threadIdx.x, run = p.soft ? 1 : DM_CSD_RUN;
-    const long start = t * run - (p.soft ? 0 : lead);
+    const int lv = p.soft ? 0 : lead;
+    const long q = t * run, start = q - lv;
+    if (start >= nvox) return;
+    long first, stride;
+    const real *Yc = dm_csd_piece_wait_(Y, nvox, lv, pieces, q, &first, &stride);
     double work[DM_CSD_WORK(DM_CSD_N, DM_CSD_K)];
     int iwork[DM_CSD_IWORK(DM_CSD_N, DM_CSD_K)];
     int nact = 0;
     for (long i = start > 0 ? start : 0; i < start + run && i < nvox; i++) {
         int it = 0;
-        status[i] =
-            (unsigned char)dm_csd_solve(&p, Y + i, nvox, X + i * DM_CSD_N, work, iwork, &it, &nact);
+        status[i] = (unsigned char)dm_csd_solve(&p, Yc + (i - first), stride, X + i * DM_CSD_N,
+                                                work, iwork, &it, &nact);
         iters[i] = it;
     }
 }

@@ -63,6 +63,42 @@ static int selects_like_qsort(void)
     return 1;
 }
 
+typedef struct scored_item {
+    double score;
+    size_t i;
+} scored_item;
+
+static int by_score(const void *a, const void *b) /* ascending, ties by index: strict */
+{
+    const scored_item *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* dm_sort_first against qsort's first k: arrays of records with many tied scores (ordered by
+ * index then), every k from none to all, sorted and reversed inputs among them. */
+static int sorts_first_like_qsort(void)
+{
+    scored_item a[200], sorted[200];
+    for (int trial = 0; trial < 4000; trial++) {
+        size_t n = (size_t)(trial % 200) + 1, k = next_random() % (n + 2),
+               span = 1 + next_random() % 40;
+        for (size_t j = 0; j < n; j++) {
+            double v = (double)(next_random() % span);
+            if (trial % 7 == 1) v = (double)j;       /* sorted already */
+            if (trial % 7 == 2) v = (double)(n - j); /* reversed */
+            a[j] = sorted[j] = (scored_item){v, j};
+        }
+        qsort(sorted, n, sizeof *sorted, by_score);
+        dm_sort_first(a, n, sizeof *a, k, by_score);
+        size_t kk = k < n ? k : n;
+        if (memcmp(a, sorted, kk * sizeof *a) != 0) return 0;
+        for (size_t j = kk; j < n; j++) /* the rest: the others, each after the k first */
+            if (kk > 0 && by_score(&a[j], &a[kk - 1]) < 0) return 0;
+    }
+    return 1;
+}
+
 /* dm_lower_bound against a linear scan: ascending arrays with repeats and gaps, keys below,
  * between, on and above their values. */
 static int lower_bound_like_scan(void)
@@ -177,5 +213,8 @@ int main(void)
     int bounds = lower_bound_like_scan();
     printf("%s lower_bound_matches_scan (2000 ascending arrays of 0-39 values, every key)\n",
            bounds ? "PASS" : "FAIL");
-    return failed || !same || !selects || !bounds;
+    int firsts = sorts_first_like_qsort();
+    printf("%s sort_first_matches_qsort (4000 arrays of 1-200 records with ties, every k)\n",
+           firsts ? "PASS" : "FAIL");
+    return failed || !same || !selects || !bounds || !firsts;
 }
