@@ -99,7 +99,8 @@ static double value_and_gradient(int lmax, const double *coef, const double u[3]
             ft += coef[i] * dth[i];
             fp += coef[i] * dph[i];
         }
-        const double st = sqrt(u[0] * u[0] + u[1] * u[1]), ct = u[2], cp = u[0] / st, sp = u[1] / st;
+        const double st = sqrt(u[0] * u[0] + u[1] * u[1]), ct = u[2], cp = u[0] / st,
+                     sp = u[1] / st;
         const double e_th[3] = {ct * cp, ct * sp, -st}, e_ph[3] = {-sp, cp, 0};
         if (hess && st > HESSIAN_MIN_SIN) {
             /* The second derivatives from the first: d2/dphi2 of Y_lm is -m^2 Y_lm, d2/dtheta
@@ -252,12 +253,15 @@ static double newton(int lmax, const double *coef, double d[3])
 
 typedef struct candidate {
     double dir[3], amp;
+    int index; /* the start direction's */
 } candidate;
 
+/* Ties by start direction: the order is the same whatever qsort's algorithm. */
 static int by_amplitude_descending(const void *a, const void *b)
 {
-    double x = ((const candidate *)a)->amp, y = ((const candidate *)b)->amp;
-    return (x < y) - (x > y);
+    const candidate *x = a, *y = b;
+    if (x->amp != y->amp) return x->amp < y->amp ? 1 : -1;
+    return (x->index > y->index) - (x->index < y->index);
 }
 
 /* How far below its peak a lobe may be at the nearest start direction (at most about 10
@@ -267,6 +271,37 @@ static int by_amplitude_descending(const void *a, const void *b)
  * work. */
 #define START_FRACTION 0.5
 
+/* The amplitudes at the start directions, each summed over the coefficients in order, the
+ * directions side by side (the vector units' lanes). */
+#define START_AMPLITUDES(name)                                                                     \
+    static void name(const double *coef, const double *basis, int nc, int n, double *amp)          \
+    {                                                                                              \
+        for (int i = 0; i < n; i++) amp[i] = 0;                                                    \
+        for (int k = 0; k < nc; k++) {                                                             \
+            const double c = coef[k], *B = basis + (size_t)k * n;                                  \
+            _Pragma("omp simd") for (int i = 0; i < n; i++) amp[i] += c * B[i];                    \
+        }                                                                                          \
+    }
+START_AMPLITUDES(start_amplitudes)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* Twice the lanes on processors with AVX2 (chosen at run time); without FMA, so the same bits. */
+#pragma GCC push_options
+#pragma GCC target("avx2")
+START_AMPLITUDES(start_amplitudes_avx2)
+#pragma GCC pop_options
+static int have_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+}
+#else
+#define start_amplitudes_avx2 start_amplitudes
+static int have_avx2(void)
+{
+    return 0;
+}
+#endif
+
 int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_peaks, double min_amp,
                         double relative, double *dirs, double *amps)
 {
@@ -274,15 +309,10 @@ int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_pe
     if (max_peaks < 1) return 0;
     for (int i = 0; i < nc; i++)
         if (!isfinite(coef[i])) return 0;
-    /* Each amplitude summed over the coefficients in order, the directions side by side (the
-     * vector units' lanes). */
+    static int wide = -1; /* racing threads all store the same answer */
+    if (wide < 0) wide = have_avx2();
     double amp[DM_PEAK_START_DIRS], scale = 0, top = -INFINITY;
-    for (int i = 0; i < n; i++) amp[i] = 0;
-    for (int k = 0; k < nc; k++) {
-        const double c = coef[k], *B = pf->basis + (size_t)k * n;
-#pragma omp simd
-        for (int i = 0; i < n; i++) amp[i] += c * B[i];
-    }
+    (wide ? start_amplitudes_avx2 : start_amplitudes)(coef, pf->basis, nc, n, amp);
     for (int i = 0; i < n; i++) { /* the amplitudes are finite: plain comparisons */
         const double a = fabs(amp[i]);
         if (a > scale) scale = a;
@@ -293,9 +323,14 @@ int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_pe
      * that a peak midway between two start directions is kept once; a plateau (no neighbour
      * clearly lower, as everywhere on a constant function) is no peak. */
     const double tol = 1e-9 * scale;
+    /* A start below START_FRACTION of what a peak must reach is not refined (below): whether it
+     * is a local maximum does not matter. */
+    const double must_reach = fmax(fmax(min_amp, relative * top), 0);
+    const double least = START_FRACTION * must_reach;
     candidate cand[DM_PEAK_START_DIRS];
     int ncand = 0;
     for (int i = 0; i < n; i++) {
+        if (amp[i] < least) continue;
         int is_max = 1, some_lower = 0;
         for (const int *j = pf->neighbours + (size_t)i * pf->max_neighbours; *j >= 0 && is_max;
              j++) {
@@ -309,18 +344,18 @@ int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_pe
         candidate *c = &cand[ncand++];
         memcpy(c->dir, pf->dirs + 3 * i, sizeof c->dir);
         c->amp = amp[i];
+        c->index = i;
     }
     qsort(cand, ncand, sizeof *cand, by_amplitude_descending); /* by start amplitude */
 
     /* Refine the candidates, largest first, into peaks[] (distinct, largest first, at most
      * max_peaks). */
     const double cos_merge = cos(DM_PEAK_MERGE_DEG * M_PI / 180);
-    const double must_reach = fmax(fmax(min_amp, relative * top), 0);
     candidate peaks[DM_PEAK_START_DIRS];
     int found = 0;
     for (int i = 0; i < ncand; i++) {
         candidate c = cand[i];
-        if (c.amp < START_FRACTION * must_reach) break;
+        if (c.amp < least) break;
         if (found == max_peaks && c.amp < START_FRACTION * peaks[found - 1].amp) break;
         c.amp = newton(pf->lmax, coef, c.dir);
         if (!(c.amp > 0)) continue;
