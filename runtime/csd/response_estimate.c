@@ -334,6 +334,35 @@ static void single_shell_rows(const dm_dwi *d, dm_response *r)
     if (d->nshell == 2 && d->has_b0) *r = one_shell(r, 1);
 }
 
+/* The scores of sc[0..n) in descending order (NULL: no memory), by a radix sort of keys whose
+ * order is the scores' reversed. */
+static double *descending(const scored *sc, size_t n)
+{
+    const unsigned long long top = 1ULL << 63;
+    double *out = malloc((n ? n : 1) * sizeof *out);
+    unsigned long long *key = malloc((n ? n : 1) * sizeof *key);
+    unsigned long long *scratch = malloc((n ? n : 1) * sizeof *scratch);
+    if (out && key && scratch) {
+        for (size_t j = 0; j < n; j++) {
+            double v = sc[j].score + 0.0; /* -0 as 0 */
+            unsigned long long u;
+            memcpy(&u, &v, sizeof u);
+            key[j] = ~(u & top ? ~u : u | top); /* ascending with v, then reversed */
+        }
+        dm_key_sort(key, scratch, n);
+        for (size_t j = 0; j < n; j++) {
+            unsigned long long a = ~key[j], u = a & top ? a & ~top : ~a;
+            memcpy(&out[j], &u, sizeof u);
+        }
+    } else {
+        free(out);
+        out = NULL;
+    }
+    free(key);
+    free(scratch);
+    return out;
+}
+
 static int mark_voxels(const dm_dwi *d, const size_t *sel, size_t n, unsigned char **mask)
 {
     *mask = calloc(DM_NVOX(&d->data), 1);
@@ -403,13 +432,18 @@ static int dhollander_iso(const dm_dwi *d, const double *fa, const unsigned char
                      source(d), DH_FA);
         goto done;
     }
-    qsort(iso, niso, sizeof *iso, by_score_desc);
-    /* Otsu's threshold on the metric separates CSF (above) from GM (below). */
+    /* Otsu's threshold on the metric separates CSF (above) from GM (below): over the metrics
+     * in descending order, which a radix sort gives; the voxels are then split by selection. */
+    double *sorted = descending(iso, niso);
+    if (!sorted) {
+        dm_set_error("out of memory");
+        goto done;
+    }
     size_t split = 1;
     double best = -1.0, total = 0.0, left = 0.0;
-    for (size_t j = 0; j < niso; j++) total += iso[j].score;
+    for (size_t j = 0; j < niso; j++) total += sorted[j];
     for (size_t j = 1; j < niso; j++) {
-        left += iso[j - 1].score;
+        left += sorted[j - 1];
         double w0 = (double)j, w1 = (double)(niso - j);
         double m0 = left / w0, m1 = (total - left) / w1;
         double between = w0 * w1 * (m0 - m1) * (m0 - m1);
@@ -421,13 +455,16 @@ static int dhollander_iso(const dm_dwi *d, const double *fa, const unsigned char
     /* CSF: the top DH_CSF of the CSF candidates; GM: the DH_GM of the brain nearest the
      * median metric of the GM candidates. */
     size_t ncsf = (size_t)ceil(DH_CSF * split);
+    dm_partition_first(iso, niso, sizeof *iso, split, by_score_desc); /* CSF candidates first */
+    dm_sort_first(iso, split, sizeof *iso, ncsf, by_score_desc);
+    size_t ngc = niso - split;
+    double median = sorted[split + ngc / 2];
+    free(sorted);
     for (size_t j = 0; j < ncsf; j++) sel[j] = iso[j].i;
     if (dm_response_isotropic(d, sel, ncsf, &out->r[DM_TISSUE_CSF]) != 0 ||
         mark_voxels(d, sel, ncsf, &out->voxels[DM_TISSUE_CSF]) != 0)
         goto done;
     out->nvoxels[DM_TISSUE_CSF] = ncsf;
-    size_t ngc = niso - split;
-    double median = iso[split + ngc / 2].score;
     for (size_t j = split; j < niso; j++) iso[j].score = -fabs(iso[j].score - median);
     size_t ngm = (size_t)ceil(DH_GM * nbrain);
     if (ngm > ngc) ngm = ngc;

@@ -81,16 +81,15 @@ static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
     }
 }
 
-void dm_sort_first(void *base, size_t n, size_t size, size_t k,
-                   int (*cmp)(const void *, const void *))
+void dm_partition_first(void *base, size_t n, size_t size, size_t k,
+                        int (*cmp)(const void *, const void *))
 {
     unsigned char *x = base;
-    if (k > n) k = n;
-    if (k == 0) return;
+    if (k >= n || k == 0) return;
     /* Quickselect until the k first are base[0..k) (Lomuto's partition around the median of
      * three, moved to the end): every element before position k is below every one after. */
     size_t lo = 0, hi = n - 1;
-    while (lo < hi && k < n) {
+    while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         unsigned char *a = x + lo * size, *m = x + mid * size, *h = x + hi * size;
         if (cmp(m, a) < 0) swap_bytes(m, a, size);
@@ -107,5 +106,12 @@ void dm_sort_first(void *base, size_t n, size_t size, size_t k,
         else
             lo = store + 1;
     }
+}
+
+void dm_sort_first(void *base, size_t n, size_t size, size_t k,
+                   int (*cmp)(const void *, const void *))
+{
+    if (k > n) k = n;
+    dm_partition_first(base, n, size, k, cmp);
     qsort(base, k, size, cmp);
 }

@@ -22,6 +22,9 @@ double dm_select_kth(double *x, size_t n, size_t k);
  * a quickselect, then a sort of the k: O(n + k log k) on average). */
 void dm_sort_first(void *base, size_t n, size_t size, size_t k,
                    int (*cmp)(const void *, const void *));
+/* The same without the sort: base[0..k) holds the k first in no order. */
+void dm_partition_first(void *base, size_t n, size_t size, size_t k,
+                        int (*cmp)(const void *, const void *));
 
 /* The first i with a[i] >= key in the ascending a[0..n), or n (a mask's voxel indices: the
  * first mask voxel at or after a grid voxel). */

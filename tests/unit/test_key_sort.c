@@ -75,7 +75,7 @@ static int by_score(const void *a, const void *b) /* ascending, ties by index: s
     return (x->i > y->i) - (x->i < y->i);
 }
 
-/* dm_sort_first against qsort's first k: arrays of records with many tied scores (ordered by
+/* dm_sort_first and dm_partition_first against qsort's first k: arrays of records with many tied scores (ordered by
  * index then), every k from none to all, sorted and reversed inputs among them. */
 static int sorts_first_like_qsort(void)
 {
@@ -90,11 +90,16 @@ static int sorts_first_like_qsort(void)
             a[j] = sorted[j] = (scored_item){v, j};
         }
         qsort(sorted, n, sizeof *sorted, by_score);
+        scored_item part[200];
+        memcpy(part, a, n * sizeof *a);
+        dm_partition_first(part, n, sizeof *part, k, by_score);
         dm_sort_first(a, n, sizeof *a, k, by_score);
         size_t kk = k < n ? k : n;
         if (memcmp(a, sorted, kk * sizeof *a) != 0) return 0;
         for (size_t j = kk; j < n; j++) /* the rest: the others, each after the k first */
             if (kk > 0 && by_score(&a[j], &a[kk - 1]) < 0) return 0;
+        qsort(part, kk, sizeof *part, by_score); /* the partition's first k: the same set */
+        if (memcmp(part, sorted, kk * sizeof *part) != 0) return 0;
     }
     return 1;
 }
