@@ -191,6 +191,19 @@ def fit_stage_rows(out, device):
     return rows, (floor_sum, fit_sum)
 
 
+def median(values):
+    """The median of the values that are there (None when none is)."""
+    v = sorted(x for x in values if x is not None)
+    return None if not v else (v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2]))
+
+
+def warm_run(run, prov, out):
+    """A command again with its output folder emptied first: (wall seconds, stages)."""
+    shutil.rmtree(out, ignore_errors=True)
+    t = run()
+    return t, prov_stages(prov)[1]
+
+
 def table(title, whole, rows, note=""):
     print(f"\n{title}")
     print(f"  {'stage':44} {'seconds':>9} {'floor s':>9} {'% floor':>8}")
@@ -279,6 +292,9 @@ def main():
                          "commit needs track, track needs csd unless --tracks synthetic)")
     ap.add_argument("--peers", default="", help=f"peers to run on the subject, comma-joined: {','.join(PEERS)}")
     ap.add_argument("--peer-threads", type=int, default=os.cpu_count(), help="the peers' threads (default all cores)")
+    ap.add_argument("--warm", type=int, default=2,
+                    help="csd and noddi_watson again this many times after their first run (which fills the "
+                         "program cache); the targets are judged on the median of these warm runs (default 2)")
     a = ap.parse_args()
     runs = a.runs.split(",")
     if any(r not in RUNS for r in runs):
@@ -334,8 +350,17 @@ def main():
               f"floor of the solve: {flops / 1e9:.1f} GFLOP, {bytes_ / 1e6:.0f} MB over {nbrain:,} voxels at {ceil_note}; "
               "none counted for the other stages")
         summary["csd"] = (whole, st.get("response"), st.get("solve"))
-        if "csd" in peers:
-            peer_csd(w, subj, a.peer_threads, st)
+        if a.warm > 0:
+            again = [warm_run(lambda: timed([DIMOC, "csd", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out,
+                                             *dev], f"{w}/csd.log"), f"{out}/provenance.json", out)
+                     for _ in range(a.warm)]
+            for k, (t, s2) in enumerate(again):
+                print(f"  warm run {k + 1}: whole {t:.2f} s, " +
+                      ", ".join(f"{x} {s2[x]:.2f} s" for x in ("load", "response", "solve", "write") if x in s2))
+            summary["csd"] = (median([t for t, _ in again]), median([x.get("response") for _, x in again]),
+                              median([x.get("solve") for _, x in again]))
+        if "csd" in peers:  # against the last run's stages (a warm one where there are)
+            peer_csd(w, subj, a.peer_threads, again[-1][1] if a.warm > 0 else st)
 
     if "track" in runs:
         # the tractogram
@@ -376,8 +401,21 @@ def main():
               "fit floors: bench_fit.floor_seconds at the H200's rates" if a.device == "gpu"
               else "no floor counted on the CPU (bench_fit's floor is the H200's)")
         summary["noddi"] = (whole, 100 * fsum / tsum if tsum > 0 else None)
+        if a.warm > 0:
+            pcts, wholes = [], []
+            for k in range(a.warm):
+                shutil.rmtree(out, ignore_errors=True)
+                t = timed([DIMOC, "pipeline", "noddi_watson", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out,
+                           "--quiet", *dev], f"{w}/noddi.log")
+                rows, (fs, ts) = fit_stage_rows(out, a.device)
+                fits = sum(sec for name, sec, _ in rows if ": fit" in name)
+                wholes.append(t)
+                pcts.append(100 * fs / ts if ts > 0 else None)
+                print(f"  warm run {k + 1}: whole {t:.2f} s, fits {fits:.2f} s" +
+                      (f", {pcts[-1]:.1f}% of their floor" if pcts[-1] is not None else ""))
+            summary["noddi"] = (median(wholes), median(pcts))
         if "noddi" in peers:
-            peer_noddi(w, subj, a.peer_threads, whole)
+            peer_noddi(w, subj, a.peer_threads, summary["noddi"][0])
 
     if "commit" in runs:
         # COMMIT
@@ -421,7 +459,8 @@ def main():
                   f"({SIMULATE_BEFORE / summary['simulate']:.1f}x)", summary["simulate"] <= SIMULATE_BEFORE / 10))
     if "commit" in summary:
         lines.append((f"commit {nstr:,} streamlines", "measured", f"{summary['commit']:.2f} s", None))
-    print("\nSummary against the targets (full-size subject, H200)" +
+    print("\nSummary against the targets (full-size subject, H200" +
+          (f"; csd and noddi_watson: the median of {a.warm} warm runs)" if a.warm > 0 else ")") +
           ("" if judge else ": not judged (--quick or --device cpu)"))
     print(f"  {'what':28} {'target':28} {'measured':22} {'verdict':7}")
     for what, target, got, ok in lines:
