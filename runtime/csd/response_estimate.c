@@ -334,32 +334,16 @@ static void single_shell_rows(const dm_dwi *d, dm_response *r)
     if (d->nshell == 2 && d->has_b0) *r = one_shell(r, 1);
 }
 
-/* The scores of sc[0..n) in descending order (NULL: no memory), by a radix sort of keys whose
- * order is the scores' reversed. */
+/* The scores of sc[0..n) in descending order (NULL: no memory). */
 static double *descending(const scored *sc, size_t n)
 {
-    const unsigned long long top = 1ULL << 63;
     double *out = malloc((n ? n : 1) * sizeof *out);
-    unsigned long long *key = malloc((n ? n : 1) * sizeof *key);
-    unsigned long long *scratch = malloc((n ? n : 1) * sizeof *scratch);
-    if (out && key && scratch) {
-        for (size_t j = 0; j < n; j++) {
-            double v = sc[j].score + 0.0; /* -0 as 0 */
-            unsigned long long u;
-            memcpy(&u, &v, sizeof u);
-            key[j] = ~(u & top ? ~u : u | top); /* ascending with v, then reversed */
-        }
-        dm_key_sort(key, scratch, n);
-        for (size_t j = 0; j < n; j++) {
-            unsigned long long a = ~key[j], u = a & top ? a & ~top : ~a;
-            memcpy(&out[j], &u, sizeof u);
-        }
-    } else {
+    if (!out) return NULL;
+    for (size_t j = 0; j < n; j++) out[j] = sc[j].score;
+    if (dm_sort_doubles_descending(out, n) != 0) {
         free(out);
-        out = NULL;
+        return NULL;
     }
-    free(key);
-    free(scratch);
     return out;
 }
 

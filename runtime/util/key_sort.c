@@ -115,3 +115,31 @@ void dm_sort_first(void *base, size_t n, size_t size, size_t k,
     dm_partition_first(base, n, size, k, cmp);
     qsort(base, k, size, cmp);
 }
+
+int dm_sort_doubles_descending(double *x, size_t n)
+{
+    const unsigned long long top = 1ULL << 63;
+    unsigned long long *key = malloc((n ? n : 1) * sizeof *key);
+    unsigned long long *scratch = malloc((n ? n : 1) * sizeof *scratch);
+    if (!key || !scratch) {
+        free(key);
+        free(scratch);
+        return -1;
+    }
+    for (size_t j = 0; j < n; j++) {
+        double v = x[j] + 0.0; /* -0 as 0 */
+        unsigned long long u;
+        memcpy(&u, &v, sizeof u);
+        /* negatives' bits reversed, the others' sign bit set: ascending as the values; then
+         * the whole key reversed, for descending */
+        key[j] = ~(u & top ? ~u : u | top);
+    }
+    dm_key_sort(key, scratch, n);
+    for (size_t j = 0; j < n; j++) {
+        unsigned long long a = ~key[j], u = a & top ? a & ~top : ~a;
+        memcpy(&x[j], &u, sizeof u);
+    }
+    free(key);
+    free(scratch);
+    return 0;
+}

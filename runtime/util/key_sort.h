@@ -12,6 +12,10 @@
 /* Sorts keys[0..n) ascending; scratch holds n keys (its contents are overwritten). */
 void dm_key_sort(unsigned long long *keys, unsigned long long *scratch, size_t n);
 
+/* Sorts the n values x (no NaN) from the largest down, by the radix sort of keys that order as
+ * the values do (-0 taken as 0).  0, or -1 when memory ran out (x as it was). */
+int dm_sort_doubles_descending(double *x, size_t n);
+
 /* The k-th smallest (0-based) of the n finite values x, by quickselect with Hoare's partition:
  * x is reordered so that x[k] holds it and every x[i] with i > k is >= x[k].  O(n) on average,
  * where a sort is O(n log n). */

@@ -5,6 +5,7 @@
 #include "track/track_sparse.h"
 #include "track/track_sparse_shards.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,39 @@ static int sorts_first_like_qsort(void)
             if (kk > 0 && by_score(&a[j], &a[kk - 1]) < 0) return 0;
         qsort(part, kk, sizeof *part, by_score); /* the partition's first k: the same set */
         if (memcmp(part, sorted, kk * sizeof *part) != 0) return 0;
+    }
+    return 1;
+}
+
+static int cmp_double_desc(const void *a, const void *b)
+{
+    return cmp_double(b, a);
+}
+
+/* dm_sort_doubles_descending against qsort: values of both signs, zeros of both signs, ties,
+ * tiny and huge magnitudes, infinities. */
+static int sorts_doubles_like_qsort(void)
+{
+    double a[300], b[300];
+    for (int trial = 0; trial < 2000; trial++) {
+        size_t n = (size_t)(trial % 300);
+        for (size_t j = 0; j < n; j++) {
+            unsigned long long r = next_random();
+            double v = (double)(long long)(r % 2001) - 1000.0; /* ties */
+            switch (r >> 60) {
+            case 0: v = 0.0; break;
+            case 1: v = -0.0; break;
+            case 2: v *= 1e-300; break;
+            case 3: v *= 1e300; break;
+            case 4: v = (r & 1) ? INFINITY : -INFINITY; break;
+            default: v += (double)(r >> 11 & 1023) / 1024.0; break;
+            }
+            a[j] = b[j] = v;
+        }
+        qsort(b, n, sizeof *b, cmp_double_desc);
+        if (dm_sort_doubles_descending(a, n) != 0) return 0;
+        for (size_t j = 0; j < n; j++) /* equal as values (a -0 comes back as 0) */
+            if (a[j] != b[j]) return 0;
     }
     return 1;
 }
@@ -221,5 +255,9 @@ int main(void)
     int firsts = sorts_first_like_qsort();
     printf("%s sort_first_matches_qsort (4000 arrays of 1-200 records with ties, every k)\n",
            firsts ? "PASS" : "FAIL");
-    return failed || !same || !selects || !bounds || !firsts;
+    int doubles = sorts_doubles_like_qsort();
+    printf("%s sort_doubles_descending_matches_qsort (2000 arrays of 0-299 values: signs, zeros, "
+           "ties, extremes)\n",
+           doubles ? "PASS" : "FAIL");
+    return failed || !same || !selects || !bounds || !firsts || !doubles;
 }
