@@ -217,7 +217,7 @@ static int tournier_select(const dm_dwi *d, const size_t *cand, size_t nc, const
         t0 = dm_now_seconds();
         /* A GPU thread solves a voxel on its own: a pass of a few thousand voxels takes about
          * the time of the slowest (tens of ms on an H200), where the host's cores share them out
-         * (about 0.1 ms a voxel a core): the GPU takes the first pass, the host the rest. */
+         * (0.1-0.2 ms a voxel a core): the GPU takes the first pass, the host the rest. */
         const size_t cores = threads > 0 ? (size_t)threads : (size_t)omp_get_max_threads();
         const int on_solver = solver && nfit > HOST_PASS_VOXELS * cores;
         ok = ok && (on_solver ? solver->solve(solver->ctx, &plan, Y, nfit, X, st)
