@@ -18,6 +18,8 @@
 
 #define NCOEF_MAX ((DM_SH_LMAX_MAX + 1) * (DM_SH_LMAX_MAX + 2) / 2)
 
+static int have_avx2(void);
+
 int dm_peak_finder_init(dm_peak_finder *pf, int lmax)
 {
     memset(pf, 0, sizeof *pf);
@@ -26,6 +28,7 @@ int dm_peak_finder_init(dm_peak_finder *pf, int lmax)
     pf->lmax = lmax;
     pf->ncoef = nc;
     pf->nstart = n;
+    pf->wide = have_avx2();
     pf->dirs = malloc(3 * (size_t)n * sizeof *pf->dirs);
     pf->basis = malloc((size_t)n * nc * sizeof *pf->basis);
     if (!pf->dirs || !pf->basis) goto fail;
@@ -309,10 +312,8 @@ int dm_peak_finder_find(const dm_peak_finder *pf, const double *coef, int max_pe
     if (max_peaks < 1) return 0;
     for (int i = 0; i < nc; i++)
         if (!isfinite(coef[i])) return 0;
-    static int wide = -1; /* racing threads all store the same answer */
-    if (wide < 0) wide = have_avx2();
     double amp[DM_PEAK_START_DIRS], scale = 0, top = -INFINITY;
-    (wide ? start_amplitudes_avx2 : start_amplitudes)(coef, pf->basis, nc, n, amp);
+    (pf->wide ? start_amplitudes_avx2 : start_amplitudes)(coef, pf->basis, nc, n, amp);
     for (int i = 0; i < n; i++) { /* the amplitudes are finite: plain comparisons */
         const double a = fabs(amp[i]);
         if (a > scale) scale = a;

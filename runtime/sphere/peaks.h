@@ -19,6 +19,7 @@ typedef struct dm_peak_finder {
     double *basis;   /* ncoef x nstart: the SH basis at the start directions, by coefficient */
     int *neighbours; /* nstart x max_neighbours indices, -1 after the last of each */
     int max_neighbours;
+    int wide; /* the start amplitudes' AVX2 build runs here */
 } dm_peak_finder;
 
 /* Makes the finder of degree lmax (even, 0..DM_SH_LMAX_MAX); 0, or -1 (a bad lmax, no
