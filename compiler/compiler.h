@@ -46,10 +46,13 @@ typedef struct dm_flops {
     long fix; /* dm_signal_fix: once per voxel and measurement, before a fit */
     long fix_transc;
     int fix_width; /* DM_FIX_WIDTH: the fixed values that extend each measurement row */
+    int pre_width; /* DM_PRE_WIDTH: the values dm_signal_prepare makes */
     /* A stage program's (dm_generate_stage): DM_STAGE_WIDTH, the values of its held
      * parameters appended to the voxel row, and DM_ROWS_PER_VOXEL, 1 when the fixed values
-     * read them (each voxel's rows are its own). */
-    int stage_width, rows_per_voxel;
+     * read them (each voxel's rows are its own); DM_PREPARE_READS_STAGE, 1 when the
+     * measurement-free part of the signal (dm_signal_prepare) reads a stage value, so that it
+     * differs between the voxels of one point. */
+    int stage_width, rows_per_voxel, prepare_reads_stage;
 } dm_flops;
 
 /* What the back end makes of one model, as NUL-terminated strings owned by the caller (free

@@ -844,7 +844,7 @@ static void emit_outputs(dm_buf *b, const dm_model *m, const dm_programs *G)
 /* pre[] never has size 0. */
 static int pre_width(const dm_split *S)
 {
-    return S->nslots > 0 ? S->nslots : 1;
+    return S->nslots > 0 ? S->nslots : 1; /* as dm_programs_flops' pre_width */
 }
 
 /* The header comment: what the file is and how the two builds include it. */
@@ -890,6 +890,7 @@ char *dm_emit_source(const dm_model *m, const dm_programs *G)
         dm_buf_printf(&b, "#define DM_STAGE_HELD 0x%xu\n", G->held);
         dm_buf_printf(&b, "#define DM_STAGE_WIDTH %d\n", G->nstage);
         dm_buf_printf(&b, "#define DM_ROWS_PER_VOXEL %d\n", f.rows_per_voxel);
+        dm_buf_printf(&b, "#define DM_PREPARE_READS_STAGE %d\n", f.prepare_reads_stage);
         dm_buf_printf(&b, "#define DM_FIX_BASE_WIDTH %d\n", G->signal_split.nfix_base);
     }
     dm_buf_puts(&b, "\n");

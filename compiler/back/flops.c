@@ -55,6 +55,12 @@ void dm_programs_flops(const dm_programs *G, dm_flops *f)
         dm_count_flops_marked(&G->grad, G->grad_split.prep_code, &f->gradient_prepare_transc);
     f->fix = dm_count_flops_marked(&G->signal, G->signal_split.fix_code, &f->fix_transc);
     f->fix_width = G->signal_split.nfix;
+    f->pre_width = G->signal_split.nslots > 0 ? G->signal_split.nslots : 1;
     f->stage_width = G->nstage;
     f->rows_per_voxel = G->signal_split.nfix > G->signal_split.nfix_base;
+    const dm_prog *S = &G->signal;
+    for (int i = 0; i < S->n && S->stage_first >= 0; i++)
+        if (G->signal_split.prep_code[i] && S->ins[i].op == DM_IR_VOXEL &&
+            S->ins[i].index >= S->stage_first)
+            f->prepare_reads_stage = 1;
 }

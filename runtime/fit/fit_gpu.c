@@ -20,6 +20,7 @@
 
 #define BLOCK_THREADS 128           /* templates/fit/gpu_fitter.cu: __launch_bounds__(128, 4) */
 #define SHARED_ROWS_MAX (48u << 10) /* dynamic shared memory a block takes without opting in */
+#define SWEEP_CHUNK 16              /* templates/fit/grid.h: DM_SWEEP_CHUNK */
 
 typedef struct gpu_job {
     dm_fit_gpu_session *session;
@@ -83,18 +84,28 @@ static const char *const fitter_templates[] = {"fit/gpu_fitter.cu",
                                                "fit/fit_voxel.h",
                                                NULL};
 
+/* The grid search of a stage program runs as templates/fit/grid.h's sweep: a grid search alone,
+ * whose points' prepared values are the same for every voxel of the same inputs. */
+static int sweeps(const dm_model_info *mi, int methods)
+{
+    return mi->stage_width > 0 && !mi->prepare_reads_stage && mi->fix_width > 0 &&
+           methods == DM_METHOD_GRID;
+}
+
 int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
                        int lanes, int methods, int noise, int use_cache, dm_gpu_program *out)
 {
     /* templates/fit/mcmc.h's DM_COMPILED_NOISE: 1 Gaussian, 2 Rician, 3 both; only MCMC reads it */
     const int noises = !(methods & DM_METHOD_MCMC) || noise < 0 ? 3 : 1 << noise;
+    const int sweep = sweeps(mi, methods);
     char prologue[512], name[300];
     snprintf(prologue, sizeof prologue,
              "#define DM_NLANES %d\n#define DM_COMPILED_METHODS %d\n#define DM_COMPILED_NOISE %d\n"
-             "typedef %s real;\n#include \"fit/gpu_fitter.cu\"\n",
-             lanes, methods, noises, real_size == 4 ? "float" : "double");
-    snprintf(name, sizeof name, "%s-gpu-%s-%dl-m%d-n%d", mi->name,
-             real_size == 4 ? "float" : "double", lanes, methods, noises);
+             "%stypedef %s real;\n#include \"fit/gpu_fitter.cu\"\n",
+             lanes, methods, noises, sweep ? "#define DM_GRID_SWEEP 1\n" : "",
+             real_size == 4 ? "float" : "double");
+    snprintf(name, sizeof name, "%s-gpu-%s-%dl-m%d-n%d%s", mi->name,
+             real_size == 4 ? "float" : "double", lanes, methods, noises, sweep ? "-sweep" : "");
     /* A float fitter is built with fast math: exp, sin, cos and log become the hardware's
      * approximations (a few ulp of float), the float build's choice of speed over the last
      * bits (ball & 2 sticks LM+MCMC 1.95 -> 1.46 s on an H200, docs/performance.md).  A
@@ -307,6 +318,37 @@ static int voxel_inputs_uniform(const dm_problem *p)
     return 1;
 }
 
+/* A sweeping block's dynamic shared memory (gpu_fitter.cu, grid.h's DM_SWEEP_TABLE): its M
+ * extended rows on 16 bytes, then the points' prepared values, rounded up to whole chunks;
+ * 0 where mi does not sweep. */
+static size_t sweep_bytes(const dm_problem *p, const dm_model_info *mi, int rs)
+{
+    if (!sweeps(mi, p->cfg.methods)) return 0;
+    size_t points = 1;
+    for (int k = 0; k < mi->nparams; k++)
+        if (p->cfg.grid_count[k] > 0 && !((p->cfg.fixed_mask >> k) & 1u))
+            points *= (size_t)p->cfg.grid_count[k];
+    const size_t rows = (p->M * (size_t)(mi->measure_width + mi->fix_width) + 3) / 4 * 4;
+    points = (points + SWEEP_CHUNK - 1) / SWEEP_CHUNK * SWEEP_CHUNK;
+    return (rows + points * (size_t)mi->pre_width) * (size_t)rs;
+}
+
+size_t dm_fit_gpu_sweep_shared(const dm_fit_gpu_session *s, const dm_problem *p,
+                               const dm_model_info *staged, int real_size)
+{
+    size_t bytes = sweep_bytes(p, staged, real_size);
+    if (!bytes || !voxel_inputs_uniform(p)) return 0;
+    for (int g = 0; g < s->gs.n; g++) {
+        CUdevice dev;
+        int most = 0;
+        if (s->cu->cuDeviceGet(&dev, s->gs.ord[g]) != 0 ||
+            s->cu->cuDeviceGetAttribute(&most, DM_CU_ATTR_SHARED_PER_BLOCK_OPTIN, dev) != 0 ||
+            bytes > (size_t)most)
+            return 0;
+    }
+    return bytes;
+}
+
 static void *worker_main(void *arg)
 {
     gpu_worker *w = arg;
@@ -316,9 +358,14 @@ static void *worker_main(void *arg)
     int rs = j->real_size, P = p->mi.nparams, ns = j->ns;
     size_t M = p->M, W = p->mi.measure_width, VW = p->mi.voxel_width, VS = VW ? VW : 1;
     size_t fix_rows = p->mi.fix_width ? W + (size_t)p->mi.fix_width : 0; /* extended row width */
-    /* the extended rows made once a block where every voxel's are the same (gpu_fitter.cu) */
-    int shared_rows = fix_rows && M * fix_rows * rs <= SHARED_ROWS_MAX && voxel_inputs_uniform(p);
-    unsigned shared_bytes = shared_rows ? (unsigned)(M * fix_rows * rs) : 0;
+    /* the extended rows made once a block where every voxel's are the same (gpu_fitter.cu);
+     * a sweep's (fit_run.c chose it for these voxels) with its points' table after them */
+    const size_t sweep = sweep_bytes(p, &p->mi, rs);
+    int shared_rows =
+        sweep || (fix_rows && M * fix_rows * rs <= SHARED_ROWS_MAX && voxel_inputs_uniform(p));
+    unsigned shared_bytes = sweep         ? (unsigned)sweep
+                            : shared_rows ? (unsigned)(M * fix_rows * rs)
+                                          : 0;
     dm_gpu_kernel kern[2];
     memset(kern, 0, sizeof kern);
     CUdeviceptr d_meas = 0, d_grid = 0;
@@ -332,7 +379,7 @@ static void *worker_main(void *arg)
     }
     size_t bytes[8], small_bytes[8]; /* a set for any batch; for the small first ones */
     /* each voxel's rows on the device: unless shared, and a stage program's own on them */
-    const size_t own_rows = shared_rows && !p->mi.rows_per_voxel ? 0 : fix_rows;
+    const size_t own_rows = sweep || (shared_rows && !p->mi.rows_per_voxel) ? 0 : fix_rows;
     slot_bytes(j->batch, M, VS, P, ns, own_rows, rs, bytes);
     slot_bytes(j->batch >> j->ramp, M, VS, P, ns, own_rows, rs, small_bytes);
     w->rc = -1;
@@ -341,6 +388,9 @@ static void *worker_main(void *arg)
         if (dm_gpu_kernel_open(cu, w->ordinal, &j->progs->part[k], "dm_fit_kernel", "fitter",
                                "fitting kernel", &kern[k]) != 0)
             goto fail;
+    for (int k = 0; k < j->progs->n && shared_bytes > SHARED_ROWS_MAX; k++) /* opted in */
+        CK(cu->cuFuncSetAttribute(kern[k].fn, DM_CU_FUNC_MAX_DYNAMIC_SHARED, (int)shared_bytes),
+           "allowing the fitting kernel its shared memory");
     { /* the context is current: the stop flag, mapped into the device's space */
         void **flag = &j->session->stop_flag[w->index];
         CUdeviceptr d_stop = 0;

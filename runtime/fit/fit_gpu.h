@@ -71,6 +71,14 @@ typedef struct dm_fit_gpu_session {
     void *stop_flag[DM_GPU_MAX];
 } dm_fit_gpu_session;
 
+/* The dynamic shared memory a block needs to sweep the grid of p's stage with the stage
+ * program `staged` (templates/fit/grid.h: the measurement rows, then the points' prepared
+ * values), or 0 where the sweep cannot run it: a stage that is not a grid search alone,
+ * voxels of different inputs, a prepare that reads the stage's values, or more memory than a
+ * block of every GPU of the session may take. */
+size_t dm_fit_gpu_sweep_shared(const dm_fit_gpu_session *s, const dm_problem *p,
+                               const dm_model_info *staged, int real_size);
+
 /* Opens the driver and NVRTC, selects the GPUs of --gpus `gpus` and makes their contexts.
  * 0, or -1 (nothing to close).  Safe to run on a thread of its own (fit_run.c opens the
  * session while the inputs are read). */

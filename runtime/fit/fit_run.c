@@ -512,19 +512,23 @@ static unsigned stage_held(const dm_fit_config *c, int nparams)
 
 /* A stage that holds parameters gets its own program, where they are constants
  * (dm_generate_stage): 1 and *staged, or 0 where the model's program serves (nothing held, a
- * model that is not a file, DIMOC_STAGE_PROGRAMS=0, a GPU), or -1 on an error.  On a GPU the
- * stage programs' rows are each voxel's own, read from memory at every grid point or LM step,
- * where the model's are shared by a block's voxels in its shared memory: on an H200
- * NODDI-Watson's grid took 0.48 s with its stage program against 0.22 s, its fractions stage
- * 0.25 s against 0.074 s (docs/performance.md). */
-static int stage_program(dm_problem *p, int gpu, dm_model_info *staged)
+ * model that is not a file, DIMOC_STAGE_PROGRAMS=0), or -1 on an error.  On a GPU only a grid
+ * search that the sweep can run (templates/fit/grid.h: its points' table in a block's shared
+ * memory) takes its stage program; other stages keep the model's, whose rows a block shares,
+ * where the stage programs' rows are each voxel's own, read from memory at every grid point or
+ * LM step (NODDI-Watson's fractions stage on an H200: 0.25 s against 0.074 s,
+ * docs/performance.md).  The GPU is open (machine_gpu) before a GPU stage asks. */
+static int stage_program(dm_problem *p, const fit_machine *m, int gpu, dm_model_info *staged)
 {
     unsigned held = stage_held(&p->cfg, p->mi.nparams);
     p->cfg.held_mask = held;
     const char *env = getenv("DIMOC_STAGE_PROGRAMS");
     if (!held || (env && !strcmp(env, "0")) || access(p->mi.file, R_OK) != 0) return 0;
-    if (gpu) return 0;
-    return dm_model_stage(&p->mi, held, staged) == 0 ? 1 : -1;
+    if (gpu && p->cfg.methods != DM_METHOD_GRID) return 0;
+    if (dm_model_stage(&p->mi, held, staged) != 0) return -1;
+    if (!gpu || dm_fit_gpu_sweep_shared(&m->gpu, p, staged, m->real_size) > 0) return 1;
+    dm_model_info_free(staged);
+    return 0;
 }
 
 /* Plans, fits and writes stage `stage` of `nstages`; prev: the previous stage's written
@@ -561,8 +565,16 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     memcpy(res.params, p->start, p->nfit * P * sizeof(double));
     /* The fit runs the stage's own program where it has one; the rest of the stage (the
      * counts, the outputs) the model's. */
+    /* The GPU is opened first: whether its grid search sweeps depends on its shared memory. */
+    double gpu_start = 0;
+    int gpu_rc = 0;
+    if (use_gpu) {
+        const double t_gpu = dm_now_seconds();
+        gpu_rc = machine_gpu(m);
+        gpu_start = dm_now_seconds() - t_gpu;
+    }
     dm_model_info model = p->mi, staged;
-    int own_program = stage_program(p, use_gpu, &staged);
+    int own_program = gpu_rc == 0 ? stage_program(p, m, use_gpu, &staged) : 0;
     if (own_program > 0) p->mi = staged;
     if (use_gpu) dm_fit_starts_begin(p); /* each batch copies its voxels' when they are made */
 
@@ -573,9 +585,8 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     if (use_gpu) {
         dm_progress *prog = r->quiet ? NULL : dm_progress_start(label, (long)p->nfit, "voxels");
         dm_fit_gpu_report rep = {0};
-        const double t_gpu = dm_now_seconds();
-        rc = machine_gpu(m);
-        timing.gpu_start = dm_now_seconds() - t_gpu;
+        if (rc == 0) rc = gpu_rc;
+        timing.gpu_start = gpu_start;
         dm_fit_gpu_options go = m->gpu_options;
         go.progress = prog;
         go.watch = m->watch;
@@ -647,7 +658,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         dm_model_info_free(&staged);
     }
     if (rc == 0 && dm_fit_stopping(m->watch)) rc = dm_fit_stop_error(m->watch);
-    timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile + timing.gpu_start : 0);
+    timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile : 0); /* gpu_start before */
     count_work(p, &res, &timing);
 
     stage_writer *w = calloc(1, sizeof *w);

@@ -20,6 +20,8 @@ enum {
     DM_CU_ATTR_CC_MAJOR = 75,
     DM_CU_ATTR_CC_MINOR = 76,
     DM_CU_ATTR_L2_CACHE_SIZE = 38,
+    DM_CU_ATTR_SHARED_PER_BLOCK_OPTIN = 97, /* the dynamic shared memory a block may opt into */
+    DM_CU_FUNC_MAX_DYNAMIC_SHARED = 8,      /* a kernel's: the dynamic shared memory it may take */
     DM_CU_FUNC_PREFERRED_CARVEOUT = 9, /* a kernel's: the share of L1 it prefers as shared memory */
     DM_CU_MEMHOSTALLOC_DEVICEMAP = 2,  /* host memory the device can read and write */
 };

@@ -59,6 +59,8 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     mi->fix_width = flops->fix_width;
     mi->stage_width = flops->stage_width;
     mi->rows_per_voxel = flops->rows_per_voxel;
+    mi->prepare_reads_stage = flops->prepare_reads_stage;
+    mi->pre_width = flops->pre_width;
 
     for (int i = 0; i < m->measures.n; i++) {
         const dm_input *in = m->measures.items[i];

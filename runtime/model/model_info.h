@@ -65,10 +65,12 @@ typedef struct dm_model_info {
     int measure_width, voxel_width, output_width;
     int fix_width;  /* DM_FIX_WIDTH: fixed values per measurement row, computed before a fit */
     int multistart; /* LM starts per voxel the model asks for (`multistart N`; 1 without) */
-    /* A stage program's (dm_model_stage): the parameters it holds, DM_STAGE_WIDTH and
-     * DM_ROWS_PER_VOXEL (templates/fit/model_api.h); 0 for the model's own program. */
+    /* A stage program's (dm_model_stage): the parameters it holds, DM_STAGE_WIDTH,
+     * DM_ROWS_PER_VOXEL and DM_PREPARE_READS_STAGE (templates/fit/model_api.h); 0 for the
+     * model's own program. */
     unsigned held;
-    int stage_width, rows_per_voxel;
+    int stage_width, rows_per_voxel, prepare_reads_stage;
+    int pre_width; /* DM_PRE_WIDTH: the values of dm_signal_prepare */
     dm_param_info params[DM_MAX_PARAMS];
     dm_measure_info measures[16];
     dm_voxel_info voxels[16];

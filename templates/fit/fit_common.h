@@ -52,6 +52,9 @@ typedef struct dm_voxel_data {
     const real *vox;  /* DM_VOXEL_WIDTH values (the voxel's row of a stage program) */
     real *own_rows;   /* DM_ROWS_PER_VOXEL: room for the voxel's M rows of DM_ROW_WIDTH */
     int stride;       /* DM_ROWS_PER_VOXEL: own_rows' element stride (below); 0 reads as 1 */
+#ifdef DM_GRID_SWEEP
+    const real *points; /* grid.h's sweep: the grid points' prepared values (its table) */
+#endif
 } dm_voxel_data;
 
 /* Element (m, c) of the rows is meas[(m DM_ROW_WIDTH + c) stride].  A stage program's own
@@ -138,6 +141,14 @@ DM_FN int dm_params_valid(const real *p, const real *vox)
 DM_FN void dm_load_row(const dm_voxel_data *d, int m, real *row)
 {
     const real *src = DM_MEAS_ROW(d, m);
+#ifdef DM_GRID_SWEEP
+    /* the sweep's rows: the base values shared by the block, the stage's made here */
+    for (int c = 0; c < DM_MEASURE_WIDTH + DM_FIX_BASE_WIDTH; c++) row[c] = src[c];
+#if DM_ROWS_PER_VOXEL
+    dm_row_stage(row, d->vox);
+#endif
+    return;
+#endif
 #if DM_ROWS_PER_VOXEL
     if (DM_ROW_STRIDE(d) > 1) { /* interleaved rows: the lanes of a warp read side by side */
         for (int c = 0; c < DM_ROW_SLOTS; c++) row[c] = src[(size_t)c * DM_ROW_STRIDE(d)];

@@ -53,7 +53,7 @@ DM_FN void dm_voxel_stage(dm_voxel_data *d, const real *params, real *vx)
     dm_wrap_periodic(p);
     dm_voxel_extend(p, d->vox, vx);
     d->vox = vx;
-#if DM_ROWS_PER_VOXEL
+#if DM_ROWS_PER_VOXEL && !defined(DM_GRID_SWEEP) /* the sweep makes them as it reads them */
     dm_voxel_stage_rows(d->meas, vx, d->nmeas, d->own_rows, DM_ROW_STRIDE(d));
     d->meas = d->own_rows;
 #endif
@@ -77,7 +77,11 @@ DM_FN int dm_fit_one_voxel(const dm_fit_config *cfg, const real *grid_values,
     int iterations = DM_CONTINUES(cfg) ? (int)stats[DM_STAT_ITERATIONS] : 0;
     real sse = 0, accept_rate = 0, tau_mean = 0;
     if (status != DM_STATUS_FAILED && DM_RUNS(cfg, DM_METHOD_GRID)) {
+#ifdef DM_GRID_SWEEP
+        if (!dm_grid_sweep(cfg, grid_values, d, p, &sse) && cfg->methods == DM_METHOD_GRID)
+#else
         if (!dm_grid_search(cfg, grid_values, d, p, &sse) && cfg->methods == DM_METHOD_GRID)
+#endif
             status = DM_STATUS_FAILED;
     }
     if (status != DM_STATUS_FAILED && DM_RUNS(cfg, DM_METHOD_LM)) {

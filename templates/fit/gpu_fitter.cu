@@ -57,6 +57,10 @@ extern "C" __global__ void __launch_bounds__(128, 4)
         for (int m = threadIdx.x; m < M; m += blockDim.x)
             dm_row_extend(meas + (size_t)m * DM_MEASURE_WIDTH, vox,
                           block_rows + (size_t)m * DM_ROW_WIDTH);
+#ifdef DM_GRID_SWEEP /* the grid points' table after the rows */
+        real *points = DM_SWEEP_TABLE(block_rows, M);
+        dm_grid_sweep_table(&cfg, grid_values, vox, points, threadIdx.x, blockDim.x);
+#endif
         __syncthreads();
     }
 #endif
@@ -77,7 +81,9 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     real *own = rows + (size_t)voxel * M * DM_ROW_WIDTH;
     if (shared_rows) {
         d.meas = block_rows;
-#if DM_ROWS_PER_VOXEL
+#ifdef DM_GRID_SWEEP /* rows made as they are read (fit_common.h's dm_load_row) */
+        d.points = DM_SWEEP_TABLE(block_rows, M);
+#elif DM_ROWS_PER_VOXEL
         /* a stage program's rows of the voxel (fit_voxel.h): those of the warp's voxels
          * interleaved, so that its lanes' reads coalesce (the runtime rounds the rows up to
          * whole warps) */

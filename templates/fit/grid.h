@@ -59,6 +59,129 @@ DM_FN_ONCE void dm_sse_batch(const dm_voxel_data *d, const real *pts, int n, rea
     }
 }
 
+#ifdef DM_GRID_SWEEP
+/* The sweep: a stage program's grid search with the loops turned round (the GPU's, where the
+ * runtime defines DM_GRID_SWEEP; runtime/fit/fit_gpu.c).  Its points' prepared values are the
+ * same for every voxel of the same inputs (DM_PREPARE_READS_STAGE 0), made once a block into a
+ * table (dm_grid_sweep_table); a voxel then makes each measurement's row once for
+ * DM_SWEEP_CHUNK points (the stage's values of the row: NODDI's Legendre series of the held
+ * orientation) instead of once a point, and costs the chunk's points on it.  Each point's sum
+ * runs over the measurements in dm_sse's order and lanes, as dm_grid_search's does; the
+ * validity of a point is judged when its cost is, so that invalid points are costed and
+ * ignored. */
+#if DM_STAGE_WIDTH == 0 || DM_PREPARE_READS_STAGE || DM_FIX_WIDTH == 0
+#error "grid.h: the sweep needs a stage program with fixed values whose prepare reads no stage value"
+#endif
+#ifndef DM_SWEEP_CHUNK
+#define DM_SWEEP_CHUNK 16
+#endif
+#ifdef __CUDACC_RTC__
+#define DM_SWEEP_POINTS DM_PRAGMA_(unroll) /* the chunk's sums stay in registers */
+#else
+#define DM_SWEEP_POINTS
+#endif
+
+/* Where the table begins in a block's shared memory: after its M rows, on a 16-byte boundary
+ * (runtime/fit/fit_gpu.c sizes the memory alike). */
+#define DM_SWEEP_TABLE(rows, M) ((rows) + ((size_t)(M)*DM_ROW_WIDTH + 3) / 4 * 4)
+
+/* The gridded parameters (dm_grid_search's) into gridded[]; their count. */
+DM_FN int dm_grid_dims(const dm_fit_config *cfg, int *gridded)
+{
+    int ngrid = 0;
+    for (int k = 0; k < DM_NPARAMS; k++)
+        if (cfg->grid_count[k] > 0 && !dm_is_fixed(cfg, k)) gridded[ngrid++] = k;
+    return ngrid;
+}
+
+DM_FN int dm_grid_npoints(const dm_fit_config *cfg, const int *gridded, int ngrid)
+{
+    int n = 1;
+    for (int g = 0; g < ngrid; g++) n *= cfg->grid_count[gridded[g]];
+    return n;
+}
+
+/* The gridded values of point i (enumeration order: the last gridded parameter fastest) into
+ * p. */
+DM_FN void dm_grid_point(const dm_fit_config *cfg, const real *grid_values, const int *gridded,
+                         int ngrid, int i, real *p)
+{
+    for (int g = ngrid - 1; g >= 0; g--) {
+        const int k = gridded[g], c = cfg->grid_count[k];
+        p[k] = grid_values[cfg->grid_offset[k] + i % c];
+        i /= c;
+    }
+}
+
+/* table[i DM_PRE_WIDTH ..] = the prepared values of point i, for i = first, first + step, ..
+ * up to the points rounded up to whole chunks (those past the last point repeat it: a short
+ * chunk runs the same loop); v: the voxels' inputs.  The held parameters' values are not read
+ * (the stage's values stand for them). */
+DM_FN void dm_grid_sweep_table(const dm_fit_config *cfg, const real *grid_values, const real *v,
+                               real *table, int first, int step)
+{
+    int gridded[DM_NPARAMS];
+    const int ngrid = dm_grid_dims(cfg, gridded), n = dm_grid_npoints(cfg, gridded, ngrid);
+    const int rounded = (n + DM_SWEEP_CHUNK - 1) / DM_SWEEP_CHUNK * DM_SWEEP_CHUNK;
+    for (int i = first; i < rounded; i += step) {
+        real p[DM_NPARAMS];
+        for (int k = 0; k < DM_NPARAMS; k++) p[k] = 0;
+        dm_grid_point(cfg, grid_values, gridded, ngrid, i < n ? i : n - 1, p);
+        dm_wrap_periodic(p);
+        dm_signal_prepare(p, v, table + (size_t)i * DM_PRE_WIDTH);
+    }
+}
+
+/* As dm_grid_search, over the table d->points. */
+DM_FN_ONCE int dm_grid_sweep(const dm_fit_config *cfg, const real *grid_values,
+                             const dm_voxel_data *d, real *p, real *best_sse)
+{
+    int gridded[DM_NPARAMS];
+    const int ngrid = dm_grid_dims(cfg, gridded), n = dm_grid_npoints(cfg, gridded, ngrid);
+    const real *y = d->y, *vox = d->vox;
+    const int M = d->nmeas;
+    real best[DM_NPARAMS], best_cost = 0;
+    for (int k = 0; k < DM_NPARAMS; k++) best[k] = p[k];
+    int found = 0;
+    for (int first = 0; first < n; first += DM_SWEEP_CHUNK) {
+        const real *pre = d->points + (size_t)first * DM_PRE_WIDTH;
+        real partial[DM_SWEEP_CHUNK];
+        DM_SWEEP_POINTS
+        for (int j = 0; j < DM_SWEEP_CHUNK; j++) partial[j] = 0;
+        for (int m = DM_LANE; m < M; m += DM_NLANES) {
+            DM_ROW_ALIGN real row[DM_ROW_SLOTS];
+            dm_load_row(d, m, row);
+            const real ym = y[m];
+            DM_SWEEP_POINTS
+            for (int j = 0; j < DM_SWEEP_CHUNK; j++) {
+                real r = ym - dm_signal_at(pre + j * DM_PRE_WIDTH, row, vox);
+                partial[j] += r * r;
+            }
+        }
+        DM_SWEEP_POINTS
+        for (int j = 0; j < DM_SWEEP_CHUNK; j++) {
+            const real cost = dm_lane_sum(partial[j]);
+            if (first + j >= n) continue;
+            real trial[DM_NPARAMS];
+            for (int k = 0; k < DM_NPARAMS; k++) trial[k] = p[k];
+            dm_grid_point(cfg, grid_values, gridded, ngrid, first + j, trial);
+            dm_wrap_periodic(trial);
+            if (!dm_params_valid(trial, vox) || !dm_finite(cost)) continue;
+            if (!found || cost < best_cost) {
+                found = 1;
+                best_cost = cost;
+                for (int k = 0; k < DM_NPARAMS; k++) best[k] = trial[k];
+            }
+        }
+    }
+    if (found) {
+        for (int k = 0; k < DM_NPARAMS; k++) p[k] = best[k];
+        *best_sse = best_cost;
+    }
+    return found;
+}
+#endif
+
 /* Returns 1 and sets p to the best point, or returns 0 and leaves p alone when no point is
  * valid.  *best_sse receives the best cost.  The valid points are costed DM_GRID_BATCH at a
  * time, in enumeration order. */

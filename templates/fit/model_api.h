@@ -66,6 +66,8 @@
  *   DM_STAGE_WIDTH     values of the held parameters appended to the voxel row
  *   DM_ROWS_PER_VOXEL  1 when some fixed values read them: each voxel's rows are its own
  *   DM_FIX_BASE_WIDTH  the fixed values that read none (dm_signal_fix's, the first ones)
+ *   DM_PREPARE_READS_STAGE  1 when dm_signal_prepare reads them (else its values at a point
+ *                      are the same for every voxel of the same inputs: grid.h's sweep)
  *   void dm_voxel_extend(const real *p, const real *v, real *vx);
  *       vx[0 .. DM_VOXEL_WIDTH) = v, then the DM_STAGE_WIDTH values, from the held p;
  *   void dm_row_stage(real *row, const real *vx);     (DM_ROWS_PER_VOXEL only)

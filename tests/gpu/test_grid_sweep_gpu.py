@@ -1,0 +1,105 @@
+"""The grid sweep on the GPU (templates/fit/grid.h, make test-gpu): a grid search alone whose
+stage program's prepared values are the same for every voxel runs with its loops turned round
+(each measurement's row made once for a chunk of points, the points' values from a table in
+shared memory).  Its estimates must be those of the same grid on the GPU with the model's own
+program (DIMOC_STAGE_PROGRAMS=0) and of the CPU's stage program: the same statuses, every
+parameter the same to 1e-6 (relative) in at least 99% of the voxels and there the cost (from
+the BIC map: M log(sse1 / sse0)) to 1e-9; a point within rounding of another may be chosen
+differently.  Cases:
+NODDI-Watson's grid of the pipeline (378 points: not a whole number of chunks) on 3,000 voxels
+(many blocks) at two measurement counts (2 and 4 lanes a voxel), NODDI-Bingham's grid (kappa1
+>= kappa2: invalid points costed and ignored), and NODDI-Watson with a d_par map (the voxels'
+inputs differ: the model's program serves, no sweep compiled).  The compile cache shows which
+program ran: a "-sweep" cubin."""
+import os
+import subprocess
+
+import numpy as np
+
+from dmtest import DIMOC, cached_files, check, dimoc, finish, load, random_directions, save, workdir
+
+rng = np.random.default_rng(31)
+d = workdir("grid_sweep_gpu")
+N = 3000
+
+
+def flat(name, values):
+    return save(os.path.join(d, name + ".nii.gz"), np.asarray(values, dtype=float).reshape(-1, 10, 10))
+
+
+def simulate(model, truth, name, shells):
+    bvals, bvecs = os.path.join(d, name + ".bval"), os.path.join(d, name + ".bvec")
+    dimoc("scheme", "--shells", shells, "--bvals", bvals, "--bvecs", bvecs)
+    spec = ",".join(f"{k}={flat(name + '_' + k, v)}" for k, v in truth.items())
+    out = os.path.join(d, name + ".nii.gz")
+    dimoc("simulate", model, "--bvals", bvals, "--bvecs", bvecs, "--params", spec, "--noise", "rician",
+          "--snr", 30, "--seed", 9, "--out", out)
+    return out, bvals, bvecs
+
+
+_, th, ph = random_directions(rng, N)
+watson = {"S0": np.full(N, 1000.0), "fintra": rng.uniform(0.2, 0.85, N), "fiso": rng.uniform(0, 0.4, N),
+          "kappa": np.exp(rng.uniform(np.log(0.5), np.log(30), N)), "th": th, "ph": ph}
+k1 = rng.uniform(4, 16, N)
+bingham = {"S0": np.full(N, 1000.0), "fintra": rng.uniform(0.3, 0.8, N), "fiso": rng.uniform(0, 0.3, N),
+           "kappa1": k1, "kappa2": k1 * rng.uniform(0.3, 1, N), "th": th, "ph": ph,
+           "psi": rng.uniform(0, np.pi, N)}
+WATSON_GRID = ["--method", "grid", "--fixed", "th,ph", "--grid", "fiso=0,0.1,0.2,0.35,0.6,1",
+               "--grid", "fintra=0.1:0.1:0.9", "--grid", "kappa=0.5,1,2,4,8,16,32"]
+
+
+def init(prefix, names):
+    return [a for k in names for a in ("--init", f"{k}={os.path.join(d, prefix + '_' + k + '.nii.gz')}")]
+
+
+ukb = simulate("noddi_watson", watson, "ukb", "5x0,50x1000,50x2000")
+hcp = simulate("noddi_watson", watson, "hcp", "18x0,90x1000,90x2000,90x3000")
+bing = simulate("noddi_bingham", bingham, "bingham", "6x0,30x1000,60x2000")
+dpar = flat("dpar", rng.uniform(1.5e-3, 2.0e-3, N))
+CASES = [
+    ("watson-105", "noddi_watson", ukb, WATSON_GRID + init("ukb", ["th", "ph"]), True),
+    ("watson-288", "noddi_watson", hcp, WATSON_GRID + init("hcp", ["th", "ph"]), True),
+    ("bingham", "noddi_bingham", bing,
+     ["--method", "grid", "--fixed", "S0,fintra,fiso,th,ph,psi", "--grid", "kappa1=1,2,4,8,16,32,63",
+      "--grid", "kappa2=0.5,0.9,1.8,3.6,7,14,28,56"]
+     + init("bingham", ["fintra", "fiso", "th", "ph", "psi"]), True),
+    ("watson-dpar-map", "noddi_watson", ukb, WATSON_GRID + init("ukb", ["th", "ph"]) + ["--voxel", f"d_par={dpar}"],
+     False),
+]
+
+for name, model, (data, bvals, bvecs), opts, sweeps in CASES:
+    outs, cubins = {}, {}
+    for run, device, stage in (("sweep", "gpu", "1"), ("model", "gpu", "0"), ("cpu", "cpu", "1")):
+        out = os.path.join(d, f"{name}-{run}")
+        cache = os.path.join(d, f"cache-{name}-{run}")
+        env = dict(os.environ, XDG_CACHE_HOME=cache, DIMOC_STAGE_PROGRAMS=stage)
+        p = subprocess.run([DIMOC, "fit", model, "--data", data, "--bvals", bvals, "--bvecs", bvecs,
+                            "--out", out, "--quiet", "--device", device, "--out-type", "float64",
+                            "--ic", *map(str, opts)], capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            raise RuntimeError(f"{name} {run}: dimoc fit failed: {p.stderr.strip()}")
+        outs[run], cubins[run] = out, cached_files(cache, ".cubin")
+    swept = [c for c in cubins["sweep"] if "-sweep-" in c]
+    check(f"{name}-sweep-{'compiled' if sweeps else 'not-compiled'}", bool(swept) == sweeps,
+          f"GPU programs: {cubins['sweep']}")
+    params = [k for k in (watson if model == "noddi_watson" else bingham)]
+    ref = outs["sweep"]
+    for other in ("model", "cpu"):
+        st1, st0 = load(f"{ref}/status.nii.gz"), load(f"{outs[other]}/status.nii.gz")
+        check(f"{name}-statuses-as-{other}", np.array_equal(st1, st0) and np.all(st1 == 0),
+              f"{int(np.sum(st1 != st0))} voxels differ, {int(np.sum(st1 != 0))} not fitted")
+        close = np.ones(N, bool)
+        for k in params:
+            a, b = load(f"{ref}/{k}.nii.gz").ravel(), load(f"{outs[other]}/{k}.nii.gz").ravel()
+            close &= np.abs(a - b) <= 1e-6 * np.maximum(np.abs(b), 1e-3)
+        M = len(open(bvals).read().split())
+        b1, b0 = load(f"{ref}/BIC.nii.gz").ravel(), load(f"{outs[other]}/BIC.nii.gz").ravel()
+        rel = np.abs(b1 - b0) / M
+        check(f"{name}-estimates-as-{other}", np.mean(close) >= 0.99 and np.median(rel) <= 1e-12,
+              f"{100 * np.mean(close):.2f}% of voxels at the same point, cost: median relative "
+              f"difference {np.median(rel):.2g}")
+        chosen = close
+        check(f"{name}-cost-as-{other}", np.max(rel[chosen]) <= 1e-9,
+              f"worst relative cost difference at the same point {np.max(rel[chosen]):.2g}")
+
+finish()
