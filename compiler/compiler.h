@@ -46,7 +46,8 @@ typedef struct dm_flops {
     long fix; /* dm_signal_fix: once per voxel and measurement, before a fit */
     long fix_transc;
     int fix_width; /* DM_FIX_WIDTH: the fixed values that extend each measurement row */
-    int pre_width; /* DM_PRE_WIDTH: the values dm_signal_prepare makes */
+    int pre_width;      /* DM_PRE_WIDTH: the values dm_signal_prepare makes */
+    int fix_base_width; /* DM_FIX_BASE_WIDTH: the fixed values that read no stage value */
     /* A stage program's (dm_generate_stage): DM_STAGE_WIDTH, the values of its held
      * parameters appended to the voxel row, and DM_ROWS_PER_VOXEL, 1 when the fixed values
      * read them (each voxel's rows are its own); DM_PREPARE_READS_STAGE, 1 when the

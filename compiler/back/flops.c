@@ -56,6 +56,7 @@ void dm_programs_flops(const dm_programs *G, dm_flops *f)
     f->fix = dm_count_flops_marked(&G->signal, G->signal_split.fix_code, &f->fix_transc);
     f->fix_width = G->signal_split.nfix;
     f->pre_width = G->signal_split.nslots > 0 ? G->signal_split.nslots : 1;
+    f->fix_base_width = G->signal_split.nfix_base;
     f->stage_width = G->nstage;
     f->rows_per_voxel = G->signal_split.nfix > G->signal_split.nfix_base;
     const dm_prog *S = &G->signal;

@@ -319,8 +319,8 @@ static int voxel_inputs_uniform(const dm_problem *p)
 }
 
 /* A sweeping block's dynamic shared memory (gpu_fitter.cu, grid.h's DM_SWEEP_TABLE): its M
- * extended rows on 16 bytes, then the points' prepared values, rounded up to whole chunks;
- * 0 where mi does not sweep. */
+ * rows of base values on 16 bytes, then the points' prepared values, rounded up to whole
+ * chunks; 0 where mi does not sweep. */
 static size_t sweep_bytes(const dm_problem *p, const dm_model_info *mi, int rs)
 {
     if (!sweeps(mi, p->cfg.methods)) return 0;
@@ -328,7 +328,7 @@ static size_t sweep_bytes(const dm_problem *p, const dm_model_info *mi, int rs)
     for (int k = 0; k < mi->nparams; k++)
         if (p->cfg.grid_count[k] > 0 && !((p->cfg.fixed_mask >> k) & 1u))
             points *= (size_t)p->cfg.grid_count[k];
-    const size_t rows = (p->M * (size_t)(mi->measure_width + mi->fix_width) + 3) / 4 * 4;
+    const size_t rows = (p->M * (size_t)(mi->measure_width + mi->fix_base_width) + 3) / 4 * 4;
     points = (points + SWEEP_CHUNK - 1) / SWEEP_CHUNK * SWEEP_CHUNK;
     return (rows + points * (size_t)mi->pre_width) * (size_t)rs;
 }

@@ -70,7 +70,8 @@ typedef struct dm_model_info {
      * model's own program. */
     unsigned held;
     int stage_width, rows_per_voxel, prepare_reads_stage;
-    int pre_width; /* DM_PRE_WIDTH: the values of dm_signal_prepare */
+    int pre_width;      /* DM_PRE_WIDTH: the values of dm_signal_prepare */
+    int fix_base_width; /* DM_FIX_BASE_WIDTH: the fixed values that read no stage value */
     dm_param_info params[DM_MAX_PARAMS];
     dm_measure_info measures[16];
     dm_voxel_info voxels[16];

@@ -57,6 +57,12 @@ typedef struct dm_voxel_data {
 #endif
 } dm_voxel_data;
 
+#ifdef DM_GRID_SWEEP
+/* The sweep's rows in meas: the measurement's columns and the fixed values that read no stage
+ * value, packed; the stage's fixed values are made as a row is read (dm_load_row). */
+#define DM_SWEEP_ROW (DM_MEASURE_WIDTH + DM_FIX_BASE_WIDTH)
+#endif
+
 /* Element (m, c) of the rows is meas[(m DM_ROW_WIDTH + c) stride].  A stage program's own
  * rows on the GPU are those of a warp's voxels interleaved (stride: the voxels of a warp), so
  * that the lanes' reads of one column coalesce; any other rows are packed (stride 1). */
@@ -140,15 +146,16 @@ DM_FN int dm_params_valid(const real *p, const real *vox)
  * packed, so every such row starts on a 16-byte boundary). */
 DM_FN void dm_load_row(const dm_voxel_data *d, int m, real *row)
 {
-    const real *src = DM_MEAS_ROW(d, m);
 #ifdef DM_GRID_SWEEP
-    /* the sweep's rows: the base values shared by the block, the stage's made here */
-    for (int c = 0; c < DM_MEASURE_WIDTH + DM_FIX_BASE_WIDTH; c++) row[c] = src[c];
+    /* the sweep's rows (grid.h): the base values shared by the block, the stage's made here */
+    const real *base = d->meas + (size_t)m * DM_SWEEP_ROW;
+    for (int c = 0; c < DM_SWEEP_ROW; c++) row[c] = base[c];
 #if DM_ROWS_PER_VOXEL
     dm_row_stage(row, d->vox);
 #endif
     return;
 #endif
+    const real *src = DM_MEAS_ROW(d, m);
 #if DM_ROWS_PER_VOXEL
     if (DM_ROW_STRIDE(d) > 1) { /* interleaved rows: the lanes of a warp read side by side */
         for (int c = 0; c < DM_ROW_SLOTS; c++) row[c] = src[(size_t)c * DM_ROW_STRIDE(d)];

@@ -54,12 +54,16 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     extern __shared__ __align__(16) unsigned char block_shared[];
     real *block_rows = (real *)block_shared;
     if (shared_rows) { /* before any thread leaves: the whole block waits for them */
+#ifdef DM_GRID_SWEEP /* the base values' rows packed (grid.h), then the grid points' table */
+        for (int m = threadIdx.x; m < M; m += blockDim.x)
+            dm_row_extend(meas + (size_t)m * DM_MEASURE_WIDTH, vox,
+                          block_rows + (size_t)m * DM_SWEEP_ROW);
+        dm_grid_sweep_table(&cfg, grid_values, vox, DM_SWEEP_TABLE(block_rows, M), threadIdx.x,
+                            blockDim.x);
+#else
         for (int m = threadIdx.x; m < M; m += blockDim.x)
             dm_row_extend(meas + (size_t)m * DM_MEASURE_WIDTH, vox,
                           block_rows + (size_t)m * DM_ROW_WIDTH);
-#ifdef DM_GRID_SWEEP /* the grid points' table after the rows */
-        real *points = DM_SWEEP_TABLE(block_rows, M);
-        dm_grid_sweep_table(&cfg, grid_values, vox, points, threadIdx.x, blockDim.x);
 #endif
         __syncthreads();
     }

@@ -81,9 +81,9 @@ DM_FN_ONCE void dm_sse_batch(const dm_voxel_data *d, const real *pts, int n, rea
 #define DM_SWEEP_POINTS
 #endif
 
-/* Where the table begins in a block's shared memory: after its M rows, on a 16-byte boundary
- * (runtime/fit/fit_gpu.c sizes the memory alike). */
-#define DM_SWEEP_TABLE(rows, M) ((rows) + ((size_t)(M)*DM_ROW_WIDTH + 3) / 4 * 4)
+/* A block's shared memory (runtime/fit/fit_gpu.c sizes it alike): the M rows of the base values
+ * (DM_SWEEP_ROW each, fit_common.h), then the table on a 16-byte boundary. */
+#define DM_SWEEP_TABLE(rows, M) ((rows) + ((size_t)(M)*DM_SWEEP_ROW + 3) / 4 * 4)
 
 /* The gridded parameters (dm_grid_search's) into gridded[]; their count. */
 DM_FN int dm_grid_dims(const dm_fit_config *cfg, int *gridded)
@@ -132,8 +132,9 @@ DM_FN void dm_grid_sweep_table(const dm_fit_config *cfg, const real *grid_values
     }
 }
 
-/* As dm_grid_search, over the table d->points. */
-DM_FN_ONCE int dm_grid_sweep(const dm_fit_config *cfg, const real *grid_values,
+/* As dm_grid_search, over the table d->points.  Inlined in the kernel, so that the compiler sees
+ * that the rows and the table are in shared memory (its loads of them are shared loads). */
+DM_FN int dm_grid_sweep(const dm_fit_config *cfg, const real *grid_values,
                              const dm_voxel_data *d, real *p, real *best_sse)
 {
     int gridded[DM_NPARAMS];
