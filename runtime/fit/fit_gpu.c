@@ -102,7 +102,7 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
     snprintf(prologue, sizeof prologue,
              "#define DM_NLANES %d\n#define DM_COMPILED_METHODS %d\n#define DM_COMPILED_NOISE %d\n"
              "%stypedef %s real;\n#include \"fit/gpu_fitter.cu\"\n",
-             lanes, methods, noises, sweep ? "#define DM_GRID_SWEEP 1\n" : "",
+             lanes, methods, noises, sweep ? "#define DM_GRID_SWEEP 1\n#define DM_MIN_BLOCKS 3\n" : "",
              real_size == 4 ? "float" : "double");
     snprintf(name, sizeof name, "%s-gpu-%s-%dl-m%d-n%d%s", mi->name,
              real_size == 4 ? "float" : "double", lanes, methods, noises, sweep ? "-sweep" : "");

@@ -50,6 +50,7 @@ static int nvrtc_compile(const dm_cuda *cu, const char *tdir, const dm_gpu_sourc
         cu->nvrtcDestroyProgram(&prog);
         return -1;
     }
+    if (getenv("DM_LOG")) { size_t n = 0; cu->nvrtcGetProgramLogSize(prog, &n); char *log = malloc(n + 1); cu->nvrtcGetProgramLog(prog, log); log[n] = 0; fprintf(stderr, "%s\n", log); free(log); }
     cu->nvrtcGetCUBINSize(prog, &out->size);
     out->cubin = malloc(out->size);
     cu->nvrtcGetCUBIN(prog, out->cubin);

@@ -40,8 +40,14 @@
  *
  * Launched in blocks of 128 threads (runtime/fit/fit_gpu.c).  At least 4 resident blocks per
  * SM caps the registers at 128 a thread: NODDI-Watson's fitter took 251 (12.5% occupancy) and
- * fits 1.5x faster capped (docs/performance.md); ball & sticks needs 120 and is unaffected. */
-extern "C" __global__ void __launch_bounds__(128, 4)
+ * fits 1.5x faster capped (docs/performance.md); ball & sticks needs 120 and is unaffected.
+ * A grid sweep (grid.h) asks for 3 (DM_MIN_BLOCKS, from the runtime): its block's shared table
+ * allows no more than 3-4 blocks an SM, and its chunk's sums spilled to local memory under the
+ * cap of 128 (NODDI-Watson: 0.8 KB of spills a thread; 162 registers and none at 3). */
+#ifndef DM_MIN_BLOCKS
+#define DM_MIN_BLOCKS 4
+#endif
+extern "C" __global__ void __launch_bounds__(128, DM_MIN_BLOCKS)
     dm_fit_kernel(dm_fit_config cfg, const real *__restrict__ grid_values,
                   const real *__restrict__ meas, const real *__restrict__ y,
                   const real *__restrict__ vox, const unsigned long long *__restrict__ voxel_index,

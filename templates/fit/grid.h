@@ -155,7 +155,13 @@ DM_FN int dm_grid_sweep(const dm_fit_config *cfg, const real *grid_values,
             const real ym = y[m];
             DM_SWEEP_POINTS
             for (int j = 0; j < DM_SWEEP_CHUNK; j++) {
-                real r = ym - dm_signal_at(pre + j * DM_PRE_WIDTH, row, vox);
+                /* The point's values read again at every measurement: the same for every
+                 * measurement, they would be hoisted out of the loop by the compiler, the
+                 * chunk's (192 doubles for NODDI-Watson) spilled to local memory. */
+                real at[DM_PRE_WIDTH];
+                for (int k = 0; k < DM_PRE_WIDTH; k++)
+                    at[k] = ((const volatile real *)pre)[j * DM_PRE_WIDTH + k];
+                real r = ym - dm_signal_at(at, row, vox);
                 partial[j] += r * r;
             }
         }
