@@ -50,7 +50,19 @@ static int nvrtc_compile(const dm_cuda *cu, const char *tdir, const dm_gpu_sourc
         cu->nvrtcDestroyProgram(&prog);
         return -1;
     }
-    if (getenv("DM_LOG")) { size_t n = 0; cu->nvrtcGetProgramLogSize(prog, &n); char *log = malloc(n + 1); cu->nvrtcGetProgramLog(prog, log); log[n] = 0; fprintf(stderr, "%s\n", log); free(log); }
+    /* DIMOC_NVRTC_LOG: a tuning run's log on stderr (registers and spills per kernel with
+     * DIMOC_NVRTC_OPTIONS=--ptxas-options=-v). */
+    if (getenv("DIMOC_NVRTC_LOG")) {
+        size_t n = 0;
+        cu->nvrtcGetProgramLogSize(prog, &n);
+        char *log = malloc(n + 1);
+        if (log) {
+            cu->nvrtcGetProgramLog(prog, log);
+            log[n] = 0;
+            fprintf(stderr, "%s: %s\n", src->name, log);
+            free(log);
+        }
+    }
     cu->nvrtcGetCUBINSize(prog, &out->size);
     out->cubin = malloc(out->size);
     cu->nvrtcGetCUBIN(prog, out->cubin);
