@@ -84,12 +84,18 @@ static const char *const fitter_templates[] = {"fit/gpu_fitter.cu",
                                                "fit/fit_voxel.h",
                                                NULL};
 
-/* The grid search of a stage program runs as templates/fit/grid.h's sweep: a grid search alone,
- * whose points' prepared values are the same for every voxel of the same inputs. */
+/* A stage program on the GPU reads its rows as it makes them (templates/fit/fit_common.h's
+ * DM_ROWS_AS_READ: the base values shared by a block, the stage's made at each reading); its
+ * grid search alone runs as templates/fit/grid.h's sweep where the points' prepared values are
+ * the same for every voxel of the same inputs. */
+static int rows_as_read(const dm_model_info *mi)
+{
+    return mi->stage_width > 0 && mi->fix_width > 0;
+}
+
 static int sweeps(const dm_model_info *mi, int methods)
 {
-    return mi->stage_width > 0 && !mi->prepare_reads_stage && mi->fix_width > 0 &&
-           methods == DM_METHOD_GRID;
+    return rows_as_read(mi) && !mi->prepare_reads_stage && methods == DM_METHOD_GRID;
 }
 
 int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int real_size,
@@ -97,15 +103,17 @@ int dm_fit_gpu_compile(const dm_cuda *cu, const dm_model_info *mi, int arch, int
 {
     /* templates/fit/mcmc.h's DM_COMPILED_NOISE: 1 Gaussian, 2 Rician, 3 both; only MCMC reads it */
     const int noises = !(methods & DM_METHOD_MCMC) || noise < 0 ? 3 : 1 << noise;
-    const int sweep = sweeps(mi, methods);
+    const int sweep = sweeps(mi, methods), as_read = rows_as_read(mi);
     char prologue[512], name[300];
     snprintf(prologue, sizeof prologue,
              "#define DM_NLANES %d\n#define DM_COMPILED_METHODS %d\n#define DM_COMPILED_NOISE %d\n"
-             "%stypedef %s real;\n#include \"fit/gpu_fitter.cu\"\n",
-             lanes, methods, noises, sweep ? "#define DM_GRID_SWEEP 1\n#define DM_MIN_BLOCKS 3\n" : "",
+             "%s%stypedef %s real;\n#include \"fit/gpu_fitter.cu\"\n",
+             lanes, methods, noises, as_read ? "#define DM_ROWS_AS_READ 1\n" : "",
+             sweep ? "#define DM_GRID_SWEEP 1\n#define DM_MIN_BLOCKS 3\n" : "",
              real_size == 4 ? "float" : "double");
     snprintf(name, sizeof name, "%s-gpu-%s-%dl-m%d-n%d%s", mi->name,
-             real_size == 4 ? "float" : "double", lanes, methods, noises, sweep ? "-sweep" : "");
+             real_size == 4 ? "float" : "double", lanes, methods, noises,
+             sweep ? "-sweep" : as_read ? "-stage" : "");
     /* A float fitter is built with fast math: exp, sin, cos and log become the hardware's
      * approximations (a few ulp of float), the float build's choice of speed over the last
      * bits (ball & 2 sticks LM+MCMC 1.95 -> 1.46 s on an H200, docs/performance.md).  A
@@ -318,26 +326,29 @@ static int voxel_inputs_uniform(const dm_problem *p)
     return 1;
 }
 
-/* A sweeping block's dynamic shared memory (gpu_fitter.cu, grid.h's DM_SWEEP_TABLE): its M
- * rows of base values on 16 bytes, then the points' prepared values, rounded up to whole
- * chunks; 0 where mi does not sweep. */
-static size_t sweep_bytes(const dm_problem *p, const dm_model_info *mi, int rs)
+/* The dynamic shared memory of a block of a stage program that reads its rows as it makes them
+ * (gpu_fitter.cu): its M rows of base values, on 16 bytes; a sweep's points' prepared values
+ * after them (grid.h's DM_SWEEP_TABLE), rounded up to whole chunks.  0 where mi reads its rows
+ * otherwise. */
+static size_t as_read_bytes(const dm_problem *p, const dm_model_info *mi, int rs)
 {
-    if (!sweeps(mi, p->cfg.methods)) return 0;
+    if (!rows_as_read(mi)) return 0;
+    const size_t rows = (p->M * (size_t)(mi->measure_width + mi->fix_base_width) + 3) / 4 * 4;
+    if (!sweeps(mi, p->cfg.methods)) return rows * (size_t)rs;
     size_t points = 1;
     for (int k = 0; k < mi->nparams; k++)
         if (p->cfg.grid_count[k] > 0 && !((p->cfg.fixed_mask >> k) & 1u))
             points *= (size_t)p->cfg.grid_count[k];
-    const size_t rows = (p->M * (size_t)(mi->measure_width + mi->fix_base_width) + 3) / 4 * 4;
     points = (points + SWEEP_CHUNK - 1) / SWEEP_CHUNK * SWEEP_CHUNK;
     return (rows + points * (size_t)mi->pre_width) * (size_t)rs;
 }
 
-size_t dm_fit_gpu_sweep_shared(const dm_fit_gpu_session *s, const dm_problem *p,
+size_t dm_fit_gpu_stage_shared(const dm_fit_gpu_session *s, const dm_problem *p,
                                const dm_model_info *staged, int real_size)
 {
-    size_t bytes = sweep_bytes(p, staged, real_size);
-    if (!bytes || !voxel_inputs_uniform(p)) return 0;
+    size_t bytes = as_read_bytes(p, staged, real_size);
+    if (!bytes || (p->cfg.methods & ~(DM_METHOD_GRID | DM_METHOD_LM)) || !voxel_inputs_uniform(p))
+        return 0;
     for (int g = 0; g < s->gs.n; g++) {
         CUdevice dev;
         int most = 0;
@@ -358,12 +369,13 @@ static void *worker_main(void *arg)
     int rs = j->real_size, P = p->mi.nparams, ns = j->ns;
     size_t M = p->M, W = p->mi.measure_width, VW = p->mi.voxel_width, VS = VW ? VW : 1;
     size_t fix_rows = p->mi.fix_width ? W + (size_t)p->mi.fix_width : 0; /* extended row width */
-    /* the extended rows made once a block where every voxel's are the same (gpu_fitter.cu);
-     * a sweep's (fit_run.c chose it for these voxels) with its points' table after them */
-    const size_t sweep = sweep_bytes(p, &p->mi, rs);
+    /* the extended rows made once a block where every voxel's are the same (gpu_fitter.cu); a
+     * stage program's base rows (fit_run.c chose it for these voxels), with a sweep's points'
+     * table after them */
+    const size_t as_read = as_read_bytes(p, &p->mi, rs);
     int shared_rows =
-        sweep || (fix_rows && M * fix_rows * rs <= SHARED_ROWS_MAX && voxel_inputs_uniform(p));
-    unsigned shared_bytes = sweep         ? (unsigned)sweep
+        as_read || (fix_rows && M * fix_rows * rs <= SHARED_ROWS_MAX && voxel_inputs_uniform(p));
+    unsigned shared_bytes = as_read       ? (unsigned)as_read
                             : shared_rows ? (unsigned)(M * fix_rows * rs)
                                           : 0;
     dm_gpu_kernel kern[2];
@@ -379,7 +391,7 @@ static void *worker_main(void *arg)
     }
     size_t bytes[8], small_bytes[8]; /* a set for any batch; for the small first ones */
     /* each voxel's rows on the device: unless shared, and a stage program's own on them */
-    const size_t own_rows = sweep || (shared_rows && !p->mi.rows_per_voxel) ? 0 : fix_rows;
+    const size_t own_rows = as_read || (shared_rows && !p->mi.rows_per_voxel) ? 0 : fix_rows;
     slot_bytes(j->batch, M, VS, P, ns, own_rows, rs, bytes);
     slot_bytes(j->batch >> j->ramp, M, VS, P, ns, own_rows, rs, small_bytes);
     w->rc = -1;

@@ -71,12 +71,13 @@ typedef struct dm_fit_gpu_session {
     void *stop_flag[DM_GPU_MAX];
 } dm_fit_gpu_session;
 
-/* The dynamic shared memory a block needs to sweep the grid of p's stage with the stage
- * program `staged` (templates/fit/grid.h: the measurement rows, then the points' prepared
- * values), or 0 where the sweep cannot run it: a stage that is not a grid search alone,
- * voxels of different inputs, a prepare that reads the stage's values, or more memory than a
- * block of every GPU of the session may take. */
-size_t dm_fit_gpu_sweep_shared(const dm_fit_gpu_session *s, const dm_problem *p,
+/* The dynamic shared memory a block needs to fit p's stage with the stage program `staged`
+ * (the measurement rows of the base values, whose stage values it makes as it reads them; for
+ * a grid search alone, templates/fit/grid.h's sweep, the points' prepared values after them),
+ * or 0 where the GPU runs the model's program instead: MCMC or a dictionary among the
+ * methods, voxels of different inputs, no fixed values, or more memory than a block of every
+ * GPU of the session may take. */
+size_t dm_fit_gpu_stage_shared(const dm_fit_gpu_session *s, const dm_problem *p,
                                const dm_model_info *staged, int real_size);
 
 /* Opens the driver and NVRTC, selects the GPUs of --gpus `gpus` and makes their contexts.

@@ -512,21 +512,22 @@ static unsigned stage_held(const dm_fit_config *c, int nparams)
 
 /* A stage that holds parameters gets its own program, where they are constants
  * (dm_generate_stage): 1 and *staged, or 0 where the model's program serves (nothing held, a
- * model that is not a file, DIMOC_STAGE_PROGRAMS=0), or -1 on an error.  On a GPU only a grid
- * search that the sweep can run (templates/fit/grid.h: its points' table in a block's shared
- * memory) takes its stage program; other stages keep the model's, whose rows a block shares,
- * where the stage programs' rows are each voxel's own, read from memory at every grid point or
- * LM step (NODDI-Watson's fractions stage on an H200: 0.25 s against 0.074 s,
- * docs/performance.md).  The GPU is open (machine_gpu) before a GPU stage asks. */
+ * model that is not a file, DIMOC_STAGE_PROGRAMS=0), or -1 on an error.  On a GPU a grid
+ * search or LM stage takes it where its voxels' inputs are the same
+ * (dm_fit_gpu_stage_shared): the rows' base values shared by a block, each row's stage values
+ * made as it is read, and a grid search alone as templates/fit/grid.h's sweep.  (Each voxel's
+ * own rows, made in and read from device memory at every grid point or LM step, had made
+ * NODDI-Watson's fractions stage on an H200 0.25 s against the model program's 0.074 s,
+ * docs/performance.md.)  The GPU is open (machine_gpu) before a GPU stage asks. */
 static int stage_program(dm_problem *p, const fit_machine *m, int gpu, dm_model_info *staged)
 {
     unsigned held = stage_held(&p->cfg, p->mi.nparams);
     p->cfg.held_mask = held;
     const char *env = getenv("DIMOC_STAGE_PROGRAMS");
     if (!held || (env && !strcmp(env, "0")) || access(p->mi.file, R_OK) != 0) return 0;
-    if (gpu && p->cfg.methods != DM_METHOD_GRID) return 0;
+    if (gpu && (p->cfg.methods & ~(DM_METHOD_GRID | DM_METHOD_LM))) return 0;
     if (dm_model_stage(&p->mi, held, staged) != 0) return -1;
-    if (!gpu || dm_fit_gpu_sweep_shared(&m->gpu, p, staged, m->real_size) > 0) return 1;
+    if (!gpu || dm_fit_gpu_stage_shared(&m->gpu, p, staged, m->real_size) > 0) return 1;
     dm_model_info_free(staged);
     return 0;
 }

@@ -57,10 +57,16 @@ typedef struct dm_voxel_data {
 #endif
 } dm_voxel_data;
 
-#ifdef DM_GRID_SWEEP
-/* The sweep's rows in meas: the measurement's columns and the fixed values that read no stage
- * value, packed; the stage's fixed values are made as a row is read (dm_load_row). */
-#define DM_SWEEP_ROW (DM_MEASURE_WIDTH + DM_FIX_BASE_WIDTH)
+/* DM_ROWS_AS_READ (a stage program on the GPU, for voxels of the same inputs; the runtime
+ * defines it): meas holds the rows of the base values only, DM_BASE_ROW each (the measurement's
+ * columns and the fixed values that read no stage value), shared by a block; the stage's fixed
+ * values are made as a row is read (dm_load_row), instead of each voxel's rows being made in
+ * and read from device memory. */
+#ifdef DM_ROWS_AS_READ
+#define DM_BASE_ROW (DM_MEASURE_WIDTH + DM_FIX_BASE_WIDTH)
+#endif
+#if defined(DM_GRID_SWEEP) && !defined(DM_ROWS_AS_READ)
+#error "fit_common.h: the grid sweep reads its rows as DM_ROWS_AS_READ"
 #endif
 
 /* Element (m, c) of the rows is meas[(m DM_ROW_WIDTH + c) stride].  A stage program's own
@@ -146,10 +152,9 @@ DM_FN int dm_params_valid(const real *p, const real *vox)
  * packed, so every such row starts on a 16-byte boundary). */
 DM_FN void dm_load_row(const dm_voxel_data *d, int m, real *row)
 {
-#ifdef DM_GRID_SWEEP
-    /* the sweep's rows (grid.h): the base values shared by the block, the stage's made here */
-    const real *base = d->meas + (size_t)m * DM_SWEEP_ROW;
-    for (int c = 0; c < DM_SWEEP_ROW; c++) row[c] = base[c];
+#ifdef DM_ROWS_AS_READ /* the base values shared by the block, the stage's made here */
+    const real *base = d->meas + (size_t)m * DM_BASE_ROW;
+    for (int c = 0; c < DM_BASE_ROW; c++) row[c] = base[c];
 #if DM_ROWS_PER_VOXEL
     dm_row_stage(row, d->vox);
 #endif

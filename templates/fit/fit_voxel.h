@@ -53,7 +53,7 @@ DM_FN void dm_voxel_stage(dm_voxel_data *d, const real *params, real *vx)
     dm_wrap_periodic(p);
     dm_voxel_extend(p, d->vox, vx);
     d->vox = vx;
-#if DM_ROWS_PER_VOXEL && !defined(DM_GRID_SWEEP) /* the sweep makes them as it reads them */
+#if DM_ROWS_PER_VOXEL && !defined(DM_ROWS_AS_READ) /* else made as they are read */
     dm_voxel_stage_rows(d->meas, vx, d->nmeas, d->own_rows, DM_ROW_STRIDE(d));
     d->meas = d->own_rows;
 #endif

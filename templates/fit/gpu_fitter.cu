@@ -60,12 +60,14 @@ extern "C" __global__ void __launch_bounds__(128, DM_MIN_BLOCKS)
     extern __shared__ __align__(16) unsigned char block_shared[];
     real *block_rows = (real *)block_shared;
     if (shared_rows) { /* before any thread leaves: the whole block waits for them */
-#ifdef DM_GRID_SWEEP /* the base values' rows packed (grid.h), then the grid points' table */
+#ifdef DM_ROWS_AS_READ /* the base values' rows packed, then a sweep's grid points' table */
         for (int m = threadIdx.x; m < M; m += blockDim.x)
             dm_row_extend(meas + (size_t)m * DM_MEASURE_WIDTH, vox,
-                          block_rows + (size_t)m * DM_SWEEP_ROW);
+                          block_rows + (size_t)m * DM_BASE_ROW);
+#ifdef DM_GRID_SWEEP
         dm_grid_sweep_table(&cfg, grid_values, vox, DM_SWEEP_TABLE(block_rows, M), threadIdx.x,
                             blockDim.x);
+#endif
 #else
         for (int m = threadIdx.x; m < M; m += blockDim.x)
             dm_row_extend(meas + (size_t)m * DM_MEASURE_WIDTH, vox,
@@ -91,8 +93,10 @@ extern "C" __global__ void __launch_bounds__(128, DM_MIN_BLOCKS)
     real *own = rows + (size_t)voxel * M * DM_ROW_WIDTH;
     if (shared_rows) {
         d.meas = block_rows;
-#ifdef DM_GRID_SWEEP /* rows made as they are read (fit_common.h's dm_load_row) */
+#ifdef DM_ROWS_AS_READ /* rows made as they are read (fit_common.h's dm_load_row) */
+#ifdef DM_GRID_SWEEP
         d.points = DM_SWEEP_TABLE(block_rows, M);
+#endif
 #elif DM_ROWS_PER_VOXEL
         /* a stage program's rows of the voxel (fit_voxel.h): those of the warp's voxels
          * interleaved, so that its lanes' reads coalesce (the runtime rounds the rows up to

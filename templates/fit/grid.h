@@ -82,8 +82,8 @@ DM_FN_ONCE void dm_sse_batch(const dm_voxel_data *d, const real *pts, int n, rea
 #endif
 
 /* A block's shared memory (runtime/fit/fit_gpu.c sizes it alike): the M rows of the base values
- * (DM_SWEEP_ROW each, fit_common.h), then the table on a 16-byte boundary. */
-#define DM_SWEEP_TABLE(rows, M) ((rows) + ((size_t)(M)*DM_SWEEP_ROW + 3) / 4 * 4)
+ * (DM_BASE_ROW each, fit_common.h), then the table on a 16-byte boundary. */
+#define DM_SWEEP_TABLE(rows, M) ((rows) + ((size_t)(M)*DM_BASE_ROW + 3) / 4 * 4)
 
 /* The gridded parameters (dm_grid_search's) into gridded[]; their count. */
 DM_FN int dm_grid_dims(const dm_fit_config *cfg, int *gridded)

@@ -98,7 +98,7 @@ DM_FN_ONCE void dm_lm_normal_equations(const dm_voxel_data *d, const real *p, co
     for (int i = 0; i < DM_NPARAMS; i++) rhs[i] = 0;
     dm_signal_grad_prepare(p, d->vox, preg);
     for (int m = DM_LANE; m < d->nmeas; m += DM_NLANES) {
-#if DM_ROWS_PER_VOXEL /* rows that may be interleaved (fit_common.h) */
+#if DM_ROWS_PER_VOXEL || defined(DM_ROWS_AS_READ) /* rows interleaved or made (fit_common.h) */
         DM_ROW_ALIGN real row[DM_ROW_SLOTS];
         dm_load_row(d, m, row);
         real s = dm_signal_grad_at(preg, row, d->vox, ds);
