@@ -96,6 +96,8 @@ int dm_problem_stage(const dm_fit_request *r, const double *prev, dm_problem *p)
 /* Both of the above. */
 int dm_problem_plan(const dm_fit_request *r, dm_problem *p);
 void dm_problem_free(dm_problem *p);
+/* The bytes of p->y (dm_big_reuse'd: given back with dm_big_release). */
+size_t dm_problem_signal_bytes(const dm_problem *p);
 
 /* Builds the per-measurement rows of a model from bvals/bvecs and NAME=file inputs.
  * bvals_out (optional) receives a copy of the b-values when the model reads bvals. */

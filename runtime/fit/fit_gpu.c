@@ -531,6 +531,13 @@ static void *worker_run(void *arg)
     return NULL;
 }
 
+/* Buffers parked between the fits of a process that holds the GPUs' contexts
+ * (dm_gpu_hold_contexts: `dimoc bids`), by device ordinal: a session takes its GPU's at its
+ * open instead of pinning host memory and allocating device memory again for every subject;
+ * they stay valid while the context lives. */
+static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gpu_buffers *parked[DM_GPU_MAX];
+
 int dm_fit_gpu_open(const char *gpus, dm_fit_gpu_session *s)
 {
     memset(s, 0, sizeof *s);
@@ -551,6 +558,14 @@ int dm_fit_gpu_open(const char *gpus, dm_fit_gpu_session *s)
             return -1;
         }
     }
+    pthread_mutex_lock(&parked_lock);
+    for (int g = 0; g < s->gs.n; g++) {
+        const int ord = s->gs.ord[g];
+        if (ord < 0 || ord >= DM_GPU_MAX || !dm_gpu_context_held(ord)) continue;
+        s->kept[g] = parked[ord];
+        parked[ord] = NULL;
+    }
+    pthread_mutex_unlock(&parked_lock);
     return 0;
 }
 
@@ -560,6 +575,14 @@ void dm_fit_gpu_close(dm_fit_gpu_session *s)
         CUdevice dev;
         CUcontext ctx;
         if (s->cu->cuDeviceGet(&dev, s->gs.ord[g]) != 0) continue;
+        const int ord = s->gs.ord[g];
+        if (s->kept[g] && ord >= 0 && ord < DM_GPU_MAX && dm_gpu_context_held(ord)) {
+            pthread_mutex_lock(&parked_lock); /* for the next fit of the process */
+            struct gpu_buffers *older = parked[ord];
+            parked[ord] = s->kept[g];
+            s->kept[g] = older; /* freed below */
+            pthread_mutex_unlock(&parked_lock);
+        }
         if ((s->kept[g] || s->stop_flag[g]) && s->cu->cuDevicePrimaryCtxRetain(&ctx, dev) == 0) {
             if (s->cu->cuCtxSetCurrent(ctx) == 0) {
                 for (int k = 0; s->kept[g] && k < 2; k++) free_slot(s->cu, &s->kept[g]->set[k]);

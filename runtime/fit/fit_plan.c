@@ -443,6 +443,11 @@ static int voxel_inputs(const dm_fit_inputs *in, dm_problem *p)
     return 0;
 }
 
+size_t dm_problem_signal_bytes(const dm_problem *p)
+{
+    return (p->nfit ? p->nfit : 1) * p->M * sizeof *p->y;
+}
+
 int dm_problem_build(const dm_fit_request *r, const dm_model_info *mi, const dm_fit_inputs *in,
                      dm_volume *geometry, dm_problem *p)
 {
@@ -488,7 +493,7 @@ int dm_problem_build(const dm_fit_request *r, const dm_model_info *mi, const dm_
     const int VW = p->mi.voxel_width;
     /* (a subject's signals are hundreds of MB: huge pages fault them in a thousand times less
      * often) */
-    p->y = dm_big_alloc((p->nfit ? p->nfit : 1) * M * sizeof *p->y);
+    p->y = dm_big_reuse(dm_problem_signal_bytes(p));
     p->voxin = calloc((p->nfit ? p->nfit : 1) * (VW ? VW : 1), sizeof *p->voxin);
     if (!p->y || !p->voxin)
         return dm_set_error("%s: out of memory for %zu voxels of %zu measurements", name, p->nfit,
@@ -636,7 +641,7 @@ void dm_problem_free(dm_problem *p)
     free(p->meas);
     free(p->bvals);
     free(p->index);
-    free(p->y);
+    dm_big_release(p->y, dm_problem_signal_bytes(p));
     free(p->voxin);
     free(p->start);
     free(p->status);

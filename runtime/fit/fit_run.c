@@ -11,6 +11,7 @@
 #include "fit/fit_gpu.h"
 #include "fit/fit_starts.h"
 #include "gpu/gpu_device.h"
+#include "io/bigalloc.h"
 #include "util/progress.h"
 #include "util/interrupt.h"
 #include "util/outdir.h"
@@ -151,17 +152,39 @@ typedef struct late_free {
     int started;
 } late_free;
 
-static void *late_free_main(void *ptr)
+/* What the thread gives back: a buffer of dm_big_reuse's (bytes > 0: io/bigalloc.h), or one of
+ * malloc's. */
+typedef struct late_buffer {
+    void *ptr;
+    size_t bytes;
+} late_buffer;
+
+static void give_back(late_buffer b)
 {
-    free(ptr); /* the pointer itself: a late_free may be moved (copied) while this runs */
+    if (b.bytes)
+        dm_big_release(b.ptr, b.bytes);
+    else
+        free(b.ptr);
+}
+
+static void *late_free_main(void *arg)
+{
+    late_buffer *b = arg; /* its own copy: a late_free may be moved (copied) while this runs */
+    give_back(*b);
+    free(b);
     return NULL;
 }
 
-static void late_free_start(late_free *f, void *ptr)
+static void late_free_start(late_free *f, void *ptr, size_t reused_bytes)
 {
     f->ptr = ptr;
-    f->started = pthread_create(&f->thread, NULL, late_free_main, ptr) == 0;
-    if (!f->started) free(ptr);
+    late_buffer *b = malloc(sizeof *b);
+    if (b) *b = (late_buffer){ptr, reused_bytes};
+    f->started = b && pthread_create(&f->thread, NULL, late_free_main, b) == 0;
+    if (!f->started) {
+        free(b);
+        give_back((late_buffer){ptr, reused_bytes});
+    }
 }
 
 static void late_free_join(late_free *f)
@@ -685,7 +708,8 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     }
     if (stage + 1 == nstages) {
         machine_release_gpu(m);
-        late_free_start(&m->signal, p->y); /* the writers read the estimates only */
+        /* the writers read the estimates only */
+        late_free_start(&m->signal, p->y, dm_problem_signal_bytes(p));
         p->y = w->snap.y = NULL;
         if (defer_final && !m->mem) { /* written by the cascade's caller's deferral, or below */
             w->last = 1;
@@ -767,7 +791,7 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
     dm_fit_watch_stage(m.watch, "load", 1);
     int rc = mem ? dm_problem_build(r, mem->mi, mem->in, NULL, &p) : io->load(r, &p);
     if (rc == 0) {
-        late_free_start(&image, p.data.data);
+        late_free_start(&image, p.data.data, 0);
         p.data.data = NULL;
     }
     if (rc != 0)

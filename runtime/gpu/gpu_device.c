@@ -181,3 +181,11 @@ fail:
     pthread_mutex_unlock(&hold_lock);
     return -1;
 }
+
+int dm_gpu_context_held(int ordinal)
+{
+    pthread_mutex_lock(&hold_lock);
+    int h = ordinal >= 0 && ordinal < DM_GPU_MAX && held[ordinal];
+    pthread_mutex_unlock(&hold_lock);
+    return h;
+}

@@ -71,5 +71,7 @@ size_t dm_gpu_memory_budget_min(const dm_cuda *cu, const dm_gpu_set *set, long c
  * once: each command's own retain and release then find the context alive instead of making
  * and destroying it (about 0.35 s of driver work each time).  0, or -1 with dm_last_error(). */
 int dm_gpu_hold_contexts(const char *spec);
+/* 1 when dm_gpu_hold_contexts holds the primary context of GPU `ordinal`. */
+int dm_gpu_context_held(int ordinal);
 
 #endif

@@ -3,6 +3,7 @@
  * study_run.h). */
 #define _GNU_SOURCE
 #include "study/study_run.h"
+#include "io/bigalloc.h"
 #include "io/volume.h"
 #include "mask/dwi_mask.h"
 #include "study/bids_layout.h"
@@ -856,6 +857,7 @@ int dm_study_participant(const dm_study_options *o)
     dm_study_options opts = *o;
     opts.bids_dir = L.root;
     plan_template plans = {0};
+    dm_big_keep(1); /* each fit's gathered signal in the buffer of the one before */
 
     console con = {0};
     fflush(stdout);
@@ -1046,6 +1048,7 @@ int dm_study_participant(const dm_study_options *o)
             unit_free(units[k]);
         }
     dm_volume_preload_clear();
+    dm_big_keep(0);
     template_free(&plans);
     leftovers_free(&left);
     int rc = 0;
