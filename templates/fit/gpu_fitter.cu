@@ -36,7 +36,9 @@
  * are its extended rows: each block makes them once in its dynamic shared memory (M rows, the
  * launch's size) and its voxels read them there.  A grid point or LM step sweeps all M rows,
  * and each voxel's own copy (5 KB for NODDI-Watson at 105 measurements) came from DRAM at
- * every sweep.
+ * every sweep.  A stage program's rows (DM_ROWS_AS_READ, fit_common.h) are the base values
+ * there, packed, each row's stage values made as it is read; a grid sweep's points' table
+ * follows them (grid.h).
  *
  * Launched in blocks of 128 threads (runtime/fit/fit_gpu.c).  At least 4 resident blocks per
  * SM caps the registers at 128 a thread: NODDI-Watson's fitter took 251 (12.5% occupancy) and
