@@ -70,7 +70,8 @@ DM_FN_ONCE void dm_sse_batch(const dm_voxel_data *d, const real *pts, int n, rea
  * validity of a point is judged when its cost is, so that invalid points are costed and
  * ignored. */
 #if DM_STAGE_WIDTH == 0 || DM_PREPARE_READS_STAGE || DM_FIX_WIDTH == 0
-#error "grid.h: the sweep needs a stage program with fixed values whose prepare reads no stage value"
+#error                                                                                             \
+    "grid.h: the sweep needs a stage program with fixed values whose prepare reads no stage value"
 #endif
 #ifndef DM_SWEEP_CHUNK
 #define DM_SWEEP_CHUNK 16
@@ -134,8 +135,8 @@ DM_FN void dm_grid_sweep_table(const dm_fit_config *cfg, const real *grid_values
 
 /* As dm_grid_search, over the table d->points.  Inlined in the kernel, so that the compiler sees
  * that the rows and the table are in shared memory (its loads of them are shared loads). */
-DM_FN int dm_grid_sweep(const dm_fit_config *cfg, const real *grid_values,
-                             const dm_voxel_data *d, real *p, real *best_sse)
+DM_FN int dm_grid_sweep(const dm_fit_config *cfg, const real *grid_values, const dm_voxel_data *d,
+                        real *p, real *best_sse)
 {
     int gridded[DM_NPARAMS];
     const int ngrid = dm_grid_dims(cfg, gridded), n = dm_grid_npoints(cfg, gridded, ngrid);
