@@ -30,6 +30,10 @@ static const dm_opt response_opts[] = {
      "tournier: iterated single-fibre selection (one tissue); dhollander: WM, GM and CSF "
      "(needs b = 0); fa: the most anisotropic voxels"},
     {"lmax", "N", "10", "degree of the WM response (even)"},
+    {"device", "cpu|gpu|auto", "auto",
+     "where to deconvolve the voxels of the selection's passes (auto: a usable GPU, else the "
+     "CPU)"},
+    {"gpus", "LIST", "0", "the GPU to use (its ordinal)"},
     {"threads", "N", "all cores", "CPU threads"},
     {NULL, NULL, NULL, NULL},
 };
@@ -153,6 +157,10 @@ int dm_cmd_response(int argc, char **argv)
         rc = dm_arg_long(&a, response_opts, "threads", 1, 4096, &threads);
     o.algorithm = dm_arg(&a, response_opts, "algorithm");
     if (rc == 0) rc = check_algorithm("response", o.algorithm);
+    if (rc == 0)
+        rc = dm_gpu_resolve_device(dm_arg(&a, response_opts, "device"), "response", &o.use_gpu);
+    o.gpus = dm_arg(&a, response_opts, "gpus");
+    if (o.algorithm && !strcmp(o.algorithm, "fa")) o.use_gpu = 0; /* it deconvolves nothing */
     if (rc != 0) {
         dm_args_free(&a);
         return dm_report_error();

@@ -153,13 +153,6 @@ done:
     return rc;
 }
 
-/* Response estimation's deconvolutions on the GPU that dimoc csd made ready (csd_gpu.h), in
- * double; the compile and transfers add to times. */
-typedef struct gpu_solver {
-    dm_csd_gpu_warm *warm;
-    dm_csd_gpu_times times;
-} gpu_solver;
-
 /* The rows of the signals gpu_solve was handed, for a chunk of its voxels. */
 typedef struct held_signals {
     const double *Y;
@@ -176,7 +169,7 @@ static void copy_held(void *ctx, size_t from, size_t n, double *Y)
 static int gpu_solve(void *ctx, const dm_csd_plan *p, const double *Y, size_t nvox, double *X,
                      unsigned char *status)
 {
-    gpu_solver *g = ctx;
+    dm_csd_gpu_solver *g = ctx;
     dm_csd_gpu_times t;
     held_signals h = {Y, nvox, p->m};
     int rc = dm_csd_gpu_run(g->warm, p, copy_held, &h, nvox, 0, 1, 50, X, status, NULL, &t);
@@ -185,6 +178,11 @@ static int gpu_solve(void *ctx, const dm_csd_plan *p, const double *Y, size_t nv
     g->times.solve += t.solve;
     g->times.download += t.download;
     return rc;
+}
+
+dm_csd_solver dm_csd_gpu_solver_of(dm_csd_gpu_solver *g)
+{
+    return (dm_csd_solver){gpu_solve, g};
 }
 
 /* lmax: even, within what the code and the measurements support. */
@@ -337,8 +335,8 @@ int dm_csd_run(const dm_csd_options *o, dm_dwi *d, int nresp, const dm_response 
         const char *alg = o->algorithm;
         if (!alg) alg = ndw_shells > 1 || o->msmt ? "dhollander" : "tournier";
         /* Its passes' deconvolutions run on the GPU when the solve does (gpu_solve). */
-        gpu_solver g = {.warm = warm};
-        const dm_csd_solver solver = {gpu_solve, &g};
+        dm_csd_gpu_solver g = {.warm = warm};
+        const dm_csd_solver solver = dm_csd_gpu_solver_of(&g);
         if (dm_response_estimate(d, alg, o->lmax > 10 ? o->lmax : 10, o->threads,
                                  o->use_gpu ? &solver : NULL, &out->est) != 0)
             goto done;

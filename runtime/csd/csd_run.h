@@ -36,8 +36,19 @@ typedef struct dm_response_options {
     const char *algorithm; /* tournier, dhollander or fa */
     int lmax;              /* of the WM response */
     int threads;
+    int use_gpu; /* resolved --device: the passes' deconvolutions on the GPU */
+    const char *gpus;
     const char *history;
 } dm_response_options;
+
+/* Response estimation's deconvolutions on the GPU that `warm` made ready (csd_gpu.h), in
+ * double, as the solver of dm_response_estimate; times adds up their compile, transfers and
+ * solve. */
+typedef struct dm_csd_gpu_solver {
+    dm_csd_gpu_warm *warm;
+    dm_csd_gpu_times times;
+} dm_csd_gpu_solver;
+dm_csd_solver dm_csd_gpu_solver_of(dm_csd_gpu_solver *g);
 
 /* What a deconvolution made.  X, status and iters are the solved voxels' (d->vox after the
  * engine took --part's share out of it: d->nvox of them, ascending image indices). */

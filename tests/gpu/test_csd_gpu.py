@@ -5,7 +5,10 @@ multi-tissue CSD (the hard-constraint active set, which solves in double for --p
 too), on a crossing-fibre phantom with an oblique affine (multi-tissue also on one large enough
 to reach the GPU in several pieces); and dimoc csd with its own dhollander
 responses (tournier's passes deconvolved on the GPU) against the same on the CPU: the same
-voxels, responses within 1e-9, FODs within 1e-6."""
+voxels, responses within 1e-9, FODs within 1e-6; and `dimoc response` (dhollander, tournier)
+with --device gpu against --device cpu: the same voxels, responses within 1e-9, the GPU's
+deconvolution time in its provenance."""
+import json
 import os
 
 import numpy as np
@@ -156,6 +159,22 @@ def dhollander_case(d):
     fods = [load(f"{out[dev]}/wm_fod.nii.gz") for dev in ("cpu", "gpu")]
     err = np.abs(fods[1] - fods[0]).max() / np.abs(fods[0]).max()
     check("dhollander on the GPU: the CPU's FODs within 1e-6", err < 1e-6, f"largest relative difference {err:.3g}")
+    for alg, tissues in (("dhollander", ("wm", "gm", "csf")), ("tournier", ("wm",))):
+        resp = {}
+        for dev in ("cpu", "gpu"):
+            resp[dev] = f"{d}/response-{alg}-{dev}"
+            dimoc("response", "--data", f"{d}/dwi.nii.gz", "--bvals", f"{d}/bvals", "--bvecs", f"{d}/bvecs",
+                  "--mask", f"{d}/mask.nii.gz", "--algorithm", alg, "--out", resp[dev], "--device", dev)
+        worst, same = 0.0, True
+        for t in tissues:
+            rows = [np.loadtxt(f"{resp[dev]}/{t}_response.txt", ndmin=2) for dev in ("cpu", "gpu")]
+            worst = max(worst, np.abs(rows[1] - rows[0]).max() / np.abs(rows[0]).max())
+            vox = [load(f"{resp[dev]}/{t}_voxels.nii.gz") > 0 for dev in ("cpu", "gpu")]
+            same &= np.array_equal(vox[0], vox[1]) and vox[0].sum() > 0
+        gpu_s = json.load(open(f"{resp['gpu']}/provenance.json"))["results"].get("seconds_response_gpu")
+        check(f"dimoc response {alg} --device gpu: the CPU's voxels and responses within 1e-9",
+              same and worst < 1e-9 and gpu_s is not None and gpu_s > 0,
+              f"voxels the same: {same}, largest relative difference {worst:.3g}, GPU seconds {gpu_s}")
 
 
 d = os.path.join(ROOT, "single")
