@@ -791,7 +791,8 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
     dm_fit_watch_stage(m.watch, "load", 1);
     int rc = mem ? dm_problem_build(r, mem->mi, mem->in, NULL, &p) : io->load(r, &p);
     if (rc == 0) {
-        late_free_start(&image, p.data.data, 0);
+        /* (every volume holds at least its grid's values: a size never above the buffer's) */
+        late_free_start(&image, p.data.data, DM_NVOX(&p.data) * (size_t)p.data.nt * sizeof(double));
         p.data.data = NULL;
     }
     if (rc != 0)

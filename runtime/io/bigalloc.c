@@ -5,7 +5,7 @@
 #include <sys/mman.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
-#define KEPT 2
+#define KEPT 4
 
 void *dm_big_alloc(size_t bytes)
 {

@@ -130,14 +130,15 @@ static int read_gz_whole(const char *file, size_t need, unsigned char **raw)
     if (size <= 0 || need > ((size_t)4 << 30)) return 0;
     FILE *f = fopen(file, "rb");
     if (!f) return 0;
-    unsigned char *gz = malloc((size_t)size);
-    *raw = malloc(need ? need : 1);
+    /* (large: a study's subjects reuse them, io/bigalloc.h) */
+    unsigned char *gz = dm_big_reuse((size_t)size);
+    *raw = dm_big_reuse(need ? need : 1);
     int ok = gz && *raw && fread(gz, 1, (size_t)size, f) == (size_t)size &&
              dm_gz_inflate(gz, (size_t)size, *raw, need) == 0;
     fclose(f);
-    free(gz);
+    dm_big_release(gz, (size_t)size);
     if (!ok) {
-        free(*raw);
+        dm_big_release(*raw, need ? need : 1);
         *raw = NULL;
         return -1;
     }
@@ -199,7 +200,8 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
     if (nifti_is_gzfile(data_file)) {
         unsigned char *raw;
         size_t offset = (size_t)nim->iname_offset;
-        int r = read_gz_whole(data_file, offset + total * bytes_per, &raw);
+        const size_t need = offset + total * bytes_per;
+        int r = read_gz_whole(data_file, need, &raw);
         if (r < 0) return load_error(path, nim);
         if (r == 1) {
             if (swap) nifti_swap_Nbytes((int64_t)total, nim->swapsize, raw + offset);
@@ -208,7 +210,7 @@ static int read_data(const char *path, const nifti_image *nim, double *data)
             for (size_t start = 0; start < total; start += step)
                 convert_to_double(raw + offset + start * bytes_per, nim->datatype,
                                   total - start < step ? total - start : step, data + start);
-            free(raw);
+            dm_big_release(raw, need);
             return 0;
         }
     }
@@ -401,7 +403,7 @@ static int read_volume(const char *path, dm_volume *vol, int values)
         return -1;
     }
     size_t nvals = (size_t)nim->nvox;
-    double *data = dm_big_alloc(nvals * sizeof *data);
+    double *data = dm_big_reuse(nvals * sizeof *data); /* dm_volume_data_bytes */
     if (!data) {
         dm_set_error("%s: out of memory for %zu values", path, nvals);
         nifti_image_free(nim);

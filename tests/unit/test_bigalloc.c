@@ -1,5 +1,5 @@
 /* runtime/io/bigalloc.c: buffers given back while keeping are handed out again for a size they
- * serve (at least the size asked, at most 4/3 of it), the latest first, two at most.  Each
+ * serve (at least the size asked, at most 4/3 of it), the latest first.  Each
  * buffer handed out is written whole (AddressSanitizer's build checks its extent, and that the
  * buffers given back without keeping, or dropped, are freed: its leak check). */
 #include "io/bigalloc.h"
