@@ -44,6 +44,8 @@ typedef struct dm_flops {
     long gradient_prepare; /* dm_signal_grad_prepare */
     long gradient_prepare_transc;
     long fix; /* dm_signal_fix: once per voxel and measurement, before a fit */
+    long stage_rows;     /* a stage program's dm_row_stage: per voxel and measurement */
+    long signal_special; /* calls in dm_signal_at of more than an elementary function */
     long fix_transc;
     int fix_width; /* DM_FIX_WIDTH: the fixed values that extend each measurement row */
     int pre_width;      /* DM_PRE_WIDTH: the values dm_signal_prepare makes */

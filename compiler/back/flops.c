@@ -54,6 +54,11 @@ void dm_programs_flops(const dm_programs *G, dm_flops *f)
     f->gradient_prepare =
         dm_count_flops_marked(&G->grad, G->grad_split.prep_code, &f->gradient_prepare_transc);
     f->fix = dm_count_flops_marked(&G->signal, G->signal_split.fix_code, &f->fix_transc);
+    f->stage_rows = dm_count_flops_marked(&G->signal, G->signal_split.stage_code, NULL);
+    /* calls beyond the elementary functions (DM_MF_ERF on: mathlib.h's series and iterations) */
+    for (int i = 0; i < G->signal.n; i++)
+        f->signal_special += G->signal_split.at_code[i] && G->signal.ins[i].op == DM_IR_CALL &&
+                             G->signal.ins[i].fn >= DM_MF_ERF;
     f->fix_width = G->signal_split.nfix;
     f->pre_width = G->signal_split.nslots > 0 ? G->signal_split.nslots : 1;
     f->fix_base_width = G->signal_split.nfix_base;

@@ -75,8 +75,8 @@ typedef struct dm_fit_gpu_session {
  * (the measurement rows of the base values, whose stage values it makes as it reads them; for
  * a grid search alone, templates/fit/grid.h's sweep, the points' prepared values after them),
  * or 0 where the GPU runs the model's program instead: MCMC or a dictionary among the
- * methods, voxels of different inputs, no fixed values, or more memory than a block of every
- * GPU of the session may take. */
+ * methods, a grid search the sweep cannot run, voxels of different inputs, no fixed values,
+ * or more memory than a block of every GPU of the session may take. */
 size_t dm_fit_gpu_stage_shared(const dm_fit_gpu_session *s, const dm_problem *p,
                                const dm_model_info *staged, int real_size);
 

@@ -61,6 +61,8 @@ int dm_model_describe(const dm_model *m, const dm_flops *flops, const char *sour
     mi->rows_per_voxel = flops->rows_per_voxel;
     mi->prepare_reads_stage = flops->prepare_reads_stage;
     mi->pre_width = flops->pre_width;
+    mi->flops_stage_rows = flops->stage_rows;
+    mi->signal_special = flops->signal_special;
     mi->fix_base_width = flops->fix_base_width;
 
     for (int i = 0; i < m->measures.n; i++) {

@@ -61,6 +61,8 @@ typedef struct dm_model_info {
     /* Per measurement (the part that scales with M), and once per evaluation of all of them. */
     long flops_signal, flops_signal_transc, flops_gradient, flops_gradient_transc;
     long flops_prepare, flops_gradient_prepare;
+    long flops_stage_rows; /* a stage program's dm_row_stage (per voxel and measurement) */
+    long signal_special;   /* calls in dm_signal_at of more than an elementary function */
     int nparams, nmeasures, nvoxels, noutputs;
     int measure_width, voxel_width, output_width;
     int fix_width;  /* DM_FIX_WIDTH: fixed values per measurement row, computed before a fit */

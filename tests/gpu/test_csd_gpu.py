@@ -116,18 +116,18 @@ def compare(name, d, resp):
           f"largest relative difference {err.max():.3g}")
 
 
-def dhollander_case(d):
-    """dimoc csd with its own dhollander responses, the passes' deconvolutions on the GPU and then
-    the msmt solve there, against the same command on the CPU: a three-tissue slab (CSF core, a
-    GM ring, WM outside, single fibres of random direction and some crossings), three shells."""
+def slab(d, scale=1, depth=10):
+    """A three-tissue slab (CSF core, a GM ring, WM outside, single fibres of random direction and
+    some crossings) of 24 x 24 x depth voxels times scale in-plane, three shells, in d."""
     import csdsim as cs
-    shape = (24, 24, 10)
+    n = 24 * scale
+    shape = (n, n, depth)
     dimoc("scheme", "--shells", "6x0,60x1000,60x2000,60x3000", "--bvals", f"{d}/bvals", "--bvecs", f"{d}/bvecs")
     b, g = np.loadtxt(f"{d}/bvals"), np.loadtxt(f"{d}/bvecs")
     aff = cs.oblique_affine(shape)
     gw = cs.fsl_to_world(aff, g)
-    x, y = np.meshgrid(np.arange(shape[0]) - 11.5, np.arange(shape[1]) - 11.5, indexing="ij")
-    r = np.hypot(x, y)
+    x, y = np.meshgrid(np.arange(n) - (n - 1) / 2, np.arange(n) - (n - 1) / 2, indexing="ij")
+    r = np.hypot(x, y) / scale
     data = np.zeros(shape + (len(b),))
     for i, j, k in np.ndindex(shape):
         if r[i, j] >= 11:
@@ -141,6 +141,12 @@ def dhollander_case(d):
         data[i, j, k] = 1000 * s + rng.normal(scale=20, size=len(b))
     save(f"{d}/dwi.nii.gz", data, aff)
     save(f"{d}/mask.nii.gz", np.repeat((r < 11)[:, :, None], shape[2], axis=2).astype(np.float32), aff)
+
+
+def dhollander_case(d):
+    """dimoc csd with its own dhollander responses, the passes' deconvolutions on the GPU and then
+    the msmt solve there, against the same command on the CPU, on the slab."""
+    slab(d)
     out = {}
     for dev in ("cpu", "gpu"):
         out[dev] = f"{d}/{dev}"
@@ -159,6 +165,14 @@ def dhollander_case(d):
     fods = [load(f"{out[dev]}/wm_fod.nii.gz") for dev in ("cpu", "gpu")]
     err = np.abs(fods[1] - fods[0]).max() / np.abs(fods[0]).max()
     check("dhollander on the GPU: the CPU's FODs within 1e-6", err < 1e-6, f"largest relative difference {err:.3g}")
+
+
+def response_case(d):
+    """dimoc response with --device gpu against --device cpu on a slab 3 x 3 times as large (about
+    10,000 WM candidates in the eroded mask, whose first dhollander pass is deconvolved on the GPU:
+    more than 250 a core of a 16-core host; tournier's passes of 3,000 voxels stay on the host's
+    cores, so that only its result is compared)."""
+    slab(d, scale=3)
     for alg, tissues in (("dhollander", ("wm", "gm", "csf")), ("tournier", ("wm",))):
         resp = {}
         for dev in ("cpu", "gpu"):
@@ -172,8 +186,9 @@ def dhollander_case(d):
             vox = [load(f"{resp[dev]}/{t}_voxels.nii.gz") > 0 for dev in ("cpu", "gpu")]
             same &= np.array_equal(vox[0], vox[1]) and vox[0].sum() > 0
         gpu_s = json.load(open(f"{resp['gpu']}/provenance.json"))["results"].get("seconds_response_gpu")
+        on_gpu = gpu_s is not None and (gpu_s > 0 or alg == "tournier")
         check(f"dimoc response {alg} --device gpu: the CPU's voxels and responses within 1e-9",
-              same and worst < 1e-9 and gpu_s is not None and gpu_s > 0,
+              same and worst < 1e-9 and on_gpu,
               f"voxels the same: {same}, largest relative difference {worst:.3g}, GPU seconds {gpu_s}")
 
 
@@ -191,4 +206,7 @@ compare("msmt in pieces", d, phantom(d, [1000, 2000, 3000], 6, True, shape=(40, 
 d = os.path.join(ROOT, "dhollander")
 os.makedirs(d)
 dhollander_case(d)
+d = os.path.join(ROOT, "response")
+os.makedirs(d)
+response_case(d)
 finish()
