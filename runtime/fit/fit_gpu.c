@@ -21,6 +21,7 @@
 #define BLOCK_THREADS 128           /* templates/fit/gpu_fitter.cu: __launch_bounds__(128, 4) */
 #define SHARED_ROWS_MAX (48u << 10) /* dynamic shared memory a block takes without opting in */
 #define SWEEP_CHUNK 16              /* templates/fit/grid.h: DM_SWEEP_CHUNK */
+#define PINNED_SET (96u << 20)      /* a buffer set's pinned host memory, about (below) */
 
 typedef struct gpu_job {
     dm_fit_gpu_session *session;
@@ -645,7 +646,10 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
 
     /* Batch size: two buffer sets must fit in the memory allowed (70% of the smallest free
      * memory, or the cap), and no GPU should get fewer than two batches when there is work
-     * enough, so that copies overlap compute. */
+     * enough, so that copies overlap compute.  A set's pinned host memory is held to about
+     * PINNED_SET bytes (but 16,384 voxels at least): pinning is slow, and two sets of half an
+     * HCP-sized subject's signals (1 GB) took about 0.3 s of a cascade's first stage, as long
+     * as its swept grid's kernels. */
     size_t P = p->mi.nparams, M = p->M, VS = p->mi.voxel_width ? p->mi.voxel_width : 1;
     size_t rows = p->mi.fix_width ? M * (p->mi.measure_width + (size_t)p->mi.fix_width) : 0;
     size_t per_voxel =
@@ -654,6 +658,11 @@ int dm_fit_gpu_run(dm_fit_gpu_session *s, dm_problem *p, int real_size, const dm
     size_t batch = allow / (2 * per_voxel);
     size_t spread = (j.ntodo + 2 * ngpu - 1) / (2 * ngpu);
     if (batch > spread) batch = spread;
+    const size_t pinned_per_voxel =
+        (M + VS + P + (size_t)j.ns * P + DM_NSTATS) * real_size + 8 + sizeof(int);
+    const size_t pinned_batch = PINNED_SET / pinned_per_voxel > 16384 ? PINNED_SET / pinned_per_voxel
+                                                                      : 16384;
+    if (batch > pinned_batch) batch = pinned_batch;
     if (batch > 1 << 22) batch = 1 << 22;
     if (batch < 1) batch = 1;
     j.batch = batch;
