@@ -2,7 +2,8 @@
 its own program, where they are constants (compiler/back/stage.c), for voxels of the same
 inputs; each row's values that read the held parameters are made as the row is read, from base
 values that a block shares (templates/fit/fit_common.h, DM_ROWS_AS_READ).  A grid search alone
-whose prepared values are the same for every voxel runs as the sweep (templates/fit/grid.h):
+whose prepared values are the same for every voxel, and whose signal calls only elementary
+functions, runs as the sweep (templates/fit/grid.h):
 its loops turned round, each measurement's row made once for a chunk of points, the points'
 values from a table in shared memory.  The estimates must be those of the same stage on the
 GPU with the model's own program (DIMOC_STAGE_PROGRAMS=0) and of the CPU's stage program: the
