@@ -927,6 +927,7 @@ int dm_study_participant(const dm_study_options *o)
         close(con.saved_out), close(con.saved_err);
         dm_bids_layout_free(&L);
         free(out);
+        dm_big_keep(0);
         return -1;
     }
 
