@@ -152,38 +152,30 @@ typedef struct late_free {
     int started;
 } late_free;
 
-/* What the thread gives back: a buffer of dm_big_reuse's (bytes > 0: io/bigalloc.h), or one of
- * malloc's. */
+/* What the thread gives back (io/bigalloc.h's dm_big_release: freed, or kept for the next
+ * subject of a study). */
 typedef struct late_buffer {
     void *ptr;
     size_t bytes;
 } late_buffer;
 
-static void give_back(late_buffer b)
-{
-    if (b.bytes)
-        dm_big_release(b.ptr, b.bytes);
-    else
-        free(b.ptr);
-}
-
 static void *late_free_main(void *arg)
 {
     late_buffer *b = arg; /* its own copy: a late_free may be moved (copied) while this runs */
-    give_back(*b);
+    dm_big_release(b->ptr, b->bytes);
     free(b);
     return NULL;
 }
 
-static void late_free_start(late_free *f, void *ptr, size_t reused_bytes)
+static void late_free_start(late_free *f, void *ptr, size_t bytes)
 {
     f->ptr = ptr;
     late_buffer *b = malloc(sizeof *b);
-    if (b) *b = (late_buffer){ptr, reused_bytes};
+    if (b) *b = (late_buffer){ptr, bytes};
     f->started = b && pthread_create(&f->thread, NULL, late_free_main, b) == 0;
     if (!f->started) {
         free(b);
-        give_back((late_buffer){ptr, reused_bytes});
+        dm_big_release(ptr, bytes);
     }
 }
 
