@@ -137,7 +137,7 @@ def one_process(bids, out, pipeline, device):
     return wall, units
 
 
-TIMINGS = ("load", "compile", "gpu_start", "fit", "starts_wait", "write", "total")
+TIMINGS = ("load", "compile", "gpu_start", "fit", "starts_wait", "starts", "write", "total")
 
 
 def stage_timings(pattern):

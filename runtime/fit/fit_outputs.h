@@ -20,6 +20,8 @@ typedef struct dm_fit_timing {
     double gpu_start;
     /* of the fit, the time a GPU waited for the starts made from the signal (fit_starts.h) */
     double starts_wait;
+    /* the time the starts from the signal took to make (on their thread for a GPU fit) */
+    double starts;
     /* Work done, counted from the configuration and the LM iteration counts: one signal
      * evaluation per measurement per MCMC proposal and per LM trial step, one gradient
      * evaluation per measurement per LM Jacobian. */

@@ -563,12 +563,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     if (m->mem ? dm_problem_stage_items(r, NULL, m->mem->starts, m->mem->init_option, p)
                : m->io->stage(r, stage > 0 ? prev : NULL, p))
         return -1;
-    if (!use_gpu) dm_fit_starts_fill(p); /* the GPU's on a thread, below */
-    /* Everything is written into a temporary folder beside --out, put in place at the end. */
-    dm_outdir od = {0};
-    if (!m->mem && dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) return -1;
-    timing.load = dm_now_seconds() - t_start - (stage == 0 ? m->fitter_seconds : 0);
-
+    if (!use_gpu) dm_fit_starts_fill(p);
     int P = p->mi.nparams;
     size_t M = p->M;
     int mcmc = (p->cfg.methods & DM_METHOD_MCMC) != 0;
@@ -579,6 +574,17 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     res.samples = mcmc ? malloc(p->nfit * (size_t)ns * P * sizeof(double)) : NULL;
     res.nsamples = ns;
     memcpy(res.params, p->start, p->nfit * P * sizeof(double));
+    /* A GPU's starts from the signal are made on a thread of their own from here on, beside
+     * the GPU's opening and its program's lookup; each batch copies its voxels' when they are
+     * made. */
+    if (use_gpu) dm_fit_starts_begin(p);
+    /* Everything is written into a temporary folder beside --out, put in place at the end. */
+    dm_outdir od = {0};
+    if (!m->mem && dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) {
+        free(res.params), free(res.stats), free(res.samples);
+        return -1; /* the starts' thread ends with the problem */
+    }
+    timing.load = dm_now_seconds() - t_start - (stage == 0 ? m->fitter_seconds : 0);
     /* The fit runs the stage's own program where it has one; the rest of the stage (the
      * counts, the outputs) the model's. */
     /* The GPU is opened first: whether its grid search sweeps depends on its shared memory. */
@@ -592,7 +598,6 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     dm_model_info model = p->mi, staged;
     int own_program = gpu_rc == 0 ? stage_program(p, m, use_gpu, &staged) : 0;
     if (own_program > 0) p->mi = staged;
-    if (use_gpu) dm_fit_starts_begin(p); /* each batch copies its voxels' when they are made */
 
     char device[512], note[128], label[64] = "fit";
     if (nstages > 1) snprintf(label, sizeof label, "fit stage %d/%d", stage + 1, nstages);
@@ -668,7 +673,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         if (prog) dm_progress_finish(prog, summary(p, note, sizeof note));
         dm_cpu_fitter_close(&stage_fitter);
     }
-    dm_fit_starts_finish(p);
+    timing.starts = dm_fit_starts_finish(p);
     if (own_program > 0) {
         p->mi = model;
         dm_model_info_free(&staged);

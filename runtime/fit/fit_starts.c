@@ -9,6 +9,7 @@
 
 #include "dti/dti_fit.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 #include <math.h>
 #include <omp.h>
@@ -73,15 +74,21 @@ static int tensor_start(const dm_param_info *x, const dm_dti_result *t, double *
  * that makes them in voxel order (dm_fit_starts_begin) while the GPU starts and fits. */
 struct dm_fit_starts_plan {
     unsigned pending; /* bit k: parameter k's start comes from the voxel's signal */
+    /* the model's parameters as planned: a stage may run its own program's model meanwhile */
+    dm_param_info *params;
+    int nparams;
     int need_tensor;
     dm_dti_protocol proto;
-    int failures; /* voxels whose tensor fit failed */
+    atomic_int failures; /* voxels whose tensor fit failed */
     pthread_t thread;
     int threaded, threads; /* the filling thread started; its OpenMP threads */
     pthread_mutex_t lock;
     pthread_cond_t more;
-    size_t filled;   /* voxels [0, filled) made (all of them once the thread ends) */
-    atomic_int stop; /* the thread is asked to end early */
+    size_t filled;         /* voxels [0, filled) made (all of them once the thread ends) */
+    atomic_size_t next;    /* the next chunk a thread of the filling team takes */
+    unsigned char *done;   /* chunk c made (under lock) */
+    double began, seconds; /* the thread's start; its time to make every start */
+    atomic_int stop;       /* the thread is asked to end early */
 };
 
 double dm_fit_clamp_start(const dm_param_info *x, double v)
@@ -112,6 +119,9 @@ void dm_fit_starts(dm_problem *p, unsigned supplied)
     if (!pending) return;
     struct dm_fit_starts_plan *plan = calloc(1, sizeof *plan);
     plan->pending = pending;
+    plan->nparams = P;
+    plan->params = malloc((size_t)P * sizeof *plan->params);
+    memcpy(plan->params, mi->params, (size_t)P * sizeof *plan->params);
     double *g = need_tensor ? directions(p) : NULL;
     if (need_tensor &&
         (!g || !p->bvals || dm_dti_protocol_init(&plan->proto, p->M, p->bvals, g) != 0)) {
@@ -124,72 +134,89 @@ void dm_fit_starts(dm_problem *p, unsigned supplied)
     p->starts = plan;
 }
 
-/* The starts of voxels [first, first + n), on all threads; the tensor failures counted. */
-static void fill_range(dm_problem *p, size_t first, size_t n)
+/* Voxel i's starts from its signal (the constants stay for a voxel that is not fitted); 1 when
+ * its tensor fit failed.  work: 2M doubles. */
+static int fill_voxel(dm_problem *p, size_t i, double *work)
 {
-    struct dm_fit_starts_plan *plan = p->starts;
-    const dm_model_info *mi = &p->mi;
-    const int P = mi->nparams, need_tensor = plan->need_tensor;
-    int failures = 0;
-#pragma omp parallel reduction(+ : failures)
-    {
-        double *work = need_tensor ? malloc((size_t)p->M * 2 * sizeof *work) : NULL;
-#pragma omp for schedule(dynamic, 256)
-        for (size_t i = first; i < first + n; i++) {
-            double *start = p->start + i * P;
-            const double *y = p->y + i * (size_t)p->M;
-            if (p->status[p->index[i]] != DM_STATUS_FITTED) continue; /* the constants stay */
-            dm_dti_result t;
-            int have_tensor = 0;
-            if (need_tensor) {
-                int st = dm_dti_fit_voxel(&plan->proto, y, work, &t);
-                have_tensor = st == DM_DTI_FITTED || st == DM_DTI_OLS_ONLY;
-                failures += !have_tensor;
-            }
-            for (int k = 0; k < P; k++) {
-                if (!(plan->pending >> k & 1u)) continue;
-                const dm_param_info *x = &mi->params[k];
-                double v = x->init;
-                if (x->start == DM_START_B0)
-                    v = b0_estimate(p, y);
-                else if (have_tensor && !tensor_start(x, &t, &v))
-                    v = x->init;
-                start[k] = dm_fit_clamp_start(x, v);
-            }
-        }
-        free(work);
+    const struct dm_fit_starts_plan *plan = p->starts;
+    const int P = plan->nparams;
+    double *start = p->start + i * P;
+    const double *y = p->y + i * (size_t)p->M;
+    if (p->status[p->index[i]] != DM_STATUS_FITTED) return 0;
+    dm_dti_result t;
+    int have_tensor = 0;
+    if (plan->need_tensor) {
+        int st = dm_dti_fit_voxel(&plan->proto, y, work, &t);
+        have_tensor = st == DM_DTI_FITTED || st == DM_DTI_OLS_ONLY;
     }
-    plan->failures += failures; /* one filling thread at a time */
+    for (int k = 0; k < P; k++) {
+        if (!(plan->pending >> k & 1u)) continue;
+        const dm_param_info *x = &plan->params[k];
+        double v = x->init;
+        if (x->start == DM_START_B0)
+            v = b0_estimate(p, y);
+        else if (have_tensor && !tensor_start(x, &t, &v))
+            v = x->init;
+        start[k] = dm_fit_clamp_start(x, v);
+    }
+    return plan->need_tensor && !have_tensor;
 }
 
 void dm_fit_starts_fill(dm_problem *p)
 {
-    if (p->starts && !p->starts->threaded) {
-        fill_range(p, 0, p->nfit);
-        p->starts->filled = p->nfit;
+    struct dm_fit_starts_plan *plan = p->starts;
+    if (!plan || plan->threaded) return;
+    const double t0 = dm_now_seconds();
+    int failures = 0;
+#pragma omp parallel reduction(+ : failures)
+    {
+        double *work = malloc((size_t)p->M * 2 * sizeof *work);
+#pragma omp for schedule(dynamic, 256)
+        for (size_t i = 0; i < p->nfit; i++) failures += fill_voxel(p, i, work);
+        free(work);
     }
+    plan->failures = failures;
+    plan->filled = p->nfit;
+    plan->seconds = dm_now_seconds() - t0;
 }
 
-/* Voxels in chunks: small enough that the first batch's wait is short, large enough that
- * waking the threads is a small part of each. */
-enum { FILL_CHUNK = 4096 };
+/* The thread's team takes chunks of voxels in order, each as it is free, with no barrier
+ * between them: beside other work on the cores (a study's reading and writing), a team member
+ * that is descheduled holds back its own chunk only.  A chunk made moves the frontier of
+ * dm_fit_starts_wait past every chunk made before it. */
+enum { FILL_CHUNK = 256 };
 
 static void *fill_main(void *arg)
 {
     dm_problem *p = arg;
     struct dm_fit_starts_plan *plan = p->starts;
+    const size_t chunks = (p->nfit + FILL_CHUNK - 1) / FILL_CHUNK;
     omp_set_num_threads(plan->threads); /* the caller's setting (--threads) */
-    for (size_t a = 0; a < p->nfit && !atomic_load(&plan->stop);) {
-        const size_t n = p->nfit - a < FILL_CHUNK ? p->nfit - a : FILL_CHUNK;
-        fill_range(p, a, n);
-        a += n;
-        pthread_mutex_lock(&plan->lock);
-        plan->filled = a;
-        pthread_cond_broadcast(&plan->more);
-        pthread_mutex_unlock(&plan->lock);
+#pragma omp parallel
+    {
+        double *work = malloc((size_t)p->M * 2 * sizeof *work);
+        int failures = 0;
+        for (size_t c;
+             !atomic_load(&plan->stop) && (c = atomic_fetch_add(&plan->next, 1)) < chunks;) {
+            const size_t end = (c + 1) * FILL_CHUNK < p->nfit ? (c + 1) * FILL_CHUNK : p->nfit;
+            for (size_t i = c * FILL_CHUNK; i < end; i++) failures += fill_voxel(p, i, work);
+            pthread_mutex_lock(&plan->lock);
+            plan->done[c] = 1;
+            size_t filled = plan->filled;
+            while (filled < p->nfit && plan->done[filled / FILL_CHUNK])
+                filled = filled + FILL_CHUNK < p->nfit ? filled + FILL_CHUNK : p->nfit;
+            if (filled != plan->filled) {
+                plan->filled = filled;
+                pthread_cond_broadcast(&plan->more);
+            }
+            pthread_mutex_unlock(&plan->lock);
+        }
+        atomic_fetch_add(&plan->failures, failures);
+        free(work);
     }
     pthread_mutex_lock(&plan->lock); /* stopped early: the waits end (the constants stay) */
     plan->filled = p->nfit;
+    plan->seconds = dm_now_seconds() - plan->began;
     pthread_cond_broadcast(&plan->more);
     pthread_mutex_unlock(&plan->lock);
     return NULL;
@@ -200,9 +227,11 @@ void dm_fit_starts_begin(dm_problem *p)
     struct dm_fit_starts_plan *plan = p->starts;
     if (!plan || plan->threaded || plan->filled == p->nfit) return;
     plan->threads = omp_get_max_threads();
+    plan->done = calloc((p->nfit + FILL_CHUNK - 1) / FILL_CHUNK, 1);
+    plan->began = dm_now_seconds();
     pthread_mutex_init(&plan->lock, NULL);
     pthread_cond_init(&plan->more, NULL);
-    plan->threaded = pthread_create(&plan->thread, NULL, fill_main, p) == 0;
+    plan->threaded = plan->done && pthread_create(&plan->thread, NULL, fill_main, p) == 0;
     if (!plan->threaded) { /* no thread: made here */
         pthread_mutex_destroy(&plan->lock);
         pthread_cond_destroy(&plan->more);
@@ -219,10 +248,10 @@ void dm_fit_starts_wait(dm_problem *p, size_t end)
     pthread_mutex_unlock(&plan->lock);
 }
 
-void dm_fit_starts_finish(dm_problem *p)
+double dm_fit_starts_finish(dm_problem *p)
 {
     struct dm_fit_starts_plan *plan = p->starts;
-    if (!plan) return;
+    if (!plan) return 0;
     if (plan->threaded) {
         atomic_store(&plan->stop, 1);
         pthread_join(plan->thread, NULL);
@@ -235,7 +264,11 @@ void dm_fit_starts_finish(dm_problem *p)
         dm_warn("model '%s': the tensor fit failed in %d voxel%s; their constant starts are used",
                 p->mi.name, failures, failures == 1 ? "" : "s");
     if (plan->need_tensor) dm_dti_protocol_free(&plan->proto);
+    const double seconds = plan->seconds;
+    free(plan->done);
+    free(plan->params);
     free(plan);
+    return seconds;
 }
 
 void dm_fit_multistart_config(dm_problem *p, unsigned user_starts)

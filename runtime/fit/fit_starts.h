@@ -20,8 +20,9 @@ void dm_fit_starts_begin(dm_problem *p);
 void dm_fit_starts_wait(dm_problem *p, size_t end);
 
 /* Ends the plan (its thread stopped: voxels not reached keep their constants), warns once of
- * failed tensor fits and frees it. */
-void dm_fit_starts_finish(dm_problem *p);
+ * failed tensor fits and frees it.  Returns the seconds the starts were made in (their thread's
+ * time, to its end or its stop; 0 when none were pending). */
+double dm_fit_starts_finish(dm_problem *p);
 
 /* v moved inside parameter x's bounds (an open bound by 1e-6 of the range). */
 double dm_fit_clamp_start(const dm_param_info *x, double v);

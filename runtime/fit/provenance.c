@@ -90,6 +90,7 @@ static void write_json(FILE *f, const dm_fit_request *r, const dm_problem *p, co
     dm_json_num(&j, "gpu_start", t->gpu_start);
     dm_json_num(&j, "fit", t->fit);
     dm_json_num(&j, "starts_wait", t->starts_wait);
+    dm_json_num(&j, "starts", t->starts);
     dm_json_num(&j, "write", t->write);
     dm_json_num(&j, "total", t->total);
     dm_json_close(&j);
