@@ -187,6 +187,24 @@ static void late_free_join(late_free *f)
 
 /* What the stages of a cascade share: the precision, the host fitter (loaded once, on a thread
  * of its own while the GPU works) and the GPUs (opened at the first stage that fits there). */
+/* A later stage's GPU program, compiled on a thread while the stages before it compile and
+ * fit, into the program cache where the stage finds it (with a cold cache NODDI-Watson's three
+ * programs took 3.05, 2.12 and 2.67 s one after another on an H200's host).  Its stage takes
+ * the stage program's model made here rather than making it again. */
+typedef struct ahead_job {
+    dm_fit_config cfg; /* the stage's settings as check_later_stages planned them */
+    int planned;
+    dm_model_info staged; /* the stage program's model (has_staged), for its stage */
+    int has_staged;
+    unsigned held;
+    dm_model_info model;     /* the model's info (a copy: its strings are the problem's) */
+    const dm_model_info *mi; /* the compiled one: &staged or &model */
+    const dm_cuda *cu;
+    int arch, real_size, lanes;
+    pthread_t thread;
+    int started;
+} ahead_job;
+
 typedef struct fit_machine {
     int use_gpu, real_size;
     const char *device; /* --device, for the dictionary's note */
@@ -206,6 +224,7 @@ typedef struct fit_machine {
     const dm_fit_io *io; /* files: the command's reader and writer */
     dm_fit_memory *mem;  /* or a run in memory (the C API) */
     dm_fit_watch *watch; /* its progress and cancel, or NULL */
+    ahead_job *ahead;    /* per stage of a cascade (index 0 unused), or NULL */
 } fit_machine;
 
 /* The GPU session, from its thread or opened now.  0, or -1 with the error. */
@@ -525,6 +544,12 @@ static unsigned stage_held(const dm_fit_config *c, int nparams)
     return held;
 }
 
+static void ahead_join(ahead_job *a)
+{
+    if (a->started) pthread_join(a->thread, NULL);
+    a->started = 0;
+}
+
 /* A stage that holds parameters gets its own program, where they are constants
  * (dm_generate_stage): 1 and *staged, or 0 where the model's program serves (nothing held, a
  * model that is not a file, DIMOC_STAGE_PROGRAMS=0), or -1 on an error.  On a GPU a grid
@@ -533,18 +558,78 @@ static unsigned stage_held(const dm_fit_config *c, int nparams)
  * made as it is read, and a grid search alone as templates/fit/grid.h's sweep.  (Each voxel's
  * own rows, made in and read from device memory at every grid point or LM step, had made
  * NODDI-Watson's fractions stage on an H200 0.25 s against the model program's 0.074 s,
- * docs/performance.md.)  The GPU is open (machine_gpu) before a GPU stage asks. */
-static int stage_program(dm_problem *p, const fit_machine *m, int gpu, dm_model_info *staged)
+ * docs/performance.md.)  The GPU is open (machine_gpu) before a GPU stage asks.  A later
+ * stage of a cascade takes the model made for its compile ahead (ahead_job, joined). */
+static int stage_program(dm_problem *p, fit_machine *m, int stage, int gpu, dm_model_info *staged)
 {
+    ahead_job *a = m->ahead && stage > 0 ? &m->ahead[stage] : NULL;
     unsigned held = stage_held(&p->cfg, p->mi.nparams);
     p->cfg.held_mask = held;
     const char *env = getenv("DIMOC_STAGE_PROGRAMS");
     if (!held || (env && !strcmp(env, "0")) || access(p->mi.file, R_OK) != 0) return 0;
     if (gpu && (p->cfg.methods & ~(DM_METHOD_GRID | DM_METHOD_LM))) return 0;
-    if (dm_model_stage(&p->mi, held, staged) != 0) return -1;
+    if (a && a->has_staged && a->held == held) {
+        *staged = a->staged;
+        a->has_staged = 0;
+    } else if (dm_model_stage(&p->mi, held, staged) != 0) {
+        return -1;
+    }
     if (!gpu || dm_fit_gpu_stage_shared(&m->gpu, p, staged, m->real_size) > 0) return 1;
     dm_model_info_free(staged);
     return 0;
+}
+
+static void *ahead_main(void *arg)
+{
+    ahead_job *a = arg;
+    dm_fit_gpu_programs progs;
+    if (dm_fit_gpu_compile_parts(a->cu, a->mi, a->arch, a->real_size, a->lanes, a->cfg.methods,
+                                 a->cfg.noise, 1, &progs) == 0)
+        dm_fit_gpu_programs_free(&progs);
+    return NULL; /* a failure is reported by the stage, which compiles the program again */
+}
+
+/* Once the first stage has the GPU open: each later stage's program, chosen as stage_program
+ * will choose it (its settings from check_later_stages, these voxels' inputs), compiled on a
+ * thread of its own.  The stage programs' models are made here, on the calling thread (the
+ * model compiler is not reentrant). */
+static void ahead_begin(fit_machine *m, const dm_problem *p, const dm_model_info *model,
+                        int nstages)
+{
+    const char *env = getenv("DIMOC_STAGE_PROGRAMS");
+    const int stage_programs = !(env && !strcmp(env, "0")) && access(model->file, R_OK) == 0;
+    for (int s = 1; s < nstages; s++) {
+        ahead_job *a = &m->ahead[s];
+        if (!a->planned || (a->cfg.methods & DM_METHOD_DICT)) continue; /* the CPU's */
+        a->held = stage_held(&a->cfg, model->nparams);
+        a->model = *model;
+        a->mi = &a->model;
+        if (a->held && stage_programs && !(a->cfg.methods & ~(DM_METHOD_GRID | DM_METHOD_LM)) &&
+            dm_model_stage(model, a->held, &a->staged) == 0) {
+            a->has_staged = 1;
+            dm_problem view = *p; /* these voxels with the stage's settings */
+            view.cfg = a->cfg;
+            view.mi = *model;
+            if (dm_fit_gpu_stage_shared(&m->gpu, &view, &a->staged, m->real_size) > 0)
+                a->mi = &a->staged;
+        }
+        a->cu = m->gpu.cu;
+        a->arch = m->gpu.gs.arch;
+        a->real_size = m->real_size;
+        a->lanes = m->gpu_options.lanes > 0 ? m->gpu_options.lanes
+                                             : dm_fit_gpu_auto_lanes(p->M, m->real_size);
+        a->started = pthread_create(&a->thread, NULL, ahead_main, a) == 0;
+    }
+}
+
+static void ahead_free(fit_machine *m, int nstages)
+{
+    for (int s = 0; m->ahead && s < nstages; s++) {
+        ahead_join(&m->ahead[s]);
+        if (m->ahead[s].has_staged) dm_model_info_free(&m->ahead[s].staged);
+    }
+    free(m->ahead);
+    m->ahead = NULL;
 }
 
 /* Plans, fits and writes stage `stage` of `nstages`; prev: the previous stage's written
@@ -596,8 +681,12 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         gpu_start = dm_now_seconds() - t_gpu;
     }
     dm_model_info model = p->mi, staged;
-    int own_program = gpu_rc == 0 ? stage_program(p, m, use_gpu, &staged) : 0;
+    double ahead_wait = dm_now_seconds(); /* for this stage's program compiled ahead */
+    if (m->ahead && stage > 0) ahead_join(&m->ahead[stage]);
+    ahead_wait = dm_now_seconds() - ahead_wait;
+    int own_program = gpu_rc == 0 ? stage_program(p, m, stage, use_gpu, &staged) : 0;
     if (own_program > 0) p->mi = staged;
+    if (use_gpu && gpu_rc == 0 && stage == 0 && m->ahead) ahead_begin(m, p, &model, nstages);
 
     char device[512], note[128], label[64] = "fit";
     if (nstages > 1) snprintf(label, sizeof label, "fit stage %d/%d", stage + 1, nstages);
@@ -680,6 +769,7 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     }
     if (rc == 0 && dm_fit_stopping(m->watch)) rc = dm_fit_stop_error(m->watch);
     timing.fit = dm_now_seconds() - t_fit - (use_gpu ? timing.compile : 0); /* gpu_start before */
+    timing.compile += ahead_wait; /* (before t_fit) */
     count_work(p, &res, &timing);
 
     stage_writer *w = calloc(1, sizeof *w);
@@ -735,14 +825,18 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
 /* Every stage's own options are checked before the first fits: each later stage is planned on
  * the loaded inputs with stand-in starts, so that a mistake in the last stage costs no fit. */
 static int check_later_stages(const dm_fit_io *io, const dm_fit_request *stages, int n,
-                              dm_problem *p, double *prev)
+                              dm_problem *p, double *prev, ahead_job *ahead)
 {
     /* On one voxel: the options and the files they name are checked all the same, and the
-     * planning of every voxel (its starts, copies of the whole grid) is left to the stages. */
+     * planning of every voxel (its starts, copies of the whole grid) is left to the stages.
+     * Each stage's settings are kept for its program's compile ahead. */
     size_t nfit = p->nfit;
     p->nfit = nfit < 1 ? nfit : 1;
     int rc = 0;
-    for (int s = 1; s < n && rc == 0; s++) rc = io->stage(&stages[s], prev, p);
+    for (int s = 1; s < n && rc == 0; s++) {
+        rc = io->stage(&stages[s], prev, p);
+        if (rc == 0) ahead[s] = (ahead_job){.cfg = p->cfg, .planned = 1};
+    }
     p->nfit = nfit;
     return rc;
 }
@@ -798,7 +892,8 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
         rc = dm_gpu_probe_end(&probe, &m.use_gpu);
     if (rc == 0 && n > 1) {
         prev = calloc(p.nfit * (size_t)p.mi.nparams, sizeof *prev);
-        rc = check_later_stages(io, stages, n, &p, prev);
+        m.ahead = calloc((size_t)n, sizeof *m.ahead);
+        rc = check_later_stages(io, stages, n, &p, prev, m.ahead);
     }
     if (m.opener_pending && (rc != 0 || !m.use_gpu)) { /* no GPU after all, or an error */
         pthread_join(m.opener.thread, NULL);
@@ -808,6 +903,7 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
     if (rc != 0) {
         late_free_join(&image);
         free(prev);
+        ahead_free(&m, n);
         dm_problem_free(&p);
         return -1;
     }
@@ -832,6 +928,7 @@ int dm_fit_run_engine(const dm_fit_request *stages, int n, const dm_fit_io *io,
     for (int s = 0; s < n && rc == 0; s++)
         rc = run_stage(&stages[s], s, n, &p, &m, prev, s == 0 ? t_start : dm_now_seconds(),
                        &pending);
+    ahead_free(&m, n); /* stopped early: their compiles end before the GPU is given back */
     if (pending && pending->last) { /* the last stage, its write deferred */
         if (deferred_start(pending, &p, &m.fitter, &image, &m.signal) != 0) {
             stage_writer_write(pending);
