@@ -33,6 +33,9 @@ Runs (--device on each), one table each:
               evaluations' operations at the H200's FP32 rate, or their transcendentals at its
               __expf rate; GPU runs only);
   noddi       `dimoc pipeline noddi_watson` (grid, then LM, then LM), the same per stage;
+  bingham     `dimoc pipeline noddi_bingham` (the NODDI-Watson pipeline first, whose stages are
+              not counted here, and a tensor's second axis for psi; then its grid, LM, LM),
+              the same per fit stage;
   commit      `dimoc commit` (stick-zeppelin-ball, bench_commit's diffusivities, the truth's
               orientation as --peaks) on that tractogram; the solve's floor is its FISTA
               iterations times bench_commit.iteration_bytes at the device's bandwidth (the H200's
@@ -176,6 +179,8 @@ def fit_stage_rows(out, device):
     provs = []
     for path in glob.glob(f"{out}/dimoc/*/provenance.json"):
         j, st = prov_stages(path)
+        if "model" not in j:  # a step that is no fit (a pipeline's tensor or angles)
+            continue
         provs.append((os.stat(path).st_mtime_ns, os.path.basename(os.path.dirname(path)), j, st))
     for _, name, j, st in sorted(provs, key=lambda x: (x[0], x[1])):
         model = j["model"]["name"]
@@ -216,7 +221,7 @@ def table(title, whole, rows, note=""):
         print(f"  ({note})")
 
 
-RUNS = ("csd", "track", "bedpostx", "noddi", "commit")
+RUNS = ("csd", "track", "bedpostx", "noddi", "bingham", "commit")
 PEERS = ("csd", "noddi")
 
 
@@ -293,7 +298,7 @@ def main():
     ap.add_argument("--peers", default="", help=f"peers to run on the subject, comma-joined: {','.join(PEERS)}")
     ap.add_argument("--peer-threads", type=int, default=os.cpu_count(), help="the peers' threads (default all cores)")
     ap.add_argument("--warm", type=int, default=2,
-                    help="csd and noddi_watson again this many times after their first run (which fills the "
+                    help="csd and the NODDI pipelines again this many times after their first run (which fills the "
                          "program cache); the targets are judged on the median of these warm runs (default 2)")
     a = ap.parse_args()
     runs = a.runs.split(",")
@@ -391,31 +396,36 @@ def main():
               else "no floor counted on the CPU (bench_fit's floor is the H200's)")
         summary["bedpostx"] = whole
 
-    if "noddi" in runs:
-        # NODDI-Watson
-        out = f"{w}/noddi"
-        whole = timed([DIMOC, "pipeline", "noddi_watson", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out,
-                       "--quiet", *dev], f"{w}/noddi.log")
+    def noddi_run(pipeline, key):
+        """`dimoc pipeline PIPELINE` once, then --warm times: its table, and summary[key] = (whole,
+        % of the fits' floor), the warm runs' medians where there are some."""
+        out = f"{w}/{key}"
+        cmd = [DIMOC, "pipeline", pipeline, *data, "--mask", f"{subj}/mask.nii.gz", "--out", out, "--quiet", *dev]
+        whole = timed(cmd, f"{w}/{key}.log")
         rows, (fsum, tsum) = fit_stage_rows(out, a.device)
-        table("dimoc pipeline noddi_watson", whole, rows,
+        table(f"dimoc pipeline {pipeline}", whole, rows,
               "fit floors: bench_fit.floor_seconds at the H200's rates" if a.device == "gpu"
               else "no floor counted on the CPU (bench_fit's floor is the H200's)")
-        summary["noddi"] = (whole, 100 * fsum / tsum if tsum > 0 else None)
+        summary[key] = (whole, 100 * fsum / tsum if tsum > 0 else None)
         if a.warm > 0:
             pcts, wholes = [], []
             for k in range(a.warm):
                 shutil.rmtree(out, ignore_errors=True)
-                t = timed([DIMOC, "pipeline", "noddi_watson", *data, "--mask", f"{subj}/mask.nii.gz", "--out", out,
-                           "--quiet", *dev], f"{w}/noddi.log")
+                t = timed(cmd, f"{w}/{key}.log")
                 rows, (fs, ts) = fit_stage_rows(out, a.device)
                 fits = sum(sec for name, sec, _ in rows if ": fit" in name)
                 wholes.append(t)
                 pcts.append(100 * fs / ts if ts > 0 else None)
                 print(f"  warm run {k + 1}: whole {t:.2f} s, fits {fits:.2f} s" +
                       (f", {pcts[-1]:.1f}% of their floor" if pcts[-1] is not None else ""))
-            summary["noddi"] = (median(wholes), median(pcts))
+            summary[key] = (median(wholes), median(pcts))
+
+    if "noddi" in runs:
+        noddi_run("noddi_watson", "noddi")
         if "noddi" in peers:
             peer_noddi(w, subj, a.peer_threads, summary["noddi"][0])
+    if "bingham" in runs:
+        noddi_run("noddi_bingham", "bingham")
 
     if "commit" in runs:
         # COMMIT
@@ -449,10 +459,11 @@ def main():
              resp <= 1.5 if resp is not None else None),
             ("csd solve", "<= 3 s", f"{solve:.2f} s" if solve is not None else "not reported",
              solve <= 3 if solve is not None else None)]
-    if "noddi" in summary:
-        nw, npct = summary["noddi"]
-        lines.append(("noddi_watson fit", ">= 15% of floor", f"{npct:.1f}%" if npct is not None else "no floor (CPU)",
-                      npct >= 15 if npct is not None else None))
+    for key, name in (("noddi", "noddi_watson"), ("bingham", "noddi_bingham")):
+        if key in summary:
+            _, npct = summary[key]
+            lines.append((f"{name} fit", ">= 15% of floor", f"{npct:.1f}%" if npct is not None else "no floor (CPU)",
+                          npct >= 15 if npct is not None else None))
     if "bedpostx" in summary:
         lines.append(("bedpostx whole", "<= 30 s", f"{summary['bedpostx']:.2f} s", summary["bedpostx"] <= 30))
     lines.append(("simulate", f">= 10x faster than {SIMULATE_BEFORE:.0f} s", f"{summary['simulate']:.2f} s "
@@ -460,7 +471,7 @@ def main():
     if "commit" in summary:
         lines.append((f"commit {nstr:,} streamlines", "measured", f"{summary['commit']:.2f} s", None))
     print("\nSummary against the targets (full-size subject, H200" +
-          (f"; csd and noddi_watson: the median of {a.warm} warm runs)" if a.warm > 0 else ")") +
+          (f"; csd and the NODDI pipelines: the median of {a.warm} warm runs)" if a.warm > 0 else ")") +
           ("" if judge else ": not judged (--quick or --device cpu)"))
     print(f"  {'what':28} {'target':28} {'measured':22} {'verdict':7}")
     for what, target, got, ok in lines:
