@@ -681,9 +681,12 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
         gpu_start = dm_now_seconds() - t_gpu;
     }
     dm_model_info model = p->mi, staged;
-    double ahead_wait = dm_now_seconds(); /* for this stage's program compiled ahead */
-    if (m->ahead && stage > 0) ahead_join(&m->ahead[stage]);
-    ahead_wait = dm_now_seconds() - ahead_wait;
+    double ahead_wait = 0; /* for this stage's program compiled ahead */
+    if (m->ahead && stage > 0 && m->ahead[stage].started) {
+        ahead_wait = dm_now_seconds();
+        ahead_join(&m->ahead[stage]);
+        ahead_wait = dm_now_seconds() - ahead_wait;
+    }
     int own_program = gpu_rc == 0 ? stage_program(p, m, stage, use_gpu, &staged) : 0;
     if (own_program > 0) p->mi = staged;
     if (use_gpu && gpu_rc == 0 && stage == 0 && m->ahead) ahead_begin(m, p, &model, nstages);
