@@ -185,8 +185,6 @@ static void late_free_join(late_free *f)
     f->started = 0;
 }
 
-/* What the stages of a cascade share: the precision, the host fitter (loaded once, on a thread
- * of its own while the GPU works) and the GPUs (opened at the first stage that fits there). */
 /* A later stage's GPU program, compiled on a thread while the stages before it compile and
  * fit, into the program cache where the stage finds it (with a cold cache NODDI-Watson's three
  * programs took 3.05, 2.12 and 2.67 s one after another on an H200's host).  Its stage takes
@@ -205,6 +203,8 @@ typedef struct ahead_job {
     int started;
 } ahead_job;
 
+/* What the stages of a cascade share: the precision, the host fitter (loaded once, on a thread
+ * of its own while the GPU works) and the GPUs (opened at the first stage that fits there). */
 typedef struct fit_machine {
     int use_gpu, real_size;
     const char *device; /* --device, for the dictionary's note */
