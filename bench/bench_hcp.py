@@ -470,8 +470,10 @@ def main():
                   f"({SIMULATE_BEFORE / summary['simulate']:.1f}x)", summary["simulate"] <= SIMULATE_BEFORE / 10))
     if "commit" in summary:
         lines.append((f"commit {nstr:,} streamlines", "measured", f"{summary['commit']:.2f} s", None))
+    warmed = [name for key, name in (("csd", "csd"), ("noddi", "noddi_watson"), ("bingham", "noddi_bingham"))
+              if key in summary]
     print("\nSummary against the targets (full-size subject, H200" +
-          (f"; csd and the NODDI pipelines: the median of {a.warm} warm runs)" if a.warm > 0 else ")") +
+          (f"; {', '.join(warmed)}: the median of {a.warm} warm runs)" if a.warm > 0 and warmed else ")") +
           ("" if judge else ": not judged (--quick or --device cpu)"))
     print(f"  {'what':28} {'target':28} {'measured':22} {'verdict':7}")
     for what, target, got, ok in lines:
