@@ -14,8 +14,9 @@ void dm_fit_starts(dm_problem *p, unsigned supplied);
 /* Makes the pending starts (each clamped into its bounds; the constant where a voxel has no
  * value for its rule: a skipped voxel, a failed tensor fit), here on all threads. */
 void dm_fit_starts_fill(dm_problem *p);
-/* Makes them on a thread of its own, voxel after voxel in fit order; dm_fit_starts_wait(p, end)
- * returns once voxels [0, end) have theirs.  Both return at once when nothing is pending. */
+/* Makes them on a thread of its own, in chunks of voxels taken in fit order by its team;
+ * dm_fit_starts_wait(p, end) returns once voxels [0, end) have theirs.  Both return at once
+ * when nothing is pending. */
 void dm_fit_starts_begin(dm_problem *p);
 void dm_fit_starts_wait(dm_problem *p, size_t end);
 
