@@ -550,6 +550,16 @@ static void ahead_join(ahead_job *a)
     a->started = 0;
 }
 
+/* Whether a stage holding `held` (settings c) is to run a stage program of mi: something held,
+ * a model that is a file, DIMOC_STAGE_PROGRAMS not 0, and on a GPU a grid search or LM. */
+static int stage_program_wanted(const dm_fit_config *c, unsigned held, const dm_model_info *mi,
+                                int gpu)
+{
+    const char *env = getenv("DIMOC_STAGE_PROGRAMS");
+    if (!held || (env && !strcmp(env, "0")) || access(mi->file, R_OK) != 0) return 0;
+    return !gpu || !(c->methods & ~(DM_METHOD_GRID | DM_METHOD_LM));
+}
+
 /* A stage that holds parameters gets its own program, where they are constants
  * (dm_generate_stage): 1 and *staged, or 0 where the model's program serves (nothing held, a
  * model that is not a file, DIMOC_STAGE_PROGRAMS=0), or -1 on an error.  On a GPU a grid
@@ -565,9 +575,7 @@ static int stage_program(dm_problem *p, fit_machine *m, int stage, int gpu, dm_m
     ahead_job *a = m->ahead && stage > 0 ? &m->ahead[stage] : NULL;
     unsigned held = stage_held(&p->cfg, p->mi.nparams);
     p->cfg.held_mask = held;
-    const char *env = getenv("DIMOC_STAGE_PROGRAMS");
-    if (!held || (env && !strcmp(env, "0")) || access(p->mi.file, R_OK) != 0) return 0;
-    if (gpu && (p->cfg.methods & ~(DM_METHOD_GRID | DM_METHOD_LM))) return 0;
+    if (!stage_program_wanted(&p->cfg, held, &p->mi, gpu)) return 0;
     if (a && a->has_staged && a->held == held) {
         *staged = a->staged;
         a->has_staged = 0;
@@ -596,15 +604,13 @@ static void *ahead_main(void *arg)
 static void ahead_begin(fit_machine *m, const dm_problem *p, const dm_model_info *model,
                         int nstages)
 {
-    const char *env = getenv("DIMOC_STAGE_PROGRAMS");
-    const int stage_programs = !(env && !strcmp(env, "0")) && access(model->file, R_OK) == 0;
     for (int s = 1; s < nstages; s++) {
         ahead_job *a = &m->ahead[s];
         if (!a->planned || (a->cfg.methods & DM_METHOD_DICT)) continue; /* the CPU's */
         a->held = stage_held(&a->cfg, model->nparams);
         a->model = *model;
         a->mi = &a->model;
-        if (a->held && stage_programs && !(a->cfg.methods & ~(DM_METHOD_GRID | DM_METHOD_LM)) &&
+        if (stage_program_wanted(&a->cfg, a->held, model, 1) &&
             dm_model_stage(model, a->held, &a->staged) == 0) {
             a->has_staged = 1;
             dm_problem view = *p; /* these voxels with the stage's settings */

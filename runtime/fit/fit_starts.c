@@ -71,7 +71,7 @@ static int tensor_start(const dm_param_info *x, const dm_dti_result *t, double *
 }
 
 /* The starts still to be made from each voxel's signal (dm_problem.starts), and the thread
- * that makes them in voxel order (dm_fit_starts_begin) while the GPU starts and fits. */
+ * that makes them chunk by chunk in voxel order (dm_fit_starts_begin) while the GPU fits. */
 struct dm_fit_starts_plan {
     unsigned pending; /* bit k: parameter k's start comes from the voxel's signal */
     /* the model's parameters as planned: a stage may run its own program's model meanwhile */
