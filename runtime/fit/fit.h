@@ -73,6 +73,7 @@ typedef struct dm_problem {
     double *y;                  /* nfit x M */
     double *voxin;              /* nfit x mi.voxel_width */
     double *start;              /* nfit x P starting values */
+    size_t start_bytes;         /* its allocation, kept from stage to stage */
     /* the starts still to come from each voxel's signal (fit_starts.h), or NULL */
     struct dm_fit_starts_plan *starts;
     unsigned char *status;      /* nvox, dm_status */

@@ -18,19 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-dm_array dm_array_of_volume(const dm_volume *v)
-{
-    dm_array a = {v->data, DM_ARRAY_F64, v->nt > 1 ? 4 : 3, {0}, {0}};
-    size_t n[4] = {(size_t)v->nx, (size_t)v->ny, (size_t)v->nz, (size_t)v->nt};
-    ptrdiff_t s = sizeof(double);
-    for (int k = 0; k < 4; k++) {
-        a.shape[k] = n[k];
-        a.stride[k] = s;
-        s *= (ptrdiff_t)n[k];
-    }
-    return a;
-}
-
 void dm_fit_items_free(dm_fit_items *it)
 {
     for (int i = 0; i < it->n; i++) {

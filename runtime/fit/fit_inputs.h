@@ -173,4 +173,30 @@ typedef struct dm_fit_memory {
 /* 0, or -1 with dm_last_error() (after a cancel: dm_watch_cancelled of the watch). */
 int dm_fit_run_memory(const dm_fit_request *r, dm_fit_memory *mem);
 
+/* The signals of a fit's voxels, gathered from its image (volume by volume in memory) into
+ * one row of M values a voxel (fit_plan.c): as the fit is planned, or ahead of it on another
+ * thread while the process does something else (`dimoc bids`: the next run's, while this one
+ * fits). */
+/* y[i * M + j] = a's value j of voxel index[i] (a linear index into the nx x ny x nz grid),
+ * and status_data[index[i]] the status the values alone give: skipped when one is not finite
+ * or all are 0, else to be fitted.  On all threads. */
+void dm_fit_gather_signal(const dm_array *a, int nx, int ny, const size_t *index, size_t nfit,
+                          size_t M, double *y, unsigned char *status_data);
+
+/* Reads the 4D image `data` into io/volume.h's read-ahead cache and gathers the signals of the
+ * voxels of `mask` (its non-zero, not-NaN ones), kept for the fit that reads the same file
+ * next (dm_fit_signal_ahead_take).  Meant for a thread of its own; thread-safe.  Nothing is
+ * kept when the files do not go together or cannot be read: the fit reads them and says why. */
+void dm_fit_signal_ahead(const char *data, const char *mask);
+
+/* Inside a fit's planning, with p->index, nfit, M and the grid set: when the signals gathered
+ * ahead are those of `a` (the image read from file `data_name`, handed over by the read-ahead
+ * cache) for exactly these voxels, p->y takes them (an io/bigalloc.h buffer of
+ * dm_problem_signal_bytes) and p->status_data their statuses: 1.  Else 0, nothing changed.
+ * Waits for signals of that file still being gathered. */
+int dm_fit_signal_ahead_take(const dm_array *a, const char *data_name, dm_problem *p);
+
+/* Lets go of the signals gathered ahead and not taken (waiting for any being gathered). */
+void dm_fit_signal_ahead_clear(void);
+
 #endif

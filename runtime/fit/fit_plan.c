@@ -6,12 +6,28 @@
 #include "fit/fit_inputs.h"
 #include "fit/fit_starts.h"
 #include "io/bigalloc.h"
+#include "io/volume.h"
 #include "io/textio.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+dm_array dm_array_of_volume(const dm_volume *v)
+{
+    dm_array a = {v->data, DM_ARRAY_F64, v->nt > 1 ? 4 : 3, {0}, {0}};
+    size_t n[4] = {(size_t)v->nx, (size_t)v->ny, (size_t)v->nz, (size_t)v->nt};
+    ptrdiff_t s = sizeof(double);
+    for (int k = 0; k < 4; k++) {
+        a.shape[k] = n[k];
+        a.stride[k] = s;
+        s *= (ptrdiff_t)n[k];
+    }
+    return a;
+}
 
 double dm_array_at(const dm_array *a, ptrdiff_t offset)
 {
@@ -388,31 +404,188 @@ static int select_voxels(const dm_fit_inputs *in, dm_problem *p)
     return 0;
 }
 
-/* Each voxel's signal (nfit x M) and the status the data alone give it. */
-static void gather_signal(const dm_array *a, dm_problem *p)
+/* ---- The voxels' signals, gathered here or ahead (fit_inputs.h) ---- */
+
+void dm_fit_gather_signal(const dm_array *a, int nx, int ny, const size_t *index, size_t nfit,
+                          size_t M, double *y, unsigned char *status_data)
 {
-    const size_t M = p->M;
+    /* An image stored volume by volume puts each voxel's M values nvox apart: a gather that
+     * misses the cache at every value, shared between the cores. */
+    const size_t sx = (size_t)nx, sy = (size_t)ny;
     const ptrdiff_t st = a->stride[3];
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < p->nfit; i++) {
-        double *y = p->y + i * M;
-        const ptrdiff_t o = voxel_offset(p, a, p->index[i]);
+    for (size_t i = 0; i < nfit; i++) {
+        double *row = y + i * M;
+        const size_t v = index[i];
+        const ptrdiff_t o = (ptrdiff_t)(v % sx) * a->stride[0] +
+                            (ptrdiff_t)(v / sx % sy) * a->stride[1] +
+                            (ptrdiff_t)(v / (sx * sy)) * a->stride[2];
+        const char *base = (const char *)a->data + o;
+        if (a->type == DM_ARRAY_F32)
+            for (size_t j = 0; j < M; j++) row[j] = *(const float *)(base + (ptrdiff_t)j * st);
+        else
+            for (size_t j = 0; j < M; j++) row[j] = *(const double *)(base + (ptrdiff_t)j * st);
         int finite = 1, nonzero = 0;
-        if (a->type == DM_ARRAY_F32) {
-            const char *base = (const char *)a->data + o;
-            for (size_t j = 0; j < M; j++) y[j] = *(const float *)(base + (ptrdiff_t)j * st);
-        } else {
-            const char *base = (const char *)a->data + o;
-            for (size_t j = 0; j < M; j++) y[j] = *(const double *)(base + (ptrdiff_t)j * st);
-        }
         for (size_t j = 0; j < M; j++) {
-            if (!isfinite(y[j])) finite = 0;
-            if (y[j] != 0) nonzero = 1;
+            if (!isfinite(row[j])) finite = 0;
+            if (row[j] != 0) nonzero = 1;
         }
-        p->status_data[p->index[i]] = !finite    ? DM_STATUS_SKIPPED_NONFINITE
-                                      : !nonzero ? DM_STATUS_SKIPPED_ZERO
-                                                 : DM_STATUS_FITTED;
+        status_data[v] = !finite    ? DM_STATUS_SKIPPED_NONFINITE
+                         : !nonzero ? DM_STATUS_SKIPPED_ZERO
+                                    : DM_STATUS_FITTED;
     }
+}
+
+/* Signals gathered ahead, under the identity of their image's file and the address of the
+ * values they were gathered from (the volume the read-ahead cache hands over to the fit). */
+enum { AHEAD_SLOTS = 2, AHEAD_EMPTY = 0, AHEAD_GATHERING, AHEAD_READY };
+typedef struct ahead_slot {
+    int state;
+    unsigned long used; /* the clock of its start: the oldest ready one goes first */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    const void *source;
+    size_t nx, ny, nz, M, nfit;
+    size_t *index;
+    double *y;
+    unsigned char *status; /* per voxel of index, its status from the values */
+} ahead_slot;
+static pthread_mutex_t ahead_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ahead_done = PTHREAD_COND_INITIALIZER;
+static ahead_slot ahead_slots[AHEAD_SLOTS];
+static unsigned long ahead_clock;
+
+static int same_file(const ahead_slot *s, const struct stat *st)
+{
+    return s->state != AHEAD_EMPTY && s->dev == st->st_dev && s->ino == st->st_ino &&
+           s->size == st->st_size && s->mtime.tv_sec == st->st_mtim.tv_sec &&
+           s->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* Frees what a slot holds (its signals' buffer, if not taken), under the lock. */
+static void slot_empty(ahead_slot *s)
+{
+    free(s->index);
+    free(s->status);
+    if (s->y) dm_big_release(s->y, s->nfit * s->M * sizeof *s->y);
+    s->index = NULL, s->status = NULL, s->y = NULL;
+    s->state = AHEAD_EMPTY;
+}
+
+/* What the read-ahead's callback fills: the slot's contents, made outside the lock. */
+typedef struct gather_job {
+    const dm_volume *mask;
+    ahead_slot made;
+    int ok;
+} gather_job;
+
+static void gather_read(const dm_volume *v, void *ctx)
+{
+    gather_job *g = ctx;
+    const dm_volume *m = g->mask;
+    if (v->nt < 2 || v->nx != m->nx || v->ny != m->ny || v->nz != m->nz) return;
+    const size_t nvox = DM_NVOX(v), M = (size_t)v->nt;
+    size_t *index = malloc(nvox * sizeof *index), n = 0;
+    if (!index) return;
+    for (size_t i = 0; i < nvox; i++)
+        if (m->data[i] != 0 && !isnan(m->data[i])) index[n++] = i;
+    unsigned char *status_grid = calloc(nvox, 1), *status = malloc(n ? n : 1);
+    double *y = n ? dm_big_reuse(n * M * sizeof *y) : NULL;
+    if (!status_grid || !status || !y) {
+        free(index), free(status_grid), free(status);
+        if (y) dm_big_release(y, n * M * sizeof *y);
+        return;
+    }
+    dm_array a = dm_array_of_volume(v);
+    dm_fit_gather_signal(&a, v->nx, v->ny, index, n, M, y, status_grid);
+    for (size_t i = 0; i < n; i++) status[i] = status_grid[index[i]];
+    free(status_grid);
+    ahead_slot *s = &g->made;
+    s->source = v->data;
+    s->nx = (size_t)v->nx, s->ny = (size_t)v->ny, s->nz = (size_t)v->nz, s->M = M;
+    s->nfit = n, s->index = index, s->y = y, s->status = status;
+    g->ok = 1;
+}
+
+void dm_fit_signal_ahead(const char *data, const char *mask)
+{
+    struct stat st;
+    if (stat(data, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    dm_volume m;
+    if (!mask || dm_volume_read(mask, &m) != 0) {
+        dm_volume_preload(data);
+        return;
+    }
+    pthread_mutex_lock(&ahead_lock);
+    ahead_slot *slot = NULL;
+    for (int i = 0; i < AHEAD_SLOTS; i++) { /* an empty slot, else the oldest ready one */
+        ahead_slot *s = &ahead_slots[i];
+        if (s->state == AHEAD_GATHERING) continue;
+        if (!slot || s->state == AHEAD_EMPTY ||
+            (slot->state != AHEAD_EMPTY && s->used < slot->used))
+            slot = s;
+    }
+    if (slot) {
+        slot_empty(slot);
+        slot->state = AHEAD_GATHERING;
+        slot->used = ++ahead_clock;
+        slot->dev = st.st_dev, slot->ino = st.st_ino, slot->size = st.st_size;
+        slot->mtime = st.st_mtim;
+    }
+    pthread_mutex_unlock(&ahead_lock);
+    gather_job g = {.mask = &m};
+    dm_volume_preload_then(data, slot ? gather_read : NULL, &g);
+    dm_volume_free(&m);
+    if (!slot) return;
+    pthread_mutex_lock(&ahead_lock);
+    if (g.ok) {
+        g.made.state = AHEAD_READY;
+        g.made.used = slot->used;
+        g.made.dev = slot->dev, g.made.ino = slot->ino, g.made.size = slot->size;
+        g.made.mtime = slot->mtime;
+        *slot = g.made;
+    } else {
+        slot->state = AHEAD_EMPTY;
+    }
+    pthread_cond_broadcast(&ahead_done);
+    pthread_mutex_unlock(&ahead_lock);
+}
+
+int dm_fit_signal_ahead_take(const dm_array *a, const char *data_name, dm_problem *p)
+{
+    struct stat st;
+    if (!data_name || a->type != DM_ARRAY_F64 || stat(data_name, &st) != 0) return 0;
+    int taken = 0;
+    pthread_mutex_lock(&ahead_lock);
+    for (int i = 0; i < AHEAD_SLOTS && !taken; i++) {
+        ahead_slot *s = &ahead_slots[i];
+        while (same_file(s, &st) && s->state == AHEAD_GATHERING)
+            pthread_cond_wait(&ahead_done, &ahead_lock);
+        if (!same_file(s, &st) || s->state != AHEAD_READY || s->source != a->data ||
+            s->nx != (size_t)p->data.nx || s->ny != (size_t)p->data.ny ||
+            s->nz != (size_t)p->data.nz || s->M != (size_t)p->M || s->nfit != p->nfit ||
+            memcmp(s->index, p->index, p->nfit * sizeof *p->index))
+            continue;
+        p->y = s->y;
+        s->y = NULL;
+        for (size_t k = 0; k < p->nfit; k++) p->status_data[p->index[k]] = s->status[k];
+        slot_empty(s);
+        taken = 1;
+    }
+    pthread_mutex_unlock(&ahead_lock);
+    return taken;
+}
+
+void dm_fit_signal_ahead_clear(void)
+{
+    pthread_mutex_lock(&ahead_lock);
+    for (int i = 0; i < AHEAD_SLOTS; i++) {
+        while (ahead_slots[i].state == AHEAD_GATHERING) pthread_cond_wait(&ahead_done, &ahead_lock);
+        slot_empty(&ahead_slots[i]);
+    }
+    pthread_mutex_unlock(&ahead_lock);
 }
 
 /* Per-voxel inputs: the defaults, then the items in order. */
@@ -491,16 +664,17 @@ int dm_problem_build(const dm_fit_request *r, const dm_model_info *mi, const dm_
 
     const size_t M = p->M;
     const int VW = p->mi.voxel_width;
-    /* (a subject's signals are hundreds of MB: huge pages fault them in a thousand times less
-     * often) */
-    p->y = dm_big_reuse(dm_problem_signal_bytes(p));
+    /* The signals gathered ahead when there are some (dimoc bids), else here.  (A subject's
+     * signals are hundreds of MB: huge pages fault them in a thousand times less often.) */
+    const int ahead = dm_fit_signal_ahead_take(a, in->data_name, p);
+    if (!ahead) p->y = dm_big_reuse(dm_problem_signal_bytes(p));
     p->voxin = calloc((p->nfit ? p->nfit : 1) * (VW ? VW : 1), sizeof *p->voxin);
     if (!p->y || !p->voxin)
         return dm_set_error("%s: out of memory for %zu voxels of %zu measurements", name, p->nfit,
                             M);
-    /* An image read from a file is stored volume by volume, so each voxel's M values lie nvox
-     * apart: a gather that misses the cache at every value, shared between the cores. */
-    gather_signal(a, p);
+    if (!ahead)
+        dm_fit_gather_signal(a, p->data.nx, p->data.ny, p->index, p->nfit, M, p->y,
+                             p->status_data);
     memcpy(p->status, p->status_data, p->nvox);
     if (p->bvals && check_b_scale(p, in->b_name ? in->b_name : "bvals") != 0) return -1;
     return voxel_inputs(in, p);
@@ -511,10 +685,12 @@ int dm_problem_build(const dm_fit_request *r, const dm_model_info *mi, const dm_
 static void clamp_starts(dm_problem *p)
 {
     const dm_model_info *mi = &p->mi;
-    for (int k = 0; k < mi->nparams; k++)
-        for (size_t i = 0; i < p->nfit; i++)
-            p->start[i * mi->nparams + k] =
-                dm_fit_clamp_start(&mi->params[k], p->start[i * mi->nparams + k]);
+    const int P = mi->nparams;
+    /* (on all threads: a stage of a cascade starts with it, and a subject has millions) */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < p->nfit; i++)
+        for (int k = 0; k < P; k++)
+            p->start[i * P + k] = dm_fit_clamp_start(&mi->params[k], p->start[i * P + k]);
 }
 
 /* Whether start item i came from --init-from's folder. */
@@ -560,8 +736,14 @@ int dm_problem_stage_items(const dm_fit_request *r, const double *prev, const dm
     p->grid_values = NULL;
     p->ngrid_values = 0;
     dm_fit_starts_finish(p);
-    free(p->start);
-    p->start = malloc((p->nfit ? p->nfit : 1) * P * sizeof *p->start);
+    /* One buffer for every stage of a cascade: a fresh one's pages fault in as its millions of
+     * starts are written, on the stage's path. */
+    const size_t start_bytes = (p->nfit ? p->nfit : 1) * P * sizeof *p->start;
+    if (p->start_bytes < start_bytes) {
+        free(p->start);
+        p->start = malloc(start_bytes);
+        p->start_bytes = p->start ? start_bytes : 0;
+    }
     /* The volume count against the free parameters, before the starts (which may warn). */
     if (set_fixed(p, r->fixed) != 0) return -1;
     int nfree = 0;
@@ -581,7 +763,7 @@ int dm_problem_stage_items(const dm_fit_request *r, const double *prev, const dm
     if (!prev) dm_fit_starts(p, given); /* prev overwrites every start */
     given = 0;
     if (prev) { /* the previous stage's maps, as --init-from would read them */
-        memcpy(p->start, prev, p->nfit * P * sizeof *p->start);
+        dm_big_copy(p->start, prev, p->nfit * P * sizeof *p->start);
         given = every;
     }
     /* --init-from's maps first, then --init's in order */

@@ -299,6 +299,7 @@ typedef struct stage_writer {
     char *owned[24];
     int nowned;
     dm_fit_results res;
+    size_t params_bytes, stats_bytes; /* res's buffers (io/bigalloc.h's, given back so) */
     dm_fit_timing timing;
     double t_start;
     char device[512];
@@ -385,6 +386,7 @@ static void stage_writer_write(stage_writer *w)
 static void *stage_writer_main(void *arg)
 {
     stage_writer *w = arg;
+    dm_thread_background(); /* the next stage's planning and its GPU's feeding go first */
     if (w->r->threads > 0) omp_set_num_threads((int)w->r->threads); /* a per-thread setting */
     stage_writer_write(w);
     return NULL;
@@ -405,8 +407,8 @@ static int stage_writer_finish(stage_writer *w)
     if (!w->dir_done) dm_outdir_abort(&w->od); /* never written: the stage failed first */
     int rc = w->rc;
     if (rc != 0 && w->error[0]) dm_set_error("%s", w->error);
-    free(w->res.params);
-    free(w->res.stats);
+    dm_big_release(w->res.params, w->params_bytes);
+    dm_big_release(w->res.stats, w->stats_bytes);
     free(w->res.samples);
     if (w->own_status) free(w->snap.status);
     for (int i = 0; i < w->nowned; i++) free(w->owned[i]);
@@ -660,11 +662,15 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     int mcmc = (p->cfg.methods & DM_METHOD_MCMC) != 0;
     int ns = mcmc ? DM_NSAMPLES(&p->cfg) : 0;
     dm_fit_results res = {0};
-    res.params = malloc(p->nfit * P * sizeof(double));
-    res.stats = calloc(p->nfit * DM_NSTATS, sizeof(double));
+    /* (in a study, buffers given back by the writers of earlier stages: pages faulted in) */
+    const size_t params_bytes = (p->nfit ? p->nfit : 1) * P * sizeof(double),
+                 stats_bytes = (p->nfit ? p->nfit : 1) * DM_NSTATS * sizeof(double);
+    res.params = dm_big_reuse(params_bytes);
+    res.stats = dm_big_reuse(stats_bytes);
     res.samples = mcmc ? malloc(p->nfit * (size_t)ns * P * sizeof(double)) : NULL;
     res.nsamples = ns;
-    memcpy(res.params, p->start, p->nfit * P * sizeof(double));
+    if (res.params) dm_big_copy(res.params, p->start, p->nfit * P * sizeof(double));
+    if (res.stats) dm_big_clear(res.stats, stats_bytes);
     /* A GPU's starts from the signal are made on a thread of their own from here on, beside
      * the GPU's opening and its program's lookup; each batch copies its voxels' when they are
      * made. */
@@ -672,7 +678,8 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
     /* Everything is written into a temporary folder beside --out, put in place at the end. */
     dm_outdir od = {0};
     if (!m->mem && dm_outdir_begin(&od, r->out, DM_OUTDIR_REPLACE) != 0) {
-        free(res.params), free(res.stats), free(res.samples);
+        dm_big_release(res.params, params_bytes), dm_big_release(res.stats, stats_bytes);
+        free(res.samples);
         return -1; /* the starts' thread ends with the problem */
     }
     timing.load = dm_now_seconds() - t_start - (stage == 0 ? m->fitter_seconds : 0);
@@ -786,6 +793,8 @@ static int run_stage(const dm_fit_request *r, int stage, int nstages, dm_problem
                         .snap = *p,
                         .fitter = m->fitter,
                         .res = res,
+                        .params_bytes = params_bytes,
+                        .stats_bytes = stats_bytes,
                         .timing = timing,
                         .t_start = t_start,
                         .real_size = m->real_size,

@@ -2,10 +2,11 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
-#define KEPT 4
+#define KEPT 8
 
 void *dm_big_alloc(size_t bytes)
 {
@@ -16,6 +17,28 @@ void *dm_big_alloc(size_t bytes)
     madvise(p, bytes, MADV_HUGEPAGE); /* a hint: where refused, ordinary pages */
 #endif
     return p;
+}
+
+void dm_big_copy(void *dst, const void *src, size_t bytes)
+{
+    const size_t piece = (size_t)8 << 20;
+    const long n = (long)((bytes + piece - 1) / piece);
+#pragma omp parallel for schedule(static) if (n > 1)
+    for (long c = 0; c < n; c++) {
+        const size_t at = (size_t)c * piece, len = bytes - at < piece ? bytes - at : piece;
+        memcpy((char *)dst + at, (const char *)src + at, len);
+    }
+}
+
+void dm_big_clear(void *dst, size_t bytes)
+{
+    const size_t piece = (size_t)8 << 20;
+    const long n = (long)((bytes + piece - 1) / piece);
+#pragma omp parallel for schedule(static) if (n > 1)
+    for (long c = 0; c < n; c++) {
+        const size_t at = (size_t)c * piece, len = bytes - at < piece ? bytes - at : piece;
+        memset((char *)dst + at, 0, len);
+    }
 }
 
 /* The buffers given back while keeping, the latest first. */

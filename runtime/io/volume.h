@@ -30,6 +30,11 @@ int dm_volume_read(const char *path, dm_volume *vol);
  * (`dimoc bids`: the next run's DWI while this one fits).  Thread-safe.  0, or -1 with
  * dm_last_error() (the later read reports the same). */
 int dm_volume_preload(const char *path);
+/* dm_volume_preload, and then(vol, ctx) on this thread with the volume just read, before the
+ * cache lets any reader have it (a read of the file waits meanwhile); not called when the file
+ * is cached or being read already, or its read failed. */
+int dm_volume_preload_then(const char *path, void (*then)(const dm_volume *vol, void *ctx),
+                           void *ctx);
 /* The next dm_volume_read of path's cached volume takes the volume itself instead of a copy,
  * and the cache lets go of it (the last of a run's reads of its DWI).  1 when it is cached (or
  * being read), 0 when not.  Thread-safe. */

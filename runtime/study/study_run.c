@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "study/study_run.h"
 #include "io/bigalloc.h"
+#include "fit/fit_inputs.h"
 #include "io/volume.h"
 #include "mask/dwi_mask.h"
 #include "study/bids_layout.h"
@@ -180,8 +181,10 @@ static char **script_words(const dm_study_options *o, const run_job *j, int *n)
  * the batches' copies) by a quarter.  On an H200's 16 cores, 2 and 4 threads left the grid
  * stage's fits 5% faster inside a 24-subject study than 4 and 16 (medians 0.272-0.284 s
  * against 0.293-0.295 s); the study's wall time moved within its runs' spread
- * (docs/performance.md). */
-enum { PRELOAD_SHARE = 8, WRITER_SHARE = 4 };
+ * (docs/performance.md).  Since the read-ahead also gathers the next run's signals (0.14 s
+ * more on 2 threads: longer than a run), it has 4, and both run at a lower priority
+ * (util/interrupt.h), the fits' threads first. */
+enum { PRELOAD_SHARE = 4, WRITER_SHARE = 4 };
 
 static void share_of_cores(int share)
 {
@@ -189,11 +192,17 @@ static void share_of_cores(int share)
     omp_set_num_threads(threads > 1 ? threads : 1);
 }
 
-/* The next run's DWI read while this one fits. */
+/* The next run's DWI read while this one fits, and with the dataset's mask the signals of its
+ * voxels gathered for its fit (fit/fit_inputs.h). */
 static void *preload_main(void *arg)
 {
+    const dm_bids_run *r = arg;
+    dm_thread_background();
     share_of_cores(PRELOAD_SHARE);
-    dm_volume_preload((const char *)arg);
+    if (r->mask)
+        dm_fit_signal_ahead(r->dwi, r->mask);
+    else
+        dm_volume_preload(r->dwi);
     return NULL;
 }
 
@@ -726,6 +735,13 @@ static void *write_unit(void *arg)
     return NULL;
 }
 
+/* write_unit on a thread of its own, beside the next unit's fits. */
+static void *write_unit_main(void *arg)
+{
+    dm_thread_background();
+    return write_unit(arg);
+}
+
 static void unit_free(unit_job *U)
 {
     for (int i = 0; U->runs && i < U->u->nruns; i++) {
@@ -961,7 +977,7 @@ int dm_study_participant(const dm_study_options *o)
             if (at + 1 < norder) {
                 run_job *next = &order[at + 1].U->runs[order[at + 1].i];
                 next->preloading =
-                    pthread_create(&next->preload, NULL, preload_main, next->r->dwi) == 0;
+                    pthread_create(&next->preload, NULL, preload_main, next->r) == 0;
             }
             if (!j->preloading) dm_volume_preload(j->r->dwi);
             j->sources[0] = relative_to(L.root, j->r->dwi);
@@ -1026,7 +1042,7 @@ int dm_study_participant(const dm_study_options *o)
                 U->u->nruns == 1 ? "" : "s", dm_study_now() - t0);
         writing = U;
         units[k] = NULL;
-        writer_threaded = pthread_create(&writer, NULL, write_unit, U) == 0;
+        writer_threaded = pthread_create(&writer, NULL, write_unit_main, U) == 0;
         if (!writer_threaded) write_unit(U);
     }
     if (writing) {
@@ -1048,6 +1064,7 @@ int dm_study_participant(const dm_study_options *o)
             dm_remove_tree(units[k]->tmp);
             unit_free(units[k]);
         }
+    dm_fit_signal_ahead_clear();
     dm_volume_preload_clear();
     dm_big_keep(0);
     template_free(&plans);

@@ -1,5 +1,5 @@
-/* SIGINT/SIGTERM as a flag that long loops poll, critical sections, and child processes that
- * stop with us (see interrupt.h). */
+/* SIGINT/SIGTERM as a flag that long loops poll, critical sections, child processes that
+ * stop with us, and threads beside the path (see interrupt.h). */
 #define _GNU_SOURCE
 #include "util/interrupt.h"
 #include "util/error.h"
@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,4 +126,14 @@ int dm_run_child(char *const argv[], const char *log_path)
     }
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+void dm_thread_background(void)
+{
+    const id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    const int nice_now = getpriority(PRIO_PROCESS, tid);
+    if (nice_now == -1 && errno != 0) return;
+    const int lower = nice_now + 10;
+    (void)setpriority(PRIO_PROCESS, tid, lower > 19 ? 19 : lower);
 }

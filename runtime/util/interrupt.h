@@ -34,4 +34,11 @@ void dm_interrupt_unblock(const sigset_t *saved);
  * with dm_last_error()). */
 int dm_run_child(char *const argv[], const char *log_path);
 
+/* Threads that work beside a run's path (writes, the next run's read-ahead): on a machine
+ * whose cores the path's own threads keep busy, they take what is left.  Lowers the calling
+ * thread's scheduling priority by 10 nice levels (Linux schedules each thread on its own; the
+ * threads it starts after, its OpenMP team among them, inherit it).  For a thread of its own
+ * only: the priority is never raised again.  Nothing happens where the system refuses. */
+void dm_thread_background(void);
+
 #endif

@@ -80,9 +80,10 @@ ALLOWED = {
     "runtime/cluster": {"runtime/tractogram", "runtime/io", "runtime/util"},
     # `dimoc bids`: a BIDS dataset's runs through a pipeline in one process (its stages run
     # through a function cli/ hands in), their derivatives and pictures, masks made as dimoc
-    # mask makes them, the shells of a run (csd/dwi.h), a study's job array on SLURM
-    "runtime/study": {"runtime/cluster", "runtime/csd", "runtime/io", "runtime/mask", "runtime/render",
-                      "runtime/util"},
+    # mask makes them, the shells of a run (csd/dwi.h), a study's job array on SLURM, the next
+    # run's signals gathered for its fit while this one fits (fit/fit_inputs.h)
+    "runtime/study": {"runtime/cluster", "runtime/csd", "runtime/fit", "runtime/io", "runtime/mask",
+                      "runtime/render", "runtime/util"},
     # the public C API over the compiler and the runtime (libdimoc.so; cli calls it through
     # include/dimoc.h, and nothing includes runtime/api); the engines join as the API grows
     "runtime/api": {"include", "compiler", "runtime/model", "runtime/fit", "runtime/simulate",
