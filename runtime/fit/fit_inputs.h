@@ -173,15 +173,10 @@ typedef struct dm_fit_memory {
 /* 0, or -1 with dm_last_error() (after a cancel: dm_watch_cancelled of the watch). */
 int dm_fit_run_memory(const dm_fit_request *r, dm_fit_memory *mem);
 
-/* The signals of a fit's voxels, gathered from its image (volume by volume in memory) into
- * one row of M values a voxel (fit_plan.c): as the fit is planned, or ahead of it on another
- * thread while the process does something else (`dimoc bids`: the next run's, while this one
- * fits). */
-/* y[i * M + j] = a's value j of voxel index[i] (a linear index into the nx x ny x nz grid),
- * and status_data[index[i]] the status the values alone give: skipped when one is not finite
- * or all are 0, else to be fitted.  On all threads. */
-void dm_fit_gather_signal(const dm_array *a, int nx, int ny, const size_t *index, size_t nfit,
-                          size_t M, double *y, unsigned char *status_data);
+/* ---- The signals of a fit's voxels, gathered from its image (volume by volume in memory)
+ * into one row of M values a voxel (fit_plan.c): as the fit is planned, or ahead of it on
+ * another thread while the process does something else (`dimoc bids`: the next run's, while
+ * this one fits). */
 
 /* Reads the 4D image `data` into io/volume.h's read-ahead cache and gathers the signals of the
  * voxels of `mask` (its non-zero, not-NaN ones), kept for the fit that reads the same file

@@ -406,7 +406,10 @@ static int select_voxels(const dm_fit_inputs *in, dm_problem *p)
 
 /* ---- The voxels' signals, gathered here or ahead (fit_inputs.h) ---- */
 
-void dm_fit_gather_signal(const dm_array *a, int nx, int ny, const size_t *index, size_t nfit,
+/* y[i * M + j] = a's value j of voxel index[i] (a linear index into the nx x ny x nz grid),
+ * and status_data[index[i]] the status the values alone give: skipped when one is not finite
+ * or all are 0, else to be fitted.  On all threads. */
+static void gather_signal(const dm_array *a, int nx, int ny, const size_t *index, size_t nfit,
                           size_t M, double *y, unsigned char *status_data)
 {
     /* An image stored volume by volume puts each voxel's M values nvox apart: a gather that
@@ -499,7 +502,7 @@ static void gather_read(const dm_volume *v, void *ctx)
         return;
     }
     dm_array a = dm_array_of_volume(v);
-    dm_fit_gather_signal(&a, v->nx, v->ny, index, n, M, y, status_grid);
+    gather_signal(&a, v->nx, v->ny, index, n, M, y, status_grid);
     for (size_t i = 0; i < n; i++) status[i] = status_grid[index[i]];
     free(status_grid);
     ahead_slot *s = &g->made;
@@ -673,7 +676,7 @@ int dm_problem_build(const dm_fit_request *r, const dm_model_info *mi, const dm_
         return dm_set_error("%s: out of memory for %zu voxels of %zu measurements", name, p->nfit,
                             M);
     if (!ahead)
-        dm_fit_gather_signal(a, p->data.nx, p->data.ny, p->index, p->nfit, M, p->y,
+        gather_signal(a, p->data.nx, p->data.ny, p->index, p->nfit, M, p->y,
                              p->status_data);
     memcpy(p->status, p->status_data, p->nvox);
     if (p->bvals && check_b_scale(p, in->b_name ? in->b_name : "bvals") != 0) return -1;
