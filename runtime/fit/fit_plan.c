@@ -338,11 +338,17 @@ int dm_fit_measurements(const dm_model_info *mi, const dm_fit_inputs *in, int M,
 
 /* The byte offset of voxel v (a linear index of the grid, x fastest) in a, past its spatial
  * axes. */
+/* Voxel v (a linear index into an nx x ny x nz grid) in array a, as a byte offset. */
+static ptrdiff_t grid_offset(int nx, int ny, const dm_array *a, size_t v)
+{
+    const size_t sx = (size_t)nx, sy = (size_t)ny;
+    return (ptrdiff_t)(v % sx) * a->stride[0] + (ptrdiff_t)(v / sx % sy) * a->stride[1] +
+           (ptrdiff_t)(v / (sx * sy)) * a->stride[2];
+}
+
 static ptrdiff_t voxel_offset(const dm_problem *p, const dm_array *a, size_t v)
 {
-    size_t nx = (size_t)p->data.nx, ny = (size_t)p->data.ny;
-    return (ptrdiff_t)(v % nx) * a->stride[0] + (ptrdiff_t)(v / nx % ny) * a->stride[1] +
-           (ptrdiff_t)(v / (nx * ny)) * a->stride[2];
+    return grid_offset(p->data.nx, p->data.ny, a, v);
 }
 
 /* 1 when a is a map of `width` values per voxel on p's grid: X x Y x Z (width 1) or
@@ -414,16 +420,12 @@ static void gather_signal(const dm_array *a, int nx, int ny, const size_t *index
 {
     /* An image stored volume by volume puts each voxel's M values nvox apart: a gather that
      * misses the cache at every value, shared between the cores. */
-    const size_t sx = (size_t)nx, sy = (size_t)ny;
     const ptrdiff_t st = a->stride[3];
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < nfit; i++) {
         double *row = y + i * M;
         const size_t v = index[i];
-        const ptrdiff_t o = (ptrdiff_t)(v % sx) * a->stride[0] +
-                            (ptrdiff_t)(v / sx % sy) * a->stride[1] +
-                            (ptrdiff_t)(v / (sx * sy)) * a->stride[2];
-        const char *base = (const char *)a->data + o;
+        const char *base = (const char *)a->data + grid_offset(nx, ny, a, v);
         if (a->type == DM_ARRAY_F32)
             for (size_t j = 0; j < M; j++) row[j] = *(const float *)(base + (ptrdiff_t)j * st);
         else
@@ -585,7 +587,8 @@ void dm_fit_signal_ahead_clear(void)
 {
     pthread_mutex_lock(&ahead_lock);
     for (int i = 0; i < AHEAD_SLOTS; i++) {
-        while (ahead_slots[i].state == AHEAD_GATHERING) pthread_cond_wait(&ahead_done, &ahead_lock);
+        while (ahead_slots[i].state == AHEAD_GATHERING)
+            pthread_cond_wait(&ahead_done, &ahead_lock);
         slot_empty(&ahead_slots[i]);
     }
     pthread_mutex_unlock(&ahead_lock);
@@ -676,8 +679,7 @@ int dm_problem_build(const dm_fit_request *r, const dm_model_info *mi, const dm_
         return dm_set_error("%s: out of memory for %zu voxels of %zu measurements", name, p->nfit,
                             M);
     if (!ahead)
-        gather_signal(a, p->data.nx, p->data.ny, p->index, p->nfit, M, p->y,
-                             p->status_data);
+        gather_signal(a, p->data.nx, p->data.ny, p->index, p->nfit, M, p->y, p->status_data);
     memcpy(p->status, p->status_data, p->nvox);
     if (p->bvals && check_b_scale(p, in->b_name ? in->b_name : "bvals") != 0) return -1;
     return voxel_inputs(in, p);

@@ -19,26 +19,29 @@ void *dm_big_alloc(size_t bytes)
     return p;
 }
 
-void dm_big_copy(void *dst, const void *src, size_t bytes)
+/* dst[0..bytes) from src, or zeroed (src NULL), in pieces of 8 MiB on all threads. */
+static void fill_pieces(void *dst, const void *src, size_t bytes)
 {
     const size_t piece = (size_t)8 << 20;
     const long n = (long)((bytes + piece - 1) / piece);
 #pragma omp parallel for schedule(static) if (n > 1)
     for (long c = 0; c < n; c++) {
         const size_t at = (size_t)c * piece, len = bytes - at < piece ? bytes - at : piece;
-        memcpy((char *)dst + at, (const char *)src + at, len);
+        if (src)
+            memcpy((char *)dst + at, (const char *)src + at, len);
+        else
+            memset((char *)dst + at, 0, len);
     }
+}
+
+void dm_big_copy(void *dst, const void *src, size_t bytes)
+{
+    fill_pieces(dst, src, bytes);
 }
 
 void dm_big_clear(void *dst, size_t bytes)
 {
-    const size_t piece = (size_t)8 << 20;
-    const long n = (long)((bytes + piece - 1) / piece);
-#pragma omp parallel for schedule(static) if (n > 1)
-    for (long c = 0; c < n; c++) {
-        const size_t at = (size_t)c * piece, len = bytes - at < piece ? bytes - at : piece;
-        memset((char *)dst + at, 0, len);
-    }
+    fill_pieces(dst, NULL, bytes);
 }
 
 /* The buffers given back while keeping, the latest first. */
