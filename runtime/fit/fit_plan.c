@@ -338,7 +338,6 @@ int dm_fit_measurements(const dm_model_info *mi, const dm_fit_inputs *in, int M,
 
 /* The byte offset of voxel v (a linear index of the grid, x fastest) in a, past its spatial
  * axes. */
-/* Voxel v (a linear index into an nx x ny x nz grid) in array a, as a byte offset. */
 static ptrdiff_t grid_offset(int nx, int ny, const dm_array *a, size_t v)
 {
     const size_t sx = (size_t)nx, sy = (size_t)ny;
