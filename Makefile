@@ -24,9 +24,10 @@ CPPFLAGS += -Iinclude -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include
             -DDIMOC_VERSION=\"$(shell cat VERSION)\"
 # niftilib, znzlib, libpng, giftiio, expat and jansson (JSON) are linked statically so that the
 # binary runs where only libz exists (the GPU machine has no niftilib, no giftiio); libzip (TRX
-# archives), of which Debian ships no static library, is the one other shared library.  giftiio needs only
+# archives) and ISA-L (the .nii.gz writer's deflate), of which Debian ships no static
+# libraries, are the other shared ones.  giftiio needs only
 # nifti_datatype_to_string from a niftilib, which libnifti2 provides.
-LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -ljansson -Wl,-Bdynamic -lzip -lz -lm -ldl -lpthread
+LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -ljansson -Wl,-Bdynamic -lisal -lzip -lz -lm -ldl -lpthread
 OMPFLAGS := -fopenmp
 
 COMPILER_SRC := $(filter-out compiler/front/fuzz_front.c,$(wildcard compiler/*/*.c))
@@ -59,7 +60,7 @@ PIC_RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(PIC)/%.o)
 # stdout/stderr), so the library takes their shared ones, and only those that it calls
 # (--as-needed): the model compiler alone needs none.
 LIB_LDLIBS   := -Wl,--as-needed -lgiftiio -lnifti2 -lznz -lpng -ljansson \
-                -Wl,-Bstatic -lexpat -ldeflate -Wl,-Bdynamic -lzip -lz -lm -ldl -lpthread
+                -Wl,-Bstatic -lexpat -ldeflate -Wl,-Bdynamic -lisal -lzip -lz -lm -ldl -lpthread
 
 .PHONY: all deps demo test tests test-gpu test-asan test-peers fuzz generated install clean lib \
         install-lib
@@ -183,7 +184,7 @@ FUZZ_IO := nifti text tck tckread
 bin/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_io.h $(FUZZ_IO_SRC)
 	@mkdir -p bin
 	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_IO_SRC) \
-	    -Wl,-Bstatic -lnifti2 -lznz -ldeflate -Wl,-Bdynamic -lz -lm -lpthread
+	    -Wl,-Bstatic -lnifti2 -lznz -ldeflate -Wl,-Bdynamic -lisal -lz -lm -lpthread
 fuzz: bin/fuzz-front $(FUZZ_IO:%=bin/fuzz-%)
 	mkdir -p fuzz-corpus && cp -n models/*.model tests/compiler/bad/*.model fuzz-corpus/ 2>/dev/null; \
 	bin/fuzz-front -max_total_time=$(FUZZ_SECONDS) -timeout=5 fuzz-corpus tests/compiler/fuzz-regressions

@@ -20,7 +20,8 @@ static int write_map(const dm_outdir *od, const char *name, const dm_dwi *d, con
 {
     char *path = dm_volume_output_path(od->path, name);
     if (!path) return dm_set_error("out of memory writing %s", name);
-    dm_masked_values m = {DM_NVOX(&d->data), d->vox, d->nvox, vals, (size_t)stride, (size_t)first, NULL};
+    dm_masked_values m = {.nvox = DM_NVOX(&d->data), .vox = d->vox, .n = d->nvox, .vals = vals,
+                          .stride = (size_t)stride, .volume_stride = 1, .first = (size_t)first};
     int rc = dm_volume_write_made(path, &d->data, nt, dm_masked_values_get, &m, DM_OUT_FLOAT32, NULL);
     free(path);
     return rc;

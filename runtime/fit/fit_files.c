@@ -411,9 +411,10 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     return dm_problem_stage(r, NULL, p);
 }
 
-/* Writes nt values per fitted voxel as a map on the grid, made as the file is written. */
+/* Writes nt values per fitted voxel as a map on the grid, made as the file is written: vals[i *
+ * nt + t], or by_volume vals[t * nfit + i]. */
 static int write_map(const char *dir, const char *name, const dm_problem *p, int nt,
-                     const double *vals, int type)
+                     const double *vals, int by_volume, int type)
 {
     char file[256];
     snprintf(file, sizeof file, "%s.nii.gz", name);
@@ -425,7 +426,9 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
     unsigned char *keep = malloc(p->nvox);
     if (keep)
         for (size_t g = 0; g < p->nvox; g++) keep[g] = DM_STATUS_HAS_ESTIMATE(p->status[g]);
-    dm_masked_values m = {p->nvox, p->index, p->nfit, vals, (size_t)nt, 0, keep};
+    dm_masked_values m = {.nvox = p->nvox, .vox = p->index, .n = p->nfit, .vals = vals,
+                          .stride = by_volume ? 1 : (size_t)nt,
+                          .volume_stride = by_volume ? p->nfit : 1, .keep = keep};
     int rc = !path || !keep ? dm_set_error("%s: out of memory for output '%s'", dir, name)
                             : dm_volume_write_made(path, &p->data, nt, dm_masked_values_get, &m, type, dw);
     free(keep);
@@ -477,7 +480,7 @@ static void write_job(const char *dir, const dm_problem *p, map_job *j, int type
         j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
         free(path);
     } else {
-        j->rc = write_map(dir, j->name, p, j->nt, j->vals, type);
+        j->rc = write_map(dir, j->name, p, j->nt, j->vals, 0, type);
     }
     if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
 }
@@ -521,7 +524,7 @@ static int file_put(dm_fit_sink *s, const char *name, int kind, int nt, double *
 {
     file_sink *f = (file_sink *)s;
     if (kind == DM_MAP_SAMPLES || kind == DM_MAP_PREDICTED) {
-        int rc = write_map(f->dir, name, f->p, nt, vals, f->type);
+        int rc = write_map(f->dir, name, f->p, nt, vals, kind == DM_MAP_SAMPLES, f->type);
         free(vals);
         return rc;
     }

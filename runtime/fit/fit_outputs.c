@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void dm_fit_scatter(const dm_problem *p, int nt, const double *vals, int type, void *out)
+void dm_fit_scatter(const dm_problem *p, int nt, const double *vals, size_t stride,
+                    size_t volume_stride, int type, void *out)
 {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < p->nfit; i++) {
@@ -19,10 +20,11 @@ void dm_fit_scatter(const dm_problem *p, int nt, const double *vals, int type, v
         if (!DM_STATUS_HAS_ESTIMATE(st)) continue;
         for (int t = 0; t < nt; t++) {
             size_t at = p->index[i] + (size_t)t * p->nvox;
+            double v = vals[i * stride + (size_t)t * volume_stride];
             if (type == DM_OUT_FLOAT32)
-                ((float *)out)[at] = (float)vals[i * nt + t];
+                ((float *)out)[at] = (float)v;
             else
-                ((double *)out)[at] = vals[i * nt + t];
+                ((double *)out)[at] = v;
         }
     }
 }
@@ -55,8 +57,10 @@ static int memory_put(dm_fit_sink *s, const char *name, int kind, int nt, double
     maps->map = more;
     if (kind == DM_MAP_STATUS)
         for (size_t v = 0; v < p->nvox; v++) ((unsigned char *)data)[v] = (unsigned char)vals[v];
+    else if (kind == DM_MAP_SAMPLES)
+        dm_fit_scatter(p, nt, vals, 1, p->nfit, type, data);
     else
-        dm_fit_scatter(p, nt, vals, type, data);
+        dm_fit_scatter(p, nt, vals, (size_t)nt, 1, type, data);
     free(vals);
     dm_fit_map *x = &maps->map[maps->n++];
     snprintf(x->name, sizeof x->name, "%s", name);
@@ -164,9 +168,10 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
             rc = -1;
             break;
         }
+        /* by sample, as the image holds them: a file's blocks are then read in order */
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++)
-            for (int s = 0; s < ns; s++) col[i * ns + s] = res->samples[(i * ns + s) * P + k];
+            for (int s = 0; s < ns; s++) col[(size_t)s * n + i] = res->samples[(i * ns + s) * P + k];
         rc = sink->put(sink, name, DM_MAP_SAMPLES, ns, col);
     }
 

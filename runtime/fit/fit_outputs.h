@@ -36,8 +36,9 @@ typedef struct dm_fit_stage_info {
 } dm_fit_stage_info;
 
 /* Where a fit's maps go: put takes map `name` (kind DM_MAP_*) of nt values per voxel to fit
- * (vals[i * nt + t]), or for the status one per voxel of the grid; vals (malloc'd) is the
- * sink's from then on.  0, or -1 with dm_last_error(). */
+ * (vals[i * nt + t]; the samples, DM_MAP_SAMPLES, by sample: vals[t * nfit + i], as the image
+ * holds them), or for the status one per voxel of the grid; vals (malloc'd) is the sink's from
+ * then on.  0, or -1 with dm_last_error(). */
 typedef struct dm_fit_sink {
     int (*put)(struct dm_fit_sink *s, const char *name, int kind, int nt, double *vals);
 } dm_fit_sink;
@@ -45,10 +46,11 @@ typedef struct dm_fit_sink {
  * the samples, the outputs and their dispersion, BIC and AIC, predicted, the status last. */
 int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fitter *f,
                         dm_fit_results *res, dm_fit_sink *sink);
-/* Scatters nt values per fitted voxel (vals[i * nt + t]) onto the grid: out holds nvox * nt
- * zeroed values of `type` (DM_OUT_FLOAT64 or DM_OUT_FLOAT32); voxels without an estimate stay
- * 0. */
-void dm_fit_scatter(const dm_problem *p, int nt, const double *vals, int type, void *out);
+/* Scatters nt values per fitted voxel (value t of voxel i: vals[i * stride + t * volume_stride])
+ * onto the grid: out holds nvox * nt zeroed values of `type` (DM_OUT_FLOAT64 or
+ * DM_OUT_FLOAT32); voxels without an estimate stay 0. */
+void dm_fit_scatter(const dm_problem *p, int nt, const double *vals, size_t stride,
+                    size_t volume_stride, int type, void *out);
 
 /* The command's outputs: both write into dir (the run's temporary folder, util/outdir.h);
  * dm_fit_write_outputs is fit_files.c's. */

@@ -2,6 +2,7 @@
 #include "io/gz_blocks.h"
 
 #include <errno.h>
+#include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,7 +12,6 @@ enum {
     BLOCK = 1 << 20,    /* uncompressed bytes per member */
     HEAD = 10 + 2 + 12, /* fixed header, XLEN, the "Dm" subfield (4 + 8 bytes) */
     TAIL = 8,           /* CRC32, ISIZE */
-    ROUND = 64,         /* members compressed at once (memory: ROUND x ~1 MiB) */
 };
 
 static void put32(unsigned char *p, uint32_t v)
@@ -27,61 +27,123 @@ static uint32_t get32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* One member: header with the sizes, raw deflate, trailer.  Returns its length, 0 on failure. */
-static size_t pack_member(struct libdeflate_compressor *c, const unsigned char *in, size_t n,
-                          unsigned char *out, size_t cap)
+/* A thread's means of making members: ISA-L's stream state and the level's hash tables, the
+ * member's output, and (dm_gz_write_filled) the buffer its bytes are made into. */
+typedef struct member_maker {
+    struct isal_zstream z;
+    int level;
+    uint32_t level_buf_size;
+    unsigned char *level_buf, *out, *made;
+    size_t cap;
+} member_maker;
+
+static uint32_t level_buf_size(int level)
 {
-    size_t body = libdeflate_deflate_compress(c, in, n, out + HEAD, cap - HEAD - TAIL);
-    if (body == 0) return 0;
+    switch (level) {
+    case 0: return ISAL_DEF_LVL0_DEFAULT;
+    case 1: return ISAL_DEF_LVL1_DEFAULT;
+    case 2: return ISAL_DEF_LVL2_DEFAULT;
+    default: return ISAL_DEF_LVL3_DEFAULT;
+    }
+}
+
+static void maker_free(member_maker *m)
+{
+    if (!m) return;
+    free(m->level_buf);
+    free(m->out);
+    free(m->made);
+    free(m);
+}
+
+/* NULL when out of memory. */
+static member_maker *maker_new(int level, int filled)
+{
+    member_maker *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->level = level < 0 ? 0 : level > 3 ? 3 : level;
+    m->level_buf_size = level_buf_size(m->level);
+    m->cap = HEAD + TAIL + BLOCK + BLOCK / 8 + 1024; /* above deflate's bound for 1 MiB */
+    m->level_buf = m->level_buf_size ? malloc(m->level_buf_size) : NULL;
+    m->out = malloc(m->cap);
+    m->made = filled ? malloc(BLOCK) : NULL;
+    if ((m->level_buf_size && !m->level_buf) || !m->out || (filled && !m->made)) {
+        maker_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* One member of in[0..n) into m->out: header with the sizes, raw deflate, and the trailer
+ * (CRC32 and ISIZE, which ISA-L computes as it compresses).  Returns its length, 0 on
+ * failure. */
+static size_t pack_member(member_maker *m, const unsigned char *in, size_t n)
+{
+    struct isal_zstream *z = &m->z;
+    isal_deflate_stateless_init(z);
+    z->level = (uint32_t)m->level;
+    z->level_buf = m->level_buf;
+    z->level_buf_size = m->level_buf_size;
+    z->gzip_flag = IGZIP_GZIP_NO_HDR;
+    z->flush = NO_FLUSH;
+    z->end_of_stream = 1;
+    z->next_in = (uint8_t *)in;
+    z->avail_in = (uint32_t)n;
+    z->next_out = m->out + HEAD;
+    z->avail_out = (uint32_t)(m->cap - HEAD);
+    if (isal_deflate_stateless(z) != COMP_OK) return 0;
     static const unsigned char fixed[16] = {0x1f, 0x8b, 8,  4 /* FEXTRA */, 0,   0,   0, 0,
                                             0,    255,  12, 0 /* XLEN */,   'D', 'm', 8, 0};
-    memcpy(out, fixed, sizeof fixed);
-    size_t total = HEAD + body + TAIL;
-    put32(out + 16, (uint32_t)total);
-    put32(out + 20, (uint32_t)n);
-    put32(out + HEAD + body, libdeflate_crc32(0, in, n));
-    put32(out + HEAD + body + 4, (uint32_t)n);
+    memcpy(m->out, fixed, sizeof fixed);
+    size_t total = HEAD + z->total_out; /* the trailer included */
+    put32(m->out + 16, (uint32_t)total);
+    put32(m->out + 20, (uint32_t)n);
     return total;
 }
 
-/* The members of data[0..len), or of what fill makes (data NULL), ROUND at a time: compressed
- * in parallel, then written in order. */
+/* The members of data[0..len), or of what fill makes (data NULL): compressed on all cores,
+ * each written as soon as it and the ones before it are done, so that the writing of the file
+ * (one thread at a time, in order) overlaps the compressing of the members after it. */
 static int write_members(FILE *f, const unsigned char *data, size_t len, int level, dm_gz_fill fill,
                          void *ctx)
 {
     size_t nblocks = len ? (len + BLOCK - 1) / BLOCK : 1;
-    size_t cap = HEAD + TAIL + BLOCK + BLOCK / 8 + 1024; /* above deflate's bound for 1 MiB */
-    unsigned char *buf = malloc(ROUND * cap);
-    size_t len_of[ROUND];
-    int failed = !buf;
-    for (size_t b0 = 0; b0 < nblocks && !failed; b0 += ROUND) {
-        size_t nb = nblocks - b0 < ROUND ? nblocks - b0 : ROUND;
-#pragma omp parallel if (nb > 1) /* one block: no team to wake (a small map's write) */
-        {
-            struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
-            unsigned char *made = fill ? malloc(BLOCK) : NULL;
-#pragma omp for schedule(dynamic, 1)
-            for (size_t i = 0; i < nb; i++) {
-                size_t at = (b0 + i) * BLOCK, n = len - at < BLOCK ? len - at : BLOCK;
-                if (!len) n = 0;
-                const unsigned char *in = data ? data + at : made;
-                if (fill && made && n) fill(ctx, at, n, made);
-                len_of[i] = c && in ? pack_member(c, in, n, buf + i * cap, cap) : 0;
+    int failed = 0, err = 0;
+#pragma omp parallel if (nblocks > 1) /* one block: no team to wake (a small map's write) */
+    {
+        member_maker *m = maker_new(level, fill != NULL);
+#pragma omp for ordered schedule(dynamic, 1)
+        for (size_t i = 0; i < nblocks; i++) {
+            size_t at = i * BLOCK, n = len - at < BLOCK ? len - at : BLOCK, got = 0;
+            int stop;
+#pragma omp atomic read
+            stop = failed;
+            if (!stop && m) {
+                const unsigned char *in = data ? data + at : m->made;
+                if (fill && n) fill(ctx, at, n, m->made);
+                got = pack_member(m, in, n);
             }
-            free(made);
-            libdeflate_free_compressor(c);
-        }
-        for (size_t i = 0; i < nb && !failed; i++) {
-            if (!len_of[i]) {
-                errno = ENOMEM;
-                failed = 1;
-            } else if (fwrite(buf + i * cap, 1, len_of[i], f) != len_of[i]) {
-                failed = 1;
+#pragma omp ordered
+            {
+                int e = 0;
+#pragma omp atomic read
+                stop = failed;
+                if (stop)
+                    ;
+                else if (!got)
+                    e = ENOMEM;
+                else if (fwrite(m->out, 1, got, f) != got)
+                    e = errno ? errno : EIO;
+                if (e) {
+                    err = e;
+#pragma omp atomic write
+                    failed = 1;
+                }
             }
         }
+        maker_free(m);
     }
-    if (!buf) errno = ENOMEM;
-    free(buf);
+    if (failed) errno = err;
     return failed ? -1 : 0;
 }
 

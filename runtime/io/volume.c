@@ -823,7 +823,7 @@ static void fill_image(void *ctx, size_t offset, size_t n, unsigned char *out)
 /* Writes the header and then `total` values to a temporary beside path, renamed into place
  * when whole: converted from data to `type`, or the bytes raw[] as they are.  A .gz file is
  * compressed in blocks on all cores (io/gz_blocks.h: level 1, as float maps compress barely
- * better at higher levels, and much more slowly), each block's bytes made on the thread that
+ * better at higher levels, and more slowly), each block's bytes made on the thread that
  * compresses it; a plain file's bytes are laid out in memory first. */
 static int write_stream(const char *path, const char *ending, const unsigned char *hdr,
                         size_t hdr_len, size_t total, size_t bytes_per, const value_source *src,
@@ -989,7 +989,7 @@ void dm_masked_values_get(void *ctx, size_t first, size_t n, double *out)
         for (size_t g = g0, i = dm_lower_bound(m->vox, m->n, g0); g < g0 + k; g++) {
             double v = 0;
             if (i < m->n && m->vox[i] == g) {
-                if (!m->keep || m->keep[g]) v = m->vals[i * m->stride + m->first + c];
+                if (!m->keep || m->keep[g]) v = m->vals[i * m->stride + c * m->volume_stride + m->first];
                 i++;
             }
             *out++ = v;

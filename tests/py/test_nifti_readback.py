@@ -95,7 +95,7 @@ def build_driver():
                 "simulate/scheme.c", "io/textio.c")]
     cmd = [os.environ.get("CC", "cc"), "-O1", "-g", "-Wall", "-Wextra", "-fopenmp", "-I" + runtime,
            "-I/usr/include/nifti", "-o", exe, src] + sources + [
-           "-Wl,-Bstatic", "-lnifti2", "-lznz", "-ldeflate", "-Wl,-Bdynamic", "-lz", "-lm", "-lpthread"]
+           "-Wl,-Bstatic", "-lnifti2", "-lznz", "-ldeflate", "-Wl,-Bdynamic", "-lisal", "-lz", "-lm", "-lpthread"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     return exe if r.returncode == 0 else (None, r.stderr)
 
