@@ -13,6 +13,8 @@
 #include "util/fsutil.h"
 
 #include <math.h>
+#include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,10 +413,10 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
     return dm_problem_stage(r, NULL, p);
 }
 
-/* Writes nt values per fitted voxel as a map on the grid, made as the file is written: vals[i *
- * nt + t], or by_volume vals[t * nfit + i]. */
+/* Writes nt values per fitted voxel as a map on the grid, made as the file is written: value t
+ * of fitted voxel i is vals[i * stride + t * volume_stride]. */
 static int write_map(const char *dir, const char *name, const dm_problem *p, int nt,
-                     const double *vals, int by_volume, int type)
+                     const double *vals, size_t stride, size_t volume_stride, int type)
 {
     char file[256];
     snprintf(file, sizeof file, "%s.nii.gz", name);
@@ -427,8 +429,7 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
     if (keep)
         for (size_t g = 0; g < p->nvox; g++) keep[g] = DM_STATUS_HAS_ESTIMATE(p->status[g]);
     dm_masked_values m = {.nvox = p->nvox, .vox = p->index, .n = p->nfit, .vals = vals,
-                          .stride = by_volume ? 1 : (size_t)nt,
-                          .volume_stride = by_volume ? p->nfit : 1, .keep = keep};
+                          .stride = stride, .volume_stride = volume_stride, .keep = keep};
     int rc = !path || !keep ? dm_set_error("%s: out of memory for output '%s'", dir, name)
                             : dm_volume_write_made(path, &p->data, nt, dm_masked_values_get, &m, type, dw);
     free(keep);
@@ -480,7 +481,7 @@ static void write_job(const char *dir, const dm_problem *p, map_job *j, int type
         j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
         free(path);
     } else {
-        j->rc = write_map(dir, j->name, p, j->nt, j->vals, 0, type);
+        j->rc = write_map(dir, j->name, p, j->nt, j->vals, (size_t)j->nt, 1, type);
     }
     if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
 }
@@ -510,21 +511,52 @@ static int write_queue(const char *dir, const dm_problem *p, map_queue *q, int t
     return rc;
 }
 
-/* The command's sink: the large maps (samples, the predicted signal) written at once, each on
- * all cores; the others queued for write_queue. */
+/* The sample files are written on threads of their own while the other maps are made, several
+ * files at once, each compressed by its share of the cores: a file's members reach the page
+ * cache one at a time (in order, by one thread), so that one file at a time left the kernel's
+ * copying on one core.  Writer w takes parameters w, w + writers, ... */
+enum { SAMPLE_WRITERS = 4 };
+
+typedef struct samples_writer {
+    pthread_t thread;
+    const char *dir;
+    const dm_problem *p;
+    const double *samples;
+    int P, ns, first, step, threads, type, started, rc;
+    char error[512];
+} samples_writer;
+
+static void *samples_main(void *arg)
+{
+    samples_writer *w = arg;
+    omp_set_num_threads(w->threads);
+    for (int k = w->first; w->rc == 0 && k < w->P; k += w->step) {
+        char name[160];
+        snprintf(name, sizeof name, "%s_samples", w->p->mi.params[k].name);
+        w->rc = write_map(w->dir, name, w->p, w->ns, w->samples + k, (size_t)w->ns * w->P,
+                          (size_t)w->P, w->type);
+        if (w->rc != 0) snprintf(w->error, sizeof w->error, "%s", dm_last_error());
+    }
+    return NULL;
+}
+
+/* The command's sink: the predicted signal written at once on all cores, the samples on their
+ * writers, the other maps queued for write_queue. */
 typedef struct file_sink {
     dm_fit_sink base;
     const char *dir;
     const dm_problem *p;
     int type;
     map_queue q;
+    samples_writer writer[SAMPLE_WRITERS];
+    int writers;
 } file_sink;
 
 static int file_put(dm_fit_sink *s, const char *name, int kind, int nt, double *vals)
 {
     file_sink *f = (file_sink *)s;
-    if (kind == DM_MAP_SAMPLES || kind == DM_MAP_PREDICTED) {
-        int rc = write_map(f->dir, name, f->p, nt, vals, kind == DM_MAP_SAMPLES, f->type);
+    if (kind == DM_MAP_PREDICTED) {
+        int rc = write_map(f->dir, name, f->p, nt, vals, (size_t)nt, 1, f->type);
         free(vals);
         return rc;
     }
@@ -533,13 +565,49 @@ static int file_put(dm_fit_sink *s, const char *name, int kind, int nt, double *
     return 0;
 }
 
+static int file_samples(dm_fit_sink *s, const double *samples, int P, int ns)
+{
+    file_sink *f = (file_sink *)s;
+    const int cores = omp_get_max_threads();
+    int n = (cores + 3) / 4; /* a writer for every 4 cores */
+    n = n < P ? n : P;
+    n = n < SAMPLE_WRITERS ? n : SAMPLE_WRITERS;
+    f->writers = n;
+    for (int w = 0; w < n; w++) {
+        samples_writer *x = &f->writer[w];
+        *x = (samples_writer){.dir = f->dir, .p = f->p, .samples = samples, .P = P, .ns = ns,
+                              .first = w, .step = n, .type = f->type};
+        x->threads = cores / n > 1 ? cores / n : 1;
+        x->started = pthread_create(&x->thread, NULL, samples_main, x) == 0;
+        if (!x->started) samples_main(x); /* no thread: written here */
+    }
+    return 0;
+}
+
+/* Waits for the sample writers; the first error among them (made the thread's last error when
+ * `report`). */
+static int samples_join(file_sink *f, int report)
+{
+    int rc = 0;
+    for (int w = 0; w < f->writers; w++) {
+        samples_writer *x = &f->writer[w];
+        if (x->started) pthread_join(x->thread, NULL);
+        if (rc == 0 && x->rc != 0) rc = report ? dm_set_error("%s", x->error) : -1;
+    }
+    f->writers = 0;
+    return rc;
+}
+
 int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p,
                          const dm_cpu_fitter *f, dm_fit_results *res)
 {
-    file_sink s = {{file_put}, dir, p, r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32, {0}};
+    file_sink s = {.base = {file_put, file_samples}, .dir = dir, .p = p,
+                   .type = r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32};
     int rc = dm_fit_make_outputs(r, p, f, res, &s.base);
     int wrc = write_queue(dir, p, &s.q, s.type, rc == 0); /* frees the queue in any case */
-    return rc == 0 ? wrc : rc;
+    if (rc == 0) rc = wrc;
+    int src = samples_join(&s, rc == 0); /* the samples written beside the maps above */
+    return rc != 0 ? rc : src;
 }
 
 

@@ -37,37 +37,55 @@ typedef struct memory_sink {
     dm_fit_maps *maps;
 } memory_sink;
 
-static int memory_put(dm_fit_sink *s, const char *name, int kind, int nt, double *vals)
+/* A new map of the sink's list, its nvox * nt values zeroed; NULL when out of memory. */
+static void *memory_map(memory_sink *m, const char *name, int kind, int nt, int type)
 {
-    memory_sink *m = (memory_sink *)s;
-    const dm_problem *p = m->p;
     dm_fit_maps *maps = m->maps;
-    int type = kind == DM_MAP_STATUS ? DM_OUT_UINT8 : m->type;
     size_t size = type == DM_OUT_UINT8 ? 1 : type == DM_OUT_FLOAT32 ? 4 : 8;
-    void *data = calloc(p->nvox * (size_t)nt, size);
+    void *data = calloc(m->p->nvox * (size_t)nt, size);
     dm_fit_map *more = maps->n < maps->cap ? maps->map
                                            : realloc(maps->map, (size_t)(2 * maps->cap + 16) *
                                                                     sizeof *maps->map);
     if (!data || !more) {
         free(data);
-        free(vals);
-        return dm_set_error("out of memory for output '%s'", name);
+        dm_set_error("out of memory for output '%s'", name);
+        return NULL;
     }
     if (more != maps->map) maps->cap = 2 * maps->cap + 16;
     maps->map = more;
-    if (kind == DM_MAP_STATUS)
-        for (size_t v = 0; v < p->nvox; v++) ((unsigned char *)data)[v] = (unsigned char)vals[v];
-    else if (kind == DM_MAP_SAMPLES)
-        dm_fit_scatter(p, nt, vals, 1, p->nfit, type, data);
-    else
-        dm_fit_scatter(p, nt, vals, (size_t)nt, 1, type, data);
-    free(vals);
     dm_fit_map *x = &maps->map[maps->n++];
     snprintf(x->name, sizeof x->name, "%s", name);
     x->kind = kind;
     x->nt = nt;
     x->type = type;
     x->data = data;
+    return data;
+}
+
+static int memory_put(dm_fit_sink *s, const char *name, int kind, int nt, double *vals)
+{
+    memory_sink *m = (memory_sink *)s;
+    const dm_problem *p = m->p;
+    int type = kind == DM_MAP_STATUS ? DM_OUT_UINT8 : m->type;
+    void *data = memory_map(m, name, kind, nt, type);
+    if (data && kind == DM_MAP_STATUS)
+        for (size_t v = 0; v < p->nvox; v++) ((unsigned char *)data)[v] = (unsigned char)vals[v];
+    else if (data)
+        dm_fit_scatter(p, nt, vals, (size_t)nt, 1, type, data);
+    free(vals);
+    return data ? 0 : -1;
+}
+
+static int memory_samples(dm_fit_sink *s, const double *samples, int P, int ns)
+{
+    memory_sink *m = (memory_sink *)s;
+    for (int k = 0; k < P; k++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s_samples", m->p->mi.params[k].name);
+        void *data = memory_map(m, name, DM_MAP_SAMPLES, ns, m->type);
+        if (!data) return -1;
+        dm_fit_scatter(m->p, ns, samples + k, (size_t)ns * P, (size_t)P, m->type, data);
+    }
     return 0;
 }
 
@@ -160,20 +178,7 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
             rc = sink->put(sink, name, DM_MAP_STD, 1, col);
         }
     }
-    for (int k = 0; rc == 0 && ns && r->save_samples && k < P; k++) {
-        char name[160];
-        snprintf(name, sizeof name, "%s_samples", mi->params[k].name);
-        double *col = values(n * ns, name);
-        if (!col) {
-            rc = -1;
-            break;
-        }
-        /* by sample, as the image holds them: a file's blocks are then read in order */
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++)
-            for (int s = 0; s < ns; s++) col[(size_t)s * n + i] = res->samples[(i * ns + s) * P + k];
-        rc = sink->put(sink, name, DM_MAP_SAMPLES, ns, col);
-    }
+    if (rc == 0 && ns && r->save_samples) rc = sink->samples(sink, res->samples, P, ns);
 
     /* Derived outputs. */
     if (rc == 0 && mi->noutputs > 0) {
@@ -259,7 +264,7 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
 int dm_fit_make_maps(const dm_fit_request *r, dm_problem *p, const dm_cpu_fitter *f,
                      dm_fit_results *res, dm_fit_maps *maps)
 {
-    memory_sink s = {{memory_put}, p, r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32, maps};
+    memory_sink s = {{memory_put, memory_samples}, p, r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32, maps};
     int rc = dm_fit_make_outputs(r, p, f, res, &s.base);
     if (rc != 0) dm_fit_maps_free(maps);
     return rc;

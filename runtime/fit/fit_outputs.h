@@ -36,11 +36,15 @@ typedef struct dm_fit_stage_info {
 } dm_fit_stage_info;
 
 /* Where a fit's maps go: put takes map `name` (kind DM_MAP_*) of nt values per voxel to fit
- * (vals[i * nt + t]; the samples, DM_MAP_SAMPLES, by sample: vals[t * nfit + i], as the image
- * holds them), or for the status one per voxel of the grid; vals (malloc'd) is the sink's from
- * then on.  0, or -1 with dm_last_error(). */
+ * (vals[i * nt + t]), or for the status one per voxel of the grid; vals (malloc'd) is the
+ * sink's from then on.  samples takes the MCMC samples, each parameter's its map
+ * "<parameter>_samples" of ns volumes: sample s of parameter k in fitted voxel i is
+ * samples[(i * ns + s) * P + k], the fit's own array, read only and left in place until the
+ * outputs are made (a sink may still be writing them when dm_fit_make_outputs returns).  0, or
+ * -1 with dm_last_error(). */
 typedef struct dm_fit_sink {
     int (*put)(struct dm_fit_sink *s, const char *name, int kind, int nt, double *vals);
+    int (*samples)(struct dm_fit_sink *s, const double *samples, int P, int ns);
 } dm_fit_sink;
 /* Makes every map of a fit and hands each to the sink in turn: the parameters and their sd,
  * the samples, the outputs and their dispersion, BIC and AIC, predicted, the status last. */
