@@ -716,6 +716,7 @@ static void convert_chunk(const double *src, size_t n, int type, void *dst)
         }
     } else {
         float *out = dst;
+#pragma omp simd /* out and src never overlap */
         for (size_t i = 0; i < n; i++) out[i] = (float)src[i];
     }
 }
@@ -984,17 +985,21 @@ void dm_masked_values_get(void *ctx, size_t first, size_t n, double *out)
     const dm_masked_values *m = ctx;
     while (n > 0) {
         const size_t c = first / m->nvox, g0 = first % m->nvox;
-        const size_t k = m->nvox - g0 < n ? m->nvox - g0 : n; /* within volume c */
-        /* from the first listed voxel at or after g0 */
-        for (size_t g = g0, i = dm_lower_bound(m->vox, m->n, g0); g < g0 + k; g++) {
-            double v = 0;
-            if (i < m->n && m->vox[i] == g) {
-                if (!m->keep || m->keep[g]) v = m->vals[i * m->stride + c * m->volume_stride + m->first];
-                i++;
-            }
-            *out++ = v;
+        const size_t end = g0 + (m->nvox - g0 < n ? m->nvox - g0 : n); /* within volume c */
+        const double *vals = m->vals + c * m->volume_stride + m->first;
+        /* from the first listed voxel at or after g0: the runs between listed voxels zeroed
+         * at once (outside a brain mask, most of the grid) */
+        size_t g = g0, i = dm_lower_bound(m->vox, m->n, g0);
+        while (g < end) {
+            size_t next = i < m->n && m->vox[i] < end ? m->vox[i] : end;
+            memset(out, 0, (next - g) * sizeof *out);
+            out += next - g;
+            g = next;
+            if (g == end) break;
+            *out++ = !m->keep || m->keep[g] ? vals[i * m->stride] : 0;
+            g++, i++;
         }
-        first += k, n -= k;
+        first += end - g0, n -= end - g0;
     }
 }
 
