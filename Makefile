@@ -27,7 +27,10 @@ CPPFLAGS += -Iinclude -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include
 # archives) and ISA-L (the .nii.gz writer's deflate), of which Debian ships no static
 # libraries, are the other shared ones.  giftiio needs only
 # nifti_datatype_to_string from a niftilib, which libnifti2 provides.
-LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -ljansson -Wl,-Bdynamic -lisal -lzip -lz -lm -ldl -lpthread
+# On x86-64, glibc's libmvec gives the posterior summaries their vector sin and cos
+# (fit/stats_util.c).
+MVEC    := $(if $(filter x86_64,$(shell uname -m)),-lmvec)
+LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -ljansson -Wl,-Bdynamic -lisal -lzip -lz $(MVEC) -lm -ldl -lpthread
 OMPFLAGS := -fopenmp
 
 COMPILER_SRC := $(filter-out compiler/front/fuzz_front.c,$(wildcard compiler/*/*.c))
@@ -60,7 +63,7 @@ PIC_RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(PIC)/%.o)
 # stdout/stderr), so the library takes their shared ones, and only those that it calls
 # (--as-needed): the model compiler alone needs none.
 LIB_LDLIBS   := -Wl,--as-needed -lgiftiio -lnifti2 -lznz -lpng -ljansson \
-                -Wl,-Bstatic -lexpat -ldeflate -Wl,-Bdynamic -lisal -lzip -lz -lm -ldl -lpthread
+                -Wl,-Bstatic -lexpat -ldeflate -Wl,-Bdynamic -lisal -lzip -lz $(MVEC) -lm -ldl -lpthread
 
 .PHONY: all deps demo test tests test-gpu test-asan test-peers fuzz generated install clean lib \
         install-lib

@@ -41,6 +41,8 @@ static const dm_opt fit_opts[] = {
     {"seed", "N", "42", "random seed; with the voxel index it keys each voxel's Philox stream"},
     {"lm-iterations", "N", "200", "Levenberg-Marquardt iteration limit"},
     {"save-samples", NULL, NULL, "write NAME_samples.nii.gz (4D) for every parameter"},
+    {"samples-of", "NAMES", NULL,
+     "write the samples of these parameters only, as --save-samples does: th1,ph1,f1"},
     {"predicted", NULL, NULL, "write predicted.nii.gz, the model's signal at the estimate"},
     {"ic", NULL, NULL, "write BIC.nii.gz and AIC.nii.gz"},
     {"out-type", "float32|float64", "float32", "data type of the output maps"},
@@ -66,7 +68,7 @@ static const dm_opt fit_opts[] = {
 static const char *const stage_opts[] = {
     "out",          "method",        "grid",   "fixed", "init",         "dictionary-penalty",
     "out-type",     "lm-iterations", "burnin", "jumps", "sample-every", "update-every",
-    "save-samples", "predicted",     "ic",     "noise", "seed",         NULL,
+    "save-samples", "samples-of",    "predicted", "ic", "noise", "seed",      NULL,
 };
 
 const dm_opt *dm_fit_options(void)
@@ -161,7 +163,9 @@ static int read_stage_options(const dm_args *a, dm_fit_request *r)
     r->out_float64 = !strcmp(ot, "float64");
     if (!r->out_float64 && strcmp(ot, "float32"))
         rc = dm_set_error("--out-type: '%s' is neither float32 nor float64", ot);
-    r->save_samples = dm_arg_given(a, fit_opts, "save-samples");
+    r->samples_of = dm_arg_given(a, fit_opts, "samples-of") ? dm_arg(a, fit_opts, "samples-of")
+                                                             : NULL;
+    r->save_samples = dm_arg_given(a, fit_opts, "save-samples") || r->samples_of;
     r->predicted = dm_arg_given(a, fit_opts, "predicted");
     r->ic = dm_arg_given(a, fit_opts, "ic");
     rc |= dm_arg_long(a, fit_opts, "burnin", 0, 100000000, &r->burnin);

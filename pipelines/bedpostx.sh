@@ -10,7 +10,7 @@
 #   --jumps N             MCMC sweeps sampled in the last stage (bedpostx -j) [default: 1250]
 #   --sample-every N      keep one sample every N sweeps (bedpostx -s) [default: 25]
 #   --precision P         float, double or auto: float for the MCMC stages on a GPU, double otherwise [default: auto]
-# fit options: every 'dimoc fit' option but --method --init --init-from --save-samples
+# fit options: every 'dimoc fit' option but --method --init --init-from --save-samples --samples-of
 #
 # FSL's bedpostx defaults: 3 fibres, model 2, burn-in 1000, 1250 jumps, a sample every 25, and
 # what xfibres leaves at its own defaults: the proposal widths adapted every 40 sweeps (dimoc
@@ -30,8 +30,9 @@
 # and 500 of MODEL_3), and the last stage samples --jumps sweeps.  One chain of MODEL_3 straight
 # from MODEL_1's fit splits the second fibre of a 60-degree crossing between sticks 2 and 3
 # far more often (docs/pipelines.md).
-# The last stage keeps its samples.  dimoc's own outputs stay in OUTDIR/dimoc/MODEL/; OUTDIR
-# gets FSL's names as hard links to them (copies where links are impossible).
+# The last stage keeps the samples FSL keeps: th, ph and f of each fibre.  dimoc's own outputs
+# stay in OUTDIR/dimoc/MODEL/; OUTDIR gets FSL's names as hard links to them (copies where links
+# are impossible).
 #
 # Differences from FSL's files: the fibres are not re-sorted by mean fraction (FSL puts the
 # largest first; here fibre 1 is the stick the cascade started from, the larger one in nearly
@@ -85,7 +86,10 @@ for ((n = 1; n <= nfibres; n++)); do
         stage=(--method mcmc --init-from "$fitdir/$prev" --init "f$n=0.01")
     fi
     if [ "$n" -eq "$nfibres" ]; then
-        stage+=(--burnin $((burnin - (nmcmc - 1) * share)) --jumps "$jumps" --sample-every "$every" --save-samples)
+        # the samples FSL keeps: th, ph and f of each fibre
+        kept=$(for ((k = 1; k <= n; k++)); do printf 'th%d,ph%d,f%d,' "$k" "$k" "$k"; done)
+        stage+=(--burnin $((burnin - (nmcmc - 1) * share)) --jumps "$jumps" --sample-every "$every"
+            --samples-of "${kept%,}")
     elif [ "$n" -gt 1 ]; then
         stage+=(--burnin "$share" --jumps "$every" --sample-every "$every")
     fi

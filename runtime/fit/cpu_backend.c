@@ -21,7 +21,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CC_FLAGS "-O3 -march=native -fPIC -shared -fno-math-errno -std=gnu11 -w"
+/* On x86-64 with glibc the derived outputs of samples call libmvec's vector sin and cos
+ * (templates/fit/cpu_derived.c). */
+#if defined(__x86_64__) && defined(__GLIBC__)
+#define CC_VECTOR " -fopenmp-simd -DDM_LIBMVEC"
+#define CC_LIBS "-lmvec -lm"
+#else
+#define CC_VECTOR ""
+#define CC_LIBS "-lm"
+#endif
+#define CC_FLAGS "-O3 -march=native -fPIC -shared -fno-math-errno -std=gnu11 -w" CC_VECTOR
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -129,9 +138,9 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
             fclose(out);
             snprintf(cmd, sizeof cmd,
                      "%s " CC_FLAGS
-                     " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/fit/cpu_fitter.c' "
-                     "-o '%s' -lm",
-                     cc, real, src, tdir, tdir, tmp_so);
+                     " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/fit/cpu_fitter.c' '%s/fit/cpu_derived.c' "
+                     "-o '%s' " CC_LIBS,
+                     cc, real, src, tdir, tdir, tdir, tmp_so);
             if (run_compiler(cmd, log) != 0) {
                 if (dm_stop_requested()) {
                     rc = -1; /* the temporary files are removed below */
@@ -168,11 +177,12 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
     f->work_free = (dm_fit_work_free_fn)dlsym(f->handle, "dm_fit_work_free");
     f->predict = (dm_predict_fn)dlsym(f->handle, "dm_predict");
     f->derived = (dm_derived_fn)dlsym(f->handle, "dm_derived");
+    f->derived_rows = (dm_derived_rows_fn)dlsym(f->handle, "dm_derived_rows");
     f->dict_build = (dm_dict_build_fn)dlsym(f->handle, "dm_dict_build");
     f->dict_fit = (dm_dict_fit_fn)dlsym(f->handle, "dm_dict_fit_voxel");
     f->dict_free = (dm_dict_free_fn)dlsym(f->handle, "dm_dict_free");
     if (!abi || abi() != DM_FITTER_ABI || !f->fit_voxel || !f->work_new || !f->work_free ||
-        !f->predict || !f->derived || !f->dict_build || !f->dict_fit || !f->dict_free) {
+        !f->predict || !f->derived || !f->derived_rows || !f->dict_build || !f->dict_fit || !f->dict_free) {
         dm_cpu_fitter_close(f);
         return dm_set_error("%s: not a dimoc fitter of this version (delete the cache)",
                             f->so_path);

@@ -13,6 +13,7 @@ typedef struct dm_cpu_fitter {
     dm_fit_work_free_fn work_free;
     dm_predict_fn predict;
     dm_derived_fn derived;
+    dm_derived_rows_fn derived_rows; /* derived of many parameter rows, vectorised across them */
     dm_dict_build_fn dict_build; /* the dictionary fit (templates/fit/dictionary.h) */
     dm_dict_fit_fn dict_fit;
     dm_dict_free_fn dict_free;

@@ -30,6 +30,8 @@ typedef struct dm_fit_request {
     long burnin, jumps, sample_every, update_every, lm_iterations, threads;
     unsigned long long seed;
     int save_samples, predicted, ic, quiet;
+    const char *samples_of;   /* "th1,ph1": the parameters whose samples save_samples writes
+                                 (NULL: every one) */
     int out_float64;          /* maps as float64 (default float32) */
     const char *command_line; /* for provenance */
     dm_part part;             /* --part K/N: fit only the K-th share of the mask's voxels */
@@ -79,6 +81,7 @@ typedef struct dm_problem {
     unsigned char *status;      /* nvox, dm_status */
     unsigned char *status_data; /* nvox: the status the data alone give (each stage's start) */
     dm_fit_config cfg;
+    unsigned long long samples_mask; /* bit k: parameter k's samples written (--samples-of) */
     double dict_lambda[2]; /* --method dictionary's penalties (--dictionary-penalty) */
     double *grid_values;
     int ngrid_values;

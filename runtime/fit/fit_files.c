@@ -414,9 +414,11 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
 }
 
 /* Writes nt values per fitted voxel as a map on the grid, made as the file is written: value t
- * of fitted voxel i is vals[i * stride + t * volume_stride]. */
-static int write_map(const char *dir, const char *name, const dm_problem *p, int nt,
-                     const double *vals, size_t stride, size_t volume_stride, int type)
+ * of fitted voxel i is vals[i * stride + t * volume_stride].  keep (nvox): 1 where a voxel has
+ * an estimate; the others are 0, as dm_fit_scatter leaves them. */
+static int write_map(const char *dir, const char *name, const dm_problem *p,
+                     const unsigned char *keep, int nt, const double *vals, size_t stride,
+                     size_t volume_stride, int type)
 {
     char file[256];
     snprintf(file, sizeof file, "%s.nii.gz", name);
@@ -424,15 +426,10 @@ static int write_map(const char *dir, const char *name, const dm_problem *p, int
     /* the predicted signal of a .mif's measurements carries their gradient table */
     const double *dw =
         !strcmp(name, "predicted") && p->data.dw_rows == nt ? p->data.dw_scheme : NULL;
-    /* a fitted voxel without an estimate is 0, as dm_fit_scatter leaves it */
-    unsigned char *keep = malloc(p->nvox);
-    if (keep)
-        for (size_t g = 0; g < p->nvox; g++) keep[g] = DM_STATUS_HAS_ESTIMATE(p->status[g]);
     dm_masked_values m = {.nvox = p->nvox, .vox = p->index, .n = p->nfit, .vals = vals,
                           .stride = stride, .volume_stride = volume_stride, .keep = keep};
-    int rc = !path || !keep ? dm_set_error("%s: out of memory for output '%s'", dir, name)
-                            : dm_volume_write_made(path, &p->data, nt, dm_masked_values_get, &m, type, dw);
-    free(keep);
+    int rc = !path ? dm_set_error("%s: out of memory for output '%s'", dir, name)
+                   : dm_volume_write_made(path, &p->data, nt, dm_masked_values_get, &m, type, dw);
     free(path);
     return rc;
 }
@@ -474,14 +471,15 @@ static int queue_map(map_queue *q, const char *name, int nt, double *vals)
     return 0;
 }
 
-static void write_job(const char *dir, const dm_problem *p, map_job *j, int type)
+static void write_job(const char *dir, const dm_problem *p, const unsigned char *keep,
+                      map_job *j, int type)
 {
     if (j->full_grid) {
         char *path = dm_volume_output_path(dir, "status.nii.gz");
         j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
         free(path);
     } else {
-        j->rc = write_map(dir, j->name, p, j->nt, j->vals, (size_t)j->nt, 1, type);
+        j->rc = write_map(dir, j->name, p, keep, j->nt, j->vals, (size_t)j->nt, 1, type);
     }
     if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
 }
@@ -490,16 +488,17 @@ static void write_job(const char *dir, const dm_problem *p, map_job *j, int type
  * after another, each compressed on all cores (a 200,000-voxel vector map is several blocks,
  * which one thread would compress in turn while the others wait at the end), then the scalar
  * maps concurrently, one per thread; the first error in queue order.  Frees the queue. */
-static int write_queue(const char *dir, const dm_problem *p, map_queue *q, int type, int write)
+static int write_queue(const char *dir, const dm_problem *p, const unsigned char *keep,
+                       map_queue *q, int type, int write)
 {
     int *order = malloc((size_t)(q->n ? q->n : 1) * sizeof *order), m = 0;
     for (int i = 0; write && order && i < q->n; i++)
         if (q->job[i].nt > 1)
-            write_job(dir, p, &q->job[i], type);
+            write_job(dir, p, keep, &q->job[i], type);
         else
             order[m++] = i;
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int k = 0; k < m; k++) write_job(dir, p, &q->job[order[k]], type);
+    for (int k = 0; k < m; k++) write_job(dir, p, keep, &q->job[order[k]], type);
     int rc = order || !write ? 0 : dm_set_error("%s: out of memory for the outputs", dir);
     free(order);
     for (int i = 0; i < q->n; i++) {
@@ -524,9 +523,14 @@ typedef struct samples_writer {
     pthread_t thread;
     const char *dir;
     const dm_problem *p;
-    const double *vals; /* parameter k's sample t of fitted voxel i: */
-    size_t kstride, stride, volume_stride; /* vals[k * kstride + i * stride + t * volume_stride] */
-    int P, ns, first, step, threads, type, started, rc;
+    const unsigned char *keep;
+    /* sample t of fitted voxel i of parameter k, or of listed parameter j (by_list), at
+     * vals[(j or k) * kstride + i * stride + t * volume_stride] */
+    const double *vals;
+    size_t kstride, stride, volume_stride;
+    const int *params; /* the parameters whose samples are written */
+    int nparams, by_list; /* by_list: vals holds the listed parameters only, in list order */
+    int ns, first, step, threads, type, started, rc;
     char error[512];
 } samples_writer;
 
@@ -534,11 +538,13 @@ static void *samples_main(void *arg)
 {
     samples_writer *w = arg;
     omp_set_num_threads(w->threads);
-    for (int k = w->first; w->rc == 0 && k < w->P; k += w->step) {
+    for (int j = w->first; w->rc == 0 && j < w->nparams; j += w->step) {
+        int k = w->params[j];
         char name[160];
         snprintf(name, sizeof name, "%s_samples", w->p->mi.params[k].name);
-        w->rc = write_map(w->dir, name, w->p, w->ns, w->vals + k * w->kstride, w->stride,
-                          w->volume_stride, w->type);
+        const double *vals = w->vals + (size_t)(w->by_list ? j : k) * w->kstride;
+        w->rc = write_map(w->dir, name, w->p, w->keep, w->ns, vals, w->stride, w->volume_stride,
+                          w->type);
         if (w->rc != 0) snprintf(w->error, sizeof w->error, "%s", dm_last_error());
     }
     return NULL;
@@ -550,10 +556,12 @@ typedef struct file_sink {
     dm_fit_sink base;
     const char *dir;
     const dm_problem *p;
+    const unsigned char *keep; /* nvox: 1 where a voxel has an estimate */
     int type;
     map_queue q;
     samples_writer writer[SAMPLE_WRITERS];
     int writers;
+    int params[64], nparams; /* the parameters whose samples are written */
     double *by_sample; /* the samples by parameter and sample, each volume's values together */
 } file_sink;
 
@@ -561,7 +569,7 @@ static int file_put(dm_fit_sink *s, const char *name, int kind, int nt, double *
 {
     file_sink *f = (file_sink *)s;
     if (kind == DM_MAP_PREDICTED) {
-        int rc = write_map(f->dir, name, f->p, nt, vals, (size_t)nt, 1, f->type);
+        int rc = write_map(f->dir, name, f->p, f->keep, nt, vals, (size_t)nt, 1, f->type);
         free(vals);
         return rc;
     }
@@ -570,20 +578,21 @@ static int file_put(dm_fit_sink *s, const char *name, int kind, int nt, double *
     return 0;
 }
 
-/* The fit's samples (voxel by voxel) laid out as the files hold them: parameter k's sample t of
- * fitted voxel i at out[(k * ns + t) * n + i], in blocks of voxels whose samples stay in cache.
- * Read so, each file's blocks are made from consecutive values instead of one cache line a
- * value. */
-static void samples_by_volume(const double *samples, size_t n, int P, int ns, double *out)
+/* The fit's samples (voxel by voxel) of the listed parameters laid out as the files hold them:
+ * sample t of listed parameter j in fitted voxel i at out[(j * ns + t) * n + i], made in blocks
+ * of voxels whose samples stay in cache.  Read so, each file's blocks are made from consecutive
+ * values instead of one cache line a value. */
+static void samples_by_volume(const double *samples, size_t n, int P, int ns, const int *params,
+                              int nparams, double *out)
 {
     enum { VOXELS = 64 };
 #pragma omp parallel for schedule(static)
     for (size_t b = 0; b < n; b += VOXELS) {
         size_t e = b + VOXELS < n ? b + VOXELS : n;
-        for (int k = 0; k < P; k++)
+        for (int j = 0; j < nparams; j++)
             for (int t = 0; t < ns; t++) {
-                double *to = out + ((size_t)k * ns + t) * n;
-                for (size_t i = b; i < e; i++) to[i] = samples[(i * ns + t) * P + k];
+                double *to = out + ((size_t)j * ns + t) * n;
+                for (size_t i = b; i < e; i++) to[i] = samples[(i * ns + t) * P + params[j]];
             }
     }
 }
@@ -592,21 +601,27 @@ static int file_samples(dm_fit_sink *s, const double *samples, int P, int ns)
 {
     file_sink *f = (file_sink *)s;
     const size_t nfit = f->p->nfit;
+    f->nparams = 0;
+    for (int k = 0; k < P && k < 64; k++)
+        if (f->p->samples_mask >> k & 1) f->params[f->nparams++] = k;
+    if (f->nparams == 0) return 0;
     const int cores = omp_get_max_threads();
     int n = (cores + 5) / 6; /* a writer for every 6 cores (on 16: 3 writers of 5 threads) */
-    n = n < P ? n : P;
+    n = n < f->nparams ? n : f->nparams;
     n = n < SAMPLE_WRITERS ? n : SAMPLE_WRITERS;
     /* the fit's own array read in place where there is no room for a copy */
-    f->by_sample = malloc((size_t)P * ns * nfit * sizeof *f->by_sample);
-    if (f->by_sample) samples_by_volume(samples, nfit, P, ns, f->by_sample);
+    f->by_sample = malloc((size_t)f->nparams * ns * nfit * sizeof *f->by_sample);
+    if (f->by_sample)
+        samples_by_volume(samples, nfit, P, ns, f->params, f->nparams, f->by_sample);
     f->writers = n;
     for (int w = 0; w < n; w++) {
         samples_writer *x = &f->writer[w];
-        *x = (samples_writer){.dir = f->dir, .p = f->p, .P = P, .ns = ns, .first = w, .step = n,
+        *x = (samples_writer){.dir = f->dir, .p = f->p, .keep = f->keep, .params = f->params,
+                              .nparams = f->nparams, .ns = ns, .first = w, .step = n,
                               .type = f->type};
         if (f->by_sample)
             x->vals = f->by_sample, x->kstride = (size_t)ns * nfit, x->stride = 1,
-            x->volume_stride = nfit;
+            x->volume_stride = nfit, x->by_list = 1;
         else
             x->vals = samples, x->kstride = 1, x->stride = (size_t)ns * P, x->volume_stride = P;
         x->threads = cores / n > 1 ? cores / n : 1;
@@ -635,12 +650,18 @@ static int samples_join(file_sink *f, int report)
 int dm_fit_write_outputs(const dm_fit_request *r, const char *dir, dm_problem *p,
                          const dm_cpu_fitter *f, dm_fit_results *res)
 {
-    file_sink s = {.base = {file_put, file_samples}, .dir = dir, .p = p,
+    /* which voxels have an estimate, shared by every map */
+    unsigned char *keep = malloc(p->nvox);
+    if (!keep) return dm_set_error("%s: out of memory for the outputs", dir);
+#pragma omp parallel for schedule(static)
+    for (size_t g = 0; g < p->nvox; g++) keep[g] = DM_STATUS_HAS_ESTIMATE(p->status[g]);
+    file_sink s = {.base = {file_put, file_samples}, .dir = dir, .p = p, .keep = keep,
                    .type = r->out_float64 ? DM_OUT_FLOAT64 : DM_OUT_FLOAT32};
     int rc = dm_fit_make_outputs(r, p, f, res, &s.base);
-    int wrc = write_queue(dir, p, &s.q, s.type, rc == 0); /* frees the queue in any case */
+    int wrc = write_queue(dir, p, keep, &s.q, s.type, rc == 0); /* frees the queue in any case */
     if (rc == 0) rc = wrc;
     int src = samples_join(&s, rc == 0); /* the samples written beside the maps above */
+    free(keep);
     return rc != 0 ? rc : src;
 }
 

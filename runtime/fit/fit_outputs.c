@@ -80,6 +80,7 @@ static int memory_samples(dm_fit_sink *s, const double *samples, int P, int ns)
 {
     memory_sink *m = (memory_sink *)s;
     for (int k = 0; k < P; k++) {
+        if (!(m->p->samples_mask >> k & 1)) continue;
         char name[160];
         snprintf(name, sizeof name, "%s_samples", m->p->mi.params[k].name);
         void *data = memory_map(m, name, DM_MAP_SAMPLES, ns, m->type);
@@ -117,8 +118,7 @@ static void derive_voxel(const dm_model_info *mi, const dm_cpu_fitter *f, const 
         f->derived(params, vox, out);
         return;
     }
-    for (int s = 0; s < ns; s++)
-        f->derived(samples + (size_t)s * mi->nparams, vox, work + (size_t)s * W);
+    f->derived_rows(samples, ns, vox, work);
     for (int o = 0; o < mi->noutputs; o++) {
         const dm_output_info *x = &mi->outputs[o];
         if (x->kind == DM_OUTK_AXIS) {
@@ -142,21 +142,24 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
     /* The estimate is the fitter's (after MCMC its posterior mean, at which it also computed
      * SSE and log L for the information criteria); the samples give the sd. */
     const double *est = res->params;
-    double *sd = ns ? malloc(n * P * sizeof *sd) : NULL;
+    /* The samples first: a file sink writes them on threads of its own beside what follows. */
+    if (ns && r->save_samples && (rc = sink->samples(sink, res->samples, P, ns)) != 0) return rc;
+    /* The posterior sd, from two samples or more. */
+    double *sd = ns > 1 ? malloc(n * P * sizeof *sd) : NULL;
+    if (ns > 1 && !sd) return dm_set_error("out of memory for the posterior sd");
     /* Voxel by voxel, independent: every loop over voxels below runs on all cores. */
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < (ns ? n : 0); i++) {
+    for (size_t i = 0; i < (sd ? n : 0); i++) {
         for (int k = 0; k < P; k++) {
             const dm_param_info *x = &mi->params[k];
             const double *smp = res->samples + i * ns * P + k;
-            double mean_unused;
             if (x->periodic)
-                dm_circular_mean_std(smp, ns, P, x->lo, x->hi, &mean_unused, &sd[i * P + k]);
+                dm_circular_mean_std(smp, ns, P, x->lo, x->hi, NULL, &sd[i * P + k]);
             else
-                dm_mean_std(smp, ns, P, &mean_unused, &sd[i * P + k]);
+                dm_mean_std(smp, ns, P, NULL, &sd[i * P + k]);
         }
     }
-    /* One map per parameter and its posterior sd; the samples after MCMC. */
+    /* One map per parameter and its posterior sd. */
     for (int k = 0; k < P && rc == 0; k++) {
         char name[160];
         double *col = values(n, mi->params[k].name);
@@ -167,7 +170,7 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++) col[i] = est[i * P + k];
         if ((rc = sink->put(sink, mi->params[k].name, DM_MAP_PARAMETER, 1, col)) != 0) break;
-        if (ns) {
+        if (sd) {
             snprintf(name, sizeof name, "%s_sd", mi->params[k].name);
             if (!(col = values(n, name))) {
                 rc = -1;
@@ -178,7 +181,6 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
             rc = sink->put(sink, name, DM_MAP_STD, 1, col);
         }
     }
-    if (rc == 0 && ns && r->save_samples) rc = sink->samples(sink, res->samples, P, ns);
 
     /* Derived outputs. */
     if (rc == 0 && mi->noutputs > 0) {
@@ -206,7 +208,7 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
                 for (int c = 0; c < x->width; c++)
                     buf[i * x->width + c] = out[i * W + x->column + c];
             if ((rc = sink->put(sink, x->name, DM_MAP_OUTPUT, x->width, buf)) != 0) break;
-            if (ns && x->kind == DM_OUTK_AXIS) {
+            if (ns > 1 && x->kind == DM_OUTK_AXIS) {
                 char name[160];
                 snprintf(name, sizeof name, "%s_dispersion", x->name);
                 if (!(buf = values(n, name))) {

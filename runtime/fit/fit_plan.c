@@ -182,6 +182,25 @@ static int set_fixed(dm_problem *p, const char *list)
     return rc;
 }
 
+/* --samples-of: the parameters whose samples are written (every one when list is NULL). */
+static int set_samples_of(dm_problem *p, const char *list)
+{
+    p->samples_mask = list ? 0 : ~0ull;
+    if (!list) return 0;
+    char *copy = strdup(list), *save = NULL;
+    int rc = copy ? 0 : dm_set_error("--samples-of: out of memory");
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && rc == 0;
+         t = strtok_r(NULL, ",", &save)) {
+        int k = dm_model_param_index(&p->mi, t);
+        if (k < 0)
+            rc = dm_set_error("--samples-of: model '%s' has no parameter '%s'", p->mi.name, t);
+        else
+            p->samples_mask |= 1ull << k;
+    }
+    free(copy);
+    return rc;
+}
+
 /* The b-value scale, from the range and the signal decay.  dimoc's models take b in s/mm^2
  * (diffusivities in mm^2/s, about 3e-3 at most): b-values below 10 are ms/um^2 (1 = 1000
  * s/mm^2) when the signal falls like it does at b = 1000, an error; with little decay they may
@@ -749,7 +768,7 @@ int dm_problem_stage_items(const dm_fit_request *r, const double *prev, const dm
         p->start_bytes = p->start ? start_bytes : 0;
     }
     /* The volume count against the free parameters, before the starts (which may warn). */
-    if (set_fixed(p, r->fixed) != 0) return -1;
+    if (set_fixed(p, r->fixed) != 0 || set_samples_of(p, r->samples_of) != 0) return -1;
     int nfree = 0;
     for (int k = 0; k < P; k++) nfree += !((p->cfg.fixed_mask >> k) & 1u);
     if (p->M < nfree)

@@ -64,6 +64,7 @@ static void write_json(FILE *f, const dm_fit_request *r, const dm_problem *p, co
     dm_json_int(&j, "lm_iterations", r->lm_iterations);
     dm_json_int(&j, "seed", (long long)r->seed);
     dm_json_bool(&j, "save_samples", r->save_samples);
+    if (r->samples_of) dm_json_str(&j, "samples_of", r->samples_of);
     dm_json_bool(&j, "predicted", r->predicted);
     dm_json_bool(&j, "ic", r->ic);
     dm_json_str(&j, "precision", real_size == 4 ? "float" : "double");

@@ -2,25 +2,15 @@
  * host C compiler into a shared object that the runtime loads with dlopen (fit_api.h lists the
  * symbols).  Compile with
  *   cc -O2 -fPIC -shared -DDM_REAL=double|float -DDM_MODEL_FILE='"path/model.h"' \
- *      -Itemplates templates/fit/cpu_fitter.c -lm
+ *      -Itemplates templates/fit/cpu_fitter.c templates/fit/cpu_derived.c -lm
+ * (and -fopenmp-simd -DDM_LIBMVEC ... -lmvec for cpu_derived.c's vector sin and cos).
  * The entry points take and return doubles; the fitting runs in `real` (DM_REAL), so inputs are
  * converted at entry and results at exit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef DM_REAL
-#define DM_REAL double
-#endif
-#ifndef DM_MODEL_FILE
-#error "define DM_MODEL_FILE, the generated model source, e.g. -DDM_MODEL_FILE='\"model.h\"'"
-#endif
-
-typedef DM_REAL real;
-#define DM_FN static inline
-#define DM_FN_ONCE static
-#define DM_EXPORT __attribute__((visibility("default")))
-
+#include "fit/host_build.h"
 #include "maths/mathlib.h"
 #include "fit/model_api.h"
 #include DM_MODEL_FILE

@@ -6,7 +6,7 @@
 
 #include "fit/model_api.h"
 
-#define DM_FITTER_ABI 4
+#define DM_FITTER_ABI 5
 
 /* DM_METHOD_DICT, the dictionary fit (templates/fit/dictionary.h), runs first, on the CPU only,
  * through its own entry points; the per-voxel driver (fit_voxel.h) ignores it. */
@@ -100,6 +100,8 @@ enum {
  *                   double *out);        M predicted signals
  *   void dm_derived(const double *params, const double *vox, double *out);
  *                                        DM_OUTPUT_WIDTH derived-output slots
+ *   void dm_derived_rows(const double *params, int n, const double *vox, double *out);
+ *                                        the same of n rows of parameters (samples)
  */
 /* The dictionary fit (templates/fit/dictionary.h; host builds only):
  *
@@ -156,5 +158,6 @@ typedef void *(*dm_fit_work_new_fn)(void);
 typedef void (*dm_fit_work_free_fn)(void *);
 typedef void (*dm_predict_fn)(const double *, const double *, int, const double *, double *);
 typedef void (*dm_derived_fn)(const double *, const double *, double *);
+typedef void (*dm_derived_rows_fn)(const double *, int, const double *, double *);
 
 #endif

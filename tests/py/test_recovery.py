@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from dmtest import (angle_deg, check, dimoc, finish, load, random_directions, save, scheme,
-                    workdir)
+from dmtest import (angle_deg, check, check_refused, dimoc, finish, load, random_directions, save,
+                    scheme, workdir)
 
 rng = np.random.default_rng(12345)
 
@@ -160,5 +160,34 @@ for t in (1, 2):
 files = sorted(f for f in os.listdir(f"{d}/fit1") if f.endswith(".nii.gz"))
 same = all(open(f"{d}/fit1/{f}", "rb").read() == open(f"{d}/fit2/{f}", "rb").read() for f in files)
 check("same-seed-1-vs-2-threads-byte-identical", same and len(files) > 10, f"{len(files)} files compared")
+
+# The posterior sd of a periodic parameter is circular: sqrt(-2 ln R) of its samples, as numpy
+# computes it from the sample file.
+th = load(f"{d}/fit1/th1_samples.nii.gz").reshape(-1, 20).astype(np.float64)
+resultant = np.abs(np.exp(2j * th).mean(axis=1))  # th is periodic on [0, pi]
+want = np.sqrt(-2 * np.log(resultant)) / 2
+got = load(f"{d}/fit1/th1_sd.nii.gz").reshape(-1)
+check("circular-sd-from-the-samples", np.allclose(got, want, rtol=1e-5, atol=1e-6),
+      f"largest difference {np.max(np.abs(got - want)):.3g}")
+
+# --samples-of: only the listed parameters' samples, the same bytes as --save-samples writes.
+common = ["fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", "--bvals", bvals, "--bvecs", bvecs,
+          "--method", "lm,mcmc", "--burnin", 200, "--jumps", 200, "--sample-every", 10,
+          "--seed", 99, "--quiet"]
+dimoc(*common, "--samples-of", "f1,th1", "--out", f"{d}/fit_of")
+kept = sorted(f for f in os.listdir(f"{d}/fit_of") if f.endswith("_samples.nii.gz"))
+same = all(open(f"{d}/fit_of/{f}", "rb").read() == open(f"{d}/fit1/{f}", "rb").read() for f in kept)
+check("samples-of-writes-the-listed-only", kept == ["f1_samples.nii.gz", "th1_samples.nii.gz"] and same,
+      f"{kept}, same bytes as all parameters' {same}")
+check_refused("samples-of-unknown-parameter",
+              dimoc(*common, "--samples-of", "f1,f9", "--out", f"{d}/fit_bad", expect_ok=False),
+              "no parameter 'f9'", f"{d}/fit_bad")
+
+# One sample has no sd and no dispersion: those maps are not written.
+dimoc("fit", "ball_1_stick", "--data", f"{d}/dwi.nii.gz", "--bvals", bvals, "--bvecs", bvecs,
+      "--method", "lm,mcmc", "--jumps", 10, "--sample-every", 10, "--quiet", "--out", f"{d}/fit_one")
+names = set(os.listdir(f"{d}/fit_one"))
+check("one-sample-no-sd-maps", {"f1.nii.gz", "dyads1.nii.gz"} <= names and
+      not any(n.endswith(("_sd.nii.gz", "_dispersion.nii.gz")) for n in names), f"{sorted(names)}")
 
 finish()

@@ -577,6 +577,18 @@ static void test_stats(void)
     dm_mean_std(y, 5, 1, &m2, &s2);
     check(fabs(mean - 1) < 1e-6 && fabs(sd - s2) / s2 < 0.3, "circular_std_small_spread",
           "mean %g circular std %g std %g", mean, sd, s2);
+    /* 150 samples (blocks of 64 and a part block through the vector sin and cos): the
+     * resultant and its std as summed one value at a time. */
+    double z[150], c = 0, s = 0;
+    for (int i = 0; i < 150; i++) {
+        z[i] = fmod(5.9 + 0.004 * i * i, M_PI);
+        c += cos(2 * z[i]), s += sin(2 * z[i]);
+    }
+    double r = sqrt(c * c + s * s) / 150, want_sd = sqrt(-2 * log(r)) / 2;
+    double want_mean = fmod(atan2(s, c) / 2 + M_PI, M_PI);
+    dm_circular_mean_std(z, 150, 1, 0, M_PI, &mean, &sd);
+    check(fabs(sd - want_sd) < 1e-13 && fabs(mean - want_mean) < 1e-13, "circular_std_blocks",
+          "mean %.17g (%.17g) std %.17g (%.17g)", mean, want_mean, sd, want_sd);
     /* Axes: v and -v are the same axis. */
     double axes[4 * 3] = {0, 0, 1, 0, 0, -1, 0.05, 0, 0.99, 0.05, 0, -0.99};
     double axis[3], disp;
