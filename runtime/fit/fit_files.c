@@ -414,11 +414,12 @@ int dm_problem_plan(const dm_fit_request *r, dm_problem *p)
 }
 
 /* Writes nt values per fitted voxel as a map on the grid, made as the file is written: value t
- * of fitted voxel i is vals[i * stride + t * volume_stride].  keep (nvox): 1 where a voxel has
- * an estimate; the others are 0, as dm_fit_scatter leaves them. */
+ * of fitted voxel i is vals[i * stride + t * volume_stride] (or the same of fvals, when vals is
+ * NULL).  keep (nvox): 1 where a voxel has an estimate; the others are 0, as dm_fit_scatter
+ * leaves them. */
 static int write_map(const char *dir, const char *name, const dm_problem *p,
-                     const unsigned char *keep, int nt, const double *vals, size_t stride,
-                     size_t volume_stride, int type)
+                     const unsigned char *keep, int nt, const double *vals, const float *fvals,
+                     size_t stride, size_t volume_stride, int type)
 {
     char file[256];
     snprintf(file, sizeof file, "%s.nii.gz", name);
@@ -427,7 +428,8 @@ static int write_map(const char *dir, const char *name, const dm_problem *p,
     const double *dw =
         !strcmp(name, "predicted") && p->data.dw_rows == nt ? p->data.dw_scheme : NULL;
     dm_masked_values m = {.nvox = p->nvox, .vox = p->index, .n = p->nfit, .vals = vals,
-                          .stride = stride, .volume_stride = volume_stride, .keep = keep};
+                          .fvals = fvals, .stride = stride, .volume_stride = volume_stride,
+                          .keep = keep};
     int rc = !path ? dm_set_error("%s: out of memory for output '%s'", dir, name)
                    : dm_volume_write_made(path, &p->data, nt, dm_masked_values_get, &m, type, dw);
     free(path);
@@ -479,7 +481,7 @@ static void write_job(const char *dir, const dm_problem *p, const unsigned char 
         j->rc = path ? dm_volume_write(path, &p->data, 1, j->vals, DM_OUT_UINT8) : -1;
         free(path);
     } else {
-        j->rc = write_map(dir, j->name, p, keep, j->nt, j->vals, (size_t)j->nt, 1, type);
+        j->rc = write_map(dir, j->name, p, keep, j->nt, j->vals, NULL, (size_t)j->nt, 1, type);
     }
     if (j->rc != 0) snprintf(j->error, sizeof j->error, "%s", dm_last_error());
 }
@@ -524,27 +526,36 @@ typedef struct samples_writer {
     const char *dir;
     const dm_problem *p;
     const unsigned char *keep;
-    /* sample t of fitted voxel i of parameter k, or of listed parameter j (by_list), at
-     * vals[(j or k) * kstride + i * stride + t * volume_stride] */
+    /* sample t of fitted voxel i: of parameter k in the fit's array at
+     * vals[k + i * stride + t * volume_stride]; or, where copy is not NULL, of listed parameter
+     * j in the copy at [(j * ns + t) * nfit + i], floats (doubles for float64 maps) */
     const double *vals;
-    size_t kstride, stride, volume_stride;
+    size_t stride, volume_stride;
+    const void *copy;
     const int *params; /* the parameters whose samples are written */
-    int nparams, by_list; /* by_list: vals holds the listed parameters only, in list order */
-    int ns, first, step, threads, type, started, rc;
+    int nparams, ns, first, step, threads, type, started, rc;
     char error[512];
 } samples_writer;
 
 static void *samples_main(void *arg)
 {
     samples_writer *w = arg;
+    const size_t nfit = w->p->nfit;
     omp_set_num_threads(w->threads);
     for (int j = w->first; w->rc == 0 && j < w->nparams; j += w->step) {
         int k = w->params[j];
         char name[160];
         snprintf(name, sizeof name, "%s_samples", w->p->mi.params[k].name);
-        const double *vals = w->vals + (size_t)(w->by_list ? j : k) * w->kstride;
-        w->rc = write_map(w->dir, name, w->p, w->keep, w->ns, vals, w->stride, w->volume_stride,
-                          w->type);
+        const size_t at = (size_t)j * w->ns * nfit;
+        if (!w->copy)
+            w->rc = write_map(w->dir, name, w->p, w->keep, w->ns, w->vals + k, NULL, w->stride,
+                              w->volume_stride, w->type);
+        else if (w->type == DM_OUT_FLOAT64)
+            w->rc = write_map(w->dir, name, w->p, w->keep, w->ns, (const double *)w->copy + at,
+                              NULL, 1, nfit, w->type);
+        else
+            w->rc = write_map(w->dir, name, w->p, w->keep, w->ns, NULL,
+                              (const float *)w->copy + at, 1, nfit, w->type);
         if (w->rc != 0) snprintf(w->error, sizeof w->error, "%s", dm_last_error());
     }
     return NULL;
@@ -562,14 +573,14 @@ typedef struct file_sink {
     samples_writer writer[SAMPLE_WRITERS];
     int writers;
     int params[64], nparams; /* the parameters whose samples are written */
-    double *by_sample; /* the samples by parameter and sample, each volume's values together */
+    void *by_sample; /* the samples by parameter and sample, each volume's values together */
 } file_sink;
 
 static int file_put(dm_fit_sink *s, const char *name, int kind, int nt, double *vals)
 {
     file_sink *f = (file_sink *)s;
     if (kind == DM_MAP_PREDICTED) {
-        int rc = write_map(f->dir, name, f->p, f->keep, nt, vals, (size_t)nt, 1, f->type);
+        int rc = write_map(f->dir, name, f->p, f->keep, nt, vals, NULL, (size_t)nt, 1, f->type);
         free(vals);
         return rc;
     }
@@ -581,9 +592,10 @@ static int file_put(dm_fit_sink *s, const char *name, int kind, int nt, double *
 /* The fit's samples (voxel by voxel) of the listed parameters laid out as the files hold them:
  * sample t of listed parameter j in fitted voxel i at out[(j * ns + t) * n + i], made in blocks
  * of voxels whose samples stay in cache.  Read so, each file's blocks are made from consecutive
- * values instead of one cache line a value. */
+ * values instead of one cache line a value.  out holds floats, or doubles when `dbl` (float64
+ * maps): a float32 map's values once rounded to float are those the file holds. */
 static void samples_by_volume(const double *samples, size_t n, int P, int ns, const int *params,
-                              int nparams, double *out)
+                              int nparams, int dbl, void *out)
 {
     enum { VOXELS = 64 };
 #pragma omp parallel for schedule(static)
@@ -591,8 +603,14 @@ static void samples_by_volume(const double *samples, size_t n, int P, int ns, co
         size_t e = b + VOXELS < n ? b + VOXELS : n;
         for (int j = 0; j < nparams; j++)
             for (int t = 0; t < ns; t++) {
-                double *to = out + ((size_t)j * ns + t) * n;
-                for (size_t i = b; i < e; i++) to[i] = samples[(i * ns + t) * P + params[j]];
+                const size_t to = ((size_t)j * ns + t) * n;
+                const double *from = samples + (size_t)t * P + params[j];
+                if (dbl)
+                    for (size_t i = b; i < e; i++)
+                        ((double *)out)[to + i] = from[i * ns * P];
+                else
+                    for (size_t i = b; i < e; i++)
+                        ((float *)out)[to + i] = (float)from[i * ns * P];
             }
     }
 }
@@ -610,20 +628,19 @@ static int file_samples(dm_fit_sink *s, const double *samples, int P, int ns)
     n = n < f->nparams ? n : f->nparams;
     n = n < SAMPLE_WRITERS ? n : SAMPLE_WRITERS;
     /* the fit's own array read in place where there is no room for a copy */
-    f->by_sample = malloc((size_t)f->nparams * ns * nfit * sizeof *f->by_sample);
+    const int dbl = f->type == DM_OUT_FLOAT64;
+    f->by_sample =
+        malloc((size_t)f->nparams * ns * nfit * (dbl ? sizeof(double) : sizeof(float)));
     if (f->by_sample)
-        samples_by_volume(samples, nfit, P, ns, f->params, f->nparams, f->by_sample);
+        samples_by_volume(samples, nfit, P, ns, f->params, f->nparams, dbl, f->by_sample);
     f->writers = n;
     for (int w = 0; w < n; w++) {
         samples_writer *x = &f->writer[w];
-        *x = (samples_writer){.dir = f->dir, .p = f->p, .keep = f->keep, .params = f->params,
+        *x = (samples_writer){.dir = f->dir, .p = f->p, .keep = f->keep, .vals = samples,
+                              .stride = (size_t)ns * P, .volume_stride = (size_t)P,
+                              .copy = f->by_sample, .params = f->params,
                               .nparams = f->nparams, .ns = ns, .first = w, .step = n,
                               .type = f->type};
-        if (f->by_sample)
-            x->vals = f->by_sample, x->kstride = (size_t)ns * nfit, x->stride = 1,
-            x->volume_stride = nfit, x->by_list = 1;
-        else
-            x->vals = samples, x->kstride = 1, x->stride = (size_t)ns * P, x->volume_stride = P;
         x->threads = cores / n > 1 ? cores / n : 1;
         x->started = pthread_create(&x->thread, NULL, samples_main, x) == 0;
         if (!x->started) samples_main(x); /* no thread: written here */

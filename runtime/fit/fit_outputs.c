@@ -105,8 +105,9 @@ static double *values(size_t count, const char *name)
     return v;
 }
 
-/* Derived outputs of one voxel: from the estimate, or averaged over its MCMC samples (scalars
- * and vectors by their mean, axes through the mean dyadic tensor).  disp receives, per
+/* Derived outputs of one voxel: from the estimate (and after MCMC with one sample, which is
+ * the estimate), or averaged over its MCMC samples (scalars and vectors by their mean, axes
+ * through the mean dyadic tensor).  disp receives, per
  * output, the dispersion 1 - lambda1 of an axis (0 otherwise).  work: ns x output_width. */
 static void derive_voxel(const dm_model_info *mi, const dm_cpu_fitter *f, const double *params,
                          const double *samples, int ns, const double *vox, double *out,
@@ -192,7 +193,7 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
             double *work = malloc((size_t)(ns ? ns : 1) * W * sizeof *work);
 #pragma omp for schedule(static)
             for (size_t i = 0; i < n; i++)
-                derive_voxel(mi, f, est + i * P, ns ? res->samples + i * ns * P : NULL, ns,
+                derive_voxel(mi, f, est + i * P, ns > 1 ? res->samples + i * ns * P : NULL, ns,
                              p->voxin + i * mi->voxel_width, out + i * W, disp + i * mi->noutputs,
                              work);
             free(work);

@@ -986,7 +986,9 @@ void dm_masked_values_get(void *ctx, size_t first, size_t n, double *out)
     while (n > 0) {
         const size_t c = first / m->nvox, g0 = first % m->nvox;
         const size_t end = g0 + (m->nvox - g0 < n ? m->nvox - g0 : n); /* within volume c */
-        const double *vals = m->vals + c * m->volume_stride + m->first;
+        const size_t at = c * m->volume_stride + m->first;
+        const double *vals = m->vals ? m->vals + at : NULL;
+        const float *fvals = m->vals ? NULL : m->fvals + at;
         /* from the first listed voxel at or after g0: the runs between listed voxels zeroed
          * at once (outside a brain mask, most of the grid) */
         size_t g = g0, i = dm_lower_bound(m->vox, m->n, g0);
@@ -996,7 +998,8 @@ void dm_masked_values_get(void *ctx, size_t first, size_t n, double *out)
             out += next - g;
             g = next;
             if (g == end) break;
-            *out++ = !m->keep || m->keep[g] ? vals[i * m->stride] : 0;
+            const double v = vals ? vals[i * m->stride] : (double)fvals[i * m->stride];
+            *out++ = !m->keep || m->keep[g] ? v : 0;
             g++, i++;
         }
         first += end - g0, n -= end - g0;

@@ -59,13 +59,15 @@ typedef void (*dm_volume_values)(void *ctx, size_t first, size_t n, double *out)
 
 /* The values of a map held for some voxels only (a mask's, a fit's): volume c of listed voxel i
  * is vals[i * stride + c * volume_stride + first] (volume_stride 1: a voxel's values side by
- * side; n: each volume's values together, as the image holds them); every other voxel, and a
- * listed one whose `keep` byte is 0, is 0.  dm_masked_values_get is its dm_volume_values. */
+ * side; n: each volume's values together, as the image holds them), or the same of fvals when
+ * vals is NULL; every other voxel, and a listed one whose `keep` byte is 0, is 0.
+ * dm_masked_values_get is its dm_volume_values. */
 typedef struct dm_masked_values {
     size_t nvox;               /* voxels of a volume of the grid */
     const size_t *vox;         /* the n listed voxels' grid indices, ascending */
     size_t n;
     const double *vals;
+    const float *fvals;
     size_t stride, volume_stride, first;
     const unsigned char *keep; /* per grid voxel; NULL: every listed voxel */
 } dm_masked_values;
