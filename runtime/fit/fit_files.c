@@ -5,6 +5,7 @@
  * C API) links none of this. */
 #include "fit/fit_inputs.h"
 #include "fit/fit_outputs.h"
+#include "io/bigalloc.h"
 #include "io/gradients.h"
 #include "io/scheme_file.h"
 #include "io/space.h"
@@ -627,10 +628,11 @@ static int file_samples(dm_fit_sink *s, const double *samples, int P, int ns)
     int n = (cores + 5) / 6; /* a writer for every 6 cores (on 16: 3 writers of 5 threads) */
     n = n < f->nparams ? n : f->nparams;
     n = n < SAMPLE_WRITERS ? n : SAMPLE_WRITERS;
-    /* the fit's own array read in place where there is no room for a copy */
+    /* the fit's own array read in place where there is no room for a copy (on huge pages: its
+     * first touch faults them in) */
     const int dbl = f->type == DM_OUT_FLOAT64;
     f->by_sample =
-        malloc((size_t)f->nparams * ns * nfit * (dbl ? sizeof(double) : sizeof(float)));
+        dm_big_alloc((size_t)f->nparams * ns * nfit * (dbl ? sizeof(double) : sizeof(float)));
     if (f->by_sample)
         samples_by_volume(samples, nfit, P, ns, f->params, f->nparams, dbl, f->by_sample);
     f->writers = n;

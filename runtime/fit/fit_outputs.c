@@ -5,6 +5,7 @@
 #include "fit/fit_outputs.h"
 #include "util/error.h"
 #include "fit/stats_util.h"
+#include "io/bigalloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -146,10 +147,10 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
     /* The samples first: a file sink writes them on threads of its own beside what follows. */
     if (ns && r->save_samples && (rc = sink->samples(sink, res->samples, P, ns)) != 0) return rc;
     /* The posterior sd, from two samples or more. */
-    double *sd = ns > 1 ? malloc(n * P * sizeof *sd) : NULL;
+    double *sd = ns > 1 ? dm_big_alloc(n * P * sizeof *sd) : NULL;
     if (ns > 1 && !sd) return dm_set_error("out of memory for the posterior sd");
     /* Voxel by voxel, independent: every loop over voxels below runs on all cores. */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 256)
     for (size_t i = 0; i < (sd ? n : 0); i++) {
         for (int k = 0; k < P; k++) {
             const dm_param_info *x = &mi->params[k];
@@ -160,44 +161,58 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
                 dm_mean_std(smp, ns, P, NULL, &sd[i * P + k]);
         }
     }
-    /* One map per parameter and its posterior sd. */
-    for (int k = 0; k < P && rc == 0; k++) {
-        char name[160];
-        double *col = values(n, mi->params[k].name);
-        if (!col) {
-            rc = -1;
-            break;
-        }
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) col[i] = est[i * P + k];
-        if ((rc = sink->put(sink, mi->params[k].name, DM_MAP_PARAMETER, 1, col)) != 0) break;
-        if (sd) {
-            snprintf(name, sizeof name, "%s_sd", mi->params[k].name);
-            if (!(col = values(n, name))) {
-                rc = -1;
-                break;
+    /* One map per parameter and its posterior sd, their columns filled in one pass. */
+    const int ncols = sd ? 2 * P : P;
+    double **col = calloc((size_t)ncols, sizeof *col);
+    if (!col) rc = dm_set_error("out of memory for the parameters' maps");
+    for (int c = 0; rc == 0 && c < ncols; c++)
+        if (!(col[c] = values(n, mi->params[c % P].name))) rc = -1;
+    if (rc == 0) {
+#pragma omp parallel for schedule(dynamic, 4096)
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; k < P; k++) {
+                col[k][i] = est[i * P + k];
+                if (sd) col[P + k][i] = sd[i * P + k];
             }
-#pragma omp parallel for schedule(static)
-            for (size_t i = 0; i < n; i++) col[i] = sd[i * P + k];
-            rc = sink->put(sink, name, DM_MAP_STD, 1, col);
+    }
+    for (int k = 0; k < P && rc == 0; k++) {
+        rc = sink->put(sink, mi->params[k].name, DM_MAP_PARAMETER, 1, col[k]);
+        col[k] = NULL; /* the sink's now */
+        if (rc == 0 && sd) {
+            char name[160];
+            snprintf(name, sizeof name, "%s_sd", mi->params[k].name);
+            rc = sink->put(sink, name, DM_MAP_STD, 1, col[P + k]);
+            col[P + k] = NULL;
         }
     }
+    for (int c = 0; col && c < ncols; c++) free(col[c]);
+    free(col);
 
     /* Derived outputs. */
     if (rc == 0 && mi->noutputs > 0) {
         int W = mi->output_width;
         double *out = calloc(n * W, sizeof *out);
         double *disp = calloc(n * mi->noutputs, sizeof *disp);
-#pragma omp parallel
-        {
+        if (!out || !disp) rc = dm_set_error("out of memory for the derived outputs");
+        int short_of_memory = 0;
+        /* dynamic: beside a file sink's writer threads, a static share of a descheduled
+         * thread would hold up the whole loop */
+#pragma omp parallel if (rc == 0)
+        if (rc == 0) {
             double *work = malloc((size_t)(ns ? ns : 1) * W * sizeof *work);
-#pragma omp for schedule(static)
+            if (!work) {
+#pragma omp atomic write
+                short_of_memory = 1;
+            }
+#pragma omp for schedule(dynamic, 256)
             for (size_t i = 0; i < n; i++)
-                derive_voxel(mi, f, est + i * P, ns > 1 ? res->samples + i * ns * P : NULL, ns,
-                             p->voxin + i * mi->voxel_width, out + i * W, disp + i * mi->noutputs,
-                             work);
+                if (work)
+                    derive_voxel(mi, f, est + i * P, ns > 1 ? res->samples + i * ns * P : NULL,
+                                 ns, p->voxin + i * mi->voxel_width, out + i * W,
+                                 disp + i * mi->noutputs, work);
             free(work);
         }
+        if (short_of_memory) rc = dm_set_error("out of memory for the derived outputs");
         for (int o = 0; o < mi->noutputs && rc == 0; o++) {
             const dm_output_info *x = &mi->outputs[o];
             double *buf = values(n * x->width, x->name);
@@ -205,6 +220,7 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
                 rc = -1;
                 break;
             }
+#pragma omp parallel for schedule(dynamic, 4096)
             for (size_t i = 0; i < n; i++)
                 for (int c = 0; c < x->width; c++)
                     buf[i * x->width + c] = out[i * W + x->column + c];
@@ -216,6 +232,7 @@ int dm_fit_make_outputs(const dm_fit_request *r, dm_problem *p, const dm_cpu_fit
                     rc = -1;
                     break;
                 }
+#pragma omp parallel for schedule(dynamic, 4096)
                 for (size_t i = 0; i < n; i++) buf[i] = disp[i * mi->noutputs + o];
                 rc = sink->put(sink, name, DM_MAP_DISPERSION, 1, buf);
             }
