@@ -27,8 +27,7 @@ CPPFLAGS += -Iinclude -Icompiler -Iruntime -Itemplates -I$(BUILD) -I/usr/include
 # archives) and ISA-L (the .nii.gz writer's deflate), of which Debian ships no static
 # libraries, are the other shared ones.  giftiio needs only
 # nifti_datatype_to_string from a niftilib, which libnifti2 provides.
-# On x86-64, glibc's libmvec gives the posterior summaries their vector sin and cos
-# (fit/stats_util.c).
+# On x86-64, glibc's libmvec gives runtime/vecmath its vector log, exp, sin and cos.
 MVEC    := $(if $(filter x86_64,$(shell uname -m)),-lmvec)
 LDLIBS  += -Wl,-Bstatic -lgiftiio -lexpat -lnifti2 -lznz -lpng -ldeflate -ljansson -Wl,-Bdynamic -lisal -lzip -lz $(MVEC) -lm -ldl -lpthread
 OMPFLAGS := -fopenmp

@@ -7,25 +7,20 @@
 
 #include "util/linalg.h"
 #include "util/error.h"
+#include "vecmath/vecmath.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The per-voxel fit is compiled twice on x86-64 with GCC, for AVX2 and for any processor, and
- * the loader picks one (an ifunc): the weighted sums run on twice the lanes.  Its helpers are
- * inlined into each copy.  The logarithms of the signal and the exponentials of the weights,
- * two per measurement and most of a voxel's time, are glibc's libmvec's (within 4 ulp), 4 at
- * a time with AVX2 and 2 otherwise. */
+ * the loader picks one (an ifunc): the weighted sums run on twice the lanes, and without FMA
+ * both give the same bits.  Its helpers are inlined into each copy.  The logarithms of the
+ * signal and the exponentials of the weights, two a measurement and most of a voxel's time,
+ * are vecmath's (the same in both copies). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define VOXEL_FIT __attribute__((target_clones("avx2", "default")))
 #define VOXEL_STEP static inline __attribute__((always_inline))
-#ifdef __GLIBC__
-#pragma omp declare simd notinbranch
-extern double exp(double);
-#pragma omp declare simd notinbranch
-extern double log(double);
-#endif
 #else
 #define VOXEL_FIT
 #define VOXEL_STEP static
@@ -169,8 +164,8 @@ VOXEL_STEP int weighted_solve(const dm_dti_protocol *p, const double *y, const d
     double weight[BLOCK];
     for (int b = 0; b < M; b += BLOCK) {
         const int n = M - b < BLOCK ? M - b : BLOCK;
-#pragma omp simd
-        for (int i = 0; i < n; i++) weight[i] = exp(2 * (eta[b + i] - top));
+        for (int i = 0; i < n; i++) weight[i] = 2 * (eta[b + i] - top);
+        dm_vec_exp(weight, n, weight);
         for (int i = 0; i < n; i++) {
             const int j = b + i;
             const double w = weight[i], wy = w * y[j];
@@ -238,8 +233,7 @@ VOXEL_FIT int dm_dti_fit_voxel(const dm_dti_protocol *p, const double *signal, d
     }
     double *y = work, *eta = work + M;
     for (int j = 0; j < M; j++) y[j] = signal[j] > lowest ? signal[j] : lowest;
-#pragma omp simd
-    for (int j = 0; j < M; j++) y[j] = log(y[j]);
+    dm_vec_log(y, M, y);
     if (p->iterations >= 0) return fit_iterated(p, y, eta, r);
 
     double beta[NB];

@@ -1,54 +1,11 @@
 /* Summaries of posterior samples. */
 #include "fit/stats_util.h"
 #include "util/linalg.h"
+#include "vecmath/vecmath.h"
 
 #include <math.h>
 
 static const double TWO_PI = 6.283185307179586476925;
-
-/* On x86-64 with glibc, sin and cos have vector variants in libmvec (within 4 ulp): the
- * circular summaries of a fit's samples take a tenth of the time of one call a value. */
-#if defined(__x86_64__) && defined(__GLIBC__)
-#pragma omp declare simd notinbranch
-extern double sin(double);
-#pragma omp declare simd notinbranch
-extern double cos(double);
-
-/* c[i] = cos(x[i]), s[i] = sin(x[i]).  Each loop sits in a function of its own, its pointers
- * not restrict-qualified: gcc 12 vectorises neither a loop into arrays local to its function
- * nor one through restrict pointers. */
-__attribute__((target("avx2"))) static void sincos_avx2(const double *x, int n, double *c,
-                                                        double *s)
-{
-#pragma omp simd
-    for (int i = 0; i < n; i++) {
-        c[i] = cos(x[i]);
-        s[i] = sin(x[i]);
-    }
-}
-#define HAVE_AVX2_SINCOS 1
-#endif
-
-static void sincos_plain(const double *x, int n, double *c, double *s)
-{
-#pragma omp simd
-    for (int i = 0; i < n; i++) {
-        c[i] = cos(x[i]);
-        s[i] = sin(x[i]);
-    }
-}
-
-static void sincos_many(const double *x, int n, double *c, double *s)
-{
-#ifdef HAVE_AVX2_SINCOS
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) {
-        sincos_avx2(x, n, c, s);
-        return;
-    }
-#endif
-    sincos_plain(x, n, c, s);
-}
 
 void dm_mean_std(const double *x, long n, long stride, double *mean, double *std)
 {
@@ -74,7 +31,7 @@ void dm_circular_mean_std(const double *x, long n, long stride, double lo, doubl
     for (long b = 0; b < n; b += BLOCK) {
         int m = n - b < BLOCK ? (int)(n - b) : BLOCK;
         for (int i = 0; i < m; i++) a[i] = (x[(b + i) * stride] - lo) * to_angle;
-        sincos_many(a, m, ca, sa);
+        dm_vec_sincos(a, m, sa, ca);
         for (int i = 0; i < m; i++) {
             c += ca[i];
             s += sa[i];
