@@ -138,8 +138,8 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
             fclose(out);
             snprintf(cmd, sizeof cmd,
                      "%s " CC_FLAGS
-                     " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/fit/cpu_fitter.c' '%s/fit/cpu_derived.c' "
-                     "-o '%s' " CC_LIBS,
+                     " -DDM_REAL=%s -DDM_MODEL_FILE='\"%s\"' -I'%s' '%s/fit/cpu_fitter.c' "
+                     "'%s/fit/cpu_derived.c' -o '%s' " CC_LIBS,
                      cc, real, src, tdir, tdir, tdir, tmp_so);
             if (run_compiler(cmd, log) != 0) {
                 if (dm_stop_requested()) {
@@ -182,7 +182,8 @@ int dm_cpu_fitter_load(const dm_model_info *mi, int real_size, dm_cpu_fitter *f)
     f->dict_fit = (dm_dict_fit_fn)dlsym(f->handle, "dm_dict_fit_voxel");
     f->dict_free = (dm_dict_free_fn)dlsym(f->handle, "dm_dict_free");
     if (!abi || abi() != DM_FITTER_ABI || !f->fit_voxel || !f->work_new || !f->work_free ||
-        !f->predict || !f->derived || !f->derived_rows || !f->dict_build || !f->dict_fit || !f->dict_free) {
+        !f->predict || !f->derived || !f->derived_rows || !f->dict_build || !f->dict_fit ||
+        !f->dict_free) {
         dm_cpu_fitter_close(f);
         return dm_set_error("%s: not a dimoc fitter of this version (delete the cache)",
                             f->so_path);
