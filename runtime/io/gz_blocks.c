@@ -80,6 +80,9 @@ static member_maker *maker_new(int level, int filled)
 static size_t pack_member(member_maker *m, const unsigned char *in, size_t n)
 {
     struct isal_zstream *z = &m->z;
+    /* The level's hash tables start empty for every member: left as the last member (or
+     * malloc) left them, they give valid but other matches, and the same image other bytes. */
+    if (m->level_buf) memset(m->level_buf, 0, m->level_buf_size);
     isal_deflate_stateless_init(z);
     z->level = (uint32_t)m->level;
     z->level_buf = m->level_buf;
