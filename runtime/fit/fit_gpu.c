@@ -7,6 +7,7 @@
 #include "gpu/cuda_api.h"
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_launch.h"
+#include "gpu/gpu_stage.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -61,6 +62,7 @@ typedef struct slot {
     CUstream stream;
     CUdeviceptr y, vox, idx, params, samples, stats, status, rows;
     void *hy, *hvox, *hidx, *hparams, *hsamples, *hstats, *hstatus;
+    dm_gpu_pinned host; /* the host arrays, one pinned region */
     size_t first, n; /* batch in flight: todo[first .. first+n) */
     int busy;
     size_t bytes[8]; /* each array's size as allocated (y .. status, rows) */
@@ -257,9 +259,15 @@ static int alloc_slot(const dm_cuda *cu, slot *s, const size_t bytes[8])
     void **host[7] = {&s->hy,       &s->hvox,   &s->hidx,   &s->hparams,
                       &s->hsamples, &s->hstats, &s->hstatus};
     CK(cu->cuStreamCreate(&s->stream, 1 /* non-blocking */), "creating a stream");
+    size_t at[7], total = 0; /* the host arrays in one pinned region, each on 256 bytes */
+    for (int i = 0; i < 7; i++) {
+        at[i] = total;
+        total += (bytes[i] + 255) / 256 * 256;
+    }
+    if (dm_gpu_pinned_alloc(cu, total, &s->host) != 0) goto fail;
     for (int i = 0; i < 7; i++) {
         CK(cu->cuMemAlloc(dev[i], bytes[i]), "allocating device memory");
-        CK(cu->cuMemAllocHost(host[i], bytes[i]), "allocating pinned host memory");
+        *host[i] = (char *)s->host.host + at[i];
     }
     CK(cu->cuMemAlloc(&s->rows, bytes[7]), "allocating device memory");
     memcpy(s->bytes, bytes, sizeof s->bytes);
@@ -271,11 +279,9 @@ fail:
 static void free_slot(const dm_cuda *cu, slot *s)
 {
     CUdeviceptr dev[7] = {s->y, s->vox, s->idx, s->params, s->samples, s->stats, s->status};
-    void *host[7] = {s->hy, s->hvox, s->hidx, s->hparams, s->hsamples, s->hstats, s->hstatus};
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 7; i++)
         if (dev[i]) cu->cuMemFree(dev[i]);
-        if (host[i]) cu->cuMemFreeHost(host[i]);
-    }
+    dm_gpu_pinned_free(cu, &s->host);
     if (s->rows) cu->cuMemFree(s->rows);
     if (s->stream) cu->cuStreamDestroy(s->stream);
     memset(s, 0, sizeof *s);

@@ -73,6 +73,8 @@ dm_cuda *dm_cuda_open(int need_driver, int need_nvrtc)
         LOAD(libcuda, cuMemFreeHost, "cuMemFreeHost");
         LOAD(libcuda, cuMemHostAlloc, "cuMemHostAlloc");
         LOAD(libcuda, cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
+        LOAD(libcuda, cuMemHostRegister, "cuMemHostRegister_v2");
+        LOAD(libcuda, cuMemHostUnregister, "cuMemHostUnregister");
         LOAD(libcuda, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
         LOAD(libcuda, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
         LOAD(libcuda, cuMemsetD32Async, "cuMemsetD32Async");

@@ -1,6 +1,7 @@
 #include "gpu/gpu_stage.h"
 
 #include "gpu/gpu_launch.h"
+#include "io/bigalloc.h"
 #include "util/error.h"
 
 #include <omp.h>
@@ -117,4 +118,39 @@ void dm_gpu_stager_close(dm_gpu_stager *s)
         if (s->buf[b]) s->cu->cuMemFreeHost(s->buf[b]);
     }
     free(s);
+}
+
+int dm_gpu_pinned_alloc(const dm_cuda *cu, size_t bytes, dm_gpu_pinned *out)
+{
+    out->host = NULL;
+    out->registered = 0;
+    if (bytes == 0) bytes = 1;
+    void *h = dm_big_alloc(bytes);
+    if (h) {
+        dm_big_clear(h, bytes); /* the pages faulted in on all threads, not by the driver's one */
+        if (cu->cuMemHostRegister(h, bytes, 0) == 0) {
+            out->host = h;
+            out->registered = 1;
+            return 0;
+        }
+        free(h);
+    }
+    CK(cu->cuMemAllocHost(&out->host, bytes), "allocating pinned host memory");
+    return 0;
+fail:
+    out->host = NULL;
+    return -1;
+}
+
+void dm_gpu_pinned_free(const dm_cuda *cu, dm_gpu_pinned *p)
+{
+    if (!p->host) return;
+    if (p->registered) {
+        cu->cuMemHostUnregister(p->host);
+        free(p->host);
+    } else {
+        cu->cuMemFreeHost(p->host);
+    }
+    p->host = NULL;
+    p->registered = 0;
 }

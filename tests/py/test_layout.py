@@ -45,7 +45,8 @@ ALLOWED = {
     "runtime/util": set(),
     "runtime/io": {"runtime/util"},
     "runtime/tractogram": {"runtime/io", "runtime/util"},
-    "runtime/gpu": {"runtime/util", "compiler"},
+    # (runtime/io for huge pages under pinned host memory, gpu_stage.h)
+    "runtime/gpu": {"runtime/util", "runtime/io", "compiler"},
     "runtime/model": {"runtime/util", "runtime/io", "compiler", "templates/fit"},
     "runtime/fit": {"runtime/cluster", "runtime/model", "runtime/gpu", "runtime/dti", "runtime/io", "runtime/util",
                     "runtime/vecmath", "compiler", "templates/fit"},
