@@ -13,13 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The per-voxel fit is compiled twice on x86-64 with GCC, for AVX2 and for any processor, and
- * the loader picks one (an ifunc): the weighted sums run on twice the lanes, and without FMA
- * both give the same bits.  Its helpers are inlined into each copy.  The logarithms of the
+/* The per-voxel fit is compiled three times on x86-64 with GCC, for AVX-512, AVX2 and any
+ * processor, and the loader picks one (an ifunc): the weighted sums run on up to four times the
+ * lanes, and without fused multiply-adds (the Makefile's -ffp-contract=off) all give the same
+ * bits.  Its helpers are inlined into each copy.  The logarithms of the
  * signal and the exponentials of the weights, two a measurement and most of a voxel's time,
  * are vecmath's (the same in both copies). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VOXEL_FIT __attribute__((target_clones("avx2", "default")))
+#define VOXEL_FIT __attribute__((target_clones("avx512f", "avx2", "default")))
 #define VOXEL_STEP static inline __attribute__((always_inline))
 #else
 #define VOXEL_FIT
@@ -77,10 +78,13 @@ int dm_dti_protocol_init(dm_dti_protocol *p, int M, const double *b, const doubl
             p->ols[r * NB + c] = s;
         }
     p->outer = malloc((size_t)M * NT * sizeof *p->outer);
-    if (!p->outer) {
+    p->columns = malloc((size_t)M * NB * sizeof *p->columns);
+    if (!p->outer || !p->columns) {
         dm_dti_protocol_free(p);
         return dm_set_error("out of memory for the tensor design matrix");
     }
+    for (int j = 0; j < M; j++)
+        for (int k = 0; k < NB; k++) p->columns[(size_t)k * M + j] = p->design[(size_t)j * NB + k];
     for (int j = 0; j < M; j++) {
         const double *x = p->design + (size_t)j * NB;
         double *xx = p->outer + (size_t)j * NT;
@@ -100,7 +104,8 @@ void dm_dti_protocol_free(dm_dti_protocol *p)
 {
     free(p->design);
     free(p->outer);
-    p->design = p->outer = NULL;
+    free(p->columns);
+    p->design = p->outer = p->columns = NULL;
 }
 
 void dm_dti_scalars(const double lambda[3], double *FA, double *MD, double *MO)
@@ -138,12 +143,15 @@ VOXEL_STEP void finish(const dm_dti_protocol *p, const double *scaled, dm_dti_re
     dm_dti_scalars(r->lambda, &r->FA, &r->MD, &r->MO);
 }
 
-/* eta = X beta: the log signal the scaled coefficients predict. */
+/* eta = X beta: the log signal the scaled coefficients predict, each entry summed over the
+ * columns in order; from the design by columns, so that a vector's lanes are measurements. */
 VOXEL_STEP void predict_log(const dm_dti_protocol *p, const double *beta, double *eta)
 {
-    for (int j = 0; j < p->M; j++) {
+    const int M = p->M;
+    const double *col = p->columns;
+    for (int j = 0; j < M; j++) {
         double s = 0;
-        for (int k = 0; k < NB; k++) s += p->design[j * NB + k] * beta[k];
+        for (int k = 0; k < NB; k++) s += col[(size_t)k * M + j] * beta[k];
         eta[j] = s;
     }
 }
@@ -159,7 +167,7 @@ VOXEL_STEP int weighted_solve(const dm_dti_protocol *p, const double *y, const d
     double top = -INFINITY;
     for (int j = 0; j < M; j++)
         if (eta[j] > top) top = eta[j];
-    double sum[NT] = {0}, rhs[NB] = {0};
+    double sum[NT] = {0}, r[NB] = {0}, rhs[NB];
     enum { BLOCK = 64 };
     double weight[BLOCK];
     for (int b = 0; b < M; b += BLOCK) {
@@ -171,9 +179,10 @@ VOXEL_STEP int weighted_solve(const dm_dti_protocol *p, const double *y, const d
             const double w = weight[i], wy = w * y[j];
             const double *x = p->design + (size_t)j * NB, *xx = p->outer + (size_t)j * NT;
             for (int t = 0; t < NT; t++) sum[t] += w * xx[t];
-            for (int a = 0; a < NB; a++) rhs[a] += wy * x[a];
+            for (int a = 0; a < NB; a++) r[a] += wy * x[a];
         }
     }
+    memcpy(rhs, r, sizeof r); /* accumulated in r, which no call sees: kept in registers */
     double A[NB * NB] = {0};
     for (int a = 0, t = 0; a < NB; a++)
         for (int c = 0; c <= a; c++) A[a * NB + c] = sum[t++];
@@ -186,9 +195,13 @@ VOXEL_STEP int weighted_solve(const dm_dti_protocol *p, const double *y, const d
 /* OLS: (XᵀX) β = Xᵀy with the factor computed once for the protocol. */
 VOXEL_STEP void ols_solve(const dm_dti_protocol *p, const double *y, double *beta)
 {
-    for (int k = 0; k < NB; k++) beta[k] = 0;
-    for (int j = 0; j < p->M; j++)
-        for (int k = 0; k < NB; k++) beta[k] += p->design[j * NB + k] * y[j];
+    double s[NB] = {0}; /* the sums in registers (beta could alias the design, for all the
+                         * compiler knows) */
+    for (int j = 0; j < p->M; j++) {
+        const double *x = p->design + (size_t)j * NB;
+        for (int k = 0; k < NB; k++) s[k] += x[k] * y[j];
+    }
+    memcpy(beta, s, sizeof s);
     dm_cholesky_solve(p->ols, NB, beta);
 }
 

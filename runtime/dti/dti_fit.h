@@ -12,6 +12,8 @@ typedef struct dm_dti_protocol {
     int M;             /* measurements */
     double *design;    /* M x 7, rows [1, -b gx², -b gy², -b gz², -2b gxgy, -2b gxgz, -2b gygz],
                         * each column divided by scale[k] (equilibrated for the normal equations) */
+    double *columns;   /* the same by columns (7 x M): the predicted log signal, a measurement
+                        * a vector lane */
     double scale[7];   /* column norms of the unscaled design */
     double ols[7 * 7]; /* Cholesky factor (lower) of the scaled XᵀX */
     double *outer;     /* M x 28: each scaled row's products x_a x_c (c <= a), the terms of the
