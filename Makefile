@@ -86,9 +86,8 @@ $(BUILD)/parser.o $(BUILD)/lexer.o $(PIC)/parser.o $(PIC)/lexer.o: CFLAGS += -Wn
 # faster, bit-identical results: no reassociation, no contraction into FMAs).
 $(BUILD)/runtime/csd/csd_cpu.o $(PIC)/runtime/csd/csd_cpu.o: CFLAGS += -O3
 # The tensor fit (dimoc dti, the models' tensor starts): -O3 vectorises its row-product sums,
-# 7.2 -> 5.1 us a voxel at 105 measurements, bit-identical results (no reassociation, and no
-# contraction into FMAs in its AVX-512 copy either).
-$(BUILD)/runtime/dti/dti_fit.o $(PIC)/runtime/dti/dti_fit.o: CFLAGS += -O3 -ffp-contract=off
+# 7.2 -> 5.1 us a voxel at 105 measurements, bit-identical results (no reassociation).
+$(BUILD)/runtime/dti/dti_fit.o $(PIC)/runtime/dti/dti_fit.o: CFLAGS += -O3
 # tckmap's sampled TDI rounds single-precision sums as MRtrix's build does (no FMA): keep any
 # -march from contracting them.
 $(BUILD)/runtime/fodtrack/tdi.o $(PIC)/runtime/fodtrack/tdi.o: CFLAGS += -ffp-contract=off
