@@ -13,15 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The per-voxel fit is compiled twice on x86-64 with GCC, for AVX2 and for any processor, and
- * the loader picks one (an ifunc): the weighted sums run on twice the lanes, and without FMA
- * both give the same bits.  (An AVX-512 copy would let GCC contract into FMAs wherever the
- * build's flags allow it, and a sanitised build's did: other bits.)  Its helpers are inlined
- * into each copy.  The logarithms of the
+/* The per-voxel fit is compiled three times on x86-64 with GCC, for AVX-512, AVX2 and any
+ * processor, and the loader picks one (an ifunc): the weighted sums run on up to four times the
+ * lanes.  No copy may contract a product and a sum into a fused multiply-add (AVX-512 has
+ * them, and GCC contracts by default), whatever the build's flags: so every copy, and every
+ * build (a sanitised one too), gives the same bits.  Its helpers are inlined into each copy.  The logarithms of the
  * signal and the exponentials of the weights, two a measurement and most of a voxel's time,
  * are vecmath's (the same in both copies). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VOXEL_FIT __attribute__((target_clones("avx2", "default")))
+#pragma GCC optimize("fp-contract=off")
+#define VOXEL_FIT __attribute__((target_clones("avx512f", "avx2", "default")))
 #define VOXEL_STEP static inline __attribute__((always_inline))
 #else
 #define VOXEL_FIT
