@@ -17,9 +17,9 @@
  * processor, and the loader picks one (an ifunc): the weighted sums run on up to four times the
  * lanes.  No copy may contract a product and a sum into a fused multiply-add (AVX-512 has
  * them, and GCC contracts by default), whatever the build's flags: so every copy, and every
- * build (a sanitised one too), gives the same bits.  Its helpers are inlined into each copy.  The logarithms of the
- * signal and the exponentials of the weights, two a measurement and most of a voxel's time,
- * are vecmath's (the same in both copies). */
+ * build (a sanitised one too), gives the same bits.  Its helpers are inlined into each copy.
+ * The logarithms of the signal and the exponentials of the weights, two a measurement and most
+ * of a voxel's time, are vecmath's (the same in every copy). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
 #define VOXEL_FIT __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -169,7 +169,7 @@ VOXEL_STEP int weighted_solve(const dm_dti_protocol *p, const double *y, const d
     double top = -INFINITY;
     for (int j = 0; j < M; j++)
         if (eta[j] > top) top = eta[j];
-    double sum[NT] = {0}, r[NB] = {0}, rhs[NB];
+    double sum[NT] = {0}, rhs[NB] = {0};
     enum { BLOCK = 64 };
     double weight[BLOCK];
     for (int b = 0; b < M; b += BLOCK) {
@@ -181,10 +181,9 @@ VOXEL_STEP int weighted_solve(const dm_dti_protocol *p, const double *y, const d
             const double w = weight[i], wy = w * y[j];
             const double *x = p->design + (size_t)j * NB, *xx = p->outer + (size_t)j * NT;
             for (int t = 0; t < NT; t++) sum[t] += w * xx[t];
-            for (int a = 0; a < NB; a++) r[a] += wy * x[a];
+            for (int a = 0; a < NB; a++) rhs[a] += wy * x[a];
         }
     }
-    memcpy(rhs, r, sizeof r); /* accumulated in r, which no call sees: kept in registers */
     double A[NB * NB] = {0};
     for (int a = 0, t = 0; a < NB; a++)
         for (int c = 0; c <= a; c++) A[a * NB + c] = sum[t++];

@@ -33,7 +33,7 @@ void dm_gpu_stager_close(dm_gpu_stager *s);
  * possible, else the driver's own allocation.  On an H200 host the driver's took 0.12-0.13 s
  * for each of a NODDI grid stage's two buffer sets (about 100 MB each), longer than the grid's
  * kernels, where most of that time is the kernel zeroing and pinning 4 KiB pages one by one.
- * NULL with the error set; freed by dm_gpu_pinned_free (NULL is nothing). */
+ * 0, or -1 with the error set; freed by dm_gpu_pinned_free (a freed or failed one is nothing). */
 typedef struct dm_gpu_pinned {
     void *host;
     int registered; /* 1: huge pages registered; 0: the driver's allocation */
