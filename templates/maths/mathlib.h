@@ -532,7 +532,7 @@ DM_LIB_BIG_FN void dm_watson_sh_family(int lmax, real kappa, real *w)
  * 1F1(1/2; 3/2; A) = (1/4pi) integral over the unit sphere of exp(n' A n) dn, by the
  * saddle-point approximation of Kume & Wood (2005) with its second-order correction.
  *
- * With a_i the eigenvalues of A: theta > max a_i solves sum 1/(theta - a_i) = 2, and with
+ * With a_i the eigenvalues of A: theta > max a_i solves s1 = sum 1/(theta - a_i) = 2, and with
  * s_k = sum (theta - a_i)^-k,
  *     log 1F1 ~ log(sqrt(pi)/2) - log(pi s2)/2 - sum log(theta - a_i)/2 + theta + T,
  *     T = 3 s4 / (2 s2^2) - 5 s3^2 / (3 s2^3).
@@ -542,108 +542,71 @@ DM_LIB_BIG_FN void dm_watson_sh_family(int lmax, real kappa, real *w)
  * function smooth where eigenvalues coincide.  The caller removes the trace first, so that
  * Q(theta) = theta^3 + c1 theta - c0 with c1 = sum of the principal 2x2 minors (<= 0) and
  * c0 = det A of the trace-free matrix, and adds trace/3 back.
+ *
+ * theta itself is a root of a cubic: s1 = Q'/Q = 2 reads 2 theta^3 - 3 theta^2 + 2 c1 theta
+ * - (2 c0 + c1) = 0, which has one root in each gap between the eigenvalues and one above them
+ * all, at least 1/2 above the largest.  theta is that largest root: the trigonometric solution,
+ * then Newton steps until they stop moving it, one or two (where two roots come close, the
+ * arccosine loses digits that they restore; a numerical derivative may step just outside the
+ * (c1, c0) of symmetric matrices, where the cubic has one real root and r is clipped).  With s1 = 2, the derivatives of log Q give s2 = 4 - R2, s3 = 8 - 3 R2 + R3/2 and
+ * s4 = 16 - 8 R2 + R2^2/2 + 4 R3/3, where R2 = Q''(theta)/Q = 6 theta/Q and R3 = Q'''/Q = 6/Q.
  * Error of the approximation itself: up to ~5% in 1F1 (against quadrature, test_mathlib.c),
  * largely cancelling in the ratios NODDI-Bingham uses (~0.3%, 1.5% at kappa = 1). */
 
-typedef struct dm_dual2_ {
+typedef struct dm_hyp1f1_ {
     real v, d1, d0;
-} dm_dual2_; /* a value and two partials */
+} dm_hyp1f1_; /* log 1F1 and its partials in c1 and c0 */
 
-DM_LIB_FN dm_dual2_ dm_dual2_make_(real v, real d1, real d0)
+/* log 1F1(1/2; 3/2; A) for a trace-free symmetric 3x3 A given by c1 and c0 as above, and, when
+ * `partials`, its partial derivatives in c1 and c0: exact derivatives of the approximation,
+ * theta's through s1(theta, c1, c0) = 2 (implicit differentiation). */
+DM_LIB_BIG_FN dm_hyp1f1_ dm_log_hyp1f1_(real c1, real c0, int partials)
 {
-    dm_dual2_ r;
-    r.v = v;
-    r.d1 = d1;
-    r.d0 = d0;
-    return r;
-}
-DM_LIB_FN dm_dual2_ dm_dual2_add_(dm_dual2_ x, dm_dual2_ y)
-{
-    return dm_dual2_make_(x.v + y.v, x.d1 + y.d1, x.d0 + y.d0);
-}
-DM_LIB_FN dm_dual2_ dm_dual2_scale_(dm_dual2_ x, real k)
-{
-    return dm_dual2_make_(k * x.v, k * x.d1, k * x.d0);
-}
-DM_LIB_FN dm_dual2_ dm_dual2_mul_(dm_dual2_ x, dm_dual2_ y)
-{
-    return dm_dual2_make_(x.v * y.v, x.d1 * y.v + x.v * y.d1, x.d0 * y.v + x.v * y.d0);
-}
-DM_LIB_FN dm_dual2_ dm_dual2_div_(dm_dual2_ x, dm_dual2_ y)
-{
-    real q = x.v / y.v;
-    return dm_dual2_make_(q, (x.d1 - q * y.d1) / y.v, (x.d0 - q * y.d0) / y.v);
-}
-DM_LIB_FN dm_dual2_ dm_dual2_log_(dm_dual2_ x)
-{
-    return dm_dual2_make_(log(x.v), x.d1 / x.v, x.d0 / x.v);
-}
-
-/* log 1F1(1/2; 3/2; A) for a trace-free symmetric 3x3 A given by c1 and c0 as above, with
- * its partial derivatives in c1 and c0 (exact derivatives of the approximation: forward
- * mode through the formulas). */
-DM_LIB_BIG_FN dm_dual2_ dm_log_hyp1f1_dual_(real c1, real c0)
-{
-    /* Newton on phi(theta) = Q/Q' = 1 / sum 1/(theta - a_i), which is increasing and concave
-     * above the largest eigenvalue, from theta = a_max + 1/2 (the root lies in
-     * [a_max + 1/2, a_max + 3/2]): monotone convergence, no overshoot into the poles.
-     * a_max comes from the trigonometric solution of the cubic; its error where two
-     * eigenvalues coincide (~sqrt(eps) of their spread) only moves the start. */
-    real p3 = -c1 / 3, amax = 0;
-    if (p3 > 0) {
-        real r = (real)-1.5 * c0 / c1 * sqrt(1 / p3);
-        if (!(r < 1)) /* also catches NaN */
-            r = 1;
-        if (r < -1) r = -1;
-        amax = 2 * sqrt(p3) * cos(acos(r) / 3);
-    }
-    real th = amax + (real)0.5;
-    for (int it = 0; it < 100; it++) {
-        real q = (th * th + c1) * th - c0, q1 = 3 * th * th + c1;
-        real step = (q / q1 - (real)0.5) / (1 - q * 6 * th / (q1 * q1));
+    /* theta - 1/2 is the largest root of t^3 - pp t - qq, pp >= 3/4: all three are real */
+    const real pp = (real)0.75 - c1, qq = c0 + (real)0.25;
+    const real s = sqrt(pp / 3);
+    real r = qq / (2 * s * s * s);
+    if (!(r < 1)) /* also catches NaN */
+        r = 1;
+    if (r < -1) r = -1;
+    real th = 2 * s * cos(acos(r) / 3) + (real)0.5;
+    for (int it = 0; it < 8; it++) { /* one step, or two; more just outside the domain */
+        const real step = (((2 * th - 3) * th + 2 * c1) * th - (2 * c0 + c1)) /
+                          ((6 * th - 6) * th + 2 * c1);
         th -= step;
-        if (fabs(step) <= 4 * DM_REAL_EPS * (fabs(th) + 1)) break;
+        if (fabs(step) <= 4 * DM_REAL_EPS * (th + 1)) break;
     }
-    /* theta depends on (c1, c0) through s1 = Q'/Q = 2: dtheta/dc = (ds1/dc) / s2. */
-    real q = (th * th + c1) * th - c0, q1 = 3 * th * th + c1, q2 = 6 * th;
-    real s2 = (q1 * q1 - q * q2) / (q * q);
-    dm_dual2_ T = dm_dual2_make_(th, (q - q1 * th) / (q * q) / s2, q1 / (q * q) / s2);
-    dm_dual2_ C1 = dm_dual2_make_(c1, 1, 0), C0 = dm_dual2_make_(c0, 0, 1);
-    dm_dual2_ TT = dm_dual2_mul_(T, T);
-    dm_dual2_ Q = dm_dual2_add_(dm_dual2_mul_(dm_dual2_add_(TT, C1), T), dm_dual2_scale_(C0, -1));
-    dm_dual2_ Q1 = dm_dual2_add_(dm_dual2_scale_(TT, 3), C1);
-    dm_dual2_ L1 = dm_dual2_div_(Q1, Q);                      /* (log Q)' = s1 */
-    dm_dual2_ R2 = dm_dual2_div_(dm_dual2_scale_(T, 6), Q);   /* Q''/Q */
-    dm_dual2_ R3 = dm_dual2_div_(dm_dual2_make_(6, 0, 0), Q); /* Q'''/Q */
-    dm_dual2_ L1sq = dm_dual2_mul_(L1, L1);
-    /* s2 = -(log Q)'', s3 = (log Q)'''/2, s4 = -(log Q)''''/6 */
-    dm_dual2_ S2 = dm_dual2_add_(L1sq, dm_dual2_scale_(R2, -1));
-    dm_dual2_ S3 =
-        dm_dual2_scale_(dm_dual2_add_(dm_dual2_add_(R3, dm_dual2_scale_(dm_dual2_mul_(R2, L1), -3)),
-                                      dm_dual2_scale_(dm_dual2_mul_(L1sq, L1), 2)),
-                        (real)0.5);
-    dm_dual2_ L4 = dm_dual2_add_(dm_dual2_add_(dm_dual2_scale_(dm_dual2_mul_(R3, L1), -4),
-                                               dm_dual2_scale_(dm_dual2_mul_(R2, R2), -3)),
-                                 dm_dual2_add_(dm_dual2_scale_(dm_dual2_mul_(R2, L1sq), 12),
-                                               dm_dual2_scale_(dm_dual2_mul_(L1sq, L1sq), -6)));
-    dm_dual2_ S4 = dm_dual2_scale_(L4, -(real)1 / 6);
-    dm_dual2_ S2sq = dm_dual2_mul_(S2, S2);
-    dm_dual2_ corr =
-        dm_dual2_add_(dm_dual2_scale_(dm_dual2_div_(S4, S2sq), (real)1.5),
-                      dm_dual2_scale_(dm_dual2_div_(dm_dual2_mul_(S3, S3), dm_dual2_mul_(S2sq, S2)),
-                                      -(real)5 / 3));
-    dm_dual2_ r = dm_dual2_add_(
-        dm_dual2_add_(dm_dual2_scale_(dm_dual2_log_(dm_dual2_scale_(S2, DM_PI)), -(real)0.5),
-                      dm_dual2_scale_(dm_dual2_log_(Q), -(real)0.5)),
-        dm_dual2_add_(T, corr));
-    r.v += (real)-0.12078223763524522; /* log(sqrt(pi)/2) */
-    return r;
+    const real q = (th * th + c1) * th - c0, u = 1 / q;
+    const real R3 = 6 * u, R2 = th * R3;
+    const real S2 = 4 - R2, S3 = 8 - 3 * R2 + (real)0.5 * R3;
+    const real S4 = 16 - 8 * R2 + (real)0.5 * R2 * R2 + (real)4 / 3 * R3;
+    const real is2 = 1 / S2, is2sq = is2 * is2, is2cu = is2sq * is2;
+    dm_hyp1f1_ out;
+    out.v = (real)-0.12078223763524522 /* log(sqrt(pi)/2) */ - (real)0.5 * log(DM_PI * S2 * q) +
+            th + (real)1.5 * S4 * is2sq - (real)5 / 3 * S3 * S3 * is2cu;
+    out.d1 = 0;
+    out.d0 = 0;
+    if (partials) {
+        /* backwards: the correction's partials in s2, s3, s4; then in R2 and R3 (with the
+         * -log(s2)/2 term); then in Q at fixed theta (f_q), and in theta along s1 = 2 at fixed
+         * Q (h: there the leading terms' 1 - s1/2 vanishes); dtheta/dc1 = (1 - 2 theta)/(Q s2),
+         * dtheta/dc0 = 2/(Q s2), and at fixed theta dQ/dc1 = theta, dQ/dc0 = -1. */
+        const real c_s2 = (5 * S3 * S3 * is2 - 3 * S4) * is2cu;
+        const real c_s3 = -(real)10 / 3 * S3 * is2cu, c_s4 = (real)1.5 * is2sq;
+        const real g_r2 = (real)0.5 * is2 - c_s2 - 3 * c_s3 + (R2 - 8) * c_s4;
+        const real g_r3 = (real)0.5 * c_s3 + (real)4 / 3 * c_s4;
+        const real f_q = -(real)0.5 * u - 6 * u * u * (g_r2 * th + g_r3);
+        const real h = 6 * u * (g_r2 * (1 - 2 * th) - 2 * g_r3), uh = u * is2 * h;
+        out.d1 = (1 - 2 * th) * uh + f_q * th;
+        out.d0 = 2 * uh - f_q;
+    }
+    return out;
 }
 
 /* log 1F1 (which = 0) or its partial in c1 (which = 1) or c0 (which = 2), as above. */
 DM_LIB_FN real dm_log_hyp1f1_dep(int which, real c1, real c0)
 {
-    dm_dual2_ r = dm_log_hyp1f1_dual_(c1, c0);
+    dm_hyp1f1_ r = dm_log_hyp1f1_(c1, c0, which != 0);
     return which == 0 ? r.v : which == 1 ? r.d1 : r.d0;
 }
 
@@ -651,7 +614,7 @@ DM_LIB_FN real dm_log_hyp1f1_dep(int which, real c1, real c0)
  * partials from one saddle-point solve. */
 DM_LIB_FN void dm_log_hyp1f1_family(real c1, real c0, real *out)
 {
-    dm_dual2_ r = dm_log_hyp1f1_dual_(c1, c0);
+    dm_hyp1f1_ r = dm_log_hyp1f1_(c1, c0, 1);
     out[0] = r.v;
     out[1] = r.d1;
     out[2] = r.d0;
@@ -672,7 +635,7 @@ DM_LIB_BIG_FN void dm_bingham_moment_family(real a0, real a1, real a2, real *out
     amax = amax > a2 ? amax : a2;
     real b0 = a0 - amax, b1 = a1 - amax, b2 = a2 - amax; /* <= 0; theta - amax in [1/2, 3/2] */
     real th = (real)0.5;
-    for (int it = 0; it < 100; it++) { /* Newton on 1/s1 = 1/2, as in dm_log_hyp1f1_dual_ */
+    for (int it = 0; it < 100; it++) { /* Newton on 1/s1 = 1/2: monotone from theta = 1/2 */
         real y0 = 1 / (th - b0), y1 = 1 / (th - b1), y2 = 1 / (th - b2);
         real s1 = y0 + y1 + y2, s2 = y0 * y0 + y1 * y1 + y2 * y2;
         real step = (1 / s1 - (real)0.5) * s1 * s1 / s2;
