@@ -9,8 +9,8 @@
 #   1. the orientation from a tensor fit: dimoc dti's V1 as th, ph and its V2, perpendicular
 #      to V1, as the fanning direction psi (dimoc angles; separate commands, as the model
 #      language has no tensor start for psi: `init from` knows b0, md, theta(K), phi(K));
-#   2. a grid search over fiso, d, kappa1 >= kappa2 (kappa2's values just below kappa1's, as
-#      in noddi_bingham.sh), the orientation held, S0 the mean b=0 signal;
+#   2. a grid search over fiso, d, kappa1 >= kappa2 (kappa2's values just below kappa1's and
+#      kappa1's least 1.2, as in noddi_bingham.sh), the orientation held, S0 the mean b=0 signal;
 #   3. Levenberg-Marquardt with th and ph held;
 #   4. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
 # dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, d, kappa1, kappa2,
@@ -29,7 +29,7 @@ $dimoc angles "$stages/dti/V1$ext" --fanning "$stages/dti/V2$ext" --out "$stages
 # 2-4. The grid, the fit with the orientation held, everything.
 cascade grid --method grid --init-from "$stages/angles" --fixed th,ph,psi --out-type float64 \
     --grid fiso=0,0.1,0.2,0.3,0.5,0.7 --grid d=0.8e-3,1.2e-3,1.7e-3,2.4e-3 \
-    --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56 \
+    --grid kappa1=1.2,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56 \
     --then oriented --method lm --fixed th,ph --out-type float64 \
     --then final "${last[@]}"
 

@@ -12,7 +12,9 @@
 #      orientation, starts the fanning direction (psi);
 #   2. a grid search over kappa1 >= kappa2, everything else held (kappa2's values lie just
 #      below kappa1's: a start on kappa2 = kappa1 sits on the constraint, where LM's steps that
-#      break it are refused and it may never leave);
+#      break it are refused and it may never leave; and kappa1's least is 1.2, for LM moves a
+#      start closer to a bound than about 1.02 out to there, which put kappa1 = 1 and kappa2 =
+#      0.5 or 0.9 on one start, on the constraint, where a tenth of the voxels stayed);
 #   3. Levenberg-Marquardt on the dispersion (kappa1, kappa2, psi), the rest held;
 #   4. Levenberg-Marquardt on all the parameters (then MCMC with --mcmc).
 # dimoc's outputs stay in OUTDIR/dimoc/STAGE/; OUTDIR gets the final fiso, fintra, kappa1,
@@ -42,7 +44,7 @@ watson=$out/noddi_watson/dimoc
 # 2-4. The grid over the concentrations, the dispersion, everything.
 cascade grid --method grid --init-from "$watson/final" --init psi="$stages/angles/psi$ext" \
     --fixed S0,fintra,fiso,th,ph,psi --out-type float64 \
-    --grid kappa1=1,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56 \
+    --grid kappa1=1.2,2,4,8,16,32,63 --grid kappa2=0.5,0.9,1.8,3.6,7,14,28,56 \
     --then dispersion --method lm --fixed S0,fintra,fiso,th,ph --out-type float64 \
     --then final "${last[@]}"
 

@@ -1,13 +1,17 @@
 """NODDI-Bingham recovery with the shipped pipeline (pipelines/noddi_bingham.sh), on the synthetic
 set of thesis section 5.5.2, Table 5.3: 9 b=0, 30 at b=711, 60 at b=2855 s/mm^2; S0 1000,
 fintra 0.8, fiso 0, psi = pi/3, SNR 20 (Rician); the four dispersion scenarios (kappa1, kappa2)
-= (40, 39), (2.1, 1.8), (5.5, 1.5), (25, 0.9), each with N random orientations.  The thesis
-generates with NODDI's axon-radius model; here noddi_bingham itself generates the data.
+= (40, 39), (2.1, 1.8), (5.5, 1.5), (25, 0.9), each with N random orientations, and a fifth of
+wide dispersion, (1, 0.5), below the least concentration at which LM begins a parameter (about
+1.02: closer to a bound it starts at that distance), where a grid that began kappa1 at 1 left
+a quarter of the voxels on the constraint kappa2 = kappa1.  The thesis generates with NODDI's
+axon-radius model; here noddi_bingham itself generates the data.
 
 Checked (medians over each scenario's voxels): fintra within 0.05 and fiso within 0.03 of the
-truth in every scenario, the mean orientation within 5 degrees, the fanning direction within
-10 degrees where the dispersion is anisotropic, ODItot within 0.02 everywhere, and every
-concentration below 16 within 15%.  Concentrations above 16 (40, 39, 25) are the known
+truth in every scenario, the mean orientation within 5 degrees (12 at ODItot 0.6, where it is
+weakly determined), the fanning direction within 10 degrees where the dispersion is
+anisotropic, ODItot within 0.02 everywhere, every concentration below 16 within 15%, and fewer
+than 5% of the voxels ending with kappa2 = kappa1 exactly.  Concentrations above 16 (40, 39, 25) are the known
 difficulty (thesis: "high concentration values (kappa > 16) are more difficult to estimate"):
 their medians are printed and written into docs/pipelines.md, not held to a tolerance."""
 import os
@@ -18,7 +22,7 @@ import numpy as np
 from dmtest import angle_deg, check, dimoc, finish, load, random_directions, save, scheme, workdir
 
 N = 250  # orientations per scenario, as the thesis
-SCENARIOS = [(40.0, 39.0), (2.1, 1.8), (5.5, 1.5), (25.0, 0.9)]
+SCENARIOS = [(40.0, 39.0), (2.1, 1.8), (5.5, 1.5), (25.0, 0.9), (1.0, 0.5)]
 d = workdir("noddi_bingham")
 bvals, bvecs = scheme(d, "9x0,30x711,60x2855")
 rng = np.random.default_rng(53)
@@ -63,7 +67,12 @@ for r, (k1, k2) in enumerate(SCENARIOS):
     check(f"{tag}-fintra", abs(med["fintra"] - 0.8) < 0.05, f"median {med['fintra']:.3f}, true 0.8")
     check(f"{tag}-fiso", abs(med["fiso"]) < 0.03, f"median {med['fiso']:.3f}, true 0")
     check(f"{tag}-ODItot", abs(med["ODItot"] - odi_true) < 0.02, f"median {med['ODItot']:.4f}, true {odi_true:.4f}")
-    check(f"{tag}-orientation", np.median(dyad_err[r]) < 5, f"median error {np.median(dyad_err[r]):.1f} deg")
+    max_err = 5 if odi_true < 0.5 else 12
+    check(f"{tag}-orientation", np.median(dyad_err[r]) < max_err, f"median error {np.median(dyad_err[r]):.1f} deg")
+    # a start on the constraint kappa2 = kappa1 stays there (LM's steps off it are refused)
+    on_ridge = np.mean(est["kappa1"][r] == est["kappa2"][r])
+    check(f"{tag}-not-left-on-the-constraint", on_ridge < 0.05,
+          f"{100 * on_ridge:.1f}% of voxels end with kappa2 = kappa1")
     if k1 / k2 > 2:  # a fanning direction exists
         check(f"{tag}-fanning", np.median(fan_err[r]) < 10, f"median error {np.median(fan_err[r]):.1f} deg")
     for name, true in (("kappa1", k1), ("kappa2", k2)):
