@@ -17,11 +17,6 @@
  *
  * Iterations count trial steps (solve + cost).  Converged (DM_STATUS_FITTED) when
  *   - lambda exceeds 1e20 (the thesis' criterion: no step in any direction lowers the cost), or
- *   - a trial step within the bounds and constraints costs what the current point costs, to
- *     the bit: the cost is flat to its rounding along the step, and the smaller steps of a
- *     larger lambda could only gain rounding noise, which the decrease test below stops at
- *     (raising lambda to 1e20 from there took up to 20 more sweeps, most often in voxels of
- *     free water, whose fractions are undetermined), or
  *   - a successful step moved every free coordinate by at most DM_LM_XTOL (1 + |x|) (1e-12 in
  *     double, 1e-6 in float): the parameters themselves have converged, so two builds that
  *     round differently (CPU and GPU) stop at the same point to that precision, or
@@ -198,7 +193,7 @@ DM_FN_ONCE int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real 
             delta[i] = jtr[i];
         }
         (*iterations)++;
-        int improved = 0, flat = 0;
+        int improved = 0;
         real cost_new = cost;
         if (dm_lu_solve(n, h, delta)) {
             for (int k = 0; k < DM_NPARAMS; k++) x_new[k] = x[k];
@@ -207,7 +202,6 @@ DM_FN_ONCE int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real 
             if (dm_params_valid(p_new, d->vox)) {
                 cost_new = dm_sse(d, p_new);
                 improved = dm_finite(cost_new) && cost_new < cost;
-                flat = cost_new == cost;
             }
         }
         if (improved) {
@@ -230,7 +224,7 @@ DM_FN_ONCE int dm_lm_fit(const dm_fit_config *cfg, const dm_voxel_data *d, real 
             }
         } else {
             lambda *= 10;
-            if (lambda > DM_LM_LAMBDA_MAX || flat) {
+            if (lambda > DM_LM_LAMBDA_MAX) {
                 status = DM_STATUS_FITTED;
                 break;
             }
