@@ -548,7 +548,8 @@ DM_LIB_BIG_FN void dm_watson_sh_family(int lmax, real kappa, real *w)
  * all, at least 1/2 above the largest.  theta is that largest root: the trigonometric solution,
  * then Newton steps until they stop moving it, one or two (where two roots come close, the
  * arccosine loses digits that they restore; a numerical derivative may step just outside the
- * (c1, c0) of symmetric matrices, where the cubic has one real root and r is clipped).  With s1 = 2, the derivatives of log Q give s2 = 4 - R2, s3 = 8 - 3 R2 + R3/2 and
+ * (c1, c0) of symmetric matrices, where the cubic has one real root and r is clipped).
+ * With s1 = 2, the derivatives of log Q give s2 = 4 - R2, s3 = 8 - 3 R2 + R3/2 and
  * s4 = 16 - 8 R2 + R2^2/2 + 4 R3/3, where R2 = Q''(theta)/Q = 6 theta/Q and R3 = Q'''/Q = 6/Q.
  * Error of the approximation itself: up to ~5% in 1F1 (against quadrature, test_mathlib.c),
  * largely cancelling in the ratios NODDI-Bingham uses (~0.3%, 1.5% at kappa = 1). */
