@@ -17,7 +17,34 @@ struct dm_commit_cpu {
     double *buf[2], *r, *rx, *rp;
     int ax_of_x; /* 1 while ax is A x of the current x (dm_commit_cpu_fitted) */
     int threads;
+    double *group_term; /* each group's part of Omega, summed in group order */
+    long group_cap;
+    double *part; /* the pieces' sums (below) */
 };
+
+/* Sums that are the same bits for every number of threads: [0, n) in pieces of PIECE values,
+ * each piece summed in order by whichever thread has it, then the pieces' sums added in order.
+ * (An OpenMP reduction adds the threads' sums in the order they finish: with three threads or
+ * more, other bits from one run to the next, and other bits for each thread count.) */
+enum { PIECE = 4096, MAX_SUMS = 3 };
+
+static long pieces_of(long n)
+{
+    return (n + PIECE - 1) / PIECE;
+}
+
+static long piece_end(long p, long n)
+{
+    return (p + 1) * PIECE < n ? (p + 1) * PIECE : n;
+}
+
+/* sum[0 .. k) from the pieces' sums part[p MAX_SUMS + 0 .. k), in piece order */
+static void add_pieces(const double *part, long np, int k, double *sum)
+{
+    for (int i = 0; i < k; i++) sum[i] = 0;
+    for (long p = 0; p < np; p++)
+        for (int i = 0; i < k; i++) sum[i] += part[p * MAX_SUMS + i];
+}
 
 void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat, double *runs,
                       int threads)
@@ -32,6 +59,20 @@ void dm_commit_cpu_ax(const dm_commit_operator *A, const double *x, double *yhat
 #pragma omp for schedule(dynamic, 64)
         for (long v = 0; v < nv; v++) dm_commit_ax_voxel(&A->op, x, runs, v, yhat + v * ns);
     }
+}
+
+static double sum_of_squares(dm_commit_cpu *c, const double *v, long n)
+{
+    const long np = pieces_of(n);
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (long p = 0; p < np; p++) {
+        double s = 0;
+        for (long i = p * PIECE; i < piece_end(p, n); i++) s += v[i] * v[i];
+        c->part[p * MAX_SUMS] = s;
+    }
+    double s;
+    add_pieces(c->part, np, 1, &s);
+    return s;
 }
 
 static int start(void *ctx, const double *x0)
@@ -52,13 +93,18 @@ static int residual(void *ctx, int which, double *half_sq)
         c->rx = c->buf[1];
     }
     double *out = which == DM_COMMIT_X ? c->rx : c->r;
-    const long n = c->A->nrows;
-    double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(c->threads)
-    for (long i = 0; i < n; i++) {
-        out[i] = c->ax[i] - c->y[i];
-        s += out[i] * out[i];
+    const long n = c->A->nrows, np = pieces_of(n);
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (long p = 0; p < np; p++) {
+        double s = 0;
+        for (long i = p * PIECE; i < piece_end(p, n); i++) {
+            out[i] = c->ax[i] - c->y[i];
+            s += out[i] * out[i];
+        }
+        c->part[p * MAX_SUMS] = s;
     }
+    double s;
+    add_pieces(c->part, np, 1, &s);
     *half_sq = 0.5 * s;
     return 0;
 }
@@ -87,33 +133,33 @@ static int curvature(void *ctx, double *agag, double *gg)
 {
     dm_commit_cpu *c = ctx;
     dm_commit_cpu_ax(c->A, c->g, c->ag, c->runs, c->threads);
-    double a = 0, b = 0;
-    const long m = c->A->nrows, n = c->A->ncols;
-#pragma omp parallel for reduction(+ : a) schedule(static) num_threads(c->threads)
-    for (long i = 0; i < m; i++) a += c->ag[i] * c->ag[i];
-#pragma omp parallel for reduction(+ : b) schedule(static) num_threads(c->threads)
-    for (long j = 0; j < n; j++) b += c->g[j] * c->g[j];
-    *agag = a;
-    *gg = b;
+    *agag = sum_of_squares(c, c->ag, c->A->nrows);
+    *gg = sum_of_squares(c, c->g, c->A->ncols);
     return 0;
 }
 
 static int prox_step(void *ctx, double step, double *lin, double *sq)
 {
     dm_commit_cpu *c = ctx;
-    double l = 0, q = 0;
-    const long n = c->A->ncols;
+    const long n = c->A->ncols, np = pieces_of(n);
     c->ax_of_x = 0;
-#pragma omp parallel for reduction(+ : l, q) schedule(static) num_threads(c->threads)
-    for (long j = 0; j < n; j++) {
-        double v = c->xhat[j] - step * c->g[j];
-        c->x[j] = v > 0 ? v : 0;
-        double d = c->x[j] - c->xhat[j];
-        l += d * c->g[j];
-        q += d * d;
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (long p = 0; p < np; p++) {
+        double l = 0, q = 0;
+        for (long j = p * PIECE; j < piece_end(p, n); j++) {
+            double v = c->xhat[j] - step * c->g[j];
+            c->x[j] = v > 0 ? v : 0;
+            double d = c->x[j] - c->xhat[j];
+            l += d * c->g[j];
+            q += d * d;
+        }
+        c->part[p * MAX_SUMS] = l;
+        c->part[p * MAX_SUMS + 1] = q;
     }
-    *lin = l;
-    *sq = q;
+    double sum[2];
+    add_pieces(c->part, np, 2, sum);
+    *lin = sum[0];
+    *sq = sum[1];
     return 0;
 }
 
@@ -136,8 +182,16 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
     for (long j = 0; j < n; j++)
         c->x[j] = dm_commit_soft_threshold(c->xhat[j] - step * c->g[j], step * lambda_of(reg, j));
     double om = 0;
+    if (reg->lambda_group > 0 && reg->ngroups > c->group_cap) {
+        double *t = realloc(c->group_term, (size_t)reg->ngroups * sizeof *t);
+        if (!t) return dm_set_error("commit: out of memory for the group lasso");
+        c->group_term = t;
+        c->group_cap = reg->ngroups;
+    }
     if (reg->lambda_group > 0) { /* each group shrunk towards 0 by its weight */
-#pragma omp parallel for reduction(+ : om) schedule(dynamic, 64) num_threads(c->threads)
+        /* the groups' terms kept apart and summed in order below: a reduction over a dynamic
+         * schedule would add them in an order of the threads' timing, other bits each run */
+#pragma omp parallel for schedule(dynamic, 64) num_threads(c->threads)
         for (long k = 0; k < reg->ngroups; k++) {
             double n2 = 0, wl = step * reg->lambda_group * reg->group_w[k];
             for (long i = reg->group_start[k]; i < reg->group_start[k + 1]; i++)
@@ -148,21 +202,30 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
                 *v = ic_free || *v * f > 0 ? *v * f : 0;
                 m2 += *v * *v;
             }
-            om += reg->group_w[k] * sqrt(m2);
+            c->group_term[k] = reg->group_w[k] * sqrt(m2);
         }
+        for (long k = 0; k < reg->ngroups; k++) om += c->group_term[k];
     }
-    double l = 0, q = 0, l1 = 0;
-#pragma omp parallel for reduction(+ : l, q, l1) schedule(static) num_threads(c->threads)
-    for (long j = 0; j < n; j++) {
-        c->x[j] = dm_commit_project(c->x[j], j, reg->nf, reg->ec_end, reg->free_blocks);
-        double d = c->x[j] - c->xhat[j];
-        l += d * c->g[j];
-        q += d * d;
-        l1 += lambda_of(reg, j) * fabs(c->x[j]);
+    const long np = pieces_of(n);
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (long p = 0; p < np; p++) {
+        double l = 0, q = 0, l1 = 0;
+        for (long j = p * PIECE; j < piece_end(p, n); j++) {
+            c->x[j] = dm_commit_project(c->x[j], j, reg->nf, reg->ec_end, reg->free_blocks);
+            double d = c->x[j] - c->xhat[j];
+            l += d * c->g[j];
+            q += d * d;
+            l1 += lambda_of(reg, j) * fabs(c->x[j]);
+        }
+        c->part[p * MAX_SUMS] = l;
+        c->part[p * MAX_SUMS + 1] = q;
+        c->part[p * MAX_SUMS + 2] = l1;
     }
-    *lin = l;
-    *sq = q;
-    *omega = l1 + reg->lambda_group * om;
+    double sum[3];
+    add_pieces(c->part, np, 3, sum);
+    *lin = sum[0];
+    *sq = sum[1];
+    *omega = sum[2] + reg->lambda_group * om;
     return 0;
 }
 
@@ -176,16 +239,22 @@ static int get_g(void *ctx, double *g)
 static int change(void *ctx, double *dx2, double *x2)
 {
     dm_commit_cpu *c = ctx;
-    double a = 0, b = 0;
-    const long n = c->A->ncols;
-#pragma omp parallel for reduction(+ : a, b) schedule(static) num_threads(c->threads)
-    for (long j = 0; j < n; j++) {
-        double d = c->x[j] - c->prev[j];
-        a += d * d;
-        b += c->x[j] * c->x[j];
+    const long n = c->A->ncols, np = pieces_of(n);
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (long p = 0; p < np; p++) {
+        double a = 0, b = 0;
+        for (long j = p * PIECE; j < piece_end(p, n); j++) {
+            double d = c->x[j] - c->prev[j];
+            a += d * d;
+            b += c->x[j] * c->x[j];
+        }
+        c->part[p * MAX_SUMS] = a;
+        c->part[p * MAX_SUMS + 1] = b;
     }
-    *dx2 = a;
-    *x2 = b;
+    double sum[2];
+    add_pieces(c->part, np, 2, sum);
+    *dx2 = sum[0];
+    *x2 = sum[1];
     return 0;
 }
 
@@ -198,12 +267,19 @@ static int advance(void *ctx, double a, double *half_sq)
         c->xhat[j] = c->x[j] + a * (c->x[j] - c->prev[j]);
         c->prev[j] = c->x[j];
     }
-    double *out = c->rp, s = 0; /* R over R_PREV, whose values are read first */
-#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(c->threads)
-    for (long i = 0; i < m; i++) {
-        out[i] = dm_commit_extrapolate(c->rx[i], c->rp[i], a);
-        s += out[i] * out[i];
+    double *out = c->rp; /* R over R_PREV, whose values are read first */
+    const long mp = pieces_of(m);
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (long p = 0; p < mp; p++) {
+        double s = 0;
+        for (long i = p * PIECE; i < piece_end(p, m); i++) {
+            out[i] = dm_commit_extrapolate(c->rx[i], c->rp[i], a);
+            s += out[i] * out[i];
+        }
+        c->part[p * MAX_SUMS] = s;
     }
+    double s;
+    add_pieces(c->part, mp, 1, &s);
     c->r = out;
     c->rp = c->rx;
     c->rx = out; /* R is not needed after the gradient, before the next RX */
@@ -246,8 +322,10 @@ dm_commit_cpu *dm_commit_cpu_open(const dm_commit_operator *A, const double *y, 
     c->ax = dm_big_alloc(m * sizeof *c->ax);
     c->ag = calloc(m, sizeof *c->ag);
     c->runs = calloc((size_t)(A->nruns ? A->nruns : 1) * A->op.nic, sizeof *c->runs);
+    const long np = pieces_of((long)(m > n ? m : n));
+    c->part = malloc((size_t)np * MAX_SUMS * sizeof *c->part);
     if (!c->x || !c->xhat || !c->prev || !c->g || !c->buf[0] || !c->buf[1] || !c->ag || !c->runs ||
-        !c->ax) {
+        !c->ax || !c->part) {
         dm_commit_cpu_close(c);
         dm_set_error("commit: out of memory for the solver's vectors");
         return NULL;
@@ -269,5 +347,7 @@ void dm_commit_cpu_close(dm_commit_cpu *c)
     free(c->ax);
     free(c->ag);
     free(c->runs);
+    free(c->group_term);
+    free(c->part);
     free(c);
 }

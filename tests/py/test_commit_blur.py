@@ -52,8 +52,25 @@ def stage(p, out, *extra, tck=None, mask=True):
 
 
 def same_files(a, b, names):
+    """Whether the files are the same bytes; for images that differ, how their values do (none:
+    only the compressed bytes), and both runs' solver ends, so that a difference tells where it
+    began."""
     bad = [n for n in names if not filecmp.cmp(f"{a}/{n}", f"{b}/{n}", shallow=False)]
-    return not bad, "differ: " + ", ".join(bad) if bad else "identical"
+    if not bad:
+        return True, "identical"
+    said = []
+    for n in bad:
+        if n.endswith(".nii.gz"):
+            x, y = (np.asarray(nib.load(f"{r}/{n}").dataobj, float) for r in (a, b))
+            diff = np.abs(x - y)
+            n += f" ({int((diff > 0).sum())} voxels apart, by up to {diff.max():.3g})"
+        said.append(n)
+    ends = []
+    for r in (a, b):
+        prov = f"{r}/provenance.json"
+        res = json.load(open(prov))["results"] if os.path.exists(prov) else {}
+        ends.append(f"{res.get('iterations')} iterations, objective {res.get('objective')!r}")
+    return False, "differ: " + ", ".join(said) + "; " + " / ".join(ends)
 
 
 def read_dictionary(path, n):
