@@ -182,13 +182,13 @@ static int prox_step_reg(void *ctx, double step, const dm_commit_reg *reg, doubl
     for (long j = 0; j < n; j++)
         c->x[j] = dm_commit_soft_threshold(c->xhat[j] - step * c->g[j], step * lambda_of(reg, j));
     double om = 0;
-    if (reg->lambda_group > 0 && reg->ngroups > c->group_cap) {
-        double *t = realloc(c->group_term, (size_t)reg->ngroups * sizeof *t);
-        if (!t) return dm_set_error("commit: out of memory for the group lasso");
-        c->group_term = t;
-        c->group_cap = reg->ngroups;
-    }
     if (reg->lambda_group > 0) { /* each group shrunk towards 0 by its weight */
+        if (reg->ngroups > c->group_cap) {
+            double *t = realloc(c->group_term, (size_t)reg->ngroups * sizeof *t);
+            if (!t) return dm_set_error("commit: out of memory for the group lasso");
+            c->group_term = t;
+            c->group_cap = reg->ngroups;
+        }
         /* the groups' terms kept apart and summed in order below: a reduction over a dynamic
          * schedule would add them in an order of the threads' timing, other bits each run */
 #pragma omp parallel for schedule(dynamic, 64) num_threads(c->threads)
