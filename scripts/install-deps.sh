@@ -5,8 +5,8 @@
 set -euo pipefail
 # libdeflate-dev: whole-buffer decompression of .nii.gz, about twice zlib's speed (linked
 # statically, so the program needs no libdeflate where it runs); libisal-dev: Intel's ISA-L,
-# whose deflate compresses the .nii.gz outputs 4-5 times faster than libdeflate's fastest level
-# to the same size (docs/performance.md, "Writing .nii.gz"); libgiftiio-dev and
+# whose deflate compresses the .nii.gz outputs 4.3-4.8 times faster than libdeflate's fastest
+# level to within 1% of its size (docs/performance.md, "Writing .nii.gz"); libgiftiio-dev and
 # libexpat1-dev: GIFTI surfaces (linked statically); libzip-dev: TRX tractograms (zip archives,
 # stored or deflated, zip64); libjansson-dev: JSON read (TRX headers, BIDS sidecars; linked
 # statically); mrtrix3: the tests read

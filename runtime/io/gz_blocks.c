@@ -27,94 +27,104 @@ static uint32_t get32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* A thread's means of making members: ISA-L's stream state and the level's hash tables, the
- * member's output, and (dm_gz_write_filled) the buffer its bytes are made into. */
-typedef struct member_maker {
+/* Each member is deflated by ISA-L at level 0 with Huffman codes made for that member from a
+ * histogram of a sample of it (ISA-L's "semi-dynamic" compression: 1/8 of the member in 16 KiB
+ * pieces; every symbol gets a code, so the pieces left out are coded too).  Not at ISA-L's
+ * level 1: in ISA-L 2.30 (Debian 12) level 1's matches depend on the address of the stream
+ * state (measured: 4 of 20,000 placements of it gave other, valid bytes for the same data),
+ * so the same image gave another file now and then.  At level 0 with the member's own codes
+ * the bytes are a function of the member's bytes alone; the files are level 1's size (within
+ * 1%), compressed at 0.55-1.04 times its speed (docs/performance.md, bench/bench_gz.c). */
+enum { SAMPLE_PIECE = 16 << 10, SAMPLE_EVERY = 8 };
+
+struct dm_gz_packer {
     struct isal_zstream z;
-    int level;
-    uint32_t level_buf_size;
-    unsigned char *level_buf, *out, *made;
+    struct isal_hufftables codes;
+    struct isal_huff_histogram hist;
+};
+
+size_t dm_gz_packer_bytes(void)
+{
+    return sizeof(struct dm_gz_packer);
+}
+
+size_t dm_gz_member_bound(size_t n)
+{
+    return HEAD + TAIL + n + n / 8 + 1024; /* above deflate's bound, stored blocks included */
+}
+
+size_t dm_gz_pack_member(dm_gz_packer *p, const unsigned char *in, size_t n, unsigned char *out,
+                         size_t cap)
+{
+    if (n > BLOCK || cap < HEAD + TAIL) return 0;
+    memset(&p->hist, 0, sizeof p->hist);
+    for (size_t at = 0; at < n; at += (size_t)SAMPLE_PIECE * SAMPLE_EVERY)
+        isal_update_histogram((uint8_t *)in + at,
+                              (int)(n - at < SAMPLE_PIECE ? n - at : SAMPLE_PIECE), &p->hist);
+    if (isal_create_hufftables(&p->codes, &p->hist) != 0) return 0;
+    struct isal_zstream *z = &p->z;
+    memset(z, 0, sizeof *z); /* nothing of the member before (its hash table) kept */
+    isal_deflate_stateless_init(z);
+    z->level = 0;
+    z->hufftables = &p->codes;
+    z->gzip_flag = IGZIP_GZIP_NO_HDR;
+    z->flush = NO_FLUSH;
+    z->end_of_stream = 1;
+    z->next_in = (uint8_t *)in;
+    z->avail_in = (uint32_t)n;
+    z->next_out = out + HEAD;
+    z->avail_out = (uint32_t)(cap - HEAD);
+    if (isal_deflate_stateless(z) != COMP_OK) return 0;
+    static const unsigned char fixed[16] = {0x1f, 0x8b, 8,  4 /* FEXTRA */, 0,   0,   0, 0,
+                                            0,    255,  12, 0 /* XLEN */,   'D', 'm', 8, 0};
+    memcpy(out, fixed, sizeof fixed);
+    size_t total = HEAD + z->total_out; /* the trailer included (CRC32 and ISIZE) */
+    put32(out + 16, (uint32_t)total);
+    put32(out + 20, (uint32_t)n);
+    return total;
+}
+
+/* A thread's means of making members: its packer, the member's output, and
+ * (dm_gz_write_filled) the buffer its bytes are made into. */
+typedef struct member_maker {
+    dm_gz_packer packer;
+    unsigned char *out, *made;
     size_t cap;
 } member_maker;
-
-static uint32_t level_buf_size(int level)
-{
-    switch (level) {
-    case 0: return ISAL_DEF_LVL0_DEFAULT;
-    case 1: return ISAL_DEF_LVL1_DEFAULT;
-    case 2: return ISAL_DEF_LVL2_DEFAULT;
-    default: return ISAL_DEF_LVL3_DEFAULT;
-    }
-}
 
 static void maker_free(member_maker *m)
 {
     if (!m) return;
-    free(m->level_buf);
     free(m->out);
     free(m->made);
     free(m);
 }
 
 /* NULL when out of memory. */
-static member_maker *maker_new(int level, int filled)
+static member_maker *maker_new(int filled)
 {
     member_maker *m = calloc(1, sizeof *m);
     if (!m) return NULL;
-    m->level = level < 0 ? 0 : level > 3 ? 3 : level;
-    m->level_buf_size = level_buf_size(m->level);
-    m->cap = HEAD + TAIL + BLOCK + BLOCK / 8 + 1024; /* above deflate's bound for 1 MiB */
-    m->level_buf = m->level_buf_size ? malloc(m->level_buf_size) : NULL;
+    m->cap = dm_gz_member_bound(BLOCK);
     m->out = malloc(m->cap);
     m->made = filled ? malloc(BLOCK) : NULL;
-    if ((m->level_buf_size && !m->level_buf) || !m->out || (filled && !m->made)) {
+    if (!m->out || (filled && !m->made)) {
         maker_free(m);
         return NULL;
     }
     return m;
 }
 
-/* One member of in[0..n) into m->out: header with the sizes, raw deflate, and the trailer
- * (CRC32 and ISIZE, which ISA-L computes as it compresses).  Returns its length, 0 on
- * failure. */
-static size_t pack_member(member_maker *m, const unsigned char *in, size_t n)
-{
-    struct isal_zstream *z = &m->z;
-    /* The level's hash tables start empty for every member: left as the last member (or
-     * malloc) left them, they give valid but other matches, and the same image other bytes. */
-    if (m->level_buf) memset(m->level_buf, 0, m->level_buf_size);
-    isal_deflate_stateless_init(z);
-    z->level = (uint32_t)m->level;
-    z->level_buf = m->level_buf;
-    z->level_buf_size = m->level_buf_size;
-    z->gzip_flag = IGZIP_GZIP_NO_HDR;
-    z->flush = NO_FLUSH;
-    z->end_of_stream = 1;
-    z->next_in = (uint8_t *)in;
-    z->avail_in = (uint32_t)n;
-    z->next_out = m->out + HEAD;
-    z->avail_out = (uint32_t)(m->cap - HEAD);
-    if (isal_deflate_stateless(z) != COMP_OK) return 0;
-    static const unsigned char fixed[16] = {0x1f, 0x8b, 8,  4 /* FEXTRA */, 0,   0,   0, 0,
-                                            0,    255,  12, 0 /* XLEN */,   'D', 'm', 8, 0};
-    memcpy(m->out, fixed, sizeof fixed);
-    size_t total = HEAD + z->total_out; /* the trailer included */
-    put32(m->out + 16, (uint32_t)total);
-    put32(m->out + 20, (uint32_t)n);
-    return total;
-}
-
 /* The members of data[0..len), or of what fill makes (data NULL): compressed on all cores,
  * each written as soon as it and the ones before it are done, so that the writing of the file
  * (one thread at a time, in order) overlaps the compressing of the members after it. */
-static int write_members(FILE *f, const unsigned char *data, size_t len, int level, dm_gz_fill fill,
-                         void *ctx)
+static int write_members(FILE *f, const unsigned char *data, size_t len, dm_gz_fill fill, void *ctx)
 {
     size_t nblocks = len ? (len + BLOCK - 1) / BLOCK : 1;
     int failed = 0, err = 0;
 #pragma omp parallel if (nblocks > 1) /* one block: no team to wake (a small map's write) */
     {
-        member_maker *m = maker_new(level, fill != NULL);
+        member_maker *m = maker_new(fill != NULL);
 #pragma omp for ordered schedule(dynamic, 1)
         for (size_t i = 0; i < nblocks; i++) {
             size_t at = i * BLOCK, n = len - at < BLOCK ? len - at : BLOCK, got = 0;
@@ -124,7 +134,7 @@ static int write_members(FILE *f, const unsigned char *data, size_t len, int lev
             if (!stop && m) {
                 const unsigned char *in = data ? data + at : m->made;
                 if (fill && n) fill(ctx, at, n, m->made);
-                got = pack_member(m, in, n);
+                got = dm_gz_pack_member(&m->packer, in, n, m->out, m->cap);
             }
 #pragma omp ordered
             {
@@ -150,14 +160,14 @@ static int write_members(FILE *f, const unsigned char *data, size_t len, int lev
     return failed ? -1 : 0;
 }
 
-int dm_gz_write_blocks(FILE *f, const void *data, size_t len, int level)
+int dm_gz_write_blocks(FILE *f, const void *data, size_t len)
 {
-    return write_members(f, data, len, level, NULL, NULL);
+    return write_members(f, data, len, NULL, NULL);
 }
 
-int dm_gz_write_filled(FILE *f, size_t len, int level, dm_gz_fill fill, void *ctx)
+int dm_gz_write_filled(FILE *f, size_t len, dm_gz_fill fill, void *ctx)
 {
-    return write_members(f, NULL, len, level, fill, ctx);
+    return write_members(f, NULL, len, fill, ctx);
 }
 
 int dm_gz_is_blocked(const unsigned char *p, size_t n)

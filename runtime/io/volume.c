@@ -855,9 +855,9 @@ static int write_stream(const char *path, const char *ending, const unsigned cha
     int ok = f != NULL, stopped = 0, saved_errno = errno;
     if (ok && (stopped = dm_stop_requested() != 0)) ok = 0; /* a signal: stop, remove it */
     if (ok && filled)
-        ok = dm_gz_write_filled(f, nbytes, 1, fill_image, &im) == 0;
+        ok = dm_gz_write_filled(f, nbytes, fill_image, &im) == 0;
     else if (ok)
-        ok = gz ? dm_gz_write_blocks(f, img, nbytes, 1) == 0 : fwrite(img, 1, nbytes, f) == nbytes;
+        ok = gz ? dm_gz_write_blocks(f, img, nbytes) == 0 : fwrite(img, 1, nbytes, f) == nbytes;
     if (!ok) saved_errno = errno;
     if (f && fclose(f) != 0 && ok) {
         ok = 0;
