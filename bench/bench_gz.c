@@ -4,9 +4,10 @@
  * state lies in memory), libdeflate's level 1 and zlib's level 1 (niftilib, FSL, MRtrix).
  * For each image given: MB/s of uncompressed bytes, the compressed size over the raw size, and
  * dimoc's speed over each peer's.  Not a test.  Build and run:
- *   make && cc -O2 -fopenmp -Iruntime -o /tmp/bench_gz bench/bench_gz.c -Lbuild -ldimoc-runtime \
- *       -l:libdeflate.a -lisal -lz && /tmp/bench_gz IMAGE.nii.gz ... */
+ *   make && cc -O2 -fopenmp -Iruntime -I/usr/include/nifti -o /tmp/bench_gz bench/bench_gz.c -Lbuild -ldimoc-runtime \
+ *       -lnifti2 -lznz -l:libdeflate.a -lisal -lz -lm && /tmp/bench_gz IMAGE.nii.gz ... */
 #include "io/gz_blocks.h"
+#include "io/volume.h"
 
 #include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
@@ -79,26 +80,6 @@ static size_t pack_zlib1(void *state, const unsigned char *in, size_t n, unsigne
     return len;
 }
 
-/* The image's bytes as its file holds them, inflated (malloc'd), *n set; NULL if unreadable. */
-static unsigned char *read_image(const char *path, size_t *n)
-{
-    gzFile g = gzopen(path, "rb");
-    size_t cap = 1 << 24, have = 0;
-    unsigned char *b = g ? malloc(cap) : NULL;
-    int got;
-    while (b && (got = gzread(g, b + have, (unsigned)(cap - have))) > 0) {
-        have += (size_t)got;
-        if (have == cap) {
-            unsigned char *t = realloc(b, cap *= 2);
-            if (!t) free(b);
-            b = t;
-        }
-    }
-    if (g) gzclose(g);
-    *n = have;
-    return b;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -114,12 +95,13 @@ int main(int argc, char **argv)
     const size_t cap = dm_gz_member_bound(MEMBER) + 65536;
     unsigned char *out = malloc(cap);
     for (int a = 1; a < argc; a++) {
-        size_t n = 0;
-        unsigned char *img = read_image(argv[a], &n);
-        if (!img || n == 0) {
+        dm_volume_bytes vb; /* the image's bytes as its file holds them: header, then values */
+        if (dm_volume_bytes_read(argv[a], &vb) != 0) {
             fprintf(stderr, "bench_gz: %s: cannot read\n", argv[a]);
             return 1;
         }
+        const unsigned char *img = vb.header;
+        const size_t n = vb.header_len + vb.nvox * vb.nt * (size_t)vb.bytes_per;
         printf("\n%s: %.1f MB in %zu members of 1 MiB, one core\n\n", argv[a], n / 1e6,
                (n + MEMBER - 1) / MEMBER);
         printf("| deflate | MB/s | size / raw | dimoc's speed over it |\n|---|---|---|---|\n");
@@ -146,7 +128,7 @@ int main(int argc, char **argv)
             printf("| %s | %.0f | %.3f | %.2f |\n", peers[p].name, mbs[p], (double)packed / n,
                    mbs[0] / mbs[p]);
         }
-        free(img);
+        dm_volume_bytes_free(&vb);
     }
     free(state[0]);
     free(state[1]);
